@@ -1,0 +1,93 @@
+# dlscope — build, test and demo. Layout follows libbpf-bootstrap: BPF objects are compiled with
+# clang against a generated vmlinux.h, turned into skeleton headers by bpftool and embedded in the
+# one ./dlscope binary. Every product goes under $(OUTPUT), never beside the sources.
+
+OUTPUT ?= build
+CC ?= cc
+CLANG ?= clang
+BPFTOOL ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
+	  -I$(OUTPUT) -Iuser -Iui -Ibpf $(EXTRA_CFLAGS)
+LDLIBS += -lbpf -ldw -lelf -lz -ljansson -lncursesw -lpthread
+
+ifeq ($(SAN),1)
+OUTPUT := build-san
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(wildcard user/*.c ui/*.c)
+USER_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(USER_SRCS))
+LIB_OBJS := $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+
+DEB_BUILD := make clang llvm gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
+	     libjansson-dev libncurses-dev pkg-config
+DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
+	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace
+DEB_ALL := $(DEB_BUILD) $(DEB_TEST)
+
+.PHONY: all deps test unit e2e demo bench clean format format-check
+all: dlscope
+
+# Installs what the build and the tests need; idempotent, and says what is missing when not root.
+deps:
+	@scripts/install-deps.sh $(DEB_ALL)
+
+dlscope: $(OUTPUT)/dlscope
+	@cp $< $@
+
+$(OUTPUT)/dlscope: $(USER_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(OUTPUT)/vmlinux.h:
+	@mkdir -p $(OUTPUT)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(OUTPUT)/vmlinux.h
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+# Objects depend on their headers through -MMD; the skeletons must exist before any user code.
+$(OUTPUT)/%.o: %.c $(BPF_SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+fixtures:
+	@$(MAKE) -s -C tests/fixtures OUTPUT=$(abspath $(OUTPUT))/fixtures
+
+unit: $(UNIT_BINS)
+
+test: deps
+	@$(MAKE) -s all unit fixtures
+	@python3 tests/run_tests.py --build $(OUTPUT)
+
+demo: deps
+	@$(MAKE) -s all fixtures
+	@scripts/demo.sh $(OUTPUT)
+
+bench: all fixtures
+	@bench/run_all.sh $(OUTPUT)
+
+format:
+	clang-format -i $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h ui/*.c ui/*.h tests/unit/*.c)
+
+format-check:
+	clang-format --dry-run --Werror $(wildcard user/*.c user/*.h ui/*.c ui/*.h)
+
+clean:
+	rm -rf build build-san dlscope
+
+-include $(USER_OBJS:.o=.d)

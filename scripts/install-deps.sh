@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages named on the command line that are missing. Idempotent: when all
+# are present it does nothing; when some are missing and we are not root it names them and fails.
+set -euo pipefail
+missing=()
+for p in "$@"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "dlscope: missing Debian packages: ${missing[*]} (run 'make deps' as root)" >&2
+	exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,118 @@
+"""Helpers shared by the end-to-end tests: live fixture processes and the dlscope binary."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+_live = []
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here (e.g. needs root)."""
+
+
+def fixture_path(name):
+    return os.path.join(BUILD, "fixtures", name)
+
+
+def dlscope_path():
+    return os.path.join(ROOT, "dlscope") if BUILD.endswith("/build") else \
+        os.path.join(BUILD, "dlscope")
+
+
+class Fixture:
+    """A fixture process started for one test; waits for its "ready PID" line."""
+
+    def __init__(self, argv, env=None, ready_timeout=20.0, wait_ready=True):
+        if not os.path.isabs(argv[0]) and os.path.exists(fixture_path(argv[0])):
+            argv = [fixture_path(argv[0])] + list(argv[1:])
+        full_env = dict(os.environ)
+        if env:
+            full_env.update(env)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=full_env, text=True, start_new_session=True)
+        _live.append(self)
+        self.pid = self.proc.pid
+        self.output = []
+        if wait_ready:
+            self._wait_ready(ready_timeout)
+
+    def _wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                err = self.proc.stderr.read()
+                raise AssertionError(f"fixture {self.proc.args} exited early: {err}")
+            self.output.append(line)
+            if line.startswith("ready"):
+                return
+        raise AssertionError(f"fixture {self.proc.args} not ready after {timeout}s")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+
+
+def reap_all():
+    while _live:
+        _live.pop().kill()
+
+
+def dlscope(*args, check=None, timeout=60, env=None):
+    """Run ./dlscope; returns CompletedProcess. check=N asserts the exit status."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    proc = subprocess.run([dlscope_path(), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=full_env)
+    if check is not None and proc.returncode != check:
+        raise AssertionError(f"dlscope {' '.join(map(str, args))}: exit {proc.returncode}, "
+                             f"wanted {check}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def dlscope_json(*args, check=0):
+    proc = dlscope(*args, "--json", check=check)
+    return json.loads(proc.stdout)
+
+
+def mapped_objects(pid):
+    """(inode, path) of every ELF file mapped at offset 0 in /proc/PID/maps."""
+    seen = {}
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) < 6 or not parts[5].startswith("/"):
+                continue
+            path = parts[5].strip()
+            if path.endswith(" (deleted)"):
+                path = path[:-10]
+            inode = int(parts[4])
+            if inode == 0 or int(parts[2], 16) != 0:
+                continue
+            try:
+                with open(f"/proc/{pid}/root{path}", "rb") as ef:
+                    if ef.read(4) != b"\x7fELF":
+                        continue
+            except OSError:
+                continue
+            seen[inode] = path
+    return seen
+
+
+def is_root():
+    return os.geteuid() == 0

@@ -1,0 +1,205 @@
+"""dlscope libs against live fixture processes."""
+import os
+import re
+import subprocess
+import time
+
+from harness import (Fixture, Skip, dlscope, dlscope_json, fixture_path, is_root,
+                     mapped_objects)
+
+
+def graph_of(pid):
+    doc = dlscope_json("libs", pid)
+    assert doc["processes"] and doc["processes"][0]["pid"] == pid, doc
+    return doc["processes"][0]
+
+
+def by_name(g, name, ns=None):
+    hits = [o for o in g["objects"]
+            if os.path.basename(o["path"]) == name and (ns is None or o["namespace"] == ns)]
+    assert hits, f"{name} not reported: {[o['path'] for o in g['objects']]}"
+    return hits
+
+
+def role_impls(obj):
+    return {(r["kind"], r["impl"]) for r in obj["roles"]}
+
+
+def assert_covers_maps(g, pid):
+    """Every ELF object /proc/PID/maps shows is reported, with a parent or a root origin."""
+    reported = {}
+    for o in g["objects"]:
+        if o["in_maps"]:
+            reported.setdefault(os.path.realpath(f"/proc/{pid}/root{o['path']}"), o)
+    objs = {o["id"]: o for o in g["objects"]}
+    for inode, path in mapped_objects(pid).items():
+        real = os.path.realpath(path)
+        assert real in reported, f"{path} is mapped but not reported"
+        o = reported[real]
+        assert o["origin"] in ("executable", "interpreter", "needed", "dlopen", "preload"), o
+        if o["origin"] == "needed":
+            assert o["parents"] and all(p in objs for p in o["parents"]), o
+
+
+def test_two_openmp_runtimes():
+    with Fixture(["two_omp"]) as fx:
+        g = graph_of(fx.pid)
+        exe = [o for o in g["objects"] if o["origin"] == "executable"]
+        assert len(exe) == 1 and exe[0]["path"] == fixture_path("two_omp")
+        gomp = by_name(g, "libgomp.so.1")[0]
+        omp = by_name(g, "libomp.so.5")[0]
+        assert ("openmp", "libgomp") in role_impls(gomp)
+        assert ("openmp", "libomp") in role_impls(omp)
+        assert gomp["origin"] == "needed" and exe[0]["id"] in gomp["parents"]
+        assert omp["origin"] == "dlopen" and not omp["parents"]
+        assert gomp["build_id"] and re.fullmatch(r"[0-9a-f]{40}", gomp["build_id"])
+        assert gomp["soname"] == "libgomp.so.1"
+        assert_covers_maps(g, fx.pid)
+        text = dlscope("libs", fx.pid, check=0).stdout
+        assert "[OpenMP runtime: GNU libgomp" in text and "[OpenMP runtime: LLVM libomp" in text
+        assert "runtimes: OpenMP runtime x2" in text
+
+
+def test_two_openblas_builds():
+    with Fixture(["two_blas"]) as fx:
+        g = graph_of(fx.pid)
+        blas = [o for o in g["objects"] if ("blas", "openblas") in role_impls(o)]
+        paths = sorted(o["path"] for o in blas)
+        assert paths == ["/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+                         "/usr/lib/x86_64-linux-gnu/openblas64-pthread/libopenblas64.so.0"], paths
+        for o in blas:
+            assert o["origin"] == "dlopen"
+            assert [r["version"] for r in o["roles"] if r["kind"] == "blas"] == ["0.3.21"]
+        gfortran = by_name(g, "libgfortran.so.5")[0]
+        assert {o["id"] for o in blas} <= set(gfortran["parents"]), gfortran
+        assert_covers_maps(g, fx.pid)
+
+
+def test_dlmopen_second_namespace():
+    lib = fixture_path("libplain.so")
+    with Fixture(["dlmopen_ns", lib]) as fx:
+        g = graph_of(fx.pid)
+        assert g["namespaces"] == 2
+        plain = by_name(g, "libplain.so")
+        assert len(plain) == 1 and plain[0]["namespace"] == 1
+        assert plain[0]["origin"] == "dlopen"
+        libc0 = by_name(g, "libc.so.6", ns=0)
+        libc1 = by_name(g, "libc.so.6", ns=1)
+        assert libc0 and libc1 and libc0[0]["base"] != libc1[0]["base"]
+        libm = by_name(g, "libm.so.6", ns=1)[0]
+        assert plain[0]["id"] in libm["parents"]
+        assert_covers_maps(g, fx.pid)
+        text = dlscope("libs", fx.pid, check=0).stdout
+        assert "namespace 1 (dlmopen):" in text
+
+
+def test_vendored_renamed_copy():
+    vendored = fixture_path("vendored/libgomp-a34b3233.so.1")
+    with Fixture(["dlopen_list", vendored]) as fx:
+        g = graph_of(fx.pid)
+        o = by_name(g, "libgomp-a34b3233.so.1")[0]
+        assert ("openmp", "libgomp") in role_impls(o)
+        assert o["soname"] == "libgomp-a34b3233.so.1"
+        assert_covers_maps(g, fx.pid)
+
+
+def test_dot_output():
+    with Fixture(["two_omp"]) as fx:
+        out = dlscope("libs", "--dot", fx.pid, check=0).stdout
+        assert out.startswith("digraph dlscope {") and out.rstrip().endswith("}")
+        assert "libomp.so.5" in out and "fillcolor=\"#f4a261\"" in out
+        assert re.search(r"p\d+_o0 -> p\d+_o\d+;", out)
+
+
+def gdb_shared_libraries(pid):
+    out = subprocess.run(["gdb", "-nx", "-batch", "-p", str(pid), "-ex", "info sharedlibrary"],
+                         capture_output=True, text=True, timeout=120).stdout
+    libs = set()
+    for line in out.splitlines():
+        m = re.match(r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+(?:Yes|No)(?: \(\*\))?\s+(/.*)$", line)
+        if m:
+            libs.add(os.path.realpath(m.group(1).strip()))
+    return libs
+
+
+def test_python_numpy_matches_gdb():
+    code = ("import numpy, os, time, sys; print('ready', os.getpid(), flush=True); "
+            "time.sleep(600)")
+    with Fixture(["/usr/bin/python3", "-c", code]) as fx:
+        g = graph_of(fx.pid)
+        ours = {os.path.realpath(o["path"]) for o in g["objects"]
+                if o["origin"] not in ("executable", "vdso", "mapped")}
+        theirs = gdb_shared_libraries(fx.pid)
+        assert theirs, "gdb listed no libraries"
+        assert ours == theirs, f"only dlscope: {ours - theirs}\nonly gdb: {theirs - ours}"
+        exts = [o for o in g["objects"] if ("python", "python-ext") in role_impls(o)]
+        assert any("_multiarray_umath" in o["path"] for o in exts), exts
+        interp = [o for o in g["objects"] if ("python", "python") in role_impls(o)]
+        assert interp, "the interpreter's role is missing"
+        assert any(("blas", "openblas") in role_impls(o) for o in g["objects"])
+
+
+def test_no_such_pid():
+    p = dlscope("libs", 999999999 % 4194304 or 4194303, check=3)
+    assert re.search(r"no process with PID \d+", p.stderr), p.stderr
+    assert p.stderr.count("\n") == 1
+
+
+def test_not_a_pid():
+    p = dlscope("libs", "12abc", check=2)
+    assert "'12abc' is not a process ID" in p.stderr
+    dlscope("libs", check=2)
+    dlscope("libs", "--bogus", "1", check=2)
+
+
+def test_kernel_thread():
+    p = dlscope("libs", 2, check=3)  # kthreadd
+    assert "kernel thread" in p.stderr, p.stderr
+
+
+def test_zombie():
+    child = subprocess.Popen(["true"])
+    for _ in range(100):
+        with open(f"/proc/{child.pid}/stat") as f:
+            if f.read().split(") ")[1][0] == "Z":
+                break
+        time.sleep(0.01)
+    try:
+        p = dlscope("libs", child.pid, check=3)
+        assert "zombie" in p.stderr, p.stderr
+    finally:
+        child.wait()
+
+
+def test_static_executable():
+    with Fixture(["static_exe"]) as fx:
+        p = dlscope("libs", fx.pid, check=3)
+        assert "statically linked" in p.stderr, p.stderr
+
+
+def test_permission_denied():
+    if not is_root():
+        raise Skip("needs root to drop to another user")
+    with Fixture(["two_omp"]) as fx:
+        from harness import dlscope_path
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            dlscope_path(), "libs", str(fx.pid)],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 3, (p.returncode, p.stderr)
+        assert "permission denied" in p.stderr and "two_omp" in p.stderr, p.stderr
+
+
+def test_process_exiting_while_read():
+    """A process killed at random points of the read: never a crash, always 0 or 3, one line."""
+    import random
+    import threading
+    rng = random.Random(1)
+    for _ in range(40):
+        fx = Fixture(["two_omp"])
+        threading.Timer(rng.uniform(0, 0.004), fx.kill).start()
+        p = dlscope("libs", fx.pid)
+        assert p.returncode in (0, 3), (p.returncode, p.stderr)
+        if p.returncode == 3:
+            assert p.stderr.count("\n") == 1, p.stderr
+            assert re.search(r"exited|no process|zombie", p.stderr), p.stderr
+        fx.kill()

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The subcommands: each takes argc/argv after its name and returns an enum dls_exit value. */
+#ifndef DLSCOPE_COMMANDS_H
+#define DLSCOPE_COMMANDS_H
+
+#define DLSCOPE_VERSION "0.1.0"
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_libs(int argc, char **argv);
+
+#endif

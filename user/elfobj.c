@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elfobj.h"
+
+struct elf_object {
+	char *path;
+	Elf *elf;
+	int type;
+	uint64_t size;
+	char *soname;
+	char *interp;
+	char **needed;
+	size_t n_needed;
+	char **verdefs;
+	size_t n_verdefs;
+	char build_id[2 * 64 + 1];
+	bool has_build_id;
+	/* Sections we come back to; NULL when absent. */
+	Elf_Scn *dynsym, *symtab, *versym, *verneed, *verdef;
+	struct obj_roles roles;
+};
+
+static bool libelf_ready;
+
+static int ensure_libelf(void)
+{
+	if (libelf_ready)
+		return 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	libelf_ready = true;
+	return 0;
+}
+
+
+static int push_str(char ***arr, size_t *n, const char *s)
+{
+	char **na = realloc(*arr, (*n + 1) * sizeof(**arr));
+
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	na[*n] = strdup(s);
+	if (!na[*n])
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static int read_dynamic(struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t count;
+
+	if (!data || !sh->sh_entsize)
+		return 0;
+	count = data->d_size / sh->sh_entsize;
+	for (size_t i = 0; i < count; i++) {
+		GElf_Dyn dyn;
+		const char *s;
+
+		if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_SONAME)
+			continue;
+		s = elf_strptr(o->elf, sh->sh_link, dyn.d_un.d_val);
+		if (!s)
+			continue;
+		if (dyn.d_tag == DT_SONAME && !o->soname)
+			o->soname = strdup(s);
+		else if (dyn.d_tag == DT_NEEDED && push_str(&o->needed, &o->n_needed, s))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void read_build_id(struct elf_object *o, Elf_Scn *scn)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t off = 0, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	if (!data)
+		return;
+	while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+		const unsigned char *desc = (const unsigned char *)data->d_buf + desc_off;
+
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+		    memcmp((const char *)data->d_buf + name_off, "GNU", 4) || !nh.n_descsz ||
+		    nh.n_descsz > 64)
+			continue;
+		for (size_t i = 0; i < nh.n_descsz; i++)
+			snprintf(o->build_id + 2 * i, 3, "%02x", desc[i]);
+		o->has_build_id = true;
+		return;
+	}
+}
+
+static int read_verdefs(struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t off = 0;
+
+	if (!data)
+		return 0;
+	/* sh_info is the number of entries; it also bounds a hostile vd_next loop. */
+	for (size_t i = 0; i < sh->sh_info && off < data->d_size; i++) {
+		GElf_Verdef vd;
+		GElf_Verdaux va;
+		const char *name;
+
+		if (!gelf_getverdef(data, (int)off, &vd))
+			break;
+		if (vd.vd_cnt && gelf_getverdaux(data, (int)(off + vd.vd_aux), &va) &&
+		    !(vd.vd_flags & VER_FLG_BASE)) {
+			name = elf_strptr(o->elf, sh->sh_link, va.vda_name);
+			if (name && push_str(&o->verdefs, &o->n_verdefs, name))
+				return -ENOMEM;
+		}
+		if (!vd.vd_next)
+			break;
+		off += vd.vd_next;
+	}
+	return 0;
+}
+
+static void read_interp(struct elf_object *o)
+{
+	size_t nph;
+
+	if (elf_getphdrnum(o->elf, &nph))
+		return;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		char *raw;
+
+		if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_INTERP)
+			continue;
+		if (ph.p_filesz == 0 || ph.p_filesz > 4096 || ph.p_offset + ph.p_filesz > o->size)
+			return;
+		raw = elf_rawfile(o->elf, NULL);
+		if (raw)
+			o->interp = strndup(raw + ph.p_offset, ph.p_filesz);
+		return;
+	}
+}
+
+struct elf_object *elfobj__open(const char *path)
+{
+	struct elf_object *o = NULL;
+	GElf_Ehdr eh;
+	Elf_Scn *scn = NULL;
+	struct stat st;
+	size_t shstrndx;
+	int fd, err = 0;
+
+	if (ensure_libelf())
+		return errno = EINVAL, NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		err = S_ISDIR(st.st_mode) ? EISDIR : ENOEXEC;
+		goto err_close;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		err = ENOMEM;
+		goto err_close;
+	}
+	o->size = (uint64_t)st.st_size;
+	o->path = strdup(path);
+	o->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!o->path || !o->elf || elf_kind(o->elf) != ELF_K_ELF) {
+		err = ENOEXEC;
+		goto err_free;
+	}
+	if (!gelf_getehdr(o->elf, &eh)) {
+		err = EIO;
+		goto err_free;
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		err = EINVAL;
+		goto err_free;
+	}
+	o->type = eh.e_type;
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		shstrndx = 0;
+
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		switch (sh.sh_type) {
+		case SHT_DYNAMIC:
+			if (read_dynamic(o, scn, &sh)) {
+				err = ENOMEM;
+				goto err_free;
+			}
+			break;
+		case SHT_DYNSYM:
+			o->dynsym = scn;
+			break;
+		case SHT_SYMTAB:
+			o->symtab = scn;
+			break;
+		case SHT_GNU_versym:
+			o->versym = scn;
+			break;
+		case SHT_GNU_verneed:
+			o->verneed = scn;
+			break;
+		case SHT_GNU_verdef:
+			o->verdef = scn;
+			if (read_verdefs(o, scn, &sh)) {
+				err = ENOMEM;
+				goto err_free;
+			}
+			break;
+		case SHT_NOTE:
+			if (!o->has_build_id)
+				read_build_id(o, scn);
+			break;
+		}
+	}
+	read_interp(o);
+	/* Data stays reachable through the mapping; free the descriptor now. */
+	elf_cntl(o->elf, ELF_C_FDDONE);
+	close(fd);
+	roles__classify(o, &o->roles);
+	return o;
+
+err_free:
+	elfobj__free(o);
+err_close:
+	close(fd);
+	errno = err;
+	return NULL;
+}
+
+void elfobj__free(struct elf_object *o)
+{
+	if (!o)
+		return;
+	for (size_t i = 0; i < o->n_needed; i++)
+		free(o->needed[i]);
+	for (size_t i = 0; i < o->n_verdefs; i++)
+		free(o->verdefs[i]);
+	free(o->needed);
+	free(o->verdefs);
+	free(o->soname);
+	free(o->interp);
+	free(o->path);
+	if (o->elf)
+		elf_end(o->elf);
+	free(o);
+}
+
+const char *elfobj__path(const struct elf_object *o)
+{
+	return o->path;
+}
+
+int elfobj__type(const struct elf_object *o)
+{
+	return o->type;
+}
+
+const char *elfobj__soname(const struct elf_object *o)
+{
+	return o->soname;
+}
+
+size_t elfobj__n_needed(const struct elf_object *o)
+{
+	return o->n_needed;
+}
+
+const char *elfobj__needed(const struct elf_object *o, size_t i)
+{
+	return i < o->n_needed ? o->needed[i] : NULL;
+}
+
+const char *elfobj__build_id(const struct elf_object *o)
+{
+	return o->has_build_id ? o->build_id : NULL;
+}
+
+const char *elfobj__interp(const struct elf_object *o)
+{
+	return o->interp;
+}
+
+size_t elfobj__n_verdefs(const struct elf_object *o)
+{
+	return o->n_verdefs;
+}
+
+const char *elfobj__verdef(const struct elf_object *o, size_t i)
+{
+	return i < o->n_verdefs ? o->verdefs[i] : NULL;
+}
+
+const struct obj_roles *elfobj__roles(const struct elf_object *o)
+{
+	return &o->roles;
+}
+
+uint64_t elfobj__size(const struct elf_object *o)
+{
+	return o->size;
+}
+
+Elf *elfobj__elf(const struct elf_object *o)
+{
+	return o->elf;
+}
+
+static int foreach_in(const struct elf_object *o, Elf_Scn *scn, bool defined, elfobj_sym_cb cb,
+		      void *ctx)
+{
+	Elf_Data *data;
+	GElf_Shdr sh;
+	size_t count;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return 0;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return 0;
+	count = data->d_size / sh.sh_entsize;
+	for (size_t i = 1; i < count; i++) {
+		GElf_Sym sym;
+		const char *name;
+		int ret;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		if ((sym.st_shndx == SHN_UNDEF) == defined)
+			continue;
+		name = elf_strptr(o->elf, sh.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		ret = cb(name, &sym, ctx);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int elfobj__foreach_defined(const struct elf_object *o, unsigned tables, elfobj_sym_cb cb,
+			    void *ctx)
+{
+	int ret = 0;
+
+	if (tables & ELFOBJ_DYNSYM)
+		ret = foreach_in(o, o->dynsym, true, cb, ctx);
+	if (!ret && (tables & ELFOBJ_SYMTAB))
+		ret = foreach_in(o, o->symtab, true, cb, ctx);
+	return ret;
+}
+
+/* Map a version index of .gnu.version to the version name .gnu.version_r gives it. */
+static const char *verneed_name(const struct elf_object *o, unsigned idx)
+{
+	Elf_Data *data;
+	GElf_Shdr sh;
+	size_t off = 0;
+
+	if (!o->verneed || !gelf_getshdr(o->verneed, &sh))
+		return NULL;
+	data = elf_getdata(o->verneed, NULL);
+	if (!data)
+		return NULL;
+	for (size_t i = 0; i < sh.sh_info && off < data->d_size; i++) {
+		GElf_Verneed vn;
+		size_t aoff;
+
+		if (!gelf_getverneed(data, (int)off, &vn))
+			return NULL;
+		aoff = off + vn.vn_aux;
+		for (unsigned j = 0; j < vn.vn_cnt && aoff < data->d_size; j++) {
+			GElf_Vernaux va;
+
+			if (!gelf_getvernaux(data, (int)aoff, &va))
+				return NULL;
+			if ((va.vna_other & 0x7fff) == idx)
+				return elf_strptr(o->elf, sh.sh_link, va.vna_name);
+			if (!va.vna_next)
+				break;
+			aoff += va.vna_next;
+		}
+		if (!vn.vn_next)
+			break;
+		off += vn.vn_next;
+	}
+	return NULL;
+}
+
+int elfobj__foreach_undefined(const struct elf_object *o, elfobj_undef_cb cb, void *ctx)
+{
+	Elf_Data *data, *vdata = NULL;
+	GElf_Shdr sh;
+	size_t count;
+
+	if (!o->dynsym || !gelf_getshdr(o->dynsym, &sh) || !sh.sh_entsize)
+		return 0;
+	data = elf_getdata(o->dynsym, NULL);
+	if (!data)
+		return 0;
+	if (o->versym)
+		vdata = elf_getdata(o->versym, NULL);
+	count = data->d_size / sh.sh_entsize;
+	for (size_t i = 1; i < count; i++) {
+		const char *name, *version = NULL;
+		GElf_Versym vs;
+		GElf_Sym sym;
+		int ret;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		if (sym.st_shndx != SHN_UNDEF)
+			continue;
+		name = elf_strptr(o->elf, sh.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		if (vdata && gelf_getversym(vdata, (int)i, &vs) && (vs & 0x7fff) > 1)
+			version = verneed_name(o, vs & 0x7fff);
+		ret = cb(name, version, GELF_ST_BIND(sym.st_info) == STB_WEAK, ctx);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int elfobj__foreach_verneed(const struct elf_object *o, elfobj_verneed_cb cb, void *ctx)
+{
+	Elf_Data *data;
+	GElf_Shdr sh;
+	size_t off = 0;
+
+	if (!o->verneed || !gelf_getshdr(o->verneed, &sh))
+		return 0;
+	data = elf_getdata(o->verneed, NULL);
+	if (!data)
+		return 0;
+	for (size_t i = 0; i < sh.sh_info && off < data->d_size; i++) {
+		GElf_Verneed vn;
+		const char *file;
+		size_t aoff;
+
+		if (!gelf_getverneed(data, (int)off, &vn))
+			break;
+		file = elf_strptr(o->elf, sh.sh_link, vn.vn_file);
+		aoff = off + vn.vn_aux;
+		for (unsigned j = 0; j < vn.vn_cnt && aoff < data->d_size; j++) {
+			GElf_Vernaux va;
+			const char *ver;
+			int ret;
+
+			if (!gelf_getvernaux(data, (int)aoff, &va))
+				break;
+			ver = elf_strptr(o->elf, sh.sh_link, va.vna_name);
+			if (file && ver) {
+				ret = cb(file, ver, ctx);
+				if (ret)
+					return ret;
+			}
+			if (!va.vna_next)
+				break;
+			aoff += va.vna_next;
+		}
+		if (!vn.vn_next)
+			break;
+		off += vn.vn_next;
+	}
+	return 0;
+}
+
+struct find_func {
+	const char *name;
+	GElf_Sym sym;
+	bool found;
+};
+
+static int match_func(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct find_func *f = ctx;
+	size_t len = strlen(f->name);
+
+	/* .symtab spells versioned definitions "dlopen@@GLIBC_2.34"; both spellings are one. */
+	if (strncmp(name, f->name, len) || (name[len] && name[len] != '@'))
+		return 0;
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC && GELF_ST_TYPE(sym->st_info) != STT_GNU_IFUNC)
+		return 0;
+	f->sym = *sym;
+	f->found = true;
+	return 1;
+}
+
+int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *offset)
+{
+	struct find_func f = { .name = name };
+	size_t nph;
+
+	elfobj__foreach_defined(o, ELFOBJ_DYNSYM, match_func, &f);
+	if (!f.found)
+		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_func, &f);
+	if (!f.found)
+		return -ENOENT;
+	if (elf_getphdrnum(o->elf, &nph))
+		return -ERANGE;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (f.sym.st_value >= ph.p_vaddr && f.sym.st_value < ph.p_vaddr + ph.p_memsz) {
+			*offset = f.sym.st_value - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -ERANGE;
+}
+
+const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		const char *sname;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		sname = elf_strptr(o->elf, shstrndx, sh.sh_name);
+		if (!sname || strcmp(sname, name))
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf)
+			return NULL;
+		*size = data->d_size;
+		return data->d_buf;
+	}
+	return NULL;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* One ELF file, read with libelf: identity, dependencies, symbols, versions, runtime roles. */
+#ifndef DLSCOPE_ELFOBJ_H
+#define DLSCOPE_ELFOBJ_H
+
+#include <gelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "roles.h"
+
+struct elf_object;
+
+enum elfobj_symtab {
+	ELFOBJ_DYNSYM = 1 << 0,
+	ELFOBJ_SYMTAB = 1 << 1,
+};
+
+/*
+ * Open and index @path (mapped, not read). Returns NULL and sets errno: ENOEXEC for a file that
+ * is not ELF, EINVAL for an ELF this build cannot read (32-bit, other machine), EIO for a corrupt
+ * one. The file descriptor is closed before returning: objects cost no descriptor while kept.
+ */
+struct elf_object *elfobj__open(const char *path);
+void elfobj__free(struct elf_object *o);
+
+const char *elfobj__path(const struct elf_object *o);
+int elfobj__type(const struct elf_object *o);		/* ET_EXEC, ET_DYN, ET_REL ... */
+const char *elfobj__soname(const struct elf_object *o); /* NULL when it has none */
+size_t elfobj__n_needed(const struct elf_object *o);
+const char *elfobj__needed(const struct elf_object *o, size_t i);
+const char *elfobj__build_id(const struct elf_object *o); /* lowercase hex, or NULL */
+const char *elfobj__interp(const struct elf_object *o);   /* PT_INTERP, or NULL */
+size_t elfobj__n_verdefs(const struct elf_object *o);
+const char *elfobj__verdef(const struct elf_object *o, size_t i);
+const struct obj_roles *elfobj__roles(const struct elf_object *o);
+uint64_t elfobj__size(const struct elf_object *o);
+
+/*
+ * Call @cb for each symbol of the chosen tables that is defined in this object (not SHN_UNDEF).
+ * Stops early and returns @cb's value when it is non-zero.
+ */
+typedef int (*elfobj_sym_cb)(const char *name, const GElf_Sym *sym, void *ctx);
+int elfobj__foreach_defined(const struct elf_object *o, unsigned tables, elfobj_sym_cb cb,
+			    void *ctx);
+
+/* Call @cb for each undefined dynamic symbol with its required version (NULL when unversioned). */
+typedef int (*elfobj_undef_cb)(const char *name, const char *version, bool weak, void *ctx);
+int elfobj__foreach_undefined(const struct elf_object *o, elfobj_undef_cb cb, void *ctx);
+
+/* Call @cb for each (needed file, version) pair of .gnu.version_r. */
+typedef int (*elfobj_verneed_cb)(const char *file, const char *version, void *ctx);
+int elfobj__foreach_verneed(const struct elf_object *o, elfobj_verneed_cb cb, void *ctx);
+
+/*
+ * The file offset of the code of function @name (.dynsym first, then .symtab), as uprobes want it.
+ * Versioned aliases at one address (dlopen@GLIBC_2.2.5, dlopen@@GLIBC_2.34) are one answer.
+ * Returns 0, -ENOENT when not defined here, -ERANGE when not inside a loadable segment.
+ */
+int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *offset);
+
+/* The bytes of the first section called @name, or NULL. */
+const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size);
+/* The underlying libelf handle, for the object-level checks of lint. */
+Elf *elfobj__elf(const struct elf_object *o);
+
+#endif

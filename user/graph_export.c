@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "elfobj.h"
+#include "graph_export.h"
+#include "libgraph.h"
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *hex(uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	return json_string(buf);
+}
+
+void obj_role__describe(const struct obj_role *r, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s: %s", role_kind__label(r->kind), role_impl__name(r->impl));
+
+	if (r->version[0] && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " %s", r->version);
+	if (r->detail[0] && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " (%s)", r->detail);
+}
+
+static json_t *roles_json(const struct obj_roles *roles)
+{
+	json_t *arr = json_array();
+
+	for (unsigned i = 0; arr && i < roles->n; i++) {
+		const struct obj_role *r = &roles->r[i];
+
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:o}", "kind",
+						     role_kind__id(r->kind), "impl",
+						     role_impl__id(r->impl), "name",
+						     role_impl__name(r->impl), "version",
+						     str_or_null(r->version[0] ? r->version : NULL),
+						     "detail",
+						     str_or_null(r->detail[0] ? r->detail : NULL)));
+	}
+	return arr;
+}
+
+static json_t *ids_json(const unsigned int *ids, size_t n)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr, json_integer(ids[i]));
+	return arr;
+}
+
+json_t *lg_object__to_json(const struct lg_object *o)
+{
+	json_t *needed = json_array(), *unresolved = json_array(), *obj;
+
+	if (o->elf)
+		for (size_t i = 0; i < elfobj__n_needed(o->elf); i++)
+			json_array_append_new(needed, json_string(elfobj__needed(o->elf, i)));
+	for (size_t i = 0; i < o->n_unresolved; i++)
+		json_array_append_new(unresolved, json_string(o->unresolved[i]));
+	obj = json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:b, "
+			"s:b, s:b, s:b, s:o}",
+			"id", (json_int_t)o->id, "path", o->path, "soname", str_or_null(o->soname),
+			"build_id", str_or_null(o->elf ? elfobj__build_id(o->elf) : NULL), "base",
+			hex(o->base), "link_map", o->lm_addr ? hex(o->lm_addr) : json_null(),
+			"namespace", (json_int_t)o->ns, "origin", lg_origin__id(o->origin),
+			"parents", ids_json(o->parents, o->n_parents), "children",
+			ids_json(o->children, o->n_children), "needed", needed,
+			"unresolved_needed", unresolved, "roles", roles_json(lg_object__roles(o)),
+			"in_link_map", o->in_link_map, "in_maps", o->in_maps, "deleted", o->deleted,
+			"gone", o->gone, "error", str_or_null(o->error));
+	return obj;
+}
+
+json_t *libgraph__to_json(const struct libgraph *g)
+{
+	json_t *objs = json_array();
+
+	for (size_t i = 0; objs && i < g->n; i++)
+		json_array_append_new(objs, lg_object__to_json(g->objs[i]));
+	return json_pack("{s:i, s:s, s:s, s:s, s:b, s:i, s:o, s:o, s:o}", "pid", (json_int_t)g->pid,
+			 "comm", g->comm, "exe", g->exe, "source",
+			 g->from_link_map ? "link-map" : "maps", "consistent", g->consistent,
+			 "namespaces", (json_int_t)g->n_namespaces, "r_debug",
+			 g->r_debug ? hex(g->r_debug) : json_null(), "r_brk",
+			 g->r_brk ? hex(g->r_brk) : json_null(), "objects", objs);
+}
+
+static const char *role_colour(const struct obj_roles *r)
+{
+	static const char *colours[ROLE__COUNT] = {
+		[ROLE_OPENMP] = "#f4a261", [ROLE_BLAS] = "#e9c46a",   [ROLE_CXX_RUNTIME] = "#90be6d",
+		[ROLE_CUDA] = "#76b900",   [ROLE_PYTHON] = "#8ecae6", [ROLE_LIBC] = "#dddddd",
+		[ROLE_LOADER] = "#cccccc",
+	};
+
+	return r->n ? colours[r->r[0].kind] : "#ffffff";
+}
+
+static void dot_escape(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+}
+
+void libgraph__print_dot(const struct libgraph *const *graphs, size_t n, FILE *f)
+{
+	fprintf(f, "digraph dlscope {\n\trankdir=LR;\n\tnode [shape=ellipse, style=filled, "
+		   "fontname=\"monospace\"];\n");
+	for (size_t k = 0; k < n; k++) {
+		const struct libgraph *g = graphs[k];
+
+		fprintf(f, "\tsubgraph cluster_%d {\n\t\tlabel=\"%d (", g->pid, g->pid);
+		dot_escape(f, g->comm);
+		fprintf(f, ")\";\n");
+		for (size_t i = 0; i < g->n; i++) {
+			const struct lg_object *o = g->objs[i];
+			const struct obj_roles *r = lg_object__roles(o);
+			char role[160] = "";
+
+			if (o->gone)
+				continue;
+			if (r->n)
+				obj_role__describe(&r->r[0], role, sizeof(role));
+			fprintf(f, "\t\tp%d_o%u [label=\"", g->pid, o->id);
+			dot_escape(f, lg_object__basename(o));
+			if (o->ns)
+				fprintf(f, " [ns %u]", o->ns);
+			if (role[0]) {
+				fputs("\\n", f);
+				dot_escape(f, role);
+			}
+			fprintf(f, "\", fillcolor=\"%s\"%s];\n", role_colour(r),
+				o->origin == LG_DLOPEN	    ? ", shape=box" :
+				o->origin == LG_EXECUTABLE ? ", shape=doubleoctagon" :
+							     "");
+		}
+		for (size_t i = 0; i < g->n; i++) {
+			const struct lg_object *o = g->objs[i];
+
+			for (size_t j = 0; j < o->n_children; j++)
+				fprintf(f, "\t\tp%d_o%u -> p%d_o%u;\n", g->pid, o->id, g->pid,
+					o->children[j]);
+		}
+		fprintf(f, "\t}\n");
+	}
+	fprintf(f, "}\n");
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The library graph as JSON (docs/libs-schema.md) and as Graphviz. */
+#ifndef DLSCOPE_GRAPH_EXPORT_H
+#define DLSCOPE_GRAPH_EXPORT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+struct libgraph;
+struct lg_object;
+
+/* One process's graph as a JSON object (new reference), or NULL when out of memory. */
+json_t *libgraph__to_json(const struct libgraph *g);
+json_t *lg_object__to_json(const struct lg_object *o);
+/* Print a Graphviz digraph; roles as fill colours, dlopen roots as boxes. */
+void libgraph__print_dot(const struct libgraph *const *graphs, size_t n, FILE *f);
+/* "OpenMP runtime: GNU libgomp 5.0.1", for text output. */
+void obj_role__describe(const struct obj_role *r, char *buf, size_t len);
+
+#endif

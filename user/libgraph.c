@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elfobj.h"
+#include "libgraph.h"
+#include "linkmap.h"
+#include "procmaps.h"
+#include "target.h"
+
+/* One analysis per file: dlmopen namespaces and renamed copies map the same inode twice. */
+struct elf_cache_entry {
+	uint64_t inode;
+	uint64_t size;
+	struct elf_object *elf;
+};
+
+struct elf_cache {
+	struct elf_cache_entry *e;
+	size_t n, cap;
+};
+
+static const char *origin_ids[] = {
+	[LG_EXECUTABLE] = "executable", [LG_INTERPRETER] = "interpreter", [LG_VDSO] = "vdso",
+	[LG_PRELOAD] = "preload",	[LG_NEEDED] = "needed",		  [LG_DLOPEN] = "dlopen",
+	[LG_MAPPED_ONLY] = "mapped",
+};
+
+const char *lg_origin__id(enum lg_origin o)
+{
+	return origin_ids[o];
+}
+
+const char *lg_object__basename(const struct lg_object *o)
+{
+	const char *slash = strrchr(o->path, '/');
+
+	return slash ? slash + 1 : o->path;
+}
+
+const struct obj_roles *lg_object__roles(const struct lg_object *o)
+{
+	static const struct obj_roles none;
+
+	return o->elf ? elfobj__roles(o->elf) : &none;
+}
+
+/* Open @host_path once per (inode, size); the cache owns the result. */
+static struct elf_object *cache_open(struct elf_cache *c, const char *host_path, char **error)
+{
+	struct elf_object *elf;
+	struct stat st;
+
+	if (stat(host_path, &st)) {
+		*error = strdup(strerror(errno));
+		return NULL;
+	}
+	for (size_t i = 0; i < c->n; i++)
+		if (c->e[i].inode == st.st_ino && c->e[i].size == (uint64_t)st.st_size)
+			return c->e[i].elf;
+	elf = elfobj__open(host_path);
+	if (!elf) {
+		*error = strdup(errno == ENOEXEC ? "not an ELF file" :
+				errno == EINVAL	 ? "not a 64-bit ELF object" :
+						   strerror(errno));
+		return NULL;
+	}
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 64;
+		struct elf_cache_entry *ne = realloc(c->e, ncap * sizeof(*ne));
+
+		if (!ne) {
+			elfobj__free(elf);
+			*error = strdup("out of memory");
+			return NULL;
+		}
+		c->e = ne;
+		c->cap = ncap;
+	}
+	c->e[c->n++] = (struct elf_cache_entry){ st.st_ino, (uint64_t)st.st_size, elf };
+	return elf;
+}
+
+static struct lg_object *new_object(struct libgraph *g)
+{
+	struct lg_object *o, **nobjs;
+
+	nobjs = realloc(g->objs, (g->n + 1) * sizeof(*nobjs));
+	if (!nobjs)
+		return NULL;
+	g->objs = nobjs;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->id = (unsigned int)g->n;
+	g->objs[g->n++] = o;
+	return o;
+}
+
+static void object_open_elf(struct libgraph *g, struct lg_object *o, const char *host_path)
+{
+	o->elf = cache_open(g->cache, host_path, &o->error);
+	if (o->elf && elfobj__soname(o->elf))
+		o->soname = strdup(elfobj__soname(o->elf));
+}
+
+struct lg_object *libgraph__add(struct libgraph *g, unsigned int ns, const char *path,
+				const char *host_path, uint64_t base, uint64_t lm_addr,
+				uint64_t l_ld)
+{
+	struct lg_object *o = new_object(g);
+
+	if (!o)
+		return NULL;
+	o->ns = ns;
+	o->path = strdup(path);
+	o->base = base;
+	o->lm_addr = lm_addr;
+	o->l_ld = l_ld;
+	o->in_link_map = lm_addr != 0;
+	o->origin = LG_DLOPEN;
+	if (!o->path)
+		return NULL;
+	if (host_path)
+		object_open_elf(g, o, host_path);
+	return o;
+}
+
+void libgraph__remove(struct libgraph *g, uint64_t lm_addr)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (!g->objs[i]->gone && g->objs[i]->lm_addr == lm_addr)
+			g->objs[i]->gone = true;
+}
+
+/* A small open-addressing index from (namespace, name) to object, for DT_NEEDED matching. */
+struct name_index {
+	struct {
+		const char *name;
+		unsigned int ns;
+		struct lg_object *o;
+	} *slot;
+	size_t mask;
+};
+
+static uint64_t name_hash(const char *s, unsigned int ns)
+{
+	uint64_t h = 1469598103934665603ULL ^ ns;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+static void index_put(struct name_index *ix, const char *name, unsigned int ns,
+		      struct lg_object *o)
+{
+	size_t i = name_hash(name, ns) & ix->mask;
+
+	while (ix->slot[i].name) {
+		/* The loader keeps the first object of a name: so do we. */
+		if (ix->slot[i].ns == ns && !strcmp(ix->slot[i].name, name))
+			return;
+		i = (i + 1) & ix->mask;
+	}
+	ix->slot[i].name = name;
+	ix->slot[i].ns = ns;
+	ix->slot[i].o = o;
+}
+
+static struct lg_object *index_get(const struct name_index *ix, const char *name, unsigned int ns)
+{
+	size_t i = name_hash(name, ns) & ix->mask;
+
+	while (ix->slot[i].name) {
+		if (ix->slot[i].ns == ns && !strcmp(ix->slot[i].name, name))
+			return ix->slot[i].o;
+		i = (i + 1) & ix->mask;
+	}
+	return NULL;
+}
+
+static int push_id(unsigned int **arr, size_t *n, unsigned int id)
+{
+	unsigned int *na;
+
+	for (size_t i = 0; i < *n; i++)
+		if ((*arr)[i] == id)
+			return 0;
+	na = realloc(*arr, (*n + 1) * sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	na[(*n)++] = id;
+	*arr = na;
+	return 0;
+}
+
+static bool is_preloaded(const struct libgraph *g, const struct lg_object *o)
+{
+	const char *p = g->preload, *base = lg_object__basename(o);
+	size_t blen = strlen(base), plen = strlen(o->path);
+
+	/* LD_PRELOAD lists paths or names separated by spaces or colons. */
+	while (p && *p) {
+		size_t len = strcspn(p, " :");
+
+		if ((len == plen && !strncmp(p, o->path, len)) ||
+		    (len == blen && !strncmp(p, base, len)))
+			return true;
+		p += len;
+		p += strspn(p, " :");
+	}
+	return false;
+}
+
+int libgraph__link(struct libgraph *g)
+{
+	struct name_index ix;
+	size_t size = 64;
+	int err = 0;
+
+	while (size < g->n * 6)
+		size *= 2;
+	ix.mask = size - 1;
+	ix.slot = calloc(size, sizeof(*ix.slot));
+	if (!ix.slot)
+		return -ENOMEM;
+	/* The loader matches a DT_NEEDED name against SONAMEs and the names it opened. */
+	for (size_t i = 0; i < g->n; i++) {
+		struct lg_object *o = g->objs[i];
+
+		free(o->parents);
+		free(o->children);
+		for (size_t j = 0; j < o->n_unresolved; j++)
+			free(o->unresolved[j]);
+		free(o->unresolved);
+		o->parents = o->children = NULL;
+		o->unresolved = NULL;
+		o->n_parents = o->n_children = o->n_unresolved = 0;
+		if (o->gone || !o->in_link_map)
+			continue;
+		if (o->soname)
+			index_put(&ix, o->soname, o->ns, o);
+		index_put(&ix, o->path, o->ns, o);
+		index_put(&ix, lg_object__basename(o), o->ns, o);
+	}
+	for (size_t i = 0; i < g->n && !err; i++) {
+		struct lg_object *p = g->objs[i];
+
+		if (p->gone || !p->elf || !p->in_link_map)
+			continue;
+		for (size_t k = 0; k < elfobj__n_needed(p->elf) && !err; k++) {
+			const char *name = elfobj__needed(p->elf, k);
+			struct lg_object *c = index_get(&ix, name, p->ns);
+			char **nu;
+
+			if (c && c != p) {
+				err = push_id(&p->children, &p->n_children, c->id) ?:
+				      push_id(&c->parents, &c->n_parents, p->id);
+				continue;
+			}
+			if (c)
+				continue;
+			nu = realloc(p->unresolved, (p->n_unresolved + 1) * sizeof(*nu));
+			if (!nu || !(nu[p->n_unresolved] = strdup(name))) {
+				if (nu)
+					p->unresolved = nu;
+				err = -ENOMEM;
+				break;
+			}
+			p->unresolved = nu;
+			p->n_unresolved++;
+		}
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		struct lg_object *o = g->objs[i];
+
+		if (o->origin == LG_EXECUTABLE || o->origin == LG_INTERPRETER ||
+		    o->origin == LG_VDSO || o->origin == LG_MAPPED_ONLY)
+			continue;
+		if (o->n_parents)
+			o->origin = LG_NEEDED;
+		else if (o->ns == 0 && is_preloaded(g, o))
+			o->origin = LG_PRELOAD;
+		else
+			o->origin = LG_DLOPEN;
+	}
+	free(ix.slot);
+	return err;
+}
+
+static char *read_preload(pid_t pid)
+{
+	char path[64], *buf = NULL, *res = NULL;
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	do {
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap + 65536);
+
+			if (!nb)
+				goto out;
+			buf = nb;
+			cap += 65536;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n > 0)
+			len += (size_t)n;
+	} while (n > 0);
+	buf[len] = '\0';
+	for (size_t off = 0; off < len; off += strlen(buf + off) + 1)
+		if (!strncmp(buf + off, "LD_PRELOAD=", 11)) {
+			res = strdup(buf + off + 11);
+			break;
+		}
+out:
+	free(buf);
+	close(fd);
+	return res;
+}
+
+/* Objects the loader knows: pick each one's file, origin and mapping. */
+static int add_link_map_objects(struct libgraph *g, const struct target *t,
+				const struct linkmap *lm, const struct procmaps *maps)
+{
+	for (size_t i = 0; i < lm->n; i++) {
+		const struct lm_entry *e = &lm->e[i];
+		const struct mapping *mp = procmaps__find(maps, e->l_ld);
+		char host[PATH_MAX + 64];
+		const char *path = e->name;
+		struct lg_object *o;
+		bool exe = i == 0 && e->ns == 0 && !e->name[0];
+
+		if (exe)
+			path = t->exe;
+		else if (!path[0] && mp && mp->path)
+			path = mp->path;
+		o = libgraph__add(g, e->ns, path, NULL, e->l_addr, e->lm_addr, e->l_ld);
+		if (!o)
+			return -ENOMEM;
+		if (mp) {
+			o->in_maps = true;
+			o->inode = mp->inode;
+			o->deleted = mp->deleted;
+		}
+		if (exe) {
+			o->origin = LG_EXECUTABLE;
+			snprintf(host, sizeof(host), "/proc/%d/exe", t->pid);
+		} else if (mp && mp->path && !strcmp(mp->path, "[vdso]")) {
+			o->origin = LG_VDSO;
+			continue;
+		} else {
+			if (lm->interp_base && e->l_addr == lm->interp_base)
+				o->origin = LG_INTERPRETER;
+			target__host_path(t, path, host, sizeof(host));
+			/* A file replaced on disk after it was loaded: read the mapped one. */
+			if (mp && mapping__is_file(mp)) {
+				struct stat st;
+
+				if (mp->deleted || stat(host, &st) || st.st_ino != mp->inode)
+					snprintf(host, sizeof(host),
+						 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, t->pid,
+						 mp->start, mp->end);
+			}
+		}
+		object_open_elf(g, o, host);
+	}
+	return 0;
+}
+
+static bool inode_known(const struct libgraph *g, uint64_t inode)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->objs[i]->inode == inode)
+			return true;
+	return false;
+}
+
+static bool has_elf_magic(const char *path)
+{
+	char magic[4];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool elf;
+
+	if (fd < 0)
+		return false;
+	elf = pread(fd, magic, 4, 0) == 4 && !memcmp(magic, "\177ELF", 4);
+	close(fd);
+	return elf;
+}
+
+/* Objects mapped in the process that no link map lists: loaded by hand, or a dlopen under way. */
+static int add_mapped_only(struct libgraph *g, const struct target *t,
+			   const struct procmaps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct mapping *mp = &maps->maps[i];
+		char host[PATH_MAX + 64];
+		struct lg_object *o;
+
+		if (!mapping__is_file(mp) || mp->offset != 0 || inode_known(g, mp->inode))
+			continue;
+		target__host_path(t, mp->path, host, sizeof(host));
+		if (!has_elf_magic(host)) {
+			snprintf(host, sizeof(host), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+				 t->pid, mp->start, mp->end);
+			if (!has_elf_magic(host))
+				continue;
+		}
+		o = libgraph__add(g, 0, mp->path, NULL, mp->start, 0, 0);
+		if (!o)
+			return -ENOMEM;
+		o->origin = g->from_link_map ? LG_MAPPED_ONLY : LG_DLOPEN;
+		o->in_maps = true;
+		o->inode = mp->inode;
+		o->deleted = mp->deleted;
+		if (!g->from_link_map && !strcmp(mp->path, t->exe))
+			o->origin = LG_EXECUTABLE;
+		object_open_elf(g, o, host);
+		/* Without link maps, ld.so's objects still carry their DT_NEEDED edges. */
+		if (!g->from_link_map)
+			o->in_link_map = true;
+	}
+	return 0;
+}
+
+int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why, size_t whylen)
+{
+	struct procmaps *maps = NULL;
+	struct linkmap *lm = NULL;
+	struct libgraph *g;
+	int err;
+
+	*out = NULL;
+	g = calloc(1, sizeof(*g));
+	if (!g || !(g->cache = calloc(1, sizeof(*g->cache)))) {
+		free(g);
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	g->pid = t->pid;
+	snprintf(g->comm, sizeof(g->comm), "%s", t->comm);
+	snprintf(g->exe, sizeof(g->exe), "%s", t->exe);
+
+	maps = procmaps__read(t->pid);
+	if (!maps) {
+		err = -errno;
+		snprintf(why, whylen, "process %d (%s) exited while being read", t->pid, t->comm);
+		goto err_free;
+	}
+	err = linkmap__read(t, maps, &lm);
+	if (err == -ENOEXEC) {
+		snprintf(why, whylen,
+			 "process %d (%s) is statically linked: it has no dynamic loader and loads "
+			 "no shared libraries",
+			 t->pid, t->comm);
+		goto err_free;
+	}
+	if (err == -ESRCH || (err && !target__alive(t))) {
+		err = -ESRCH;
+		snprintf(why, whylen, "process %d (%s) exited while being read", t->pid, t->comm);
+		goto err_free;
+	}
+	if (err == -EPERM) {
+		snprintf(why, whylen, "permission denied reading the memory of process %d (%s)",
+			 t->pid, t->comm);
+		goto err_free;
+	}
+	g->preload = read_preload(t->pid);
+	if (!err) {
+		g->from_link_map = true;
+		g->consistent = lm->consistent;
+		g->n_namespaces = lm->n_namespaces;
+		g->r_debug = lm->r_debug;
+		g->r_brk = lm->r_brk;
+		err = add_link_map_objects(g, t, lm, maps);
+		if (err)
+			goto err_oom;
+	} else {
+		/* No usable r_debug (not yet initialized, or damaged): the kernel's view only. */
+		g->n_namespaces = 1;
+		g->consistent = true;
+	}
+	err = add_mapped_only(g, t, maps);
+	if (err)
+		goto err_oom;
+	err = libgraph__link(g);
+	if (err)
+		goto err_oom;
+	procmaps__free(maps);
+	linkmap__free(lm);
+	*out = g;
+	return 0;
+
+err_oom:
+	snprintf(why, whylen, "out of memory");
+err_free:
+	procmaps__free(maps);
+	linkmap__free(lm);
+	libgraph__free(g);
+	return err;
+}
+
+void libgraph__free(struct libgraph *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n; i++) {
+		struct lg_object *o = g->objs[i];
+
+		free(o->path);
+		free(o->soname);
+		free(o->parents);
+		free(o->children);
+		for (size_t j = 0; j < o->n_unresolved; j++)
+			free(o->unresolved[j]);
+		free(o->unresolved);
+		free(o->error);
+		free(o);
+	}
+	if (g->cache) {
+		for (size_t i = 0; i < g->cache->n; i++)
+			elfobj__free(g->cache->e[i].elf);
+		free(g->cache->e);
+		free(g->cache);
+	}
+	free(g->preload);
+	free(g->objs);
+	free(g);
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The library graph of one process: every loaded object, which namespace it lives in, how it came
+ * in, its runtime roles, and the DT_NEEDED edges between objects. Built from a snapshot of the
+ * loader's link maps, and updated in place by the event collector as objects come and go.
+ */
+#ifndef DLSCOPE_LIBGRAPH_H
+#define DLSCOPE_LIBGRAPH_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "roles.h"
+
+struct target;
+struct elf_object;
+
+enum lg_origin {
+	LG_EXECUTABLE,
+	LG_INTERPRETER,
+	LG_VDSO,
+	LG_PRELOAD,
+	LG_NEEDED,
+	LG_DLOPEN,
+	LG_MAPPED_ONLY, /* in /proc/PID/maps but in no link map */
+};
+
+struct lg_object {
+	unsigned int id; /* index in libgraph.objs; stable, removed objects stay marked gone */
+	unsigned int ns;
+	char *path;	 /* as the target sees it */
+	char *soname;	 /* NULL when it has none or could not be read */
+	uint64_t base;	 /* l_addr: load bias */
+	uint64_t lm_addr; /* its struct link_map in the target, 0 when not in a link map */
+	uint64_t l_ld;
+	uint64_t inode;
+	enum lg_origin origin;
+	bool in_link_map, in_maps, deleted, gone;
+	unsigned int *parents, *children;
+	size_t n_parents, n_children;
+	char **unresolved;	/* DT_NEEDED names no loaded object matched */
+	size_t n_unresolved;
+	struct elf_object *elf; /* shared between objects of one file; NULL when unreadable */
+	char *error;		/* why elf is NULL */
+};
+
+struct libgraph {
+	pid_t pid;
+	char comm[64];
+	char exe[PATH_MAX];
+	bool from_link_map; /* false: the link maps could not be read, objects come from maps */
+	bool consistent;    /* false: a dlopen was in progress during every read */
+	unsigned int n_namespaces;
+	uint64_t r_debug, r_brk;
+	struct lg_object **objs;
+	size_t n;
+	struct elf_cache *cache;
+	char *preload; /* LD_PRELOAD of the target, to tell preloaded objects from dlopened ones */
+};
+
+/*
+ * Snapshot the library graph of @t without stopping it. Returns 0 or -errno, with a one-line
+ * reason in @why (e.g. "statically linked").
+ */
+int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why, size_t whylen);
+void libgraph__free(struct libgraph *g);
+
+/*
+ * Live updates. add: an object the loader just linked (path as the target sees it, opened
+ * through @host_path). remove: an object dlclose unmapped. Call libgraph__link after a batch.
+ */
+struct lg_object *libgraph__add(struct libgraph *g, unsigned int ns, const char *path,
+				const char *host_path, uint64_t base, uint64_t lm_addr,
+				uint64_t l_ld);
+void libgraph__remove(struct libgraph *g, uint64_t lm_addr);
+/* Recompute parents, children and origins from DT_NEEDED names. */
+int libgraph__link(struct libgraph *g);
+
+/* The file name part of the path ("libgomp.so.1"). */
+const char *lg_object__basename(const struct lg_object *o);
+const struct obj_roles *lg_object__roles(const struct lg_object *o);
+const char *lg_origin__id(enum lg_origin o);
+
+#endif

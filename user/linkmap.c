@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elfobj.h"
+#include "linkmap.h"
+#include "output.h"
+
+/* More than any real process has; bounds a corrupted or hostile list. */
+#define MAX_OBJECTS 100000
+#define MAX_NAMESPACES 64
+#define MAX_DYN 4096
+
+struct auxv_info {
+	uint64_t phdr, phnum, base, entry;
+};
+
+static int read_auxv(pid_t pid, struct auxv_info *ai)
+{
+	char path[64];
+	Elf64_auxv_t av[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = read(fd, av, sizeof(av));
+	close(fd);
+	if (n < 0)
+		return -errno;
+	memset(ai, 0, sizeof(*ai));
+	for (size_t i = 0; i < (size_t)n / sizeof(av[0]) && av[i].a_type != AT_NULL; i++) {
+		switch (av[i].a_type) {
+		case AT_PHDR:
+			ai->phdr = av[i].a_un.a_val;
+			break;
+		case AT_PHNUM:
+			ai->phnum = av[i].a_un.a_val;
+			break;
+		case AT_BASE:
+			ai->base = av[i].a_un.a_val;
+			break;
+		case AT_ENTRY:
+			ai->entry = av[i].a_un.a_val;
+			break;
+		}
+	}
+	return ai->phdr && ai->phnum ? 0 : -ESRCH;
+}
+
+/* The e_entry of the executable file, to find its load bias when it has no PT_PHDR. */
+static int exe_entry(const struct target *t, uint64_t *entry)
+{
+	char path[64];
+	Elf64_Ehdr eh;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, &eh, sizeof(eh), 0);
+	close(fd);
+	if (n != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG))
+		return -ENOEXEC;
+	*entry = eh.e_entry;
+	return 0;
+}
+
+/* DT_DEBUG of the executable, read from memory: where the loader published its r_debug. */
+static int find_dt_debug(const struct target *t, const struct auxv_info *ai, uint64_t *r_debug)
+{
+	Elf64_Phdr ph[64];
+	uint64_t bias = 0, dyn_addr = 0, entry = 0;
+	bool have_bias = false, have_interp = false;
+	size_t phnum = ai->phnum < 64 ? ai->phnum : 64;
+	int err;
+
+	err = target__read(t, ai->phdr, ph, phnum * sizeof(ph[0]));
+	if (err)
+		return err;
+	for (size_t i = 0; i < phnum; i++) {
+		if (ph[i].p_type == PT_PHDR) {
+			bias = ai->phdr - ph[i].p_vaddr;
+			have_bias = true;
+		} else if (ph[i].p_type == PT_INTERP) {
+			have_interp = true;
+		}
+	}
+	if (!have_interp)
+		return -ENOEXEC;
+	if (!have_bias) {
+		err = exe_entry(t, &entry);
+		if (err)
+			return err;
+		bias = ai->entry - entry;
+	}
+	for (size_t i = 0; i < phnum; i++)
+		if (ph[i].p_type == PT_DYNAMIC)
+			dyn_addr = ph[i].p_vaddr + bias;
+	*r_debug = 0;
+	if (!dyn_addr)
+		return 0;
+	for (size_t i = 0; i < MAX_DYN; i++) {
+		Elf64_Dyn d;
+
+		err = target__read(t, dyn_addr + i * sizeof(d), &d, sizeof(d));
+		if (err)
+			return err;
+		if (d.d_tag == DT_NULL)
+			break;
+		if (d.d_tag == DT_DEBUG) {
+			*r_debug = d.d_un.d_ptr;
+			break;
+		}
+	}
+	return 0;
+}
+
+struct sym_lookup {
+	const char *name;
+	GElf_Sym *sym;
+	bool found;
+};
+
+static int match_data_symbol(const char *name, const GElf_Sym *s, void *ctx)
+{
+	struct sym_lookup *l = ctx;
+	size_t len = strlen(l->name);
+
+	if (strncmp(name, l->name, len) || (name[len] && name[len] != '@'))
+		return 0;
+	*l->sym = *s;
+	l->found = true;
+	return 1;
+}
+
+/* Fallback: the loader exports _r_debug; find it in ld.so's symbols and add its base. */
+static int find_rtld_r_debug(const struct target *t, const struct procmaps *maps,
+			     const struct auxv_info *ai, uint64_t *r_debug)
+{
+	const struct mapping *mp = procmaps__find(maps, ai->base);
+	char host[PATH_MAX];
+	struct elf_object *ld;
+	GElf_Sym sym;
+	int err = -ENOENT;
+
+	if (!ai->base || !mp || !mapping__is_file(mp))
+		return -ENOENT;
+	target__host_path(t, mp->path, host, sizeof(host));
+	ld = elfobj__open(host);
+	if (!ld)
+		return -ENOENT;
+	/* _r_debug is data, so func_offset will not do; look it up among the symbols. */
+	struct sym_lookup lk = { .name = "_r_debug", .sym = &sym };
+	elfobj__foreach_defined(ld, ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, match_data_symbol, &lk);
+	if (lk.found) {
+		*r_debug = ai->base + sym.st_value;
+		err = 0;
+	}
+	elfobj__free(ld);
+	return err;
+}
+
+static int push_entry(struct linkmap *lm, size_t *cap, const struct lm_entry *e)
+{
+	if (lm->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct lm_entry *ne = realloc(lm->e, ncap * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		lm->e = ne;
+		*cap = ncap;
+	}
+	lm->e[lm->n++] = *e;
+	return 0;
+}
+
+static int walk_namespaces(const struct target *t, struct linkmap *lm)
+{
+	struct r_debug_extended rd;
+	uint64_t rd_addr = lm->r_debug;
+	size_t cap = 0;
+	int err;
+
+	lm->n = 0;
+	lm->n_namespaces = 0;
+	lm->consistent = true;
+	for (unsigned ns = 0; rd_addr && ns < MAX_NAMESPACES; ns++) {
+		uint64_t lm_addr;
+		size_t count = 0;
+
+		err = target__read(t, rd_addr, &rd, sizeof(rd));
+		if (err)
+			return err;
+		if (ns == 0) {
+			if (rd.base.r_version < 1)
+				return -ENOENT; /* the loader has not initialized it yet */
+			lm->r_brk = rd.base.r_brk;
+		}
+		if (rd.base.r_state != RT_CONSISTENT)
+			lm->consistent = false;
+		lm_addr = (uint64_t)(uintptr_t)rd.base.r_map;
+		lm->n_namespaces++;
+		while (lm_addr) {
+			struct link_map l;
+			struct lm_entry e = { .ns = ns, .lm_addr = lm_addr };
+
+			if (++count > MAX_OBJECTS)
+				return -EFAULT;
+			err = target__read(t, lm_addr, &l, sizeof(l));
+			if (err)
+				return err;
+			e.l_addr = l.l_addr;
+			e.l_ld = (uint64_t)(uintptr_t)l.l_ld;
+			if (l.l_name) {
+				err = target__read_str(t, (uint64_t)(uintptr_t)l.l_name, e.name,
+						       sizeof(e.name));
+				if (err < 0)
+					return err == -ENAMETOOLONG ? -EFAULT : err;
+			}
+			err = push_entry(lm, &cap, &e);
+			if (err)
+				return err;
+			lm_addr = (uint64_t)(uintptr_t)l.l_next;
+		}
+		/* Namespaces other than the default are chained only from r_version 2 on. */
+		if (rd.base.r_version < 2)
+			break;
+		rd_addr = (uint64_t)(uintptr_t)rd.r_next;
+	}
+	return 0;
+}
+
+int linkmap__read(const struct target *t, const struct procmaps *maps, struct linkmap **out)
+{
+	struct auxv_info ai;
+	struct linkmap *lm;
+	int err;
+
+	*out = NULL;
+	err = read_auxv(t->pid, &ai);
+	if (err)
+		return err;
+	lm = calloc(1, sizeof(*lm));
+	if (!lm)
+		return -ENOMEM;
+	lm->interp_base = ai.base;
+	err = find_dt_debug(t, &ai, &lm->r_debug);
+	if (err)
+		goto err_free;
+	if (!lm->r_debug) {
+		err = find_rtld_r_debug(t, maps, &ai, &lm->r_debug);
+		if (err)
+			goto err_free;
+	}
+	/*
+	 * A dlopen in another thread may rewrite the lists while we walk them. The loader marks
+	 * that with r_state; retry a few times, then take what we saw and say so.
+	 */
+	for (int attempt = 0; attempt < 20; attempt++) {
+		err = walk_namespaces(t, lm);
+		if (!err && lm->consistent)
+			break;
+		if (err == -ESRCH || err == -EPERM || err == -ENOMEM)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+	if (err)
+		goto err_free;
+	*out = lm;
+	return 0;
+
+err_free:
+	linkmap__free(lm);
+	return err;
+}
+
+void linkmap__free(struct linkmap *lm)
+{
+	if (!lm)
+		return;
+	free(lm->e);
+	free(lm);
+}

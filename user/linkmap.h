@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The dynamic loader's own list of loaded objects, read from the target's memory. */
+#ifndef DLSCOPE_LINKMAP_H
+#define DLSCOPE_LINKMAP_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "procmaps.h"
+#include "target.h"
+
+struct lm_entry {
+	unsigned int ns;	/* namespace: 0 is the default one, others come from dlmopen */
+	uint64_t lm_addr;	/* the struct link_map in the target */
+	uint64_t l_addr;	/* load bias */
+	uint64_t l_ld;		/* address of its dynamic section */
+	char name[PATH_MAX];	/* l_name: "" for the executable */
+};
+
+struct linkmap {
+	uint64_t r_debug;	/* where the loader's struct r_debug lives */
+	uint64_t r_brk;		/* _dl_debug_state: the loader calls it around every change */
+	uint64_t interp_base;	/* AT_BASE */
+	unsigned int n_namespaces;
+	bool consistent;	/* false when a dlopen/dlclose was in progress every time we looked */
+	struct lm_entry *e;
+	size_t n;
+};
+
+/*
+ * Walk every namespace's link map of @t. Finds r_debug through the executable's DT_DEBUG, or the
+ * loader's _r_debug symbol when DT_DEBUG is empty. Retries while a dlopen is in progress.
+ * Returns 0, -ENOEXEC for a statically linked executable, -ENOENT when no r_debug can be found,
+ * -ESRCH when the process went away, -EPERM, or -EFAULT for a list that does not hold together.
+ */
+int linkmap__read(const struct target *t, const struct procmaps *maps, struct linkmap **out);
+void linkmap__free(struct linkmap *lm);
+
+#endif

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dlscope: a live inspector for the native libraries, runtimes and locks of Linux processes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "output.h"
+
+static const struct command commands[] = {
+	{ "libs", cmd_libs, "the library graph of live processes, with runtime roles" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: dlscope COMMAND [OPTIONS] ...\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'dlscope COMMAND --help' describes each one.\n"
+		   "\nExit status: 0 fine, 1 findings, 2 usage error, 3 could not inspect.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return DLS_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return DLS_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("dlscope %s\n", DLSCOPE_VERSION);
+		return DLS_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	dls_err("unknown command '%s' (try 'dlscope --help')", argv[1]);
+	return DLS_EXIT_USAGE;
+}

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "output.h"
+
+static bool json_mode;
+static int verbose;
+static void (*msg_sink)(const char *level, const char *msg);
+
+void output__set_json(bool json)
+{
+	json_mode = json;
+}
+
+bool output__json(void)
+{
+	return json_mode;
+}
+
+void output__set_sink(void (*sink)(const char *level, const char *msg))
+{
+	msg_sink = sink;
+}
+
+void output__set_verbose(int level)
+{
+	verbose = level;
+}
+
+static void emit(const char *level, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (msg_sink) {
+		msg_sink(level, msg);
+		return;
+	}
+	/* stderr stays plain text even with --json: the document on stdout remains parseable. */
+	if (level[0] == 'e')
+		fprintf(stderr, "dlscope: %s\n", msg);
+	else
+		fprintf(stderr, "dlscope: %s: %s\n", level, msg);
+}
+
+void dls_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit("error", fmt, ap);
+	va_end(ap);
+}
+
+void dls_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit("warning", fmt, ap);
+	va_end(ap);
+}
+
+void dls_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!verbose)
+		return;
+	va_start(ap, fmt);
+	emit("debug", fmt, ap);
+	va_end(ap);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* One place for everything dlscope says about failures, so the CLI, --json and the TUI agree. */
+#ifndef DLSCOPE_OUTPUT_H
+#define DLSCOPE_OUTPUT_H
+
+#include <stdbool.h>
+
+/* Exit codes, documented in --help and docs/dlscope.1.md. */
+enum dls_exit {
+	DLS_EXIT_OK = 0,
+	DLS_EXIT_FINDINGS = 1,
+	DLS_EXIT_USAGE = 2,
+	DLS_EXIT_INSPECT = 3,
+};
+
+/* When set, errors are also collected for the JSON document instead of only going to stderr. */
+void output__set_json(bool json);
+bool output__json(void);
+/* A sink the TUI installs so that messages land on its status line, not on a curses screen. */
+void output__set_sink(void (*sink)(const char *level, const char *msg));
+
+/* Print "dlscope: MSG" on stderr (or to the sink). One line, says what failed, on what, and why. */
+void dls_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void dls_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Verbose diagnostics, printed only with -v. */
+void dls_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void output__set_verbose(int level);
+
+#endif

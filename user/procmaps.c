@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procmaps.h"
+
+static char *slurp(const char *path)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (!buf || fd < 0)
+		goto err;
+	/* /proc files report size 0: read until EOF, growing the buffer. */
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 4096) {
+			char *nbuf = realloc(buf, cap * 2);
+
+			if (!nbuf)
+				goto err;
+			buf = nbuf;
+			cap *= 2;
+		}
+	}
+	if (n < 0)
+		goto err;
+	buf[len] = '\0';
+	close(fd);
+	return buf;
+err:
+	{
+		int saved = errno;
+
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		errno = saved;
+	}
+	return NULL;
+}
+
+struct procmaps *procmaps__parse(const char *text)
+{
+	struct procmaps *m = calloc(1, sizeof(*m));
+	size_t cap = 0;
+	const char *line = text;
+
+	if (!m)
+		return NULL;
+	while (line && *line) {
+		const char *eol = strchr(line, '\n');
+		size_t linelen = eol ? (size_t)(eol - line) : strlen(line);
+		struct mapping mp = { 0 };
+		int pathpos = 0;
+		char lbuf[4096 + 256];
+
+		if (linelen >= sizeof(lbuf))
+			linelen = sizeof(lbuf) - 1;
+		memcpy(lbuf, line, linelen);
+		lbuf[linelen] = '\0';
+		line = eol ? eol + 1 : NULL;
+
+		if (sscanf(lbuf, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &mp.start, &mp.end, mp.perms, &mp.offset, &mp.dev_major, &mp.dev_minor,
+			   &mp.inode, &pathpos) < 7)
+			continue;
+		if (pathpos && lbuf[pathpos]) {
+			size_t plen = strlen(lbuf + pathpos);
+
+			if (plen > 10 && !strcmp(lbuf + pathpos + plen - 10, " (deleted)")) {
+				mp.deleted = true;
+				lbuf[pathpos + plen - 10] = '\0';
+			}
+			mp.path = strdup(lbuf + pathpos);
+			if (!mp.path)
+				goto err;
+		}
+		if (m->n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct mapping *nm = realloc(m->maps, ncap * sizeof(*nm));
+
+			if (!nm) {
+				free(mp.path);
+				goto err;
+			}
+			m->maps = nm;
+			cap = ncap;
+		}
+		m->maps[m->n++] = mp;
+	}
+	return m;
+err:
+	procmaps__free(m);
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct procmaps *procmaps__read(pid_t pid)
+{
+	char path[64];
+	struct procmaps *m;
+	char *text;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	text = slurp(path);
+	if (!text)
+		return NULL;
+	m = procmaps__parse(text);
+	free(text);
+	return m;
+}
+
+void procmaps__free(struct procmaps *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		free(m->maps[i].path);
+	free(m->maps);
+	free(m);
+}
+
+const struct mapping *procmaps__find(const struct procmaps *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct mapping *mp = &m->maps[mid];
+
+		if (addr < mp->start)
+			hi = mid;
+		else if (addr >= mp->end)
+			lo = mid + 1;
+		else
+			return mp;
+	}
+	return NULL;
+}
+
+bool mapping__is_file(const struct mapping *mp)
+{
+	return mp->path && mp->path[0] == '/' && mp->inode != 0;
+}

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "target.h"
+
+#define PF_KTHREAD 0x00200000
+
+int parse_pid(const char *s, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v <= 0 || v > INT32_MAX)
+		return -EINVAL;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
+		    unsigned long *flags)
+{
+	char path[64], buf[1024];
+	char *lparen, *rparen;
+	ssize_t n;
+	int fd;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ESRCH;
+	buf[n] = '\0';
+	/* comm may itself contain spaces and parentheses: it ends at the last ')'. */
+	lparen = strchr(buf, '(');
+	rparen = strrchr(buf, ')');
+	if (!lparen || !rparen || rparen < lparen || rparen[1] != ' ')
+		return -EPROTO;
+	if (comm) {
+		size_t len = (size_t)(rparen - lparen - 1);
+
+		if (len >= commlen)
+			len = commlen - 1;
+		memcpy(comm, lparen + 1, len);
+		comm[len] = '\0';
+	}
+	if (state)
+		*state = rparen[2];
+	if (flags) {
+		/* Fields after comm: state ppid pgrp session tty_nr tpgid flags. */
+		unsigned long f = 0;
+
+		if (sscanf(rparen + 2, "%*c %*d %*d %*d %*d %*d %lu", &f) != 1)
+			return -EPROTO;
+		*flags = f;
+	}
+	return 0;
+}
+
+static int why(char *buf, size_t len, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int why(char *buf, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+static bool ptrace_scope_restricts(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	int v = 0;
+
+	if (!f)
+		return false;
+	if (fscanf(f, "%d", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v > 0 && geteuid() != 0;
+}
+
+static int permission_reason(pid_t pid, const char *comm, char *buf, size_t len)
+{
+	if (ptrace_scope_restricts())
+		return why(buf, len, EPERM,
+			   "permission denied reading process %d (%s): "
+			   "kernel.yama.ptrace_scope restricts ptrace to root or a parent; "
+			   "run as root",
+			   pid, comm);
+	return why(buf, len, EPERM,
+		   "permission denied reading process %d (%s): "
+		   "it belongs to another user; run as root or as its owner",
+		   pid, comm);
+}
+
+int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
+{
+	struct target *t;
+	unsigned long flags;
+	char path[64], buf[PATH_MAX];
+	ssize_t n;
+	int err;
+
+	*out = NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return why(reason, reasonlen, ENOMEM, "out of memory");
+	t->pid = pid;
+	t->mem_fd = -1;
+
+	err = proc__read_stat(pid, 0, t->comm, sizeof(t->comm), &t->state, &flags);
+	if (err == -ENOENT || err == -ESRCH) {
+		err = why(reason, reasonlen, ESRCH, "no process with PID %d", pid);
+		goto err_free;
+	}
+	if (err) {
+		err = why(reason, reasonlen, -err, "cannot read /proc/%d/stat: %s", pid,
+			  strerror(-err));
+		goto err_free;
+	}
+	if (flags & PF_KTHREAD) {
+		err = why(reason, reasonlen, EINVAL,
+			  "process %d (%s) is a kernel thread: it has no user-space libraries", pid,
+			  t->comm);
+		goto err_free;
+	}
+	if (t->state == 'Z' || t->state == 'X') {
+		err = why(reason, reasonlen, ESRCH,
+			  "process %d (%s) is a zombie: it has exited and its memory is gone", pid,
+			  t->comm);
+		goto err_free;
+	}
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		if (errno == EACCES || errno == EPERM)
+			err = permission_reason(pid, t->comm, reason, reasonlen);
+		else if (errno == ENOENT)
+			err = why(reason, reasonlen, ESRCH, "process %d (%s) exited while being read",
+				  pid, t->comm);
+		else
+			err = why(reason, reasonlen, errno, "cannot read %s: %s", path,
+				  strerror(errno));
+		goto err_free;
+	}
+	buf[n] = '\0';
+	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+		buf[n - 10] = '\0';
+	memcpy(t->exe, buf, (size_t)n + 1);
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	t->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->mem_fd < 0) {
+		if (errno == EACCES || errno == EPERM)
+			err = permission_reason(pid, t->comm, reason, reasonlen);
+		else
+			err = why(reason, reasonlen, ESRCH, "process %d (%s) exited while being read",
+				  pid, t->comm);
+		goto err_free;
+	}
+	*out = t;
+	return 0;
+
+err_free:
+	free(t);
+	return err;
+}
+
+void target__free(struct target *t)
+{
+	if (!t)
+		return;
+	if (t->mem_fd >= 0)
+		close(t->mem_fd);
+	free(t);
+}
+
+int target__read(const struct target *t, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n;
+
+	n = process_vm_readv(t->pid, &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	if (n < 0 && errno == ENOSYS) {
+		n = pread(t->mem_fd, buf, len, (off_t)addr);
+		if (n == (ssize_t)len)
+			return 0;
+	}
+	if (n >= 0)
+		return -EFAULT;
+	if (errno == ESRCH)
+		return -ESRCH;
+	if (errno == EPERM || errno == EACCES)
+		return -EPERM;
+	return -EFAULT;
+}
+
+int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	if (!len)
+		return -EINVAL;
+	/* Read up to page boundaries: the string may end just before an unmapped page. */
+	while (got < len - 1) {
+		size_t chunk = 4096 - ((addr + got) & 4095);
+		char *nul;
+		int err;
+
+		if (chunk > len - 1 - got)
+			chunk = len - 1 - got;
+		err = target__read(t, addr + got, buf + got, chunk);
+		if (err)
+			return err;
+		nul = memchr(buf + got, '\0', chunk);
+		if (nul)
+			return (int)(nul - buf);
+		got += chunk;
+	}
+	buf[len - 1] = '\0';
+	return -ENAMETOOLONG;
+}
+
+void target__host_path(const struct target *t, const char *path, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/%d/root%s%s", t->pid, path[0] == '/' ? "" : "/", path);
+}
+
+bool target__alive(const struct target *t)
+{
+	char state;
+
+	if (proc__read_stat(t->pid, 0, NULL, 0, &state, NULL))
+		return false;
+	return state != 'Z' && state != 'X';
+}

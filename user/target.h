@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* A live process being inspected: validation, memory reads, paths as the target sees them. */
+#ifndef DLSCOPE_TARGET_H
+#define DLSCOPE_TARGET_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct target {
+	pid_t pid;
+	char comm[64];
+	char state;
+	/* The executable's path as the target sees it, without the " (deleted)" suffix. */
+	char exe[PATH_MAX];
+	int mem_fd; /* /proc/PID/mem, used when process_vm_readv is unavailable */
+};
+
+/*
+ * Open PID for reading without stopping it. Refuses, with a one-line reason in @why, a PID that
+ * does not exist, a zombie, a kernel thread, or one we may not ptrace-read. Returns 0 or -errno.
+ */
+int target__open(pid_t pid, struct target **out, char *why, size_t whylen);
+void target__free(struct target *t);
+
+/* Read @len bytes at @addr in the target. Returns 0, or -EFAULT/-ESRCH/-EPERM. */
+int target__read(const struct target *t, uint64_t addr, void *buf, size_t len);
+/* Read a NUL-terminated string of at most @len-1 bytes. Returns its length or -errno. */
+int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t len);
+
+/* "/proc/PID/root" + @path: where the host can open a file the target names. */
+void target__host_path(const struct target *t, const char *path, char *buf, size_t len);
+/* True while the process exists and is not a zombie. */
+bool target__alive(const struct target *t);
+
+/* Parse "/proc/PID/stat"-style fields; exposed for tests and the thread lister. */
+int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
+		    unsigned long *flags);
+
+/* Parse a PID argument; returns -EINVAL for anything but a positive decimal number. */
+int parse_pid(const char *s, pid_t *pid);
+
+#endif
