@@ -14,7 +14,7 @@ struct elf_object {
 	char *path;
 	Elf *elf;
 	int type;
-	uint64_t size;
+	uint64_t size, inode;
 	char *soname;
 	char *interp;
 	char **needed;
@@ -177,6 +177,7 @@ struct elf_object *elfobj__open(const char *path)
 		goto err_close;
 	}
 	o->size = (uint64_t)st.st_size;
+	o->inode = (uint64_t)st.st_ino;
 	o->path = strdup(path);
 	o->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!o->path || !o->elf || elf_kind(o->elf) != ELF_K_ELF) {
@@ -318,6 +319,11 @@ const struct obj_roles *elfobj__roles(const struct elf_object *o)
 uint64_t elfobj__size(const struct elf_object *o)
 {
 	return o->size;
+}
+
+uint64_t elfobj__inode(const struct elf_object *o)
+{
+	return o->inode;
 }
 
 Elf *elfobj__elf(const struct elf_object *o)

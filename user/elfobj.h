@@ -36,6 +36,7 @@ size_t elfobj__n_verdefs(const struct elf_object *o);
 const char *elfobj__verdef(const struct elf_object *o, size_t i);
 const struct obj_roles *elfobj__roles(const struct elf_object *o);
 uint64_t elfobj__size(const struct elf_object *o);
+uint64_t elfobj__inode(const struct elf_object *o); /* of the file opened, for identity checks */
 
 /*
  * Call @cb for each symbol of the chosen tables that is defined in this object (not SHN_UNDEF).

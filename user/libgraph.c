@@ -51,20 +51,31 @@ const struct obj_roles *lg_object__roles(const struct lg_object *o)
 	return o->elf ? elfobj__roles(o->elf) : &none;
 }
 
-/* Open @host_path once per (inode, size); the cache owns the result. */
-static struct elf_object *cache_open(struct elf_cache *c, const char *host_path, char **error)
+static struct elf_object *cache_find(const struct elf_cache *c, uint64_t inode)
 {
-	struct elf_object *elf;
-	struct stat st;
-
-	if (stat(host_path, &st)) {
-		*error = strdup(strerror(errno));
-		return NULL;
-	}
 	for (size_t i = 0; i < c->n; i++)
-		if (c->e[i].inode == st.st_ino && c->e[i].size == (uint64_t)st.st_size)
+		if (c->e[i].inode == inode)
 			return c->e[i].elf;
+	return NULL;
+}
+
+/*
+ * Open @host_path once per file; the cache owns the result. @inode, when known from the mapping,
+ * finds a cached analysis without a system call and proves that the file on disk is still the
+ * one mapped: a mismatch (the file was replaced) falls back to @mapped_path, the mapping itself.
+ */
+static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
+				     const char *mapped_path, uint64_t inode, char **error)
+{
+	struct elf_object *elf = inode ? cache_find(c, inode) : NULL;
+
+	if (elf)
+		return elf;
 	elf = elfobj__open(host_path);
+	if ((!elf || (inode && elfobj__inode(elf) != inode)) && mapped_path) {
+		elfobj__free(elf);
+		elf = elfobj__open(mapped_path);
+	}
 	if (!elf) {
 		*error = strdup(errno == ENOEXEC ? "not an ELF file" :
 				errno == EINVAL	 ? "not a 64-bit ELF object" :
@@ -83,7 +94,7 @@ static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
 		c->e = ne;
 		c->cap = ncap;
 	}
-	c->e[c->n++] = (struct elf_cache_entry){ st.st_ino, (uint64_t)st.st_size, elf };
+	c->e[c->n++] = (struct elf_cache_entry){ elfobj__inode(elf), elfobj__size(elf), elf };
 	return elf;
 }
 
@@ -103,9 +114,10 @@ static struct lg_object *new_object(struct libgraph *g)
 	return o;
 }
 
-static void object_open_elf(struct libgraph *g, struct lg_object *o, const char *host_path)
+static void object_open_elf(struct libgraph *g, struct lg_object *o, const char *host_path,
+			    const char *mapped_path)
 {
-	o->elf = cache_open(g->cache, host_path, &o->error);
+	o->elf = cache_open(g->cache, host_path, mapped_path, o->inode, &o->error);
 	if (o->elf && elfobj__soname(o->elf))
 		o->soname = strdup(elfobj__soname(o->elf));
 }
@@ -128,7 +140,7 @@ struct lg_object *libgraph__add(struct libgraph *g, unsigned int ns, const char 
 	if (!o->path)
 		return NULL;
 	if (host_path)
-		object_open_elf(g, o, host_path);
+		object_open_elf(g, o, host_path, NULL);
 	return o;
 }
 
@@ -338,7 +350,7 @@ static int add_link_map_objects(struct libgraph *g, const struct target *t,
 	for (size_t i = 0; i < lm->n; i++) {
 		const struct lm_entry *e = &lm->e[i];
 		const struct mapping *mp = procmaps__find(maps, e->l_ld);
-		char host[PATH_MAX + 64];
+		char host[PATH_MAX + 64], mapped[96] = "";
 		const char *path = e->name;
 		struct lg_object *o;
 		bool exe = i == 0 && e->ns == 0 && !e->name[0];
@@ -365,17 +377,12 @@ static int add_link_map_objects(struct libgraph *g, const struct target *t,
 			if (lm->interp_base && e->l_addr == lm->interp_base)
 				o->origin = LG_INTERPRETER;
 			target__host_path(t, path, host, sizeof(host));
-			/* A file replaced on disk after it was loaded: read the mapped one. */
-			if (mp && mapping__is_file(mp)) {
-				struct stat st;
-
-				if (mp->deleted || stat(host, &st) || st.st_ino != mp->inode)
-					snprintf(host, sizeof(host),
-						 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, t->pid,
-						 mp->start, mp->end);
-			}
+			if (mp && mapping__is_file(mp))
+				snprintf(mapped, sizeof(mapped),
+					 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, t->pid,
+					 mp->start, mp->end);
 		}
-		object_open_elf(g, o, host);
+		object_open_elf(g, o, host, mapped[0] ? mapped : NULL);
 	}
 	return 0;
 }
@@ -428,7 +435,7 @@ static int add_mapped_only(struct libgraph *g, const struct target *t,
 		o->deleted = mp->deleted;
 		if (!g->from_link_map && !strcmp(mp->path, t->exe))
 			o->origin = LG_EXECUTABLE;
-		object_open_elf(g, o, host);
+		object_open_elf(g, o, host, NULL);
 		/* Without link maps, ld.so's objects still carry their DT_NEEDED edges. */
 		if (!g->from_link_map)
 			o->in_link_map = true;
