@@ -153,6 +153,51 @@ static void read_interp(struct elf_object *o)
 	}
 }
 
+/* Headers and section contents must lie inside the file: a truncated object says so. */
+static int check_bounds(const struct elf_object *o, const GElf_Ehdr *eh)
+{
+	size_t nsec = eh->e_shnum, nph = eh->e_phnum;
+	Elf_Scn *scn = NULL;
+
+	/* Count fields of 0 and 0xffff defer to section 0; libelf resolves those. */
+	if ((nsec == 0 && eh->e_shoff) || nph == PN_XNUM) {
+		if (eh->e_shoff >= o->size)
+			return EOVERFLOW;
+		if (elf_getshdrnum(o->elf, &nsec) || elf_getphdrnum(o->elf, &nph))
+			return EIO;
+	}
+	if (nsec && (eh->e_shoff > o->size || nsec > (o->size - eh->e_shoff) / sizeof(Elf64_Shdr)))
+		return EOVERFLOW;
+	if (nph && (eh->e_phoff > o->size || nph > (o->size - eh->e_phoff) / sizeof(Elf64_Phdr)))
+		return EOVERFLOW;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			return EIO;
+		if (sh.sh_type != SHT_NOBITS &&
+		    (sh.sh_offset > o->size || sh.sh_size > o->size - sh.sh_offset))
+			return EOVERFLOW;
+	}
+	return 0;
+}
+
+const char *elfobj__strerror(int err)
+{
+	switch (err) {
+	case ENOEXEC:
+		return "not an ELF file";
+	case EINVAL:
+		return "not a 64-bit ELF object";
+	case EIO:
+		return "corrupt ELF headers";
+	case EOVERFLOW:
+		return "truncated: its headers or sections end past the end of the file";
+	default:
+		return strerror(err);
+	}
+}
+
 struct elf_object *elfobj__open(const char *path)
 {
 	struct elf_object *o = NULL;
@@ -181,7 +226,7 @@ struct elf_object *elfobj__open(const char *path)
 	o->path = strdup(path);
 	o->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!o->path || !o->elf || elf_kind(o->elf) != ELF_K_ELF) {
-		err = ENOEXEC;
+		err = o->size < sizeof(Elf64_Ehdr) ? EOVERFLOW : ENOEXEC;
 		goto err_free;
 	}
 	if (!gelf_getehdr(o->elf, &eh)) {
@@ -193,6 +238,9 @@ struct elf_object *elfobj__open(const char *path)
 		goto err_free;
 	}
 	o->type = eh.e_type;
+	err = check_bounds(o, &eh);
+	if (err)
+		goto err_free;
 	if (elf_getshdrstrndx(o->elf, &shstrndx))
 		shstrndx = 0;
 
@@ -562,4 +610,120 @@ const void *elfobj__section(const struct elf_object *o, const char *name, size_t
 		return data->d_buf;
 	}
 	return NULL;
+}
+
+int elfobj__foreach_dynreloc(const struct elf_object *o, elfobj_reloc_cb cb, void *ctx)
+{
+	Elf_Scn *scn = NULL;
+	size_t dynsym_ndx;
+
+	if (!o->dynsym)
+		return 0;
+	dynsym_ndx = elf_ndxscn(o->dynsym);
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh, symsh;
+		Elf_Data *data, *syms;
+		size_t count;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_link != dynsym_ndx ||
+		    !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		syms = elf_getdata(o->dynsym, NULL);
+		if (!data || !syms || !gelf_getshdr(o->dynsym, &symsh))
+			continue;
+		count = data->d_size / sh.sh_entsize;
+		for (size_t i = 0; i < count; i++) {
+			GElf_Rela r;
+			GElf_Sym sym;
+			const char *name;
+			int ret;
+
+			if (!gelf_getrela(data, (int)i, &r) || !GELF_R_SYM(r.r_info))
+				continue;
+			if (!gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
+				continue;
+			name = elf_strptr(o->elf, symsh.sh_link, sym.st_name);
+			if (!name)
+				continue;
+			ret = cb(name, r.r_offset, (unsigned)GELF_R_TYPE(r.r_info), ctx);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* The name of version definition @idx of .gnu.version_d. */
+static const char *verdef_name(const struct elf_object *o, unsigned idx)
+{
+	Elf_Data *data;
+	GElf_Shdr sh;
+	size_t off = 0;
+
+	if (!o->verdef || !gelf_getshdr(o->verdef, &sh))
+		return NULL;
+	data = elf_getdata(o->verdef, NULL);
+	for (size_t i = 0; data && i < sh.sh_info && off < data->d_size; i++) {
+		GElf_Verdef vd;
+		GElf_Verdaux va;
+
+		if (!gelf_getverdef(data, (int)off, &vd))
+			return NULL;
+		if (vd.vd_ndx == idx && vd.vd_cnt &&
+		    gelf_getverdaux(data, (int)(off + vd.vd_aux), &va))
+			return elf_strptr(o->elf, sh.sh_link, va.vda_name);
+		if (!vd.vd_next)
+			break;
+		off += vd.vd_next;
+	}
+	return NULL;
+}
+
+int elfobj__foreach_defined_versioned(const struct elf_object *o, elfobj_vsym_cb cb, void *ctx)
+{
+	const char *names[64] = { 0 };
+	bool looked[64] = { 0 };
+	Elf_Data *data, *vdata = NULL;
+	GElf_Shdr sh;
+	size_t count;
+
+	if (!o->dynsym || !gelf_getshdr(o->dynsym, &sh) || !sh.sh_entsize)
+		return 0;
+	data = elf_getdata(o->dynsym, NULL);
+	if (!data)
+		return 0;
+	if (o->versym)
+		vdata = elf_getdata(o->versym, NULL);
+	count = data->d_size / sh.sh_entsize;
+	for (size_t i = 1; i < count; i++) {
+		const char *name, *version = NULL;
+		GElf_Versym vs;
+		GElf_Sym sym;
+		int ret;
+
+		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(o->elf, sh.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		if (vdata && gelf_getversym(vdata, (int)i, &vs) && (vs & 0x7fff) > 1) {
+			unsigned idx = vs & 0x7fff;
+
+			/* Version indexes are small; remember the names we looked up. */
+			if (idx < 64) {
+				if (!looked[idx]) {
+					names[idx] = verdef_name(o, idx);
+					looked[idx] = true;
+				}
+				version = names[idx];
+			} else {
+				version = verdef_name(o, idx);
+			}
+		}
+		ret = cb(name, version, &sym, ctx);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }

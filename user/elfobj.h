@@ -20,10 +20,12 @@ enum elfobj_symtab {
 /*
  * Open and index @path (mapped, not read). Returns NULL and sets errno: ENOEXEC for a file that
  * is not ELF, EINVAL for an ELF this build cannot read (32-bit, other machine), EIO for a corrupt
- * one. The file descriptor is closed before returning: objects cost no descriptor while kept.
+ * one, EOVERFLOW for a truncated one. The file descriptor is closed before returning: objects cost no descriptor while kept.
  */
 struct elf_object *elfobj__open(const char *path);
 void elfobj__free(struct elf_object *o);
+/* The reason for an errno of elfobj__open, in words (EOVERFLOW: truncated). */
+const char *elfobj__strerror(int err);
 
 const char *elfobj__path(const struct elf_object *o);
 int elfobj__type(const struct elf_object *o);		/* ET_EXEC, ET_DYN, ET_REL ... */
@@ -60,6 +62,15 @@ int elfobj__foreach_verneed(const struct elf_object *o, elfobj_verneed_cb cb, vo
  * Returns 0, -ENOENT when not defined here, -ERANGE when not inside a loadable segment.
  */
 int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *offset);
+
+/* Call @cb for each dynamic relocation naming a symbol: its name, place (vaddr) and type. */
+typedef int (*elfobj_reloc_cb)(const char *name, uint64_t offset, unsigned type, void *ctx);
+int elfobj__foreach_dynreloc(const struct elf_object *o, elfobj_reloc_cb cb, void *ctx);
+
+/* Like foreach_defined on .dynsym, with each symbol's version name (NULL when unversioned). */
+typedef int (*elfobj_vsym_cb)(const char *name, const char *version, const GElf_Sym *sym,
+			      void *ctx);
+int elfobj__foreach_defined_versioned(const struct elf_object *o, elfobj_vsym_cb cb, void *ctx);
 
 /* The bytes of the first section called @name, or NULL. */
 const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size);

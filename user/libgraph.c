@@ -77,9 +77,7 @@ static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
 		elf = elfobj__open(mapped_path);
 	}
 	if (!elf) {
-		*error = strdup(errno == ENOEXEC ? "not an ELF file" :
-				errno == EINVAL	 ? "not a 64-bit ELF object" :
-						   strerror(errno));
+		*error = strdup(elfobj__strerror(errno));
 		return NULL;
 	}
 	if (c->n == c->cap) {
@@ -443,6 +441,22 @@ static int add_mapped_only(struct libgraph *g, const struct target *t,
 	return 0;
 }
 
+struct libgraph *libgraph__new(pid_t pid, const char *comm)
+{
+	struct libgraph *g = calloc(1, sizeof(*g));
+
+	if (!g || !(g->cache = calloc(1, sizeof(*g->cache)))) {
+		free(g);
+		errno = ENOMEM;
+		return NULL;
+	}
+	g->pid = pid;
+	g->n_namespaces = 1;
+	g->consistent = true;
+	snprintf(g->comm, sizeof(g->comm), "%s", comm);
+	return g;
+}
+
 int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why, size_t whylen)
 {
 	struct procmaps *maps = NULL;
@@ -451,14 +465,11 @@ int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why,
 	int err;
 
 	*out = NULL;
-	g = calloc(1, sizeof(*g));
-	if (!g || !(g->cache = calloc(1, sizeof(*g->cache)))) {
-		free(g);
+	g = libgraph__new(t->pid, t->comm);
+	if (!g) {
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	g->pid = t->pid;
-	snprintf(g->comm, sizeof(g->comm), "%s", t->comm);
 	snprintf(g->exe, sizeof(g->exe), "%s", t->exe);
 
 	maps = procmaps__read(t->pid);

@@ -68,6 +68,9 @@ struct libgraph {
 int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why, size_t whylen);
 void libgraph__free(struct libgraph *g);
 
+/* An empty graph for @pid, to be filled by libgraph__add (live collectors, tests). */
+struct libgraph *libgraph__new(pid_t pid, const char *comm);
+
 /*
  * Live updates. add: an object the loader just linked (path as the target sees it, opened
  * through @host_path). remove: an object dlclose unmapped. Call libgraph__link after a batch.

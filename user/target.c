@@ -258,3 +258,43 @@ bool target__alive(const struct target *t)
 		return false;
 	return state != 'Z' && state != 'X';
 }
+
+int target__getenv(const struct target *t, const char *name, char *buf, size_t len)
+{
+	char path[64], *env = NULL;
+	size_t size = 0, cap = 0, nlen = strlen(name);
+	int fd, err = -ENOENT;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", t->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	do {
+		if (cap - size < 4096) {
+			char *ne = realloc(env, cap + 65536);
+
+			if (!ne) {
+				err = -ENOMEM;
+				goto out;
+			}
+			env = ne;
+			cap += 65536;
+		}
+		n = read(fd, env + size, cap - size - 1);
+		if (n > 0)
+			size += (size_t)n;
+	} while (n > 0);
+	env[size] = '\0';
+	for (size_t off = 0; off < size; off += strlen(env + off) + 1) {
+		if (!strncmp(env + off, name, nlen) && env[off + nlen] == '=') {
+			snprintf(buf, len, "%s", env + off + nlen + 1);
+			err = 0;
+			break;
+		}
+	}
+out:
+	free(env);
+	close(fd);
+	return err;
+}

@@ -32,6 +32,8 @@ int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t le
 
 /* "/proc/PID/root" + @path: where the host can open a file the target names. */
 void target__host_path(const struct target *t, const char *path, char *buf, size_t len);
+/* Copy the value of @name from the target's initial environment; -ENOENT when unset. */
+int target__getenv(const struct target *t, const char *name, char *buf, size_t len);
 /* True while the process exists and is not a zombie. */
 bool target__alive(const struct target *t);
 

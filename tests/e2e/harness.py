@@ -116,3 +116,20 @@ def mapped_objects(pid):
 
 def is_root():
     return os.geteuid() == 0
+
+
+def wait_idle(pid, timeout=5.0):
+    """Wait until no thread of PID is running (spinning pool threads go to sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass
+        if states and "R" not in states:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"threads of {pid} still running after {timeout}s")

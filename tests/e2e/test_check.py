@@ -1,0 +1,210 @@
+"""dlscope check and lint: each detector on a fixture that reproduces its seed."""
+import json
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+
+from harness import Fixture, dlscope, fixture_path, wait_idle
+
+LIB = "/usr/lib/x86_64-linux-gnu"
+
+
+def check_json(*args, status=1):
+    p = dlscope("check", "--json", *args, check=status)
+    doc = json.loads(p.stdout)
+    return [f for proc in doc["processes"] for f in proc["findings"]], doc
+
+
+def only(findings, fid):
+    hits = [f for f in findings if f["id"] == fid]
+    assert hits, f"no {fid} finding in {json.dumps(findings, indent=1)}"
+    return hits
+
+
+def test_dup_openmp():
+    with Fixture(["two_omp"]) as fx:
+        wait_idle(fx.pid)
+        findings, _ = check_json(fx.pid)
+        assert [f["id"] for f in findings] == ["dup-openmp"], findings
+        f = findings[0]
+        assert f["severity"] == "error" and f["why"] and f["remedy"]
+        ev = "\n".join(f["evidence"])
+        assert "libgomp.so.1: GNU libgomp" in ev and "DT_NEEDED of two_omp" in ev
+        assert "libomp.so.5: LLVM libomp" in ev and "loaded by dlopen" in ev
+        # libgomp ran a region with two threads: its pool has one worker.
+        assert "1 pool thread" in f["evidence"][0], f["evidence"]
+        text = dlscope("check", fx.pid, check=1).stdout
+        assert "error dup-openmp: 2 OpenMP runtimes" in text and "  fix: " in text
+
+
+def test_dup_blas_two_openblas_builds():
+    with Fixture(["two_blas"]) as fx:
+        f = only(check_json(fx.pid)[0], "dup-blas")[0]
+        ev = "\n".join(f["evidence"])
+        assert "openblas-pthread/libopenblas.so.0: OpenBLAS 0.3.21" in ev, ev
+        assert "openblas64-pthread/libopenblas64.so.0: OpenBLAS 0.3.21" in ev, ev
+
+
+def test_numpy_with_second_openblas_through_ctypes():
+    code = ("import numpy, ctypes, os, time; numpy.ones((64, 64)) @ numpy.ones((64, 64)); "
+            "ctypes.CDLL('libopenblas64.so.0'); print('ready', os.getpid(), flush=True); "
+            "time.sleep(600)")
+    with Fixture(["/usr/bin/python3", "-c", code]) as fx:
+        findings, _ = check_json(fx.pid)
+        assert [f["id"] for f in findings] == ["dup-blas"], findings
+        ev = "\n".join(findings[0]["evidence"])
+        assert "libopenblas.so.0: OpenBLAS 0.3.21" in ev, ev
+        assert "libopenblas64.so.0: OpenBLAS 0.3.21" in ev, ev
+        assert "DT_NEEDED of libblas.so.3 <- _multiarray_umath" in ev, ev
+
+
+def test_python_numpy_is_clean():
+    code = "import numpy, os, time; print('ready', os.getpid(), flush=True); time.sleep(600)"
+    with Fixture(["/usr/bin/python3", "-c", code]) as fx:
+        findings, _ = check_json(fx.pid, status=0)
+        assert findings == []
+    p = dlscope("check", "--fail-on", "info", "--", "/usr/bin/python3", "-c", "import numpy",
+                check=0)
+    assert "0 findings" in p.stdout and "exited with status 0" in p.stdout, p.stdout
+
+
+def test_clean_fixtures_have_no_findings():
+    with Fixture(["dlopen_list", fixture_path("libplain.so"),
+                  fixture_path("libcxx_ext_shared.so"), fixture_path("libvague_a.so")]) as fx:
+        findings, _ = check_json("--fail-on", "info", fx.pid, status=0)
+        assert findings == [], findings
+    with Fixture(["dlmopen_ns", fixture_path("libplain.so")]) as fx:
+        assert check_json("--fail-on", "info", fx.pid, status=0)[0] == []
+
+
+def test_static_libstdcxx_beside_shared():
+    with Fixture(["dlopen_list", "--global", f"{LIB}/libstdc++.so.6",
+                  fixture_path("libcxx_ext_static.so")]) as fx:
+        f = only(check_json(fx.pid)[0], "dup-cxx-runtime")[0]
+        ev = "\n".join(f["evidence"])
+        assert "libstdc++.so.6: GNU libstdc++ GLIBCXX_3.4.30 (shared)" in ev, ev
+        assert "libcxx_ext_static.so: a statically linked libstdc++ (GCC 12" in ev, ev
+        assert "with hidden symbols" in ev
+
+
+def test_vague_statics_split_when_local():
+    libs = [fixture_path("libvague_a.so"), fixture_path("libvague_b.so")]
+    with Fixture(["dlopen_list", "--local", *libs]) as fx:
+        f = only(check_json(fx.pid)[0], "dup-library")[0]
+        assert f["severity"] == "error"
+        assert "TypeID<Dialect>::id: 2 copies" in f["evidence"][0], f
+        assert "RTLD_LOCAL" in f["title"]
+    # Loaded RTLD_GLOBAL, the loader unifies them: the GOTs agree and nothing is reported.
+    with Fixture(["dlopen_list", "--global", *libs]) as fx:
+        assert check_json("--fail-on", "info", fx.pid, status=0)[0] == []
+
+
+def test_vague_statics_hidden_copies():
+    libs = [fixture_path("libvague_hidden_a.so"), fixture_path("libvague_hidden_b.so")]
+    with Fixture(["dlopen_list", *libs]) as fx:
+        findings, _ = check_json("--fail-on", "warning", fx.pid)
+        hidden = [f for f in findings if "hidden copies" in f["title"]]
+        assert hidden and hidden[0]["severity"] == "warning", findings
+        assert "TypeID<Dialect>::id" in hidden[0]["evidence"][0]
+    p = dlscope("lint", *libs, check=0)
+    assert "TypeID<Dialect>::id: a hidden copy in" in p.stdout, p.stdout
+
+
+def test_jit_cache_addon_built_against_another_version():
+    addon = fixture_path("cache/.cache/torch_extensions/libaddon.so")
+    with Fixture(["dlopen_list", "--global", fixture_path("ver2/libver.so.1"), "--lazy",
+                  addon]) as fx:
+        f = only(check_json(fx.pid)[0], "abi-mismatch")[0]
+        assert f["title"].startswith("JIT-cache object libaddon.so needs 1 symbol"), f
+        assert "needs ver_old_api: defined by no loaded object" in f["evidence"]
+        assert "cache" in f["remedy"] and "build identity" in f["remedy"]
+    # Beside the version it was built for, the addon is fine.
+    with Fixture(["dlopen_list", "--global", fixture_path("ver1/libver.so.1"), "--lazy",
+                  addon]) as fx:
+        assert check_json("--fail-on", "info", fx.pid, status=0)[0] == []
+
+
+def test_loader_lock_hazard():
+    with Fixture(["dlopen_list", fixture_path("libctor_omp.so")]) as fx:
+        f = only(check_json(fx.pid)[0], "loader-lock-hazard")[0]
+        assert f"thread {fx.pid}" in f["title"] and "GNU libgomp" in f["title"], f
+        ev = f["evidence"][0]
+        assert "ld-linux-x86-64.so.2 (loader)" in ev and "libctor_omp.so" in ev, ev
+        assert "import" in f["remedy"] and "OMP_NUM_THREADS=1" in f["remedy"]
+
+
+def test_lint_kernel_cache_duplicate_text():
+    p = dlscope("lint", "--json", fixture_path("kcache"), check=1)
+    doc = json.loads(p.stdout)
+    assert doc["objects_checked"] == 2
+    defects = [f for f in doc["findings"] if f["id"] == "elf-defects"]
+    assert len(defects) == 1 and "kernel_dup_text.o: two .text sections" in defects[0]["title"]
+    assert "flags AX" in defects[0]["evidence"][0] and "flags AW" in defects[0]["evidence"][0]
+
+
+def test_lint_static_libstdcxx():
+    p = dlscope("lint", fixture_path("libcxx_ext_static.so"),
+                fixture_path("libcxx_ext_shared.so"), check=0)
+    assert "1 object carries a statically linked libstdc++" in p.stdout, p.stdout
+    assert "libcxx_ext_static.so: libstdc++ (GCC 12" in p.stdout
+
+
+def test_lint_hostile_files():
+    """Truncated and corrupted objects: one line each, never a crash, the rest still checked."""
+    rng = random.Random(7)
+    d = tempfile.mkdtemp(prefix="dlscope-lint-")
+    try:
+        src = open(f"{LIB}/libgomp.so.1", "rb").read()
+        for i, cut in enumerate([0x10, 0x40, 0x300, len(src) // 3, len(src) - 100]):
+            open(os.path.join(d, f"trunc{i}.so"), "wb").write(src[:cut])
+        for i in range(40):
+            b = bytearray(src)
+            for _ in range(rng.randint(1, 8)):
+                pos = rng.choice([rng.randrange(0, 64), rng.randrange(len(b) - 4096, len(b)),
+                                  rng.randrange(0, len(b))])
+                b[pos] = rng.randrange(256)
+            open(os.path.join(d, f"flip{i}.so"), "wb").write(bytes(b))
+        hdr = bytearray(src)
+        hdr[0x3c:0x3e] = (0xffff).to_bytes(2, "little")   # e_shnum
+        hdr[0x28:0x30] = (len(src) - 8).to_bytes(8, "little")  # e_shoff near the end
+        open(os.path.join(d, "shnum.so"), "wb").write(bytes(hdr))
+        shutil.copy(fixture_path("kcache/kernel_dup_text.o"), d)
+        p = dlscope("lint", "--fail-on", "error", d, timeout=120)
+        assert p.returncode in (0, 1), (p.returncode, p.stderr[-2000:])
+        assert "kernel_dup_text.o: two .text sections" in p.stdout
+        for line in p.stderr.splitlines():
+            assert line.startswith("dlscope: warning: lint: ") and line.endswith("skipped"), line
+        assert "trunc0.so" in p.stderr and "trunc1.so" in p.stderr
+    finally:
+        shutil.rmtree(d)
+
+
+def test_check_command_errors_and_usage():
+    p = dlscope("check", "--", "/nonexistent/program", check=3)
+    assert "cannot run '/nonexistent/program'" in p.stderr, p.stderr
+    p = dlscope("check", "--", "/bin/sh", "-c", "exit 7", check=0)
+    assert "exited with status 7" in p.stdout
+    assert "unknown detector 'nope'" in dlscope("check", "--only", "nope", "1", check=2).stderr
+    assert "--fail-on" in dlscope("check", "--fail-on", "fatal", "1", check=2).stderr
+    assert "not a process ID" in dlscope("check", "abc", check=2).stderr
+    dlscope("lint", check=2)
+    assert "cannot read /nonexistent" in dlscope("lint", "/nonexistent", check=3).stderr
+    listing = dlscope("check", "--list", check=0).stdout
+    for det in ("dup-openmp", "dup-blas", "dup-cxx-runtime", "dup-library", "abi-mismatch",
+                "loader-lock-hazard", "elf-defects"):
+        assert det in listing
+
+
+def test_check_runs_command_to_its_exit():
+    """check -- CMD sees what CMD had loaded when it exited, then lets it exit."""
+    p = dlscope("check", "--json", "--", fixture_path("two_omp"), check=1, timeout=30,
+                env={"FIXTURE_EXIT": "0"})
+    doc = json.loads(p.stdout)
+    assert [f["id"] for proc in doc["processes"] for f in proc["findings"]] == ["dup-openmp"]
+    assert doc["command_status"] == 0
+    # A crash is an exit too: the graph it crashed with is checked.
+    p = dlscope("check", "--", fixture_path("two_blas"), check=1, timeout=30,
+                env={"FIXTURE_EXIT": "segv"})
+    assert "error dup-blas" in p.stdout and "exited with status 139" in p.stdout, p.stdout

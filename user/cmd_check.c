@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dlscope check (live processes, or a command run to its exit) and dlscope lint (files). */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "detector.h"
+#include "elfobj.h"
+#include "libgraph.h"
+#include "output.h"
+#include "target.h"
+#include "threadscan.h"
+
+struct check_opts {
+	bool json;
+	bool progress;
+	int fail_on;
+	const char *only; /* comma-separated detector ids, or NULL for all */
+};
+
+static bool selected(const struct check_opts *o, const char *id)
+{
+	const char *p = o->only;
+	size_t len = strlen(id);
+
+	if (!p)
+		return true;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+
+		if (n == len && !strncmp(p, id, n))
+			return true;
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
+static int validate_only(const char *only)
+{
+	const char *p = only;
+
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		bool known = false;
+
+		for (size_t i = 0; i < n_detectors && !known; i++)
+			known = strlen(detectors[i].id) == n && !strncmp(detectors[i].id, p, n);
+		if (!known) {
+			dls_err("unknown detector '%.*s' (see 'dlscope check --list')", (int)n, p);
+			return -EINVAL;
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+static void list_detectors(void)
+{
+	for (size_t i = 0; i < n_detectors; i++)
+		printf("%-20s %s%s\n", detectors[i].id, detectors[i].summary,
+		       detectors[i].files ? " (also lint)" : "");
+}
+
+/* All selected detectors on one process; findings are appended to @fs. */
+static int check_process(const struct target *t, const struct check_opts *o, struct findings *fs,
+			 json_t *procs)
+{
+	struct threadscan *ts = NULL;
+	struct libgraph *g;
+	struct check_ctx ctx;
+	size_t first = fs->n;
+	char why[512];
+	int err;
+
+	err = libgraph__snapshot(t, &g, why, sizeof(why));
+	if (err) {
+		dls_err("%s", why);
+		return err;
+	}
+	err = threadscan__scan(t, g, &ts);
+	if (err)
+		dls_warn("process %d (%s): cannot read its threads (%s); thread counts and the "
+			 "loader-lock check are left out",
+			 t->pid, t->comm, strerror(-err));
+	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts };
+	for (size_t i = 0; i < n_detectors; i++)
+		if (detectors[i].process && selected(o, detectors[i].id))
+			detectors[i].process(&ctx, fs);
+	if (procs) {
+		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
+
+		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:o}", "pid",
+						       (json_int_t)t->pid, "comm", t->comm, "exe",
+						       t->exe, "objects", (json_int_t)g->n,
+						       "threads", (json_int_t)(ts ? ts->n : 0),
+						       "findings", findings__to_json(&mine)));
+	} else {
+		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
+
+		printf("process %d (%s): %zu object%s, %zu thread%s, %zu finding%s\n", t->pid,
+		       t->comm, g->n, g->n == 1 ? "" : "s", ts ? ts->n : 0,
+		       ts && ts->n == 1 ? "" : "s", mine.n, mine.n == 1 ? "" : "s");
+		if (mine.n) {
+			putchar('\n');
+			findings__print(&mine, stdout);
+		}
+	}
+	threadscan__free(ts);
+	libgraph__free(g);
+	return 0;
+}
+
+/*
+ * Run @argv under ptrace, stop it at its exit (PTRACE_EVENT_EXIT: its memory is still there),
+ * check it, then let it exit. A child of ours may be traced without root.
+ */
+static int check_command(char **argv, const struct check_opts *o, struct findings *fs,
+			 json_t *procs, int *cmd_status)
+{
+	int status, err = 0, pipefd[2];
+	bool checked = false;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int e;
+
+		/* With --json, stdout carries the document: the command writes to stderr. */
+		if (o->json)
+			dup2(STDERR_FILENO, STDOUT_FILENO);
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	/* The first stop is the exec's SIGTRAP (or the child died before it). */
+	if (waitpid(pid, &status, 0) < 0 || !WIFSTOPPED(status)) {
+		int e = 0;
+
+		if (read(pipefd[0], &e, sizeof(e)) == sizeof(e))
+			dls_err("check: cannot run '%s': %s", argv[0], strerror(e));
+		else
+			dls_err("check: '%s' did not start", argv[0]);
+		close(pipefd[0]);
+		return -ECHILD;
+	}
+	close(pipefd[0]);
+	ptrace(PTRACE_SETOPTIONS, pid, NULL,
+	       (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL));
+	ptrace(PTRACE_CONT, pid, NULL, NULL);
+	for (;;) {
+		int sig = 0;
+
+		if (waitpid(pid, &status, __WALL) < 0) {
+			err = -errno;
+			break;
+		}
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			*cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) :
+							  128 + WTERMSIG(status);
+			break;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXIT << 8))) {
+			struct target *t;
+			char why[512];
+
+			if (!checked) {
+				checked = true;
+				err = target__open(pid, &t, why, sizeof(why));
+				if (err)
+					dls_err("%s", why);
+				else {
+					err = check_process(t, o, fs, procs);
+					target__free(t);
+				}
+			}
+		} else if (WSTOPSIG(status) != SIGTRAP) {
+			sig = WSTOPSIG(status); /* pass the program's own signals on */
+		}
+		ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig);
+	}
+	if (!checked && !err) {
+		dls_err("check: '%s' exited before dlscope could stop it", argv[0]);
+		err = -ESRCH;
+	}
+	return err;
+}
+
+static int parse_common(int argc, char **argv, struct check_opts *o, const char *cmd,
+			void (*usage)(FILE *), bool *list)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "fail-on", required_argument, NULL, 'f' },
+		{ "only", required_argument, NULL, 'o' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "progress", no_argument, NULL, 'P' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int c;
+
+	o->fail_on = SEV_ERROR;
+	o->progress = isatty(STDERR_FILENO);
+	optind = 1;
+	/* "+": stop at the first non-option, so "check -- CMD ARGS" keeps CMD's options. */
+	while ((c = getopt_long(argc, argv, "+jf:o:lPvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o->json = true;
+			break;
+		case 'f':
+			o->fail_on = severity__parse(optarg);
+			if (o->fail_on < 0) {
+				dls_err("%s: --fail-on takes info, warning or error, not '%s'", cmd,
+					optarg);
+				return DLS_EXIT_USAGE;
+			}
+			break;
+		case 'o':
+			o->only = optarg;
+			if (validate_only(optarg))
+				return DLS_EXIT_USAGE;
+			break;
+		case 'l':
+			*list = true;
+			break;
+		case 'P':
+			o->progress = true;
+			break;
+		case 'v':
+			output__set_verbose(1);
+			break;
+		case 'h':
+			usage(stdout);
+			return DLS_EXIT_OK + 100;
+		default:
+			usage(stderr);
+			return DLS_EXIT_USAGE;
+		}
+	}
+	output__set_json(o->json);
+	return -1;
+}
+
+static int finish(const struct findings *fs, const struct check_opts *o, json_t *doc,
+		  bool inspect_failed)
+{
+	int ret;
+
+	if (doc) {
+		json_object_set_new(doc, "dlscope", json_string(DLSCOPE_VERSION));
+		if (json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+			inspect_failed = true;
+		putchar('\n');
+		json_decref(doc);
+	}
+	if (inspect_failed)
+		ret = DLS_EXIT_INSPECT;
+	else
+		ret = findings__max_severity(fs) >= o->fail_on ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
+	return ret;
+}
+
+static void check_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: dlscope check [OPTIONS] PID...\n"
+		"       dlscope check [OPTIONS] -- COMMAND [ARGS...]\n"
+		"\n"
+		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
+		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
+		"with, and let it exit. Each finding has an id, a severity, the evidence, why it\n"
+		"breaks and what to do.\n"
+		"\n"
+		"  -j, --json            one JSON document (docs/check-schema.md)\n"
+		"  -f, --fail-on LEVEL   exit 1 when a finding at or above LEVEL (info, warning,\n"
+		"                        error; default error) is found\n"
+		"  -o, --only IDS        run only these detectors (comma-separated)\n"
+		"  -l, --list            list the detectors\n"
+		"  -h, --help\n"
+		"\n"
+		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
+		"3 a process could not be inspected.\n");
+}
+
+int cmd_check(int argc, char **argv)
+{
+	struct check_opts o = { 0 };
+	struct findings fs = { 0 };
+	json_t *doc = NULL, *procs = NULL;
+	bool list = false, failed = false;
+	int ret, cmd_status = -1;
+
+	ret = parse_common(argc, argv, &o, "check", check_usage, &list);
+	if (ret >= 0)
+		return ret == 100 ? DLS_EXIT_OK : ret;
+	if (list) {
+		list_detectors();
+		return DLS_EXIT_OK;
+	}
+	if (optind >= argc) {
+		dls_err("check: no PID or command given (usage: dlscope check PID... | -- CMD)");
+		return DLS_EXIT_USAGE;
+	}
+	if (strcmp(argv[optind - 1], "--"))
+		for (int i = optind; i < argc; i++) {
+			pid_t pid;
+
+			if (parse_pid(argv[i], &pid)) {
+				dls_err("check: '%s' is not a process ID (to run a command, put it "
+					"after --)",
+					argv[i]);
+				return DLS_EXIT_USAGE;
+			}
+		}
+	if (o.json) {
+		doc = json_object();
+		procs = json_array();
+		json_object_set_new(doc, "processes", procs);
+	}
+	if (!strcmp(argv[optind - 1], "--")) {
+		failed = check_command(argv + optind, &o, &fs, procs, &cmd_status) != 0;
+		if (!o.json && cmd_status >= 0)
+			printf("\n%s exited with status %d\n", argv[optind], cmd_status);
+		if (doc && cmd_status >= 0)
+			json_object_set_new(doc, "command_status", json_integer(cmd_status));
+	} else {
+		for (int i = optind; i < argc; i++) {
+			struct target *t;
+			char why[512];
+			pid_t pid;
+
+			parse_pid(argv[i], &pid);
+			if (target__open(pid, &t, why, sizeof(why))) {
+				dls_err("%s", why);
+				failed = true;
+				continue;
+			}
+			if (!o.json && i > optind)
+				putchar('\n');
+			if (check_process(t, &o, &fs, procs))
+				failed = true;
+			target__free(t);
+		}
+	}
+	ret = finish(&fs, &o, doc, failed);
+	findings__free(&fs);
+	return ret;
+}
+
+/* lint: gather files, analyse each ELF object, run the file-level detectors on them all. */
+struct lint_state {
+	struct lint_file *files;
+	size_t n, cap;
+	size_t seen, unreadable;
+	bool progress;
+	struct timespec last;
+	json_t *bad;
+};
+
+static struct lint_state *lint_cur;
+
+static void lint_progress(struct lint_state *s, const char *path, bool force)
+{
+	struct timespec now;
+
+	if (!s->progress)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!force && (now.tv_sec - s->last.tv_sec) * 1000000000L + now.tv_nsec - s->last.tv_nsec <
+			      100000000L)
+		return;
+	s->last = now;
+	fprintf(stderr, "\rlint: %zu files, %zu ELF objects: %.60s\033[K", s->seen, s->n, path);
+}
+
+static int lint_add(struct lint_state *s, const char *path)
+{
+	struct elf_object *elf;
+	char magic[4];
+	int fd;
+
+	s->seen++;
+	lint_progress(s, path, false);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	elf = elfobj__open(path);
+	if (!elf) {
+		const char *why = elfobj__strerror(errno);
+
+		if (s->progress)
+			fputc('\n', stderr);
+		dls_warn("lint: %s: %s; skipped", path, why);
+		s->unreadable++;
+		if (s->bad)
+			json_array_append_new(s->bad,
+					      json_pack("{s:s, s:s}", "path", path, "error", why));
+		return 0;
+	}
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 256;
+		struct lint_file *nf = realloc(s->files, ncap * sizeof(*nf));
+
+		if (!nf) {
+			elfobj__free(elf);
+			return -ENOMEM;
+		}
+		s->files = nf;
+		s->cap = ncap;
+	}
+	s->files[s->n].path = strdup(path);
+	s->files[s->n++].elf = elf;
+	return 0;
+}
+
+static int lint_walk(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	if (type == FTW_F && S_ISREG(st->st_mode))
+		return lint_add(lint_cur, path) ? FTW_STOP : FTW_CONTINUE;
+	return FTW_CONTINUE;
+}
+
+static void lint_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: dlscope lint [OPTIONS] PATH...\n"
+		"\n"
+		"The object-level checks on files and directory trees, with no process: a JIT\n"
+		"kernel cache full of .o files, a wheel's unpacked tree, a site-packages. Finds\n"
+		"sections with conflicting flags, W+X segments, executable stacks, statically\n"
+		"linked C++ runtimes, and one build present as several files.\n"
+		"\n"
+		"  -j, --json            one JSON document\n"
+		"  -f, --fail-on LEVEL   info, warning or error (default error)\n"
+		"  -o, --only IDS        run only these detectors\n"
+		"  -P, --progress        a progress line on stderr (default when it is a terminal)\n"
+		"  -h, --help\n"
+		"\n"
+		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
+		"3 a path could not be read.\n");
+}
+
+int cmd_lint(int argc, char **argv)
+{
+	struct check_opts o = { 0 };
+	struct findings fs = { 0 };
+	struct lint_state s = { 0 };
+	bool list = false, failed = false;
+	json_t *doc = NULL;
+	int ret;
+
+	ret = parse_common(argc, argv, &o, "lint", lint_usage, &list);
+	if (ret >= 0)
+		return ret == 100 ? DLS_EXIT_OK : ret;
+	if (list) {
+		list_detectors();
+		return DLS_EXIT_OK;
+	}
+	if (optind >= argc) {
+		dls_err("lint: no file or directory given (usage: dlscope lint PATH...)");
+		return DLS_EXIT_USAGE;
+	}
+	s.progress = o.progress && !o.json;
+	if (o.json) {
+		doc = json_object();
+		s.bad = json_array();
+	}
+	lint_cur = &s;
+	for (int i = optind; i < argc; i++) {
+		struct stat st;
+
+		if (stat(argv[i], &st)) {
+			dls_err("lint: cannot read %s: %s", argv[i], strerror(errno));
+			failed = true;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (nftw(argv[i], lint_walk, 64, FTW_PHYS) < 0) {
+				dls_err("lint: cannot walk %s: %s", argv[i], strerror(errno));
+				failed = true;
+			}
+		} else if (lint_add(&s, argv[i])) {
+			dls_err("lint: out of memory");
+			failed = true;
+		}
+	}
+	if (s.progress) {
+		lint_progress(&s, "done", true);
+		fputc('\n', stderr);
+	}
+	for (size_t i = 0; i < n_detectors; i++)
+		if (detectors[i].files && selected(&o, detectors[i].id))
+			detectors[i].files(s.files, s.n, &fs);
+	if (doc) {
+		json_object_set_new(doc, "files_seen", json_integer((json_int_t)s.seen));
+		json_object_set_new(doc, "objects_checked", json_integer((json_int_t)s.n));
+		json_object_set_new(doc, "unreadable", s.bad);
+		json_object_set_new(doc, "findings", findings__to_json(&fs));
+	} else {
+		printf("lint: %zu files, %zu ELF objects checked, %zu unreadable, %zu finding%s\n",
+		       s.seen, s.n, s.unreadable, fs.n, fs.n == 1 ? "" : "s");
+		if (fs.n) {
+			putchar('\n');
+			findings__print(&fs, stdout);
+		}
+	}
+	ret = finish(&fs, &o, doc, failed);
+	for (size_t i = 0; i < s.n; i++) {
+		free((char *)s.files[i].path);
+		elfobj__free(s.files[i].elf);
+	}
+	free(s.files);
+	findings__free(&fs);
+	return ret;
+}

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dup-openmp, dup-blas, dup-cxx-runtime: two copies of a runtime that must be alone. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detector.h"
+#include "elfobj.h"
+#include "libgraph.h"
+#include "target.h"
+#include "threadscan.h"
+
+/* How @id came in, up to its root: "DT_NEEDED of libtorch_cpu.so <- _C.so (dlopen)". */
+static void describe_chain(const struct libgraph *g, unsigned int id, char *buf, size_t len)
+{
+	size_t used = 0;
+	unsigned int hops = 0;
+
+	while (g->objs[id]->n_parents && hops++ < 8 && used < len) {
+		id = g->objs[id]->parents[0];
+		used += (size_t)snprintf(buf + used, len - used, "%s%s",
+					 used ? " <- " : "DT_NEEDED of ",
+					 lg_object__basename(g->objs[id]));
+	}
+	if (used >= len)
+		return;
+	if (used)
+		snprintf(buf + used, len - used, " (%s)",
+			 g->objs[id]->origin == LG_DLOPEN ? "dlopen" : lg_origin__id(g->objs[id]->origin));
+	else
+		lg_object__describe_origin(g, id, buf, len);
+}
+
+/* Pool threads of @obj: threads whose outermost runtime frame of this kind lies in @obj. */
+static unsigned int pool_threads(const struct check_ctx *ctx, unsigned int obj,
+				 enum role_kind kind)
+{
+	unsigned int count = 0;
+
+	if (!ctx->ts)
+		return 0;
+	for (size_t i = 0; i < ctx->ts->n; i++) {
+		const struct thread_info *ti = &ctx->ts->t[i];
+
+		if (ti->tid == ctx->t->pid)
+			continue;
+		for (size_t k = 0; k < ti->n_frames; k++) {
+			const struct lg_object *o = ctx->g->objs[ti->frames[k].obj];
+
+			if (obj_roles__find(lg_object__roles(o), kind)) {
+				count += ti->frames[k].obj == obj;
+				break;
+			}
+		}
+	}
+	return count;
+}
+
+/* Is @b in the DT_NEEDED closure of @a? */
+static bool depends_on(const struct libgraph *g, unsigned int a, unsigned int b, bool *seen)
+{
+	const struct lg_object *o = g->objs[a];
+
+	if (seen[a])
+		return false;
+	seen[a] = true;
+	for (size_t i = 0; i < o->n_children; i++)
+		if (o->children[i] == b || depends_on(g, o->children[i], b, seen))
+			return true;
+	return false;
+}
+
+/*
+ * Drop runtimes that are fronts for another one they need (Debian's libblas.so.3 forwards to
+ * libopenblas.so.0; FlexiBLAS to its backend): together they are one runtime.
+ */
+static size_t drop_fronts(const struct libgraph *g, unsigned int *ids, size_t n)
+{
+	bool *seen = calloc(g->n, sizeof(*seen));
+	size_t kept = 0;
+
+	if (!seen)
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		bool front = false;
+
+		for (size_t j = 0; j < n && !front; j++) {
+			if (i == j)
+				continue;
+			memset(seen, 0, g->n * sizeof(*seen));
+			front = depends_on(g, ids[i], ids[j], seen);
+		}
+		if (!front)
+			ids[kept++] = ids[i];
+	}
+	free(seen);
+	return kept;
+}
+
+static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const char *id,
+			enum role_kind kind, const char *what, const char *why, const char *remedy)
+{
+	const struct libgraph *g = ctx->g;
+	unsigned int ids[64];
+	size_t n = 0;
+	char names[512] = "";
+	struct finding *f;
+
+	for (size_t i = 0; i < g->n && n < 64; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (!o->gone && obj_roles__find(lg_object__roles(o), kind))
+			ids[n++] = o->id;
+	}
+	n = drop_fronts(g, ids, n);
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct obj_role *r = obj_roles__find(lg_object__roles(g->objs[ids[i]]), kind);
+		size_t used = strlen(names);
+
+		snprintf(names + used, sizeof(names) - used, "%s%s%s%s", i ? ", " : "",
+			 role_impl__name(r->impl), r->version[0] ? " " : "", r->version);
+	}
+	f = findings__add(out, id, SEV_ERROR, g->pid, "%zu %s in process %d (%s): %s", n, what,
+			  g->pid, g->comm, names);
+	for (size_t i = 0; i < n; i++) {
+		const struct lg_object *o = g->objs[ids[i]];
+		const struct obj_role *r = obj_roles__find(lg_object__roles(o), kind);
+		char chain[512];
+
+		describe_chain(g, o->id, chain, sizeof(chain));
+		finding__evidence(f, "#%u %s: %s%s%s%s%s, loaded by %s, %u pool thread%s", o->id,
+				  o->path, role_impl__name(r->impl), r->version[0] ? " " : "",
+				  r->version, r->detail[0] ? ", " : "", r->detail, chain,
+				  pool_threads(ctx, o->id, kind),
+				  pool_threads(ctx, o->id, kind) == 1 ? "" : "s");
+	}
+	if (ctx->ts) {
+		size_t running = 0;
+
+		for (size_t i = 0; i < ctx->ts->n; i++)
+			running += ctx->ts->t[i].syscall == -2;
+		if (running)
+			finding__evidence(f, "%zu thread%s running, not attributed to a pool", running,
+					  running == 1 ? " was" : "s were");
+	}
+	finding__explain(f, why, remedy);
+}
+
+void dup_openmp__process(const struct check_ctx *ctx, struct findings *out)
+{
+	dup_runtime(ctx, out, "dup-openmp", ROLE_OPENMP, "OpenMP runtimes",
+		    "Each OpenMP runtime keeps its own thread pool, thread-local state and affinity "
+		    "settings, and each sizes its pool to every core: together they oversubscribe "
+		    "the CPUs, and code built against one that resolves omp_*/GOMP_* symbols to "
+		    "the other (libomp exports the GOMP_ entry points too) mixes their state, which "
+		    "hangs, crashes or corrupts results.",
+		    "Make every package use one runtime: rebuild or reinstall the ones that vendor "
+		    "the extra copy (the paths above say which wheel brought each) against the same "
+		    "OpenMP, or LD_PRELOAD the one to keep so every lookup finds it first; meanwhile "
+		    "bound both pools with OMP_NUM_THREADS.");
+}
+
+void dup_blas__process(const struct check_ctx *ctx, struct findings *out)
+{
+	dup_runtime(ctx, out, "dup-blas", ROLE_BLAS, "BLAS libraries",
+		    "Each BLAS library starts its own thread pool sized to every core; two pools "
+		    "oversubscribe the CPUs and, with OpenBLAS, two copies' server threads have been "
+		    "seen running over each other and crashing. Symbols such as cblas_dgemm resolve "
+		    "to whichever copy the loader found first, so code can call a BLAS other than "
+		    "the one it was built for (32- vs 64-bit integers give wrong results).",
+		    "Build the packages against one BLAS (or none: a build that found a stray "
+		    "OpenBLAS links it opportunistically); until then limit the pools with "
+		    "OPENBLAS_NUM_THREADS=1 or threadpoolctl, and import the package whose BLAS "
+		    "should win first.");
+}
+
+bool elfobj__has_static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen)
+{
+	static const char *markers[] = { "locale::_S_normalize_category",
+					 "_S_create_c_locale name not valid" };
+	const struct obj_role *r = obj_roles__find(elfobj__roles(o), ROLE_CXX_RUNTIME);
+	const char *data;
+	bool found = false;
+	size_t size;
+
+	/* libstdc++ itself defines the GLIBCXX_ version nodes; a copy linked in does not. */
+	for (size_t i = 0; i < elfobj__n_verdefs(o); i++)
+		if (!strncmp(elfobj__verdef(o, i), "GLIBCXX_3.4", 11))
+			return false;
+	if (r && r->impl == IMPL_LIBSTDCXX) {
+		found = true;
+	} else {
+		data = elfobj__section(o, ".rodata", &size);
+		for (size_t i = 0; data && i < 2 && !found; i++)
+			found = memmem(data, size, markers[i], strlen(markers[i])) != NULL;
+	}
+	if (found && gcc) {
+		/* The copy's GCC: the last "GCC: (...) X.Y.Z" of .comment. */
+		const char *c = elfobj__section(o, ".comment", &size), *p, *best = NULL;
+
+		gcc[0] = '\0';
+		for (p = c; p && (p = memmem(p, size - (size_t)(p - c), "GCC: ", 5)); p += 5)
+			best = p;
+		if (best) {
+			const char *end = memchr(best, '\0', size - (size_t)(best - c));
+			const char *sp = end ? end : best;
+
+			while (sp > best && sp[-1] != ' ')
+				sp--;
+			snprintf(gcc, gcclen, "%.*s", end ? (int)(end - sp) : 0, sp);
+		}
+	}
+	return found;
+}
+
+static const char cxx_why[] =
+	"A C++ runtime has process-wide state (the locale and facet registry, iostream "
+	"initialization, the exception and RTTI machinery, the new-handler). A second copy, "
+	"shared or linked statically into an extension with -static-libstdc++, initializes its "
+	"own and objects cross between them: a facet or stream built by one copy is used by the "
+	"other, which crashes in codecvt or iostream code far from the cause.";
+static const char cxx_fix[] =
+	"Link every C++ extension against the shared libstdc++ (the manylinux toolchains link "
+	"only the symbols newer than the base system statically), or load the shared "
+	"libstdc++.so.6 first (ctypes.CDLL(..., RTLD_GLOBAL) or LD_PRELOAD) so exported copies "
+	"resolve to it; a stripped copy with hidden symbols can only be fixed by rebuilding.";
+
+void dup_cxx__process(const struct check_ctx *ctx, struct findings *out)
+{
+	const struct libgraph *g = ctx->g;
+	unsigned int ids[64];
+	char gccs[64][32];
+	size_t n = 0;
+	struct finding *f;
+
+	for (size_t i = 0; i < g->n && n < 64; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (o->gone || !o->elf)
+			continue;
+		gccs[n][0] = '\0';
+		if (obj_roles__find(lg_object__roles(o), ROLE_CXX_RUNTIME) ||
+		    elfobj__has_static_libstdcxx(o->elf, gccs[n], sizeof(gccs[n])))
+			ids[n++] = o->id;
+	}
+	if (n < 2)
+		return;
+	f = findings__add(out, "dup-cxx-runtime", SEV_ERROR, g->pid,
+			  "%zu C++ runtimes in process %d (%s)", n, g->pid, g->comm);
+	for (size_t i = 0; i < n; i++) {
+		const struct lg_object *o = g->objs[ids[i]];
+		const struct obj_role *r = obj_roles__find(lg_object__roles(o), ROLE_CXX_RUNTIME);
+		char origin[256];
+
+		lg_object__describe_origin(g, o->id, origin, sizeof(origin));
+		if (elfobj__has_static_libstdcxx(o->elf, NULL, 0))
+			finding__evidence(f,
+					  "#%u %s: a statically linked libstdc++%s%s%s%s, loaded by %s",
+					  o->id, o->path, gccs[i][0] ? " (GCC " : "", gccs[i],
+					  gccs[i][0] ? ")" : "",
+					  r ? " with its symbols exported" :
+					      " with hidden symbols",
+					  origin);
+		else
+			finding__evidence(f, "#%u %s: %s%s%s (shared), loaded by %s", o->id, o->path,
+					  role_impl__name(r->impl), r->version[0] ? " GLIBCXX_" : "",
+					  r->version, origin);
+	}
+	finding__explain(f, cxx_why, cxx_fix);
+}
+
+void dup_cxx__files(const struct lint_file *files, size_t n, struct findings *out)
+{
+	struct finding *f = NULL;
+	size_t copies = 0;
+
+	for (size_t i = 0; i < n; i++)
+		copies += elfobj__has_static_libstdcxx(files[i].elf, NULL, 0);
+	for (size_t i = 0; i < n; i++) {
+		char gcc[32];
+
+		if (!elfobj__has_static_libstdcxx(files[i].elf, gcc, sizeof(gcc)))
+			continue;
+		if (!f)
+			f = findings__add(out, "dup-cxx-runtime", copies > 1 ? SEV_ERROR : SEV_WARNING,
+					  0, "%zu object%s a statically linked libstdc++",
+					  copies, copies == 1 ? " carries" : "s carry");
+		finding__evidence(f, "%s: libstdc++%s%s%s", files[i].path, gcc[0] ? " (GCC " : "",
+				  gcc, gcc[0] ? ")" : "");
+	}
+	finding__explain(f, cxx_why, cxx_fix);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The threads of a process and the objects on their live stacks, found without stopping them:
+ * /proc/PID/task/TID/syscall gives a blocked thread's stack pointer, and every word between it
+ * and the top of its stack that points just after a call instruction in a loaded object's code
+ * is taken as a return address. Good enough to say which runtime's pool a thread belongs to and
+ * whether a thread is running constructors inside dlopen; the unwinder gives exact stacks.
+ */
+#ifndef DLSCOPE_THREADSCAN_H
+#define DLSCOPE_THREADSCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct target;
+struct libgraph;
+
+struct thread_frame {
+	uint64_t addr;
+	unsigned int obj; /* libgraph object id */
+};
+
+struct thread_info {
+	pid_t tid;
+	char comm[64];
+	char state;
+	long syscall;	     /* -1: blocked outside a system call, -2: running (no stack read) */
+	uint64_t args[6];
+	uint64_t sp, pc;
+	unsigned int pc_obj; /* object holding pc, or UINT32_MAX */
+	struct thread_frame *frames; /* outermost first */
+	size_t n_frames;
+};
+
+struct threadscan {
+	struct thread_info *t;
+	size_t n;
+};
+
+/* Scan every thread of @t; objects are ids of @g. Returns 0 or -errno (-ESRCH: it exited). */
+int threadscan__scan(const struct target *t, const struct libgraph *g, struct threadscan **out);
+void threadscan__free(struct threadscan *ts);
+
+/* Does @ti have @obj on its stack (or its pc in it)? */
+bool thread_info__uses(const struct thread_info *ti, unsigned int obj);
+
+#endif
