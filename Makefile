@@ -33,8 +33,13 @@ DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthre
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST)
 
-.PHONY: all deps test unit e2e demo bench clean format format-check
+.PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures
+# The sanitizer build stays in its own folder; only the plain build is copied to ./dlscope.
+ifeq ($(SAN),1)
+all: $(OUTPUT)/dlscope
+else
 all: dlscope
+endif
 
 # Installs what the build and the tests need; idempotent, and says what is missing when not root.
 deps:
@@ -73,6 +78,12 @@ unit: $(UNIT_BINS)
 test: deps
 	@$(MAKE) -s all unit fixtures
 	@python3 tests/run_tests.py --build $(OUTPUT)
+
+# The whole suite against an ASan+UBSan build (build-san/).
+test-san: deps
+	@$(MAKE) -s SAN=1 all unit fixtures
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		python3 tests/run_tests.py --build build-san
 
 demo: deps
 	@$(MAKE) -s all fixtures
