@@ -460,42 +460,6 @@ static const char *verneed_name(const struct elf_object *o, unsigned idx)
 	return NULL;
 }
 
-int elfobj__foreach_undefined(const struct elf_object *o, elfobj_undef_cb cb, void *ctx)
-{
-	Elf_Data *data, *vdata = NULL;
-	GElf_Shdr sh;
-	size_t count;
-
-	if (!o->dynsym || !gelf_getshdr(o->dynsym, &sh) || !sh.sh_entsize)
-		return 0;
-	data = elf_getdata(o->dynsym, NULL);
-	if (!data)
-		return 0;
-	if (o->versym)
-		vdata = elf_getdata(o->versym, NULL);
-	count = data->d_size / sh.sh_entsize;
-	for (size_t i = 1; i < count; i++) {
-		const char *name, *version = NULL;
-		GElf_Versym vs;
-		GElf_Sym sym;
-		int ret;
-
-		if (!gelf_getsym(data, (int)i, &sym))
-			break;
-		if (sym.st_shndx != SHN_UNDEF)
-			continue;
-		name = elf_strptr(o->elf, sh.sh_link, sym.st_name);
-		if (!name || !*name)
-			continue;
-		if (vdata && gelf_getversym(vdata, (int)i, &vs) && (vs & 0x7fff) > 1)
-			version = verneed_name(o, vs & 0x7fff);
-		ret = cb(name, version, GELF_ST_BIND(sym.st_info) == STB_WEAK, ctx);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
 int elfobj__foreach_verneed(const struct elf_object *o, elfobj_verneed_cb cb, void *ctx)
 {
 	Elf_Data *data;
@@ -680,7 +644,13 @@ static const char *verdef_name(const struct elf_object *o, unsigned idx)
 	return NULL;
 }
 
-int elfobj__foreach_defined_versioned(const struct elf_object *o, elfobj_vsym_cb cb, void *ctx)
+/*
+ * Walk .dynsym with each symbol's version: the node it defines (.gnu.version_d) for defined
+ * symbols, the one it needs (.gnu.version_r) for undefined ones. Version indexes are small, so
+ * names found once are remembered.
+ */
+static int foreach_versioned(const struct elf_object *o, bool defined, elfobj_vsym_cb cb,
+			     void *ctx)
 {
 	const char *names[64] = { 0 };
 	bool looked[64] = { 0 };
@@ -702,7 +672,9 @@ int elfobj__foreach_defined_versioned(const struct elf_object *o, elfobj_vsym_cb
 		GElf_Sym sym;
 		int ret;
 
-		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		if ((sym.st_shndx != SHN_UNDEF) != defined)
 			continue;
 		name = elf_strptr(o->elf, sh.sh_link, sym.st_name);
 		if (!name || !*name)
@@ -710,15 +682,14 @@ int elfobj__foreach_defined_versioned(const struct elf_object *o, elfobj_vsym_cb
 		if (vdata && gelf_getversym(vdata, (int)i, &vs) && (vs & 0x7fff) > 1) {
 			unsigned idx = vs & 0x7fff;
 
-			/* Version indexes are small; remember the names we looked up. */
-			if (idx < 64) {
-				if (!looked[idx]) {
-					names[idx] = verdef_name(o, idx);
-					looked[idx] = true;
-				}
+			if (idx >= 64)
+				version = defined ? verdef_name(o, idx) : verneed_name(o, idx);
+			else if (looked[idx])
 				version = names[idx];
-			} else {
-				version = verdef_name(o, idx);
+			else {
+				version = names[idx] = defined ? verdef_name(o, idx) :
+								 verneed_name(o, idx);
+				looked[idx] = true;
 			}
 		}
 		ret = cb(name, version, &sym, ctx);
@@ -726,4 +697,28 @@ int elfobj__foreach_defined_versioned(const struct elf_object *o, elfobj_vsym_cb
 			return ret;
 	}
 	return 0;
+}
+
+int elfobj__foreach_defined_versioned(const struct elf_object *o, elfobj_vsym_cb cb, void *ctx)
+{
+	return foreach_versioned(o, true, cb, ctx);
+}
+
+struct undef_adapter {
+	elfobj_undef_cb cb;
+	void *ctx;
+};
+
+static int undef_adapt(const char *name, const char *version, const GElf_Sym *sym, void *ctx)
+{
+	struct undef_adapter *a = ctx;
+
+	return a->cb(name, version, GELF_ST_BIND(sym->st_info) == STB_WEAK, a->ctx);
+}
+
+int elfobj__foreach_undefined(const struct elf_object *o, elfobj_undef_cb cb, void *ctx)
+{
+	struct undef_adapter a = { cb, ctx };
+
+	return foreach_versioned(o, false, undef_adapt, &a);
 }

@@ -305,42 +305,6 @@ int libgraph__link(struct libgraph *g)
 	return err;
 }
 
-static char *read_preload(pid_t pid)
-{
-	char path[64], *buf = NULL, *res = NULL;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	do {
-		if (cap - len < 4096) {
-			char *nb = realloc(buf, cap + 65536);
-
-			if (!nb)
-				goto out;
-			buf = nb;
-			cap += 65536;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n > 0)
-			len += (size_t)n;
-	} while (n > 0);
-	buf[len] = '\0';
-	for (size_t off = 0; off < len; off += strlen(buf + off) + 1)
-		if (!strncmp(buf + off, "LD_PRELOAD=", 11)) {
-			res = strdup(buf + off + 11);
-			break;
-		}
-out:
-	free(buf);
-	close(fd);
-	return res;
-}
-
 /* Objects the loader knows: pick each one's file, origin and mapping. */
 static int add_link_map_objects(struct libgraph *g, const struct target *t,
 				const struct linkmap *lm, const struct procmaps *maps)
@@ -496,7 +460,12 @@ int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why,
 			 t->pid, t->comm);
 		goto err_free;
 	}
-	g->preload = read_preload(t->pid);
+	{
+		char preload[4096];
+
+		if (!target__getenv(t, "LD_PRELOAD", preload, sizeof(preload)))
+			g->preload = strdup(preload);
+	}
 	if (!err) {
 		g->from_link_map = true;
 		g->consistent = lm->consistent;

@@ -27,6 +27,22 @@ int parse_pid(const char *s, pid_t *pid)
 	return 0;
 }
 
+ssize_t proc__read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ESRCH;
+	buf[n] = '\0';
+	return n;
+}
+
 int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
 		    unsigned long *flags)
 {
@@ -39,14 +55,9 @@ int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *stat
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
 	else
 		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -errno : -ESRCH;
-	buf[n] = '\0';
+	n = proc__read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
 	/* comm may itself contain spaces and parentheses: it ends at the last ')'. */
 	lparen = strchr(buf, '(');
 	rparen = strrchr(buf, ')');

@@ -105,17 +105,11 @@ static int read_syscall(pid_t pid, struct thread_info *ti)
 {
 	char path[96], buf[512];
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, ti->tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -errno : -ESRCH;
-	buf[n] = '\0';
+	n = proc__read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
 	ti->syscall = -2;
 	if (!strncmp(buf, "running", 7))
 		return 0;
