@@ -49,7 +49,6 @@ int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *stat
 	char path[64], buf[1024];
 	char *lparen, *rparen;
 	ssize_t n;
-	int fd;
 
 	if (tid)
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
