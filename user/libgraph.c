@@ -124,19 +124,20 @@ struct lg_object *libgraph__add(struct libgraph *g, unsigned int ns, const char 
 				const char *host_path, uint64_t base, uint64_t lm_addr,
 				uint64_t l_ld)
 {
-	struct lg_object *o = new_object(g);
+	char *dup = strdup(path);
+	struct lg_object *o = dup ? new_object(g) : NULL;
 
-	if (!o)
+	if (!o) {
+		free(dup);
 		return NULL;
+	}
 	o->ns = ns;
-	o->path = strdup(path);
+	o->path = dup;
 	o->base = base;
 	o->lm_addr = lm_addr;
 	o->l_ld = l_ld;
 	o->in_link_map = lm_addr != 0;
 	o->origin = LG_DLOPEN;
-	if (!o->path)
-		return NULL;
 	if (host_path)
 		object_open_elf(g, o, host_path, NULL);
 	return o;

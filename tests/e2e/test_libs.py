@@ -203,3 +203,39 @@ def test_process_exiting_while_read():
             assert p.stderr.count("\n") == 1, p.stderr
             assert re.search(r"exited|no process|zombie", p.stderr), p.stderr
         fx.kill()
+
+
+def test_container_paths_through_proc_root():
+    """A library that exists only in the target's mount namespace is still read and classified."""
+    if not is_root():
+        raise Skip("needs root for a private mount namespace")
+    gomp = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
+    script = (f"mount -t tmpfs none /mnt && cp {gomp} /mnt/libgomp-vendored.so.1 && "
+              f"exec {fixture_path('dlopen_list')} /mnt/libgomp-vendored.so.1")
+    with Fixture(["unshare", "--mount", "--propagation", "private", "sh", "-c", script]) as fx:
+        assert not os.path.exists("/mnt/libgomp-vendored.so.1")
+        g = graph_of(fx.pid)
+        o = by_name(g, "libgomp-vendored.so.1")[0]
+        assert o["path"] == "/mnt/libgomp-vendored.so.1" and o["error"] is None, o
+        assert ("openmp", "libgomp") in role_impls(o)
+        assert_covers_maps(g, fx.pid)
+
+
+def test_library_replaced_on_disk_is_read_from_the_mapping():
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="dlscope-replaced-")
+    lib = os.path.join(d, "libruntime.so.1")
+    try:
+        shutil.copy("/usr/lib/x86_64-linux-gnu/libgomp.so.1", lib)
+        with Fixture(["dlopen_list", lib]) as fx:
+            # An upgrade replaces the file: a new inode at the same path, with other content.
+            shutil.copy(fixture_path("libplain.so"), lib + ".new")
+            os.rename(lib + ".new", lib)
+            o = by_name(graph_of(fx.pid), "libruntime.so.1")[0]
+            assert o["deleted"] and o["error"] is None, o
+            assert ("openmp", "libgomp") in role_impls(o), o
+            text = dlscope("libs", fx.pid, check=0).stdout
+            assert "(deleted on disk)" in text
+    finally:
+        shutil.rmtree(d)
