@@ -239,3 +239,114 @@ void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out)
 		free(ds.d);
 	}
 }
+
+/* lint: version nodes a file needs that the library it would be loaded with lacks. */
+static const char *const system_libdirs[] = { "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+					      "/lib64", "/usr/lib64", "/usr/local/lib" };
+
+struct lint_verneed {
+	const struct lint_file *files;
+	size_t n, self;
+	struct elf_object **system; /* providers opened from the system's directories, by name */
+	char **system_names;
+	size_t n_system;
+	struct findings *out;
+	struct finding *f;
+};
+
+/* The provider of SONAME @file: among the linted files first, then the system's libraries. */
+static const struct elf_object *find_provider(struct lint_verneed *v, const char *file,
+					      const char **where)
+{
+	char path[PATH_MAX];
+	struct elf_object *o;
+
+	for (size_t i = 0; i < v->n; i++) {
+		const char *soname = elfobj__soname(v->files[i].elf);
+
+		if (i != v->self && soname && !strcmp(soname, file)) {
+			*where = v->files[i].path;
+			return v->files[i].elf;
+		}
+	}
+	for (size_t i = 0; i < v->n_system; i++)
+		if (!strcmp(v->system_names[i], file)) {
+			*where = v->system[i] ? elfobj__path(v->system[i]) : NULL;
+			return v->system[i];
+		}
+	o = NULL;
+	for (size_t d = 0; d < sizeof(system_libdirs) / sizeof(system_libdirs[0]) && !o; d++) {
+		snprintf(path, sizeof(path), "%s/%s", system_libdirs[d], file);
+		o = elfobj__open(path);
+	}
+	/* Remember misses too, so each name is searched once. */
+	{
+		struct elf_object **ns = realloc(v->system, (v->n_system + 1) * sizeof(*ns));
+		char **nn = ns ? realloc(v->system_names, (v->n_system + 1) * sizeof(*nn)) : NULL;
+
+		if (ns)
+			v->system = ns;
+		if (!nn || !(nn[v->n_system] = strdup(file))) {
+			if (nn)
+				v->system_names = nn;
+			elfobj__free(o);
+			return NULL;
+		}
+		v->system_names = nn;
+		v->system[v->n_system++] = o;
+	}
+	*where = o ? elfobj__path(o) : NULL;
+	return o;
+}
+
+static int lint_check_verneed(const char *file, const char *version, void *ctx)
+{
+	struct lint_verneed *v = ctx;
+	const struct elf_object *p;
+	const char *where = NULL, *newest = NULL;
+
+	p = find_provider(v, file, &where);
+	if (!p || !elfobj__n_verdefs(p))
+		return 0;
+	for (size_t k = 0; k < elfobj__n_verdefs(p); k++) {
+		const char *d = elfobj__verdef(p, k);
+
+		if (!strcmp(d, version))
+			return 0;
+		if (!strncmp(d, version, strcspn(version, "0123456789")) &&
+		    (!newest || version_cmp(d, newest) > 0))
+			newest = d;
+	}
+	if (!v->f) {
+		v->f = findings__add(v->out, "abi-mismatch", SEV_ERROR, 0,
+				     "%s needs versions its libraries lack here",
+				     v->files[v->self].path);
+		finding__explain(v->f,
+				 "The loader refuses to load an object that needs a version node its "
+				 "provider does not define (\"version `GLIBCXX_3.4.32' not found\"): it "
+				 "was built against a newer library than the one it would be loaded "
+				 "with.",
+				 "Build it against the oldest library it must run with (a manylinux "
+				 "toolchain), ship the newer library with it, or upgrade the system's.");
+	}
+	finding__evidence(v->f, "needs %s of %s; %s provides %s%s", version, file, where,
+			  newest ? "up to " : "other versions only", newest ? newest : "");
+	return 0;
+}
+
+void abi_mismatch__files(const struct lint_file *files, size_t n, struct findings *out)
+{
+	struct lint_verneed v = { .files = files, .n = n, .out = out };
+
+	for (size_t i = 0; i < n; i++) {
+		v.self = i;
+		v.f = NULL;
+		elfobj__foreach_verneed(files[i].elf, lint_check_verneed, &v);
+	}
+	for (size_t i = 0; i < v.n_system; i++) {
+		elfobj__free(v.system[i]);
+		free(v.system_names[i]);
+	}
+	free(v.system);
+	free(v.system_names);
+}

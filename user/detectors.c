@@ -13,7 +13,7 @@ const struct detector detectors[] = {
 	{ "dup-library", "one library loaded twice, or vague-linkage statics split between objects",
 	  dup_library__process, dup_library__files },
 	{ "abi-mismatch", "symbols and versions an object needs that the loaded providers lack",
-	  abi_mismatch__process, NULL },
+	  abi_mismatch__process, abi_mismatch__files },
 	{ "loader-lock-hazard", "a parallel region started from a constructor inside dlopen",
 	  loader_lock__process, NULL },
 	{ "elf-defects", "duplicate sections with conflicting flags, W+X segments, executable stack",

@@ -208,3 +208,14 @@ def test_check_runs_command_to_its_exit():
     p = dlscope("check", "--", fixture_path("two_blas"), check=1, timeout=30,
                 env={"FIXTURE_EXIT": "segv"})
     assert "error dup-blas" in p.stdout and "exited with status 139" in p.stdout, p.stdout
+
+
+def test_lint_version_node_missing_from_the_provider_beside_it():
+    wheel = fixture_path("newapi/wheel")
+    doc = json.loads(dlscope("lint", "--json", wheel, check=1).stdout)
+    f = only(doc["findings"], "abi-mismatch")[0]
+    assert f["title"].endswith("libconsumer.so needs versions its libraries lack here"), f
+    assert f["evidence"] == [f"needs NEWAPI_2.0 of libnewapi.so.1; {wheel}/libnewapi.so.1 "
+                             "provides up to NEWAPI_1.0"], f
+    # Beside the build it was made for, nothing is missing.
+    dlscope("lint", fixture_path("newapi/new"), f"{wheel}/libconsumer.so", check=0)
