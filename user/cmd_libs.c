@@ -159,15 +159,14 @@ static int print_text(const struct libgraph *g, FILE *f)
 				print_root(&w, o);
 		}
 	}
-	for (size_t i = 0; i < g->n; i++) {
+	for (size_t i = 0, shown = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
 
-		if (o->origin == LG_MAPPED_ONLY && !o->gone) {
-			if (!w.printed[o->id])
-				fprintf(f, "mapped, in no link map:\n");
-			memset(w.printed, 1, g->n * sizeof(*w.printed));
-			print_object_line(o, "", f);
-		}
+		if (o->origin != LG_MAPPED_ONLY || o->gone)
+			continue;
+		if (!shown++)
+			fprintf(f, "mapped, in no link map:\n");
+		print_object_line(o, "", f);
 	}
 	print_summary(g, f);
 	free(w.printed);
