@@ -239,3 +239,13 @@ def test_library_replaced_on_disk_is_read_from_the_mapping():
             assert "(deleted on disk)" in text
     finally:
         shutil.rmtree(d)
+
+
+def test_object_mapped_outside_the_loader():
+    with Fixture(["dlopen_list", "--mmap", "/usr/lib/x86_64-linux-gnu/libomp.so.5"]) as fx:
+        g = graph_of(fx.pid)
+        o = by_name(g, "libomp.so.5")[0]
+        assert o["origin"] == "mapped" and not o["in_link_map"] and o["in_maps"], o
+        assert ("openmp", "libomp") in role_impls(o)
+        text = dlscope("libs", fx.pid, check=0).stdout
+        assert "mapped, in no link map:\n#" in text and "libomp.so.5  (mapped)" in text, text
