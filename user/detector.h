@@ -50,6 +50,7 @@ void dup_library__files(const struct lint_file *files, size_t n, struct findings
 void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out);
 void abi_mismatch__files(const struct lint_file *files, size_t n, struct findings *out);
 void loader_lock__process(const struct check_ctx *ctx, struct findings *out);
+void deadlock__process(const struct check_ctx *ctx, struct findings *out);
 void elf_defects__process(const struct check_ctx *ctx, struct findings *out);
 void elf_defects__files(const struct lint_file *files, size_t n, struct findings *out);
 

@@ -16,6 +16,8 @@ const struct detector detectors[] = {
 	  abi_mismatch__process, abi_mismatch__files },
 	{ "loader-lock-hazard", "a parallel region started from a constructor inside dlopen",
 	  loader_lock__process, NULL },
+	{ "deadlock", "threads waiting for each other in a cycle (locks, joins, parallel regions)",
+	  deadlock__process, NULL },
 	{ "elf-defects", "duplicate sections with conflicting flags, W+X segments, executable stack",
 	  elf_defects__process, elf_defects__files },
 };

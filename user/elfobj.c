@@ -722,3 +722,50 @@ int elfobj__foreach_undefined(const struct elf_object *o, elfobj_undef_cb cb, vo
 
 	return foreach_versioned(o, false, undef_adapt, &a);
 }
+
+struct symbol_at {
+	uint64_t vaddr;
+	bool func;
+	const char *best;
+	uint64_t best_value;
+	bool exact;
+};
+
+static int match_symbol_at(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct symbol_at *q = ctx;
+	unsigned type = GELF_ST_TYPE(sym->st_info);
+
+	if (q->func ? (type != STT_FUNC && type != STT_GNU_IFUNC) :
+		      (type != STT_OBJECT && type != STT_TLS))
+		return 0;
+	if (sym->st_value > q->vaddr)
+		return 0;
+	if (sym->st_size && q->vaddr < sym->st_value + sym->st_size) {
+		q->best = name;
+		q->best_value = sym->st_value;
+		q->exact = true;
+		return 1;
+	}
+	if (q->func && !sym->st_size && !q->exact &&
+	    (!q->best || sym->st_value > q->best_value)) {
+		q->best = name;
+		q->best_value = sym->st_value;
+	}
+	return 0;
+}
+
+int elfobj__symbol_at(const struct elf_object *o, uint64_t vaddr, bool func, const char **name,
+		      uint64_t *offset)
+{
+	struct symbol_at q = { .vaddr = vaddr, .func = func };
+
+	elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_symbol_at, &q);
+	if (!q.exact)
+		elfobj__foreach_defined(o, ELFOBJ_DYNSYM, match_symbol_at, &q);
+	if (!q.best)
+		return -ENOENT;
+	*name = q.best;
+	*offset = vaddr - q.best_value;
+	return 0;
+}

@@ -72,6 +72,14 @@ typedef int (*elfobj_vsym_cb)(const char *name, const char *version, const GElf_
 			      void *ctx);
 int elfobj__foreach_defined_versioned(const struct elf_object *o, elfobj_vsym_cb cb, void *ctx);
 
+/*
+ * The symbol containing @vaddr (an address in the object's own numbering): a function when
+ * @func, else a data object. Functions of unknown size match the nearest one below. Returns 0
+ * and sets @name and @offset, or -ENOENT.
+ */
+int elfobj__symbol_at(const struct elf_object *o, uint64_t vaddr, bool func, const char **name,
+		      uint64_t *offset);
+
 /* The bytes of the first section called @name, or NULL. */
 const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size);
 /* The underlying libelf handle, for the object-level checks of lint. */

@@ -1,0 +1,608 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfobj.h"
+#include "libgraph.h"
+#include "lockwait.h"
+#include "procmaps.h"
+#include "target.h"
+#include "threadscan.h"
+
+#define NR_FUTEX 202
+#define FUTEX_CMD_MASK 0x7f
+
+static const char *kind_ids[] = {
+	[WAIT_RUNNING] = "running", [WAIT_MUTEX] = "mutex",	[WAIT_LOADER_LOCK] = "loader-lock",
+	[WAIT_JOIN] = "join",	    [WAIT_TEAM] = "team",	[WAIT_FUTEX] = "futex",
+	[WAIT_SYSCALL] = "syscall",
+};
+
+const char *wait_kind__id(enum wait_kind k)
+{
+	return kind_ids[k];
+}
+
+static const char *syscall_name(long nr)
+{
+	switch (nr) {
+	case 0: return "read";
+	case 1: return "write";
+	case 7: return "poll";
+	case 23: return "select";
+	case 34: return "pause";
+	case 35: return "nanosleep";
+	case 43: return "accept";
+	case 45: return "recvfrom";
+	case 47: return "recvmsg";
+	case 61: return "wait4";
+	case 128: return "rt_sigtimedwait";
+	case 130: return "rt_sigsuspend";
+	case 202: return "futex";
+	case 230: return "clock_nanosleep";
+	case 232: return "epoll_wait";
+	case 247: return "waitid";
+	case 270: return "pselect6";
+	case 271: return "ppoll";
+	case 281: return "epoll_pwait";
+	default: return NULL;
+	}
+}
+
+static bool is_system(const struct libgraph *g, unsigned int id)
+{
+	const struct obj_roles *r = lg_object__roles(g->objs[id]);
+
+	return obj_roles__find(r, ROLE_LIBC) || obj_roles__find(r, ROLE_LOADER) ||
+	       g->objs[id]->origin == LG_VDSO;
+}
+
+static bool is_loader(const struct libgraph *g, unsigned int id)
+{
+	return obj_roles__find(lg_object__roles(g->objs[id]), ROLE_LOADER) != NULL;
+}
+
+static bool is_parallel_runtime(const struct libgraph *g, unsigned int id)
+{
+	const struct obj_roles *r = lg_object__roles(g->objs[id]);
+
+	return obj_roles__find(r, ROLE_OPENMP) || obj_roles__find(r, ROLE_BLAS);
+}
+
+/* The object whose mapping holds @addr, and @addr in that object's own numbering. */
+static const struct lg_object *object_at(const struct libgraph *g, const struct procmaps *maps,
+					 uint64_t addr, uint64_t *vaddr)
+{
+	const struct mapping *mp = procmaps__find(maps, addr);
+	const struct lg_object *best = NULL;
+
+	if (!mp || !mapping__is_file(mp))
+		return NULL;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (!o->gone && o->inode == mp->inode && o->base <= mp->start &&
+		    (!best || o->base > best->base))
+			best = o;
+	}
+	if (best)
+		*vaddr = addr - best->base;
+	return best;
+}
+
+/* "lock_a in hang_abba", or "0x7f.. in libfoo.so", or the bare address. */
+static void name_address(const struct libgraph *g, const struct procmaps *maps, uint64_t addr,
+			 char *buf, size_t len, const char **symbol)
+{
+	uint64_t vaddr, off;
+	const struct lg_object *o = object_at(g, maps, addr, &vaddr);
+	const char *name;
+
+	*symbol = NULL;
+	if (o && o->elf && !elfobj__symbol_at(o->elf, vaddr, false, &name, &off)) {
+		*symbol = name;
+		if (off)
+			snprintf(buf, len, "%s+0x%" PRIx64 " in %s", name, off,
+				 lg_object__basename(o));
+		else
+			snprintf(buf, len, "%s in %s", name, lg_object__basename(o));
+	} else if (o) {
+		snprintf(buf, len, "0x%" PRIx64 " in %s", addr, lg_object__basename(o));
+	} else {
+		snprintf(buf, len, "0x%" PRIx64, addr);
+	}
+}
+
+static const struct thread_info *find_thread(const struct threadscan *ts, pid_t tid)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		if (ts->t[i].tid == tid)
+			return &ts->t[i];
+	return NULL;
+}
+
+/* The innermost parallel runtime on a thread's stack, and whether the thread is a pool worker
+ * (the runtime is its outermost non-system code) or a master (called into it from elsewhere). */
+static int runtime_of(const struct libgraph *g, const struct thread_info *ti, bool *worker,
+		      bool *busy_elsewhere)
+{
+	ssize_t first_user = -1, inner_rt = -1;
+
+	for (size_t k = 0; k < ti->n_frames; k++) {
+		unsigned int obj = ti->frames[k].obj;
+
+		if (first_user < 0 && !is_system(g, obj))
+			first_user = (ssize_t)k;
+		if (is_parallel_runtime(g, obj))
+			inner_rt = (ssize_t)k;
+	}
+	if (inner_rt < 0)
+		return -1;
+	*worker = first_user >= 0 && g->objs[ti->frames[first_user].obj] ==
+					     g->objs[ti->frames[inner_rt].obj];
+	/* Busy: code other than the runtime and libc runs inside it, or it entered the loader. */
+	*busy_elsewhere = false;
+	for (size_t k = (size_t)inner_rt + 1; k < ti->n_frames; k++) {
+		unsigned int obj = ti->frames[k].obj;
+
+		if ((!is_system(g, obj) && !is_parallel_runtime(g, obj)) || is_loader(g, obj))
+			*busy_elsewhere = true;
+	}
+	if (*worker && inner_rt >= 0) {
+		/* A worker's user code sits between two runtime frames: look past the first. */
+		for (size_t k = (size_t)first_user + 1; k < ti->n_frames; k++) {
+			unsigned int obj = ti->frames[k].obj;
+
+			if ((!is_system(g, obj) && !is_parallel_runtime(g, obj)) || is_loader(g, obj))
+				*busy_elsewhere = true;
+		}
+	}
+	return (int)ti->frames[inner_rt].obj;
+}
+
+static int add_edge(struct lockwait_report *r, pid_t from, pid_t to, enum wait_kind kind,
+		    const char *what)
+{
+	struct wait_edge *ne = realloc(r->edges, (r->n_edges + 1) * sizeof(*ne));
+
+	if (!ne)
+		return -ENOMEM;
+	r->edges = ne;
+	ne[r->n_edges].from = from;
+	ne[r->n_edges].to = to;
+	ne[r->n_edges].kind = kind;
+	snprintf(ne[r->n_edges].what, sizeof(ne[r->n_edges].what), "%s", what);
+	r->n_edges++;
+	return 0;
+}
+
+static int classify_futex(const struct target *t, const struct libgraph *g,
+			  const struct procmaps *maps, const struct threadscan *ts,
+			  const struct thread_info *ti, struct thread_wait *w,
+			  struct lockwait_report *r)
+{
+	int32_t word[3] = { 0 };
+	const char *symbol;
+	char where[128];
+	uint64_t vaddr;
+	const struct lg_object *o;
+
+	w->addr = ti->args[0];
+	name_address(g, maps, w->addr, where, sizeof(where), &symbol);
+	if (target__read(t, w->addr, word, sizeof(word)))
+		word[0] = word[2] = 0;
+	/* pthread_join sleeps on the joined thread's TID word until the kernel clears it. */
+	if (word[0] > 2 && find_thread(ts, word[0]) && word[0] != ti->tid) {
+		w->kind = WAIT_JOIN;
+		snprintf(w->what, sizeof(w->what), "joins thread %d (pthread_join)", word[0]);
+		return add_edge(r, ti->tid, word[0], WAIT_JOIN, "pthread_join of it");
+	}
+	/* A locked pthread mutex: __lock is nonzero and __owner holds the owner's TID. */
+	o = object_at(g, maps, w->addr, &vaddr);
+	if (word[0] != 0 && word[2] > 0 && find_thread(ts, word[2])) {
+		bool loader = o && is_loader(g, o->id) && symbol && !strcmp(symbol, "_rtld_global");
+		char what[240];
+
+		w->kind = loader ? WAIT_LOADER_LOCK : WAIT_MUTEX;
+		if (loader)
+			snprintf(what, sizeof(what), "glibc's loader lock (%s)", where);
+		else
+			snprintf(what, sizeof(what), "mutex %s", where);
+		snprintf(w->what, sizeof(w->what), "%s, held by thread %d", what, word[2]);
+		return add_edge(r, ti->tid, word[2], w->kind, what);
+	}
+	w->kind = WAIT_FUTEX;
+	snprintf(w->what, sizeof(w->what),
+		 "futex %s with no owner (condition variable, barrier or semaphore)", where);
+	return 0;
+}
+
+/* An OpenMP/BLAS master blocked in its runtime waits for the workers busy elsewhere. */
+static int team_edges(const struct libgraph *g, const struct threadscan *ts,
+		      const struct thread_info *ti, struct thread_wait *w, struct lockwait_report *r)
+{
+	bool worker, busy;
+	int rt = runtime_of(g, ti, &worker, &busy);
+	char what[240];
+
+	if (rt < 0 || worker)
+		return 0;
+	if (ti->pc_obj != UINT32_MAX && ti->pc_obj != (unsigned)rt && !is_system(g, ti->pc_obj))
+		return 0;
+	snprintf(what, sizeof(what), "the end of a %s parallel region (its team's workers)",
+		 role_impl__name(obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_OPENMP) ?
+					 obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_OPENMP)->impl :
+					 obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_BLAS)->impl));
+	for (size_t i = 0; i < ts->n; i++) {
+		const struct thread_info *o = &ts->t[i];
+		bool ow, obusy;
+
+		if (o == ti || runtime_of(g, o, &ow, &obusy) != rt || !ow || !obusy)
+			continue;
+		w->kind = WAIT_TEAM;
+		snprintf(w->what, sizeof(w->what), "waits at %s", what);
+		if (add_edge(r, ti->tid, o->tid, WAIT_TEAM, what))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Append a verdict and its remedy (NULL when there is nothing to do); takes both strings. */
+static int add_verdict(struct lockwait_report *r, char *text, char *remedy)
+{
+	char **nv = realloc(r->verdicts, (r->n_verdicts + 1) * sizeof(*nv));
+	char **nr = nv ? realloc(r->remedies, (r->n_verdicts + 1) * sizeof(*nr)) : NULL;
+
+	if (nv)
+		r->verdicts = nv;
+	if (nr)
+		r->remedies = nr;
+	if (!nv || !nr || !text) {
+		free(text);
+		free(remedy);
+		return -ENOMEM;
+	}
+	r->verdicts[r->n_verdicts] = text;
+	r->remedies[r->n_verdicts++] = remedy;
+	return 0;
+}
+
+/* Tarjan's strongly connected components; each of size > 1 becomes a cycle. */
+struct tarjan {
+	struct lockwait_report *r;
+	int *index, *low, *stack;
+	bool *on;
+	int next, sp;
+	int err;
+};
+
+static int thread_index(const struct lockwait_report *r, pid_t tid)
+{
+	for (size_t i = 0; i < r->n_threads; i++)
+		if (r->threads[i].tid == tid)
+			return (int)i;
+	return -1;
+}
+
+static void emit_cycle(struct tarjan *tj, int *members, int n)
+{
+	struct lockwait_report *r = tj->r;
+	pid_t *cyc = calloc((size_t)n + 1, sizeof(*cyc));
+	bool *in = calloc(r->n_threads, sizeof(*in));
+	pid_t **nc;
+	size_t *nl;
+	int len = 0, cur;
+
+	if (!cyc || !in)
+		goto oom;
+	for (int i = 0; i < n; i++)
+		in[members[i]] = true;
+	/* Walk the component from its first member along edges that stay inside it. */
+	cur = members[0];
+	do {
+		int nxt = -1;
+
+		cyc[len++] = r->threads[cur].tid;
+		for (size_t e = 0; e < r->n_edges && nxt < 0; e++) {
+			int to = thread_index(r, r->edges[e].to);
+
+			if (r->edges[e].from == r->threads[cur].tid && to >= 0 && in[to]) {
+				bool seen = false;
+
+				for (int k = 0; k < len; k++)
+					seen |= cyc[k] == r->threads[to].tid;
+				if (!seen || to == members[0])
+					nxt = to;
+			}
+		}
+		cur = nxt;
+	} while (cur >= 0 && cur != members[0] && len < n);
+	cyc[len++] = cyc[0];
+	nc = realloc(r->cycles, (r->n_cycles + 1) * sizeof(*nc));
+	nl = nc ? realloc(r->cycle_len, (r->n_cycles + 1) * sizeof(*nl)) : NULL;
+	if (nc)
+		r->cycles = nc;
+	if (!nl)
+		goto oom;
+	r->cycle_len = nl;
+	r->cycles[r->n_cycles] = cyc;
+	r->cycle_len[r->n_cycles++] = (size_t)len;
+	free(in);
+	return;
+oom:
+	free(cyc);
+	free(in);
+	tj->err = -ENOMEM;
+}
+
+static void strongconnect(struct tarjan *tj, int v)
+{
+	struct lockwait_report *r = tj->r;
+
+	tj->index[v] = tj->low[v] = tj->next++;
+	tj->stack[tj->sp++] = v;
+	tj->on[v] = true;
+	for (size_t e = 0; e < r->n_edges; e++) {
+		int w;
+
+		if (r->edges[e].from != r->threads[v].tid)
+			continue;
+		w = thread_index(r, r->edges[e].to);
+		if (w < 0)
+			continue;
+		if (tj->index[w] < 0) {
+			strongconnect(tj, w);
+			if (tj->low[w] < tj->low[v])
+				tj->low[v] = tj->low[w];
+		} else if (tj->on[w] && tj->index[w] < tj->low[v]) {
+			tj->low[v] = tj->index[w];
+		}
+	}
+	if (tj->low[v] == tj->index[v]) {
+		int start = tj->sp;
+
+		do
+			tj->on[tj->stack[--start]] = false;
+		while (tj->stack[start] != v);
+		if (tj->sp - start > 1)
+			emit_cycle(tj, tj->stack + start, tj->sp - start);
+		tj->sp = start;
+	}
+}
+
+int lockwait__find_cycles(struct lockwait_report *r)
+{
+	size_t n = r->n_threads ? r->n_threads : 1;
+	struct tarjan tj = { .r = r };
+
+	tj.index = malloc(n * sizeof(int));
+	tj.low = malloc(n * sizeof(int));
+	tj.stack = malloc(n * sizeof(int));
+	tj.on = calloc(n, sizeof(bool));
+	if (!tj.index || !tj.low || !tj.stack || !tj.on) {
+		tj.err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < r->n_threads; i++)
+		tj.index[i] = -1;
+	for (size_t i = 0; i < r->n_threads && !tj.err; i++)
+		if (tj.index[i] < 0)
+			strongconnect(&tj, (int)i);
+out:
+	free(tj.index);
+	free(tj.low);
+	free(tj.stack);
+	free(tj.on);
+	return tj.err;
+}
+
+/*
+ * The library whose constructor a thread runs inside dlopen: the code the innermost ld.so frame
+ * called. (The top of the main stack also holds an ld.so frame from start-up: not that one.)
+ */
+static const char *constructor_of(const struct libgraph *g, const struct thread_info *ti)
+{
+	for (size_t k = ti->n_frames; k-- > 1;) {
+		unsigned int obj = ti->frames[k].obj, outer = ti->frames[k - 1].obj;
+
+		if (!is_system(g, obj) && is_loader(g, outer))
+			return g->objs[obj]->path;
+	}
+	return NULL;
+}
+
+static const char *runtime_name(const struct libgraph *g, const struct threadscan *ts)
+{
+	for (size_t i = 0; i < ts->n; i++) {
+		bool worker, busy;
+		int rt = runtime_of(g, &ts->t[i], &worker, &busy);
+
+		if (rt >= 0) {
+			const struct obj_roles *roles = lg_object__roles(g->objs[rt]);
+			const struct obj_role *role = obj_roles__find(roles, ROLE_OPENMP);
+
+			if (!role)
+				role = obj_roles__find(roles, ROLE_BLAS);
+			return role_impl__name(role->impl);
+		}
+	}
+	return "the parallel runtime";
+}
+
+static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
+			  struct lockwait_report *r)
+{
+	for (size_t c = 0; c < r->n_cycles; c++) {
+		bool loader = false, team = false, join = false;
+		char *text = NULL, *remedy;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		pid_t holder = 0;
+
+		if (!f)
+			return -ENOMEM;
+		fprintf(f, "Deadlock between %zu threads:", r->cycle_len[c] - 1);
+		for (size_t k = 0; k + 1 < r->cycle_len[c]; k++) {
+			pid_t a = r->cycles[c][k], b = r->cycles[c][k + 1];
+			const struct thread_wait *wa = &r->threads[thread_index(r, a)];
+			const struct thread_wait *wb = &r->threads[thread_index(r, b)];
+
+			for (size_t e = 0; e < r->n_edges; e++) {
+				const struct wait_edge *ed = &r->edges[e];
+
+				if (ed->from != a || ed->to != b)
+					continue;
+				fprintf(f, " thread %d (%s) waits for thread %d (%s): %s%s;", a,
+					wa->comm, b, wb->comm,
+					ed->kind == WAIT_TEAM ? "at " :
+					ed->kind == WAIT_JOIN ? "" :
+								  "it holds ",
+					ed->what);
+				loader |= ed->kind == WAIT_LOADER_LOCK;
+				team |= ed->kind == WAIT_TEAM;
+				join |= ed->kind == WAIT_JOIN;
+				if (ed->kind == WAIT_LOADER_LOCK)
+					holder = b;
+				break;
+			}
+		}
+		if (holder) {
+			const struct thread_info *ti = find_thread(ts, holder);
+			const char *ctor = ti ? constructor_of(g, ti) : NULL;
+
+			fprintf(f, " thread %d holds the loader lock because it is inside dlopen", holder);
+			if (ctor)
+				fprintf(f, ", running the constructor of %s", ctor);
+			fprintf(f, ";");
+		}
+		if (team)
+			fprintf(f, " the runtime involved is %s;", runtime_name(g, ts));
+		fprintf(f, " none of them can proceed.");
+		fclose(f);
+		if (loader && team)
+			remedy = strdup(
+				"Keep parallel work out of library constructors and import-time code: "
+				"import the module that runs it (e.g. numpy) before loading the "
+				"extension whose constructor triggers it, move the work out of the "
+				"constructor, or run it single-threaded there (OMP_NUM_THREADS=1, "
+				"MKL_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1).");
+		else if (loader && join)
+			remedy = strdup("Do not wait in a constructor for a thread that loads libraries "
+					"or looks up symbols: start it after dlopen returns, or do "
+					"not join it there.");
+		else if (loader)
+			remedy = strdup("Do not wait, while inside dlopen, for a thread that needs the "
+					"loader lock (dlopen, dlsym, dlclose, dl_iterate_phdr).");
+		else
+			remedy = strdup("Take the locks in one global order (or use pthread_mutex_"
+					"trylock and back off), so no thread holds one while waiting "
+					"for another that a waiter holds.");
+		if (add_verdict(r, text, remedy))
+			return -ENOMEM;
+	}
+	if (!r->n_cycles) {
+		size_t blocked = 0, len = 0;
+		char *text = NULL;
+		FILE *f = open_memstream(&text, &len);
+
+		if (!f)
+			return -ENOMEM;
+		fprintf(f, "No deadlock cycle.");
+		for (size_t i = 0; i < r->n_edges; i++, blocked++)
+			fprintf(f, " Thread %d waits for thread %d (%s).", r->edges[i].from,
+				r->edges[i].to, r->edges[i].what);
+		if (!blocked)
+			fprintf(f, " No thread waits for another one.");
+		fclose(f);
+		if (add_verdict(r, text, NULL))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int lockwait__analyze(const struct target *t, const struct libgraph *g,
+		      const struct threadscan *ts, struct lockwait_report **out)
+{
+	struct lockwait_report *r = calloc(1, sizeof(*r));
+	struct procmaps *maps = procmaps__read(t->pid);
+	int err = 0;
+
+	*out = NULL;
+	if (!r || !maps) {
+		err = maps ? -ENOMEM : -ESRCH;
+		goto err;
+	}
+	r->threads = calloc(ts->n ? ts->n : 1, sizeof(*r->threads));
+	if (!r->threads) {
+		err = -ENOMEM;
+		goto err;
+	}
+	r->n_threads = ts->n;
+	for (size_t i = 0; i < ts->n && !err; i++) {
+		const struct thread_info *ti = &ts->t[i];
+		struct thread_wait *w = &r->threads[i];
+		const char *sc;
+
+		w->tid = ti->tid;
+		snprintf(w->comm, sizeof(w->comm), "%s", ti->comm);
+		if (ti->syscall == -2) {
+			w->kind = WAIT_RUNNING;
+			snprintf(w->what, sizeof(w->what), "running");
+			continue;
+		}
+		if (ti->syscall == NR_FUTEX) {
+			unsigned cmd = (unsigned)ti->args[1] & FUTEX_CMD_MASK;
+
+			/* FUTEX_WAIT, FUTEX_LOCK_PI, FUTEX_WAIT_BITSET, FUTEX_LOCK_PI2 */
+			if (cmd == 0 || cmd == 6 || cmd == 9 || cmd == 13) {
+				err = classify_futex(t, g, maps, ts, ti, w, r);
+				if (!err && w->kind == WAIT_FUTEX)
+					err = team_edges(g, ts, ti, w, r);
+				continue;
+			}
+		}
+		w->kind = WAIT_SYSCALL;
+		sc = syscall_name(ti->syscall);
+		if (ti->syscall < 0)
+			snprintf(w->what, sizeof(w->what), "blocked outside a system call");
+		else if (sc)
+			snprintf(w->what, sizeof(w->what), "in %s()", sc);
+		else
+			snprintf(w->what, sizeof(w->what), "in system call %ld", ti->syscall);
+	}
+	if (!err)
+		err = lockwait__find_cycles(r);
+	if (!err)
+		err = write_verdicts(g, ts, r);
+	if (err)
+		goto err;
+	procmaps__free(maps);
+	*out = r;
+	return 0;
+err:
+	procmaps__free(maps);
+	lockwait__free(r);
+	return err;
+}
+
+void lockwait__free(struct lockwait_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_cycles; i++)
+		free(r->cycles[i]);
+	for (size_t i = 0; i < r->n_verdicts; i++) {
+		free(r->verdicts[i]);
+		free(r->remedies[i]);
+	}
+	free(r->cycles);
+	free(r->cycle_len);
+	free(r->verdicts);
+	free(r->remedies);
+	free(r->threads);
+	free(r->edges);
+	free(r);
+}
