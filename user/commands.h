@@ -14,5 +14,6 @@ struct command {
 int cmd_libs(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_lint(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
 
 #endif

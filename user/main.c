@@ -10,6 +10,7 @@ static const struct command commands[] = {
 	{ "libs", cmd_libs, "the library graph of live processes, with runtime roles" },
 	{ "check", cmd_check, "find runtime collisions in live processes or a command's run" },
 	{ "lint", cmd_lint, "the object-level checks on files and directory trees" },
+	{ "stacks", cmd_stacks, "every thread's stack, the lock-wait graph and the deadlock verdict" },
 };
 
 static void usage(FILE *f)

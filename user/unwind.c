@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "demangle.h"
+#include "procmaps.h"
+#include "target.h"
+#include "unwind.h"
+
+/* How much of each stack is copied while the thread is stopped: deep Python stacks fit. */
+#define STACK_COPY_MAX (1024 * 1024)
+#define RED_ZONE 128
+
+struct captured {
+	pid_t tid;
+	bool seized, stopped, have_regs;
+	struct user_regs_struct regs;
+	uint64_t stack_lo;
+	size_t stack_len;
+	unsigned char *stack;
+};
+
+struct capture_set {
+	pid_t pid;
+	struct captured *c;
+	size_t n;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int list_threads(pid_t pid, struct capture_set *cs)
+{
+	char path[64];
+	struct dirent *de;
+	size_t cap = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(d))) {
+		pid_t tid;
+
+		if (parse_pid(de->d_name, &tid))
+			continue;
+		if (cs->n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct captured *nc = realloc(cs->c, ncap * sizeof(*nc));
+
+			if (!nc) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			cs->c = nc;
+			cap = ncap;
+		}
+		memset(&cs->c[cs->n], 0, sizeof(cs->c[0]));
+		cs->c[cs->n++].tid = tid;
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Copy the live part of a stopped thread's stack: from below its red zone to the mapping end. */
+static void copy_stack(pid_t pid, const struct procmaps *maps, struct captured *c)
+{
+	uint64_t sp = c->regs.rsp, lo = sp > RED_ZONE ? sp - RED_ZONE : 0;
+	const struct mapping *mp = procmaps__find(maps, sp);
+	struct iovec local, remote;
+	uint64_t hi;
+	ssize_t n;
+
+	if (!mp)
+		return;
+	if (lo < mp->start)
+		lo = mp->start;
+	hi = mp->end - lo > STACK_COPY_MAX ? lo + STACK_COPY_MAX : mp->end;
+	c->stack = malloc(hi - lo);
+	if (!c->stack)
+		return;
+	local = (struct iovec){ c->stack, hi - lo };
+	remote = (struct iovec){ (void *)(uintptr_t)lo, hi - lo };
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n <= 0) {
+		free(c->stack);
+		c->stack = NULL;
+		return;
+	}
+	c->stack_lo = lo;
+	c->stack_len = (size_t)n;
+}
+
+/*
+ * The only window in which the target is stopped: seize and interrupt every thread, wait for
+ * each to stop, take its registers and stack, release them all.
+ */
+static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
+			   struct stacks *out, char *why, size_t whylen)
+{
+	uint64_t t0 = now_ns();
+	int err = 0;
+
+	for (size_t i = 0; i < cs->n; i++) {
+		struct captured *c = &cs->c[i];
+
+		if (ptrace(PTRACE_SEIZE, c->tid, NULL, NULL)) {
+			if (errno == EPERM && i == 0) {
+				snprintf(why, whylen,
+					 "not allowed to ptrace process %d: run as root or as its "
+					 "owner (and check kernel.yama.ptrace_scope)",
+					 cs->pid);
+				err = -EPERM;
+				break;
+			}
+			continue; /* the thread exited, or is traced by someone else */
+		}
+		c->seized = true;
+		ptrace(PTRACE_INTERRUPT, c->tid, NULL, NULL);
+	}
+	for (size_t i = 0; i < cs->n && !err; i++) {
+		struct captured *c = &cs->c[i];
+		int status;
+
+		if (!c->seized)
+			continue;
+		/* The interrupt stop; a thread that exits instead reports that. */
+		while (waitpid(c->tid, &status, __WALL) == c->tid) {
+			if (WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP) {
+				c->stopped = true;
+				break;
+			}
+			if (WIFEXITED(status) || WIFSIGNALED(status))
+				break;
+			/* A signal arrived first: note it, keep it pending, wait for our stop. */
+			ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)WSTOPSIG(status));
+		}
+		if (!c->stopped)
+			continue;
+		if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
+			c->have_regs = true;
+			copy_stack(cs->pid, maps, c);
+			out->stack_bytes += c->stack_len;
+		}
+	}
+	for (size_t i = 0; i < cs->n; i++)
+		if (cs->c[i].seized)
+			ptrace(PTRACE_DETACH, cs->c[i].tid, NULL, NULL);
+	out->stopped_ns = now_ns() - t0;
+	return err;
+}
+
+/* libdwfl callbacks over the copies: stack words come from them, the rest from the target. */
+static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct capture_set *cs = arg;
+	struct captured *c = *thread_argp;
+	size_t i = c ? (size_t)(c - cs->c) + 1 : 0;
+
+	for (; i < cs->n; i++)
+		if (cs->c[i].have_regs) {
+			*thread_argp = &cs->c[i];
+			return cs->c[i].tid;
+		}
+	return 0;
+}
+
+static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	struct capture_set *cs = arg;
+
+	for (size_t i = 0; i < cs->n; i++)
+		if (cs->c[i].tid == tid && cs->c[i].have_regs) {
+			*thread_argp = &cs->c[i];
+			return true;
+		}
+	return false;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct capture_set *cs = arg;
+	struct iovec local = { result, sizeof(*result) };
+	struct iovec remote = { (void *)(uintptr_t)addr, sizeof(*result) };
+
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct captured *c = &cs->c[i];
+
+		if (c->stack && addr >= c->stack_lo && addr + sizeof(*result) <= c->stack_lo +
+										c->stack_len) {
+			memcpy(result, c->stack + (addr - c->stack_lo), sizeof(*result));
+			return true;
+		}
+	}
+	return process_vm_readv(cs->pid, &local, 1, &remote, 1, 0) == sizeof(*result);
+}
+
+static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct captured *c = thread_arg;
+	const struct user_regs_struct *r = &c->regs;
+	/* The x86-64 DWARF register numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip. */
+	Dwarf_Word regs[17] = { r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi,
+				r->rbp, r->rsp, r->r8,	r->r9,	r->r10, r->r11,
+				r->r12, r->r13, r->r14, r->r15, r->rip };
+
+	return dwfl_thread_state_registers(thread, 0, 17, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = cb_next_thread,
+	.get_thread = cb_get_thread,
+	.memory_read = cb_memory_read,
+	.set_initial_registers = cb_set_initial_registers,
+};
+
+struct walk {
+	struct thread_stack *ts;
+	unsigned int max;
+	size_t cap;
+	int same_pc;
+};
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct walk *w = arg;
+	struct thread_stack *ts = w->ts;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	if (ts->n_frames && ts->frames[ts->n_frames - 1].pc == pc && ++w->same_pc > 8) {
+		ts->truncated = true;
+		free(ts->error);
+		ts->error = strdup("the stack loops on one frame; stopped there");
+		return DWARF_CB_ABORT;
+	}
+	if (ts->n_frames >= w->max) {
+		ts->truncated = true;
+		free(ts->error);
+		if (asprintf(&ts->error, "more than %u frames; the rest left out", w->max) < 0)
+			ts->error = NULL;
+		return DWARF_CB_ABORT;
+	}
+	if (ts->n_frames == w->cap) {
+		size_t ncap = w->cap ? w->cap * 2 : 32;
+		struct stack_frame *nf = realloc(ts->frames, ncap * sizeof(*nf));
+
+		if (!nf)
+			return DWARF_CB_ABORT;
+		ts->frames = nf;
+		w->cap = ncap;
+	}
+	memset(&ts->frames[ts->n_frames], 0, sizeof(ts->frames[0]));
+	ts->frames[ts->n_frames].pc = pc;
+	ts->frames[ts->n_frames++].activation = activation;
+	return DWARF_CB_OK;
+}
+
+static char *die_function_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name = NULL;
+	char buf[1024];
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+		name = dwarf_formstring(&attr);
+	if (name) {
+		demangle(name, buf, sizeof(buf));
+		return strdup(buf);
+	}
+	if (dwarf_attr_integrate(die, DW_AT_name, &attr))
+		name = dwarf_formstring(&attr);
+	return name ? strdup(name) : NULL;
+}
+
+/* Where the inline instance @die was called from: file (new string) and line. */
+static char *call_site(Dwarf_Die *cudie, Dwarf_Die *die, int *line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Files *files;
+	Dwarf_Word v;
+	size_t nfiles;
+	const char *name;
+
+	if (dwarf_attr(die, DW_AT_call_line, &attr) && !dwarf_formudata(&attr, &v))
+		*line = (int)v;
+	if (!dwarf_attr(die, DW_AT_call_file, &attr) || dwarf_formudata(&attr, &v) ||
+	    dwarf_getsrcfiles(cudie, &files, &nfiles) || v >= nfiles)
+		return NULL;
+	name = dwarf_filesrc(files, v, NULL, NULL);
+	return name ? strdup(name) : NULL;
+}
+
+static int push_frame(struct thread_stack *ts, size_t *cap, const struct stack_frame *f)
+{
+	if (ts->n_frames == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct stack_frame *nf = realloc(ts->frames, ncap * sizeof(*nf));
+
+		if (!nf)
+			return -ENOMEM;
+		ts->frames = nf;
+		*cap = ncap;
+	}
+	ts->frames[ts->n_frames++] = *f;
+	return 0;
+}
+
+/*
+ * Name each frame as gdb would: the DWARF subprogram (and the inline frames at that pc, innermost
+ * first) when debug info is there, else the ELF symbol. Return addresses are looked up at pc - 1,
+ * inside the call.
+ */
+static int symbolize(Dwfl *dwfl, struct thread_stack *ts)
+{
+	struct stack_frame *raw = ts->frames;
+	size_t n = ts->n_frames, cap = 0;
+
+	ts->frames = NULL;
+	ts->n_frames = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct stack_frame f = raw[i];
+		Dwarf_Addr lookup = f.activation ? f.pc : f.pc - 1, bias = 0;
+		Dwfl_Module *mod = dwfl_addrmodule(dwfl, lookup);
+		Dwarf_Die *cudie = mod ? dwfl_module_addrdie(mod, lookup, &bias) : NULL;
+		Dwarf_Die *scopes = NULL;
+		int nscopes = cudie ? dwarf_getscopes(cudie, lookup - bias, &scopes) : 0;
+		const char *modname = NULL, *symname = NULL;
+		Dwfl_Line *line;
+		GElf_Off off = 0;
+		GElf_Sym sym;
+
+		if (mod) {
+			dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &modname, NULL);
+			symname = dwfl_module_addrinfo(mod, lookup, &off, &sym, NULL, NULL, NULL);
+		}
+		f.module = modname ? strdup(modname) : NULL;
+		f.offset = symname ? off + (lookup != f.pc) : 0;
+		line = mod ? dwfl_module_getsrc(mod, lookup) : NULL;
+		if (line) {
+			const char *src = dwfl_lineinfo(line, NULL, &f.line, NULL, NULL, NULL);
+
+			f.file = src ? strdup(src) : NULL;
+		}
+		/*
+		 * Inline frames, innermost first; each outer one is at its callee's call site. The
+		 * scopes after an inlined subroutine are those of its abstract definition: its
+		 * callers come from the scopes that contain the inlined DIE itself.
+		 */
+		for (int k = 0; k < nscopes;) {
+			Dwarf_Die *die = &scopes[k], *outer = NULL;
+			int tag = dwarf_tag(die), nouter;
+
+			if (tag == DW_TAG_subprogram) {
+				f.function = die_function_name(die);
+				break;
+			}
+			if (tag != DW_TAG_inlined_subroutine) {
+				k++;
+				continue;
+			}
+			f.function = die_function_name(die);
+			if (push_frame(ts, &cap, &f))
+				goto oom;
+			f.function = NULL;
+			f.module = f.module ? strdup(f.module) : NULL;
+			f.file = call_site(cudie, die, &f.line);
+			nouter = dwarf_getscopes_die(die, &outer);
+			free(scopes);
+			scopes = outer;
+			nscopes = nouter;
+			k = 1; /* outer[0] is the inlined DIE itself */
+		}
+		if (!f.function && symname) {
+			char buf[1024];
+
+			demangle(symname, buf, sizeof(buf));
+			f.function = strdup(buf);
+		}
+		free(scopes);
+		if (push_frame(ts, &cap, &f))
+			goto oom;
+		continue;
+oom:
+		free(scopes);
+		free(raw);
+		return -ENOMEM;
+	}
+	/* Inline frames are printed before the real frame of their pc: mark them. */
+	for (size_t i = 0; i + 1 < ts->n_frames; i++)
+		ts->frames[i].inlined = ts->frames[i].pc == ts->frames[i + 1].pc;
+	free(raw);
+	return 0;
+}
+
+int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
+		    size_t whylen)
+{
+	static char *debuginfo_path;
+	static const Dwfl_Callbacks proc_callbacks = {
+		.find_elf = dwfl_linux_proc_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.debuginfo_path = &debuginfo_path,
+	};
+	struct capture_set cs = { .pid = pid };
+	struct procmaps *maps = NULL;
+	struct stacks *s;
+	Dwfl *dwfl = NULL;
+	int err;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	/* Everything that can be read without stopping the process is read first. */
+	dwfl = dwfl_begin(&proc_callbacks);
+	if (!dwfl) {
+		err = -ENOMEM;
+		goto err;
+	}
+	dwfl_report_begin(dwfl);
+	err = dwfl_linux_proc_report(dwfl, pid);
+	dwfl_report_end(dwfl, NULL, NULL);
+	maps = procmaps__read(pid);
+	if (err || !maps) {
+		snprintf(why, whylen, "process %d exited while being read", pid);
+		err = -ESRCH;
+		goto err;
+	}
+	err = list_threads(pid, &cs);
+	if (err) {
+		snprintf(why, whylen, "process %d exited while being read", pid);
+		goto err;
+	}
+	err = freeze_and_copy(&cs, maps, s, why, whylen);
+	if (err)
+		goto err;
+	if (!dwfl_attach_state(dwfl, NULL, pid, &thread_callbacks, &cs)) {
+		snprintf(why, whylen, "cannot unwind process %d: %s", pid, dwfl_errmsg(-1));
+		err = -EINVAL;
+		goto err;
+	}
+	s->t = calloc(cs.n ? cs.n : 1, sizeof(*s->t));
+	if (!s->t) {
+		err = -ENOMEM;
+		goto err;
+	}
+	for (size_t i = 0; i < cs.n; i++) {
+		struct thread_stack *ts = &s->t[s->n++];
+		struct walk w = { .ts = ts, .max = max_frames };
+
+		ts->tid = cs.c[i].tid;
+		if (!cs.c[i].have_regs) {
+			ts->error = strdup("the thread exited before it could be stopped");
+			continue;
+		}
+		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
+		    !ts->n_frames)
+			ts->error = strdup(dwfl_errmsg(-1));
+		if (symbolize(dwfl, ts)) {
+			err = -ENOMEM;
+			goto err;
+		}
+	}
+	for (size_t i = 0; i < cs.n; i++)
+		free(cs.c[i].stack);
+	free(cs.c);
+	procmaps__free(maps);
+	dwfl_end(dwfl);
+	*out = s;
+	return 0;
+err:
+	for (size_t i = 0; i < cs.n; i++)
+		free(cs.c[i].stack);
+	free(cs.c);
+	procmaps__free(maps);
+	if (dwfl)
+		dwfl_end(dwfl);
+	stacks__free(s);
+	return err;
+}
+
+void stacks__free(struct stacks *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		for (size_t k = 0; k < s->t[i].n_frames; k++) {
+			free(s->t[i].frames[k].function);
+			free(s->t[i].frames[k].module);
+			free(s->t[i].frames[k].file);
+		}
+		free(s->t[i].frames);
+		free(s->t[i].error);
+	}
+	free(s->t);
+	free(s);
+}

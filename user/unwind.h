@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * GDB-like stacks of every thread, through libdwfl. Threads are seized and interrupted
+ * (PTRACE_SEIZE + PTRACE_INTERRUPT: a dlscope killed at any moment leaves no thread stopped or
+ * traced), their registers and live stacks copied, and released at once; unwinding (CFI) and
+ * symbolization (.symtab, .dynsym, separate debug info, inline frames) run on the copies.
+ */
+#ifndef DLSCOPE_UNWIND_H
+#define DLSCOPE_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct stack_frame {
+	uint64_t pc;
+	bool activation;  /* pc is exact (innermost or signal frame), not a return address */
+	bool inlined;	  /* an inline frame: same pc as the frame below it */
+	char *function;	  /* NULL when unknown */
+	uint64_t offset;  /* from the start of the function's symbol */
+	char *module;	  /* path of the object */
+	char *file;	  /* source file, NULL when unknown */
+	int line;
+};
+
+struct thread_stack {
+	pid_t tid;
+	struct stack_frame *frames;
+	size_t n_frames;
+	bool truncated;	  /* stopped at the frame limit or a loop */
+	char *error;	  /* why unwinding stopped early, or why it could not start */
+};
+
+struct stacks {
+	struct thread_stack *t;
+	size_t n;
+	uint64_t stopped_ns;	/* from the first thread stopped to the last released */
+	uint64_t stack_bytes;	/* stack memory copied while stopped */
+};
+
+/*
+ * Capture the stacks of every thread of @pid. Returns 0, or -errno with a one-line reason in
+ * @why: -EPERM (not allowed to ptrace), -ESRCH (it exited).
+ */
+int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
+		    size_t whylen);
+void stacks__free(struct stacks *s);
+
+#endif
