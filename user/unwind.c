@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "debuginfo_cache.h"
 #include "demangle.h"
 #include "procmaps.h"
 #include "target.h"
@@ -333,7 +334,7 @@ static int push_frame(struct thread_stack *ts, size_t *cap, const struct stack_f
  * first) when debug info is there, else the ELF symbol. Return addresses are looked up at pc - 1,
  * inside the call.
  */
-static int symbolize(Dwfl *dwfl, struct thread_stack *ts)
+static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 {
 	struct stack_frame *raw = ts->frames;
 	size_t n = ts->n_frames, cap = 0;
@@ -415,16 +416,106 @@ oom:
 	return 0;
 }
 
+/*
+ * The threads of one process share most of their frames (64 pool threads, one wait): each pc
+ * is named once, then copied. libdwfl's symbol lookup is a linear scan of the symbol table.
+ */
+struct pc_memo {
+	struct {
+		uint64_t pc;
+		bool activation;
+		struct thread_stack named; /* the frames this pc expands to */
+	} *e;
+	size_t n;
+};
+
+static void free_frames(struct stack_frame *f, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		free(f[k].function);
+		free(f[k].module);
+		free(f[k].file);
+	}
+	free(f);
+}
+
+static int copy_frame(struct stack_frame *dst, const struct stack_frame *src)
+{
+	*dst = *src;
+	dst->function = src->function ? strdup(src->function) : NULL;
+	dst->module = src->module ? strdup(src->module) : NULL;
+	dst->file = src->file ? strdup(src->file) : NULL;
+	return (src->function && !dst->function) || (src->module && !dst->module) ||
+			       (src->file && !dst->file) ?
+		       -ENOMEM :
+		       0;
+}
+
+static int symbolize(Dwfl *dwfl, struct pc_memo *memo, struct thread_stack *ts)
+{
+	struct stack_frame *raw = ts->frames;
+	size_t n = ts->n_frames, cap = 0;
+	int err = 0;
+
+	ts->frames = NULL;
+	ts->n_frames = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct thread_stack *named = NULL;
+
+		for (size_t m = 0; m < memo->n && !named; m++)
+			if (memo->e[m].pc == raw[i].pc && memo->e[m].activation == raw[i].activation)
+				named = &memo->e[m].named;
+		if (!named) {
+			void *ne = realloc(memo->e, (memo->n + 1) * sizeof(*memo->e));
+			struct thread_stack one = { .frames = malloc(sizeof(raw[i])), .n_frames = 1 };
+
+			if (!ne || !one.frames) {
+				free(one.frames);
+				err = -ENOMEM;
+				break;
+			}
+			memo->e = ne;
+			one.frames[0] = raw[i];
+			err = symbolize_frames(dwfl, &one);
+			if (err) {
+				free_frames(one.frames, one.n_frames);
+				break;
+			}
+			memo->e[memo->n].pc = raw[i].pc;
+			memo->e[memo->n].activation = raw[i].activation;
+			memo->e[memo->n].named = one;
+			named = &memo->e[memo->n++].named;
+		}
+		for (size_t k = 0; k < named->n_frames && !err; k++) {
+			struct stack_frame f;
+
+			err = copy_frame(&f, &named->frames[k]);
+			if (!err)
+				err = push_frame(ts, &cap, &f);
+		}
+	}
+	free(raw);
+	return err;
+}
+
+static void pc_memo__free(struct pc_memo *memo)
+{
+	for (size_t m = 0; m < memo->n; m++)
+		free_frames(memo->e[m].named.frames, memo->e[m].named.n_frames);
+	free(memo->e);
+}
+
 int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
 		    size_t whylen)
 {
 	static char *debuginfo_path;
 	static const Dwfl_Callbacks proc_callbacks = {
 		.find_elf = dwfl_linux_proc_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.find_debuginfo = debuginfo_cache__find,
 		.debuginfo_path = &debuginfo_path,
 	};
 	struct capture_set cs = { .pid = pid };
+	struct pc_memo memo = { 0 };
 	struct procmaps *maps = NULL;
 	struct stacks *s;
 	Dwfl *dwfl = NULL;
@@ -479,15 +570,25 @@ int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, cha
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
 		    !ts->n_frames)
 			ts->error = strdup(dwfl_errmsg(-1));
-		if (symbolize(dwfl, ts)) {
+		if (symbolize(dwfl, &memo, ts)) {
 			err = -ENOMEM;
 			goto err;
+		}
+		/* Inline frames count against the limit too. */
+		while (ts->n_frames > max_frames) {
+			struct stack_frame *f = &ts->frames[--ts->n_frames];
+
+			free(f->function);
+			free(f->module);
+			free(f->file);
+			ts->truncated = true;
 		}
 	}
 	for (size_t i = 0; i < cs.n; i++)
 		free(cs.c[i].stack);
 	free(cs.c);
 	procmaps__free(maps);
+	pc_memo__free(&memo);
 	dwfl_end(dwfl);
 	*out = s;
 	return 0;
@@ -496,6 +597,7 @@ err:
 		free(cs.c[i].stack);
 	free(cs.c);
 	procmaps__free(maps);
+	pc_memo__free(&memo);
 	if (dwfl)
 		dwfl_end(dwfl);
 	stacks__free(s);
