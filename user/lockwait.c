@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwarf_member.h"
 #include "elfobj.h"
 #include "libgraph.h"
 #include "lockwait.h"
@@ -93,18 +95,26 @@ static const struct lg_object *object_at(const struct libgraph *g, const struct 
 	return best;
 }
 
-/* "lock_a in hang_abba", or "0x7f.. in libfoo.so", or the bare address. */
-static void name_address(const struct libgraph *g, const struct procmaps *maps, uint64_t addr,
-			 char *buf, size_t len, const char **symbol)
+/*
+ * "lock_a in hang_abba", "_rtld_global._dl_load_lock in ld-linux-x86-64.so.2" (the member from
+ * DWARF when debug info is installed), "0x7f.. in libfoo.so", or the bare address.
+ */
+static void name_address(const struct target *t, const struct libgraph *g,
+			 const struct procmaps *maps, uint64_t addr, char *buf, size_t len,
+			 const char **symbol)
 {
 	uint64_t vaddr, off;
 	const struct lg_object *o = object_at(g, maps, addr, &vaddr);
 	const char *name;
+	char member[64], host[PATH_MAX + 64];
 
 	*symbol = NULL;
 	if (o && o->elf && !elfobj__symbol_at(o->elf, vaddr, false, &name, &off)) {
 		*symbol = name;
-		if (off)
+		target__host_path(t, o->path, host, sizeof(host));
+		if (off && !dwarf_member_at(host, name, off, member, sizeof(member)))
+			snprintf(buf, len, "%s.%s in %s", name, member, lg_object__basename(o));
+		else if (off)
 			snprintf(buf, len, "%s+0x%" PRIx64 " in %s", name, off,
 				 lg_object__basename(o));
 		else
@@ -191,7 +201,7 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 	const struct lg_object *o;
 
 	w->addr = ti->args[0];
-	name_address(g, maps, w->addr, where, sizeof(where), &symbol);
+	name_address(t, g, maps, w->addr, where, sizeof(where), &symbol);
 	if (target__read(t, w->addr, word, sizeof(word)))
 		word[0] = word[2] = 0;
 	/* pthread_join sleeps on the joined thread's TID word until the kernel clears it. */

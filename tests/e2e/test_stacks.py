@@ -31,6 +31,10 @@ def test_seed002_constructor_parallel_region_and_dlsym():
         assert len(doc["cycles"]) == 1 and set(doc["cycles"][0]) == {main, worker}, doc["cycles"]
         kinds = {(e["from"], e["to"]): e["kind"] for e in doc["edges"]}
         assert kinds[(main, worker)] == "team" and kinds[(worker, main)] == "loader-lock"
+        lock = [e["what"] for e in doc["edges"] if e["kind"] == "loader-lock"][0]
+        # The member comes from ld.so's DWARF (libc6-dbg).
+        assert lock == "glibc's loader lock (_rtld_global._dl_load_lock in " \
+                       "ld-linux-x86-64.so.2)", lock
         verdict = doc["verdicts"][0]["text"]
         assert f"thread {main} holds the loader lock because it is inside dlopen" in verdict
         assert "running the constructor of " + fixture_path("libhang_ctor_omp_dlsym.so") in verdict
@@ -174,3 +178,17 @@ def test_permission_denied_leaves_target_untouched():
         assert p.returncode == 3 and "permission denied" in p.stderr, p.stderr
         assert p.stderr.count("\n") == 1
         assert traced_or_stopped(fx.pid) is None
+
+
+def test_target_exiting_mid_unwind():
+    """The target killed at random points while dlscope reads it: 0, 1 or 3, never a crash."""
+    import threading
+    rng = random.Random(11)
+    for _ in range(25):
+        fx = Fixture(["busy_threads", "16", "idle"])
+        threading.Timer(rng.uniform(0, 0.01), fx.kill).start()
+        p = dlscope("stacks", fx.pid)
+        assert p.returncode in (0, 1, 3), (p.returncode, p.stderr)
+        if p.returncode == 3:
+            assert p.stderr.count("\n") == 1, p.stderr
+        fx.kill()
