@@ -303,8 +303,13 @@ int cmd_stacks(int argc, char **argv)
 		dls_err("%s", why);
 		goto out;
 	}
-	if (threadscan__scan(t, g, &ts) || lockwait__analyze(t, g, ts, &r))
+	if (threadscan__scan(t, g, &ts) || lockwait__analyze(t, g, ts, &r)) {
+		if (!target__alive(t)) {
+			dls_err("process %d (%s) exited while being read", pid, t->comm);
+			goto out;
+		}
 		dls_warn("process %d (%s): the lock-wait graph could not be built", pid, t->comm);
+	}
 	err = stacks__capture(pid, max_frames, &s, why, sizeof(why));
 	if (err) {
 		dls_err("%s", why);
