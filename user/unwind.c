@@ -27,7 +27,7 @@
 
 struct captured {
 	pid_t tid;
-	bool seized, stopped, have_regs;
+	bool seized, stopped, gone, have_regs;
 	struct user_regs_struct regs;
 	uint64_t stack_lo;
 	size_t stack_len;
@@ -39,6 +39,26 @@ struct capture_set {
 	struct captured *c;
 	size_t n;
 };
+
+/* How long the threads may take to reach their stop before they are left out. */
+#define STOP_TIMEOUT_S 3
+
+static void on_alarm(int sig)
+{
+	(void)sig; /* only interrupts waitpid */
+}
+
+/* Arm (or, with 0, disarm) an alarm that interrupts a blocked waitpid with EINTR. */
+static void alarm_arm(unsigned int seconds)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+
+	if (seconds) {
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGALRM, &sa, NULL); /* no SA_RESTART */
+	}
+	alarm(seconds);
+}
 
 static uint64_t now_ns(void)
 {
@@ -119,6 +139,7 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			   struct stacks *out, char *why, size_t whylen)
 {
 	uint64_t t0 = now_ns();
+	size_t pending = 0;
 	int err = 0;
 
 	for (size_t i = 0; i < cs->n; i++) {
@@ -138,31 +159,49 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 		c->seized = true;
 		ptrace(PTRACE_INTERRUPT, c->tid, NULL, NULL);
 	}
-	for (size_t i = 0; i < cs->n && !err; i++) {
-		struct captured *c = &cs->c[i];
+	/*
+	 * Collect the stops in whatever order they come: a thread group leader killed meanwhile
+	 * is reported only after the other threads, which we must reap first. A thread that does
+	 * not stop in time (uninterruptible sleep) is left out, not waited for forever.
+	 */
+	for (size_t i = 0; i < cs->n; i++)
+		pending += cs->c[i].seized;
+	if (!err && pending)
+		alarm_arm(STOP_TIMEOUT_S);
+	while (!err && pending) {
+		struct captured *c = NULL;
 		int status;
+		pid_t w = waitpid(-1, &status, __WALL);
 
-		if (!c->seized)
+		if (w < 0)
+			break; /* ECHILD: nothing left, or EINTR: the time is up */
+		for (size_t i = 0; i < cs->n && !c; i++)
+			if (cs->c[i].tid == w && cs->c[i].seized && !cs->c[i].stopped &&
+			    !cs->c[i].gone)
+				c = &cs->c[i];
+		if (!c)
 			continue;
-		/* The interrupt stop; a thread that exits instead reports that. */
-		while (waitpid(c->tid, &status, __WALL) == c->tid) {
-			if (WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP) {
-				c->stopped = true;
-				break;
-			}
-			if (WIFEXITED(status) || WIFSIGNALED(status))
-				break;
-			/* A signal arrived first: note it, keep it pending, wait for our stop. */
-			ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)WSTOPSIG(status));
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			c->gone = true;
+			pending--;
+			continue;
 		}
-		if (!c->stopped)
+		if (!WIFSTOPPED(status))
 			continue;
+		if ((status >> 16) != PTRACE_EVENT_STOP) {
+			/* A signal arrived first: let it be delivered, our stop comes next. */
+			ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)WSTOPSIG(status));
+			continue;
+		}
+		c->stopped = true;
+		pending--;
 		if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
 			c->have_regs = true;
 			copy_stack(cs->pid, maps, c);
 			out->stack_bytes += c->stack_len;
 		}
 	}
+	alarm_arm(0);
 	for (size_t i = 0; i < cs->n; i++)
 		if (cs->c[i].seized)
 			ptrace(PTRACE_DETACH, cs->c[i].tid, NULL, NULL);
