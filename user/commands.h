@@ -15,5 +15,7 @@ int cmd_libs(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_lint(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 #endif

@@ -11,6 +11,8 @@ static const struct command commands[] = {
 	{ "check", cmd_check, "find runtime collisions in live processes or a command's run" },
 	{ "lint", cmd_lint, "the object-level checks on files and directory trees" },
 	{ "stacks", cmd_stacks, "every thread's stack, the lock-wait graph and the deadlock verdict" },
+	{ "watch", cmd_watch, "the eBPF event stream: loader calls, runtimes, GPU loads, live" },
+	{ "record", cmd_record, "the event stream into a JSON Lines trace" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dlscope's event stream: uprobes on the dynamic loader's API, the OpenMP/BLAS entry points
+ * and the GPU module loaders, raw tracepoints for exec/fork/exit, fatal signals and long futex
+ * waits. Only processes in the targets map are reported; per-thread state (inside dlopen, and
+ * how many parallel regions it started) stays in the kernel.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "dlwatch.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile bool follow_children = false;
+const volatile unsigned long long futex_threshold_ns = 10000000;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u8);
+} targets SEC(".maps");
+
+struct pending {
+	u64 ts;
+	u64 arg0, arg1;
+	u64 strptr; /* read again at return when the page was not yet faulted in at entry */
+	u32 type;
+	char str[DLW_STR_LEN];
+};
+
+/* Calls in progress, per thread (dlopen and dlsym may nest: a constructor calling dlsym). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u64); /* tid << 8 | type */
+	__type(value, struct pending);
+} calls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, u32);
+} in_dlopen SEC(".maps");
+
+/* Parallel regions started per thread: counted here, not sent one by one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, u64);
+} regions SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, struct pending);
+} futex_start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} lost SEC(".maps");
+
+static __always_inline bool traced(u32 tgid)
+{
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+static __always_inline u32 dlopen_depth(u32 tid)
+{
+	u32 *d = bpf_map_lookup_elem(&in_dlopen, &tid);
+
+	return d ? *d : 0;
+}
+
+static __always_inline struct dlw_event *reserve(u32 type)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	struct dlw_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		u32 zero = 0;
+		u64 *n = bpf_map_lookup_elem(&lost, &zero);
+
+		if (n)
+			(*n)++;
+		return NULL;
+	}
+	e->ts_ns = bpf_ktime_get_ns();
+	e->pid = id >> 32;
+	e->tid = (u32)id;
+	e->type = type;
+	e->duration_ns = 0;
+	e->arg0 = e->arg1 = 0;
+	e->ret = 0;
+	e->in_dlopen = dlopen_depth((u32)id);
+	e->stack_len = 0;
+	e->str[0] = '\0';
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	return e;
+}
+
+static __always_inline void user_stack(void *ctx, struct dlw_event *e)
+{
+	long n = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
+
+	e->stack_len = n > 0 ? (int)((unsigned long)n >> 3) : 0;
+}
+
+static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u64 key = (id << 8) | type;
+	struct pending *p;
+	static const struct pending zero;
+
+	if (!traced(id >> 32))
+		return 0;
+	if (bpf_map_update_elem(&calls, &key, &zero, BPF_ANY))
+		return 0;
+	p = bpf_map_lookup_elem(&calls, &key);
+	if (!p)
+		return 0;
+	p->ts = bpf_ktime_get_ns();
+	p->arg0 = arg0;
+	p->arg1 = arg1;
+	p->type = type;
+	p->strptr = (u64)str;
+	if (str && bpf_probe_read_user_str(p->str, sizeof(p->str), str) < 0)
+		p->str[0] = '\0';
+	if (type == DLW_DLOPEN) {
+		u32 tid = (u32)id, one = 1, *d = bpf_map_lookup_elem(&in_dlopen, &tid);
+
+		if (d)
+			__sync_fetch_and_add(d, 1);
+		else
+			bpf_map_update_elem(&in_dlopen, &tid, &one, BPF_ANY);
+	}
+	return 0;
+}
+
+static __always_inline int call_exit(void *ctx, u32 type, long ret)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u64 key = (id << 8) | type;
+	struct pending *p = bpf_map_lookup_elem(&calls, &key);
+	struct dlw_event *e;
+
+	if (!p)
+		return 0;
+	if (type == DLW_DLOPEN) {
+		u32 tid = (u32)id, *d = bpf_map_lookup_elem(&in_dlopen, &tid);
+
+		if (d && *d > 1)
+			__sync_fetch_and_add(d, -1);
+		else
+			bpf_map_delete_elem(&in_dlopen, &tid);
+	}
+	e = reserve(type);
+	if (e) {
+		e->duration_ns = e->ts_ns - p->ts;
+		e->ts_ns = p->ts;
+		e->arg0 = p->arg0;
+		e->arg1 = p->arg1;
+		e->ret = ret;
+		if (p->str[0] || !p->strptr ||
+		    bpf_probe_read_user_str(e->str, sizeof(e->str), (const void *)p->strptr) < 0)
+			__builtin_memcpy(e->str, p->str, sizeof(e->str));
+		e->path[0] = '\0';
+		/* glibc's handle is the struct link_map: l_name, its second field, is the file. */
+		if (type == DLW_DLOPEN && ret) {
+			u64 name = 0;
+
+			if (!bpf_probe_read_user(&name, sizeof(name), (void *)(ret + 8)) && name)
+				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)name);
+		}
+		if (type == DLW_DLOPEN || type == DLW_CUDA_LOAD)
+			user_stack(ctx, e);
+		bpf_ringbuf_submit(e, 0);
+	}
+	bpf_map_delete_elem(&calls, &key);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(dlopen_enter, const char *file, int flags)
+{
+	return call_enter(DLW_DLOPEN, file, flags, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(dlmopen_enter, long lmid, const char *file, int flags)
+{
+	return call_enter(DLW_DLOPEN, file, flags, lmid);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(dlopen_exit, long ret)
+{
+	return call_exit(ctx, DLW_DLOPEN, ret);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(dlclose_enter, void *handle)
+{
+	return call_enter(DLW_DLCLOSE, NULL, (u64)handle, 0);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(dlclose_exit, long ret)
+{
+	return call_exit(ctx, DLW_DLCLOSE, ret);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(dlsym_enter, void *handle, const char *name)
+{
+	return call_enter(DLW_DLSYM, name, (u64)handle, 0);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(dlsym_exit, long ret)
+{
+	return call_exit(ctx, DLW_DLSYM, ret);
+}
+
+/* GOMP_parallel, GOMP_parallel_start, __kmpc_fork_call (--hot only): counted per thread; an
+ * event only for a region started inside dlopen, the seed-002 hazard. */
+SEC("uprobe")
+int BPF_KPROBE(omp_fork_enter)
+{
+	u64 id = bpf_get_current_pid_tgid(), one = 1, *n;
+	u32 tid = (u32)id;
+	struct dlw_event *e;
+
+	if (!traced(id >> 32))
+		return 0;
+	n = bpf_map_lookup_elem(&regions, &tid);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&regions, &tid, &one, BPF_ANY);
+	if (!dlopen_depth(tid))
+		return 0;
+	e = reserve(DLW_OMP_FORK);
+	if (e) {
+		e->arg0 = bpf_get_attach_cookie(ctx);
+		e->arg1 = n ? *n : 1;
+		user_stack(ctx, e);
+		bpf_ringbuf_submit(e, 0);
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(blas_thread_enter)
+{
+	struct dlw_event *e;
+
+	if (!traced(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	e = reserve(DLW_BLAS_THREAD);
+	if (e)
+		bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* The size of a CUDA image: a fatbin header says it, a cubin's ELF header implies it. */
+static __always_inline u64 image_size(const void *image)
+{
+	struct {
+		u32 magic;
+		u16 version, header_size;
+		u64 fat_size;
+	} fb;
+	Elf64_Ehdr eh;
+
+	if (!image || bpf_probe_read_user(&fb, sizeof(fb), image))
+		return 0;
+	if (fb.magic == 0xBA55ED50)
+		return fb.header_size + fb.fat_size;
+	if (fb.magic == 0x464c457f && !bpf_probe_read_user(&eh, sizeof(eh), image))
+		return eh.e_shoff + (u64)eh.e_shnum * eh.e_shentsize;
+	return 0;
+}
+
+/* cuModuleLoad(mod, fname), cuModuleLoadData(mod, image), cuModuleLoadDataEx(mod, image, ...),
+ * cuModuleLoadFatBinary(mod, fatbin), cuLibraryLoadData(lib, code, ...),
+ * cuLibraryLoadFromFile(lib, fname, ...): the cookie says which. */
+SEC("uprobe")
+int BPF_KPROBE(cuda_load_enter, void *handle, const void *image)
+{
+	u64 fn = bpf_get_attach_cookie(ctx);
+	bool by_name = fn == CUDA_MODULE_LOAD || fn == CUDA_LIBRARY_LOAD_FILE || fn == HIP_MODULE_LOAD;
+
+	return call_enter(DLW_CUDA_LOAD, by_name ? image : NULL, fn,
+			  by_name ? 0 : image_size(image));
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(cuda_load_exit, long ret)
+{
+	return call_exit(ctx, DLW_CUDA_LOAD, ret);
+}
+
+SEC("raw_tp/sched_process_exec")
+int handle_exec(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
+	struct dlw_event *e;
+
+	if (!traced(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	e = reserve(DLW_EXEC);
+	if (e) {
+		bpf_probe_read_kernel_str(e->str, sizeof(e->str), BPF_CORE_READ(bprm, filename));
+		bpf_ringbuf_submit(e, 0);
+	}
+	return 0;
+}
+
+SEC("raw_tp/sched_process_fork")
+int handle_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *parent = (struct task_struct *)ctx->args[0];
+	struct task_struct *child = (struct task_struct *)ctx->args[1];
+	u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	u32 cpid = BPF_CORE_READ(child, pid);
+	struct dlw_event *e;
+	u8 one = 1;
+
+	if (!traced(ptgid))
+		return 0;
+	if (ctgid != ptgid && follow_children)
+		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	/* Threads are reported only when created inside dlopen: a pool born in a constructor. */
+	if (ctgid == ptgid && !dlopen_depth((u32)bpf_get_current_pid_tgid()))
+		return 0;
+	e = reserve(DLW_FORK);
+	if (e) {
+		e->arg0 = ctgid == ptgid ? cpid : ctgid;
+		e->arg1 = ctgid == ptgid;
+		if (e->in_dlopen)
+			user_stack(ctx, e);
+		bpf_ringbuf_submit(e, 0);
+	}
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int handle_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id, tgid = id >> 32;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct dlw_event *e;
+
+	bpf_map_delete_elem(&in_dlopen, &tid);
+	bpf_map_delete_elem(&regions, &tid);
+	if (!traced(tgid) || tid != tgid)
+		return 0;
+	e = reserve(DLW_EXIT);
+	if (e) {
+		e->arg0 = BPF_CORE_READ(task, exit_code);
+		bpf_ringbuf_submit(e, 0);
+	}
+	return 0;
+}
+
+SEC("raw_tp/signal_deliver")
+int handle_signal(struct bpf_raw_tracepoint_args *ctx)
+{
+	int sig = (int)ctx->args[0];
+	struct kernel_siginfo *info = (struct kernel_siginfo *)ctx->args[1];
+	struct dlw_event *e;
+
+	/* The signals that kill with a fault: SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV. */
+	if (!traced(bpf_get_current_pid_tgid() >> 32) ||
+	    !(sig == 4 || sig == 5 || sig == 6 || sig == 7 || sig == 8 || sig == 11))
+		return 0;
+	e = reserve(DLW_SIGNAL);
+	if (e) {
+		e->arg0 = sig;
+		if (info)
+			e->arg1 = (u64)BPF_CORE_READ(info, _sifields._sigfault._addr);
+		user_stack(ctx, e);
+		bpf_ringbuf_submit(e, 0);
+	}
+	return 0;
+}
+
+SEC("raw_tp/sys_enter")
+int handle_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct pt_regs *regs;
+	struct pending p = {};
+
+	if (ctx->args[1] != 202 || !traced(id >> 32))
+		return 0;
+	regs = (struct pt_regs *)ctx->args[0];
+	p.ts = bpf_ktime_get_ns();
+	p.arg0 = PT_REGS_PARM1_CORE(regs);
+	p.arg1 = PT_REGS_PARM2_CORE(regs) & 0x7f;
+	if (p.arg1 != 0 && p.arg1 != 9) /* FUTEX_WAIT, FUTEX_WAIT_BITSET */
+		return 0;
+	bpf_map_update_elem(&futex_start, &tid, &p, BPF_ANY);
+	/* Blocking inside dlopen (under the loader lock) is reported at once: it may never end. */
+	if (dlopen_depth(tid)) {
+		struct dlw_event *e = reserve(DLW_FUTEX_WAIT);
+
+		if (e) {
+			e->arg0 = p.arg0;
+			e->arg1 = 1;
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int handle_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct pending *p = bpf_map_lookup_elem(&futex_start, &tid);
+	struct dlw_event *e;
+	u64 now;
+
+	if (!p)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (now - p->ts >= futex_threshold_ns) {
+		e = reserve(DLW_FUTEX_WAIT);
+		if (e) {
+			e->ts_ns = p->ts;
+			e->duration_ns = now - p->ts;
+			e->arg0 = p->arg0;
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+	bpf_map_delete_elem(&futex_start, &tid);
+	return 0;
+}

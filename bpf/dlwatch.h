@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Events of dlwatch.bpf.c, shared with user space: fixed-size plain C, no pointers. */
+#ifndef DLSCOPE_DLWATCH_H
+#define DLSCOPE_DLWATCH_H
+
+#define DLW_STR_LEN 256
+#define DLW_STACK_DEPTH 24
+
+enum dlw_type {
+	DLW_DLOPEN = 1,	 /* str: file, arg0: flags, arg1: lmid (dlmopen), ret: handle */
+	DLW_DLCLOSE,	 /* arg0: handle, ret: result */
+	DLW_DLSYM,	 /* str: symbol, arg0: handle, ret: address */
+	DLW_OMP_FORK,	 /* arg0: fork entry point cookie, arg1: regions so far on this thread */
+	DLW_BLAS_THREAD, /* a BLAS pool thread starts */
+	DLW_CUDA_LOAD,	 /* arg0: which loader, arg1: image size, str: file, ret: CUresult */
+	DLW_EXEC,	 /* str: file name */
+	DLW_FORK,	 /* arg0: child pid, arg1: 1 for a thread, 0 for a process */
+	DLW_EXIT,	 /* arg0: exit code (process exit: tid == pid) */
+	DLW_SIGNAL,	 /* arg0: signal, arg1: fault address */
+	DLW_FUTEX_WAIT,	 /* arg0: futex address, duration_ns: how long it waited; arg1 = 1:
+			  * a wait that began inside dlopen, reported when it begins */
+};
+
+/* Loader cookies for DLW_CUDA_LOAD (arg0) and the uprobes' attach cookies. */
+enum dlw_cuda_fn {
+	CUDA_MODULE_LOAD = 1,
+	CUDA_MODULE_LOAD_DATA,
+	CUDA_MODULE_LOAD_DATA_EX,
+	CUDA_MODULE_LOAD_FATBIN,
+	CUDA_LIBRARY_LOAD_DATA,
+	CUDA_LIBRARY_LOAD_FILE,
+	HIP_MODULE_LOAD,
+	HIP_MODULE_LOAD_DATA,
+};
+
+struct dlw_event {
+	unsigned long long ts_ns;
+	unsigned long long duration_ns;
+	unsigned long long arg0, arg1;
+	long long ret;
+	unsigned int pid, tid;
+	unsigned int type;
+	unsigned int in_dlopen; /* the thread was inside dlopen (depth) when it happened */
+	int stack_len;		/* frames in stack[], 0 when not collected */
+	char comm[16];
+	char str[DLW_STR_LEN];
+	char path[DLW_STR_LEN];	/* dlopen: l_name of the returned link_map, the file loaded */
+	unsigned long long stack[DLW_STACK_DEPTH];
+};
+
+#endif

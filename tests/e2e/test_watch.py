@@ -1,0 +1,127 @@
+"""dlscope watch/record: the eBPF probes on this machine's kernel, against live fixtures."""
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+from harness import Skip, dlscope, dlscope_path, fixture_path, is_root
+
+
+def watch(*args, env=None, status=None, timeout=60):
+    if not is_root():
+        raise Skip("BPF tests need root")
+    return dlscope("watch", *args, env=env, check=status, timeout=timeout)
+
+
+def test_loader_calls_and_the_live_graph():
+    p = watch("--", fixture_path("two_omp"), env={"FIXTURE_EXIT": "0"}, status=1)
+    out = p.stdout
+    pid = int(re.search(r"ready (\d+)", out).group(1))
+    assert re.search(rf'{pid}/{pid} two_omp dlopen\("libomp.so.5", 0x2\) = 0x[0-9a-f]+ '
+                     r'\(\d+\.\d+ ms\)', out), out
+    assert re.search(r'dlsym\(0x[0-9a-f]+, "omp_get_max_threads"\) = 0x[1-9a-f]', out), out
+    assert re.search(rf"{pid} \+ \S*libomp.so.5 \[OpenMP runtime: LLVM libomp", out), out
+    assert f"{pid} + " in out and "libgomp.so.1 [OpenMP runtime: GNU libgomp" in out
+    assert "FINDING dup-openmp: a second OpenMP runtime arrived" in out
+    assert re.search(r"#0 main\+0x[0-9a-f]+ \(two_omp\)", out), out
+    assert f"{pid}/{pid} two_omp exit, status 0x0" in out
+    assert re.search(r"\d+ events, 0 lost, 1 findings; probes attached in [\d.]+ ms",
+                     p.stderr), p.stderr
+
+
+def test_record_writes_a_json_lines_trace():
+    if not is_root():
+        raise Skip("BPF tests need root")
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        p = dlscope("record", "-o", f.name, "--", fixture_path("two_omp"),
+                    env={"FIXTURE_EXIT": "0"}, check=1)
+        assert p.stdout.count("\n") <= 2, p.stdout  # quiet: only the fixture's own lines
+        lines = [json.loads(l) for l in open(f.name)]
+    head, tail = lines[0], lines[-1]
+    assert head["type"] == "header" and head["format"] == "dlscope-trace/1"
+    for key in ("host", "kernel", "glibc", "dlscope", "clock", "realtime_minus_monotonic_ns"):
+        assert key in head, head
+    assert tail["type"] == "summary" and tail["lost"] == 0 and tail["events"] >= 5, tail
+    opens = [e for e in lines if e["type"] == "dlopen" and e["path"] == "libomp.so.5"]
+    assert opens and opens[0]["handle"] != 0 and opens[0]["duration_ns"] > 0, opens
+    assert any(e["type"] == "loaded" and e["path"].endswith("libomp.so.5") for e in lines)
+    assert any(e["type"] == "finding" and e["id"] == "dup-openmp" for e in lines)
+    assert all(e["t"] >= head["t0"] for e in lines[1:-1] if "t" in e and e["t"])
+
+
+def test_constructor_blocking_inside_dlopen_is_flagged():
+    """Seed 002: the constructor's parallel region waits for a worker stuck in dlsym."""
+    p = watch("--duration", "2", "--", fixture_path("dlopen_list"),
+              fixture_path("libhang_ctor_omp_dlsym.so"), status=1)
+    assert "(inside dlopen)" in p.stdout and "begins inside dlopen" in p.stdout, p.stdout
+    assert "FINDING loader-lock-hazard: a thread inside dlopen blocks on a futex" in p.stdout
+
+
+def test_hot_parallel_region_inside_dlopen():
+    """--hot probes GOMP_parallel: the region a constructor starts is caught as it starts."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    fx = subprocess.Popen([fixture_path("dlopen_list"), "--global",
+                           "/usr/lib/x86_64-linux-gnu/libgomp.so.1", "--pause",
+                           fixture_path("libctor_omp.so")],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert fx.stdout.readline().startswith("paused")
+        w = subprocess.Popen([dlscope_path(), "watch", "--hot", "--duration", "3", "-p",
+                              str(fx.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        line = w.stderr.readline()
+        assert line.startswith("dlscope: watching"), line
+        fx.stdin.write("go\n")
+        fx.stdin.flush()
+        out, err = w.communicate(timeout=30)
+        assert w.returncode == 1, (out, err)
+        assert "parallel region #1 started inside dlopen" in out, out
+        assert "FINDING loader-lock-hazard: a parallel region started by a thread inside " \
+            "dlopen" in out
+    finally:
+        fx.kill()
+        fx.wait()
+
+
+def test_follow_forked_children():
+    p = watch("--follow", "--", fixture_path("fork_tree"), fixture_path("libplain.so"),
+              status=0)
+    parent = int(re.search(r"(\d+)/\d+ fork_tree exec", p.stdout).group(1))
+    children = {int(m) for m in re.findall(r"fork, child (\d+)", p.stdout)}
+    assert len(children) == 2, p.stdout
+    for c in children:
+        assert re.search(rf'{c}/{c} fork_tree dlopen\("\S+libplain.so", 0x2\) = 0x[1-9a-f]',
+                         p.stdout), p.stdout
+        assert f"{c} + " in p.stdout
+    assert parent not in children
+
+
+def test_fatal_signal_with_faulting_object():
+    p = watch("--", fixture_path("two_blas"), env={"FIXTURE_EXIT": "fault"}, status=1)
+    assert re.search(r"two_blas fatal signal 11, fault address 0x10, at main\+0x[0-9a-f]+ "
+                     r"\(two_blas\)", p.stdout), p.stdout
+    assert "exit, status 0xb" in p.stdout
+
+
+def test_gpu_module_loaders_on_a_stub_libcuda():
+    stub = fixture_path("stubcuda/libcuda.so.1")
+    p = watch("--duration", "2", "--", fixture_path("cuda_loads"), stub, status=0)
+    assert re.search(r"\+ \S+stubcuda/libcuda.so.1 \[GPU: CUDA driver", p.stdout), p.stdout
+    assert "cuModuleLoadData( size 4112) = 0" in p.stdout, p.stdout
+    assert 'cuModuleLoad("kernels.cubin", size 0) = 0' in p.stdout
+    assert 'cuLibraryLoadFromFile("lib.fatbin", size 0) = 200' in p.stdout
+
+
+def test_usage_and_missing_capabilities():
+    dlscope("watch", check=2)
+    dlscope("record", "-p", "1", check=2)
+    dlscope("watch", "--duration", "-1", "-p", "1", check=2)
+    if not is_root():
+        raise Skip("needs root to compare with an unprivileged run")
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        dlscope_path(), "watch", "-p", str(os.getpid())],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 3 and "needs root" in p.stderr and "still work" in p.stderr, p
+    assert p.stderr.count("\n") == 1

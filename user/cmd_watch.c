@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dlscope watch and dlscope record: the eBPF event stream, live or into a JSON Lines trace. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "output.h"
+#include "target.h"
+#include "watch.h"
+
+static void watch_usage(FILE *f, const char *cmd)
+{
+	fprintf(f,
+		"Usage: dlscope %s [OPTIONS] -p PID [-p PID...]\n"
+		"       dlscope %s [OPTIONS] -- COMMAND [ARGS...]\n"
+		"\n"
+		"Stream the loader's calls (dlopen, dlmopen, dlclose, dlsym, dlvsym), GPU module\n"
+		"loads (cuModuleLoad*, cuLibraryLoad*, hipModuleLoad*), exec/fork/exit, fatal\n"
+		"signals with the faulting object and long futex waits, from eBPF probes; keep each\n"
+		"process's library graph current and flag, live, a second OpenMP/BLAS/C++ runtime\n"
+		"arriving and threads created, waiting or starting parallel regions inside dlopen.\n"
+		"Needs root, kernel BTF and uprobes.\n"
+		"\n"
+		"  -p, --pid PID         watch this process (repeatable)\n"
+		"  -f, --follow          also the children they fork (torchrun's ranks)\n"
+		"      --hot             also probe every parallel region (GOMP_parallel,\n"
+		"                        __kmpc_fork_call) and BLAS pool thread starts\n"
+		"  -d, --duration SECS   stop after SECS seconds\n"
+		"      --futex-ms MS     report futex waits of at least MS ms (default 10)\n"
+		"  -o, --output FILE     (record) the JSON Lines trace (docs/trace-format.md)\n"
+		"  -q, --quiet           no line per event\n"
+		"  -h, --help\n"
+		"\n"
+		"Exit status: 0 fine, 1 live findings, 2 usage error, 3 could not watch.\n",
+		cmd, cmd);
+}
+
+static int parse_number(const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || v <= 0 || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int run(int argc, char **argv, bool record)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "hot", no_argument, NULL, 'H' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "futex-ms", required_argument, NULL, 'F' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *cmd = record ? "record" : "watch", *out_path = NULL;
+	struct watch_opts o = { .futex_ms = 10, .quiet = record };
+	struct watch_stats st;
+	char why[512];
+	int c, err, ret;
+	double v;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:fd:o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			pid_t pid, *np;
+
+			if (parse_pid(optarg, &pid)) {
+				dls_err("%s: '%s' is not a process ID", cmd, optarg);
+				goto usage;
+			}
+			np = realloc(o.pids, (o.n_pids + 1) * sizeof(*np));
+			if (!np)
+				goto usage;
+			o.pids = np;
+			o.pids[o.n_pids++] = pid;
+			break;
+		}
+		case 'f':
+			o.follow = true;
+			break;
+		case 'H':
+			o.hot = true;
+			break;
+		case 'd':
+			if (parse_number(optarg, 86400 * 365, &o.duration_s)) {
+				dls_err("%s: --duration takes a positive number of seconds, not '%s'", cmd,
+					optarg);
+				goto usage;
+			}
+			break;
+		case 'F':
+			if (parse_number(optarg, 3600000, &v)) {
+				dls_err("%s: --futex-ms takes a positive number, not '%s'", cmd, optarg);
+				goto usage;
+			}
+			o.futex_ms = (unsigned int)v;
+			break;
+		case 'o':
+			out_path = optarg;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'h':
+			watch_usage(stdout, cmd);
+			free(o.pids);
+			return DLS_EXIT_OK;
+		default:
+			watch_usage(stderr, cmd);
+			goto usage;
+		}
+	}
+	if (optind < argc && !strcmp(argv[optind - 1], "--"))
+		o.command = argv + optind;
+	else if (optind < argc) {
+		dls_err("%s: unexpected '%s' (a command goes after --)", cmd, argv[optind]);
+		goto usage;
+	}
+	if (!o.n_pids && !o.command) {
+		dls_err("%s: nothing to watch: give -p PID or -- COMMAND", cmd);
+		goto usage;
+	}
+	if (record && !out_path) {
+		dls_err("record: -o FILE is required");
+		goto usage;
+	}
+	if (out_path) {
+		o.record = fopen(out_path, "w");
+		if (!o.record) {
+			dls_err("%s: cannot write %s: %s", cmd, out_path, strerror(errno));
+			free(o.pids);
+			return DLS_EXIT_INSPECT;
+		}
+	}
+	err = watch__run(&o, &st, why, sizeof(why));
+	if (o.record && fclose(o.record))
+		dls_err("%s: writing %s failed: %s", cmd, out_path, strerror(errno));
+	free(o.pids);
+	if (err) {
+		dls_err("%s: %s", cmd, why);
+		return DLS_EXIT_INSPECT;
+	}
+	fprintf(stderr, "dlscope: %llu events, %llu lost, %llu findings; probes attached in %.1f ms%s\n",
+		st.events, st.lost, st.findings, st.attach_ms,
+		st.lost ? " (the ring buffer was full: events were dropped)" : "");
+	ret = st.findings ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
+	return ret;
+usage:
+	free(o.pids);
+	return DLS_EXIT_USAGE;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+	return run(argc, argv, false);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	return run(argc, argv, true);
+}

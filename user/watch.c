@@ -1,0 +1,834 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "dlwatch.h"
+#include "dlwatch.skel.h"
+#include "elfobj.h"
+#include "libgraph.h"
+#include "output.h"
+#include "procmaps.h"
+#include "target.h"
+#include "watch.h"
+
+struct proc_state {
+	pid_t pid;
+	struct libgraph *g;
+	struct procmaps *maps;
+};
+
+struct attached_file {
+	uint64_t inode;
+	unsigned int what; /* bit per probe group */
+};
+
+enum probe_group {
+	PROBE_LOADER = 1 << 0,
+	PROBE_OPENMP = 1 << 1,
+	PROBE_BLAS = 1 << 2,
+	PROBE_GPU = 1 << 3,
+};
+
+struct watch {
+	const struct watch_opts *o;
+	struct watch_stats *st;
+	struct dlwatch_bpf *skel;
+	struct ring_buffer *rb;
+	struct proc_state *procs;
+	size_t n_procs;
+	struct attached_file *files;
+	size_t n_files;
+	struct bpf_link **links;
+	size_t n_links;
+	unsigned long long t0;
+	pid_t command_pid;
+	bool command_done;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static unsigned long long mono_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+static struct proc_state *proc_find(struct watch *w, pid_t pid)
+{
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (w->procs[i].pid == pid)
+			return &w->procs[i];
+	return NULL;
+}
+
+static int add_link(struct watch *w, struct bpf_link *l)
+{
+	struct bpf_link **nl = realloc(w->links, (w->n_links + 1) * sizeof(*nl));
+
+	if (!nl) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	w->links = nl;
+	w->links[w->n_links++] = l;
+	return 0;
+}
+
+/* One uprobe by file offset: libbpf 1.1 refuses versioned names such as dlopen@GLIBC_2.2.5. */
+static int attach_fn(struct watch *w, struct bpf_program *prog, const char *path,
+		     const struct elf_object *elf, const char *fn, bool ret, uint64_t cookie)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = ret, .bpf_cookie = cookie);
+	struct bpf_link *l;
+	uint64_t off;
+
+	if (elfobj__func_offset(elf, fn, &off))
+		return -ENOENT;
+	l = bpf_program__attach_uprobe_opts(prog, -1, path, off, &uo);
+	if (!l) {
+		dls_warn("cannot attach to %s in %s: %s", fn, path, strerror(errno));
+		return -errno;
+	}
+	return add_link(w, l);
+}
+
+static unsigned int *attached_mask(struct watch *w, uint64_t inode)
+{
+	struct attached_file *nf;
+
+	for (size_t i = 0; i < w->n_files; i++)
+		if (w->files[i].inode == inode)
+			return &w->files[i].what;
+	nf = realloc(w->files, (w->n_files + 1) * sizeof(*nf));
+	if (!nf)
+		return NULL;
+	w->files = nf;
+	w->files[w->n_files] = (struct attached_file){ inode, 0 };
+	return &w->files[w->n_files++].what;
+}
+
+/* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
+static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
+{
+	static const char *omp_fns[] = { "GOMP_parallel", "GOMP_parallel_start", "__kmpc_fork_call" };
+	static const struct {
+		const char *fn;
+		uint64_t cookie;
+	} gpu_fns[] = {
+		{ "cuModuleLoad", CUDA_MODULE_LOAD },
+		{ "cuModuleLoadData", CUDA_MODULE_LOAD_DATA },
+		{ "cuModuleLoadDataEx", CUDA_MODULE_LOAD_DATA_EX },
+		{ "cuModuleLoadFatBinary", CUDA_MODULE_LOAD_FATBIN },
+		{ "cuLibraryLoadData", CUDA_LIBRARY_LOAD_DATA },
+		{ "cuLibraryLoadFromFile", CUDA_LIBRARY_LOAD_FILE },
+		{ "hipModuleLoad", HIP_MODULE_LOAD },
+		{ "hipModuleLoadData", HIP_MODULE_LOAD_DATA },
+	};
+	const struct obj_roles *r = lg_object__roles(o);
+	struct dlwatch_bpf *s = w->skel;
+	char path[PATH_MAX + 64];
+	unsigned int *mask, want = 0;
+
+	if (!o->elf || o->gone)
+		return;
+	if (obj_roles__find(r, ROLE_LIBC))
+		want |= PROBE_LOADER;
+	if (w->o->hot && obj_roles__find(r, ROLE_OPENMP))
+		want |= PROBE_OPENMP;
+	if (w->o->hot && obj_roles__find(r, ROLE_BLAS))
+		want |= PROBE_BLAS;
+	if (obj_roles__find(r, ROLE_CUDA))
+		want |= PROBE_GPU;
+	mask = want ? attached_mask(w, o->inode) : NULL;
+	if (!mask || !(want & ~*mask))
+		return;
+	want &= ~*mask;
+	*mask |= want;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, o->path);
+	if (want & PROBE_LOADER) {
+		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlopen", false, 0);
+		attach_fn(w, s->progs.dlopen_exit, path, o->elf, "dlopen", true, 0);
+		attach_fn(w, s->progs.dlmopen_enter, path, o->elf, "dlmopen", false, 0);
+		attach_fn(w, s->progs.dlopen_exit, path, o->elf, "dlmopen", true, 0);
+		attach_fn(w, s->progs.dlclose_enter, path, o->elf, "dlclose", false, 0);
+		attach_fn(w, s->progs.dlclose_exit, path, o->elf, "dlclose", true, 0);
+		attach_fn(w, s->progs.dlsym_enter, path, o->elf, "dlsym", false, 0);
+		attach_fn(w, s->progs.dlsym_exit, path, o->elf, "dlsym", true, 0);
+		attach_fn(w, s->progs.dlsym_enter, path, o->elf, "dlvsym", false, 0);
+		attach_fn(w, s->progs.dlsym_exit, path, o->elf, "dlvsym", true, 0);
+	}
+	for (size_t i = 0; (want & PROBE_OPENMP) && i < 3; i++)
+		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i], false, i + 1);
+	if (want & PROBE_BLAS)
+		attach_fn(w, s->progs.blas_thread_enter, path, o->elf, "blas_thread_server", false,
+			  0);
+	for (size_t i = 0; (want & PROBE_GPU) && i < sizeof(gpu_fns) / sizeof(gpu_fns[0]); i++)
+		if (!attach_fn(w, s->progs.cuda_load_enter, path, o->elf, gpu_fns[i].fn, false,
+			       gpu_fns[i].cookie))
+			attach_fn(w, s->progs.cuda_load_exit, path, o->elf, gpu_fns[i].fn, true, 0);
+}
+
+static void emit_json(struct watch *w, json_t *obj)
+{
+	if (w->o->record && obj) {
+		json_dumpf(obj, w->o->record, JSON_COMPACT);
+		fputc('\n', w->o->record);
+	}
+	json_decref(obj);
+}
+
+static void say(struct watch *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(struct watch *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (w->o->quiet)
+		return;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void rel_time(struct watch *w, unsigned long long ts, char *buf, size_t len)
+{
+	unsigned long long d = ts > w->t0 ? ts - w->t0 : 0;
+
+	snprintf(buf, len, "%5llu.%06llu", d / 1000000000ULL, d / 1000ULL % 1000000ULL);
+}
+
+/* "fn+0x12 (libfoo.so)" for an address of process @ps. */
+static void symbolize(struct proc_state *ps, uint64_t addr, char *buf, size_t len)
+{
+	const struct mapping *mp = ps && ps->maps ? procmaps__find(ps->maps, addr) : NULL;
+	const struct lg_object *best = NULL;
+	const char *name;
+	uint64_t off;
+
+	for (size_t i = 0; mp && ps->g && i < ps->g->n; i++) {
+		const struct lg_object *o = ps->g->objs[i];
+
+		if (o->inode == mp->inode && o->base <= mp->start && (!best || o->base > best->base))
+			best = o;
+	}
+	if (best && best->elf && !elfobj__symbol_at(best->elf, addr - best->base, true, &name, &off))
+		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", name, off, lg_object__basename(best));
+	else if (best)
+		snprintf(buf, len, "0x%" PRIx64 " (%s)", addr, lg_object__basename(best));
+	else
+		snprintf(buf, len, "0x%" PRIx64, addr);
+}
+
+/* Frame-pointer stacks through code built without them repeat one return address: stop there. */
+static json_t *stack_json(struct proc_state *ps, const struct dlw_event *e, bool print)
+{
+	json_t *arr = json_array();
+
+	for (int i = 0; i < e->stack_len && i < DLW_STACK_DEPTH; i++) {
+		char frame[256];
+
+		if (i && e->stack[i] == e->stack[i - 1])
+			break;
+		symbolize(ps, e->stack[i], frame, sizeof(frame));
+		json_array_append_new(arr, json_string(frame));
+		if (print)
+			printf("        #%d %s\n", i, frame);
+	}
+	return arr;
+}
+
+static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_event *cause);
+
+static void finding(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
+		    const char *id, const char *text)
+{
+	char t[32];
+
+	w->st->findings++;
+	/* A stack taken inside dlopen may point into objects the model has not seen yet. */
+	if (ps && e->stack_len && (!ps->maps || !procmaps__find(ps->maps, e->stack[0])))
+		refresh(w, ps, NULL);
+	rel_time(w, e->ts_ns, t, sizeof(t));
+	if (!w->o->quiet)
+		printf("[%s] %d/%d %s FINDING %s: %s\n", t, e->pid, e->tid, e->comm, id, text);
+	emit_json(w, json_pack("{s:s, s:I, s:i, s:i, s:s, s:s, s:o}", "type", "finding", "t",
+			       (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "id", id, "text",
+			       text, "stack", stack_json(ps, e, !w->o->quiet)));
+}
+
+static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_event *cause)
+{
+	struct libgraph *old = ps->g, *g = NULL;
+	struct target *t;
+	char why[256];
+
+	if (target__open(ps->pid, &t, why, sizeof(why)))
+		return -ESRCH;
+	if (libgraph__snapshot(t, &g, why, sizeof(why))) {
+		target__free(t);
+		return -ESRCH;
+	}
+	target__free(t);
+	procmaps__free(ps->maps);
+	ps->maps = procmaps__read(ps->pid);
+	ps->g = g;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+		bool known = false, clash = false;
+		const struct obj_roles *r = lg_object__roles(o);
+		char desc[160] = "", t[32];
+
+		for (size_t k = 0; old && k < old->n && !known; k++)
+			known = old->objs[k]->inode == o->inode && old->objs[k]->ns == o->ns;
+		attach_object(w, ps->pid, o);
+		if (known || !old)
+			continue;
+		if (r->n)
+			snprintf(desc, sizeof(desc), " [%s: %s %s]", role_kind__label(r->r[0].kind),
+				 role_impl__name(r->r[0].impl), r->r[0].version);
+		rel_time(w, cause ? cause->ts_ns : mono_ns(CLOCK_MONOTONIC), t, sizeof(t));
+		say(w, "[%s] %d + %s%s (%s)", t, ps->pid, o->path, desc, lg_origin__id(o->origin));
+		emit_json(w, json_pack("{s:s, s:I, s:i, s:s, s:i, s:o}", "type", "loaded", "t",
+				       (json_int_t)(cause ? cause->ts_ns : 0), "pid", ps->pid, "path",
+				       o->path, "namespace", o->ns, "roles",
+				       json_integer(r->n ? (json_int_t)r->r[0].kind : -1)));
+		/*
+		 * Live detector: a second runtime of a kind that must be alone. The other one was
+		 * there before (in the last graph, or earlier in the loader's order: a graph taken
+		 * at exec time has not seen the start-up libraries yet).
+		 */
+		for (unsigned k = 0; k < r->n && cause && !clash; k++) {
+			enum role_kind kind = r->r[k].kind;
+
+			if (kind != ROLE_OPENMP && kind != ROLE_BLAS && kind != ROLE_CXX_RUNTIME)
+				continue;
+			for (size_t j = 0; j < g->n && !clash; j++) {
+				const struct lg_object *y = g->objs[j];
+				const struct obj_role *yr = obj_roles__find(lg_object__roles(y), kind);
+				char text[PATH_MAX * 2 + 256];
+
+				if (!yr || y->inode == o->inode || y->id > o->id)
+					continue;
+				snprintf(text, sizeof(text),
+					 "a second %s arrived: %s (%s), beside %s (%s); loaded by:",
+					 role_kind__label(kind), o->path, role_impl__name(r->r[k].impl),
+					 y->path, role_impl__name(yr->impl));
+				finding(w, ps, cause,
+					kind == ROLE_OPENMP ? "dup-openmp" :
+					kind == ROLE_BLAS   ? "dup-blas" :
+							      "dup-cxx-runtime",
+					text);
+				clash = true;
+			}
+		}
+	}
+	if (old) {
+		for (size_t k = 0; k < old->n; k++) {
+			bool still = false;
+
+			for (size_t i = 0; i < g->n && !still; i++)
+				still = g->objs[i]->inode == old->objs[k]->inode &&
+					g->objs[i]->ns == old->objs[k]->ns;
+			if (!still && old->objs[k]->origin != LG_VDSO)
+				say(w, "        %d - %s", ps->pid, old->objs[k]->path);
+		}
+	}
+	libgraph__free(old);
+	return 0;
+}
+
+/*
+ * The process exited before we could read it again: judge the object dlopen returned from its
+ * file alone (the path comes from the link map, read in the kernel at dlopen's return).
+ */
+static void loaded_after_exit(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
+{
+	const struct obj_roles *r;
+	struct elf_object *elf;
+	char host[PATH_MAX + 64], t[32], desc[160] = "";
+
+	if (!e->path[0])
+		return;
+	snprintf(host, sizeof(host), "/proc/%d/root%s", e->pid, e->path);
+	elf = elfobj__open(host);
+	if (!elf)
+		elf = elfobj__open(e->path);
+	if (!elf)
+		return;
+	r = elfobj__roles(elf);
+	if (r->n)
+		snprintf(desc, sizeof(desc), " [%s: %s %s]", role_kind__label(r->r[0].kind),
+			 role_impl__name(r->r[0].impl), r->r[0].version);
+	rel_time(w, e->ts_ns, t, sizeof(t));
+	say(w, "[%s] %d + %s%s (dlopen; the process is gone, its dependencies unknown)", t, e->pid,
+	    e->path, desc);
+	for (unsigned k = 0; k < r->n && ps && ps->g; k++) {
+		enum role_kind kind = r->r[k].kind;
+
+		if (kind != ROLE_OPENMP && kind != ROLE_BLAS && kind != ROLE_CXX_RUNTIME)
+			continue;
+		for (size_t j = 0; j < ps->g->n; j++) {
+			const struct lg_object *y = ps->g->objs[j];
+			const struct obj_role *yr = obj_roles__find(lg_object__roles(y), kind);
+			char text[PATH_MAX * 2 + 256];
+
+			if (!yr || y->gone || y->inode == elfobj__inode(elf))
+				continue;
+			snprintf(text, sizeof(text),
+				 "a second %s arrived: %s (%s), beside %s (%s); loaded by:",
+				 role_kind__label(kind), e->path, role_impl__name(r->r[k].impl), y->path,
+				 role_impl__name(yr->impl));
+			finding(w, ps, e,
+				kind == ROLE_OPENMP ? "dup-openmp" :
+				kind == ROLE_BLAS   ? "dup-blas" :
+						      "dup-cxx-runtime",
+				text);
+			break;
+		}
+	}
+	elfobj__free(elf);
+	/* Into the model, so that a later dlopen of this dead process is judged against it. */
+	if (ps && ps->g) {
+		struct lg_object *o = libgraph__add(ps->g, 0, e->path, host, e->ret, 0, 0);
+
+		if (o && o->elf)
+			o->inode = elfobj__inode(o->elf);
+	}
+}
+
+static int add_proc(struct watch *w, pid_t pid)
+{
+	struct proc_state *np;
+	uint8_t one = 1;
+	uint32_t key = (uint32_t)pid;
+
+	if (proc_find(w, pid))
+		return 0;
+	np = realloc(w->procs, (w->n_procs + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	w->procs = np;
+	w->procs[w->n_procs] = (struct proc_state){ .pid = pid };
+	w->n_procs++;
+	bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
+			     BPF_ANY);
+	return refresh(w, &w->procs[w->n_procs - 1], NULL);
+}
+
+static void drop_proc(struct watch *w, pid_t pid)
+{
+	uint32_t key = (uint32_t)pid;
+
+	for (size_t i = 0; i < w->n_procs; i++) {
+		if (w->procs[i].pid != pid)
+			continue;
+		libgraph__free(w->procs[i].g);
+		procmaps__free(w->procs[i].maps);
+		w->procs[i] = w->procs[--w->n_procs];
+		break;
+	}
+	bpf_map__delete_elem(w->skel->maps.targets, &key, sizeof(key), 0);
+}
+
+static const char *event_name(unsigned int type)
+{
+	static const char *names[] = { [DLW_DLOPEN] = "dlopen",	   [DLW_DLCLOSE] = "dlclose",
+				       [DLW_DLSYM] = "dlsym",	   [DLW_OMP_FORK] = "omp_fork",
+				       [DLW_BLAS_THREAD] = "blas_thread",
+				       [DLW_CUDA_LOAD] = "gpu_load", [DLW_EXEC] = "exec",
+				       [DLW_FORK] = "fork",	   [DLW_EXIT] = "exit",
+				       [DLW_SIGNAL] = "signal",	   [DLW_FUTEX_WAIT] = "futex_wait" };
+
+	return type < sizeof(names) / sizeof(names[0]) && names[type] ? names[type] : "?";
+}
+
+static const char *cuda_fn(unsigned long long c)
+{
+	static const char *names[] = { "?", "cuModuleLoad", "cuModuleLoadData",
+				       "cuModuleLoadDataEx", "cuModuleLoadFatBinary",
+				       "cuLibraryLoadData", "cuLibraryLoadFromFile", "hipModuleLoad",
+				       "hipModuleLoadData" };
+
+	return c < sizeof(names) / sizeof(names[0]) ? names[c] : "?";
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct watch *w = ctx;
+	const struct dlw_event *e = data;
+	struct proc_state *ps;
+	json_t *j;
+	char t[32], line[PATH_MAX + 256];
+
+	if (size < sizeof(*e))
+		return 0;
+	w->st->events++;
+	ps = proc_find(w, (pid_t)e->pid);
+	rel_time(w, e->ts_ns, t, sizeof(t));
+	j = json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_name(e->type), "t",
+		      (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "comm", e->comm,
+		      "in_dlopen", e->in_dlopen);
+	switch (e->type) {
+	case DLW_DLOPEN:
+		snprintf(line, sizeof(line), "%s(\"%s\", 0x%llx) = 0x%llx (%.3f ms)",
+			 e->arg1 ? "dlmopen" : "dlopen", e->str, e->arg0, (unsigned long long)e->ret,
+			 (double)e->duration_ns / 1e6);
+		json_object_set_new(j, "path", json_string(e->str));
+		json_object_set_new(j, "file", json_string(e->path));
+		json_object_set_new(j, "flags", json_integer((json_int_t)e->arg0));
+		json_object_set_new(j, "handle", json_integer(e->ret));
+		json_object_set_new(j, "duration_ns", json_integer((json_int_t)e->duration_ns));
+		break;
+	case DLW_DLCLOSE:
+		snprintf(line, sizeof(line), "dlclose(0x%llx) = %lld", e->arg0, e->ret);
+		json_object_set_new(j, "handle", json_integer((json_int_t)e->arg0));
+		json_object_set_new(j, "result", json_integer(e->ret));
+		break;
+	case DLW_DLSYM:
+		snprintf(line, sizeof(line), "dlsym(0x%llx, \"%s\") = 0x%llx", e->arg0, e->str,
+			 (unsigned long long)e->ret);
+		json_object_set_new(j, "symbol", json_string(e->str));
+		json_object_set_new(j, "handle", json_integer((json_int_t)e->arg0));
+		json_object_set_new(j, "address", json_integer(e->ret));
+		break;
+	case DLW_OMP_FORK:
+		snprintf(line, sizeof(line), "parallel region #%llu started inside dlopen", e->arg1);
+		json_object_set_new(j, "regions", json_integer((json_int_t)e->arg1));
+		break;
+	case DLW_BLAS_THREAD:
+		snprintf(line, sizeof(line), "BLAS pool thread starts");
+		break;
+	case DLW_CUDA_LOAD:
+		snprintf(line, sizeof(line), "%s(%s%s%s size %llu) = %lld", cuda_fn(e->arg0),
+			 e->str[0] ? "\"" : "", e->str, e->str[0] ? "\"," : "", e->arg1, e->ret);
+		json_object_set_new(j, "function", json_string(cuda_fn(e->arg0)));
+		json_object_set_new(j, "file", json_string(e->str));
+		json_object_set_new(j, "image_size", json_integer((json_int_t)e->arg1));
+		json_object_set_new(j, "result", json_integer(e->ret));
+		break;
+	case DLW_EXEC:
+		snprintf(line, sizeof(line), "exec %s", e->str);
+		json_object_set_new(j, "file", json_string(e->str));
+		break;
+	case DLW_FORK:
+		snprintf(line, sizeof(line), "%s %llu%s", e->arg1 ? "new thread" : "fork, child",
+			 e->arg0, e->in_dlopen ? " (inside dlopen)" : "");
+		json_object_set_new(j, "child", json_integer((json_int_t)e->arg0));
+		json_object_set_new(j, "thread", json_boolean(e->arg1));
+		break;
+	case DLW_EXIT:
+		snprintf(line, sizeof(line), "exit, status 0x%llx", e->arg0);
+		json_object_set_new(j, "exit_code", json_integer((json_int_t)e->arg0));
+		break;
+	case DLW_SIGNAL: {
+		char where[256];
+
+		char at[256] = "?";
+
+		symbolize(ps, e->arg1, where, sizeof(where));
+		if (ps && e->stack_len) {
+			if (!ps->maps || !procmaps__find(ps->maps, e->stack[0]))
+				refresh(w, ps, NULL);
+			symbolize(ps, e->stack[0], at, sizeof(at));
+		}
+		snprintf(line, sizeof(line), "fatal signal %llu, fault address %s, at %s", e->arg0,
+			 where, at);
+		json_object_set_new(j, "at", json_string(at));
+		json_object_set_new(j, "signal", json_integer((json_int_t)e->arg0));
+		json_object_set_new(j, "address", json_integer((json_int_t)e->arg1));
+		json_object_set_new(j, "where", json_string(where));
+		break;
+	}
+	case DLW_FUTEX_WAIT:
+		if (e->arg1)
+			snprintf(line, sizeof(line), "futex wait on 0x%llx begins inside dlopen",
+				 e->arg0);
+		else
+			snprintf(line, sizeof(line), "futex wait on 0x%llx for %.1f ms%s", e->arg0,
+				 (double)e->duration_ns / 1e6,
+				 e->in_dlopen ? " (inside dlopen)" : "");
+		json_object_set_new(j, "futex", json_integer((json_int_t)e->arg0));
+		json_object_set_new(j, "duration_ns", json_integer((json_int_t)e->duration_ns));
+		break;
+	default:
+		snprintf(line, sizeof(line), "?");
+	}
+	if (e->stack_len)
+		json_object_set_new(j, "stack", stack_json(ps, e, false));
+	say(w, "[%s] %d/%d %s %s", t, e->pid, e->tid, e->comm, line);
+	emit_json(w, j);
+
+	/* The model and the live detectors. */
+	if (e->type == DLW_FORK && !e->arg1 && w->o->follow)
+		add_proc(w, (pid_t)e->arg0);
+	if ((e->type == DLW_DLOPEN && e->ret) || e->type == DLW_DLCLOSE || e->type == DLW_EXEC)
+		if (ps && refresh(w, ps, e) && e->type == DLW_DLOPEN)
+			loaded_after_exit(w, ps, e);
+	if (e->type == DLW_OMP_FORK)
+		finding(w, ps, e, "loader-lock-hazard",
+			"a parallel region started by a thread inside dlopen (a constructor); its "
+			"workers deadlock if they need the loader lock");
+	if (e->type == DLW_FUTEX_WAIT && e->arg1)
+		finding(w, ps, e, "loader-lock-hazard",
+			"a thread inside dlopen blocks on a futex: a constructor waits for other "
+			"threads (a parallel region, a join) while it holds the loader lock");
+	if (e->type == DLW_EXIT) {
+		if ((pid_t)e->pid == w->command_pid)
+			w->command_done = true;
+		drop_proc(w, (pid_t)e->pid);
+	}
+	return 0;
+}
+
+static int check_capabilities(char *why, size_t len)
+{
+	const char *still = "libs, check, lint and stacks still work";
+
+	if (geteuid() != 0) {
+		snprintf(why, len, "watch needs root (CAP_BPF and CAP_PERFMON) to load its BPF "
+				   "programs; %s", still);
+		return -EPERM;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(why, len, "watch needs kernel BTF (/sys/kernel/btf/vmlinux is missing); %s",
+			 still);
+		return -ENOTSUP;
+	}
+	if (access("/sys/bus/event_source/devices/uprobe", F_OK)) {
+		snprintf(why, len, "watch needs uprobe support (no uprobe PMU in this kernel); %s",
+			 still);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN)
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+/* Start the command stopped before exec, so probes are in place from its first instruction. */
+static pid_t spawn_held(char **argv, int *release_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char c;
+
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		fprintf(stderr, "dlscope: cannot run '%s': %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*release_fd = p[1];
+	return pid;
+}
+
+static void write_header(struct watch *w)
+{
+	struct utsname u;
+	json_t *pids = json_array();
+
+	if (!w->o->record)
+		return;
+	uname(&u);
+	for (size_t i = 0; i < w->o->n_pids; i++)
+		json_array_append_new(pids, json_integer(w->o->pids[i]));
+	emit_json(w, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}",
+			       "type", "header", "format", "dlscope-trace/1", "dlscope",
+			       DLSCOPE_VERSION, "host", u.nodename, "kernel", u.release, "glibc",
+			       gnu_get_libc_version(), "clock", "CLOCK_MONOTONIC", "t0",
+			       (json_int_t)w->t0, "realtime_minus_monotonic_ns",
+			       (json_int_t)(mono_ns(CLOCK_REALTIME) - mono_ns(CLOCK_MONOTONIC)),
+			       "targets", pids, "follow", w->o->follow, "hot", w->o->hot));
+}
+
+int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
+{
+	struct watch w = { .o = o, .st = st };
+	int err, release_fd = -1;
+	unsigned long long deadline = 0, t_attach;
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	memset(st, 0, sizeof(*st));
+	st->command_status = -1;
+	err = check_capabilities(why, whylen);
+	if (err)
+		return err;
+	libbpf_set_print(libbpf_quiet);
+	w.skel = dlwatch_bpf__open();
+	if (!w.skel) {
+		snprintf(why, whylen, "cannot open the BPF programs: %s", strerror(errno));
+		return -errno;
+	}
+	w.skel->rodata->follow_children = o->follow;
+	w.skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
+	err = dlwatch_bpf__load(w.skel);
+	if (err) {
+		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
+		goto out;
+	}
+	/* Raw tracepoints: no tracefs needed. */
+	err = dlwatch_bpf__attach(w.skel);
+	if (err) {
+		snprintf(why, whylen, "cannot attach the tracepoints: %s", strerror(-err));
+		goto out;
+	}
+	w.rb = ring_buffer__new(bpf_map__fd(w.skel->maps.events), handle_event, &w, NULL);
+	if (!w.rb) {
+		err = -errno;
+		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
+		goto out;
+	}
+	w.t0 = mono_ns(CLOCK_MONOTONIC);
+	write_header(&w);
+	t_attach = mono_ns(CLOCK_MONOTONIC);
+	for (size_t i = 0; i < o->n_pids; i++) {
+		err = add_proc(&w, o->pids[i]);
+		if (err) {
+			snprintf(why, whylen, "cannot watch process %d: it does not exist or exited",
+				 o->pids[i]);
+			goto out;
+		}
+	}
+	if (o->command) {
+		/* Probe our own libc: the command runs the same one unless it changes root. */
+		struct target *self;
+		char r[128];
+
+		w.command_pid = spawn_held(o->command, &release_fd);
+		if (w.command_pid < 0) {
+			err = -errno;
+			snprintf(why, whylen, "cannot start '%s': %s", o->command[0], strerror(errno));
+			goto out;
+		}
+		if (!target__open(getpid(), &self, r, sizeof(r))) {
+			struct libgraph *g;
+
+			if (!libgraph__snapshot(self, &g, r, sizeof(r))) {
+				for (size_t i = 0; i < g->n; i++)
+					attach_object(&w, getpid(), g->objs[i]);
+				libgraph__free(g);
+			}
+			target__free(self);
+		}
+		{
+			uint32_t key = (uint32_t)w.command_pid;
+			uint8_t one = 1;
+			struct proc_state *np = realloc(w.procs, (w.n_procs + 1) * sizeof(*np));
+
+			if (np) {
+				w.procs = np;
+				w.procs[w.n_procs++] = (struct proc_state){ .pid = w.command_pid };
+			}
+			bpf_map__update_elem(w.skel->maps.targets, &key, sizeof(key), &one,
+					     sizeof(one), BPF_ANY);
+		}
+	}
+	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
+	/* Tests and scripts wait for this line before they make the target act. */
+	fprintf(stderr, "dlscope: watching %zu process%s; probes attached in %.1f ms\n",
+		w.n_procs, w.n_procs == 1 ? "" : "es", st->attach_ms);
+	if (release_fd >= 0) {
+		if (write(release_fd, "g", 1) != 1)
+			dls_warn("cannot release '%s'", o->command[0]);
+		close(release_fd);
+	}
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (o->duration_s > 0)
+		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
+	err = 0;
+	while (!stop_requested) {
+		int n = ring_buffer__poll(w.rb, 100);
+
+		if (n < 0 && n != -EINTR) {
+			err = n;
+			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
+			break;
+		}
+		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
+			break;
+		if (w.command_pid > 0) {
+			int status;
+
+			if (waitpid(w.command_pid, &status, WNOHANG) == w.command_pid) {
+				st->command_status = WIFEXITED(status) ? WEXITSTATUS(status) :
+									 128 + WTERMSIG(status);
+				w.command_done = true;
+			}
+			if (w.command_done && st->command_status >= 0)
+				break;
+		} else if (!w.n_procs && o->n_pids) {
+			break; /* every target exited */
+		}
+	}
+	ring_buffer__consume(w.rb);
+	{
+		uint32_t zero = 0;
+		int ncpu = libbpf_num_possible_cpus();
+		unsigned long long *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*vals)) : NULL;
+
+		if (vals && !bpf_map__lookup_elem(w.skel->maps.lost, &zero, sizeof(zero), vals,
+						  (size_t)ncpu * sizeof(*vals), 0))
+			for (int c = 0; c < ncpu; c++)
+				st->lost += vals[c];
+		free(vals);
+	}
+	emit_json(&w, json_pack("{s:s, s:I, s:I, s:I}", "type", "summary", "events",
+				(json_int_t)st->events, "lost", (json_int_t)st->lost, "findings",
+				(json_int_t)st->findings));
+out:
+	if (w.command_pid > 0 && st->command_status < 0) {
+		kill(w.command_pid, SIGKILL);
+		waitpid(w.command_pid, NULL, 0);
+	}
+	for (size_t i = 0; i < w.n_links; i++)
+		bpf_link__destroy(w.links[i]);
+	free(w.links);
+	free(w.files);
+	for (size_t i = 0; i < w.n_procs; i++) {
+		libgraph__free(w.procs[i].g);
+		procmaps__free(w.procs[i].maps);
+	}
+	free(w.procs);
+	ring_buffer__free(w.rb);
+	dlwatch_bpf__destroy(w.skel);
+	return err;
+}

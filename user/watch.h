@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The event collector of dlscope watch/record: loads bpf/dlwatch.bpf.c, attaches the loader,
+ * OpenMP/BLAS and GPU-loader probes to the objects of the watched processes (and to runtimes
+ * they load later), keeps each process's library graph current and runs the live detectors.
+ */
+#ifndef DLSCOPE_WATCH_H
+#define DLSCOPE_WATCH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct watch_opts {
+	pid_t *pids;
+	size_t n_pids;
+	char **command;		/* -- CMD ARGS, or NULL */
+	bool follow;		/* children as they fork */
+	bool hot;		/* also the per-region OpenMP/BLAS entry points */
+	bool quiet;		/* no line per event (record) */
+	double duration_s;	/* 0: until the targets exit or SIGINT/SIGTERM */
+	unsigned int futex_ms;	/* report futex waits at least this long */
+	FILE *record;		/* JSON Lines trace, or NULL */
+};
+
+struct watch_stats {
+	unsigned long long events, lost, findings;
+	double attach_ms;	/* attaching every probe to the initial targets */
+	int command_status;	/* -1 when no command ran */
+};
+
+/*
+ * Run until the targets are gone, the duration is up, or SIGINT/SIGTERM. Returns 0 or -errno
+ * with a one-line reason in @why (missing capability, no such process, ...).
+ */
+int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen);
+
+#endif
