@@ -753,8 +753,12 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			struct proc_state *np = realloc(w.procs, (w.n_procs + 1) * sizeof(*np));
 
 			if (np) {
+				/* An empty graph, not none: everything it loads is news. */
 				w.procs = np;
-				w.procs[w.n_procs++] = (struct proc_state){ .pid = w.command_pid };
+				w.procs[w.n_procs++] = (struct proc_state){
+					.pid = w.command_pid,
+					.g = libgraph__new(w.command_pid, o->command[0]),
+				};
 			}
 			bpf_map__update_elem(w.skel->maps.targets, &key, sizeof(key), &one,
 					     sizeof(one), BPF_ANY);
