@@ -64,7 +64,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);
+	__uint(max_entries, 64 << 20);
 } events SEC(".maps");
 
 struct {
@@ -86,10 +86,19 @@ static __always_inline u32 dlopen_depth(u32 tid)
 	return d ? *d : 0;
 }
 
+/* Events with a stack or a resolved path are full size; the rest stop before path[]. */
+static __always_inline bool full_event(u32 type)
+{
+	return type == DLW_DLOPEN || type == DLW_CUDA_LOAD || type == DLW_OMP_FORK ||
+	       type == DLW_FORK || type == DLW_SIGNAL;
+}
+
 static __always_inline struct dlw_event *reserve(u32 type)
 {
 	u64 id = bpf_get_current_pid_tgid();
-	struct dlw_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct dlw_event *e = full_event(type) ?
+		bpf_ringbuf_reserve(&events, sizeof(*e), 0) :
+		bpf_ringbuf_reserve(&events, __builtin_offsetof(struct dlw_event, path), 0);
 
 	if (!e) {
 		u32 zero = 0;
@@ -179,8 +188,10 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 		if (p->str[0] || !p->strptr ||
 		    bpf_probe_read_user_str(e->str, sizeof(e->str), (const void *)p->strptr) < 0)
 			__builtin_memcpy(e->str, p->str, sizeof(e->str));
-		e->path[0] = '\0';
 		/* glibc's handle is the struct link_map: l_name, its second field, is the file. */
+		if (type == DLW_DLOPEN) {
+			e->path[0] = '\0';
+		}
 		if (type == DLW_DLOPEN && ret) {
 			u64 name = 0;
 
@@ -402,22 +413,26 @@ int handle_signal(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-SEC("raw_tp/sys_enter")
-int handle_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+/* The syscalls:sys_enter_futex record: only futex calls pay for this probe. */
+struct futex_enter_args {
+	unsigned long long common;
+	long nr;
+	unsigned long long uaddr;
+	long op;
+};
+
+SEC("tp/syscalls/sys_enter_futex")
+int handle_futex_enter(struct futex_enter_args *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
-	struct pt_regs *regs;
 	struct pending p = {};
 
-	if (ctx->args[1] != 202 || !traced(id >> 32))
+	p.arg1 = ctx->op & 0x7f;
+	if ((p.arg1 != 0 && p.arg1 != 9) || !traced(id >> 32)) /* FUTEX_WAIT, _WAIT_BITSET */
 		return 0;
-	regs = (struct pt_regs *)ctx->args[0];
 	p.ts = bpf_ktime_get_ns();
-	p.arg0 = PT_REGS_PARM1_CORE(regs);
-	p.arg1 = PT_REGS_PARM2_CORE(regs) & 0x7f;
-	if (p.arg1 != 0 && p.arg1 != 9) /* FUTEX_WAIT, FUTEX_WAIT_BITSET */
-		return 0;
+	p.arg0 = ctx->uaddr;
 	bpf_map_update_elem(&futex_start, &tid, &p, BPF_ANY);
 	/* Blocking inside dlopen (under the loader lock) is reported at once: it may never end. */
 	if (dlopen_depth(tid)) {
@@ -432,8 +447,8 @@ int handle_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-SEC("raw_tp/sys_exit")
-int handle_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+SEC("tp/syscalls/sys_exit_futex")
+int handle_futex_exit(void *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;

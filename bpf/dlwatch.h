@@ -44,6 +44,7 @@ struct dlw_event {
 	int stack_len;		/* frames in stack[], 0 when not collected */
 	char comm[16];
 	char str[DLW_STR_LEN];
+	/* Only in full-size events (dlopen, GPU loads, fork, signal, omp_fork); others end here. */
 	char path[DLW_STR_LEN];	/* dlopen: l_name of the returned link_map, the file loaded */
 	unsigned long long stack[DLW_STACK_DEPTH];
 };

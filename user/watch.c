@@ -8,9 +8,11 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -486,12 +488,14 @@ static int handle_event(void *ctx, void *data, size_t size)
 	json_t *j;
 	char t[32], line[PATH_MAX + 256];
 
-	if (size < sizeof(*e))
+	if (size < offsetof(struct dlw_event, path))
 		return 0;
 	w->st->events++;
 	ps = proc_find(w, (pid_t)e->pid);
 	rel_time(w, e->ts_ns, t, sizeof(t));
-	j = json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_name(e->type), "t",
+	/* Build the JSON only for a trace; json_* calls below accept a NULL object. */
+	j = !w->o->record ? NULL :
+	    json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_name(e->type), "t",
 		      (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "comm", e->comm,
 		      "in_dlopen", e->in_dlopen);
 	switch (e->type) {
@@ -579,9 +583,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 	default:
 		snprintf(line, sizeof(line), "?");
 	}
-	if (e->stack_len)
+	if (e->stack_len && j)
 		json_object_set_new(j, "stack", stack_json(ps, e, false));
-	say(w, "[%s] %d/%d %s %s", t, e->pid, e->tid, e->comm, line);
+	if (!w->o->quiet)
+		say(w, "[%s] %d/%d %s %s", t, e->pid, e->tid, e->comm, line);
 	emit_json(w, j);
 
 	/* The model and the live detectors. */
@@ -703,7 +708,18 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
 		goto out;
 	}
-	/* Raw tracepoints: no tracefs needed. */
+	/*
+	 * The futex tracepoints need tracefs; root may mount it. Without it, futex waits are
+	 * left out and everything else still works.
+	 */
+	if (access("/sys/kernel/tracing/events/syscalls", F_OK) &&
+	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
+		dls_warn("tracefs is not mounted at /sys/kernel/tracing and mounting it failed (%s): "
+			 "futex waits are not reported",
+			 strerror(errno));
+		bpf_program__set_autoattach(w.skel->progs.handle_futex_enter, false);
+		bpf_program__set_autoattach(w.skel->progs.handle_futex_exit, false);
+	}
 	err = dlwatch_bpf__attach(w.skel);
 	if (err) {
 		snprintf(why, whylen, "cannot attach the tracepoints: %s", strerror(-err));

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""The cost of dlscope watch on a loop of tiny OpenMP regions, the collector's throughput and
+the time to attach every probe. Needs root (BPF) and bpftrace for the floor."""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+dlscope = os.path.join(root, "dlscope")
+out = os.path.join(build, "bench")
+os.makedirs(out, exist_ok=True)
+N = int(os.environ.get("OMP_REGIONS", "1000000"))
+
+if os.geteuid() != 0:
+    print("watch bench: needs root (BPF); skipped")
+    sys.exit(0)
+subprocess.run(["cc", "-O2", "-fopenmp", "-o", f"{out}/omp_regions",
+                f"{root}/bench/omp_regions.c"], check=True)
+subprocess.run(["cc", "-O2", "-o", f"{out}/dlsym_loop", f"{root}/bench/dlsym_loop.c", "-ldl"],
+               check=True)
+env = dict(os.environ)
+
+
+def per_region(argv, runs=3):
+    vals = []
+    for _ in range(runs):
+        p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+        m = re.search(r"([\d.]+) us/region", p.stdout)
+        assert m, (argv, p.stdout, p.stderr)
+        vals.append(float(m.group(1)))
+    return statistics.median(vals)
+
+
+prog = [f"{out}/omp_regions", str(N)]
+base = per_region(prog)
+default = per_region([dlscope, "watch", "-q", "--", *prog])
+hot = per_region([dlscope, "watch", "-q", "--hot", "--", *prog])
+floor = per_region(["bpftrace", "-e",
+                    "uprobe:/usr/lib/x86_64-linux-gnu/libgomp.so.1:GOMP_parallel {}",
+                    "-c", " ".join(prog)])
+print(f"{N} OpenMP regions of 2 threads, median of 3 runs:")
+print(f"  untraced:                 {base:7.3f} us/region")
+print(f"  dlscope watch (default):  {default:7.3f} us/region  "
+      f"{(default / base - 1) * 100:+.1f}%  goal <= +5%")
+print(f"  dlscope watch --hot:      {hot:7.3f} us/region  {hot / floor:.2f}x the floor"
+      f"  goal <= 1.5x")
+print(f"  bpftrace empty uprobe:    {floor:7.3f} us/region  (the floor: {floor / base:.1f}x)")
+
+# Collector throughput: every dlsym is an event.
+p = subprocess.run([dlscope, "watch", "-q", "--", f"{out}/dlsym_loop", "2000000"],
+                   capture_output=True, text=True, timeout=600)
+m = re.search(r"(\d+) events, (\d+) lost", p.stderr)
+rate = re.search(r"(\d+) calls/s", p.stdout)
+print(f"collector: {m.group(1)} events, {m.group(2)} lost; the traced loop ran at "
+      f"{rate.group(1)} dlsym calls/s (each call one event)")
+
+# Attach time: every probe on a Python process with numpy (libc, OpenBLAS, --hot).
+py = subprocess.Popen(["/usr/bin/python3", "-c",
+                       "import numpy, os, time; print('ready', flush=True); time.sleep(60)"],
+                      stdout=subprocess.PIPE, text=True)
+try:
+    py.stdout.readline()
+    times = []
+    for _ in range(5):
+        p = subprocess.run([dlscope, "watch", "-q", "--hot", "--duration", "0.2", "-p",
+                            str(py.pid)], capture_output=True, text=True)
+        times.append(float(re.search(r"attached in ([\d.]+) ms", p.stderr).group(1)))
+    print(f"attach every probe to python3+numpy: median {statistics.median(times):.1f} ms"
+          f"  goal < 300 ms")
+finally:
+    py.kill()
+    py.wait()
