@@ -667,10 +667,11 @@ static pid_t spawn_held(char **argv, int *release_fd)
 static void write_header(struct watch *w)
 {
 	struct utsname u;
-	json_t *pids = json_array();
+	json_t *pids;
 
 	if (!w->o->record)
 		return;
+	pids = json_array();
 	uname(&u);
 	for (size_t i = 0; i < w->o->n_pids; i++)
 		json_array_append_new(pids, json_integer(w->o->pids[i]));
