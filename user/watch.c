@@ -284,6 +284,40 @@ static void finding(struct watch *w, struct proc_state *ps, const struct dlw_eve
 			       text, "stack", stack_json(ps, e, !w->o->quiet)));
 }
 
+/*
+ * Live detector: a runtime of a kind that must be alone (OpenMP, BLAS, C++) arrived at @path
+ * while @g already had another file of that kind among its objects up to @max_id. One finding.
+ */
+static void second_runtime(struct watch *w, struct proc_state *ps, const struct dlw_event *cause,
+			   const struct libgraph *g, const char *path, const struct obj_roles *r,
+			   uint64_t inode, unsigned int max_id)
+{
+	for (unsigned k = 0; k < r->n; k++) {
+		enum role_kind kind = r->r[k].kind;
+
+		if (kind != ROLE_OPENMP && kind != ROLE_BLAS && kind != ROLE_CXX_RUNTIME)
+			continue;
+		for (size_t j = 0; j < g->n; j++) {
+			const struct lg_object *y = g->objs[j];
+			const struct obj_role *yr = obj_roles__find(lg_object__roles(y), kind);
+			char text[PATH_MAX * 2 + 256];
+
+			if (!yr || y->gone || y->inode == inode || y->id > max_id)
+				continue;
+			snprintf(text, sizeof(text),
+				 "a second %s arrived: %s (%s), beside %s (%s); loaded by:",
+				 role_kind__label(kind), path, role_impl__name(r->r[k].impl), y->path,
+				 role_impl__name(yr->impl));
+			finding(w, ps, cause,
+				kind == ROLE_OPENMP ? "dup-openmp" :
+				kind == ROLE_BLAS   ? "dup-blas" :
+						      "dup-cxx-runtime",
+				text);
+			return;
+		}
+	}
+}
+
 static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_event *cause)
 {
 	struct libgraph *old = ps->g, *g = NULL;
@@ -302,7 +336,7 @@ static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_even
 	ps->g = g;
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
-		bool known = false, clash = false;
+		bool known = false;
 		const struct obj_roles *r = lg_object__roles(o);
 		char desc[160] = "", t[32];
 
@@ -320,35 +354,10 @@ static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_even
 				       (json_int_t)(cause ? cause->ts_ns : 0), "pid", ps->pid, "path",
 				       o->path, "namespace", o->ns, "roles",
 				       json_integer(r->n ? (json_int_t)r->r[0].kind : -1)));
-		/*
-		 * Live detector: a second runtime of a kind that must be alone. The other one was
-		 * there before (in the last graph, or earlier in the loader's order: a graph taken
-		 * at exec time has not seen the start-up libraries yet).
-		 */
-		for (unsigned k = 0; k < r->n && cause && !clash; k++) {
-			enum role_kind kind = r->r[k].kind;
-
-			if (kind != ROLE_OPENMP && kind != ROLE_BLAS && kind != ROLE_CXX_RUNTIME)
-				continue;
-			for (size_t j = 0; j < g->n && !clash; j++) {
-				const struct lg_object *y = g->objs[j];
-				const struct obj_role *yr = obj_roles__find(lg_object__roles(y), kind);
-				char text[PATH_MAX * 2 + 256];
-
-				if (!yr || y->inode == o->inode || y->id > o->id)
-					continue;
-				snprintf(text, sizeof(text),
-					 "a second %s arrived: %s (%s), beside %s (%s); loaded by:",
-					 role_kind__label(kind), o->path, role_impl__name(r->r[k].impl),
-					 y->path, role_impl__name(yr->impl));
-				finding(w, ps, cause,
-					kind == ROLE_OPENMP ? "dup-openmp" :
-					kind == ROLE_BLAS   ? "dup-blas" :
-							      "dup-cxx-runtime",
-					text);
-				clash = true;
-			}
-		}
+		/* A graph taken at exec time has not seen the start-up libraries: "before" is
+		 * also "earlier in the loader's order". */
+		if (cause)
+			second_runtime(w, ps, cause, g, o->path, r, o->inode, o->id);
 	}
 	if (old) {
 		for (size_t k = 0; k < old->n; k++) {
@@ -390,30 +399,8 @@ static void loaded_after_exit(struct watch *w, struct proc_state *ps, const stru
 	rel_time(w, e->ts_ns, t, sizeof(t));
 	say(w, "[%s] %d + %s%s (dlopen; the process is gone, its dependencies unknown)", t, e->pid,
 	    e->path, desc);
-	for (unsigned k = 0; k < r->n && ps && ps->g; k++) {
-		enum role_kind kind = r->r[k].kind;
-
-		if (kind != ROLE_OPENMP && kind != ROLE_BLAS && kind != ROLE_CXX_RUNTIME)
-			continue;
-		for (size_t j = 0; j < ps->g->n; j++) {
-			const struct lg_object *y = ps->g->objs[j];
-			const struct obj_role *yr = obj_roles__find(lg_object__roles(y), kind);
-			char text[PATH_MAX * 2 + 256];
-
-			if (!yr || y->gone || y->inode == elfobj__inode(elf))
-				continue;
-			snprintf(text, sizeof(text),
-				 "a second %s arrived: %s (%s), beside %s (%s); loaded by:",
-				 role_kind__label(kind), e->path, role_impl__name(r->r[k].impl), y->path,
-				 role_impl__name(yr->impl));
-			finding(w, ps, e,
-				kind == ROLE_OPENMP ? "dup-openmp" :
-				kind == ROLE_BLAS   ? "dup-blas" :
-						      "dup-cxx-runtime",
-				text);
-			break;
-		}
-	}
+	if (ps && ps->g)
+		second_runtime(w, ps, e, ps->g, e->path, r, elfobj__inode(elf), UINT_MAX);
 	elfobj__free(elf);
 	/* Into the model, so that a later dlopen of this dead process is judged against it. */
 	if (ps && ps->g) {
