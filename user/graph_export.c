@@ -30,7 +30,7 @@ void obj_role__describe(const struct obj_role *r, char *buf, size_t len)
 		snprintf(buf + n, len - (size_t)n, " (%s)", r->detail);
 }
 
-static json_t *roles_json(const struct obj_roles *roles)
+json_t *obj_roles__to_json(const struct obj_roles *roles)
 {
 	json_t *arr = json_array();
 
@@ -74,7 +74,7 @@ json_t *lg_object__to_json(const struct lg_object *o)
 			"namespace", (json_int_t)o->ns, "origin", lg_origin__id(o->origin),
 			"parents", ids_json(o->parents, o->n_parents), "children",
 			ids_json(o->children, o->n_children), "needed", needed,
-			"unresolved_needed", unresolved, "roles", roles_json(lg_object__roles(o)),
+			"unresolved_needed", unresolved, "roles", obj_roles__to_json(lg_object__roles(o)),
 			"in_link_map", o->in_link_map, "in_maps", o->in_maps, "deleted", o->deleted,
 			"gone", o->gone, "error", str_or_null(o->error));
 	return obj;

@@ -8,10 +8,13 @@
 
 struct libgraph;
 struct lg_object;
+struct obj_roles;
 
 /* One process's graph as a JSON object (new reference), or NULL when out of memory. */
 json_t *libgraph__to_json(const struct libgraph *g);
 json_t *lg_object__to_json(const struct lg_object *o);
+/* An object's roles as the ROLE[] array of docs/libs-schema.md (new reference). */
+json_t *obj_roles__to_json(const struct obj_roles *roles);
 /* Print a Graphviz digraph; roles as fill colours, dlopen roots as boxes. */
 void libgraph__print_dot(const struct libgraph *const *graphs, size_t n, FILE *f);
 /* "OpenMP runtime: GNU libgomp 5.0.1", for text output. */

@@ -23,6 +23,7 @@
 #include "dlwatch.h"
 #include "dlwatch.skel.h"
 #include "elfobj.h"
+#include "graph_export.h"
 #include "libgraph.h"
 #include "output.h"
 #include "procmaps.h"
@@ -200,6 +201,8 @@ static void emit_json(struct watch *w, json_t *obj)
 		json_dumpf(obj, w->o->record, JSON_COMPACT);
 		fputc('\n', w->o->record);
 	}
+	if (w->o->sink && obj)
+		w->o->sink(w->o->sink_ctx, obj);
 	json_decref(obj);
 }
 
@@ -350,10 +353,19 @@ static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_even
 				 role_impl__name(r->r[0].impl), r->r[0].version);
 		rel_time(w, cause ? cause->ts_ns : mono_ns(CLOCK_MONOTONIC), t, sizeof(t));
 		say(w, "[%s] %d + %s%s (%s)", t, ps->pid, o->path, desc, lg_origin__id(o->origin));
-		emit_json(w, json_pack("{s:s, s:I, s:i, s:s, s:i, s:o}", "type", "loaded", "t",
-				       (json_int_t)(cause ? cause->ts_ns : 0), "pid", ps->pid, "path",
-				       o->path, "namespace", o->ns, "roles",
-				       json_integer(r->n ? (json_int_t)r->r[0].kind : -1)));
+		if (w->o->record || w->o->sink) {
+			json_t *by = json_array();
+
+			for (size_t p = 0; p < o->n_parents; p++)
+				json_array_append_new(by, json_string(g->objs[o->parents[p]]->path));
+			emit_json(w, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o}",
+					       "type", "loaded", "t",
+					       (json_int_t)(cause ? cause->ts_ns : 0), "pid",
+					       ps->pid, "path", o->path, "soname", o->soname,
+					       "namespace", o->ns, "origin",
+					       lg_origin__id(o->origin), "needed_by", by, "roles",
+					       obj_roles__to_json(r)));
+		}
 		/* A graph taken at exec time has not seen the start-up libraries: "before" is
 		 * also "earlier in the loader's order". */
 		if (cause)
@@ -481,7 +493,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 	ps = proc_find(w, (pid_t)e->pid);
 	rel_time(w, e->ts_ns, t, sizeof(t));
 	/* Build the JSON only for a trace; json_* calls below accept a NULL object. */
-	j = !w->o->record ? NULL :
+	j = !w->o->record && !w->o->sink ? NULL :
 	    json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_name(e->type), "t",
 		      (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "comm", e->comm,
 		      "in_dlopen", e->in_dlopen);
@@ -656,7 +668,7 @@ static void write_header(struct watch *w)
 	struct utsname u;
 	json_t *pids;
 
-	if (!w->o->record)
+	if (!w->o->record && !w->o->sink)
 		return;
 	pids = json_array();
 	uname(&u);
@@ -783,7 +795,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	if (o->duration_s > 0)
 		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
 	err = 0;
-	while (!stop_requested) {
+	while (!stop_requested && !(o->stop && *o->stop)) {
 		int n = ring_buffer__poll(w.rb, 100);
 
 		if (n < 0 && n != -EINTR) {

@@ -7,6 +7,8 @@
 #ifndef DLSCOPE_WATCH_H
 #define DLSCOPE_WATCH_H
 
+#include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -21,6 +23,15 @@ struct watch_opts {
 	double duration_s;	/* 0: until the targets exit or SIGINT/SIGTERM */
 	unsigned int futex_ms;	/* report futex waits at least this long */
 	FILE *record;		/* JSON Lines trace, or NULL */
+	/*
+	 * Each trace record (header, events, summary; docs/trace-format.md) as it is made, for an
+	 * in-process consumer such as the TUI. Called on the collector's thread; the record is
+	 * borrowed (json_incref to keep it).
+	 */
+	void (*sink)(void *ctx, json_t *record);
+	void *sink_ctx;
+	/* Set non-zero (from another thread or a signal handler) to end the run. */
+	volatile sig_atomic_t *stop;
 };
 
 struct watch_stats {
