@@ -24,20 +24,13 @@ struct {
 	__type(value, u8);
 } targets SEC(".maps");
 
-struct pending {
-	u64 ts;
-	u64 arg0, arg1;
-	u64 strptr; /* read again at return when the page was not yet faulted in at entry */
-	u32 type;
-	char str[DLW_STR_LEN];
-};
 
 /* Calls in progress, per thread (dlopen and dlsym may nest: a constructor calling dlsym). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, u64); /* tid << 8 | type */
-	__type(value, struct pending);
+	__type(key, u64); /* call_key(): tid, type and, for dlopen, the nesting depth */
+	__type(value, struct dlw_call);
 } calls SEC(".maps");
 
 struct {
@@ -59,7 +52,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, u32);
-	__type(value, struct pending);
+	__type(value, struct dlw_call);
 } futex_start SEC(".maps");
 
 struct {
@@ -132,9 +125,9 @@ static __always_inline void user_stack(void *ctx, struct dlw_event *e)
 static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1)
 {
 	u64 id = bpf_get_current_pid_tgid();
-	u64 key = (id << 8) | type;
-	struct pending *p;
-	static const struct pending zero;
+	u64 key = dlw_call_key((u32)id, type, type == DLW_DLOPEN ? dlopen_depth((u32)id) : 0);
+	struct dlw_call *p;
+	static const struct dlw_call zero;
 
 	if (!traced(id >> 32))
 		return 0;
@@ -147,6 +140,7 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 	p->arg0 = arg0;
 	p->arg1 = arg1;
 	p->type = type;
+	p->pid = id >> 32;
 	p->strptr = (u64)str;
 	if (str && bpf_probe_read_user_str(p->str, sizeof(p->str), str) < 0)
 		p->str[0] = '\0';
@@ -164,13 +158,12 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 static __always_inline int call_exit(void *ctx, u32 type, long ret)
 {
 	u64 id = bpf_get_current_pid_tgid();
-	u64 key = (id << 8) | type;
-	struct pending *p = bpf_map_lookup_elem(&calls, &key);
+	u32 depth = type == DLW_DLOPEN ? dlopen_depth((u32)id) : 0;
+	u64 key = dlw_call_key((u32)id, type, depth ? depth - 1 : 0);
+	struct dlw_call *p = bpf_map_lookup_elem(&calls, &key);
 	struct dlw_event *e;
 
-	if (!p)
-		return 0;
-	if (type == DLW_DLOPEN) {
+	if (type == DLW_DLOPEN && depth) {
 		u32 tid = (u32)id, *d = bpf_map_lookup_elem(&in_dlopen, &tid);
 
 		if (d && *d > 1)
@@ -178,6 +171,8 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 		else
 			bpf_map_delete_elem(&in_dlopen, &tid);
 	}
+	if (!p)
+		return 0;
 	e = reserve(type);
 	if (e) {
 		e->duration_ns = e->ts_ns - p->ts;
@@ -426,7 +421,7 @@ int handle_futex_enter(struct futex_enter_args *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
-	struct pending p = {};
+	struct dlw_call p = {};
 
 	p.arg1 = ctx->op & 0x7f;
 	if ((p.arg1 != 0 && p.arg1 != 9) || !traced(id >> 32)) /* FUTEX_WAIT, _WAIT_BITSET */
@@ -452,7 +447,7 @@ int handle_futex_exit(void *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
-	struct pending *p = bpf_map_lookup_elem(&futex_start, &tid);
+	struct dlw_call *p = bpf_map_lookup_elem(&futex_start, &tid);
 	struct dlw_event *e;
 	u64 now;
 

@@ -33,6 +33,23 @@ enum dlw_cuda_fn {
 	HIP_MODULE_LOAD_DATA,
 };
 
+/*
+ * A call in progress (the calls map), keyed by dlw_call_key(); user space scans it for threads
+ * that stay inside dlopen.
+ */
+struct dlw_call {
+	unsigned long long ts;
+	unsigned long long arg0, arg1;
+	unsigned long long strptr; /* read again at return when the page was not yet faulted in */
+	unsigned int type;
+	unsigned int pid;
+	char str[DLW_STR_LEN];
+};
+
+/* A constructor may dlopen inside dlopen: each nesting level has its own pending call. */
+#define dlw_call_key(tid, type, depth) \
+	(((unsigned long long)(tid) << 16) | ((unsigned long long)(type) << 8) | ((depth) & 0xff))
+
 struct dlw_event {
 	unsigned long long ts_ns;
 	unsigned long long duration_ns;

@@ -19,7 +19,7 @@ static void watch_usage(FILE *f, const char *cmd)
 		"\n"
 		"Stream the loader's calls (dlopen, dlmopen, dlclose, dlsym, dlvsym), GPU module\n"
 		"loads (cuModuleLoad*, cuLibraryLoad*, hipModuleLoad*), exec/fork/exit, fatal\n"
-		"signals with the faulting object and long futex waits, from eBPF probes; keep each\n"
+		"signals with the faulting object, from eBPF probes; keep each\n"
 		"process's library graph current and flag, live, a second OpenMP/BLAS/C++ runtime\n"
 		"arriving and threads created, waiting or starting parallel regions inside dlopen.\n"
 		"Needs root, kernel BTF and uprobes.\n"
@@ -29,7 +29,10 @@ static void watch_usage(FILE *f, const char *cmd)
 		"      --hot             also probe every parallel region (GOMP_parallel,\n"
 		"                        __kmpc_fork_call) and BLAS pool thread starts\n"
 		"  -d, --duration SECS   stop after SECS seconds\n"
-		"      --futex-ms MS     report futex waits of at least MS ms (default 10)\n"
+		"      --futex-ms MS     also report every futex wait of at least MS ms, from the\n"
+		"                        futex syscall tracepoints (they slow every futex call of\n"
+		"                        the machine; without them, a thread blocked inside dlopen\n"
+		"                        is still found, by sampling, within 0.1 s)\n"
 		"  -o, --output FILE     (record) the JSON Lines trace (docs/trace-format.md)\n"
 		"  -q, --quiet           no line per event\n"
 		"  -h, --help\n"
@@ -65,7 +68,7 @@ static int run(int argc, char **argv, bool record)
 		{},
 	};
 	const char *cmd = record ? "record" : "watch", *out_path = NULL;
-	struct watch_opts o = { .futex_ms = 10, .quiet = record };
+	struct watch_opts o = { .quiet = record };
 	struct watch_stats st;
 	char why[512];
 	int c, err, ret;

@@ -24,7 +24,33 @@ struct elf_cache_entry {
 struct elf_cache {
 	struct elf_cache_entry *e;
 	size_t n, cap;
+	unsigned int refs;
 };
+
+struct elf_cache *elf_cache__new(void)
+{
+	struct elf_cache *c = calloc(1, sizeof(*c));
+
+	if (c)
+		c->refs = 1;
+	return c;
+}
+
+static struct elf_cache *elf_cache__get(struct elf_cache *c)
+{
+	c->refs++;
+	return c;
+}
+
+void elf_cache__put(struct elf_cache *c)
+{
+	if (!c || --c->refs)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		elfobj__free(c->e[i].elf);
+	free(c->e);
+	free(c);
+}
 
 static const char *origin_ids[] = {
 	[LG_EXECUTABLE] = "executable", [LG_INTERPRETER] = "interpreter", [LG_VDSO] = "vdso",
@@ -79,6 +105,13 @@ static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
 	if (!elf) {
 		*error = strdup(elfobj__strerror(errno));
 		return NULL;
+	}
+	/* Opened by path because the mapping was not known yet: maybe analysed already. */
+	if (!inode && cache_find(c, elfobj__inode(elf))) {
+		struct elf_object *known = cache_find(c, elfobj__inode(elf));
+
+		elfobj__free(elf);
+		return known;
 	}
 	if (c->n == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 64;
@@ -332,7 +365,7 @@ static int add_link_map_objects(struct libgraph *g, const struct target *t,
 		}
 		if (exe) {
 			o->origin = LG_EXECUTABLE;
-			snprintf(host, sizeof(host), "/proc/%d/exe", t->pid);
+			target__exe_path(t, host, sizeof(host));
 		} else if (mp && mp->path && !strcmp(mp->path, "[vdso]")) {
 			o->origin = LG_VDSO;
 			continue;
@@ -406,11 +439,13 @@ static int add_mapped_only(struct libgraph *g, const struct target *t,
 	return 0;
 }
 
-struct libgraph *libgraph__new(pid_t pid, const char *comm)
+static struct libgraph *graph_new(pid_t pid, const char *comm, struct elf_cache *cache)
 {
 	struct libgraph *g = calloc(1, sizeof(*g));
 
-	if (!g || !(g->cache = calloc(1, sizeof(*g->cache)))) {
+	if (g)
+		g->cache = cache ? elf_cache__get(cache) : elf_cache__new();
+	if (!g || !g->cache) {
 		free(g);
 		errno = ENOMEM;
 		return NULL;
@@ -422,7 +457,87 @@ struct libgraph *libgraph__new(pid_t pid, const char *comm)
 	return g;
 }
 
+struct libgraph *libgraph__new(pid_t pid, const char *comm)
+{
+	return graph_new(pid, comm, NULL);
+}
+
+struct libgraph *libgraph__new_cached(pid_t pid, const char *comm, struct elf_cache *cache)
+{
+	return graph_new(pid, comm, cache);
+}
+
+static char *strdup_or_null(const char *s, bool *oom)
+{
+	char *d = s ? strdup(s) : NULL;
+
+	if (s && !d)
+		*oom = true;
+	return d;
+}
+
+static unsigned int *ids_dup(const unsigned int *ids, size_t n, bool *oom)
+{
+	unsigned int *d = n ? malloc(n * sizeof(*d)) : NULL;
+
+	if (n && !d)
+		*oom = true;
+	else if (n)
+		memcpy(d, ids, n * sizeof(*d));
+	return d;
+}
+
+struct libgraph *libgraph__clone(const struct libgraph *src, pid_t pid)
+{
+	struct libgraph *g = graph_new(pid, src->comm, src->cache);
+	bool oom = !g;
+
+	for (size_t i = 0; !oom && i < src->n; i++) {
+		const struct lg_object *so = src->objs[i];
+		struct lg_object *o = new_object(g);
+
+		if (!o) {
+			oom = true;
+			break;
+		}
+		*o = *so;
+		o->path = strdup_or_null(so->path, &oom);
+		o->soname = strdup_or_null(so->soname, &oom);
+		o->error = strdup_or_null(so->error, &oom);
+		o->parents = ids_dup(so->parents, so->n_parents, &oom);
+		o->children = ids_dup(so->children, so->n_children, &oom);
+		o->unresolved = so->n_unresolved ? calloc(so->n_unresolved, sizeof(char *)) : NULL;
+		if (so->n_unresolved && !o->unresolved) {
+			o->n_unresolved = 0;
+			oom = true;
+		}
+		for (size_t k = 0; o->unresolved && k < so->n_unresolved; k++)
+			o->unresolved[k] = strdup_or_null(so->unresolved[k], &oom);
+	}
+	if (!oom && g) {
+		snprintf(g->exe, sizeof(g->exe), "%s", src->exe);
+		g->from_link_map = src->from_link_map;
+		g->consistent = src->consistent;
+		g->n_namespaces = src->n_namespaces;
+		g->r_debug = src->r_debug;
+		g->r_brk = src->r_brk;
+		g->preload = strdup_or_null(src->preload, &oom);
+	}
+	if (oom) {
+		libgraph__free(g);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return g;
+}
+
 int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why, size_t whylen)
+{
+	return libgraph__snapshot_cached(t, NULL, out, why, whylen);
+}
+
+int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
+			      struct libgraph **out, char *why, size_t whylen)
 {
 	struct procmaps *maps = NULL;
 	struct linkmap *lm = NULL;
@@ -430,7 +545,7 @@ int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why,
 	int err;
 
 	*out = NULL;
-	g = libgraph__new(t->pid, t->comm);
+	g = graph_new(t->pid, t->comm, cache);
 	if (!g) {
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
@@ -518,12 +633,7 @@ void libgraph__free(struct libgraph *g)
 		free(o->error);
 		free(o);
 	}
-	if (g->cache) {
-		for (size_t i = 0; i < g->cache->n; i++)
-			elfobj__free(g->cache->e[i].elf);
-		free(g->cache->e);
-		free(g->cache);
-	}
+	elf_cache__put(g->cache);
 	free(g->preload);
 	free(g->objs);
 	free(g);

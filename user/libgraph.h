@@ -68,6 +68,19 @@ struct libgraph {
 int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why, size_t whylen);
 void libgraph__free(struct libgraph *g);
 
+/*
+ * The analysed ELF files, shared by graphs (refcounted): a collector that re-reads a process
+ * after every dlopen analyses each file once. Keyed by inode.
+ */
+struct elf_cache *elf_cache__new(void);
+void elf_cache__put(struct elf_cache *c);
+/* libgraph__snapshot with a shared cache (NULL: a private one). */
+int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
+			      struct libgraph **out, char *why, size_t whylen);
+struct libgraph *libgraph__new_cached(pid_t pid, const char *comm, struct elf_cache *cache);
+/* A deep copy for @pid, sharing the ELF cache: a forked child starts with its parent's objects. */
+struct libgraph *libgraph__clone(const struct libgraph *g, pid_t pid);
+
 /* An empty graph for @pid, to be filled by libgraph__add (live collectors, tests). */
 struct libgraph *libgraph__new(pid_t pid, const char *comm);
 

@@ -65,7 +65,7 @@ static int exe_entry(const struct target *t, uint64_t *entry)
 	int fd;
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", t->pid);
+	target__exe_path(t, path, sizeof(path));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -136,7 +136,7 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 	if (!t)
 		return why(reason, reasonlen, ENOMEM, "out of memory");
 	t->pid = pid;
-	t->mem_fd = -1;
+	t->mem_fd = t->root_fd = t->exe_fd = -1;
 
 	err = proc__read_stat(pid, 0, t->comm, sizeof(t->comm), &t->state, &flags);
 	if (err == -ENOENT || err == -ESRCH) {
@@ -189,11 +189,16 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 				  pid, t->comm);
 		goto err_free;
 	}
+	/* Best effort: without them, paths fall back to /proc/PID/root and /proc/PID/exe. */
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	t->root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	t->exe_fd = open(path, O_PATH | O_CLOEXEC);
 	*out = t;
 	return 0;
 
 err_free:
-	free(t);
+	target__free(t);
 	return err;
 }
 
@@ -203,6 +208,10 @@ void target__free(struct target *t)
 		return;
 	if (t->mem_fd >= 0)
 		close(t->mem_fd);
+	if (t->root_fd >= 0)
+		close(t->root_fd);
+	if (t->exe_fd >= 0)
+		close(t->exe_fd);
 	free(t);
 }
 
@@ -257,7 +266,20 @@ int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t le
 
 void target__host_path(const struct target *t, const char *path, char *buf, size_t len)
 {
-	snprintf(buf, len, "/proc/%d/root%s%s", t->pid, path[0] == '/' ? "" : "/", path);
+	const char *sep = path[0] == '/' ? "" : "/";
+
+	if (t->root_fd >= 0)
+		snprintf(buf, len, "/proc/self/fd/%d%s%s", t->root_fd, sep, path);
+	else
+		snprintf(buf, len, "/proc/%d/root%s%s", t->pid, sep, path);
+}
+
+void target__exe_path(const struct target *t, char *buf, size_t len)
+{
+	if (t->exe_fd >= 0)
+		snprintf(buf, len, "/proc/self/fd/%d", t->exe_fd);
+	else
+		snprintf(buf, len, "/proc/%d/exe", t->pid);
 }
 
 bool target__alive(const struct target *t)

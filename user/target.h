@@ -16,6 +16,11 @@ struct target {
 	/* The executable's path as the target sees it, without the " (deleted)" suffix. */
 	char exe[PATH_MAX];
 	int mem_fd; /* /proc/PID/mem, used when process_vm_readv is unavailable */
+	/*
+	 * The target's root directory and executable, held open: files named through them stay
+	 * readable after the process exits (a collector reading a process that just died).
+	 */
+	int root_fd, exe_fd;
 };
 
 /*
@@ -30,8 +35,13 @@ int target__read(const struct target *t, uint64_t addr, void *buf, size_t len);
 /* Read a NUL-terminated string of at most @len-1 bytes. Returns its length or -errno. */
 int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t len);
 
-/* "/proc/PID/root" + @path: where the host can open a file the target names. */
+/*
+ * Where the host can open a file the target names: @path under the target's root directory
+ * (through the held descriptor, so it works after the target exits).
+ */
 void target__host_path(const struct target *t, const char *path, char *buf, size_t len);
+/* Where the host can open the target's executable, even after it exits. */
+void target__exe_path(const struct target *t, char *buf, size_t len);
 /* Copy the value of @name from the target's initial environment; -ENOENT when unset. */
 int target__getenv(const struct target *t, const char *name, char *buf, size_t len);
 /* True while the process exists and is not a zombie. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -30,10 +31,26 @@
 #include "target.h"
 #include "watch.h"
 
+/* An object of a process's graph that has been reported ("loaded" line and record). */
+struct announced {
+	uint64_t lm_addr, inode, base;
+	unsigned int ns;
+};
+
 struct proc_state {
 	pid_t pid;
 	struct libgraph *g;
 	struct procmaps *maps;
+	/*
+	 * The model is read from the process, which runs ahead of the event stream: objects it
+	 * already has are reported only when the event that brought them (its exec, the dlopen
+	 * that returned them) is handled, so each arrival carries the right time and stack.
+	 */
+	struct announced *seen;
+	size_t n_seen;
+	bool seen_all; /* attached to a running process: what it had before is not news */
+	/* Its exec (no stack): the cause of start-up objects first seen after it. */
+	struct dlw_event start;
 };
 
 struct attached_file {
@@ -50,6 +67,7 @@ enum probe_group {
 
 struct watch {
 	const struct watch_opts *o;
+	struct elf_cache *cache; /* every process's files, analysed once */
 	struct watch_stats *st;
 	struct dlwatch_bpf *skel;
 	struct ring_buffer *rb;
@@ -62,6 +80,12 @@ struct watch {
 	unsigned long long t0;
 	pid_t command_pid;
 	bool command_done;
+	unsigned long long last_scan;
+	struct stuck {
+		pid_t tid;
+		unsigned long long since; /* the dlopen's start: one report per dlopen */
+	} stuck[64];
+	size_t n_stuck;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -166,7 +190,7 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		want |= PROBE_BLAS;
 	if (obj_roles__find(r, ROLE_CUDA))
 		want |= PROBE_GPU;
-	mask = want ? attached_mask(w, o->inode) : NULL;
+	mask = want ? attached_mask(w, elfobj__inode(o->elf)) : NULL;
 	if (!mask || !(want & ~*mask))
 		return;
 	want &= ~*mask;
@@ -242,6 +266,14 @@ static void symbolize(struct proc_state *ps, uint64_t addr, char *buf, size_t le
 		if (o->inode == mp->inode && o->base <= mp->start && (!best || o->base > best->base))
 			best = o;
 	}
+	/* No mapping known (a forked child that died unread): the object whose file spans it. */
+	for (size_t i = 0; !mp && ps && ps->g && i < ps->g->n; i++) {
+		const struct lg_object *o = ps->g->objs[i];
+
+		if (o->elf && !o->gone && o->base <= addr && addr - o->base < elfobj__size(o->elf) &&
+		    (!best || o->base > best->base))
+			best = o;
+	}
 	if (best && best->elf && !elfobj__symbol_at(best->elf, addr - best->base, true, &name, &off))
 		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", name, off, lg_object__basename(best));
 	else if (best)
@@ -268,7 +300,7 @@ static json_t *stack_json(struct proc_state *ps, const struct dlw_event *e, bool
 	return arr;
 }
 
-static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_event *cause);
+static int refresh(struct watch *w, struct proc_state *ps);
 
 static void finding(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
 		    const char *id, const char *text)
@@ -278,7 +310,7 @@ static void finding(struct watch *w, struct proc_state *ps, const struct dlw_eve
 	w->st->findings++;
 	/* A stack taken inside dlopen may point into objects the model has not seen yet. */
 	if (ps && e->stack_len && (!ps->maps || !procmaps__find(ps->maps, e->stack[0])))
-		refresh(w, ps, NULL);
+		refresh(w, ps);
 	rel_time(w, e->ts_ns, t, sizeof(t));
 	if (!w->o->quiet)
 		printf("[%s] %d/%d %s FINDING %s: %s\n", t, e->pid, e->tid, e->comm, id, text);
@@ -288,24 +320,65 @@ static void finding(struct watch *w, struct proc_state *ps, const struct dlw_eve
 }
 
 /*
+ * One load of one object: its link map entry while it has one (a snapshot taken while the loader
+ * is still mapping it knows neither its inode nor, sometimes, its base), else its file and base.
+ */
+static bool same_load(const struct announced *a, const struct lg_object *o)
+{
+	if (a->lm_addr || o->lm_addr)
+		return a->lm_addr == o->lm_addr && a->ns == o->ns;
+	return a->inode == o->inode && a->base == o->base;
+}
+
+static bool is_seen(const struct proc_state *ps, const struct lg_object *o)
+{
+	for (size_t i = 0; i < ps->n_seen; i++)
+		if (same_load(&ps->seen[i], o))
+			return true;
+	return false;
+}
+
+static void mark_seen(struct proc_state *ps, const struct lg_object *o)
+{
+	struct announced *n;
+
+	if (is_seen(ps, o))
+		return;
+	n = realloc(ps->seen, (ps->n_seen + 1) * sizeof(*n));
+	if (!n)
+		return;
+	ps->seen = n;
+	ps->seen[ps->n_seen++] = (struct announced){ o->lm_addr, o->inode, o->base, o->ns };
+}
+
+static void forget_seen(struct proc_state *ps, const struct lg_object *o)
+{
+	for (size_t i = 0; i < ps->n_seen; i++)
+		if (same_load(&ps->seen[i], o)) {
+			ps->seen[i] = ps->seen[--ps->n_seen];
+			return;
+		}
+}
+
+/*
  * Live detector: a runtime of a kind that must be alone (OpenMP, BLAS, C++) arrived at @path
- * while @g already had another file of that kind among its objects up to @max_id. One finding.
+ * while the process already had another, reported, file of that kind. One finding.
  */
 static void second_runtime(struct watch *w, struct proc_state *ps, const struct dlw_event *cause,
-			   const struct libgraph *g, const char *path, const struct obj_roles *r,
-			   uint64_t inode, unsigned int max_id)
+			   const char *path, const struct obj_roles *r, uint64_t inode)
 {
 	for (unsigned k = 0; k < r->n; k++) {
 		enum role_kind kind = r->r[k].kind;
 
 		if (kind != ROLE_OPENMP && kind != ROLE_BLAS && kind != ROLE_CXX_RUNTIME)
 			continue;
-		for (size_t j = 0; j < g->n; j++) {
-			const struct lg_object *y = g->objs[j];
+		for (size_t j = 0; ps->g && j < ps->g->n; j++) {
+			const struct lg_object *y = ps->g->objs[j];
 			const struct obj_role *yr = obj_roles__find(lg_object__roles(y), kind);
 			char text[PATH_MAX * 2 + 256];
 
-			if (!yr || y->gone || y->inode == inode || y->id > max_id)
+			if (!yr || y->gone || (inode && y->inode == inode) || !strcmp(y->path, path) ||
+			    !is_seen(ps, y))
 				continue;
 			snprintf(text, sizeof(text),
 				 "a second %s arrived: %s (%s), beside %s (%s); loaded by:",
@@ -321,7 +394,13 @@ static void second_runtime(struct watch *w, struct proc_state *ps, const struct 
 	}
 }
 
-static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_event *cause)
+static struct libgraph *graph_empty(struct watch *w, pid_t pid, const char *comm)
+{
+	return libgraph__new_cached(pid, comm, w->cache);
+}
+
+/* Re-read the process's graph and maps; attach probes to any runtime it now has. */
+static int refresh(struct watch *w, struct proc_state *ps)
 {
 	struct libgraph *old = ps->g, *g = NULL;
 	struct target *t;
@@ -329,7 +408,7 @@ static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_even
 
 	if (target__open(ps->pid, &t, why, sizeof(why)))
 		return -ESRCH;
-	if (libgraph__snapshot(t, &g, why, sizeof(why))) {
+	if (libgraph__snapshot_cached(t, w->cache, &g, why, sizeof(why))) {
 		target__free(t);
 		return -ESRCH;
 	}
@@ -337,97 +416,145 @@ static int refresh(struct watch *w, struct proc_state *ps, const struct dlw_even
 	procmaps__free(ps->maps);
 	ps->maps = procmaps__read(ps->pid);
 	ps->g = g;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
-		bool known = false;
-		const struct obj_roles *r = lg_object__roles(o);
-		char desc[160] = "", t[32];
-
-		for (size_t k = 0; old && k < old->n && !known; k++)
-			known = old->objs[k]->inode == o->inode && old->objs[k]->ns == o->ns;
-		attach_object(w, ps->pid, o);
-		if (known || !old)
-			continue;
-		if (r->n)
-			snprintf(desc, sizeof(desc), " [%s: %s %s]", role_kind__label(r->r[0].kind),
-				 role_impl__name(r->r[0].impl), r->r[0].version);
-		rel_time(w, cause ? cause->ts_ns : mono_ns(CLOCK_MONOTONIC), t, sizeof(t));
-		say(w, "[%s] %d + %s%s (%s)", t, ps->pid, o->path, desc, lg_origin__id(o->origin));
-		if (w->o->record || w->o->sink) {
-			json_t *by = json_array();
-
-			for (size_t p = 0; p < o->n_parents; p++)
-				json_array_append_new(by, json_string(g->objs[o->parents[p]]->path));
-			emit_json(w, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o}",
-					       "type", "loaded", "t",
-					       (json_int_t)(cause ? cause->ts_ns : 0), "pid",
-					       ps->pid, "path", o->path, "soname", o->soname,
-					       "namespace", o->ns, "origin",
-					       lg_origin__id(o->origin), "needed_by", by, "roles",
-					       obj_roles__to_json(r)));
-		}
-		/* A graph taken at exec time has not seen the start-up libraries: "before" is
-		 * also "earlier in the loader's order". */
-		if (cause)
-			second_runtime(w, ps, cause, g, o->path, r, o->inode, o->id);
+	for (size_t i = 0; i < g->n; i++)
+		attach_object(w, ps->pid, g->objs[i]);
+	if (!old && !ps->seen_all) {
+		/* Attached to a running process: its present objects are the baseline. */
+		ps->seen_all = true;
+		for (size_t i = 0; i < g->n; i++)
+			mark_seen(ps, g->objs[i]);
 	}
-	if (old) {
-		for (size_t k = 0; k < old->n; k++) {
-			bool still = false;
+	for (size_t k = 0; old && k < old->n; k++) {
+		bool still = false;
 
-			for (size_t i = 0; i < g->n && !still; i++)
-				still = g->objs[i]->inode == old->objs[k]->inode &&
-					g->objs[i]->ns == old->objs[k]->ns;
-			if (!still && old->objs[k]->origin != LG_VDSO)
-				say(w, "        %d - %s", ps->pid, old->objs[k]->path);
-		}
+		struct announced was = { old->objs[k]->lm_addr, old->objs[k]->inode,
+					 old->objs[k]->base, old->objs[k]->ns };
+
+		for (size_t i = 0; i < g->n && !still; i++)
+			still = same_load(&was, g->objs[i]);
+		if (still || !is_seen(ps, old->objs[k]))
+			continue;
+		forget_seen(ps, old->objs[k]);
+		if (old->objs[k]->origin != LG_VDSO)
+			say(w, "        %d - %s", ps->pid, old->objs[k]->path);
 	}
 	libgraph__free(old);
 	return 0;
 }
 
+static void announce_one(struct watch *w, struct proc_state *ps, const struct lg_object *o,
+			 const struct dlw_event *cause)
+{
+	const struct obj_roles *r = lg_object__roles(o);
+	char desc[160] = "", t[32];
+
+	mark_seen(ps, o);
+	if (r->n) {
+		desc[0] = ' ';
+		desc[1] = '[';
+		obj_role__describe(&r->r[0], desc + 2, sizeof(desc) - 3);
+		strcat(desc, "]");
+	}
+	rel_time(w, cause->ts_ns, t, sizeof(t));
+	say(w, "[%s] %d + %s%s (%s)", t, ps->pid, o->path, desc, lg_origin__id(o->origin));
+	if (w->o->record || w->o->sink) {
+		json_t *by = json_array();
+
+		for (size_t p = 0; p < o->n_parents; p++)
+			json_array_append_new(by, json_string(ps->g->objs[o->parents[p]]->path));
+		emit_json(w, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o}", "type",
+				       "loaded", "t", (json_int_t)cause->ts_ns, "pid", ps->pid,
+				       "path", o->path, "soname", o->soname, "namespace", o->ns,
+				       "origin", lg_origin__id(o->origin), "needed_by", by, "roles",
+				       obj_roles__to_json(r)));
+	}
+	second_runtime(w, ps, cause, o->path, r, o->inode);
+}
+
+/* Report @o and what it needs that is not reported yet, depth first in DT_NEEDED order. */
+static void announce_closure(struct watch *w, struct proc_state *ps, const struct lg_object *o,
+			     const struct dlw_event *cause, unsigned int depth)
+{
+	if (o->gone || is_seen(ps, o) || depth > 64)
+		return;
+	announce_one(w, ps, o, cause);
+	for (size_t c = 0; c < o->n_children; c++)
+		announce_closure(w, ps, ps->g->objs[o->children[c]], cause, depth + 1);
+}
+
 /*
- * The process exited before we could read it again: judge the object dlopen returned from its
- * file alone (the path comes from the link map, read in the kernel at dlopen's return).
+ * Report what @cause brought into the model: at exec, the start-up objects (the executable,
+ * the loader, preloads and their DT_NEEDED closure); at a dlopen's return, the object it
+ * returned and its closure; at exit, whatever no event claimed. Returns false when a dlopen's
+ * object is not in the model.
+ */
+static bool announce(struct watch *w, struct proc_state *ps, const struct dlw_event *cause)
+{
+	const struct libgraph *g = ps->g;
+	bool found = false;
+
+	if (!g)
+		return false;
+	/* The exec was handled while the loader was still mapping the start-up objects. */
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (o->origin == LG_EXECUTABLE || o->origin == LG_INTERPRETER ||
+		    o->origin == LG_VDSO || o->origin == LG_PRELOAD)
+			announce_closure(w, ps, o, ps->start.type ? &ps->start : cause, 0);
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		switch (cause->type) {
+		case DLW_EXEC:
+			break;
+		case DLW_DLOPEN:
+			if ((cause->ret && o->lm_addr == (uint64_t)cause->ret) ||
+			    (cause->path[0] && !strcmp(o->path, cause->path))) {
+				found = true;
+				announce_closure(w, ps, o, cause, 0);
+			}
+			break;
+		default:
+			announce_closure(w, ps, o, cause, 0);
+		}
+	}
+	return found;
+}
+
+/*
+ * The process exited before we could read it: judge the object dlopen returned from its file
+ * alone (the path comes from the link map, read in the kernel at dlopen's return).
  */
 static void loaded_after_exit(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
 {
-	const struct obj_roles *r;
-	struct elf_object *elf;
-	char host[PATH_MAX + 64], t[32], desc[160] = "";
+	struct lg_object *o;
+	char host[PATH_MAX + 64];
 
-	if (!e->path[0])
+	if (!e->path[0] || !(ps->g = ps->g ?: graph_empty(w, ps->pid, e->comm)))
 		return;
 	snprintf(host, sizeof(host), "/proc/%d/root%s", e->pid, e->path);
-	elf = elfobj__open(host);
-	if (!elf)
-		elf = elfobj__open(e->path);
-	if (!elf)
+	if (access(host, R_OK))
+		snprintf(host, sizeof(host), "%s", e->path);
+	o = libgraph__add(ps->g, 0, e->path, host, e->ret, e->ret, 0);
+	if (!o || !o->elf)
 		return;
-	r = elfobj__roles(elf);
-	if (r->n)
-		snprintf(desc, sizeof(desc), " [%s: %s %s]", role_kind__label(r->r[0].kind),
-			 role_impl__name(r->r[0].impl), r->r[0].version);
-	rel_time(w, e->ts_ns, t, sizeof(t));
-	say(w, "[%s] %d + %s%s (dlopen; the process is gone, its dependencies unknown)", t, e->pid,
-	    e->path, desc);
-	if (ps && ps->g)
-		second_runtime(w, ps, e, ps->g, e->path, r, elfobj__inode(elf), UINT_MAX);
-	elfobj__free(elf);
-	/* Into the model, so that a later dlopen of this dead process is judged against it. */
-	if (ps && ps->g) {
-		struct lg_object *o = libgraph__add(ps->g, 0, e->path, host, e->ret, 0, 0);
-
-		if (o && o->elf)
-			o->inode = elfobj__inode(o->elf);
-	}
+	o->inode = elfobj__inode(o->elf);
+	say(w, "        %d: the process is gone; %s's dependencies are unknown", ps->pid, e->path);
+	announce_one(w, ps, o, e);
 }
 
-static int add_proc(struct watch *w, pid_t pid)
+/*
+ * Watch @pid from now on. A forked child (@parent > 0) that exits before it can be read keeps
+ * a copy of its parent's model: fork copied the parent's objects, which are not news.
+ */
+static int add_proc(struct watch *w, pid_t pid, pid_t parent)
 {
-	struct proc_state *np;
+	struct proc_state *np, *ps, *pp;
 	uint8_t one = 1;
 	uint32_t key = (uint32_t)pid;
+	int err;
 
 	if (proc_find(w, pid))
 		return 0;
@@ -439,7 +566,20 @@ static int add_proc(struct watch *w, pid_t pid)
 	w->n_procs++;
 	bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
 			     BPF_ANY);
-	return refresh(w, &w->procs[w->n_procs - 1], NULL);
+	ps = &w->procs[w->n_procs - 1];
+	pp = parent > 0 ? proc_find(w, parent) : NULL;
+	if (pp && pp->g) {
+		ps->g = libgraph__clone(pp->g, pid);
+		ps->seen = pp->n_seen ? malloc(pp->n_seen * sizeof(*ps->seen)) : NULL;
+		if (ps->seen) {
+			memcpy(ps->seen, pp->seen, pp->n_seen * sizeof(*ps->seen));
+			ps->n_seen = pp->n_seen;
+		}
+		ps->seen_all = true;
+		ps->start = pp->start;
+	}
+	err = refresh(w, ps);
+	return err && ps->g ? 0 : err;
 }
 
 static void drop_proc(struct watch *w, pid_t pid)
@@ -451,6 +591,7 @@ static void drop_proc(struct watch *w, pid_t pid)
 			continue;
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
+		free(w->procs[i].seen);
 		w->procs[i] = w->procs[--w->n_procs];
 		break;
 	}
@@ -557,7 +698,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 		symbolize(ps, e->arg1, where, sizeof(where));
 		if (ps && e->stack_len) {
 			if (!ps->maps || !procmaps__find(ps->maps, e->stack[0]))
-				refresh(w, ps, NULL);
+				refresh(w, ps);
 			symbolize(ps, e->stack[0], at, sizeof(at));
 		}
 		snprintf(line, sizeof(line), "fatal signal %llu, fault address %s, at %s", e->arg0,
@@ -569,7 +710,13 @@ static int handle_event(void *ctx, void *data, size_t size)
 		break;
 	}
 	case DLW_FUTEX_WAIT:
-		if (e->arg1)
+		if (e->arg1 >= 2)
+			snprintf(line, sizeof(line),
+				 "blocked in a futex wait on 0x%llx inside %s(\"%s\"), which began "
+				 "%.0f ms ago",
+				 e->arg0, e->arg1 == 2 ? "dlopen" : "dlsym", e->str,
+				 (double)e->duration_ns / 1e6);
+		else if (e->arg1)
 			snprintf(line, sizeof(line), "futex wait on 0x%llx begins inside dlopen",
 				 e->arg0);
 		else
@@ -590,15 +737,30 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 	/* The model and the live detectors. */
 	if (e->type == DLW_FORK && !e->arg1 && w->o->follow)
-		add_proc(w, (pid_t)e->arg0);
-	if ((e->type == DLW_DLOPEN && e->ret) || e->type == DLW_DLCLOSE || e->type == DLW_EXEC)
-		if (ps && refresh(w, ps, e) && e->type == DLW_DLOPEN)
+		add_proc(w, (pid_t)e->arg0, (pid_t)e->pid);
+	if (ps && e->type == DLW_EXEC) {
+		/* A new image: everything it has is news, nothing of the old one "left". */
+		libgraph__free(ps->g);
+		ps->g = graph_empty(w, ps->pid, e->comm);
+		ps->n_seen = 0;
+		ps->seen_all = true;
+		memset(&ps->start, 0, sizeof(ps->start));
+		memcpy(&ps->start, e, offsetof(struct dlw_event, path));
+		ps->start.stack_len = 0;
+	}
+	if (ps && ((e->type == DLW_DLOPEN && e->ret) || e->type == DLW_DLCLOSE ||
+		   e->type == DLW_EXEC)) {
+		refresh(w, ps);
+		if (e->type != DLW_DLCLOSE && !announce(w, ps, e) && e->type == DLW_DLOPEN)
 			loaded_after_exit(w, ps, e);
+	}
+	if (ps && e->type == DLW_EXIT)
+		announce(w, ps, e);
 	if (e->type == DLW_OMP_FORK)
 		finding(w, ps, e, "loader-lock-hazard",
 			"a parallel region started by a thread inside dlopen (a constructor); its "
 			"workers deadlock if they need the loader lock");
-	if (e->type == DLW_FUTEX_WAIT && e->arg1)
+	if (e->type == DLW_FUTEX_WAIT && (e->arg1 == 1 || e->arg1 == 2))
 		finding(w, ps, e, "loader-lock-hazard",
 			"a thread inside dlopen blocks on a futex: a constructor waits for other "
 			"threads (a parallel region, a join) while it holds the loader lock");
@@ -608,6 +770,89 @@ static int handle_event(void *ctx, void *data, size_t size)
 		drop_proc(w, (pid_t)e->pid);
 	}
 	return 0;
+}
+
+/*
+ * Threads that stay inside dlopen, found without a per-syscall probe: every 50 ms, the calls in
+ * progress (the BPF calls map) are scanned for outermost dlopens older than STUCK_NS, and such a
+ * thread's current system call is read from /proc. One blocked in futex holds the loader lock
+ * while it waits for another thread: the seed-002 hazard, reported once per dlopen.
+ */
+#define STUCK_NS 50000000ULL
+
+static bool blocked_in_futex(pid_t pid, pid_t tid, unsigned long long *uaddr)
+{
+	char path[64], buf[256];
+	long nr;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	if (proc__read_small(path, buf, sizeof(buf)) <= 0)
+		return false;
+	return sscanf(buf, "%ld %llx", &nr, uaddr) == 2 && nr == SYS_futex;
+}
+
+/* Report once per call: a (thread, start time) pair remembered in a small ring. */
+static bool first_report(struct watch *w, pid_t tid, unsigned long long since)
+{
+	const size_t cap = sizeof(w->stuck) / sizeof(w->stuck[0]);
+
+	for (size_t i = 0; i < w->n_stuck && i < cap; i++)
+		if (w->stuck[i].tid == tid && w->stuck[i].since == since)
+			return false;
+	w->stuck[w->n_stuck++ % cap] = (struct stuck){ tid, since };
+	return true;
+}
+
+static void scan_stuck_in_dlopen(struct watch *w)
+{
+	const struct bpf_map *calls = w->skel->maps.calls;
+	unsigned long long key, next, now = mono_ns(CLOCK_MONOTONIC), uaddr;
+	unsigned long long *prev = NULL;
+	struct dlw_event holder = { 0 }, waiter = { 0 };
+	struct dlw_call c;
+
+	if (w->o->futex_ms || now - w->last_scan < STUCK_NS / 2)
+		return;
+	w->last_scan = now;
+	while (!bpf_map__get_next_key(calls, prev, &next, sizeof(next))) {
+		unsigned int type = (next >> 8) & 0xff;
+		pid_t tid = (pid_t)(next >> 16);
+		struct dlw_event e = { .type = DLW_FUTEX_WAIT, .ts_ns = now, .tid = (unsigned)tid };
+		char path[64];
+
+		key = next;
+		prev = &key;
+		/* The outermost dlopen of a thread (it holds the loader lock), or a dlsym. */
+		if ((type != DLW_DLOPEN && type != DLW_DLSYM) || (key & 0xff) ||
+		    bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0) ||
+		    now - c.ts < STUCK_NS || !blocked_in_futex((pid_t)c.pid, tid, &uaddr))
+			continue;
+		e.pid = c.pid;
+		e.arg0 = uaddr;
+		e.arg1 = type == DLW_DLOPEN ? 2 : 3;
+		e.in_dlopen = type == DLW_DLOPEN;
+		e.duration_ns = now - c.ts;
+		memcpy(e.str, c.str, sizeof(e.str));
+		snprintf(path, sizeof(path), "/proc/%u/task/%d/comm", c.pid, tid);
+		if (proc__read_small(path, e.comm, sizeof(e.comm)) > 0)
+			e.comm[strcspn(e.comm, "\n")] = '\0';
+		if (type == DLW_DLOPEN)
+			holder = e;
+		else if (!waiter.pid || waiter.pid != holder.pid)
+			waiter = e;
+		if (first_report(w, tid, c.ts))
+			handle_event(w, &e, offsetof(struct dlw_event, path));
+	}
+	/* A thread waits inside dlopen while another waits in dlsym for the lock it holds. */
+	if (holder.pid && holder.pid == waiter.pid && first_report(w, -(pid_t)holder.tid, 0)) {
+		char text[2 * DLW_STR_LEN + 256];
+
+		snprintf(text, sizeof(text),
+			 "thread %u holds the loader lock inside dlopen(\"%s\") and waits on a "
+			 "futex; thread %u waits in dlsym(\"%s\") for the loader lock: a deadlock",
+			 holder.tid, holder.str, waiter.tid, waiter.str);
+		finding(w, proc_find(w, (pid_t)holder.pid), &waiter, "deadlock", text);
+	}
 }
 
 static int check_capabilities(char *why, size_t len)
@@ -692,6 +937,11 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 
 	memset(st, 0, sizeof(*st));
 	st->command_status = -1;
+	w.cache = elf_cache__new();
+	if (!w.cache) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
 	err = check_capabilities(why, whylen);
 	if (err)
 		return err;
@@ -709,11 +959,15 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		goto out;
 	}
 	/*
-	 * The futex tracepoints need tracefs; root may mount it. Without it, futex waits are
-	 * left out and everything else still works.
+	 * The futex tracepoints put every syscall of the machine on the slow path: only when
+	 * asked. They need tracefs; root may mount it. Without it, futex waits are left out
+	 * and everything else still works.
 	 */
-	if (access("/sys/kernel/tracing/events/syscalls", F_OK) &&
-	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
+	if (!o->futex_ms) {
+		bpf_program__set_autoattach(w.skel->progs.handle_futex_enter, false);
+		bpf_program__set_autoattach(w.skel->progs.handle_futex_exit, false);
+	} else if (access("/sys/kernel/tracing/events/syscalls", F_OK) &&
+		   mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
 		dls_warn("tracefs is not mounted at /sys/kernel/tracing and mounting it failed (%s): "
 			 "futex waits are not reported",
 			 strerror(errno));
@@ -735,7 +989,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	write_header(&w);
 	t_attach = mono_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->n_pids; i++) {
-		err = add_proc(&w, o->pids[i]);
+		err = add_proc(&w, o->pids[i], 0);
 		if (err) {
 			snprintf(why, whylen, "cannot watch process %d: it does not exist or exited",
 				 o->pids[i]);
@@ -773,7 +1027,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 				w.procs = np;
 				w.procs[w.n_procs++] = (struct proc_state){
 					.pid = w.command_pid,
-					.g = libgraph__new(w.command_pid, o->command[0]),
+					.g = graph_empty(&w, w.command_pid, o->command[0]),
+					.seen_all = true,
 				};
 			}
 			bpf_map__update_elem(w.skel->maps.targets, &key, sizeof(key), &one,
@@ -803,6 +1058,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
 			break;
 		}
+		scan_stuck_in_dlopen(&w);
 		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
 			break;
 		if (w.command_pid > 0) {
@@ -846,9 +1102,11 @@ out:
 	for (size_t i = 0; i < w.n_procs; i++) {
 		libgraph__free(w.procs[i].g);
 		procmaps__free(w.procs[i].maps);
+		free(w.procs[i].seen);
 	}
 	free(w.procs);
 	ring_buffer__free(w.rb);
 	dlwatch_bpf__destroy(w.skel);
+	elf_cache__put(w.cache);
 	return err;
 }

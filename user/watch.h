@@ -21,7 +21,7 @@ struct watch_opts {
 	bool hot;		/* also the per-region OpenMP/BLAS entry points */
 	bool quiet;		/* no line per event (record) */
 	double duration_s;	/* 0: until the targets exit or SIGINT/SIGTERM */
-	unsigned int futex_ms;	/* report futex waits at least this long */
+	unsigned int futex_ms;	/* report futex waits at least this long; 0: no futex tracepoints */
 	FILE *record;		/* JSON Lines trace, or NULL */
 	/*
 	 * Each trace record (header, events, summary; docs/trace-format.md) as it is made, for an

@@ -51,10 +51,29 @@ def test_record_writes_a_json_lines_trace():
 
 
 def test_constructor_blocking_inside_dlopen_is_flagged():
-    """Seed 002: the constructor's parallel region waits for a worker stuck in dlsym."""
+    """Seed 002: the constructor's parallel region waits for a worker stuck in dlsym.
+
+    The default probe set has no futex tracepoint: the stuck calls are found by sampling."""
     p = watch("--duration", "2", "--", fixture_path("dlopen_list"),
               fixture_path("libhang_ctor_omp_dlsym.so"), status=1)
-    assert "(inside dlopen)" in p.stdout and "begins inside dlopen" in p.stdout, p.stdout
+    out = p.stdout
+    pid = int(re.search(r"ready (\d+)", out).group(1))
+    assert "new thread" in out and "(inside dlopen)" in out, out
+    assert re.search(rf'{pid}/{pid} dlopen_list blocked in a futex wait on 0x[0-9a-f]+ inside '
+                     r'dlopen\("\S+libhang_ctor_omp_dlsym.so"\), which began \d+ ms ago', out), out
+    worker = re.search(rf'{pid}/(\d+) dlopen_list blocked in a futex wait on 0x[0-9a-f]+ '
+                       r'inside dlsym\("printf"\)', out)
+    assert worker and int(worker.group(1)) != pid, out
+    assert "FINDING loader-lock-hazard: a thread inside dlopen blocks on a futex" in out
+    assert (f"FINDING deadlock: thread {pid} holds the loader lock inside dlopen(" in out and
+            f'thread {worker.group(1)} waits in dlsym("printf") for the loader lock' in out), out
+
+
+def test_futex_tracepoints_on_request():
+    """--futex-ms: every long futex wait, and a wait inside dlopen as it begins."""
+    p = watch("--futex-ms", "5", "--duration", "2", "--", fixture_path("dlopen_list"),
+              fixture_path("libhang_ctor_omp_dlsym.so"), status=1)
+    assert re.search(r"futex wait on 0x[0-9a-f]+ begins inside dlopen", p.stdout), p.stdout
     assert "FINDING loader-lock-hazard: a thread inside dlopen blocks on a futex" in p.stdout
 
 
