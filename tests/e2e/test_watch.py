@@ -104,6 +104,22 @@ def test_hot_parallel_region_inside_dlopen():
         fx.wait()
 
 
+def test_dlopen_inside_a_constructor():
+    """A constructor's dlopen nests in its library's: both calls, each with its own result."""
+    p = watch("--duration", "1.5", "--", fixture_path("dlopen_list"), "--global",
+              "/usr/lib/x86_64-linux-gnu/libgomp.so.1", fixture_path("libctor_dlopen.so"),
+              status=1)
+    out = p.stdout
+    inner = re.search(r'dlopen\("libomp.so.5", 0x102\) = 0x[1-9a-f][0-9a-f]* \((\d+\.\d+) ms\)',
+                      out)
+    outer = re.search(r'dlopen\("\S+libctor_dlopen.so", 0x\d+\) = 0x[1-9a-f][0-9a-f]* '
+                      r'\((\d+\.\d+) ms\)', out)
+    assert inner and outer, out
+    assert float(outer.group(1)) >= float(inner.group(1)), out
+    assert "FINDING dup-openmp: a second OpenMP runtime arrived: " in out, out
+    assert re.search(r"#0 ctor_dlopen_init\+0x[0-9a-f]+ \(libctor_dlopen.so\)", out), out
+
+
 def test_follow_forked_children():
     p = watch("--follow", "--", fixture_path("fork_tree"), fixture_path("libplain.so"),
               status=0)
