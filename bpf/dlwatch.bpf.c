@@ -15,6 +15,9 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile bool follow_children = false;
+/* --comm: a process that execs a program with this comm becomes a target, in the kernel. */
+const volatile bool comm_mode = false;
+const volatile char comm_filter[16] = {};
 const volatile unsigned long long futex_threshold_ns = 10000000;
 
 struct {
@@ -326,9 +329,23 @@ SEC("raw_tp/sched_process_exec")
 int handle_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct dlw_event *e;
 
-	if (!traced(bpf_get_current_pid_tgid() >> 32))
+	if (comm_mode && !traced(tgid)) {
+		char comm[16];
+		u8 one = 1;
+
+		bpf_get_current_comm(comm, sizeof(comm));
+		for (int i = 0; i < 16; i++) {
+			if (comm[i] != comm_filter[i])
+				return 0;
+			if (!comm[i])
+				break;
+		}
+		bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+	}
+	if (!traced(tgid))
 		return 0;
 	e = reserve(DLW_EXEC);
 	if (e) {

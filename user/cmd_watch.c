@@ -15,6 +15,7 @@ static void watch_usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
 		"Usage: dlscope %s [OPTIONS] -p PID [-p PID...]\n"
+		"       dlscope %s [OPTIONS] --comm NAME\n"
 		"       dlscope %s [OPTIONS] -- COMMAND [ARGS...]\n"
 		"\n"
 		"Stream the loader's calls (dlopen, dlmopen, dlclose, dlsym, dlvsym), GPU module\n"
@@ -25,6 +26,8 @@ static void watch_usage(FILE *f, const char *cmd)
 		"Needs root, kernel BTF and uprobes.\n"
 		"\n"
 		"  -p, --pid PID         watch this process (repeatable)\n"
+		"  -c, --comm NAME       every process named NAME (its comm), running or started\n"
+		"                        later, until --duration or Ctrl-C\n"
 		"  -f, --follow          also the children they fork (torchrun's ranks)\n"
 		"      --hot             also probe every parallel region (GOMP_parallel,\n"
 		"                        __kmpc_fork_call) and BLAS pool thread starts\n"
@@ -38,7 +41,7 @@ static void watch_usage(FILE *f, const char *cmd)
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 fine, 1 live findings, 2 usage error, 3 could not watch.\n",
-		cmd, cmd);
+		cmd, cmd, cmd);
 }
 
 static int parse_number(const char *s, double max, double *out)
@@ -62,6 +65,7 @@ static int run(int argc, char **argv, bool record)
 		{ "hot", no_argument, NULL, 'H' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "futex-ms", required_argument, NULL, 'F' },
+		{ "comm", required_argument, NULL, 'c' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -75,7 +79,7 @@ static int run(int argc, char **argv, bool record)
 	double v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:fd:o:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:c:fd:o:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': {
 			pid_t pid, *np;
@@ -91,6 +95,15 @@ static int run(int argc, char **argv, bool record)
 			o.pids[o.n_pids++] = pid;
 			break;
 		}
+		case 'c':
+			if (!optarg[0] || strlen(optarg) > 15) {
+				dls_err("%s: --comm takes a process name of 1 to 15 characters (the "
+					"kernel's comm), not '%s'",
+					cmd, optarg);
+				goto usage;
+			}
+			o.comm = optarg;
+			break;
 		case 'f':
 			o.follow = true;
 			break;
@@ -132,8 +145,8 @@ static int run(int argc, char **argv, bool record)
 		dls_err("%s: unexpected '%s' (a command goes after --)", cmd, argv[optind]);
 		goto usage;
 	}
-	if (!o.n_pids && !o.command) {
-		dls_err("%s: nothing to watch: give -p PID or -- COMMAND", cmd);
+	if (!o.n_pids && !o.command && !o.comm) {
+		dls_err("%s: nothing to watch: give -p PID, --comm NAME or -- COMMAND", cmd);
 		goto usage;
 	}
 	if (record && !out_path) {
@@ -156,8 +169,10 @@ static int run(int argc, char **argv, bool record)
 		dls_err("%s: %s", cmd, why);
 		return DLS_EXIT_INSPECT;
 	}
-	fprintf(stderr, "dlscope: %llu events, %llu lost, %llu findings; probes attached in %.1f ms%s\n",
-		st.events, st.lost, st.findings, st.attach_ms,
+	fprintf(stderr,
+		"dlscope: %llu events, %llu lost, %llu findings; probes attached in %.1f ms; "
+		"collector CPU %.2f s%s\n",
+		st.events, st.lost, st.findings, st.attach_ms, st.cpu_s,
 		st.lost ? " (the ring buffer was full: events were dropped)" : "");
 	ret = st.findings ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 	return ret;

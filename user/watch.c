@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -545,6 +547,25 @@ static void loaded_after_exit(struct watch *w, struct proc_state *ps, const stru
 	announce_one(w, ps, o, e);
 }
 
+/* A process caught at its exec (a command, --comm): everything it loads is news. */
+static int add_proc_empty(struct watch *w, pid_t pid, const char *comm)
+{
+	uint32_t key = (uint32_t)pid;
+	uint8_t one = 1;
+	struct proc_state *np = realloc(w->procs, (w->n_procs + 1) * sizeof(*np));
+
+	if (!np)
+		return -ENOMEM;
+	w->procs = np;
+	w->procs[w->n_procs++] = (struct proc_state){
+		.pid = pid,
+		.g = graph_empty(w, pid, comm),
+		.seen_all = true,
+	};
+	return bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
+				    BPF_ANY);
+}
+
 /*
  * Watch @pid from now on. A forked child (@parent > 0) that exits before it can be read keeps
  * a copy of its parent's model: fork copied the parent's objects, which are not news.
@@ -738,6 +759,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	/* The model and the live detectors. */
 	if (e->type == DLW_FORK && !e->arg1 && w->o->follow)
 		add_proc(w, (pid_t)e->arg0, (pid_t)e->pid);
+	if (!ps && e->type == DLW_EXEC && w->o->comm && !add_proc_empty(w, (pid_t)e->pid, e->comm))
+		ps = proc_find(w, (pid_t)e->pid);
 	if (ps && e->type == DLW_EXEC) {
 		/* A new image: everything it has is news, nothing of the old one "left". */
 		libgraph__free(ps->g);
@@ -855,6 +878,16 @@ static void scan_stuck_in_dlopen(struct watch *w)
 	}
 }
 
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
+
 static int check_capabilities(char *why, size_t len)
 {
 	const char *still = "libs, check, lint and stacks still work";
@@ -908,6 +941,47 @@ static pid_t spawn_held(char **argv, int *release_fd)
 	return pid;
 }
 
+/* Probe our own libc: a command, or a program started later, runs the same one unless it
+ * changes root. */
+static void attach_own_libc(struct watch *w)
+{
+	struct target *self;
+	struct libgraph *g;
+	char r[128];
+
+	if (target__open(getpid(), &self, r, sizeof(r)))
+		return;
+	if (!libgraph__snapshot_cached(self, w->cache, &g, r, sizeof(r))) {
+		for (size_t i = 0; i < g->n; i++)
+			attach_object(w, getpid(), g->objs[i]);
+		libgraph__free(g);
+	}
+	target__free(self);
+}
+
+/* --comm: the processes already running under that name (threads' own names do not count). */
+static void add_by_comm(struct watch *w, const char *comm)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char path[64], name[32];
+		pid_t pid;
+
+		if (parse_pid(de->d_name, &pid) || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		if (proc__read_small(path, name, sizeof(name)) <= 0)
+			continue;
+		name[strcspn(name, "\n")] = '\0';
+		if (!strcmp(name, comm) && add_proc(w, pid, 0))
+			drop_proc(w, pid); /* exited, a zombie, or a kernel thread */
+	}
+	if (d)
+		closedir(d);
+}
+
 static void write_header(struct watch *w)
 {
 	struct utsname u;
@@ -952,6 +1026,11 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		return -errno;
 	}
 	w.skel->rodata->follow_children = o->follow;
+	if (o->comm) {
+		w.skel->rodata->comm_mode = true;
+		strncpy((char *)w.skel->rodata->comm_filter, o->comm,
+			sizeof(w.skel->rodata->comm_filter) - 1);
+	}
 	w.skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
 	err = dlwatch_bpf__load(w.skel);
 	if (err) {
@@ -997,48 +1076,24 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		}
 	}
 	if (o->command) {
-		/* Probe our own libc: the command runs the same one unless it changes root. */
-		struct target *self;
-		char r[128];
-
 		w.command_pid = spawn_held(o->command, &release_fd);
 		if (w.command_pid < 0) {
 			err = -errno;
 			snprintf(why, whylen, "cannot start '%s': %s", o->command[0], strerror(errno));
 			goto out;
 		}
-		if (!target__open(getpid(), &self, r, sizeof(r))) {
-			struct libgraph *g;
-
-			if (!libgraph__snapshot(self, &g, r, sizeof(r))) {
-				for (size_t i = 0; i < g->n; i++)
-					attach_object(&w, getpid(), g->objs[i]);
-				libgraph__free(g);
-			}
-			target__free(self);
-		}
-		{
-			uint32_t key = (uint32_t)w.command_pid;
-			uint8_t one = 1;
-			struct proc_state *np = realloc(w.procs, (w.n_procs + 1) * sizeof(*np));
-
-			if (np) {
-				/* An empty graph, not none: everything it loads is news. */
-				w.procs = np;
-				w.procs[w.n_procs++] = (struct proc_state){
-					.pid = w.command_pid,
-					.g = graph_empty(&w, w.command_pid, o->command[0]),
-					.seen_all = true,
-				};
-			}
-			bpf_map__update_elem(w.skel->maps.targets, &key, sizeof(key), &one,
-					     sizeof(one), BPF_ANY);
-		}
+		attach_own_libc(&w);
+		add_proc_empty(&w, w.command_pid, o->command[0]);
+	}
+	if (o->comm) {
+		attach_own_libc(&w);
+		add_by_comm(&w, o->comm);
 	}
 	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
 	/* Tests and scripts wait for this line before they make the target act. */
-	fprintf(stderr, "dlscope: watching %zu process%s; probes attached in %.1f ms\n",
-		w.n_procs, w.n_procs == 1 ? "" : "es", st->attach_ms);
+	fprintf(stderr, "dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms\n",
+		w.n_procs, w.n_procs == 1 ? "" : "es", o->comm ? " named " : "",
+		o->comm ? o->comm : "", o->comm ? " and those that start" : "", st->attach_ms);
 	if (release_fd >= 0) {
 		if (write(release_fd, "g", 1) != 1)
 			dls_warn("cannot release '%s'", o->command[0]);
@@ -1049,6 +1104,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	sigaction(SIGTERM, &sa, NULL);
 	if (o->duration_s > 0)
 		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
+	st->cpu_s = -cpu_seconds();
 	err = 0;
 	while (!stop_requested && !(o->stop && *o->stop)) {
 		int n = ring_buffer__poll(w.rb, 100);
@@ -1076,6 +1132,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		}
 	}
 	ring_buffer__consume(w.rb);
+	st->cpu_s += cpu_seconds();
 	{
 		uint32_t zero = 0;
 		int ncpu = libbpf_num_possible_cpus();

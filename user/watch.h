@@ -17,6 +17,7 @@ struct watch_opts {
 	pid_t *pids;
 	size_t n_pids;
 	char **command;		/* -- CMD ARGS, or NULL */
+	const char *comm;	/* every process with this comm, running or exec'ed later */
 	bool follow;		/* children as they fork */
 	bool hot;		/* also the per-region OpenMP/BLAS entry points */
 	bool quiet;		/* no line per event (record) */
@@ -37,6 +38,7 @@ struct watch_opts {
 struct watch_stats {
 	unsigned long long events, lost, findings;
 	double attach_ms;	/* attaching every probe to the initial targets */
+	double cpu_s;		/* the collector's own CPU time, user + system */
 	int command_status;	/* -1 when no command ran */
 };
 

@@ -120,6 +120,32 @@ def test_dlopen_inside_a_constructor():
     assert re.search(r"#0 ctor_dlopen_init\+0x[0-9a-f]+ \(libctor_dlopen.so\)", out), out
 
 
+def test_processes_by_name():
+    """--comm: a process that starts later under that name is watched from its exec."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    w = subprocess.Popen([dlscope_path(), "watch", "--comm", "two_omp", "--duration", "4"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    fx = None
+    try:
+        line = w.stderr.readline()
+        assert re.match(r"dlscope: watching \d+ process(es)? named two_omp and those that start",
+                        line), line
+        fx = subprocess.Popen([fixture_path("two_omp")], stdout=subprocess.PIPE, text=True)
+        pid = fx.pid
+        out, err = w.communicate(timeout=30)
+        assert w.returncode == 1, (out, err)
+        assert re.search(rf"{pid}/{pid} two_omp exec ", out), out
+        assert re.search(rf"{pid}/{pid} two_omp FINDING dup-openmp", out), out
+    finally:
+        w.kill()
+        w.wait()
+        if fx:
+            fx.kill()
+            fx.wait()
+    dlscope("watch", "--comm", "a-name-longer-than-15", check=2)
+
+
 def test_follow_forked_children():
     p = watch("--follow", "--", fixture_path("fork_tree"), fixture_path("libplain.so"),
               status=0)
