@@ -211,8 +211,16 @@ static void fix_scroll(struct list_state *ls, size_t n, int h)
 		ls->top = ls->sel - (size_t)h + 1;
 }
 
+/* A title row on top is not a thing to select. */
+static void skip_title(struct list_state *ls, const struct rows *rs)
+{
+	if (ls->sel == 0 && rs->n > 1 && rs->r[0].color == C_HEADER)
+		ls->sel = 1;
+}
+
 static void draw_rows(struct ui *ui, const struct rows *rs, struct list_state *ls, int y, int h)
 {
+	skip_title(ls, rs);
 	fix_scroll(ls, rs->n, h);
 	for (int i = 0; i < h; i++) {
 		size_t k = ls->top + (size_t)i;
@@ -527,8 +535,10 @@ static enum key_result handle_key(struct ui *ui, int ch)
 		const struct row *sel;
 
 		v->rows(ui, &rs);
+		skip_title(&ui->list[ui->view], &rs);
 		fix_scroll(&ui->list[ui->view], rs.n, ui->lines - 3);
 		res = list_key(ui, ch, rs.n, ui->lines - 3);
+		skip_title(&ui->list[ui->view], &rs);
 		sel = rs.n ? &rs.r[ui->list[ui->view].sel] : NULL;
 		if (res == KEY_IGNORED && v->key)
 			res = v->key(ui, ch, sel);
