@@ -579,13 +579,17 @@ static void read_messages(struct ui *ui, int out_fd)
 	}
 }
 
-/* Pump the sources for at most PUMP_MS; true when the model changed. */
-static bool pump(struct ui *ui, bool *collector_failed, char *why, size_t whylen)
+/*
+ * Pump the sources for at most PUMP_MS; true when the model changed. *backlog: stopped by the
+ * time limit with records still waiting, so the loop should not sleep.
+ */
+static bool pump(struct ui *ui, bool *collector_failed, bool *backlog, char *why, size_t whylen)
 {
 	double t0 = now_s(), t;
 	unsigned int gen = ui->m->generation;
 	int err;
 
+	*backlog = false;
 	do {
 		size_t done = 0;
 
@@ -596,7 +600,8 @@ static bool pump(struct ui *ui, bool *collector_failed, char *why, size_t whylen
 			done = replay__tick(ui->replay, ui->m, t, 2048);
 		if (!done)
 			break;
-	} while (now_s() - t0 < PUMP_MS / 1e3);
+		*backlog = now_s() - t0 >= PUMP_MS / 1e3;
+	} while (!*backlog);
 	if (ui->live && live__finished(ui->live, &err, why, whylen)) {
 		live__free(ui->live);
 		ui->live = NULL;
@@ -695,7 +700,9 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 	struct term_state ts = { .saved_fd = { -1, -1, -1 }, .out_read = -1 };
 	static bool atfork_done;
 	double last_draw = 0;
-	bool dirty = true, quit = false, failed = false;
+	bool dirty = true, quit = false, failed = false, backlog = false;
+	double started = now_s();
+	uint64_t first_seq = ui->m->next_seq;
 	int ret = DLS_EXIT_OK, sfd;
 	sigset_t stop_sigs;
 
@@ -741,7 +748,7 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 		struct signalfd_siginfo si;
 		int ch;
 
-		timeout(dirty ? (wait_ms > 0 ? (int)wait_ms : 0) : FRAME_MS);
+		timeout(backlog ? 0 : dirty ? (wait_ms > 0 ? (int)wait_ms : 0) : FRAME_MS);
 		ch = getch();
 		while (ch != ERR && !quit) {
 			enum key_result r = handle_key(ui, ch);
@@ -756,7 +763,7 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 		}
 		if (sfd >= 0 && read(sfd, &si, sizeof(si)) == sizeof(si))
 			quit = true;
-		if (pump(ui, &failed, why, whylen))
+		if (pump(ui, &failed, &backlog, why, whylen))
 			dirty = true;
 		if (failed && ui->src == SRC_LIVE && !ui->m->n_procs) {
 			/* Nothing to show: the collector never started (e.g. not root). */
@@ -776,6 +783,11 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 		why[0] = '\0';
 	output__set_sink(NULL);
 	term_close(&ts);
+	/* For bench/ui_bench.py: how often the screen was redrawn under load. */
+	if (getenv("DLSCOPE_UI_STATS"))
+		fprintf(stderr, "dlscope: ui: %lu redraws in %.2f s (%.1f/s), %llu events applied\n",
+			ui->redraws, now_s() - started, (double)ui->redraws / (now_s() - started),
+			(unsigned long long)(ui->m->next_seq - first_seq));
 out:
 	if (sfd >= 0)
 		close(sfd);
