@@ -284,7 +284,7 @@ static void draw_popup(struct ui *ui)
 		return;
 	wattrset(win, ui__attr(ui, C_NORMAL));
 	werase(win);
-	box(win, 0, 0);
+	wborder(win, '|', '|', '-', '-', '+', '+', '+', '+');
 	mvwprintw(win, 0, 2, " %.*s ", w - 8, ui->popup_title);
 	while (*s && line < h - 2) {
 		size_t len = strcspn(s, "\n");
