@@ -13,6 +13,7 @@ static const struct command commands[] = {
 	{ "stacks", cmd_stacks, "every thread's stack, the lock-wait graph and the deadlock verdict" },
 	{ "watch", cmd_watch, "the eBPF event stream: loader calls, runtimes, GPU loads, live" },
 	{ "record", cmd_record, "the event stream into a JSON Lines trace" },
+	{ "ui", cmd_ui, "the terminal UI: processes, libraries, threads, events, findings" },
 };
 
 static void usage(FILE *f)

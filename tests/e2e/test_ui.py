@@ -1,0 +1,269 @@
+"""dlscope ui, the real TUI in tmux: live, snapshot and replayed, through every view."""
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import time
+
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle
+
+
+def have_tmux():
+    if subprocess.run(["sh", "-c", "command -v tmux"], capture_output=True).returncode:
+        raise Skip("tmux is not installed (make deps)")
+
+
+class Tui:
+    """One tmux session running a command; the pane is polled, never slept on blindly."""
+
+    def __init__(self, args, width=200, height=50, env=None):
+        have_tmux()
+        self.name = f"dlscope-ui-{os.getpid()}-{time.monotonic_ns()}"
+        envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+        cmd = " ".join(shlex.quote(str(a)) for a in [dlscope_path(), "ui", *args])
+        # The shell stays after dlscope: the exit status and anything printed are checked.
+        script = (f"env {envs} {cmd}; echo EXIT=$?; printf STTY=; stty -a | tr ' ;' '\\n\\n' | "
+                  "grep -x -e '-*icanon' -e '-*echo' | tr '\\n' ' '; echo; sleep 600")
+        subprocess.run(["tmux", "new-session", "-d", "-x", str(width), "-y", str(height), "-s",
+                        self.name, "sh", "-c", script], check=True)
+
+    def screen(self, escapes=False):
+        args = ["tmux", "capture-pane", "-p", "-t", self.name] + (["-e"] if escapes else [])
+        return subprocess.run(args, capture_output=True, text=True).stdout
+
+    def wait_for(self, what, timeout=20.0, escapes=False):
+        """Wait until the screen contains @what (a string or a compiled regex); return it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.screen(escapes)
+            found = what.search(s) if hasattr(what, "search") else what in s
+            if found:
+                return s
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what!r} not on screen after {timeout}s:\n{s}")
+            time.sleep(0.05)
+
+    def keys(self, *keys):
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def type(self, text):
+        subprocess.run(["tmux", "send-keys", "-l", "-t", self.name, text], check=True)
+
+    def quit_and_status(self):
+        self.keys("q")
+        s = self.wait_for(re.compile(r"STTY=-*icanon -*echo"))
+        return int(re.search(r"EXIT=(\d+)", s).group(1)), s
+
+    def kill(self):
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+
+
+def event_rows(screen):
+    """The event rows on screen: (kind, what)."""
+    rows = []
+    for line in screen.splitlines():
+        # Columns as the view prints them: "%12.6f %-7d %-7d %-15s %-11s %s".
+        if re.match(r"\s*\d+\.\d{6} \d", line):
+            rows.append((line[45:56].strip(), line[57:]))
+    return rows
+
+
+def assert_sane_terminal(screen):
+    # After endwin the shell's tty is back in cooked mode with echo.
+    assert "STTY=icanon echo" in screen, screen
+
+
+def record_two_omp(path):
+    if not is_root():
+        raise Skip("recording a trace needs root")
+    dlscope("record", "-o", path, "--duration", "2", "--", fixture_path("two_omp"), check=1)
+
+
+def test_replay_views_filter_seek_and_quit():
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "two_omp.jsonl")
+        record_two_omp(trace)
+        n_records = sum(1 for _ in open(trace))
+        with Tui(["--replay", trace]) as ui:
+            ui.wait_for("replay")
+            ui.keys("}")  # to the end
+            s = ui.wait_for(f"record {n_records}/{n_records}")
+            assert "two_omp" in s and "!! runtime collision" in s, s
+            # Libraries: both OpenMP runtimes marked, in red unless NO_COLOR.
+            ui.keys("Tab")
+            s = ui.wait_for("[2 Libraries]")
+            coll = [ln for ln in s.splitlines() if ln.startswith("!!")]
+            assert any("libgomp.so.1" in ln for ln in coll) and \
+                any("libomp.so.5" in ln for ln in coll), s
+            assert not any("libc.so.6" in ln for ln in coll), coll
+            esc = ui.screen(escapes=True)
+            red = [ln for ln in esc.splitlines() if "libomp.so.5" in ln]
+            assert red and "\x1b[31m" in red[0], red
+            # Threads: a trace has none; says so.
+            ui.keys("3")
+            ui.wait_for("a trace has none")
+            # Events: every kind, then only dlsym, then only what concerns libomp.
+            ui.keys("4")
+            ui.wait_for("[4 Events]")
+            ui.keys("g")  # the oldest event: the exec
+            s = ui.wait_for("paused")
+            kinds = {k for k, _ in event_rows(s)}
+            assert {"exec", "dlopen", "dlsym", "loaded", "finding"} <= kinds, s
+            for _ in range(3):  # dlopen, dlclose, dlsym
+                ui.keys("t")
+            s = ui.wait_for("kind=dlsym")
+            rows = event_rows(s)
+            assert rows and all(k == "dlsym" for k, _ in rows), s
+            ui.keys("c", "l")
+            ui.wait_for("library (part of its path):")
+            ui.type("libomp")
+            ui.keys("Enter")
+            s = ui.wait_for("library~libomp")
+            rows = event_rows(s)
+            assert rows and all("libomp" in w for _, w in rows), s
+            assert any(k == "dlopen" for k, _ in rows), rows
+            ui.keys("c")
+            # Findings.
+            ui.keys("5")
+            s = ui.wait_for("[5 Findings]")
+            assert "dup-openmp" in s and "main+0x43 (two_omp)" in s, s
+            # Seek to the start: nothing applied beyond the header yet.
+            ui.keys("{")
+            s = ui.wait_for("t=0.000s")
+            assert "no findings" in s, s
+            ui.keys("1")
+            s = ui.wait_for("[1 Processes]")
+            assert "!! runtime collision" not in s, s
+            # Play at full speed to the end again.
+            ui.keys("m", "Space")
+            ui.wait_for("ended")
+            s = ui.wait_for("!! runtime collision")
+            # Help.
+            ui.keys("?")
+            s = ui.wait_for("dlscope ui: help")
+            assert "Tab / S-Tab" in s and "seek -5 s" in s, s
+            ui.keys("Escape")
+            status, s = ui.quit_and_status()
+            assert status == 0, s
+            assert_sane_terminal(s)
+
+
+def test_replay_without_colours():
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "t.jsonl")
+        record_two_omp(trace)
+        with Tui(["--replay", trace], env={"NO_COLOR": "1"}) as ui:
+            ui.wait_for("replay")
+            ui.keys("}", "2")
+            ui.wait_for("COLLISION")
+            esc = ui.screen(escapes=True)
+            for sgr in re.findall(r"\x1b\[([0-9;]*)m", esc):
+                codes = {int(c) for c in sgr.split(";") if c}
+                colours = {c for c in codes if 30 <= c <= 48 and c not in (39, 49)}
+                assert not colours, (sgr, esc[:400])
+            line = [ln for ln in esc.splitlines() if "libomp.so.5" in ln][0]
+            assert re.match(r"\x1b\[1;4m!!", line), repr(line)  # bold and underlined
+            assert ui.quit_and_status()[0] == 0
+
+
+def test_live_command_collision_and_finding():
+    if not is_root():
+        raise Skip("live mode needs root")
+    with Tui(["--", fixture_path("two_omp")]) as ui:
+        ui.wait_for("ready")  # the command's own output lands on the status line
+        ui.keys("2")
+        s = ui.wait_for(re.compile(r"!!.*libomp\.so\.5.*COLLISION"))
+        assert re.search(r"!!.*libgomp\.so\.1.*COLLISION", s), s
+        ui.keys("5")
+        s = ui.wait_for("dup-openmp")
+        assert "a second OpenMP runtime arrived" in s, s
+        ui.keys("4")
+        s = ui.wait_for("dlopen(\"libomp.so.5\")")
+        status, s = ui.quit_and_status()
+        assert status == 0, s
+        assert_sane_terminal(s)
+
+
+def proc_state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_live_pid_snapshot_findings_and_target_left_running():
+    with Fixture(["two_omp"]) as fx, Tui(["-p", fx.pid]) as ui:
+        s = ui.wait_for("[1 Processes]")
+        assert str(fx.pid) in s and "two_omp" in s, s
+        ui.keys("Enter")  # the process's libraries
+        s = ui.wait_for("[2 Libraries]")
+        assert re.search(r"!!.*libomp\.so\.5.*COLLISION", s), s
+        ui.keys("5")
+        s = ui.wait_for("dup-openmp")
+        assert "remedy:" in s and "evidence:" in s, s
+        ui.keys("3")
+        s = ui.wait_for("TID")
+        assert str(fx.pid) in s, s
+        status, s = ui.quit_and_status()
+        assert status == 0, s
+        assert fx.proc.poll() is None and proc_state(fx.pid) not in "tT", proc_state(fx.pid)
+
+
+def test_snapshot_deadlock_threads_edges_and_stack():
+    with Fixture(["hang_abba"]) as fx:
+        wait_idle(fx.pid)
+        with Tui(["--snapshot", "-p", fx.pid]) as ui:
+            ui.wait_for("snapshot")
+            ui.keys("3")
+            s = ui.wait_for("Lock-wait edges")
+            dead = [ln for ln in s.splitlines() if "** DEADLOCK" in ln]
+            assert len(dead) == 2 and all("mutex" in ln for ln in dead), s
+            tids = [int(ln.split()[0]) for ln in dead]
+            edges = re.findall(r"(\d+) -> (\d+)  mutex", s)
+            assert {(int(a), int(b)) for a, b in edges} == {(tids[0], tids[1]),
+                                                          (tids[1], tids[0])}, s
+            assert "Deadlock" in s, s
+            ui.keys("/")
+            ui.type("DEADLOCK")
+            ui.keys("Enter")
+            ui.wait_for("/DEADLOCK")
+            ui.keys("Enter")
+            s = ui.wait_for("stack of thread")
+            assert "pthread_mutex_lock" in s or "lock" in s, s
+            ui.keys("Escape")
+            ui.keys("4")
+            ui.wait_for("a snapshot has no events")
+            status, s = ui.quit_and_status()
+            assert status == 0, s
+        assert fx.proc.poll() is None and proc_state(fx.pid) not in "tT"
+
+
+def test_errors_are_one_line_and_non_zero():
+    with Tui(["-p", "999999999"]) as ui:
+        s = ui.wait_for(re.compile(r"EXIT=\d+"))
+        assert "EXIT=3" in s and s.count("dlscope:") == 1, s
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as bad:
+        bad.write('{"type":"header","format":"dlscope-trace/1"}\n{oops\n')
+        bad.flush()
+        with Tui(["--replay", bad.name]) as ui:
+            s = ui.wait_for(re.compile(r"EXIT=\d+"))
+            assert "EXIT=3" in s and f"{bad.name}:2" in s, s
+    with Tui(["--replay", "/nonexistent.jsonl"]) as ui:
+        s = ui.wait_for(re.compile(r"EXIT=\d+"))
+        assert "EXIT=3" in s and "cannot read trace" in s, s
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as t:
+        t.write('{"type":"header","format":"dlscope-trace/1","t0":1}\n')
+        t.flush()
+        with Tui(["--replay", t.name], width=40, height=8) as ui:
+            s = ui.wait_for(re.compile(r"STTY=-*icanon -*echo"))
+            assert "EXIT=2" in s and "too small" in s, s
+            assert_sane_terminal(s)
+    proc = dlscope("ui", "--replay", "/dev/null")
+    assert proc.returncode == 2 and "needs a terminal" in proc.stderr, proc.stderr
+    proc = dlscope("ui")
+    assert proc.returncode == 2 and "nothing to show" in proc.stderr, proc.stderr

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The TUI's model: trace records in, what the views would show out; replay seeking. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "source.h"
+#include "tap.h"
+
+static const char *const trace[] = {
+	"{\"type\":\"header\",\"format\":\"dlscope-trace/1\",\"t0\":1000000000,\"targets\":[]}",
+	"{\"type\":\"exec\",\"t\":1000000000,\"pid\":10,\"tid\":10,\"comm\":\"app\",\"in_dlopen\":0,"
+	"\"file\":\"/bin/app\"}",
+	"{\"type\":\"loaded\",\"t\":1000000000,\"pid\":10,\"path\":\"/bin/app\",\"soname\":null,"
+	"\"namespace\":0,\"origin\":\"executable\",\"needed_by\":[],\"roles\":[]}",
+	"{\"type\":\"loaded\",\"t\":1000000000,\"pid\":10,\"path\":\"/lib/libgomp.so.1\",\"soname\":"
+	"\"libgomp.so.1\",\"namespace\":0,\"origin\":\"needed\",\"needed_by\":[\"/bin/app\"],"
+	"\"roles\":[{\"kind\":\"openmp\",\"impl\":\"libgomp\",\"name\":\"GNU libgomp\",\"version\":"
+	"\"5.1\",\"detail\":null}]}",
+	"{\"type\":\"fork\",\"t\":2000000000,\"pid\":10,\"tid\":10,\"comm\":\"app\",\"in_dlopen\":0,"
+	"\"child\":11,\"thread\":false}",
+	"{\"type\":\"dlopen\",\"t\":3000000000,\"pid\":10,\"tid\":10,\"comm\":\"app\",\"in_dlopen\":1,"
+	"\"path\":\"libomp.so.5\",\"file\":\"/lib/libomp.so.5\",\"flags\":2,\"handle\":1,"
+	"\"duration_ns\":1000}",
+	"{\"type\":\"loaded\",\"t\":3000000000,\"pid\":10,\"path\":\"/lib/libomp.so.5\",\"soname\":"
+	"\"libomp.so.5\",\"namespace\":0,\"origin\":\"dlopen\",\"needed_by\":[],\"roles\":[{\"kind\":"
+	"\"openmp\",\"impl\":\"libomp\",\"name\":\"LLVM libomp\",\"version\":null,\"detail\":null}]}",
+	"{\"type\":\"finding\",\"t\":3000000000,\"pid\":10,\"tid\":10,\"id\":\"dup-openmp\",\"text\":"
+	"\"a second OpenMP runtime arrived\",\"stack\":[\"main+0x43 (app)\"]}",
+	"{\"type\":\"dlsym\",\"t\":4000000000,\"pid\":11,\"tid\":11,\"comm\":\"child\",\"in_dlopen\":0,"
+	"\"symbol\":\"omp_get_max_threads\",\"handle\":1,\"address\":2}",
+	"{\"type\":\"summary\",\"events\":5,\"lost\":0,\"findings\":1}",
+};
+
+static void apply_all(struct model *m)
+{
+	for (size_t i = 0; i < sizeof(trace) / sizeof(trace[0]); i++) {
+		json_t *rec = json_loads(trace[i], 0, NULL);
+
+		if (model__apply(m, rec))
+			printf("# record %zu rejected\n", i);
+		json_decref(rec);
+	}
+}
+
+static const struct m_lib *lib(const struct m_proc *p, const char *path)
+{
+	for (size_t i = 0; p && i < p->n_libs; i++)
+		if (!strcmp(p->libs[i].path, path))
+			return &p->libs[i];
+	return NULL;
+}
+
+static size_t count(const struct model *m, const struct event_filter *f)
+{
+	size_t n = 0;
+
+	for (uint64_t s = model__first_seq(m); s < m->next_seq; s++)
+		n += event_filter__match(f, model__event(m, s));
+	return n;
+}
+
+static bool fold_app(void *ctx, const char *path)
+{
+	return !strcmp(path, "/bin/app");
+}
+
+static void test_graph_and_collision(void)
+{
+	struct model *m = model__new(100);
+	struct m_proc *p;
+	struct lib_row *rows;
+	ssize_t n;
+
+	apply_all(m);
+	p = model__proc(m, 10);
+	CHECK(p && p->n_libs == 3, "the graph is rebuilt from loaded records");
+	CHECK(p && !strcmp(p->comm, "app"), "exec names the process");
+	CHECK(lib(p, "/lib/libgomp.so.1") && lib(p, "/lib/libgomp.so.1")->collision,
+	      "libgomp is marked as colliding");
+	CHECK(lib(p, "/lib/libomp.so.5") && lib(p, "/lib/libomp.so.5")->collision,
+	      "libomp is marked as colliding");
+	CHECK(lib(p, "/bin/app") && !lib(p, "/bin/app")->collision, "the executable is not");
+	n = model__lib_tree(p, NULL, NULL, &rows);
+	CHECK(n == 3 && !strcmp(p->libs[rows[0].lib].path, "/bin/app") && rows[1].depth == 1 &&
+		      !strcmp(p->libs[rows[1].lib].path, "/lib/libgomp.so.1") && rows[2].depth == 0,
+	      "tree: libgomp under the executable, libomp a dlopen root");
+	free(rows);
+	n = model__lib_tree(p, fold_app, NULL, &rows);
+	CHECK(n == 2 && rows[0].collapsed && !strcmp(p->libs[rows[1].lib].path, "/lib/libomp.so.5"),
+	      "folding the executable hides libgomp, not libomp");
+	free(rows);
+	CHECK(model__proc(m, 11) && model__proc(m, 11)->ppid == 10, "fork links the child");
+	CHECK(m->n_findings == 1 && !strcmp(m->findings[0].id, "dup-openmp") &&
+		      m->findings[0].stack && strstr(m->findings[0].stack, "main+0x43"),
+	      "the finding is kept with its stack");
+	/* A loaded record for a known object updates it rather than adding one. */
+	{
+		json_t *rec = json_loads(trace[3], 0, NULL);
+
+		model__apply(m, rec);
+		json_decref(rec);
+	}
+	CHECK(model__proc(m, 10)->n_libs == 3, "a repeated loaded record updates in place");
+	CHECK(m->has_summary && m->summary_events == 5, "the summary is read");
+	{
+		json_t *bad = json_loads("{\"type\":\"nonsense\"}", 0, NULL);
+
+		CHECK(model__apply(m, bad) == -EINVAL && m->bad_records == 1,
+		      "an unknown record is refused and counted");
+		json_decref(bad);
+	}
+	model__free(m);
+}
+
+static void test_filters_and_ring(void)
+{
+	struct model *m = model__new(100);
+	struct event_filter f = { 0 };
+
+	apply_all(m);
+	CHECK(count(m, &f) == m->ring_n, "no filter shows every event");
+	f.kinds = 1u << EV_DLSYM;
+	CHECK(count(m, &f) == 1, "kind filter: one dlsym");
+	f.kinds = 0;
+	f.pid = 11;
+	CHECK(count(m, &f) == 1, "process filter: one event of pid 11");
+	f.pid = 0;
+	snprintf(f.lib, sizeof(f.lib), "libomp");
+	CHECK(count(m, &f) == 2, "library filter: the dlopen and the loaded record of libomp");
+	model__free(m);
+
+	m = model__new(4);
+	for (int i = 0; i < 10; i++)
+		model__add_event(m, EV_DLSYM, (uint64_t)i, 1, 1, "x", "e", NULL, NULL);
+	CHECK(m->ring_n == 4 && model__first_seq(m) == 6 && !model__event(m, 5) &&
+		      model__event(m, 9) && model__event(m, 9)->t == 9,
+	      "the ring keeps the newest events");
+	model__free(m);
+}
+
+static void test_replay_seek(void)
+{
+	char path[] = "/tmp/test_ui_model.XXXXXX", why[256];
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	struct model *m = model__new(100);
+	struct replay *r = NULL;
+
+	for (size_t i = 0; f && i < sizeof(trace) / sizeof(trace[0]); i++)
+		fprintf(f, "%s\n", trace[i]);
+	if (f)
+		fclose(f);
+	CHECK(replay__open(path, &r, why, sizeof(why)) == 0 && r->n == 10, "the trace is read");
+	if (!r)
+		goto out;
+	replay__seek(r, m, 2500000000ULL, 0);
+	CHECK(model__proc(m, 10) && model__proc(m, 10)->n_libs == 2 && !m->n_findings,
+	      "seek to 2.5 s: libomp not loaded yet, no finding");
+	replay__seek(r, m, UINT64_MAX, 0);
+	CHECK(model__proc(m, 10)->n_libs == 3 && m->n_findings == 1, "seek to the end: all of it");
+	replay__seek(r, m, 1500000000ULL, 0);
+	CHECK(model__proc(m, 10)->n_libs == 2 && !m->n_findings && !model__proc(m, 11),
+	      "seek back to 1.5 s rebuilds: no fork, no finding");
+	replay__pause(r, false, 100.0);
+	replay__set_speed(r, 1.0, 100.0);
+	replay__tick(r, m, 101.0, 1000);
+	CHECK(model__proc(m, 11) && !m->n_findings, "playing 1 s at 1x reaches the fork only");
+	replay__set_speed(r, 0, 101.0);
+	replay__tick(r, m, 101.0, 2);
+	CHECK(r->pos < r->n, "a tick applies no more than its budget");
+	replay__tick(r, m, 101.0, 1000);
+	CHECK(replay__at_end(r) && m->n_findings == 1, "max speed reaches the end");
+	replay__free(r);
+	r = NULL;
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "%s\nnot json\n", trace[0]);
+		fclose(f);
+	}
+	CHECK(replay__open(path, &r, why, sizeof(why)) == -EINVAL && strstr(why, ":2 ") && !r,
+	      "a bad line is refused with its line number");
+out:
+	replay__free(r);
+	unlink(path);
+	model__free(m);
+}
+
+int main(void)
+{
+	test_graph_and_collision();
+	test_filters_and_ring();
+	test_replay_seek();
+	return tap_done();
+}

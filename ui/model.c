@@ -1,0 +1,677 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The TUI's model: trace records and snapshots in, what the views show out. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+static const char *const kind_ids[EV__COUNT] = {
+	[EV_DLOPEN] = "dlopen",		 [EV_DLCLOSE] = "dlclose", [EV_DLSYM] = "dlsym",
+	[EV_OMP_FORK] = "omp_fork",	 [EV_BLAS_THREAD] = "blas_thread",
+	[EV_GPU_LOAD] = "gpu_load",	 [EV_EXEC] = "exec",	   [EV_FORK] = "fork",
+	[EV_EXIT] = "exit",		 [EV_SIGNAL] = "signal",   [EV_FUTEX_WAIT] = "futex_wait",
+	[EV_LOADED] = "loaded",		 [EV_FINDING] = "finding",
+};
+
+const char *ev_kind__id(enum ev_kind k)
+{
+	return k < EV__COUNT ? kind_ids[k] : "?";
+}
+
+int ev_kind__parse(const char *id)
+{
+	for (int k = 0; id && k < EV__COUNT; k++)
+		if (!strcmp(id, kind_ids[k]))
+			return k;
+	return -1;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+struct model *model__new(size_t ring_cap)
+{
+	struct model *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->ring_cap = ring_cap ? ring_cap : 1;
+	m->ring = calloc(m->ring_cap, sizeof(*m->ring));
+	if (!m->ring) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+static void event_clear(struct m_event *e)
+{
+	free(e->text);
+	free(e->lib);
+	free(e->stack);
+	memset(e, 0, sizeof(*e));
+}
+
+static void lib_clear(struct m_lib *l)
+{
+	free(l->path);
+	free(l->soname);
+	for (size_t i = 0; i < l->n_needed_by; i++)
+		free(l->needed_by[i]);
+	free(l->needed_by);
+	free(l->roles);
+}
+
+static void threads_clear(struct m_proc *p)
+{
+	for (size_t i = 0; i < p->n_threads; i++) {
+		free(p->threads[i].waits);
+		free(p->threads[i].stack);
+	}
+	free(p->threads);
+	for (size_t i = 0; i < p->n_edges; i++)
+		free(p->edges[i].what);
+	free(p->edges);
+	for (size_t i = 0; i < p->n_verdicts; i++)
+		free(p->verdicts[i]);
+	free(p->verdicts);
+	p->threads = NULL;
+	p->edges = NULL;
+	p->verdicts = NULL;
+	p->n_threads = p->n_edges = p->n_verdicts = 0;
+}
+
+static void finding_clear(struct m_finding *f)
+{
+	free(f->id);
+	free(f->severity);
+	free(f->title);
+	for (size_t i = 0; i < f->n_evidence; i++)
+		free(f->evidence[i]);
+	free(f->evidence);
+	free(f->why);
+	free(f->remedy);
+	free(f->stack);
+}
+
+void model__reset(struct model *m)
+{
+	for (size_t i = 0; i < m->n_procs; i++) {
+		struct m_proc *p = &m->procs[i];
+
+		for (size_t k = 0; k < p->n_libs; k++)
+			lib_clear(&p->libs[k]);
+		free(p->libs);
+		threads_clear(p);
+	}
+	free(m->procs);
+	m->procs = NULL;
+	m->n_procs = 0;
+	for (size_t i = 0; i < m->ring_cap; i++)
+		event_clear(&m->ring[i]);
+	m->ring_n = 0;
+	m->next_seq = 0;
+	for (size_t i = 0; i < m->n_findings; i++)
+		finding_clear(&m->findings[i]);
+	free(m->findings);
+	m->findings = NULL;
+	m->n_findings = 0;
+	m->t0 = m->t_last = 0;
+	m->has_summary = false;
+	m->summary_events = m->summary_lost = 0;
+	m->bad_records = 0;
+	m->generation++;
+}
+
+void model__free(struct model *m)
+{
+	if (!m)
+		return;
+	model__reset(m);
+	free(m->ring);
+	free(m);
+}
+
+struct m_proc *model__proc(struct model *m, pid_t pid)
+{
+	for (size_t i = 0; i < m->n_procs; i++)
+		if (m->procs[i].pid == pid)
+			return &m->procs[i];
+	return NULL;
+}
+
+struct m_proc *model__proc_get(struct model *m, pid_t pid)
+{
+	struct m_proc *p = model__proc(m, pid), *np;
+
+	if (p)
+		return p;
+	np = realloc(m->procs, (m->n_procs + 1) * sizeof(*np));
+	if (!np)
+		return NULL;
+	m->procs = np;
+	p = &m->procs[m->n_procs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	m->generation++;
+	return p;
+}
+
+/* Runtimes that must be alone in a process: two holders of one of these kinds collide. */
+static bool exclusive_kind(const char *kind)
+{
+	return !strcmp(kind, "openmp") || !strcmp(kind, "blas") || !strcmp(kind, "cxx-runtime");
+}
+
+static void mark_collisions(struct m_proc *p)
+{
+	for (size_t i = 0; i < p->n_libs; i++)
+		p->libs[i].collision = false;
+	for (size_t i = 0; i < p->n_libs; i++)
+		for (size_t r = 0; r < p->libs[i].n_roles; r++) {
+			const char *kind = p->libs[i].roles[r].kind;
+
+			if (!exclusive_kind(kind))
+				continue;
+			for (size_t j = i + 1; j < p->n_libs; j++)
+				for (size_t s = 0; s < p->libs[j].n_roles; s++)
+					if (!strcmp(p->libs[j].roles[s].kind, kind)) {
+						p->libs[i].collision = true;
+						p->libs[j].collision = true;
+					}
+		}
+}
+
+struct m_lib *model__lib_upsert(struct model *m, pid_t pid, const char *path, const char *soname,
+				unsigned int ns, const char *origin, const char *const *needed_by,
+				size_t n_needed_by, const struct m_role *roles, size_t n_roles)
+{
+	struct m_proc *p = model__proc_get(m, pid);
+	struct m_lib *l = NULL, *nl;
+
+	if (!p || !path)
+		return NULL;
+	for (size_t i = 0; i < p->n_libs && !l; i++)
+		if (p->libs[i].ns == ns && !strcmp(p->libs[i].path, path))
+			l = &p->libs[i];
+	if (!l) {
+		nl = realloc(p->libs, (p->n_libs + 1) * sizeof(*nl));
+		if (!nl)
+			return NULL;
+		p->libs = nl;
+		l = &p->libs[p->n_libs++];
+	} else {
+		lib_clear(l);
+	}
+	memset(l, 0, sizeof(*l));
+	l->path = strdup(path);
+	l->soname = dup_or_null(soname);
+	l->ns = ns;
+	snprintf(l->origin, sizeof(l->origin), "%s", origin ? origin : "");
+	l->needed_by = n_needed_by ? calloc(n_needed_by, sizeof(char *)) : NULL;
+	for (size_t i = 0; l->needed_by && i < n_needed_by; i++)
+		l->needed_by[l->n_needed_by++] = strdup(needed_by[i]);
+	l->roles = n_roles ? calloc(n_roles, sizeof(*l->roles)) : NULL;
+	if (l->roles) {
+		memcpy(l->roles, roles, n_roles * sizeof(*roles));
+		l->n_roles = n_roles;
+	}
+	mark_collisions(p);
+	m->generation++;
+	return l;
+}
+
+void model__set_threads(struct model *m, struct m_proc *p, struct m_thread *threads, size_t n,
+			struct m_edge *edges, size_t n_edges, char **verdicts, size_t n_verdicts)
+{
+	threads_clear(p);
+	p->threads = threads;
+	p->n_threads = n;
+	p->edges = edges;
+	p->n_edges = n_edges;
+	p->verdicts = verdicts;
+	p->n_verdicts = n_verdicts;
+	p->threads_known = true;
+	m->generation++;
+}
+
+int model__add_finding(struct model *m, pid_t pid, uint64_t t, const char *id,
+		       const char *severity, const char *title, const char *const *evidence,
+		       size_t n_evidence, const char *why, const char *remedy, const char *stack)
+{
+	struct m_finding *nf = realloc(m->findings, (m->n_findings + 1) * sizeof(*nf)), *f;
+
+	if (!nf)
+		return -ENOMEM;
+	m->findings = nf;
+	f = &m->findings[m->n_findings++];
+	memset(f, 0, sizeof(*f));
+	f->pid = pid;
+	f->t = t;
+	f->id = strdup(id ? id : "?");
+	f->severity = strdup(severity ? severity : "error");
+	f->title = strdup(title ? title : "");
+	f->evidence = n_evidence ? calloc(n_evidence, sizeof(char *)) : NULL;
+	for (size_t i = 0; f->evidence && i < n_evidence; i++)
+		f->evidence[f->n_evidence++] = strdup(evidence[i]);
+	f->why = dup_or_null(why);
+	f->remedy = dup_or_null(remedy);
+	f->stack = dup_or_null(stack);
+	m->generation++;
+	return 0;
+}
+
+void model__drop_snapshot_findings(struct model *m, pid_t pid)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < m->n_findings; i++) {
+		if (m->findings[i].pid == pid && strcmp(m->findings[i].severity, "live"))
+			finding_clear(&m->findings[i]);
+		else
+			m->findings[k++] = m->findings[i];
+	}
+	m->n_findings = k;
+	m->generation++;
+}
+
+int model__add_event(struct model *m, enum ev_kind kind, uint64_t t, pid_t pid, pid_t tid,
+		     const char *comm, const char *text, const char *lib, const char *stack)
+{
+	struct m_event *e = &m->ring[m->next_seq % m->ring_cap];
+	struct m_proc *p = model__proc_get(m, pid);
+
+	event_clear(e);
+	e->seq = m->next_seq++;
+	e->t = t;
+	e->pid = pid;
+	e->tid = tid;
+	e->kind = kind;
+	snprintf(e->comm, sizeof(e->comm), "%s", comm ? comm : "");
+	e->text = strdup(text ? text : "");
+	e->lib = dup_or_null(lib && *lib ? lib : NULL);
+	e->stack = dup_or_null(stack);
+	if (m->ring_n < m->ring_cap)
+		m->ring_n++;
+	if (p) {
+		p->n_events++;
+		if (comm && *comm && !p->comm[0])
+			snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	}
+	if (t > m->t_last)
+		m->t_last = t;
+	m->generation++;
+	return 0;
+}
+
+uint64_t model__first_seq(const struct model *m)
+{
+	return m->next_seq - m->ring_n;
+}
+
+const struct m_event *model__event(const struct model *m, uint64_t seq)
+{
+	if (seq < model__first_seq(m) || seq >= m->next_seq)
+		return NULL;
+	return &m->ring[seq % m->ring_cap];
+}
+
+bool event_filter__active(const struct event_filter *f)
+{
+	return f->kinds || f->pid || f->lib[0];
+}
+
+bool event_filter__match(const struct event_filter *f, const struct m_event *e)
+{
+	if (f->kinds && !(f->kinds & (1u << e->kind)))
+		return false;
+	if (f->pid && e->pid != f->pid)
+		return false;
+	if (f->lib[0] && (!e->lib || !strstr(e->lib, f->lib)))
+		return false;
+	return true;
+}
+
+static const char *str_of(const json_t *rec, const char *key)
+{
+	return json_string_value(json_object_get(rec, key));
+}
+
+static long long int_of(const json_t *rec, const char *key)
+{
+	return json_integer_value(json_object_get(rec, key));
+}
+
+/* Frames, one per line, from a JSON array of strings; NULL when there is none. */
+static char *join_stack(const json_t *arr)
+{
+	size_t len = 0, i;
+	json_t *v;
+	char *s, *p;
+
+	if (!json_is_array(arr) || !json_array_size(arr))
+		return NULL;
+	json_array_foreach(arr, i, v)
+		len += strlen(json_string_value(v) ? json_string_value(v) : "?") + 1;
+	s = p = malloc(len + 1);
+	if (!s)
+		return NULL;
+	json_array_foreach(arr, i, v) {
+		const char *f = json_string_value(v) ? json_string_value(v) : "?";
+
+		p += sprintf(p, "%s%s", i ? "\n" : "", f);
+	}
+	return s;
+}
+
+static int apply_loaded(struct model *m, const json_t *rec)
+{
+	const json_t *by = json_object_get(rec, "needed_by"), *roles = json_object_get(rec, "roles");
+	size_t n_by = json_array_size(by), n_roles = json_array_size(roles), i;
+	const char **names = n_by ? calloc(n_by, sizeof(char *)) : NULL;
+	struct m_role *r = n_roles ? calloc(n_roles, sizeof(*r)) : NULL;
+	const char *path = str_of(rec, "path");
+	char text[4200];
+	json_t *v;
+	int err = 0;
+
+	if (!path || (n_by && !names) || (n_roles && !r)) {
+		err = -EINVAL;
+		goto out;
+	}
+	json_array_foreach(by, i, v)
+		names[i] = json_string_value(v) ? json_string_value(v) : "?";
+	json_array_foreach(roles, i, v) {
+		const char *name = str_of(v, "name"), *ver = str_of(v, "version");
+
+		snprintf(r[i].kind, sizeof(r[i].kind), "%s", str_of(v, "kind") ? str_of(v, "kind") : "?");
+		snprintf(r[i].impl, sizeof(r[i].impl), "%s", str_of(v, "impl") ? str_of(v, "impl") : "?");
+		snprintf(r[i].label, sizeof(r[i].label), "%s%s%s", name ? name : r[i].impl,
+			 ver ? " " : "", ver ? ver : "");
+	}
+	model__lib_upsert(m, (pid_t)int_of(rec, "pid"), path, str_of(rec, "soname"),
+			  (unsigned int)int_of(rec, "namespace"), str_of(rec, "origin"), names, n_by,
+			  r, n_roles);
+	snprintf(text, sizeof(text), "+ %s (%s)%s%s", path,
+		 str_of(rec, "origin") ? str_of(rec, "origin") : "?", n_roles ? " " : "",
+		 n_roles ? r[0].label : "");
+	model__add_event(m, EV_LOADED, (uint64_t)int_of(rec, "t"), (pid_t)int_of(rec, "pid"), 0,
+			 NULL, text, path, NULL);
+out:
+	free(names);
+	free(r);
+	return err;
+}
+
+static int apply_finding(struct model *m, const json_t *rec)
+{
+	char *stack = join_stack(json_object_get(rec, "stack"));
+	const char *id = str_of(rec, "id"), *text = str_of(rec, "text");
+	pid_t pid = (pid_t)int_of(rec, "pid");
+	uint64_t t = (uint64_t)int_of(rec, "t");
+	char line[4200];
+
+	/* The live detector gives no why/remedy: the snapshot's detectors add those. */
+	model__add_finding(m, pid, t, id, "live", text, NULL, 0, NULL, NULL, stack);
+	snprintf(line, sizeof(line), "FINDING %s: %s", id ? id : "?", text ? text : "");
+	model__add_event(m, EV_FINDING, t, pid, (pid_t)int_of(rec, "tid"), NULL, line, NULL, stack);
+	free(stack);
+	return 0;
+}
+
+/* The event's line and the object it concerns, from its type-specific fields. */
+static void describe_event(enum ev_kind k, const json_t *rec, char *text, size_t len,
+			   const char **lib)
+{
+	const char *path = str_of(rec, "path"), *file = str_of(rec, "file");
+
+	*lib = NULL;
+	switch (k) {
+	case EV_DLOPEN:
+		*lib = file && *file ? file : path;
+		snprintf(text, len, "dlopen(\"%s\") = %s (%.3f ms)", path ? path : "",
+			 file && *file ? file : "NULL",
+			 (double)int_of(rec, "duration_ns") / 1e6);
+		break;
+	case EV_DLCLOSE:
+		snprintf(text, len, "dlclose(0x%llx) = %lld", int_of(rec, "handle"),
+			 int_of(rec, "result"));
+		break;
+	case EV_DLSYM:
+		snprintf(text, len, "dlsym(0x%llx, \"%s\") = 0x%llx", int_of(rec, "handle"),
+			 str_of(rec, "symbol") ? str_of(rec, "symbol") : "",
+			 int_of(rec, "address"));
+		break;
+	case EV_OMP_FORK:
+		snprintf(text, len, "parallel region #%lld started inside dlopen",
+			 int_of(rec, "regions"));
+		break;
+	case EV_BLAS_THREAD:
+		snprintf(text, len, "BLAS pool thread starts");
+		break;
+	case EV_GPU_LOAD:
+		*lib = file;
+		snprintf(text, len, "%s(%s) size %lld = %lld",
+			 str_of(rec, "function") ? str_of(rec, "function") : "?", file ? file : "",
+			 int_of(rec, "image_size"), int_of(rec, "result"));
+		break;
+	case EV_EXEC:
+		*lib = file;
+		snprintf(text, len, "exec %s", file ? file : "");
+		break;
+	case EV_FORK:
+		snprintf(text, len, "%s %lld",
+			 json_is_true(json_object_get(rec, "thread")) ? "new thread" : "fork, child",
+			 int_of(rec, "child"));
+		break;
+	case EV_EXIT:
+		snprintf(text, len, "exit, status %lld", int_of(rec, "exit_code"));
+		break;
+	case EV_SIGNAL:
+		*lib = str_of(rec, "where");
+		snprintf(text, len, "fatal signal %lld at %s", int_of(rec, "signal"),
+			 str_of(rec, "at") ? str_of(rec, "at") : "?");
+		break;
+	case EV_FUTEX_WAIT:
+		snprintf(text, len, "futex wait on 0x%llx for %.1f ms", int_of(rec, "futex"),
+			 (double)int_of(rec, "duration_ns") / 1e6);
+		break;
+	default:
+		snprintf(text, len, "?");
+	}
+}
+
+static void apply_process_event(struct model *m, enum ev_kind k, const json_t *rec)
+{
+	pid_t pid = (pid_t)int_of(rec, "pid");
+	struct m_proc *p = model__proc_get(m, pid);
+	const char *comm = str_of(rec, "comm");
+
+	if (!p)
+		return;
+	if (k == EV_EXEC && comm)
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	if (k == EV_EXIT) {
+		p->exited = true;
+		p->exit_code = (int)int_of(rec, "exit_code");
+	}
+	if (k == EV_FORK && !json_is_true(json_object_get(rec, "thread"))) {
+		struct m_proc *c = model__proc_get(m, (pid_t)int_of(rec, "child"));
+
+		/* model__proc_get may have moved the array: look the parent up again. */
+		p = model__proc(m, pid);
+		if (c && p && c != p) {
+			c->ppid = pid;
+			if (!c->comm[0])
+				snprintf(c->comm, sizeof(c->comm), "%s", p->comm);
+		}
+	}
+}
+
+int model__apply(struct model *m, const json_t *rec)
+{
+	const char *type = str_of(rec, "type");
+	char text[4200], *stack;
+	const char *lib;
+	int k;
+
+	if (!json_is_object(rec) || !type)
+		goto bad;
+	if (!strcmp(type, "header")) {
+		m->t0 = (uint64_t)int_of(rec, "t0");
+		m->generation++;
+		return 0;
+	}
+	if (!strcmp(type, "summary")) {
+		m->has_summary = true;
+		m->summary_events = (uint64_t)int_of(rec, "events");
+		m->summary_lost = (uint64_t)int_of(rec, "lost");
+		m->generation++;
+		return 0;
+	}
+	if (!strcmp(type, "loaded"))
+		return apply_loaded(m, rec) ? (m->bad_records++, -EINVAL) : 0;
+	if (!strcmp(type, "finding"))
+		return apply_finding(m, rec);
+	k = ev_kind__parse(type);
+	if (k < 0)
+		goto bad;
+	apply_process_event(m, (enum ev_kind)k, rec);
+	describe_event((enum ev_kind)k, rec, text, sizeof(text), &lib);
+	stack = join_stack(json_object_get(rec, "stack"));
+	model__add_event(m, (enum ev_kind)k, (uint64_t)int_of(rec, "t"), (pid_t)int_of(rec, "pid"),
+			 (pid_t)int_of(rec, "tid"), str_of(rec, "comm"), text, lib, stack);
+	free(stack);
+	return 0;
+bad:
+	m->bad_records++;
+	return -EINVAL;
+}
+
+struct tree_walk {
+	const struct m_proc *p;
+	bool (*collapsed)(void *ctx, const char *path);
+	void *ctx;
+	struct lib_row *rows;
+	size_t n;
+	bool *placed;
+};
+
+/* Is @child shown under @parent: its first needed_by names the parent. */
+static bool shown_under(const struct m_lib *child, const struct m_lib *parent)
+{
+	return child->n_needed_by && !strcmp(child->needed_by[0], parent->path) &&
+	       child != parent;
+}
+
+static void walk(struct tree_walk *w, size_t lib, unsigned int depth)
+{
+	const struct m_proc *p = w->p;
+	struct lib_row *r;
+
+	if (w->placed[lib])
+		return;
+	w->placed[lib] = true;
+	r = &w->rows[w->n++];
+	*r = (struct lib_row){ .lib = lib, .depth = depth };
+	r->other_parents = p->libs[lib].n_needed_by ? p->libs[lib].n_needed_by - 1 : 0;
+	for (size_t c = 0; c < p->n_libs; c++)
+		if (!w->placed[c] && shown_under(&p->libs[c], &p->libs[lib]))
+			r->has_children = true;
+	r->collapsed = r->has_children && w->collapsed && w->collapsed(w->ctx, p->libs[lib].path);
+	if (r->collapsed) {
+		/* Folded: its subtree is still "placed", so it does not surface as roots. */
+		for (size_t c = 0; c < p->n_libs; c++)
+			if (!w->placed[c] && shown_under(&p->libs[c], &p->libs[lib])) {
+				size_t before = w->n;
+
+				walk(w, c, depth + 1);
+				w->n = before;
+			}
+		return;
+	}
+	for (size_t c = 0; c < p->n_libs; c++)
+		if (!w->placed[c] && shown_under(&p->libs[c], &p->libs[lib]))
+			walk(w, c, depth + 1);
+}
+
+static bool parent_known(const struct m_proc *p, const struct m_lib *l)
+{
+	for (size_t i = 0; l->n_needed_by && i < p->n_libs; i++)
+		if (shown_under(l, &p->libs[i]))
+			return true;
+	return false;
+}
+
+ssize_t model__lib_tree(const struct m_proc *p, bool (*collapsed)(void *ctx, const char *path),
+			void *ctx, struct lib_row **out)
+{
+	struct tree_walk w = { .p = p, .collapsed = collapsed, .ctx = ctx };
+
+	*out = NULL;
+	if (!p->n_libs)
+		return 0;
+	w.rows = calloc(p->n_libs, sizeof(*w.rows));
+	w.placed = calloc(p->n_libs, sizeof(bool));
+	if (!w.rows || !w.placed) {
+		free(w.rows);
+		free(w.placed);
+		return -ENOMEM;
+	}
+	/* Roots first in load order, then whatever a cycle or a missing parent left out. */
+	for (size_t i = 0; i < p->n_libs; i++)
+		if (!parent_known(p, &p->libs[i]))
+			walk(&w, i, 0);
+	for (size_t i = 0; i < p->n_libs; i++)
+		walk(&w, i, 0);
+	free(w.placed);
+	*out = w.rows;
+	return (ssize_t)w.n;
+}
+
+static void proc_walk(const struct model *m, size_t i, unsigned int depth, bool *placed,
+		      size_t *order, unsigned int *dep, size_t *n)
+{
+	if (placed[i])
+		return;
+	placed[i] = true;
+	order[*n] = i;
+	dep[(*n)++] = depth;
+	for (size_t c = 0; c < m->n_procs; c++)
+		if (m->procs[c].ppid == m->procs[i].pid)
+			proc_walk(m, c, depth + 1, placed, order, dep, n);
+}
+
+ssize_t model__proc_tree(const struct model *m, size_t **order, unsigned int **depth)
+{
+	bool *placed = calloc(m->n_procs + 1, sizeof(bool));
+	size_t n = 0;
+
+	*order = calloc(m->n_procs + 1, sizeof(**order));
+	*depth = calloc(m->n_procs + 1, sizeof(**depth));
+	if (!placed || !*order || !*depth) {
+		free(placed);
+		free(*order);
+		free(*depth);
+		*order = NULL;
+		*depth = NULL;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->n_procs; i++) {
+		bool has_parent = false;
+
+		for (size_t j = 0; j < m->n_procs && !has_parent; j++)
+			has_parent = j != i && m->procs[i].ppid && m->procs[j].pid == m->procs[i].ppid;
+		if (!has_parent)
+			proc_walk(m, i, 0, placed, *order, *depth, &n);
+	}
+	for (size_t i = 0; i < m->n_procs; i++)
+		proc_walk(m, i, 0, placed, *order, *depth, &n);
+	free(placed);
+	return (ssize_t)n;
+}

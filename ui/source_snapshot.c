@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The snapshot source: what libs, check and stacks read from a live process without root,
+ * turned into the model. The same modules do the work; this file only translates.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detector.h"
+#include "finding.h"
+#include "libgraph.h"
+/* After libgraph.h: graph_export.h needs struct obj_role from roles.h. */
+#include "graph_export.h"
+#include "lockwait.h"
+#include "source.h"
+#include "target.h"
+#include "threadscan.h"
+#include "unwind.h"
+
+#define SNAPSHOT_MAX_FRAMES 64
+
+static void put_libs(struct model *m, pid_t pid, const struct libgraph *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+		const struct obj_roles *roles = lg_object__roles(o);
+		const char *by[64];
+		struct m_role r[OBJ_ROLES_MAX];
+		size_t n_by = 0;
+
+		if (o->gone)
+			continue;
+		for (size_t p = 0; p < o->n_parents && n_by < 64; p++)
+			by[n_by++] = g->objs[o->parents[p]]->path;
+		for (unsigned k = 0; k < roles->n; k++) {
+			snprintf(r[k].kind, sizeof(r[k].kind), "%s", role_kind__id(roles->r[k].kind));
+			snprintf(r[k].impl, sizeof(r[k].impl), "%s", role_impl__id(roles->r[k].impl));
+			obj_role__describe(&roles->r[k], r[k].label, sizeof(r[k].label));
+		}
+		model__lib_upsert(m, pid, o->path, o->soname, o->ns, lg_origin__id(o->origin), by,
+				  n_by, r, roles->n);
+	}
+}
+
+static void put_findings(struct model *m, pid_t pid, const struct check_ctx *ctx)
+{
+	struct findings fs = { 0 };
+
+	for (size_t i = 0; i < n_detectors; i++)
+		if (detectors[i].process)
+			detectors[i].process(ctx, &fs);
+	model__drop_snapshot_findings(m, pid);
+	for (size_t i = 0; i < fs.n; i++) {
+		const struct finding *f = &fs.f[i];
+
+		model__add_finding(m, pid, 0, f->id, severity__name(f->sev), f->title,
+				   (const char *const *)f->evidence, f->n_evidence, f->why,
+				   f->remedy, NULL);
+	}
+	findings__free(&fs);
+}
+
+/* Frames as "#N function+off (module) at file:line", one per line, like stacks prints them. */
+static char *stack_text(const struct thread_stack *st)
+{
+	size_t cap = 256, len = 0;
+	char *s = malloc(cap);
+
+	if (!s)
+		return NULL;
+	s[0] = '\0';
+	for (size_t k = 0; k <= st->n_frames; k++) {
+		const struct stack_frame *f = k < st->n_frames ? &st->frames[k] : NULL;
+		char line[1024];
+		int n;
+
+		if (f) {
+			const char *mod = f->module ? strrchr(f->module, '/') : NULL;
+
+			n = snprintf(line, sizeof(line), "#%-3zu 0x%016" PRIx64 " %s", k, f->pc,
+				     f->function ? f->function : "??");
+			if (f->function && f->offset && !f->inlined)
+				n += snprintf(line + n, sizeof(line) - (size_t)n, "+0x%" PRIx64,
+					      f->offset);
+			if (f->module)
+				n += snprintf(line + n, sizeof(line) - (size_t)n, " (%s)",
+					      mod ? mod + 1 : f->module);
+			if (f->file && (size_t)n < sizeof(line))
+				snprintf(line + n, sizeof(line) - (size_t)n, " at %s:%d", f->file,
+					 f->line);
+		} else if (st->error) {
+			snprintf(line, sizeof(line), "(%s)", st->error);
+		} else {
+			break;
+		}
+		n = (int)strlen(line);
+		if (len + (size_t)n + 2 > cap) {
+			char *ns;
+
+			cap = (len + (size_t)n + 2) * 2;
+			ns = realloc(s, cap);
+			if (!ns)
+				break;
+			s = ns;
+		}
+		len += (size_t)sprintf(s + len, "%s%s", len ? "\n" : "", line);
+	}
+	return s;
+}
+
+static bool in_cycle(const struct lockwait_report *r, pid_t tid)
+{
+	for (size_t c = 0; r && c < r->n_cycles; c++)
+		for (size_t k = 0; k < r->cycle_len[c]; k++)
+			if (r->cycles[c][k] == tid)
+				return true;
+	return false;
+}
+
+static void put_threads(struct model *m, struct m_proc *p, const struct threadscan *ts,
+			const struct lockwait_report *r, const struct stacks *s)
+{
+	size_t n = ts ? ts->n : s ? s->n : 0, n_edges = r ? r->n_edges : 0;
+	size_t n_verdicts = r ? r->n_verdicts : 0;
+	struct m_thread *th = n ? calloc(n, sizeof(*th)) : NULL;
+	struct m_edge *ed = n_edges ? calloc(n_edges, sizeof(*ed)) : NULL;
+	char **verdicts = n_verdicts ? calloc(n_verdicts, sizeof(char *)) : NULL;
+
+	if ((n && !th) || (n_edges && !ed) || (n_verdicts && !verdicts)) {
+		free(th);
+		free(ed);
+		free(verdicts);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct m_thread *t = &th[i];
+
+		t->tid = ts ? ts->t[i].tid : s->t[i].tid;
+		t->state = ts ? ts->t[i].state : '?';
+		snprintf(t->comm, sizeof(t->comm), "%s", ts ? ts->t[i].comm : "");
+		snprintf(t->wait_kind, sizeof(t->wait_kind), "unknown");
+		for (size_t w = 0; r && w < r->n_threads; w++)
+			if (r->threads[w].tid == t->tid) {
+				snprintf(t->wait_kind, sizeof(t->wait_kind), "%s",
+					 wait_kind__id(r->threads[w].kind));
+				if (r->threads[w].kind != WAIT_RUNNING)
+					t->waits = strdup(r->threads[w].what);
+			}
+		for (size_t k = 0; s && k < s->n; k++)
+			if (s->t[k].tid == t->tid)
+				t->stack = stack_text(&s->t[k]);
+		t->in_cycle = in_cycle(r, t->tid);
+	}
+	for (size_t e = 0; e < n_edges; e++) {
+		ed[e].from = r->edges[e].from;
+		ed[e].to = r->edges[e].to;
+		snprintf(ed[e].kind, sizeof(ed[e].kind), "%s", wait_kind__id(r->edges[e].kind));
+		ed[e].what = strdup(r->edges[e].what);
+	}
+	for (size_t v = 0; v < n_verdicts; v++) {
+		const char *rem = r->remedies[v];
+
+		if (asprintf(&verdicts[v], "%s%s%s", r->verdicts[v], rem ? " What to do: " : "",
+			     rem ? rem : "") < 0)
+			verdicts[v] = NULL;
+	}
+	model__set_threads(m, p, th, n, ed, n_edges, verdicts, n_verdicts);
+}
+
+int snapshot__take(struct model *m, pid_t pid, bool want_stacks, char *why, size_t whylen,
+		   char *warn, size_t warnlen)
+{
+	struct lockwait_report *r = NULL;
+	struct threadscan *ts = NULL;
+	struct libgraph *g = NULL;
+	struct stacks *s = NULL;
+	struct target *t = NULL;
+	struct check_ctx ctx;
+	struct m_proc *p;
+	char swhy[512];
+	int err;
+
+	warn[0] = '\0';
+	err = target__open(pid, &t, why, whylen);
+	if (err)
+		return err;
+	err = libgraph__snapshot(t, &g, why, whylen);
+	if (err)
+		goto out;
+	if (threadscan__scan(t, g, &ts) || lockwait__analyze(t, g, ts, &r))
+		snprintf(warn, warnlen, "process %d (%s): the lock-wait graph could not be built",
+			 pid, t->comm);
+	if (want_stacks && stacks__capture(pid, SNAPSHOT_MAX_FRAMES, &s, swhy, sizeof(swhy)))
+		snprintf(warn, warnlen, "no stacks: %s", swhy);
+	p = model__proc_get(m, pid);
+	if (!p) {
+		err = -ENOMEM;
+		snprintf(why, whylen, "out of memory");
+		goto out;
+	}
+	snprintf(p->comm, sizeof(p->comm), "%s", t->comm);
+	if (!p->env_read) {
+		p->env_read = true;
+		target__getenv(t, "RANK", p->rank, sizeof(p->rank));
+		target__getenv(t, "LOCAL_RANK", p->local_rank, sizeof(p->local_rank));
+	}
+	put_libs(m, pid, g);
+	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts };
+	put_findings(m, pid, &ctx);
+	/* put_libs and put_findings may have moved the process array. */
+	put_threads(m, model__proc(m, pid), ts, r, s);
+out:
+	stacks__free(s);
+	lockwait__free(r);
+	threadscan__free(ts);
+	libgraph__free(g);
+	target__free(t);
+	return err;
+}

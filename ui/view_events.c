@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The events view: the event ring, newest at the bottom while following, filtered by kind,
+ * process or library. It draws only the rows on screen: at 500,000 events a second, formatting
+ * the whole ring every frame would be the slow part.
+ */
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui.h"
+
+static const struct m_event *match_at(const struct ui *ui, uint64_t seq)
+{
+	const struct m_event *e = model__event(ui->m, seq);
+
+	return e && event_filter__match(&ui->filter, e) ? e : NULL;
+}
+
+/* The nearest matching event before (dir -1) or after (dir +1) @seq; false when none. */
+static bool step(const struct ui *ui, uint64_t *seq, int dir)
+{
+	uint64_t s = *seq, first = model__first_seq(ui->m);
+
+	while (dir < 0 ? s > first : s + 1 < ui->m->next_seq) {
+		s = dir < 0 ? s - 1 : s + 1;
+		if (match_at(ui, s)) {
+			*seq = s;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The newest matching event, or false. */
+static bool newest(const struct ui *ui, uint64_t *seq)
+{
+	*seq = ui->m->next_seq;
+	return ui->m->next_seq && step(ui, seq, -1);
+}
+
+static void filter_text(const struct ui *ui, char *buf, size_t len)
+{
+	const struct event_filter *f = &ui->filter;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (!event_filter__active(f)) {
+		snprintf(buf, len, "no filter");
+		return;
+	}
+	for (int k = 0; k < EV__COUNT && n < len; k++)
+		if (f->kinds & (1u << k))
+			n += (size_t)snprintf(buf + n, len - n, "kind=%s ", ev_kind__id(k));
+	if (f->pid && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "pid=%d ", f->pid);
+	if (f->lib[0] && n < len)
+		snprintf(buf + n, len - n, "library~%s", f->lib);
+}
+
+static void events_draw(struct ui *ui, int y, int h)
+{
+	const struct m_event *shown[512];
+	int rows = h - 2 < 512 ? h - 2 : 512, n = 0, sel_row = -1;
+	uint64_t sel = 0, s;
+	char filt[256], line[1024];
+	int attr_sel = A_REVERSE;
+
+	filter_text(ui, filt, sizeof(filt));
+	if (ui->follow || !model__event(ui->m, ui->sel_seq) || !match_at(ui, ui->sel_seq)) {
+		if (!ui->follow) {
+			/* The selection left the ring or the filter: go to the nearest match. */
+			s = ui->sel_seq;
+			if (!step(ui, &s, 1) && !newest(ui, &s))
+				s = 0;
+			ui->sel_seq = s;
+		}
+		if (ui->follow && newest(ui, &sel))
+			ui->sel_seq = sel;
+	}
+	sel = ui->sel_seq;
+	if (match_at(ui, sel) && rows > 0) {
+		/* As many after the selection as fit, then fill from before it. */
+		const struct m_event *after[512];
+		int na = 0, nb = 0;
+
+		after[na++] = match_at(ui, sel);
+		s = sel;
+		while (na < rows && step(ui, &s, 1))
+			after[na++] = match_at(ui, s);
+		s = sel;
+		nb = 0;
+		while (nb + na < rows && step(ui, &s, -1))
+			nb++;
+		for (int i = 0; i < nb; i++) {
+			shown[n++] = match_at(ui, s);
+			step(ui, &s, 1);
+		}
+		sel_row = n;
+		for (int i = 0; i < na; i++)
+			shown[n++] = after[i];
+	}
+	snprintf(line, sizeof(line), "Events: %llu seen, ring holds %zu  |  %s  |  %s",
+		 (unsigned long long)ui->m->next_seq, ui->m->ring_n, filt,
+		 ui->follow ? "following (space: pause)" : "paused (space/End: follow)");
+	attrset(ui__attr(ui, C_HEADER));
+	mvaddnstr(y, 0, line, ui->cols);
+	clrtoeol();
+	snprintf(line, sizeof(line), "%12s %-7s %-7s %-15s %-11s %s", "TIME", "PID", "TID", "COMM",
+		 "KIND", "WHAT (Enter: details)");
+	mvaddnstr(y + 1, 0, line, ui->cols);
+	clrtoeol();
+	attrset(A_NORMAL);
+	for (int i = 0; i < rows; i++) {
+		const struct m_event *e = i < n ? shown[i] : NULL;
+		uint64_t base = ui->m->t0 ? ui->m->t0 : e ? e->t : 0;
+		enum ui_color c = C_NORMAL;
+
+		move(y + 2 + i, 0);
+		clrtoeol();
+		if (!e)
+			continue;
+		if (e->kind == EV_FINDING || e->kind == EV_SIGNAL)
+			c = C_COLLISION;
+		else if (e->kind == EV_LOADED)
+			c = C_DIM;
+		snprintf(line, sizeof(line), "%12.6f %-7d %-7d %-15s %-11s %s",
+			 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid,
+			 e->comm, ev_kind__id(e->kind), e->text);
+		attrset(ui__attr(ui, c) | (i == sel_row ? attr_sel : 0));
+		mvaddnstr(y + 2 + i, 0, line, ui->cols);
+		if (i == sel_row)
+			chgat(-1, ui__attr(ui, c) | attr_sel, PAIR_NUMBER(ui__attr(ui, c)), NULL);
+		attrset(A_NORMAL);
+	}
+	if (!n) {
+		attrset(ui__attr(ui, C_DIM));
+		mvaddnstr(y + 2, 0, ui->m->next_seq ? "no event matches the filter (c: clear)" :
+				      ui->src == SRC_SNAPSHOT ? "a snapshot has no events (live mode "
+								"needs root)" :
+								"no events yet",
+			  ui->cols);
+		attrset(A_NORMAL);
+	}
+}
+
+static void lib_filter_done(struct ui *ui, const char *text)
+{
+	snprintf(ui->filter.lib, sizeof(ui->filter.lib), "%s", text);
+}
+
+/* Leave follow mode at the newest match, so that moving starts from what is on screen. */
+static void unfollow(struct ui *ui)
+{
+	uint64_t s;
+
+	if (ui->follow && newest(ui, &s))
+		ui->sel_seq = s;
+	ui->follow = false;
+}
+
+static void search(struct ui *ui)
+{
+	uint64_t s;
+
+	unfollow(ui);
+	s = ui->sel_seq;
+	while (step(ui, &s, -1)) {
+		const struct m_event *e = match_at(ui, s);
+
+		if (strcasestr(e->text, ui->search) || strcasestr(e->comm, ui->search)) {
+			ui->sel_seq = s;
+			ui__status(ui, false, "/%s", ui->search);
+			return;
+		}
+	}
+	ui__status(ui, true, "'%s' not found in older events", ui->search);
+}
+
+static enum key_result events_key(struct ui *ui, int ch, const struct row *unused)
+{
+	int page = ui->lines - 6 > 1 ? ui->lines - 6 : 1;
+	const struct m_event *e;
+	uint64_t s;
+	int k;
+
+	switch (ch) {
+	case UI_KEY_SEARCH:
+		search(ui);
+		return KEY_HANDLED;
+	case KEY_UP: case 'k': case KEY_PPAGE:
+		unfollow(ui);
+		for (int i = 0; i < (ch == KEY_PPAGE ? page : 1); i++)
+			step(ui, &ui->sel_seq, -1);
+		return KEY_HANDLED;
+	case KEY_DOWN: case 'j': case KEY_NPAGE:
+		unfollow(ui);
+		for (int i = 0; i < (ch == KEY_NPAGE ? page : 1); i++)
+			step(ui, &ui->sel_seq, 1);
+		return KEY_HANDLED;
+	case KEY_HOME: case 'g':
+		unfollow(ui);
+		s = model__first_seq(ui->m);
+		if (!match_at(ui, s))
+			step(ui, &s, 1);
+		ui->sel_seq = s;
+		return KEY_HANDLED;
+	case KEY_END: case 'G':
+		ui->follow = true;
+		return KEY_HANDLED;
+	case ' ':
+		if (ui->follow)
+			unfollow(ui);
+		else
+			ui->follow = true;
+		return KEY_HANDLED;
+	case 't':
+		/* One kind at a time, in the order of the trace format, then all again. */
+		k = 0;
+		while (k < EV__COUNT && !(ui->filter.kinds & (1u << k)))
+			k++;
+		k = ui->filter.kinds ? k + 1 : 0;
+		ui->filter.kinds = k < EV__COUNT ? 1u << k : 0;
+		return KEY_HANDLED;
+	case 'p':
+		if (ui->filter.pid)
+			ui->filter.pid = 0;
+		else if (ui__proc(ui))
+			ui->filter.pid = ui__proc(ui)->pid;
+		return KEY_HANDLED;
+	case 'l':
+		ui__prompt(ui, "library (part of its path): ", lib_filter_done);
+		return KEY_HANDLED;
+	case 'c':
+		memset(&ui->filter, 0, sizeof(ui->filter));
+		return KEY_HANDLED;
+	case '\n': case KEY_ENTER:
+		e = match_at(ui, ui->sel_seq);
+		if (e) {
+			char *text;
+
+			if (asprintf(&text, "%s\npid %d, thread %d (%s), %s\n%s%s%s%s", e->text, e->pid,
+				     e->tid, e->comm, ev_kind__id(e->kind), e->lib ? "object: " : "",
+				     e->lib ? e->lib : "", e->stack ? "\n\nstack:\n" : "",
+				     e->stack ? e->stack : "") >= 0) {
+				ui__popup(ui, "event", text);
+				free(text);
+			}
+		}
+		return KEY_HANDLED;
+	case 'r':
+		if (ui__proc(ui) && ui->src != SRC_REPLAY) {
+			ui__snapshot(ui, ui__proc(ui)->pid);
+			return KEY_HANDLED;
+		}
+		return KEY_IGNORED;
+	}
+	return KEY_IGNORED;
+}
+
+const struct view view_events = {
+	.name = "Events",
+	.draw = events_draw,
+	.key = events_key,
+};

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dlscope ui: the TUI over a live collector, a recorded trace, or a snapshot without root. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "output.h"
+#include "target.h"
+#include "tui.h"
+#include "watch.h"
+
+#define EVENT_RING 100000
+
+static void ui_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: dlscope ui [OPTIONS] -p PID [-p PID...]\n"
+		"       dlscope ui [OPTIONS] -- COMMAND [ARGS...]\n"
+		"       dlscope ui --replay FILE\n"
+		"       dlscope ui --snapshot -p PID [-p PID...]\n"
+		"\n"
+		"A terminal UI over everything dlscope sees: the process tree with ranks, each\n"
+		"process's library graph with runtime roles and collisions, threads with what they\n"
+		"wait for and their stacks, the live event stream, and the findings. Live mode\n"
+		"needs root (eBPF); without root, -p PID falls back to a snapshot (libraries,\n"
+		"findings, threads and stacks; no events). Press ? in the UI for the keys.\n"
+		"\n"
+		"  -p, --pid PID         this process (repeatable)\n"
+		"  -f, --follow          also the children they fork (live)\n"
+		"      --hot             also every parallel region and BLAS thread start (live)\n"
+		"      --futex-ms MS     report futex waits of at least MS ms (default 10)\n"
+		"  -r, --replay FILE     replay a trace from 'dlscope record' (play, pause, seek)\n"
+		"  -s, --snapshot        no events: what libs, check and stacks see, without root\n"
+		"  -h, --help\n"
+		"\n"
+		"The NO_COLOR environment variable turns colours off.\n"
+		"Exit status: 0 fine, 2 usage error (or a terminal too small), 3 could not inspect.\n");
+}
+
+int cmd_ui(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "hot", no_argument, NULL, 'H' },
+		{ "futex-ms", required_argument, NULL, 'F' },
+		{ "replay", required_argument, NULL, 'r' },
+		{ "snapshot", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct watch_opts o = { .futex_ms = 10, .quiet = true };
+	struct ui ui = { .src = SRC_LIVE };
+	const char *replay_path = NULL;
+	bool snapshot = false, fallback = false;
+	int c, ret = DLS_EXIT_USAGE;
+	char why[512], warn[512];
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:fr:sh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			pid_t pid, *np;
+
+			if (parse_pid(optarg, &pid)) {
+				dls_err("ui: '%s' is not a process ID", optarg);
+				goto out;
+			}
+			np = realloc(o.pids, (o.n_pids + 1) * sizeof(*np));
+			if (!np)
+				goto out;
+			o.pids = np;
+			o.pids[o.n_pids++] = pid;
+			break;
+		}
+		case 'f':
+			o.follow = true;
+			break;
+		case 'H':
+			o.hot = true;
+			break;
+		case 'F': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !v || v > 3600000) {
+				dls_err("ui: --futex-ms takes a positive number, not '%s'", optarg);
+				goto out;
+			}
+			o.futex_ms = (unsigned int)v;
+			break;
+		}
+		case 'r':
+			replay_path = optarg;
+			break;
+		case 's':
+			snapshot = true;
+			break;
+		case 'h':
+			ui_usage(stdout);
+			ret = DLS_EXIT_OK;
+			goto out;
+		default:
+			ui_usage(stderr);
+			goto out;
+		}
+	}
+	if (optind < argc && !strcmp(argv[optind - 1], "--"))
+		o.command = argv + optind;
+	else if (optind < argc && !o.n_pids && !replay_path) {
+		/* "dlscope ui --snapshot PID", like "dlscope stacks PID". */
+		for (; optind < argc; optind++) {
+			pid_t pid, *np;
+
+			if (parse_pid(argv[optind], &pid)) {
+				dls_err("ui: unexpected '%s' (a command goes after --)", argv[optind]);
+				goto out;
+			}
+			np = realloc(o.pids, (o.n_pids + 1) * sizeof(*np));
+			if (!np)
+				goto out;
+			o.pids = np;
+			o.pids[o.n_pids++] = pid;
+		}
+	} else if (optind < argc) {
+		dls_err("ui: unexpected '%s' (a command goes after --)", argv[optind]);
+		goto out;
+	}
+	if (replay_path && (o.n_pids || o.command || snapshot)) {
+		dls_err("ui: --replay FILE shows a recorded trace; it takes no -p, --snapshot or "
+			"command");
+		goto out;
+	}
+	if (!replay_path && !o.n_pids && !o.command) {
+		dls_err("ui: nothing to show: give -p PID, -- COMMAND or --replay FILE");
+		goto out;
+	}
+	if (snapshot && o.command) {
+		dls_err("ui: --snapshot needs running processes (-p PID), not a command");
+		goto out;
+	}
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		dls_err("ui: needs a terminal (stdin and stdout); for scripts use libs, check, "
+			"stacks or watch");
+		goto out;
+	}
+	ret = DLS_EXIT_INSPECT;
+	ui.m = model__new(EVENT_RING);
+	if (!ui.m) {
+		dls_err("ui: out of memory");
+		goto out;
+	}
+	if (replay_path) {
+		ui.src = SRC_REPLAY;
+		if (replay__open(replay_path, &ui.replay, why, sizeof(why))) {
+			dls_err("ui: %s", why);
+			goto out;
+		}
+	} else if (!snapshot && geteuid() != 0) {
+		if (o.command) {
+			dls_err("ui: live mode needs root (CAP_BPF, CAP_PERFMON) to run a command under "
+				"watch; without root, 'dlscope ui --snapshot -p PID' shows a running "
+				"process");
+			goto out;
+		}
+		snapshot = true;
+		fallback = true;
+	}
+	if (snapshot)
+		ui.src = SRC_SNAPSHOT;
+	/* The -p targets are read before the screen starts: a wrong PID is one plain line. */
+	for (size_t i = 0; i < o.n_pids && !replay_path; i++) {
+		if (snapshot__take(ui.m, o.pids[i], true, why, sizeof(why), warn, sizeof(warn))) {
+			dls_err("ui: %s", why);
+			goto out;
+		}
+		if (warn[0])
+			ui__status(&ui, true, "%s", warn);
+	}
+	ui.snap_pids = o.pids;
+	ui.n_snap_pids = o.n_pids;
+	if (fallback)
+		ui__status(&ui, true, "not root, so no live events: a snapshot instead (libraries, "
+				      "findings, threads, stacks)");
+	else if (ui.src == SRC_SNAPSHOT && !ui.status[0])
+		ui__status(&ui, false, "snapshot of %zu process%s: r takes a new one", o.n_pids,
+			   o.n_pids == 1 ? "" : "es");
+	if (ui.src == SRC_LIVE) {
+		int err = live__start(&o, &ui.live);
+
+		if (err) {
+			dls_err("ui: cannot start the collector: %s", strerror(-err));
+			goto out;
+		}
+	}
+	ret = tui__run(&ui, why, sizeof(why));
+	if (why[0])
+		dls_err("ui: %s", why);
+out:
+	live__free(ui.live);
+	replay__free(ui.replay);
+	model__free(ui.m);
+	for (size_t i = 0; i < ui.n_collapsed; i++)
+		free(ui.collapsed[i]);
+	free(ui.collapsed);
+	free(ui.popup_text);
+	free(o.pids);
+	return ret;
+}
