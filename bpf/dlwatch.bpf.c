@@ -196,8 +196,14 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 			if (!bpf_probe_read_user(&name, sizeof(name), (void *)(ret + 8)) && name)
 				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)name);
 		}
-		if (type == DLW_DLOPEN || type == DLW_CUDA_LOAD)
+		if (type == DLW_DLOPEN || type == DLW_CUDA_LOAD) {
 			user_stack(ctx, e);
+			/* On a ret instruction the frame walk starts in the callee and skips its
+			 * caller, whose return address is still at the top of the stack. */
+			if (bpf_get_attach_cookie(ctx) == DLW_AT_RET && e->stack_len > 0)
+				bpf_probe_read_user(&e->stack[0], sizeof(e->stack[0]),
+						    (void *)PT_REGS_SP((struct pt_regs *)ctx));
+		}
 		bpf_ringbuf_submit(e, 0);
 	}
 	bpf_map_delete_elem(&calls, &key);

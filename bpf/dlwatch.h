@@ -21,6 +21,9 @@ enum dlw_type {
 			  * a wait that began inside dlopen, reported when it begins */
 };
 
+/* The attach cookie of a return probe placed on a ret instruction (not a uretprobe). */
+#define DLW_AT_RET 0x100
+
 /* Loader cookies for DLW_CUDA_LOAD (arg0) and the uprobes' attach cookies. */
 enum dlw_cuda_fn {
 	CUDA_MODULE_LOAD = 1,

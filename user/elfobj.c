@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>
@@ -548,6 +550,79 @@ int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *
 		}
 	}
 	return -ERANGE;
+}
+
+/* The file offset of virtual address @vaddr, through the PT_LOAD that maps it. */
+static int vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t *offset)
+{
+	size_t nph;
+
+	if (elf_getphdrnum(o->elf, &nph))
+		return -ERANGE;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+			*offset = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -ERANGE;
+}
+
+/* True when the CFA rule of @frame is "the stack pointer + 8": nothing left on the stack. */
+static bool cfa_is_sp_plus_8(Dwarf_Frame *frame)
+{
+	Dwarf_Op *ops;
+	size_t nops;
+
+	return !dwarf_frame_cfa(frame, &ops, &nops) && nops == 1 && ops[0].atom == DW_OP_bregx &&
+	       ops[0].number == 7 /* rsp */ && ops[0].number2 == 8;
+}
+
+int elfobj__func_returns(const struct elf_object *o, const char *name, uint64_t *offsets,
+			 size_t max, size_t *n)
+{
+	struct find_func f = { .name = name };
+	const unsigned char *image;
+	size_t image_size;
+	Dwarf_CFI *cfi;
+	GElf_Ehdr eh;
+
+	*n = 0;
+	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
+		return -ENOTSUP;
+	elfobj__foreach_defined(o, ELFOBJ_DYNSYM, match_func, &f);
+	if (!f.found)
+		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_func, &f);
+	if (!f.found || !f.sym.st_size)
+		return -ENOENT;
+	image = (const unsigned char *)elf_rawfile(o->elf, &image_size);
+	cfi = dwarf_getcfi_elf(o->elf);
+	if (!image || !cfi)
+		return -ENODATA;
+	for (uint64_t pc = f.sym.st_value; pc < f.sym.st_value + f.sym.st_size && *n < max;) {
+		Dwarf_Frame *frame;
+		Dwarf_Addr start, end;
+		uint64_t off;
+
+		if (dwarf_cfi_addrframe(cfi, pc, &frame))
+			break;
+		if (dwarf_frame_info(frame, &start, &end, NULL) < 0 || end <= pc) {
+			free(frame);
+			break;
+		}
+		/* A row starts at an instruction; 0xc3 there, with the frame popped, is a ret. */
+		if (start > f.sym.st_value && cfa_is_sp_plus_8(frame) &&
+		    !vaddr_to_offset(o, start, &off) && off < image_size && image[off] == 0xc3)
+			offsets[(*n)++] = off;
+		free(frame);
+		pc = end;
+	}
+	dwarf_cfi_end(cfi);
+	return *n ? 0 : -ENOENT;
 }
 
 const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size)

@@ -62,6 +62,15 @@ int elfobj__foreach_verneed(const struct elf_object *o, elfobj_verneed_cb cb, vo
  * Returns 0, -ENOENT when not defined here, -ERANGE when not inside a loadable segment.
  */
 int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *offset);
+/*
+ * The file offsets of the ret instructions of function @name (x86-64), found through its
+ * .eh_frame CFI: a row that starts after the entry with the CFA back at rsp+8 and a 0xc3 byte.
+ * A probe there reads the return value without a uretprobe, which would replace the return
+ * address that dlopen and dlsym read to find their caller (RUNPATH search, RTLD_NEXT).
+ * Returns 0 with *n > 0, or -errno.
+ */
+int elfobj__func_returns(const struct elf_object *o, const char *name, uint64_t *offsets,
+			 size_t max, size_t *n);
 
 /* Call @cb for each dynamic relocation naming a symbol: its name, place (vaddr) and type. */
 typedef int (*elfobj_reloc_cb)(const char *name, uint64_t offset, unsigned type, void *ctx);

@@ -160,6 +160,41 @@ static unsigned int *attached_mask(struct watch *w, uint64_t inode)
 	return &w->files[w->n_files++].what;
 }
 
+/*
+ * The return of a loader call, probed at the function's ret instructions rather than by a
+ * uretprobe: a uretprobe swaps the return address at entry for a trampoline, and dlopen and
+ * dlsym read that address to find their caller (whose RUNPATH dlopen searches, after which
+ * RTLD_NEXT looks). Every process calling them would get a wrong answer while we watch.
+ */
+static int attach_returns(struct watch *w, struct bpf_program *prog, const char *path,
+			  const struct elf_object *elf, const char *fn)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = DLW_AT_RET);
+	uint64_t offs[16];
+	size_t n;
+	int err = elfobj__func_returns(elf, fn, offs, 16, &n);
+
+	if (err) {
+		if (err != -ENOENT || !elfobj__func_offset(elf, fn, &offs[0]))
+			dls_warn("cannot find the ret instructions of %s in %s: its results are not "
+				 "reported",
+				 fn, path);
+		return err;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, path, offs[i], &uo);
+
+		if (!l) {
+			dls_warn("cannot attach to %s's return in %s: %s", fn, path, strerror(errno));
+			return -errno;
+		}
+		err = add_link(w, l);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
 static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 {
@@ -200,15 +235,15 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, o->path);
 	if (want & PROBE_LOADER) {
 		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlopen", false, 0);
-		attach_fn(w, s->progs.dlopen_exit, path, o->elf, "dlopen", true, 0);
+		attach_returns(w, s->progs.dlopen_exit, path, o->elf, "dlopen");
 		attach_fn(w, s->progs.dlmopen_enter, path, o->elf, "dlmopen", false, 0);
-		attach_fn(w, s->progs.dlopen_exit, path, o->elf, "dlmopen", true, 0);
+		attach_returns(w, s->progs.dlopen_exit, path, o->elf, "dlmopen");
 		attach_fn(w, s->progs.dlclose_enter, path, o->elf, "dlclose", false, 0);
-		attach_fn(w, s->progs.dlclose_exit, path, o->elf, "dlclose", true, 0);
+		attach_returns(w, s->progs.dlclose_exit, path, o->elf, "dlclose");
 		attach_fn(w, s->progs.dlsym_enter, path, o->elf, "dlsym", false, 0);
-		attach_fn(w, s->progs.dlsym_exit, path, o->elf, "dlsym", true, 0);
+		attach_returns(w, s->progs.dlsym_exit, path, o->elf, "dlsym");
 		attach_fn(w, s->progs.dlsym_enter, path, o->elf, "dlvsym", false, 0);
-		attach_fn(w, s->progs.dlsym_exit, path, o->elf, "dlvsym", true, 0);
+		attach_returns(w, s->progs.dlsym_exit, path, o->elf, "dlvsym");
 	}
 	for (size_t i = 0; (want & PROBE_OPENMP) && i < 3; i++)
 		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i], false, i + 1);

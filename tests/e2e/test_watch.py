@@ -146,6 +146,13 @@ def test_processes_by_name():
     dlscope("watch", "--comm", "a-name-longer-than-15", check=2)
 
 
+def test_watched_process_keeps_its_loader_semantics():
+    """Return probes sit on ret instructions: dlsym(RTLD_NEXT) still sees its real caller."""
+    p = watch("--duration", "1.5", "--", fixture_path("rtld_next"), status=0)
+    assert "rtld_next right (200 of 200)" in p.stdout, p.stdout
+    assert re.search(r'dlsym\(0xffffffffffffffff, "next_marker"\) = 0x[1-9a-f]', p.stdout), p.stdout
+
+
 def test_follow_forked_children():
     p = watch("--follow", "--", fixture_path("fork_tree"), fixture_path("libplain.so"),
               status=0)
