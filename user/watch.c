@@ -780,6 +780,11 @@ static int handle_event(void *ctx, void *data, size_t size)
 				 (double)e->duration_ns / 1e6,
 				 e->in_dlopen ? " (inside dlopen)" : "");
 		json_object_set_new(j, "futex", json_integer((json_int_t)e->arg0));
+		if (e->arg1 >= 2) {
+			json_object_set_new(j, "blocked_in",
+					    json_string(e->arg1 == 2 ? "dlopen" : "dlsym"));
+			json_object_set_new(j, "call", json_string(e->str));
+		}
 		json_object_set_new(j, "duration_ns", json_integer((json_int_t)e->duration_ns));
 		break;
 	default:
