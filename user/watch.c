@@ -1051,19 +1051,21 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 
 	memset(st, 0, sizeof(*st));
 	st->command_status = -1;
+	err = check_capabilities(why, whylen);
+	if (err)
+		return err;
 	w.cache = elf_cache__new();
 	if (!w.cache) {
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	err = check_capabilities(why, whylen);
-	if (err)
-		return err;
 	libbpf_set_print(libbpf_quiet);
 	w.skel = dlwatch_bpf__open();
 	if (!w.skel) {
+		err = -errno;
 		snprintf(why, whylen, "cannot open the BPF programs: %s", strerror(errno));
-		return -errno;
+		elf_cache__put(w.cache);
+		return err;
 	}
 	w.skel->rodata->follow_children = o->follow;
 	if (o->comm) {
