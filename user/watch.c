@@ -338,6 +338,8 @@ static json_t *stack_json(struct proc_state *ps, const struct dlw_event *e, bool
 }
 
 static int refresh(struct watch *w, struct proc_state *ps);
+static void loaded_record(struct watch *w, const struct proc_state *ps, const struct lg_object *o,
+			  unsigned long long ts);
 
 static void finding(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
 		    const char *id, const char *text)
@@ -456,10 +458,15 @@ static int refresh(struct watch *w, struct proc_state *ps)
 	for (size_t i = 0; i < g->n; i++)
 		attach_object(w, ps->pid, g->objs[i]);
 	if (!old && !ps->seen_all) {
-		/* Attached to a running process: its present objects are the baseline. */
+		/* Attached to a running process: its present objects are the baseline, in a
+		 * trace too, so that a replay starts from the whole graph. */
+		unsigned long long now = mono_ns(CLOCK_MONOTONIC);
+
 		ps->seen_all = true;
-		for (size_t i = 0; i < g->n; i++)
+		for (size_t i = 0; i < g->n; i++) {
 			mark_seen(ps, g->objs[i]);
+			loaded_record(w, ps, g->objs[i], now);
+		}
 	}
 	for (size_t k = 0; old && k < old->n; k++) {
 		bool still = false;
@@ -479,6 +486,23 @@ static int refresh(struct watch *w, struct proc_state *ps)
 	return 0;
 }
 
+/* The trace's "loaded" record: an object the model gained (or had when we attached). */
+static void loaded_record(struct watch *w, const struct proc_state *ps, const struct lg_object *o,
+			  unsigned long long ts)
+{
+	json_t *by;
+
+	if (!w->o->record && !w->o->sink)
+		return;
+	by = json_array();
+	for (size_t p = 0; p < o->n_parents; p++)
+		json_array_append_new(by, json_string(ps->g->objs[o->parents[p]]->path));
+	emit_json(w, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o}", "type", "loaded",
+			       "t", (json_int_t)ts, "pid", ps->pid, "path", o->path, "soname",
+			       o->soname, "namespace", o->ns, "origin", lg_origin__id(o->origin),
+			       "needed_by", by, "roles", obj_roles__to_json(lg_object__roles(o))));
+}
+
 static void announce_one(struct watch *w, struct proc_state *ps, const struct lg_object *o,
 			 const struct dlw_event *cause)
 {
@@ -494,17 +518,7 @@ static void announce_one(struct watch *w, struct proc_state *ps, const struct lg
 	}
 	rel_time(w, cause->ts_ns, t, sizeof(t));
 	say(w, "[%s] %d + %s%s (%s)", t, ps->pid, o->path, desc, lg_origin__id(o->origin));
-	if (w->o->record || w->o->sink) {
-		json_t *by = json_array();
-
-		for (size_t p = 0; p < o->n_parents; p++)
-			json_array_append_new(by, json_string(ps->g->objs[o->parents[p]]->path));
-		emit_json(w, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o}", "type",
-				       "loaded", "t", (json_int_t)cause->ts_ns, "pid", ps->pid,
-				       "path", o->path, "soname", o->soname, "namespace", o->ns,
-				       "origin", lg_origin__id(o->origin), "needed_by", by, "roles",
-				       obj_roles__to_json(r)));
-	}
+	loaded_record(w, ps, o, cause->ts_ns);
 	second_runtime(w, ps, cause, o->path, r, o->inode);
 }
 

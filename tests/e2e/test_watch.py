@@ -5,7 +5,7 @@ import re
 import subprocess
 import tempfile
 
-from harness import Skip, dlscope, dlscope_path, fixture_path, is_root
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root
 
 
 def watch(*args, env=None, status=None, timeout=60):
@@ -48,6 +48,20 @@ def test_record_writes_a_json_lines_trace():
     assert any(e["type"] == "loaded" and e["path"].endswith("libomp.so.5") for e in lines)
     assert any(e["type"] == "finding" and e["id"] == "dup-openmp" for e in lines)
     assert all(e["t"] >= head["t0"] for e in lines[1:-1] if "t" in e and e["t"])
+
+
+def test_record_of_a_running_process_starts_with_its_graph():
+    """-p: the objects the process had when we attached open the trace, for a replay."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    with Fixture(["two_omp"]) as fx, tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        dlscope("record", "-o", f.name, "--duration", "0.5", "-p", str(fx.pid), check=0)
+        loaded = {e["path"]: e for e in map(json.loads, open(f.name)) if e["type"] == "loaded"}
+    omp = [p for p in loaded if p.endswith("libomp.so.5")]
+    assert omp and loaded[omp[0]]["origin"] == "dlopen", loaded
+    assert loaded[omp[0]]["roles"][0]["impl"] == "libomp", loaded
+    gomp = [p for p in loaded if p.endswith("libgomp.so.1")]
+    assert gomp and any(b.endswith("two_omp") for b in loaded[gomp[0]]["needed_by"]), loaded
 
 
 def test_constructor_blocking_inside_dlopen_is_flagged():
