@@ -204,7 +204,9 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 				bpf_probe_read_user(&e->stack[0], sizeof(e->stack[0]),
 						    (void *)PT_REGS_SP((struct pt_regs *)ctx));
 		}
-		bpf_ringbuf_submit(e, 0);
+		/* dlsym can come by the hundred thousand: no wake-up each, the collector's
+		 * poll (at most 100 ms) or the next other event drains them in order. */
+		bpf_ringbuf_submit(e, type == DLW_DLSYM ? BPF_RB_NO_WAKEUP : 0);
 	}
 	bpf_map_delete_elem(&calls, &key);
 	return 0;

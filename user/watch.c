@@ -1174,6 +1174,10 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	while (!stop_requested && !(o->stop && *o->stop)) {
 		int n = ring_buffer__poll(w.rb, 100);
 
+		/* Events submitted without a wake-up (dlsym) wait for this. */
+		if (n >= 0)
+			n = ring_buffer__consume(w.rb);
+
 		if (n < 0 && n != -EINTR) {
 			err = n;
 			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
