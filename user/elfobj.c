@@ -582,14 +582,13 @@ static bool cfa_is_sp_plus_8(Dwarf_Frame *frame)
 	       ops[0].number == 7 /* rsp */ && ops[0].number2 == 8;
 }
 
-int elfobj__func_returns(const struct elf_object *o, const char *name, uint64_t *offsets,
-			 size_t max, size_t *n)
+int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
+			 uint64_t *offsets, size_t max, size_t *n)
 {
 	struct find_func f = { .name = name };
-	const unsigned char *image;
-	size_t image_size;
 	Dwarf_CFI *cfi;
 	GElf_Ehdr eh;
+	int fd;
 
 	*n = 0;
 	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
@@ -599,13 +598,23 @@ int elfobj__func_returns(const struct elf_object *o, const char *name, uint64_t 
 		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_func, &f);
 	if (!f.found || !f.sym.st_size)
 		return -ENOENT;
-	image = (const unsigned char *)elf_rawfile(o->elf, &image_size);
+	/*
+	 * The code bytes are read from the file, not from libelf's mapping of it: the kernel
+	 * writes the int3 of every uprobe on the file (another dlscope's, or ours on an earlier
+	 * function) into each private mapping that may execute, ours included.
+	 */
+	fd = open(file ? file : o->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
 	cfi = dwarf_getcfi_elf(o->elf);
-	if (!image || !cfi)
+	if (!cfi) {
+		close(fd);
 		return -ENODATA;
+	}
 	for (uint64_t pc = f.sym.st_value; pc < f.sym.st_value + f.sym.st_size && *n < max;) {
 		Dwarf_Frame *frame;
 		Dwarf_Addr start, end;
+		unsigned char byte;
 		uint64_t off;
 
 		if (dwarf_cfi_addrframe(cfi, pc, &frame))
@@ -616,12 +625,14 @@ int elfobj__func_returns(const struct elf_object *o, const char *name, uint64_t 
 		}
 		/* A row starts at an instruction; 0xc3 there, with the frame popped, is a ret. */
 		if (start > f.sym.st_value && cfa_is_sp_plus_8(frame) &&
-		    !vaddr_to_offset(o, start, &off) && off < image_size && image[off] == 0xc3)
+		    !vaddr_to_offset(o, start, &off) && pread(fd, &byte, 1, (off_t)off) == 1 &&
+		    byte == 0xc3)
 			offsets[(*n)++] = off;
 		free(frame);
 		pc = end;
 	}
 	dwarf_cfi_end(cfi);
+	close(fd);
 	return *n ? 0 : -ENOENT;
 }
 

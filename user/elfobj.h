@@ -67,10 +67,11 @@ int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *
  * .eh_frame CFI: a row that starts after the entry with the CFA back at rsp+8 and a 0xc3 byte.
  * A probe there reads the return value without a uretprobe, which would replace the return
  * address that dlopen and dlsym read to find their caller (RUNPATH search, RTLD_NEXT).
- * Returns 0 with *n > 0, or -errno.
+ * The code bytes are read from @file (the object's own path when NULL). Returns 0 with *n > 0,
+ * or -errno.
  */
-int elfobj__func_returns(const struct elf_object *o, const char *name, uint64_t *offsets,
-			 size_t max, size_t *n);
+int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
+			 uint64_t *offsets, size_t max, size_t *n);
 
 /* Call @cb for each dynamic relocation naming a symbol: its name, place (vaddr) and type. */
 typedef int (*elfobj_reloc_cb)(const char *name, uint64_t offset, unsigned type, void *ctx);

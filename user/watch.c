@@ -172,17 +172,8 @@ static int attach_returns(struct watch *w, struct bpf_program *prog, const char 
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = DLW_AT_RET);
 	uint64_t offs[16];
 	size_t n;
-	int err = elfobj__func_returns(elf, fn, offs, 16, &n);
+	int err = elfobj__func_returns(elf, path, fn, offs, 16, &n);
 
-	if (err) {
-		/* Once more from the file itself, in case the cached analysis is not of it. */
-		struct elf_object *fresh = elfobj__open(path);
-
-		if (fresh) {
-			err = elfobj__func_returns(fresh, fn, offs, 16, &n);
-			elfobj__free(fresh);
-		}
-	}
 	if (err) {
 		if (err != -ENOENT || !elfobj__func_offset(elf, fn, &offs[0]))
 			dls_warn("cannot find the ret instructions of %s in %s (%s): its results are "

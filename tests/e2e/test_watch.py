@@ -167,6 +167,23 @@ def test_watched_process_keeps_its_loader_semantics():
     assert re.search(r'dlsym\(0xffffffffffffffff, "next_marker"\) = 0x[1-9a-f]', p.stdout), p.stdout
 
 
+def test_two_watchers_at_once():
+    """The first watcher's breakpoints are in every mapping of libc, ours included: the second
+    still finds the ret instructions (it reads the code from the file)."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    first = subprocess.Popen([dlscope_path(), "watch", "--comm", "no-such-name", "--duration",
+                              "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stderr.readline().startswith("dlscope: watching"), "first watcher"
+        p = watch("--duration", "1.5", "--", fixture_path("two_omp"), status=1)
+        assert "cannot find" not in p.stderr, p.stderr
+        assert re.search(r'dlopen\("libomp.so.5", 0x2\) = 0x[1-9a-f]', p.stdout), p.stdout
+    finally:
+        first.kill()
+        first.wait()
+
+
 def test_follow_forked_children():
     p = watch("--follow", "--", fixture_path("fork_tree"), fixture_path("libplain.so"),
               status=0)
