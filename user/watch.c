@@ -247,6 +247,9 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	}
 	for (size_t i = 0; (want & PROBE_OPENMP) && i < 3; i++)
 		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i], false, i + 1);
+	/* OpenBLAS's dispatch to its pool: a BLAS "region", counted like an OpenMP one. */
+	if (want & PROBE_BLAS)
+		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, "exec_blas", false, 4);
 	if (want & PROBE_BLAS)
 		attach_fn(w, s->progs.blas_thread_enter, path, o->elf, "blas_thread_server", false,
 			  0);
@@ -732,8 +735,11 @@ static int handle_event(void *ctx, void *data, size_t size)
 		json_object_set_new(j, "address", json_integer(e->ret));
 		break;
 	case DLW_OMP_FORK:
-		snprintf(line, sizeof(line), "parallel region #%llu started inside dlopen", e->arg1);
+		snprintf(line, sizeof(line), "%s #%llu started inside dlopen",
+			 e->arg0 == 4 ? "BLAS parallel dispatch (exec_blas)" : "parallel region",
+			 e->arg1);
 		json_object_set_new(j, "regions", json_integer((json_int_t)e->arg1));
+		json_object_set_new(j, "entry", json_integer((json_int_t)e->arg0));
 		break;
 	case DLW_BLAS_THREAD:
 		snprintf(line, sizeof(line), "BLAS pool thread starts");
@@ -835,8 +841,11 @@ static int handle_event(void *ctx, void *data, size_t size)
 		announce(w, ps, e);
 	if (e->type == DLW_OMP_FORK)
 		finding(w, ps, e, "loader-lock-hazard",
-			"a parallel region started by a thread inside dlopen (a constructor); its "
-			"workers deadlock if they need the loader lock");
+			e->arg0 == 4 ?
+				"a BLAS call dispatched to OpenBLAS's thread pool by a thread inside "
+				"dlopen (a constructor); the pool deadlocks if it needs the loader lock" :
+				"a parallel region started by a thread inside dlopen (a constructor); its "
+				"workers deadlock if they need the loader lock");
 	if (e->type == DLW_FUTEX_WAIT && (e->arg1 == 1 || e->arg1 == 2))
 		finding(w, ps, e, "loader-lock-hazard",
 			"a thread inside dlopen blocks on a futex: a constructor waits for other "

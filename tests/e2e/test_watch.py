@@ -184,6 +184,34 @@ def test_two_watchers_at_once():
         first.wait()
 
 
+def test_hot_blas_dispatch_inside_dlopen():
+    """--hot probes OpenBLAS's exec_blas: a constructor's dgemm handed to the pool is caught."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    fx = subprocess.Popen([fixture_path("dlopen_list"), "--global",
+                           "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+                           "--pause", fixture_path("libctor_blas.so")],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          env=dict(os.environ, OPENBLAS_NUM_THREADS="2"))
+    try:
+        assert fx.stdout.readline().startswith("paused")
+        w = subprocess.Popen([dlscope_path(), "watch", "--hot", "--duration", "3", "-p",
+                              str(fx.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        assert w.stderr.readline().startswith("dlscope: watching")
+        fx.stdin.write("go\n")
+        fx.stdin.flush()
+        out, err = w.communicate(timeout=30)
+        assert w.returncode == 1, (out, err)
+        assert re.search(r"BLAS parallel dispatch \(exec_blas\) #\d+ started inside dlopen", out), out
+        # OpenBLAS keeps no frame pointers: the walk stops inside it.
+        assert re.search(r"#0 exec_blas\+0x0 \(\S*libopenblas", out), out
+        assert "FINDING loader-lock-hazard: a BLAS call dispatched to OpenBLAS's thread pool" in out
+    finally:
+        fx.kill()
+        fx.wait()
+
+
 def test_follow_forked_children():
     p = watch("--follow", "--", fixture_path("fork_tree"), fixture_path("libplain.so"),
               status=0)
