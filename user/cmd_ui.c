@@ -64,17 +64,12 @@ int cmd_ui(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+p:fr:sh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': {
-			pid_t pid, *np;
+			int err = parse_pid_append(optarg, &o.pids, &o.n_pids);
 
-			if (parse_pid(optarg, &pid)) {
+			if (err == -EINVAL)
 				dls_err("ui: '%s' is not a process ID", optarg);
+			if (err)
 				goto out;
-			}
-			np = realloc(o.pids, (o.n_pids + 1) * sizeof(*np));
-			if (!np)
-				goto out;
-			o.pids = np;
-			o.pids[o.n_pids++] = pid;
 			break;
 		}
 		case 'f':
@@ -114,17 +109,12 @@ int cmd_ui(int argc, char **argv)
 	else if (optind < argc && !o.n_pids && !replay_path) {
 		/* "dlscope ui --snapshot PID", like "dlscope stacks PID". */
 		for (; optind < argc; optind++) {
-			pid_t pid, *np;
+			int err = parse_pid_append(argv[optind], &o.pids, &o.n_pids);
 
-			if (parse_pid(argv[optind], &pid)) {
+			if (err == -EINVAL)
 				dls_err("ui: unexpected '%s' (a command goes after --)", argv[optind]);
+			if (err)
 				goto out;
-			}
-			np = realloc(o.pids, (o.n_pids + 1) * sizeof(*np));
-			if (!np)
-				goto out;
-			o.pids = np;
-			o.pids[o.n_pids++] = pid;
 		}
 	} else if (optind < argc) {
 		dls_err("ui: unexpected '%s' (a command goes after --)", argv[optind]);

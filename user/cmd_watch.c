@@ -81,20 +81,13 @@ static int run(int argc, char **argv, bool record)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:c:fd:o:qh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': {
-			pid_t pid, *np;
-
-			if (parse_pid(optarg, &pid)) {
+		case 'p':
+			err = parse_pid_append(optarg, &o.pids, &o.n_pids);
+			if (err == -EINVAL)
 				dls_err("%s: '%s' is not a process ID", cmd, optarg);
+			if (err)
 				goto usage;
-			}
-			np = realloc(o.pids, (o.n_pids + 1) * sizeof(*np));
-			if (!np)
-				goto usage;
-			o.pids = np;
-			o.pids[o.n_pids++] = pid;
 			break;
-		}
 		case 'c':
 			if (!optarg[0] || strlen(optarg) > 15) {
 				dls_err("%s: --comm takes a process name of 1 to 15 characters (the "

@@ -527,31 +527,6 @@ static int match_func(const char *name, const GElf_Sym *sym, void *ctx)
 	return 1;
 }
 
-int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *offset)
-{
-	struct find_func f = { .name = name };
-	size_t nph;
-
-	elfobj__foreach_defined(o, ELFOBJ_DYNSYM, match_func, &f);
-	if (!f.found)
-		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_func, &f);
-	if (!f.found)
-		return -ENOENT;
-	if (elf_getphdrnum(o->elf, &nph))
-		return -ERANGE;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (f.sym.st_value >= ph.p_vaddr && f.sym.st_value < ph.p_vaddr + ph.p_memsz) {
-			*offset = f.sym.st_value - ph.p_vaddr + ph.p_offset;
-			return 0;
-		}
-	}
-	return -ERANGE;
-}
-
 /* The file offset of virtual address @vaddr, through the PT_LOAD that maps it. */
 static int vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t *offset)
 {
@@ -572,6 +547,28 @@ static int vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t 
 	return -ERANGE;
 }
 
+/* A defined function named @name, from .dynsym first, then .symtab. */
+static bool find_function(const struct elf_object *o, const char *name, GElf_Sym *sym)
+{
+	struct find_func f = { .name = name };
+
+	elfobj__foreach_defined(o, ELFOBJ_DYNSYM, match_func, &f);
+	if (!f.found)
+		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_func, &f);
+	*sym = f.sym;
+	return f.found;
+}
+
+int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *offset)
+{
+	GElf_Sym sym;
+
+	if (!find_function(o, name, &sym))
+		return -ENOENT;
+	return vaddr_to_offset(o, sym.st_value, offset);
+}
+
+
 /* True when the CFA rule of @frame is "the stack pointer + 8": nothing left on the stack. */
 static bool cfa_is_sp_plus_8(Dwarf_Frame *frame)
 {
@@ -585,18 +582,15 @@ static bool cfa_is_sp_plus_8(Dwarf_Frame *frame)
 int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
 			 uint64_t *offsets, size_t max, size_t *n)
 {
-	struct find_func f = { .name = name };
 	Dwarf_CFI *cfi;
+	GElf_Sym sym;
 	GElf_Ehdr eh;
 	int fd;
 
 	*n = 0;
 	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
 		return -ENOTSUP;
-	elfobj__foreach_defined(o, ELFOBJ_DYNSYM, match_func, &f);
-	if (!f.found)
-		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_func, &f);
-	if (!f.found || !f.sym.st_size)
+	if (!find_function(o, name, &sym) || !sym.st_size)
 		return -ENOENT;
 	/*
 	 * The code bytes are read from the file, not from libelf's mapping of it: the kernel
@@ -611,7 +605,7 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 		close(fd);
 		return -ENODATA;
 	}
-	for (uint64_t pc = f.sym.st_value; pc < f.sym.st_value + f.sym.st_size && *n < max;) {
+	for (uint64_t pc = sym.st_value; pc < sym.st_value + sym.st_size && *n < max;) {
 		Dwarf_Frame *frame;
 		Dwarf_Addr start, end;
 		unsigned char byte;
@@ -624,7 +618,7 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 			break;
 		}
 		/* A row starts at an instruction; 0xc3 there, with the frame popped, is a ret. */
-		if (start > f.sym.st_value && cfa_is_sp_plus_8(frame) &&
+		if (start > sym.st_value && cfa_is_sp_plus_8(frame) &&
 		    !vaddr_to_offset(o, start, &off) && pread(fd, &byte, 1, (off_t)off) == 1 &&
 		    byte == 0xc3)
 			offsets[(*n)++] = off;

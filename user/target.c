@@ -330,3 +330,17 @@ out:
 	close(fd);
 	return err;
 }
+
+int parse_pid_append(const char *s, pid_t **pids, size_t *n)
+{
+	pid_t pid, *np;
+
+	if (parse_pid(s, &pid))
+		return -EINVAL;
+	np = realloc(*pids, (*n + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	*pids = np;
+	(*pids)[(*n)++] = pid;
+	return 0;
+}

@@ -55,5 +55,7 @@ int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *stat
 
 /* Parse a PID argument; returns -EINVAL for anything but a positive decimal number. */
 int parse_pid(const char *s, pid_t *pid);
+/* Parse a PID argument onto a growing list: -EINVAL (not a PID) or -ENOMEM. */
+int parse_pid_append(const char *s, pid_t **pids, size_t *n);
 
 #endif
