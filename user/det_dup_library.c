@@ -116,11 +116,12 @@ next:;
 	}
 }
 
-/* One exported vague-linkage definition: the candidates for a split. */
+/* One vague-linkage definition: a candidate for a split. */
 struct vague_def {
 	const char *name;
 	unsigned int obj;
-	uint64_t addr; /* where this object's own copy lives in the target */
+	uint64_t addr, size; /* where this object's own copy lives in the target */
+	bool binds_own;	     /* protected visibility: its object's references skip the lookup */
 };
 
 struct vague_list {
@@ -131,13 +132,18 @@ struct vague_list {
 	bool hidden; /* collect .symtab hidden/local definitions instead of exported ones */
 };
 
-static bool is_vague_candidate(const char *name, const GElf_Sym *sym)
+/*
+ * Statics whose address is their identity: template static members, inline variables and the
+ * function-local statics of inline functions (MLIR's TypeID). Not typeinfo under libstdc++,
+ * which compares type_info by its mangled name (so copies are harmless), nor vtables, VTTs and
+ * construction vtables, whose contents matter, nor guard variables, which follow their static.
+ */
+static bool identity_by_address(const char *name, bool libcxx)
 {
-	if (GELF_ST_TYPE(sym->st_info) != STT_OBJECT || !sym->st_size || name[0] != '_' ||
-	    name[1] != 'Z')
-		return false;
-	/* Function-local statics and guard variables have their own protocols. */
-	return strncmp(name, "_ZZ", 3) && strncmp(name, "_ZGV", 4) && strncmp(name, "_ZTV", 4);
+	if (!strncmp(name, "_ZTI", 4) || !strncmp(name, "_ZTS", 4))
+		return libcxx; /* libc++ on ELF compares type_info by address */
+	return strncmp(name, "_ZTV", 4) && strncmp(name, "_ZTT", 4) && strncmp(name, "_ZTC", 4) &&
+	       strncmp(name, "_ZGV", 4);
 }
 
 static int collect_vague(const char *name, const GElf_Sym *sym, void *ctx)
@@ -145,7 +151,7 @@ static int collect_vague(const char *name, const GElf_Sym *sym, void *ctx)
 	struct vague_list *l = ctx;
 	unsigned bind = GELF_ST_BIND(sym->st_info);
 
-	if (!is_vague_candidate(name, sym))
+	if (GELF_ST_TYPE(sym->st_info) != STT_OBJECT || !sym->st_size || strncmp(name, "_Z", 2))
 		return 0;
 	/* Hidden definitions become local at link time; anonymous namespaces are meant local. */
 	if (l->hidden ? (bind != STB_LOCAL || strstr(name, "_GLOBAL__N_")) :
@@ -160,7 +166,13 @@ static int collect_vague(const char *name, const GElf_Sym *sym, void *ctx)
 		l->d = nd;
 		l->cap = ncap;
 	}
-	l->d[l->n++] = (struct vague_def){ name, l->obj, l->base + sym->st_value };
+	l->d[l->n++] = (struct vague_def){
+		.name = name,
+		.obj = l->obj,
+		.addr = l->base + sym->st_value,
+		.size = sym->st_size,
+		.binds_own = GELF_ST_VISIBILITY(sym->st_other) == STV_PROTECTED,
+	};
 	return 0;
 }
 
@@ -172,35 +184,12 @@ static int cmp_def(const void *a, const void *b)
 	return c ? c : (x->obj > y->obj) - (x->obj < y->obj);
 }
 
-struct got_lookup {
-	const char *name;
-	uint64_t offset;
-	bool found;
-};
-
-static int find_got(const char *name, uint64_t offset, unsigned type, void *ctx)
+static bool needs_libcxx(const struct elf_object *e)
 {
-	struct got_lookup *l = ctx;
-
-	if ((type == R_X86_64_GLOB_DAT || type == R_X86_64_64) && !strcmp(name, l->name)) {
-		l->offset = offset;
-		l->found = true;
-		return 1;
-	}
-	return 0;
-}
-
-/* The copy object @o really uses: what its GOT slot holds, or its own when it has no slot. */
-static uint64_t bound_address(const struct check_ctx *ctx, const struct lg_object *o,
-			      const char *name, uint64_t own)
-{
-	struct got_lookup l = { .name = name };
-	uint64_t val;
-
-	elfobj__foreach_dynreloc(o->elf, find_got, &l);
-	if (!l.found || target__read(ctx->t, o->base + l.offset, &val, sizeof(val)))
-		return own;
-	return val;
+	for (size_t i = 0; i < elfobj__n_needed(e); i++)
+		if (!strncmp(elfobj__needed(e, i), "libc++.so", 9))
+			return true;
+	return false;
 }
 
 static bool seen_inode(const struct libgraph *g, size_t upto, uint64_t inode)
@@ -211,47 +200,294 @@ static bool seen_inode(const struct libgraph *g, size_t upto, uint64_t inode)
 	return false;
 }
 
-static void split_statics(const struct check_ctx *ctx, struct findings *out, bool hidden)
+/* Every loaded file's definitions, once per file. */
+static void collect_loaded(const struct libgraph *g, struct vague_list *l)
 {
-	const struct libgraph *g = ctx->g;
-	struct vague_list l = { .hidden = hidden };
-	struct finding *f = NULL;
-	size_t lines = 0, splits = 0;
-
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
 
-		/* Each file once per namespace: the same file in two namespaces is split anyway. */
+		/* Each file once: the same file in two namespaces is reported as such. */
 		if (o->gone || !o->elf || !o->in_link_map || seen_inode(g, i, o->inode))
 			continue;
-		l.obj = o->id;
-		l.base = o->base;
-		elfobj__foreach_defined(o->elf, hidden ? ELFOBJ_SYMTAB : ELFOBJ_DYNSYM,
-					collect_vague, &l);
+		l->obj = o->id;
+		l->base = o->base;
+		elfobj__foreach_defined(o->elf, l->hidden ? ELFOBJ_SYMTAB : ELFOBJ_DYNSYM,
+					collect_vague, l);
 	}
-	if (l.n)
-		qsort(l.d, l.n, sizeof(*l.d), cmp_def);
-	for (size_t i = 0; i < l.n;) {
-		size_t j = i + 1, distinct = 1;
-		uint64_t first;
+	if (l->n)
+		qsort(l->d, l->n, sizeof(*l->d), cmp_def);
+}
 
-		while (j < l.n && !strcmp(l.d[j].name, l.d[i].name))
-			j++;
-		if (j - i < 2)
-			goto next;
-		/* Exported copies may still be unified: ask each object's GOT which one it uses. */
-		first = hidden ? l.d[i].addr :
-				 bound_address(ctx, g->objs[l.d[i].obj], l.d[i].name, l.d[i].addr);
-		for (size_t k = i + 1; k < j && !hidden; k++)
-			distinct += bound_address(ctx, g->objs[l.d[k].obj], l.d[k].name,
-						  l.d[k].addr) != first;
-		if (!hidden && distinct < 2)
-			goto next;
+/* A name defined more than once whose copies' identity is their address. */
+struct split_name {
+	const char *name;
+	size_t first, n; /* its definitions in the sorted vague_list */
+};
+
+/* An object that really uses a copy: the address its reference resolved to. */
+struct static_use {
+	size_t name; /* index into the split_name array */
+	unsigned int obj;
+	uint64_t addr;
+	bool own; /* bound to its own copy without a lookup (-Bsymbolic, protected) */
+};
+
+struct use_scan {
+	const struct check_ctx *ctx;
+	const struct lg_object *o;
+	const struct split_name *names;
+	size_t n_names;
+	struct static_use *u;
+	size_t n, cap;
+};
+
+static int cmp_split_name(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct split_name *)elem)->name);
+}
+
+static int push_use(struct use_scan *s, size_t name, unsigned int obj, uint64_t addr, bool own)
+{
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 64;
+		struct static_use *nu = realloc(s->u, ncap * sizeof(*nu));
+
+		if (!nu)
+			return -1;
+		s->u = nu;
+		s->cap = ncap;
+	}
+	s->u[s->n++] = (struct static_use){ name, obj, addr, own };
+	return 0;
+}
+
+/*
+ * A dynamic relocation naming a candidate is a reference the loader resolved: the GOT slot
+ * (GLOB_DAT) or data word (64) now holds the address of the copy this object uses; a COPY
+ * relocation makes the executable's own copy the one everybody should bind to.
+ */
+static int scan_use(const char *name, uint64_t offset, unsigned type, void *ctx)
+{
+	struct use_scan *s = ctx;
+	const struct split_name *n;
+	uint64_t addr = s->o->base + offset;
+
+	if (type != R_X86_64_GLOB_DAT && type != R_X86_64_64 && type != R_X86_64_COPY)
+		return 0;
+	n = bsearch(name, s->names, s->n_names, sizeof(*s->names), cmp_split_name);
+	if (!n)
+		return 0;
+	if (type != R_X86_64_COPY && target__read(s->ctx->t, addr, &addr, sizeof(addr)))
+		return 0;
+	return push_use(s, (size_t)(n - s->names), s->o->id, addr, false) ? -1 : 0;
+}
+
+static int cmp_use(const void *a, const void *b)
+{
+	const struct static_use *x = a, *y = b;
+
+	if (x->name != y->name)
+		return (x->name > y->name) - (x->name < y->name);
+	if (x->addr != y->addr)
+		return (x->addr > y->addr) - (x->addr < y->addr);
+	return (x->obj > y->obj) - (x->obj < y->obj);
+}
+
+/* The object whose copy lies at @addr, or NULL when none of the definitions does. */
+static const struct lg_object *copy_owner(const struct libgraph *g, const struct vague_list *l,
+					  const struct split_name *n, uint64_t addr)
+{
+	for (size_t k = n->first; k < n->first + n->n; k++)
+		if (addr >= l->d[k].addr && addr < l->d[k].addr + l->d[k].size)
+			return g->objs[l->d[k].obj];
+	return NULL;
+}
+
+/* Where the object at @id came from at the root of its DT_NEEDED chain. */
+static const struct lg_object *chain_root(const struct libgraph *g, unsigned int id)
+{
+	for (unsigned int hops = 0; g->objs[id]->n_parents && hops < 64; hops++)
+		id = g->objs[id]->parents[0];
+	return g->objs[id];
+}
+
+/* What made the copies apart, read off the users of one split name. */
+enum split_cause {
+	CAUSE_SYMBOLIC = 1 << 0,  /* a user bound to its own copy without a lookup */
+	CAUSE_NAMESPACE = 1 << 1, /* users in different link-map namespaces */
+	CAUSE_LOCAL = 1 << 2,	  /* users in separate dlopen groups, none in the global scope */
+};
+
+static unsigned describe_split(const struct libgraph *g, const struct vague_list *l,
+			       const struct split_name *n, const struct static_use *u, size_t nu,
+			       char *buf, size_t len)
+{
+	unsigned cause = 0;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < nu && used < len; i++) {
+		const struct lg_object *owner = copy_owner(g, l, n, u[i].addr);
+		const struct lg_object *user = g->objs[u[i].obj];
+
+		if (!i || u[i].addr != u[i - 1].addr) {
+			if (owner)
+				used += (size_t)snprintf(buf + used, len - used, "%s%s's copy used by ",
+							 i ? "; " : "", lg_object__basename(owner));
+			else
+				used += (size_t)snprintf(buf + used, len - used,
+							 "%sthe copy at 0x%" PRIx64 " used by ",
+							 i ? "; " : "", u[i].addr);
+		} else {
+			used += (size_t)snprintf(buf + used, len - used, ", ");
+		}
+		if (used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s",
+						 lg_object__basename(user),
+						 u[i].own ? " (binds its own)" : "");
+		if (u[i].own)
+			cause |= CAUSE_SYMBOLIC;
+		if (user->ns != g->objs[u[0].obj]->ns)
+			cause |= CAUSE_NAMESPACE;
+		if (chain_root(g, user->id)->origin == LG_DLOPEN)
+			cause |= CAUSE_LOCAL;
+	}
+	return cause;
+}
+
+static const char split_why[] =
+	"Template static members, inline variables and the function-local statics of inline "
+	"functions (TypeID-style singletons) must exist once per process: their address is their "
+	"identity. The objects listed use different copies, so a type or entry registered through "
+	"one is unknown to the other and isa/registry lookups fail across them (the MLIR TypeID "
+	"split).";
+
+static const char *split_fix(unsigned cause)
+{
+	if (cause & CAUSE_SYMBOLIC)
+		return "An object linked -Bsymbolic (or defining the static with protected "
+		       "visibility) binds to its own copy before the loader looks: link it without "
+		       "-Bsymbolic for data (-Bsymbolic-functions keeps the speed), or move the "
+		       "statics into one shared library every user links.";
+	if (cause & CAUSE_NAMESPACE)
+		return "Objects in different dlmopen namespaces never share definitions: load them "
+		       "into one namespace, or pass only plain data between them.";
+	return "The objects were dlopen'ed RTLD_LOCAL (Python's default for extensions), so none "
+	       "sees the other's definition: load the library that owns the statics first with "
+	       "RTLD_GLOBAL (sys.setdlopenflags or ctypes.CDLL(..., RTLD_GLOBAL)), or move the "
+	       "statics into one shared library all of them link.";
+}
+
+/*
+ * Exported copies split: resolve each reference as the loader did (read what it wrote into
+ * each GOT slot) and report the names whose users ended up with different copies. Copies that
+ * nothing references by name are not splits: no two users can disagree about them.
+ */
+static void split_exported(const struct check_ctx *ctx, struct findings *out)
+{
+	const struct libgraph *g = ctx->g;
+	struct vague_list l = { 0 };
+	struct split_name *names = NULL;
+	struct use_scan s = { .ctx = ctx };
+	struct finding *f = NULL;
+	size_t n_names = 0, splits = 0, lines = 0;
+	unsigned causes = 0;
+
+	collect_loaded(g, &l);
+	names = calloc(l.n ? l.n : 1, sizeof(*names));
+	if (!names)
+		goto out;
+	for (size_t i = 0, j; i < l.n; i = j) {
+		bool libcxx = false;
+
+		for (j = i; j < l.n && !strcmp(l.d[j].name, l.d[i].name); j++)
+			libcxx |= needs_libcxx(g->objs[l.d[j].obj]->elf);
+		if (j - i >= 2 && identity_by_address(l.d[i].name, libcxx))
+			names[n_names++] = (struct split_name){ l.d[i].name, i, j - i };
+	}
+	if (!n_names)
+		goto out;
+	s.names = names;
+	s.n_names = n_names;
+	for (size_t i = 0; i < g->n; i++) {
+		s.o = g->objs[i];
+		if (!s.o->gone && s.o->elf && s.o->in_link_map &&
+		    elfobj__foreach_dynreloc(s.o->elf, scan_use, &s) < 0)
+			goto out;
+	}
+	/* A definer linked -Bsymbolic or defining it protected uses its own copy unasked. */
+	for (size_t k = 0; k < n_names; k++)
+		for (size_t d = names[k].first; d < names[k].first + names[k].n; d++)
+			if ((l.d[d].binds_own || elfobj__symbolic(g->objs[l.d[d].obj]->elf)) &&
+			    push_use(&s, k, l.d[d].obj, l.d[d].addr, true))
+				goto out;
+	if (s.n)
+		qsort(s.u, s.n, sizeof(*s.u), cmp_use);
+	for (size_t i = 0, j; i < s.n; i = j) {
+		size_t copies = 1;
+
+		for (j = i + 1; j < s.n && s.u[j].name == s.u[i].name; j++)
+			copies += s.u[j].addr != s.u[j - 1].addr;
+		if (copies < 2)
+			continue;
 		splits++;
 		if (!f)
-			f = findings__add(out, "dup-library", hidden ? SEV_WARNING : SEV_ERROR,
-					  g->pid, "vague-linkage statics split between objects");
-		if (lines++ < MAX_SYMBOL_LINES) {
+			f = findings__add(out, "dup-library", SEV_ERROR, g->pid,
+					  "vague-linkage statics split between objects");
+		{
+			char dem[512], users[768];
+			unsigned cause = describe_split(g, &l, &names[s.u[i].name], &s.u[i], j - i,
+							users, sizeof(users));
+
+			causes |= cause;
+			if (lines++ < MAX_SYMBOL_LINES) {
+				demangle(names[s.u[i].name].name, dem, sizeof(dem));
+				finding__evidence(f, "%s: %zu copies in use: %s", dem, copies, users);
+			}
+		}
+	}
+	if (f) {
+		if (splits > MAX_SYMBOL_LINES)
+			finding__evidence(f, "... and %zu more statics", splits - MAX_SYMBOL_LINES);
+		free(f->title);
+		if (asprintf(&f->title, "%zu vague-linkage static%s split between objects (%s)",
+			     splits, splits == 1 ? "" : "s",
+			     causes & CAUSE_SYMBOLIC  ? "bound locally by -Bsymbolic or protected "
+							"visibility" :
+			     causes & CAUSE_NAMESPACE ? "objects in different namespaces" :
+			     causes & CAUSE_LOCAL     ? "dlopen'ed RTLD_LOCAL, each resolved in its "
+							"own group" :
+							"resolved to different copies") < 0)
+			f->title = strdup("vague-linkage statics split between objects");
+		finding__explain(f, split_why, split_fix(causes));
+	}
+out:
+	free(s.u);
+	free(names);
+	free(l.d);
+}
+
+/*
+ * Hidden copies: a static library linked into several objects leaves each a local copy of its
+ * statics (visible only in .symtab), used by that object alone.
+ */
+static void split_hidden(const struct check_ctx *ctx, struct findings *out)
+{
+	const struct libgraph *g = ctx->g;
+	struct vague_list l = { .hidden = true };
+	struct finding *f = NULL;
+	size_t splits = 0;
+
+	collect_loaded(g, &l);
+	for (size_t i = 0, j; i < l.n; i = j) {
+		for (j = i + 1; j < l.n && !strcmp(l.d[j].name, l.d[i].name); j++)
+			;
+		if (j - i < 2 || !identity_by_address(l.d[i].name, false))
+			continue;
+		if (!f)
+			f = findings__add(out, "dup-library", SEV_WARNING, g->pid,
+					  "vague-linkage statics split between objects");
+		if (splits++ < MAX_SYMBOL_LINES) {
 			char dem[512], objs[512] = "";
 			size_t used = 0;
 
@@ -263,42 +499,30 @@ static void split_statics(const struct check_ctx *ctx, struct findings *out, boo
 			finding__evidence(f, "%s: %zu copies, each used by its own object (%s)", dem,
 					  j - i, objs);
 		}
-next:
-		i = j;
 	}
 	if (f) {
 		if (splits > MAX_SYMBOL_LINES)
-			finding__evidence(f, "... and %zu more symbols", splits - MAX_SYMBOL_LINES);
+			finding__evidence(f, "... and %zu more statics", splits - MAX_SYMBOL_LINES);
 		free(f->title);
-		if (asprintf(&f->title, "%zu vague-linkage static%s split between objects%s", splits,
-			     splits == 1 ? "" : "s",
-			     hidden ? " (hidden copies linked into each)" :
-				      " (exported, but loaded RTLD_LOCAL)") < 0)
+		if (asprintf(&f->title,
+			     "%zu vague-linkage static%s split between objects (hidden copies linked "
+			     "into each)",
+			     splits, splits == 1 ? "" : "s") < 0)
 			f->title = strdup("vague-linkage statics split between objects");
-		finding__explain(
-			f,
-			"Template static members, TypeID-style singletons and typeinfo must exist once "
-			"per process: their address is their identity. Each object here uses its own "
-			"copy, so a type registered through one is unknown to the other and isa/"
-			"dynamic_cast/registry lookups fail across them (the MLIR TypeID split).",
-			hidden ? "Do not link the same static library into two extensions: put it in "
+		finding__explain(f, split_why,
+				 "Do not link the same static library into two extensions: put it in "
 				 "one shared library both depend on (one SONAME), so its statics "
-				 "exist once." :
-				 "Load the objects with RTLD_GLOBAL (or load the library that owns the "
-				 "statics first, RTLD_GLOBAL), or move the statics into one shared "
-				 "library both link; GCC's STB_GNU_UNIQUE (not emitted by clang or "
-				 "with -fno-gnu-unique) would also unify them.");
+				 "exist once.");
 	}
 	free(l.d);
 }
-
 void dup_library__process(const struct check_ctx *ctx, struct findings *out)
 {
 	same_identity(ctx, out, false);
 	same_identity(ctx, out, true);
 	same_file_in_namespaces(ctx, out);
-	split_statics(ctx, out, false);
-	split_statics(ctx, out, true);
+	split_exported(ctx, out);
+	split_hidden(ctx, out);
 }
 
 /* lint: hidden vague statics that two files each carry a copy of. */
@@ -325,7 +549,8 @@ static void split_statics_files(const struct lint_file *files, size_t n, struct 
 
 		while (j < l.n && !strcmp(l.d[j].name, l.d[i].name))
 			j++;
-		if (j - i >= 2 && splits++ < MAX_SYMBOL_LINES) {
+		if (j - i >= 2 && identity_by_address(l.d[i].name, false) &&
+		    splits++ < MAX_SYMBOL_LINES) {
 			char dem[512];
 
 			if (!f)

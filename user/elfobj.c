@@ -25,6 +25,7 @@ struct elf_object {
 	size_t n_verdefs;
 	char build_id[2 * 64 + 1];
 	bool has_build_id;
+	bool symbolic; /* DT_SYMBOLIC or DF_SYMBOLIC: its own definitions win its lookups */
 	/* Sections we come back to; NULL when absent. */
 	Elf_Scn *dynsym, *symtab, *versym, *verneed, *verdef;
 	struct obj_roles roles;
@@ -71,6 +72,9 @@ static int read_dynamic(struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh)
 
 		if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
 			break;
+		if (dyn.d_tag == DT_SYMBOLIC ||
+		    (dyn.d_tag == DT_FLAGS && (dyn.d_un.d_val & DF_SYMBOLIC)))
+			o->symbolic = true;
 		if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_SONAME)
 			continue;
 		s = elf_strptr(o->elf, sh->sh_link, dyn.d_un.d_val);
@@ -361,6 +365,11 @@ const char *elfobj__verdef(const struct elf_object *o, size_t i)
 	return i < o->n_verdefs ? o->verdefs[i] : NULL;
 }
 
+bool elfobj__symbolic(const struct elf_object *o)
+{
+	return o->symbolic;
+}
+
 const struct obj_roles *elfobj__roles(const struct elf_object *o)
 {
 	return &o->roles;
@@ -628,6 +637,56 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 	dwarf_cfi_end(cfi);
 	close(fd);
 	return *n ? 0 : -ENOENT;
+}
+
+/* @len bytes at virtual address @vaddr, read from the file (see func_returns for why). */
+int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, size_t len)
+{
+	uint64_t off, last;
+	ssize_t got;
+	int fd;
+
+	/* Both ends in one segment's file bytes. */
+	if (!len || vaddr_to_offset(o, vaddr, &off) ||
+	    vaddr_to_offset(o, vaddr + len - 1, &last) || last != off + len - 1)
+		return -ERANGE;
+	fd = open(o->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = pread(fd, buf, len, (off_t)off);
+	close(fd);
+	return got == (ssize_t)len ? 0 : -EIO;
+}
+
+int elfobj__func_constant(const struct elf_object *o, const char *name, int64_t *imm,
+			  uint64_t *vaddr)
+{
+	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	unsigned char code[16];
+	const unsigned char *p = code;
+	GElf_Sym sym;
+	GElf_Ehdr eh;
+	int32_t v;
+
+	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
+		return -ENOTSUP;
+	if (!find_function(o, name, &sym))
+		return -ENOENT;
+	if (elfobj__read_vaddr(o, sym.st_value, code, sizeof(code)))
+		return -EIO;
+	if (!memcmp(p, endbr64, sizeof(endbr64)))
+		p += sizeof(endbr64);
+	if (p[0] == 0xb8 && p[5] == 0xc3) { /* mov $imm32, %eax; ret */
+		memcpy(&v, p + 1, sizeof(v));
+		*imm = v;
+		return 1;
+	}
+	if (p[0] == 0x48 && p[1] == 0x8d && p[2] == 0x05 && p[7] == 0xc3) { /* lea rel(%rip),%rax */
+		memcpy(&v, p + 3, sizeof(v));
+		*vaddr = sym.st_value + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)v;
+		return 2;
+	}
+	return -ENOENT;
 }
 
 const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size)

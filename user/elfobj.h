@@ -37,6 +37,9 @@ const char *elfobj__interp(const struct elf_object *o);   /* PT_INTERP, or NULL 
 size_t elfobj__n_verdefs(const struct elf_object *o);
 const char *elfobj__verdef(const struct elf_object *o, size_t i);
 const struct obj_roles *elfobj__roles(const struct elf_object *o);
+/* Linked -Bsymbolic (DT_SYMBOLIC, DF_SYMBOLIC): the object's references bind to its own
+ * definitions before the loader's search order is consulted. */
+bool elfobj__symbolic(const struct elf_object *o);
 uint64_t elfobj__size(const struct elf_object *o);
 uint64_t elfobj__inode(const struct elf_object *o); /* of the file opened, for identity checks */
 
@@ -89,6 +92,17 @@ int elfobj__foreach_defined_versioned(const struct elf_object *o, elfobj_vsym_cb
  */
 int elfobj__symbol_at(const struct elf_object *o, uint64_t vaddr, bool func, const char **name,
 		      uint64_t *offset);
+
+/* @len bytes at the object's virtual address @vaddr, read from its file. 0 or -errno. */
+int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, size_t len);
+/*
+ * What function @name returns when it is a constant (x86-64): 1 with *@imm for
+ * "mov $imm32, %eax; ret" (openblas_get_parallel), 2 with *@vaddr for "lea rel(%rip), %rax;
+ * ret" (TBB_runtime_version, dnnl_version). -ENOENT when the code has another shape: the
+ * answer is read off the library's own code, never guessed.
+ */
+int elfobj__func_constant(const struct elf_object *o, const char *name, int64_t *imm,
+			  uint64_t *vaddr);
 
 /* The bytes of the first section called @name, or NULL. */
 const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size);
