@@ -99,7 +99,7 @@ static const char *role_colour(const struct obj_roles *r)
 	static const char *colours[ROLE__COUNT] = {
 		[ROLE_OPENMP] = "#f4a261", [ROLE_BLAS] = "#e9c46a",   [ROLE_CXX_RUNTIME] = "#90be6d",
 		[ROLE_CUDA] = "#76b900",   [ROLE_PYTHON] = "#8ecae6", [ROLE_LIBC] = "#dddddd",
-		[ROLE_LOADER] = "#cccccc",
+		[ROLE_LOADER] = "#cccccc", [ROLE_TBB] = "#b5838d",    [ROLE_ONEDNN] = "#cdb4db",
 	};
 
 	return r->n ? colours[r->r[0].kind] : "#ffffff";

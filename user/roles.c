@@ -14,6 +14,9 @@ enum marker {
 	M_OPENBLAS_CONFIG, /* also scipy_openblas_get_config64_ and friends */
 	M_CBLAS_DGEMM,
 	M_DGEMM,
+	M_DGETRF,
+	M_TBB,
+	M_DNNL,
 	M_MKL_VERSION,
 	M_BLIS_VERSION,
 	M_FLEXIBLAS,
@@ -50,6 +53,7 @@ static const struct {
 	[IMPL_BLIS] = { "blis", "BLIS", ROLE_BLAS },
 	[IMPL_FLEXIBLAS] = { "flexiblas", "FlexiBLAS", ROLE_BLAS },
 	[IMPL_OTHER_BLAS] = { "blas", "BLAS (reference or unknown)", ROLE_BLAS },
+	[IMPL_LAPACK] = { "lapack", "LAPACK", ROLE_BLAS },
 	[IMPL_LIBSTDCXX] = { "libstdc++", "GNU libstdc++", ROLE_CXX_RUNTIME },
 	[IMPL_LIBCXX] = { "libc++", "LLVM libc++", ROLE_CXX_RUNTIME },
 	[IMPL_CUDA_DRIVER] = { "cuda-driver", "CUDA driver", ROLE_CUDA },
@@ -59,6 +63,8 @@ static const struct {
 	[IMPL_NCCL] = { "nccl", "NCCL", ROLE_CUDA },
 	[IMPL_CUDNN] = { "cudnn", "cuDNN", ROLE_CUDA },
 	[IMPL_HIP] = { "hip", "HIP runtime", ROLE_CUDA },
+	[IMPL_TBB] = { "tbb", "oneTBB", ROLE_TBB },
+	[IMPL_ONEDNN] = { "onednn", "oneDNN", ROLE_ONEDNN },
 	[IMPL_PYTHON_INTERP] = { "python", "Python interpreter", ROLE_PYTHON },
 	[IMPL_PYTHON_EXT] = { "python-ext", "Python extension module", ROLE_PYTHON },
 	[IMPL_GLIBC] = { "glibc", "GNU C library", ROLE_LIBC },
@@ -72,6 +78,8 @@ static const struct {
 	[ROLE_BLAS] = { "blas", "BLAS/LAPACK" },
 	[ROLE_CXX_RUNTIME] = { "cxx-runtime", "C++ runtime" },
 	[ROLE_CUDA] = { "cuda", "GPU" },
+	[ROLE_TBB] = { "tbb", "TBB runtime" },
+	[ROLE_ONEDNN] = { "onednn", "oneDNN" },
 	[ROLE_PYTHON] = { "python", "Python" },
 	[ROLE_LIBC] = { "libc", "C library" },
 	[ROLE_LOADER] = { "loader", "dynamic loader" },
@@ -164,6 +172,14 @@ static int scan_symbol(const char *name, const GElf_Sym *sym, void *ctx)
 	case 'd':
 		if (!strcmp(name, "dgemm_"))
 			s->has[M_DGEMM] = true;
+		else if (!strcmp(name, "dgetrf_"))
+			s->has[M_DGETRF] = true;
+		else if (!strcmp(name, "dnnl_version"))
+			s->has[M_DNNL] = true;
+		break;
+	case 'T':
+		if (!strcmp(name, "TBB_runtime_interface_version"))
+			s->has[M_TBB] = true;
 		break;
 	case 'm':
 	case 'M':
@@ -257,6 +273,35 @@ static bool rodata_has(const struct elf_object *o, const char *needle)
 	return data && memmem(data, size, needle, strlen(needle));
 }
 
+/*
+ * The version a library reports about itself through a function returning a constant:
+ * TBB_runtime_version() returns "2021.8", dnnl_version() a struct of three ints.
+ */
+static void constant_version(const struct elf_object *o, const char *func, bool ints, char *out,
+			     size_t len)
+{
+	uint64_t at;
+	int64_t imm;
+	char s[24];
+	int32_t v[3];
+
+	if (elfobj__func_constant(o, func, &imm, &at) != 2)
+		return;
+	if (ints) {
+		if (!elfobj__read_vaddr(o, at, v, sizeof(v)) && v[0] >= 0 && v[0] < 1000 &&
+		    v[1] >= 0 && v[2] >= 0)
+			snprintf(out, len, "%d.%d.%d", v[0], v[1], v[2]);
+		return;
+	}
+	if (elfobj__read_vaddr(o, at, s, sizeof(s)))
+		return;
+	s[sizeof(s) - 1] = '\0';
+	for (size_t i = 0; s[i]; i++)
+		if (!isdigit((unsigned char)s[i]) && s[i] != '.')
+			return;
+	snprintf(out, len, "%s", s);
+}
+
 static struct obj_role *add(struct obj_roles *out, enum role_impl impl)
 {
 	struct obj_role *r;
@@ -314,6 +359,9 @@ static void classify_blas(const struct elf_object *o, const struct scan *s, stru
 		add(out, IMPL_FLEXIBLAS);
 	} else if (s->has[M_CBLAS_DGEMM] || s->has[M_DGEMM]) {
 		add(out, IMPL_OTHER_BLAS);
+	} else if (s->has[M_DGETRF]) {
+		/* LAPACK alone: it calls whichever BLAS the loader binds dgemm_ to. */
+		add(out, IMPL_LAPACK);
 	}
 }
 
@@ -348,6 +396,10 @@ void roles__classify(const struct elf_object *o, struct obj_roles *out)
 		add(out, IMPL_CUDNN);
 	if (s.has[M_HIP_MODULE_LOAD])
 		add(out, IMPL_HIP);
+	if (s.has[M_TBB] && (r = add(out, IMPL_TBB)))
+		constant_version(o, "TBB_runtime_version", false, r->version, sizeof(r->version));
+	if (s.has[M_DNNL] && (r = add(out, IMPL_ONEDNN)))
+		constant_version(o, "dnnl_version", true, r->version, sizeof(r->version));
 	if (s.has[M_PY_INITIALIZE]) {
 		add(out, IMPL_PYTHON_INTERP);
 	} else if (s.has[M_PYINIT]) {
