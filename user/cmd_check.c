@@ -18,6 +18,7 @@
 #include "detector.h"
 #include "elfobj.h"
 #include "libgraph.h"
+#include "runtimes.h"
 #include "output.h"
 #include "target.h"
 #include "threadscan.h"
@@ -78,6 +79,7 @@ static int check_process(const struct target *t, const struct check_opts *o, str
 {
 	struct threadscan *ts = NULL;
 	struct libgraph *g;
+	struct runtime_list rt = { 0 };
 	struct check_ctx ctx;
 	size_t first = fs->n;
 	char why[512];
@@ -93,17 +95,20 @@ static int check_process(const struct target *t, const struct check_opts *o, str
 		dls_warn("process %d (%s): cannot read its threads (%s); thread counts and the "
 			 "loader-lock check are left out",
 			 t->pid, t->comm, strerror(-err));
-	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts };
+	if (runtimes__collect(g, t, ts, &rt))
+		dls_warn("process %d (%s): out of memory listing its runtimes", t->pid, t->comm);
+	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts, .rt = &rt };
 	for (size_t i = 0; i < n_detectors; i++)
 		if (detectors[i].process && selected(o, detectors[i].id))
 			detectors[i].process(&ctx, fs);
 	if (procs) {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
-		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:o}", "pid",
+		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:o, s:o}", "pid",
 						       (json_int_t)t->pid, "comm", t->comm, "exe",
 						       t->exe, "objects", (json_int_t)g->n,
 						       "threads", (json_int_t)(ts ? ts->n : 0),
+						       "runtimes", runtimes__to_json(&rt, g),
 						       "findings", findings__to_json(&mine)));
 	} else {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
@@ -111,11 +116,16 @@ static int check_process(const struct target *t, const struct check_opts *o, str
 		printf("process %d (%s): %zu object%s, %zu thread%s, %zu finding%s\n", t->pid,
 		       t->comm, g->n, g->n == 1 ? "" : "s", ts ? ts->n : 0,
 		       ts && ts->n == 1 ? "" : "s", mine.n, mine.n == 1 ? "" : "s");
+		if (rt.n) {
+			printf("runtimes:\n");
+			runtimes__print(&rt, g, "  ", stdout);
+		}
 		if (mine.n) {
 			putchar('\n');
 			findings__print(&mine, stdout);
 		}
 	}
+	runtimes__free(&rt);
 	threadscan__free(ts);
 	libgraph__free(g);
 	return 0;

@@ -11,6 +11,7 @@
 #include "elfobj.h"
 #include "graph_export.h"
 #include "libgraph.h"
+#include "runtimes.h"
 #include "output.h"
 #include "target.h"
 
@@ -34,7 +35,8 @@ static void libs_usage(FILE *f)
 		"Exit status: 0 fine, 2 usage error, 3 a process could not be inspected.\n");
 }
 
-static void print_object_line(const struct lg_object *o, const char *prefix, FILE *f)
+static void print_object_line(const struct libgraph *g, const struct lg_object *o,
+			      const char *prefix, FILE *f)
 {
 	const struct obj_roles *roles = lg_object__roles(o);
 	const char *bid = o->elf ? elfobj__build_id(o->elf) : NULL;
@@ -45,7 +47,7 @@ static void print_object_line(const struct lg_object *o, const char *prefix, FIL
 	for (unsigned i = 0; i < roles->n; i++) {
 		char desc[160];
 
-		obj_role__describe(&roles->r[i], desc, sizeof(desc));
+		runtimes__describe_role(g, o->id, i, desc, sizeof(desc));
 		fprintf(f, "  [%s]", desc);
 	}
 	fprintf(f, "  %s  @0x%" PRIx64, o->path, o->base);
@@ -84,7 +86,7 @@ static void print_subtree(struct tree_walk *w, const struct lg_object *o)
 			continue;
 		}
 		w->printed[c->id] = true;
-		print_object_line(c, line, w->f);
+		print_object_line(w->g, c, line, w->f);
 		if (plen + 8 < sizeof(w->prefix)) {
 			strcat(w->prefix, last ? "   " : "│  ");
 			print_subtree(w, c);
@@ -98,7 +100,7 @@ static void print_root(struct tree_walk *w, const struct lg_object *o)
 	if (w->printed[o->id])
 		return;
 	w->printed[o->id] = true;
-	print_object_line(o, "", w->f);
+	print_object_line(w->g, o, "", w->f);
 	w->prefix[0] = '\0';
 	print_subtree(w, o);
 }
@@ -166,7 +168,7 @@ static int print_text(const struct libgraph *g, FILE *f)
 			continue;
 		if (!shown++)
 			fprintf(f, "mapped, in no link map:\n");
-		print_object_line(o, "", f);
+		print_object_line(g, o, "", f);
 	}
 	print_summary(g, f);
 	free(w.printed);

@@ -8,6 +8,7 @@
 #include "elfobj.h"
 #include "libgraph.h"
 #include "target.h"
+#include "runtimes.h"
 #include "threadscan.h"
 
 /* How @id came in, up to its root: "DT_NEEDED of libtorch_cpu.so <- _C.so (dlopen)". */
@@ -31,110 +32,61 @@ static void describe_chain(const struct libgraph *g, unsigned int id, char *buf,
 		lg_object__describe_origin(g, id, buf, len);
 }
 
-/* Pool threads of @obj: threads whose outermost runtime frame of this kind lies in @obj. */
-static unsigned int pool_threads(const struct check_ctx *ctx, unsigned int obj,
-				 enum role_kind kind)
+/* Runtimes of this kind with a thread pool of their own (reference BLAS and LAPACK have none). */
+static bool has_pool(enum role_impl impl)
 {
-	unsigned int count = 0;
-
-	if (!ctx->ts)
-		return 0;
-	for (size_t i = 0; i < ctx->ts->n; i++) {
-		const struct thread_info *ti = &ctx->ts->t[i];
-
-		if (ti->tid == ctx->t->pid)
-			continue;
-		for (size_t k = 0; k < ti->n_frames; k++) {
-			const struct lg_object *o = ctx->g->objs[ti->frames[k].obj];
-
-			if (obj_roles__find(lg_object__roles(o), kind)) {
-				count += ti->frames[k].obj == obj;
-				break;
-			}
-		}
-	}
-	return count;
-}
-
-/* Is @b in the DT_NEEDED closure of @a? */
-static bool depends_on(const struct libgraph *g, unsigned int a, unsigned int b, bool *seen)
-{
-	const struct lg_object *o = g->objs[a];
-
-	if (seen[a])
-		return false;
-	seen[a] = true;
-	for (size_t i = 0; i < o->n_children; i++)
-		if (o->children[i] == b || depends_on(g, o->children[i], b, seen))
-			return true;
-	return false;
-}
-
-/*
- * Drop runtimes that are fronts for another one they need (Debian's libblas.so.3 forwards to
- * libopenblas.so.0; FlexiBLAS to its backend): together they are one runtime.
- */
-static size_t drop_fronts(const struct libgraph *g, unsigned int *ids, size_t n)
-{
-	bool *seen = calloc(g->n, sizeof(*seen));
-	size_t kept = 0;
-
-	if (!seen)
-		return n;
-	for (size_t i = 0; i < n; i++) {
-		bool front = false;
-
-		for (size_t j = 0; j < n && !front; j++) {
-			if (i == j)
-				continue;
-			memset(seen, 0, g->n * sizeof(*seen));
-			front = depends_on(g, ids[i], ids[j], seen);
-		}
-		if (!front)
-			ids[kept++] = ids[i];
-	}
-	free(seen);
-	return kept;
+	return impl != IMPL_OTHER_BLAS && impl != IMPL_LAPACK;
 }
 
 static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const char *id,
 			enum role_kind kind, const char *what, const char *why, const char *remedy)
 {
 	const struct libgraph *g = ctx->g;
-	unsigned int ids[64];
-	size_t n = 0;
+	struct runtime_list own = { 0 };
+	const struct runtime_list *rt = ctx->rt;
+	size_t idx[64], n, pools = 0;
 	char names[512] = "";
 	struct finding *f;
 
-	for (size_t i = 0; i < g->n && n < 64; i++) {
-		const struct lg_object *o = g->objs[i];
-
-		if (!o->gone && obj_roles__find(lg_object__roles(o), kind))
-			ids[n++] = o->id;
+	if (!rt) {
+		if (runtimes__collect(g, ctx->t, ctx->ts, &own))
+			return;
+		rt = &own;
 	}
-	n = drop_fronts(g, ids, n);
+	n = runtimes__of_kind(rt, kind, idx, 64);
+	if (n > 64)
+		n = 64;
+	for (size_t i = 0; i < n; i++)
+		pools += has_pool(rt->r[idx[i]].role.impl);
 	if (n < 2)
-		return;
+		goto out;
 	for (size_t i = 0; i < n; i++) {
-		const struct obj_role *r = obj_roles__find(lg_object__roles(g->objs[ids[i]]), kind);
+		const struct obj_role *r = &rt->r[idx[i]].role;
 		size_t used = strlen(names);
 
 		snprintf(names + used, sizeof(names) - used, "%s%s%s%s", i ? ", " : "",
 			 role_impl__name(r->impl), r->version[0] ? " " : "", r->version);
 	}
-	f = findings__add(out, id, SEV_ERROR, g->pid, "%zu %s in process %d (%s): %s", n, what,
-			  g->pid, g->comm, names);
+	/* Two pools fight over the CPUs; one pool beside a plain BLAS only shadows symbols. */
+	f = findings__add(out, id, pools >= 2 ? SEV_ERROR : SEV_WARNING, g->pid,
+			  "%zu %s in process %d (%s): %s", n, what, g->pid, g->comm, names);
 	for (size_t i = 0; i < n; i++) {
-		const struct lg_object *o = g->objs[ids[i]];
-		const struct obj_role *r = obj_roles__find(lg_object__roles(o), kind);
-		char chain[512];
+		const struct runtime *r = &rt->r[idx[i]];
+		const struct lg_object *o = g->objs[r->obj];
+		char chain[512], fronts[256] = "";
+		size_t used = 0;
 
 		describe_chain(g, o->id, chain, sizeof(chain));
-		finding__evidence(f, "#%u %s: %s%s%s%s%s, loaded by %s, %u pool thread%s", o->id,
-				  o->path, role_impl__name(r->impl), r->version[0] ? " " : "",
-				  r->version, r->detail[0] ? ", " : "", r->detail, chain,
-				  pool_threads(ctx, o->id, kind),
-				  pool_threads(ctx, o->id, kind) == 1 ? "" : "s");
+		for (size_t k = 0; k < r->n_fronts && used < sizeof(fronts); k++)
+			used += (size_t)snprintf(fronts + used, sizeof(fronts) - used, "%s%s",
+						 k ? ", " : "; fronts: ",
+						 lg_object__basename(g->objs[r->fronts[k]]));
+		finding__evidence(f, "#%u %s: %s%s%s%s%s, loaded by %s, %d pool thread%s%s", o->id,
+				  o->path, role_impl__name(r->role.impl),
+				  r->role.version[0] ? " " : "", r->role.version,
+				  r->role.detail[0] ? ", " : "", r->role.detail, chain,
+				  r->pool_threads > 0 ? r->pool_threads : 0,
+				  r->pool_threads == 1 ? "" : "s", fronts);
 	}
 	if (ctx->ts) {
 		size_t running = 0;
@@ -145,7 +97,18 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 			finding__evidence(f, "%zu thread%s running, not attributed to a pool", running,
 					  running == 1 ? " was" : "s were");
 	}
-	finding__explain(f, why, remedy);
+	if (pools >= 2)
+		finding__explain(f, why, remedy);
+	else
+		finding__explain(
+			f,
+			"Both define the same BLAS/LAPACK entry points, and the loader binds every "
+			"caller to whichever it found first: code built for the optimized library may "
+			"run the reference one (correct, but many times slower), or the reverse.",
+			"Keep one BLAS: on Debian select it with update-alternatives (libblas.so.3, "
+			"liblapack.so.3), or make the packages link the same one.");
+out:
+	runtimes__free(&own);
 }
 
 void dup_openmp__process(const struct check_ctx *ctx, struct findings *out)

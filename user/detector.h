@@ -14,12 +14,14 @@ struct target;
 struct libgraph;
 struct threadscan;
 struct elf_object;
+struct runtime_list;
 
 /* What a process-level detector may look at. Nothing here stops the process. */
 struct check_ctx {
 	const struct target *t;
 	const struct libgraph *g;
 	const struct threadscan *ts; /* NULL when the threads could not be read */
+	const struct runtime_list *rt; /* the runtime inventory; NULL: detectors make their own */
 };
 
 /* One file of lint, or one loaded object of check. */

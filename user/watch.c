@@ -28,6 +28,7 @@
 #include "elfobj.h"
 #include "graph_export.h"
 #include "libgraph.h"
+#include "runtimes.h"
 #include "output.h"
 #include "procmaps.h"
 #include "target.h"
@@ -407,8 +408,12 @@ static void forget_seen(struct proc_state *ps, const struct lg_object *o)
  * while the process already had another, reported, file of that kind. One finding.
  */
 static void second_runtime(struct watch *w, struct proc_state *ps, const struct dlw_event *cause,
-			   const char *path, const struct obj_roles *r, uint64_t inode)
+			   const struct lg_object *o)
 {
+	const struct obj_roles *r = lg_object__roles(o);
+	const char *path = o->path;
+	uint64_t inode = o->inode;
+
 	for (unsigned k = 0; k < r->n; k++) {
 		enum role_kind kind = r->r[k].kind;
 
@@ -419,8 +424,9 @@ static void second_runtime(struct watch *w, struct proc_state *ps, const struct 
 			const struct obj_role *yr = obj_roles__find(lg_object__roles(y), kind);
 			char text[PATH_MAX * 2 + 256];
 
+			/* A front and the library it forwards to are one runtime (runtimes.h). */
 			if (!yr || y->gone || (inode && y->inode == inode) || !strcmp(y->path, path) ||
-			    !is_seen(ps, y))
+			    !is_seen(ps, y) || runtimes__one_runtime(ps->g, o->id, y->id, kind))
 				continue;
 			snprintf(text, sizeof(text),
 				 "a second %s arrived: %s (%s), beside %s (%s); loaded by:",
@@ -516,13 +522,13 @@ static void announce_one(struct watch *w, struct proc_state *ps, const struct lg
 	if (r->n) {
 		desc[0] = ' ';
 		desc[1] = '[';
-		obj_role__describe(&r->r[0], desc + 2, sizeof(desc) - 3);
+		runtimes__describe_role(ps->g, o->id, 0, desc + 2, sizeof(desc) - 3);
 		strcat(desc, "]");
 	}
 	rel_time(w, cause->ts_ns, t, sizeof(t));
 	say(w, "[%s] %d + %s%s (%s)", t, ps->pid, o->path, desc, lg_origin__id(o->origin));
 	loaded_record(w, ps, o, cause->ts_ns);
-	second_runtime(w, ps, cause, o->path, r, o->inode);
+	second_runtime(w, ps, cause, o);
 }
 
 /* Report @o and what it needs that is not reported yet, depth first in DT_NEEDED order. */

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "detector.h"
+#include "elfobj.h"
+#include "graph_export.h"
+#include "libgraph.h"
+#include "runtimes.h"
+#include "target.h"
+#include "threadscan.h"
+
+bool role_kind__is_runtime(enum role_kind k)
+{
+	return k == ROLE_OPENMP || k == ROLE_BLAS || k == ROLE_CXX_RUNTIME || k == ROLE_CUDA ||
+	       k == ROLE_TBB || k == ROLE_ONEDNN;
+}
+
+/* Is @b in the DT_NEEDED closure of @a? */
+static bool depends_on(const struct libgraph *g, unsigned int a, unsigned int b, bool *seen)
+{
+	const struct lg_object *o = g->objs[a];
+
+	if (seen[a])
+		return false;
+	seen[a] = true;
+	for (size_t i = 0; i < o->n_children; i++)
+		if (o->children[i] == b || depends_on(g, o->children[i], b, seen))
+			return true;
+	return false;
+}
+
+static bool needs(const struct libgraph *g, unsigned int a, unsigned int b)
+{
+	bool *seen = calloc(g->n ? g->n : 1, sizeof(*seen));
+	bool r;
+
+	if (!seen)
+		return false;
+	r = depends_on(g, a, b, seen);
+	free(seen);
+	return r;
+}
+
+
+/* Pool threads of @obj: threads whose outermost runtime frame of this kind lies in @obj. */
+static int pool_threads(const struct libgraph *g, const struct threadscan *ts, pid_t main_tid,
+			unsigned int obj, enum role_kind kind)
+{
+	int count = 0;
+
+	if (!ts)
+		return -1;
+	for (size_t i = 0; i < ts->n; i++) {
+		const struct thread_info *ti = &ts->t[i];
+
+		if (ti->tid == main_tid)
+			continue;
+		for (size_t k = 0; k < ti->n_frames; k++) {
+			const struct lg_object *o = g->objs[ti->frames[k].obj];
+
+			if (obj_roles__find(lg_object__roles(o), kind)) {
+				count += ti->frames[k].obj == obj;
+				break;
+			}
+		}
+	}
+	return count;
+}
+
+struct sym_lookup {
+	const char *name;
+	uint64_t value;
+	bool found;
+};
+
+static int match_object(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct sym_lookup *l = ctx;
+
+	if (GELF_ST_TYPE(sym->st_info) != STT_OBJECT || strcmp(name, l->name))
+		return 0;
+	l->value = sym->st_value;
+	l->found = true;
+	return 1;
+}
+
+/* An int variable the library exports, read live from the target. */
+static bool read_exported_int(const struct target *t, const struct lg_object *o, const char *name,
+			      int *out)
+{
+	struct sym_lookup l = { .name = name };
+
+	if (!t || !o->elf)
+		return false;
+	elfobj__foreach_defined(o->elf, ELFOBJ_DYNSYM, match_object, &l);
+	return l.found && !target__read(t, o->base + l.value, out, sizeof(*out));
+}
+
+/* CPUs in a "0-3,8,10-11" list (/proc/PID/status Cpus_allowed_list). */
+static int count_cpu_list(const char *s)
+{
+	int n = 0;
+
+	while (*s && !isspace((unsigned char)*s)) {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+
+		if (end == s)
+			return 0;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		n += b >= a ? (int)(b - a + 1) : 0;
+		s = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
+/*
+ * OpenMP's nthreads-var when the program has not changed it: the first value of
+ * OMP_NUM_THREADS, else the CPUs the process may run on (what libgomp and libomp start with).
+ */
+static void openmp_threads(const struct target *t, struct runtime *r)
+{
+	char buf[64], path[64], status[4096], *line;
+	long v;
+
+	if (!target__getenv(t, "OMP_NUM_THREADS", buf, sizeof(buf)) &&
+	    (v = strtol(buf, NULL, 10)) > 0) {
+		r->num_threads = (int)v;
+		r->num_threads_from = "default, OMP_NUM_THREADS";
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", t->pid);
+	if (proc__read_small(path, status, sizeof(status)) <= 0)
+		return;
+	line = strstr(status, "\nCpus_allowed_list:");
+	if (line && (v = count_cpu_list(line + 19 + strspn(line + 19, " \t"))) > 0) {
+		r->num_threads = (int)v;
+		r->num_threads_from = "default, CPU affinity";
+	}
+}
+
+static void live_values(const struct libgraph *g, const struct target *t, struct runtime *r)
+{
+	const struct lg_object *o = g->objs[r->obj];
+	int64_t par;
+	uint64_t unused;
+	int v;
+
+	switch (r->role.impl) {
+	case IMPL_OPENBLAS:
+		/* openblas_get_parallel() is a constant: 0 sequential, 1 pthreads, 2 OpenMP. */
+		if (o->elf && elfobj__func_constant(o->elf, "openblas_get_parallel", &par,
+						    &unused) == 1)
+			snprintf(r->threading, sizeof(r->threading), "%s",
+				 par == 2 ? "openmp" : par == 1 ? "pthreads" : "disabled");
+		/* What openblas_get_num_threads() returns. */
+		if (read_exported_int(t, o, "blas_cpu_number", &v) && v > 0) {
+			r->num_threads = v;
+			r->num_threads_from = "blas_cpu_number";
+		}
+		break;
+	case IMPL_GNU_LIBGOMP:
+	case IMPL_LLVM_LIBOMP:
+	case IMPL_INTEL_LIBIOMP5:
+		if (t)
+			openmp_threads(t, r);
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * The file behind the link-map name, as the target sees it: resolved inside the target's root
+ * (RESOLVE_IN_ROOT), so a container's absolute links (/etc/alternatives/...) resolve in the
+ * container, then named by the descriptor's path relative to that root.
+ */
+static char *real_path(const struct target *t, const struct lg_object *o)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	char link[64], real[PATH_MAX], root[PATH_MAX];
+	ssize_t n, rn;
+	int fd;
+
+	if (!t || t->root_fd < 0)
+		return realpath(o->path, NULL) ?: strdup(o->path);
+	fd = (int)syscall(SYS_openat2, t->root_fd, o->path, &how, sizeof(how));
+	if (fd < 0)
+		return strdup(o->path);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, real, sizeof(real) - 1);
+	close(fd);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", t->root_fd);
+	rn = readlink(link, root, sizeof(root) - 1);
+	if (n <= 0 || rn <= 0)
+		return strdup(o->path);
+	real[n] = root[rn] = '\0';
+	if (rn > 1 && !strncmp(real, root, (size_t)rn) && real[rn] == '/')
+		return strdup(real + rn);
+	return strdup(real);
+}
+
+static int push(struct runtime_list *l, size_t *cap, const struct runtime *r)
+{
+	if (l->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct runtime *nr = realloc(l->r, ncap * sizeof(*nr));
+
+		if (!nr)
+			return -ENOMEM;
+		l->r = nr;
+		*cap = ncap;
+	}
+	l->r[l->n++] = *r;
+	return 0;
+}
+
+/*
+ * A front forwards to another object of its kind: that one is the runtime, it its front. Only
+ * BLAS/LAPACK and OpenMP have fronts; GPU libraries needing each other (cuBLAS needs cudart)
+ * are different runtimes that work together.
+ */
+static bool front_of_another(const struct libgraph *g, unsigned int id, enum role_kind kind,
+			     unsigned int *target)
+{
+	if (kind != ROLE_BLAS && kind != ROLE_OPENMP)
+		return false;
+	for (size_t j = 0; j < g->n; j++) {
+		const struct lg_object *o = g->objs[j];
+
+		if (j == id || o->gone || !obj_roles__find(lg_object__roles(o), kind))
+			continue;
+		if (needs(g, id, (unsigned int)j)) {
+			*target = (unsigned int)j;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The object that implements what @id fronts for (itself when it is no front). */
+static unsigned int implementation(const struct libgraph *g, unsigned int id, enum role_kind kind)
+{
+	unsigned int to;
+
+	for (unsigned int hops = 0; hops < 8 && front_of_another(g, id, kind, &to); hops++)
+		id = to;
+	return id;
+}
+
+bool runtimes__one_runtime(const struct libgraph *g, unsigned int a, unsigned int b,
+			   enum role_kind kind)
+{
+	return implementation(g, a, kind) == implementation(g, b, kind);
+}
+
+int runtimes__front_of(const struct libgraph *g, unsigned int id)
+{
+	const struct obj_roles *r = lg_object__roles(g->objs[id]);
+
+	for (unsigned k = 0; k < r->n; k++) {
+		unsigned int impl = implementation(g, id, r->r[k].kind);
+
+		if (impl != id)
+			return (int)impl;
+	}
+	return -1;
+}
+
+void runtimes__describe_role(const struct libgraph *g, unsigned int id, unsigned int k, char *buf,
+			     size_t len)
+{
+	const struct obj_role *r = &lg_object__roles(g->objs[id])->r[k];
+	unsigned int impl = implementation(g, id, r->kind);
+	const struct obj_role *ir;
+
+	if (impl == id || !(ir = obj_roles__find(lg_object__roles(g->objs[impl]), r->kind))) {
+		obj_role__describe(r, buf, len);
+		return;
+	}
+	snprintf(buf, len, "%s: front of %s (%s%s%s)", role_kind__label(r->kind),
+		 lg_object__basename(g->objs[impl]), role_impl__name(ir->impl),
+		 ir->version[0] ? " " : "", ir->version);
+}
+
+int runtimes__collect(const struct libgraph *g, const struct target *t,
+		      const struct threadscan *ts, struct runtime_list *out)
+{
+	size_t cap = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+		const struct obj_roles *roles = lg_object__roles(o);
+		bool cxx = false;
+
+		if (o->gone)
+			continue;
+		for (unsigned k = 0; k < roles->n; k++) {
+			struct runtime r = { .obj = o->id, .role = roles->r[k], .num_threads = -1 };
+			unsigned int to;
+
+			if (!role_kind__is_runtime(r.role.kind))
+				continue;
+			cxx |= r.role.kind == ROLE_CXX_RUNTIME;
+			if (front_of_another(g, o->id, r.role.kind, &to))
+				continue; /* listed as a front of @to below */
+			r.pool_threads = pool_threads(g, ts, t ? t->pid : 0, o->id, r.role.kind);
+			live_values(g, t, &r);
+			r.real_path = real_path(t, o);
+			if (!r.real_path || push(out, &cap, &r))
+				goto nomem;
+		}
+		/* A libstdc++ linked into an extension is a C++ runtime of its own. */
+		if (!cxx && o->elf && elfobj__has_static_libstdcxx(o->elf, NULL, 0)) {
+			struct runtime r = { .obj = o->id, .static_copy = true, .num_threads = -1,
+					     .pool_threads = -1 };
+
+			r.role.kind = ROLE_CXX_RUNTIME;
+			r.role.impl = IMPL_LIBSTDCXX;
+			elfobj__has_static_libstdcxx(o->elf, r.role.detail, sizeof(r.role.detail));
+			r.real_path = real_path(t, o);
+			if (!r.real_path || push(out, &cap, &r))
+				goto nomem;
+		}
+	}
+	/* Attach each front to the runtime it forwards to. */
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+		const struct obj_roles *roles = lg_object__roles(o);
+
+		for (unsigned k = 0; !o->gone && k < roles->n; k++) {
+			unsigned int to;
+
+			if (!role_kind__is_runtime(roles->r[k].kind) ||
+			    !front_of_another(g, o->id, roles->r[k].kind, &to))
+				continue;
+			for (size_t j = 0; j < out->n; j++) {
+				struct runtime *r = &out->r[j];
+				unsigned int *nf;
+
+				if (r->role.kind != roles->r[k].kind || !needs(g, o->id, r->obj))
+					continue;
+				nf = realloc(r->fronts, (r->n_fronts + 1) * sizeof(*nf));
+				if (!nf)
+					goto nomem;
+				r->fronts = nf;
+				r->fronts[r->n_fronts++] = o->id;
+				break;
+			}
+		}
+	}
+	return 0;
+nomem:
+	runtimes__free(out);
+	return -ENOMEM;
+}
+
+void runtimes__free(struct runtime_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->r[i].real_path);
+		free(l->r[i].fronts);
+	}
+	free(l->r);
+	memset(l, 0, sizeof(*l));
+}
+
+size_t runtimes__of_kind(const struct runtime_list *l, enum role_kind k, size_t *idx, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (l->r[i].role.kind == k) {
+			if (n < max)
+				idx[n] = i;
+			n++;
+		}
+	return n;
+}
+
+/* Kinds in display order: the ones that must be alone first. */
+static const enum role_kind kind_order[] = { ROLE_OPENMP, ROLE_BLAS,   ROLE_CXX_RUNTIME,
+					     ROLE_TBB,	  ROLE_ONEDNN, ROLE_CUDA };
+
+static void describe(const struct runtime *r, const struct libgraph *g, char *buf, size_t len)
+{
+	const struct lg_object *o = g->objs[r->obj];
+	size_t used;
+
+	used = (size_t)snprintf(buf, len, "%s%s%s", role_impl__name(r->role.impl),
+				r->role.version[0] ? " " : "", r->role.version);
+	if (r->static_copy)
+		used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
+					 ", linked statically into %s%s%s", o->path,
+					 r->role.detail[0] ? " (GCC " : "",
+					 r->role.detail[0] ? r->role.detail : "");
+	else
+		used += (size_t)snprintf(buf + used, used < len ? len - used : 0, ": %s", o->path);
+	if (r->static_copy && r->role.detail[0])
+		used += (size_t)snprintf(buf + used, used < len ? len - used : 0, ")");
+	if (!r->static_copy && r->real_path && strcmp(r->real_path, o->path))
+		used += (size_t)snprintf(buf + used, used < len ? len - used : 0, " -> %s",
+					 r->real_path);
+	if (r->threading[0])
+		used += (size_t)snprintf(buf + used, used < len ? len - used : 0, ", threading %s",
+					 r->threading);
+	if (r->num_threads > 0)
+		used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
+					 ", %d threads (%s)", r->num_threads, r->num_threads_from);
+	if (r->pool_threads >= 0 && role_kind__is_runtime(r->role.kind) &&
+	    (r->role.kind == ROLE_OPENMP || r->role.kind == ROLE_BLAS || r->role.kind == ROLE_TBB))
+		used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
+					 ", %d pool thread%s running", r->pool_threads,
+					 r->pool_threads == 1 ? "" : "s");
+	for (size_t f = 0; f < r->n_fronts && used < len; f++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", f ? ", " : "; front: ",
+					 lg_object__basename(g->objs[r->fronts[f]]));
+}
+
+void runtimes__print(const struct runtime_list *l, const struct libgraph *g, const char *indent,
+		     FILE *f)
+{
+	char line[PATH_MAX * 2 + 512];
+
+	/* Kinds with more than one runtime first: they are what a reader looks for. */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < sizeof(kind_order) / sizeof(kind_order[0]); k++) {
+			size_t n = runtimes__of_kind(l, kind_order[k], NULL, 0);
+
+			if (!n || (pass == 0) != (n > 1 && kind_order[k] != ROLE_CUDA))
+				continue;
+			for (size_t i = 0; i < l->n; i++) {
+				if (l->r[i].role.kind != kind_order[k])
+					continue;
+				describe(&l->r[i], g, line, sizeof(line));
+				fprintf(f, "%s%-14s %s%s\n", indent, role_kind__label(kind_order[k]),
+					line, pass == 0 ? "  [more than one]" : "");
+			}
+		}
+}
+
+json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr && i < l->n; i++) {
+		const struct runtime *r = &l->r[i];
+		const struct lg_object *o = g->objs[r->obj];
+		json_t *fronts = json_array();
+
+		for (size_t f = 0; fronts && f < r->n_fronts; f++)
+			json_array_append_new(fronts, json_string(g->objs[r->fronts[f]]->path));
+		json_array_append_new(
+			arr,
+			json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o}",
+				  "kind", role_kind__id(r->role.kind), "impl",
+				  role_impl__id(r->role.impl), "name", role_impl__name(r->role.impl),
+				  "version", r->role.version[0] ? r->role.version : NULL, "object",
+				  (json_int_t)o->id, "path", o->path, "real_path", r->real_path,
+				  "static", r->static_copy, "threading_layer",
+				  r->threading[0] ? r->threading : NULL, "num_threads",
+				  r->num_threads > 0 ? json_integer(r->num_threads) : json_null(),
+				  "num_threads_from",
+				  r->num_threads_from ? json_string(r->num_threads_from) : json_null(),
+				  "pool_threads",
+				  r->pool_threads >= 0 ? json_integer(r->pool_threads) : json_null(),
+				  "fronts", fronts ? fronts : json_array()));
+	}
+	return arr;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The runtime inventory of a process: each OpenMP, BLAS/LAPACK, C++, TBB, oneDNN and GPU runtime
+ * once, with the fronts that forward to it (Debian's libblas.so.3 and liblapack.so.3 in front of
+ * libopenblas.so.0), its real file, version, threading layer and pool size. The one rule that
+ * check, libs, watch and the TUI use to decide what is "a second runtime".
+ */
+#ifndef DLSCOPE_RUNTIMES_H
+#define DLSCOPE_RUNTIMES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "roles.h"
+
+struct libgraph;
+struct target;
+struct threadscan;
+
+struct runtime {
+	unsigned int obj;	    /* the implementing object, an id of the graph */
+	struct obj_role role;	    /* its role of this kind */
+	bool static_copy;	    /* a libstdc++ linked into another object, not a library */
+	char *real_path;	    /* the file behind the link-map name, as the target sees it */
+	char threading[16];	    /* "pthreads", "openmp", "disabled" (sequential); "" unknown */
+	int num_threads;	    /* threads its next parallel call would use; -1 unknown */
+	const char *num_threads_from; /* where that was read: a variable, the environment... */
+	int pool_threads;	    /* live threads parked in it; -1 when threads were not read */
+	unsigned int *fronts;	    /* objects of the same kind that forward to it */
+	size_t n_fronts;
+};
+
+struct runtime_list {
+	struct runtime *r;
+	size_t n;
+};
+
+/* The kinds that make up the inventory (not the interpreter, libc or the loader). */
+bool role_kind__is_runtime(enum role_kind k);
+
+/*
+ * Are objects @a and @b, both of kind @kind, one runtime: one a front of the other, or both
+ * fronts of one implementation? Debian's libblas.so.3 and liblapack.so.3 forward to
+ * libopenblas.so.0; FlexiBLAS to its backend.
+ */
+bool runtimes__one_runtime(const struct libgraph *g, unsigned int a, unsigned int b,
+			   enum role_kind kind);
+
+/* The object @id is a front for (libblas.so.3 -> libopenblas.so.0), or -1 when it is none. */
+int runtimes__front_of(const struct libgraph *g, unsigned int id);
+
+/*
+ * Role @k of object @id in words, for every command alike: a front is named as the front of
+ * what it forwards to ("BLAS/LAPACK: front of libopenblas.so.0 (OpenBLAS 0.3.21)").
+ */
+void runtimes__describe_role(const struct libgraph *g, unsigned int id, unsigned int k, char *buf,
+			     size_t len);
+
+/*
+ * The inventory of @g. @t (for live values: pool sizes, environment) and @ts (pool threads)
+ * may be NULL. Returns 0 or -ENOMEM.
+ */
+int runtimes__collect(const struct libgraph *g, const struct target *t,
+		      const struct threadscan *ts, struct runtime_list *out);
+void runtimes__free(struct runtime_list *l);
+
+/* The runtimes of kind @k: fills @idx (indexes into @l) and returns how many. */
+size_t runtimes__of_kind(const struct runtime_list *l, enum role_kind k, size_t *idx, size_t max);
+
+/* One line per runtime, duplicated kinds first; @indent before each line. */
+void runtimes__print(const struct runtime_list *l, const struct libgraph *g, const char *indent,
+		     FILE *f);
+json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g);
+
+#endif
