@@ -31,7 +31,12 @@ DEB_BUILD := make clang llvm gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-
 	     libjansson-dev libncurses-dev pkg-config
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace
-DEB_ALL := $(DEB_BUILD) $(DEB_TEST)
+# The real software of tests/realworld: Debian's ML stack, Qt5, ICU, Boost, TBB, oneDNN and
+# the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts).
+DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
+	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
+	    libtbb-dev libdnnl-dev libblas3 liblapack3
+DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures
 # The sanitizer build stays in its own folder; only the plain build is copied to ./dlscope.

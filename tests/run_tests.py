@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""dlscope's test runner: the C unit tests, then the end-to-end tests against live fixtures.
+"""dlscope's test runner: the C unit tests, then the end-to-end tests against live fixtures
+and real software (tests/realworld).
 
 Each unit test binary prints TAP lines ("ok N - name" / "not ok N - name"). Each e2e module in
 tests/e2e/ defines test_* functions; a function that raises fails, one that raises Skip is
@@ -47,8 +48,11 @@ def run_unit(build, counts, only):
 
 
 def run_e2e(counts, only):
-    edir = os.path.join(ROOT, "tests", "e2e")
-    for fname in sorted(os.listdir(edir)):
+    # e2e: dlscope against fixtures; realworld: against Debian's real software.
+    modules = [(d, f) for d in (os.path.join(ROOT, "tests", "e2e"),
+                                os.path.join(ROOT, "tests", "realworld"))
+               for f in sorted(os.listdir(d))]
+    for edir, fname in modules:
         if not (fname.startswith("test_") and fname.endswith(".py")):
             continue
         spec = importlib.util.spec_from_file_location(fname[:-3], os.path.join(edir, fname))

@@ -1,0 +1,191 @@
+"""dlscope on real software from Debian's packages, not fixtures made to trigger a rule.
+
+Each test runs a real stack (python3-torch, numpy, scipy, sklearn, Qt5, ICU, LLVM, Boost, TBB,
+oneDNN, Debian's BLAS alternatives) and checks that dlscope reports no finding unless it is
+true; each true finding is justified where it is asserted. The packages come from `make deps`.
+A false alarm found on real software becomes a test here.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+
+import harness  # noqa: E402
+from harness import Fixture, Skip, dlscope, is_root  # noqa: E402
+
+PY = "/usr/bin/python3"  # Debian's interpreter, with Debian's packages
+LIB = "/usr/lib/x86_64-linux-gnu"
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+
+
+def build(name, lang, flags):
+    """Compile programs/NAME into the build folder once; returns the binary's path."""
+    out_dir = os.path.join(harness.BUILD, "realworld")
+    os.makedirs(out_dir, exist_ok=True)
+    exe = os.path.join(out_dir, name)
+    src = os.path.join(SRC, name + (".cpp" if lang == "c++" else ".c"))
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        cc = ["g++", "-std=c++17"] if lang == "c++" else ["cc"]
+        # --no-as-needed: keep every library in DT_NEEDED even where main does not call it.
+        subprocess.run([*cc, "-O1", "-o", exe, src, "-Wl,--no-as-needed", *flags], check=True,
+                       capture_output=True, text=True)
+    return exe
+
+
+def pkg_flags(*pkgs):
+    return subprocess.run(["pkg-config", "--cflags", "--libs", *pkgs], check=True,
+                          capture_output=True, text=True).stdout.split()
+
+
+def check_cmd(*argv, status=0):
+    """dlscope check --json -- ARGV: the findings and the process document."""
+    p = dlscope("check", "--json", "--", *argv, check=status, timeout=180)
+    doc = json.loads(p.stdout)
+    assert len(doc["processes"]) == 1, doc
+    return doc["processes"][0]["findings"], doc["processes"][0]
+
+
+def runtimes_by_impl(proc):
+    out = {}
+    for r in proc["runtimes"]:
+        out.setdefault(r["impl"], []).append(r)
+    return out
+
+
+def assert_clean(findings, what):
+    assert findings == [], f"{what}: false findings\n{json.dumps(findings, indent=1)}"
+
+
+def test_python_torch_numpy_scipy_is_clean_and_inventoried():
+    findings, proc = check_cmd(PY, "-c", "import torch, numpy, scipy.linalg")
+    # Qt5 and ICU (pulled in by torch's dependencies) define typeinfo copies that libstdc++
+    # compares by name: reported as a split before, they must not be.
+    assert_clean(findings, "import torch, numpy, scipy.linalg")
+    rt = runtimes_by_impl(proc)
+    assert [r["kind"] for r in proc["runtimes"]].count("blas") == 1, proc["runtimes"]
+    blas = rt["openblas"][0]
+    assert blas["real_path"].endswith("/libopenblasp-r0.3.21.so"), blas
+    fronts = sorted(os.path.basename(f) for f in blas["fronts"])
+    assert fronts == ["libblas.so.3", "liblapack.so.3"], blas
+    assert blas["threading_layer"] == "pthreads", blas
+    assert rt["libgomp"][0]["real_path"] == f"{LIB}/libgomp.so.1.0.0", rt["libgomp"]
+    assert rt["libstdc++"][0]["version"].startswith("3.4."), rt["libstdc++"]
+    assert rt["tbb"][0]["version"] and rt["tbb"][0]["version"][0].isdigit(), rt["tbb"]
+    assert rt["onednn"][0]["version"].count(".") == 2, rt["onednn"]
+
+
+def test_text_check_lists_the_runtimes_with_the_front():
+    p = dlscope("check", "--", PY, "-c", "import numpy", check=0, timeout=120)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("  BLAS/LAPACK")]
+    assert len(lines) == 1, p.stdout
+    assert "OpenBLAS" in lines[0] and "front: libblas.so.3" in lines[0], lines
+
+
+def test_sklearn_is_clean():
+    findings, proc = check_cmd(PY, "-c", "import sklearn.ensemble, sklearn.linear_model")
+    assert_clean(findings, "import sklearn")
+    assert {r["kind"] for r in proc["runtimes"]} >= {"openmp", "blas", "cxx-runtime"}, proc
+
+
+def test_qt5_and_icu_program_is_clean():
+    # The C program of the report: linked against Qt5 (Core, Gui, OpenGL) and ICU, no
+    # RTLD_LOCAL anywhere. Each library carries weak typeinfo copies no relocation names.
+    exe = build("qt_icu", "c", [*pkg_flags("Qt5Gui", "icu-i18n", "icu-uc"),
+                                f"{LIB}/libQt5OpenGL.so.5"])
+    findings, proc = check_cmd(exe)
+    assert_clean(findings, "Qt5 + ICU program")
+    assert runtimes_by_impl(proc)["libstdc++"], proc["runtimes"]
+
+
+def test_qt5_widgets_application_is_clean():
+    exe = build("qt_widgets", "c++", ["-fPIC", *pkg_flags("Qt5Widgets")])
+    findings, _ = check_cmd(exe)
+    assert_clean(findings, "Qt5 widgets program")
+
+
+def test_llvm_clang_is_clean():
+    # clang-14 links libLLVM-14 and libclang-cpp: thousands of C++ templates and statics.
+    findings, proc = check_cmd("clang-14", "--version")
+    assert_clean(findings, "clang-14 --version")
+    assert proc["objects"] >= 10, proc
+    assert runtimes_by_impl(proc)["libstdc++"], proc["runtimes"]
+
+
+def test_boost_and_tbb_program_is_clean():
+    exe = build("boost_tbb", "c++", ["-lboost_filesystem", "-lboost_thread", "-ltbb",
+                                     "-lpthread"])
+    findings, proc = check_cmd(exe)
+    assert_clean(findings, "Boost + TBB program")
+    assert runtimes_by_impl(proc)["tbb"], proc["runtimes"]
+
+
+def test_onednn_program_is_clean():
+    exe = build("onednn", "c", ["-ldnnl"])
+    findings, proc = check_cmd(exe)
+    assert_clean(findings, "oneDNN program")
+    rt = runtimes_by_impl(proc)
+    assert rt["onednn"][0]["version"].count(".") == 2, rt
+    assert rt["libgomp"], rt  # Debian's oneDNN is built on OpenMP
+
+
+def test_openblas_fronts_are_one_runtime():
+    # Debian's openblas-pthread alternative: libblas.so.3 and liblapack.so.3 forward to
+    # libopenblas.so.0. One BLAS, in check and in libs alike.
+    exe = build("blas_user", "c", [f"{LIB}/libblas.so.3", f"{LIB}/liblapack.so.3",
+                                   f"{LIB}/libopenblas.so.0"])
+    findings, proc = check_cmd(exe)
+    assert_clean(findings, "OpenBLAS with its fronts")
+    with Fixture([exe, "--wait"]) as fx:
+        p = dlscope("libs", fx.pid, check=0)
+        assert "BLAS/LAPACK: front of libopenblas.so.0 (OpenBLAS" in p.stdout, p.stdout
+
+
+def test_reference_blas_beside_openblas_is_a_warning():
+    # A real collision, but not a pool fight: the reference BLAS (blas/libblas.so.3) has no
+    # threads; whichever of the two defines dgemm_ first serves every caller.
+    exe = build("blas_user", "c", [f"{LIB}/libblas.so.3", f"{LIB}/liblapack.so.3",
+                                   f"{LIB}/libopenblas.so.0"])
+    env = {"LD_LIBRARY_PATH": f"{LIB}/blas"}  # the reference libblas.so.3 found first
+    # A warning: check's default --fail-on is error, so the exit status stays 0.
+    p = dlscope("check", "--json", "--", exe, check=0, env=env, timeout=120)
+    findings = json.loads(p.stdout)["processes"][0]["findings"]
+    dup = [f for f in findings if f["id"] == "dup-blas"]
+    assert len(dup) == 1 and dup[0]["severity"] == "warning", findings
+    assert "BLAS (reference or unknown)" in dup[0]["title"] and "OpenBLAS" in dup[0]["title"]
+    assert [f["id"] for f in findings] == ["dup-blas"], findings
+
+
+def test_threadpoolctl_agrees():
+    """Every runtime threadpoolctl lists is in the inventory with its file, version, threads."""
+    for env in ({}, {"OMP_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "1"}):
+        code = ("import json, sys, time, numpy, scipy.linalg, sklearn.ensemble\n"
+                "from threadpoolctl import threadpool_info\n"
+                "print(json.dumps(threadpool_info())); print('ready', flush=True)\n"
+                "time.sleep(120)\n")
+        with Fixture([PY, "-c", code], env=env, ready_timeout=60) as fx:
+            tp = json.loads(fx.output[0])
+            p = dlscope("check", "--json", fx.pid, check=None)
+            proc = json.loads(p.stdout)["processes"][0]
+            assert_clean(proc["findings"], f"numpy+scipy+sklearn {env}")
+            by_file = {r["real_path"]: r for r in proc["runtimes"]}
+            assert tp, "threadpoolctl found nothing"
+            for entry in tp:
+                r = by_file.get(entry["filepath"])
+                assert r, f"{entry} missing from {proc['runtimes']}"
+                if entry.get("version"):
+                    assert r["version"] == entry["version"], (entry, r)
+                assert r["num_threads"] == entry["num_threads"], (env, entry, r)
+                if entry.get("threading_layer"):
+                    assert r["threading_layer"] == entry["threading_layer"], (entry, r)
+
+
+def test_watch_import_torch_has_no_finding():
+    if not is_root():
+        raise Skip("watch needs root")
+    p = dlscope("watch", "--duration", "60", "--", PY, "-c", "import torch, numpy, scipy.linalg",
+                check=0, timeout=120)
+    assert "FINDING" not in p.stdout, p.stdout
+    assert "front of libopenblas.so.0" in p.stdout, p.stdout
