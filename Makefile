@@ -90,7 +90,9 @@ test-san: deps
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		python3 tests/run_tests.py --build build-san
 
-demo: deps
+# The demo needs no real-world stack: it installs only what the build and the fixtures need.
+demo:
+	@scripts/install-deps.sh $(DEB_BUILD) $(DEB_TEST)
 	@$(MAKE) -s all fixtures
 	@scripts/demo.sh $(OUTPUT)
 
