@@ -5,11 +5,15 @@
  * (a runtime's frames inner to them). dlopen holds glibc's loader lock all that while; the
  * region's workers that call dlsym/dlopen wait for it, and the master waits for them.
  */
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "detector.h"
+#include "elfobj.h"
 #include "libgraph.h"
+#include "runtimes.h"
 #include "target.h"
 #include "threadscan.h"
 
@@ -35,34 +39,115 @@ static bool is_system(const struct libgraph *g, unsigned int id)
 	return obj_roles__find(r, ROLE_LIBC) || obj_roles__find(r, ROLE_LOADER);
 }
 
-/* Threads other than @skip whose stack goes from a runtime into the loader (dlsym, dlopen). */
+/*
+ * A frame that takes the loader lock: ld.so's code, or libc's dl* entry points (since glibc
+ * 2.34 dlsym and dlopen live in libc and wait for the lock there).
+ */
+static bool enters_loader(const struct libgraph *g, const struct thread_frame *fr)
+{
+	const struct lg_object *o = g->objs[fr->obj];
+	const char *name = NULL;
+	uint64_t off;
+
+	if (is_loader(g, fr->obj))
+		return true;
+	if (!obj_roles__find(lg_object__roles(o), ROLE_LIBC) || !o->elf ||
+	    elfobj__symbol_at(o->elf, fr->addr - o->base, true, &name, &off))
+		return false;
+	name += strspn(name, "_");
+	return !strncmp(name, "dlsym", 5) || !strncmp(name, "dlvsym", 6) ||
+	       !strncmp(name, "dlopen", 6) || !strncmp(name, "dlmopen", 7) ||
+	       !strncmp(name, "dlclose", 7) || !strncmp(name, "dlerror_run", 11);
+}
+
+/*
+ * Where a worker entered the loader: the innermost frame of ordinary code before libc/ld.so,
+ * named "function (object)". Empty when it cannot be told.
+ */
+static void loader_call_site(const struct check_ctx *ctx, const struct thread_info *ti,
+			     size_t from, char *buf, size_t len)
+{
+	const struct libgraph *g = ctx->g;
+	ssize_t site = -1;
+
+	buf[0] = '\0';
+	for (size_t k = from; k < ti->n_frames; k++) {
+		if (is_system(g, ti->frames[k].obj))
+			break;
+		site = (ssize_t)k;
+	}
+	if (site >= 0) {
+		const struct lg_object *o = g->objs[ti->frames[site].obj];
+		const char *name = NULL;
+		uint64_t off;
+
+		if (o->elf && !elfobj__symbol_at(o->elf, ti->frames[site].addr - o->base, true, &name,
+						 &off))
+			snprintf(buf, len, "%s (%s)", name, lg_object__basename(o));
+		else
+			snprintf(buf, len, "0x%" PRIx64 " (%s)", ti->frames[site].addr,
+				 lg_object__basename(o));
+	}
+}
+
+/*
+ * Threads other than @skip whose stack goes from a runtime into the loader (dlsym, dlopen);
+ * @site gets the call into the loader of the first of them.
+ */
 static unsigned int workers_in_loader(const struct check_ctx *ctx, pid_t skip, char *tids,
-				      size_t len)
+				      size_t len, char *site, size_t sitelen)
 {
 	unsigned int n = 0;
 	size_t used = 0;
 
-	tids[0] = '\0';
+	tids[0] = site[0] = '\0';
 	for (size_t i = 0; i < ctx->ts->n; i++) {
 		const struct thread_info *ti = &ctx->ts->t[i];
-		bool in_runtime = false, then_loader = false;
+		bool then_loader = false;
+		ssize_t runtime_at = -1;
 
 		if (ti->tid == skip)
 			continue;
 		for (size_t k = 0; k < ti->n_frames; k++) {
 			if (parallel_role(ctx->g, ti->frames[k].obj))
-				in_runtime = true;
-			else if (in_runtime && is_loader(ctx->g, ti->frames[k].obj))
+				runtime_at = (ssize_t)k;
+			else if (runtime_at >= 0 && enters_loader(ctx->g, &ti->frames[k]))
 				then_loader = true;
 		}
-		if (in_runtime && then_loader) {
-			n++;
+		if (runtime_at >= 0 && then_loader) {
+			if (!n++)
+				loader_call_site(ctx, ti, (size_t)runtime_at + 1, site, sitelen);
 			if (used < len)
 				used += (size_t)snprintf(tids + used, len - used, "%s%d", n > 1 ? ", " : "",
 							 ti->tid);
 		}
 	}
 	return n;
+}
+
+/*
+ * Does the code choose its team size itself (a num_threads clause, omp_set_num_threads)? Then
+ * OMP_NUM_THREADS cannot help. Known when the region runs more threads than the environment
+ * allows (OMP_NUM_THREADS=1 with workers), or than the runtime's default.
+ */
+static bool team_size_set_by_code(const struct check_ctx *ctx, unsigned int runtime_obj)
+{
+	unsigned int workers = 0;
+	char env[32];
+
+	for (size_t i = 0; ctx->rt && i < ctx->rt->n; i++)
+		if (ctx->rt->r[i].obj == runtime_obj && ctx->rt->r[i].pool_threads > 0)
+			workers = (unsigned)ctx->rt->r[i].pool_threads;
+
+	if (ctx->t && !target__getenv(ctx->t, "OMP_NUM_THREADS", env, sizeof(env)) &&
+	    atoi(env) > 0 && workers + 1 > (unsigned)atoi(env))
+		return true;
+	for (size_t i = 0; ctx->rt && i < ctx->rt->n; i++)
+		if (ctx->rt->r[i].obj == runtime_obj && ctx->rt->r[i].num_threads > 0 &&
+		    ctx->rt->r[i].pool_threads >= 0 &&
+		    (unsigned)ctx->rt->r[i].num_threads < workers + 1)
+			return true;
+	return false;
 }
 
 void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
@@ -77,7 +162,7 @@ void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 		ssize_t loader_at = -1, runtime_at = -1, ctor_at = -1;
 		unsigned int waiting;
 		struct finding *f;
-		char tids[256];
+		char tids[256], site[256];
 
 		for (size_t k = 0; k < ti->n_frames; k++) {
 			unsigned int obj = ti->frames[k].obj;
@@ -93,7 +178,7 @@ void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 		}
 		if (loader_at < 0 || runtime_at < 0)
 			continue;
-		waiting = workers_in_loader(ctx, ti->tid, tids, sizeof(tids));
+		waiting = workers_in_loader(ctx, ti->tid, tids, sizeof(tids), site, sizeof(site));
 		f = findings__add(out, "loader-lock-hazard", SEV_ERROR, g->pid,
 				  "thread %d (%s) runs a %s parallel region from a constructor inside "
 				  "dlopen%s",
@@ -110,8 +195,10 @@ void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 		if (waiting)
 			finding__evidence(f,
 					  "%u worker thread%s (%s) went from the runtime into the "
-					  "loader (dlsym/dlopen) and wait for the lock this thread holds",
-					  waiting, waiting == 1 ? "" : "s", tids);
+					  "loader (dlsym/dlopen)%s%s and wait%s for the lock this thread "
+					  "holds",
+					  waiting, waiting == 1 ? "" : "s", tids, site[0] ? " from " : "",
+					  site, waiting == 1 ? "s" : "");
 		finding__explain(
 			f,
 			"dlopen holds glibc's loader lock while constructors run. A parallel region "
@@ -119,9 +206,16 @@ void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 			"dlopen (MKL and OpenBLAS look up kernels that way) blocks on that lock while "
 			"the constructor waits for them at the region's join: a deadlock (always before "
 			"glibc 2.34, and still whenever a worker needs the lock for real).",
-			"Do no parallel work in constructors or at import time: import the library "
-			"that runs it (e.g. numpy) before loading the extension whose constructor "
-			"imports it, move the work out of the constructor, or set OMP_NUM_THREADS=1 / "
-			"MKL_NUM_THREADS=1 / OPENBLAS_NUM_THREADS=1 while it runs.");
+			team_size_set_by_code(ctx, ti->frames[runtime_at].obj) ?
+				"Do no parallel work in constructors or at import time: move the "
+				"region (or the dlsym/dlopen its workers make) out of the constructor, "
+				"or import the library that runs it before loading the extension. The "
+				"code sets its team size itself (num_threads or omp_set_num_threads), "
+				"so OMP_NUM_THREADS does not help here." :
+				"Do no parallel work in constructors or at import time: import the "
+				"library that runs it (e.g. numpy) before loading the extension whose "
+				"constructor imports it, move the work out of the constructor, or, "
+				"unless the code sets its team size itself, set OMP_NUM_THREADS=1 / "
+				"MKL_NUM_THREADS=1 / OPENBLAS_NUM_THREADS=1 while it runs.");
 	}
 }

@@ -5,6 +5,7 @@ import random
 import shutil
 import subprocess
 import tempfile
+import time
 
 from harness import Fixture, dlscope, fixture_path, wait_idle
 
@@ -133,6 +134,23 @@ def test_loader_lock_hazard():
         ev = f["evidence"][0]
         assert "ld-linux-x86-64.so.2 (loader)" in ev and "libctor_omp.so" in ev, ev
         assert "import" in f["remedy"] and "OMP_NUM_THREADS=1" in f["remedy"]
+
+
+def test_loader_lock_fix_names_the_worker_call_and_skips_env_when_code_sets_threads():
+    # The region asks num_threads(2): with OMP_NUM_THREADS=1 it still runs two threads, so the
+    # code sizes its team itself and the environment variable cannot be the fix.
+    lib = fixture_path("libhang_ctor_omp_dlsym.so")
+    with Fixture(["dlopen_list", lib], env={"OMP_NUM_THREADS": "1"}, wait_ready=False) as fx:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            findings = check_json("--only", "loader-lock-hazard", fx.pid, status=None)[0]
+            if findings and len(findings[0]["evidence"]) > 1:
+                break
+            time.sleep(0.1)
+        f = only(findings, "loader-lock-hazard")[0]
+        assert "from hang_ctor_init._omp_fn.0 (libhang_ctor_omp_dlsym.so)" in f["evidence"][1], f
+        assert "OMP_NUM_THREADS=1" not in f["remedy"], f["remedy"]
+        assert "sets its team size itself" in f["remedy"], f["remedy"]
 
 
 def test_lint_kernel_cache_duplicate_text():
