@@ -11,7 +11,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 	  -I$(OUTPUT) -Iuser -Iui -Ibpf $(EXTRA_CFLAGS)
-LDLIBS += -lbpf -ldw -lelf -lz -ljansson -lncursesw -lpthread -lstdc++
+LDLIBS += -lbpf -ldw -lelf -lz -ljansson -lncursesw -lthread_db -lpthread -lstdc++
 
 ifeq ($(SAN),1)
 OUTPUT := build-san

@@ -658,22 +658,32 @@ int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, si
 	return got == (ssize_t)len ? 0 : -EIO;
 }
 
+int elfobj__func_code(const struct elf_object *o, const char *name, void *buf, size_t len,
+		      uint64_t *vaddr)
+{
+	GElf_Sym sym;
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
+		return -ENOTSUP;
+	if (!find_function(o, name, &sym))
+		return -ENOENT;
+	*vaddr = sym.st_value;
+	return elfobj__read_vaddr(o, sym.st_value, buf, len) ? -EIO : 0;
+}
+
 int elfobj__func_constant(const struct elf_object *o, const char *name, int64_t *imm,
 			  uint64_t *vaddr)
 {
 	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 	unsigned char code[16];
 	const unsigned char *p = code;
-	GElf_Sym sym;
-	GElf_Ehdr eh;
+	uint64_t entry;
 	int32_t v;
+	int err = elfobj__func_code(o, name, code, sizeof(code), &entry);
 
-	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
-		return -ENOTSUP;
-	if (!find_function(o, name, &sym))
-		return -ENOENT;
-	if (elfobj__read_vaddr(o, sym.st_value, code, sizeof(code)))
-		return -EIO;
+	if (err)
+		return err;
 	if (!memcmp(p, endbr64, sizeof(endbr64)))
 		p += sizeof(endbr64);
 	if (p[0] == 0xb8 && p[5] == 0xc3) { /* mov $imm32, %eax; ret */
@@ -683,7 +693,7 @@ int elfobj__func_constant(const struct elf_object *o, const char *name, int64_t 
 	}
 	if (p[0] == 0x48 && p[1] == 0x8d && p[2] == 0x05 && p[7] == 0xc3) { /* lea rel(%rip),%rax */
 		memcpy(&v, p + 3, sizeof(v));
-		*vaddr = sym.st_value + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)v;
+		*vaddr = entry + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)v;
 		return 2;
 	}
 	return -ENOENT;

@@ -95,6 +95,9 @@ int elfobj__symbol_at(const struct elf_object *o, uint64_t vaddr, bool func, con
 
 /* @len bytes at the object's virtual address @vaddr, read from its file. 0 or -errno. */
 int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, size_t len);
+/* The first @len code bytes of function @name (x86-64 only), read from the file; its vaddr. */
+int elfobj__func_code(const struct elf_object *o, const char *name, void *buf, size_t len,
+		      uint64_t *vaddr);
 /*
  * What function @name returns when it is a constant (x86-64): 1 with *@imm for
  * "mov $imm32, %eax; ret" (openblas_get_parallel), 2 with *@vaddr for "lea rel(%rip), %rax;

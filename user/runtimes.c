@@ -16,6 +16,7 @@
 #include "runtimes.h"
 #include "target.h"
 #include "threadscan.h"
+#include "tls.h"
 
 bool role_kind__is_runtime(enum role_kind k)
 {
@@ -148,6 +149,70 @@ static void openmp_threads(const struct target *t, struct runtime *r)
 	}
 }
 
+/*
+ * libgomp's omp_get_max_threads() in thread @tid, read the way the function itself reads it.
+ * GCC's libgomp compiles it to: load the TPOFF of gomp_tls_data from the GOT, load the
+ * thread's task (%fs:task_off), and return task->icv.nthreads_var, or gomp_global_icv's when
+ * the thread has no task. The offsets are taken from that code; any other shape is left alone.
+ */
+static bool libgomp_max_threads(const struct libgraph *g, const struct target *t,
+				const struct lg_object *o, pid_t tid, int *out)
+{
+	unsigned char c[48], *p = c;
+	uint64_t entry, got, tp, tpoff, task, icv;
+	int32_t got_rel, task_off, icv_off, global_rel;
+	uint32_t v;
+
+	if (!o->elf || elfobj__func_code(o->elf, "omp_get_max_threads", c, sizeof(c), &entry))
+		return false;
+	if (!memcmp(p, "\xf3\x0f\x1e\xfa", 4)) /* endbr64 */
+		p += 4;
+	/* mov GOT(%rip), %rax */
+	if (memcmp(p, "\x48\x8b\x05", 3))
+		return false;
+	memcpy(&got_rel, p + 3, 4);
+	got = entry + (uint64_t)(p + 7 - c) + (uint64_t)(int64_t)got_rel;
+	p += 7;
+	/* mov %fs:disp(%rax), %rdx */
+	if (!memcmp(p, "\x64\x48\x8b\x50", 4)) {
+		task_off = (int8_t)p[4];
+		p += 5;
+	} else if (!memcmp(p, "\x64\x48\x8b\x90", 4)) {
+		memcpy(&task_off, p + 4, 4);
+		p += 8;
+	} else {
+		return false;
+	}
+	/* test %rdx, %rdx; lea disp(%rdx), %rax */
+	if (memcmp(p, "\x48\x85\xd2", 3))
+		return false;
+	p += 3;
+	if (!memcmp(p, "\x48\x8d\x42", 3)) {
+		icv_off = (int8_t)p[3];
+		p += 4;
+	} else if (!memcmp(p, "\x48\x8d\x82", 3)) {
+		memcpy(&icv_off, p + 3, 4);
+		p += 7;
+	} else {
+		return false;
+	}
+	/* lea gomp_global_icv(%rip), %rdx; cmove %rdx, %rax; mov (%rax), %eax; ret */
+	if (memcmp(p, "\x48\x8d\x15", 3) || memcmp(p + 7, "\x48\x0f\x44\xc2\x8b\x00\xc3", 7))
+		return false;
+	memcpy(&global_rel, p + 3, 4);
+	if (target__read(t, o->base + got, &tpoff, sizeof(tpoff)))
+		return false;
+	if (tls__thread_pointer(t, g, tid, &tp) ||
+	    target__read(t, tp + tpoff + (uint64_t)(int64_t)task_off, &task, sizeof(task)))
+		return false;
+	icv = task ? task + (uint64_t)(int64_t)icv_off :
+		     o->base + entry + (uint64_t)(p + 7 - c) + (uint64_t)(int64_t)global_rel;
+	if (target__read(t, icv, &v, sizeof(v)) || !v || v > 1u << 20)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
 static void live_values(const struct libgraph *g, const struct target *t, struct runtime *r)
 {
 	const struct lg_object *o = g->objs[r->obj];
@@ -169,6 +234,13 @@ static void live_values(const struct libgraph *g, const struct target *t, struct
 		}
 		break;
 	case IMPL_GNU_LIBGOMP:
+		/* What the main thread's next parallel region gets, omp_set_num_threads included. */
+		if (t && libgomp_max_threads(g, t, o, t->pid, &v)) {
+			r->num_threads = v;
+			r->num_threads_from = "nthreads-var of the main thread";
+			break;
+		}
+		/* fall through */
 	case IMPL_LLVM_LIBOMP:
 	case IMPL_INTEL_LIBIOMP5:
 		if (t)
@@ -416,7 +488,8 @@ static void describe(const struct runtime *r, const struct libgraph *g, char *bu
 					 r->threading);
 	if (r->num_threads > 0)
 		used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
-					 ", %d threads (%s)", r->num_threads, r->num_threads_from);
+					 ", %d thread%s (%s)", r->num_threads,
+					 r->num_threads == 1 ? "" : "s", r->num_threads_from);
 	if (r->pool_threads >= 0 && role_kind__is_runtime(r->role.kind) &&
 	    (r->role.kind == ROLE_OPENMP || r->role.kind == ROLE_BLAS || r->role.kind == ROLE_TBB))
 		used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
