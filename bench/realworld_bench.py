@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""dlscope libs and check on a real torch+numpy+scipy process (Debian's packages), against gdb's
+`info sharedlibrary` on the same process in the same run, interleaved, medians."""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+dlscope = os.path.join(root, "dlscope")
+RUNS = int(os.environ.get("RUNS", "15"))
+
+
+def once(argv, ok=(0, 1)):
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dt = time.perf_counter() - t0
+    assert p.returncode in ok, (argv, p.returncode)
+    return dt
+
+
+code = "import torch, numpy, scipy.linalg, time; print('ready', flush=True); time.sleep(600)"
+proc = subprocess.Popen(["/usr/bin/python3", "-c", code], stdout=subprocess.PIPE, text=True)
+try:
+    assert proc.stdout.readline().startswith("ready")
+    pid = str(proc.pid)
+    n = len(open(f"/proc/{pid}/maps").read().splitlines())
+    cmds = {
+        "libs": [dlscope, "libs", pid],
+        "check": [dlscope, "check", pid],
+        "gdb info sharedlibrary": ["gdb", "-batch", "-p", pid, "-ex", "info sharedlibrary"],
+    }
+    times = {k: [] for k in cmds}
+    for i in range(RUNS):
+        for k, argv in cmds.items():
+            if k.startswith("gdb") and i >= 5:
+                continue  # gdb takes seconds; five runs give its median
+            times[k].append(once(argv))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"torch+numpy+scipy process: {n} mappings")
+    for k in cmds:
+        print(f"{k:24s} median {med[k] * 1e3:7.1f} ms  (min {min(times[k]) * 1e3:.1f}, "
+              f"{len(times[k])} runs)")
+    print(f"gdb / libs: {med['gdb info sharedlibrary'] / med['libs']:.1f}x; "
+          f"check / libs: {med['check'] / med['libs']:.2f}x")
+finally:
+    proc.kill()
+    proc.wait()
