@@ -217,7 +217,12 @@ void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out)
 			struct verneed_scan v = { ctx, &s };
 			char origin[256];
 
-			if (o->gone || !o->elf || o->ns != ns || !o->in_link_map)
+			/*
+			 * An object whose DT_NEEDED libraries are not all loaded cannot be judged:
+			 * its symbols may come from them. That is a process caught while the
+			 * loader starts it (mid-exec), not a mismatch.
+			 */
+			if (o->gone || !o->elf || o->ns != ns || !o->in_link_map || o->n_unresolved)
 				continue;
 			s.cached = from_jit_cache(ctx, o->path);
 			elfobj__foreach_undefined(o->elf, check_undef, &s);

@@ -153,6 +153,15 @@ def test_loader_lock_fix_names_the_worker_call_and_skips_env_when_code_sets_thre
         assert "sets its team size itself" in f["remedy"], f["remedy"]
 
 
+def test_process_caught_mid_exec_has_no_abi_mismatch():
+    # Stopped at its exec, python3 has only itself and ld.so mapped: its symbols are
+    # "provided by nothing" only because libc is not loaded yet.
+    with Fixture(["exec_stopped", "/usr/bin/python3", "-c", "pass"]) as fx:
+        child = int(fx.output[-1].split()[1])
+        findings, _ = check_json("--fail-on", "info", child, status=0)
+        assert [f for f in findings if f["id"] == "abi-mismatch"] == [], findings
+
+
 def test_lint_kernel_cache_duplicate_text():
     p = dlscope("lint", "--json", fixture_path("kcache"), check=1)
     doc = json.loads(p.stdout)
