@@ -6,6 +6,7 @@
 #include "elfobj.h"
 #include "graph_export.h"
 #include "libgraph.h"
+#include "libview.h"
 
 static json_t *str_or_null(const char *s)
 {
@@ -80,12 +81,30 @@ json_t *lg_object__to_json(const struct lg_object *o)
 	return obj;
 }
 
+static json_t *id_or_null(unsigned int id)
+{
+	return id == LV_NONE ? json_null() : json_integer(id);
+}
+
 json_t *libgraph__to_json(const struct libgraph *g)
 {
 	json_t *objs = json_array();
+	struct libview v;
 
-	for (size_t i = 0; objs && i < g->n; i++)
-		json_array_append_new(objs, lg_object__to_json(g->objs[i]));
+	if (libview__build(g, &v)) {
+		json_decref(objs);
+		return NULL;
+	}
+	for (size_t i = 0; objs && i < g->n; i++) {
+		json_t *o = lg_object__to_json(g->objs[i]);
+
+		/* The loader's forest, which the text tree is drawn from. */
+		json_object_set_new(o, "loaded_by", id_or_null(v.loaded_by[i]));
+		json_object_set_new(o, "depth", id_or_null(v.depth[i]));
+		json_object_set_new(o, "below", json_integer(v.below[i]));
+		json_array_append_new(objs, o);
+	}
+	libview__free(&v);
 	return json_pack("{s:i, s:s, s:s, s:s, s:b, s:i, s:o, s:o, s:o}", "pid", (json_int_t)g->pid,
 			 "comm", g->comm, "exe", g->exe, "source",
 			 g->from_link_map ? "link-map" : "maps", "consistent", g->consistent,

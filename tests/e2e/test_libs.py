@@ -249,3 +249,101 @@ def test_object_mapped_outside_the_loader():
         assert ("openmp", "libomp") in role_impls(o)
         text = dlscope("libs", fx.pid, check=0).stdout
         assert "mapped, in no link map:\n#" in text and "libomp.so.5  (mapped)" in text, text
+
+
+# The views made for big graphs, on a real `import torch` (about 300 objects, 1,300 edges).
+TORCH = ("import torch, os, time; print('ready', os.getpid(), flush=True); time.sleep(600)")
+TREE_LINE = re.compile(r"^((?:[│ ]  )*)(├─ |└─ )?(?:#(\d+) |\+(\d+) objects? below)")
+
+
+def torch_process():
+    return Fixture(["/usr/bin/python3", "-c", TORCH], ready_timeout=180)
+
+
+def parse_tree(text):
+    """(depth, id, tree parent id, line) of each object line, and (depth, count, parent) markers."""
+    objects, markers, stack = [], [], []
+    for line in text.splitlines():
+        m = TREE_LINE.match(line)
+        if not m:
+            continue
+        depth = len(m.group(1)) // 3 + (1 if m.group(2) else 0)
+        del stack[depth:]
+        parent = stack[depth - 1] if depth else None
+        if m.group(4):
+            markers.append((depth, int(m.group(4)), parent))
+            continue
+        objects.append((depth, int(m.group(3)), parent, line))
+        stack.append(int(m.group(3)))
+    return objects, markers
+
+
+def others(o):
+    return len(o["parents"]) - (o["loaded_by"] is not None)
+
+
+def test_torch_tree_each_object_once():
+    with torch_process() as fx:
+        g = graph_of(fx.pid)
+        objs = {o["id"]: o for o in g["objects"] if not o["gone"]}
+        text = dlscope("libs", fx.pid, check=0).stdout
+        assert "(see above)" not in text
+        lines, markers = parse_tree(text)
+        shown = [oid for _, oid, _, _ in lines]
+        dups = {i for i in shown if shown.count(i) > 1}
+        assert not dups and not markers, (dups, markers)
+        # Every object in full once (the mapped-only ones in their own list, also once).
+        assert sorted(shown) == sorted(objs), set(objs) ^ set(shown)
+        assert len(text.splitlines()) <= len(objs) + 4, (len(text.splitlines()), len(objs))
+        for depth, oid, parent, line in lines:
+            o = objs[oid]
+            assert o["depth"] == (None if o["origin"] == "mapped" else depth), (o, line)
+            if o["origin"] != "mapped":
+                assert parent == o["loaded_by"], (parent, o, line)
+            if parent is not None:
+                assert parent in o["parents"], (parent, o)  # a real DT_NEEDED edge
+            n = others(o)
+            note = f"(also needed by {n} other{'s' if n != 1 else ''})"
+            assert (note in line) == (n > 0), (note, line)
+        libc = by_name(g, "libc.so.6")[0]
+        assert others(libc) > 100, libc
+        # The forest is the loader's walk: replayed breadth-first from each root, it gives
+        # back the link-map order (the vDSO, which the kernel maps, aside).
+        order = []
+        for root in [o["id"] for o in g["objects"] if o["depth"] == 0]:
+            queue = [root]
+            while queue:
+                x = queue.pop(0)
+                order.append(x)
+                queue += [c for c in objs[x]["children"] if objs[c]["loaded_by"] == x]
+        order = [i for i in order if objs[i]["origin"] != "vdso"]
+        assert order == sorted(order), order
+
+
+def test_torch_depth_one():
+    with torch_process() as fx:
+        g = graph_of(fx.pid)
+        objs = {o["id"]: o for o in g["objects"] if not o["gone"]}
+        text = dlscope("libs", "--depth", "1", fx.pid, check=0).stdout
+        lines, markers = parse_tree(text)
+        assert lines and all(d <= 1 for d, _, _, _ in lines), text
+        shown = {oid for _, oid, _, _ in lines}
+        in_tree = {i for i, o in objs.items() if o["depth"] is not None}
+        assert shown & in_tree == {i for i in in_tree if objs[i]["depth"] <= 1}
+        for depth, oid, parent, line in lines:
+            if depth == 1:
+                assert oid in objs[parent]["children"], line  # a direct need of its root
+        exe = [o for o in objs.values() if o["origin"] == "executable"][0]
+        assert {o["id"] for o in objs.values() if o["loaded_by"] == exe["id"]} <= shown
+        # Each cut says how many objects it hides; together with the shown, all are there.
+        cut = {p: n for _, n, p in markers}
+        assert cut == {i: o["below"] for i, o in objs.items()
+                       if o["depth"] == 1 and o["below"]}, cut
+        assert len(shown & in_tree) + sum(cut.values()) == len(in_tree)
+        roots = dlscope("libs", "--depth", "0", fx.pid, check=0).stdout
+        lines0, _ = parse_tree(roots)
+        assert {oid for d, oid, _, _ in lines0 if d == 0} == \
+            {i for i in in_tree if objs[i]["depth"] == 0} and all(d == 0 for d, *_ in lines0)
+        for bad in ("-1", "x", ""):
+            p = dlscope("libs", "--depth", bad, fx.pid, check=2)
+            assert "--depth wants a number" in p.stderr and p.stderr.count("\n") == 1
