@@ -20,7 +20,7 @@ enum libs_format { FMT_TEXT, FMT_JSON, FMT_DOT };
 static void libs_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope libs [--depth N] [--json | --dot] PID...\n"
+		"Usage: dlscope libs [--depth N | --roles[=KINDS]] [--json | --dot] PID...\n"
 		"\n"
 		"Print the library graph of each process, read from the dynamic loader's link maps\n"
 		"(every dlmopen namespace) and cross-checked with /proc/PID/maps, without stopping it.\n"
@@ -32,6 +32,11 @@ static void libs_usage(FILE *f)
 		"  -j, --json       one JSON document (schema: docs/libs-schema.md)\n"
 		"  -d, --dot        a Graphviz digraph; roles as colours\n"
 		"  -D, --depth N    cut the tree N levels below each root (0: the roots only)\n"
+		"  -r, --roles[=KINDS]\n"
+		"                   only the objects with a runtime role, each with the chain that\n"
+		"                   loaded it; with --dot, those objects and chains as a small graph.\n"
+		"                   KINDS: 'all' or a comma list of openmp, blas, cxx-runtime, cuda,\n"
+		"                   python, libc, loader, ... (default: all but python, libc, loader)\n"
 		"  -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
@@ -199,18 +204,78 @@ static int print_text(const struct libgraph *g, unsigned int max_depth, FILE *f)
 	return 0;
 }
 
+/* One line per object with a role in @ks: its roles, then the chain that loaded it. */
+static int print_roles(const struct libgraph *g, const struct lv_kinds *ks, FILE *f)
+{
+	struct libview v;
+	size_t shown = 0;
+
+	if (libview__build(g, &v))
+		return -ENOMEM;
+	print_header(g, f);
+	/* Grouped by kind, so that two runtimes of one kind sit together. */
+	for (int k = 0; k < ROLE__COUNT; k++) {
+		for (size_t i = 0; i < g->n; i++) {
+			const struct lg_object *o = g->objs[i];
+			const struct obj_role *m = o->gone ? NULL : lv_kinds__match(ks, o);
+			const struct obj_roles *roles = lg_object__roles(o);
+			size_t others = libview__other_parents(&v, o->id);
+			unsigned int x;
+
+			if (!m || (int)m->kind != k)
+				continue;
+			shown++;
+			fprintf(f, "#%u %s", o->id, lg_object__basename(o));
+			if (o->ns)
+				fprintf(f, " [ns %u]", o->ns);
+			for (unsigned r = 0; r < roles->n; r++) {
+				char desc[160];
+
+				obj_role__describe(&roles->r[r], desc, sizeof(desc));
+				fprintf(f, "  [%s]", desc);
+			}
+			fputs(" ", f);
+			for (x = v.loaded_by[o->id]; x != LV_NONE; x = v.loaded_by[x])
+				fprintf(f, " <- %s", lg_object__basename(g->objs[x]));
+			x = o->id;
+			while (v.loaded_by[x] != LV_NONE)
+				x = v.loaded_by[x];
+			if (o->origin == LG_MAPPED_ONLY)
+				fprintf(f, " (mapped, in no link map)");
+			else
+				fprintf(f, " (%s)", lg_origin__id(g->objs[x]->origin));
+			if (others)
+				fprintf(f, "  (also needed by %zu other%s)", others,
+					others == 1 ? "" : "s");
+			fprintf(f, "  %s\n", o->path);
+		}
+	}
+	if (!shown) {
+		fprintf(f, "no object with a role of kind");
+		for (int k = 0, n = 0; k < ROLE__COUNT; k++)
+			if (ks->on[k])
+				fprintf(f, "%s %s", n++ ? "," : "", role_kind__id(k));
+		fputc('\n', f);
+	}
+	libview__free(&v);
+	return 0;
+}
+
 int cmd_libs(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "dot", no_argument, NULL, 'd' },
 		{ "depth", required_argument, NULL, 'D' },
+		{ "roles", optional_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	enum libs_format fmt = FMT_TEXT;
 	unsigned int max_depth = LV_NONE;
+	bool roles = false;
+	struct lv_kinds kinds;
 	char why[512];
 	struct libgraph **graphs = NULL;
 	size_t n_graphs = 0;
@@ -218,7 +283,8 @@ int cmd_libs(int argc, char **argv)
 	json_t *doc = NULL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jdD:vh", opts, NULL)) != -1) {
+	lv_kinds__parse(&kinds, NULL, why, sizeof(why));
+	while ((c = getopt_long(argc, argv, "jdD:r::vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			fmt = FMT_JSON;
@@ -240,6 +306,13 @@ int cmd_libs(int argc, char **argv)
 			max_depth = (unsigned int)d;
 			break;
 		}
+		case 'r':
+			roles = true;
+			if (lv_kinds__parse(&kinds, optarg, why, sizeof(why))) {
+				dls_err("libs: --roles: %s", why);
+				return DLS_EXIT_USAGE;
+			}
+			break;
 		case 'v':
 			output__set_verbose(1);
 			break;
@@ -252,12 +325,22 @@ int cmd_libs(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		dls_err("libs: no PID given (usage: dlscope libs [--depth N] [--json|--dot] PID...)");
+		dls_err("libs: no PID given (usage: dlscope libs [--depth N | --roles] "
+			"[--json|--dot] PID...)");
 		return DLS_EXIT_USAGE;
 	}
-	/* JSON is the whole graph, with the fields the tree is made from (loaded_by, depth). */
-	if (fmt != FMT_TEXT && max_depth != LV_NONE) {
-		dls_err("libs: --depth cuts the text tree; --json and --dot have the whole graph");
+	/* JSON is the whole graph, with the fields these views are made from (loaded_by, depth). */
+	if (fmt == FMT_JSON && (roles || max_depth != LV_NONE)) {
+		dls_err("libs: --json always has the whole graph; --depth and --roles shape the "
+			"text and --dot views");
+		return DLS_EXIT_USAGE;
+	}
+	if (roles && max_depth != LV_NONE) {
+		dls_err("libs: --depth cuts the tree and --roles lists runtimes: use one of them");
+		return DLS_EXIT_USAGE;
+	}
+	if (fmt == FMT_DOT && max_depth != LV_NONE) {
+		dls_err("libs: --depth cuts the text tree; for a small graph use --dot --roles");
 		return DLS_EXIT_USAGE;
 	}
 	for (int i = optind; i < argc; i++) {
@@ -298,7 +381,8 @@ int cmd_libs(int argc, char **argv)
 		for (size_t i = 0; i < n_graphs; i++) {
 			if (i)
 				fputc('\n', stdout);
-			if (print_text(graphs[i], max_depth, stdout)) {
+			if (roles ? print_roles(graphs[i], &kinds, stdout) :
+				    print_text(graphs[i], max_depth, stdout)) {
 				dls_err("out of memory");
 				ret = DLS_EXIT_INSPECT;
 			}
@@ -319,7 +403,11 @@ int cmd_libs(int argc, char **argv)
 		break;
 	}
 	case FMT_DOT:
-		libgraph__print_dot((const struct libgraph *const *)graphs, n_graphs, stdout);
+		if (libgraph__print_dot((const struct libgraph *const *)graphs, n_graphs,
+					roles ? &kinds : NULL, stdout)) {
+			dls_err("out of memory");
+			ret = DLS_EXIT_INSPECT;
+		}
 		break;
 	}
 	for (size_t i = 0; i < n_graphs; i++)
