@@ -30,7 +30,8 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 DEB_BUILD := make clang llvm gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
 	     libjansson-dev libncurses-dev pkg-config
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
-	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace
+	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
+	    python3-torch graphviz
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures
