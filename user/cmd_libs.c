@@ -11,6 +11,7 @@
 #include "elfobj.h"
 #include "graph_export.h"
 #include "libgraph.h"
+#include "libview.h"
 #include "runtimes.h"
 #include "output.h"
 #include "target.h"
@@ -20,15 +21,27 @@ enum libs_format { FMT_TEXT, FMT_JSON, FMT_DOT };
 static void libs_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope libs [--json | --dot] PID...\n"
+		"Usage: dlscope libs [--depth N | --roles[=KINDS] | --runtimes] [--json | --dot] PID...\n"
 		"\n"
 		"Print the library graph of each process, read from the dynamic loader's link maps\n"
 		"(every dlmopen namespace) and cross-checked with /proc/PID/maps, without stopping it.\n"
 		"Each object shows its runtime role (OpenMP, BLAS, C++ runtime, CUDA, Python), judged\n"
 		"by the symbols it defines, its path as the process sees it, load address and build-id.\n"
+		"The tree shows each object once, under the object whose DT_NEEDED loaded it, with the\n"
+		"number of other objects that need it.\n"
 		"\n"
-		"  -j, --json   one JSON document (schema: docs/libs-schema.md)\n"
-		"  -d, --dot    a Graphviz digraph; roles as colours\n"
+		"  -j, --json       one JSON document (schema: docs/libs-schema.md)\n"
+		"  -d, --dot        a Graphviz digraph; roles as colours\n"
+		"  -D, --depth N    cut the tree N levels below each root (0: the roots only)\n"
+		"  -r, --roles[=KINDS]\n"
+		"                   only the objects with a runtime role, each with the chain that\n"
+		"                   loaded it; with --dot, those objects and chains as a small graph.\n"
+		"                   KINDS: 'all' or a comma list of openmp, blas, cxx-runtime, cuda,\n"
+		"                   python, libc, loader, ... (default: all but python, libc, loader)\n"
+		"  -R, --runtimes   the runtime inventory of `dlscope check`: each OpenMP, BLAS/LAPACK,\n"
+		"                   C++, TBB, oneDNN and GPU runtime once (fronts under what they\n"
+		"                   forward to), real file, version, threading layer, live thread\n"
+		"                   counts; with --json, a \"runtimes\" array in each process\n"
 		"  -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
@@ -36,7 +49,8 @@ static void libs_usage(FILE *f)
 }
 
 static void print_object_line(const struct libgraph *g, const struct lg_object *o,
-			      const char *prefix, FILE *f)
+			      const char *prefix, size_t others,
+			      FILE *f)
 {
 	const struct obj_roles *roles = lg_object__roles(o);
 	const char *bid = o->elf ? elfobj__build_id(o->elf) : NULL;
@@ -44,6 +58,8 @@ static void print_object_line(const struct libgraph *g, const struct lg_object *
 	fprintf(f, "%s#%u %s", prefix, o->id, lg_object__basename(o));
 	if (o->origin != LG_NEEDED)
 		fprintf(f, "  (%s)", lg_origin__id(o->origin));
+	if (others)
+		fprintf(f, "  (also needed by %zu other%s)", others, others == 1 ? "" : "s");
 	for (unsigned i = 0; i < roles->n; i++) {
 		char desc[160];
 
@@ -64,45 +80,70 @@ static void print_object_line(const struct libgraph *g, const struct lg_object *
 	fputc('\n', f);
 }
 
+/*
+ * The tree is the loader's forest (libview.h): each object once, in full, under the object whose
+ * DT_NEEDED loaded it; the other objects that need it are a count on that line, not a line each.
+ */
 struct tree_walk {
-	const struct libgraph *g;
-	bool *printed;
+	const struct libview *v;
+	unsigned int max_depth; /* LV_NONE: no cut */
 	char prefix[512];
 	FILE *f;
 };
 
+static bool is_tree_child(const struct libview *v, const struct lg_object *o, size_t i)
+{
+	return v->loaded_by[o->children[i]] == o->id;
+}
+
 static void print_subtree(struct tree_walk *w, const struct lg_object *o)
 {
-	size_t plen = strlen(w->prefix);
+	const struct libgraph *g = w->v->g;
+	size_t plen = strlen(w->prefix), left = 0;
 
+	if (w->max_depth != LV_NONE && w->v->depth[o->id] >= w->max_depth) {
+		unsigned int below = w->v->below[o->id];
+
+		if (below)
+			fprintf(w->f, "%s└─ +%u object%s below\n", w->prefix, below,
+				below == 1 ? "" : "s");
+		return;
+	}
+	for (size_t i = 0; i < o->n_children; i++)
+		left += is_tree_child(w->v, o, i);
 	for (size_t i = 0; i < o->n_children; i++) {
-		const struct lg_object *c = w->g->objs[o->children[i]];
-		bool last = i + 1 == o->n_children;
+		const struct lg_object *c;
 		char line[600];
+		bool last;
 
-		snprintf(line, sizeof(line), "%s%s", w->prefix, last ? "└─ " : "├─ ");
-		if (w->printed[c->id]) {
-			fprintf(w->f, "%s#%u %s (see above)\n", line, c->id, lg_object__basename(c));
+		if (!is_tree_child(w->v, o, i))
 			continue;
-		}
-		w->printed[c->id] = true;
-		print_object_line(w->g, c, line, w->f);
+		c = g->objs[o->children[i]];
+		last = --left == 0;
+		snprintf(line, sizeof(line), "%s%s", w->prefix, last ? "└─ " : "├─ ");
+		print_object_line(g, c, line, libview__other_parents(w->v, c->id), w->f);
+		/* Past 170 levels the prefix is full: what is deeper is only counted. */
 		if (plen + 8 < sizeof(w->prefix)) {
 			strcat(w->prefix, last ? "   " : "│  ");
 			print_subtree(w, c);
 			w->prefix[plen] = '\0';
+		} else if (w->v->below[c->id]) {
+			fprintf(w->f, "%s   └─ +%u objects below (too deep to draw)\n", w->prefix,
+				w->v->below[c->id]);
 		}
 	}
 }
 
-static void print_root(struct tree_walk *w, const struct lg_object *o)
+static void print_header(const struct libgraph *g, FILE *f)
 {
-	if (w->printed[o->id])
-		return;
-	w->printed[o->id] = true;
-	print_object_line(w->g, o, "", w->f);
-	w->prefix[0] = '\0';
-	print_subtree(w, o);
+	size_t live = 0;
+
+	for (size_t i = 0; i < g->n; i++)
+		live += !g->objs[i]->gone;
+	fprintf(f, "process %d (%s)  %zu objects  %u namespace%s  source: %s%s\n", g->pid, g->comm,
+		live, g->n_namespaces, g->n_namespaces == 1 ? "" : "s",
+		g->from_link_map ? "loader link maps" : "/proc/PID/maps (link maps unreadable)",
+		g->consistent ? "" : "  (a dlopen was in progress: the lists may be incomplete)");
 }
 
 static void print_summary(const struct libgraph *g, FILE *f)
@@ -128,37 +169,31 @@ static void print_summary(const struct libgraph *g, FILE *f)
 		fputc('\n', f);
 }
 
-static int print_text(const struct libgraph *g, FILE *f)
+static int print_text(const struct libgraph *g, unsigned int max_depth, FILE *f)
 {
-	struct tree_walk w = { .g = g, .f = f };
-	size_t live = 0;
+	struct tree_walk w = { .max_depth = max_depth, .f = f };
+	struct libview v;
+	unsigned int n_ns = g->n_namespaces;
 
-	w.printed = calloc(g->n ? g->n : 1, sizeof(*w.printed));
-	if (!w.printed)
+	if (libview__build(g, &v))
 		return -ENOMEM;
-	for (size_t i = 0; i < g->n; i++)
-		live += !g->objs[i]->gone;
-	fprintf(f, "process %d (%s)  %zu objects  %u namespace%s  source: %s%s\n", g->pid, g->comm,
-		live, g->n_namespaces, g->n_namespaces == 1 ? "" : "s",
-		g->from_link_map ? "loader link maps" : "/proc/PID/maps (link maps unreadable)",
-		g->consistent ? "" : "  (a dlopen was in progress: the lists may be incomplete)");
-	for (unsigned ns = 0; ns < g->n_namespaces; ns++) {
+	w.v = &v;
+	print_header(g, f);
+	for (size_t r = 0; r < v.n_roots; r++)
+		if (g->objs[v.roots[r]]->ns >= n_ns)
+			n_ns = g->objs[v.roots[r]]->ns + 1;
+	for (unsigned ns = 0; ns < n_ns; ns++) {
 		if (g->n_namespaces > 1)
 			fprintf(f, "namespace %u%s:\n", ns, ns ? " (dlmopen)" : " (default)");
-		/* Roots: what nothing else needs, in the loader's order. */
-		for (size_t i = 0; i < g->n; i++) {
-			const struct lg_object *o = g->objs[i];
+		/* Roots: what nothing else needs, in the loader's order; then cycles. */
+		for (size_t r = 0; r < v.n_roots; r++) {
+			const struct lg_object *o = g->objs[v.roots[r]];
 
-			if (o->ns == ns && !o->gone && o->origin != LG_MAPPED_ONLY &&
-			    !o->n_parents)
-				print_root(&w, o);
-		}
-		/* Cycles without a root (A needs B needs A, nothing else needs either). */
-		for (size_t i = 0; i < g->n; i++) {
-			const struct lg_object *o = g->objs[i];
-
-			if (o->ns == ns && !o->gone && o->origin != LG_MAPPED_ONLY)
-				print_root(&w, o);
+			if (o->ns != ns)
+				continue;
+			print_object_line(g, o, "", libview__other_parents(&v, o->id), f);
+			w.prefix[0] = '\0';
+			print_subtree(&w, o);
 		}
 	}
 	for (size_t i = 0, shown = 0; i < g->n; i++) {
@@ -168,10 +203,67 @@ static int print_text(const struct libgraph *g, FILE *f)
 			continue;
 		if (!shown++)
 			fprintf(f, "mapped, in no link map:\n");
-		print_object_line(g, o, "", f);
+		print_object_line(g, o, "", 0, f);
 	}
 	print_summary(g, f);
-	free(w.printed);
+	libview__free(&v);
+	return 0;
+}
+
+/* One line per object with a role in @ks: its roles, then the chain that loaded it. */
+static int print_roles(const struct libgraph *g, const struct lv_kinds *ks, FILE *f)
+{
+	struct libview v;
+	size_t shown = 0;
+
+	if (libview__build(g, &v))
+		return -ENOMEM;
+	print_header(g, f);
+	/* Grouped by kind, so that two runtimes of one kind sit together. */
+	for (int k = 0; k < ROLE__COUNT; k++) {
+		for (size_t i = 0; i < g->n; i++) {
+			const struct lg_object *o = g->objs[i];
+			const struct obj_role *m = o->gone ? NULL : lv_kinds__match(ks, o);
+			const struct obj_roles *roles = lg_object__roles(o);
+			size_t others = libview__other_parents(&v, o->id);
+			unsigned int x;
+
+			if (!m || (int)m->kind != k)
+				continue;
+			shown++;
+			fprintf(f, "#%u %s", o->id, lg_object__basename(o));
+			if (o->ns)
+				fprintf(f, " [ns %u]", o->ns);
+			for (unsigned r = 0; r < roles->n; r++) {
+				char desc[160];
+
+				runtimes__describe_role(g, o->id, r, desc, sizeof(desc));
+				fprintf(f, "  [%s]", desc);
+			}
+			fputs(" ", f);
+			for (x = v.loaded_by[o->id]; x != LV_NONE; x = v.loaded_by[x])
+				fprintf(f, " <- %s", lg_object__basename(g->objs[x]));
+			x = o->id;
+			while (v.loaded_by[x] != LV_NONE)
+				x = v.loaded_by[x];
+			if (o->origin == LG_MAPPED_ONLY)
+				fprintf(f, " (mapped, in no link map)");
+			else
+				fprintf(f, " (%s)", lg_origin__id(g->objs[x]->origin));
+			if (others)
+				fprintf(f, "  (also needed by %zu other%s)", others,
+					others == 1 ? "" : "s");
+			fprintf(f, "  %s\n", o->path);
+		}
+	}
+	if (!shown) {
+		fprintf(f, "no object with a role of kind");
+		for (int k = 0, n = 0; k < ROLE__COUNT; k++)
+			if (ks->on[k])
+				fprintf(f, "%s %s", n++ ? "," : "", role_kind__id(k));
+		fputc('\n', f);
+	}
+	libview__free(&v);
 	return 0;
 }
 
@@ -180,24 +272,57 @@ int cmd_libs(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "dot", no_argument, NULL, 'd' },
+		{ "depth", required_argument, NULL, 'D' },
+		{ "roles", optional_argument, NULL, 'r' },
+		{ "runtimes", no_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	enum libs_format fmt = FMT_TEXT;
+	unsigned int max_depth = LV_NONE;
+	bool roles = false, runtimes = false;
+	struct runtime_list *inventories = NULL;
+	struct lv_kinds kinds;
+	char why[512];
 	struct libgraph **graphs = NULL;
 	size_t n_graphs = 0;
 	int c, ret = DLS_EXIT_OK;
 	json_t *doc = NULL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jdvh", opts, NULL)) != -1) {
+	lv_kinds__parse(&kinds, NULL, why, sizeof(why));
+	while ((c = getopt_long(argc, argv, "jdD:r::Rvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			fmt = FMT_JSON;
 			break;
 		case 'd':
 			fmt = FMT_DOT;
+			break;
+		case 'D': {
+			char *end;
+			unsigned long d;
+
+			errno = 0;
+			d = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || optarg[0] == '-' || errno || d >= LV_NONE) {
+				dls_err("libs: --depth wants a number of levels (0 or more), not '%s'",
+					optarg);
+				return DLS_EXIT_USAGE;
+			}
+			max_depth = (unsigned int)d;
+			break;
+		}
+		case 'r':
+			roles = true;
+			if (lv_kinds__parse(&kinds, optarg, why, sizeof(why))) {
+				dls_err("libs: --roles: %s", why);
+				return DLS_EXIT_USAGE;
+			}
+			break;
+		case 'R':
+			runtimes = true;
 			break;
 		case 'v':
 			output__set_verbose(1);
@@ -211,7 +336,26 @@ int cmd_libs(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		dls_err("libs: no PID given (usage: dlscope libs [--json|--dot] PID...)");
+		dls_err("libs: no PID given (usage: dlscope libs [--depth N | --roles] "
+			"[--json|--dot] PID...)");
+		return DLS_EXIT_USAGE;
+	}
+	/* JSON is the whole graph, with the fields these views are made from (loaded_by, depth). */
+	if (fmt == FMT_JSON && (roles || max_depth != LV_NONE)) {
+		dls_err("libs: --json always has the whole graph; --depth and --roles shape the "
+			"text and --dot views");
+		return DLS_EXIT_USAGE;
+	}
+	if (runtimes && (roles || max_depth != LV_NONE || fmt == FMT_DOT)) {
+		dls_err("libs: --runtimes is a view of its own, in text or --json");
+		return DLS_EXIT_USAGE;
+	}
+	if (roles && max_depth != LV_NONE) {
+		dls_err("libs: --depth cuts the tree and --roles lists runtimes: use one of them");
+		return DLS_EXIT_USAGE;
+	}
+	if (fmt == FMT_DOT && max_depth != LV_NONE) {
+		dls_err("libs: --depth cuts the text tree; for a small graph use --dot --roles");
 		return DLS_EXIT_USAGE;
 	}
 	for (int i = optind; i < argc; i++) {
@@ -224,13 +368,15 @@ int cmd_libs(int argc, char **argv)
 	}
 	output__set_json(fmt == FMT_JSON);
 	graphs = calloc((size_t)(argc - optind), sizeof(*graphs));
-	if (!graphs) {
+	inventories = calloc((size_t)(argc - optind), sizeof(*inventories));
+	if (!graphs || !inventories) {
+		free(graphs);
+		free(inventories);
 		dls_err("out of memory");
 		return DLS_EXIT_INSPECT;
 	}
 	for (int i = optind; i < argc; i++) {
 		struct target *t;
-		char why[512];
 		pid_t pid;
 		int err;
 
@@ -238,6 +384,13 @@ int cmd_libs(int argc, char **argv)
 		err = target__open(pid, &t, why, sizeof(why));
 		if (!err) {
 			err = libgraph__snapshot(t, &graphs[n_graphs], why, sizeof(why));
+			/* Live values (thread counts) are read while the target is open. */
+			if (!err && runtimes &&
+			    runtimes__collect(graphs[n_graphs], t, NULL, &inventories[n_graphs])) {
+				libgraph__free(graphs[n_graphs]);
+				snprintf(why, sizeof(why), "out of memory");
+				err = -ENOMEM;
+			}
 			target__free(t);
 		}
 		if (err) {
@@ -253,15 +406,27 @@ int cmd_libs(int argc, char **argv)
 		for (size_t i = 0; i < n_graphs; i++) {
 			if (i)
 				fputc('\n', stdout);
-			if (print_text(graphs[i], stdout))
+			if (runtimes) {
+				print_header(graphs[i], stdout);
+				runtimes__print(&inventories[i], graphs[i], "  ", stdout);
+			} else if (roles ? print_roles(graphs[i], &kinds, stdout) :
+					   print_text(graphs[i], max_depth, stdout)) {
+				dls_err("out of memory");
 				ret = DLS_EXIT_INSPECT;
+			}
 		}
 		break;
 	case FMT_JSON: {
 		json_t *procs = json_array();
 
-		for (size_t i = 0; i < n_graphs; i++)
-			json_array_append_new(procs, libgraph__to_json(graphs[i]));
+		for (size_t i = 0; i < n_graphs; i++) {
+			json_t *p = libgraph__to_json(graphs[i]);
+
+			if (p && runtimes)
+				json_object_set_new(p, "runtimes",
+						    runtimes__to_json(&inventories[i], graphs[i]));
+			json_array_append_new(procs, p);
+		}
 		doc = json_pack("{s:s, s:o}", "dlscope", DLSCOPE_VERSION, "processes", procs);
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0) {
 			dls_err("libs: cannot write the JSON document");
@@ -272,11 +437,18 @@ int cmd_libs(int argc, char **argv)
 		break;
 	}
 	case FMT_DOT:
-		libgraph__print_dot((const struct libgraph *const *)graphs, n_graphs, stdout);
+		if (libgraph__print_dot((const struct libgraph *const *)graphs, n_graphs,
+					roles ? &kinds : NULL, stdout)) {
+			dls_err("out of memory");
+			ret = DLS_EXIT_INSPECT;
+		}
 		break;
 	}
-	for (size_t i = 0; i < n_graphs; i++)
+	for (size_t i = 0; i < n_graphs; i++) {
+		runtimes__free(&inventories[i]);
 		libgraph__free(graphs[i]);
+	}
+	free(inventories);
 	free(graphs);
 	return ret;
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "elfobj.h"
 #include "graph_export.h"
 #include "libgraph.h"
+#include "libview.h"
 
 static json_t *str_or_null(const char *s)
 {
@@ -37,13 +39,14 @@ json_t *obj_roles__to_json(const struct obj_roles *roles)
 	for (unsigned i = 0; arr && i < roles->n; i++) {
 		const struct obj_role *r = &roles->r[i];
 
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:o}", "kind",
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:o, s:b}", "kind",
 						     role_kind__id(r->kind), "impl",
 						     role_impl__id(r->impl), "name",
 						     role_impl__name(r->impl), "version",
 						     str_or_null(r->version[0] ? r->version : NULL),
 						     "detail",
-						     str_or_null(r->detail[0] ? r->detail : NULL)));
+						     str_or_null(r->detail[0] ? r->detail : NULL),
+						     "runtime", role_kind__is_runtime(r->kind)));
 	}
 	return arr;
 }
@@ -80,12 +83,30 @@ json_t *lg_object__to_json(const struct lg_object *o)
 	return obj;
 }
 
+static json_t *id_or_null(unsigned int id)
+{
+	return id == LV_NONE ? json_null() : json_integer(id);
+}
+
 json_t *libgraph__to_json(const struct libgraph *g)
 {
 	json_t *objs = json_array();
+	struct libview v;
 
-	for (size_t i = 0; objs && i < g->n; i++)
-		json_array_append_new(objs, lg_object__to_json(g->objs[i]));
+	if (libview__build(g, &v)) {
+		json_decref(objs);
+		return NULL;
+	}
+	for (size_t i = 0; objs && i < g->n; i++) {
+		json_t *o = lg_object__to_json(g->objs[i]);
+
+		/* The loader's forest, which the text tree and --roles chains are drawn from. */
+		json_object_set_new(o, "loaded_by", id_or_null(v.loaded_by[i]));
+		json_object_set_new(o, "depth", id_or_null(v.depth[i]));
+		json_object_set_new(o, "below", json_integer(v.below[i]));
+		json_array_append_new(objs, o);
+	}
+	libview__free(&v);
 	return json_pack("{s:i, s:s, s:s, s:s, s:b, s:i, s:o, s:o, s:o}", "pid", (json_int_t)g->pid,
 			 "comm", g->comm, "exe", g->exe, "source",
 			 g->from_link_map ? "link-map" : "maps", "consistent", g->consistent,
@@ -94,7 +115,7 @@ json_t *libgraph__to_json(const struct libgraph *g)
 			 g->r_brk ? hex(g->r_brk) : json_null(), "objects", objs);
 }
 
-static const char *role_colour(const struct obj_roles *r)
+static const char *role_colour(enum role_kind k)
 {
 	static const char *colours[ROLE__COUNT] = {
 		[ROLE_OPENMP] = "#f4a261", [ROLE_BLAS] = "#e9c46a",   [ROLE_CXX_RUNTIME] = "#90be6d",
@@ -102,7 +123,8 @@ static const char *role_colour(const struct obj_roles *r)
 		[ROLE_LOADER] = "#cccccc", [ROLE_TBB] = "#b5838d",    [ROLE_ONEDNN] = "#cdb4db",
 	};
 
-	return r->n ? colours[r->r[0].kind] : "#ffffff";
+	/* A kind without a colour of its own still stands out from the plain objects. */
+	return k < ROLE__COUNT && colours[k] ? colours[k] : "#cdb4db";
 }
 
 static void dot_escape(FILE *f, const char *s)
@@ -114,46 +136,95 @@ static void dot_escape(FILE *f, const char *s)
 	}
 }
 
-void libgraph__print_dot(const struct libgraph *const *graphs, size_t n, FILE *f)
+static void dot_node(FILE *f, const struct libgraph *g, const struct lg_object *o,
+		     const struct obj_role *role)
 {
+	char desc[160] = "";
+
+	if (role)
+		obj_role__describe(role, desc, sizeof(desc));
+	fprintf(f, "\t\tp%d_o%u [label=\"", g->pid, o->id);
+	dot_escape(f, lg_object__basename(o));
+	if (o->ns)
+		fprintf(f, " [ns %u]", o->ns);
+	if (desc[0]) {
+		fputs("\\n", f);
+		dot_escape(f, desc);
+	}
+	fprintf(f, "\", fillcolor=\"%s\"%s];\n",
+		role ? role_colour(role->kind) : "#ffffff",
+		o->origin == LG_DLOPEN	   ? ", shape=box" :
+		o->origin == LG_EXECUTABLE ? ", shape=doubleoctagon" :
+					     "");
+}
+
+/* Every object and every DT_NEEDED edge. */
+static void dot_whole(FILE *f, const struct libgraph *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+		const struct obj_roles *r = lg_object__roles(o);
+
+		if (!o->gone)
+			dot_node(f, g, o, r->n ? &r->r[0] : NULL);
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		for (size_t j = 0; j < o->n_children; j++)
+			fprintf(f, "\t\tp%d_o%u -> p%d_o%u;\n", g->pid, o->id, g->pid,
+				o->children[j]);
+	}
+}
+
+/* The runtimes, the chains that loaded them, and a transitive reduction of what they need. */
+static int dot_roles(FILE *f, const struct libgraph *g, const struct lv_kinds *ks)
+{
+	struct lv_subgraph s;
+	struct libview v;
+
+	if (libview__build(g, &v))
+		return -ENOMEM;
+	if (libview__role_subgraph(&v, ks, &s)) {
+		libview__free(&v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < g->n; i++)
+		if (s.keep[i])
+			dot_node(f, g, g->objs[i], lv_kinds__match(ks, g->objs[i]));
+	for (size_t i = 0; i < s.n_edges; i++)
+		fprintf(f, "\t\tp%d_o%u -> p%d_o%u%s;\n", g->pid, s.e[i].from, g->pid, s.e[i].to,
+			s.e[i].loaded ? "" : " [style=dashed]");
+	lv_subgraph__free(&s);
+	libview__free(&v);
+	return 0;
+}
+
+int libgraph__print_dot(const struct libgraph *const *graphs, size_t n,
+			const struct lv_kinds *roles, FILE *f)
+{
+	int err = 0;
+
 	fprintf(f, "digraph dlscope {\n\trankdir=LR;\n\tnode [shape=ellipse, style=filled, "
 		   "fontname=\"monospace\"];\n");
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < n && !err; k++) {
 		const struct libgraph *g = graphs[k];
 
 		fprintf(f, "\tsubgraph cluster_%d {\n\t\tlabel=\"%d (", g->pid, g->pid);
 		dot_escape(f, g->comm);
-		fprintf(f, ")\";\n");
-		for (size_t i = 0; i < g->n; i++) {
-			const struct lg_object *o = g->objs[i];
-			const struct obj_roles *r = lg_object__roles(o);
-			char role[160] = "";
-
-			if (o->gone)
-				continue;
-			if (r->n)
-				obj_role__describe(&r->r[0], role, sizeof(role));
-			fprintf(f, "\t\tp%d_o%u [label=\"", g->pid, o->id);
-			dot_escape(f, lg_object__basename(o));
-			if (o->ns)
-				fprintf(f, " [ns %u]", o->ns);
-			if (role[0]) {
-				fputs("\\n", f);
-				dot_escape(f, role);
-			}
-			fprintf(f, "\", fillcolor=\"%s\"%s];\n", role_colour(r),
-				o->origin == LG_DLOPEN	    ? ", shape=box" :
-				o->origin == LG_EXECUTABLE ? ", shape=doubleoctagon" :
-							     "");
-		}
-		for (size_t i = 0; i < g->n; i++) {
-			const struct lg_object *o = g->objs[i];
-
-			for (size_t j = 0; j < o->n_children; j++)
-				fprintf(f, "\t\tp%d_o%u -> p%d_o%u;\n", g->pid, o->id, g->pid,
-					o->children[j]);
-		}
+		if (roles)
+			fputs("): runtimes and the chains that loaded them\nsolid: its DT_NEEDED "
+			      "loaded it; dashed: also needs it (directly or through objects not shown)",
+			      f);
+		else
+			fputc(')', f);
+		fprintf(f, "\";\n");
+		if (roles)
+			err = dot_roles(f, g, roles);
+		else
+			dot_whole(f, g);
 		fprintf(f, "\t}\n");
 	}
 	fprintf(f, "}\n");
+	return err;
 }

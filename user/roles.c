@@ -110,6 +110,11 @@ enum role_kind role_impl__kind(enum role_impl i)
 	return impls[i].kind;
 }
 
+bool role_kind__is_runtime(enum role_kind k)
+{
+	return k < ROLE__COUNT && k != ROLE_LIBC && k != ROLE_LOADER && k != ROLE_PYTHON;
+}
+
 const struct obj_role *obj_roles__find(const struct obj_roles *r, enum role_kind k)
 {
 	for (unsigned i = 0; i < r->n; i++)

@@ -70,6 +70,8 @@ const char *role_kind__label(enum role_kind k);	/* "OpenMP runtime", ... (text) 
 const char *role_impl__name(enum role_impl i);	/* "GNU libgomp", ... */
 const char *role_impl__id(enum role_impl i);	/* "libgomp", ... */
 enum role_kind role_impl__kind(enum role_impl i);
+/* The kinds that are runtimes (not the interpreter, libc or the loader): inventories, --roles. */
+bool role_kind__is_runtime(enum role_kind k);
 
 /* The role of kind @k, or NULL. */
 const struct obj_role *obj_roles__find(const struct obj_roles *r, enum role_kind k);

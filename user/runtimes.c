@@ -18,12 +18,6 @@
 #include "threadscan.h"
 #include "tls.h"
 
-bool role_kind__is_runtime(enum role_kind k)
-{
-	return k == ROLE_OPENMP || k == ROLE_BLAS || k == ROLE_CXX_RUNTIME || k == ROLE_CUDA ||
-	       k == ROLE_TBB || k == ROLE_ONEDNN;
-}
-
 /* Is @b in the DT_NEEDED closure of @a? */
 static bool depends_on(const struct libgraph *g, unsigned int a, unsigned int b, bool *seen)
 {

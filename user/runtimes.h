@@ -36,9 +36,6 @@ struct runtime_list {
 	size_t n;
 };
 
-/* The kinds that make up the inventory (not the interpreter, libc or the loader). */
-bool role_kind__is_runtime(enum role_kind k);
-
 /*
  * Are objects @a and @b, both of kind @kind, one runtime: one a front of the other, or both
  * fronts of one implementation? Debian's libblas.so.3 and liblapack.so.3 forward to

@@ -249,3 +249,209 @@ def test_object_mapped_outside_the_loader():
         assert ("openmp", "libomp") in role_impls(o)
         text = dlscope("libs", fx.pid, check=0).stdout
         assert "mapped, in no link map:\n#" in text and "libomp.so.5  (mapped)" in text, text
+
+
+# The views made for big graphs, on a real `import torch` (about 300 objects, 1,300 edges).
+TORCH = ("import torch, os, time; print('ready', os.getpid(), flush=True); time.sleep(600)")
+TREE_LINE = re.compile(r"^((?:[│ ]  )*)(├─ |└─ )?(?:#(\d+) |\+(\d+) objects? below)")
+
+
+def torch_process():
+    return Fixture(["/usr/bin/python3", "-c", TORCH], ready_timeout=180)
+
+
+def parse_tree(text):
+    """(depth, id, tree parent id, line) of each object line, and (depth, count, parent) markers."""
+    objects, markers, stack = [], [], []
+    for line in text.splitlines():
+        m = TREE_LINE.match(line)
+        if not m:
+            continue
+        depth = len(m.group(1)) // 3 + (1 if m.group(2) else 0)
+        del stack[depth:]
+        parent = stack[depth - 1] if depth else None
+        if m.group(4):
+            markers.append((depth, int(m.group(4)), parent))
+            continue
+        objects.append((depth, int(m.group(3)), parent, line))
+        stack.append(int(m.group(3)))
+    return objects, markers
+
+
+def others(o):
+    return len(o["parents"]) - (o["loaded_by"] is not None)
+
+
+def test_torch_tree_each_object_once():
+    with torch_process() as fx:
+        g = graph_of(fx.pid)
+        objs = {o["id"]: o for o in g["objects"] if not o["gone"]}
+        text = dlscope("libs", fx.pid, check=0).stdout
+        assert "(see above)" not in text
+        lines, markers = parse_tree(text)
+        shown = [oid for _, oid, _, _ in lines]
+        dups = {i for i in shown if shown.count(i) > 1}
+        assert not dups and not markers, (dups, markers)
+        # Every object in full once (the mapped-only ones in their own list, also once).
+        assert sorted(shown) == sorted(objs), set(objs) ^ set(shown)
+        assert len(text.splitlines()) <= len(objs) + 4, (len(text.splitlines()), len(objs))
+        for depth, oid, parent, line in lines:
+            o = objs[oid]
+            assert o["depth"] == (None if o["origin"] == "mapped" else depth), (o, line)
+            if o["origin"] != "mapped":
+                assert parent == o["loaded_by"], (parent, o, line)
+            if parent is not None:
+                assert parent in o["parents"], (parent, o)  # a real DT_NEEDED edge
+            n = others(o)
+            note = f"(also needed by {n} other{'s' if n != 1 else ''})"
+            assert (note in line) == (n > 0), (note, line)
+        libc = by_name(g, "libc.so.6")[0]
+        assert others(libc) > 100, libc
+        # The forest is the loader's walk: replayed breadth-first from each root, it gives
+        # back the link-map order (the vDSO, which the kernel maps, aside).
+        order = []
+        for root in [o["id"] for o in g["objects"] if o["depth"] == 0]:
+            queue = [root]
+            while queue:
+                x = queue.pop(0)
+                order.append(x)
+                queue += [c for c in objs[x]["children"] if objs[c]["loaded_by"] == x]
+        order = [i for i in order if objs[i]["origin"] != "vdso"]
+        assert order == sorted(order), order
+
+
+def test_torch_depth_one():
+    with torch_process() as fx:
+        g = graph_of(fx.pid)
+        objs = {o["id"]: o for o in g["objects"] if not o["gone"]}
+        text = dlscope("libs", "--depth", "1", fx.pid, check=0).stdout
+        lines, markers = parse_tree(text)
+        assert lines and all(d <= 1 for d, _, _, _ in lines), text
+        shown = {oid for _, oid, _, _ in lines}
+        in_tree = {i for i, o in objs.items() if o["depth"] is not None}
+        assert shown & in_tree == {i for i in in_tree if objs[i]["depth"] <= 1}
+        for depth, oid, parent, line in lines:
+            if depth == 1:
+                assert oid in objs[parent]["children"], line  # a direct need of its root
+        exe = [o for o in objs.values() if o["origin"] == "executable"][0]
+        assert {o["id"] for o in objs.values() if o["loaded_by"] == exe["id"]} <= shown
+        # Each cut says how many objects it hides; together with the shown, all are there.
+        cut = {p: n for _, n, p in markers}
+        assert cut == {i: o["below"] for i, o in objs.items()
+                       if o["depth"] == 1 and o["below"]}, cut
+        assert len(shown & in_tree) + sum(cut.values()) == len(in_tree)
+        roots = dlscope("libs", "--depth", "0", fx.pid, check=0).stdout
+        lines0, _ = parse_tree(roots)
+        assert {oid for d, oid, _, _ in lines0 if d == 0} == \
+            {i for i in in_tree if objs[i]["depth"] == 0} and all(d == 0 for d, *_ in lines0)
+        for bad in ("-1", "x", ""):
+            p = dlscope("libs", "--depth", bad, fx.pid, check=2)
+            assert "--depth wants a number" in p.stderr and p.stderr.count("\n") == 1
+
+
+ROLE_LINE = re.compile(r"^#(\d+) (\S+)(?: \[ns \d+\])?((?:  \[[^\]]*\])*) ((?: <- \S+)*) "
+                       r"\(([\w ,]+)\)(?:  \(also needed by \d+ others?\))?  (/.*)$")
+
+
+def parse_roles(text):
+    out = {}
+    for line in text.splitlines()[1:]:
+        m = ROLE_LINE.match(line)
+        assert m, f"not a role line: {line!r}"
+        chain = m.group(4).split(" <- ")[1:]
+        out[m.group(2)] = {"id": int(m.group(1)), "chain": chain, "root": m.group(5),
+                           "path": m.group(6), "line": line}
+    return out
+
+
+def test_torch_roles_with_chains():
+    with torch_process() as fx:
+        g = graph_of(fx.pid)
+        objs = {o["id"]: o for o in g["objects"]}
+        names = {}
+        for o in g["objects"]:
+            names.setdefault(os.path.basename(o["path"]), []).append(o["id"])
+        for o in g["objects"]:
+            for r in o["roles"]:
+                assert r["runtime"] == (r["kind"] not in ("libc", "loader", "python")), r
+        text = dlscope("libs", "--roles", fx.pid, check=0).stdout
+        listed = parse_roles(text)
+        runtimes = {o["id"] for o in g["objects"]
+                    if not o["gone"] and any(r["runtime"] for r in o["roles"])}
+        assert {e["id"] for e in listed.values()} == runtimes, text
+        assert "libc.so.6" not in listed and not any(".cpython-" in n for n in listed), text
+        for name, e in listed.items():
+            # Each step of the chain is a DT_NEEDED edge, and the forest's.
+            ids = [e["id"]] + [names[n][0] for n in e["chain"]]
+            assert all(len(names[n]) == 1 for n in e["chain"]), e
+            for child, parent in zip(ids, ids[1:]):
+                assert objs[child]["loaded_by"] == parent and parent in objs[child]["parents"]
+            assert objs[ids[-1]]["loaded_by"] is None and objs[ids[-1]]["origin"] == e["root"]
+        torch_c = "_C.cpython-311-x86_64-linux-gnu.so"
+        stdcxx, blas, gomp = listed["libstdc++.so.6"], listed["libopenblas.so.0"], \
+            listed["libgomp.so.1"]
+        assert "[C++ runtime: GNU libstdc++" in stdcxx["line"]
+        assert stdcxx["chain"][-1] == torch_c and stdcxx["root"] == "dlopen", stdcxx
+        assert blas["chain"][0] == "libblas.so.3" and blas["chain"][-1] == torch_c, blas
+        assert "libblas.so.3" in listed, "the BLAS front itself is listed"
+        # torch/__init__.py dlopens libtorch_global_deps.so (RTLD_GLOBAL) before _C: that is
+        # what brought libgomp in, and the link map agrees (libgomp sits between the two).
+        deps = by_name(g, "libtorch_global_deps.so")[0]
+        assert gomp["chain"] == ["libtorch_global_deps.so"] and gomp["root"] == "dlopen", gomp
+        assert "/torch/" in deps["path"]
+        assert deps["id"] < gomp["id"] < names[torch_c][0], (deps["id"], gomp["id"])
+        every = parse_roles(dlscope("libs", "--roles=python,libc", fx.pid, check=0).stdout)
+        assert torch_c in every and "libc.so.6" in every and "libgomp.so.1" not in every
+        p = dlscope("libs", "--roles=gpus", fx.pid, check=2)
+        assert "unknown role kind 'gpus'" in p.stderr and p.stderr.count("\n") == 1
+        p = dlscope("libs", "--roles", "--json", fx.pid, check=2)
+        assert "--json always has the whole graph" in p.stderr
+
+
+DOT_EDGE = re.compile(r"p\d+_o(\d+) -> p\d+_o(\d+)( \[style=dashed\])?;")
+DOT_NODE = re.compile(r"p\d+_o(\d+) \[label=\"([^\"\\]*)")
+
+
+def reaches(objs, a, b):
+    seen, todo = {a}, [a]
+    while todo:
+        for c in objs[todo.pop()]["children"]:
+            if c == b:
+                return True
+            if c not in seen:
+                seen.add(c)
+                todo.append(c)
+    return False
+
+
+def test_torch_dot_roles_is_small():
+    with torch_process() as fx:
+        g = graph_of(fx.pid)
+        objs = {o["id"]: o for o in g["objects"]}
+        whole = dlscope("libs", "--dot", fx.pid, check=0).stdout
+        small = dlscope("libs", "--dot", "--roles", fx.pid, check=0).stdout
+        assert len(DOT_EDGE.findall(whole)) == sum(len(o["children"]) for o in objs.values())
+        edges = DOT_EDGE.findall(small)
+        nodes = {int(i): label for i, label in DOT_NODE.findall(small)}
+        # The roles, their chains and a transitive reduction: 8 edges here; 60 leaves room
+        # for more runtime kinds while staying a graph one can read.
+        assert 0 < len(edges) < 60 and len(nodes) < 40, (len(edges), len(nodes))
+        svg = subprocess.run(["dot", "-Tsvg"], input=small, capture_output=True, text=True,
+                             timeout=60)
+        assert svg.returncode == 0 and "<svg" in svg.stdout, svg.stderr
+        runtimes = {o["id"] for o in objs.values()
+                    if not o["gone"] and any(r["runtime"] for r in o["roles"])}
+        chains = set()
+        for i in runtimes:
+            while i is not None:
+                chains.add(i)
+                i = objs[i]["loaded_by"]
+        assert set(nodes) == chains, (set(nodes) ^ chains)
+        for want in ("libgomp.so.1", "libopenblas.so.0", "libblas.so.3", "libstdc++.so.6"):
+            assert any(label.startswith(want) for label in nodes.values()), want
+        for a, b, dashed in edges:
+            a, b = int(a), int(b)
+            if dashed:
+                assert reaches(objs, a, b) and objs[b]["loaded_by"] != a, (a, b)
+            else:
+                assert objs[b]["loaded_by"] == a, (a, b)

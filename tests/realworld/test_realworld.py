@@ -141,6 +141,13 @@ def test_openblas_fronts_are_one_runtime():
     with Fixture([exe, "--wait"]) as fx:
         p = dlscope("libs", fx.pid, check=0)
         assert "BLAS/LAPACK: front of libopenblas.so.0 (OpenBLAS" in p.stdout, p.stdout
+        p = dlscope("libs", "--runtimes", "--json", fx.pid, check=0)
+        rt = json.loads(p.stdout)["processes"][0]["runtimes"]
+        assert [r["impl"] for r in rt] == ["openblas"], rt
+        assert sorted(os.path.basename(f) for f in rt[0]["fronts"]) == \
+            ["libblas.so.3", "liblapack.so.3"], rt
+        p = dlscope("libs", "--runtimes", fx.pid, check=0)
+        assert p.stdout.count("\n  BLAS/LAPACK") == 1, p.stdout
 
 
 def test_reference_blas_beside_openblas_is_a_warning():
