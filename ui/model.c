@@ -176,11 +176,13 @@ static void mark_collisions(struct m_proc *p)
 		for (size_t r = 0; r < p->libs[i].n_roles; r++) {
 			const char *kind = p->libs[i].roles[r].kind;
 
-			if (!exclusive_kind(kind))
+			/* A front and what it forwards to are one runtime (user/runtimes.h). */
+			if (!exclusive_kind(kind) || p->libs[i].roles[r].front)
 				continue;
 			for (size_t j = i + 1; j < p->n_libs; j++)
 				for (size_t s = 0; s < p->libs[j].n_roles; s++)
-					if (!strcmp(p->libs[j].roles[s].kind, kind)) {
+					if (!strcmp(p->libs[j].roles[s].kind, kind) &&
+					    !p->libs[j].roles[s].front) {
 						p->libs[i].collision = true;
 						p->libs[j].collision = true;
 					}
@@ -388,11 +390,16 @@ static int apply_loaded(struct model *m, const json_t *rec)
 		names[i] = json_string_value(v) ? json_string_value(v) : "?";
 	json_array_foreach(roles, i, v) {
 		const char *name = str_of(v, "name"), *ver = str_of(v, "version");
+		const char *front = str_of(v, "front_of");
 
 		snprintf(r[i].kind, sizeof(r[i].kind), "%s", str_of(v, "kind") ? str_of(v, "kind") : "?");
 		snprintf(r[i].impl, sizeof(r[i].impl), "%s", str_of(v, "impl") ? str_of(v, "impl") : "?");
-		snprintf(r[i].label, sizeof(r[i].label), "%s%s%s", name ? name : r[i].impl,
-			 ver ? " " : "", ver ? ver : "");
+		r[i].front = front != NULL;
+		if (front)
+			snprintf(r[i].label, sizeof(r[i].label), "front of %s", front);
+		else
+			snprintf(r[i].label, sizeof(r[i].label), "%s%s%s", name ? name : r[i].impl,
+				 ver ? " " : "", ver ? ver : "");
 	}
 	model__lib_upsert(m, (pid_t)int_of(rec, "pid"), path, str_of(rec, "soname"),
 			  (unsigned int)int_of(rec, "namespace"), str_of(rec, "origin"), names, n_by,

@@ -46,6 +46,7 @@ struct m_role {
 	char kind[16];	/* "openmp", "blas", "cxx-runtime"... (docs/libs-schema.md) */
 	char impl[24];	/* "libgomp" */
 	char label[96]; /* "OpenMP runtime: GNU libgomp 5.1" */
+	bool front;	/* forwards to another object of its kind: one runtime with it */
 };
 
 struct m_lib {

@@ -15,6 +15,7 @@
 /* After libgraph.h: graph_export.h needs struct obj_role from roles.h. */
 #include "graph_export.h"
 #include "lockwait.h"
+#include "runtimes.h"
 #include "source.h"
 #include "target.h"
 #include "threadscan.h"
@@ -38,7 +39,8 @@ static void put_libs(struct model *m, pid_t pid, const struct libgraph *g)
 		for (unsigned k = 0; k < roles->n; k++) {
 			snprintf(r[k].kind, sizeof(r[k].kind), "%s", role_kind__id(roles->r[k].kind));
 			snprintf(r[k].impl, sizeof(r[k].impl), "%s", role_impl__id(roles->r[k].impl));
-			obj_role__describe(&roles->r[k], r[k].label, sizeof(r[k].label));
+			runtimes__describe_role(g, o->id, k, r[k].label, sizeof(r[k].label));
+			r[k].front = runtimes__front_of(g, o->id) >= 0;
 		}
 		model__lib_upsert(m, pid, o->path, o->soname, o->ns, lg_origin__id(o->origin), by,
 				  n_by, r, roles->n);

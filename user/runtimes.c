@@ -358,6 +358,21 @@ void runtimes__describe_role(const struct libgraph *g, unsigned int id, unsigned
 		 ir->version[0] ? " " : "", ir->version);
 }
 
+json_t *runtimes__roles_json(const struct libgraph *g, unsigned int id)
+{
+	const struct obj_roles *r = lg_object__roles(g->objs[id]);
+	json_t *arr = obj_roles__to_json(r), *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v) {
+		unsigned int impl = i < r->n ? implementation(g, id, r->r[i].kind) : id;
+
+		if (impl != id)
+			json_object_set_new(v, "front_of", json_string(g->objs[impl]->path));
+	}
+	return arr;
+}
+
 int runtimes__collect(const struct libgraph *g, const struct target *t,
 		      const struct threadscan *ts, struct runtime_list *out)
 {

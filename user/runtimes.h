@@ -54,6 +54,9 @@ int runtimes__front_of(const struct libgraph *g, unsigned int id);
 void runtimes__describe_role(const struct libgraph *g, unsigned int id, unsigned int k, char *buf,
 			     size_t len);
 
+/* Object @id's roles as JSON (graph_export's form), a front's with "front_of": the path. */
+json_t *runtimes__roles_json(const struct libgraph *g, unsigned int id);
+
 /*
  * The inventory of @g. @t (for live values: pool sizes, environment) and @ts (pool threads)
  * may be NULL. Returns 0 or -ENOMEM.

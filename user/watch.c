@@ -509,7 +509,7 @@ static void loaded_record(struct watch *w, const struct proc_state *ps, const st
 	emit_json(w, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o}", "type", "loaded",
 			       "t", (json_int_t)ts, "pid", ps->pid, "path", o->path, "soname",
 			       o->soname, "namespace", o->ns, "origin", lg_origin__id(o->origin),
-			       "needed_by", by, "roles", obj_roles__to_json(lg_object__roles(o))));
+			       "needed_by", by, "roles", runtimes__roles_json(ps->g, o->id)));
 }
 
 static void announce_one(struct watch *w, struct proc_state *ps, const struct lg_object *o,

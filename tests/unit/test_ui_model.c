@@ -68,6 +68,41 @@ static bool fold_app(void *ctx, const char *path)
 	return !strcmp(path, "/bin/app");
 }
 
+/* Debian's libblas.so.3 forwards to libopenblas.so.0: the record says so, and it is no collision. */
+static void test_front_is_no_collision(void)
+{
+	static const char *const recs[] = {
+		"{\"type\":\"loaded\",\"t\":1,\"pid\":20,\"path\":\"/lib/libblas.so.3\",\"soname\":"
+		"\"libblas.so.3\",\"namespace\":0,\"origin\":\"needed\",\"needed_by\":[],\"roles\":"
+		"[{\"kind\":\"blas\",\"impl\":\"blas\",\"name\":\"BLAS (reference or unknown)\","
+		"\"version\":null,\"detail\":null,\"front_of\":\"/lib/libopenblas.so.0\"}]}",
+		"{\"type\":\"loaded\",\"t\":1,\"pid\":20,\"path\":\"/lib/libopenblas.so.0\",\"soname\":"
+		"\"libopenblas.so.0\",\"namespace\":0,\"origin\":\"needed\",\"needed_by\":"
+		"[\"/lib/libblas.so.3\"],\"roles\":[{\"kind\":\"blas\",\"impl\":\"openblas\",\"name\":"
+		"\"OpenBLAS\",\"version\":\"0.3.21\",\"detail\":null}]}",
+	};
+	struct model *m = model__new(100);
+	const struct m_proc *p;
+	bool ok = true;
+
+	for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+		json_t *rec = json_loads(recs[i], 0, NULL);
+
+		ok &= rec && !model__apply(m, rec);
+		json_decref(rec);
+	}
+	p = model__proc(m, 20);
+	CHECK(ok && p && p->n_libs == 2, "both loaded records are accepted");
+	CHECK(lib(p, "/lib/libblas.so.3") && !lib(p, "/lib/libblas.so.3")->collision &&
+		      !lib(p, "/lib/libopenblas.so.0")->collision,
+	      "a front and the BLAS it forwards to do not collide");
+	CHECK(lib(p, "/lib/libblas.so.3") &&
+		      !strcmp(lib(p, "/lib/libblas.so.3")->roles[0].label,
+			      "front of /lib/libopenblas.so.0"),
+	      "the front is labelled as such");
+	model__free(m);
+}
+
 static void test_graph_and_collision(void)
 {
 	struct model *m = model__new(100);
@@ -192,6 +227,7 @@ out:
 int main(void)
 {
 	test_graph_and_collision();
+	test_front_is_no_collision();
 	test_filters_and_ring();
 	test_replay_seek();
 	return tap_done();
