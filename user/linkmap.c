@@ -287,6 +287,23 @@ err_free:
 	return err;
 }
 
+int linkmap__walk(const struct target *t, uint64_t r_debug, struct linkmap **out)
+{
+	struct linkmap *lm = calloc(1, sizeof(*lm));
+	int err;
+
+	if (!lm)
+		return -ENOMEM;
+	lm->r_debug = r_debug;
+	err = walk_namespaces(t, lm);
+	if (err) {
+		linkmap__free(lm);
+		return err;
+	}
+	*out = lm;
+	return 0;
+}
+
 void linkmap__free(struct linkmap *lm)
 {
 	if (!lm)

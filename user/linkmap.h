@@ -36,5 +36,7 @@ struct linkmap {
  */
 int linkmap__read(const struct target *t, const struct procmaps *maps, struct linkmap **out);
 void linkmap__free(struct linkmap *lm);
+/* The walk alone, from a known r_debug address (the readers' tests and fuzzing). */
+int linkmap__walk(const struct target *t, uint64_t r_debug, struct linkmap **out);
 
 #endif

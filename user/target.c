@@ -215,11 +215,33 @@ void target__free(struct target *t)
 	free(t);
 }
 
+struct target *target__from_image(const void *mem, size_t len, uint64_t base)
+{
+	struct target *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->mem_fd = t->root_fd = t->exe_fd = -1;
+	t->image = mem;
+	t->image_len = len;
+	t->image_base = base;
+	snprintf(t->comm, sizeof(t->comm), "image");
+	return t;
+}
+
 int target__read(const struct target *t, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { .iov_base = buf, .iov_len = len };
 	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
 	ssize_t n;
+
+	if (t->image) {
+		if (addr < t->image_base || addr - t->image_base > t->image_len ||
+		    len > t->image_len - (addr - t->image_base))
+			return -EFAULT;
+		memcpy(buf, t->image + (addr - t->image_base), len);
+		return 0;
+	}
 
 	n = process_vm_readv(t->pid, &local, 1, &remote, 1, 0);
 	if (n == (ssize_t)len)

@@ -21,6 +21,10 @@ struct target {
 	 * readable after the process exits (a collector reading a process that just died).
 	 */
 	int root_fd, exe_fd;
+	/* A memory image instead of a process (target__from_image): fuzzing, reader tests. */
+	const unsigned char *image;
+	size_t image_len;
+	uint64_t image_base;
 };
 
 /*
@@ -29,6 +33,11 @@ struct target {
  */
 int target__open(pid_t pid, struct target **out, char *why, size_t whylen);
 void target__free(struct target *t);
+/*
+ * A target with no process behind it: its memory is the @len bytes at @mem, seen at address
+ * @base, and every other read fails with -EFAULT. For feeding the readers bytes (fuzzing).
+ */
+struct target *target__from_image(const void *mem, size_t len, uint64_t base);
 
 /* Read @len bytes at @addr in the target. Returns 0, or -EFAULT/-ESRCH/-EPERM. */
 int target__read(const struct target *t, uint64_t addr, void *buf, size_t len);
