@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "crash.h"
 #include "detector.h"
 #include "elfobj.h"
 #include "libgraph.h"
@@ -131,15 +132,87 @@ static int check_process(const struct target *t, const struct check_opts *o, str
 	return 0;
 }
 
+/* How the command ended. */
+struct cmd_outcome {
+	bool ended;
+	int exit_status;     /* when it exited */
+	int signo;	     /* when a signal killed it, else 0 */
+	bool core_dumped;
+	struct crash *crash; /* the fatal signal's details, when it had a delivery stop */
+};
+
+/* The threads of the command, which we trace from their first instruction. */
+struct tracees {
+	struct tracee {
+		pid_t tid;
+		bool started; /* its first stop (the SIGSTOP of a new thread) was seen */
+		bool caught;  /* it had a fault that a handler of the program caught */
+		siginfo_t fault;
+	} *t;
+	size_t n;
+};
+
+static struct tracee *tracee_get(struct tracees *ts, pid_t tid)
+{
+	struct tracee *nt;
+
+	for (size_t i = 0; i < ts->n; i++)
+		if (ts->t[i].tid == tid)
+			return &ts->t[i];
+	nt = realloc(ts->t, (ts->n + 1) * sizeof(*nt));
+	if (!nt)
+		return NULL;
+	ts->t = nt;
+	ts->t[ts->n] = (struct tracee){ .tid = tid };
+	return &ts->t[ts->n++];
+}
+
+static void tracee_drop(struct tracees *ts, pid_t tid)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		if (ts->t[i].tid == tid) {
+			ts->t[i] = ts->t[--ts->n];
+			return;
+		}
+}
+
+/* Check the command, its main thread at PTRACE_EVENT_EXIT and its other threads gone. */
+static void check_at_exit(pid_t pid, const struct check_opts *o, struct findings *fs,
+			  json_t *procs, bool *checked, int *err)
+{
+	struct target *t;
+	char why[512];
+
+	*checked = true;
+	*err = target__open(pid, &t, why, sizeof(why));
+	if (*err)
+		dls_err("%s", why);
+	else {
+		*err = check_process(t, o, fs, procs);
+		target__free(t);
+	}
+}
+
+static bool is_thread_of(pid_t pid, pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
+	return !access(path, F_OK);
+}
+
 /*
- * Run @argv under ptrace, stop it at its exit (PTRACE_EVENT_EXIT: its memory is still there),
- * check it, then let it exit. A child of ours may be traced without root.
+ * Run @argv under ptrace, every thread traced (a crash in any of them is seen at its
+ * signal-delivery stop), check it at its main thread's exit (PTRACE_EVENT_EXIT: its memory is
+ * still there) once its other threads are gone, and let it exit. Signals are passed on as they come: a fatal one still kills it,
+ * after its details are taken. A child of ours may be traced without root.
  */
 static int check_command(char **argv, const struct check_opts *o, struct findings *fs,
-			 json_t *procs, int *cmd_status)
+			 json_t *procs, struct cmd_outcome *res)
 {
+	struct tracees ts = { 0 };
 	int status, err = 0, pipefd[2];
-	bool checked = false;
+	bool checked = false, leader_held = false;
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -173,47 +246,135 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		return -ECHILD;
 	}
 	close(pipefd[0]);
+	/* Later execs report PTRACE_EVENT_EXEC: every SIGTRAP after this one is the program's. */
 	ptrace(PTRACE_SETOPTIONS, pid, NULL,
-	       (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL));
+	       (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE |
+			      PTRACE_O_TRACEEXEC));
+	if (!tracee_get(&ts, pid)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -ENOMEM;
+	}
+	ts.t[0].started = true;
 	ptrace(PTRACE_CONT, pid, NULL, NULL);
 	for (;;) {
-		int sig = 0;
+		struct tracee *tr;
+		unsigned long msg;
+		siginfo_t si;
+		int sig = 0, event;
+		pid_t w = waitpid(-1, &status, __WALL);
 
-		if (waitpid(pid, &status, __WALL) < 0) {
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
 			err = -errno;
 			break;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			*cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) :
-							  128 + WTERMSIG(status);
+			if (w != pid) {
+				tracee_drop(&ts, w);
+				if (leader_held && ts.n == 1) {
+					check_at_exit(pid, o, fs, procs, &checked, &err);
+					leader_held = false;
+					ptrace(PTRACE_CONT, pid, NULL, NULL);
+				}
+				continue;
+			}
+			res->ended = true;
+			if (WIFEXITED(status)) {
+				res->exit_status = WEXITSTATUS(status);
+			} else {
+				res->signo = WTERMSIG(status);
+				res->core_dumped = WCOREDUMP(status);
+			}
 			break;
 		}
 		if (!WIFSTOPPED(status))
 			continue;
-		if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXIT << 8))) {
-			struct target *t;
-			char why[512];
-
-			if (!checked) {
-				checked = true;
-				err = target__open(pid, &t, why, sizeof(why));
-				if (err)
-					dls_err("%s", why);
-				else {
-					err = check_process(t, o, fs, procs);
-					target__free(t);
+		event = status >> 16;
+		tr = tracee_get(&ts, w);
+		if (event == PTRACE_EVENT_CLONE) {
+			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && is_thread_of(pid, (pid_t)msg))
+				tracee_get(&ts, (pid_t)msg);
+		} else if (event == PTRACE_EVENT_EXIT) {
+			/* The main thread is held there until the other threads are gone. */
+			if (w == pid && !checked) {
+				if (ts.n > 1) {
+					leader_held = true;
+					continue;
 				}
+				check_at_exit(pid, o, fs, procs, &checked, &err);
 			}
-		} else if (WSTOPSIG(status) != SIGTRAP) {
-			sig = WSTOPSIG(status); /* pass the program's own signals on */
+		} else if (event == PTRACE_EVENT_EXEC) {
+			/* A thread that execs takes the main thread's ID; its own ID just ends. */
+			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && (pid_t)msg != pid)
+				tracee_drop(&ts, (pid_t)msg);
+		} else if (event) {
+			/* Nothing to pass on. */
+		} else if (tr && !tr->started && WSTOPSIG(status) == SIGSTOP) {
+			/* A new thread's first stop, not a signal of the program. */
+			tr->started = true;
+			if (!is_thread_of(pid, w)) {
+				/* A clone that is a process of its own: not ours to trace. */
+				ptrace(PTRACE_DETACH, w, NULL, NULL);
+				tracee_drop(&ts, w);
+				continue;
+			}
+		} else if (!ptrace(PTRACE_GETSIGINFO, w, NULL, &si)) {
+			/* A signal-delivery stop (a group-stop has no siginfo): pass it on. */
+			sig = WSTOPSIG(status);
+			if (res->crash) {
+				/* The first fatal signal is the one that ends it. */
+			} else if (crash__signal_kills(pid, w, &si)) {
+				if (crash__capture(pid, w, &si, tr && tr->caught ? &tr->fault : NULL,
+						   &res->crash))
+					dls_warn("check: out of memory describing the crash");
+			} else if (tr && crash__is_fault(&si)) {
+				tr->fault = si;
+				tr->caught = true;
+			}
 		}
-		ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig);
+		ptrace(PTRACE_CONT, w, NULL, (void *)(long)sig);
+	}
+	free(ts.t);
+	/* Details taken at a stop whose signal did not end it after all (a handler appeared). */
+	if (res->crash && res->crash->signo != res->signo) {
+		crash__free(res->crash);
+		res->crash = NULL;
 	}
 	if (!checked && !err) {
 		dls_err("check: '%s' exited before dlscope could stop it", argv[0]);
 		err = -ESRCH;
 	}
 	return err;
+}
+
+/* "CMD exited with status 3", or "CMD was killed by SIGSEGV (...)" and the crash's details. */
+static void print_outcome(const char *cmd, const struct cmd_outcome *res)
+{
+	char sig[32];
+
+	if (!res->signo) {
+		printf("\n%s exited with status %d\n", cmd, res->exit_status);
+		return;
+	}
+	printf("\n%s was killed by %s (%s)%s\n", cmd, signal__name(res->signo, sig, sizeof(sig)),
+	       sigdescr_np(res->signo) ? sigdescr_np(res->signo) : "unknown signal",
+	       res->core_dumped ? ", core dumped" : "");
+	if (res->crash)
+		crash__print(res->crash, stdout);
+}
+
+static json_t *outcome_to_json(const struct cmd_outcome *res)
+{
+	char sig[32];
+
+	return json_pack("{s:o, s:o, s:b, s:o}", "exit_status",
+			 res->signo ? json_null() : json_integer(res->exit_status), "signal",
+			 res->signo ? json_string(signal__name(res->signo, sig, sizeof(sig))) :
+				      json_null(),
+			 "core_dumped", res->core_dumped, "crash",
+			 res->crash ? crash__to_json(res->crash) : json_null());
 }
 
 static int parse_common(int argc, char **argv, struct check_opts *o, const char *cmd,
@@ -301,8 +462,10 @@ static void check_usage(FILE *f)
 		"\n"
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
-		"with, and let it exit. Each finding has an id, a severity, the evidence, why it\n"
-		"breaks and what to do.\n"
+		"with, and let it exit. A command killed by a signal is reported with the signal,\n"
+		"the faulting address, the function and object of the pc, and the crashing\n"
+		"thread's stack; the signal is still delivered. Each finding has an id, a\n"
+		"severity, the evidence, why it breaks and what to do.\n"
 		"\n"
 		"  -j, --json            one JSON document (docs/check-schema.md)\n"
 		"  -f, --fail-on LEVEL   exit 1 when a finding at or above LEVEL (info, warning,\n"
@@ -312,7 +475,8 @@ static void check_usage(FILE *f)
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
-		"3 a process could not be inspected.\n");
+		"3 a process could not be inspected, 4 COMMAND exited non-zero or was killed by\n"
+		"a signal (4 wins over 1 and 3: the findings are still printed).\n");
 }
 
 int cmd_check(int argc, char **argv)
@@ -320,8 +484,9 @@ int cmd_check(int argc, char **argv)
 	struct check_opts o = { 0 };
 	struct findings fs = { 0 };
 	json_t *doc = NULL, *procs = NULL;
-	bool list = false, failed = false;
-	int ret, cmd_status = -1;
+	struct cmd_outcome res = { 0 };
+	bool list = false, failed = false, cmd_failed = false;
+	int ret;
 
 	ret = parse_common(argc, argv, &o, "check", check_usage, &list);
 	if (ret >= 0)
@@ -351,11 +516,17 @@ int cmd_check(int argc, char **argv)
 		json_object_set_new(doc, "processes", procs);
 	}
 	if (!strcmp(argv[optind - 1], "--")) {
-		failed = check_command(argv + optind, &o, &fs, procs, &cmd_status) != 0;
-		if (!o.json && cmd_status >= 0)
-			printf("\n%s exited with status %d\n", argv[optind], cmd_status);
-		if (doc && cmd_status >= 0)
-			json_object_set_new(doc, "command_status", json_integer(cmd_status));
+		failed = check_command(argv + optind, &o, &fs, procs, &res) != 0;
+		cmd_failed = res.ended && (res.signo || res.exit_status);
+		if (!o.json && res.ended)
+			print_outcome(argv[optind], &res);
+		if (doc && res.ended) {
+			json_object_set_new(doc, "command_status",
+					    json_integer(res.signo ? 128 + res.signo :
+								     res.exit_status));
+			json_object_set_new(doc, "command", outcome_to_json(&res));
+		}
+		crash__free(res.crash);
 	} else {
 		for (int i = optind; i < argc; i++) {
 			struct target *t;
@@ -376,6 +547,9 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	ret = finish(&fs, &o, doc, failed);
+	/* The command's own failure comes first: findings and inspection errors are still shown. */
+	if (cmd_failed && ret != DLS_EXIT_USAGE)
+		ret = DLS_EXIT_COMMAND;
 	findings__free(&fs);
 	return ret;
 }
