@@ -2,7 +2,7 @@
 /* dlscope check (live processes, or a command run to its exit) and dlscope lint (files). */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -554,17 +554,75 @@ int cmd_check(int argc, char **argv)
 	return ret;
 }
 
-/* lint: gather files, analyse each ELF object, run the file-level detectors on them all. */
+/*
+ * lint: gather files, analyse each ELF object, run the file-level detectors on them all.
+ * Symbolic links are followed, on the command line and in trees (a wheel's or a Debian
+ * package's lib/ is often all links); each file and directory is visited once, by device and
+ * inode, so two links to one object are one object and a link back up a tree is no loop.
+ */
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct lint_state {
 	struct lint_file *files;
 	size_t n, cap;
-	size_t seen, unreadable;
-	bool progress;
+	size_t seen, unreadable, again;
+	struct file_id *ids; /* an open-addressing set; ino 0 marks a free slot */
+	size_t n_ids, cap_ids;
+	bool progress, oom;
 	struct timespec last;
 	json_t *bad;
 };
 
-static struct lint_state *lint_cur;
+static size_t file_id_hash(dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)dev * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)ino * 0xc2b2ae3d27d4eb4fULL);
+
+	return (size_t)(h ^ (h >> 31));
+}
+
+static void file_id_put(struct file_id *ids, size_t cap, dev_t dev, ino_t ino)
+{
+	size_t i = file_id_hash(dev, ino) & (cap - 1);
+
+	while (ids[i].ino)
+		i = (i + 1) & (cap - 1);
+	ids[i] = (struct file_id){ dev, ino };
+}
+
+/* True when the file @st describes was visited before; records it otherwise. */
+static bool lint_visited(struct lint_state *s, const struct stat *st)
+{
+	dev_t dev = st->st_dev;
+	ino_t ino = st->st_ino ? st->st_ino : (ino_t)-1;
+
+	if (s->cap_ids) {
+		for (size_t i = file_id_hash(dev, ino) & (s->cap_ids - 1); s->ids[i].ino;
+		     i = (i + 1) & (s->cap_ids - 1))
+			if (s->ids[i].dev == dev && s->ids[i].ino == ino)
+				return true;
+	}
+	if (2 * (s->n_ids + 1) > s->cap_ids) {
+		size_t ncap = s->cap_ids ? s->cap_ids * 2 : 1024;
+		struct file_id *nids = calloc(ncap, sizeof(*nids));
+
+		if (!nids) {
+			s->oom = true;
+			return false; /* visit it again rather than not at all */
+		}
+		for (size_t i = 0; i < s->cap_ids; i++)
+			if (s->ids[i].ino)
+				file_id_put(nids, ncap, s->ids[i].dev, s->ids[i].ino);
+		free(s->ids);
+		s->ids = nids;
+		s->cap_ids = ncap;
+	}
+	file_id_put(s->ids, s->cap_ids, dev, ino);
+	s->n_ids++;
+	return false;
+}
 
 static void lint_progress(struct lint_state *s, const char *path, bool force)
 {
@@ -580,6 +638,36 @@ static void lint_progress(struct lint_state *s, const char *path, bool force)
 	fprintf(stderr, "\rlint: %zu files, %zu ELF objects: %.60s\033[K", s->seen, s->n, path);
 }
 
+/* A path inside a tree that is skipped: one warning line, and an "unreadable" entry. */
+static void lint_skip(struct lint_state *s, const char *path, const char *why)
+{
+	if (s->progress)
+		fputc('\n', stderr);
+	dls_warn("lint: %s: %s; skipped", path, why);
+	s->unreadable++;
+	if (s->bad)
+		json_array_append_new(s->bad, json_pack("{s:s, s:s}", "path", path, "error", why));
+}
+
+/* Why @path, which stat could not follow, is unusable: a dangling link or a loop of links. */
+static void link_trouble(const char *path, int err, char *buf, size_t len)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+
+	if (n < 0) {
+		snprintf(buf, len, "%s", strerror(err));
+		return;
+	}
+	target[n] = '\0';
+	if (err == ELOOP)
+		snprintf(buf, len, "symbolic link to '%s' is part of a loop of links", target);
+	else if (err == ENOENT || err == ENOTDIR)
+		snprintf(buf, len, "dangling symbolic link to '%s'", target);
+	else
+		snprintf(buf, len, "symbolic link to '%s': %s", target, strerror(err));
+}
+
 static int lint_add(struct lint_state *s, const char *path)
 {
 	struct elf_object *elf;
@@ -588,9 +676,12 @@ static int lint_add(struct lint_state *s, const char *path)
 
 	s->seen++;
 	lint_progress(s, path, false);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
+	/* O_NONBLOCK: a FIFO that stat saw as a file must not hang the walk. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		lint_skip(s, path, strerror(errno));
 		return 0;
+	}
 	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
 		close(fd);
 		return 0;
@@ -598,15 +689,7 @@ static int lint_add(struct lint_state *s, const char *path)
 	close(fd);
 	elf = elfobj__open(path);
 	if (!elf) {
-		const char *why = elfobj__strerror(errno);
-
-		if (s->progress)
-			fputc('\n', stderr);
-		dls_warn("lint: %s: %s; skipped", path, why);
-		s->unreadable++;
-		if (s->bad)
-			json_array_append_new(s->bad,
-					      json_pack("{s:s, s:s}", "path", path, "error", why));
+		lint_skip(s, path, elfobj__strerror(errno));
 		return 0;
 	}
 	if (s->n == s->cap) {
@@ -625,11 +708,106 @@ static int lint_add(struct lint_state *s, const char *path)
 	return 0;
 }
 
-static int lint_walk(const char *path, const struct stat *st, int type, struct FTW *ftw)
+/* A regular file reached by any path: checked the first time only. */
+static int lint_file(struct lint_state *s, const char *path, const struct stat *st)
 {
-	if (type == FTW_F && S_ISREG(st->st_mode))
-		return lint_add(lint_cur, path) ? FTW_STOP : FTW_CONTINUE;
-	return FTW_CONTINUE;
+	if (lint_visited(s, st)) {
+		s->again++;
+		return 0;
+	}
+	return lint_add(s, path);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in directory @dir, sorted (a stable order: the first path to a file names it). */
+static int read_names(const char *dir, char ***out, size_t *n)
+{
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (*n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			char **nn = realloc(*out, ncap * sizeof(*nn));
+
+			if (!nn) {
+				err = -ENOMEM;
+				break;
+			}
+			*out = nn;
+			cap = ncap;
+		}
+		if (!((*out)[*n] = strdup(de->d_name))) {
+			err = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	closedir(d);
+	if (*n)
+		qsort(*out, *n, sizeof(**out), cmp_names);
+	return err;
+}
+
+/*
+ * Walk directory @dir, already recorded as visited, following links: each subdirectory is
+ * entered once whatever the path (a link back up the tree is no loop), and a link that leads
+ * nowhere is one warning. Its names are read and the directory closed before going down, so a
+ * deep tree holds no descriptors. Returns 0, or -ENOMEM.
+ */
+static int lint_dir(struct lint_state *s, const char *dir)
+{
+	size_t n = 0, dlen = strlen(dir);
+	char **names, why[PATH_MAX + 64];
+	int err = read_names(dir, &names, &n);
+
+	if (err && err != -ENOMEM) {
+		snprintf(why, sizeof(why), "cannot read the directory: %s", strerror(-err));
+		lint_skip(s, dir, why);
+		err = 0;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		char *path = NULL;
+		struct stat st;
+
+		if (asprintf(&path, "%s%s%s", dir, dlen && dir[dlen - 1] == '/' ? "" : "/",
+			     names[i]) < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		if (stat(path, &st)) {
+			int e = errno;
+			struct stat lst;
+
+			if (!lstat(path, &lst) && S_ISLNK(lst.st_mode))
+				link_trouble(path, e, why, sizeof(why));
+			else
+				snprintf(why, sizeof(why), "%s", strerror(e));
+			lint_skip(s, path, why);
+		} else if (S_ISDIR(st.st_mode)) {
+			if (!lint_visited(s, &st))
+				err = lint_dir(s, path);
+		} else if (S_ISREG(st.st_mode)) {
+			err = lint_file(s, path, &st);
+		} /* devices, FIFOs and sockets hold no objects */
+		free(path);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return err;
 }
 
 static void lint_usage(FILE *f)
@@ -640,7 +818,8 @@ static void lint_usage(FILE *f)
 		"The object-level checks on files and directory trees, with no process: a JIT\n"
 		"kernel cache full of .o files, a wheel's unpacked tree, a site-packages. Finds\n"
 		"sections with conflicting flags, W+X segments, executable stacks, statically\n"
-		"linked C++ runtimes, and one build present as several files.\n"
+		"linked C++ runtimes, and one build present as several files. Symbolic links are\n"
+		"followed; a file reached by several paths is checked once.\n"
 		"\n"
 		"  -j, --json            one JSON document\n"
 		"  -f, --fail-on LEVEL   info, warning or error (default error)\n"
@@ -649,7 +828,7 @@ static void lint_usage(FILE *f)
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
-		"3 a path could not be read.\n");
+		"3 a path could not be read, or no ELF object was found to check.\n");
 }
 
 int cmd_lint(int argc, char **argv)
@@ -677,24 +856,35 @@ int cmd_lint(int argc, char **argv)
 		doc = json_object();
 		s.bad = json_array();
 	}
-	lint_cur = &s;
 	for (int i = optind; i < argc; i++) {
 		struct stat st;
 
 		if (stat(argv[i], &st)) {
-			dls_err("lint: cannot read %s: %s", argv[i], strerror(errno));
+			char why[PATH_MAX + 64];
+			int err = errno;
+			struct stat lst;
+
+			if (!lstat(argv[i], &lst) && S_ISLNK(lst.st_mode))
+				link_trouble(argv[i], err, why, sizeof(why));
+			else
+				snprintf(why, sizeof(why), "%s", strerror(err));
+			dls_err("lint: cannot read %s: %s", argv[i], why);
 			failed = true;
 			continue;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			if (nftw(argv[i], lint_walk, 64, FTW_PHYS) < 0) {
-				dls_err("lint: cannot walk %s: %s", argv[i], strerror(errno));
-				failed = true;
-			}
-		} else if (lint_add(&s, argv[i])) {
-			dls_err("lint: out of memory");
+			if (!lint_visited(&s, &st) && lint_dir(&s, argv[i]))
+				s.oom = true;
+		} else if (!S_ISREG(st.st_mode)) {
+			dls_err("lint: %s is not a regular file or a directory", argv[i]);
 			failed = true;
+		} else if (lint_file(&s, argv[i], &st)) {
+			s.oom = true;
 		}
+	}
+	if (s.oom) {
+		dls_err("lint: out of memory");
+		failed = true;
 	}
 	if (s.progress) {
 		lint_progress(&s, "done", true);
@@ -705,16 +895,31 @@ int cmd_lint(int argc, char **argv)
 			detectors[i].files(s.files, s.n, &fs);
 	if (doc) {
 		json_object_set_new(doc, "files_seen", json_integer((json_int_t)s.seen));
+		json_object_set_new(doc, "reached_again", json_integer((json_int_t)s.again));
 		json_object_set_new(doc, "objects_checked", json_integer((json_int_t)s.n));
 		json_object_set_new(doc, "unreadable", s.bad);
 		json_object_set_new(doc, "findings", findings__to_json(&fs));
-	} else {
-		printf("lint: %zu files, %zu ELF objects checked, %zu unreadable, %zu finding%s\n",
-		       s.seen, s.n, s.unreadable, fs.n, fs.n == 1 ? "" : "s");
+	} else if (s.n || failed) {
+		printf("lint: %zu file%s", s.seen, s.seen == 1 ? "" : "s");
+		if (s.again)
+			printf(" (and %zu more path%s to them)", s.again, s.again == 1 ? "" : "s");
+		printf(", %zu ELF object%s checked, %zu unreadable, %zu finding%s\n", s.n,
+		       s.n == 1 ? "" : "s", s.unreadable, fs.n, fs.n == 1 ? "" : "s");
 		if (fs.n) {
 			putchar('\n');
 			findings__print(&fs, stdout);
 		}
+	}
+	/* A run that checked nothing must not pass for a clean one. */
+	if (!s.n && !failed) {
+		if (s.seen)
+			dls_err("lint: nothing checked: no ELF object among the %zu file%s found%s",
+				s.seen, s.seen == 1 ? "" : "s",
+				s.unreadable ? " (the others were skipped, see above)" : "");
+		else
+			dls_err("lint: nothing checked: no files found%s",
+				s.unreadable ? " (the others were skipped, see above)" : "");
+		failed = true;
 	}
 	ret = finish(&fs, &o, doc, failed);
 	for (size_t i = 0; i < s.n; i++) {
@@ -722,6 +927,7 @@ int cmd_lint(int argc, char **argv)
 		elfobj__free(s.files[i].elf);
 	}
 	free(s.files);
+	free(s.ids);
 	findings__free(&fs);
 	return ret;
 }

@@ -385,3 +385,100 @@ def test_lint_version_node_missing_from_the_provider_beside_it():
                              "provides up to NEWAPI_1.0"], f
     # Beside the build it was made for, nothing is missing.
     dlscope("lint", fixture_path("newapi/new"), f"{wheel}/libconsumer.so", check=0)
+
+
+def elf_targets(paths):
+    """(dev, ino) of the ELF files the paths lead to, links followed; and the dangling links."""
+    ids, dangling = set(), []
+    for p in paths:
+        if not os.path.exists(p):
+            dangling.append(p)
+            continue
+        with open(p, "rb") as f:
+            if f.read(4) == b"\x7fELF":
+                st = os.stat(p)
+                ids.add((st.st_dev, st.st_ino))
+    return ids, dangling
+
+
+def test_lint_follows_links_to_the_real_torch_objects():
+    """Debian's torch/lib holds only links (three of them dangling): the real objects are checked."""
+    d = "/usr/lib/python3/dist-packages/torch/lib"
+    entries = [os.path.join(d, n) for n in sorted(os.listdir(d))]
+    assert entries and all(os.path.islink(p) for p in entries), entries
+    ids, dangling = elf_targets(entries)
+    assert len(ids) >= 5, ids
+    p = dlscope("lint", "--json", d, timeout=120)
+    assert p.returncode in (0, 1), (p.returncode, p.stderr)
+    doc = json.loads(p.stdout)
+    assert doc["objects_checked"] == len(ids) and doc["files_seen"] == len(ids), doc
+    assert sorted(u["path"] for u in doc["unreadable"]) == dangling, doc["unreadable"]
+    for u in doc["unreadable"]:
+        assert u["error"] == f"dangling symbolic link to '{os.readlink(u['path'])}'", u
+    # One link named on the command line is followed too.
+    p = dlscope("lint", "--json", os.path.join(d, "libtorch.so"), timeout=120)
+    assert json.loads(p.stdout)["objects_checked"] == 1, p.stdout
+
+
+def test_lint_links_in_a_tree():
+    """Two links to one file and the file: checked once. Dangling links and loops: one line each."""
+    d = tempfile.mkdtemp(prefix="dlscope-links-")
+    try:
+        os.makedirs(f"{d}/t/sub")
+        shutil.copy(fixture_path("libplain.so"), f"{d}/t/sub/libplain.so")
+        os.symlink("sub/libplain.so", f"{d}/t/a.so")
+        os.symlink("sub/libplain.so", f"{d}/t/b.so")
+        os.symlink("..", f"{d}/t/sub/up")          # back up the tree: no endless walk
+        os.symlink("nowhere.so", f"{d}/t/dangling.so")
+        os.symlink("l2", f"{d}/t/l1")
+        os.symlink("l1", f"{d}/t/l2")
+        open(f"{d}/t/readme.txt", "w").write("not an object\n")
+        p = dlscope("lint", "--json", f"{d}/t", check=0, timeout=60)
+        doc = json.loads(p.stdout)
+        assert doc["objects_checked"] == 1 and doc["files_seen"] == 2, doc
+        assert doc["reached_again"] == 2, doc  # a.so and b.so after sub/libplain.so
+        errors = {u["path"]: u["error"] for u in doc["unreadable"]}
+        assert errors == {
+            f"{d}/t/dangling.so": "dangling symbolic link to 'nowhere.so'",
+            f"{d}/t/l1": "symbolic link to 'l2' is part of a loop of links",
+            f"{d}/t/l2": "symbolic link to 'l1' is part of a loop of links",
+        }, errors
+        lines = p.stderr.splitlines()
+        assert lines == [f"dlscope: warning: lint: {d}/t/dangling.so: dangling symbolic link to "
+                         "'nowhere.so'; skipped",
+                         f"dlscope: warning: lint: {d}/t/l1: symbolic link to 'l2' is part of a "
+                         "loop of links; skipped",
+                         f"dlscope: warning: lint: {d}/t/l2: symbolic link to 'l1' is part of a "
+                         "loop of links; skipped"], lines
+        # A link and its file on the command line: one object, under the first path.
+        p = dlscope("lint", "--json", "--fail-on", "info", f"{d}/t/a.so",
+                    f"{d}/t/sub/libplain.so", check=0)
+        doc = json.loads(p.stdout)
+        assert doc["objects_checked"] == 1 and doc["reached_again"] == 1, doc
+        text = dlscope("lint", f"{d}/t/a.so", f"{d}/t/b.so", check=0).stdout
+        assert text == "lint: 1 file (and 1 more path to them), 1 ELF object checked, " \
+                       "0 unreadable, 0 findings\n", text
+        # A dangling link named on the command line is an error.
+        p = dlscope("lint", f"{d}/t/dangling.so", check=3)
+        assert p.stderr == f"dlscope: lint: cannot read {d}/t/dangling.so: dangling symbolic " \
+                           "link to 'nowhere.so'\n", p.stderr
+    finally:
+        shutil.rmtree(d)
+
+
+def test_lint_that_checked_nothing_fails():
+    """No ELF object found (empty directory, only other files): one line, exit 3."""
+    d = tempfile.mkdtemp(prefix="dlscope-empty-")
+    try:
+        p = dlscope("lint", d, check=3)
+        assert p.stdout == "" and p.stderr == "dlscope: lint: nothing checked: no files found\n"
+        open(f"{d}/notes.txt", "w").write("text\n")
+        open(f"{d}/script.py", "w").write("print(1)\n")
+        p = dlscope("lint", d, check=3)
+        assert p.stdout == "" and p.stderr == \
+            "dlscope: lint: nothing checked: no ELF object among the 2 files found\n", p.stderr
+        p = dlscope("lint", "--json", f"{d}/notes.txt", check=3)
+        assert json.loads(p.stdout)["objects_checked"] == 0
+        assert p.stderr.count("\n") == 1 and "nothing checked" in p.stderr, p.stderr
+    finally:
+        shutil.rmtree(d)
