@@ -18,6 +18,7 @@
 
 #include "debuginfo_cache.h"
 #include "demangle.h"
+#include "permission.h"
 #include "procmaps.h"
 #include "target.h"
 #include "unwind.h"
@@ -148,10 +149,12 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 
 		if (ptrace(PTRACE_SEIZE, c->tid, NULL, NULL)) {
 			if (errno == EPERM && i == 0) {
-				snprintf(why, whylen,
-					 "not allowed to ptrace process %d: run as root or as its "
-					 "owner (and check kernel.yama.ptrace_scope)",
-					 cs->pid);
+				char comm[64] = "?", reason[512];
+
+				proc__read_stat(cs->pid, 0, comm, sizeof(comm), NULL, NULL);
+				permission__explain(cs->pid, ACCESS_SEIZE, reason, sizeof(reason));
+				snprintf(why, whylen, "permission denied stopping process %d (%s): %s",
+					 cs->pid, comm, reason);
 				err = -EPERM;
 				break;
 			}
