@@ -296,6 +296,21 @@ def test_check_command_crash_in_a_second_thread():
     assert functions(crash)[:3] == ["crash_lib_store", "crash_lib_run", "crash_thread"]
 
 
+def test_check_command_fault_address_named():
+    """A write to a library's read-only data: the address is named as object + data symbol."""
+    lib = fixture_path("libcrash.so")
+    doc, cmd, crash = crash_json(fixture_path("crash_cmd"), "rodata")
+    assert crash["code_name"] == "SEGV_ACCERR", crash
+    fa = crash["fault_address"]
+    assert fa["mapped"] and fa["perms"] == "r--p" and fa["object"] == lib, fa
+    assert fa["symbol"] == "crash_lib_table" and fa["offset"] == 8, fa
+    assert crash["pc"]["symbol"] == "crash_lib_store"
+    assert functions(crash)[:2] == ["crash_lib_store", "crash_lib_write_table"]
+    text = dlscope("check", "--", fixture_path("crash_cmd"), "rodata", check=4).stdout
+    assert f": crash_lib_table+0x8 in {lib} (r--p) (SEGV_ACCERR: no permission for this " \
+           "access to the mapping)" in text, text
+
+
 def test_check_command_exit_status():
     """A command that exits 3: exit 4, with its status; exit 0 stays 0."""
     p = dlscope("check", "--", fixture_path("crash_cmd"), "exit", "3", check=4)
