@@ -2,7 +2,7 @@
 /* dlscope check (live processes, or a command run to its exit) and dlscope lint (files). */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "crash.h"
 #include "detector.h"
 #include "elfobj.h"
 #include "libgraph.h"
@@ -131,15 +132,87 @@ static int check_process(const struct target *t, const struct check_opts *o, str
 	return 0;
 }
 
+/* How the command ended. */
+struct cmd_outcome {
+	bool ended;
+	int exit_status;     /* when it exited */
+	int signo;	     /* when a signal killed it, else 0 */
+	bool core_dumped;
+	struct crash *crash; /* the fatal signal's details, when it had a delivery stop */
+};
+
+/* The threads of the command, which we trace from their first instruction. */
+struct tracees {
+	struct tracee {
+		pid_t tid;
+		bool started; /* its first stop (the SIGSTOP of a new thread) was seen */
+		bool caught;  /* it had a fault that a handler of the program caught */
+		siginfo_t fault;
+	} *t;
+	size_t n;
+};
+
+static struct tracee *tracee_get(struct tracees *ts, pid_t tid)
+{
+	struct tracee *nt;
+
+	for (size_t i = 0; i < ts->n; i++)
+		if (ts->t[i].tid == tid)
+			return &ts->t[i];
+	nt = realloc(ts->t, (ts->n + 1) * sizeof(*nt));
+	if (!nt)
+		return NULL;
+	ts->t = nt;
+	ts->t[ts->n] = (struct tracee){ .tid = tid };
+	return &ts->t[ts->n++];
+}
+
+static void tracee_drop(struct tracees *ts, pid_t tid)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		if (ts->t[i].tid == tid) {
+			ts->t[i] = ts->t[--ts->n];
+			return;
+		}
+}
+
+/* Check the command, its main thread at PTRACE_EVENT_EXIT and its other threads gone. */
+static void check_at_exit(pid_t pid, const struct check_opts *o, struct findings *fs,
+			  json_t *procs, bool *checked, int *err)
+{
+	struct target *t;
+	char why[512];
+
+	*checked = true;
+	*err = target__open(pid, &t, why, sizeof(why));
+	if (*err)
+		dls_err("%s", why);
+	else {
+		*err = check_process(t, o, fs, procs);
+		target__free(t);
+	}
+}
+
+static bool is_thread_of(pid_t pid, pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
+	return !access(path, F_OK);
+}
+
 /*
- * Run @argv under ptrace, stop it at its exit (PTRACE_EVENT_EXIT: its memory is still there),
- * check it, then let it exit. A child of ours may be traced without root.
+ * Run @argv under ptrace, every thread traced (a crash in any of them is seen at its
+ * signal-delivery stop), check it at its main thread's exit (PTRACE_EVENT_EXIT: its memory is
+ * still there) once its other threads are gone, and let it exit. Signals are passed on as they come: a fatal one still kills it,
+ * after its details are taken. A child of ours may be traced without root.
  */
 static int check_command(char **argv, const struct check_opts *o, struct findings *fs,
-			 json_t *procs, int *cmd_status)
+			 json_t *procs, struct cmd_outcome *res)
 {
+	struct tracees ts = { 0 };
 	int status, err = 0, pipefd[2];
-	bool checked = false;
+	bool checked = false, leader_held = false;
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -173,47 +246,135 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		return -ECHILD;
 	}
 	close(pipefd[0]);
+	/* Later execs report PTRACE_EVENT_EXEC: every SIGTRAP after this one is the program's. */
 	ptrace(PTRACE_SETOPTIONS, pid, NULL,
-	       (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL));
+	       (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE |
+			      PTRACE_O_TRACEEXEC));
+	if (!tracee_get(&ts, pid)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -ENOMEM;
+	}
+	ts.t[0].started = true;
 	ptrace(PTRACE_CONT, pid, NULL, NULL);
 	for (;;) {
-		int sig = 0;
+		struct tracee *tr;
+		unsigned long msg;
+		siginfo_t si;
+		int sig = 0, event;
+		pid_t w = waitpid(-1, &status, __WALL);
 
-		if (waitpid(pid, &status, __WALL) < 0) {
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
 			err = -errno;
 			break;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			*cmd_status = WIFEXITED(status) ? WEXITSTATUS(status) :
-							  128 + WTERMSIG(status);
+			if (w != pid) {
+				tracee_drop(&ts, w);
+				if (leader_held && ts.n == 1) {
+					check_at_exit(pid, o, fs, procs, &checked, &err);
+					leader_held = false;
+					ptrace(PTRACE_CONT, pid, NULL, NULL);
+				}
+				continue;
+			}
+			res->ended = true;
+			if (WIFEXITED(status)) {
+				res->exit_status = WEXITSTATUS(status);
+			} else {
+				res->signo = WTERMSIG(status);
+				res->core_dumped = WCOREDUMP(status);
+			}
 			break;
 		}
 		if (!WIFSTOPPED(status))
 			continue;
-		if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXIT << 8))) {
-			struct target *t;
-			char why[512];
-
-			if (!checked) {
-				checked = true;
-				err = target__open(pid, &t, why, sizeof(why));
-				if (err)
-					dls_err("%s", why);
-				else {
-					err = check_process(t, o, fs, procs);
-					target__free(t);
+		event = status >> 16;
+		tr = tracee_get(&ts, w);
+		if (event == PTRACE_EVENT_CLONE) {
+			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && is_thread_of(pid, (pid_t)msg))
+				tracee_get(&ts, (pid_t)msg);
+		} else if (event == PTRACE_EVENT_EXIT) {
+			/* The main thread is held there until the other threads are gone. */
+			if (w == pid && !checked) {
+				if (ts.n > 1) {
+					leader_held = true;
+					continue;
 				}
+				check_at_exit(pid, o, fs, procs, &checked, &err);
 			}
-		} else if (WSTOPSIG(status) != SIGTRAP) {
-			sig = WSTOPSIG(status); /* pass the program's own signals on */
+		} else if (event == PTRACE_EVENT_EXEC) {
+			/* A thread that execs takes the main thread's ID; its own ID just ends. */
+			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && (pid_t)msg != pid)
+				tracee_drop(&ts, (pid_t)msg);
+		} else if (event) {
+			/* Nothing to pass on. */
+		} else if (tr && !tr->started && WSTOPSIG(status) == SIGSTOP) {
+			/* A new thread's first stop, not a signal of the program. */
+			tr->started = true;
+			if (!is_thread_of(pid, w)) {
+				/* A clone that is a process of its own: not ours to trace. */
+				ptrace(PTRACE_DETACH, w, NULL, NULL);
+				tracee_drop(&ts, w);
+				continue;
+			}
+		} else if (!ptrace(PTRACE_GETSIGINFO, w, NULL, &si)) {
+			/* A signal-delivery stop (a group-stop has no siginfo): pass it on. */
+			sig = WSTOPSIG(status);
+			if (res->crash) {
+				/* The first fatal signal is the one that ends it. */
+			} else if (crash__signal_kills(pid, w, &si)) {
+				if (crash__capture(pid, w, &si, tr && tr->caught ? &tr->fault : NULL,
+						   &res->crash))
+					dls_warn("check: out of memory describing the crash");
+			} else if (tr && crash__is_fault(&si)) {
+				tr->fault = si;
+				tr->caught = true;
+			}
 		}
-		ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig);
+		ptrace(PTRACE_CONT, w, NULL, (void *)(long)sig);
+	}
+	free(ts.t);
+	/* Details taken at a stop whose signal did not end it after all (a handler appeared). */
+	if (res->crash && res->crash->signo != res->signo) {
+		crash__free(res->crash);
+		res->crash = NULL;
 	}
 	if (!checked && !err) {
 		dls_err("check: '%s' exited before dlscope could stop it", argv[0]);
 		err = -ESRCH;
 	}
 	return err;
+}
+
+/* "CMD exited with status 3", or "CMD was killed by SIGSEGV (...)" and the crash's details. */
+static void print_outcome(const char *cmd, const struct cmd_outcome *res)
+{
+	char sig[32];
+
+	if (!res->signo) {
+		printf("\n%s exited with status %d\n", cmd, res->exit_status);
+		return;
+	}
+	printf("\n%s was killed by %s (%s)%s\n", cmd, signal__name(res->signo, sig, sizeof(sig)),
+	       sigdescr_np(res->signo) ? sigdescr_np(res->signo) : "unknown signal",
+	       res->core_dumped ? ", core dumped" : "");
+	if (res->crash)
+		crash__print(res->crash, stdout);
+}
+
+static json_t *outcome_to_json(const struct cmd_outcome *res)
+{
+	char sig[32];
+
+	return json_pack("{s:o, s:o, s:b, s:o}", "exit_status",
+			 res->signo ? json_null() : json_integer(res->exit_status), "signal",
+			 res->signo ? json_string(signal__name(res->signo, sig, sizeof(sig))) :
+				      json_null(),
+			 "core_dumped", res->core_dumped, "crash",
+			 res->crash ? crash__to_json(res->crash) : json_null());
 }
 
 static int parse_common(int argc, char **argv, struct check_opts *o, const char *cmd,
@@ -301,8 +462,10 @@ static void check_usage(FILE *f)
 		"\n"
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
-		"with, and let it exit. Each finding has an id, a severity, the evidence, why it\n"
-		"breaks and what to do.\n"
+		"with, and let it exit. A command killed by a signal is reported with the signal,\n"
+		"the faulting address, the function and object of the pc, and the crashing\n"
+		"thread's stack; the signal is still delivered. Each finding has an id, a\n"
+		"severity, the evidence, why it breaks and what to do.\n"
 		"\n"
 		"  -j, --json            one JSON document (docs/check-schema.md)\n"
 		"  -f, --fail-on LEVEL   exit 1 when a finding at or above LEVEL (info, warning,\n"
@@ -312,7 +475,8 @@ static void check_usage(FILE *f)
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
-		"3 a process could not be inspected.\n");
+		"3 a process could not be inspected, 4 COMMAND exited non-zero or was killed by\n"
+		"a signal (4 wins over 1 and 3: the findings are still printed).\n");
 }
 
 int cmd_check(int argc, char **argv)
@@ -320,8 +484,9 @@ int cmd_check(int argc, char **argv)
 	struct check_opts o = { 0 };
 	struct findings fs = { 0 };
 	json_t *doc = NULL, *procs = NULL;
-	bool list = false, failed = false;
-	int ret, cmd_status = -1;
+	struct cmd_outcome res = { 0 };
+	bool list = false, failed = false, cmd_failed = false;
+	int ret;
 
 	ret = parse_common(argc, argv, &o, "check", check_usage, &list);
 	if (ret >= 0)
@@ -351,11 +516,17 @@ int cmd_check(int argc, char **argv)
 		json_object_set_new(doc, "processes", procs);
 	}
 	if (!strcmp(argv[optind - 1], "--")) {
-		failed = check_command(argv + optind, &o, &fs, procs, &cmd_status) != 0;
-		if (!o.json && cmd_status >= 0)
-			printf("\n%s exited with status %d\n", argv[optind], cmd_status);
-		if (doc && cmd_status >= 0)
-			json_object_set_new(doc, "command_status", json_integer(cmd_status));
+		failed = check_command(argv + optind, &o, &fs, procs, &res) != 0;
+		cmd_failed = res.ended && (res.signo || res.exit_status);
+		if (!o.json && res.ended)
+			print_outcome(argv[optind], &res);
+		if (doc && res.ended) {
+			json_object_set_new(doc, "command_status",
+					    json_integer(res.signo ? 128 + res.signo :
+								     res.exit_status));
+			json_object_set_new(doc, "command", outcome_to_json(&res));
+		}
+		crash__free(res.crash);
 	} else {
 		for (int i = optind; i < argc; i++) {
 			struct target *t;
@@ -376,21 +547,82 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	ret = finish(&fs, &o, doc, failed);
+	/* The command's own failure comes first: findings and inspection errors are still shown. */
+	if (cmd_failed && ret != DLS_EXIT_USAGE)
+		ret = DLS_EXIT_COMMAND;
 	findings__free(&fs);
 	return ret;
 }
 
-/* lint: gather files, analyse each ELF object, run the file-level detectors on them all. */
+/*
+ * lint: gather files, analyse each ELF object, run the file-level detectors on them all.
+ * Symbolic links are followed, on the command line and in trees (a wheel's or a Debian
+ * package's lib/ is often all links); each file and directory is visited once, by device and
+ * inode, so two links to one object are one object and a link back up a tree is no loop.
+ */
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct lint_state {
 	struct lint_file *files;
 	size_t n, cap;
-	size_t seen, unreadable;
-	bool progress;
+	size_t seen, unreadable, again;
+	struct file_id *ids; /* an open-addressing set; ino 0 marks a free slot */
+	size_t n_ids, cap_ids;
+	bool progress, oom;
 	struct timespec last;
 	json_t *bad;
 };
 
-static struct lint_state *lint_cur;
+static size_t file_id_hash(dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)dev * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)ino * 0xc2b2ae3d27d4eb4fULL);
+
+	return (size_t)(h ^ (h >> 31));
+}
+
+static void file_id_put(struct file_id *ids, size_t cap, dev_t dev, ino_t ino)
+{
+	size_t i = file_id_hash(dev, ino) & (cap - 1);
+
+	while (ids[i].ino)
+		i = (i + 1) & (cap - 1);
+	ids[i] = (struct file_id){ dev, ino };
+}
+
+/* True when the file @st describes was visited before; records it otherwise. */
+static bool lint_visited(struct lint_state *s, const struct stat *st)
+{
+	dev_t dev = st->st_dev;
+	ino_t ino = st->st_ino ? st->st_ino : (ino_t)-1;
+
+	if (s->cap_ids) {
+		for (size_t i = file_id_hash(dev, ino) & (s->cap_ids - 1); s->ids[i].ino;
+		     i = (i + 1) & (s->cap_ids - 1))
+			if (s->ids[i].dev == dev && s->ids[i].ino == ino)
+				return true;
+	}
+	if (2 * (s->n_ids + 1) > s->cap_ids) {
+		size_t ncap = s->cap_ids ? s->cap_ids * 2 : 1024;
+		struct file_id *nids = calloc(ncap, sizeof(*nids));
+
+		if (!nids) {
+			s->oom = true;
+			return false; /* visit it again rather than not at all */
+		}
+		for (size_t i = 0; i < s->cap_ids; i++)
+			if (s->ids[i].ino)
+				file_id_put(nids, ncap, s->ids[i].dev, s->ids[i].ino);
+		free(s->ids);
+		s->ids = nids;
+		s->cap_ids = ncap;
+	}
+	file_id_put(s->ids, s->cap_ids, dev, ino);
+	s->n_ids++;
+	return false;
+}
 
 static void lint_progress(struct lint_state *s, const char *path, bool force)
 {
@@ -406,6 +638,36 @@ static void lint_progress(struct lint_state *s, const char *path, bool force)
 	fprintf(stderr, "\rlint: %zu files, %zu ELF objects: %.60s\033[K", s->seen, s->n, path);
 }
 
+/* A path inside a tree that is skipped: one warning line, and an "unreadable" entry. */
+static void lint_skip(struct lint_state *s, const char *path, const char *why)
+{
+	if (s->progress)
+		fputc('\n', stderr);
+	dls_warn("lint: %s: %s; skipped", path, why);
+	s->unreadable++;
+	if (s->bad)
+		json_array_append_new(s->bad, json_pack("{s:s, s:s}", "path", path, "error", why));
+}
+
+/* Why @path, which stat could not follow, is unusable: a dangling link or a loop of links. */
+static void link_trouble(const char *path, int err, char *buf, size_t len)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+
+	if (n < 0) {
+		snprintf(buf, len, "%s", strerror(err));
+		return;
+	}
+	target[n] = '\0';
+	if (err == ELOOP)
+		snprintf(buf, len, "symbolic link to '%s' is part of a loop of links", target);
+	else if (err == ENOENT || err == ENOTDIR)
+		snprintf(buf, len, "dangling symbolic link to '%s'", target);
+	else
+		snprintf(buf, len, "symbolic link to '%s': %s", target, strerror(err));
+}
+
 static int lint_add(struct lint_state *s, const char *path)
 {
 	struct elf_object *elf;
@@ -414,9 +676,12 @@ static int lint_add(struct lint_state *s, const char *path)
 
 	s->seen++;
 	lint_progress(s, path, false);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
+	/* O_NONBLOCK: a FIFO that stat saw as a file must not hang the walk. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		lint_skip(s, path, strerror(errno));
 		return 0;
+	}
 	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
 		close(fd);
 		return 0;
@@ -424,15 +689,7 @@ static int lint_add(struct lint_state *s, const char *path)
 	close(fd);
 	elf = elfobj__open(path);
 	if (!elf) {
-		const char *why = elfobj__strerror(errno);
-
-		if (s->progress)
-			fputc('\n', stderr);
-		dls_warn("lint: %s: %s; skipped", path, why);
-		s->unreadable++;
-		if (s->bad)
-			json_array_append_new(s->bad,
-					      json_pack("{s:s, s:s}", "path", path, "error", why));
+		lint_skip(s, path, elfobj__strerror(errno));
 		return 0;
 	}
 	if (s->n == s->cap) {
@@ -451,11 +708,106 @@ static int lint_add(struct lint_state *s, const char *path)
 	return 0;
 }
 
-static int lint_walk(const char *path, const struct stat *st, int type, struct FTW *ftw)
+/* A regular file reached by any path: checked the first time only. */
+static int lint_file(struct lint_state *s, const char *path, const struct stat *st)
 {
-	if (type == FTW_F && S_ISREG(st->st_mode))
-		return lint_add(lint_cur, path) ? FTW_STOP : FTW_CONTINUE;
-	return FTW_CONTINUE;
+	if (lint_visited(s, st)) {
+		s->again++;
+		return 0;
+	}
+	return lint_add(s, path);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in directory @dir, sorted (a stable order: the first path to a file names it). */
+static int read_names(const char *dir, char ***out, size_t *n)
+{
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (*n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			char **nn = realloc(*out, ncap * sizeof(*nn));
+
+			if (!nn) {
+				err = -ENOMEM;
+				break;
+			}
+			*out = nn;
+			cap = ncap;
+		}
+		if (!((*out)[*n] = strdup(de->d_name))) {
+			err = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	closedir(d);
+	if (*n)
+		qsort(*out, *n, sizeof(**out), cmp_names);
+	return err;
+}
+
+/*
+ * Walk directory @dir, already recorded as visited, following links: each subdirectory is
+ * entered once whatever the path (a link back up the tree is no loop), and a link that leads
+ * nowhere is one warning. Its names are read and the directory closed before going down, so a
+ * deep tree holds no descriptors. Returns 0, or -ENOMEM.
+ */
+static int lint_dir(struct lint_state *s, const char *dir)
+{
+	size_t n = 0, dlen = strlen(dir);
+	char **names, why[PATH_MAX + 64];
+	int err = read_names(dir, &names, &n);
+
+	if (err && err != -ENOMEM) {
+		snprintf(why, sizeof(why), "cannot read the directory: %s", strerror(-err));
+		lint_skip(s, dir, why);
+		err = 0;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		char *path = NULL;
+		struct stat st;
+
+		if (asprintf(&path, "%s%s%s", dir, dlen && dir[dlen - 1] == '/' ? "" : "/",
+			     names[i]) < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		if (stat(path, &st)) {
+			int e = errno;
+			struct stat lst;
+
+			if (!lstat(path, &lst) && S_ISLNK(lst.st_mode))
+				link_trouble(path, e, why, sizeof(why));
+			else
+				snprintf(why, sizeof(why), "%s", strerror(e));
+			lint_skip(s, path, why);
+		} else if (S_ISDIR(st.st_mode)) {
+			if (!lint_visited(s, &st))
+				err = lint_dir(s, path);
+		} else if (S_ISREG(st.st_mode)) {
+			err = lint_file(s, path, &st);
+		} /* devices, FIFOs and sockets hold no objects */
+		free(path);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return err;
 }
 
 static void lint_usage(FILE *f)
@@ -466,7 +818,8 @@ static void lint_usage(FILE *f)
 		"The object-level checks on files and directory trees, with no process: a JIT\n"
 		"kernel cache full of .o files, a wheel's unpacked tree, a site-packages. Finds\n"
 		"sections with conflicting flags, W+X segments, executable stacks, statically\n"
-		"linked C++ runtimes, and one build present as several files.\n"
+		"linked C++ runtimes, and one build present as several files. Symbolic links are\n"
+		"followed; a file reached by several paths is checked once.\n"
 		"\n"
 		"  -j, --json            one JSON document\n"
 		"  -f, --fail-on LEVEL   info, warning or error (default error)\n"
@@ -475,7 +828,7 @@ static void lint_usage(FILE *f)
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
-		"3 a path could not be read.\n");
+		"3 a path could not be read, or no ELF object was found to check.\n");
 }
 
 int cmd_lint(int argc, char **argv)
@@ -503,24 +856,35 @@ int cmd_lint(int argc, char **argv)
 		doc = json_object();
 		s.bad = json_array();
 	}
-	lint_cur = &s;
 	for (int i = optind; i < argc; i++) {
 		struct stat st;
 
 		if (stat(argv[i], &st)) {
-			dls_err("lint: cannot read %s: %s", argv[i], strerror(errno));
+			char why[PATH_MAX + 64];
+			int err = errno;
+			struct stat lst;
+
+			if (!lstat(argv[i], &lst) && S_ISLNK(lst.st_mode))
+				link_trouble(argv[i], err, why, sizeof(why));
+			else
+				snprintf(why, sizeof(why), "%s", strerror(err));
+			dls_err("lint: cannot read %s: %s", argv[i], why);
 			failed = true;
 			continue;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			if (nftw(argv[i], lint_walk, 64, FTW_PHYS) < 0) {
-				dls_err("lint: cannot walk %s: %s", argv[i], strerror(errno));
-				failed = true;
-			}
-		} else if (lint_add(&s, argv[i])) {
-			dls_err("lint: out of memory");
+			if (!lint_visited(&s, &st) && lint_dir(&s, argv[i]))
+				s.oom = true;
+		} else if (!S_ISREG(st.st_mode)) {
+			dls_err("lint: %s is not a regular file or a directory", argv[i]);
 			failed = true;
+		} else if (lint_file(&s, argv[i], &st)) {
+			s.oom = true;
 		}
+	}
+	if (s.oom) {
+		dls_err("lint: out of memory");
+		failed = true;
 	}
 	if (s.progress) {
 		lint_progress(&s, "done", true);
@@ -531,16 +895,31 @@ int cmd_lint(int argc, char **argv)
 			detectors[i].files(s.files, s.n, &fs);
 	if (doc) {
 		json_object_set_new(doc, "files_seen", json_integer((json_int_t)s.seen));
+		json_object_set_new(doc, "reached_again", json_integer((json_int_t)s.again));
 		json_object_set_new(doc, "objects_checked", json_integer((json_int_t)s.n));
 		json_object_set_new(doc, "unreadable", s.bad);
 		json_object_set_new(doc, "findings", findings__to_json(&fs));
-	} else {
-		printf("lint: %zu files, %zu ELF objects checked, %zu unreadable, %zu finding%s\n",
-		       s.seen, s.n, s.unreadable, fs.n, fs.n == 1 ? "" : "s");
+	} else if (s.n || failed) {
+		printf("lint: %zu file%s", s.seen, s.seen == 1 ? "" : "s");
+		if (s.again)
+			printf(" (and %zu more path%s to them)", s.again, s.again == 1 ? "" : "s");
+		printf(", %zu ELF object%s checked, %zu unreadable, %zu finding%s\n", s.n,
+		       s.n == 1 ? "" : "s", s.unreadable, fs.n, fs.n == 1 ? "" : "s");
 		if (fs.n) {
 			putchar('\n');
 			findings__print(&fs, stdout);
 		}
+	}
+	/* A run that checked nothing must not pass for a clean one. */
+	if (!s.n && !failed) {
+		if (s.seen)
+			dls_err("lint: nothing checked: no ELF object among the %zu file%s found%s",
+				s.seen, s.seen == 1 ? "" : "s",
+				s.unreadable ? " (the others were skipped, see above)" : "");
+		else
+			dls_err("lint: nothing checked: no files found%s",
+				s.unreadable ? " (the others were skipped, see above)" : "");
+		failed = true;
 	}
 	ret = finish(&fs, &o, doc, failed);
 	for (size_t i = 0; i < s.n; i++) {
@@ -548,6 +927,7 @@ int cmd_lint(int argc, char **argv)
 		elfobj__free(s.files[i].elf);
 	}
 	free(s.files);
+	free(s.ids);
 	findings__free(&fs);
 	return ret;
 }

@@ -114,26 +114,6 @@ static const struct thread_info *info_of(const struct threadscan *ts, pid_t tid)
 	return NULL;
 }
 
-/* As gdb: the address on the first frame of a pc (the innermost of an inline chain) only. */
-static void print_frame(const struct stack_frame *f, const struct stack_frame *prev, size_t n,
-			FILE *out)
-{
-	bool same_pc = prev && prev->pc == f->pc;
-
-	if (same_pc)
-		fprintf(out, "#%-3zu %18s    %s", n, "", f->function ? f->function : "??");
-	else
-		fprintf(out, "#%-3zu 0x%016" PRIx64 " in %s", n, f->pc,
-			f->function ? f->function : "??");
-	if (f->function && f->offset && !f->inlined)
-		fprintf(out, "+0x%" PRIx64, f->offset);
-	if (f->module)
-		fprintf(out, " from %s", f->module);
-	if (f->file)
-		fprintf(out, " at %s:%d", f->file, f->line);
-	fputc('\n', out);
-}
-
 static void print_text(const struct target *t, const struct stacks *s,
 		       const struct threadscan *ts, const struct lockwait_report *r, bool stats,
 		       FILE *out)
@@ -155,7 +135,7 @@ static void print_text(const struct target *t, const struct stacks *s,
 			fprintf(out, "    %s%s%s\n", sc, w && w->kind != WAIT_RUNNING ? ": " : "",
 				w && w->kind != WAIT_RUNNING ? w->what : "");
 		for (size_t k = 0; k < st->n_frames; k++)
-			print_frame(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, out);
+			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "", out);
 		if (st->error)
 			fprintf(out, "    (%s)\n", st->error);
 	}
@@ -174,16 +154,6 @@ static void print_text(const struct target *t, const struct stacks *s,
 	if (stats)
 		fprintf(out, "\nstopped for %.3f ms (%zu threads, %" PRIu64 " KiB of stack copied)\n",
 			(double)s->stopped_ns / 1e6, s->n, s->stack_bytes / 1024);
-}
-
-static json_t *frame_json(const struct stack_frame *f)
-{
-	return json_pack("{s:I, s:b, s:o, s:I, s:o, s:o, s:i}", "pc", (json_int_t)f->pc,
-			 "inlined", f->inlined, "function",
-			 f->function ? json_string(f->function) : json_null(), "offset",
-			 (json_int_t)f->offset, "module",
-			 f->module ? json_string(f->module) : json_null(), "file",
-			 f->file ? json_string(f->file) : json_null(), "line", f->line);
 }
 
 static json_t *to_json(const struct target *t, const struct stacks *s,
@@ -205,7 +175,7 @@ static json_t *to_json(const struct target *t, const struct stacks *s,
 		if (ti)
 			format_syscall(ti, sc, sizeof(sc));
 		for (size_t k = 0; k < st->n_frames; k++)
-			json_array_append_new(frames, frame_json(&st->frames[k]));
+			json_array_append_new(frames, stack_frame__to_json(&st->frames[k]));
 		json_array_append_new(
 			threads,
 			json_pack("{s:i, s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:b, s:o}", "tid",

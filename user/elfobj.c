@@ -556,6 +556,29 @@ static int vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t 
 	return -ERANGE;
 }
 
+int elfobj__offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr)
+{
+	size_t nph;
+
+	if (elf_getphdrnum(o->elf, &nph))
+		return -ERANGE;
+	/* The file bytes of a segment first, then its zero-filled tail (.bss past the file). */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			uint64_t size;
+
+			if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			size = pass ? ph.p_memsz : ph.p_filesz;
+			if (offset >= ph.p_offset && offset < ph.p_offset + size) {
+				*vaddr = offset - ph.p_offset + ph.p_vaddr;
+				return 0;
+			}
+		}
+	return -ERANGE;
+}
+
 /* A defined function named @name, from .dynsym first, then .symtab. */
 static bool find_function(const struct elf_object *o, const char *name, GElf_Sym *sym)
 {

@@ -106,6 +106,12 @@ int elfobj__func_code(const struct elf_object *o, const char *name, void *buf, s
  */
 int elfobj__func_constant(const struct elf_object *o, const char *name, int64_t *imm,
 			  uint64_t *vaddr);
+/*
+ * The virtual address (the object's own numbering) of file offset @offset, through the PT_LOAD
+ * that maps it; an offset past a segment's file bytes but inside its memory size is its .bss.
+ * Returns 0 or -ERANGE.
+ */
+int elfobj__offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr);
 
 /* The bytes of the first section called @name, or NULL. */
 const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size);

@@ -11,6 +11,7 @@
 #include "elfobj.h"
 #include "libgraph.h"
 #include "linkmap.h"
+#include "permission.h"
 #include "procmaps.h"
 #include "target.h"
 
@@ -572,8 +573,11 @@ int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
 		goto err_free;
 	}
 	if (err == -EPERM) {
-		snprintf(why, whylen, "permission denied reading the memory of process %d (%s)",
-			 t->pid, t->comm);
+		char reason[512];
+
+		permission__explain(t->pid, ACCESS_ATTACH, reason, sizeof(reason));
+		snprintf(why, whylen, "permission denied reading the memory of process %d (%s): %s",
+			 t->pid, t->comm, reason);
 		goto err_free;
 	}
 	{

@@ -22,7 +22,8 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'dlscope COMMAND --help' describes each one.\n"
-		   "\nExit status: 0 fine, 1 findings, 2 usage error, 3 could not inspect.\n");
+		   "\nExit status: 0 fine, 1 findings, 2 usage error, 3 could not inspect,\n"
+		   "4 the command of 'check -- CMD' failed.\n");
 }
 
 int main(int argc, char **argv)

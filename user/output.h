@@ -11,6 +11,7 @@ enum dls_exit {
 	DLS_EXIT_FINDINGS = 1,
 	DLS_EXIT_USAGE = 2,
 	DLS_EXIT_INSPECT = 3,
+	DLS_EXIT_COMMAND = 4, /* check -- CMD: CMD exited non-zero or was killed by a signal */
 };
 
 /* When set, errors are also collected for the JSON document instead of only going to stderr. */

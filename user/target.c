@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "permission.h"
 #include "target.h"
 
 #define PF_KTHREAD 0x00200000
@@ -96,31 +97,15 @@ static int why(char *buf, size_t len, int err, const char *fmt, ...)
 	return -err;
 }
 
-static bool ptrace_scope_restricts(void)
+/* Refused by the kernel: say why, from what /proc shows (permission.c), not a guess. */
+static int permission_reason(pid_t pid, const char *comm, enum ptrace_access mode, char *buf,
+			     size_t len)
 {
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	int v = 0;
+	char reason[512];
 
-	if (!f)
-		return false;
-	if (fscanf(f, "%d", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v > 0 && geteuid() != 0;
-}
-
-static int permission_reason(pid_t pid, const char *comm, char *buf, size_t len)
-{
-	if (ptrace_scope_restricts())
-		return why(buf, len, EPERM,
-			   "permission denied reading process %d (%s): "
-			   "kernel.yama.ptrace_scope restricts ptrace to root or a parent; "
-			   "run as root",
-			   pid, comm);
-	return why(buf, len, EPERM,
-		   "permission denied reading process %d (%s): "
-		   "it belongs to another user; run as root or as its owner",
-		   pid, comm);
+	permission__explain(pid, mode, reason, sizeof(reason));
+	return why(buf, len, EPERM, "permission denied reading process %d (%s): %s", pid, comm,
+		   reason);
 }
 
 int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
@@ -165,7 +150,7 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 	n = readlink(path, buf, sizeof(buf) - 1);
 	if (n < 0) {
 		if (errno == EACCES || errno == EPERM)
-			err = permission_reason(pid, t->comm, reason, reasonlen);
+			err = permission_reason(pid, t->comm, ACCESS_READ, reason, reasonlen);
 		else if (errno == ENOENT)
 			err = why(reason, reasonlen, ESRCH, "process %d (%s) exited while being read",
 				  pid, t->comm);
@@ -183,7 +168,7 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 	t->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (t->mem_fd < 0) {
 		if (errno == EACCES || errno == EPERM)
-			err = permission_reason(pid, t->comm, reason, reasonlen);
+			err = permission_reason(pid, t->comm, ACCESS_ATTACH, reason, reasonlen);
 		else
 			err = why(reason, reasonlen, ESRCH, "process %d (%s) exited while being read",
 				  pid, t->comm);

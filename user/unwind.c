@@ -4,6 +4,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "debuginfo_cache.h"
 #include "demangle.h"
+#include "permission.h"
 #include "procmaps.h"
 #include "target.h"
 #include "unwind.h"
@@ -147,10 +149,12 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 
 		if (ptrace(PTRACE_SEIZE, c->tid, NULL, NULL)) {
 			if (errno == EPERM && i == 0) {
-				snprintf(why, whylen,
-					 "not allowed to ptrace process %d: run as root or as its "
-					 "owner (and check kernel.yama.ptrace_scope)",
-					 cs->pid);
+				char comm[64] = "?", reason[512];
+
+				proc__read_stat(cs->pid, 0, comm, sizeof(comm), NULL, NULL);
+				permission__explain(cs->pid, ACCESS_SEIZE, reason, sizeof(reason));
+				snprintf(why, whylen, "permission denied stopping process %d (%s): %s",
+					 cs->pid, comm, reason);
 				err = -EPERM;
 				break;
 			}
@@ -544,8 +548,8 @@ static void pc_memo__free(struct pc_memo *memo)
 	free(memo->e);
 }
 
-int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
-		    size_t whylen)
+/* Everything that can be read without stopping the process: its modules and its mappings. */
+static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *why, size_t whylen)
 {
 	static char *debuginfo_path;
 	static const Dwfl_Callbacks proc_callbacks = {
@@ -553,56 +557,48 @@ int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, cha
 		.find_debuginfo = debuginfo_cache__find,
 		.debuginfo_path = &debuginfo_path,
 	};
-	struct capture_set cs = { .pid = pid };
-	struct pc_memo memo = { 0 };
-	struct procmaps *maps = NULL;
-	struct stacks *s;
-	Dwfl *dwfl = NULL;
+	Dwfl *dwfl = dwfl_begin(&proc_callbacks);
 	int err;
 
-	*out = NULL;
-	s = calloc(1, sizeof(*s));
-	if (!s)
+	*dwflp = NULL;
+	*mapsp = NULL;
+	if (!dwfl)
 		return -ENOMEM;
-	/* Everything that can be read without stopping the process is read first. */
-	dwfl = dwfl_begin(&proc_callbacks);
-	if (!dwfl) {
-		err = -ENOMEM;
-		goto err;
-	}
 	dwfl_report_begin(dwfl);
 	err = dwfl_linux_proc_report(dwfl, pid);
 	dwfl_report_end(dwfl, NULL, NULL);
-	maps = procmaps__read(pid);
-	if (err || !maps) {
+	*mapsp = procmaps__read(pid);
+	if (err || !*mapsp) {
 		snprintf(why, whylen, "process %d exited while being read", pid);
-		err = -ESRCH;
-		goto err;
+		procmaps__free(*mapsp);
+		*mapsp = NULL;
+		dwfl_end(dwfl);
+		return -ESRCH;
 	}
-	err = list_threads(pid, &cs);
-	if (err) {
-		snprintf(why, whylen, "process %d exited while being read", pid);
-		goto err;
+	*dwflp = dwfl;
+	return 0;
+}
+
+/* Unwind and name the copied threads of @cs into @s; the target runs again by now. */
+static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_frames,
+			 struct stacks *s, char *why, size_t whylen)
+{
+	struct pc_memo memo = { 0 };
+	int err = 0;
+
+	if (!dwfl_attach_state(dwfl, NULL, cs->pid, &thread_callbacks, cs)) {
+		snprintf(why, whylen, "cannot unwind process %d: %s", cs->pid, dwfl_errmsg(-1));
+		return -EINVAL;
 	}
-	err = freeze_and_copy(&cs, maps, s, why, whylen);
-	if (err)
-		goto err;
-	if (!dwfl_attach_state(dwfl, NULL, pid, &thread_callbacks, &cs)) {
-		snprintf(why, whylen, "cannot unwind process %d: %s", pid, dwfl_errmsg(-1));
-		err = -EINVAL;
-		goto err;
-	}
-	s->t = calloc(cs.n ? cs.n : 1, sizeof(*s->t));
-	if (!s->t) {
-		err = -ENOMEM;
-		goto err;
-	}
-	for (size_t i = 0; i < cs.n; i++) {
+	s->t = calloc(cs->n ? cs->n : 1, sizeof(*s->t));
+	if (!s->t)
+		return -ENOMEM;
+	for (size_t i = 0; i < cs->n; i++) {
 		struct thread_stack *ts = &s->t[s->n++];
 		struct walk w = { .ts = ts, .max = max_frames };
 
-		ts->tid = cs.c[i].tid;
-		if (!cs.c[i].have_regs) {
+		ts->tid = cs->c[i].tid;
+		if (!cs->c[i].have_regs) {
 			ts->error = strdup("the thread exited before it could be stopped");
 			continue;
 		}
@@ -611,7 +607,7 @@ int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, cha
 			ts->error = strdup(dwfl_errmsg(-1));
 		if (symbolize(dwfl, &memo, ts)) {
 			err = -ENOMEM;
-			goto err;
+			break;
 		}
 		/* Inline frames count against the limit too. */
 		while (ts->n_frames > max_frames) {
@@ -623,23 +619,90 @@ int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, cha
 			ts->truncated = true;
 		}
 	}
-	for (size_t i = 0; i < cs.n; i++)
-		free(cs.c[i].stack);
-	free(cs.c);
-	procmaps__free(maps);
 	pc_memo__free(&memo);
-	dwfl_end(dwfl);
-	*out = s;
-	return 0;
-err:
-	for (size_t i = 0; i < cs.n; i++)
-		free(cs.c[i].stack);
-	free(cs.c);
+	return err;
+}
+
+static void capture_set__free(struct capture_set *cs)
+{
+	for (size_t i = 0; i < cs->n; i++)
+		free(cs->c[i].stack);
+	free(cs->c);
+}
+
+int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
+		    size_t whylen)
+{
+	struct capture_set cs = { .pid = pid };
+	struct procmaps *maps = NULL;
+	struct stacks *s;
+	Dwfl *dwfl = NULL;
+	int err;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	/* Everything that can be read without stopping the process is read first. */
+	err = proc_begin(pid, &dwfl, &maps, why, whylen);
+	if (err)
+		goto out;
+	err = list_threads(pid, &cs);
+	if (err) {
+		snprintf(why, whylen, "process %d exited while being read", pid);
+		goto out;
+	}
+	err = freeze_and_copy(&cs, maps, s, why, whylen);
+	if (!err)
+		err = unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
+out:
+	capture_set__free(&cs);
 	procmaps__free(maps);
-	pc_memo__free(&memo);
 	if (dwfl)
 		dwfl_end(dwfl);
-	stacks__free(s);
+	if (err)
+		stacks__free(s);
+	else
+		*out = s;
+	return err;
+}
+
+int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struct stacks **out,
+			    char *why, size_t whylen)
+{
+	struct captured one = { .tid = tid, .seized = true, .stopped = true };
+	struct capture_set cs = { .pid = pid, .c = &one, .n = 1 };
+	struct procmaps *maps = NULL;
+	struct stacks *s;
+	Dwfl *dwfl = NULL;
+	int err;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	err = proc_begin(pid, &dwfl, &maps, why, whylen);
+	if (err)
+		goto out;
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &one.regs)) {
+		err = -errno;
+		snprintf(why, whylen, "cannot read the registers of thread %d: %s", tid,
+			 strerror(-err));
+		goto out;
+	}
+	one.have_regs = true;
+	copy_stack(pid, maps, &one);
+	s->stack_bytes = one.stack_len;
+	err = unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
+out:
+	free(one.stack);
+	procmaps__free(maps);
+	if (dwfl)
+		dwfl_end(dwfl);
+	if (err)
+		stacks__free(s);
+	else
+		*out = s;
 	return err;
 }
 
@@ -658,4 +721,34 @@ void stacks__free(struct stacks *s)
 	}
 	free(s->t);
 	free(s);
+}
+
+/* As gdb: the address on the first frame of a pc (the innermost of an inline chain) only. */
+void stack_frame__print(const struct stack_frame *f, const struct stack_frame *prev, size_t n,
+			const char *indent, FILE *out)
+{
+	bool same_pc = prev && prev->pc == f->pc;
+
+	if (same_pc)
+		fprintf(out, "%s#%-3zu %18s    %s", indent, n, "", f->function ? f->function : "??");
+	else
+		fprintf(out, "%s#%-3zu 0x%016" PRIx64 " in %s", indent, n, f->pc,
+			f->function ? f->function : "??");
+	if (f->function && f->offset && !f->inlined)
+		fprintf(out, "+0x%" PRIx64, f->offset);
+	if (f->module)
+		fprintf(out, " from %s", f->module);
+	if (f->file)
+		fprintf(out, " at %s:%d", f->file, f->line);
+	fputc('\n', out);
+}
+
+json_t *stack_frame__to_json(const struct stack_frame *f)
+{
+	return json_pack("{s:I, s:b, s:o, s:I, s:o, s:o, s:i}", "pc", (json_int_t)f->pc,
+			 "inlined", f->inlined, "function",
+			 f->function ? json_string(f->function) : json_null(), "offset",
+			 (json_int_t)f->offset, "module",
+			 f->module ? json_string(f->module) : json_null(), "file",
+			 f->file ? json_string(f->file) : json_null(), "line", f->line);
 }

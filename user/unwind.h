@@ -8,9 +8,11 @@
 #ifndef DLSCOPE_UNWIND_H
 #define DLSCOPE_UNWIND_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct stack_frame {
@@ -45,6 +47,18 @@ struct stacks {
  */
 int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
 		    size_t whylen);
+/*
+ * The stack of thread @tid of @pid, which the caller holds in a ptrace stop as its tracer (a
+ * signal-delivery stop of a command it runs): nothing is seized, stopped or released here; the
+ * caller resumes the thread. Returns 0 with one thread in @out, or -errno with a reason in @why.
+ */
+int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struct stacks **out,
+			    char *why, size_t whylen);
 void stacks__free(struct stacks *s);
+
+/* One frame as gdb prints it ("#N  0x... in fn+0x12 from lib at file:line"), after @indent. */
+void stack_frame__print(const struct stack_frame *f, const struct stack_frame *prev, size_t n,
+			const char *indent, FILE *out);
+json_t *stack_frame__to_json(const struct stack_frame *f);
 
 #endif

@@ -211,7 +211,7 @@ def test_lint_hostile_files():
 def test_check_command_errors_and_usage():
     p = dlscope("check", "--", "/nonexistent/program", check=3)
     assert "cannot run '/nonexistent/program'" in p.stderr, p.stderr
-    p = dlscope("check", "--", "/bin/sh", "-c", "exit 7", check=0)
+    p = dlscope("check", "--", "/bin/sh", "-c", "exit 7", check=4)
     assert "exited with status 7" in p.stdout
     assert "unknown detector 'nope'" in dlscope("check", "--only", "nope", "1", check=2).stderr
     assert "--fail-on" in dlscope("check", "--fail-on", "fatal", "1", check=2).stderr
@@ -231,10 +231,164 @@ def test_check_runs_command_to_its_exit():
     doc = json.loads(p.stdout)
     assert [f["id"] for proc in doc["processes"] for f in proc["findings"]] == ["dup-openmp"]
     assert doc["command_status"] == 0
-    # A crash is an exit too: the graph it crashed with is checked.
-    p = dlscope("check", "--", fixture_path("two_blas"), check=1, timeout=30,
+    # A crash is an exit too: the graph it crashed with is checked, and the crash (exit 4)
+    # wins over the findings (1), which are still printed.
+    p = dlscope("check", "--", fixture_path("two_blas"), check=4, timeout=30,
                 env={"FIXTURE_EXIT": "segv"})
-    assert "error dup-blas" in p.stdout and "exited with status 139" in p.stdout, p.stdout
+    assert "error dup-blas" in p.stdout and "was killed by SIGSEGV" in p.stdout, p.stdout
+
+
+def crash_json(*cmd, env=None):
+    """check --json -- CMD for a command that fails: exit 4, and the document."""
+    p = dlscope("check", "--json", "--", *cmd, check=4, timeout=60, env=env)
+    doc = json.loads(p.stdout)
+    assert len(doc["processes"]) == 1, doc
+    return doc, doc["command"], doc["command"]["crash"]
+
+
+def functions(crash):
+    return [f["function"] for f in crash["stack"]]
+
+
+def assert_gone(pid):
+    """The command was not left stopped or traced: it is gone, reaped."""
+    assert not os.path.exists(f"/proc/{pid}"), open(f"/proc/{pid}/status").read()
+
+
+def test_check_command_crash_in_a_library_function():
+    """A fault inside a function of a shared library the command loaded: signal, object, function."""
+    lib = fixture_path("libcrash.so")
+    direct = subprocess.run([fixture_path("crash_cmd"), "lib"], capture_output=True)
+    assert direct.returncode == -11, direct  # how it dies without dlscope
+    doc, cmd, crash = crash_json(fixture_path("crash_cmd"), "lib")
+    pid = doc["processes"][0]["pid"]
+    assert_gone(pid)
+    # It died of the same signal: dlscope passed it on.
+    assert cmd["signal"] == "SIGSEGV" and cmd["exit_status"] is None, cmd
+    assert doc["command_status"] == 139
+    assert crash["signal"] == "SIGSEGV" and crash["code_name"] == "SEGV_MAPERR", crash
+    assert crash["tid"] == pid and crash["sender_pid"] is None
+    assert crash["pc"]["object"] == lib and crash["pc"]["symbol"] == "crash_lib_store", crash
+    assert crash["pc"]["perms"] == "r-xp"
+    fa = crash["fault_address"]
+    assert fa["address"] == 0x10 and not fa["mapped"] and fa["object"] is None, fa
+    fns = functions(crash)
+    assert fns[:3] == ["crash_lib_store", "crash_lib_run", "main"], fns
+    assert crash["stack"][0]["module"] == lib and crash["stack"][0]["pc"] == crash["pc"]["address"]
+    assert crash["stack"][0]["file"].endswith("crash_lib.c") and crash["stack_error"] is None
+    # The checks still ran on what it had loaded.
+    assert doc["processes"][0]["objects"] >= 4 and doc["processes"][0]["findings"] == []
+
+    text = dlscope("check", "--", fixture_path("crash_cmd"), "lib", check=4).stdout
+    assert "crash_cmd was killed by SIGSEGV (Segmentation fault)" in text, text
+    assert f"crash_lib_store+0x" in text and f"in {lib} (r-xp)" in text, text
+    assert "address 0x10: nothing is mapped there (SEGV_MAPERR: address not mapped)" in text
+    assert "#1 " in text and "crash_lib_run" in text
+
+
+def test_check_command_crash_in_a_second_thread():
+    """Every thread is traced: a fault in a thread other than the first is described too."""
+    doc, cmd, crash = crash_json(fixture_path("crash_cmd"), "thread-lib")
+    pid = doc["processes"][0]["pid"]
+    assert_gone(pid)
+    assert cmd["signal"] == "SIGSEGV" and crash["tid"] != pid, (pid, crash["tid"])
+    assert crash["pc"]["symbol"] == "crash_lib_store"
+    assert functions(crash)[:3] == ["crash_lib_store", "crash_lib_run", "crash_thread"]
+
+
+def test_check_command_fault_address_named():
+    """A write to a library's read-only data: the address is named as object + data symbol."""
+    lib = fixture_path("libcrash.so")
+    doc, cmd, crash = crash_json(fixture_path("crash_cmd"), "rodata")
+    assert crash["code_name"] == "SEGV_ACCERR", crash
+    fa = crash["fault_address"]
+    assert fa["mapped"] and fa["perms"] == "r--p" and fa["object"] == lib, fa
+    assert fa["symbol"] == "crash_lib_table" and fa["offset"] == 8, fa
+    assert crash["pc"]["symbol"] == "crash_lib_store"
+    assert functions(crash)[:2] == ["crash_lib_store", "crash_lib_write_table"]
+    text = dlscope("check", "--", fixture_path("crash_cmd"), "rodata", check=4).stdout
+    assert f": crash_lib_table+0x8 in {lib} (r--p) (SEGV_ACCERR: no permission for this " \
+           "access to the mapping)" in text, text
+
+
+def test_check_command_exit_status():
+    """A command that exits 3: exit 4, with its status; exit 0 stays 0."""
+    p = dlscope("check", "--", fixture_path("crash_cmd"), "exit", "3", check=4)
+    assert "crash_cmd exited with status 3" in p.stdout and "killed" not in p.stdout, p.stdout
+    doc, cmd, crash = crash_json(fixture_path("crash_cmd"), "exit", "3")
+    assert cmd == {"exit_status": 3, "signal": None, "core_dumped": False, "crash": None}, cmd
+    assert doc["command_status"] == 3
+    doc = json.loads(dlscope("check", "--json", "--", fixture_path("crash_cmd"), "exit", "0",
+                             check=0).stdout)
+    assert doc["command"]["exit_status"] == 0 and doc["command"]["crash"] is None
+
+
+def test_check_command_abort():
+    """abort(): SIGABRT sent by the process itself, with the stack through abort to main."""
+    doc, cmd, crash = crash_json(fixture_path("crash_cmd"), "abort")
+    pid = doc["processes"][0]["pid"]
+    assert_gone(pid)
+    assert cmd["signal"] == "SIGABRT" and crash["signal"] == "SIGABRT", cmd
+    assert crash["code_name"] == "SI_TKILL" and crash["sender_pid"] == pid, crash
+    assert crash["fault_address"] is None
+    assert crash["pc"]["object"].endswith("/libc.so.6"), crash["pc"]
+    fns = functions(crash)
+    assert any(f and "abort" in f for f in fns) and "main" in fns, fns
+    text = dlscope("check", "--", fixture_path("crash_cmd"), "abort", check=4).stdout
+    assert "was killed by SIGABRT (Aborted)" in text
+    assert "sent with tgkill() (raise, abort, pthread_kill) by the process itself" in text, text
+
+
+def test_check_command_python_killed_by_its_own_signal():
+    """A real program: Debian's python3 sending itself SIGSEGV."""
+    doc, cmd, crash = crash_json("/usr/bin/python3", "-c", "import os; os.kill(os.getpid(), 11)")
+    pid = doc["processes"][0]["pid"]
+    assert_gone(pid)
+    assert cmd["signal"] == "SIGSEGV" and crash["code_name"] == "SI_USER", crash
+    assert crash["sender_pid"] == pid and crash["fault_address"] is None
+    assert crash["pc"]["object"].endswith("/libc.so.6") and "kill" in crash["pc"]["symbol"]
+    fns = functions(crash)
+    assert "kill" in fns[0] and "PyEval_EvalCode" in fns, fns
+    assert crash["stack"][-1]["function"] == "_start", crash["stack"][-1]
+
+
+def test_check_command_fault_behind_a_handler():
+    """faulthandler catches the fault and raises SIGSEGV again: the caught fault's address is kept."""
+    doc, cmd, crash = crash_json("/usr/bin/python3", "-X", "faulthandler", "-c",
+                                 "import ctypes; ctypes.string_at(8)")
+    assert cmd["signal"] == "SIGSEGV" and crash["code_name"] == "SI_TKILL", crash
+    assert crash["caught_fault"]["code_name"] == "SEGV_MAPERR", crash["caught_fault"]
+    assert crash["fault_address"]["address"] == 8 and not crash["fault_address"]["mapped"]
+    # Through the signal frame down to the faulting strlen.
+    fns = functions(crash)
+    assert "__restore_rt" in fns and "strlen" in fns[fns.index("__restore_rt") + 1], fns
+
+
+def test_check_command_signals_are_passed_on():
+    """A signal the program handles or ignores is delivered and is no failure."""
+    code = ("import signal, os; got = []; signal.signal(signal.SIGUSR1, lambda *a: got.append(1)); "
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN); os.kill(os.getpid(), signal.SIGUSR1); "
+            "os.kill(os.getpid(), signal.SIGTERM); print('handled', got)")
+    p = dlscope("check", "--", "/usr/bin/python3", "-c", code, check=0)
+    assert "handled [1]" in p.stdout and "exited with status 0" in p.stdout, p.stdout
+    # Killed from outside with SIGKILL: no delivery stop, the signal alone is reported.
+    p = dlscope("check", "--json", "--", "/bin/sh", "-c", "kill -KILL $$", check=4)
+    cmd = json.loads(p.stdout)["command"]
+    assert cmd["signal"] == "SIGKILL" and cmd["crash"] is None, cmd
+
+
+def test_check_command_leaves_no_process_traced():
+    """A child the command leaves behind runs on untraced and unstopped."""
+    script = "sleep 30 </dev/null >/dev/null 2>&1 & echo child $!; kill -SEGV $$"
+    p = dlscope("check", "--", "/bin/sh", "-c", script, check=4)
+    child = int(next(line.split()[1] for line in p.stdout.splitlines()
+                     if line.startswith("child ")))
+    try:
+        status = open(f"/proc/{child}/status").read()
+        assert "\nTracerPid:\t0\n" in status, status
+        assert "\nState:\tS" in status, status
+    finally:
+        os.kill(child, 9)
 
 
 def test_lint_version_node_missing_from_the_provider_beside_it():
@@ -246,3 +400,100 @@ def test_lint_version_node_missing_from_the_provider_beside_it():
                              "provides up to NEWAPI_1.0"], f
     # Beside the build it was made for, nothing is missing.
     dlscope("lint", fixture_path("newapi/new"), f"{wheel}/libconsumer.so", check=0)
+
+
+def elf_targets(paths):
+    """(dev, ino) of the ELF files the paths lead to, links followed; and the dangling links."""
+    ids, dangling = set(), []
+    for p in paths:
+        if not os.path.exists(p):
+            dangling.append(p)
+            continue
+        with open(p, "rb") as f:
+            if f.read(4) == b"\x7fELF":
+                st = os.stat(p)
+                ids.add((st.st_dev, st.st_ino))
+    return ids, dangling
+
+
+def test_lint_follows_links_to_the_real_torch_objects():
+    """Debian's torch/lib holds only links (three of them dangling): the real objects are checked."""
+    d = "/usr/lib/python3/dist-packages/torch/lib"
+    entries = [os.path.join(d, n) for n in sorted(os.listdir(d))]
+    assert entries and all(os.path.islink(p) for p in entries), entries
+    ids, dangling = elf_targets(entries)
+    assert len(ids) >= 5, ids
+    p = dlscope("lint", "--json", d, timeout=120)
+    assert p.returncode in (0, 1), (p.returncode, p.stderr)
+    doc = json.loads(p.stdout)
+    assert doc["objects_checked"] == len(ids) and doc["files_seen"] == len(ids), doc
+    assert sorted(u["path"] for u in doc["unreadable"]) == dangling, doc["unreadable"]
+    for u in doc["unreadable"]:
+        assert u["error"] == f"dangling symbolic link to '{os.readlink(u['path'])}'", u
+    # One link named on the command line is followed too.
+    p = dlscope("lint", "--json", os.path.join(d, "libtorch.so"), timeout=120)
+    assert json.loads(p.stdout)["objects_checked"] == 1, p.stdout
+
+
+def test_lint_links_in_a_tree():
+    """Two links to one file and the file: checked once. Dangling links and loops: one line each."""
+    d = tempfile.mkdtemp(prefix="dlscope-links-")
+    try:
+        os.makedirs(f"{d}/t/sub")
+        shutil.copy(fixture_path("libplain.so"), f"{d}/t/sub/libplain.so")
+        os.symlink("sub/libplain.so", f"{d}/t/a.so")
+        os.symlink("sub/libplain.so", f"{d}/t/b.so")
+        os.symlink("..", f"{d}/t/sub/up")          # back up the tree: no endless walk
+        os.symlink("nowhere.so", f"{d}/t/dangling.so")
+        os.symlink("l2", f"{d}/t/l1")
+        os.symlink("l1", f"{d}/t/l2")
+        open(f"{d}/t/readme.txt", "w").write("not an object\n")
+        p = dlscope("lint", "--json", f"{d}/t", check=0, timeout=60)
+        doc = json.loads(p.stdout)
+        assert doc["objects_checked"] == 1 and doc["files_seen"] == 2, doc
+        assert doc["reached_again"] == 2, doc  # a.so and b.so after sub/libplain.so
+        errors = {u["path"]: u["error"] for u in doc["unreadable"]}
+        assert errors == {
+            f"{d}/t/dangling.so": "dangling symbolic link to 'nowhere.so'",
+            f"{d}/t/l1": "symbolic link to 'l2' is part of a loop of links",
+            f"{d}/t/l2": "symbolic link to 'l1' is part of a loop of links",
+        }, errors
+        lines = p.stderr.splitlines()
+        assert lines == [f"dlscope: warning: lint: {d}/t/dangling.so: dangling symbolic link to "
+                         "'nowhere.so'; skipped",
+                         f"dlscope: warning: lint: {d}/t/l1: symbolic link to 'l2' is part of a "
+                         "loop of links; skipped",
+                         f"dlscope: warning: lint: {d}/t/l2: symbolic link to 'l1' is part of a "
+                         "loop of links; skipped"], lines
+        # A link and its file on the command line: one object, under the first path.
+        p = dlscope("lint", "--json", "--fail-on", "info", f"{d}/t/a.so",
+                    f"{d}/t/sub/libplain.so", check=0)
+        doc = json.loads(p.stdout)
+        assert doc["objects_checked"] == 1 and doc["reached_again"] == 1, doc
+        text = dlscope("lint", f"{d}/t/a.so", f"{d}/t/b.so", check=0).stdout
+        assert text == "lint: 1 file (and 1 more path to them), 1 ELF object checked, " \
+                       "0 unreadable, 0 findings\n", text
+        # A dangling link named on the command line is an error.
+        p = dlscope("lint", f"{d}/t/dangling.so", check=3)
+        assert p.stderr == f"dlscope: lint: cannot read {d}/t/dangling.so: dangling symbolic " \
+                           "link to 'nowhere.so'\n", p.stderr
+    finally:
+        shutil.rmtree(d)
+
+
+def test_lint_that_checked_nothing_fails():
+    """No ELF object found (empty directory, only other files): one line, exit 3."""
+    d = tempfile.mkdtemp(prefix="dlscope-empty-")
+    try:
+        p = dlscope("lint", d, check=3)
+        assert p.stdout == "" and p.stderr == "dlscope: lint: nothing checked: no files found\n"
+        open(f"{d}/notes.txt", "w").write("text\n")
+        open(f"{d}/script.py", "w").write("print(1)\n")
+        p = dlscope("lint", d, check=3)
+        assert p.stdout == "" and p.stderr == \
+            "dlscope: lint: nothing checked: no ELF object among the 2 files found\n", p.stderr
+        p = dlscope("lint", "--json", f"{d}/notes.txt", check=3)
+        assert json.loads(p.stdout)["objects_checked"] == 0
+        assert p.stderr.count("\n") == 1 and "nothing checked" in p.stderr, p.stderr
+    finally:
+        shutil.rmtree(d)
