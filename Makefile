@@ -13,6 +13,13 @@ CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 	  -I$(OUTPUT) -Iuser -Iui -Ibpf $(EXTRA_CFLAGS)
 LDLIBS += -lbpf -ldw -lelf -lz -ljansson -lncursesw -lthread_db -lpthread -lstdc++
 
+# libFuzzer builds (clang): the project's objects instrumented, each tests/fuzz/*.c a fuzzer.
+ifeq ($(FUZZ),1)
+OUTPUT := build-fuzz
+CC := clang
+CFLAGS += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -O1
+endif
+
 ifeq ($(SAN),1)
 OUTPUT := build-san
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
@@ -31,7 +38,7 @@ DEB_BUILD := make clang llvm gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-
 	     libjansson-dev libncurses-dev pkg-config
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
-	    graphviz
+	    graphviz libclang-rt-14-dev
 # The real software of tests/realworld: Debian's ML stack, Qt5, ICU, Boost, TBB, oneDNN and
 # the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts).
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
@@ -39,7 +46,8 @@ DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolc
 	    libtbb-dev libdnnl-dev libblas3 liblapack3
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD)
 
-.PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures
+.PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
+	fuzz-smoke
 # The sanitizer build stays in its own folder; only the plain build is copied to ./dlscope.
 ifeq ($(SAN),1)
 all: $(OUTPUT)/dlscope
@@ -76,6 +84,23 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+FUZZERS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+
+# The fuzzers, built with clang's libFuzzer; `make fuzz-smoke` runs each for FUZZ_SECONDS over
+# its seed corpus (tests/fuzz/make_seeds.py), as CI does. A crash leaves crash-* files in
+# build-fuzz/findings and fails the run.
+fuzz:
+	@$(MAKE) -s FUZZ=1 fuzz-build
+
+fuzz-build: $(FUZZERS)
+
+FUZZ_SECONDS ?= 30
+fuzz-smoke: fixtures fuzz
+	@scripts/fuzz-smoke.sh build-fuzz $(OUTPUT) $(FUZZ_SECONDS)
+
 fixtures:
 	@$(MAKE) -s -C tests/fixtures OUTPUT=$(abspath $(OUTPUT))/fixtures
 
@@ -107,6 +132,6 @@ format-check:
 	clang-format --dry-run --Werror $(wildcard user/*.c user/*.h ui/*.c ui/*.h)
 
 clean:
-	rm -rf build build-san dlscope
+	rm -rf build build-san build-fuzz dlscope
 
 -include $(USER_OBJS:.o=.d)

@@ -192,6 +192,7 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 	struct r_debug_extended rd;
 	uint64_t rd_addr = lm->r_debug;
 	size_t cap = 0;
+	uint64_t prev;
 	int err;
 
 	lm->n = 0;
@@ -213,6 +214,7 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 			lm->consistent = false;
 		lm_addr = (uint64_t)(uintptr_t)rd.base.r_map;
 		lm->n_namespaces++;
+		prev = 0;
 		while (lm_addr) {
 			struct link_map l;
 			struct lm_entry e = { .ns = ns, .lm_addr = lm_addr };
@@ -222,6 +224,14 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 			err = target__read(t, lm_addr, &l, sizeof(l));
 			if (err)
 				return err;
+			/*
+			 * The loader keeps l_prev in step with l_next: an entry that does not point
+			 * back at the one before is a list being rewritten or memory that is no
+			 * list (a loop would otherwise run to MAX_OBJECTS entries of PATH_MAX each).
+			 */
+			if ((uint64_t)(uintptr_t)l.l_prev != prev)
+				return -EFAULT;
+			prev = lm_addr;
 			e.l_addr = l.l_addr;
 			e.l_ld = (uint64_t)(uintptr_t)l.l_ld;
 			if (l.l_name) {

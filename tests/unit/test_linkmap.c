@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The link-map walk on memory images laid out as glibc lays them out, good and corrupt. */
+#include <errno.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "linkmap.h"
+#include "tap.h"
+#include "target.h"
+
+#define BASE 0x10000ULL
+
+static unsigned char mem[8192];
+
+/* A namespace's r_debug_extended at @rd, its entries from @lm on, names from @names on. */
+static void lay_out(size_t rd, size_t lm, size_t names, const char *const *objs, size_t n,
+		    size_t next_rd, bool loop)
+{
+	struct r_debug_extended r = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		struct link_map l = { 0 };
+		size_t at = lm + i * sizeof(l);
+
+		strcpy((char *)mem + names, objs[i]);
+		l.l_addr = 0x7f0000000000 + i * 0x100000;
+		l.l_name = (char *)(uintptr_t)(BASE + names);
+		l.l_next = i + 1 < n ? (struct link_map *)(uintptr_t)(BASE + at + sizeof(l)) :
+		           loop  ? (struct link_map *)(uintptr_t)(BASE + lm) : NULL;
+		l.l_prev = i ? (struct link_map *)(uintptr_t)(BASE + at - sizeof(l)) : NULL;
+		memcpy(mem + at, &l, sizeof(l));
+		names += strlen(objs[i]) + 1;
+	}
+	r.base.r_version = 2;
+	r.base.r_map = (struct link_map *)(uintptr_t)(BASE + lm);
+	r.base.r_state = RT_CONSISTENT;
+	r.r_next = next_rd ? (struct r_debug_extended *)(uintptr_t)(BASE + next_rd) : NULL;
+	memcpy(mem + rd, &r, sizeof(r));
+}
+
+static int walk(struct linkmap **lm)
+{
+	struct target *t = target__from_image(mem, sizeof(mem), BASE);
+	int err = t ? linkmap__walk(t, BASE, lm) : -ENOMEM;
+
+	target__free(t);
+	return err;
+}
+
+int main(void)
+{
+	static const char *const ns0[] = { "", "/lib/x86_64-linux-gnu/libc.so.6",
+					   "/lib64/ld-linux-x86-64.so.2" };
+	static const char *const ns1[] = { "/opt/libplain.so", "/lib/x86_64-linux-gnu/libc.so.6" };
+	struct linkmap *lm = NULL;
+	int err;
+
+	memset(mem, 0, sizeof(mem));
+	lay_out(0, 0x400, 0x1000, ns0, 3, 0x100, false);
+	lay_out(0x100, 0x800, 0x1400, ns1, 2, 0, false);
+	err = walk(&lm);
+	CHECK(!err && lm->n == 5 && lm->n_namespaces == 2, "two namespaces, five objects");
+	CHECK(!err && !strcmp(lm->e[1].name, ns0[1]) && lm->e[3].ns == 1 &&
+		      !strcmp(lm->e[3].name, ns1[0]),
+	      "names and namespaces as laid out");
+	if (!err)
+		linkmap__free(lm);
+
+	memset(mem, 0, sizeof(mem));
+	lay_out(0, 0x400, 0x1000, ns0, 3, 0, true);
+	CHECK(walk(&lm) == -EFAULT, "a list that loops back is refused at once");
+
+	memset(mem, 0, sizeof(mem));
+	lay_out(0, 0x400, 0x1000, ns0, 3, 0, false);
+	((struct link_map *)(void *)(mem + 0x400 + sizeof(struct link_map)))->l_next =
+		(struct link_map *)(uintptr_t)(BASE + 0x100000);
+	CHECK(walk(&lm) == -EFAULT, "an entry pointing outside memory is -EFAULT");
+
+	memset(mem, 0, sizeof(mem));
+	lay_out(0, 0x400, 0x1000, ns0, 3, 0, false);
+	memset(mem + 0x1000, 'x', sizeof(mem) - 0x1000);
+	CHECK(walk(&lm) == -EFAULT, "a name running off the end of memory is -EFAULT");
+	return tap_done();
+}
