@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -213,35 +214,52 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 	struct tracees ts = { 0 };
 	int status, err = 0, pipefd[2];
 	bool checked = false, leader_held = false;
-	pid_t pid;
+	pid_t pid, parent;
 
 	if (pipe2(pipefd, O_CLOEXEC))
 		return -errno;
+	parent = getpid();
 	pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		int e;
+		/* What failed before exec, for the parent: {step, errno}. */
+		int e[2] = { 0, 0 };
 
+		/*
+		 * The command never outlives the check: whenever dlscope dies, even before
+		 * PTRACE_O_EXITKILL is set, it is killed, never left in a tracing stop or
+		 * adopted (and traced) by the reaper. A parent already gone ends it here.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(127);
 		/* With --json, stdout carries the document: the command writes to stderr. */
 		if (o->json)
 			dup2(STDERR_FILENO, STDOUT_FILENO);
-		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
-		execvp(argv[0], argv);
-		e = errno;
-		if (write(pipefd[1], &e, sizeof(e)) < 0)
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL)) {
+			e[0] = 1; /* already traced: strace -f, a debugger */
+		} else {
+			execvp(argv[0], argv);
+			e[0] = 2;
+		}
+		e[1] = errno;
+		if (write(pipefd[1], e, sizeof(e)) < 0)
 			_exit(127);
 		_exit(127);
 	}
 	close(pipefd[1]);
 	/* The first stop is the exec's SIGTRAP (or the child died before it). */
 	if (waitpid(pid, &status, 0) < 0 || !WIFSTOPPED(status)) {
-		int e = 0;
+		int e[2] = { 0, 0 };
 
-		if (read(pipefd[0], &e, sizeof(e)) == sizeof(e))
-			dls_err("check: cannot run '%s': %s", argv[0], strerror(e));
-		else
+		if (read(pipefd[0], e, sizeof(e)) != sizeof(e))
 			dls_err("check: '%s' did not start", argv[0]);
+		else if (e[0] == 1)
+			dls_err("check: cannot trace '%s': %s (dlscope itself runs under a tracer "
+				"such as strace -f or a debugger, and a process has only one)",
+				argv[0], strerror(e[1]));
+		else
+			dls_err("check: cannot run '%s': %s", argv[0], strerror(e[1]));
 		close(pipefd[0]);
 		return -ECHILD;
 	}

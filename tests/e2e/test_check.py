@@ -7,7 +7,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import Fixture, dlscope, fixture_path, wait_idle
+import harness
+from harness import Skip, Fixture, dlscope, fixture_path, wait_idle
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 
@@ -160,6 +161,48 @@ def test_process_caught_mid_exec_has_no_abi_mismatch():
         child = int(fx.output[-1].split()[1])
         findings, _ = check_json("--fail-on", "info", child, status=0)
         assert [f for f in findings if f["id"] == "abi-mismatch"] == [], findings
+
+
+def _procs_with_arg(marker):
+    """(pid, state) of every process whose command line contains @marker."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if marker.encode() not in f.read():
+                    continue
+            with open(f"/proc/{d}/stat") as f:
+                out.append((int(d), f.read().rsplit(")", 1)[1].split()[0]))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def test_check_command_killed_early_never_leaves_the_command_behind():
+    # SIGKILL dlscope at random moments around the command's start: the command is killed
+    # with it (PR_SET_PDEATHSIG, then PTRACE_O_EXITKILL), never left stopped or running.
+    rng = random.Random(7)
+    for trial in range(40):
+        marker = f"{1000 + trial}.{rng.randrange(10**6)}"
+        p = subprocess.Popen([harness.dlscope_path(), "check", "--", "sleep", marker],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0, 0.02))
+        p.kill()
+        p.wait()
+        deadline = time.monotonic() + 5
+        while _procs_with_arg(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        left = _procs_with_arg(marker)
+        assert not left, f"trial {trial}: left behind {left}"
+
+
+def test_check_command_under_strace_says_why():
+    if not shutil.which("strace"):
+        raise Skip("strace is not installed")
+    p = subprocess.run(["strace", "-f", "-o", "/dev/null", harness.dlscope_path(), "check", "--",
+                        "/bin/true"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3, p
+    assert "cannot trace '/bin/true'" in p.stderr and "strace" in p.stderr, p.stderr
 
 
 def test_lint_kernel_cache_duplicate_text():
