@@ -686,10 +686,15 @@ static void link_trouble(const char *path, int err, char *buf, size_t len)
 		snprintf(buf, len, "symbolic link to '%s': %s", target, strerror(err));
 }
 
-static int lint_add(struct lint_state *s, const char *path)
+/*
+ * Check @path if it is an ELF object. Returns 0, 1 when it was skipped for a reason the user
+ * should hear about when they named it (not ELF, unreadable, corrupt), or -ENOMEM.
+ */
+static int lint_add(struct lint_state *s, const char *path, bool named)
 {
 	struct elf_object *elf;
-	char magic[4];
+	char magic[4], why[256];
+	ssize_t got;
 	int fd;
 
 	s->seen++;
@@ -698,17 +703,28 @@ static int lint_add(struct lint_state *s, const char *path)
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		lint_skip(s, path, strerror(errno));
-		return 0;
+		return 1;
 	}
-	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
-		close(fd);
-		return 0;
-	}
+	got = pread(fd, magic, 4, 0);
 	close(fd);
+	if (got != 4 || memcmp(magic, "\177ELF", 4)) {
+		/* Inside a tree, other files are normal; a file named on its own is said. */
+		if (named)
+			dls_warn("lint: %s: not an ELF object (%s)", path,
+				 got == 0 ? "empty file" : got < 0 ? strerror(errno) :
+				 "no ELF magic");
+		return named;
+	}
 	elf = elfobj__open(path);
 	if (!elf) {
 		lint_skip(s, path, elfobj__strerror(errno));
-		return 0;
+		return 1;
+	}
+	if (elfobj__damage(elf)) {
+		snprintf(why, sizeof(why), "corrupt: %s", elfobj__damage(elf));
+		lint_skip(s, path, why);
+		elfobj__free(elf);
+		return 1;
 	}
 	if (s->n == s->cap) {
 		size_t ncap = s->cap ? s->cap * 2 : 256;
@@ -727,13 +743,13 @@ static int lint_add(struct lint_state *s, const char *path)
 }
 
 /* A regular file reached by any path: checked the first time only. */
-static int lint_file(struct lint_state *s, const char *path, const struct stat *st)
+static int lint_file(struct lint_state *s, const char *path, const struct stat *st, bool named)
 {
 	if (lint_visited(s, st)) {
 		s->again++;
 		return 0;
 	}
-	return lint_add(s, path);
+	return lint_add(s, path, named);
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -818,7 +834,9 @@ static int lint_dir(struct lint_state *s, const char *dir)
 			if (!lint_visited(s, &st))
 				err = lint_dir(s, path);
 		} else if (S_ISREG(st.st_mode)) {
-			err = lint_file(s, path, &st);
+			err = lint_file(s, path, &st, false);
+			if (err > 0)
+				err = 0;
 		} /* devices, FIFOs and sockets hold no objects */
 		free(path);
 	}
@@ -896,8 +914,12 @@ int cmd_lint(int argc, char **argv)
 		} else if (!S_ISREG(st.st_mode)) {
 			dls_err("lint: %s is not a regular file or a directory", argv[i]);
 			failed = true;
-		} else if (lint_file(&s, argv[i], &st)) {
-			s.oom = true;
+		} else {
+			int err = lint_file(&s, argv[i], &st, true);
+
+			/* Named on the command line, a file that could not be checked is an error. */
+			s.oom |= err < 0;
+			failed |= err > 0;
 		}
 	}
 	if (s.oom) {

@@ -26,6 +26,13 @@ struct elf_object *elfobj__open(const char *path);
 void elfobj__free(struct elf_object *o);
 /* The reason for an errno of elfobj__open, in words (EOVERFLOW: truncated). */
 const char *elfobj__strerror(int err);
+/*
+ * The first inconsistency found in the object's tables (program headers past the end,
+ * .dynamic/.dynsym/.symtab/version sections linking to no string table, names outside their
+ * table, version chains leaving their section), in words; NULL for a sound object. The object
+ * is still usable: the loader reads none of this, so a process may run with it.
+ */
+const char *elfobj__damage(const struct elf_object *o);
 
 const char *elfobj__path(const struct elf_object *o);
 int elfobj__type(const struct elf_object *o);		/* ET_EXEC, ET_DYN, ET_REL ... */

@@ -3,6 +3,7 @@ import json
 import os
 import random
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
@@ -203,6 +204,73 @@ def test_check_command_under_strace_says_why():
                         "/bin/true"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 3, p
     assert "cannot trace '/bin/true'" in p.stderr and "strace" in p.stderr, p.stderr
+
+
+def _sections(d):
+    shoff = struct.unpack_from("<Q", d, 0x28)[0]
+    entsize, num = struct.unpack_from("<HH", d, 0x3a)
+    return [(shoff + i * entsize, struct.unpack_from("<I", d, shoff + i * entsize + 4)[0])
+            for i in range(num)]
+
+
+def _relink(d, sh_type, link):
+    for off, t in _sections(d):
+        if t == sh_type:
+            struct.pack_into("<I", d, off + 40, link)
+
+
+def _garble_versions(d):
+    for off, t in _sections(d):
+        if t == 0x6ffffffe:  # SHT_GNU_verneed: a chain of 0xff bytes
+            start, size = struct.unpack_from("<QQ", d, off + 24)
+            d[start:start + size] = b"\xff" * size
+
+
+def _unterminate_dynstr(d):
+    secs = _sections(d)
+    for off, t in secs:
+        if t == 11:  # SHT_DYNSYM: fill its string table with text and no NUL
+            strtab = secs[struct.unpack_from("<I", d, off + 40)[0]][0]
+            start, size = struct.unpack_from("<QQ", d, strtab + 24)
+            d[start:start + size] = b"A" * size
+
+
+def _phdr_past_end(d):
+    struct.pack_into("<Q", d, struct.unpack_from("<Q", d, 0x20)[0] + 8, 0x7fffffff)
+
+
+def test_lint_says_which_table_of_a_corrupt_file_is_broken():
+    # One line per corrupt file naming the table, never "checked" in silence (issue 15).
+    good = open(fixture_path("libplain.so"), "rb").read()
+    cases = {
+        "dyn_link.so": (lambda d: _relink(d, 6, 999), ".dynamic links to no string table"),
+        "dynsym_link.so": (lambda d: _relink(d, 11, 999), ".dynsym links to no string table"),
+        "versions.so": (_garble_versions, ".gnu.version_r has a version chain that leaves"),
+        "dynstr.so": (_unterminate_dynstr, "whose last string is not terminated"),
+        "phdr.so": (_phdr_past_end, "program header 0 (type 0x1) covers bytes past the end"),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (mutate, _) in cases.items():
+            d = bytearray(good)
+            mutate(d)
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(d)
+        open(os.path.join(tmp, "empty.so"), "wb").close()
+        with open(os.path.join(tmp, "text.so"), "w") as f:
+            f.write("not elf\n")
+        for name, (_, why) in cases.items():
+            p = dlscope("lint", os.path.join(tmp, name), check=3)
+            assert f"{name}: corrupt: " in p.stderr and why in p.stderr, (name, p.stderr)
+        for name, why in (("empty.so", "empty file"), ("text.so", "no ELF magic")):
+            p = dlscope("lint", os.path.join(tmp, name), check=3)
+            assert f"{name}: not an ELF object ({why})" in p.stderr, p.stderr
+        # In a tree the corrupt ones are skipped with a line each; the others still count.
+        shutil.copy(fixture_path("libplain.so"), os.path.join(tmp, "good.so"))
+        p = dlscope("lint", "--json", tmp, check=0)
+        doc = json.loads(p.stdout)
+        assert doc["objects_checked"] == 1, doc
+        assert sorted(u["path"].rsplit("/", 1)[1] for u in doc["unreadable"]) == \
+            sorted(cases), doc["unreadable"]
 
 
 def test_lint_kernel_cache_duplicate_text():
@@ -535,8 +603,9 @@ def test_lint_that_checked_nothing_fails():
         p = dlscope("lint", d, check=3)
         assert p.stdout == "" and p.stderr == \
             "dlscope: lint: nothing checked: no ELF object among the 2 files found\n", p.stderr
+        # Named on its own, a file that is not ELF is said as such, in one line.
         p = dlscope("lint", "--json", f"{d}/notes.txt", check=3)
         assert json.loads(p.stdout)["objects_checked"] == 0
-        assert p.stderr.count("\n") == 1 and "nothing checked" in p.stderr, p.stderr
+        assert p.stderr.count("\n") == 1 and "not an ELF object" in p.stderr, p.stderr
     finally:
         shutil.rmtree(d)

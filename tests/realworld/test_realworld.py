@@ -205,3 +205,14 @@ def test_watch_import_torch_has_no_finding():
                 check=0, timeout=120)
     assert "FINDING" not in p.stdout, p.stdout
     assert "front of libopenblas.so.0" in p.stdout, p.stdout
+
+
+def test_lint_finds_no_corrupt_file_among_debian_objects():
+    # The integrity checks behind "corrupt: ..." must hold on every real object: the system's
+    # libraries, Python's extensions (torch, scipy, numpy) and separate debug files.
+    p = dlscope("lint", "--json", LIB, "/usr/lib/python3/dist-packages", "/usr/lib/debug",
+                check=None, timeout=300)
+    doc = json.loads(p.stdout)
+    assert doc["objects_checked"] > 1000, doc["objects_checked"]
+    corrupt = [u for u in doc["unreadable"] if u["error"].startswith("corrupt")]
+    assert corrupt == [], corrupt
