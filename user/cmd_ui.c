@@ -32,7 +32,10 @@ static void ui_usage(FILE *f)
 		"  -p, --pid PID         this process (repeatable)\n"
 		"  -f, --follow          also the children they fork (live)\n"
 		"      --hot             also every parallel region and BLAS thread start (live)\n"
-		"      --futex-ms MS     report futex waits of at least MS ms (default 10)\n"
+		"      --futex-ms MS     also every futex wait of at least MS ms, from the futex\n"
+		"                        syscall tracepoints (they slow every futex call of the\n"
+		"                        machine; off by default: a thread blocked inside dlopen\n"
+		"                        is still found, by sampling, within 0.1 s)\n"
 		"  -r, --replay FILE     replay a trace from 'dlscope record' (play, pause, seek)\n"
 		"  -s, --snapshot        no events: what libs, check and stacks see, without root\n"
 		"  -h, --help\n"
@@ -53,7 +56,8 @@ int cmd_ui(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct watch_opts o = { .futex_ms = 10, .quiet = true };
+	/* futex_ms 0: no futex tracepoints unless asked, as in watch. */
+	struct watch_opts o = { .quiet = true };
 	struct ui ui = { .src = SRC_LIVE };
 	const char *replay_path = NULL;
 	bool snapshot = false, fallback = false;

@@ -267,3 +267,55 @@ def test_errors_are_one_line_and_non_zero():
     assert proc.returncode == 2 and "needs a terminal" in proc.stderr, proc.stderr
     proc = dlscope("ui")
     assert proc.returncode == 2 and "nothing to show" in proc.stderr, proc.stderr
+
+
+def ui_pid(ui, timeout=10.0):
+    """The dlscope process in the tmux pane: the pane's shell started it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pane = subprocess.run(["tmux", "list-panes", "-t", ui.name, "-F", "#{pane_pid}"],
+                              capture_output=True, text=True).stdout.split()
+        for shell in pane:
+            try:
+                with open(f"/proc/{shell}/task/{shell}/children") as f:
+                    for child in f.read().split():
+                        with open(f"/proc/{child}/comm") as c:
+                            if c.read().strip() == "dlscope":
+                                return int(child)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"no dlscope process in {ui.name}:\n{ui.screen()}")
+
+
+def bpf_links(pid):
+    """The tracepoints of the BPF links process PID holds (what the kernel says: fdinfo)."""
+    names = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(ln.split(":", 1) for ln in f.read().splitlines() if ":" in ln)
+        except OSError:
+            continue
+        if "link_type" in info and "tp_name" in info:
+            names.add(info["tp_name"].strip())
+    return names
+
+
+def test_live_futex_tracepoints_only_with_futex_ms():
+    if not is_root():
+        raise Skip("live mode needs root")
+    with Fixture(["busy_threads", "4", "idle"]) as fx:
+        # By default: the collector's tracepoints, none on the futex syscalls. The status line
+        # says "probes attached" once every probe is in place.
+        with Tui(["-p", fx.pid]) as ui:
+            ui.wait_for("probes attached")
+            links = bpf_links(ui_pid(ui))
+            assert {"sched_process_exec", "sched_process_exit"} <= links, links
+            assert not {"sys_enter_futex", "sys_exit_futex"} & links, links
+            assert ui.quit_and_status()[0] == 0
+        with Tui(["--futex-ms", "5", "-p", fx.pid]) as ui:
+            ui.wait_for("probes attached")
+            links = bpf_links(ui_pid(ui))
+            assert {"sys_enter_futex", "sys_exit_futex"} <= links, links
+            assert ui.quit_and_status()[0] == 0
