@@ -987,7 +987,7 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /* Start the command stopped before exec, so probes are in place from its first instruction. */
-static pid_t spawn_held(char **argv, int *release_fd)
+static pid_t spawn_held(char **argv, const int *stdio, int *release_fd)
 {
 	int p[2];
 	pid_t pid;
@@ -999,6 +999,14 @@ static pid_t spawn_held(char **argv, int *release_fd)
 		char c;
 
 		close(p[1]);
+		if (stdio) {
+			/* dup2 clears CLOEXEC on 0-2; the originals close at exec. */
+			if (setsid() < 0)
+				_exit(127);
+			for (int fd = 0; fd < 3; fd++)
+				if (stdio[fd] != fd && dup2(stdio[fd], fd) < 0)
+					_exit(127);
+		}
 		if (read(p[0], &c, 1) != 1)
 			_exit(127);
 		execvp(argv[0], argv);
@@ -1147,7 +1155,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		}
 	}
 	if (o->command) {
-		w.command_pid = spawn_held(o->command, &release_fd);
+		w.command_pid = spawn_held(o->command, o->command_stdio, &release_fd);
 		if (w.command_pid < 0) {
 			err = -errno;
 			snprintf(why, whylen, "cannot start '%s': %s", o->command[0], strerror(errno));

@@ -176,7 +176,8 @@ def test_replay_without_colours():
 def test_live_command_collision_and_finding():
     if not is_root():
         raise Skip("live mode needs root")
-    with Tui(["--", fixture_path("two_omp")]) as ui:
+    with tempfile.TemporaryDirectory() as d, \
+            Tui(["--", fixture_path("two_omp")], env={"TMPDIR": d}) as ui:
         ui.wait_for("ready")  # the command's own output lands on the status line
         ui.keys("2")
         s = ui.wait_for(re.compile(r"!!.*libomp\.so\.5.*COLLISION"))
@@ -319,3 +320,56 @@ def test_live_futex_tracepoints_only_with_futex_ms():
             links = bpf_links(ui_pid(ui))
             assert {"sys_enter_futex", "sys_exit_futex"} <= links, links
             assert ui.quit_and_status()[0] == 0
+
+
+SPAM = ("i=0; while [ $i -lt 300 ]; do echo SPAM-OUT $i; echo SPAM-ERR $i >&2; "
+        "echo SPAM-TTY $i 2>/dev/null >/dev/tty; i=$((i+1)); done; echo SPAM-DONE; sleep 600")
+
+
+def assert_views_clean(screen):
+    """Nothing the command wrote is on the screen, but for the status line (the last row)."""
+    rows = screen.rstrip("\n").split("\n")
+    dirty = [r for r in rows[:-1] if "SPAM" in r]
+    assert not dirty, screen
+
+
+def spam_lines(path):
+    with open(path) as f:
+        lines = f.read().splitlines()
+    return ([ln for ln in lines if ln.startswith("SPAM-OUT ")],
+            [ln for ln in lines if ln.startswith("SPAM-ERR ")])
+
+
+def test_live_command_output_goes_to_a_file_not_the_screen():
+    if not is_root():
+        raise Skip("live mode needs root")
+    # stdout, stderr and /dev/tty: a command cannot draw over the views. Its output goes to a
+    # new file in $TMPDIR, named on the status line and when the UI ends.
+    with tempfile.TemporaryDirectory() as d, \
+            Tui(["--", "sh", "-c", SPAM], env={"TMPDIR": d}) as ui:
+        s = ui.wait_for(re.compile(r"SPAM-DONE.*output: /\S+"))
+        assert_views_clean(s)
+        path = re.search(r"output: (/\S+)", s).group(1)
+        assert os.path.dirname(path) == d, path
+        for view in "2345":
+            ui.keys(view)
+            assert_views_clean(ui.wait_for(f"[{view} "))
+        status, s = ui.quit_and_status()
+        assert status == 0, s
+        assert_sane_terminal(s)
+        assert f"the output of 'sh' is in {path}" in s, s
+        out, err = spam_lines(path)
+        assert len(out) == 300 and len(err) == 300, (len(out), len(err))
+    # -o FILE: there instead; a file that cannot be made is one error line before the screen.
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "cmd.log")
+        with Tui(["-o", path, "--", "sh", "-c", SPAM]) as ui:
+            s = ui.wait_for("SPAM-DONE")
+            assert_views_clean(s)
+            assert path in s, s
+            assert ui.quit_and_status()[0] == 0
+        out, err = spam_lines(path)
+        assert len(out) == 300 and len(err) == 300, (len(out), len(err))
+        with Tui(["-o", os.path.join(d, "no", "such.log"), "--", "true"]) as ui:
+            s = ui.wait_for(re.compile(r"EXIT=\d+"))
+            assert "EXIT=3" in s and s.count("dlscope:") == 1 and "no/such.log" in s, s
