@@ -401,6 +401,14 @@ static int apply_loaded(struct model *m, const json_t *rec)
 			snprintf(r[i].label, sizeof(r[i].label), "%s%s%s", name ? name : r[i].impl,
 				 ver ? " " : "", ver ? ver : "");
 	}
+	/* A process watched from -p has no exec record: its executable names it, as comm would. */
+	if (str_of(rec, "origin") && !strcmp(str_of(rec, "origin"), "executable")) {
+		struct m_proc *p = model__proc_get(m, (pid_t)int_of(rec, "pid"));
+		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+		if (p && !p->comm[0])
+			snprintf(p->comm, sizeof(p->comm), "%.15s", base);
+	}
 	model__lib_upsert(m, (pid_t)int_of(rec, "pid"), path, str_of(rec, "soname"),
 			  (unsigned int)int_of(rec, "namespace"), str_of(rec, "origin"), names, n_by,
 			  r, n_roles);

@@ -1,4 +1,5 @@
 """dlscope ui, the real TUI in tmux: live, snapshot and replayed, through every view."""
+import json
 import os
 import re
 import shlex
@@ -134,9 +135,10 @@ def test_replay_views_filter_seek_and_quit():
             ui.keys("5")
             s = ui.wait_for("[5 Findings]")
             assert "dup-openmp" in s and "main+0x43 (two_omp)" in s, s
-            # Seek to the start: nothing applied beyond the header yet.
+            # Seek to the start: the first state, the exec and its start-up objects.
             ui.keys("{")
-            s = ui.wait_for("t=0.000s")
+            k, _ = first_state(trace)
+            s = ui.wait_for(f"record {k}/{n_records}")
             assert "no findings" in s, s
             ui.keys("1")
             s = ui.wait_for("[1 Processes]")
@@ -373,3 +375,51 @@ def test_live_command_output_goes_to_a_file_not_the_screen():
         with Tui(["-o", os.path.join(d, "no", "such.log"), "--", "true"]) as ui:
             s = ui.wait_for(re.compile(r"EXIT=\d+"))
             assert "EXIT=3" in s and s.count("dlscope:") == 1 and "no/such.log" in s, s
+
+
+def first_state(trace):
+    """How many records the first state applies, and the first screen's 'record K/N'.
+
+    The first state is the header, the first record and the 'loaded' records right after it
+    (a -p target's libraries, or an exec's start-up objects), with every record up to the
+    time of the last of those."""
+    recs = [json.loads(ln) for ln in open(trace) if ln.strip()]
+    end = 1
+    while end + 1 < len(recs) and recs[end + 1]["type"] == "loaded":
+        end += 1
+    t_open = recs[end]["t"]
+    k = end + 1
+    while k < len(recs) and recs[k].get("t", t_open) <= t_open:
+        k += 1
+    return k, len(recs)
+
+
+def test_replay_opens_on_the_first_state():
+    if not is_root():
+        raise Skip("recording a trace needs root")
+    with tempfile.TemporaryDirectory() as d:
+        # record -p: the target's libraries, as they were when recording began.
+        trace = os.path.join(d, "p.jsonl")
+        with Fixture(["two_omp"]) as fx:
+            dlscope("record", "-o", trace, "--duration", "1", "-p", fx.pid, check=0)
+        k, n = first_state(trace)
+        assert k > 2, (k, n)
+        with Tui(["--replay", trace]) as ui:
+            s = ui.wait_for(f"record {k}/{n}")
+            assert re.search(rf"^{fx.pid}\s.*two_omp", s, re.M), s
+            ui.keys("2")
+            s = ui.wait_for("[2 Libraries]")
+            assert re.search(r"!!.*libomp\.so\.5.*COLLISION", s), s
+            assert re.search(r"!!.*libgomp\.so\.1.*COLLISION", s), s
+            assert ui.quit_and_status()[0] == 0
+        # record -- CMD: the command's exec and its start-up objects; the dlopen comes later.
+        trace = os.path.join(d, "cmd.jsonl")
+        record_two_omp(trace)
+        k, n = first_state(trace)
+        with Tui(["--replay", trace]) as ui:
+            s = ui.wait_for(f"record {k}/{n}")
+            assert re.search(r"^\d+\s.*two_omp", s, re.M), s
+            ui.keys("2")
+            s = ui.wait_for("[2 Libraries]")
+            assert "libgomp.so.1" in s and "libc.so.6" in s and "libomp.so.5" not in s, s
+            assert ui.quit_and_status()[0] == 0

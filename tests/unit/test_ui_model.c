@@ -224,11 +224,72 @@ out:
 	model__free(m);
 }
 
+/* A trace of record -p: no exec, the target's objects at attach time, then its events. */
+static const char *const attach_trace[] = {
+	"{\"type\":\"header\",\"format\":\"dlscope-trace/1\",\"t0\":1000000000,\"targets\":[20]}",
+	"{\"type\":\"loaded\",\"t\":1004000000,\"pid\":20,\"path\":\"/opt/bin/a-long-program-name\","
+	"\"soname\":null,\"namespace\":0,\"origin\":\"executable\",\"needed_by\":[],\"roles\":[]}",
+	"{\"type\":\"loaded\",\"t\":1004000000,\"pid\":20,\"path\":\"/lib/libc.so.6\",\"soname\":"
+	"\"libc.so.6\",\"namespace\":0,\"origin\":\"needed\",\"needed_by\":[\"/opt/bin/a-long-program-name\"],"
+	"\"roles\":[]}",
+	"{\"type\":\"loaded\",\"t\":1006000000,\"pid\":21,\"path\":\"/bin/other\",\"soname\":null,"
+	"\"namespace\":0,\"origin\":\"executable\",\"needed_by\":[],\"roles\":[]}",
+	"{\"type\":\"dlsym\",\"t\":2000000000,\"pid\":20,\"tid\":20,\"comm\":\"a-long-program-\","
+	"\"in_dlopen\":0,\"symbol\":\"f\",\"handle\":1,\"address\":2}",
+	"{\"type\":\"summary\",\"events\":1,\"lost\":0,\"findings\":0}",
+};
+
+static struct replay *open_lines(const char *const *lines, size_t n, char *path)
+{
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	struct replay *r = NULL;
+	char why[256];
+
+	for (size_t i = 0; f && i < n; i++)
+		fprintf(f, "%s\n", lines[i]);
+	if (f)
+		fclose(f);
+	if (replay__open(path, &r, why, sizeof(why)))
+		printf("# %s\n", why);
+	unlink(path);
+	return r;
+}
+
+static void test_replay_first_state(void)
+{
+	char path[] = "/tmp/test_ui_model.XXXXXX", path2[] = "/tmp/test_ui_model.XXXXXX";
+	struct model *m = model__new(100);
+	struct replay *r = open_lines(trace, sizeof(trace) / sizeof(trace[0]), path);
+
+	/* What the TUI does first, and what '{' does. */
+	if (r)
+		replay__seek(r, m, 0, 0);
+	CHECK(r && r->pos == 4 && model__proc(m, 10) && model__proc(m, 10)->n_libs == 2 &&
+		      !model__proc(m, 11),
+	      "a command's trace opens on its exec and start-up objects, not on the header");
+	replay__free(r);
+	model__reset(m);
+	r = open_lines(attach_trace, sizeof(attach_trace) / sizeof(attach_trace[0]), path2);
+	if (r)
+		replay__seek(r, m, 0, 0);
+	CHECK(r && r->pos == 4 && model__proc(m, 20) && model__proc(m, 20)->n_libs == 2 &&
+		      model__proc(m, 21),
+	      "a -p trace opens on every target's objects");
+	CHECK(model__proc(m, 20) && !strcmp(model__proc(m, 20)->comm, "a-long-program-"),
+	      "a -p target is named after its executable, as the kernel's comm would");
+	CHECK(model__proc(m, 21) && !strcmp(model__proc(m, 21)->comm, "other"),
+	      "each -p target is named");
+	replay__free(r);
+	model__free(m);
+}
+
 int main(void)
 {
 	test_graph_and_collision();
 	test_front_is_no_collision();
 	test_filters_and_ring();
 	test_replay_seek();
+	test_replay_first_state();
 	return tap_done();
 }
