@@ -423,3 +423,27 @@ def test_replay_opens_on_the_first_state():
             s = ui.wait_for("[2 Libraries]")
             assert "libgomp.so.1" in s and "libc.so.6" in s and "libomp.so.5" not in s, s
             assert ui.quit_and_status()[0] == 0
+
+
+def test_live_futex_waits_inside_dlopen_read_as_watch_prints_them():
+    """A constructor blocked inside dlopen: found by sampling (default) and, with --futex-ms,
+    as the wait begins; each with what watch says of it, never 'for 0.0 ms'."""
+    if not is_root():
+        raise Skip("live mode needs root")
+    cmd = ["--", fixture_path("dlopen_list"), fixture_path("libhang_ctor_omp_dlsym.so")]
+    with tempfile.TemporaryDirectory() as d:
+        with Tui(cmd, env={"TMPDIR": d}) as ui:
+            ui.keys("4")
+            s = ui.wait_for(re.compile(r'blocked in a futex wait on 0x[0-9a-f]+ inside '
+                                       r'dlopen\("\S+libhang_ctor_omp_dlsym\.so"\), which began '
+                                       r'\d+ ms ago'))
+            assert re.search(r'blocked in a futex wait on 0x[0-9a-f]+ inside dlsym\("printf"\)',
+                             s), s
+            assert " for 0.0 ms" not in s, s
+            assert ui.quit_and_status()[0] == 0
+        with Tui(["--futex-ms", "5"] + cmd, env={"TMPDIR": d}) as ui:
+            ui.keys("4")
+            s = ui.wait_for(re.compile(r"futex_wait\s+futex wait on 0x[0-9a-f]+ begins inside "
+                                       r"dlopen"))
+            assert " for 0.0 ms" not in s, s
+            assert ui.quit_and_status()[0] == 0
