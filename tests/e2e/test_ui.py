@@ -432,7 +432,8 @@ def test_live_futex_waits_inside_dlopen_read_as_watch_prints_them():
         raise Skip("live mode needs root")
     cmd = ["--", fixture_path("dlopen_list"), fixture_path("libhang_ctor_omp_dlsym.so")]
     with tempfile.TemporaryDirectory() as d:
-        with Tui(cmd, env={"TMPDIR": d}) as ui:
+        # Wide enough for the whole line with the fixture's full path.
+        with Tui(cmd, env={"TMPDIR": d}, width=320) as ui:
             ui.keys("4")
             s = ui.wait_for(re.compile(r'blocked in a futex wait on 0x[0-9a-f]+ inside '
                                        r'dlopen\("\S+libhang_ctor_omp_dlsym\.so"\), which began '
