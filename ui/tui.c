@@ -106,6 +106,7 @@ void ui__status(struct ui *ui, bool error, const char *fmt, ...)
 	vsnprintf(ui->status, sizeof(ui->status), fmt, ap);
 	va_end(ap);
 	ui->status_error = error;
+	ui->status_gen++;
 }
 
 struct m_proc *ui__proc(struct ui *ui)
@@ -626,8 +627,11 @@ static void read_messages(struct ui *ui, int out_fd)
 	while (out_fd >= 0 && (n = read(out_fd, buf, sizeof(buf) - 1)) > 0) {
 		buf[n] = '\0';
 		line = newest_line(buf, (size_t)n);
+		/* With a command, the name of its output file stays in sight. */
 		if (line)
-			ui__status(ui, !strncmp(line, "dlscope: error", 14), "%s", line);
+			ui__status(ui, !strncmp(line, "dlscope: error", 14), "%s%s%s", line,
+				   ui->cmd_out_path ? "  | output: " : "",
+				   ui->cmd_out_path ? ui->cmd_out_path : "");
 	}
 	read_command_output(ui);
 }
@@ -658,11 +662,15 @@ static bool pump(struct ui *ui, bool *collector_failed, bool *backlog, char *why
 	if (ui->live && live__finished(ui->live, &err, why, whylen)) {
 		live__free(ui->live);
 		ui->live = NULL;
+		/* The command has been reaped: its last words first, then what became of it. */
+		read_command_output(ui);
 		if (err) {
 			*collector_failed = true;
 			ui__status(ui, true, "live events stopped: %s", why);
 		} else {
-			ui__status(ui, false, "the watched processes are gone; events stopped");
+			ui__status(ui, false, "the watched processes are gone; events stopped%s%s",
+				   ui->cmd_out_path ? "  | output: " : "",
+				   ui->cmd_out_path ? ui->cmd_out_path : "");
 		}
 	}
 	return gen != ui->m->generation || (ui->replay && !ui->replay->paused);
@@ -756,6 +764,7 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 	bool dirty = true, quit = false, failed = false, backlog = false;
 	double started = now_s();
 	uint64_t first_seq = ui->m->next_seq;
+	unsigned int status_gen = ui->status_gen;
 	int ret = DLS_EXIT_OK, sfd;
 	sigset_t stop_sigs;
 
@@ -837,6 +846,10 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 		}
 		failed = false;
 		read_messages(ui, ts.out_read);
+		if (ui->status_gen != status_gen) {
+			status_gen = ui->status_gen;
+			dirty = true;
+		}
 		t = now_s();
 		if (dirty && (t - last_draw) * 1e3 >= FRAME_MS) {
 			draw(ui);

@@ -107,6 +107,7 @@ struct ui {
 
 	char status[512];
 	bool status_error;
+	unsigned int status_gen; /* bumped by ui__status: the loop redraws when it moves */
 	bool colors;
 	int lines, cols;
 	unsigned long redraws;

@@ -448,3 +448,17 @@ def test_live_futex_waits_inside_dlopen_read_as_watch_prints_them():
                                        r"dlopen"))
             assert " for 0.0 ms" not in s, s
             assert ui.quit_and_status()[0] == 0
+
+
+def test_live_command_end_is_drawn_with_its_output_file():
+    """The status line is redrawn when only it changes: the command's last line, then the
+    collector's end, with the output file still named."""
+    if not is_root():
+        raise Skip("live mode needs root")
+    with tempfile.TemporaryDirectory() as d, \
+            Tui(["--", "sh", "-c", "echo LAST-LINE"], env={"TMPDIR": d}) as ui:
+        s = ui.wait_for("events stopped")
+        path = re.search(r"output: (/\S+)", s).group(1)
+        assert open(path).read() == "LAST-LINE\n"
+        status, s = ui.quit_and_status()
+        assert status == 0 and f"the output of 'sh' is in {path}" in s, s
