@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event_text.h"
 #include "model.h"
 
 static const char *const kind_ids[EV__COUNT] = {
@@ -401,6 +402,14 @@ static int apply_loaded(struct model *m, const json_t *rec)
 			snprintf(r[i].label, sizeof(r[i].label), "%s%s%s", name ? name : r[i].impl,
 				 ver ? " " : "", ver ? ver : "");
 	}
+	/* A process watched from -p has no exec record: its executable names it, as comm would. */
+	if (str_of(rec, "origin") && !strcmp(str_of(rec, "origin"), "executable")) {
+		struct m_proc *p = model__proc_get(m, (pid_t)int_of(rec, "pid"));
+		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+		if (p && !p->comm[0])
+			snprintf(p->comm, sizeof(p->comm), "%.15s", base);
+	}
 	model__lib_upsert(m, (pid_t)int_of(rec, "pid"), path, str_of(rec, "soname"),
 			  (unsigned int)int_of(rec, "namespace"), str_of(rec, "origin"), names, n_by,
 			  r, n_roles);
@@ -455,8 +464,8 @@ static void describe_event(enum ev_kind k, const json_t *rec, char *text, size_t
 			 int_of(rec, "address"));
 		break;
 	case EV_OMP_FORK:
-		snprintf(text, len, "parallel region #%lld started inside dlopen",
-			 int_of(rec, "regions"));
+		event_text__omp_fork(text, len, (unsigned long long)int_of(rec, "entry"),
+				     (unsigned long long)int_of(rec, "regions"));
 		break;
 	case EV_BLAS_THREAD:
 		snprintf(text, len, "BLAS pool thread starts");
@@ -472,22 +481,31 @@ static void describe_event(enum ev_kind k, const json_t *rec, char *text, size_t
 		snprintf(text, len, "exec %s", file ? file : "");
 		break;
 	case EV_FORK:
-		snprintf(text, len, "%s %lld",
-			 json_is_true(json_object_get(rec, "thread")) ? "new thread" : "fork, child",
-			 int_of(rec, "child"));
+		event_text__fork(text, len, (unsigned long long)int_of(rec, "child"),
+				 json_is_true(json_object_get(rec, "thread")),
+				 (unsigned int)int_of(rec, "in_dlopen"));
 		break;
 	case EV_EXIT:
-		snprintf(text, len, "exit, status %lld", int_of(rec, "exit_code"));
+		event_text__exit(text, len, (unsigned long long)int_of(rec, "exit_code"));
 		break;
 	case EV_SIGNAL:
 		*lib = str_of(rec, "where");
-		snprintf(text, len, "fatal signal %lld at %s", int_of(rec, "signal"),
-			 str_of(rec, "at") ? str_of(rec, "at") : "?");
+		event_text__signal(text, len, (unsigned long long)int_of(rec, "signal"),
+				   str_of(rec, "where"), str_of(rec, "at"));
 		break;
-	case EV_FUTEX_WAIT:
-		snprintf(text, len, "futex wait on 0x%llx for %.1f ms", int_of(rec, "futex"),
-			 (double)int_of(rec, "duration_ns") / 1e6);
+	case EV_FUTEX_WAIT: {
+		const char *in = str_of(rec, "blocked_in");
+
+		/* Found blocked inside dlopen: the library filter finds it under that file. */
+		if (in && !strcmp(in, "dlopen"))
+			*lib = str_of(rec, "call");
+		/* docs/trace-format.md: duration 0 is a wait inside dlopen reported as it began. */
+		event_text__futex(text, len, (unsigned long long)int_of(rec, "futex"), in,
+				  str_of(rec, "call"), !in && !int_of(rec, "duration_ns"),
+				  (unsigned long long)int_of(rec, "duration_ns"),
+				  (unsigned int)int_of(rec, "in_dlopen"));
 		break;
+	}
 	default:
 		snprintf(text, len, "?");
 	}

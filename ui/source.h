@@ -21,6 +21,11 @@ struct replay {
 	uint64_t *t; /* each record's time, made non-decreasing */
 	size_t n, pos; /* pos: the next record to apply */
 	uint64_t t_first, t_last, now; /* now: trace time shown */
+	/*
+	 * The first state, where a replay opens and '{' goes: the time of the first record and of
+	 * the "loaded" records right after it (a -p target's libraries, an exec's start-up objects).
+	 */
+	uint64_t t_open;
 	double speed;		       /* 1: real time; 0: as fast as possible */
 	bool paused;
 	double wall_anchor; /* wall seconds when now was trace_anchor */
@@ -33,7 +38,7 @@ struct replay {
  */
 int replay__open(const char *path, struct replay **out, char *why, size_t whylen);
 void replay__free(struct replay *r);
-/* Show trace time @t (clamped to the trace): forward applies, backward rebuilds. */
+/* Show trace time @t (clamped to t_open..t_last): forward applies, backward rebuilds. */
 void replay__seek(struct replay *r, struct model *m, uint64_t t, double wall_now);
 /* Play on to wall time @wall_now, applying at most @budget records. Returns how many. */
 size_t replay__tick(struct replay *r, struct model *m, double wall_now, size_t budget);

@@ -44,7 +44,8 @@ static int push_line(struct replay *r, size_t *cap, char *line, uint64_t t)
 int replay__open(const char *path, struct replay **out, char *why, size_t whylen)
 {
 	struct replay *r = calloc(1, sizeof(*r));
-	size_t cap = 0, lineno = 0, len = 0;
+	size_t cap = 0, lineno = 0, len = 0, open_at = 0;
+	bool opening = true;
 	char *line = NULL;
 	ssize_t got;
 	FILE *f;
@@ -84,6 +85,13 @@ int replay__open(const char *path, struct replay **out, char *why, size_t whylen
 			goto close;
 		}
 		t = record_time(rec);
+		/* The first record after the header, and the "loaded" ones that follow it. */
+		if (opening && r->n >= 1 &&
+		    (r->n == 1 || !strcmp(json_string_value(json_object_get(rec, "type")) ?: "",
+					  "loaded")))
+			open_at = r->n;
+		else if (r->n >= 1)
+			opening = false;
 		json_decref(rec);
 		err = push_line(r, &cap, line, t);
 		if (err) {
@@ -100,6 +108,7 @@ int replay__open(const char *path, struct replay **out, char *why, size_t whylen
 	}
 	r->t_first = r->t[0];
 	r->t_last = r->t[r->n - 1];
+	r->t_open = r->t[open_at];
 	r->now = r->t_first;
 	r->speed = 1.0;
 	r->paused = true;
@@ -137,8 +146,8 @@ static void apply_next(struct replay *r, struct model *m)
 
 void replay__seek(struct replay *r, struct model *m, uint64_t t, double wall_now)
 {
-	if (t < r->t_first)
-		t = r->t_first;
+	if (t < r->t_open)
+		t = r->t_open;
 	if (t > r->t_last)
 		t = r->t_last;
 	if (t < r->now || (r->pos && t < r->t[r->pos - 1])) {

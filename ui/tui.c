@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,6 +106,7 @@ void ui__status(struct ui *ui, bool error, const char *fmt, ...)
 	vsnprintf(ui->status, sizeof(ui->status), fmt, ap);
 	va_end(ap);
 	ui->status_error = error;
+	ui->status_gen++;
 }
 
 struct m_proc *ui__proc(struct ui *ui)
@@ -551,10 +553,69 @@ static enum key_result handle_key(struct ui *ui, int ch)
 	return v->key(ui, ch, NULL);
 }
 
-/* Messages from the collector and anything it or the command wrote to stderr/stdout. */
+/*
+ * The newest line of @buf (@n bytes, NUL-terminated), in place: after the last newline and the
+ * last carriage return (a progress bar redraws with \r), control characters and escape
+ * sequences dropped (colours would garble the status line). NULL when it is empty.
+ */
+static char *newest_line(char *buf, size_t n)
+{
+	char *last, *cr, *out;
+
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	last = strrchr(buf, '\n');
+	last = last ? last + 1 : buf;
+	cr = strrchr(last, '\r');
+	last = cr ? cr + 1 : last;
+	out = last;
+	for (const char *p = last; *p; p++) {
+		if (*p == 27) { /* ESC [ ... final byte */
+			if (p[1] == '[')
+				for (p += 2; *p && !(*p >= 0x40 && *p <= 0x7e); p++)
+					;
+			if (!*p)
+				break;
+			continue;
+		}
+		*out++ = (unsigned char)*p < 32 ? ' ' : *p;
+	}
+	*out = '\0';
+	return *last ? last : NULL;
+}
+
+/* What the command wrote since last time: its newest line, and where all of it is. */
+static void read_command_output(struct ui *ui)
+{
+	char buf[4096], *line;
+	struct stat st;
+	off_t from;
+	ssize_t n;
+
+	if (!ui->cmd_out_path || fstat(ui->cmd_out_fd, &st))
+		return;
+	if (st.st_size < ui->cmd_out_off) /* truncated by someone else */
+		ui->cmd_out_off = 0;
+	if (st.st_size == ui->cmd_out_off)
+		return;
+	/* Only the newest line is shown: read no more than the tail of what is new. */
+	from = st.st_size - ui->cmd_out_off > (off_t)sizeof(buf) - 1 ?
+		       st.st_size - (off_t)sizeof(buf) + 1 :
+		       (off_t)ui->cmd_out_off;
+	n = pread(ui->cmd_out_fd, buf, sizeof(buf) - 1, from);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	ui->cmd_out_off = from + n;
+	line = newest_line(buf, (size_t)n);
+	if (line)
+		ui__status(ui, false, "%s  | output: %s", line, ui->cmd_out_path);
+}
+
+/* Messages from the collector, anything dlscope itself wrote to stderr/stdout, the command's. */
 static void read_messages(struct ui *ui, int out_fd)
 {
-	char buf[4096];
+	char buf[4096], *line;
 	ssize_t n;
 
 	pthread_mutex_lock(&msg_lock);
@@ -564,19 +625,15 @@ static void read_messages(struct ui *ui, int out_fd)
 	}
 	pthread_mutex_unlock(&msg_lock);
 	while (out_fd >= 0 && (n = read(out_fd, buf, sizeof(buf) - 1)) > 0) {
-		char *last, *end;
-
 		buf[n] = '\0';
-		/* Show the last complete non-empty line. */
-		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-			buf[--n] = '\0';
-		last = strrchr(buf, '\n');
-		last = last ? last + 1 : buf;
-		end = last + strcspn(last, "\r");
-		*end = '\0';
-		if (*last)
-			ui__status(ui, !strncmp(last, "dlscope: error", 14), "%s", last);
+		line = newest_line(buf, (size_t)n);
+		/* With a command, the name of its output file stays in sight. */
+		if (line)
+			ui__status(ui, !strncmp(line, "dlscope: error", 14), "%s%s%s", line,
+				   ui->cmd_out_path ? "  | output: " : "",
+				   ui->cmd_out_path ? ui->cmd_out_path : "");
 	}
+	read_command_output(ui);
 }
 
 /*
@@ -605,11 +662,15 @@ static bool pump(struct ui *ui, bool *collector_failed, bool *backlog, char *why
 	if (ui->live && live__finished(ui->live, &err, why, whylen)) {
 		live__free(ui->live);
 		ui->live = NULL;
+		/* The command has been reaped: its last words first, then what became of it. */
+		read_command_output(ui);
 		if (err) {
 			*collector_failed = true;
 			ui__status(ui, true, "live events stopped: %s", why);
 		} else {
-			ui__status(ui, false, "the watched processes are gone; events stopped");
+			ui__status(ui, false, "the watched processes are gone; events stopped%s%s",
+				   ui->cmd_out_path ? "  | output: " : "",
+				   ui->cmd_out_path ? ui->cmd_out_path : "");
 		}
 	}
 	return gen != ui->m->generation || (ui->replay && !ui->replay->paused);
@@ -632,7 +693,8 @@ struct term_state {
 
 /*
  * curses gets its own copies of the terminal; fds 0-2 become /dev/null and a pipe we read, so
- * the collector's and the command's output lands on the status line, never on the screen.
+ * what dlscope itself prints (libbpf, the collector) lands on the status line, never on the
+ * screen. A command has its own output file (watch_opts.command_stdio).
  */
 static int term_open(struct term_state *ts, char *why, size_t whylen)
 {
@@ -663,7 +725,6 @@ static int term_open(struct term_state *ts, char *why, size_t whylen)
 		dup2(null_fd, 0);
 		close(null_fd);
 	}
-	/* The write end keeps no CLOEXEC as fd 1 and 2: the command writes there. */
 	dup2(p[1], 1);
 	dup2(p[1], 2);
 	close(p[1]);
@@ -703,6 +764,7 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 	bool dirty = true, quit = false, failed = false, backlog = false;
 	double started = now_s();
 	uint64_t first_seq = ui->m->next_seq;
+	unsigned int status_gen = ui->status_gen;
 	int ret = DLS_EXIT_OK, sfd;
 	sigset_t stop_sigs;
 
@@ -734,6 +796,18 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 		goto out;
 	}
 	output__set_sink(output_sink);
+	/* Started only now: whatever the collector prints goes to the pipe, not over the screen. */
+	if (ui->live_opts) {
+		int err = live__start(ui->live_opts, &ui->live);
+
+		if (err) {
+			snprintf(why, whylen, "cannot start the collector: %s", strerror(-err));
+			output__set_sink(NULL);
+			term_close(&ts);
+			ret = DLS_EXIT_INSPECT;
+			goto out;
+		}
+	}
 	raw();
 	noecho();
 	keypad(stdscr, TRUE);
@@ -772,6 +846,10 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 		}
 		failed = false;
 		read_messages(ui, ts.out_read);
+		if (ui->status_gen != status_gen) {
+			status_gen = ui->status_gen;
+			dirty = true;
+		}
 		t = now_s();
 		if (dirty && (t - last_draw) * 1e3 >= FRAME_MS) {
 			draw(ui);

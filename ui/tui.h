@@ -72,6 +72,12 @@ struct ui {
 	struct model *m;
 	enum source_kind src;
 	struct live *live;
+	/* Live mode: the collector's options; it starts once the terminal is the UI's. */
+	const struct watch_opts *live_opts;
+	/* -- CMD: the file its stdout and stderr go to, read for the status line. */
+	const char *cmd_out_path, *cmd_name;
+	int cmd_out_fd;
+	long long cmd_out_off;
 	struct replay *replay;
 	pid_t *snap_pids; /* -p targets: what 'r' snapshots again */
 	size_t n_snap_pids;
@@ -101,6 +107,7 @@ struct ui {
 
 	char status[512];
 	bool status_error;
+	unsigned int status_gen; /* bumped by ui__status: the loop redraws when it moves */
 	bool colors;
 	int lines, cols;
 	unsigned long redraws;

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dlscope ui: the TUI over a live collector, a recorded trace, or a snapshot without root. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -31,14 +34,73 @@ static void ui_usage(FILE *f)
 		"\n"
 		"  -p, --pid PID         this process (repeatable)\n"
 		"  -f, --follow          also the children they fork (live)\n"
-		"      --hot             also every parallel region and BLAS thread start (live)\n"
-		"      --futex-ms MS     report futex waits of at least MS ms (default 10)\n"
+		"      --hot             (live) as in watch: a parallel region or OpenBLAS dispatch\n"
+		"                        started inside dlopen (others are only counted), and\n"
+		"                        OpenBLAS pool thread starts; every region pays a uprobe\n"
+		"  -o, --output FILE     the command's stdout and stderr go there (default: a new\n"
+		"                        file in $TMPDIR or /tmp), named on the status line; its\n"
+		"                        stdin is /dev/null and it has no controlling terminal\n"
+		"      --futex-ms MS     also every futex wait of at least MS ms, from the futex\n"
+		"                        syscall tracepoints (they slow every futex call of the\n"
+		"                        machine; off by default: a thread blocked inside dlopen\n"
+		"                        is still found, by sampling, within 0.1 s)\n"
 		"  -r, --replay FILE     replay a trace from 'dlscope record' (play, pause, seek)\n"
 		"  -s, --snapshot        no events: what libs, check and stacks see, without root\n"
 		"  -h, --help\n"
 		"\n"
 		"The NO_COLOR environment variable turns colours off.\n"
 		"Exit status: 0 fine, 2 usage error (or a terminal too small), 3 could not inspect.\n");
+}
+
+/*
+ * The command's stdio: stdin /dev/null (the UI owns the keyboard), stdout and stderr one file,
+ * appended to, so that the two interleave as written and nothing can block the command (a
+ * pipe the UI were slow to read would). @out_path, or a new file in $TMPDIR (its name in
+ * @tmp). Returns 0, or -errno after one error line.
+ */
+static int open_command_output(const char *out_path, char *tmp, size_t tmplen, int stdio[3])
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+
+	if (out_path) {
+		fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+	} else {
+		snprintf(tmp, tmplen, "%s/dlscope-ui-XXXXXX.log", dir && *dir ? dir : "/tmp");
+		fd = mkostemps(tmp, 4, O_APPEND | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		int err = -errno;
+
+		dls_err("ui: cannot write the command's output to %s: %s", out_path ? out_path : tmp,
+			strerror(errno));
+		tmp[0] = '\0';
+		return err;
+	}
+	stdio[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (stdio[0] < 0) {
+		int err = -errno;
+
+		dls_err("ui: cannot open /dev/null: %s", strerror(errno));
+		close(fd);
+		return err;
+	}
+	stdio[1] = stdio[2] = fd;
+	return 0;
+}
+
+/* Say where the command's output is; a file of our own making with nothing in it goes. */
+static void command_output_done(const struct ui *ui, bool ours)
+{
+	struct stat st;
+
+	if (fstat(ui->cmd_out_fd, &st))
+		return;
+	if (st.st_size)
+		fprintf(stderr, "dlscope: ui: the output of '%s' is in %s\n", ui->cmd_name,
+			ui->cmd_out_path);
+	else if (ours)
+		unlink(ui->cmd_out_path);
 }
 
 int cmd_ui(int argc, char **argv)
@@ -48,20 +110,24 @@ int cmd_ui(int argc, char **argv)
 		{ "follow", no_argument, NULL, 'f' },
 		{ "hot", no_argument, NULL, 'H' },
 		{ "futex-ms", required_argument, NULL, 'F' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "replay", required_argument, NULL, 'r' },
 		{ "snapshot", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct watch_opts o = { .futex_ms = 10, .quiet = true };
-	struct ui ui = { .src = SRC_LIVE };
-	const char *replay_path = NULL;
+	/* futex_ms 0: no futex tracepoints unless asked, as in watch. */
+	struct watch_opts o = { .quiet = true };
+	struct ui ui = { .src = SRC_LIVE, .cmd_out_fd = -1 };
+	const char *replay_path = NULL, *out_path = NULL;
+	char tmp_path[PATH_MAX] = "";
+	int cmd_stdio[3] = { -1, -1, -1 };
 	bool snapshot = false, fallback = false;
 	int c, ret = DLS_EXIT_USAGE;
 	char why[512], warn[512];
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:fr:sh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:fr:so:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': {
 			int err = parse_pid_append(optarg, &o.pids, &o.n_pids);
@@ -89,6 +155,9 @@ int cmd_ui(int argc, char **argv)
 			o.futex_ms = (unsigned int)v;
 			break;
 		}
+		case 'o':
+			out_path = optarg;
+			break;
 		case 'r':
 			replay_path = optarg;
 			break;
@@ -127,6 +196,10 @@ int cmd_ui(int argc, char **argv)
 	}
 	if (!replay_path && !o.n_pids && !o.command) {
 		dls_err("ui: nothing to show: give -p PID, -- COMMAND or --replay FILE");
+		goto out;
+	}
+	if (out_path && !o.command) {
+		dls_err("ui: -o FILE takes the output of a command: it needs -- COMMAND");
 		goto out;
 	}
 	if (snapshot && o.command) {
@@ -179,19 +252,30 @@ int cmd_ui(int argc, char **argv)
 	else if (ui.src == SRC_SNAPSHOT && !ui.status[0])
 		ui__status(&ui, false, "snapshot of %zu process%s: r takes a new one", o.n_pids,
 			   o.n_pids == 1 ? "" : "es");
-	if (ui.src == SRC_LIVE) {
-		int err = live__start(&o, &ui.live);
-
-		if (err) {
-			dls_err("ui: cannot start the collector: %s", strerror(-err));
-			goto out;
-		}
+	if (o.command && open_command_output(out_path, tmp_path, sizeof(tmp_path), cmd_stdio))
+		goto out;
+	if (o.command) {
+		o.command_stdio = cmd_stdio;
+		ui.cmd_out_fd = cmd_stdio[1];
+		ui.cmd_out_path = out_path ? out_path : tmp_path;
+		ui.cmd_name = o.command[0];
+		ui__status(&ui, false, "the output of '%s' goes to %s", o.command[0],
+			   ui.cmd_out_path);
 	}
+	if (ui.src == SRC_LIVE)
+		ui.live_opts = &o;
 	ret = tui__run(&ui, why, sizeof(why));
 	if (why[0])
 		dls_err("ui: %s", why);
 out:
+	/* The command is gone once the collector is: its output file is complete. */
 	live__free(ui.live);
+	ui.live = NULL;
+	if (ui.cmd_out_path)
+		command_output_done(&ui, tmp_path[0]);
+	for (int i = 0; i < 3; i++)
+		if (cmd_stdio[i] >= 0 && (i == 0 || cmd_stdio[i] != cmd_stdio[i - 1]))
+			close(cmd_stdio[i]);
 	replay__free(ui.replay);
 	model__free(ui.m);
 	for (size_t i = 0; i < ui.n_collapsed; i++)

@@ -26,6 +26,7 @@
 #include "dlwatch.h"
 #include "dlwatch.skel.h"
 #include "elfobj.h"
+#include "event_text.h"
 #include "graph_export.h"
 #include "libgraph.h"
 #include "runtimes.h"
@@ -741,9 +742,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 		json_object_set_new(j, "address", json_integer(e->ret));
 		break;
 	case DLW_OMP_FORK:
-		snprintf(line, sizeof(line), "%s #%llu started inside dlopen",
-			 e->arg0 == 4 ? "BLAS parallel dispatch (exec_blas)" : "parallel region",
-			 e->arg1);
+		event_text__omp_fork(line, sizeof(line), e->arg0, e->arg1);
 		json_object_set_new(j, "regions", json_integer((json_int_t)e->arg1));
 		json_object_set_new(j, "entry", json_integer((json_int_t)e->arg0));
 		break;
@@ -763,13 +762,12 @@ static int handle_event(void *ctx, void *data, size_t size)
 		json_object_set_new(j, "file", json_string(e->str));
 		break;
 	case DLW_FORK:
-		snprintf(line, sizeof(line), "%s %llu%s", e->arg1 ? "new thread" : "fork, child",
-			 e->arg0, e->in_dlopen ? " (inside dlopen)" : "");
+		event_text__fork(line, sizeof(line), e->arg0, e->arg1, e->in_dlopen);
 		json_object_set_new(j, "child", json_integer((json_int_t)e->arg0));
 		json_object_set_new(j, "thread", json_boolean(e->arg1));
 		break;
 	case DLW_EXIT:
-		snprintf(line, sizeof(line), "exit, status 0x%llx", e->arg0);
+		event_text__exit(line, sizeof(line), e->arg0);
 		json_object_set_new(j, "exit_code", json_integer((json_int_t)e->arg0));
 		break;
 	case DLW_SIGNAL: {
@@ -783,8 +781,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 				refresh(w, ps);
 			symbolize(ps, e->stack[0], at, sizeof(at));
 		}
-		snprintf(line, sizeof(line), "fatal signal %llu, fault address %s, at %s", e->arg0,
-			 where, at);
+		event_text__signal(line, sizeof(line), e->arg0, where, at);
 		json_object_set_new(j, "at", json_string(at));
 		json_object_set_new(j, "signal", json_integer((json_int_t)e->arg0));
 		json_object_set_new(j, "address", json_integer((json_int_t)e->arg1));
@@ -792,19 +789,9 @@ static int handle_event(void *ctx, void *data, size_t size)
 		break;
 	}
 	case DLW_FUTEX_WAIT:
-		if (e->arg1 >= 2)
-			snprintf(line, sizeof(line),
-				 "blocked in a futex wait on 0x%llx inside %s(\"%s\"), which began "
-				 "%.0f ms ago",
-				 e->arg0, e->arg1 == 2 ? "dlopen" : "dlsym", e->str,
-				 (double)e->duration_ns / 1e6);
-		else if (e->arg1)
-			snprintf(line, sizeof(line), "futex wait on 0x%llx begins inside dlopen",
-				 e->arg0);
-		else
-			snprintf(line, sizeof(line), "futex wait on 0x%llx for %.1f ms%s", e->arg0,
-				 (double)e->duration_ns / 1e6,
-				 e->in_dlopen ? " (inside dlopen)" : "");
+		event_text__futex(line, sizeof(line), e->arg0,
+				  e->arg1 >= 2 ? (e->arg1 == 2 ? "dlopen" : "dlsym") : NULL, e->str,
+				  e->arg1 == 1, e->duration_ns, e->in_dlopen);
 		json_object_set_new(j, "futex", json_integer((json_int_t)e->arg0));
 		if (e->arg1 >= 2) {
 			json_object_set_new(j, "blocked_in",
@@ -987,7 +974,7 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /* Start the command stopped before exec, so probes are in place from its first instruction. */
-static pid_t spawn_held(char **argv, int *release_fd)
+static pid_t spawn_held(char **argv, const int *stdio, int *release_fd)
 {
 	int p[2];
 	pid_t pid;
@@ -999,6 +986,14 @@ static pid_t spawn_held(char **argv, int *release_fd)
 		char c;
 
 		close(p[1]);
+		if (stdio) {
+			/* dup2 clears CLOEXEC on 0-2; the originals close at exec. */
+			if (setsid() < 0)
+				_exit(127);
+			for (int fd = 0; fd < 3; fd++)
+				if (stdio[fd] != fd && dup2(stdio[fd], fd) < 0)
+					_exit(127);
+		}
 		if (read(p[0], &c, 1) != 1)
 			_exit(127);
 		execvp(argv[0], argv);
@@ -1147,7 +1142,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		}
 	}
 	if (o->command) {
-		w.command_pid = spawn_held(o->command, &release_fd);
+		w.command_pid = spawn_held(o->command, o->command_stdio, &release_fd);
 		if (w.command_pid < 0) {
 			err = -errno;
 			snprintf(why, whylen, "cannot start '%s': %s", o->command[0], strerror(errno));

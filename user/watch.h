@@ -17,6 +17,12 @@ struct watch_opts {
 	pid_t *pids;
 	size_t n_pids;
 	char **command;		/* -- CMD ARGS, or NULL */
+	/*
+	 * The command's stdin, stdout and stderr, and it runs in a session of its own, with no
+	 * controlling terminal (the TUI's screen is not its to write on, not even by /dev/tty);
+	 * NULL: it inherits ours.
+	 */
+	const int *command_stdio;
 	const char *comm;	/* every process with this comm, running or exec'ed later */
 	bool follow;		/* children as they fork */
 	bool hot;		/* also the per-region OpenMP/BLAS entry points */

@@ -1,4 +1,5 @@
 """dlscope ui, the real TUI in tmux: live, snapshot and replayed, through every view."""
+import json
 import os
 import re
 import shlex
@@ -134,9 +135,10 @@ def test_replay_views_filter_seek_and_quit():
             ui.keys("5")
             s = ui.wait_for("[5 Findings]")
             assert "dup-openmp" in s and "main+0x43 (two_omp)" in s, s
-            # Seek to the start: nothing applied beyond the header yet.
+            # Seek to the start: the first state, the exec and its start-up objects.
             ui.keys("{")
-            s = ui.wait_for("t=0.000s")
+            k, _ = first_state(trace)
+            s = ui.wait_for(f"record {k}/{n_records}")
             assert "no findings" in s, s
             ui.keys("1")
             s = ui.wait_for("[1 Processes]")
@@ -176,7 +178,8 @@ def test_replay_without_colours():
 def test_live_command_collision_and_finding():
     if not is_root():
         raise Skip("live mode needs root")
-    with Tui(["--", fixture_path("two_omp")]) as ui:
+    with tempfile.TemporaryDirectory() as d, \
+            Tui(["--", fixture_path("two_omp")], env={"TMPDIR": d}) as ui:
         ui.wait_for("ready")  # the command's own output lands on the status line
         ui.keys("2")
         s = ui.wait_for(re.compile(r"!!.*libomp\.so\.5.*COLLISION"))
@@ -267,3 +270,195 @@ def test_errors_are_one_line_and_non_zero():
     assert proc.returncode == 2 and "needs a terminal" in proc.stderr, proc.stderr
     proc = dlscope("ui")
     assert proc.returncode == 2 and "nothing to show" in proc.stderr, proc.stderr
+
+
+def ui_pid(ui, timeout=10.0):
+    """The dlscope process in the tmux pane: the pane's shell started it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pane = subprocess.run(["tmux", "list-panes", "-t", ui.name, "-F", "#{pane_pid}"],
+                              capture_output=True, text=True).stdout.split()
+        for shell in pane:
+            try:
+                with open(f"/proc/{shell}/task/{shell}/children") as f:
+                    for child in f.read().split():
+                        with open(f"/proc/{child}/comm") as c:
+                            if c.read().strip() == "dlscope":
+                                return int(child)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"no dlscope process in {ui.name}:\n{ui.screen()}")
+
+
+def bpf_links(pid):
+    """The tracepoints of the BPF links process PID holds (what the kernel says: fdinfo)."""
+    names = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(ln.split(":", 1) for ln in f.read().splitlines() if ":" in ln)
+        except OSError:
+            continue
+        if "link_type" in info and "tp_name" in info:
+            names.add(info["tp_name"].strip())
+    return names
+
+
+def test_live_futex_tracepoints_only_with_futex_ms():
+    if not is_root():
+        raise Skip("live mode needs root")
+    with Fixture(["busy_threads", "4", "idle"]) as fx:
+        # By default: the collector's tracepoints, none on the futex syscalls. The status line
+        # says "probes attached" once every probe is in place.
+        with Tui(["-p", fx.pid]) as ui:
+            ui.wait_for("probes attached")
+            links = bpf_links(ui_pid(ui))
+            assert {"sched_process_exec", "sched_process_exit"} <= links, links
+            assert not {"sys_enter_futex", "sys_exit_futex"} & links, links
+            assert ui.quit_and_status()[0] == 0
+        with Tui(["--futex-ms", "5", "-p", fx.pid]) as ui:
+            ui.wait_for("probes attached")
+            links = bpf_links(ui_pid(ui))
+            assert {"sys_enter_futex", "sys_exit_futex"} <= links, links
+            assert ui.quit_and_status()[0] == 0
+
+
+SPAM = ("i=0; while [ $i -lt 300 ]; do echo SPAM-OUT $i; echo SPAM-ERR $i >&2; "
+        "echo SPAM-TTY $i 2>/dev/null >/dev/tty; i=$((i+1)); done; echo SPAM-DONE; sleep 600")
+
+
+def assert_views_clean(screen):
+    """Nothing the command wrote is on the screen, but for the status line (the last row)."""
+    rows = screen.rstrip("\n").split("\n")
+    dirty = [r for r in rows[:-1] if "SPAM" in r]
+    assert not dirty, screen
+
+
+def spam_lines(path):
+    with open(path) as f:
+        lines = f.read().splitlines()
+    return ([ln for ln in lines if ln.startswith("SPAM-OUT ")],
+            [ln for ln in lines if ln.startswith("SPAM-ERR ")])
+
+
+def test_live_command_output_goes_to_a_file_not_the_screen():
+    if not is_root():
+        raise Skip("live mode needs root")
+    # stdout, stderr and /dev/tty: a command cannot draw over the views. Its output goes to a
+    # new file in $TMPDIR, named on the status line and when the UI ends.
+    with tempfile.TemporaryDirectory() as d, \
+            Tui(["--", "sh", "-c", SPAM], env={"TMPDIR": d}) as ui:
+        s = ui.wait_for(re.compile(r"SPAM-DONE.*output: /\S+"))
+        assert_views_clean(s)
+        path = re.search(r"output: (/\S+)", s).group(1)
+        assert os.path.dirname(path) == d, path
+        for view in "2345":
+            ui.keys(view)
+            assert_views_clean(ui.wait_for(f"[{view} "))
+        status, s = ui.quit_and_status()
+        assert status == 0, s
+        assert_sane_terminal(s)
+        assert f"the output of 'sh' is in {path}" in s, s
+        out, err = spam_lines(path)
+        assert len(out) == 300 and len(err) == 300, (len(out), len(err))
+    # -o FILE: there instead; a file that cannot be made is one error line before the screen.
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "cmd.log")
+        with Tui(["-o", path, "--", "sh", "-c", SPAM]) as ui:
+            s = ui.wait_for("SPAM-DONE")
+            assert_views_clean(s)
+            assert path in s, s
+            assert ui.quit_and_status()[0] == 0
+        out, err = spam_lines(path)
+        assert len(out) == 300 and len(err) == 300, (len(out), len(err))
+        with Tui(["-o", os.path.join(d, "no", "such.log"), "--", "true"]) as ui:
+            s = ui.wait_for(re.compile(r"EXIT=\d+"))
+            assert "EXIT=3" in s and s.count("dlscope:") == 1 and "no/such.log" in s, s
+
+
+def first_state(trace):
+    """How many records the first state applies, and the first screen's 'record K/N'.
+
+    The first state is the header, the first record and the 'loaded' records right after it
+    (a -p target's libraries, or an exec's start-up objects), with every record up to the
+    time of the last of those."""
+    recs = [json.loads(ln) for ln in open(trace) if ln.strip()]
+    end = 1
+    while end + 1 < len(recs) and recs[end + 1]["type"] == "loaded":
+        end += 1
+    t_open = recs[end]["t"]
+    k = end + 1
+    while k < len(recs) and recs[k].get("t", t_open) <= t_open:
+        k += 1
+    return k, len(recs)
+
+
+def test_replay_opens_on_the_first_state():
+    if not is_root():
+        raise Skip("recording a trace needs root")
+    with tempfile.TemporaryDirectory() as d:
+        # record -p: the target's libraries, as they were when recording began.
+        trace = os.path.join(d, "p.jsonl")
+        with Fixture(["two_omp"]) as fx:
+            dlscope("record", "-o", trace, "--duration", "1", "-p", fx.pid, check=0)
+        k, n = first_state(trace)
+        assert k > 2, (k, n)
+        with Tui(["--replay", trace]) as ui:
+            s = ui.wait_for(f"record {k}/{n}")
+            assert re.search(rf"^{fx.pid}\s.*two_omp", s, re.M), s
+            ui.keys("2")
+            s = ui.wait_for("[2 Libraries]")
+            assert re.search(r"!!.*libomp\.so\.5.*COLLISION", s), s
+            assert re.search(r"!!.*libgomp\.so\.1.*COLLISION", s), s
+            assert ui.quit_and_status()[0] == 0
+        # record -- CMD: the command's exec and its start-up objects; the dlopen comes later.
+        trace = os.path.join(d, "cmd.jsonl")
+        record_two_omp(trace)
+        k, n = first_state(trace)
+        with Tui(["--replay", trace]) as ui:
+            s = ui.wait_for(f"record {k}/{n}")
+            assert re.search(r"^\d+\s.*two_omp", s, re.M), s
+            ui.keys("2")
+            s = ui.wait_for("[2 Libraries]")
+            assert "libgomp.so.1" in s and "libc.so.6" in s and "libomp.so.5" not in s, s
+            assert ui.quit_and_status()[0] == 0
+
+
+def test_live_futex_waits_inside_dlopen_read_as_watch_prints_them():
+    """A constructor blocked inside dlopen: found by sampling (default) and, with --futex-ms,
+    as the wait begins; each with what watch says of it, never 'for 0.0 ms'."""
+    if not is_root():
+        raise Skip("live mode needs root")
+    cmd = ["--", fixture_path("dlopen_list"), fixture_path("libhang_ctor_omp_dlsym.so")]
+    with tempfile.TemporaryDirectory() as d:
+        # Wide enough for the whole line with the fixture's full path.
+        with Tui(cmd, env={"TMPDIR": d}, width=320) as ui:
+            ui.keys("4")
+            s = ui.wait_for(re.compile(r'blocked in a futex wait on 0x[0-9a-f]+ inside '
+                                       r'dlopen\("\S+libhang_ctor_omp_dlsym\.so"\), which began '
+                                       r'\d+ ms ago'))
+            assert re.search(r'blocked in a futex wait on 0x[0-9a-f]+ inside dlsym\("printf"\)',
+                             s), s
+            assert " for 0.0 ms" not in s, s
+            assert ui.quit_and_status()[0] == 0
+        with Tui(["--futex-ms", "5"] + cmd, env={"TMPDIR": d}) as ui:
+            ui.keys("4")
+            s = ui.wait_for(re.compile(r"futex_wait\s+futex wait on 0x[0-9a-f]+ begins inside "
+                                       r"dlopen"))
+            assert " for 0.0 ms" not in s, s
+            assert ui.quit_and_status()[0] == 0
+
+
+def test_live_command_end_is_drawn_with_its_output_file():
+    """The status line is redrawn when only it changes: the command's last line, then the
+    collector's end, with the output file still named."""
+    if not is_root():
+        raise Skip("live mode needs root")
+    with tempfile.TemporaryDirectory() as d, \
+            Tui(["--", "sh", "-c", "echo LAST-LINE"], env={"TMPDIR": d}) as ui:
+        s = ui.wait_for("events stopped")
+        path = re.search(r"output: (/\S+)", s).group(1)
+        assert open(path).read() == "LAST-LINE\n"
+        status, s = ui.quit_and_status()
+        assert status == 0 and f"the output of 'sh' is in {path}" in s, s

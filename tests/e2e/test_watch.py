@@ -247,6 +247,10 @@ def test_usage_and_missing_capabilities():
     dlscope("watch", check=2)
     dlscope("record", "-p", "1", check=2)
     dlscope("watch", "--duration", "-1", "-p", "1", check=2)
+    # --hot reports only the regions started inside dlopen: the help must not promise more.
+    for cmd in ("watch", "ui"):
+        hot = dlscope(cmd, "--help", check=0).stdout.split("--hot", 1)[1].split("\n  -")[0]
+        assert "inside dlopen" in hot and "every parallel region" not in hot, (cmd, hot)
     if not is_root():
         raise Skip("needs root to compare with an unprivileged run")
     p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",

@@ -224,11 +224,139 @@ out:
 	model__free(m);
 }
 
+/* A trace of record -p: no exec, the target's objects at attach time, then its events. */
+static const char *const attach_trace[] = {
+	"{\"type\":\"header\",\"format\":\"dlscope-trace/1\",\"t0\":1000000000,\"targets\":[20]}",
+	"{\"type\":\"loaded\",\"t\":1004000000,\"pid\":20,\"path\":\"/opt/bin/a-long-program-name\","
+	"\"soname\":null,\"namespace\":0,\"origin\":\"executable\",\"needed_by\":[],\"roles\":[]}",
+	"{\"type\":\"loaded\",\"t\":1004000000,\"pid\":20,\"path\":\"/lib/libc.so.6\",\"soname\":"
+	"\"libc.so.6\",\"namespace\":0,\"origin\":\"needed\",\"needed_by\":[\"/opt/bin/a-long-program-name\"],"
+	"\"roles\":[]}",
+	"{\"type\":\"loaded\",\"t\":1006000000,\"pid\":21,\"path\":\"/bin/other\",\"soname\":null,"
+	"\"namespace\":0,\"origin\":\"executable\",\"needed_by\":[],\"roles\":[]}",
+	"{\"type\":\"dlsym\",\"t\":2000000000,\"pid\":20,\"tid\":20,\"comm\":\"a-long-program-\","
+	"\"in_dlopen\":0,\"symbol\":\"f\",\"handle\":1,\"address\":2}",
+	"{\"type\":\"summary\",\"events\":1,\"lost\":0,\"findings\":0}",
+};
+
+static struct replay *open_lines(const char *const *lines, size_t n, char *path)
+{
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	struct replay *r = NULL;
+	char why[256];
+
+	for (size_t i = 0; f && i < n; i++)
+		fprintf(f, "%s\n", lines[i]);
+	if (f)
+		fclose(f);
+	if (replay__open(path, &r, why, sizeof(why)))
+		printf("# %s\n", why);
+	unlink(path);
+	return r;
+}
+
+static void test_replay_first_state(void)
+{
+	char path[] = "/tmp/test_ui_model.XXXXXX", path2[] = "/tmp/test_ui_model.XXXXXX";
+	struct model *m = model__new(100);
+	struct replay *r = open_lines(trace, sizeof(trace) / sizeof(trace[0]), path);
+
+	/* What the TUI does first, and what '{' does. */
+	if (r)
+		replay__seek(r, m, 0, 0);
+	CHECK(r && r->pos == 4 && model__proc(m, 10) && model__proc(m, 10)->n_libs == 2 &&
+		      !model__proc(m, 11),
+	      "a command's trace opens on its exec and start-up objects, not on the header");
+	replay__free(r);
+	model__reset(m);
+	r = open_lines(attach_trace, sizeof(attach_trace) / sizeof(attach_trace[0]), path2);
+	if (r)
+		replay__seek(r, m, 0, 0);
+	CHECK(r && r->pos == 4 && model__proc(m, 20) && model__proc(m, 20)->n_libs == 2 &&
+		      model__proc(m, 21),
+	      "a -p trace opens on every target's objects");
+	CHECK(model__proc(m, 20) && !strcmp(model__proc(m, 20)->comm, "a-long-program-"),
+	      "a -p target is named after its executable, as the kernel's comm would");
+	CHECK(model__proc(m, 21) && !strcmp(model__proc(m, 21)->comm, "other"),
+	      "each -p target is named");
+	replay__free(r);
+	model__free(m);
+}
+
+/*
+ * Records as dlscope record wrote them (dlopen_list with libhang_ctor_omp_dlsym.so, by default
+ * and with --futex-ms 5; busy_threads with --futex-ms 5; dlopen_list with libctor_blas.so and
+ * --hot; two_blas with FIXTURE_EXIT=fault), and the line watch prints for each.
+ */
+static const struct {
+	const char *rec, *text, *lib;
+} real_events[] = {
+	{ "{\"type\":\"futex_wait\",\"t\":2221669664668,\"pid\":12992,\"tid\":12992,\"comm\":"
+	  "\"dlopen_list\",\"in_dlopen\":1,\"futex\":94191475846532,\"duration_ns\":0}",
+	  "futex wait on 0x55aaa9756d84 begins inside dlopen", NULL },
+	{ "{\"type\":\"futex_wait\",\"t\":2218873087793,\"pid\":12989,\"tid\":12989,\"comm\":"
+	  "\"dlopen_list\",\"in_dlopen\":1,\"futex\":93964506983812,\"blocked_in\":\"dlopen\","
+	  "\"call\":\"build/fixtures/libhang_ctor_omp_dlsym.so\",\"duration_ns\":102697050}",
+	  "blocked in a futex wait on 0x5575d10f6d84 inside "
+	  "dlopen(\"build/fixtures/libhang_ctor_omp_dlsym.so\"), which began 103 ms ago",
+	  "build/fixtures/libhang_ctor_omp_dlsym.so" },
+	{ "{\"type\":\"futex_wait\",\"t\":2218873087793,\"pid\":12989,\"tid\":12990,\"comm\":"
+	  "\"dlopen_list\",\"in_dlopen\":0,\"futex\":140355758795304,\"blocked_in\":\"dlsym\","
+	  "\"call\":\"printf\",\"duration_ns\":100099695}",
+	  "blocked in a futex wait on 0x7fa71f252a28 inside dlsym(\"printf\"), which began 100 ms ago",
+	  NULL },
+	{ "{\"type\":\"futex_wait\",\"t\":2234832610510,\"pid\":13120,\"tid\":13126,\"comm\":"
+	  "\"busy_threads\",\"in_dlopen\":0,\"futex\":94648563548392,\"duration_ns\":20274009}",
+	  "futex wait on 0x5615160240e8 for 20.3 ms", NULL },
+	{ "{\"type\":\"omp_fork\",\"t\":2231541280338,\"pid\":13066,\"tid\":13066,\"comm\":"
+	  "\"dlopen_list\",\"in_dlopen\":1,\"regions\":1,\"entry\":4,\"stack\":[\"exec_blas+0x0 "
+	  "(libopenblas.so.0)\",\"0x7f7ad2af0563 (libopenblas.so.0)\"]}",
+	  "BLAS parallel dispatch (exec_blas) #1 started inside dlopen", NULL },
+	{ "{\"type\":\"fork\",\"t\":2218772669627,\"pid\":12989,\"tid\":12989,\"comm\":"
+	  "\"dlopen_list\",\"in_dlopen\":1,\"child\":12990,\"thread\":true,\"stack\":"
+	  "[\"0x7fa71f12b8d9\",\"0x5575d10f7470\"]}",
+	  "new thread 12990 (inside dlopen)", NULL },
+	{ "{\"type\":\"signal\",\"t\":2262292782083,\"pid\":13339,\"tid\":13339,\"comm\":"
+	  "\"two_blas\",\"in_dlopen\":0,\"at\":\"main+0x77 (two_blas)\",\"signal\":11,"
+	  "\"address\":16,\"where\":\"0x10\",\"stack\":[\"main+0x77 (two_blas)\"]}",
+	  "fatal signal 11, fault address 0x10, at main+0x77 (two_blas)", NULL },
+	{ "{\"type\":\"exit\",\"t\":2262294636024,\"pid\":13339,\"tid\":13339,\"comm\":"
+	  "\"two_blas\",\"in_dlopen\":0,\"exit_code\":11}",
+	  "exit, status 0xb", NULL },
+};
+
+static void test_event_lines_as_watch_prints_them(void)
+{
+	for (size_t i = 0; i < sizeof(real_events) / sizeof(real_events[0]); i++) {
+		struct model *m = model__new(10);
+		json_t *rec = json_loads(real_events[i].rec, 0, NULL);
+		const struct m_event *e;
+		char name[512];
+
+		snprintf(name, sizeof(name), "real record %zu is applied", i);
+		CHECK(rec && !model__apply(m, rec), name);
+		e = model__event(m, 0);
+		snprintf(name, sizeof(name), "%s shown as watch prints it: '%s'",
+			 json_string_value(json_object_get(rec, "type")), e ? e->text : "(none)");
+		CHECK(e && !strcmp(e->text, real_events[i].text), name);
+		if (real_events[i].lib) {
+			snprintf(name, sizeof(name), "the object it concerns: %s",
+				 e && e->lib ? e->lib : "(none)");
+			CHECK(e && e->lib && !strcmp(e->lib, real_events[i].lib), name);
+		}
+		json_decref(rec);
+		model__free(m);
+	}
+}
+
 int main(void)
 {
 	test_graph_and_collision();
 	test_front_is_no_collision();
 	test_filters_and_ring();
 	test_replay_seek();
+	test_replay_first_state();
+	test_event_lines_as_watch_prints_them();
 	return tap_done();
 }
