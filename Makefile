@@ -47,7 +47,7 @@ DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolc
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
-	fuzz-smoke
+	fuzz-smoke stress
 # The sanitizer build stays in its own folder; only the plain build is copied to ./dlscope.
 ifeq ($(SAN),1)
 all: $(OUTPUT)/dlscope
@@ -117,6 +117,11 @@ test-san: deps
 		python3 tests/run_tests.py --build build-san
 
 # The demo needs no real-world stack: it installs only what the build and the fixtures need.
+# The kill-and-race campaign (tests/stress): STRESS_TRIALS trials, figures on stdout.
+STRESS_TRIALS ?= 800
+stress: all fixtures
+	@python3 tests/stress/stress.py --build $(OUTPUT) --trials $(STRESS_TRIALS)
+
 demo:
 	@scripts/install-deps.sh $(DEB_BUILD) $(DEB_TEST)
 	@$(MAKE) -s all fixtures
