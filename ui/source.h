@@ -15,29 +15,44 @@
 
 struct watch_opts;
 
-/* A recorded trace, held as its lines; the model is rebuilt from the start to seek back. */
+/*
+ * A recorded trace, read from its file as it plays: what is held is one record read ahead and
+ * a few numbers, whatever the trace's size. Seeking back rebuilds the model from the start.
+ */
 struct replay {
-	char **lines;
-	uint64_t *t; /* each record's time, made non-decreasing */
-	size_t n, pos; /* pos: the next record to apply */
+	FILE *f;
+	char *buf;	 /* one line, REPLAY_MAX_LINE bytes */
+	size_t n, pos;	 /* good records; pos: the next to apply */
+	char *next;	 /* the record at pos, read ahead (NULL at the end) */
+	uint64_t next_t; /* its time, made non-decreasing */
+	uint64_t applied_t; /* the time of the last record applied */
 	uint64_t t_first, t_last, now; /* now: trace time shown */
 	/*
 	 * The first state, where a replay opens and '{' goes: the time of the first record and of
 	 * the "loaded" records right after it (a -p target's libraries, an exec's start-up objects).
 	 */
 	uint64_t t_open;
-	double speed;		       /* 1: real time; 0: as fast as possible */
+	size_t skipped;		 /* bad lines left out: not JSON, too long, or cut short */
+	size_t first_skipped;	 /* the line number of the first of them */
+	double speed;		 /* 1: real time; 0: as fast as possible */
 	bool paused;
 	double wall_anchor; /* wall seconds when now was trace_anchor */
 	uint64_t trace_anchor;
 };
 
+/* The longest record a trace may hold; a longer line is bad (a stack has 127 frames at most). */
+#define REPLAY_MAX_LINE (1 << 20)
+
 /*
- * Read and validate a trace (every line one JSON object, the first a dlscope header). Returns 0
- * or -errno with one line in @why naming the file and the line.
+ * Open a trace (every line one JSON object, the first a dlscope header) and read it through
+ * once to count and time its records. A bad line (a cut last line of a killed record, a line
+ * that is not a JSON object) is left out and counted in skipped; with @strict it rejects the
+ * trace instead. Returns 0 or -errno with one line in @why naming the file and the line.
  */
-int replay__open(const char *path, struct replay **out, char *why, size_t whylen);
+int replay__open(const char *path, bool strict, struct replay **out, char *why, size_t whylen);
 void replay__free(struct replay *r);
+/* Back to before the first record (the model is the caller's to reset). */
+void replay__rewind(struct replay *r);
 /* Show trace time @t (clamped to t_open..t_last): forward applies, backward rebuilds. */
 void replay__seek(struct replay *r, struct model *m, uint64_t t, double wall_now);
 /* Play on to wall time @wall_now, applying at most @budget records. Returns how many. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "source.h"
 
@@ -17,131 +18,193 @@ static uint64_t record_time(const json_t *rec)
 								 0;
 }
 
-static int push_line(struct replay *r, size_t *cap, char *line, uint64_t t)
+/*
+ * Read the next line into @buf (at most REPLAY_MAX_LINE bytes, newline dropped). Returns its
+ * length, -1 at the end of the file, or -2 for a line that was too long (read past, not kept)
+ * or that the file ends without a newline (a record cut short when the recorder was killed).
+ */
+static ssize_t read_line(FILE *f, char *buf)
 {
-	if (r->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 1024;
-		char **nl = realloc(r->lines, ncap * sizeof(*nl));
-		uint64_t *nt;
+	size_t n = 0;
+	int c;
 
-		if (!nl)
-			return -ENOMEM;
-		r->lines = nl;
-		nt = realloc(r->t, ncap * sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		r->t = nt;
-		*cap = ncap;
+	while ((c = getc(f)) != EOF && c != '\n') {
+		if (n < REPLAY_MAX_LINE)
+			buf[n] = (char)c;
+		n++;
 	}
-	/* Records without a time (the summary) or out of order keep the time line monotonic. */
-	if (r->n && t < r->t[r->n - 1])
-		t = r->t[r->n - 1];
-	r->lines[r->n] = line;
-	r->t[r->n++] = t;
-	return 0;
+	if (c == EOF && !n)
+		return -1;
+	if (n >= REPLAY_MAX_LINE || c == EOF)
+		return -2;
+	buf[n] = '\0';
+	return (ssize_t)n;
 }
 
-int replay__open(const char *path, struct replay **out, char *why, size_t whylen)
+/* The next good record after the file position: its text in @buf and its object, or NULL. */
+static json_t *next_record(struct replay *r, char *buf, size_t *lineno, bool strict,
+			   char *why, size_t whylen, const char *path)
+{
+	for (;;) {
+		ssize_t got = read_line(r->f, buf);
+		json_t *rec;
+
+		if (got == -1)
+			return NULL;
+		++*lineno;
+		if (got == 0)
+			continue;
+		rec = got > 0 ? json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+		if (json_is_object(rec))
+			return rec;
+		json_decref(rec);
+		if (strict && why) {
+			snprintf(why, whylen, "%s:%zu is not a dlscope trace record (%s)", path, *lineno,
+				 got == -2 ? "too long, or cut short at the end of the file" :
+					     "not a JSON object");
+			return NULL;
+		}
+		if (!r->skipped++)
+			r->first_skipped = *lineno;
+	}
+}
+
+static bool is_loaded(const json_t *rec)
+{
+	const char *type = json_string_value(json_object_get(rec, "type"));
+
+	return type && !strcmp(type, "loaded");
+}
+
+int replay__open(const char *path, bool strict, struct replay **out, char *why, size_t whylen)
 {
 	struct replay *r = calloc(1, sizeof(*r));
-	size_t cap = 0, lineno = 0, len = 0, open_at = 0;
+	char *buf = malloc(REPLAY_MAX_LINE + 1);
+	size_t lineno = 0;
+
 	bool opening = true;
-	char *line = NULL;
-	ssize_t got;
-	FILE *f;
+	struct stat st;
+	json_t *rec;
+	uint64_t t = 0;
 	int err = 0;
 
 	*out = NULL;
-	if (!r)
-		return -ENOMEM;
-	f = fopen(path, "r");
-	if (!f) {
+	why[0] = '\0';
+	if (r)
+		r->buf = buf;
+	if (!r || !buf) {
+		err = -ENOMEM;
+		snprintf(why, whylen, "%s: out of memory", path);
+		goto fail;
+	}
+	r->f = fopen(path, "r");
+	if (!r->f || fstat(fileno(r->f), &st)) {
 		err = -errno;
 		snprintf(why, whylen, "cannot read trace %s: %s", path, strerror(errno));
 		goto fail;
 	}
-	while ((got = getline(&line, &len, f)) > 0) {
-		json_error_t jerr;
-		json_t *rec;
-		uint64_t t;
-
-		lineno++;
-		if (got == 1 && line[0] == '\n')
-			continue;
-		rec = json_loads(line, JSON_DISABLE_EOF_CHECK, &jerr);
-		if (!json_is_object(rec)) {
-			snprintf(why, whylen, "%s:%zu is not a dlscope trace record: %s", path, lineno,
-				 rec ? "not a JSON object" : jerr.text);
-			json_decref(rec);
-			err = -EINVAL;
-			goto close;
-		}
-		if (lineno == 1 && !json_is_string(json_object_get(rec, "format"))) {
-			snprintf(why, whylen, "%s is not a dlscope trace: its first line has no "
-					      "\"format\" (make one with 'dlscope record')",
-				 path);
-			json_decref(rec);
-			err = -EINVAL;
-			goto close;
-		}
-		t = record_time(rec);
-		/* The first record after the header, and the "loaded" ones that follow it. */
-		if (opening && r->n >= 1 &&
-		    (r->n == 1 || !strcmp(json_string_value(json_object_get(rec, "type")) ?: "",
-					  "loaded")))
-			open_at = r->n;
-		else if (r->n >= 1)
-			opening = false;
-		json_decref(rec);
-		err = push_line(r, &cap, line, t);
-		if (err) {
-			snprintf(why, whylen, "%s: out of memory", path);
-			goto close;
-		}
-		line = NULL;
-		len = 0;
-	}
-	if (!r->n) {
-		snprintf(why, whylen, "%s is empty: not a dlscope trace", path);
+	/* Seeking back reads the file again: only a regular file can be replayed. */
+	if (!S_ISREG(st.st_mode)) {
 		err = -EINVAL;
-		goto close;
+		snprintf(why, whylen, "%s is %s, not a trace file (make one with 'dlscope record -o')",
+			 path, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+		goto fail;
 	}
-	r->t_first = r->t[0];
-	r->t_last = r->t[r->n - 1];
-	r->t_open = r->t[open_at];
+	rec = next_record(r, buf, &lineno, true, why, whylen, path);
+	if (!rec || !json_is_string(json_object_get(rec, "format"))) {
+		if (!why[0])
+			snprintf(why, whylen, "%s is not a dlscope trace: %s", path,
+				 lineno ? "its first line has no \"format\" (make one with 'dlscope "
+					  "record')" : "it is empty");
+		json_decref(rec);
+		err = -EINVAL;
+		goto fail;
+	}
+	t = record_time(rec);
+	r->t_first = r->t_open = t;
+	json_decref(rec);
+	r->n = 1;
+	/* Count and time every record once; keep none of them. */
+	while ((rec = next_record(r, buf, &lineno, strict, why, whylen, path))) {
+		uint64_t rt = record_time(rec);
+
+		/* Records without a time (the summary) or out of order keep the clock monotonic. */
+		t = rt > t ? rt : t;
+		/* The first record after the header, and the "loaded" ones that follow it. */
+		if (opening && (r->n == 1 || is_loaded(rec)))
+			r->t_open = t;
+		else
+			opening = false;
+		r->n++;
+		json_decref(rec);
+	}
+	if (strict && why[0]) {
+		err = -EINVAL;
+		goto fail;
+	}
+	r->t_last = t;
 	r->now = r->t_first;
 	r->speed = 1.0;
 	r->paused = true;
-close:
-	free(line);
-	fclose(f);
-fail:
-	if (err) {
-		replay__free(r);
-		return err;
-	}
+	replay__rewind(r);
 	*out = r;
 	return 0;
+fail:
+	if (!r)
+		free(buf);
+	replay__free(r);
+	return err;
 }
 
 void replay__free(struct replay *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->n; i++)
-		free(r->lines[i]);
-	free(r->lines);
-	free(r->t);
+	if (r->f)
+		fclose(r->f);
+	free(r->buf);
+	free(r->next);
 	free(r);
+}
+
+/* Read the record at pos ahead (pos 0 is the header, which is applied like any other). */
+static void read_ahead(struct replay *r)
+{
+	size_t lineno = 0, skipped = r->skipped, first = r->first_skipped;
+	json_t *rec;
+
+	/* Bad lines were counted when the trace was opened; reading again counts nothing. */
+	rec = next_record(r, r->buf, &lineno, false, NULL, 0, NULL);
+	r->skipped = skipped;
+	r->first_skipped = first;
+	free(r->next);
+	r->next = NULL;
+	if (rec) {
+		uint64_t t = record_time(rec);
+
+		r->next_t = t > r->next_t ? t : r->next_t;
+		r->next = strdup(r->buf);
+		json_decref(rec);
+	}
+}
+
+void replay__rewind(struct replay *r)
+{
+	r->pos = 0;
+	r->next_t = 0;
+	fseek(r->f, 0, SEEK_SET);
+	read_ahead(r);
 }
 
 static void apply_next(struct replay *r, struct model *m)
 {
-	json_t *rec = json_loads(r->lines[r->pos], JSON_DISABLE_EOF_CHECK, NULL);
+	json_t *rec = r->next ? json_loads(r->next, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
 
 	model__apply(m, rec);
 	json_decref(rec);
+	r->applied_t = r->next_t;
 	r->pos++;
+	read_ahead(r);
 }
 
 void replay__seek(struct replay *r, struct model *m, uint64_t t, double wall_now)
@@ -150,11 +213,11 @@ void replay__seek(struct replay *r, struct model *m, uint64_t t, double wall_now
 		t = r->t_open;
 	if (t > r->t_last)
 		t = r->t_last;
-	if (t < r->now || (r->pos && t < r->t[r->pos - 1])) {
+	if (t < r->now || (r->pos && t < r->applied_t)) {
 		model__reset(m);
-		r->pos = 0;
+		replay__rewind(r);
 	}
-	while (r->pos < r->n && r->t[r->pos] <= t)
+	while (r->next && r->next_t <= t)
 		apply_next(r, m);
 	r->now = t;
 	r->trace_anchor = t;
@@ -167,25 +230,25 @@ size_t replay__tick(struct replay *r, struct model *m, double wall_now, size_t b
 	uint64_t target;
 	size_t done = 0;
 
-	if (r->paused || r->pos >= r->n)
+	if (r->paused || !r->next)
 		return 0;
 	if (r->speed <= 0)
 		target = r->t_last;
 	else
 		target = r->trace_anchor + (uint64_t)((wall_now - r->wall_anchor) * r->speed * 1e9);
-	while (r->pos < r->n && r->t[r->pos] <= target && done < budget) {
+	while (r->next && r->next_t <= target && done < budget) {
 		apply_next(r, m);
 		done++;
 	}
 	/* Out of budget: the clock shows what was applied, and playing resumes from there. */
-	if (done == budget && r->pos < r->n && r->t[r->pos] <= target) {
-		r->now = r->t[r->pos - 1];
+	if (done == budget && r->next && r->next_t <= target) {
+		r->now = r->applied_t;
 		r->trace_anchor = r->now;
 		r->wall_anchor = wall_now;
 	} else {
 		r->now = target > r->t_last ? r->t_last : target;
 	}
-	if (r->pos >= r->n)
+	if (!r->next)
 		r->paused = true;
 	return done;
 }
@@ -206,5 +269,5 @@ void replay__set_speed(struct replay *r, double speed, double wall_now)
 
 bool replay__at_end(const struct replay *r)
 {
-	return r->pos >= r->n;
+	return !r->next;
 }

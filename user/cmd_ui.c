@@ -44,7 +44,10 @@ static void ui_usage(FILE *f)
 		"                        syscall tracepoints (they slow every futex call of the\n"
 		"                        machine; off by default: a thread blocked inside dlopen\n"
 		"                        is still found, by sampling, within 0.1 s)\n"
-		"  -r, --replay FILE     replay a trace from 'dlscope record' (play, pause, seek)\n"
+		"  -r, --replay FILE     replay a trace from 'dlscope record' (play, pause, seek),\n"
+		"                        read as it plays; bad lines (a cut last line of a killed\n"
+		"                        record) are left out and counted on the status line\n"
+		"      --strict          with --replay: refuse a trace with a bad line\n"
 		"  -s, --snapshot        no events: what libs, check and stacks see, without root\n"
 		"  -h, --help\n"
 		"\n"
@@ -113,6 +116,7 @@ int cmd_ui(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "replay", required_argument, NULL, 'r' },
 		{ "snapshot", no_argument, NULL, 's' },
+		{ "strict", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -122,7 +126,7 @@ int cmd_ui(int argc, char **argv)
 	const char *replay_path = NULL, *out_path = NULL;
 	char tmp_path[PATH_MAX] = "";
 	int cmd_stdio[3] = { -1, -1, -1 };
-	bool snapshot = false, fallback = false;
+	bool snapshot = false, fallback = false, strict = false;
 	int c, ret = DLS_EXIT_USAGE;
 	char why[512], warn[512];
 
@@ -163,6 +167,9 @@ int cmd_ui(int argc, char **argv)
 			break;
 		case 's':
 			snapshot = true;
+			break;
+		case 'S':
+			strict = true;
 			break;
 		case 'h':
 			ui_usage(stdout);
@@ -219,10 +226,16 @@ int cmd_ui(int argc, char **argv)
 	}
 	if (replay_path) {
 		ui.src = SRC_REPLAY;
-		if (replay__open(replay_path, &ui.replay, why, sizeof(why))) {
+		if (replay__open(replay_path, strict, &ui.replay, why, sizeof(why))) {
 			dls_err("ui: %s", why);
 			goto out;
 		}
+		/* A killed recorder leaves its last line cut: the rest still replays. */
+		if (ui.replay->skipped)
+			ui__status(&ui, true, "%zu bad line%s left out of %s (the first at line %zu; "
+				   "--strict refuses such a trace)", ui.replay->skipped,
+				   ui.replay->skipped == 1 ? "" : "s", replay_path,
+				   ui.replay->first_skipped);
 	} else if (!snapshot && geteuid() != 0) {
 		if (o.command) {
 			dls_err("ui: live mode needs root (CAP_BPF, CAP_PERFMON) to run a command under "

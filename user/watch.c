@@ -1168,6 +1168,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* A closed terminal (or ssh session) ends a record like ^C: with its summary. */
+	sigaction(SIGHUP, &sa, NULL);
 	if (o->duration_s > 0)
 		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
 	st->cpu_s = -cpu_seconds();

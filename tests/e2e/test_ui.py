@@ -253,9 +253,18 @@ def test_errors_are_one_line_and_non_zero():
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as bad:
         bad.write('{"type":"header","format":"dlscope-trace/1"}\n{oops\n')
         bad.flush()
-        with Tui(["--replay", bad.name]) as ui:
+        with Tui(["--replay", bad.name, "--strict"]) as ui:
             s = ui.wait_for(re.compile(r"EXIT=\d+"))
             assert "EXIT=3" in s and f"{bad.name}:2" in s, s
+        # Without --strict a bad line is left out, and the status line says where.
+        with Tui(["--replay", bad.name]) as ui:
+            ui.wait_for(f"1 bad line left out of {bad.name} (the first at line 2")
+            status, s = ui.quit_and_status()
+            assert status == 0, s
+    with tempfile.TemporaryDirectory() as d:
+        with Tui(["--replay", d]) as ui:
+            s = ui.wait_for(re.compile(r"EXIT=\d+"))
+            assert "EXIT=3" in s and f"{d} is a directory, not a trace file" in s, s
     with Tui(["--replay", "/nonexistent.jsonl"]) as ui:
         s = ui.wait_for(re.compile(r"EXIT=\d+"))
         assert "EXIT=3" in s and "cannot read trace" in s, s

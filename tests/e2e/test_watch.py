@@ -2,8 +2,10 @@
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
+import time
 
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root
 
@@ -48,6 +50,23 @@ def test_record_writes_a_json_lines_trace():
     assert any(e["type"] == "loaded" and e["path"].endswith("libomp.so.5") for e in lines)
     assert any(e["type"] == "finding" and e["id"] == "dup-openmp" for e in lines)
     assert all(e["t"] >= head["t0"] for e in lines[1:-1] if "t" in e and e["t"])
+
+
+def test_record_ended_by_sighup_writes_its_summary():
+    # A closed terminal sends SIGHUP: the trace still ends with its summary, and replays.
+    if not is_root():
+        raise Skip("BPF tests need root")
+    with Fixture(["two_omp"]) as fx, tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        p = subprocess.Popen([dlscope_path(), "record", "-o", f.name, "-p", str(fx.pid)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = p.stderr.readline()  # "watching 1 process ...": the probes are attached
+        assert "watching 1 process" in first, first
+        p.send_signal(signal.SIGHUP)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 0, (p.returncode, err)
+        lines = [json.loads(l) for l in open(f.name)]
+        assert lines[-1]["type"] == "summary", lines[-1]
+        assert "events, 0 lost" in err, err
 
 
 def test_record_of_a_running_process_starts_with_its_graph():

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ftruncate(fd, 0) || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
 		return 0;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	if (replay__open(path, &r, why, sizeof(why)))
+	if (replay__open(path, false, &r, why, sizeof(why)))
 		return 0;
 	m = model__new(1000);
 	if (m) {

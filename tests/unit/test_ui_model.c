@@ -189,7 +189,8 @@ static void test_replay_seek(void)
 		fprintf(f, "%s\n", trace[i]);
 	if (f)
 		fclose(f);
-	CHECK(replay__open(path, &r, why, sizeof(why)) == 0 && r->n == 10, "the trace is read");
+	CHECK(replay__open(path, false, &r, why, sizeof(why)) == 0 && r->n == 10,
+	      "the trace is read");
 	if (!r)
 		goto out;
 	replay__seek(r, m, 2500000000ULL, 0);
@@ -211,13 +212,33 @@ static void test_replay_seek(void)
 	CHECK(replay__at_end(r) && m->n_findings == 1, "max speed reaches the end");
 	replay__free(r);
 	r = NULL;
+	/* A bad line in the middle and the cut last line of a killed recorder. */
 	f = fopen(path, "w");
 	if (f) {
-		fprintf(f, "%s\nnot json\n", trace[0]);
+		for (size_t i = 0; i < sizeof(trace) / sizeof(trace[0]); i++)
+			fprintf(f, "%s\n%s", trace[i], i == 3 ? "not json\n" : "");
+		fprintf(f, "{\"type\":\"dlsym\",\"t\":5000000000,\"pid\":1");
 		fclose(f);
 	}
-	CHECK(replay__open(path, &r, why, sizeof(why)) == -EINVAL && strstr(why, ":2 ") && !r,
-	      "a bad line is refused with its line number");
+	CHECK(replay__open(path, true, &r, why, sizeof(why)) == -EINVAL && strstr(why, ":5 ") && !r,
+	      "--strict refuses a bad line, naming it");
+	CHECK(replay__open(path, false, &r, why, sizeof(why)) == 0 && r && r->n == 10 &&
+		      r->skipped == 2 && r->first_skipped == 5,
+	      "bad lines are left out and counted, the first named");
+	if (r) {
+		model__reset(m);
+		replay__seek(r, m, UINT64_MAX, 0);
+		CHECK(model__proc(m, 10) && model__proc(m, 10)->n_libs == 3 && m->n_findings == 1,
+		      "the good records all replay");
+		replay__free(r);
+		r = NULL;
+	}
+	CHECK(replay__open("/tmp", false, &r, why, sizeof(why)) == -EINVAL &&
+		      strstr(why, "is a directory"),
+	      "a directory is named as such");
+	CHECK(replay__open("/dev/zero", false, &r, why, sizeof(why)) == -EINVAL &&
+		      strstr(why, "not a regular file"),
+	      "/dev/zero is refused at once, not read without end");
 out:
 	replay__free(r);
 	unlink(path);
@@ -250,7 +271,7 @@ static struct replay *open_lines(const char *const *lines, size_t n, char *path)
 		fprintf(f, "%s\n", lines[i]);
 	if (f)
 		fclose(f);
-	if (replay__open(path, &r, why, sizeof(why)))
+	if (replay__open(path, false, &r, why, sizeof(why)))
 		printf("# %s\n", why);
 	unlink(path);
 	return r;
