@@ -186,13 +186,25 @@ static void init_colors(struct ui *ui)
 	init_pair(C_ERROR, COLOR_WHITE, COLOR_RED);
 }
 
+void ui__addnstr(WINDOW *win, int y, int x, const char *s, int n)
+{
+	char clean[1024];
+	int i;
+
+	/* Names come from processes: a "\r\n" in a comm or path must not move the cursor. */
+	for (i = 0; i < n && i < (int)sizeof(clean) - 1 && s[i]; i++)
+		clean[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	clean[i] = '\0';
+	mvwaddnstr(win, y, x, clean, i);
+}
+
 /* One line at @y, clipped to the screen, padded with the colour to the right edge. */
 static void put_line(struct ui *ui, int y, enum ui_color c, bool selected, const char *text)
 {
 	int attr = ui__attr(ui, c) | (selected ? A_REVERSE : 0);
 
 	attrset(attr);
-	mvaddnstr(y, 0, text, ui->cols);
+	ui__addnstr(stdscr, y, 0, text, ui->cols);
 	clrtoeol();
 	if (selected || c == C_TITLE || c == C_STATUS || c == C_ERROR)
 		mvchgat(y, (int)strnlen(text, (size_t)ui->cols), -1, attr, PAIR_NUMBER(attr), NULL);
@@ -287,14 +299,19 @@ static void draw_popup(struct ui *ui)
 	wattrset(win, ui__attr(ui, C_NORMAL));
 	werase(win);
 	wborder(win, '|', '|', '-', '-', '+', '+', '+', '+');
-	mvwprintw(win, 0, 2, " %.*s ", w - 8, ui->popup_title);
+	{
+		char title[256];
+
+		snprintf(title, sizeof(title), " %.*s ", w - 8 > 0 ? w - 8 : 0, ui->popup_title);
+		ui__addnstr(win, 0, 2, title, (int)strlen(title));
+	}
 	while (*s && line < h - 2) {
 		size_t len = strcspn(s, "\n");
 
 		if (skip)
 			skip--;
 		else
-			mvwaddnstr(win, 1 + line++, 2, s, (int)(len < (size_t)w - 4 ? len : (size_t)w - 4));
+			ui__addnstr(win, 1 + line++, 2, s, (int)(len < (size_t)w - 4 ? len : (size_t)w - 4));
 		s += len + (s[len] == '\n');
 	}
 	mvwprintw(win, h - 1, 2, " Esc/q/Enter: close  Up/Down PgUp/PgDn: scroll ");

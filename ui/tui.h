@@ -6,6 +6,7 @@
 #ifndef DLSCOPE_UI_TUI_H
 #define DLSCOPE_UI_TUI_H
 
+#include <curses.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -120,6 +121,8 @@ void ui__status(struct ui *ui, bool error, const char *fmt, ...)
 void ui__popup(struct ui *ui, const char *title, const char *text);
 void ui__prompt(struct ui *ui, const char *label, void (*done)(struct ui *ui, const char *text));
 int ui__attr(const struct ui *ui, enum ui_color c);
+/* At most @n bytes of @s at (@y, @x) of @win, control characters shown as '?'. */
+void ui__addnstr(WINDOW *win, int y, int x, const char *s, int n);
 /* Take a snapshot of @pid now (threads, stacks, findings); says how it went on the status line. */
 void ui__snapshot(struct ui *ui, pid_t pid);
 

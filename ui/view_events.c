@@ -129,7 +129,7 @@ static void events_draw(struct ui *ui, int y, int h)
 			 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid,
 			 e->comm, ev_kind__id(e->kind), e->text);
 		attrset(ui__attr(ui, c) | (i == sel_row ? attr_sel : 0));
-		mvaddnstr(y + 2 + i, 0, line, ui->cols);
+		ui__addnstr(stdscr, y + 2 + i, 0, line, ui->cols);
 		if (i == sel_row)
 			chgat(-1, ui__attr(ui, c) | attr_sel, PAIR_NUMBER(ui__attr(ui, c)), NULL);
 		attrset(A_NORMAL);

@@ -5,7 +5,6 @@ import re
 import signal
 import subprocess
 import tempfile
-import time
 
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root
 
