@@ -180,7 +180,12 @@ def test_live_command_collision_and_finding():
         raise Skip("live mode needs root")
     with tempfile.TemporaryDirectory() as d, \
             Tui(["--", fixture_path("two_omp")], env={"TMPDIR": d}) as ui:
-        ui.wait_for("ready")  # the command's own output lands on the status line
+        # The command is up once its output file says so: the status line that shows its
+        # last line is transient (later messages replace it), the file is not.
+        deadline = time.monotonic() + 20
+        while not any("ready" in open(os.path.join(d, n)).read() for n in os.listdir(d)):
+            assert time.monotonic() < deadline, (os.listdir(d), ui.screen())
+            time.sleep(0.05)
         ui.keys("2")
         s = ui.wait_for(re.compile(r"!!.*libomp\.so\.5.*COLLISION"))
         assert re.search(r"!!.*libgomp\.so\.1.*COLLISION", s), s
