@@ -13,6 +13,7 @@
 #include "elfobj.h"
 
 struct elf_object {
+	unsigned int refs; /* elfobj__ref; elfobj__free drops one */
 	char *path;
 	Elf *elf;
 	int type;
@@ -401,6 +402,7 @@ struct elf_object *elfobj__open(const char *path)
 		err = ENOMEM;
 		goto err_close;
 	}
+	o->refs = 1;
 	o->size = (uint64_t)st.st_size;
 	o->inode = (uint64_t)st.st_ino;
 	o->path = strdup(path);
@@ -477,9 +479,21 @@ err_close:
 	return NULL;
 }
 
+struct elf_object *elfobj__ref(struct elf_object *o)
+{
+	if (o)
+		o->refs++;
+	return o;
+}
+
+bool elfobj__shared(const struct elf_object *o)
+{
+	return o->refs > 1;
+}
+
 void elfobj__free(struct elf_object *o)
 {
-	if (!o)
+	if (!o || --o->refs)
 		return;
 	for (size_t i = 0; i < o->n_needed; i++)
 		free(o->needed[i]);

@@ -23,7 +23,11 @@ enum elfobj_symtab {
  * one, EOVERFLOW for a truncated one. The file descriptor is closed before returning: objects cost no descriptor while kept.
  */
 struct elf_object *elfobj__open(const char *path);
+/* Objects are reference counted: ref adds a holder, free drops one and frees the last. */
+struct elf_object *elfobj__ref(struct elf_object *o);
 void elfobj__free(struct elf_object *o);
+/* Held by more than one holder. */
+bool elfobj__shared(const struct elf_object *o);
 /* The reason for an errno of elfobj__open, in words (EOVERFLOW: truncated). */
 const char *elfobj__strerror(int err);
 /*

@@ -15,7 +15,15 @@
 #include "procmaps.h"
 #include "target.h"
 
-/* One analysis per file: dlmopen namespaces and renamed copies map the same inode twice. */
+/*
+ * One analysis per file: dlmopen namespaces and renamed copies map the same inode twice, and a
+ * collector that re-reads a process after every dlopen meets the same files again. The cache
+ * holds a reference to each analysis and every graph object one more; analyses no graph holds
+ * any longer are dropped, oldest first, past ELF_CACHE_IDLE of them, so that a process loading
+ * and unloading thousands of libraries does not grow a collector without bound.
+ */
+#define ELF_CACHE_IDLE 64
+
 struct elf_cache_entry {
 	uint64_t inode;
 	uint64_t size;
@@ -35,6 +43,11 @@ struct elf_cache *elf_cache__new(void)
 	if (c)
 		c->refs = 1;
 	return c;
+}
+
+size_t elf_cache__size(const struct elf_cache *c)
+{
+	return c->n;
 }
 
 static struct elf_cache *elf_cache__get(struct elf_cache *c)
@@ -78,6 +91,26 @@ const struct obj_roles *lg_object__roles(const struct lg_object *o)
 	return o->elf ? elfobj__roles(o->elf) : &none;
 }
 
+/* Drop the oldest analyses no graph holds, down to ELF_CACHE_IDLE / 2 idle ones. */
+static void cache_trim(struct elf_cache *c)
+{
+	size_t idle = 0, kept = 0;
+
+	for (size_t i = 0; i < c->n; i++)
+		idle += !elfobj__shared(c->e[i].elf);
+	if (idle <= ELF_CACHE_IDLE)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		if (idle > ELF_CACHE_IDLE / 2 && !elfobj__shared(c->e[i].elf)) {
+			elfobj__free(c->e[i].elf);
+			idle--;
+			continue;
+		}
+		c->e[kept++] = c->e[i];
+	}
+	c->n = kept;
+}
+
 static struct elf_object *cache_find(const struct elf_cache *c, uint64_t inode)
 {
 	for (size_t i = 0; i < c->n; i++)
@@ -97,7 +130,7 @@ static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
 	struct elf_object *elf = inode ? cache_find(c, inode) : NULL;
 
 	if (elf)
-		return elf;
+		return elfobj__ref(elf);
 	elf = elfobj__open(host_path);
 	if ((!elf || (inode && elfobj__inode(elf) != inode)) && mapped_path) {
 		elfobj__free(elf);
@@ -112,8 +145,9 @@ static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
 		struct elf_object *known = cache_find(c, elfobj__inode(elf));
 
 		elfobj__free(elf);
-		return known;
+		return elfobj__ref(known);
 	}
+	cache_trim(c);
 	if (c->n == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 64;
 		struct elf_cache_entry *ne = realloc(c->e, ncap * sizeof(*ne));
@@ -127,7 +161,7 @@ static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
 		c->cap = ncap;
 	}
 	c->e[c->n++] = (struct elf_cache_entry){ elfobj__inode(elf), elfobj__size(elf), elf };
-	return elf;
+	return elfobj__ref(elf);
 }
 
 static struct lg_object *new_object(struct libgraph *g)
@@ -502,6 +536,7 @@ struct libgraph *libgraph__clone(const struct libgraph *src, pid_t pid)
 			break;
 		}
 		*o = *so;
+		elfobj__ref(o->elf);
 		o->path = strdup_or_null(so->path, &oom);
 		o->soname = strdup_or_null(so->soname, &oom);
 		o->error = strdup_or_null(so->error, &oom);
@@ -635,6 +670,7 @@ void libgraph__free(struct libgraph *g)
 			free(o->unresolved[j]);
 		free(o->unresolved);
 		free(o->error);
+		elfobj__free(o->elf);
 		free(o);
 	}
 	elf_cache__put(g->cache);

@@ -74,6 +74,8 @@ void libgraph__free(struct libgraph *g);
  */
 struct elf_cache *elf_cache__new(void);
 void elf_cache__put(struct elf_cache *c);
+/* Analyses held: those some graph uses, and at most ELF_CACHE_IDLE (64) others, newest kept. */
+size_t elf_cache__size(const struct elf_cache *c);
 /* libgraph__snapshot with a shared cache (NULL: a private one). */
 int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
 			      struct libgraph **out, char *why, size_t whylen);

@@ -1156,6 +1156,14 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		add_by_comm(&w, o->comm);
 	}
 	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
+	/*
+	 * Before "watching" is said: a signal sent as soon as it is read must end the watch
+	 * with its summary. A closed terminal (SIGHUP) ends it like ^C.
+	 */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	/* Tests and scripts wait for this line before they make the target act. */
 	fprintf(stderr, "dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms\n",
 		w.n_procs, w.n_procs == 1 ? "" : "es", o->comm ? " named " : "",
@@ -1165,11 +1173,6 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			dls_warn("cannot release '%s'", o->command[0]);
 		close(release_fd);
 	}
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	/* A closed terminal (or ssh session) ends a record like ^C: with its summary. */
-	sigaction(SIGHUP, &sa, NULL);
 	if (o->duration_s > 0)
 		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
 	st->cpu_s = -cpu_seconds();
