@@ -192,3 +192,16 @@ def test_target_exiting_mid_unwind():
         if p.returncode == 3:
             assert p.stderr.count("\n") == 1, p.stderr
         fx.kill()
+
+
+def test_process_stopped_at_its_first_instruction():
+    # Caught right after exec, before ld.so ran: one frame in ld.so's _start, no error.
+    with Fixture(["exec_stopped", "/usr/bin/python3", "-c", "pass"],
+                 env={"EXEC_STOPPED_DETACH": "1"}) as fx:
+        child = int(fx.output[-1].split()[1])
+        try:
+            p = dlscope("stacks", child, check=0)
+            assert "_start from /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" in p.stdout, p
+            assert p.stderr == "", p.stderr
+        finally:
+            os.kill(child, 9)
