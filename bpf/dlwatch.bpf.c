@@ -89,19 +89,33 @@ static __always_inline bool full_event(u32 type)
 	       type == DLW_FORK || type == DLW_SIGNAL;
 }
 
-static __always_inline struct dlw_event *reserve(u32 type)
+static __always_inline void count_lost(void)
+{
+	u32 zero = 0;
+	u64 *n = bpf_map_lookup_elem(&lost, &zero);
+
+	if (n)
+		(*n)++;
+}
+
+/*
+ * Three record sizes, each a constant for the verifier: a short event (dlsym: the collector
+ * drains millions, they carry no path and no stack), a full one, and a full one with a stack.
+ */
+static __always_inline struct dlw_event *reserve(u32 type, bool with_stack)
 {
 	u64 id = bpf_get_current_pid_tgid();
-	struct dlw_event *e = full_event(type) ?
-		bpf_ringbuf_reserve(&events, sizeof(*e), 0) :
-		bpf_ringbuf_reserve(&events, __builtin_offsetof(struct dlw_event, path), 0);
+	bool full = with_stack || full_event(type);
+	struct dlw_event *e;
 
+	if (with_stack)
+		e = bpf_ringbuf_reserve(&events, sizeof(struct dlw_stack_event), 0);
+	else if (full_event(type))
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&events, __builtin_offsetof(struct dlw_event, path), 0);
 	if (!e) {
-		u32 zero = 0;
-		u64 *n = bpf_map_lookup_elem(&lost, &zero);
-
-		if (n)
-			(*n)++;
+		count_lost();
 		return NULL;
 	}
 	e->ts_ns = bpf_ktime_get_ns();
@@ -112,17 +126,58 @@ static __always_inline struct dlw_event *reserve(u32 type)
 	e->arg0 = e->arg1 = 0;
 	e->ret = 0;
 	e->in_dlopen = dlopen_depth((u32)id);
-	e->stack_len = 0;
+	e->str_state = DLW_STR_READ;
 	e->str[0] = '\0';
+	if (full) {
+		e->path[0] = '\0';
+		e->stack_size = 0;
+	}
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	return e;
 }
 
-static __always_inline void user_stack(void *ctx, struct dlw_event *e)
-{
-	long n = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
+#define PAGE 4096
 
-	e->stack_len = n > 0 ? (int)((unsigned long)n >> 3) : 0;
+/*
+ * The user registers of @regs and the stack above their sp, for CFI unwinding in user space.
+ * Whole pages from the one that holds sp (constant offsets and sizes, as the verifier wants):
+ * at least DLW_STACK_BYTES - 4 KiB above sp. A page that cannot be read here (never touched:
+ * a big alloca not yet written; or past the top of the stack's mapping) is marked absent and
+ * the copy goes on; it ends after the last page read.
+ */
+static __always_inline void take_stack(struct dlw_event *e, const struct pt_regs *regs)
+{
+	struct dlw_stack_event *se = (struct dlw_stack_event *)e;
+	u64 base;
+	u32 end = 0, absent = 0;
+
+	/* Field by field: a copy of pt_regs would not fit beside a caller's locals. */
+	e->regs.ip = BPF_CORE_READ(regs, ip);
+	e->regs.sp = BPF_CORE_READ(regs, sp);
+	e->regs.bp = BPF_CORE_READ(regs, bp);
+	e->regs.bx = BPF_CORE_READ(regs, bx);
+	e->regs.r12 = BPF_CORE_READ(regs, r12);
+	e->regs.r13 = BPF_CORE_READ(regs, r13);
+	e->regs.r14 = BPF_CORE_READ(regs, r14);
+	e->regs.r15 = BPF_CORE_READ(regs, r15);
+	if (!e->regs.sp)
+		return;
+	base = e->regs.sp & ~(u64)(PAGE - 1);
+#pragma unroll
+	for (int i = 0; i < DLW_STACK_BYTES / PAGE; i++) {
+		if (bpf_probe_read_user(se->stack + i * PAGE, PAGE, (void *)(base + i * PAGE)))
+			absent |= 1u << i;
+		else
+			end = (i + 1) * PAGE;
+	}
+	e->stack_size = end;
+	e->stack_absent = absent & ((1u << (end / PAGE)) - 1);
+}
+
+/* The user registers of the current task, from a tracepoint (not taken at a user pc). */
+static __always_inline const struct pt_regs *task_regs(void)
+{
+	return (const struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
 static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1)
@@ -145,8 +200,11 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 	p->type = type;
 	p->pid = id >> 32;
 	p->strptr = (u64)str;
-	if (str && bpf_probe_read_user_str(p->str, sizeof(p->str), str) < 0)
-		p->str[0] = '\0';
+	/* Not read (page not present): read again at return, else by user space. */
+	if (!str)
+		p->str_state = DLW_STR_NULL;
+	else if (bpf_probe_read_user_str(p->str, sizeof(p->str), str) < 0)
+		p->str_state = DLW_STR_UNREAD;
 	if (type == DLW_DLOPEN) {
 		u32 tid = (u32)id, one = 1, *d = bpf_map_lookup_elem(&in_dlopen, &tid);
 
@@ -164,6 +222,7 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 	u32 depth = type == DLW_DLOPEN ? dlopen_depth((u32)id) : 0;
 	u64 key = dlw_call_key((u32)id, type, depth ? depth - 1 : 0);
 	struct dlw_call *p = bpf_map_lookup_elem(&calls, &key);
+	bool with_stack = type == DLW_DLOPEN || type == DLW_CUDA_LOAD;
 	struct dlw_event *e;
 
 	if (type == DLW_DLOPEN && depth) {
@@ -176,34 +235,33 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 	}
 	if (!p)
 		return 0;
-	e = reserve(type);
+	e = reserve(type, with_stack);
 	if (e) {
 		e->duration_ns = e->ts_ns - p->ts;
 		e->ts_ns = p->ts;
 		e->arg0 = p->arg0;
 		e->arg1 = p->arg1;
 		e->ret = ret;
-		if (p->str[0] || !p->strptr ||
-		    bpf_probe_read_user_str(e->str, sizeof(e->str), (const void *)p->strptr) < 0)
-			__builtin_memcpy(e->str, p->str, sizeof(e->str));
-		/* glibc's handle is the struct link_map: l_name, its second field, is the file. */
-		if (type == DLW_DLOPEN) {
-			e->path[0] = '\0';
+		__builtin_memcpy(e->str, p->str, sizeof(e->str));
+		e->str_state = p->str_state;
+		/* A name that was not readable at entry: the call has read it since, normally. */
+		if (p->str_state == DLW_STR_UNREAD) {
+			if (bpf_probe_read_user_str(e->str, sizeof(e->str),
+						    (const void *)p->strptr) >= 0)
+				e->str_state = DLW_STR_READ;
+			else
+				__builtin_memcpy(e->str, &p->strptr, sizeof(p->strptr));
 		}
+		/* glibc's handle is the struct link_map: l_name, its second field, is the file. */
 		if (type == DLW_DLOPEN && ret) {
 			u64 name = 0;
 
 			if (!bpf_probe_read_user(&name, sizeof(name), (void *)(ret + 8)) && name)
 				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)name);
 		}
-		if (type == DLW_DLOPEN || type == DLW_CUDA_LOAD) {
-			user_stack(ctx, e);
-			/* On a ret instruction the frame walk starts in the callee and skips its
-			 * caller, whose return address is still at the top of the stack. */
-			if (bpf_get_attach_cookie(ctx) == DLW_AT_RET && e->stack_len > 0)
-				bpf_probe_read_user(&e->stack[0], sizeof(e->stack[0]),
-						    (void *)PT_REGS_SP((struct pt_regs *)ctx));
-		}
+		/* On the ret instruction: the pc is still in the loader's function. */
+		if (with_stack)
+			take_stack(e, ctx);
 		/* dlsym can come by the hundred thousand: no wake-up each, the collector's
 		 * poll (at most 100 ms) or the next other event drains them in order. */
 		bpf_ringbuf_submit(e, type == DLW_DLSYM ? BPF_RB_NO_WAKEUP : 0);
@@ -272,11 +330,11 @@ int BPF_KPROBE(omp_fork_enter)
 		bpf_map_update_elem(&regions, &tid, &one, BPF_ANY);
 	if (!dlopen_depth(tid))
 		return 0;
-	e = reserve(DLW_OMP_FORK);
+	e = reserve(DLW_OMP_FORK, true);
 	if (e) {
 		e->arg0 = bpf_get_attach_cookie(ctx);
 		e->arg1 = n ? *n : 1;
-		user_stack(ctx, e);
+		take_stack(e, ctx);
 		bpf_ringbuf_submit(e, 0);
 	}
 	return 0;
@@ -289,7 +347,7 @@ int BPF_KPROBE(blas_thread_enter)
 
 	if (!traced(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	e = reserve(DLW_BLAS_THREAD);
+	e = reserve(DLW_BLAS_THREAD, false);
 	if (e)
 		bpf_ringbuf_submit(e, 0);
 	return 0;
@@ -355,7 +413,7 @@ int handle_exec(struct bpf_raw_tracepoint_args *ctx)
 	}
 	if (!traced(tgid))
 		return 0;
-	e = reserve(DLW_EXEC);
+	e = reserve(DLW_EXEC, false);
 	if (e) {
 		bpf_probe_read_kernel_str(e->str, sizeof(e->str), BPF_CORE_READ(bprm, filename));
 		bpf_ringbuf_submit(e, 0);
@@ -380,14 +438,22 @@ int handle_fork(struct bpf_raw_tracepoint_args *ctx)
 	/* Threads are reported only when created inside dlopen: a pool born in a constructor. */
 	if (ctgid == ptgid && !dlopen_depth((u32)bpf_get_current_pid_tgid()))
 		return 0;
-	e = reserve(DLW_FORK);
-	if (e) {
-		e->arg0 = ctgid == ptgid ? cpid : ctgid;
-		e->arg1 = ctgid == ptgid;
-		if (e->in_dlopen)
-			user_stack(ctx, e);
-		bpf_ringbuf_submit(e, 0);
+	/* A thread created inside dlopen: the stack says which constructor. */
+	if (ctgid == ptgid) {
+		e = reserve(DLW_FORK, true);
+		if (!e)
+			return 0;
+		e->arg0 = cpid;
+		e->arg1 = 1;
+		take_stack(e, task_regs());
+	} else {
+		e = reserve(DLW_FORK, false);
+		if (!e)
+			return 0;
+		e->arg0 = ctgid;
+		e->arg1 = 0;
 	}
+	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
 
@@ -403,7 +469,7 @@ int handle_exit(struct bpf_raw_tracepoint_args *ctx)
 	bpf_map_delete_elem(&regions, &tid);
 	if (!traced(tgid) || tid != tgid)
 		return 0;
-	e = reserve(DLW_EXIT);
+	e = reserve(DLW_EXIT, false);
 	if (e) {
 		e->arg0 = BPF_CORE_READ(task, exit_code);
 		bpf_ringbuf_submit(e, 0);
@@ -422,12 +488,12 @@ int handle_signal(struct bpf_raw_tracepoint_args *ctx)
 	if (!traced(bpf_get_current_pid_tgid() >> 32) ||
 	    !(sig == 4 || sig == 5 || sig == 6 || sig == 7 || sig == 8 || sig == 11))
 		return 0;
-	e = reserve(DLW_SIGNAL);
+	e = reserve(DLW_SIGNAL, true);
 	if (e) {
 		e->arg0 = sig;
 		if (info)
 			e->arg1 = (u64)BPF_CORE_READ(info, _sifields._sigfault._addr);
-		user_stack(ctx, e);
+		take_stack(e, task_regs());
 		bpf_ringbuf_submit(e, 0);
 	}
 	return 0;
@@ -456,11 +522,12 @@ int handle_futex_enter(struct futex_enter_args *ctx)
 	bpf_map_update_elem(&futex_start, &tid, &p, BPF_ANY);
 	/* Blocking inside dlopen (under the loader lock) is reported at once: it may never end. */
 	if (dlopen_depth(tid)) {
-		struct dlw_event *e = reserve(DLW_FUTEX_WAIT);
+		struct dlw_event *e = reserve(DLW_FUTEX_WAIT, true);
 
 		if (e) {
 			e->arg0 = p.arg0;
 			e->arg1 = 1;
+			take_stack(e, task_regs());
 			bpf_ringbuf_submit(e, 0);
 		}
 	}
@@ -480,7 +547,7 @@ int handle_futex_exit(void *ctx)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (now - p->ts >= futex_threshold_ns) {
-		e = reserve(DLW_FUTEX_WAIT);
+		e = reserve(DLW_FUTEX_WAIT, false);
 		if (e) {
 			e->ts_ns = p->ts;
 			e->duration_ns = now - p->ts;

@@ -4,7 +4,14 @@
 #define DLSCOPE_DLWATCH_H
 
 #define DLW_STR_LEN 256
-#define DLW_STACK_DEPTH 24
+/*
+ * The user stack copied with an event that carries one, for CFI unwinding in user space (what
+ * perf record --call-graph dwarf does): whole pages from the one that holds sp, so at least
+ * 16 KiB above sp. That holds the whole stack of `python3 -c 'import numpy'` at the dlopen of
+ * an extension (about 5 KiB from libc's dlopen down to _start) with room for a deeper import
+ * chain, and a C program's stack several times over.
+ */
+#define DLW_STACK_BYTES (20 * 1024)
 
 enum dlw_type {
 	DLW_DLOPEN = 1,	 /* str: file, arg0: flags, arg1: lmid (dlmopen), ret: handle */
@@ -46,12 +53,30 @@ struct dlw_call {
 	unsigned long long strptr; /* read again at return when the page was not yet faulted in */
 	unsigned int type;
 	unsigned int pid;
+	unsigned int str_state; /* enum dlw_str_state */
+	unsigned int pad;
 	char str[DLW_STR_LEN];
 };
 
 /* A constructor may dlopen inside dlopen: each nesting level has its own pending call. */
 #define dlw_call_key(tid, type, depth) \
 	(((unsigned long long)(tid) << 16) | ((unsigned long long)(type) << 8) | ((depth) & 0xff))
+
+/*
+ * str[] of a call: the kernel cannot fault a page in, so a name on a page the process has not
+ * touched yet (a just-loaded library's .rodata) cannot be read there, at entry or, when the
+ * call blocks, ever. Then str[] holds the name's address (8 bytes) for user space to read.
+ */
+enum dlw_str_state {
+	DLW_STR_READ = 0, /* str[] is the string (may really be "") */
+	DLW_STR_NULL,	  /* the pointer was NULL: dlopen(NULL) */
+	DLW_STR_UNREAD,	  /* not read: str[] holds the address */
+};
+
+/* The registers CFI unwinding needs on x86-64: pc, stack and frame pointers, callee-saved. */
+struct dlw_regs {
+	unsigned long long ip, sp, bp, bx, r12, r13, r14, r15;
+};
 
 struct dlw_event {
 	unsigned long long ts_ns;
@@ -61,12 +86,24 @@ struct dlw_event {
 	unsigned int pid, tid;
 	unsigned int type;
 	unsigned int in_dlopen; /* the thread was inside dlopen (depth) when it happened */
-	int stack_len;		/* frames in stack[], 0 when not collected */
+	unsigned int str_state; /* enum dlw_str_state: what str[] holds */
 	char comm[16];
 	char str[DLW_STR_LEN];
 	/* Only in full-size events (dlopen, GPU loads, fork, signal, omp_fork); others end here. */
 	char path[DLW_STR_LEN];	/* dlopen: l_name of the returned link_map, the file loaded */
-	unsigned long long stack[DLW_STACK_DEPTH];
+	unsigned int stack_size; /* bytes of user stack that follow, from regs.sp & ~4095 */
+	unsigned int stack_absent; /* bit i: page i of them could not be read (zeros) */
+	struct dlw_regs regs;	/* the user registers where the stack was taken */
+};
+
+/*
+ * An event with its stack: stack_size bytes of user memory from the page of regs.sp (the bytes
+ * below sp are dead, above it the frames). The record is reserved
+ * at full size (the ring buffer takes only constant sizes); user space reads stack_size.
+ */
+struct dlw_stack_event {
+	struct dlw_event e;
+	unsigned char stack[DLW_STACK_BYTES];
 };
 
 #endif

@@ -282,6 +282,7 @@ struct walk {
 	unsigned int max;
 	size_t cap;
 	int same_pc;
+	const struct sample_access *acc; /* a sample's: frames must be in executable mappings */
 };
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
@@ -293,6 +294,16 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 	if (!dwfl_frame_pc(state, &pc, &activation))
 		return DWARF_CB_ABORT;
+	/* A return address lies in the caller's code: pc - 1 is inside its call. */
+	if (w->acc && w->acc->pc_ok && !w->acc->pc_ok(w->acc->ctx, activation ? pc : pc - 1)) {
+		free(ts->error);
+		if (asprintf(&ts->error, "frame #%zu (0x%" PRIx64 ") is in no executable mapping; "
+					 "stopped there",
+			     ts->n_frames, (uint64_t)pc) < 0)
+			ts->error = NULL;
+		ts->truncated = true;
+		return DWARF_CB_ABORT;
+	}
 	if (ts->n_frames && ts->frames[ts->n_frames - 1].pc == pc && ++w->same_pc > 8) {
 		ts->truncated = true;
 		free(ts->error);
@@ -703,6 +714,267 @@ out:
 		stacks__free(s);
 	else
 		*out = s;
+	return err;
+}
+
+void thread_stack__clear(struct thread_stack *ts)
+{
+	free_frames(ts->frames, ts->n_frames);
+	free(ts->error);
+	ts->frames = NULL;
+	ts->n_frames = 0;
+	ts->error = NULL;
+	ts->truncated = false;
+}
+
+/* Samples: one Dwfl per process, its modules reported from the caller's model. */
+struct sample_unwinder {
+	pid_t pid;
+	Dwfl *dwfl;
+	bool attached;
+	struct sample_module *mods; /* as reported: name, file and bias owned here */
+	size_t n_mods;
+	struct pc_memo memo;
+	/* The sample being unwound. */
+	const struct stack_sample *s;
+	const struct sample_access *acc;
+	uint64_t missed; /* an address above the copy that was needed and not there */
+};
+
+/* The symbol memo is dropped when it grows past this (or the modules change). */
+#define SAMPLE_MEMO_MAX 4096
+
+static pid_t sample_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct sample_unwinder *u = arg;
+
+	if (*thread_argp || !u->s)
+		return 0;
+	*thread_argp = u;
+	return u->pid;
+}
+
+static bool sample_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	struct sample_unwinder *u = arg;
+
+	*thread_argp = u;
+	return u->s != NULL;
+}
+
+static bool sample_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct sample_unwinder *u = arg;
+	const struct stack_sample *s = u->s;
+	uint64_t word;
+
+	uint64_t page0 = s->sp & ~4095ULL;
+
+	if (addr >= s->sp && addr - s->sp <= s->stack_len &&
+	    s->stack_len - (addr - s->sp) >= sizeof(*result) &&
+	    !(s->absent & (1U << ((addr - page0) >> 12 & 31))) &&
+	    !(s->absent & (1U << ((addr + sizeof(*result) - 1 - page0) >> 12 & 31)))) {
+		memcpy(result, s->stack + (addr - s->sp), sizeof(*result));
+		return true;
+	}
+	if (u->acc && u->acc->read && u->acc->read(u->acc->ctx, addr, &word)) {
+		*result = word;
+		return true;
+	}
+	if (addr >= s->sp && !u->missed)
+		u->missed = addr;
+	return false;
+}
+
+static bool sample_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct sample_unwinder *u = thread_arg;
+	const struct stack_sample *s = u->s;
+	/* x86-64 DWARF numbers: rbx 3, rbp 6, rsp 7, r12-r15 12-15, rip 16; the caller-saved
+	 * registers were not taken and stay unknown. */
+	Dwarf_Word bx = s->bx, bp_sp[2] = { s->bp, s->sp }, r12_15[4] = { s->r12, s->r13, s->r14,
+									   s->r15 };
+	Dwarf_Word ip = s->ip;
+
+	return dwfl_thread_state_registers(thread, 3, 1, &bx) &&
+	       dwfl_thread_state_registers(thread, 6, 2, bp_sp) &&
+	       dwfl_thread_state_registers(thread, 12, 4, r12_15) &&
+	       dwfl_thread_state_registers(thread, 16, 1, &ip);
+}
+
+static const Dwfl_Thread_Callbacks sample_callbacks = {
+	.next_thread = sample_next_thread,
+	.get_thread = sample_get_thread,
+	.memory_read = sample_memory_read,
+	.set_initial_registers = sample_set_initial_registers,
+};
+
+struct sample_unwinder *sample_unwinder__new(pid_t pid)
+{
+	static char *debuginfo_path;
+	static const Dwfl_Callbacks callbacks = {
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = debuginfo_cache__find,
+		.debuginfo_path = &debuginfo_path,
+	};
+	struct sample_unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->pid = pid;
+	u->dwfl = dwfl_begin(&callbacks);
+	if (!u->dwfl) {
+		free(u);
+		return NULL;
+	}
+	return u;
+}
+
+static void free_modules(struct sample_module *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free((char *)m[i].name);
+		free((char *)m[i].file);
+	}
+	free(m);
+}
+
+void sample_unwinder__free(struct sample_unwinder *u)
+{
+	if (!u)
+		return;
+	dwfl_end(u->dwfl);
+	free_modules(u->mods, u->n_mods);
+	pc_memo__free(&u->memo);
+	free(u);
+}
+
+static bool same_module(const struct sample_module *a, const struct sample_module *b)
+{
+	return a->bias == b->bias && !strcmp(a->name, b->name);
+}
+
+static bool has_module(const struct sample_module *m, size_t n, const struct sample_module *x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (same_module(&m[i], x))
+			return true;
+	return false;
+}
+
+int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_module *m,
+				 size_t n)
+{
+	bool only_added = true, changed = n != u->n_mods;
+	struct sample_module *copy;
+
+	for (size_t i = 0; i < u->n_mods && only_added; i++)
+		only_added = has_module(m, n, &u->mods[i]);
+	for (size_t i = 0; i < n && !changed; i++)
+		changed = !has_module(u->mods, u->n_mods, &m[i]);
+	if (!changed && only_added)
+		return 0;
+	copy = calloc(n ? n : 1, sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		copy[i].name = strdup(m[i].name);
+		copy[i].file = strdup(m[i].file);
+		copy[i].bias = m[i].bias;
+		if (!copy[i].name || !copy[i].file) {
+			free_modules(copy, n);
+			return -ENOMEM;
+		}
+	}
+	/* Additions keep every module libdwfl has; a removal re-reports the set, and libdwfl
+	 * keeps the modules reported again unchanged. */
+	if (only_added)
+		dwfl_report_begin_add(u->dwfl);
+	else
+		dwfl_report_begin(u->dwfl);
+	for (size_t i = 0; i < n; i++) {
+		if (only_added && has_module(u->mods, u->n_mods, &m[i]))
+			continue;
+		/* The file through the process's root, else the path as it names it (the
+		 * process is gone, and had our root). */
+		if (!dwfl_report_elf(u->dwfl, m[i].name, m[i].file, -1, m[i].bias, true))
+			dwfl_report_elf(u->dwfl, m[i].name, m[i].name, -1, m[i].bias, true);
+	}
+	dwfl_report_end(u->dwfl, NULL, NULL);
+	free_modules(u->mods, u->n_mods);
+	u->mods = copy;
+	u->n_mods = n;
+	pc_memo__free(&u->memo);
+	memset(&u->memo, 0, sizeof(u->memo));
+	if (!u->attached)
+		u->attached = dwfl_attach_state(u->dwfl, NULL, u->pid, &sample_callbacks, u);
+	return 0;
+}
+
+int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample *s,
+			    const struct sample_access *acc, unsigned int max_frames,
+			    struct thread_stack *out)
+{
+	struct walk w = { .ts = out, .max = max_frames, .acc = acc };
+	int err, rc;
+
+	memset(out, 0, sizeof(*out));
+	out->tid = u->pid;
+	if (!u->attached) {
+		out->error = strdup("none of the process's objects could be read");
+		return -ENOENT;
+	}
+	u->s = s;
+	u->acc = acc;
+	u->missed = 0;
+	rc = dwfl_getthread_frames(u->dwfl, u->pid, frame_cb, &w);
+	/*
+	 * The first pc has no CFI (glibc's clone3 ends its FDE before the syscall): as in a leaf
+	 * function, the return address is the word at sp. Kept only when it lies in code and
+	 * CFI goes on from there.
+	 */
+	if (rc && !out->error && out->n_frames == 1 && s->stack_len >= 8 && !(s->absent & 1)) {
+		struct stack_sample leaf = *s;
+		uint64_t missed = u->missed;
+
+		memcpy(&leaf.ip, s->stack, sizeof(leaf.ip));
+		leaf.sp = s->sp + 8;
+		leaf.stack = s->stack + 8;
+		leaf.stack_len = s->stack_len - 8;
+		u->s = &leaf;
+		rc = dwfl_getthread_frames(u->dwfl, u->pid, frame_cb, &w);
+		if (out->n_frames > 1) {
+			out->frames[1].activation = false; /* a return address: pc - 1 names it */
+		} else {
+			free(out->error);
+			out->error = NULL;
+			u->missed = missed;
+			rc = -1;
+		}
+	}
+	if (rc && !out->error) {
+		if (u->missed && asprintf(&out->error,
+					  "the rest of the stack lies above the %zu bytes copied",
+					  s->stack_len) >= 0)
+			out->truncated = true;
+		else
+			out->error = strdup(dwfl_errmsg(-1));
+	}
+	u->s = NULL;
+	u->acc = NULL;
+	if (u->memo.n > SAMPLE_MEMO_MAX) {
+		pc_memo__free(&u->memo);
+		memset(&u->memo, 0, sizeof(u->memo));
+	}
+	err = symbolize(u->dwfl, &u->memo, out);
+	while (!err && out->n_frames > max_frames) {
+		struct stack_frame *f = &out->frames[--out->n_frames];
+
+		free(f->function);
+		free(f->module);
+		free(f->file);
+		out->truncated = true;
+	}
 	return err;
 }
 

@@ -55,6 +55,53 @@ int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, cha
 int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struct stacks **out,
 			    char *why, size_t whylen);
 void stacks__free(struct stacks *s);
+/* Free the frames and error of one stack, leaving it empty. */
+void thread_stack__clear(struct thread_stack *ts);
+
+/*
+ * Stacks sampled elsewhere (a BPF probe): the registers CFI needs and a copy of the stack
+ * memory from sp up, unwound and named like the stacks above, after the thread has run on.
+ */
+struct stack_sample {
+	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
+	const unsigned char *stack; /* stack_len bytes of the thread's memory at sp */
+	size_t stack_len;
+	uint32_t absent; /* bit i: the page at (sp & ~4095) + i * 4096 is not in the copy */
+};
+
+/* What a sample lacks, from the caller's model of the process. */
+struct sample_access {
+	/* A word outside the stack copy (a read-only file mapping); false when unknown. */
+	bool (*read)(void *ctx, uint64_t addr, uint64_t *word);
+	/* Whether @pc lies in an executable mapping: the unwind stops at the first that does not. */
+	bool (*pc_ok)(void *ctx, uint64_t pc);
+	void *ctx;
+};
+
+/* An object mapped in the process: its name (as the process sees it), file and load bias. */
+struct sample_module {
+	const char *name;
+	const char *file;
+	uint64_t bias;
+};
+
+struct sample_unwinder;
+
+struct sample_unwinder *sample_unwinder__new(pid_t pid);
+void sample_unwinder__free(struct sample_unwinder *u);
+/*
+ * The objects of the process now. Objects already known are kept (with their CFI and symbols
+ * read once); a set that lost an object is rebuilt. Returns 0 or -errno.
+ */
+int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_module *m,
+				 size_t n);
+/*
+ * Unwind and name @s into @out (frames innermost first, as stacks__capture gives them; error
+ * says why it ended early). Returns 0, or -errno when nothing could be unwound.
+ */
+int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample *s,
+			    const struct sample_access *acc, unsigned int max_frames,
+			    struct thread_stack *out);
 
 /* One frame as gdb prints it ("#N  0x... in fn+0x12 from lib at file:line"), after @indent. */
 void stack_frame__print(const struct stack_frame *f, const struct stack_frame *prev, size_t n,

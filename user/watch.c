@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,7 +34,11 @@
 #include "output.h"
 #include "procmaps.h"
 #include "target.h"
+#include "unwind.h"
 #include "watch.h"
+
+/* Frames of a stack carried by an event (the copy is 16 KiB: a few hundred frames at most). */
+#define EVENT_MAX_FRAMES 128
 
 /* An object of a process's graph that has been reported ("loaded" line and record). */
 struct announced {
@@ -55,6 +60,7 @@ struct proc_state {
 	bool seen_all; /* attached to a running process: what it had before is not news */
 	/* Its exec (no stack): the cause of start-up objects first seen after it. */
 	struct dlw_event start;
+	struct sample_unwinder *uw; /* its objects' CFI and symbols, for the stacks events carry */
 };
 
 struct attached_file {
@@ -90,6 +96,14 @@ struct watch {
 		unsigned long long since; /* the dlopen's start: one report per dlopen */
 	} stuck[64];
 	size_t n_stuck;
+	/* The event being handled and the stack it carries, unwound once when first needed. */
+	struct {
+		const struct dlw_event *e;
+		const unsigned char *stack;
+		size_t len;
+		bool done;
+		struct thread_stack ts;
+	} cur;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -324,25 +338,164 @@ static void symbolize(struct proc_state *ps, uint64_t addr, char *buf, size_t le
 		snprintf(buf, len, "0x%" PRIx64, addr);
 }
 
-/* Frame-pointer stacks through code built without them repeat one return address: stop there. */
-static json_t *stack_json(struct proc_state *ps, const struct dlw_event *e, bool print)
+static int refresh(struct watch *w, struct proc_state *ps);
+
+/* The model's view of a process, for the unwinder: what is mapped executable, and file bytes. */
+struct unwind_ctx {
+	struct proc_state *ps;
+	bool unknown_pc; /* a pc in no mapping the model knows: the model may be behind */
+};
+
+static const struct lg_object *object_at(const struct proc_state *ps, uint64_t addr)
 {
-	json_t *arr = json_array();
+	const struct lg_object *best = NULL;
 
-	for (int i = 0; i < e->stack_len && i < DLW_STACK_DEPTH; i++) {
-		char frame[256];
+	for (size_t i = 0; ps->g && i < ps->g->n; i++) {
+		const struct lg_object *o = ps->g->objs[i];
 
-		if (i && e->stack[i] == e->stack[i - 1])
-			break;
-		symbolize(ps, e->stack[i], frame, sizeof(frame));
-		json_array_append_new(arr, json_string(frame));
-		if (print)
-			printf("        #%d %s\n", i, frame);
+		if (o->elf && !o->gone && o->base <= addr && addr - o->base < elfobj__size(o->elf) &&
+		    (!best || o->base > best->base))
+			best = o;
 	}
-	return arr;
+	return best;
 }
 
-static int refresh(struct watch *w, struct proc_state *ps);
+static bool uw_pc_ok(void *ctx, uint64_t pc)
+{
+	struct unwind_ctx *c = ctx;
+	const struct mapping *mp = c->ps->maps ? procmaps__find(c->ps->maps, pc) : NULL;
+
+	if (mp)
+		return mp->perms[2] == 'x';
+	/* No maps (the process is gone): the objects' images stand for them. */
+	if (!c->ps->maps && object_at(c->ps, pc))
+		return true;
+	c->unknown_pc = true;
+	return false;
+}
+
+/* A word outside the stack copy: only from a read-only mapping of a file, as the file has it. */
+static bool uw_read(void *ctx, uint64_t addr, uint64_t *word)
+{
+	struct unwind_ctx *c = ctx;
+	const struct mapping *mp = c->ps->maps ? procmaps__find(c->ps->maps, addr) : NULL;
+	const struct lg_object *o = object_at(c->ps, addr);
+
+	if (!o || (mp && (mp->perms[1] == 'w' || !mapping__is_file(mp))))
+		return false;
+	return !elfobj__read_vaddr(o->elf, addr - o->base, word, sizeof(*word));
+}
+
+static void unwind_sample(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
+{
+	struct stack_sample smp = {
+		.ip = e->regs.ip,   .sp = e->regs.sp,	.bp = e->regs.bp,   .bx = e->regs.bx,
+		.r12 = e->regs.r12, .r13 = e->regs.r13, .r14 = e->regs.r14, .r15 = e->regs.r15,
+		.stack = w->cur.stack, .stack_len = w->cur.len, .absent = e->stack_absent,
+	};
+	struct unwind_ctx c = { .ps = ps };
+	struct sample_access acc = { .read = uw_read, .pc_ok = uw_pc_ok, .ctx = &c };
+	struct sample_module *mods;
+	char *files;
+	size_t n = 0;
+	const size_t flen = PATH_MAX + 32;
+
+	if (!ps->uw)
+		ps->uw = sample_unwinder__new(ps->pid);
+	mods = calloc(ps->g && ps->g->n ? ps->g->n : 1, sizeof(*mods));
+	files = malloc((ps->g && ps->g->n ? ps->g->n : 1) * flen);
+	if (!ps->uw || !mods || !files)
+		goto out;
+	/* Each object through the process's root; the unwinder falls back to the path itself. */
+	for (size_t i = 0; ps->g && i < ps->g->n; i++) {
+		const struct lg_object *o = ps->g->objs[i];
+
+		char *file = files + n * flen;
+
+		/* Mapped where the link map says (an object judged after the process was gone
+		 * has no known base). */
+		if (!o->elf || o->gone || !o->in_maps || o->origin == LG_VDSO)
+			continue;
+		snprintf(file, flen, "/proc/%d/root%s", ps->pid, o->path);
+		mods[n++] = (struct sample_module){ o->path, file, o->base };
+	}
+	if (sample_unwinder__set_modules(ps->uw, mods, n))
+		goto out;
+	sample_unwinder__unwind(ps->uw, &smp, &acc, EVENT_MAX_FRAMES, &w->cur.ts);
+out:
+	free(mods);
+	free(files);
+	/* A frame in an object the model has not read yet (a constructor's library, inside
+	 * dlopen; the libraries of a process read at its exec): read the process again, once. */
+	if ((c.unknown_pc || (w->cur.ts.n_frames &&
+			      !w->cur.ts.frames[w->cur.ts.n_frames - 1].module)) &&
+	    !w->cur.done) {
+		w->cur.done = true;
+		if (!refresh(w, ps)) {
+			thread_stack__clear(&w->cur.ts);
+			unwind_sample(w, ps, e);
+		}
+	}
+}
+
+/* "fn+0x12 (libfoo.so)": one frame of a stack. */
+static void frame_text(const struct stack_frame *f, char *buf, size_t len)
+{
+	const char *mod = f->module ? strrchr(f->module, '/') : NULL;
+
+	mod = mod ? mod + 1 : f->module;
+	if (f->function && f->inlined)
+		snprintf(buf, len, "%s (%s, inlined)", f->function, mod ? mod : "?");
+	else if (f->function)
+		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", f->function, f->offset,
+			 mod ? mod : "?");
+	else if (mod)
+		snprintf(buf, len, "0x%" PRIx64 " (%s)", f->pc, mod);
+	else
+		snprintf(buf, len, "0x%" PRIx64, f->pc);
+}
+
+/* The stack @e carries, unwound once per event; NULL when it carries none. */
+static const struct thread_stack *event_stack(struct watch *w, struct proc_state *ps,
+					      const struct dlw_event *e)
+{
+	if (e != w->cur.e || !w->cur.stack || !ps)
+		return NULL;
+	if (!w->cur.done) {
+		unwind_sample(w, ps, e);
+		w->cur.done = true;
+	}
+	return &w->cur.ts;
+}
+
+/*
+ * The stack of @e into the record @j: "stack" (frames as text, innermost first), "stack_pc"
+ * (their addresses) and, when it ends before the outermost frame, "stack_end" (why). Printed
+ * under a finding.
+ */
+static void add_stack(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
+		      json_t *j, bool print)
+{
+	const struct thread_stack *ts = event_stack(w, ps, e);
+	json_t *text = json_array(), *pcs = json_array();
+
+	for (size_t i = 0; ts && i < ts->n_frames; i++) {
+		char frame[512];
+
+		frame_text(&ts->frames[i], frame, sizeof(frame));
+		json_array_append_new(text, json_string(frame));
+		json_array_append_new(pcs, json_integer((json_int_t)ts->frames[i].pc));
+		if (print)
+			printf("        #%zu %s\n", i, frame);
+	}
+	if (print && ts && ts->error)
+		printf("        (%s)\n", ts->error);
+	json_object_set_new(j, "stack", text);
+	json_object_set_new(j, "stack_pc", pcs);
+	if (ts && ts->error)
+		json_object_set_new(j, "stack_end", json_string(ts->error));
+}
+
 static void loaded_record(struct watch *w, const struct proc_state *ps, const struct lg_object *o,
 			  unsigned long long ts);
 
@@ -351,16 +504,17 @@ static void finding(struct watch *w, struct proc_state *ps, const struct dlw_eve
 {
 	char t[32];
 
+	json_t *j;
+
 	w->st->findings++;
-	/* A stack taken inside dlopen may point into objects the model has not seen yet. */
-	if (ps && e->stack_len && (!ps->maps || !procmaps__find(ps->maps, e->stack[0])))
-		refresh(w, ps);
 	rel_time(w, e->ts_ns, t, sizeof(t));
 	if (!w->o->quiet)
 		printf("[%s] %d/%d %s FINDING %s: %s\n", t, e->pid, e->tid, e->comm, id, text);
-	emit_json(w, json_pack("{s:s, s:I, s:i, s:i, s:s, s:s, s:o}", "type", "finding", "t",
-			       (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "id", id, "text",
-			       text, "stack", stack_json(ps, e, !w->o->quiet)));
+	j = json_pack("{s:s, s:I, s:i, s:i, s:s, s:s}", "type", "finding", "t",
+		      (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "id", id, "text", text);
+	if (j || !w->o->quiet)
+		add_stack(w, ps, e, j, !w->o->quiet);
+	emit_json(w, j);
 }
 
 /*
@@ -672,6 +826,7 @@ static void drop_proc(struct watch *w, pid_t pid)
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
 		free(w->procs[i].seen);
+		sample_unwinder__free(w->procs[i].uw);
 		w->procs[i] = w->procs[--w->n_procs];
 		break;
 	}
@@ -700,10 +855,55 @@ static const char *cuda_fn(unsigned long long c)
 	return c < sizeof(names) / sizeof(names[0]) ? names[c] : "?";
 }
 
+/*
+ * A string of the target that the kernel could not read (its page was not present): read it
+ * now, when the process is still there, faulting the page in as the process itself would.
+ */
+static void read_target_str(pid_t pid, uint64_t addr, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got + 1 < len) {
+		size_t chunk = 4096 - ((addr + got) & 4095);
+		struct iovec local, remote;
+		ssize_t n;
+
+		if (chunk > len - 1 - got)
+			chunk = len - 1 - got;
+		local = (struct iovec){ buf + got, chunk };
+		remote = (struct iovec){ (void *)(uintptr_t)(addr + got), chunk };
+		n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		if (n <= 0)
+			break;
+		if (memchr(buf + got, '\0', (size_t)n))
+			return;
+		got += (size_t)n;
+	}
+	snprintf(buf, len, "%s", got + 1 >= len ? buf : "<unreadable>");
+	buf[len - 1] = '\0';
+}
+
+/* An event whose string was not read in the kernel, with it read here (or "<unreadable>"). */
+static const struct dlw_event *with_str(const struct dlw_event *e, size_t size,
+					struct dlw_event *copy)
+{
+	uint64_t addr;
+
+	if (e->str_state != DLW_STR_UNREAD)
+		return e;
+	memcpy(copy, e, size < sizeof(*copy) ? size : sizeof(*copy));
+	memcpy(&addr, e->str, sizeof(addr));
+	read_target_str((pid_t)e->pid, addr, copy->str, sizeof(copy->str));
+	copy->str_state = DLW_STR_READ;
+	return copy;
+}
+
 static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct watch *w = ctx;
 	const struct dlw_event *e = data;
+	const struct dlw_stack_event *se = data;
+	struct dlw_event copy;
 	struct proc_state *ps;
 	json_t *j;
 	char t[32], line[PATH_MAX + 256];
@@ -712,6 +912,16 @@ static int handle_event(void *ctx, void *data, size_t size)
 		return 0;
 	w->st->events++;
 	ps = proc_find(w, (pid_t)e->pid);
+	e = with_str(e, size, &copy);
+	w->cur.e = e;
+	w->cur.done = false;
+	w->cur.stack = NULL;
+	/* The copy starts at the page of sp: the frames are above sp. */
+	if (size >= sizeof(*se) && e->stack_size <= sizeof(se->stack) &&
+	    e->stack_size > (e->regs.sp & 4095)) {
+		w->cur.stack = se->stack + (e->regs.sp & 4095);
+		w->cur.len = e->stack_size - (e->regs.sp & 4095);
+	}
 	rel_time(w, e->ts_ns, t, sizeof(t));
 	/* Build the JSON only for a trace; json_* calls below accept a NULL object. */
 	j = !w->o->record && !w->o->sink ? NULL :
@@ -720,10 +930,14 @@ static int handle_event(void *ctx, void *data, size_t size)
 		      "in_dlopen", e->in_dlopen);
 	switch (e->type) {
 	case DLW_DLOPEN:
-		snprintf(line, sizeof(line), "%s(\"%s\", 0x%llx) = 0x%llx (%.3f ms)",
-			 e->arg1 ? "dlmopen" : "dlopen", e->str, e->arg0, (unsigned long long)e->ret,
-			 (double)e->duration_ns / 1e6);
-		json_object_set_new(j, "path", json_string(e->str));
+		/* dlopen(NULL): the main program, not a file named "". */
+		snprintf(line, sizeof(line), "%s(%s%s%s, 0x%llx) = 0x%llx (%.3f ms)",
+			 e->arg1 ? "dlmopen" : "dlopen", e->str_state == DLW_STR_NULL ? "NULL" : "\"",
+			 e->str_state == DLW_STR_NULL ? "" : e->str,
+			 e->str_state == DLW_STR_NULL ? "" : "\"", e->arg0,
+			 (unsigned long long)e->ret, (double)e->duration_ns / 1e6);
+		json_object_set_new(j, "path", e->str_state == DLW_STR_NULL ? json_null() :
+									       json_string(e->str));
 		json_object_set_new(j, "file", json_string(e->path));
 		json_object_set_new(j, "flags", json_integer((json_int_t)e->arg0));
 		json_object_set_new(j, "handle", json_integer(e->ret));
@@ -773,14 +987,26 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case DLW_SIGNAL: {
 		char where[256];
 
-		char at[256] = "?";
+		char at[512] = "?";
+		const struct thread_stack *ts = event_stack(w, ps, e);
 
 		symbolize(ps, e->arg1, where, sizeof(where));
-		if (ps && e->stack_len) {
-			if (!ps->maps || !procmaps__find(ps->maps, e->stack[0]))
-				refresh(w, ps);
-			symbolize(ps, e->stack[0], at, sizeof(at));
+		/* The faulting pc: the stack's first frame, else the pc named from the model. */
+		if (ts && ts->n_frames) {
+			size_t k = 0, n;
+
+			/* Code inlined into a function: both, as "inlined (...) in caller". */
+			frame_text(&ts->frames[0], at, sizeof(at));
+			while (k + 1 < ts->n_frames && ts->frames[k].inlined)
+				k++;
+			n = strlen(at);
+			if (k && n + 4 < sizeof(at)) {
+				memcpy(at + n, " in ", 4);
+				frame_text(&ts->frames[k], at + n + 4, sizeof(at) - n - 4);
+			}
 		}
+		else if (ps && size >= sizeof(*e))
+			symbolize(ps, e->regs.ip, at, sizeof(at));
 		event_text__signal(line, sizeof(line), e->arg0, where, at);
 		json_object_set_new(j, "at", json_string(at));
 		json_object_set_new(j, "signal", json_integer((json_int_t)e->arg0));
@@ -803,8 +1029,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	default:
 		snprintf(line, sizeof(line), "?");
 	}
-	if (e->stack_len && j)
-		json_object_set_new(j, "stack", stack_json(ps, e, false));
+	if (w->cur.stack && j)
+		add_stack(w, ps, e, j, false);
 	if (!w->o->quiet)
 		say(w, "[%s] %d/%d %s %s", t, e->pid, e->tid, e->comm, line);
 	emit_json(w, j);
@@ -822,7 +1048,6 @@ static int handle_event(void *ctx, void *data, size_t size)
 		ps->seen_all = true;
 		memset(&ps->start, 0, sizeof(ps->start));
 		memcpy(&ps->start, e, offsetof(struct dlw_event, path));
-		ps->start.stack_len = 0;
 	}
 	if (ps && ((e->type == DLW_DLOPEN && e->ret) || e->type == DLW_DLCLOSE ||
 		   e->type == DLW_EXEC)) {
@@ -848,6 +1073,9 @@ static int handle_event(void *ctx, void *data, size_t size)
 			w->command_done = true;
 		drop_proc(w, (pid_t)e->pid);
 	}
+	thread_stack__clear(&w->cur.ts);
+	w->cur.e = NULL;
+	w->cur.stack = NULL;
 	return 0;
 }
 
@@ -912,6 +1140,9 @@ static void scan_stuck_in_dlopen(struct watch *w)
 		e.in_dlopen = type == DLW_DLOPEN;
 		e.duration_ns = now - c.ts;
 		memcpy(e.str, c.str, sizeof(e.str));
+		/* Blocked before it read the name (dlsym waits for the loader lock first). */
+		if (c.str_state == DLW_STR_UNREAD)
+			read_target_str((pid_t)c.pid, c.strptr, e.str, sizeof(e.str));
 		snprintf(path, sizeof(path), "/proc/%u/task/%d/comm", c.pid, tid);
 		if (proc__read_small(path, e.comm, sizeof(e.comm)) > 0)
 			e.comm[strcspn(e.comm, "\n")] = '\0';
@@ -1235,6 +1466,7 @@ out:
 		libgraph__free(w.procs[i].g);
 		procmaps__free(w.procs[i].maps);
 		free(w.procs[i].seen);
+		sample_unwinder__free(w.procs[i].uw);
 	}
 	free(w.procs);
 	ring_buffer__free(w.rb);
