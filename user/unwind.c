@@ -952,7 +952,8 @@ int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample
 			rc = -1;
 		}
 	}
-	if (rc && !out->error) {
+	/* libdwfl takes a return address it cannot read for the end of the stack. */
+	if ((rc || u->missed) && !out->error) {
 		if (u->missed && asprintf(&out->error,
 					  "the rest of the stack lies above the %zu bytes copied",
 					  s->stack_len) >= 0)

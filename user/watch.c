@@ -37,8 +37,9 @@
 #include "unwind.h"
 #include "watch.h"
 
-/* Frames of a stack carried by an event (the copy is 16 KiB: a few hundred frames at most). */
-#define EVENT_MAX_FRAMES 128
+/* Frames of a stack carried by an event: CPython's are about 180 bytes each, and the copy
+ * holds at least 28 KiB. */
+#define EVENT_MAX_FRAMES 256
 
 /* An object of a process's graph that has been reported ("loaded" line and record). */
 struct announced {
