@@ -727,6 +727,25 @@ void thread_stack__clear(struct thread_stack *ts)
 	ts->truncated = false;
 }
 
+static void pc_memo__clear(struct pc_memo *memo)
+{
+	pc_memo__free(memo);
+	memset(memo, 0, sizeof(*memo));
+}
+
+static void memo_drop_unnamed(struct pc_memo *memo)
+{
+	size_t k = 0;
+
+	for (size_t m = 0; m < memo->n; m++) {
+		if (memo->e[m].named.n_frames && memo->e[m].named.frames[0].module)
+			memo->e[k++] = memo->e[m];
+		else
+			free_frames(memo->e[m].named.frames, memo->e[m].named.n_frames);
+	}
+	memo->n = k;
+}
+
 /* Samples: one Dwfl per process, its modules reported from the caller's model. */
 struct sample_unwinder {
 	pid_t pid;
@@ -854,8 +873,12 @@ static bool same_module(const struct sample_module *a, const struct sample_modul
 	return a->bias == b->bias && !strcmp(a->name, b->name);
 }
 
-static bool has_module(const struct sample_module *m, size_t n, const struct sample_module *x)
+/* Whether @x is in @m; the caller's order is mostly stable, so @hint (its index) first. */
+static bool has_module(const struct sample_module *m, size_t n, const struct sample_module *x,
+		       size_t hint)
 {
+	if (hint < n && same_module(&m[hint], x))
+		return true;
 	for (size_t i = 0; i < n; i++)
 		if (same_module(&m[i], x))
 			return true;
@@ -869,9 +892,9 @@ int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_
 	struct sample_module *copy;
 
 	for (size_t i = 0; i < u->n_mods && only_added; i++)
-		only_added = has_module(m, n, &u->mods[i]);
+		only_added = has_module(m, n, &u->mods[i], i);
 	for (size_t i = 0; i < n && !changed; i++)
-		changed = !has_module(u->mods, u->n_mods, &m[i]);
+		changed = !has_module(u->mods, u->n_mods, &m[i], i);
 	if (!changed && only_added)
 		return 0;
 	copy = calloc(n ? n : 1, sizeof(*copy));
@@ -893,7 +916,7 @@ int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_
 	else
 		dwfl_report_begin(u->dwfl);
 	for (size_t i = 0; i < n; i++) {
-		if (only_added && has_module(u->mods, u->n_mods, &m[i]))
+		if (only_added && has_module(u->mods, u->n_mods, &m[i], i))
 			continue;
 		/* The file through the process's root, else the path as it names it (the
 		 * process is gone, and had our root). */
@@ -904,8 +927,11 @@ int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_
 	free_modules(u->mods, u->n_mods);
 	u->mods = copy;
 	u->n_mods = n;
-	pc_memo__free(&u->memo);
-	memset(&u->memo, 0, sizeof(u->memo));
+	/* Names stay right while modules are only added, but for pcs that had no module. */
+	if (only_added)
+		memo_drop_unnamed(&u->memo);
+	else
+		pc_memo__clear(&u->memo);
 	if (!u->attached)
 		u->attached = dwfl_attach_state(u->dwfl, NULL, u->pid, &sample_callbacks, u);
 	return 0;
@@ -963,10 +989,8 @@ int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample
 	}
 	u->s = NULL;
 	u->acc = NULL;
-	if (u->memo.n > SAMPLE_MEMO_MAX) {
-		pc_memo__free(&u->memo);
-		memset(&u->memo, 0, sizeof(u->memo));
-	}
+	if (u->memo.n > SAMPLE_MEMO_MAX)
+		pc_memo__clear(&u->memo);
 	err = symbolize(u->dwfl, &u->memo, out);
 	while (!err && out->n_frames > max_frames) {
 		struct stack_frame *f = &out->frames[--out->n_frames];

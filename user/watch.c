@@ -103,6 +103,7 @@ struct watch {
 		const unsigned char *stack;
 		size_t len;
 		bool done;
+		bool fresh; /* the model was read again for this event */
 		struct thread_stack ts;
 	} cur;
 };
@@ -430,8 +431,8 @@ out:
 	 * dlopen; the libraries of a process read at its exec): read the process again, once. */
 	if ((c.unknown_pc || (w->cur.ts.n_frames &&
 			      !w->cur.ts.frames[w->cur.ts.n_frames - 1].module)) &&
-	    !w->cur.done) {
-		w->cur.done = true;
+	    !w->cur.done && !w->cur.fresh) {
+		w->cur.done = w->cur.fresh = true;
 		if (!refresh(w, ps)) {
 			thread_stack__clear(&w->cur.ts);
 			unwind_sample(w, ps, e);
@@ -915,7 +916,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 	ps = proc_find(w, (pid_t)e->pid);
 	e = with_str(e, size, &copy);
 	w->cur.e = e;
-	w->cur.done = false;
+	w->cur.done = w->cur.fresh = false;
 	w->cur.stack = NULL;
 	/* The copy starts at the page of sp: the frames are above sp. */
 	if (size >= sizeof(*se) && e->stack_size <= sizeof(se->stack) &&
@@ -925,6 +926,12 @@ static int handle_event(void *ctx, void *data, size_t size)
 	}
 	rel_time(w, e->ts_ns, t, sizeof(t));
 	/* Build the JSON only for a trace; json_* calls below accept a NULL object. */
+	/* The objects a dlopen brought: in the model before its stack is named (frames of a
+	 * constructor's library) and before it is announced. */
+	if (ps && e->type == DLW_DLOPEN && e->ret) {
+		refresh(w, ps);
+		w->cur.fresh = true;
+	}
 	j = !w->o->record && !w->o->sink ? NULL :
 	    json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_name(e->type), "t",
 		      (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "comm", e->comm,
@@ -1052,7 +1059,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	}
 	if (ps && ((e->type == DLW_DLOPEN && e->ret) || e->type == DLW_DLCLOSE ||
 		   e->type == DLW_EXEC)) {
-		refresh(w, ps);
+		if (e->type != DLW_DLOPEN)
+			refresh(w, ps);
 		if (e->type != DLW_DLCLOSE && !announce(w, ps, e) && e->type == DLW_DLOPEN)
 			loaded_after_exit(w, ps, e);
 	}
