@@ -450,8 +450,10 @@ static void describe_event(enum ev_kind k, const json_t *rec, char *text, size_t
 	switch (k) {
 	case EV_DLOPEN:
 		*lib = file && *file ? file : path;
-		snprintf(text, len, "dlopen(\"%s\") = %s (%.3f ms)", path ? path : "",
-			 file && *file ? file : "NULL",
+		/* A null path is dlopen(NULL): the main program. */
+		snprintf(text, len, "dlopen(%s%s%s) = %s (%.3f ms)", path ? "\"" : "",
+			 path ? path : "NULL", path ? "\"" : "",
+			 file && *file ? file : int_of(rec, "handle") ? "the main program" : "NULL",
 			 (double)int_of(rec, "duration_ns") / 1e6);
 		break;
 	case EV_DLCLOSE:

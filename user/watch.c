@@ -369,8 +369,8 @@ static bool uw_pc_ok(void *ctx, uint64_t pc)
 
 	if (mp)
 		return mp->perms[2] == 'x';
-	/* No maps (the process is gone): the objects' images stand for them. */
-	if (!c->ps->maps && object_at(c->ps, pc))
+	/* Maps older than the object (read at exec, the process gone since): its image. */
+	if (object_at(c->ps, pc))
 		return true;
 	c->unknown_pc = true;
 	return false;
