@@ -98,26 +98,10 @@ static __always_inline void count_lost(void)
 		(*n)++;
 }
 
-/*
- * Three record sizes, each a constant for the verifier: a short event (dlsym: the collector
- * drains millions, they carry no path and no stack), a full one, and a full one with a stack.
- */
-static __always_inline struct dlw_event *reserve(u32 type, bool with_stack)
+static __always_inline void init_event(struct dlw_event *e, u32 type, bool full)
 {
 	u64 id = bpf_get_current_pid_tgid();
-	bool full = with_stack || full_event(type);
-	struct dlw_event *e;
 
-	if (with_stack)
-		e = bpf_ringbuf_reserve(&events, sizeof(struct dlw_stack_event), 0);
-	else if (full_event(type))
-		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	else
-		e = bpf_ringbuf_reserve(&events, __builtin_offsetof(struct dlw_event, path), 0);
-	if (!e) {
-		count_lost();
-		return NULL;
-	}
 	e->ts_ns = bpf_ktime_get_ns();
 	e->pid = id >> 32;
 	e->tid = (u32)id;
@@ -131,9 +115,97 @@ static __always_inline struct dlw_event *reserve(u32 type, bool with_stack)
 	if (full) {
 		e->path[0] = '\0';
 		e->stack_size = 0;
+		e->stack_absent = 0;
 	}
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+/*
+ * Two record sizes, each a constant for the verifier: a short event (dlsym: the collector
+ * drains millions, they carry no path and no stack) and a full one. Events with a stack are
+ * built in a scratch slot (stack_reserve) and sent at their own size.
+ */
+static __always_inline struct dlw_event *reserve(u32 type)
+{
+	bool full = full_event(type);
+	struct dlw_event *e;
+
+	if (full)
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&events, __builtin_offsetof(struct dlw_event, path), 0);
+	if (!e) {
+		count_lost();
+		return NULL;
+	}
+	init_event(e, type, full);
 	return e;
+}
+
+/*
+ * Scratch records for events with a stack, two per CPU: uprobe programs run with migration
+ * disabled but may be preempted, and a program of another task can run on the CPU meanwhile.
+ * A slot is taken by exchanging its flag; with both taken the event is counted lost.
+ */
+#define SCRATCH_SLOTS 2
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCRATCH_SLOTS); /* user space sets SCRATCH_SLOTS per possible CPU */
+	__type(key, u32);
+	__type(value, struct dlw_stack_event);
+} scratch SEC(".maps");
+
+struct scratch_busy {
+	u32 slot[SCRATCH_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct scratch_busy);
+} scratch_busy SEC(".maps");
+
+static __always_inline struct dlw_event *stack_reserve(u32 type, u32 **busy)
+{
+	u32 zero = 0, key;
+	struct scratch_busy *b = bpf_map_lookup_elem(&scratch_busy, &zero);
+	struct dlw_event *e;
+	int slot;
+
+	if (!b)
+		return NULL;
+	if (!__sync_lock_test_and_set(&b->slot[0], 1))
+		slot = 0;
+	else if (!__sync_lock_test_and_set(&b->slot[1], 1))
+		slot = 1;
+	else {
+		count_lost();
+		return NULL;
+	}
+	*busy = &b->slot[slot];
+	key = bpf_get_smp_processor_id() * SCRATCH_SLOTS + slot;
+	e = bpf_map_lookup_elem(&scratch, &key);
+	if (!e) {
+		**busy = 0;
+		count_lost();
+		return NULL;
+	}
+	init_event(e, type, true);
+	return e;
+}
+
+/* The event and the stack bytes it holds, no more; the slot is free again. */
+static __always_inline void stack_submit(struct dlw_event *e, u32 *busy, u64 flags)
+{
+	u32 size = e->stack_size;
+
+	if (size > DLW_STACK_BYTES)
+		size = DLW_STACK_BYTES;
+	if (bpf_ringbuf_output(&events, e, sizeof(*e) + size, flags))
+		count_lost();
+	*busy = 0;
 }
 
 #define PAGE 4096
@@ -224,6 +296,7 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 	struct dlw_call *p = bpf_map_lookup_elem(&calls, &key);
 	bool with_stack = type == DLW_DLOPEN || type == DLW_CUDA_LOAD;
 	struct dlw_event *e;
+	u32 *busy = NULL;
 
 	if (type == DLW_DLOPEN && depth) {
 		u32 tid = (u32)id, *d = bpf_map_lookup_elem(&in_dlopen, &tid);
@@ -235,7 +308,7 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 	}
 	if (!p)
 		return 0;
-	e = reserve(type, with_stack);
+	e = with_stack ? stack_reserve(type, &busy) : reserve(type);
 	if (e) {
 		e->duration_ns = e->ts_ns - p->ts;
 		e->ts_ns = p->ts;
@@ -260,11 +333,15 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)name);
 		}
 		/* On the ret instruction: the pc is still in the loader's function. */
-		if (with_stack)
+		if (busy) {
 			take_stack(e, ctx);
-		/* dlsym can come by the hundred thousand: no wake-up each, the collector's
-		 * poll (at most 100 ms) or the next other event drains them in order. */
-		bpf_ringbuf_submit(e, type == DLW_DLSYM ? BPF_RB_NO_WAKEUP : 0);
+			stack_submit(e, busy, 0);
+		} else {
+			/* dlsym can come by the hundred thousand: no wake-up each, the
+			 * collector's poll (at most 100 ms) or the next other event drains
+			 * them in order. */
+			bpf_ringbuf_submit(e, type == DLW_DLSYM ? BPF_RB_NO_WAKEUP : 0);
+		}
 	}
 	bpf_map_delete_elem(&calls, &key);
 	return 0;
@@ -318,7 +395,7 @@ SEC("uprobe")
 int BPF_KPROBE(omp_fork_enter)
 {
 	u64 id = bpf_get_current_pid_tgid(), one = 1, *n;
-	u32 tid = (u32)id;
+	u32 tid = (u32)id, *busy = NULL;
 	struct dlw_event *e;
 
 	if (!traced(id >> 32))
@@ -330,12 +407,12 @@ int BPF_KPROBE(omp_fork_enter)
 		bpf_map_update_elem(&regions, &tid, &one, BPF_ANY);
 	if (!dlopen_depth(tid))
 		return 0;
-	e = reserve(DLW_OMP_FORK, true);
-	if (e) {
+	e = stack_reserve(DLW_OMP_FORK, &busy);
+	if (e && busy) {
 		e->arg0 = bpf_get_attach_cookie(ctx);
 		e->arg1 = n ? *n : 1;
 		take_stack(e, ctx);
-		bpf_ringbuf_submit(e, 0);
+		stack_submit(e, busy, 0);
 	}
 	return 0;
 }
@@ -347,7 +424,7 @@ int BPF_KPROBE(blas_thread_enter)
 
 	if (!traced(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	e = reserve(DLW_BLAS_THREAD, false);
+	e = reserve(DLW_BLAS_THREAD);
 	if (e)
 		bpf_ringbuf_submit(e, 0);
 	return 0;
@@ -413,7 +490,7 @@ int handle_exec(struct bpf_raw_tracepoint_args *ctx)
 	}
 	if (!traced(tgid))
 		return 0;
-	e = reserve(DLW_EXEC, false);
+	e = reserve(DLW_EXEC);
 	if (e) {
 		bpf_probe_read_kernel_str(e->str, sizeof(e->str), BPF_CORE_READ(bprm, filename));
 		bpf_ringbuf_submit(e, 0);
@@ -440,19 +517,22 @@ int handle_fork(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	/* A thread created inside dlopen: the stack says which constructor. */
 	if (ctgid == ptgid) {
-		e = reserve(DLW_FORK, true);
-		if (!e)
+		u32 *busy = NULL;
+
+		e = stack_reserve(DLW_FORK, &busy);
+		if (!e || !busy)
 			return 0;
 		e->arg0 = cpid;
 		e->arg1 = 1;
 		take_stack(e, task_regs());
-	} else {
-		e = reserve(DLW_FORK, false);
-		if (!e)
-			return 0;
-		e->arg0 = ctgid;
-		e->arg1 = 0;
+		stack_submit(e, busy, 0);
+		return 0;
 	}
+	e = reserve(DLW_FORK);
+	if (!e)
+		return 0;
+	e->arg0 = ctgid;
+	e->arg1 = 0;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -469,7 +549,7 @@ int handle_exit(struct bpf_raw_tracepoint_args *ctx)
 	bpf_map_delete_elem(&regions, &tid);
 	if (!traced(tgid) || tid != tgid)
 		return 0;
-	e = reserve(DLW_EXIT, false);
+	e = reserve(DLW_EXIT);
 	if (e) {
 		e->arg0 = BPF_CORE_READ(task, exit_code);
 		bpf_ringbuf_submit(e, 0);
@@ -483,18 +563,19 @@ int handle_signal(struct bpf_raw_tracepoint_args *ctx)
 	int sig = (int)ctx->args[0];
 	struct kernel_siginfo *info = (struct kernel_siginfo *)ctx->args[1];
 	struct dlw_event *e;
+	u32 *busy = NULL;
 
 	/* The signals that kill with a fault: SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV. */
 	if (!traced(bpf_get_current_pid_tgid() >> 32) ||
 	    !(sig == 4 || sig == 5 || sig == 6 || sig == 7 || sig == 8 || sig == 11))
 		return 0;
-	e = reserve(DLW_SIGNAL, true);
-	if (e) {
+	e = stack_reserve(DLW_SIGNAL, &busy);
+	if (e && busy) {
 		e->arg0 = sig;
 		if (info)
 			e->arg1 = (u64)BPF_CORE_READ(info, _sifields._sigfault._addr);
 		take_stack(e, task_regs());
-		bpf_ringbuf_submit(e, 0);
+		stack_submit(e, busy, 0);
 	}
 	return 0;
 }
@@ -522,13 +603,14 @@ int handle_futex_enter(struct futex_enter_args *ctx)
 	bpf_map_update_elem(&futex_start, &tid, &p, BPF_ANY);
 	/* Blocking inside dlopen (under the loader lock) is reported at once: it may never end. */
 	if (dlopen_depth(tid)) {
-		struct dlw_event *e = reserve(DLW_FUTEX_WAIT, true);
+		u32 *busy = NULL;
+		struct dlw_event *e = stack_reserve(DLW_FUTEX_WAIT, &busy);
 
-		if (e) {
+		if (e && busy) {
 			e->arg0 = p.arg0;
 			e->arg1 = 1;
 			take_stack(e, task_regs());
-			bpf_ringbuf_submit(e, 0);
+			stack_submit(e, busy, 0);
 		}
 	}
 	return 0;
@@ -547,7 +629,7 @@ int handle_futex_exit(void *ctx)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (now - p->ts >= futex_threshold_ns) {
-		e = reserve(DLW_FUTEX_WAIT, false);
+		e = reserve(DLW_FUTEX_WAIT);
 		if (e) {
 			e->ts_ns = p->ts;
 			e->duration_ns = now - p->ts;

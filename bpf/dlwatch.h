@@ -99,8 +99,8 @@ struct dlw_event {
 
 /*
  * An event with its stack: stack_size bytes of user memory from the page of regs.sp (the bytes
- * below sp are dead, above it the frames). The record is reserved
- * at full size (the ring buffer takes only constant sizes); user space reads stack_size.
+ * below sp are dead, above it the frames). Built in a scratch slot, sent at the size of the
+ * event and the bytes copied.
  */
 struct dlw_stack_event {
 	struct dlw_event e;

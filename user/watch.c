@@ -918,9 +918,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 	w->cur.e = e;
 	w->cur.done = w->cur.fresh = false;
 	w->cur.stack = NULL;
-	/* The copy starts at the page of sp: the frames are above sp. */
-	if (size >= sizeof(*se) && e->stack_size <= sizeof(se->stack) &&
-	    e->stack_size > (e->regs.sp & 4095)) {
+	/* The copy starts at the page of sp: the frames are above sp. The record holds the
+	 * event and the stack_size bytes copied. */
+	if (size >= sizeof(*e) && e->stack_size <= sizeof(se->stack) &&
+	    size - sizeof(*e) >= e->stack_size && e->stack_size > (e->regs.sp & 4095)) {
 		w->cur.stack = se->stack + (e->regs.sp & 4095);
 		w->cur.len = e->stack_size - (e->regs.sp & 4095);
 	}
@@ -1338,6 +1339,9 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			sizeof(w.skel->rodata->comm_filter) - 1);
 	}
 	w.skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
+	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
+	bpf_map__set_max_entries(w.skel->maps.scratch,
+				 2 * (libbpf_num_possible_cpus() > 0 ? libbpf_num_possible_cpus() : 1));
 	err = dlwatch_bpf__load(w.skel);
 	if (err) {
 		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
