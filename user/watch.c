@@ -505,7 +505,6 @@ static void finding(struct watch *w, struct proc_state *ps, const struct dlw_eve
 		    const char *id, const char *text)
 {
 	char t[32];
-
 	json_t *j;
 
 	w->st->findings++;
@@ -926,13 +925,13 @@ static int handle_event(void *ctx, void *data, size_t size)
 		w->cur.len = e->stack_size - (e->regs.sp & 4095);
 	}
 	rel_time(w, e->ts_ns, t, sizeof(t));
-	/* Build the JSON only for a trace; json_* calls below accept a NULL object. */
 	/* The objects a dlopen brought: in the model before its stack is named (frames of a
 	 * constructor's library) and before it is announced. */
 	if (ps && e->type == DLW_DLOPEN && e->ret) {
 		refresh(w, ps);
 		w->cur.fresh = true;
 	}
+	/* Build the JSON only for a trace; json_* calls below accept a NULL object. */
 	j = !w->o->record && !w->o->sink ? NULL :
 	    json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_name(e->type), "t",
 		      (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "comm", e->comm,
