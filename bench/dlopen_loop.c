@@ -2,11 +2,14 @@
 /*
  * N dlopen calls of a library already loaded, each a few calls deep: every one is a
  * stack-carrying event for the collector (its registers and stack copy, unwound and named).
+ * Then it stays S seconds: the collector handles every event while the process lives, as it
+ * would in a real one (after its exit the model cannot be read and the work is skipped).
  */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 __attribute__((noinline)) static void *open_it(const char *name)
 {
@@ -29,5 +32,8 @@ int main(int argc, char **argv)
 			return 1;
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	printf("%.0f calls/s\n", n / ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9));
+	fflush(stdout);
+	if (argc > 2)
+		sleep((unsigned)atoi(argv[2]));
 	return 0;
 }
