@@ -65,7 +65,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, DLW_LOST__COUNT);
 	__type(key, u32);
 	__type(value, u64);
 } lost SEC(".maps");
@@ -89,13 +89,17 @@ static __always_inline bool full_event(u32 type)
 	       type == DLW_FORK || type == DLW_SIGNAL;
 }
 
-static __always_inline void count_lost(void)
+static __always_inline void count_lost_as(u32 why)
 {
-	u32 zero = 0;
-	u64 *n = bpf_map_lookup_elem(&lost, &zero);
+	u64 *n = bpf_map_lookup_elem(&lost, &why);
 
 	if (n)
 		(*n)++;
+}
+
+static __always_inline void count_lost(void)
+{
+	count_lost_as(DLW_LOST_RING);
 }
 
 static __always_inline void init_event(struct dlw_event *e, u32 type, bool full)
@@ -261,8 +265,10 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 
 	if (!traced(id >> 32))
 		return 0;
-	if (bpf_map_update_elem(&calls, &key, &zero, BPF_ANY))
+	if (bpf_map_update_elem(&calls, &key, &zero, BPF_ANY)) {
+		count_lost_as(DLW_LOST_CALLS);
 		return 0;
+	}
 	p = bpf_map_lookup_elem(&calls, &key);
 	if (!p)
 		return 0;

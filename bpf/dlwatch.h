@@ -29,6 +29,17 @@ enum dlw_type {
 			  * a wait that began inside dlopen, reported when it begins */
 };
 
+/*
+ * Why an event was lost, the slots of the per-CPU "lost" map: the ring buffer (or the scratch
+ * slots of stack events) was full, or the table of calls in progress was, so a call's return
+ * could not be paired. The kernel's own count of programs it skipped is read in user space.
+ */
+enum dlw_lost {
+	DLW_LOST_RING,
+	DLW_LOST_CALLS,
+	DLW_LOST__COUNT,
+};
+
 /* The attach cookie of a return probe placed on a ret instruction (not a uretprobe). */
 #define DLW_AT_RET 0x100
 

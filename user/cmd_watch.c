@@ -41,6 +41,8 @@ static void watch_usage(FILE *f, const char *cmd)
 		"                        futex syscall tracepoints (they slow every futex call of\n"
 		"                        the machine; without them, a thread blocked inside dlopen\n"
 		"                        is still found, by sampling, within 0.1 s)\n"
+		"      --ring-mb N       the ring buffer, N MiB (a power of two; default 64); what\n"
+		"                        does not fit is counted lost, never dropped unsaid\n"
 		"  -o, --output FILE     (record) the JSON Lines trace (docs/trace-format.md)\n"
 		"  -q, --quiet           no line per event\n"
 		"  -h, --help\n"
@@ -73,6 +75,7 @@ static int run(int argc, char **argv, bool record)
 		{ "comm", required_argument, NULL, 'c' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "ring-mb", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -128,6 +131,15 @@ static int run(int argc, char **argv, bool record)
 		case 'q':
 			o.quiet = true;
 			break;
+		case 'R':
+			if (parse_number(optarg, 4096, &v) || v < 1 || (unsigned)v != v ||
+			    ((unsigned)v & ((unsigned)v - 1))) {
+				dls_err("%s: --ring-mb takes a power of two from 1 to 4096, not '%s'",
+					cmd, optarg);
+				goto usage;
+			}
+			o.ring_mb = (unsigned int)v;
+			break;
 		case 'h':
 			watch_usage(stdout, cmd);
 			free(o.pids);
@@ -169,9 +181,14 @@ static int run(int argc, char **argv, bool record)
 	}
 	fprintf(stderr,
 		"dlscope: %llu events, %llu lost, %llu findings; probes attached in %.1f ms; "
-		"collector CPU %.2f s%s\n",
-		st.events, st.lost, st.findings, st.attach_ms, st.cpu_s,
-		st.lost ? " (the ring buffer was full: events were dropped)" : "");
+		"collector CPU %.2f s\n",
+		st.events, st.lost, st.findings, st.attach_ms, st.cpu_s);
+	if (st.lost)
+		fprintf(stderr,
+			"dlscope: lost: %llu with the ring buffer full (a larger --ring-mb, or fewer "
+			"events: no --hot), %llu with the call table full, %llu probe hits the "
+			"kernel ran no program for (another BPF program was running on that CPU)\n",
+			st.lost_ring, st.lost_calls, st.lost_skipped);
 	ret = st.findings ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 	return ret;
 usage:

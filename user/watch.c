@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <errno.h>
@@ -1306,6 +1307,35 @@ static void write_header(struct watch *w)
 			       "targets", pids, "follow", w->o->follow, "hot", w->o->hot));
 }
 
+/*
+ * Every event lost, by cause: what the BPF programs counted per CPU (ring buffer full, call
+ * table full), and the probe hits the kernel did not run a program for. Nothing generated goes
+ * uncounted: generated = recorded + lost.
+ */
+static void count_lost(struct watch *w, struct watch_stats *st)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	unsigned long long *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*vals)) : NULL;
+	unsigned long long *by[DLW_LOST__COUNT] = { &st->lost_ring, &st->lost_calls };
+	struct bpf_program *prog;
+
+	for (uint32_t k = 0; vals && k < DLW_LOST__COUNT; k++)
+		if (!bpf_map__lookup_elem(w->skel->maps.lost, &k, sizeof(k), vals,
+					  (size_t)ncpu * sizeof(*vals), 0))
+			for (int c = 0; c < ncpu; c++)
+				*by[k] += vals[c];
+	free(vals);
+	bpf_object__for_each_program(prog, w->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			st->lost_skipped += info.recursion_misses;
+	}
+	st->lost = st->lost_ring + st->lost_calls + st->lost_skipped;
+}
+
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
 {
 	struct watch w = { .o = o, .st = st };
@@ -1338,6 +1368,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			sizeof(w.skel->rodata->comm_filter) - 1);
 	}
 	w.skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
+	if (o->ring_mb)
+		bpf_map__set_max_entries(w.skel->maps.events, o->ring_mb << 20);
 	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
 	bpf_map__set_max_entries(w.skel->maps.scratch,
 				 2 * (libbpf_num_possible_cpus() > 0 ? libbpf_num_possible_cpus() : 1));
@@ -1451,20 +1483,12 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	}
 	ring_buffer__consume(w.rb);
 	st->cpu_s += cpu_seconds();
-	{
-		uint32_t zero = 0;
-		int ncpu = libbpf_num_possible_cpus();
-		unsigned long long *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*vals)) : NULL;
-
-		if (vals && !bpf_map__lookup_elem(w.skel->maps.lost, &zero, sizeof(zero), vals,
-						  (size_t)ncpu * sizeof(*vals), 0))
-			for (int c = 0; c < ncpu; c++)
-				st->lost += vals[c];
-		free(vals);
-	}
-	emit_json(&w, json_pack("{s:s, s:I, s:I, s:I}", "type", "summary", "events",
-				(json_int_t)st->events, "lost", (json_int_t)st->lost, "findings",
-				(json_int_t)st->findings));
+	count_lost(&w, st);
+	emit_json(&w, json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I}, s:I}", "type", "summary",
+				"events", (json_int_t)st->events, "lost", (json_int_t)st->lost,
+				"lost_by", "ring_full", (json_int_t)st->lost_ring, "calls_full",
+				(json_int_t)st->lost_calls, "skipped_by_kernel",
+				(json_int_t)st->lost_skipped, "findings", (json_int_t)st->findings));
 out:
 	if (w.command_pid > 0 && st->command_status < 0) {
 		kill(w.command_pid, SIGKILL);

@@ -29,6 +29,7 @@ struct watch_opts {
 	bool quiet;		/* no line per event (record) */
 	double duration_s;	/* 0: until the targets exit or SIGINT/SIGTERM */
 	unsigned int futex_ms;	/* report futex waits at least this long; 0: no futex tracepoints */
+	unsigned int ring_mb;	/* the ring buffer's size in MiB (a power of two); 0: 64 */
 	FILE *record;		/* JSON Lines trace, or NULL */
 	/*
 	 * Each trace record (header, events, summary; docs/trace-format.md) as it is made, for an
@@ -43,6 +44,12 @@ struct watch_opts {
 
 struct watch_stats {
 	unsigned long long events, lost, findings;
+	/*
+	 * lost, by cause: the ring buffer (or the stack scratch slots) full, the table of calls
+	 * in progress full, and programs the kernel skipped (one BPF program per CPU at a time:
+	 * a probe hit while another ran on that CPU is not run; bpf_prog_info.recursion_misses).
+	 */
+	unsigned long long lost_ring, lost_calls, lost_skipped;
 	double attach_ms;	/* attaching every probe to the initial targets */
 	double cpu_s;		/* the collector's own CPU time, user + system */
 	int command_status;	/* -1 when no command ran */
