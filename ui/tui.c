@@ -270,10 +270,13 @@ static void draw_header(struct ui *ui)
 			snprintf(clock + strlen(clock), sizeof(clock) - strlen(clock),
 				 "  speed %gx", r->speed);
 	} else if (ui->src == SRC_LIVE) {
-		snprintf(clock, sizeof(clock), "%llu events%s",
-			 (unsigned long long)ui->m->next_seq,
-			 ui->live && live__dropped(ui->live) ? " (some dropped: the UI fell behind)" :
-							       "");
+		unsigned long long dropped = ui->live ? live__dropped(ui->live) : 0;
+
+		/* Counted, never dropped unsaid: the UI's queue is the last place events can go. */
+		snprintf(clock, sizeof(clock), "%llu events", (unsigned long long)ui->m->next_seq);
+		if (dropped)
+			snprintf(clock + strlen(clock), sizeof(clock) - strlen(clock),
+				 ", %llu dropped (the UI fell behind; graph records are kept)", dropped);
 	} else {
 		snprintf(clock, sizeof(clock), "snapshot: libraries, findings, threads and stacks; "
 					       "no events");
