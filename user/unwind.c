@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <signal.h>
@@ -559,12 +560,37 @@ static void pc_memo__free(struct pc_memo *memo)
 	free(memo->e);
 }
 
+/* The process whose modules are being reported (libdwfl's find_elf has no context for it). */
+static __thread pid_t reporting_pid;
+
+/*
+ * Open a module's file as the process sees it: through /proc/PID/root, so that a library that
+ * exists only in the target's mount namespace (a container) is found, not looked for on the host.
+ */
+static int find_elf_in_root(Dwfl_Module *mod, void **userdata, const char *name,
+			    Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	if (name[0] == '/' && reporting_pid > 0) {
+		char path[PATH_MAX + 32];
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/root%s", reporting_pid, name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			/* Read through the root, named as the process names it. */
+			*file_name = strdup(name);
+			return fd;
+		}
+	}
+	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+}
+
 /* Everything that can be read without stopping the process: its modules and its mappings. */
 static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *why, size_t whylen)
 {
 	static char *debuginfo_path;
 	static const Dwfl_Callbacks proc_callbacks = {
-		.find_elf = dwfl_linux_proc_find_elf,
+		.find_elf = find_elf_in_root,
 		.find_debuginfo = debuginfo_cache__find,
 		.debuginfo_path = &debuginfo_path,
 	};
@@ -576,6 +602,7 @@ static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *wh
 	if (!dwfl)
 		return -ENOMEM;
 	dwfl_report_begin(dwfl);
+	reporting_pid = pid;
 	err = dwfl_linux_proc_report(dwfl, pid);
 	dwfl_report_end(dwfl, NULL, NULL);
 	*mapsp = procmaps__read(pid);

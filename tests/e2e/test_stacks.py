@@ -205,3 +205,25 @@ def test_process_stopped_at_its_first_instruction():
             assert p.stderr == "", p.stderr
         finally:
             os.kill(child, 9)
+
+
+def test_stacks_in_a_private_mount_namespace():
+    # The usual container: a library that exists only inside the target's mount namespace.
+    # Its frames are read through /proc/PID/root and the workers unwind to start_thread.
+    lib = "/mnt/libgomp-private.so.1"
+    script = (f"mount -t tmpfs none /mnt && cp /usr/lib/x86_64-linux-gnu/libgomp.so.1 {lib} "
+              f"&& exec {fixture_path('ns_omp')} {lib}")
+    if os.geteuid() != 0:
+        raise Skip("a private mount namespace needs root")
+    with Fixture(["unshare", "--mount", "--propagation", "private", "sh", "-c", script]) as fx:
+        pid = int(fx.output[-1].split()[1])
+        assert not os.path.exists(lib), "the library must exist only inside"
+        wait_idle(pid)
+        p = dlscope("stacks", pid, check=0)
+        workers = [b for b in p.stdout.split("\nThread ")[1:] if f"LWP {pid} " not in b]
+        assert len(workers) == 2, p.stdout
+        for w in workers:
+            # libgomp's idle loop is static (no symbol in a stripped build, as on the host):
+            # what matters is that its file is found, so the unwind goes on to start_thread.
+            assert f"from {lib}\n" in w and "in start_thread+" in w, w
+            assert "/proc/" not in w, w
