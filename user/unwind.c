@@ -617,6 +617,14 @@ static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *wh
 	return 0;
 }
 
+static int count_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+			void *arg)
+{
+	(void)mod, (void)userdata, (void)name, (void)start;
+	++*(size_t *)arg;
+	return DWARF_CB_OK;
+}
+
 /* Unwind and name the copied threads of @cs into @s; the target runs again by now. */
 static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_frames,
 			 struct stacks *s, char *why, size_t whylen)
@@ -625,7 +633,19 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 	int err = 0;
 
 	if (!dwfl_attach_state(dwfl, NULL, cs->pid, &thread_callbacks, cs)) {
-		snprintf(why, whylen, "cannot unwind process %d: %s", cs->pid, dwfl_errmsg(-1));
+		/* No module with an ELF image: the process was caught inside execve, between
+		 * its old program and its new one ("Couldn't find architecture of any ELF"). */
+		size_t modules = 0;
+
+		dwfl_getmodules(dwfl, count_module, &modules, 0);
+		if (!modules)
+			snprintf(why, whylen,
+				 "cannot unwind process %d: it has no program mapped (caught in the "
+				 "middle of exec); run the command again",
+				 cs->pid);
+		else
+			snprintf(why, whylen, "cannot unwind process %d: %s", cs->pid,
+				 dwfl_errmsg(-1));
 		return -EINVAL;
 	}
 	s->t = calloc(cs->n ? cs->n : 1, sizeof(*s->t));
