@@ -617,6 +617,26 @@ static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *wh
 	return 0;
 }
 
+/*
+ * The ELF whose machine libdwfl's unwinder takes its register set from: dlscope's own
+ * executable (the targets are of its machine). Left to choose (NULL), libdwfl takes the first
+ * module with an ELF image, and a module that is no object of this machine (a file a process
+ * mapped, one replaced meanwhile) failed an assertion in its frame state (state_alloc).
+ */
+static Elf *arch_elf(void)
+{
+	static Elf *elf;
+	int fd;
+
+	if (elf)
+		return elf;
+	elf_version(EV_CURRENT);
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		close(fd);
+	return elf; /* fd stays open with it, for the life of the process */
+}
+
 static int count_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
 			void *arg)
 {
@@ -632,7 +652,7 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 	struct pc_memo memo = { 0 };
 	int err = 0;
 
-	if (!dwfl_attach_state(dwfl, NULL, cs->pid, &thread_callbacks, cs)) {
+	if (!dwfl_attach_state(dwfl, arch_elf(), cs->pid, &thread_callbacks, cs)) {
 		/* No module with an ELF image: the process was caught inside execve, between
 		 * its old program and its new one ("Couldn't find architecture of any ELF"). */
 		size_t modules = 0;
@@ -980,7 +1000,7 @@ int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_
 	else
 		pc_memo__clear(&u->memo);
 	if (!u->attached)
-		u->attached = dwfl_attach_state(u->dwfl, NULL, u->pid, &sample_callbacks, u);
+		u->attached = dwfl_attach_state(u->dwfl, arch_elf(), u->pid, &sample_callbacks, u);
 	return 0;
 }
 
