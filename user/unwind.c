@@ -708,6 +708,20 @@ static void capture_set__free(struct capture_set *cs)
 	free(cs->c);
 }
 
+/* What every capture ends with: the result on success, everything freed either way. */
+static int capture_end(struct stacks *s, struct procmaps *maps, Dwfl *dwfl, int err,
+		       struct stacks **out)
+{
+	procmaps__free(maps);
+	if (dwfl)
+		dwfl_end(dwfl);
+	if (err)
+		stacks__free(s);
+	else
+		*out = s;
+	return err;
+}
+
 int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
 		    size_t whylen)
 {
@@ -735,14 +749,7 @@ int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, cha
 		err = unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
 out:
 	capture_set__free(&cs);
-	procmaps__free(maps);
-	if (dwfl)
-		dwfl_end(dwfl);
-	if (err)
-		stacks__free(s);
-	else
-		*out = s;
-	return err;
+	return capture_end(s, maps, dwfl, err, out);
 }
 
 int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struct stacks **out,
@@ -774,14 +781,7 @@ int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struc
 	err = unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
 out:
 	free(one.stack);
-	procmaps__free(maps);
-	if (dwfl)
-		dwfl_end(dwfl);
-	if (err)
-		stacks__free(s);
-	else
-		*out = s;
-	return err;
+	return capture_end(s, maps, dwfl, err, out);
 }
 
 void thread_stack__clear(struct thread_stack *ts)
