@@ -187,8 +187,10 @@ static int run(int argc, char **argv, bool record)
 		fprintf(stderr,
 			"dlscope: lost: %llu with the ring buffer full (a larger --ring-mb, or fewer "
 			"events: no --hot), %llu with the call table full, %llu probe hits the "
-			"kernel ran no program for (another BPF program was running on that CPU)\n",
-			st.lost_ring, st.lost_calls, st.lost_skipped);
+			"kernel ran no program for (another BPF program was running on that CPU), "
+			"%llu still unread when the run ended (the target sent faster than dlscope "
+			"reads)\n",
+			st.lost_ring, st.lost_calls, st.lost_skipped, st.lost_unread);
 	ret = st.findings ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 	return ret;
 usage:

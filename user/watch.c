@@ -93,6 +93,11 @@ struct watch {
 	pid_t command_pid;
 	bool command_done;
 	unsigned long long last_scan;
+	/* When the batch being read must give the loop back (deadline, signals, the command). */
+	unsigned long long batch_end;
+	bool draining; /* the last read, after the loop */
+	bool drain_all; /* the targets ended by themselves: that read takes every event */
+	bool counting; /* past that read: what is left is counted, not handled */
 	struct stuck {
 		pid_t tid;
 		unsigned long long since; /* the dlopen's start: one report per dlopen */
@@ -110,6 +115,10 @@ struct watch {
 };
 
 static volatile sig_atomic_t stop_requested;
+
+/* The longest the loop reads events before it checks its deadline, signals and command. */
+#define BATCH_NS (50ULL * 1000 * 1000)
+#define BATCH_OVER (-ECANCELED)
 
 static void on_stop(int sig)
 {
@@ -135,8 +144,14 @@ static struct proc_state *proc_find(struct watch *w, pid_t pid)
 
 static int add_link(struct watch *w, struct bpf_link *l)
 {
-	struct bpf_link **nl = realloc(w->links, (w->n_links + 1) * sizeof(*nl));
+	struct bpf_link **nl;
 
+	/* The run is ending and its probes are off: none is added back. */
+	if (w->draining) {
+		bpf_link__destroy(l);
+		return 0;
+	}
+	nl = realloc(w->links, (w->n_links + 1) * sizeof(*nl));
 	if (!nl) {
 		bpf_link__destroy(l);
 		return -ENOMEM;
@@ -900,7 +915,7 @@ static const struct dlw_event *with_str(const struct dlw_event *e, size_t size,
 	return copy;
 }
 
-static int handle_event(void *ctx, void *data, size_t size)
+static void handle_event(void *ctx, void *data, size_t size)
 {
 	struct watch *w = ctx;
 	const struct dlw_event *e = data;
@@ -911,7 +926,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 	char t[32], line[PATH_MAX + 256];
 
 	if (size < offsetof(struct dlw_event, path))
-		return 0;
+		return;
 	w->st->events++;
 	ps = proc_find(w, (pid_t)e->pid);
 	e = with_str(e, size, &copy);
@@ -1086,6 +1101,28 @@ static int handle_event(void *ctx, void *data, size_t size)
 	thread_stack__clear(&w->cur.ts);
 	w->cur.e = NULL;
 	w->cur.stack = NULL;
+}
+
+/*
+ * libbpf's reader: a producer faster than we are would keep libbpf reading for ever, so past
+ * the batch's time (the event is handled and counts as read) the loop gets control back to
+ * look at its deadline, signals and command. After the loop, with the probes off, the rest
+ * is read whole when the targets ended by themselves, else for one more batch.
+ */
+static int read_event(void *ctx, void *data, size_t size)
+{
+	struct watch *w = ctx;
+	bool stop = stop_requested || (w->o->stop && *w->o->stop);
+
+	if (w->counting) {
+		w->st->lost_unread++;
+		return 0;
+	}
+	handle_event(ctx, data, size);
+	if (w->draining && w->drain_all)
+		return stop ? BATCH_OVER : 0;
+	if (mono_ns(CLOCK_MONOTONIC) >= w->batch_end || (!w->draining && stop))
+		return BATCH_OVER;
 	return 0;
 }
 
@@ -1312,6 +1349,16 @@ static void write_header(struct watch *w)
  * table full), and the probe hits the kernel did not run a program for. Nothing generated goes
  * uncounted: generated = recorded + lost.
  */
+/* Every probe off; the program and its maps stay until the end, for the counts. */
+static void detach_all(struct watch *w)
+{
+	for (size_t i = 0; i < w->n_links; i++)
+		bpf_link__destroy(w->links[i]);
+	free(w->links);
+	w->links = NULL;
+	w->n_links = 0;
+}
+
 static void count_lost(struct watch *w, struct watch_stats *st)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -1333,7 +1380,7 @@ static void count_lost(struct watch *w, struct watch_stats *st)
 		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
 			st->lost_skipped += info.recursion_misses;
 	}
-	st->lost = st->lost_ring + st->lost_calls + st->lost_skipped;
+	st->lost = st->lost_ring + st->lost_calls + st->lost_skipped + st->lost_unread;
 }
 
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
@@ -1399,7 +1446,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		snprintf(why, whylen, "cannot attach the tracepoints: %s", strerror(-err));
 		goto out;
 	}
-	w.rb = ring_buffer__new(bpf_map__fd(w.skel->maps.events), handle_event, &w, NULL);
+	w.rb = ring_buffer__new(bpf_map__fd(w.skel->maps.events), read_event, &w, NULL);
 	if (!w.rb) {
 		err = -errno;
 		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
@@ -1453,17 +1500,24 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	st->cpu_s = -cpu_seconds();
 	err = 0;
 	while (!stop_requested && !(o->stop && *o->stop)) {
-		int n = ring_buffer__poll(w.rb, 100);
+		int n;
 
-		/* Events submitted without a wake-up (dlsym) wait for this. */
-		if (n >= 0)
+		w.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
+		n = ring_buffer__poll(w.rb, 100);
+		/* Events submitted without a wake-up (dlsym) wait for this, after a wait that
+		 * may have used the batch's time. */
+		if (n >= 0) {
+			w.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 			n = ring_buffer__consume(w.rb);
-
-		if (n < 0 && n != -EINTR) {
+		}
+		if (n < 0 && n != -EINTR && n != BATCH_OVER) {
 			err = n;
 			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
 			break;
 		}
+		/* A trace being written can be followed (tail -f) batch by batch. */
+		if (o->record)
+			fflush(o->record);
 		scan_stuck_in_dlopen(&w);
 		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
 			break;
@@ -1475,28 +1529,41 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 									 128 + WTERMSIG(status);
 				w.command_done = true;
 			}
-			if (w.command_done && st->command_status >= 0)
+			if (w.command_done && st->command_status >= 0) {
+				w.drain_all = true;
 				break;
+			}
 		} else if (!w.n_procs && o->n_pids) {
+			w.drain_all = true;
 			break; /* every target exited */
 		}
 	}
-	ring_buffer__consume(w.rb);
+	/*
+	 * The probes go first, so the ring holds a known rest: handled (see read_event), and
+	 * what is left after that counted lost (generated = events + lost stays exact).
+	 */
+	detach_all(&w);
+	w.draining = true;
+	w.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
+	if (ring_buffer__consume(w.rb) == BATCH_OVER) {
+		w.counting = true;
+		ring_buffer__consume(w.rb);
+	}
 	st->cpu_s += cpu_seconds();
 	count_lost(&w, st);
-	emit_json(&w, json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I}, s:I}", "type", "summary",
-				"events", (json_int_t)st->events, "lost", (json_int_t)st->lost,
-				"lost_by", "ring_full", (json_int_t)st->lost_ring, "calls_full",
-				(json_int_t)st->lost_calls, "skipped_by_kernel",
-				(json_int_t)st->lost_skipped, "findings", (json_int_t)st->findings));
+	emit_json(&w, json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I}", "type",
+				"summary", "events", (json_int_t)st->events, "lost",
+				(json_int_t)st->lost, "lost_by", "ring_full",
+				(json_int_t)st->lost_ring, "calls_full", (json_int_t)st->lost_calls,
+				"skipped_by_kernel", (json_int_t)st->lost_skipped,
+				"unread_at_stop", (json_int_t)st->lost_unread, "findings",
+				(json_int_t)st->findings));
 out:
 	if (w.command_pid > 0 && st->command_status < 0) {
 		kill(w.command_pid, SIGKILL);
 		waitpid(w.command_pid, NULL, 0);
 	}
-	for (size_t i = 0; i < w.n_links; i++)
-		bpf_link__destroy(w.links[i]);
-	free(w.links);
+	detach_all(&w);
 	free(w.files);
 	for (size_t i = 0; i < w.n_procs; i++) {
 		libgraph__free(w.procs[i].g);

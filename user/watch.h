@@ -47,9 +47,11 @@ struct watch_stats {
 	/*
 	 * lost, by cause: the ring buffer (or the stack scratch slots) full, the table of calls
 	 * in progress full, and programs the kernel skipped (one BPF program per CPU at a time:
-	 * a probe hit while another ran on that CPU is not run; bpf_prog_info.recursion_misses).
+	 * a probe hit while another ran on that CPU is not run; bpf_prog_info.recursion_misses),
+	 * and events still in the ring when the run ended (a target sending faster than the
+	 * collector reads).
 	 */
-	unsigned long long lost_ring, lost_calls, lost_skipped;
+	unsigned long long lost_ring, lost_calls, lost_skipped, lost_unread;
 	double attach_ms;	/* attaching every probe to the initial targets */
 	double cpu_s;		/* the collector's own CPU time, user + system */
 	int command_status;	/* -1 when no command ran */

@@ -142,11 +142,13 @@ def main():
                                  "--duration", "1"], 0.6)]
     stats = {name: {"trials": 0, "killed": 0, "finished": 0} for name, _, _ in commands}
     progs_before = our_bpf_progs()
+    live_target = [None]  # killed however the campaign ends
     start = time.monotonic()
     try:
         for trial in range(args.trials):
             name, argv, longest = commands[trial % len(commands)]
             target = Target(fixtures, rng.choice(targets))
+            live_target[0] = target
             marker = f"{rng.randrange(10**6) + 1000}"
             full = [dlscope] + [a.format(pid=target.pid, marker=marker) for a in argv]
             kill = rng.random() < 0.75
@@ -190,6 +192,8 @@ def main():
               f"(seed {args.seed}): {v}")
         return 1
     finally:
+        if live_target[0]:
+            live_target[0].kill()
         shutil.rmtree(tmp, ignore_errors=True)
     took = time.monotonic() - start
     total = sum(s["trials"] for s in stats.values())
