@@ -143,7 +143,7 @@ bool elfobj__has_static_libstdcxx(const struct elf_object *o, char *gcc, size_t 
 {
 	static const char *markers[] = { "locale::_S_normalize_category",
 					 "_S_create_c_locale name not valid" };
-	const struct obj_role *r = obj_roles__find(elfobj__roles(o), ROLE_CXX_RUNTIME);
+	const struct obj_role *r = obj_roles__find(roles__of(o), ROLE_CXX_RUNTIME);
 	const char *data;
 	bool found = false;
 	size_t size;

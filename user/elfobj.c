@@ -30,7 +30,9 @@ struct elf_object {
 	char *damage;  /* the first inconsistency found in its tables, or NULL */
 	/* Sections we come back to; NULL when absent. */
 	Elf_Scn *dynsym, *symtab, *versym, *verneed, *verdef;
-	struct obj_roles roles;
+	/* What a higher layer keeps with the object (its runtime roles), freed with it. */
+	void *annotation;
+	void (*annotation_free)(void *);
 };
 
 static bool libelf_ready;
@@ -468,7 +470,6 @@ struct elf_object *elfobj__open(const char *path)
 	/* Data stays reachable through the mapping; free the descriptor now. */
 	elf_cntl(o->elf, ELF_C_FDDONE);
 	close(fd);
-	roles__classify(o, &o->roles);
 	return o;
 
 err_free:
@@ -505,6 +506,8 @@ void elfobj__free(struct elf_object *o)
 	free(o->interp);
 	free(o->damage);
 	free(o->path);
+	if (o->annotation_free)
+		o->annotation_free(o->annotation);
 	if (o->elf)
 		elf_end(o->elf);
 	free(o);
@@ -560,9 +563,20 @@ bool elfobj__symbolic(const struct elf_object *o)
 	return o->symbolic;
 }
 
-const struct obj_roles *elfobj__roles(const struct elf_object *o)
+void *elfobj__annotation(const struct elf_object *o)
 {
-	return &o->roles;
+	return o->annotation;
+}
+
+void elfobj__annotate(const struct elf_object *o, void *data, void (*free_fn)(void *))
+{
+	/* A cache kept with the object, not a change to what it describes. */
+	struct elf_object *m = (struct elf_object *)o;
+
+	if (m->annotation_free)
+		m->annotation_free(m->annotation);
+	m->annotation = data;
+	m->annotation_free = free_fn;
 }
 
 uint64_t elfobj__size(const struct elf_object *o)

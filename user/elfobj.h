@@ -8,8 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "roles.h"
-
 struct elf_object;
 
 enum elfobj_symtab {
@@ -47,7 +45,12 @@ const char *elfobj__build_id(const struct elf_object *o); /* lowercase hex, or N
 const char *elfobj__interp(const struct elf_object *o);   /* PT_INTERP, or NULL */
 size_t elfobj__n_verdefs(const struct elf_object *o);
 const char *elfobj__verdef(const struct elf_object *o, size_t i);
-const struct obj_roles *elfobj__roles(const struct elf_object *o);
+/*
+ * One annotation a higher layer keeps with the object (the runtime roles of roles.h, computed
+ * once per file): NULL until set; @free_fn frees it with the object.
+ */
+void *elfobj__annotation(const struct elf_object *o);
+void elfobj__annotate(const struct elf_object *o, void *data, void (*free_fn)(void *));
 /* Linked -Bsymbolic (DT_SYMBOLIC, DF_SYMBOLIC): the object's references bind to its own
  * definitions before the loader's search order is consulted. */
 bool elfobj__symbolic(const struct elf_object *o);

@@ -6,6 +6,8 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "roles.h"
+
 struct libgraph;
 struct lg_object;
 struct obj_roles;

@@ -88,7 +88,7 @@ const struct obj_roles *lg_object__roles(const struct lg_object *o)
 {
 	static const struct obj_roles none;
 
-	return o->elf ? elfobj__roles(o->elf) : &none;
+	return o->elf ? roles__of(o->elf) : &none;
 }
 
 /* Drop the oldest analyses no graph holds, down to ELF_CACHE_IDLE / 2 idle ones. */

@@ -370,7 +370,7 @@ static void classify_blas(const struct elf_object *o, const struct scan *s, stru
 	}
 }
 
-void roles__classify(const struct elf_object *o, struct obj_roles *out)
+static void roles__classify(const struct elf_object *o, struct obj_roles *out)
 {
 	struct scan s = { 0 };
 	struct obj_role *r;
@@ -419,4 +419,19 @@ void roles__classify(const struct elf_object *o, struct obj_roles *out)
 	}
 	if (s.has[M_R_DEBUG])
 		add(out, IMPL_GLIBC_RTLD);
+}
+
+const struct obj_roles *roles__of(const struct elf_object *o)
+{
+	static const struct obj_roles none;
+	struct obj_roles *r = elfobj__annotation(o);
+
+	if (r)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return &none;
+	roles__classify(o, r);
+	elfobj__annotate(o, r, free);
+	return r;
 }

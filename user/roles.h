@@ -62,8 +62,11 @@ struct obj_roles {
 
 struct elf_object;
 
-/* Fill @out from @o's defined symbols, version definitions and read-only strings. */
-void roles__classify(const struct elf_object *o, struct obj_roles *out);
+/*
+ * @o's roles, from its defined symbols, version definitions and read-only strings: classified
+ * on first use and kept with the object (never NULL).
+ */
+const struct obj_roles *roles__of(const struct elf_object *o);
 
 const char *role_kind__id(enum role_kind k);	/* "openmp", "blas", ... (JSON, CLI) */
 const char *role_kind__label(enum role_kind k);	/* "OpenMP runtime", ... (text) */

@@ -41,7 +41,7 @@ static void test_maps_parse(void)
 static const struct obj_role *role_of(const char *path, enum role_kind k, struct elf_object **o)
 {
 	*o = elfobj__open(path);
-	return *o ? obj_roles__find(elfobj__roles(*o), k) : NULL;
+	return *o ? obj_roles__find(roles__of(*o), k) : NULL;
 }
 
 static void test_system_roles(void)
