@@ -13,6 +13,7 @@
 #include "libgraph.h"
 #include "lockwait.h"
 #include "output.h"
+#include "procfs.h"
 #include "target.h"
 #include "threadscan.h"
 #include "unwind.h"

@@ -10,6 +10,7 @@
 #include "crash.h"
 #include "demangle.h"
 #include "elfobj.h"
+#include "procfs.h"
 #include "procmaps.h"
 #include "target.h"
 

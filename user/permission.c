@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "permission.h"
-#include "target.h"
+#include "procfs.h"
 
 #define CAP_SYS_PTRACE_BIT 19
 #define PF_EXITING 0x00000004

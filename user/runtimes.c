@@ -13,6 +13,7 @@
 #include "elfobj.h"
 #include "graph_export.h"
 #include "libgraph.h"
+#include "procfs.h"
 #include "runtimes.h"
 #include "target.h"
 #include "threadscan.h"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "permission.h"
+#include "procfs.h"
 #include "target.h"
 
 #define PF_KTHREAD 0x00200000
@@ -25,62 +26,6 @@ int parse_pid(const char *s, pid_t *pid)
 	if (errno || *end || v <= 0 || v > INT32_MAX)
 		return -EINVAL;
 	*pid = (pid_t)v;
-	return 0;
-}
-
-ssize_t proc__read_small(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -errno : -ESRCH;
-	buf[n] = '\0';
-	return n;
-}
-
-int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
-		    unsigned long *flags)
-{
-	char path[64], buf[1024];
-	char *lparen, *rparen;
-	ssize_t n;
-
-	if (tid)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	n = proc__read_small(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	/* comm may itself contain spaces and parentheses: it ends at the last ')'. */
-	lparen = strchr(buf, '(');
-	rparen = strrchr(buf, ')');
-	if (!lparen || !rparen || rparen < lparen || rparen[1] != ' ')
-		return -EPROTO;
-	if (comm) {
-		size_t len = (size_t)(rparen - lparen - 1);
-
-		if (len >= commlen)
-			len = commlen - 1;
-		memcpy(comm, lparen + 1, len);
-		comm[len] = '\0';
-	}
-	if (state)
-		*state = rparen[2];
-	if (flags) {
-		/* Fields after comm: state ppid pgrp session tty_nr tpgid flags. */
-		unsigned long f = 0;
-
-		if (sscanf(rparen + 2, "%*c %*d %*d %*d %*d %*d %lu", &f) != 1)
-			return -EPROTO;
-		*flags = f;
-	}
 	return 0;
 }
 

@@ -56,11 +56,6 @@ int target__getenv(const struct target *t, const char *name, char *buf, size_t l
 /* True while the process exists and is not a zombie. */
 bool target__alive(const struct target *t);
 
-/* Read a small /proc file in one read, NUL-terminated. Returns its length or -errno. */
-ssize_t proc__read_small(const char *path, char *buf, size_t len);
-/* Parse "/proc/PID/stat"-style fields; exposed for tests and the thread lister. */
-int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
-		    unsigned long *flags);
 
 /* Parse a PID argument; returns -EINVAL for anything but a positive decimal number. */
 int parse_pid(const char *s, pid_t *pid);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "libgraph.h"
+#include "procfs.h"
 #include "procmaps.h"
 #include "target.h"
 #include "threadscan.h"

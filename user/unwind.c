@@ -20,6 +20,7 @@
 #include "debuginfo_cache.h"
 #include "demangle.h"
 #include "permission.h"
+#include "procfs.h"
 #include "procmaps.h"
 #include "target.h"
 #include "unwind.h"

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Small /proc files, read in one go: the primitives every module that looks at a process uses. */
+#ifndef DLSCOPE_PROCFS_H
+#define DLSCOPE_PROCFS_H
+
+#include <sys/types.h>
+
+/* Read a small /proc file in one read, NUL-terminated. Returns its length or -errno. */
+ssize_t proc__read_small(const char *path, char *buf, size_t len);
+/* Parse "/proc/PID/stat"-style fields (@tid 0: the process's); NULL outputs are skipped. */
+int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
+		    unsigned long *flags);
+
+#endif
