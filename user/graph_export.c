@@ -22,35 +22,6 @@ static json_t *hex(uint64_t v)
 	return json_string(buf);
 }
 
-void obj_role__describe(const struct obj_role *r, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s: %s", role_kind__label(r->kind), role_impl__name(r->impl));
-
-	if (r->version[0] && n > 0 && (size_t)n < len)
-		n += snprintf(buf + n, len - (size_t)n, " %s", r->version);
-	if (r->detail[0] && n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, " (%s)", r->detail);
-}
-
-json_t *obj_roles__to_json(const struct obj_roles *roles)
-{
-	json_t *arr = json_array();
-
-	for (unsigned i = 0; arr && i < roles->n; i++) {
-		const struct obj_role *r = &roles->r[i];
-
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:o, s:b}", "kind",
-						     role_kind__id(r->kind), "impl",
-						     role_impl__id(r->impl), "name",
-						     role_impl__name(r->impl), "version",
-						     str_or_null(r->version[0] ? r->version : NULL),
-						     "detail",
-						     str_or_null(r->detail[0] ? r->detail : NULL),
-						     "runtime", role_kind__is_runtime(r->kind)));
-	}
-	return arr;
-}
-
 static json_t *ids_json(const unsigned int *ids, size_t n)
 {
 	json_t *arr = json_array();

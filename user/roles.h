@@ -3,7 +3,9 @@
 #ifndef DLSCOPE_ROLES_H
 #define DLSCOPE_ROLES_H
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 enum role_kind {
 	ROLE_OPENMP,
@@ -78,6 +80,11 @@ bool role_kind__is_runtime(enum role_kind k);
 
 /* The role of kind @k, or NULL. */
 const struct obj_role *obj_roles__find(const struct obj_roles *r, enum role_kind k);
+
+/* An object's roles as the ROLE[] array of docs/libs-schema.md (new reference). */
+json_t *obj_roles__to_json(const struct obj_roles *roles);
+/* "OpenMP runtime: GNU libgomp 5.0.1", for text output. */
+void obj_role__describe(const struct obj_role *r, char *buf, size_t len);
 
 /* Compare dotted version strings numerically ("3.4.30" > "3.4.9"). */
 int version_cmp(const char *a, const char *b);

@@ -11,7 +11,6 @@
 
 #include "detector.h"
 #include "elfobj.h"
-#include "graph_export.h"
 #include "libgraph.h"
 #include "procfs.h"
 #include "runtimes.h"
