@@ -9,9 +9,15 @@ BPFTOOL ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
+# The layers of user/, lowest first (scripts/check-layers.py holds the same order): the core
+# (up to out/) needs neither libbpf nor ncurses; collect/ adds the eBPF collector, ui/ the TUI,
+# cli/ the commands.
+CORE_LAYERS := base arch elf proc model analysis detect out
+USER_LAYERS := $(CORE_LAYERS) collect cli
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
-	  -I$(OUTPUT) -Iuser -Iui -Ibpf $(EXTRA_CFLAGS)
-LDLIBS += -lbpf -ldw -lelf -lz -ljansson -lncursesw -lthread_db -lpthread -lstdc++
+	  -I$(OUTPUT) $(addprefix -Iuser/,$(USER_LAYERS)) -Iui -Ibpf $(EXTRA_CFLAGS)
+CORE_LDLIBS := -ldw -lelf -lz -ljansson -lthread_db -lpthread -lstdc++
+LDLIBS += -lbpf -lncursesw $(CORE_LDLIBS)
 
 # libFuzzer builds (clang): the project's objects instrumented, each tests/fuzz/*.c a fuzzer.
 ifeq ($(FUZZ),1)
@@ -28,9 +34,13 @@ endif
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c ui/*.c)
+CORE_SRCS := $(wildcard $(addsuffix /*.c,$(addprefix user/,$(CORE_LAYERS))))
+CORE_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(CORE_SRCS))
+UI_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(wildcard ui/*.c))
+USER_SRCS := $(CORE_SRCS) $(wildcard user/collect/*.c user/cli/*.c ui/*.c)
 USER_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(USER_SRCS))
-LIB_OBJS := $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJS))
+CORE_LIB := $(OUTPUT)/libdlscope-core.a
+UI_LIB := $(OUTPUT)/libdlscope-ui.a
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
@@ -47,7 +57,7 @@ DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolc
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
-	fuzz-smoke stress
+	fuzz-smoke stress check-layers
 # The sanitizer build stays in its own folder; only the plain build is copied to ./dlscope.
 ifeq ($(SAN),1)
 all: $(OUTPUT)/dlscope
@@ -81,14 +91,33 @@ $(OUTPUT)/%.o: %.c $(BPF_SKELS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(OUTPUT)/tests/%: tests/unit/%.c $(LIB_OBJS)
+$(CORE_LIB): $(CORE_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(UI_LIB): $(UI_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# Unit tests link the core alone (the TUI model's test, the TUI's objects too), without libbpf or
+# ncurses: a core file that reaches for either fails to link here.
+$(OUTPUT)/tests/%: tests/unit/%.c $(UI_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CORE_LDLIBS)
+
+# The whole core linked without libbpf and ncurses, and no include reaching up a layer or
+# round in a cycle (scripts/check-layers.py).
+check-layers: $(CORE_LIB)
+	@printf 'int main(void) { return 0; }\n' > $(OUTPUT)/core_link.c
+	@$(CC) $(LDFLAGS) -o $(OUTPUT)/core_link $(OUTPUT)/core_link.c \
+		-Wl,--whole-archive $(CORE_LIB) -Wl,--no-whole-archive $(CORE_LDLIBS) \
+		|| { echo "check-layers: the core needs more than $(CORE_LDLIBS)" >&2; exit 1; }
+	@python3 scripts/check-layers.py
 
 FUZZERS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(LIB_OBJS)
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(UI_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(CORE_LDLIBS)
 
 # The fuzzers, built with clang's libFuzzer; `make fuzz-smoke` runs each for FUZZ_SECONDS over
 # its seed corpus (tests/fuzz/make_seeds.py), as CI does. A crash leaves crash-* files in
@@ -108,12 +137,12 @@ fixtures:
 unit: $(UNIT_BINS)
 
 test: deps
-	@$(MAKE) -s all unit fixtures
+	@$(MAKE) -s all unit fixtures check-layers
 	@python3 tests/run_tests.py --build $(OUTPUT)
 
 # The whole suite against an ASan+UBSan build (build-san/).
 test-san: deps
-	@$(MAKE) -s SAN=1 all unit fixtures
+	@$(MAKE) -s SAN=1 all unit fixtures check-layers
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		python3 tests/run_tests.py --build build-san
 
@@ -132,10 +161,10 @@ bench: all fixtures
 	@bench/run_all.sh $(OUTPUT)
 
 format:
-	clang-format -i $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h ui/*.c ui/*.h tests/unit/*.c)
+	clang-format -i $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h ui/*.c ui/*.h tests/unit/*.c)
 
 format-check:
-	clang-format --dry-run --Werror $(wildcard user/*.c user/*.h ui/*.c ui/*.h)
+	clang-format --dry-run --Werror $(wildcard user/*/*.c user/*/*.h ui/*.c ui/*.h)
 
 clean:
 	rm -rf build build-san build-fuzz dlscope

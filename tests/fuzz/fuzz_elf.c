@@ -11,6 +11,7 @@
 
 #include "detector.h"
 #include "elfobj.h"
+#include "roles.h"
 
 static int count_sym(const char *name, const GElf_Sym *sym, void *ctx)
 {
@@ -75,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	elfobj__func_constant(o, "openblas_get_parallel", &imm, &off);
 	elfobj__symbol_at(o, 0x1000, true, &name, &off);
 	elfobj__section(o, ".rodata", &size_out);
-	elfobj__has_static_libstdcxx(o, gcc, sizeof(gcc));
+	roles__static_libstdcxx(o, gcc, sizeof(gcc));
 	{
 		struct lint_file lf = { .path = path, .elf = o };
 

@@ -24,7 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
 #include "dlwatch.h"
 #include "dlwatch.skel.h"
 #include "elfobj.h"
@@ -37,6 +36,7 @@
 #include "runtimes.h"
 #include "target.h"
 #include "unwind.h"
+#include "version.h"
 #include "watch.h"
 
 /* Frames of a stack carried by an event: CPython's are about 180 bytes each, and the copy

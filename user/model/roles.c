@@ -464,3 +464,42 @@ json_t *obj_roles__to_json(const struct obj_roles *roles)
 	}
 	return arr;
 }
+
+bool roles__static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen)
+{
+	static const char *markers[] = { "locale::_S_normalize_category",
+					 "_S_create_c_locale name not valid" };
+	const struct obj_role *r = obj_roles__find(roles__of(o), ROLE_CXX_RUNTIME);
+	const char *data;
+	bool found = false;
+	size_t size;
+
+	/* libstdc++ itself defines the GLIBCXX_ version nodes; a copy linked in does not. */
+	for (size_t i = 0; i < elfobj__n_verdefs(o); i++)
+		if (!strncmp(elfobj__verdef(o, i), "GLIBCXX_3.4", 11))
+			return false;
+	if (r && r->impl == IMPL_LIBSTDCXX) {
+		found = true;
+	} else {
+		data = elfobj__section(o, ".rodata", &size);
+		for (size_t i = 0; data && i < 2 && !found; i++)
+			found = memmem(data, size, markers[i], strlen(markers[i])) != NULL;
+	}
+	if (found && gcc) {
+		/* The copy's GCC: the last "GCC: (...) X.Y.Z" of .comment. */
+		const char *c = elfobj__section(o, ".comment", &size), *p, *best = NULL;
+
+		gcc[0] = '\0';
+		for (p = c; p && (p = memmem(p, size - (size_t)(p - c), "GCC: ", 5)); p += 5)
+			best = p;
+		if (best) {
+			const char *end = memchr(best, '\0', size - (size_t)(best - c));
+			const char *sp = end ? end : best;
+
+			while (sp > best && sp[-1] != ' ')
+				sp--;
+			snprintf(gcc, gcclen, "%.*s", end ? (int)(end - sp) : 0, sp);
+		}
+	}
+	return found;
+}

@@ -81,6 +81,8 @@ bool role_kind__is_runtime(enum role_kind k);
 /* The role of kind @k, or NULL. */
 const struct obj_role *obj_roles__find(const struct obj_roles *r, enum role_kind k);
 
+/* Static libstdc++ carried inside @o, which is not libstdc++ itself; fills its GCC version. */
+bool roles__static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen);
 /* An object's roles as the ROLE[] array of docs/libs-schema.md (new reference). */
 json_t *obj_roles__to_json(const struct obj_roles *roles);
 /* "OpenMP runtime: GNU libgomp 5.0.1", for text output. */

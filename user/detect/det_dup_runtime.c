@@ -139,45 +139,6 @@ void dup_blas__process(const struct check_ctx *ctx, struct findings *out)
 		    "should win first.");
 }
 
-bool elfobj__has_static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen)
-{
-	static const char *markers[] = { "locale::_S_normalize_category",
-					 "_S_create_c_locale name not valid" };
-	const struct obj_role *r = obj_roles__find(roles__of(o), ROLE_CXX_RUNTIME);
-	const char *data;
-	bool found = false;
-	size_t size;
-
-	/* libstdc++ itself defines the GLIBCXX_ version nodes; a copy linked in does not. */
-	for (size_t i = 0; i < elfobj__n_verdefs(o); i++)
-		if (!strncmp(elfobj__verdef(o, i), "GLIBCXX_3.4", 11))
-			return false;
-	if (r && r->impl == IMPL_LIBSTDCXX) {
-		found = true;
-	} else {
-		data = elfobj__section(o, ".rodata", &size);
-		for (size_t i = 0; data && i < 2 && !found; i++)
-			found = memmem(data, size, markers[i], strlen(markers[i])) != NULL;
-	}
-	if (found && gcc) {
-		/* The copy's GCC: the last "GCC: (...) X.Y.Z" of .comment. */
-		const char *c = elfobj__section(o, ".comment", &size), *p, *best = NULL;
-
-		gcc[0] = '\0';
-		for (p = c; p && (p = memmem(p, size - (size_t)(p - c), "GCC: ", 5)); p += 5)
-			best = p;
-		if (best) {
-			const char *end = memchr(best, '\0', size - (size_t)(best - c));
-			const char *sp = end ? end : best;
-
-			while (sp > best && sp[-1] != ' ')
-				sp--;
-			snprintf(gcc, gcclen, "%.*s", end ? (int)(end - sp) : 0, sp);
-		}
-	}
-	return found;
-}
-
 static const char cxx_why[] =
 	"A C++ runtime has process-wide state (the locale and facet registry, iostream "
 	"initialization, the exception and RTTI machinery, the new-handler). A second copy, "
@@ -205,7 +166,7 @@ void dup_cxx__process(const struct check_ctx *ctx, struct findings *out)
 			continue;
 		gccs[n][0] = '\0';
 		if (obj_roles__find(lg_object__roles(o), ROLE_CXX_RUNTIME) ||
-		    elfobj__has_static_libstdcxx(o->elf, gccs[n], sizeof(gccs[n])))
+		    roles__static_libstdcxx(o->elf, gccs[n], sizeof(gccs[n])))
 			ids[n++] = o->id;
 	}
 	if (n < 2)
@@ -218,7 +179,7 @@ void dup_cxx__process(const struct check_ctx *ctx, struct findings *out)
 		char origin[256];
 
 		lg_object__describe_origin(g, o->id, origin, sizeof(origin));
-		if (elfobj__has_static_libstdcxx(o->elf, NULL, 0))
+		if (roles__static_libstdcxx(o->elf, NULL, 0))
 			finding__evidence(f,
 					  "#%u %s: a statically linked libstdc++%s%s%s%s, loaded by %s",
 					  o->id, o->path, gccs[i][0] ? " (GCC " : "", gccs[i],
@@ -240,11 +201,11 @@ void dup_cxx__files(const struct lint_file *files, size_t n, struct findings *ou
 	size_t copies = 0;
 
 	for (size_t i = 0; i < n; i++)
-		copies += elfobj__has_static_libstdcxx(files[i].elf, NULL, 0);
+		copies += roles__static_libstdcxx(files[i].elf, NULL, 0);
 	for (size_t i = 0; i < n; i++) {
 		char gcc[32];
 
-		if (!elfobj__has_static_libstdcxx(files[i].elf, gcc, sizeof(gcc)))
+		if (!roles__static_libstdcxx(files[i].elf, gcc, sizeof(gcc)))
 			continue;
 		if (!f)
 			f = findings__add(out, "dup-cxx-runtime", copies > 1 ? SEV_ERROR : SEV_WARNING,

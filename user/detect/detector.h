@@ -59,7 +59,5 @@ void elf_defects__files(const struct lint_file *files, size_t n, struct findings
 /* Shared by detectors: "libgomp.so.1 (needed by two_omp)" / "(dlopen)" for evidence lines. */
 void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf,
 				size_t len);
-/* Static libstdc++ carried inside an object that is not libstdc++ itself; fills a GCC version. */
-bool elfobj__has_static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen);
 
 #endif

@@ -3,7 +3,7 @@
 #ifndef DLSCOPE_COMMANDS_H
 #define DLSCOPE_COMMANDS_H
 
-#define DLSCOPE_VERSION "0.1.0"
+#include "version.h"
 
 struct command {
 	const char *name;

@@ -9,7 +9,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "detector.h"
 #include "elfobj.h"
 #include "libgraph.h"
 #include "procfs.h"
@@ -402,13 +401,13 @@ int runtimes__collect(const struct libgraph *g, const struct target *t,
 				goto nomem;
 		}
 		/* A libstdc++ linked into an extension is a C++ runtime of its own. */
-		if (!cxx && o->elf && elfobj__has_static_libstdcxx(o->elf, NULL, 0)) {
+		if (!cxx && o->elf && roles__static_libstdcxx(o->elf, NULL, 0)) {
 			struct runtime r = { .obj = o->id, .static_copy = true, .num_threads = -1,
 					     .pool_threads = -1 };
 
 			r.role.kind = ROLE_CXX_RUNTIME;
 			r.role.impl = IMPL_LIBSTDCXX;
-			elfobj__has_static_libstdcxx(o->elf, r.role.detail, sizeof(r.role.detail));
+			roles__static_libstdcxx(o->elf, r.role.detail, sizeof(r.role.detail));
 			r.real_path = real_path(t, o);
 			if (!r.real_path || push(out, &cap, &r))
 				goto nomem;
