@@ -529,7 +529,7 @@ int handle_fork(struct bpf_raw_tracepoint_args *ctx)
 		if (!e || !busy)
 			return 0;
 		e->arg0 = cpid;
-		e->arg1 = 1;
+		e->arg1 = DLW_FORK_THREAD;
 		take_stack(e, task_regs());
 		stack_submit(e, busy, 0);
 		return 0;
@@ -538,7 +538,7 @@ int handle_fork(struct bpf_raw_tracepoint_args *ctx)
 	if (!e)
 		return 0;
 	e->arg0 = ctgid;
-	e->arg1 = 0;
+	e->arg1 = DLW_FORK_PROCESS;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -571,9 +571,9 @@ int handle_signal(struct bpf_raw_tracepoint_args *ctx)
 	struct dlw_event *e;
 	u32 *busy = NULL;
 
-	/* The signals that kill with a fault: SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV. */
 	if (!traced(bpf_get_current_pid_tgid() >> 32) ||
-	    !(sig == 4 || sig == 5 || sig == 6 || sig == 7 || sig == 8 || sig == 11))
+	    !(sig == DLW_SIGILL || sig == DLW_SIGTRAP || sig == DLW_SIGABRT || sig == DLW_SIGBUS ||
+	      sig == DLW_SIGFPE || sig == DLW_SIGSEGV))
 		return 0;
 	e = stack_reserve(DLW_SIGNAL, &busy);
 	if (e && busy) {
@@ -601,8 +601,9 @@ int handle_futex_enter(struct futex_enter_args *ctx)
 	u32 tid = (u32)id;
 	struct dlw_call p = {};
 
-	p.arg1 = ctx->op & 0x7f;
-	if ((p.arg1 != 0 && p.arg1 != 9) || !traced(id >> 32)) /* FUTEX_WAIT, _WAIT_BITSET */
+	p.arg1 = ctx->op & DLW_FUTEX_CMD_MASK;
+	if ((p.arg1 != DLW_FUTEX_WAIT_OP && p.arg1 != DLW_FUTEX_WAIT_BITSET_OP) ||
+	    !traced(id >> 32))
 		return 0;
 	p.ts = bpf_ktime_get_ns();
 	p.arg0 = ctx->uaddr;
@@ -614,7 +615,7 @@ int handle_futex_enter(struct futex_enter_args *ctx)
 
 		if (e && busy) {
 			e->arg0 = p.arg0;
-			e->arg1 = 1;
+			e->arg1 = DLW_FUTEX_BEGINS_IN_DLOPEN;
 			take_stack(e, task_regs());
 			stack_submit(e, busy, 0);
 		}
@@ -640,6 +641,7 @@ int handle_futex_exit(void *ctx)
 			e->ts_ns = p->ts;
 			e->duration_ns = now - p->ts;
 			e->arg0 = p->arg0;
+			e->arg1 = DLW_FUTEX_ENDED;
 			bpf_ringbuf_submit(e, 0);
 		}
 	}

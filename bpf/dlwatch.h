@@ -18,16 +18,50 @@ enum dlw_type {
 	DLW_DLOPEN = 1,	 /* str: file, arg0: flags, arg1: lmid (dlmopen), ret: handle */
 	DLW_DLCLOSE,	 /* arg0: handle, ret: result */
 	DLW_DLSYM,	 /* str: symbol, arg0: handle, ret: address */
-	DLW_OMP_FORK,	 /* arg0: fork entry point cookie, arg1: regions so far on this thread */
+	DLW_OMP_FORK,	 /* arg0: enum dlw_fork_entry, arg1: regions so far on this thread */
 	DLW_BLAS_THREAD, /* a BLAS pool thread starts */
 	DLW_CUDA_LOAD,	 /* arg0: which loader, arg1: image size, str: file, ret: CUresult */
 	DLW_EXEC,	 /* str: file name */
-	DLW_FORK,	 /* arg0: child pid, arg1: 1 for a thread, 0 for a process */
+	DLW_FORK,	 /* arg0: child pid, arg1: enum dlw_fork_kind */
 	DLW_EXIT,	 /* arg0: exit code (process exit: tid == pid) */
 	DLW_SIGNAL,	 /* arg0: signal, arg1: fault address */
-	DLW_FUTEX_WAIT,	 /* arg0: futex address, duration_ns: how long it waited; arg1 = 1:
-			  * a wait that began inside dlopen, reported when it begins */
+	DLW_FUTEX_WAIT,	 /* arg0: futex address, arg1: enum dlw_futex_kind, duration_ns: how
+			  * long it waited (DLW_FUTEX_ENDED) */
 };
+
+/* The parallel-region entry points probed (DLW_OMP_FORK arg0, their attach cookies). */
+enum dlw_fork_entry {
+	DLW_ENTRY_GOMP_PARALLEL = 1,
+	DLW_ENTRY_GOMP_PARALLEL_START,
+	DLW_ENTRY_KMPC_FORK_CALL,
+	DLW_ENTRY_BLAS_DISPATCH, /* OpenBLAS's exec_blas: its pool wakes */
+};
+
+enum dlw_fork_kind {
+	DLW_FORK_PROCESS = 0,
+	DLW_FORK_THREAD = 1, /* reported only when created inside dlopen */
+};
+
+enum dlw_futex_kind {
+	DLW_FUTEX_ENDED = 0,		 /* a wait that ended, after duration_ns */
+	DLW_FUTEX_BEGINS_IN_DLOPEN = 1, /* a wait that began inside dlopen, sent as it begins */
+};
+
+/*
+ * The signals that kill with a fault, which DLW_SIGNAL reports (vmlinux.h has no signal.h;
+ * user space checks these against its own).
+ */
+#define DLW_SIGILL 4
+#define DLW_SIGTRAP 5
+#define DLW_SIGABRT 6
+#define DLW_SIGBUS 7
+#define DLW_SIGFPE 8
+#define DLW_SIGSEGV 11
+
+/* futex(2) operations: the command bits of op, and the two plain waits. */
+#define DLW_FUTEX_CMD_MASK 0x7f
+#define DLW_FUTEX_WAIT_OP 0
+#define DLW_FUTEX_WAIT_BITSET_OP 9
 
 /*
  * Why an event was lost, the slots of the per-CPU "lost" map: the ring buffer (or the scratch
