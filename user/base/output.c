@@ -5,7 +5,6 @@
 #include "output.h"
 
 static bool json_mode;
-static int verbose;
 static void (*msg_sink)(const char *level, const char *msg);
 
 void output__set_json(bool json)
@@ -21,11 +20,6 @@ bool output__json(void)
 void output__set_sink(void (*sink)(const char *level, const char *msg))
 {
 	msg_sink = sink;
-}
-
-void output__set_verbose(int level)
-{
-	verbose = level;
 }
 
 static void emit(const char *level, const char *fmt, va_list ap)
@@ -62,13 +56,3 @@ void dls_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
-void dls_debug(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!verbose)
-		return;
-	va_start(ap, fmt);
-	emit("debug", fmt, ap);
-	va_end(ap);
-}

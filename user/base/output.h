@@ -23,8 +23,5 @@ void output__set_sink(void (*sink)(const char *level, const char *msg));
 /* Print "dlscope: MSG" on stderr (or to the sink). One line, says what failed, on what, and why. */
 void dls_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dls_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Verbose diagnostics, printed only with -v. */
-void dls_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void output__set_verbose(int level);
 
 #endif

@@ -404,7 +404,6 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 		{ "only", required_argument, NULL, 'o' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "progress", no_argument, NULL, 'P' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -414,7 +413,7 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 	o->progress = isatty(STDERR_FILENO);
 	optind = 1;
 	/* "+": stop at the first non-option, so "check -- CMD ARGS" keeps CMD's options. */
-	while ((c = getopt_long(argc, argv, "+jf:o:lPvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+jf:o:lPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			o->json = true;
@@ -438,8 +437,6 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 		case 'P':
 			o->progress = true;
 			break;
-		case 'v':
-			output__set_verbose(1);
 			break;
 		case 'h':
 			usage(stdout);

@@ -42,7 +42,6 @@ static void libs_usage(FILE *f)
 		"                   C++, TBB, oneDNN and GPU runtime once (fronts under what they\n"
 		"                   forward to), real file, version, threading layer, live thread\n"
 		"                   counts; with --json, a \"runtimes\" array in each process\n"
-		"  -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 fine, 2 usage error, 3 a process could not be inspected.\n");
@@ -275,7 +274,6 @@ int cmd_libs(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'D' },
 		{ "roles", optional_argument, NULL, 'r' },
 		{ "runtimes", no_argument, NULL, 'R' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -292,7 +290,7 @@ int cmd_libs(int argc, char **argv)
 
 	optind = 1;
 	lv_kinds__parse(&kinds, NULL, why, sizeof(why));
-	while ((c = getopt_long(argc, argv, "jdD:r::Rvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jdD:r::Rh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			fmt = FMT_JSON;
@@ -324,8 +322,6 @@ int cmd_libs(int argc, char **argv)
 		case 'R':
 			runtimes = true;
 			break;
-		case 'v':
-			output__set_verbose(1);
 			break;
 		case 'h':
 			libs_usage(stdout);
