@@ -14,6 +14,7 @@
 #include "libgraph.h"
 /* After libgraph.h: graph_export.h needs struct obj_role from roles.h. */
 #include "graph_export.h"
+#include "inspect.h"
 #include "lockwait.h"
 #include "runtimes.h"
 #include "source.h"
@@ -175,28 +176,26 @@ static void put_threads(struct model *m, struct m_proc *p, const struct threadsc
 int snapshot__take(struct model *m, pid_t pid, bool want_stacks, char *why, size_t whylen,
 		   char *warn, size_t warnlen)
 {
-	struct lockwait_report *r = NULL;
-	struct threadscan *ts = NULL;
-	struct libgraph *g = NULL;
-	struct stacks *s = NULL;
-	struct target *t = NULL;
+	struct inspection *in = NULL;
+	const struct target *t;
 	struct check_ctx ctx;
 	struct m_proc *p;
-	char swhy[512];
 	int err;
 
 	warn[0] = '\0';
-	err = target__open(pid, &t, why, whylen);
+	err = inspection__new(pid, &in, why, whylen);
 	if (err)
 		return err;
-	err = libgraph__snapshot(t, &g, why, whylen);
+	t = in->t;
+	err = inspection__read(in, INSPECT_LOCKWAIT | (want_stacks ? INSPECT_STACKS : 0),
+			       SNAPSHOT_MAX_FRAMES, why, whylen);
 	if (err)
 		goto out;
-	if (threadscan__scan(t, g, &ts) || lockwait__analyze(t, g, ts, &r))
+	if (in->ts_err || in->lw_err)
 		snprintf(warn, warnlen, "process %d (%s): the lock-wait graph could not be built",
 			 pid, t->comm);
-	if (want_stacks && stacks__capture(pid, SNAPSHOT_MAX_FRAMES, &s, swhy, sizeof(swhy)))
-		snprintf(warn, warnlen, "no stacks: %s", swhy);
+	if (want_stacks && in->stacks_err)
+		snprintf(warn, warnlen, "no stacks: %s", in->stacks_why);
 	p = model__proc_get(m, pid);
 	if (!p) {
 		err = -ENOMEM;
@@ -209,16 +208,13 @@ int snapshot__take(struct model *m, pid_t pid, bool want_stacks, char *why, size
 		target__getenv(t, "RANK", p->rank, sizeof(p->rank));
 		target__getenv(t, "LOCAL_RANK", p->local_rank, sizeof(p->local_rank));
 	}
-	put_libs(m, pid, g);
-	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts };
+	put_libs(m, pid, in->g);
+	/* The deadlock detector reads the lock-wait graph built here, not a second one. */
+	ctx = (struct check_ctx){ .t = t, .g = in->g, .ts = in->ts, .lw = in->lw };
 	put_findings(m, pid, &ctx);
 	/* put_libs and put_findings may have moved the process array. */
-	put_threads(m, model__proc(m, pid), ts, r, s);
+	put_threads(m, model__proc(m, pid), in->ts, in->lw, in->stacks);
 out:
-	stacks__free(s);
-	lockwait__free(r);
-	threadscan__free(ts);
-	libgraph__free(g);
-	target__free(t);
+	inspection__free(in);
 	return err;
 }

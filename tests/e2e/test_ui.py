@@ -492,3 +492,25 @@ def test_control_characters_in_a_process_name_are_not_drawn():
             assert lines[2].startswith("PID"), s  # the header row is where it was
             status, s = ui.quit_and_status()
             assert status == 0, s
+
+
+def test_live_snapshot_of_the_command_leaves_its_exit_to_the_collector():
+    """An 'r' snapshot of the '-- CMD' command that dies while it is seized: the snapshot waits
+    only for the threads it seized and never reaps the command, so the live source still sees
+    the command end and says so."""
+    if not is_root():
+        raise Skip("live mode needs root")
+    with tempfile.TemporaryDirectory() as d, \
+            Tui(["--", fixture_path("vfork_held")], env={"TMPDIR": d}) as ui:
+        deadline = time.monotonic() + 20
+        while not any("ready" in open(os.path.join(d, n)).read() for n in os.listdir(d)):
+            assert time.monotonic() < deadline, (os.listdir(d), ui.screen())
+            time.sleep(0.05)
+        ui.keys("1")
+        ui.wait_for("vfork_held")
+        ui.keys("r")
+        s = ui.wait_for("events stopped", timeout=30)
+        assert "vfork_held" in s, s
+        status, s = ui.quit_and_status()
+        assert status == 0, s
+        assert_sane_terminal(s)

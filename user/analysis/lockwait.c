@@ -10,6 +10,7 @@
 #include "elfobj.h"
 #include "libgraph.h"
 #include "lockwait.h"
+#include "addrmap.h"
 #include "procmaps.h"
 #include "target.h"
 #include "threadscan.h"
@@ -74,25 +75,15 @@ static bool is_parallel_runtime(const struct libgraph *g, unsigned int id)
 	return obj_roles__find(r, ROLE_OPENMP) || obj_roles__find(r, ROLE_BLAS);
 }
 
-/* The object whose mapping holds @addr, and @addr in that object's own numbering. */
-static const struct lg_object *object_at(const struct libgraph *g, const struct procmaps *maps,
-					 uint64_t addr, uint64_t *vaddr)
+/* The object whose file mapping holds @addr, and @addr in that object's own numbering. */
+static const struct lg_object *object_at(const struct addrmap *am, uint64_t addr, uint64_t *vaddr)
 {
-	const struct mapping *mp = procmaps__find(maps, addr);
-	const struct lg_object *best = NULL;
+	const struct addr_range *r = addrmap__find(am, addr);
 
-	if (!mp || !mapping__is_file(mp))
+	if (!r || !r->obj || !mapping__is_file(r->mp))
 		return NULL;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
-
-		if (!o->gone && o->inode == mp->inode && o->base <= mp->start &&
-		    (!best || o->base > best->base))
-			best = o;
-	}
-	if (best)
-		*vaddr = addr - best->base;
-	return best;
+	*vaddr = addr - r->obj->base;
+	return r->obj;
 }
 
 /*
@@ -100,11 +91,11 @@ static const struct lg_object *object_at(const struct libgraph *g, const struct 
  * DWARF when debug info is installed), "0x7f.. in libfoo.so", or the bare address.
  */
 static void name_address(const struct target *t, const struct libgraph *g,
-			 const struct procmaps *maps, uint64_t addr, char *buf, size_t len,
+			 const struct addrmap *maps, uint64_t addr, char *buf, size_t len,
 			 const char **symbol)
 {
 	uint64_t vaddr, off;
-	const struct lg_object *o = object_at(g, maps, addr, &vaddr);
+	const struct lg_object *o = object_at(maps, addr, &vaddr);
 	const char *name;
 	char member[64], host[PATH_MAX + 64];
 
@@ -190,7 +181,7 @@ static int add_edge(struct lockwait_report *r, pid_t from, pid_t to, enum wait_k
 }
 
 static int classify_futex(const struct target *t, const struct libgraph *g,
-			  const struct procmaps *maps, const struct threadscan *ts,
+			  const struct addrmap *maps, const struct threadscan *ts,
 			  const struct thread_info *ti, struct thread_wait *w,
 			  struct lockwait_report *r)
 {
@@ -211,7 +202,7 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 		return add_edge(r, ti->tid, word[0], WAIT_JOIN, "pthread_join of it");
 	}
 	/* A locked pthread mutex: __lock is nonzero and __owner holds the owner's TID. */
-	o = object_at(g, maps, w->addr, &vaddr);
+	o = object_at(maps, w->addr, &vaddr);
 	if (word[0] != 0 && word[2] > 0 && find_thread(ts, word[2])) {
 		bool loader = o && is_loader(g, o->id) && symbol && !strcmp(symbol, "_rtld_global");
 		char what[240];
@@ -536,15 +527,32 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 int lockwait__analyze(const struct target *t, const struct libgraph *g,
 		      const struct threadscan *ts, struct lockwait_report **out)
 {
-	struct lockwait_report *r = calloc(1, sizeof(*r));
 	struct procmaps *maps = procmaps__read(t->pid);
+	struct addrmap *am = maps ? addrmap__build(maps, g) : NULL;
+	int err;
+
+	*out = NULL;
+	if (!am) {
+		err = maps ? -ENOMEM : -ESRCH;
+		procmaps__free(maps);
+		return err;
+	}
+	err = lockwait__analyze_in(t, g, am, ts, out);
+	addrmap__free(am);
+	procmaps__free(maps);
+	return err;
+}
+
+int lockwait__analyze_in(const struct target *t, const struct libgraph *g,
+			 const struct addrmap *maps, const struct threadscan *ts,
+			 struct lockwait_report **out)
+{
+	struct lockwait_report *r = calloc(1, sizeof(*r));
 	int err = 0;
 
 	*out = NULL;
-	if (!r || !maps) {
-		err = maps ? -ENOMEM : -ESRCH;
-		goto err;
-	}
+	if (!r)
+		return -ENOMEM;
 	r->threads = calloc(ts->n ? ts->n : 1, sizeof(*r->threads));
 	if (!r->threads) {
 		err = -ENOMEM;
@@ -589,11 +597,9 @@ int lockwait__analyze(const struct target *t, const struct libgraph *g,
 		err = write_verdicts(g, ts, r);
 	if (err)
 		goto err;
-	procmaps__free(maps);
 	*out = r;
 	return 0;
 err:
-	procmaps__free(maps);
 	lockwait__free(r);
 	return err;
 }

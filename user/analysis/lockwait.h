@@ -14,6 +14,7 @@
 struct target;
 struct libgraph;
 struct threadscan;
+struct addrmap;
 
 enum wait_kind {
 	WAIT_RUNNING,	   /* not blocked */
@@ -58,6 +59,10 @@ struct lockwait_report {
  */
 int lockwait__analyze(const struct target *t, const struct libgraph *g,
 		      const struct threadscan *ts, struct lockwait_report **out);
+/* The same with the process's mappings already read and tied to @g (an inspection's). */
+int lockwait__analyze_in(const struct target *t, const struct libgraph *g,
+			 const struct addrmap *am, const struct threadscan *ts,
+			 struct lockwait_report **out);
 void lockwait__free(struct lockwait_report *r);
 const char *wait_kind__id(enum wait_kind k);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "addrmap.h"
 #include "libgraph.h"
 #include "procfs.h"
 #include "procmaps.h"
@@ -17,63 +18,12 @@
 
 #define STACK_SCAN_MAX (512 * 1024)
 
-struct code_range {
-	uint64_t start, end;
-	unsigned int obj;
-};
-
-struct code_map {
-	struct code_range *r;
-	size_t n;
-};
-
-/* Executable file mappings, each tied to the object of that inode with the nearest lower base. */
-static int build_code_map(const struct procmaps *maps, const struct libgraph *g,
-			  struct code_map *cm)
+/* The object whose code holds @addr (an executable mapping of it), or -1. */
+static int code_lookup(const struct addrmap *am, uint64_t addr)
 {
-	cm->r = calloc(maps->n ? maps->n : 1, sizeof(*cm->r));
-	cm->n = 0;
-	if (!cm->r)
-		return -ENOMEM;
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct mapping *mp = &maps->maps[i];
-		const struct lg_object *best = NULL;
+	const struct addr_range *r = addrmap__find(am, addr);
 
-		if (mp->perms[2] != 'x')
-			continue;
-		for (size_t k = 0; k < g->n; k++) {
-			const struct lg_object *o = g->objs[k];
-
-			if (o->gone)
-				continue;
-			if (mapping__is_file(mp) ? o->inode != mp->inode :
-						   !(mp->path && !strcmp(mp->path, "[vdso]") &&
-						     o->origin == LG_VDSO))
-				continue;
-			if (o->base <= mp->start && (!best || o->base > best->base))
-				best = o;
-		}
-		if (best)
-			cm->r[cm->n++] = (struct code_range){ mp->start, mp->end, best->id };
-	}
-	return 0;
-}
-
-static int code_lookup(const struct code_map *cm, uint64_t addr)
-{
-	size_t lo = 0, hi = cm->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (addr < cm->r[mid].start)
-			hi = mid;
-		else if (addr >= cm->r[mid].end)
-			lo = mid + 1;
-		else
-			return (int)cm->r[mid].obj;
-	}
-	return -1;
+	return r && r->obj && r->mp->perms[2] == 'x' ? (int)r->obj->id : -1;
 }
 
 /* True when the bytes before @addr encode a call: then @addr is a return address. */
@@ -128,10 +78,10 @@ static int read_syscall(pid_t pid, struct thread_info *ti)
 	return 0;
 }
 
-static int scan_stack(const struct target *t, const struct procmaps *maps,
-		      const struct code_map *cm, struct thread_info *ti)
+static int scan_stack(const struct target *t, const struct addrmap *cm, struct thread_info *ti)
 {
-	const struct mapping *stack = procmaps__find(maps, ti->sp);
+	const struct addr_range *r = addrmap__find(cm, ti->sp);
+	const struct mapping *stack = r ? r->mp : NULL;
 	uint64_t end, len, *words;
 	size_t n = 0, cap = 0;
 
@@ -172,9 +122,25 @@ static int scan_stack(const struct target *t, const struct procmaps *maps,
 
 int threadscan__scan(const struct target *t, const struct libgraph *g, struct threadscan **out)
 {
+	struct procmaps *maps = procmaps__read(t->pid);
+	struct addrmap *am = maps ? addrmap__build(maps, g) : NULL;
+	int err;
+
+	*out = NULL;
+	if (!am) {
+		err = maps ? -ENOMEM : -ESRCH;
+		procmaps__free(maps);
+		return err;
+	}
+	err = threadscan__scan_in(t, am, out);
+	addrmap__free(am);
+	procmaps__free(maps);
+	return err;
+}
+
+int threadscan__scan_in(const struct target *t, const struct addrmap *am, struct threadscan **out)
+{
 	struct threadscan *ts = NULL;
-	struct procmaps *maps = NULL;
-	struct code_map cm = { 0 };
 	struct dirent *de;
 	char path[64];
 	size_t cap = 0;
@@ -187,14 +153,10 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, struct th
 	if (!dir)
 		return errno == ENOENT ? -ESRCH : -errno;
 	ts = calloc(1, sizeof(*ts));
-	maps = procmaps__read(t->pid);
-	if (!ts || !maps) {
-		err = maps ? -ENOMEM : -ESRCH;
+	if (!ts) {
+		err = -ENOMEM;
 		goto out;
 	}
-	err = build_code_map(maps, g, &cm);
-	if (err)
-		goto out;
 	while ((de = readdir(dir))) {
 		struct thread_info *ti;
 		pid_t tid;
@@ -222,19 +184,17 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, struct th
 			continue;
 		ts->n++;
 		if (ti->pc) {
-			int obj = code_lookup(&cm, ti->pc);
+			int obj = code_lookup(am, ti->pc);
 
 			if (obj >= 0)
 				ti->pc_obj = (unsigned int)obj;
 		}
-		err = scan_stack(t, maps, &cm, ti);
+		err = scan_stack(t, am, ti);
 		if (err)
 			goto out;
 	}
 out:
 	closedir(dir);
-	free(cm.r);
-	procmaps__free(maps);
 	if (err) {
 		threadscan__free(ts);
 		return err;

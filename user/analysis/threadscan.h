@@ -15,6 +15,7 @@
 
 struct target;
 struct libgraph;
+struct addrmap;
 
 struct thread_frame {
 	uint64_t addr;
@@ -40,6 +41,8 @@ struct threadscan {
 
 /* Scan every thread of @t; objects are ids of @g. Returns 0 or -errno (-ESRCH: it exited). */
 int threadscan__scan(const struct target *t, const struct libgraph *g, struct threadscan **out);
+/* The same with the objects' mappings already read and tied to @g (an inspection's). */
+int threadscan__scan_in(const struct target *t, const struct addrmap *am, struct threadscan **out);
 void threadscan__free(struct threadscan *ts);
 
 /* Does @ti have @obj on its stack (or its pc in it)? */

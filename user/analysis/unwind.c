@@ -40,29 +40,14 @@ struct captured {
 
 struct capture_set {
 	pid_t pid;
+	/* The process is our own child: its exit status is its parent's to collect, not ours. */
+	bool own_child;
 	struct captured *c;
 	size_t n;
 };
 
 /* How long the threads may take to reach their stop before they are left out. */
-#define STOP_TIMEOUT_S 3
-
-static void on_alarm(int sig)
-{
-	(void)sig; /* only interrupts waitpid */
-}
-
-/* Arm (or, with 0, disarm) an alarm that interrupts a blocked waitpid with EINTR. */
-static void alarm_arm(unsigned int seconds)
-{
-	struct sigaction sa = { .sa_handler = on_alarm };
-
-	if (seconds) {
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGALRM, &sa, NULL); /* no SA_RESTART */
-	}
-	alarm(seconds);
-}
+#define STOP_TIMEOUT_NS (3 * 1000000000ULL)
 
 static uint64_t now_ns(void)
 {
@@ -72,13 +57,22 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static int list_threads(pid_t pid, struct capture_set *cs)
+/* The threads to stop: @tids when the caller listed them already, else /proc/PID/task. */
+static int list_threads(pid_t pid, const pid_t *tids, size_t n_tids, struct capture_set *cs)
 {
 	char path[64];
 	struct dirent *de;
 	size_t cap = 0;
 	DIR *d;
 
+	if (tids) {
+		cs->c = calloc(n_tids ? n_tids : 1, sizeof(*cs->c));
+		if (!cs->c)
+			return -ENOMEM;
+		for (size_t i = 0; i < n_tids; i++)
+			cs->c[cs->n++].tid = tids[i];
+		return 0;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
 	if (!d)
@@ -135,6 +129,60 @@ static void copy_stack(pid_t pid, const struct procmaps *maps, struct captured *
 	c->stack_len = (size_t)n;
 }
 
+/* True when @pid is a child of this process (a command it runs). */
+static bool is_own_child(pid_t pid)
+{
+	char path[64], buf[1024];
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (proc__read_small(path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+		return false;
+	/* ") S PPID ...": the state, then the parent. */
+	return atoi(p + 4) == getpid();
+}
+
+/*
+ * One look, without blocking, at a seized thread on its way to its stop: 1 when it is done
+ * with (stopped and copied, or gone), 0 when something else happened (a signal passed on), -1
+ * when nothing did.
+ */
+static int collect_one(struct capture_set *cs, struct captured *c, const struct procmaps *maps,
+		       struct stacks *out)
+{
+	siginfo_t si = { 0 };
+	int options = WEXITED | WNOHANG | __WALL;
+
+	/* Stops first: waiting for stops alone never reaps a thread that exits meanwhile. */
+	if (waitid(P_PID, (id_t)c->tid, &si, WSTOPPED | WNOHANG | __WALL)) {
+		c->gone = true; /* no longer ours to wait for (ECHILD) */
+		return 1;
+	}
+	if (si.si_pid == c->tid) {
+		if ((si.si_status >> 8) != PTRACE_EVENT_STOP) {
+			/* A signal arrived first: let it be delivered, our stop comes next. */
+			ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)(si.si_status & 0xff));
+			return 0;
+		}
+		c->stopped = true;
+		if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
+			c->have_regs = true;
+			copy_stack(cs->pid, maps, c);
+			out->stack_bytes += c->stack_len;
+		}
+		return 1;
+	}
+	/* The leader of our own child is left unreaped: its parent in us collects its status. */
+	if (c->tid == cs->pid && cs->own_child)
+		options |= WNOWAIT;
+	si.si_pid = 0;
+	if (!waitid(P_PID, (id_t)c->tid, &si, options) && si.si_pid == c->tid) {
+		c->gone = true;
+		return 1;
+	}
+	return -1;
+}
+
 /*
  * The only window in which the target is stopped: seize and interrupt every thread, wait for
  * each to stop, take its registers and stack, release them all.
@@ -142,7 +190,7 @@ static void copy_stack(pid_t pid, const struct procmaps *maps, struct captured *
 static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			   struct stacks *out, char *why, size_t whylen)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), delay_ns = 20000;
 	size_t pending = 0;
 	int err = 0;
 
@@ -168,46 +216,38 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 	/*
 	 * Collect the stops in whatever order they come: a thread group leader killed meanwhile
 	 * is reported only after the other threads, which we must reap first. A thread that does
-	 * not stop in time (uninterruptible sleep) is left out, not waited for forever.
+	 * not stop in time (uninterruptible sleep) is left out, not waited for forever. Only the
+	 * threads seized here are waited for: a wait for any child could take the exit status of
+	 * a command the caller runs.
 	 */
 	for (size_t i = 0; i < cs->n; i++)
 		pending += cs->c[i].seized;
-	if (!err && pending)
-		alarm_arm(STOP_TIMEOUT_S);
 	while (!err && pending) {
-		struct captured *c = NULL;
-		int status;
-		pid_t w = waitpid(-1, &status, __WALL);
+		bool progress = false;
 
-		if (w < 0)
-			break; /* ECHILD: nothing left, or EINTR: the time is up */
-		for (size_t i = 0; i < cs->n && !c; i++)
-			if (cs->c[i].tid == w && cs->c[i].seized && !cs->c[i].stopped &&
-			    !cs->c[i].gone)
-				c = &cs->c[i];
-		if (!c)
-			continue;
-		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			c->gone = true;
-			pending--;
-			continue;
+		for (size_t i = 0; i < cs->n; i++) {
+			struct captured *c = &cs->c[i];
+
+			if (!c->seized || c->stopped || c->gone)
+				continue;
+			switch (collect_one(cs, c, maps, out)) {
+			case 1:
+				pending--;
+				/* fall through */
+			case 0:
+				progress = true;
+				break;
+			}
 		}
-		if (!WIFSTOPPED(status))
-			continue;
-		if ((status >> 16) != PTRACE_EVENT_STOP) {
-			/* A signal arrived first: let it be delivered, our stop comes next. */
-			ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)WSTOPSIG(status));
-			continue;
-		}
-		c->stopped = true;
-		pending--;
-		if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
-			c->have_regs = true;
-			copy_stack(cs->pid, maps, c);
-			out->stack_bytes += c->stack_len;
+		if (!pending || now_ns() - t0 >= STOP_TIMEOUT_NS)
+			break;
+		if (!progress) {
+			nanosleep(&(struct timespec){ 0, (long)delay_ns }, NULL);
+			delay_ns = delay_ns * 2 > 1000000 ? 1000000 : delay_ns * 2;
+		} else {
+			delay_ns = 20000;
 		}
 	}
-	alarm_arm(0);
 	for (size_t i = 0; i < cs->n; i++)
 		if (cs->c[i].seized)
 			ptrace(PTRACE_DETACH, cs->c[i].tid, NULL, NULL);
@@ -586,7 +626,10 @@ static int find_elf_in_root(Dwfl_Module *mod, void **userdata, const char *name,
 	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
 
-/* Everything that can be read without stopping the process: its modules and its mappings. */
+/*
+ * Everything that can be read without stopping the process: its modules, and its mappings
+ * unless the caller has read them (@*mapsp set).
+ */
 static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *why, size_t whylen)
 {
 	static char *debuginfo_path;
@@ -598,19 +641,23 @@ static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *wh
 	Dwfl *dwfl = dwfl_begin(&proc_callbacks);
 	int err;
 
+	bool own_maps = !*mapsp;
+
 	*dwflp = NULL;
-	*mapsp = NULL;
 	if (!dwfl)
 		return -ENOMEM;
 	dwfl_report_begin(dwfl);
 	reporting_pid = pid;
 	err = dwfl_linux_proc_report(dwfl, pid);
 	dwfl_report_end(dwfl, NULL, NULL);
-	*mapsp = procmaps__read(pid);
+	if (own_maps)
+		*mapsp = procmaps__read(pid);
 	if (err || !*mapsp) {
 		snprintf(why, whylen, "process %d exited while being read", pid);
-		procmaps__free(*mapsp);
-		*mapsp = NULL;
+		if (own_maps) {
+			procmaps__free(*mapsp);
+			*mapsp = NULL;
+		}
 		dwfl_end(dwfl);
 		return -ESRCH;
 	}
@@ -726,8 +773,14 @@ static int capture_end(struct stacks *s, struct procmaps *maps, Dwfl *dwfl, int 
 int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
 		    size_t whylen)
 {
-	struct capture_set cs = { .pid = pid };
-	struct procmaps *maps = NULL;
+	return stacks__capture_in(pid, NULL, NULL, 0, max_frames, out, why, whylen);
+}
+
+int stacks__capture_in(pid_t pid, const struct procmaps *given, const pid_t *tids, size_t n_tids,
+		       unsigned int max_frames, struct stacks **out, char *why, size_t whylen)
+{
+	struct capture_set cs = { .pid = pid, .own_child = is_own_child(pid) };
+	struct procmaps *maps = (struct procmaps *)given;
 	struct stacks *s;
 	Dwfl *dwfl = NULL;
 	int err;
@@ -740,7 +793,7 @@ int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, cha
 	err = proc_begin(pid, &dwfl, &maps, why, whylen);
 	if (err)
 		goto out;
-	err = list_threads(pid, &cs);
+	err = list_threads(pid, tids, n_tids, &cs);
 	if (err) {
 		snprintf(why, whylen, "process %d exited while being read", pid);
 		goto out;
@@ -750,7 +803,7 @@ int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, cha
 		err = unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
 out:
 	capture_set__free(&cs);
-	return capture_end(s, maps, dwfl, err, out);
+	return capture_end(s, given ? NULL : maps, dwfl, err, out);
 }
 
 int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struct stacks **out,

@@ -47,6 +47,13 @@ struct stacks {
  */
 int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
 		    size_t whylen);
+struct procmaps;
+/*
+ * stacks__capture with what the caller has read already: @maps (not freed here; NULL: read
+ * them) and the threads to stop, @tids (NULL: every thread of /proc/PID/task).
+ */
+int stacks__capture_in(pid_t pid, const struct procmaps *maps, const pid_t *tids, size_t n_tids,
+		       unsigned int max_frames, struct stacks **out, char *why, size_t whylen);
 /*
  * The stack of thread @tid of @pid, which the caller holds in a ptrace stop as its tracer (a
  * signal-delivery stop of a command it runs): nothing is seized, stopped or released here; the

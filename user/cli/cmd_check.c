@@ -19,6 +19,7 @@
 #include "crash.h"
 #include "detector.h"
 #include "elfobj.h"
+#include "inspect.h"
 #include "libgraph.h"
 #include "runtimes.h"
 #include "output.h"
@@ -76,30 +77,35 @@ static void list_detectors(void)
 }
 
 /* All selected detectors on one process; findings are appended to @fs. */
-static int check_process(const struct target *t, const struct check_opts *o, struct findings *fs,
+static int check_process(struct inspection *in, const struct check_opts *o, struct findings *fs,
 			 json_t *procs)
 {
-	struct threadscan *ts = NULL;
-	struct libgraph *g;
+	const struct target *t = in->t;
+	const struct threadscan *ts;
+	const struct libgraph *g;
 	struct runtime_list rt = { 0 };
 	struct check_ctx ctx;
 	size_t first = fs->n;
 	char why[512];
 	int err;
 
-	err = libgraph__snapshot(t, &g, why, sizeof(why));
+	/* The lock-wait graph is built once, here, when the deadlock detector will read it. */
+	err = inspection__read(in, INSPECT_THREADS | (selected(o, "deadlock") ? INSPECT_LOCKWAIT : 0),
+			       0, why, sizeof(why));
 	if (err) {
 		dls_err("%s", why);
 		return err;
 	}
-	err = threadscan__scan(t, g, &ts);
+	g = in->g;
+	ts = in->ts;
+	err = in->ts_err;
 	if (err)
 		dls_warn("process %d (%s): cannot read its threads (%s); thread counts and the "
 			 "loader-lock check are left out",
 			 t->pid, t->comm, strerror(-err));
 	if (runtimes__collect(g, t, ts, &rt))
 		dls_warn("process %d (%s): out of memory listing its runtimes", t->pid, t->comm);
-	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts, .rt = &rt };
+	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts, .rt = &rt, .lw = in->lw };
 	for (size_t i = 0; i < n_detectors; i++)
 		if (detectors[i].process && selected(o, detectors[i].id))
 			detectors[i].process(&ctx, fs);
@@ -128,8 +134,6 @@ static int check_process(const struct target *t, const struct check_opts *o, str
 		}
 	}
 	runtimes__free(&rt);
-	threadscan__free(ts);
-	libgraph__free(g);
 	return 0;
 }
 
@@ -181,16 +185,16 @@ static void tracee_drop(struct tracees *ts, pid_t tid)
 static void check_at_exit(pid_t pid, const struct check_opts *o, struct findings *fs,
 			  json_t *procs, bool *checked, int *err)
 {
-	struct target *t;
+	struct inspection *in;
 	char why[512];
 
 	*checked = true;
-	*err = target__open(pid, &t, why, sizeof(why));
+	*err = inspection__new(pid, &in, why, sizeof(why));
 	if (*err)
 		dls_err("%s", why);
 	else {
-		*err = check_process(t, o, fs, procs);
-		target__free(t);
+		*err = check_process(in, o, fs, procs);
+		inspection__free(in);
 	}
 }
 
@@ -544,21 +548,21 @@ int cmd_check(int argc, char **argv)
 		crash__free(res.crash);
 	} else {
 		for (int i = optind; i < argc; i++) {
-			struct target *t;
+			struct inspection *in;
 			char why[512];
 			pid_t pid;
 
 			parse_pid(argv[i], &pid);
-			if (target__open(pid, &t, why, sizeof(why))) {
+			if (inspection__new(pid, &in, why, sizeof(why))) {
 				dls_err("%s", why);
 				failed = true;
 				continue;
 			}
 			if (!o.json && i > optind)
 				putchar('\n');
-			if (check_process(t, &o, &fs, procs))
+			if (check_process(in, &o, &fs, procs))
 				failed = true;
-			target__free(t);
+			inspection__free(in);
 		}
 	}
 	ret = finish(&fs, &o, doc, failed);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "inspect.h"
 #include "libgraph.h"
 #include "lockwait.h"
 #include "output.h"
@@ -219,11 +220,11 @@ int cmd_stacks(int argc, char **argv)
 		{},
 	};
 	unsigned int max_frames = DEFAULT_MAX_FRAMES;
-	struct lockwait_report *r = NULL;
-	struct threadscan *ts = NULL;
-	struct libgraph *g = NULL;
-	struct stacks *s = NULL;
-	struct target *t = NULL;
+	struct inspection *in = NULL;
+	const struct lockwait_report *r;
+	const struct threadscan *ts;
+	const struct stacks *s;
+	const struct target *t;
 	bool json = false, stats = false;
 	int c, err, ret = DLS_EXIT_INSPECT;
 	char why[512];
@@ -264,26 +265,28 @@ int cmd_stacks(int argc, char **argv)
 		return DLS_EXIT_USAGE;
 	}
 	output__set_json(json);
-	err = target__open(pid, &t, why, sizeof(why));
+	err = inspection__new(pid, &in, why, sizeof(why));
 	if (err) {
 		dls_err("%s", why);
 		return DLS_EXIT_INSPECT;
 	}
-	/* Everything that needs no stop first: objects, threads, the lock-wait graph. */
-	if (libgraph__snapshot(t, &g, why, sizeof(why))) {
+	t = in->t;
+	if (inspection__read(in, INSPECT_LOCKWAIT | INSPECT_STACKS, max_frames, why, sizeof(why))) {
 		dls_err("%s", why);
 		goto out;
 	}
-	if (threadscan__scan(t, g, &ts) || lockwait__analyze(t, g, ts, &r)) {
+	ts = in->ts;
+	r = in->lw;
+	if (in->ts_err || in->lw_err) {
 		if (!target__alive(t)) {
 			dls_err("process %d (%s) exited while being read", pid, t->comm);
 			goto out;
 		}
 		dls_warn("process %d (%s): the lock-wait graph could not be built", pid, t->comm);
 	}
-	err = stacks__capture(pid, max_frames, &s, why, sizeof(why));
-	if (err) {
-		dls_err("%s", why);
+	s = in->stacks;
+	if (in->stacks_err) {
+		dls_err("%s", in->stacks_why);
 		goto out;
 	}
 	if (json) {
@@ -298,10 +301,6 @@ int cmd_stacks(int argc, char **argv)
 	}
 	ret = r && r->n_cycles ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 out:
-	stacks__free(s);
-	lockwait__free(r);
-	threadscan__free(ts);
-	libgraph__free(g);
-	target__free(t);
+	inspection__free(in);
 	return ret;
 }

@@ -9,10 +9,13 @@
 
 void deadlock__process(const struct check_ctx *ctx, struct findings *out)
 {
-	struct lockwait_report *r;
+	struct lockwait_report *own = NULL;
+	const struct lockwait_report *r = ctx->lw;
 
-	if (!ctx->ts || lockwait__analyze(ctx->t, ctx->g, ctx->ts, &r))
+	if (!r && (!ctx->ts || lockwait__analyze(ctx->t, ctx->g, ctx->ts, &own)))
 		return;
+	if (!r)
+		r = own;
 	for (size_t c = 0; c < r->n_cycles; c++) {
 		struct finding *f = findings__add(out, "deadlock", SEV_ERROR, ctx->g->pid,
 						  "%zu threads of process %d (%s) wait for each other",
@@ -30,5 +33,5 @@ void deadlock__process(const struct check_ctx *ctx, struct findings *out)
 				}
 		finding__explain(f, r->verdicts[c], r->remedies[c]);
 	}
-	lockwait__free(r);
+	lockwait__free(own);
 }

@@ -15,6 +15,7 @@ struct libgraph;
 struct threadscan;
 struct elf_object;
 struct runtime_list;
+struct lockwait_report;
 
 /* What a process-level detector may look at. Nothing here stops the process. */
 struct check_ctx {
@@ -22,6 +23,8 @@ struct check_ctx {
 	const struct libgraph *g;
 	const struct threadscan *ts; /* NULL when the threads could not be read */
 	const struct runtime_list *rt; /* the runtime inventory; NULL: detectors make their own */
+	/* The lock-wait graph the caller built (one inspection); NULL: the detector builds it. */
+	const struct lockwait_report *lw;
 };
 
 /* One file of lint, or one loaded object of check. */

@@ -575,7 +575,24 @@ int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why,
 int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
 			      struct libgraph **out, char *why, size_t whylen)
 {
-	struct procmaps *maps = NULL;
+	struct procmaps *maps = procmaps__read(t->pid);
+	int err;
+
+	*out = NULL;
+	if (!maps) {
+		err = -errno;
+		snprintf(why, whylen, "process %d (%s) exited while being read", t->pid, t->comm);
+		return err;
+	}
+	err = libgraph__snapshot_maps(t, maps, cache, out, why, whylen);
+	procmaps__free(maps);
+	return err;
+}
+
+int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
+			    struct elf_cache *cache, struct libgraph **out, char *why,
+			    size_t whylen)
+{
 	struct linkmap *lm = NULL;
 	struct libgraph *g;
 	int err;
@@ -588,12 +605,6 @@ int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
 	}
 	snprintf(g->exe, sizeof(g->exe), "%s", t->exe);
 
-	maps = procmaps__read(t->pid);
-	if (!maps) {
-		err = -errno;
-		snprintf(why, whylen, "process %d (%s) exited while being read", t->pid, t->comm);
-		goto err_free;
-	}
 	err = linkmap__read(t, maps, &lm);
 	if (err == -ENOEXEC) {
 		snprintf(why, whylen,
@@ -641,7 +652,6 @@ int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
 	err = libgraph__link(g);
 	if (err)
 		goto err_oom;
-	procmaps__free(maps);
 	linkmap__free(lm);
 	*out = g;
 	return 0;
@@ -649,7 +659,6 @@ int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
 err_oom:
 	snprintf(why, whylen, "out of memory");
 err_free:
-	procmaps__free(maps);
 	linkmap__free(lm);
 	libgraph__free(g);
 	return err;

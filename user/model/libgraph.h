@@ -79,6 +79,11 @@ size_t elf_cache__size(const struct elf_cache *c);
 /* libgraph__snapshot with a shared cache (NULL: a private one). */
 int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
 			      struct libgraph **out, char *why, size_t whylen);
+struct procmaps;
+/* The same from mappings the caller has read (@maps is only read here, not kept). */
+int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
+			    struct elf_cache *cache, struct libgraph **out, char *why,
+			    size_t whylen);
 struct libgraph *libgraph__new_cached(pid_t pid, const char *comm, struct elf_cache *cache);
 /* A deep copy for @pid, sharing the ELF cache: a forked child starts with its parent's objects. */
 struct libgraph *libgraph__clone(const struct libgraph *g, pid_t pid);

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "addrmap.h"
+#include "inspect.h"
+#include "libgraph.h"
+#include "lockwait.h"
+#include "procmaps.h"
+#include "target.h"
+#include "threadscan.h"
+#include "unwind.h"
+
+int inspection__new(pid_t pid, struct inspection **out, char *why, size_t whylen)
+{
+	struct inspection *in = calloc(1, sizeof(*in));
+	int err;
+
+	*out = NULL;
+	if (!in) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	err = target__open(pid, &in->t, why, whylen);
+	if (err) {
+		free(in);
+		return err;
+	}
+	*out = in;
+	return 0;
+}
+
+/* The threads' TIDs as the scan found them: the stacks are taken of the same threads. */
+static pid_t *scanned_tids(const struct threadscan *ts)
+{
+	pid_t *tids = malloc((ts->n ? ts->n : 1) * sizeof(*tids));
+
+	for (size_t i = 0; tids && i < ts->n; i++)
+		tids[i] = ts->t[i].tid;
+	return tids;
+}
+
+int inspection__read(struct inspection *in, unsigned int what, unsigned int max_frames, char *why,
+		     size_t whylen)
+{
+	const struct target *t = in->t;
+	int err;
+
+	/* Everything that needs no stop first: mappings, objects, threads, the lock-wait graph. */
+	in->maps = procmaps__read(t->pid);
+	if (!in->maps) {
+		err = -errno;
+		snprintf(why, whylen, "process %d (%s) exited while being read", t->pid, t->comm);
+		return err;
+	}
+	err = libgraph__snapshot_maps(t, in->maps, NULL, &in->g, why, whylen);
+	if (err)
+		return err;
+	in->am = addrmap__build(in->maps, in->g);
+	if (!in->am) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	in->ts_err = in->lw_err = in->stacks_err = -ENODATA;
+	if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT))
+		in->ts_err = threadscan__scan_in(t, in->am, &in->ts);
+	if ((what & INSPECT_LOCKWAIT) && in->ts)
+		in->lw_err = lockwait__analyze_in(t, in->g, in->am, in->ts, &in->lw);
+	if (what & INSPECT_STACKS) {
+		pid_t *tids = in->ts ? scanned_tids(in->ts) : NULL;
+
+		in->stacks_err = stacks__capture_in(t->pid, in->maps, tids, in->ts ? in->ts->n : 0,
+						    max_frames, &in->stacks, in->stacks_why,
+						    sizeof(in->stacks_why));
+		free(tids);
+	}
+	return 0;
+}
+
+int inspection__open(pid_t pid, unsigned int what, unsigned int max_frames,
+		     struct inspection **out, char *why, size_t whylen)
+{
+	int err = inspection__new(pid, out, why, whylen);
+
+	if (err)
+		return err;
+	err = inspection__read(*out, what, max_frames, why, whylen);
+	if (err) {
+		inspection__free(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
+void inspection__free(struct inspection *in)
+{
+	if (!in)
+		return;
+	stacks__free(in->stacks);
+	lockwait__free(in->lw);
+	threadscan__free(in->ts);
+	addrmap__free(in->am);
+	libgraph__free(in->g);
+	procmaps__free(in->maps);
+	target__free(in->t);
+	free(in);
+}
