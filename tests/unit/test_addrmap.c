@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../user/addrmap.h"
-#include "../../user/libgraph.h"
-#include "../../user/procmaps.h"
+#include "addrmap.h"
+#include "libgraph.h"
+#include "procmaps.h"
 #include "tap.h"
 
 static const char maps_text[] =
