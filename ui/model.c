@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "detector.h"
 #include "event_text.h"
 #include "model.h"
 
@@ -274,7 +275,7 @@ void model__drop_snapshot_findings(struct model *m, pid_t pid)
 	size_t k = 0;
 
 	for (size_t i = 0; i < m->n_findings; i++) {
-		if (m->findings[i].pid == pid && strcmp(m->findings[i].severity, "live"))
+		if (m->findings[i].pid == pid && !m->findings[i].live)
 			finding_clear(&m->findings[i]);
 		else
 			m->findings[k++] = m->findings[i];
@@ -424,19 +425,43 @@ out:
 	return err;
 }
 
+/*
+ * A live finding. dlscope-trace/2 carries check --json's fields (severity, title, evidence, why,
+ * remedy); a /1 record only "text": its severity is then its detector's.
+ */
 static int apply_finding(struct model *m, const json_t *rec)
 {
-	char *stack = join_stack(json_object_get(rec, "stack"));
-	const char *id = str_of(rec, "id"), *text = str_of(rec, "text");
+	const json_t *ev = json_object_get(rec, "evidence");
+	const char *id = str_of(rec, "id"), *title = str_of(rec, "title");
+	const char *sev = str_of(rec, "severity");
 	pid_t pid = (pid_t)int_of(rec, "pid");
 	uint64_t t = (uint64_t)int_of(rec, "t");
-	char line[4200];
+	size_t n_ev = json_array_size(ev), i;
+	const char **lines = n_ev ? calloc(n_ev, sizeof(*lines)) : NULL;
+	const struct detector *d = detector__find(id);
+	char line[4200], *stack;
+	json_t *v;
 
-	/* The live detector gives no why/remedy: the snapshot's detectors add those. */
-	model__add_finding(m, pid, t, id, "live", text, NULL, 0, NULL, NULL, stack);
-	snprintf(line, sizeof(line), "FINDING %s: %s", id ? id : "?", text ? text : "");
+	if (!id || (!title && !str_of(rec, "text")) || (n_ev && !lines) ||
+	    (sev && severity__parse(sev) < 0)) {
+		free(lines);
+		m->bad_records++;
+		return -EINVAL;
+	}
+	if (!title)
+		title = str_of(rec, "text");
+	if (!sev)
+		sev = d ? severity__name(d->severity) : "error";
+	json_array_foreach(ev, i, v)
+		lines[i] = json_string_value(v) ? json_string_value(v) : "?";
+	stack = join_stack(json_object_get(rec, "stack"));
+	if (!model__add_finding(m, pid, t, id, sev, title, lines, n_ev, str_of(rec, "why"),
+				str_of(rec, "remedy"), stack))
+		m->findings[m->n_findings - 1].live = true;
+	snprintf(line, sizeof(line), "FINDING %s %s: %s", sev, id, title);
 	model__add_event(m, EV_FINDING, t, pid, (pid_t)int_of(rec, "tid"), NULL, line, NULL, stack);
 	free(stack);
+	free(lines);
 	return 0;
 }
 

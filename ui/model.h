@@ -103,6 +103,7 @@ struct m_finding {
 	size_t n_evidence;
 	char *why, *remedy;
 	char *stack;
+	bool live; /* from the collector (a trace record), not replaced by a snapshot */
 };
 
 struct model {

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The findings view: every finding with its evidence, why it breaks and what to do. */
+/*
+ * The findings view: every finding, live or from a snapshot, with its severity, evidence, why it
+ * breaks and what to do; a live one with its time and stack.
+ */
 #include <curses.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +40,9 @@ static void findings_rows(struct ui *ui, struct rows *out)
 
 		rows__add(out, c, (long)i, "%-8s %-20s process %d: %s", f->severity, f->id, f->pid,
 			  f->title);
+		/* A live finding: when the collector saw it, from the trace's start. */
+		if (f->live && f->t >= m->t0)
+			rows__add(out, C_DIM, (long)i, "      at: %.6f s", (double)(f->t - m->t0) / 1e9);
 		for (size_t e = 0; e < f->n_evidence; e++)
 			rows__add(out, C_NORMAL, (long)i, "      evidence: %s", f->evidence[e]);
 		add_lines(out, C_NORMAL, (long)i, "why: ", f->why);

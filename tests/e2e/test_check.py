@@ -9,7 +9,7 @@ import tempfile
 import time
 
 import harness
-from harness import Skip, Fixture, dlscope, fixture_path, wait_idle
+from harness import Skip, Fixture, dlscope, dlscope_path, fixture_path, is_root, wait_idle
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 
@@ -26,7 +26,7 @@ def only(findings, fid):
     return hits
 
 
-def test_dup_openmp():
+def test_two_openmp_runtimes_are_an_error_with_both_named():
     with Fixture(["two_omp"]) as fx:
         wait_idle(fx.pid)
         findings, _ = check_json(fx.pid)
@@ -42,7 +42,7 @@ def test_dup_openmp():
         assert "error dup-openmp: 2 OpenMP runtimes" in text and "  fix: " in text
 
 
-def test_dup_blas_two_openblas_builds():
+def test_two_openblas_builds_are_a_second_blas():
     with Fixture(["two_blas"]) as fx:
         f = only(check_json(fx.pid)[0], "dup-blas")[0]
         ev = "\n".join(f["evidence"])
@@ -129,7 +129,7 @@ def test_jit_cache_addon_built_against_another_version():
         assert check_json("--fail-on", "info", fx.pid, status=0)[0] == []
 
 
-def test_loader_lock_hazard():
+def test_parallel_region_from_a_constructor_inside_dlopen_is_flagged():
     with Fixture(["dlopen_list", fixture_path("libctor_omp.so")]) as fx:
         f = only(check_json(fx.pid)[0], "loader-lock-hazard")[0]
         assert f"thread {fx.pid}" in f["title"] and "GNU libgomp" in f["title"], f
@@ -611,3 +611,78 @@ def test_lint_that_checked_nothing_fails():
         assert p.stderr.count("\n") == 1 and "not an ELF object" in p.stderr, p.stderr
     finally:
         shutil.rmtree(d)
+
+
+# Live and batch: one detector table. What watch/record reports as it happens is the finding
+# check makes of the same process: id, severity, title, why and fix.
+SAME = ("id", "severity", "title", "why", "remedy")
+
+
+def _trace_findings(path):
+    with open(path) as f:
+        lines = [json.loads(l) for l in f]
+    assert lines[0]["format"] == "dlscope-trace/2", lines[0]
+    return [r for r in lines if r["type"] == "finding"]
+
+
+def _assert_same(live, batch):
+    assert {k: live[k] for k in SAME} == {k: batch[k] for k in SAME}, (live, batch)
+    assert live["t"] > 0 and live["stack"] and live["evidence"], live
+
+
+def test_live_second_openmp_runtime_is_the_finding_check_makes():
+    if not is_root():
+        raise Skip("BPF tests need root")
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as tr:
+        rec = subprocess.Popen([dlscope_path(), "record", "-o", tr.name, "--duration", "4",
+                                "--", fixture_path("two_omp")], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            line = ""
+            while not line.startswith("ready "):  # "ready PID": both runtimes loaded
+                line = rec.stdout.readline()
+                assert line, "the fixture ended before it was ready"
+            pid = int(line.split()[1])
+            wait_idle(pid)
+            batch = only(check_json(pid)[0], "dup-openmp")[0]
+            _, err = rec.communicate(timeout=30)
+        finally:
+            rec.kill()
+            rec.wait()
+        live = _trace_findings(tr.name)
+    assert [f["id"] for f in live] == ["dup-openmp"], (live, err)
+    _assert_same(live[0], batch)
+    assert live[0]["pid"] == pid and live[0]["severity"] == "error", live[0]
+
+
+def test_live_parallel_region_inside_dlopen_is_the_finding_check_makes():
+    if not is_root():
+        raise Skip("BPF tests need root")
+    fx = subprocess.Popen([fixture_path("dlopen_list"), "--global", f"{LIB}/libgomp.so.1",
+                           "--pause", fixture_path("libctor_omp.so")],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    tr = tempfile.NamedTemporaryFile(suffix=".jsonl")
+    rec = None
+    try:
+        assert fx.stdout.readline().startswith("paused")
+        rec = subprocess.Popen([dlscope_path(), "record", "--hot", "-o", tr.name, "--duration",
+                                "3", "-p", str(fx.pid)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        assert rec.stderr.readline().startswith("dlscope: watching")
+        fx.stdin.write("go\n")
+        fx.stdin.flush()
+        assert fx.stdout.readline().startswith("ready")  # inside the constructor's region
+        wait_idle(fx.pid)
+        batch = only(check_json("--only", "loader-lock-hazard", fx.pid)[0],
+                     "loader-lock-hazard")[0]
+        _, err = rec.communicate(timeout=30)
+        live = [f for f in _trace_findings(tr.name) if f["id"] == "loader-lock-hazard"]
+    finally:
+        for p in (rec, fx):
+            if p:
+                p.kill()
+                p.wait()
+        tr.close()
+    assert len(live) == 1, (live, err)
+    _assert_same(live[0], batch)
+    assert live[0]["tid"] == fx.pid, live[0]

@@ -191,7 +191,10 @@ def test_live_command_collision_and_finding():
         assert re.search(r"!!.*libgomp\.so\.1.*COLLISION", s), s
         ui.keys("5")
         s = ui.wait_for("dup-openmp")
-        assert "a second OpenMP runtime arrived" in s, s
+        # The live finding as check makes it: its severity, why and fix, and when it came.
+        assert re.search(r"error\s+dup-openmp\s+process \d+: 2 OpenMP runtimes", s), s
+        assert "why: Each OpenMP runtime" in s and "remedy: Make every package" in s, s
+        assert re.search(r"at: \d+\.\d+ s", s), s
         ui.keys("4")
         s = ui.wait_for("dlopen(\"libomp.so.5\")")
         status, s = ui.quit_and_status()

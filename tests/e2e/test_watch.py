@@ -27,7 +27,8 @@ def test_loader_calls_and_the_live_graph():
     assert re.search(r'dlsym\(0x[0-9a-f]+, "omp_get_max_threads"\) = 0x[1-9a-f]', out), out
     assert re.search(rf"{pid} \+ \S*libomp.so.5 \[OpenMP runtime: LLVM libomp", out), out
     assert f"{pid} + " in out and "libgomp.so.1 [OpenMP runtime: GNU libgomp" in out
-    assert "FINDING dup-openmp: a second OpenMP runtime arrived" in out
+    assert f"two_omp FINDING error dup-openmp: 2 OpenMP runtimes in process {pid} (two_omp)" \
+        in out, out
     # The stack that loaded it, CFI-unwound from libc's dlopen down to _start.
     assert re.search(r"#0 ___dlopen\+0x[0-9a-f]+ \(libc.so.6\)\n\s+#1 fixture_dlopen \(two_omp, "
                      r"inlined\)\n\s+#2 main\+0x[0-9a-f]+ \(two_omp\)\n(.*\n)*\s+#\d+ _start\+0x[0-9a-f]+ "
@@ -45,7 +46,7 @@ def test_record_writes_a_json_lines_trace():
         assert p.stdout.count("\n") <= 2, p.stdout  # quiet: only the fixture's own lines
         lines = [json.loads(l) for l in open(f.name)]
     head, tail = lines[0], lines[-1]
-    assert head["type"] == "header" and head["format"] == "dlscope-trace/1"
+    assert head["type"] == "header" and head["format"] == "dlscope-trace/2"
     for key in ("host", "kernel", "glibc", "dlscope", "clock", "realtime_minus_monotonic_ns"):
         assert key in head, head
     assert tail["type"] == "summary" and tail["lost"] == 0 and tail["events"] >= 5, tail
@@ -101,8 +102,12 @@ def test_constructor_blocking_inside_dlopen_is_flagged():
     worker = re.search(rf'{pid}/(\d+) dlopen_list blocked in a futex wait on 0x[0-9a-f]+ '
                        r'inside dlsym\("printf"\)', out)
     assert worker and int(worker.group(1)) != pid, out
-    assert "FINDING loader-lock-hazard: a thread inside dlopen blocks on a futex" in out
-    assert (f"FINDING deadlock: thread {pid} holds the loader lock inside dlopen(" in out and
+    assert (f"FINDING error loader-lock-hazard: thread {pid} (dlopen_list) waits for other "
+            "threads from a constructor inside dlopen" in out), out
+    assert "- a thread inside dlopen blocks on a futex" in out, out
+    assert (f"FINDING error deadlock: 2 threads of process {pid} (dlopen_list) wait for each "
+            "other" in out), out
+    assert (f"- thread {pid} holds the loader lock inside dlopen(" in out and
             f'thread {worker.group(1)} waits in dlsym("printf") for the loader lock' in out), out
 
 
@@ -111,7 +116,7 @@ def test_futex_tracepoints_on_request():
     p = watch("--futex-ms", "5", "--duration", "2", "--", fixture_path("dlopen_list"),
               fixture_path("libhang_ctor_omp_dlsym.so"), status=1)
     assert re.search(r"futex wait on 0x[0-9a-f]+ begins inside dlopen", p.stdout), p.stdout
-    assert "FINDING loader-lock-hazard: a thread inside dlopen blocks on a futex" in p.stdout
+    assert "- a thread inside dlopen blocks on a futex" in p.stdout, p.stdout
 
 
 def test_hot_parallel_region_inside_dlopen():
@@ -134,8 +139,9 @@ def test_hot_parallel_region_inside_dlopen():
         out, err = w.communicate(timeout=30)
         assert w.returncode == 1, (out, err)
         assert "parallel region #1 started inside dlopen" in out, out
-        assert "FINDING loader-lock-hazard: a parallel region started by a thread inside " \
-            "dlopen" in out
+        assert re.search(r"FINDING error loader-lock-hazard: thread \d+ \(dlopen_list\) runs a "
+                         r"GNU libgomp parallel region from a constructor inside dlopen", out), out
+        assert "- a parallel region started by a thread inside dlopen" in out, out
     finally:
         fx.kill()
         fx.wait()
@@ -153,7 +159,7 @@ def test_dlopen_inside_a_constructor():
                       r'\((\d+\.\d+) ms\)', out)
     assert inner and outer, out
     assert float(outer.group(1)) >= float(inner.group(1)), out
-    assert "FINDING dup-openmp: a second OpenMP runtime arrived: " in out, out
+    assert "FINDING error dup-openmp: 2 OpenMP runtimes in process " in out, out
     # The constructor's call, then the loader running it, then the outer dlopen's caller.
     assert re.search(r"#0 ___dlopen\+0x[0-9a-f]+ \(libc.so.6\)\n\s+#1 ctor_dlopen_init\+0x[0-9a-f]+ "
                      r"\(libctor_dlopen.so\)\n(.*\n)*\s+#\d+ _dl_init\+0x[0-9a-f]+ \(ld-linux-x86-64.so.2\)"
@@ -176,7 +182,7 @@ def test_processes_by_name():
         out, err = w.communicate(timeout=30)
         assert w.returncode == 1, (out, err)
         assert re.search(rf"{pid}/{pid} two_omp exec ", out), out
-        assert re.search(rf"{pid}/{pid} two_omp FINDING dup-openmp", out), out
+        assert re.search(rf"{pid}/{pid} two_omp FINDING error dup-openmp", out), out
     finally:
         w.kill()
         w.wait()
@@ -234,7 +240,9 @@ def test_hot_blas_dispatch_inside_dlopen():
         assert re.search(r"#0 exec_blas\+0x0 \(\S*libopenblas\S*\)\n(.*\n)*\s+#\d+ cblas_dgemm\+0x"
                          r"[0-9a-f]+ \(libopenblas.so.0\)\n\s+#\d+ ctor_blas_init\+0x[0-9a-f]+ "
                          r"\(libctor_blas.so\)\n", out), out
-        assert "FINDING loader-lock-hazard: a BLAS call dispatched to OpenBLAS's thread pool" in out
+        assert re.search(r"FINDING error loader-lock-hazard: thread \d+ \(dlopen_list\) runs a "
+                         r"OpenBLAS parallel region from a constructor inside dlopen", out), out
+        assert "- a BLAS call dispatched to OpenBLAS's thread pool" in out, out
     finally:
         fx.kill()
         fx.wait()

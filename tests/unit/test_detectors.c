@@ -29,7 +29,7 @@ static size_t count(const struct findings *fs, const char *id)
 	return n;
 }
 
-static void test_linking(void)
+static void test_graph_links_needed_objects_and_dlclose_marks_gone(void)
 {
 	struct libgraph *g = libgraph__new(1, "synthetic");
 	struct lg_object *libc, *gomp, *omp;
@@ -46,7 +46,7 @@ static void test_linking(void)
 	libgraph__free(g);
 }
 
-static void test_dup_openmp(void)
+static void test_two_openmp_runtimes_are_an_error_until_one_is_closed(void)
 {
 	struct libgraph *g = libgraph__new(1, "synthetic");
 	struct findings fs = { 0 };
@@ -72,7 +72,7 @@ static void test_dup_openmp(void)
 	libgraph__free(g);
 }
 
-static void test_blas_front_is_one_runtime(void)
+static void test_a_blas_front_and_its_backend_are_one_blas(void)
 {
 	struct libgraph *g = libgraph__new(1, "synthetic");
 	struct findings fs = { 0 };
@@ -92,7 +92,7 @@ static void test_blas_front_is_one_runtime(void)
 	libgraph__free(g);
 }
 
-static void test_same_build_twice(void)
+static void test_one_file_in_two_namespaces_is_a_warning(void)
 {
 	struct libgraph *g = libgraph__new(1, "synthetic");
 	struct findings fs = { 0 };
@@ -108,19 +108,131 @@ static void test_same_build_twice(void)
 	libgraph__free(g);
 }
 
-static void test_severity_names(void)
+static void test_severity_names_parse_and_print(void)
 {
 	CHECK(severity__parse("warning") == SEV_WARNING, "parse warning");
 	CHECK(severity__parse("fatal") < 0, "reject unknown severity");
 	CHECK(!strcmp(severity__name(SEV_ERROR), "error"), "name error");
 }
 
+/* The collector's view: only objects in @seen count as present. */
+struct seen_set {
+	const struct lg_object *o[16];
+	size_t n;
+};
+
+static bool seen(const struct live_ctx *lc, const struct lg_object *o)
+{
+	const struct seen_set *s = lc->arg;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->o[i] == o)
+			return true;
+	return false;
+}
+
+/* Report @o as the collector does (mark it seen, then run the table's object hooks). */
+static void arrive(struct live_ctx *lc, struct seen_set *s, const struct lg_object *o,
+		   struct findings *out)
+{
+	s->o[s->n++] = o;
+	detectors__on_object(lc, o, out);
+}
+
+static void test_live_second_openmp_runtime_is_the_batch_finding_once(void)
+{
+	struct libgraph *g = libgraph__new(1, "synthetic");
+	struct findings live = { 0 }, batch = { 0 };
+	struct check_ctx ctx = { .g = g };
+	struct seen_set s = { 0 };
+	struct live_ctx lc = { .g = g, .reported = seen, .arg = &s };
+	struct lg_object *libc, *gomp, *omp, *third;
+
+	libc = add(g, 0, LIB "libc.so.6", 0x1000, 1);
+	gomp = add(g, 0, LIB "libgomp.so.1", 0x2000, 2);
+	omp = add(g, 0, LIB "libomp.so.5", 0x3000, 3);
+	libgraph__link(g);
+	arrive(&lc, &s, libc, &live);
+	arrive(&lc, &s, gomp, &live);
+	CHECK(live.n == 0, "live: one OpenMP runtime is fine, the one not yet reported is not there");
+	arrive(&lc, &s, omp, &live);
+	dup_openmp__process(&ctx, &batch);
+	CHECK(count(&live, "dup-openmp") == 1 && live.n == 1, "live: the second one is a finding");
+	CHECK(live.n && batch.n && live.f[0].sev == batch.f[0].sev &&
+		      !strcmp(live.f[0].title, batch.f[0].title) &&
+		      !strcmp(live.f[0].why, batch.f[0].why) &&
+		      !strcmp(live.f[0].remedy, batch.f[0].remedy) &&
+		      live.f[0].n_evidence == batch.f[0].n_evidence,
+	      "live and batch give the same severity, title, evidence, why and fix");
+	findings__free(&live);
+	third = add(g, 1, LIB "libgomp.so.1", 0x9000, 2);
+	libgraph__link(g);
+	arrive(&lc, &s, third, &live);
+	CHECK(count(&live, "dup-openmp") == 0, "live: a third runtime repeats no finding");
+	findings__free(&live);
+	findings__free(&batch);
+	libgraph__free(g);
+}
+
+static void test_live_blas_front_arriving_is_no_second_blas(void)
+{
+	struct libgraph *g = libgraph__new(1, "synthetic");
+	struct findings live = { 0 };
+	struct seen_set s = { 0 };
+	struct live_ctx lc = { .g = g, .reported = seen, .arg = &s };
+	struct lg_object *front, *impl, *other;
+
+	front = add(g, 0, LIB "openblas-pthread/libblas.so.3", 0x1000, 1);
+	impl = add(g, 0, LIB "openblas-pthread/libopenblas.so.0", 0x2000, 2);
+	other = add(g, 0, LIB "openblas64-pthread/libopenblas64.so.0", 0x3000, 3);
+	libgraph__link(g);
+	arrive(&lc, &s, front, &live);
+	arrive(&lc, &s, impl, &live);
+	CHECK(live.n == 0, "live: Debian's libblas.so.3 and the OpenBLAS behind it are one BLAS");
+	arrive(&lc, &s, other, &live);
+	CHECK(count(&live, "dup-blas") == 1 && live.f[0].why && live.f[0].remedy,
+	      "live: a second OpenBLAS is a finding with why and fix");
+	findings__free(&live);
+	libgraph__free(g);
+}
+
+static void test_live_parallel_region_inside_dlopen_has_batch_why_and_fix(void)
+{
+	struct findings live = { 0 };
+	struct live_ctx lc = { 0 };
+	struct live_event e = { .kind = LIVE_PARALLEL_IN_DLOPEN, .pid = 7, .tid = 8,
+				.comm = "app", .entry = LIVE_GOMP_PARALLEL };
+	const struct detector *d = detector__find("loader-lock-hazard");
+
+	detectors__on_event(&lc, &e, &live);
+	CHECK(live.n == 1 && !strcmp(live.f[0].id, "loader-lock-hazard") &&
+		      d && live.f[0].sev == d->severity && live.f[0].pid == 7,
+	      "a parallel region inside dlopen is a loader-lock-hazard of the table's severity");
+	CHECK(live.n && strstr(live.f[0].title, "thread 8 (app) runs a GNU libgomp parallel region") &&
+		      live.f[0].why && strstr(live.f[0].why, "loader lock") && live.f[0].remedy,
+	      "with the batch finding's title form, why and fix");
+	findings__free(&live);
+	e.kind = LIVE_LOADER_LOCK_CYCLE;
+	e.dlopen_file = "/lib/libx.so";
+	e.waiter_tid = 9;
+	e.waiter_symbol = "printf";
+	detectors__on_event(&lc, &e, &live);
+	CHECK(live.n == 1 && !strcmp(live.f[0].id, "deadlock") && live.f[0].sev == SEV_ERROR &&
+		      live.f[0].why && live.f[0].remedy,
+	      "a dlopen holder and a dlsym waiter are a deadlock with why and fix");
+	findings__free(&live);
+	CHECK(detector__find("no-such-detector") == NULL, "an unknown id names no detector");
+}
+
 int main(void)
 {
-	test_linking();
-	test_dup_openmp();
-	test_blas_front_is_one_runtime();
-	test_same_build_twice();
-	test_severity_names();
+	test_graph_links_needed_objects_and_dlclose_marks_gone();
+	test_two_openmp_runtimes_are_an_error_until_one_is_closed();
+	test_a_blas_front_and_its_backend_are_one_blas();
+	test_one_file_in_two_namespaces_is_a_warning();
+	test_severity_names_parse_and_print();
+	test_live_second_openmp_runtime_is_the_batch_finding_once();
+	test_live_blas_front_arriving_is_no_second_blas();
+	test_live_parallel_region_inside_dlopen_has_batch_why_and_fix();
 	return tap_done();
 }

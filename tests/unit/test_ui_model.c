@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "finding.h"
 #include "model.h"
 #include "source.h"
 #include "tap.h"
@@ -371,6 +372,51 @@ static void test_event_lines_as_watch_prints_them(void)
 	}
 }
 
+/* A live finding reaches the Findings view as the detector made it, through the record. */
+static void test_live_finding_keeps_the_detectors_severity_why_and_fix(void)
+{
+	struct model *m = model__new(16);
+	struct findings fs = { 0 };
+	struct finding *f = findings__add(&fs, "dup-blas", SEV_WARNING, 10, "%d BLAS libraries", 2);
+	json_t *rec, *old, *bad;
+	const struct m_finding *mf;
+
+	finding__evidence(f, "#3 /lib/libblas.so.3: reference BLAS");
+	finding__explain(f, "the loader binds every caller to one of them", "keep one BLAS");
+	rec = finding__record(f, 5000000000ULL, 10, 12);
+	json_object_set_new(rec, "stack", json_pack("[s]", "main+0x43 (app)"));
+	CHECK(model__apply(m, rec) == 0 && m->n_findings == 1, "the record is accepted");
+	mf = m->n_findings ? &m->findings[0] : NULL;
+	CHECK(mf && !strcmp(mf->severity, "warning") && !strcmp(mf->id, "dup-blas") &&
+		      !strcmp(mf->title, "2 BLAS libraries"),
+	      "its severity is the detector's, not made up");
+	CHECK(mf && mf->n_evidence == 1 &&
+		      !strcmp(mf->evidence[0], "#3 /lib/libblas.so.3: reference BLAS"),
+	      "its evidence");
+	CHECK(mf && mf->why && !strcmp(mf->why, "the loader binds every caller to one of them") &&
+		      mf->remedy && !strcmp(mf->remedy, "keep one BLAS"),
+	      "its why and fix");
+	CHECK(mf && mf->live && mf->t == 5000000000ULL && mf->stack && strstr(mf->stack, "main+0x43"),
+	      "its time and stack");
+	model__drop_snapshot_findings(m, 10);
+	CHECK(m->n_findings == 1, "a snapshot does not replace a live finding");
+	/* dlscope-trace/1 wrote only "text": the detector's own severity stands in. */
+	old = json_loads(trace[7], 0, NULL);
+	CHECK(model__apply(m, old) == 0 && m->n_findings == 2 &&
+		      !strcmp(m->findings[1].severity, "error") &&
+		      !strcmp(m->findings[1].title, "a second OpenMP runtime arrived"),
+	      "an old record is read, with its detector's severity");
+	bad = json_pack("{s:s, s:I, s:s, s:s}", "type", "finding", "t", (json_int_t)1, "title", "x",
+			"severity", "fatal");
+	CHECK(model__apply(m, bad) == -EINVAL && m->bad_records == 1 && m->n_findings == 2,
+	      "a finding without an id or with an unknown severity is rejected");
+	json_decref(rec);
+	json_decref(old);
+	json_decref(bad);
+	findings__free(&fs);
+	model__free(m);
+}
+
 int main(void)
 {
 	test_graph_and_collision();
@@ -379,5 +425,6 @@ int main(void)
 	test_replay_seek();
 	test_replay_first_state();
 	test_event_lines_as_watch_prints_them();
+	test_live_finding_keeps_the_detectors_severity_why_and_fix();
 	return tap_done();
 }

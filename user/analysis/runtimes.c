@@ -372,8 +372,9 @@ json_t *runtimes__roles_json(const struct libgraph *g, unsigned int id)
 	return arr;
 }
 
-int runtimes__collect(const struct libgraph *g, const struct target *t,
-		      const struct threadscan *ts, struct runtime_list *out)
+/* The inventory, or with @only >= 0 its runtimes of that kind alone (no other kind's cost). */
+static int collect(const struct libgraph *g, const struct target *t, const struct threadscan *ts,
+		   int only, struct runtime_list *out)
 {
 	size_t cap = 0;
 
@@ -392,6 +393,8 @@ int runtimes__collect(const struct libgraph *g, const struct target *t,
 			if (!role_kind__is_runtime(r.role.kind))
 				continue;
 			cxx |= r.role.kind == ROLE_CXX_RUNTIME;
+			if (only >= 0 && r.role.kind != (enum role_kind)only)
+				continue;
 			if (front_of_another(g, o->id, r.role.kind, &to))
 				continue; /* listed as a front of @to below */
 			r.pool_threads = pool_threads(g, ts, t ? t->pid : 0, o->id, r.role.kind);
@@ -401,7 +404,8 @@ int runtimes__collect(const struct libgraph *g, const struct target *t,
 				goto nomem;
 		}
 		/* A libstdc++ linked into an extension is a C++ runtime of its own. */
-		if (!cxx && o->elf && roles__static_libstdcxx(o->elf, NULL, 0)) {
+		if (!cxx && (only < 0 || only == ROLE_CXX_RUNTIME) && o->elf &&
+		    roles__static_libstdcxx(o->elf, NULL, 0)) {
 			struct runtime r = { .obj = o->id, .static_copy = true, .num_threads = -1,
 					     .pool_threads = -1 };
 
@@ -443,6 +447,18 @@ int runtimes__collect(const struct libgraph *g, const struct target *t,
 nomem:
 	runtimes__free(out);
 	return -ENOMEM;
+}
+
+int runtimes__collect(const struct libgraph *g, const struct target *t,
+		      const struct threadscan *ts, struct runtime_list *out)
+{
+	return collect(g, t, ts, -1, out);
+}
+
+int runtimes__collect_kind(const struct libgraph *g, enum role_kind kind,
+			   struct runtime_list *out)
+{
+	return collect(g, NULL, NULL, (int)kind, out);
 }
 
 void runtimes__free(struct runtime_list *l)

@@ -63,6 +63,9 @@ json_t *runtimes__roles_json(const struct libgraph *g, unsigned int id);
  */
 int runtimes__collect(const struct libgraph *g, const struct target *t,
 		      const struct threadscan *ts, struct runtime_list *out);
+/* The runtimes of kind @kind alone, from the graph (no live values): the live detectors'. */
+int runtimes__collect_kind(const struct libgraph *g, enum role_kind kind,
+			   struct runtime_list *out);
 void runtimes__free(struct runtime_list *l);
 
 /* The runtimes of kind @k: fills @idx (indexes into @l) and returns how many. */

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "detector.h"
 #include "dlwatch.h"
 #include "dlwatch.skel.h"
 #include "elfobj.h"
@@ -518,21 +519,45 @@ static void add_stack(struct watch *w, struct proc_state *ps, const struct dlw_e
 static void loaded_record(struct watch *w, const struct proc_state *ps, const struct lg_object *o,
 			  unsigned long long ts);
 
+/*
+ * A live finding: the detector's finding (check --json's shape: id, severity, title, evidence,
+ * why, remedy) with the time, thread and stack of the event that raised it.
+ */
 static void finding(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
-		    const char *id, const char *text)
+		    const struct finding *f)
 {
 	char t[32];
-	json_t *j;
+	json_t *j = NULL;
 
 	w->st->findings++;
 	rel_time(w, e->ts_ns, t, sizeof(t));
-	if (!w->o->quiet)
-		printf("[%s] %d/%d %s FINDING %s: %s\n", t, e->pid, e->tid, e->comm, id, text);
-	j = json_pack("{s:s, s:I, s:i, s:i, s:s, s:s}", "type", "finding", "t",
-		      (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "id", id, "text", text);
+	if (!w->o->quiet) {
+		printf("[%s] %d/%d %s FINDING %s %s: %s\n", t, e->pid, e->tid, e->comm,
+		       severity__name(f->sev), f->id, f->title);
+		finding__print_body(f, "      ", stdout);
+	}
+	if (w->o->record || w->o->sink)
+		j = finding__record(f, e->ts_ns, (pid_t)e->pid, (pid_t)e->tid);
 	if (j || !w->o->quiet)
 		add_stack(w, ps, e, j, !w->o->quiet);
 	emit_json(w, j);
+}
+
+/* The live detectors' view of @ps: reported objects are the present ones. */
+static bool live_reported(const struct live_ctx *lc, const struct lg_object *o);
+
+static struct live_ctx live_ctx_of(struct proc_state *ps)
+{
+	return (struct live_ctx){ .g = ps ? ps->g : NULL, .reported = live_reported, .arg = ps };
+}
+
+/* Report what the detectors found about @e, then forget it. */
+static void findings_of(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
+			struct findings *fs)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		finding(w, ps, e, &fs->f[i]);
+	findings__free(fs);
 }
 
 /*
@@ -576,43 +601,9 @@ static void forget_seen(struct proc_state *ps, const struct lg_object *o)
 		}
 }
 
-/*
- * Live detector: a runtime of a kind that must be alone (OpenMP, BLAS, C++) arrived at @path
- * while the process already had another, reported, file of that kind. One finding.
- */
-static void second_runtime(struct watch *w, struct proc_state *ps, const struct dlw_event *cause,
-			   const struct lg_object *o)
+static bool live_reported(const struct live_ctx *lc, const struct lg_object *o)
 {
-	const struct obj_roles *r = lg_object__roles(o);
-	const char *path = o->path;
-	uint64_t inode = o->inode;
-
-	for (unsigned k = 0; k < r->n; k++) {
-		enum role_kind kind = r->r[k].kind;
-
-		if (kind != ROLE_OPENMP && kind != ROLE_BLAS && kind != ROLE_CXX_RUNTIME)
-			continue;
-		for (size_t j = 0; ps->g && j < ps->g->n; j++) {
-			const struct lg_object *y = ps->g->objs[j];
-			const struct obj_role *yr = obj_roles__find(lg_object__roles(y), kind);
-			char text[PATH_MAX * 2 + 256];
-
-			/* A front and the library it forwards to are one runtime (runtimes.h). */
-			if (!yr || y->gone || (inode && y->inode == inode) || !strcmp(y->path, path) ||
-			    !is_seen(ps, y) || runtimes__one_runtime(ps->g, o->id, y->id, kind))
-				continue;
-			snprintf(text, sizeof(text),
-				 "a second %s arrived: %s (%s), beside %s (%s); loaded by:",
-				 role_kind__label(kind), path, role_impl__name(r->r[k].impl), y->path,
-				 role_impl__name(yr->impl));
-			finding(w, ps, cause,
-				kind == ROLE_OPENMP ? "dup-openmp" :
-				kind == ROLE_BLAS   ? "dup-blas" :
-						      "dup-cxx-runtime",
-				text);
-			return;
-		}
-	}
+	return lc->arg && is_seen(lc->arg, o);
 }
 
 static struct libgraph *graph_empty(struct watch *w, pid_t pid, const char *comm)
@@ -701,7 +692,13 @@ static void announce_one(struct watch *w, struct proc_state *ps, const struct lg
 	rel_time(w, cause->ts_ns, t, sizeof(t));
 	say(w, "[%s] %d + %s%s (%s)", t, ps->pid, o->path, desc, lg_origin__id(o->origin));
 	loaded_record(w, ps, o, cause->ts_ns);
-	second_runtime(w, ps, cause, o);
+	if (!o->gone) {
+		struct live_ctx lc = live_ctx_of(ps);
+		struct findings fs = { 0 };
+
+		detectors__on_object(&lc, o, &fs);
+		findings_of(w, ps, cause, &fs);
+	}
 }
 
 /* Report @o and what it needs that is not reported yet, depth first in DT_NEEDED order. */
@@ -1083,17 +1080,21 @@ static void handle_event(void *ctx, void *data, size_t size)
 	}
 	if (ps && e->type == DLW_EXIT)
 		announce(w, ps, e);
-	if (e->type == DLW_OMP_FORK)
-		finding(w, ps, e, "loader-lock-hazard",
-			e->arg0 == 4 ?
-				"a BLAS call dispatched to OpenBLAS's thread pool by a thread inside "
-				"dlopen (a constructor); the pool deadlocks if it needs the loader lock" :
-				"a parallel region started by a thread inside dlopen (a constructor); its "
-				"workers deadlock if they need the loader lock");
-	if (e->type == DLW_FUTEX_WAIT && (e->arg1 == 1 || e->arg1 == 2))
-		finding(w, ps, e, "loader-lock-hazard",
-			"a thread inside dlopen blocks on a futex: a constructor waits for other "
-			"threads (a parallel region, a join) while it holds the loader lock");
+	if (e->type == DLW_OMP_FORK || (e->type == DLW_FUTEX_WAIT && (e->arg1 == 1 || e->arg1 == 2))) {
+		struct live_ctx lc = live_ctx_of(ps);
+		struct findings fs = { 0 };
+		struct live_event le = {
+			.kind = e->type == DLW_OMP_FORK ? LIVE_PARALLEL_IN_DLOPEN : LIVE_FUTEX_IN_DLOPEN,
+			.pid = (pid_t)e->pid,
+			.tid = (pid_t)e->tid,
+			.comm = e->comm,
+			.entry = (unsigned int)e->arg0,
+			.dlopen_file = e->type == DLW_FUTEX_WAIT && e->arg1 == 2 ? e->str : NULL,
+		};
+
+		detectors__on_event(&lc, &le, &fs);
+		findings_of(w, ps, e, &fs);
+	}
 	if (e->type == DLW_EXIT) {
 		if ((pid_t)e->pid == w->command_pid)
 			w->command_done = true;
@@ -1203,13 +1204,21 @@ static void scan_stuck_in_dlopen(struct watch *w)
 	}
 	/* A thread waits inside dlopen while another waits in dlsym for the lock it holds. */
 	if (holder.pid && holder.pid == waiter.pid && first_report(w, -(pid_t)holder.tid, 0)) {
-		char text[2 * DLW_STR_LEN + 256];
+		struct proc_state *ps = proc_find(w, (pid_t)holder.pid);
+		struct live_ctx lc = live_ctx_of(ps);
+		struct findings fs = { 0 };
+		struct live_event le = {
+			.kind = LIVE_LOADER_LOCK_CYCLE,
+			.pid = (pid_t)holder.pid,
+			.tid = (pid_t)holder.tid,
+			.comm = holder.comm,
+			.dlopen_file = holder.str,
+			.waiter_tid = (pid_t)waiter.tid,
+			.waiter_symbol = waiter.str,
+		};
 
-		snprintf(text, sizeof(text),
-			 "thread %u holds the loader lock inside dlopen(\"%s\") and waits on a "
-			 "futex; thread %u waits in dlsym(\"%s\") for the loader lock: a deadlock",
-			 holder.tid, holder.str, waiter.tid, waiter.str);
-		finding(w, proc_find(w, (pid_t)holder.pid), &waiter, "deadlock", text);
+		detectors__on_event(&lc, &le, &fs);
+		findings_of(w, ps, &waiter, &fs);
 	}
 }
 
@@ -1337,7 +1346,7 @@ static void write_header(struct watch *w)
 	for (size_t i = 0; i < w->o->n_pids; i++)
 		json_array_append_new(pids, json_integer(w->o->pids[i]));
 	emit_json(w, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}",
-			       "type", "header", "format", "dlscope-trace/1", "dlscope",
+			       "type", "header", "format", "dlscope-trace/2", "dlscope",
 			       DLSCOPE_VERSION, "host", u.nodename, "kernel", u.release, "glibc",
 			       gnu_get_libc_version(), "clock", "CLOCK_MONOTONIC", "t0",
 			       (json_int_t)w->t0, "realtime_minus_monotonic_ns",

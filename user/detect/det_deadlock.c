@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* deadlock: every cycle of the lock-wait graph, with the verdict of dlscope stacks. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "detector.h"
 #include "libgraph.h"
@@ -34,4 +35,41 @@ void deadlock__process(const struct check_ctx *ctx, struct findings *out)
 		finding__explain(f, r->verdicts[c], r->remedies[c]);
 	}
 	lockwait__free(own);
+}
+
+/*
+ * Live: a thread blocked on a futex inside dlopen (it holds the loader lock) while another
+ * waits in dlsym for that lock. The batch finding's form; its why is the verdict dlscope
+ * stacks would give, its fix the one for a wait on the loader lock (lockwait.c).
+ */
+void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
+			struct findings *out)
+{
+	const char *file = e->dlopen_file ? e->dlopen_file : "";
+	const char *sym = e->waiter_symbol ? e->waiter_symbol : "";
+	char *why = NULL;
+	struct finding *f;
+
+	if (e->kind != LIVE_LOADER_LOCK_CYCLE)
+		return;
+	f = findings__add(out, "deadlock", SEV_ERROR, e->pid,
+			  "%d threads of process %d (%s) wait for each other", 2, e->pid,
+			  lc->g ? lc->g->comm : e->comm);
+	finding__evidence(f, "thread %d waits for thread %d: glibc's loader lock (dlsym(\"%s\")) (%s)",
+			  e->waiter_tid, e->tid, sym, wait_kind__id(WAIT_LOADER_LOCK));
+	finding__evidence(f,
+			  "thread %d holds the loader lock inside dlopen(\"%s\") and waits on a "
+			  "futex; thread %d waits in dlsym(\"%s\") for the loader lock: a deadlock",
+			  e->tid, file, e->waiter_tid, sym);
+	if (asprintf(&why,
+		     "Deadlock between 2 threads: thread %d waits in dlsym for the loader lock, "
+		     "which thread %d holds because it is inside dlopen(\"%s\"); thread %d waits "
+		     "on a futex, for another thread to finish (a parallel region, a join); none "
+		     "of them can proceed.",
+		     e->waiter_tid, e->tid, file, e->tid) < 0)
+		why = NULL;
+	finding__explain(f, why,
+			 "Do not wait, while inside dlopen, for a thread that needs the loader lock "
+			 "(dlopen, dlsym, dlclose, dl_iterate_phdr).");
+	free(why);
 }

@@ -76,17 +76,21 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 		char chain[512], fronts[256] = "";
 		size_t used = 0;
 
+		char pool[32] = "";
+
 		describe_chain(g, o->id, chain, sizeof(chain));
 		for (size_t k = 0; k < r->n_fronts && used < sizeof(fronts); k++)
 			used += (size_t)snprintf(fronts + used, sizeof(fronts) - used, "%s%s",
 						 k ? ", " : "; fronts: ",
 						 lg_object__basename(g->objs[r->fronts[k]]));
-		finding__evidence(f, "#%u %s: %s%s%s%s%s, loaded by %s, %d pool thread%s%s", o->id,
-				  o->path, role_impl__name(r->role.impl),
-				  r->role.version[0] ? " " : "", r->role.version,
-				  r->role.detail[0] ? ", " : "", r->role.detail, chain,
-				  r->pool_threads > 0 ? r->pool_threads : 0,
-				  r->pool_threads == 1 ? "" : "s", fronts);
+		/* Unknown (threads not read, as live) is not said to be none. */
+		if (r->pool_threads >= 0)
+			snprintf(pool, sizeof(pool), ", %d pool thread%s", r->pool_threads,
+				 r->pool_threads == 1 ? "" : "s");
+		finding__evidence(f, "#%u %s: %s%s%s%s%s, loaded by %s%s%s", o->id, o->path,
+				  role_impl__name(r->role.impl), r->role.version[0] ? " " : "",
+				  r->role.version, r->role.detail[0] ? ", " : "", r->role.detail,
+				  chain, pool, fronts);
 	}
 	if (ctx->ts) {
 		size_t running = 0;
@@ -111,32 +115,93 @@ out:
 	runtimes__free(&own);
 }
 
-void dup_openmp__process(const struct check_ctx *ctx, struct findings *out)
+/* Is runtime @r present live: its object or one of its fronts reported, @skip aside? */
+static bool runtime_reported(const struct live_ctx *lc, const struct runtime *r, int skip)
 {
-	dup_runtime(ctx, out, "dup-openmp", ROLE_OPENMP, "OpenMP runtimes",
-		    "Each OpenMP runtime keeps its own thread pool, thread-local state and affinity "
+	const struct libgraph *g = lc->g;
+
+	if ((int)r->obj != skip && lc->reported(lc, g->objs[r->obj]))
+		return true;
+	for (size_t k = 0; k < r->n_fronts; k++)
+		if ((int)r->fronts[k] != skip && lc->reported(lc, g->objs[r->fronts[k]]))
+			return true;
+	return false;
+}
+
+/*
+ * The batch rule applied as objects arrive: over the runtimes reported so far, the finding
+ * dup_runtime makes, once, when @o brings their number to two.
+ */
+static void dup_runtime_live(const struct live_ctx *lc, const struct lg_object *o,
+			     struct findings *out, const char *id, enum role_kind kind,
+			     const char *what, const char *why, const char *remedy)
+{
+	struct runtime_list all, now = { 0 };
+	struct check_ctx ctx = { .g = lc->g, .rt = &now };
+	size_t before = 0;
+
+	if (!lc->g || !obj_roles__find(lg_object__roles(o), kind) ||
+	    runtimes__collect_kind(lc->g, kind, &all))
+		return;
+	now.r = all.n ? calloc(all.n, sizeof(*now.r)) : NULL;
+	for (size_t i = 0; now.r && i < all.n; i++) {
+		if (!runtime_reported(lc, &all.r[i], -1))
+			continue;
+		now.r[now.n++] = all.r[i]; /* borrowed: freed with @all */
+		before += runtime_reported(lc, &all.r[i], (int)o->id);
+	}
+	if (before < 2 && now.n >= 2)
+		dup_runtime(&ctx, out, id, kind, what, why, remedy);
+	free(now.r);
+	runtimes__free(&all);
+}
+
+static const char omp_what[] = "OpenMP runtimes";
+static const char omp_why[] =
+	"Each OpenMP runtime keeps its own thread pool, thread-local state and affinity "
 		    "settings, and each sizes its pool to every core: together they oversubscribe "
 		    "the CPUs, and code built against one that resolves omp_*/GOMP_* symbols to "
 		    "the other (libomp exports the GOMP_ entry points too) mixes their state, which "
-		    "hangs, crashes or corrupts results.",
+		    "hangs, crashes or corrupts results.";
+static const char omp_fix[] =
 		    "Make every package use one runtime: rebuild or reinstall the ones that vendor "
 		    "the extra copy (the paths above say which wheel brought each) against the same "
 		    "OpenMP, or LD_PRELOAD the one to keep so every lookup finds it first; meanwhile "
-		    "bound both pools with OMP_NUM_THREADS.");
+		    "bound both pools with OMP_NUM_THREADS.";
+
+void dup_openmp__process(const struct check_ctx *ctx, struct findings *out)
+{
+	dup_runtime(ctx, out, "dup-openmp", ROLE_OPENMP, omp_what, omp_why, omp_fix);
 }
 
-void dup_blas__process(const struct check_ctx *ctx, struct findings *out)
+void dup_openmp__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			   struct findings *out)
 {
-	dup_runtime(ctx, out, "dup-blas", ROLE_BLAS, "BLAS libraries",
+	dup_runtime_live(lc, o, out, "dup-openmp", ROLE_OPENMP, omp_what, omp_why, omp_fix);
+}
+
+static const char blas_what[] = "BLAS libraries";
+static const char blas_why[] =
 		    "Each BLAS library starts its own thread pool sized to every core; two pools "
 		    "oversubscribe the CPUs and, with OpenBLAS, two copies' server threads have been "
 		    "seen running over each other and crashing. Symbols such as cblas_dgemm resolve "
 		    "to whichever copy the loader found first, so code can call a BLAS other than "
-		    "the one it was built for (32- vs 64-bit integers give wrong results).",
+		    "the one it was built for (32- vs 64-bit integers give wrong results).";
+static const char blas_fix[] =
 		    "Build the packages against one BLAS (or none: a build that found a stray "
 		    "OpenBLAS links it opportunistically); until then limit the pools with "
 		    "OPENBLAS_NUM_THREADS=1 or threadpoolctl, and import the package whose BLAS "
-		    "should win first.");
+		    "should win first.";
+
+void dup_blas__process(const struct check_ctx *ctx, struct findings *out)
+{
+	dup_runtime(ctx, out, "dup-blas", ROLE_BLAS, blas_what, blas_why, blas_fix);
+}
+
+void dup_blas__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			 struct findings *out)
+{
+	dup_runtime_live(lc, o, out, "dup-blas", ROLE_BLAS, blas_what, blas_why, blas_fix);
 }
 
 static const char cxx_why[] =
@@ -151,25 +216,36 @@ static const char cxx_fix[] =
 	"libstdc++.so.6 first (ctypes.CDLL(..., RTLD_GLOBAL) or LD_PRELOAD) so exported copies "
 	"resolve to it; a stripped copy with hidden symbols can only be fixed by rebuilding.";
 
-void dup_cxx__process(const struct check_ctx *ctx, struct findings *out)
+static bool is_cxx_runtime(const struct lg_object *o, char *gcc, size_t gcclen)
 {
-	const struct libgraph *g = ctx->g;
+	if (gcc)
+		gcc[0] = '\0';
+	return !o->gone && o->elf &&
+	       (obj_roles__find(lg_object__roles(o), ROLE_CXX_RUNTIME) ||
+		roles__static_libstdcxx(o->elf, gcc, gcclen));
+}
+
+/*
+ * The C++ runtimes of @g (with @lc, those reported live, but for @skip): one finding when there
+ * are two or more and, live, fewer without @skip.
+ */
+static void dup_cxx(const struct libgraph *g, const struct live_ctx *lc, int skip,
+		    struct findings *out)
+{
 	unsigned int ids[64];
 	char gccs[64][32];
-	size_t n = 0;
+	size_t n = 0, before = 0;
 	struct finding *f;
 
 	for (size_t i = 0; i < g->n && n < 64; i++) {
 		const struct lg_object *o = g->objs[i];
 
-		if (o->gone || !o->elf)
+		if ((lc && !lc->reported(lc, o)) || !is_cxx_runtime(o, gccs[n], sizeof(gccs[n])))
 			continue;
-		gccs[n][0] = '\0';
-		if (obj_roles__find(lg_object__roles(o), ROLE_CXX_RUNTIME) ||
-		    roles__static_libstdcxx(o->elf, gccs[n], sizeof(gccs[n])))
-			ids[n++] = o->id;
+		before += (int)o->id != skip;
+		ids[n++] = o->id;
 	}
-	if (n < 2)
+	if (n < 2 || (lc && before >= 2))
 		return;
 	f = findings__add(out, "dup-cxx-runtime", SEV_ERROR, g->pid,
 			  "%zu C++ runtimes in process %d (%s)", n, g->pid, g->comm);
@@ -193,6 +269,18 @@ void dup_cxx__process(const struct check_ctx *ctx, struct findings *out)
 					  r->version, origin);
 	}
 	finding__explain(f, cxx_why, cxx_fix);
+}
+
+void dup_cxx__process(const struct check_ctx *ctx, struct findings *out)
+{
+	dup_cxx(ctx->g, NULL, -1, out);
+}
+
+void dup_cxx__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			struct findings *out)
+{
+	if (lc->g && is_cxx_runtime(o, NULL, 0))
+		dup_cxx(lc->g, lc, (int)o->id, out);
 }
 
 void dup_cxx__files(const struct lint_file *files, size_t n, struct findings *out)

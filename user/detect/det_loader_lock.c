@@ -150,6 +150,25 @@ static bool team_size_set_by_code(const struct check_ctx *ctx, unsigned int runt
 	return false;
 }
 
+static const char why[] =
+	"dlopen holds glibc's loader lock while constructors run. A parallel region "
+	"started there hands work to pool threads; any of them that calls dlsym or "
+	"dlopen (MKL and OpenBLAS look up kernels that way) blocks on that lock while "
+	"the constructor waits for them at the region's join: a deadlock (always before "
+	"glibc 2.34, and still whenever a worker needs the lock for real).";
+static const char fix_code_sets_team[] =
+	"Do no parallel work in constructors or at import time: move the "
+	"region (or the dlsym/dlopen its workers make) out of the constructor, "
+	"or import the library that runs it before loading the extension. The "
+	"code sets its team size itself (num_threads or omp_set_num_threads), "
+	"so OMP_NUM_THREADS does not help here.";
+static const char fix[] =
+	"Do no parallel work in constructors or at import time: import the "
+	"library that runs it (e.g. numpy) before loading the extension whose "
+	"constructor imports it, move the work out of the constructor, or, "
+	"unless the code sets its team size itself, set OMP_NUM_THREADS=1 / "
+	"MKL_NUM_THREADS=1 / OPENBLAS_NUM_THREADS=1 while it runs.";
+
 void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 {
 	const struct libgraph *g = ctx->g;
@@ -199,23 +218,75 @@ void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 					  "holds",
 					  waiting, waiting == 1 ? "" : "s", tids, site[0] ? " from " : "",
 					  site, waiting == 1 ? "s" : "");
-		finding__explain(
-			f,
-			"dlopen holds glibc's loader lock while constructors run. A parallel region "
-			"started there hands work to pool threads; any of them that calls dlsym or "
-			"dlopen (MKL and OpenBLAS look up kernels that way) blocks on that lock while "
-			"the constructor waits for them at the region's join: a deadlock (always before "
-			"glibc 2.34, and still whenever a worker needs the lock for real).",
-			team_size_set_by_code(ctx, ti->frames[runtime_at].obj) ?
-				"Do no parallel work in constructors or at import time: move the "
-				"region (or the dlsym/dlopen its workers make) out of the constructor, "
-				"or import the library that runs it before loading the extension. The "
-				"code sets its team size itself (num_threads or omp_set_num_threads), "
-				"so OMP_NUM_THREADS does not help here." :
-				"Do no parallel work in constructors or at import time: import the "
-				"library that runs it (e.g. numpy) before loading the extension whose "
-				"constructor imports it, move the work out of the constructor, or, "
-				"unless the code sets its team size itself, set OMP_NUM_THREADS=1 / "
-				"MKL_NUM_THREADS=1 / OPENBLAS_NUM_THREADS=1 while it runs.");
+		finding__explain(f, why,
+				 team_size_set_by_code(ctx, ti->frames[runtime_at].obj) ?
+					 fix_code_sets_team :
+					 fix);
 	}
+}
+
+/*
+ * The runtime a probed entry point belongs to, named as the batch finding names it: the
+ * process's one OpenMP runtime when it has one (libomp exports the GOMP_ entry points too).
+ */
+static const char *entry_runtime(const struct live_ctx *lc, unsigned int entry)
+{
+	const struct obj_role *only = NULL;
+	size_t n = 0;
+
+	if (entry == LIVE_OPENBLAS_EXEC)
+		return role_impl__name(IMPL_OPENBLAS);
+	for (size_t i = 0; lc->g && i < lc->g->n; i++) {
+		const struct lg_object *o = lc->g->objs[i];
+		const struct obj_role *r = obj_roles__find(lg_object__roles(o), ROLE_OPENMP);
+
+		if (r && !o->gone && (!only || only->impl != r->impl)) {
+			only = r;
+			n++;
+		}
+	}
+	if (n == 1)
+		return role_impl__name(only->impl);
+	return role_impl__name(entry == LIVE_KMPC_FORK_CALL ? IMPL_LLVM_LIBOMP : IMPL_GNU_LIBGOMP);
+}
+
+/*
+ * Live: the moment a thread inside dlopen starts a parallel region or BLAS dispatch, or blocks
+ * on a futex there. The event knows no frames of other threads: the finding is the batch one
+ * for that thread, its fix the one that holds unless the code sets its team size.
+ */
+void loader_lock__on_event(const struct live_ctx *lc, const struct live_event *e,
+			   struct findings *out)
+{
+	const char *in = e->dlopen_file && e->dlopen_file[0] ? e->dlopen_file : NULL;
+	struct finding *f;
+
+	if (e->kind == LIVE_PARALLEL_IN_DLOPEN) {
+		bool blas = e->entry == LIVE_OPENBLAS_EXEC;
+
+		f = findings__add(out, "loader-lock-hazard", SEV_ERROR, e->pid,
+				  "thread %d (%s) runs a %s parallel region from a constructor inside "
+				  "dlopen",
+				  e->tid, e->comm, entry_runtime(lc, e->entry));
+		finding__evidence(
+			f, "%s",
+			blas ? "a BLAS call dispatched to OpenBLAS's thread pool by a thread inside "
+			       "dlopen (a constructor); the pool deadlocks if it needs the loader lock" :
+			       "a parallel region started by a thread inside dlopen (a constructor); its "
+			       "workers deadlock if they need the loader lock");
+	} else if (e->kind == LIVE_FUTEX_IN_DLOPEN) {
+		f = findings__add(out, "loader-lock-hazard", SEV_ERROR, e->pid,
+				  "thread %d (%s) waits for other threads from a constructor inside "
+				  "dlopen",
+				  e->tid, e->comm);
+		finding__evidence(f,
+				  "a thread inside dlopen blocks on a futex: a constructor waits for "
+				  "other threads (a parallel region, a join) while it holds the loader "
+				  "lock");
+	} else {
+		return;
+	}
+	if (in)
+		finding__evidence(f, "thread %d is inside dlopen(\"%s\")", e->tid, in);
+	finding__explain(f, why, fix);
 }

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The detectors of dlscope check and lint. Each lives in its own det_*.c file and is one row of
- * the table in detectors.c: adding a detector is adding a file and a row.
+ * The detectors of dlscope check, lint and the live collector (watch, record, ui). Each lives in
+ * its own det_*.c file and is one row of the table in detectors.c: adding a detector is adding a
+ * file and a row. A live finding is built by the same code as the batch one, so both carry the
+ * same id, severity, title form, evidence, why and fix.
  */
 #ifndef DLSCOPE_DETECTOR_H
 #define DLSCOPE_DETECTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "finding.h"
 
@@ -33,29 +37,94 @@ struct lint_file {
 	struct elf_object *elf;
 };
 
+struct lg_object;
+
+/*
+ * What the live collector knows of a process when a live hook runs: its model (the objects read
+ * from its link maps), of which only those already reported to the user count as present; the
+ * rest arrive after the event being handled.
+ */
+struct live_ctx {
+	const struct libgraph *g;
+	bool (*reported)(const struct live_ctx *lc, const struct lg_object *o);
+	void *arg; /* the collector's */
+};
+
+/* Live events a detector can judge, decoded by the collector. */
+enum live_event_kind {
+	LIVE_PARALLEL_IN_DLOPEN, /* a thread inside dlopen started a parallel region or BLAS call */
+	LIVE_FUTEX_IN_DLOPEN,	 /* a thread inside dlopen blocks on a futex */
+	LIVE_LOADER_LOCK_CYCLE,	 /* that thread, and another waiting in dlsym for the loader lock */
+};
+
+/* OpenMP and BLAS entry points of LIVE_PARALLEL_IN_DLOPEN (the BPF probes' numbering). */
+enum live_parallel_entry {
+	LIVE_GOMP_PARALLEL = 1,
+	LIVE_GOMP_PARALLEL_START = 2,
+	LIVE_KMPC_FORK_CALL = 3,
+	LIVE_OPENBLAS_EXEC = 4,
+};
+
+struct live_event {
+	enum live_event_kind kind;
+	pid_t pid, tid;	  /* the thread inside dlopen */
+	const char *comm; /* its name */
+	unsigned int entry;	/* LIVE_PARALLEL_IN_DLOPEN: an enum live_parallel_entry */
+	const char *dlopen_file; /* the file the dlopen loads; NULL or "" when unknown */
+	/* LIVE_LOADER_LOCK_CYCLE: the thread that waits in dlsym, and the symbol it looks up. */
+	pid_t waiter_tid;
+	const char *waiter_symbol;
+};
+
 struct detector {
 	const char *id;
+	/* Its findings' severity, unless the finding itself says less (a BLAS beside a plain one). */
+	enum severity severity;
 	const char *summary;
 	/* On a live process; NULL when the detector only looks at files. */
 	void (*process)(const struct check_ctx *ctx, struct findings *out);
 	/* On a set of files with no process (lint); NULL when it needs a process. */
 	void (*files)(const struct lint_file *files, size_t n, struct findings *out);
+	/* Live: the model gained @o, now reported. NULL when the detector has no live rule. */
+	void (*on_object)(const struct live_ctx *lc, const struct lg_object *o,
+			  struct findings *out);
+	/* Live: an event of the process. NULL when the detector judges none. */
+	void (*on_event)(const struct live_ctx *lc, const struct live_event *e,
+			 struct findings *out);
 };
 
 extern const struct detector detectors[];
 extern const size_t n_detectors;
 
+/* The detector of id @id, or NULL. */
+const struct detector *detector__find(const char *id);
+/* Every detector's live hook, in table order; findings are appended to @out. */
+void detectors__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			  struct findings *out);
+void detectors__on_event(const struct live_ctx *lc, const struct live_event *e,
+			 struct findings *out);
+
 /* Detector entry points, one pair per det_*.c. */
 void dup_openmp__process(const struct check_ctx *ctx, struct findings *out);
+void dup_openmp__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			   struct findings *out);
 void dup_blas__process(const struct check_ctx *ctx, struct findings *out);
+void dup_blas__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			 struct findings *out);
 void dup_cxx__process(const struct check_ctx *ctx, struct findings *out);
 void dup_cxx__files(const struct lint_file *files, size_t n, struct findings *out);
+void dup_cxx__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			struct findings *out);
 void dup_library__process(const struct check_ctx *ctx, struct findings *out);
 void dup_library__files(const struct lint_file *files, size_t n, struct findings *out);
 void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out);
 void abi_mismatch__files(const struct lint_file *files, size_t n, struct findings *out);
 void loader_lock__process(const struct check_ctx *ctx, struct findings *out);
+void loader_lock__on_event(const struct live_ctx *lc, const struct live_event *e,
+			   struct findings *out);
 void deadlock__process(const struct check_ctx *ctx, struct findings *out);
+void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
+			struct findings *out);
 void elf_defects__process(const struct check_ctx *ctx, struct findings *out);
 void elf_defects__files(const struct lint_file *files, size_t n, struct findings *out);
 

@@ -6,23 +6,54 @@
 #include "libgraph.h"
 
 const struct detector detectors[] = {
-	{ "dup-openmp", "more than one OpenMP runtime in a process", dup_openmp__process, NULL },
-	{ "dup-blas", "more than one BLAS library in a process", dup_blas__process, NULL },
-	{ "dup-cxx-runtime", "more than one C++ runtime, shared or statically linked",
-	  dup_cxx__process, dup_cxx__files },
-	{ "dup-library", "one library loaded twice, or vague-linkage statics split between objects",
-	  dup_library__process, dup_library__files },
-	{ "abi-mismatch", "symbols and versions an object needs that the loaded providers lack",
-	  abi_mismatch__process, abi_mismatch__files },
-	{ "loader-lock-hazard", "a parallel region started from a constructor inside dlopen",
-	  loader_lock__process, NULL },
-	{ "deadlock", "threads waiting for each other in a cycle (locks, joins, parallel regions)",
-	  deadlock__process, NULL },
-	{ "elf-defects", "duplicate sections with conflicting flags, W+X segments, executable stack",
-	  elf_defects__process, elf_defects__files },
+	{ "dup-openmp", SEV_ERROR, "more than one OpenMP runtime in a process",
+	  dup_openmp__process, NULL, dup_openmp__on_object, NULL },
+	{ "dup-blas", SEV_ERROR, "more than one BLAS library in a process", dup_blas__process, NULL,
+	  dup_blas__on_object, NULL },
+	{ "dup-cxx-runtime", SEV_ERROR, "more than one C++ runtime, shared or statically linked",
+	  dup_cxx__process, dup_cxx__files, dup_cxx__on_object, NULL },
+	{ "dup-library", SEV_ERROR,
+	  "one library loaded twice, or vague-linkage statics split between objects",
+	  dup_library__process, dup_library__files, NULL, NULL },
+	{ "abi-mismatch", SEV_ERROR,
+	  "symbols and versions an object needs that the loaded providers lack",
+	  abi_mismatch__process, abi_mismatch__files, NULL, NULL },
+	{ "loader-lock-hazard", SEV_ERROR,
+	  "a parallel region started from a constructor inside dlopen", loader_lock__process, NULL,
+	  NULL, loader_lock__on_event },
+	{ "deadlock", SEV_ERROR,
+	  "threads waiting for each other in a cycle (locks, joins, parallel regions)",
+	  deadlock__process, NULL, NULL, deadlock__on_event },
+	{ "elf-defects", SEV_WARNING,
+	  "duplicate sections with conflicting flags, W+X segments, executable stack",
+	  elf_defects__process, elf_defects__files, NULL, NULL },
 };
 
 const size_t n_detectors = sizeof(detectors) / sizeof(detectors[0]);
+
+const struct detector *detector__find(const char *id)
+{
+	for (size_t i = 0; id && i < n_detectors; i++)
+		if (!strcmp(detectors[i].id, id))
+			return &detectors[i];
+	return NULL;
+}
+
+void detectors__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			  struct findings *out)
+{
+	for (size_t i = 0; i < n_detectors; i++)
+		if (detectors[i].on_object)
+			detectors[i].on_object(lc, o, out);
+}
+
+void detectors__on_event(const struct live_ctx *lc, const struct live_event *e,
+			 struct findings *out)
+{
+	for (size_t i = 0; i < n_detectors; i++)
+		if (detectors[i].on_event)
+			detectors[i].on_event(lc, e, out);
+}
 
 void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf,
 				size_t len)

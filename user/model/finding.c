@@ -112,18 +112,18 @@ int findings__max_severity(const struct findings *fs)
 }
 
 /* Wrap @text at 100 columns under its label, for the why/fix paragraphs. */
-static void print_wrapped(FILE *out, const char *label, const char *text)
+static void print_wrapped(FILE *out, const char *indent, const char *label, const char *text)
 {
-	int indent = fprintf(out, "  %s: ", label), col = indent;
+	int start = fprintf(out, "%s  %s: ", indent, label), col = start;
 	const char *p = text;
 
 	while (*p) {
 		size_t word = strcspn(p, " ");
 
-		if (col > indent && col + 1 + (int)word > 100) {
-			fprintf(out, "\n%*s", indent, "");
-			col = indent;
-		} else if (col > indent) {
+		if (col > start && col + 1 + (int)word > 100) {
+			fprintf(out, "\n%*s", start, "");
+			col = start;
+		} else if (col > start) {
 			col += fprintf(out, " ");
 		}
 		col += fprintf(out, "%.*s", (int)word, p);
@@ -131,6 +131,16 @@ static void print_wrapped(FILE *out, const char *label, const char *text)
 		p += strspn(p, " ");
 	}
 	fputc('\n', out);
+}
+
+void finding__print_body(const struct finding *f, const char *indent, FILE *out)
+{
+	for (size_t j = 0; j < f->n_evidence; j++)
+		fprintf(out, "%s  - %s\n", indent, f->evidence[j]);
+	if (f->why)
+		print_wrapped(out, indent, "why", f->why);
+	if (f->remedy)
+		print_wrapped(out, indent, "fix", f->remedy);
 }
 
 void findings__print(const struct findings *fs, FILE *out)
@@ -141,34 +151,46 @@ void findings__print(const struct findings *fs, FILE *out)
 		if (i)
 			fputc('\n', out);
 		fprintf(out, "%s %s: %s\n", severity__name(f->sev), f->id, f->title);
-		for (size_t j = 0; j < f->n_evidence; j++)
-			fprintf(out, "  - %s\n", f->evidence[j]);
-		if (f->why)
-			print_wrapped(out, "why", f->why);
-		if (f->remedy)
-			print_wrapped(out, "fix", f->remedy);
+		finding__print_body(f, "", out);
 	}
+}
+
+json_t *finding__to_json(const struct finding *f)
+{
+	json_t *ev = json_array(), *obj;
+
+	for (size_t j = 0; j < f->n_evidence; j++)
+		json_array_append_new(ev, json_string(f->evidence[j]));
+	obj = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "id", f->id, "severity",
+			severity__name(f->sev), "title", f->title, "evidence", ev, "why",
+			f->why ? json_string(f->why) : json_null(), "remedy",
+			f->remedy ? json_string(f->remedy) : json_null());
+	if (obj && f->pid)
+		json_object_set_new(obj, "pid", json_integer(f->pid));
+	if (obj && f->data)
+		json_object_set(obj, "data", f->data);
+	return obj;
 }
 
 json_t *findings__to_json(const struct findings *fs)
 {
 	json_t *arr = json_array();
 
-	for (size_t i = 0; arr && i < fs->n; i++) {
-		const struct finding *f = &fs->f[i];
-		json_t *ev = json_array(), *obj;
-
-		for (size_t j = 0; j < f->n_evidence; j++)
-			json_array_append_new(ev, json_string(f->evidence[j]));
-		obj = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "id", f->id, "severity",
-				severity__name(f->sev), "title", f->title, "evidence", ev, "why",
-				f->why ? json_string(f->why) : json_null(), "remedy",
-				f->remedy ? json_string(f->remedy) : json_null());
-		if (obj && f->pid)
-			json_object_set_new(obj, "pid", json_integer(f->pid));
-		if (obj && f->data)
-			json_object_set(obj, "data", f->data);
-		json_array_append_new(arr, obj);
-	}
+	for (size_t i = 0; arr && i < fs->n; i++)
+		json_array_append_new(arr, finding__to_json(&fs->f[i]));
 	return arr;
+}
+
+json_t *finding__record(const struct finding *f, unsigned long long t, pid_t pid, pid_t tid)
+{
+	json_t *body = finding__to_json(f), *j;
+
+	j = json_pack("{s:s, s:I, s:i, s:i}", "type", "finding", "t", (json_int_t)t, "pid", pid,
+		      "tid", tid);
+	if (j && (!body || json_object_update(j, body))) {
+		json_decref(j);
+		j = NULL;
+	}
+	json_decref(body);
+	return j;
 }

@@ -42,7 +42,16 @@ void findings__free(struct findings *fs);
 /* The highest severity present, or -1 when there is none. */
 int findings__max_severity(const struct findings *fs);
 void findings__print(const struct findings *fs, FILE *f);
+/* A finding's lines under its "severity id: title" line: evidence, why, fix, after @indent. */
+void finding__print_body(const struct finding *f, const char *indent, FILE *out);
 json_t *findings__to_json(const struct findings *fs);
+/* One finding as check --json writes it: id, severity, title, evidence, why, remedy, pid, data. */
+json_t *finding__to_json(const struct finding *f);
+/*
+ * A live finding as a trace record (docs/trace-format.md): "type":"finding", its time @t
+ * (CLOCK_MONOTONIC ns), process and thread, then finding__to_json's fields. NULL on failure.
+ */
+json_t *finding__record(const struct finding *f, unsigned long long t, pid_t pid, pid_t tid);
 
 const char *severity__name(enum severity s);
 /* "info", "warning", "error" -> severity; -EINVAL otherwise. */
