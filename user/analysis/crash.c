@@ -7,6 +7,7 @@
 #include <sys/ptrace.h>
 #include <sys/user.h>
 
+#include "arch.h"
 #include "crash.h"
 #include "demangle.h"
 #include "elfobj.h"
@@ -243,7 +244,7 @@ int crash__capture(pid_t pid, pid_t tid, const siginfo_t *si, const siginfo_t *c
 	maps = procmaps__read(pid);
 	if (maps) {
 		if (!ptrace(PTRACE_GETREGS, tid, NULL, &regs))
-			resolve(pid, maps, regs.rip, true, &c->pc);
+			resolve(pid, maps, arch_regs__pc(&regs), true, &c->pc);
 		if (fault)
 			resolve(pid, maps, (uint64_t)(uintptr_t)fault->si_addr, false, &c->addr);
 		procmaps__free(maps);

@@ -6,16 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrmap.h"
+#include "arch.h"
 #include "dwarf_member.h"
 #include "elfobj.h"
 #include "libgraph.h"
 #include "lockwait.h"
-#include "addrmap.h"
 #include "procmaps.h"
 #include "target.h"
 #include "threadscan.h"
 
-#define NR_FUTEX 202
 #define FUTEX_CMD_MASK 0x7f
 
 static const char *kind_ids[] = {
@@ -27,32 +27,6 @@ static const char *kind_ids[] = {
 const char *wait_kind__id(enum wait_kind k)
 {
 	return kind_ids[k];
-}
-
-static const char *syscall_name(long nr)
-{
-	switch (nr) {
-	case 0: return "read";
-	case 1: return "write";
-	case 7: return "poll";
-	case 23: return "select";
-	case 34: return "pause";
-	case 35: return "nanosleep";
-	case 43: return "accept";
-	case 45: return "recvfrom";
-	case 47: return "recvmsg";
-	case 61: return "wait4";
-	case 128: return "rt_sigtimedwait";
-	case 130: return "rt_sigsuspend";
-	case 202: return "futex";
-	case 230: return "clock_nanosleep";
-	case 232: return "epoll_wait";
-	case 247: return "waitid";
-	case 270: return "pselect6";
-	case 271: return "ppoll";
-	case 281: return "epoll_pwait";
-	default: return NULL;
-	}
 }
 
 static bool is_system(const struct libgraph *g, unsigned int id)
@@ -571,7 +545,7 @@ int lockwait__analyze_in(const struct target *t, const struct libgraph *g,
 			snprintf(w->what, sizeof(w->what), "running");
 			continue;
 		}
-		if (ti->syscall == NR_FUTEX) {
+		if (ti->syscall == arch_syscall_futex()) {
 			unsigned cmd = (unsigned)ti->args[1] & FUTEX_CMD_MASK;
 
 			/* FUTEX_WAIT, FUTEX_LOCK_PI, FUTEX_WAIT_BITSET, FUTEX_LOCK_PI2 */
@@ -583,7 +557,7 @@ int lockwait__analyze_in(const struct target *t, const struct libgraph *g,
 			}
 		}
 		w->kind = WAIT_SYSCALL;
-		sc = syscall_name(ti->syscall);
+		sc = arch_syscall_name(ti->syscall);
 		if (ti->syscall < 0)
 			snprintf(w->what, sizeof(w->what), "blocked outside a system call");
 		else if (sc)

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "elfobj.h"
 #include "libgraph.h"
 #include "procfs.h"
@@ -151,55 +152,20 @@ static void openmp_threads(const struct target *t, struct runtime *r)
 static bool libgomp_max_threads(const struct libgraph *g, const struct target *t,
 				const struct lg_object *o, pid_t tid, int *out)
 {
-	unsigned char c[48], *p = c;
-	uint64_t entry, got, tp, tpoff, task, icv;
-	int32_t got_rel, task_off, icv_off, global_rel;
+	unsigned char c[48];
+	struct arch_libgomp_icv d;
+	uint64_t entry, tp, tpoff, task, icv;
 	uint32_t v;
 
-	if (!o->elf || elfobj__func_code(o->elf, "omp_get_max_threads", c, sizeof(c), &entry))
+	if (!o->elf || elfobj__func_code(o->elf, "omp_get_max_threads", c, sizeof(c), &entry) ||
+	    !arch_decode_libgomp_max_threads(c, sizeof(c), entry, &d))
 		return false;
-	if (!memcmp(p, "\xf3\x0f\x1e\xfa", 4)) /* endbr64 */
-		p += 4;
-	/* mov GOT(%rip), %rax */
-	if (memcmp(p, "\x48\x8b\x05", 3))
-		return false;
-	memcpy(&got_rel, p + 3, 4);
-	got = entry + (uint64_t)(p + 7 - c) + (uint64_t)(int64_t)got_rel;
-	p += 7;
-	/* mov %fs:disp(%rax), %rdx */
-	if (!memcmp(p, "\x64\x48\x8b\x50", 4)) {
-		task_off = (int8_t)p[4];
-		p += 5;
-	} else if (!memcmp(p, "\x64\x48\x8b\x90", 4)) {
-		memcpy(&task_off, p + 4, 4);
-		p += 8;
-	} else {
-		return false;
-	}
-	/* test %rdx, %rdx; lea disp(%rdx), %rax */
-	if (memcmp(p, "\x48\x85\xd2", 3))
-		return false;
-	p += 3;
-	if (!memcmp(p, "\x48\x8d\x42", 3)) {
-		icv_off = (int8_t)p[3];
-		p += 4;
-	} else if (!memcmp(p, "\x48\x8d\x82", 3)) {
-		memcpy(&icv_off, p + 3, 4);
-		p += 7;
-	} else {
-		return false;
-	}
-	/* lea gomp_global_icv(%rip), %rdx; cmove %rdx, %rax; mov (%rax), %eax; ret */
-	if (memcmp(p, "\x48\x8d\x15", 3) || memcmp(p + 7, "\x48\x0f\x44\xc2\x8b\x00\xc3", 7))
-		return false;
-	memcpy(&global_rel, p + 3, 4);
-	if (target__read(t, o->base + got, &tpoff, sizeof(tpoff)))
+	if (target__read(t, o->base + d.got_slot, &tpoff, sizeof(tpoff)))
 		return false;
 	if (tls__thread_pointer(t, g, tid, &tp) ||
-	    target__read(t, tp + tpoff + (uint64_t)(int64_t)task_off, &task, sizeof(task)))
+	    target__read(t, tp + tpoff + (uint64_t)d.task_off, &task, sizeof(task)))
 		return false;
-	icv = task ? task + (uint64_t)(int64_t)icv_off :
-		     o->base + entry + (uint64_t)(p + 7 - c) + (uint64_t)(int64_t)global_rel;
+	icv = task ? task + (uint64_t)d.icv_off : o->base + d.global;
 	if (target__read(t, icv, &v, sizeof(v)) || !v || v > 1u << 20)
 		return false;
 	*out = (int)v;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "addrmap.h"
+#include "arch.h"
 #include "libgraph.h"
 #include "procfs.h"
 #include "procmaps.h"
@@ -31,25 +32,7 @@ static bool after_call(const struct target *t, uint64_t addr)
 {
 	unsigned char b[8];
 
-	if (addr < 8 || target__read(t, addr - 8, b, sizeof(b)))
-		return false;
-#define AT(n) b[8 - (n)]
-	if (AT(5) == 0xe8)				      /* call rel32 */
-		return true;
-	if (AT(2) == 0xff && (AT(1) & 0xf8) == 0xd0)	      /* call *%reg */
-		return true;
-	if (AT(3) == 0xff && (AT(2) & 0xf8) == 0x50)	      /* call *disp8(%reg) */
-		return true;
-	if (AT(3) == 0xff && AT(2) == 0x14)		      /* call *(%reg,%reg) via SIB */
-		return true;
-	if (AT(4) == 0xff && AT(3) == 0x54)		      /* call *disp8 via SIB */
-		return true;
-	if (AT(6) == 0xff && ((AT(5) & 0xf8) == 0x90 || AT(5) == 0x15)) /* disp32, rip */
-		return true;
-	if (AT(7) == 0xff && AT(6) == 0x94)		      /* call *disp32 via SIB */
-		return true;
-#undef AT
-	return false;
+	return addr >= 8 && !target__read(t, addr - 8, b, sizeof(b)) && arch_follows_call(b);
 }
 
 static int read_syscall(pid_t pid, struct thread_info *ti)

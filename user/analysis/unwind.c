@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "debuginfo_cache.h"
 #include "demangle.h"
 #include "permission.h"
@@ -27,7 +28,6 @@
 
 /* How much of each stack is copied while the thread is stopped: deep Python stacks fit. */
 #define STACK_COPY_MAX (1024 * 1024)
-#define RED_ZONE 128
 
 struct captured {
 	pid_t tid;
@@ -103,7 +103,7 @@ static int list_threads(pid_t pid, const pid_t *tids, size_t n_tids, struct capt
 /* Copy the live part of a stopped thread's stack: from below its red zone to the mapping end. */
 static void copy_stack(pid_t pid, const struct procmaps *maps, struct captured *c)
 {
-	uint64_t sp = c->regs.rsp, lo = sp > RED_ZONE ? sp - RED_ZONE : 0;
+	uint64_t sp = arch_regs__sp(&c->regs), lo = sp > ARCH_RED_ZONE ? sp - ARCH_RED_ZONE : 0;
 	const struct mapping *mp = procmaps__find(maps, sp);
 	struct iovec local, remote;
 	uint64_t hi;
@@ -303,13 +303,13 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	const struct captured *c = thread_arg;
-	const struct user_regs_struct *r = &c->regs;
-	/* The x86-64 DWARF register numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip. */
-	Dwarf_Word regs[17] = { r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi,
-				r->rbp, r->rsp, r->r8,	r->r9,	r->r10, r->r11,
-				r->r12, r->r13, r->r14, r->r15, r->rip };
+	uint64_t v[ARCH_DWARF_REGS];
+	Dwarf_Word regs[ARCH_DWARF_REGS];
 
-	return dwfl_thread_state_registers(thread, 0, 17, regs);
+	arch_regs__dwarf(&c->regs, v);
+	for (size_t i = 0; i < ARCH_DWARF_REGS; i++)
+		regs[i] = v[i];
+	return dwfl_thread_state_registers(thread, 0, ARCH_DWARF_REGS, regs);
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
@@ -930,16 +930,15 @@ static bool sample_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	const struct sample_unwinder *u = thread_arg;
 	const struct stack_sample *s = u->s;
-	/* x86-64 DWARF numbers: rbx 3, rbp 6, rsp 7, r12-r15 12-15, rip 16; the caller-saved
-	 * registers were not taken and stay unknown. */
+	/* The caller-saved registers were not taken and stay unknown. */
 	Dwarf_Word bx = s->bx, bp_sp[2] = { s->bp, s->sp }, r12_15[4] = { s->r12, s->r13, s->r14,
 									   s->r15 };
 	Dwarf_Word ip = s->ip;
 
-	return dwfl_thread_state_registers(thread, 3, 1, &bx) &&
-	       dwfl_thread_state_registers(thread, 6, 2, bp_sp) &&
-	       dwfl_thread_state_registers(thread, 12, 4, r12_15) &&
-	       dwfl_thread_state_registers(thread, 16, 1, &ip);
+	return dwfl_thread_state_registers(thread, ARCH_DWARF_BX, 1, &bx) &&
+	       dwfl_thread_state_registers(thread, ARCH_DWARF_BP, 2, bp_sp) &&
+	       dwfl_thread_state_registers(thread, ARCH_DWARF_R12, 4, r12_15) &&
+	       dwfl_thread_state_registers(thread, ARCH_DWARF_PC, 1, &ip);
 }
 
 static const Dwfl_Thread_Callbacks sample_callbacks = {

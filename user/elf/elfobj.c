@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "elfobj.h"
 
 struct elf_object {
@@ -853,10 +854,10 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 			free(frame);
 			break;
 		}
-		/* A row starts at an instruction; 0xc3 there, with the frame popped, is a ret. */
+		/* A row starts at an instruction; a ret there, with the frame popped, returns. */
 		if (start > sym.st_value && cfa_is_sp_plus_8(frame) &&
 		    !vaddr_to_offset(o, start, &off) && pread(fd, &byte, 1, (off_t)off) == 1 &&
-		    byte == 0xc3)
+		    arch_is_ret(byte))
 			offsets[(*n)++] = off;
 		free(frame);
 		pc = end;
@@ -902,28 +903,11 @@ int elfobj__func_code(const struct elf_object *o, const char *name, void *buf, s
 int elfobj__func_constant(const struct elf_object *o, const char *name, int64_t *imm,
 			  uint64_t *vaddr)
 {
-	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 	unsigned char code[16];
-	const unsigned char *p = code;
 	uint64_t entry;
-	int32_t v;
 	int err = elfobj__func_code(o, name, code, sizeof(code), &entry);
 
-	if (err)
-		return err;
-	if (!memcmp(p, endbr64, sizeof(endbr64)))
-		p += sizeof(endbr64);
-	if (p[0] == 0xb8 && p[5] == 0xc3) { /* mov $imm32, %eax; ret */
-		memcpy(&v, p + 1, sizeof(v));
-		*imm = v;
-		return 1;
-	}
-	if (p[0] == 0x48 && p[1] == 0x8d && p[2] == 0x05 && p[7] == 0xc3) { /* lea rel(%rip),%rax */
-		memcpy(&v, p + 3, sizeof(v));
-		*vaddr = entry + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)v;
-		return 2;
-	}
-	return -ENOENT;
+	return err ? err : arch_decode_return_constant(code, sizeof(code), entry, imm, vaddr);
 }
 
 const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size)

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What depends on the machine, in one place: registers as ptrace gives them and as DWARF
+ * numbers them, system call numbers, and the few instruction patterns dlscope decodes (a call
+ * before a return address, a ret, the bodies of tiny accessor functions). x86-64 only today
+ * (arch/x86_64.c); another machine is another file behind this header.
+ */
+#ifndef DLSCOPE_ARCH_H
+#define DLSCOPE_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/user.h>
+
+/* Bytes below the stack pointer a leaf function may use without moving it (the ABI's red zone). */
+#define ARCH_RED_ZONE 128
+/* DWARF numbers of the registers unwinding starts from: 0 .. ARCH_DWARF_REGS - 1. */
+#define ARCH_DWARF_REGS 17
+
+typedef struct user_regs_struct arch_regs;
+
+uint64_t arch_regs__pc(const arch_regs *r);
+uint64_t arch_regs__sp(const arch_regs *r);
+/* @r in DWARF order, registers 0 .. ARCH_DWARF_REGS - 1, into @out. */
+void arch_regs__dwarf(const arch_regs *r, uint64_t out[ARCH_DWARF_REGS]);
+
+/* DWARF numbers of the registers a BPF probe copies with a stack (struct dlw_regs). */
+#define ARCH_DWARF_BX 3
+#define ARCH_DWARF_BP 6
+#define ARCH_DWARF_SP 7 /* BP and SP are adjacent: one span of two */
+#define ARCH_DWARF_R12 12 /* R12 .. R15: one span of four */
+#define ARCH_DWARF_PC 16
+
+/* The name of system call @nr among those a blocked thread is commonly found in, or NULL. */
+const char *arch_syscall_name(long nr);
+/* The futex system call's number, for /proc/PID/syscall and /proc/PID/task/TID/syscall. */
+long arch_syscall_futex(void);
+
+/* True when the 8 bytes before an address (@before[0..7]) end with a call instruction. */
+bool arch_follows_call(const unsigned char before[8]);
+/* True when @byte, at an instruction boundary, is a return. */
+bool arch_is_ret(unsigned char byte);
+
+/*
+ * A function's first bytes @code (@len, read at virtual address @entry) that only return a
+ * constant: 1 with @imm for "return IMM", 2 with @vaddr for "return &OBJECT"; -ENOENT otherwise.
+ */
+int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t entry,
+				int64_t *imm, uint64_t *vaddr);
+
+/*
+ * libgomp's omp_get_max_threads as GCC compiles it: the thread's team state through a TLS
+ * variable (its GOT slot @got_slot, the offset @task_off of the task in the TLS block), the
+ * ICV at @icv_off in the task, else the global ICVs at @global. false when @code is not that.
+ */
+struct arch_libgomp_icv {
+	uint64_t got_slot, global;
+	int64_t task_off, icv_off;
+};
+bool arch_decode_libgomp_max_threads(const unsigned char *code, size_t len, uint64_t entry,
+				     struct arch_libgomp_icv *out);
+
+#endif

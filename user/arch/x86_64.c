@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+/* x86-64: see arch.h. */
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "arch.h"
+
+uint64_t arch_regs__pc(const arch_regs *r)
+{
+	return r->rip;
+}
+
+uint64_t arch_regs__sp(const arch_regs *r)
+{
+	return r->rsp;
+}
+
+void arch_regs__dwarf(const arch_regs *r, uint64_t out[ARCH_DWARF_REGS])
+{
+	/* The psABI's DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then rip. */
+	const uint64_t v[ARCH_DWARF_REGS] = { r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi,
+					      r->rbp, r->rsp, r->r8,  r->r9,  r->r10, r->r11,
+					      r->r12, r->r13, r->r14, r->r15, r->rip };
+
+	memcpy(out, v, sizeof(v));
+}
+
+static const struct {
+	long nr;
+	const char *name;
+} blocking_syscalls[] = {
+	{ SYS_read, "read" },
+	{ SYS_write, "write" },
+	{ SYS_poll, "poll" },
+	{ SYS_select, "select" },
+	{ SYS_pause, "pause" },
+	{ SYS_nanosleep, "nanosleep" },
+	{ SYS_accept, "accept" },
+	{ SYS_recvfrom, "recvfrom" },
+	{ SYS_recvmsg, "recvmsg" },
+	{ SYS_wait4, "wait4" },
+	{ SYS_rt_sigtimedwait, "rt_sigtimedwait" },
+	{ SYS_rt_sigsuspend, "rt_sigsuspend" },
+	{ SYS_futex, "futex" },
+	{ SYS_clock_nanosleep, "clock_nanosleep" },
+	{ SYS_epoll_wait, "epoll_wait" },
+	{ SYS_waitid, "waitid" },
+	{ SYS_pselect6, "pselect6" },
+	{ SYS_ppoll, "ppoll" },
+	{ SYS_epoll_pwait, "epoll_pwait" },
+};
+
+const char *arch_syscall_name(long nr)
+{
+	for (size_t i = 0; i < sizeof(blocking_syscalls) / sizeof(blocking_syscalls[0]); i++)
+		if (blocking_syscalls[i].nr == nr)
+			return blocking_syscalls[i].name;
+	return NULL;
+}
+
+long arch_syscall_futex(void)
+{
+	return SYS_futex;
+}
+
+bool arch_follows_call(const unsigned char before[8])
+{
+#define AT(n) before[8 - (n)]
+	if (AT(5) == 0xe8) /* call rel32 */
+		return true;
+	if (AT(2) == 0xff && (AT(1) & 0xf8) == 0xd0) /* call *%reg */
+		return true;
+	if (AT(3) == 0xff && (AT(2) & 0xf8) == 0x50) /* call *disp8(%reg) */
+		return true;
+	if (AT(3) == 0xff && AT(2) == 0x14) /* call *(%reg,%reg) via SIB */
+		return true;
+	if (AT(4) == 0xff && AT(3) == 0x54) /* call *disp8 via SIB */
+		return true;
+	if (AT(6) == 0xff && ((AT(5) & 0xf8) == 0x90 || AT(5) == 0x15)) /* disp32, rip */
+		return true;
+	if (AT(7) == 0xff && AT(6) == 0x94) /* call *disp32 via SIB */
+		return true;
+#undef AT
+	return false;
+}
+
+bool arch_is_ret(unsigned char byte)
+{
+	return byte == 0xc3;
+}
+
+/* An endbr64 (CET) opens many functions; the body follows it. */
+static const unsigned char *skip_endbr(const unsigned char *p, size_t *len)
+{
+	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+
+	if (*len >= sizeof(endbr64) && !memcmp(p, endbr64, sizeof(endbr64))) {
+		*len -= sizeof(endbr64);
+		return p + sizeof(endbr64);
+	}
+	return p;
+}
+
+static int32_t rel32(const unsigned char *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t entry,
+				int64_t *imm, uint64_t *vaddr)
+{
+	const unsigned char *p = skip_endbr(code, &len);
+
+	if (len >= 6 && p[0] == 0xb8 && p[5] == 0xc3) { /* mov $imm32, %eax; ret */
+		*imm = rel32(p + 1);
+		return 1;
+	}
+	if (len >= 8 && p[0] == 0x48 && p[1] == 0x8d && p[2] == 0x05 &&
+	    p[7] == 0xc3) { /* lea rel(%rip), %rax; ret */
+		*vaddr = entry + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)rel32(p + 3);
+		return 2;
+	}
+	return -ENOENT;
+}
+
+bool arch_decode_libgomp_max_threads(const unsigned char *code, size_t len, uint64_t entry,
+				     struct arch_libgomp_icv *out)
+{
+	const unsigned char *p = skip_endbr(code, &len), *end = p + len;
+
+	/* mov GOT(%rip), %rax */
+	if (end - p < 7 || memcmp(p, "\x48\x8b\x05", 3))
+		return false;
+	out->got_slot = entry + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)rel32(p + 3);
+	p += 7;
+	/* mov %fs:disp(%rax), %rdx */
+	if (end - p >= 5 && !memcmp(p, "\x64\x48\x8b\x50", 4)) {
+		out->task_off = (int8_t)p[4];
+		p += 5;
+	} else if (end - p >= 8 && !memcmp(p, "\x64\x48\x8b\x90", 4)) {
+		out->task_off = rel32(p + 4);
+		p += 8;
+	} else {
+		return false;
+	}
+	/* test %rdx, %rdx; lea disp(%rdx), %rax */
+	if (end - p < 3 || memcmp(p, "\x48\x85\xd2", 3))
+		return false;
+	p += 3;
+	if (end - p >= 4 && !memcmp(p, "\x48\x8d\x42", 3)) {
+		out->icv_off = (int8_t)p[3];
+		p += 4;
+	} else if (end - p >= 7 && !memcmp(p, "\x48\x8d\x82", 3)) {
+		out->icv_off = rel32(p + 3);
+		p += 7;
+	} else {
+		return false;
+	}
+	/* lea gomp_global_icv(%rip), %rdx; cmove %rdx, %rax; mov (%rax), %eax; ret */
+	if (end - p < 14 || memcmp(p, "\x48\x8d\x15", 3) ||
+	    memcmp(p + 7, "\x48\x0f\x44\xc2\x8b\x00\xc3", 7))
+		return false;
+	out->global = entry + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)rel32(p + 3);
+	return true;
+}
