@@ -6,44 +6,103 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "event.h"
 #include "model.h"
+#include "sink.h"
+#include "watch.h"
 #include "source.h"
 #include "tap.h"
 
-static const char *const trace[] = {
-	"{\"type\":\"header\",\"format\":\"dlscope-trace/1\",\"t0\":1000000000,\"targets\":[]}",
-	"{\"type\":\"exec\",\"t\":1000000000,\"pid\":10,\"tid\":10,\"comm\":\"app\",\"in_dlopen\":0,"
-	"\"file\":\"/bin/app\"}",
-	"{\"type\":\"loaded\",\"t\":1000000000,\"pid\":10,\"path\":\"/bin/app\",\"soname\":null,"
-	"\"namespace\":0,\"origin\":\"executable\",\"needed_by\":[],\"roles\":[]}",
-	"{\"type\":\"loaded\",\"t\":1000000000,\"pid\":10,\"path\":\"/lib/libgomp.so.1\",\"soname\":"
-	"\"libgomp.so.1\",\"namespace\":0,\"origin\":\"needed\",\"needed_by\":[\"/bin/app\"],"
-	"\"roles\":[{\"kind\":\"openmp\",\"impl\":\"libgomp\",\"name\":\"GNU libgomp\",\"version\":"
-	"\"5.1\",\"detail\":null}]}",
-	"{\"type\":\"fork\",\"t\":2000000000,\"pid\":10,\"tid\":10,\"comm\":\"app\",\"in_dlopen\":0,"
-	"\"child\":11,\"thread\":false}",
-	"{\"type\":\"dlopen\",\"t\":3000000000,\"pid\":10,\"tid\":10,\"comm\":\"app\",\"in_dlopen\":1,"
-	"\"path\":\"libomp.so.5\",\"file\":\"/lib/libomp.so.5\",\"flags\":2,\"handle\":1,"
-	"\"duration_ns\":1000}",
-	"{\"type\":\"loaded\",\"t\":3000000000,\"pid\":10,\"path\":\"/lib/libomp.so.5\",\"soname\":"
-	"\"libomp.so.5\",\"namespace\":0,\"origin\":\"dlopen\",\"needed_by\":[],\"roles\":[{\"kind\":"
-	"\"openmp\",\"impl\":\"libomp\",\"name\":\"LLVM libomp\",\"version\":null,\"detail\":null}]}",
-	"{\"type\":\"finding\",\"t\":3000000000,\"pid\":10,\"tid\":10,\"id\":\"dup-openmp\",\"text\":"
-	"\"a second OpenMP runtime arrived\",\"stack\":[\"main+0x43 (app)\"]}",
-	"{\"type\":\"dlsym\",\"t\":4000000000,\"pid\":11,\"tid\":11,\"comm\":\"child\",\"in_dlopen\":0,"
-	"\"symbol\":\"omp_get_max_threads\",\"handle\":1,\"address\":2}",
-	"{\"type\":\"summary\",\"events\":5,\"lost\":0,\"findings\":1}",
-};
+/*
+ * A command's trace, as the collector writes it: the header, events, finding and summary made
+ * by the real encoders (user/event.c, user/sink.c); the loaded records (which need a real
+ * library graph) as dlscope record wrote them.
+ */
+#define N_TRACE 10
+static char *trace[N_TRACE];
+static size_t n_trace;
+
+static void keep(void *ctx, json_t *rec)
+{
+	(void)ctx;
+	if (n_trace < N_TRACE)
+		trace[n_trace++] = json_dumps(rec, JSON_COMPACT);
+}
+
+static void keep_line(const char *line)
+{
+	if (n_trace < N_TRACE)
+		trace[n_trace++] = strdup(line);
+}
+
+static void encode(struct event_sink *s, struct event *ev)
+{
+	s->event(s, ev);
+	event__clear(ev);
+}
+
+static void build_trace(void)
+{
+	struct json_sink js;
+	struct trace_header h = { .t0 = 1000000000 };
+	struct event ev;
+	struct event_stack stack = { 0 };
+	struct watch_stats st = { .events = 5, .findings = 1 };
+	struct live_finding f = { .t = 3000000000, .pid = 10, .tid = 10, .comm = "app",
+				  .id = "dup-openmp", .text = "a second OpenMP runtime arrived",
+				  .stack = &stack };
+
+	json_sink__init(&js, keep, NULL, NULL);
+	js.s.header(&js.s, &h);
+	ev = (struct event){ .kind = EVENT_EXEC, .t = 1000000000, .pid = 10, .tid = 10,
+			     .comm = "app" };
+	snprintf(ev.u.exec.file, sizeof(ev.u.exec.file), "/bin/app");
+	encode(&js.s, &ev);
+	keep_line("{\"type\":\"loaded\",\"t\":1000000000,\"pid\":10,\"path\":\"/bin/app\","
+		  "\"soname\":null,\"namespace\":0,\"origin\":\"executable\",\"needed_by\":[],"
+		  "\"roles\":[]}");
+	keep_line("{\"type\":\"loaded\",\"t\":1000000000,\"pid\":10,\"path\":"
+		  "\"/lib/libgomp.so.1\",\"soname\":\"libgomp.so.1\",\"namespace\":0,\"origin\":"
+		  "\"needed\",\"needed_by\":[\"/bin/app\"],\"roles\":[{\"kind\":\"openmp\","
+		  "\"impl\":\"libgomp\",\"name\":\"GNU libgomp\",\"version\":\"5.1\",\"detail\":"
+		  "null}]}");
+	ev = (struct event){ .kind = EVENT_FORK, .t = 2000000000, .pid = 10, .tid = 10,
+			     .comm = "app", .u.fork = { .child = 11 } };
+	encode(&js.s, &ev);
+	ev = (struct event){ .kind = EVENT_DLOPEN, .t = 3000000000, .pid = 10, .tid = 10,
+			     .comm = "app", .in_dlopen = 1,
+			     .u.dlopen = { .path = "libomp.so.5", .file = "/lib/libomp.so.5",
+					   .flags = 2, .handle = 1, .duration_ns = 1000 } };
+	encode(&js.s, &ev);
+	keep_line("{\"type\":\"loaded\",\"t\":3000000000,\"pid\":10,\"path\":"
+		  "\"/lib/libomp.so.5\",\"soname\":\"libomp.so.5\",\"namespace\":0,\"origin\":"
+		  "\"dlopen\",\"needed_by\":[],\"roles\":[{\"kind\":\"openmp\",\"impl\":"
+		  "\"libomp\",\"name\":\"LLVM libomp\",\"version\":null,\"detail\":null}]}");
+	event_stack__push(&stack, "main+0x43 (app)", 0x401043);
+	js.s.finding(&js.s, &f);
+	event_stack__clear(&stack);
+	ev = (struct event){ .kind = EVENT_DLSYM, .t = 4000000000, .pid = 11, .tid = 11,
+			     .comm = "child",
+			     .u.dlsym = { .symbol = "omp_get_max_threads", .handle = 1,
+					  .address = 2 } };
+	encode(&js.s, &ev);
+	js.s.summary(&js.s, &st);
+}
 
 static void apply_all(struct model *m)
 {
-	for (size_t i = 0; i < sizeof(trace) / sizeof(trace[0]); i++) {
+	bool ok = n_trace == N_TRACE;
+
+	for (size_t i = 0; i < n_trace; i++) {
 		json_t *rec = json_loads(trace[i], 0, NULL);
 
-		if (model__apply(m, rec))
-			printf("# record %zu rejected\n", i);
+		if (model__apply(m, rec)) {
+			printf("# record %zu rejected: %s\n", i, trace[i]);
+			ok = false;
+		}
 		json_decref(rec);
 	}
+	CHECK(ok, "every record the encoders made is accepted");
 }
 
 static const struct m_lib *lib(const struct m_proc *p, const char *path)
@@ -185,7 +244,7 @@ static void test_replay_seek(void)
 	struct model *m = model__new(100);
 	struct replay *r = NULL;
 
-	for (size_t i = 0; f && i < sizeof(trace) / sizeof(trace[0]); i++)
+	for (size_t i = 0; f && i < n_trace; i++)
 		fprintf(f, "%s\n", trace[i]);
 	if (f)
 		fclose(f);
@@ -215,7 +274,7 @@ static void test_replay_seek(void)
 	/* A bad line in the middle and the cut last line of a killed recorder. */
 	f = fopen(path, "w");
 	if (f) {
-		for (size_t i = 0; i < sizeof(trace) / sizeof(trace[0]); i++)
+		for (size_t i = 0; i < n_trace; i++)
 			fprintf(f, "%s\n%s", trace[i], i == 3 ? "not json\n" : "");
 		fprintf(f, "{\"type\":\"dlsym\",\"t\":5000000000,\"pid\":1");
 		fclose(f);
@@ -247,7 +306,7 @@ out:
 
 /* A trace of record -p: no exec, the target's objects at attach time, then its events. */
 static const char *const attach_trace[] = {
-	"{\"type\":\"header\",\"format\":\"dlscope-trace/1\",\"t0\":1000000000,\"targets\":[20]}",
+	"{\"type\":\"header\",\"format\":\"dlscope-trace/1\",\"t0\":1000000000,\"targets\":[20]}" /* a trace of format 1 is still read */,
 	"{\"type\":\"loaded\",\"t\":1004000000,\"pid\":20,\"path\":\"/opt/bin/a-long-program-name\","
 	"\"soname\":null,\"namespace\":0,\"origin\":\"executable\",\"needed_by\":[],\"roles\":[]}",
 	"{\"type\":\"loaded\",\"t\":1004000000,\"pid\":20,\"path\":\"/lib/libc.so.6\",\"soname\":"
@@ -281,7 +340,7 @@ static void test_replay_first_state(void)
 {
 	char path[] = "/tmp/test_ui_model.XXXXXX", path2[] = "/tmp/test_ui_model.XXXXXX";
 	struct model *m = model__new(100);
-	struct replay *r = open_lines(trace, sizeof(trace) / sizeof(trace[0]), path);
+	struct replay *r = open_lines((const char *const *)trace, n_trace, path);
 
 	/* What the TUI does first, and what '{' does. */
 	if (r)
@@ -373,6 +432,7 @@ static void test_event_lines_as_watch_prints_them(void)
 
 int main(void)
 {
+	build_trace();
 	test_graph_and_collision();
 	test_front_is_no_collision();
 	test_filters_and_ring();
