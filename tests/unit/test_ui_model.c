@@ -430,9 +430,30 @@ static void test_event_lines_as_watch_prints_them(void)
 	}
 }
 
+/* A format this dlscope does not know is refused at open, in one line that names it. */
+static void test_unknown_format_refused(void)
+{
+	char path[] = "/tmp/test_ui_model.XXXXXX", why[256] = "";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	struct replay *r = NULL;
+	int err;
+
+	if (f) {
+		fprintf(f, "{\"type\":\"header\",\"format\":\"dlscope-trace/9\",\"t0\":1}\n");
+		fclose(f);
+	}
+	err = replay__open(path, false, &r, why, sizeof(why));
+	CHECK(err == -EINVAL && !r && strstr(why, "dlscope-trace/9") && !strchr(why, '\n'),
+	      "a trace of an unknown format is refused, naming it");
+	replay__free(r);
+	unlink(path);
+}
+
 int main(void)
 {
 	build_trace();
+	test_unknown_format_refused();
 	test_graph_and_collision();
 	test_front_is_no_collision();
 	test_filters_and_ring();
