@@ -41,6 +41,8 @@ USER_SRCS := $(CORE_SRCS) $(wildcard user/collect/*.c user/cli/*.c ui/*.c)
 USER_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(USER_SRCS))
 CORE_LIB := $(OUTPUT)/libdlscope-core.a
 UI_LIB := $(OUTPUT)/libdlscope-ui.a
+COLLECT_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(wildcard user/collect/*.c))
+COLLECT_LIB := $(OUTPUT)/libdlscope-collect.a
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
@@ -99,11 +101,19 @@ $(UI_LIB): $(UI_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-# Unit tests link the core alone (the TUI model's test, the TUI's objects too), without libbpf or
-# ncurses: a core file that reaches for either fails to link here.
-$(OUTPUT)/tests/%: tests/unit/%.c $(UI_LIB) $(CORE_LIB)
+$(COLLECT_LIB): $(COLLECT_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# Unit tests link the core alone, without libbpf or ncurses: a core file that reaches for either
+# fails to link here. The TUI model's test adds the TUI's objects; the collector's offline test
+# (raw records fed without BPF) the collector and libbpf.
+$(OUTPUT)/tests/test_ui_model: UNIT_LIBS := $(UI_LIB)
+$(OUTPUT)/tests/test_watch_offline: UNIT_LIBS := $(COLLECT_LIB)
+$(OUTPUT)/tests/test_watch_offline: UNIT_LDLIBS := -lbpf
+$(OUTPUT)/tests/%: tests/unit/%.c $(UI_LIB) $(COLLECT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CORE_LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_LIBS) $(CORE_LIB) $(UNIT_LDLIBS) $(CORE_LDLIBS)
 
 # The whole core linked without libbpf and ncurses, and no include reaching up a layer or
 # round in a cycle (scripts/check-layers.py).

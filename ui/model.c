@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "detector.h"
-#include "event_text.h"
+#include "event.h"
 #include "model.h"
 
 static const char *const kind_ids[EV__COUNT] = {
@@ -465,112 +465,61 @@ static int apply_finding(struct model *m, const json_t *rec)
 	return 0;
 }
 
-/* The event's line and the object it concerns, from its type-specific fields. */
-static void describe_event(enum ev_kind k, const json_t *rec, char *text, size_t len,
-			   const char **lib)
+/* Frames, one per line; NULL when there is none. */
+static char *stack_lines(const struct event_stack *st)
 {
-	const char *path = str_of(rec, "path"), *file = str_of(rec, "file");
+	size_t len = 1;
+	char *s, *p;
 
-	*lib = NULL;
-	switch (k) {
-	case EV_DLOPEN:
-		*lib = file && *file ? file : path;
-		/* A null path is dlopen(NULL): the main program. */
-		snprintf(text, len, "dlopen(%s%s%s) = %s (%.3f ms)", path ? "\"" : "",
-			 path ? path : "NULL", path ? "\"" : "",
-			 file && *file ? file : int_of(rec, "handle") ? "the main program" : "NULL",
-			 (double)int_of(rec, "duration_ns") / 1e6);
-		break;
-	case EV_DLCLOSE:
-		snprintf(text, len, "dlclose(0x%llx) = %lld", int_of(rec, "handle"),
-			 int_of(rec, "result"));
-		break;
-	case EV_DLSYM:
-		snprintf(text, len, "dlsym(0x%llx, \"%s\") = 0x%llx", int_of(rec, "handle"),
-			 str_of(rec, "symbol") ? str_of(rec, "symbol") : "",
-			 int_of(rec, "address"));
-		break;
-	case EV_OMP_FORK:
-		event_text__omp_fork(text, len, (unsigned long long)int_of(rec, "entry"),
-				     (unsigned long long)int_of(rec, "regions"));
-		break;
-	case EV_BLAS_THREAD:
-		snprintf(text, len, "BLAS pool thread starts");
-		break;
-	case EV_GPU_LOAD:
-		*lib = file;
-		snprintf(text, len, "%s(%s) size %lld = %lld",
-			 str_of(rec, "function") ? str_of(rec, "function") : "?", file ? file : "",
-			 int_of(rec, "image_size"), int_of(rec, "result"));
-		break;
-	case EV_EXEC:
-		*lib = file;
-		snprintf(text, len, "exec %s", file ? file : "");
-		break;
-	case EV_FORK:
-		event_text__fork(text, len, (unsigned long long)int_of(rec, "child"),
-				 json_is_true(json_object_get(rec, "thread")),
-				 (unsigned int)int_of(rec, "in_dlopen"));
-		break;
-	case EV_EXIT:
-		event_text__exit(text, len, (unsigned long long)int_of(rec, "exit_code"));
-		break;
-	case EV_SIGNAL:
-		*lib = str_of(rec, "where");
-		event_text__signal(text, len, (unsigned long long)int_of(rec, "signal"),
-				   str_of(rec, "where"), str_of(rec, "at"));
-		break;
-	case EV_FUTEX_WAIT: {
-		const char *in = str_of(rec, "blocked_in");
-
-		/* Found blocked inside dlopen: the library filter finds it under that file. */
-		if (in && !strcmp(in, "dlopen"))
-			*lib = str_of(rec, "call");
-		/* docs/trace-format.md: duration 0 is a wait inside dlopen reported as it began. */
-		event_text__futex(text, len, (unsigned long long)int_of(rec, "futex"), in,
-				  str_of(rec, "call"), !in && !int_of(rec, "duration_ns"),
-				  (unsigned long long)int_of(rec, "duration_ns"),
-				  (unsigned int)int_of(rec, "in_dlopen"));
-		break;
-	}
-	default:
-		snprintf(text, len, "?");
-	}
+	if (!st->n)
+		return NULL;
+	for (size_t i = 0; i < st->n; i++)
+		len += strlen(st->frames[i]) + 1;
+	s = p = malloc(len);
+	for (size_t i = 0; s && i < st->n; i++)
+		p += sprintf(p, "%s%s", i ? "\n" : "", st->frames[i]);
+	return s;
 }
 
-static void apply_process_event(struct model *m, enum ev_kind k, const json_t *rec)
+static void apply_process_event(struct model *m, const struct event *ev)
 {
-	pid_t pid = (pid_t)int_of(rec, "pid");
-	struct m_proc *p = model__proc_get(m, pid);
-	const char *comm = str_of(rec, "comm");
+	struct m_proc *p = model__proc_get(m, ev->pid);
 
 	if (!p)
 		return;
-	if (k == EV_EXEC && comm)
-		snprintf(p->comm, sizeof(p->comm), "%s", comm);
-	if (k == EV_EXIT) {
+	if (ev->kind == EVENT_EXEC && ev->comm[0])
+		snprintf(p->comm, sizeof(p->comm), "%s", ev->comm);
+	if (ev->kind == EVENT_EXIT) {
 		p->exited = true;
-		p->exit_code = (int)int_of(rec, "exit_code");
+		p->exit_code = (int)ev->u.exit.exit_code;
 	}
-	if (k == EV_FORK && !json_is_true(json_object_get(rec, "thread"))) {
-		struct m_proc *c = model__proc_get(m, (pid_t)int_of(rec, "child"));
+	if (ev->kind == EVENT_FORK && !ev->u.fork.thread) {
+		struct m_proc *c = model__proc_get(m, ev->u.fork.child);
 
 		/* model__proc_get may have moved the array: look the parent up again. */
-		p = model__proc(m, pid);
+		p = model__proc(m, ev->pid);
 		if (c && p && c != p) {
-			c->ppid = pid;
+			c->ppid = ev->pid;
 			if (!c->comm[0])
 				snprintf(c->comm, sizeof(c->comm), "%s", p->comm);
 		}
 	}
 }
 
+/* The event kinds of the trace and of the model's ring are one list, in one order. */
+static enum ev_kind ev_kind_of(enum event_kind k)
+{
+	return (enum ev_kind)(k - EVENT_DLOPEN + EV_DLOPEN);
+}
+
+_Static_assert(EV_FUTEX_WAIT - EV_DLOPEN == EVENT_FUTEX_WAIT - EVENT_DLOPEN,
+	       "ui/model.h's event kinds follow user/event.h's");
+
 int model__apply(struct model *m, const json_t *rec)
 {
 	const char *type = str_of(rec, "type");
-	char text[4200], *stack;
-	const char *lib;
-	int k;
+	char text[4200], why[256], *stack;
+	struct event ev;
 
 	if (!json_is_object(rec) || !type)
 		goto bad;
@@ -590,15 +539,16 @@ int model__apply(struct model *m, const json_t *rec)
 		return apply_loaded(m, rec) ? (m->bad_records++, -EINVAL) : 0;
 	if (!strcmp(type, "finding"))
 		return apply_finding(m, rec);
-	k = ev_kind__parse(type);
-	if (k < 0)
+	/* An event: decoded by the one decoder, its line by the one formatter. */
+	if (event__from_json(rec, &ev, why, sizeof(why)))
 		goto bad;
-	apply_process_event(m, (enum ev_kind)k, rec);
-	describe_event((enum ev_kind)k, rec, text, sizeof(text), &lib);
-	stack = join_stack(json_object_get(rec, "stack"));
-	model__add_event(m, (enum ev_kind)k, (uint64_t)int_of(rec, "t"), (pid_t)int_of(rec, "pid"),
-			 (pid_t)int_of(rec, "tid"), str_of(rec, "comm"), text, lib, stack);
+	apply_process_event(m, &ev);
+	event__text(&ev, EVENT_TEXT_RESOLVED, text, sizeof(text));
+	stack = stack_lines(&ev.stack);
+	model__add_event(m, ev_kind_of(ev.kind), ev.t, ev.pid, ev.tid, ev.comm, text,
+			 event__object(&ev), stack);
 	free(stack);
+	event__clear(&ev);
 	return 0;
 bad:
 	m->bad_records++;

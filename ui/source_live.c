@@ -21,6 +21,8 @@ struct live {
 	pthread_t thread;
 	bool started;
 	volatile sig_atomic_t stop;
+	struct json_sink sink; /* the collector's records, queued as they are made */
+	struct event_sink *sinks[1];
 	pthread_mutex_t lock;
 	json_t **q;
 	size_t head, n, cap;
@@ -61,7 +63,7 @@ static int grow(struct live *l)
 }
 
 /* On the collector's thread: queue and return. */
-static void sink(void *ctx, json_t *rec)
+static void queue_record(void *ctx, json_t *rec)
 {
 	struct live *l = ctx;
 
@@ -105,10 +107,12 @@ int live__start(const struct watch_opts *o, struct live **out)
 	if (!l)
 		return -ENOMEM;
 	l->o = *o;
-	l->o.sink = sink;
-	l->o.sink_ctx = l;
+	json_sink__init(&l->sink, queue_record, NULL, l);
+	l->sinks[0] = &l->sink.s;
+	l->o.sinks = l->sinks;
+	l->o.n_sinks = 1;
+	/* Only this flag ends the collector: signals are the UI thread's (ui/tui.c). */
 	l->o.stop = &l->stop;
-	l->o.quiet = true;
 	l->cap = QUEUE_CAP;
 	l->q = malloc(l->cap * sizeof(*l->q));
 	if (!l->q) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "event.h"
 #include "source.h"
 
 static uint64_t record_time(const json_t *rec)
@@ -84,6 +85,7 @@ int replay__open(const char *path, bool strict, struct replay **out, char *why, 
 
 	bool opening = true;
 	struct stat st;
+	const char *fmt;
 	json_t *rec;
 	uint64_t t = 0;
 	int err = 0;
@@ -116,6 +118,15 @@ int replay__open(const char *path, bool strict, struct replay **out, char *why, 
 			snprintf(why, whylen, "%s is not a dlscope trace: %s", path,
 				 lineno ? "its first line has no \"format\" (make one with 'dlscope "
 					  "record')" : "it is empty");
+		json_decref(rec);
+		err = -EINVAL;
+		goto fail;
+	}
+	/* This format and the one before it (the same records; docs/trace-format.md). */
+	fmt = json_string_value(json_object_get(rec, "format"));
+	if (strcmp(fmt, TRACE_FORMAT) && strcmp(fmt, TRACE_FORMAT_V1)) {
+		snprintf(why, whylen, "%s is a trace of format \"%.64s\", which this dlscope does "
+			 "not read (it reads %s and %s)", path, fmt, TRACE_FORMAT_V1, TRACE_FORMAT);
 		json_decref(rec);
 		err = -EINVAL;
 		goto fail;

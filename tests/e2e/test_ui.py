@@ -517,3 +517,44 @@ def test_live_snapshot_of_the_command_leaves_its_exit_to_the_collector():
         status, s = ui.quit_and_status()
         assert status == 0, s
         assert_sane_terminal(s)
+
+
+def children(pid):
+    """The pids of @pid's children (every thread's)."""
+    kids = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            pass
+    return kids
+
+
+def test_sigterm_ends_the_live_ui_and_its_command():
+    """An external SIGTERM is the UI's: it ends the whole UI (not only the collector thread),
+    restores the terminal and leaves no command behind."""
+    if not is_root():
+        raise Skip("live mode needs root")
+    with tempfile.TemporaryDirectory() as d, \
+            Tui(["--", fixture_path("two_omp")], env={"TMPDIR": d}) as ui:
+        deadline = time.monotonic() + 20
+        while not any("ready" in open(os.path.join(d, n)).read() for n in os.listdir(d)):
+            assert time.monotonic() < deadline, (os.listdir(d), ui.screen())
+            time.sleep(0.05)
+        ui.wait_for("[1 Processes]")
+        shell = int(subprocess.run(["tmux", "list-panes", "-t", ui.name, "-F", "#{pane_pid}"],
+                                   capture_output=True, text=True, check=True).stdout.split()[0])
+        ui_pid = [p for p in children(shell)
+                  if os.readlink(f"/proc/{p}/exe") == os.path.realpath(dlscope_path())][0]
+        cmd = children(ui_pid)
+        assert cmd and open(f"/proc/{cmd[0]}/comm").read().strip() == "two_omp", cmd
+        os.kill(ui_pid, 15)
+        s = ui.wait_for(re.compile(r"STTY=-*icanon -*echo"))
+        assert re.search(r"EXIT=0\b", s), s
+        assert_sane_terminal(s)
+        # Not left behind: neither running nor an unreaped zombie.
+        deadline = time.monotonic() + 5
+        while os.path.exists(f"/proc/{cmd[0]}"):
+            assert time.monotonic() < deadline, f"the command {cmd[0]} outlived the UI"
+            time.sleep(0.05)

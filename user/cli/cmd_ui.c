@@ -121,7 +121,7 @@ int cmd_ui(int argc, char **argv)
 		{},
 	};
 	/* futex_ms 0: no futex tracepoints unless asked, as in watch. */
-	struct watch_opts o = { .quiet = true };
+	struct watch_opts o = { 0 };
 	struct ui ui = { .src = SRC_LIVE, .cmd_out_fd = -1 };
 	const char *replay_path = NULL, *out_path = NULL;
 	char tmp_path[PATH_MAX] = "";

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dlscope watch and dlscope record: the eBPF event stream, live or into a JSON Lines trace. */
 #include <errno.h>
+#include <signal.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
+#include "sink.h"
 #include "output.h"
 #include "target.h"
 #include "watch.h"
@@ -51,6 +53,28 @@ static void watch_usage(FILE *f, const char *cmd)
 		cmd, cmd, cmd);
 }
 
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+/*
+ * ^C, kill and a closed terminal end the watch with its summary. Installed before the
+ * collector says "watching": a signal sent as soon as that is read must be honoured.
+ */
+static void install_stop_handlers(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 static int parse_number(const char *s, double max, double *out)
 {
 	char *end;
@@ -80,7 +104,12 @@ static int run(int argc, char **argv, bool record)
 		{},
 	};
 	const char *cmd = record ? "record" : "watch", *out_path = NULL;
-	struct watch_opts o = { .quiet = record };
+	struct watch_opts o = { .stop = &stop_requested };
+	struct event_sink *sinks[2];
+	struct text_sink text;
+	struct json_sink trace;
+	FILE *trace_file = NULL;
+	bool quiet = record;
 	struct watch_stats st;
 	char why[512];
 	int c, err, ret;
@@ -129,7 +158,7 @@ static int run(int argc, char **argv, bool record)
 			out_path = optarg;
 			break;
 		case 'q':
-			o.quiet = true;
+			quiet = true;
 			break;
 		case 'R':
 			if (parse_number(optarg, 4096, &v) || v < 1 || (unsigned)v != v ||
@@ -164,15 +193,25 @@ static int run(int argc, char **argv, bool record)
 		goto usage;
 	}
 	if (out_path) {
-		o.record = fopen(out_path, "w");
-		if (!o.record) {
+		trace_file = fopen(out_path, "w");
+		if (!trace_file) {
 			dls_err("%s: cannot write %s: %s", cmd, out_path, strerror(errno));
 			free(o.pids);
 			return DLS_EXIT_INSPECT;
 		}
 	}
+	o.sinks = sinks;
+	if (!quiet) {
+		text_sink__init(&text, stdout);
+		sinks[o.n_sinks++] = &text.s;
+	}
+	if (trace_file) {
+		json_sink__init_file(&trace, trace_file);
+		sinks[o.n_sinks++] = &trace.s;
+	}
+	install_stop_handlers();
 	err = watch__run(&o, &st, why, sizeof(why));
-	if (o.record && fclose(o.record))
+	if (trace_file && fclose(trace_file))
 		dls_err("%s: writing %s failed: %s", cmd, out_path, strerror(errno));
 	free(o.pids);
 	if (err) {

@@ -28,9 +28,10 @@
 #include "dlwatch.h"
 #include "dlwatch.skel.h"
 #include "elfobj.h"
-#include "event_text.h"
+#include "event.h"
 #include "graph_export.h"
 #include "libgraph.h"
+#include "sink.h"
 #include "output.h"
 #include "procfs.h"
 #include "procmaps.h"
@@ -116,16 +117,32 @@ struct watch {
 	} cur;
 };
 
-static volatile sig_atomic_t stop_requested;
-
 /* The longest the loop reads events before it checks its deadline, signals and command. */
 #define BATCH_NS (50ULL * 1000 * 1000)
 #define BATCH_OVER (-ECANCELED)
 
-static void on_stop(int sig)
+/* The caller's stop flag: the collector installs no signal handler of its own. */
+static bool stopping(const struct watch *w)
 {
-	(void)sig;
-	stop_requested = 1;
+	return w->o->stop && *w->o->stop;
+}
+
+/* Call @cb of every sink that has one. */
+#define SINKS(w, cb, ...)                                                   \
+	do {                                                                \
+		for (size_t i_ = 0; i_ < (w)->o->n_sinks; i_++) {            \
+			struct event_sink *s_ = (w)->o->sinks[i_];          \
+			if (s_->cb)                                         \
+				s_->cb(s_, ##__VA_ARGS__);                  \
+		}                                                           \
+	} while (0)
+
+static bool sinks_want_stacks(const struct watch *w)
+{
+	for (size_t i = 0; i < w->o->n_sinks; i++)
+		if (w->o->sinks[i]->wants_stacks)
+			return true;
+	return false;
 }
 
 static unsigned long long mono_ns(clockid_t clk)
@@ -253,7 +270,7 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	char path[PATH_MAX + 64];
 	unsigned int *mask, want = 0;
 
-	if (!o->elf || o->gone)
+	if (!o->elf || o->gone || !s)
 		return;
 	if (obj_roles__find(r, ROLE_LIBC))
 		want |= PROBE_LOADER;
@@ -293,39 +310,6 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		if (!attach_fn(w, s->progs.cuda_load_enter, path, o->elf, gpu_fns[i].fn, false,
 			       gpu_fns[i].cookie))
 			attach_fn(w, s->progs.cuda_load_exit, path, o->elf, gpu_fns[i].fn, true, 0);
-}
-
-static void emit_json(struct watch *w, json_t *obj)
-{
-	if (w->o->record && obj) {
-		json_dumpf(obj, w->o->record, JSON_COMPACT);
-		fputc('\n', w->o->record);
-	}
-	if (w->o->sink && obj)
-		w->o->sink(w->o->sink_ctx, obj);
-	json_decref(obj);
-}
-
-static void say(struct watch *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void say(struct watch *w, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (w->o->quiet)
-		return;
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-static void rel_time(struct watch *w, unsigned long long ts, char *buf, size_t len)
-{
-	unsigned long long d = ts > w->t0 ? ts - w->t0 : 0;
-
-	snprintf(buf, len, "%5llu.%06llu", d / 1000000000ULL, d / 1000ULL % 1000000ULL);
 }
 
 /* "fn+0x12 (libfoo.so)" for an address of process @ps. */
@@ -489,58 +473,45 @@ static const struct thread_stack *event_stack(struct watch *w, struct proc_state
 }
 
 /*
- * The stack of @e into the record @j: "stack" (frames as text, innermost first), "stack_pc"
- * (their addresses) and, when it ends before the outermost frame, "stack_end" (why). Printed
- * under a finding.
+ * The stack @e carries, unwound, as the event's frames (innermost first) and, when it ends
+ * before the outermost frame, why. False when @e carries none.
  */
-static void add_stack(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
-		      json_t *j, bool print)
+static bool stack_of(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
+		     struct event_stack *out)
 {
 	const struct thread_stack *ts = event_stack(w, ps, e);
-	json_t *text = json_array(), *pcs = json_array();
 
-	for (size_t i = 0; ts && i < ts->n_frames; i++) {
+	if (!ts)
+		return false;
+	for (size_t i = 0; i < ts->n_frames; i++) {
 		char frame[512];
 
 		frame_text(&ts->frames[i], frame, sizeof(frame));
-		json_array_append_new(text, json_string(frame));
-		json_array_append_new(pcs, json_integer((json_int_t)ts->frames[i].pc));
-		if (print)
-			printf("        #%zu %s\n", i, frame);
+		if (event_stack__push(out, frame, ts->frames[i].pc))
+			break;
 	}
-	if (print && ts && ts->error)
-		printf("        (%s)\n", ts->error);
-	json_object_set_new(j, "stack", text);
-	json_object_set_new(j, "stack_pc", pcs);
-	if (ts && ts->error)
-		json_object_set_new(j, "stack_end", json_string(ts->error));
+	if (ts->error)
+		out->end = strdup(ts->error);
+	return true;
 }
-
-static void loaded_record(struct watch *w, const struct proc_state *ps, const struct lg_object *o,
-			  unsigned long long ts);
 
 /*
  * A live finding: the detector's finding (check --json's shape: id, severity, title, evidence,
- * why, remedy) with the time, thread and stack of the event that raised it.
+ * why, remedy) with the time, thread and stack of the event that raised it, to every sink.
  */
 static void finding(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
 		    const struct finding *f)
 {
-	char t[32];
-	json_t *j = NULL;
+	struct event_stack stack = { 0 };
+	struct live_finding lf = {
+		.t = e->ts_ns, .pid = (pid_t)e->pid, .tid = (pid_t)e->tid, .comm = e->comm, .f = f,
+	};
 
 	w->st->findings++;
-	rel_time(w, e->ts_ns, t, sizeof(t));
-	if (!w->o->quiet) {
-		printf("[%s] %d/%d %s FINDING %s %s: %s\n", t, e->pid, e->tid, e->comm,
-		       severity__name(f->sev), f->id, f->title);
-		finding__print_body(f, "      ", stdout);
-	}
-	if (w->o->record || w->o->sink)
-		j = finding__record(f, e->ts_ns, (pid_t)e->pid, (pid_t)e->tid);
-	if (j || !w->o->quiet)
-		add_stack(w, ps, e, j, !w->o->quiet);
-	emit_json(w, j);
+	if (w->o->n_sinks && stack_of(w, ps, e, &stack))
+		lf.stack = &stack;
+	SINKS(w, finding, &lf);
+	event_stack__clear(&stack);
 }
 
 /* The live detectors' view of @ps: reported objects are the present ones. */
@@ -606,6 +577,28 @@ static bool live_reported(const struct live_ctx *lc, const struct lg_object *o)
 	return lc->arg && is_seen(lc->arg, o);
 }
 
+/* The detector table's hooks for an object the model gained (detector.h). */
+static void detect_on_object(struct watch *w, struct proc_state *ps,
+			     const struct dlw_event *cause, const struct lg_object *o)
+{
+	struct live_ctx lc = live_ctx_of(ps);
+	struct findings fs = { 0 };
+
+	if (o->gone)
+		return;
+	detectors__on_object(&lc, o, &fs);
+	findings_of(w, ps, cause, &fs);
+}
+
+/* An object the model gained (or had when we attached: @baseline), to every sink. */
+static void loaded(struct watch *w, const struct proc_state *ps, const struct lg_object *o,
+		   unsigned long long ts, bool baseline)
+{
+	struct loaded_obj l = { .t = ts, .pid = ps->pid, .g = ps->g, .o = o, .baseline = baseline };
+
+	SINKS(w, loaded, &l);
+}
+
 static struct libgraph *graph_empty(struct watch *w, pid_t pid, const char *comm)
 {
 	return libgraph__new_cached(pid, comm, w->cache);
@@ -638,7 +631,7 @@ static int refresh(struct watch *w, struct proc_state *ps)
 		ps->seen_all = true;
 		for (size_t i = 0; i < g->n; i++) {
 			mark_seen(ps, g->objs[i]);
-			loaded_record(w, ps, g->objs[i], now);
+			loaded(w, ps, g->objs[i], now, true);
 		}
 	}
 	for (size_t k = 0; old && k < old->n; k++) {
@@ -653,52 +646,18 @@ static int refresh(struct watch *w, struct proc_state *ps)
 			continue;
 		forget_seen(ps, old->objs[k]);
 		if (old->objs[k]->origin != LG_VDSO)
-			say(w, "        %d - %s", ps->pid, old->objs[k]->path);
+			SINKS(w, unloaded, ps->pid, old->objs[k]->path);
 	}
 	libgraph__free(old);
 	return 0;
 }
 
-/* The trace's "loaded" record: an object the model gained (or had when we attached). */
-static void loaded_record(struct watch *w, const struct proc_state *ps, const struct lg_object *o,
-			  unsigned long long ts)
-{
-	json_t *by;
-
-	if (!w->o->record && !w->o->sink)
-		return;
-	by = json_array();
-	for (size_t p = 0; p < o->n_parents; p++)
-		json_array_append_new(by, json_string(ps->g->objs[o->parents[p]]->path));
-	emit_json(w, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o}", "type", "loaded",
-			       "t", (json_int_t)ts, "pid", ps->pid, "path", o->path, "soname",
-			       o->soname, "namespace", o->ns, "origin", lg_origin__id(o->origin),
-			       "needed_by", by, "roles", runtimes__roles_json(ps->g, o->id)));
-}
-
 static void announce_one(struct watch *w, struct proc_state *ps, const struct lg_object *o,
 			 const struct dlw_event *cause)
 {
-	const struct obj_roles *r = lg_object__roles(o);
-	char desc[160] = "", t[32];
-
 	mark_seen(ps, o);
-	if (r->n) {
-		desc[0] = ' ';
-		desc[1] = '[';
-		runtimes__describe_role(ps->g, o->id, 0, desc + 2, sizeof(desc) - 3);
-		strcat(desc, "]");
-	}
-	rel_time(w, cause->ts_ns, t, sizeof(t));
-	say(w, "[%s] %d + %s%s (%s)", t, ps->pid, o->path, desc, lg_origin__id(o->origin));
-	loaded_record(w, ps, o, cause->ts_ns);
-	if (!o->gone) {
-		struct live_ctx lc = live_ctx_of(ps);
-		struct findings fs = { 0 };
-
-		detectors__on_object(&lc, o, &fs);
-		findings_of(w, ps, cause, &fs);
-	}
+	loaded(w, ps, o, cause->ts_ns, false);
+	detect_on_object(w, ps, cause, o);
 }
 
 /* Report @o and what it needs that is not reported yet, depth first in DT_NEEDED order. */
@@ -760,7 +719,7 @@ static bool announce(struct watch *w, struct proc_state *ps, const struct dlw_ev
 static void loaded_after_exit(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
 {
 	struct lg_object *o;
-	char host[PATH_MAX + 64];
+	char host[PATH_MAX + 64], note[PATH_MAX + 128];
 
 	if (!e->path[0] || !(ps->g = ps->g ?: graph_empty(w, ps->pid, e->comm)))
 		return;
@@ -771,7 +730,9 @@ static void loaded_after_exit(struct watch *w, struct proc_state *ps, const stru
 	if (!o || !o->elf)
 		return;
 	o->inode = elfobj__inode(o->elf);
-	say(w, "        %d: the process is gone; %s's dependencies are unknown", ps->pid, e->path);
+	snprintf(note, sizeof(note), "        %d: the process is gone; %s's dependencies are unknown",
+		 ps->pid, e->path);
+	SINKS(w, note, note);
 	announce_one(w, ps, o, e);
 }
 
@@ -790,8 +751,10 @@ static int add_proc_empty(struct watch *w, pid_t pid, const char *comm)
 		.g = graph_empty(w, pid, comm),
 		.seen_all = true,
 	};
-	return bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
-				    BPF_ANY);
+	/* Offline (tests): no BPF map to tell. */
+	return w->skel ? bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one,
+					      sizeof(one), BPF_ANY) :
+			 0;
 }
 
 /*
@@ -813,8 +776,9 @@ static int add_proc(struct watch *w, pid_t pid, pid_t parent)
 	w->procs = np;
 	w->procs[w->n_procs] = (struct proc_state){ .pid = pid };
 	w->n_procs++;
-	bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
-			     BPF_ANY);
+	if (w->skel)
+		bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
+				     BPF_ANY);
 	ps = &w->procs[w->n_procs - 1];
 	pp = parent > 0 ? proc_find(w, parent) : NULL;
 	if (pp && pp->g) {
@@ -845,29 +809,8 @@ static void drop_proc(struct watch *w, pid_t pid)
 		w->procs[i] = w->procs[--w->n_procs];
 		break;
 	}
-	bpf_map__delete_elem(w->skel->maps.targets, &key, sizeof(key), 0);
-}
-
-static const char *event_name(unsigned int type)
-{
-	static const char *names[] = { [DLW_DLOPEN] = "dlopen",	   [DLW_DLCLOSE] = "dlclose",
-				       [DLW_DLSYM] = "dlsym",	   [DLW_OMP_FORK] = "omp_fork",
-				       [DLW_BLAS_THREAD] = "blas_thread",
-				       [DLW_CUDA_LOAD] = "gpu_load", [DLW_EXEC] = "exec",
-				       [DLW_FORK] = "fork",	   [DLW_EXIT] = "exit",
-				       [DLW_SIGNAL] = "signal",	   [DLW_FUTEX_WAIT] = "futex_wait" };
-
-	return type < sizeof(names) / sizeof(names[0]) && names[type] ? names[type] : "?";
-}
-
-static const char *cuda_fn(unsigned long long c)
-{
-	static const char *names[] = { "?", "cuModuleLoad", "cuModuleLoadData",
-				       "cuModuleLoadDataEx", "cuModuleLoadFatBinary",
-				       "cuLibraryLoadData", "cuLibraryLoadFromFile", "hipModuleLoad",
-				       "hipModuleLoadData" };
-
-	return c < sizeof(names) / sizeof(names[0]) ? names[c] : "?";
+	if (w->skel)
+		bpf_map__delete_elem(w->skel->maps.targets, &key, sizeof(key), 0);
 }
 
 /*
@@ -913,21 +856,104 @@ static const struct dlw_event *with_str(const struct dlw_event *e, size_t size,
 	return copy;
 }
 
-static void handle_event(void *ctx, void *data, size_t size)
+/* The event's fields that only the model can name: a signal's fault address and pc. */
+static void name_signal(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
+			size_t size, struct event *ev)
 {
-	struct watch *w = ctx;
-	const struct dlw_event *e = data;
+	const struct thread_stack *ts = event_stack(w, ps, e);
+	char *at = ev->u.signal.at;
+	size_t atlen = sizeof(ev->u.signal.at);
+
+	symbolize(ps, e->arg1, ev->u.signal.where, sizeof(ev->u.signal.where));
+	snprintf(at, atlen, "?");
+	/* The faulting pc: the stack's first frame, else the pc named from the model. */
+	if (ts && ts->n_frames) {
+		size_t k = 0, n;
+
+		/* Code inlined into a function: both, as "inlined (...) in caller". */
+		frame_text(&ts->frames[0], at, atlen);
+		while (k + 1 < ts->n_frames && ts->frames[k].inlined)
+			k++;
+		n = strlen(at);
+		if (k && n + 4 < atlen) {
+			memcpy(at + n, " in ", 4);
+			frame_text(&ts->frames[k], at + n + 4, atlen - n - 4);
+		}
+	} else if (ps && size >= sizeof(*e)) {
+		symbolize(ps, e->regs.ip, at, atlen);
+	}
+}
+
+/* The model follows the event: processes come and go, their graphs are read again. */
+static struct proc_state *update_model(struct watch *w, struct proc_state *ps,
+				       const struct dlw_event *e, const struct event *ev)
+{
+	if (ev->kind == EVENT_FORK && !ev->u.fork.thread && w->o->follow)
+		add_proc(w, ev->u.fork.child, ev->pid);
+	if (!ps && ev->kind == EVENT_EXEC && w->o->comm && !add_proc_empty(w, ev->pid, ev->comm))
+		ps = proc_find(w, ev->pid);
+	if (ps && ev->kind == EVENT_EXEC) {
+		/* A new image: everything it has is news, nothing of the old one "left". */
+		libgraph__free(ps->g);
+		ps->g = graph_empty(w, ps->pid, ev->comm);
+		ps->n_seen = 0;
+		ps->seen_all = true;
+		memset(&ps->start, 0, sizeof(ps->start));
+		memcpy(&ps->start, e, offsetof(struct dlw_event, path));
+	}
+	if (ps && ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) ||
+		   ev->kind == EVENT_DLCLOSE || ev->kind == EVENT_EXEC)) {
+		if (ev->kind != EVENT_DLOPEN)
+			refresh(w, ps);
+		if (ev->kind != EVENT_DLCLOSE && !announce(w, ps, e) && ev->kind == EVENT_DLOPEN)
+			loaded_after_exit(w, ps, e);
+	}
+	if (ps && ev->kind == EVENT_EXIT)
+		announce(w, ps, e);
+	return ps;
+}
+
+/* The detector table's hooks for an event: a parallel region or a wait inside dlopen. */
+static void detect_on_event(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
+			    const struct event *ev)
+{
+	bool futex = ev->kind == EVENT_FUTEX_WAIT && (ev->u.futex.what == EVENT_FUTEX_BEGINS ||
+						      ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN);
+	struct live_ctx lc = live_ctx_of(ps);
+	struct findings fs = { 0 };
+	struct live_event le = {
+		.kind = futex ? LIVE_FUTEX_IN_DLOPEN : LIVE_PARALLEL_IN_DLOPEN,
+		.pid = ev->pid,
+		.tid = ev->tid,
+		.comm = ev->comm,
+		.entry = ev->kind == EVENT_OMP_FORK ? (unsigned int)ev->u.omp_fork.entry : 0,
+		.dlopen_file = futex && ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN ?
+				       ev->u.futex.call : NULL,
+	};
+
+	if (ev->kind != EVENT_OMP_FORK && !futex)
+		return;
+	detectors__on_event(&lc, &le, &fs);
+	findings_of(w, ps, e, &fs);
+}
+
+/* One raw record: decode, update the model, run the live detectors, tell the sinks. */
+static void handle_event(struct watch *w, const void *data, size_t size)
+{
 	const struct dlw_stack_event *se = data;
 	struct dlw_event copy;
+	const struct dlw_event *e;
 	struct proc_state *ps;
-	json_t *j;
-	char t[32], line[PATH_MAX + 256];
+	struct event ev;
+	char why[128];
 
 	if (size < offsetof(struct dlw_event, path))
 		return;
 	w->st->events++;
-	ps = proc_find(w, (pid_t)e->pid);
-	e = with_str(e, size, &copy);
+	e = with_str(data, size, &copy);
+	if (event__decode(&ev, e, size, why, sizeof(why)))
+		return;
+	ps = proc_find(w, ev.pid);
 	w->cur.e = e;
 	w->cur.done = w->cur.fresh = false;
 	w->cur.stack = NULL;
@@ -938,168 +964,28 @@ static void handle_event(void *ctx, void *data, size_t size)
 		w->cur.stack = se->stack + (e->regs.sp & 4095);
 		w->cur.len = e->stack_size - (e->regs.sp & 4095);
 	}
-	rel_time(w, e->ts_ns, t, sizeof(t));
 	/* The objects a dlopen brought: in the model before its stack is named (frames of a
 	 * constructor's library) and before it is announced. */
-	if (ps && e->type == DLW_DLOPEN && e->ret) {
+	if (ps && ev.kind == EVENT_DLOPEN && ev.u.dlopen.handle) {
 		refresh(w, ps);
 		w->cur.fresh = true;
 	}
-	/* Build the JSON only for a trace; json_* calls below accept a NULL object. */
-	j = !w->o->record && !w->o->sink ? NULL :
-	    json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_name(e->type), "t",
-		      (json_int_t)e->ts_ns, "pid", e->pid, "tid", e->tid, "comm", e->comm,
-		      "in_dlopen", e->in_dlopen);
-	switch (e->type) {
-	case DLW_DLOPEN:
-		/* dlopen(NULL): the main program, not a file named "". */
-		snprintf(line, sizeof(line), "%s(%s%s%s, 0x%llx) = 0x%llx (%.3f ms)",
-			 e->arg1 ? "dlmopen" : "dlopen", e->str_state == DLW_STR_NULL ? "NULL" : "\"",
-			 e->str_state == DLW_STR_NULL ? "" : e->str,
-			 e->str_state == DLW_STR_NULL ? "" : "\"", e->arg0,
-			 (unsigned long long)e->ret, (double)e->duration_ns / 1e6);
-		json_object_set_new(j, "path", e->str_state == DLW_STR_NULL ? json_null() :
-									       json_string(e->str));
-		json_object_set_new(j, "file", json_string(e->path));
-		json_object_set_new(j, "flags", json_integer((json_int_t)e->arg0));
-		json_object_set_new(j, "handle", json_integer(e->ret));
-		json_object_set_new(j, "duration_ns", json_integer((json_int_t)e->duration_ns));
-		break;
-	case DLW_DLCLOSE:
-		snprintf(line, sizeof(line), "dlclose(0x%llx) = %lld", e->arg0, e->ret);
-		json_object_set_new(j, "handle", json_integer((json_int_t)e->arg0));
-		json_object_set_new(j, "result", json_integer(e->ret));
-		break;
-	case DLW_DLSYM:
-		snprintf(line, sizeof(line), "dlsym(0x%llx, \"%s\") = 0x%llx", e->arg0, e->str,
-			 (unsigned long long)e->ret);
-		json_object_set_new(j, "symbol", json_string(e->str));
-		json_object_set_new(j, "handle", json_integer((json_int_t)e->arg0));
-		json_object_set_new(j, "address", json_integer(e->ret));
-		break;
-	case DLW_OMP_FORK:
-		event_text__omp_fork(line, sizeof(line), e->arg0, e->arg1);
-		json_object_set_new(j, "regions", json_integer((json_int_t)e->arg1));
-		json_object_set_new(j, "entry", json_integer((json_int_t)e->arg0));
-		break;
-	case DLW_BLAS_THREAD:
-		snprintf(line, sizeof(line), "BLAS pool thread starts");
-		break;
-	case DLW_CUDA_LOAD:
-		snprintf(line, sizeof(line), "%s(%s%s%s size %llu) = %lld", cuda_fn(e->arg0),
-			 e->str[0] ? "\"" : "", e->str, e->str[0] ? "\"," : "", e->arg1, e->ret);
-		json_object_set_new(j, "function", json_string(cuda_fn(e->arg0)));
-		json_object_set_new(j, "file", json_string(e->str));
-		json_object_set_new(j, "image_size", json_integer((json_int_t)e->arg1));
-		json_object_set_new(j, "result", json_integer(e->ret));
-		break;
-	case DLW_EXEC:
-		snprintf(line, sizeof(line), "exec %s", e->str);
-		json_object_set_new(j, "file", json_string(e->str));
-		break;
-	case DLW_FORK:
-		event_text__fork(line, sizeof(line), e->arg0, e->arg1, e->in_dlopen);
-		json_object_set_new(j, "child", json_integer((json_int_t)e->arg0));
-		json_object_set_new(j, "thread", json_boolean(e->arg1));
-		break;
-	case DLW_EXIT:
-		event_text__exit(line, sizeof(line), e->arg0);
-		json_object_set_new(j, "exit_code", json_integer((json_int_t)e->arg0));
-		break;
-	case DLW_SIGNAL: {
-		char where[256];
-
-		char at[512] = "?";
-		const struct thread_stack *ts = event_stack(w, ps, e);
-
-		symbolize(ps, e->arg1, where, sizeof(where));
-		/* The faulting pc: the stack's first frame, else the pc named from the model. */
-		if (ts && ts->n_frames) {
-			size_t k = 0, n;
-
-			/* Code inlined into a function: both, as "inlined (...) in caller". */
-			frame_text(&ts->frames[0], at, sizeof(at));
-			while (k + 1 < ts->n_frames && ts->frames[k].inlined)
-				k++;
-			n = strlen(at);
-			if (k && n + 4 < sizeof(at)) {
-				memcpy(at + n, " in ", 4);
-				frame_text(&ts->frames[k], at + n + 4, sizeof(at) - n - 4);
-			}
-		}
-		else if (ps && size >= sizeof(*e))
-			symbolize(ps, e->regs.ip, at, sizeof(at));
-		event_text__signal(line, sizeof(line), e->arg0, where, at);
-		json_object_set_new(j, "at", json_string(at));
-		json_object_set_new(j, "signal", json_integer((json_int_t)e->arg0));
-		json_object_set_new(j, "address", json_integer((json_int_t)e->arg1));
-		json_object_set_new(j, "where", json_string(where));
-		break;
+	if (ev.kind == EVENT_SIGNAL)
+		name_signal(w, ps, e, size, &ev);
+	/* A record says it carried a stack even when the stack could not be unwound. */
+	if (w->cur.stack && sinks_want_stacks(w)) {
+		ev.has_stack = true;
+		stack_of(w, ps, e, &ev.stack);
 	}
-	case DLW_FUTEX_WAIT:
-		event_text__futex(line, sizeof(line), e->arg0,
-				  e->arg1 >= 2 ? (e->arg1 == 2 ? "dlopen" : "dlsym") : NULL, e->str,
-				  e->arg1 == 1, e->duration_ns, e->in_dlopen);
-		json_object_set_new(j, "futex", json_integer((json_int_t)e->arg0));
-		if (e->arg1 >= 2) {
-			json_object_set_new(j, "blocked_in",
-					    json_string(e->arg1 == 2 ? "dlopen" : "dlsym"));
-			json_object_set_new(j, "call", json_string(e->str));
-		}
-		json_object_set_new(j, "duration_ns", json_integer((json_int_t)e->duration_ns));
-		break;
-	default:
-		snprintf(line, sizeof(line), "?");
-	}
-	if (w->cur.stack && j)
-		add_stack(w, ps, e, j, false);
-	if (!w->o->quiet)
-		say(w, "[%s] %d/%d %s %s", t, e->pid, e->tid, e->comm, line);
-	emit_json(w, j);
-
-	/* The model and the live detectors. */
-	if (e->type == DLW_FORK && !e->arg1 && w->o->follow)
-		add_proc(w, (pid_t)e->arg0, (pid_t)e->pid);
-	if (!ps && e->type == DLW_EXEC && w->o->comm && !add_proc_empty(w, (pid_t)e->pid, e->comm))
-		ps = proc_find(w, (pid_t)e->pid);
-	if (ps && e->type == DLW_EXEC) {
-		/* A new image: everything it has is news, nothing of the old one "left". */
-		libgraph__free(ps->g);
-		ps->g = graph_empty(w, ps->pid, e->comm);
-		ps->n_seen = 0;
-		ps->seen_all = true;
-		memset(&ps->start, 0, sizeof(ps->start));
-		memcpy(&ps->start, e, offsetof(struct dlw_event, path));
-	}
-	if (ps && ((e->type == DLW_DLOPEN && e->ret) || e->type == DLW_DLCLOSE ||
-		   e->type == DLW_EXEC)) {
-		if (e->type != DLW_DLOPEN)
-			refresh(w, ps);
-		if (e->type != DLW_DLCLOSE && !announce(w, ps, e) && e->type == DLW_DLOPEN)
-			loaded_after_exit(w, ps, e);
-	}
-	if (ps && e->type == DLW_EXIT)
-		announce(w, ps, e);
-	if (e->type == DLW_OMP_FORK || (e->type == DLW_FUTEX_WAIT && (e->arg1 == 1 || e->arg1 == 2))) {
-		struct live_ctx lc = live_ctx_of(ps);
-		struct findings fs = { 0 };
-		struct live_event le = {
-			.kind = e->type == DLW_OMP_FORK ? LIVE_PARALLEL_IN_DLOPEN : LIVE_FUTEX_IN_DLOPEN,
-			.pid = (pid_t)e->pid,
-			.tid = (pid_t)e->tid,
-			.comm = e->comm,
-			.entry = (unsigned int)e->arg0,
-			.dlopen_file = e->type == DLW_FUTEX_WAIT && e->arg1 == 2 ? e->str : NULL,
-		};
-
-		detectors__on_event(&lc, &le, &fs);
-		findings_of(w, ps, e, &fs);
-	}
-	if (e->type == DLW_EXIT) {
-		if ((pid_t)e->pid == w->command_pid)
+	SINKS(w, event, &ev);
+	ps = update_model(w, ps, e, &ev);
+	detect_on_event(w, ps, e, &ev);
+	if (ev.kind == EVENT_EXIT) {
+		if (ev.pid == w->command_pid)
 			w->command_done = true;
-		drop_proc(w, (pid_t)e->pid);
+		drop_proc(w, ev.pid);
 	}
+	event__clear(&ev);
 	thread_stack__clear(&w->cur.ts);
 	w->cur.e = NULL;
 	w->cur.stack = NULL;
@@ -1114,13 +1000,13 @@ static void handle_event(void *ctx, void *data, size_t size)
 static int read_event(void *ctx, void *data, size_t size)
 {
 	struct watch *w = ctx;
-	bool stop = stop_requested || (w->o->stop && *w->o->stop);
+	bool stop = stopping(w);
 
 	if (w->counting) {
 		w->st->lost_unread++;
 		return 0;
 	}
-	handle_event(ctx, data, size);
+	handle_event(w, data, size);
 	if (w->draining && w->drain_all)
 		return stop ? BATCH_OVER : 0;
 	if (mono_ns(CLOCK_MONOTONIC) >= w->batch_end || (!w->draining && stop))
@@ -1336,22 +1222,17 @@ static void add_by_comm(struct watch *w, const char *comm)
 
 static void write_header(struct watch *w)
 {
-	struct utsname u;
-	json_t *pids;
+	struct trace_header h = {
+		.t0 = w->t0,
+		.realtime_minus_monotonic_ns =
+			(int64_t)(mono_ns(CLOCK_REALTIME) - mono_ns(CLOCK_MONOTONIC)),
+		.targets = w->o->pids,
+		.n_targets = w->o->n_pids,
+		.follow = w->o->follow,
+		.hot = w->o->hot,
+	};
 
-	if (!w->o->record && !w->o->sink)
-		return;
-	pids = json_array();
-	uname(&u);
-	for (size_t i = 0; i < w->o->n_pids; i++)
-		json_array_append_new(pids, json_integer(w->o->pids[i]));
-	emit_json(w, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}",
-			       "type", "header", "format", "dlscope-trace/2", "dlscope",
-			       DLSCOPE_VERSION, "host", u.nodename, "kernel", u.release, "glibc",
-			       gnu_get_libc_version(), "clock", "CLOCK_MONOTONIC", "t0",
-			       (json_int_t)w->t0, "realtime_minus_monotonic_ns",
-			       (json_int_t)(mono_ns(CLOCK_REALTIME) - mono_ns(CLOCK_MONOTONIC)),
-			       "targets", pids, "follow", w->o->follow, "hot", w->o->hot));
+	SINKS(w, header, &h);
 }
 
 /*
@@ -1393,12 +1274,28 @@ static void count_lost(struct watch *w, struct watch_stats *st)
 	st->lost = st->lost_ring + st->lost_calls + st->lost_skipped + st->lost_unread;
 }
 
+/* Everything the run holds; the probes first. */
+static void watch_release(struct watch *w)
+{
+	detach_all(w);
+	free(w->files);
+	for (size_t i = 0; i < w->n_procs; i++) {
+		libgraph__free(w->procs[i].g);
+		procmaps__free(w->procs[i].maps);
+		free(w->procs[i].seen);
+		sample_unwinder__free(w->procs[i].uw);
+	}
+	free(w->procs);
+	ring_buffer__free(w->rb);
+	dlwatch_bpf__destroy(w->skel);
+	elf_cache__put(w->cache);
+}
+
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
 {
 	struct watch w = { .o = o, .st = st };
 	int err, release_fd = -1;
 	unsigned long long deadline = 0, t_attach;
-	struct sigaction sa = { .sa_handler = on_stop };
 
 	memset(st, 0, sizeof(*st));
 	st->command_status = -1;
@@ -1488,14 +1385,6 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		add_by_comm(&w, o->comm);
 	}
 	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
-	/*
-	 * Before "watching" is said: a signal sent as soon as it is read must end the watch
-	 * with its summary. A closed terminal (SIGHUP) ends it like ^C.
-	 */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	/* Tests and scripts wait for this line before they make the target act. */
 	fprintf(stderr, "dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms\n",
 		w.n_procs, w.n_procs == 1 ? "" : "es", o->comm ? " named " : "",
@@ -1509,7 +1398,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
 	st->cpu_s = -cpu_seconds();
 	err = 0;
-	while (!stop_requested && !(o->stop && *o->stop)) {
+	while (!stopping(&w)) {
 		int n;
 
 		w.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
@@ -1526,8 +1415,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			break;
 		}
 		/* A trace being written can be followed (tail -f) batch by batch. */
-		if (o->record)
-			fflush(o->record);
+		SINKS(&w, flush);
 		scan_stuck_in_dlopen(&w);
 		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
 			break;
@@ -1561,29 +1449,47 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	}
 	st->cpu_s += cpu_seconds();
 	count_lost(&w, st);
-	emit_json(&w, json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I}", "type",
-				"summary", "events", (json_int_t)st->events, "lost",
-				(json_int_t)st->lost, "lost_by", "ring_full",
-				(json_int_t)st->lost_ring, "calls_full", (json_int_t)st->lost_calls,
-				"skipped_by_kernel", (json_int_t)st->lost_skipped,
-				"unread_at_stop", (json_int_t)st->lost_unread, "findings",
-				(json_int_t)st->findings));
+	SINKS(&w, summary, st);
 out:
 	if (w.command_pid > 0 && st->command_status < 0) {
 		kill(w.command_pid, SIGKILL);
 		waitpid(w.command_pid, NULL, 0);
 	}
-	detach_all(&w);
-	free(w.files);
-	for (size_t i = 0; i < w.n_procs; i++) {
-		libgraph__free(w.procs[i].g);
-		procmaps__free(w.procs[i].maps);
-		free(w.procs[i].seen);
-		sample_unwinder__free(w.procs[i].uw);
-	}
-	free(w.procs);
-	ring_buffer__free(w.rb);
-	dlwatch_bpf__destroy(w.skel);
-	elf_cache__put(w.cache);
+	watch_release(&w);
 	return err;
+}
+
+struct watch *watch__offline_new(const struct watch_opts *o, struct watch_stats *st)
+{
+	struct watch *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	*w = (struct watch){ .o = o, .st = st, .t0 = mono_ns(CLOCK_MONOTONIC) };
+	memset(st, 0, sizeof(*st));
+	st->command_status = -1;
+	w->cache = elf_cache__new();
+	if (!w->cache) {
+		free(w);
+		return NULL;
+	}
+	write_header(w);
+	return w;
+}
+
+int watch__offline_add(struct watch *w, pid_t pid, const char *comm)
+{
+	return add_proc_empty(w, pid, comm);
+}
+
+void watch__offline_feed(struct watch *w, const void *raw, size_t size)
+{
+	handle_event(w, raw, size);
+}
+
+void watch__offline_end(struct watch *w)
+{
+	SINKS(w, summary, w->st);
+	watch_release(w);
+	free(w);
 }

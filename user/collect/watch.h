@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "sink.h"
+
 struct watch_opts {
 	pid_t *pids;
 	size_t n_pids;
@@ -26,41 +28,38 @@ struct watch_opts {
 	const char *comm;	/* every process with this comm, running or exec'ed later */
 	bool follow;		/* children as they fork */
 	bool hot;		/* also the per-region OpenMP/BLAS entry points */
-	bool quiet;		/* no line per event (record) */
-	double duration_s;	/* 0: until the targets exit or SIGINT/SIGTERM */
+	double duration_s;	/* 0: until the targets exit or *stop is set */
 	unsigned int futex_ms;	/* report futex waits at least this long; 0: no futex tracepoints */
 	unsigned int ring_mb;	/* the ring buffer's size in MiB (a power of two); 0: 64 */
-	FILE *record;		/* JSON Lines trace, or NULL */
 	/*
-	 * Each trace record (header, events, summary; docs/trace-format.md) as it is made, for an
-	 * in-process consumer such as the TUI. Called on the collector's thread; the record is
-	 * borrowed (json_incref to keep it).
+	 * Where the header, events, objects, findings and summary go (user/sink.h): watch's
+	 * text, a trace file, the TUI. Called on the collector's thread.
 	 */
-	void (*sink)(void *ctx, json_t *record);
-	void *sink_ctx;
-	/* Set non-zero (from another thread or a signal handler) to end the run. */
+	struct event_sink *const *sinks;
+	size_t n_sinks;
+	/*
+	 * Set non-zero (from another thread or a signal handler) to end the run. The collector
+	 * installs no signal handler: signals are the caller's (the CLI's, the TUI's).
+	 */
 	volatile sig_atomic_t *stop;
 };
 
-struct watch_stats {
-	unsigned long long events, lost, findings;
-	/*
-	 * lost, by cause: the ring buffer (or the stack scratch slots) full, the table of calls
-	 * in progress full, and programs the kernel skipped (one BPF program per CPU at a time:
-	 * a probe hit while another ran on that CPU is not run; bpf_prog_info.recursion_misses),
-	 * and events still in the ring when the run ended (a target sending faster than the
-	 * collector reads).
-	 */
-	unsigned long long lost_ring, lost_calls, lost_skipped, lost_unread;
-	double attach_ms;	/* attaching every probe to the initial targets */
-	double cpu_s;		/* the collector's own CPU time, user + system */
-	int command_status;	/* -1 when no command ran */
-};
-
 /*
- * Run until the targets are gone, the duration is up, or SIGINT/SIGTERM. Returns 0 or -errno
+ * Run until the targets are gone, the duration is up, or *o->stop is set. Returns 0 or -errno
  * with a one-line reason in @why (missing capability, no such process, ...).
  */
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen);
+
+/*
+ * The collector's logic without BPF, for tests: raw records (struct dlw_event, as the ring
+ * buffer delivers them) are fed to the same dispatcher watch__run uses; no probe is attached.
+ */
+struct watch;
+struct watch *watch__offline_new(const struct watch_opts *o, struct watch_stats *st);
+/* Watch @pid from its exec on (as a command is watched). 0 or -errno. */
+int watch__offline_add(struct watch *w, pid_t pid, const char *comm);
+void watch__offline_feed(struct watch *w, const void *raw, size_t size);
+/* The summary to the sinks, and everything freed. */
+void watch__offline_end(struct watch *w);
 
 #endif

@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The typed watch event: raw BPF record in, text line and trace record out, and back. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event.h"
+
+static const char *const kind_ids[EVENT__COUNT] = {
+	[EVENT_DLOPEN] = "dlopen",	   [EVENT_DLCLOSE] = "dlclose",
+	[EVENT_DLSYM] = "dlsym",	   [EVENT_OMP_FORK] = "omp_fork",
+	[EVENT_BLAS_THREAD] = "blas_thread", [EVENT_GPU_LOAD] = "gpu_load",
+	[EVENT_EXEC] = "exec",		   [EVENT_FORK] = "fork",
+	[EVENT_EXIT] = "exit",		   [EVENT_SIGNAL] = "signal",
+	[EVENT_FUTEX_WAIT] = "futex_wait",
+};
+
+static const char *const gpu_fns[] = { "?",
+				       "cuModuleLoad",
+				       "cuModuleLoadData",
+				       "cuModuleLoadDataEx",
+				       "cuModuleLoadFatBinary",
+				       "cuLibraryLoadData",
+				       "cuLibraryLoadFromFile",
+				       "hipModuleLoad",
+				       "hipModuleLoadData" };
+
+#define N_GPU_FNS (sizeof(gpu_fns) / sizeof(gpu_fns[0]))
+
+const char *event_kind__id(enum event_kind k)
+{
+	return k > 0 && k < EVENT__COUNT ? kind_ids[k] : NULL;
+}
+
+enum event_kind event_kind__parse(const char *id)
+{
+	for (int k = 1; id && k < EVENT__COUNT; k++)
+		if (!strcmp(id, kind_ids[k]))
+			return (enum event_kind)k;
+	return 0;
+}
+
+const char *event__gpu_fn(unsigned int fn)
+{
+	return fn < N_GPU_FNS ? gpu_fns[fn] : "?";
+}
+
+/* A fixed-size string of the raw record, always terminated. */
+static void copy_str(char *dst, size_t len, const char *src, size_t srclen)
+{
+	size_t n = strnlen(src, srclen < len ? srclen : len - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, char *why,
+		  size_t whylen)
+{
+	/* Full-size events (dlopen...) also carry the link map's path. */
+	bool full = size >= offsetof(struct dlw_event, path) + sizeof(raw->path);
+
+	memset(ev, 0, sizeof(*ev));
+	if (size < offsetof(struct dlw_event, path)) {
+		snprintf(why, whylen, "a raw event of %zu bytes, shorter than its header", size);
+		return -EINVAL;
+	}
+	if (!event_kind__id((enum event_kind)raw->type)) {
+		snprintf(why, whylen, "a raw event of unknown type %u", raw->type);
+		return -EINVAL;
+	}
+	ev->kind = (enum event_kind)raw->type;
+	ev->t = raw->ts_ns;
+	ev->pid = (pid_t)raw->pid;
+	ev->tid = (pid_t)raw->tid;
+	ev->in_dlopen = raw->in_dlopen;
+	copy_str(ev->comm, sizeof(ev->comm), raw->comm, sizeof(raw->comm));
+	switch (ev->kind) {
+	case EVENT_DLOPEN:
+		ev->u.dlopen.path_null = raw->str_state == DLW_STR_NULL;
+		if (!ev->u.dlopen.path_null)
+			copy_str(ev->u.dlopen.path, DLW_STR_LEN, raw->str, sizeof(raw->str));
+		if (full)
+			copy_str(ev->u.dlopen.file, DLW_STR_LEN, raw->path, sizeof(raw->path));
+		ev->u.dlopen.flags = raw->arg0;
+		ev->u.dlopen.lmid = raw->arg1;
+		ev->u.dlopen.handle = (uint64_t)raw->ret;
+		ev->u.dlopen.duration_ns = raw->duration_ns;
+		break;
+	case EVENT_DLCLOSE:
+		ev->u.dlclose.handle = raw->arg0;
+		ev->u.dlclose.result = raw->ret;
+		break;
+	case EVENT_DLSYM:
+		copy_str(ev->u.dlsym.symbol, DLW_STR_LEN, raw->str, sizeof(raw->str));
+		ev->u.dlsym.handle = raw->arg0;
+		ev->u.dlsym.address = (uint64_t)raw->ret;
+		break;
+	case EVENT_OMP_FORK:
+		ev->u.omp_fork.entry = (unsigned int)raw->arg0;
+		ev->u.omp_fork.regions = raw->arg1;
+		break;
+	case EVENT_BLAS_THREAD:
+		break;
+	case EVENT_GPU_LOAD:
+		ev->u.gpu_load.function = raw->arg0 < N_GPU_FNS ? (unsigned int)raw->arg0 : 0;
+		copy_str(ev->u.gpu_load.file, DLW_STR_LEN, raw->str, sizeof(raw->str));
+		ev->u.gpu_load.image_size = raw->arg1;
+		ev->u.gpu_load.result = raw->ret;
+		break;
+	case EVENT_EXEC:
+		copy_str(ev->u.exec.file, DLW_STR_LEN, raw->str, sizeof(raw->str));
+		break;
+	case EVENT_FORK:
+		ev->u.fork.child = (pid_t)raw->arg0;
+		ev->u.fork.thread = raw->arg1 != 0;
+		break;
+	case EVENT_EXIT:
+		ev->u.exit.exit_code = raw->arg0;
+		break;
+	case EVENT_SIGNAL:
+		ev->u.signal.signo = (unsigned int)raw->arg0;
+		ev->u.signal.address = raw->arg1;
+		break;
+	case EVENT_FUTEX_WAIT:
+		/* arg1: 0 a wait that ended, 1 one beginning inside dlopen, 2 and 3 a thread
+		 * sampled blocked inside dlopen or dlsym (user/watch.c). */
+		ev->u.futex.what = raw->arg1 == 1   ? EVENT_FUTEX_BEGINS :
+				   raw->arg1 == 2   ? EVENT_FUTEX_BLOCKED_DLOPEN :
+				   raw->arg1 == 3   ? EVENT_FUTEX_BLOCKED_DLSYM :
+						      EVENT_FUTEX_ENDED;
+		ev->u.futex.futex = raw->arg0;
+		ev->u.futex.duration_ns = raw->duration_ns;
+		if (raw->arg1 >= 2)
+			copy_str(ev->u.futex.call, DLW_STR_LEN, raw->str, sizeof(raw->str));
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static const char *futex_blocked_in(const struct event *ev)
+{
+	return ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN ? "dlopen" :
+	       ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLSYM  ? "dlsym" :
+							       NULL;
+}
+
+void event__text(const struct event *ev, unsigned int style, char *buf, size_t len)
+{
+	bool resolved = style & EVENT_TEXT_RESOLVED;
+
+	switch (ev->kind) {
+	case EVENT_DLOPEN: {
+		const char *fn = ev->u.dlopen.lmid ? "dlmopen" : "dlopen";
+		const char *q = ev->u.dlopen.path_null ? "" : "\"";
+		const char *arg = ev->u.dlopen.path_null ? "NULL" : ev->u.dlopen.path;
+
+		/* dlopen(NULL): the main program, not a file named "". */
+		if (resolved)
+			snprintf(buf, len, "%s(%s%s%s) = %s (%.3f ms)", fn, q, arg, q,
+				 ev->u.dlopen.file[0] ? ev->u.dlopen.file :
+				 ev->u.dlopen.handle  ? "the main program" :
+							"NULL",
+				 (double)ev->u.dlopen.duration_ns / 1e6);
+		else
+			snprintf(buf, len, "%s(%s%s%s, 0x%llx) = 0x%llx (%.3f ms)", fn,
+				 ev->u.dlopen.path_null ? "NULL" : "\"",
+				 ev->u.dlopen.path_null ? "" : ev->u.dlopen.path,
+				 ev->u.dlopen.path_null ? "" : "\"",
+				 (unsigned long long)ev->u.dlopen.flags,
+				 (unsigned long long)ev->u.dlopen.handle,
+				 (double)ev->u.dlopen.duration_ns / 1e6);
+		break;
+	}
+	case EVENT_DLCLOSE:
+		snprintf(buf, len, "dlclose(0x%llx) = %lld", (unsigned long long)ev->u.dlclose.handle,
+			 (long long)ev->u.dlclose.result);
+		break;
+	case EVENT_DLSYM:
+		snprintf(buf, len, "dlsym(0x%llx, \"%s\") = 0x%llx",
+			 (unsigned long long)ev->u.dlsym.handle, ev->u.dlsym.symbol,
+			 (unsigned long long)ev->u.dlsym.address);
+		break;
+	case EVENT_OMP_FORK:
+		snprintf(buf, len, "%s #%llu started inside dlopen",
+			 ev->u.omp_fork.entry == 4 ? "BLAS parallel dispatch (exec_blas)" :
+						     "parallel region",
+			 (unsigned long long)ev->u.omp_fork.regions);
+		break;
+	case EVENT_BLAS_THREAD:
+		snprintf(buf, len, "BLAS pool thread starts");
+		break;
+	case EVENT_GPU_LOAD: {
+		const char *file = ev->u.gpu_load.file;
+
+		if (resolved)
+			snprintf(buf, len, "%s(%s) size %lld = %lld",
+				 event__gpu_fn(ev->u.gpu_load.function), file,
+				 (long long)ev->u.gpu_load.image_size, (long long)ev->u.gpu_load.result);
+		else
+			snprintf(buf, len, "%s(%s%s%s size %llu) = %lld",
+				 event__gpu_fn(ev->u.gpu_load.function), file[0] ? "\"" : "", file,
+				 file[0] ? "\"," : "", (unsigned long long)ev->u.gpu_load.image_size,
+				 (long long)ev->u.gpu_load.result);
+		break;
+	}
+	case EVENT_EXEC:
+		snprintf(buf, len, "exec %s", ev->u.exec.file);
+		break;
+	case EVENT_FORK:
+		snprintf(buf, len, "%s %llu%s", ev->u.fork.thread ? "new thread" : "fork, child",
+			 (unsigned long long)ev->u.fork.child,
+			 ev->in_dlopen ? " (inside dlopen)" : "");
+		break;
+	case EVENT_EXIT:
+		snprintf(buf, len, "exit, status 0x%llx", (unsigned long long)ev->u.exit.exit_code);
+		break;
+	case EVENT_SIGNAL:
+		snprintf(buf, len, "fatal signal %u, fault address %s, at %s", ev->u.signal.signo,
+			 ev->u.signal.where[0] ? ev->u.signal.where : "?",
+			 ev->u.signal.at[0] ? ev->u.signal.at : "?");
+		break;
+	case EVENT_FUTEX_WAIT: {
+		const char *in = futex_blocked_in(ev);
+		unsigned long long futex = ev->u.futex.futex;
+
+		if (in)
+			snprintf(buf, len,
+				 "blocked in a futex wait on 0x%llx inside %s(\"%s\"), which began "
+				 "%.0f ms ago",
+				 futex, in, ev->u.futex.call, (double)ev->u.futex.duration_ns / 1e6);
+		else if (ev->u.futex.what == EVENT_FUTEX_BEGINS)
+			snprintf(buf, len, "futex wait on 0x%llx begins inside dlopen", futex);
+		else
+			snprintf(buf, len, "futex wait on 0x%llx for %.1f ms%s", futex,
+				 (double)ev->u.futex.duration_ns / 1e6,
+				 ev->in_dlopen ? " (inside dlopen)" : "");
+		break;
+	}
+	default:
+		snprintf(buf, len, "?");
+	}
+}
+
+const char *event__object(const struct event *ev)
+{
+	const char *s = NULL;
+
+	switch (ev->kind) {
+	case EVENT_DLOPEN:
+		s = ev->u.dlopen.file[0] ? ev->u.dlopen.file :
+		    ev->u.dlopen.path_null ? NULL :
+					     ev->u.dlopen.path;
+		break;
+	case EVENT_GPU_LOAD:
+		s = ev->u.gpu_load.file;
+		break;
+	case EVENT_EXEC:
+		s = ev->u.exec.file;
+		break;
+	case EVENT_SIGNAL:
+		s = ev->u.signal.where;
+		break;
+	case EVENT_FUTEX_WAIT:
+		/* Found blocked inside dlopen: the library filter finds it under that file. */
+		if (ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN)
+			s = ev->u.futex.call;
+		break;
+	default:
+		break;
+	}
+	return s && *s ? s : NULL;
+}
+
+void event_stack__to_json(const struct event_stack *s, json_t *rec)
+{
+	json_t *text = json_array(), *pcs = json_array();
+
+	for (size_t i = 0; i < s->n; i++) {
+		json_array_append_new(text, json_string(s->frames[i]));
+		json_array_append_new(pcs, json_integer((json_int_t)s->pcs[i]));
+	}
+	json_object_set_new(rec, "stack", text);
+	json_object_set_new(rec, "stack_pc", pcs);
+	if (s->end)
+		json_object_set_new(rec, "stack_end", json_string(s->end));
+}
+
+/* Field setters that, as the collector always did, leave out a string that is not UTF-8. */
+static void set(json_t *rec, const char *key, json_t *v)
+{
+	json_object_set_new(rec, key, v);
+}
+
+static json_t *jint(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+json_t *event__to_json(const struct event *ev)
+{
+	json_t *j;
+
+	if (!event_kind__id(ev->kind))
+		return NULL;
+	j = json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_kind__id(ev->kind), "t",
+		      (json_int_t)ev->t, "pid", ev->pid, "tid", ev->tid, "comm", ev->comm,
+		      "in_dlopen", (int)ev->in_dlopen);
+	if (!j)
+		return NULL;
+	switch (ev->kind) {
+	case EVENT_DLOPEN:
+		set(j, "path", ev->u.dlopen.path_null ? json_null() : json_string(ev->u.dlopen.path));
+		set(j, "file", json_string(ev->u.dlopen.file));
+		set(j, "flags", jint(ev->u.dlopen.flags));
+		set(j, "handle", jint(ev->u.dlopen.handle));
+		set(j, "duration_ns", jint(ev->u.dlopen.duration_ns));
+		break;
+	case EVENT_DLCLOSE:
+		set(j, "handle", jint(ev->u.dlclose.handle));
+		set(j, "result", json_integer(ev->u.dlclose.result));
+		break;
+	case EVENT_DLSYM:
+		set(j, "symbol", json_string(ev->u.dlsym.symbol));
+		set(j, "handle", jint(ev->u.dlsym.handle));
+		set(j, "address", jint(ev->u.dlsym.address));
+		break;
+	case EVENT_OMP_FORK:
+		set(j, "regions", jint(ev->u.omp_fork.regions));
+		set(j, "entry", jint(ev->u.omp_fork.entry));
+		break;
+	case EVENT_GPU_LOAD:
+		set(j, "function", json_string(event__gpu_fn(ev->u.gpu_load.function)));
+		set(j, "file", json_string(ev->u.gpu_load.file));
+		set(j, "image_size", jint(ev->u.gpu_load.image_size));
+		set(j, "result", json_integer(ev->u.gpu_load.result));
+		break;
+	case EVENT_EXEC:
+		set(j, "file", json_string(ev->u.exec.file));
+		break;
+	case EVENT_FORK:
+		set(j, "child", json_integer(ev->u.fork.child));
+		set(j, "thread", json_boolean(ev->u.fork.thread));
+		break;
+	case EVENT_EXIT:
+		set(j, "exit_code", jint(ev->u.exit.exit_code));
+		break;
+	case EVENT_SIGNAL:
+		set(j, "at", json_string(ev->u.signal.at));
+		set(j, "signal", jint(ev->u.signal.signo));
+		set(j, "address", jint(ev->u.signal.address));
+		set(j, "where", json_string(ev->u.signal.where));
+		break;
+	case EVENT_FUTEX_WAIT:
+		set(j, "futex", jint(ev->u.futex.futex));
+		if (futex_blocked_in(ev)) {
+			set(j, "blocked_in", json_string(futex_blocked_in(ev)));
+			set(j, "call", json_string(ev->u.futex.call));
+		}
+		set(j, "duration_ns", jint(ev->u.futex.duration_ns));
+		break;
+	default:
+		break;
+	}
+	if (ev->has_stack)
+		event_stack__to_json(&ev->stack, j);
+	return j;
+}
+
+/* Reading a record: the first field that is missing or of the wrong type names the fault. */
+struct reader {
+	const json_t *rec;
+	const char *type;
+	char *why;
+	size_t whylen;
+	bool bad;
+};
+
+static const json_t *field(struct reader *r, const char *key, bool required, const char *what,
+			   int (*ok)(const json_t *))
+{
+	const json_t *v = json_object_get(r->rec, key);
+
+	if (r->bad)
+		return NULL;
+	if (!v && !required)
+		return NULL;
+	if (!v || !ok(v)) {
+		snprintf(r->why, r->whylen, "a \"%s\" record %s \"%s\"%s%s", r->type,
+			 v ? "whose" : "without", key, v ? " is not " : "", v ? what : "");
+		r->bad = true;
+		return NULL;
+	}
+	return v;
+}
+
+static int is_int(const json_t *v)
+{
+	return json_is_integer(v);
+}
+
+static int is_str(const json_t *v)
+{
+	return json_is_string(v);
+}
+
+static int is_str_or_null(const json_t *v)
+{
+	return json_is_string(v) || json_is_null(v);
+}
+
+static int is_bool(const json_t *v)
+{
+	return json_is_boolean(v);
+}
+
+static int is_array(const json_t *v)
+{
+	return json_is_array(v);
+}
+
+static uint64_t get_int(struct reader *r, const char *key, bool required)
+{
+	return (uint64_t)json_integer_value(field(r, key, required, "an integer", is_int));
+}
+
+static void get_str(struct reader *r, const char *key, bool required, char *buf, size_t len)
+{
+	const char *s = json_string_value(field(r, key, required, "a string", is_str));
+
+	snprintf(buf, len, "%s", s ? s : "");
+}
+
+static int read_stack(struct reader *r, struct event_stack *s)
+{
+	const json_t *frames = field(r, "stack", false, "an array", is_array);
+	const json_t *pcs = field(r, "stack_pc", false, "an array", is_array);
+	const char *end = json_string_value(field(r, "stack_end", false, "a string", is_str));
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(frames, i, v) {
+		const json_t *pc = json_array_get(pcs, i);
+
+		if (!json_is_string(v) || (pc && !json_is_integer(pc))) {
+			snprintf(r->why, r->whylen, "a \"%s\" record whose stack frame %zu is not %s",
+				 r->type, i, json_is_string(v) ? "an address" : "a string");
+			r->bad = true;
+			return -EINVAL;
+		}
+		if (event_stack__push(s, json_string_value(v), (uint64_t)json_integer_value(pc)))
+			return -ENOMEM;
+	}
+	if (end && !(s->end = strdup(end)))
+		return -ENOMEM;
+	return 0;
+}
+
+int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whylen)
+{
+	struct reader r = { .rec = rec, .why = why, .whylen = whylen };
+	const json_t *v;
+
+	memset(ev, 0, sizeof(*ev));
+	if (!json_is_object(rec)) {
+		snprintf(why, whylen, "a record that is not a JSON object");
+		return -EINVAL;
+	}
+	r.type = json_string_value(json_object_get(rec, "type"));
+	ev->kind = event_kind__parse(r.type);
+	if (!ev->kind) {
+		snprintf(why, whylen, r.type ? "a record of unknown type \"%s\"" :
+					       "a record without a \"type\"",
+			 r.type);
+		return -EINVAL;
+	}
+	ev->t = get_int(&r, "t", true);
+	ev->pid = (pid_t)get_int(&r, "pid", true);
+	ev->tid = (pid_t)get_int(&r, "tid", false);
+	get_str(&r, "comm", false, ev->comm, sizeof(ev->comm));
+	ev->in_dlopen = (unsigned int)get_int(&r, "in_dlopen", false);
+	switch (ev->kind) {
+	case EVENT_DLOPEN:
+		v = field(&r, "path", false, "a string or null", is_str_or_null);
+		ev->u.dlopen.path_null = !json_is_string(v);
+		snprintf(ev->u.dlopen.path, DLW_STR_LEN, "%s",
+			 json_is_string(v) ? json_string_value(v) : "");
+		get_str(&r, "file", false, ev->u.dlopen.file, DLW_STR_LEN);
+		ev->u.dlopen.flags = get_int(&r, "flags", false);
+		ev->u.dlopen.handle = get_int(&r, "handle", false);
+		ev->u.dlopen.duration_ns = get_int(&r, "duration_ns", false);
+		break;
+	case EVENT_DLCLOSE:
+		ev->u.dlclose.handle = get_int(&r, "handle", false);
+		ev->u.dlclose.result = (int64_t)get_int(&r, "result", false);
+		break;
+	case EVENT_DLSYM:
+		get_str(&r, "symbol", false, ev->u.dlsym.symbol, DLW_STR_LEN);
+		ev->u.dlsym.handle = get_int(&r, "handle", false);
+		ev->u.dlsym.address = get_int(&r, "address", false);
+		break;
+	case EVENT_OMP_FORK:
+		ev->u.omp_fork.regions = get_int(&r, "regions", false);
+		ev->u.omp_fork.entry = (unsigned int)get_int(&r, "entry", false);
+		break;
+	case EVENT_GPU_LOAD: {
+		char fn[64];
+
+		get_str(&r, "function", false, fn, sizeof(fn));
+		for (unsigned int k = 1; k < N_GPU_FNS; k++)
+			if (!strcmp(fn, gpu_fns[k]))
+				ev->u.gpu_load.function = k;
+		get_str(&r, "file", false, ev->u.gpu_load.file, DLW_STR_LEN);
+		ev->u.gpu_load.image_size = get_int(&r, "image_size", false);
+		ev->u.gpu_load.result = (int64_t)get_int(&r, "result", false);
+		break;
+	}
+	case EVENT_EXEC:
+		get_str(&r, "file", false, ev->u.exec.file, DLW_STR_LEN);
+		break;
+	case EVENT_FORK:
+		ev->u.fork.child = (pid_t)get_int(&r, "child", false);
+		ev->u.fork.thread = json_is_true(field(&r, "thread", false, "a boolean", is_bool));
+		break;
+	case EVENT_EXIT:
+		ev->u.exit.exit_code = get_int(&r, "exit_code", false);
+		break;
+	case EVENT_SIGNAL:
+		get_str(&r, "at", false, ev->u.signal.at, sizeof(ev->u.signal.at));
+		ev->u.signal.signo = (unsigned int)get_int(&r, "signal", false);
+		ev->u.signal.address = get_int(&r, "address", false);
+		get_str(&r, "where", false, ev->u.signal.where, sizeof(ev->u.signal.where));
+		break;
+	case EVENT_FUTEX_WAIT: {
+		char in[16];
+
+		ev->u.futex.futex = get_int(&r, "futex", false);
+		ev->u.futex.duration_ns = get_int(&r, "duration_ns", false);
+		get_str(&r, "blocked_in", false, in, sizeof(in));
+		get_str(&r, "call", false, ev->u.futex.call, DLW_STR_LEN);
+		/* docs/trace-format.md: duration 0 is a wait inside dlopen reported as it began. */
+		if (!strcmp(in, "dlopen"))
+			ev->u.futex.what = EVENT_FUTEX_BLOCKED_DLOPEN;
+		else if (!strcmp(in, "dlsym"))
+			ev->u.futex.what = EVENT_FUTEX_BLOCKED_DLSYM;
+		else if (in[0] && !r.bad) {
+			snprintf(why, whylen,
+				 "a \"futex_wait\" record blocked in \"%s\", neither dlopen nor dlsym",
+				 in);
+			r.bad = true;
+		} else
+			ev->u.futex.what = ev->u.futex.duration_ns ? EVENT_FUTEX_ENDED :
+								     EVENT_FUTEX_BEGINS;
+		break;
+	}
+	default:
+		break;
+	}
+	ev->has_stack = json_object_get(rec, "stack") != NULL;
+	if (!r.bad && read_stack(&r, &ev->stack) == -ENOMEM && !r.bad) {
+		snprintf(why, whylen, "out of memory");
+		r.bad = true;
+	}
+	if (r.bad) {
+		event__clear(ev);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int event_stack__push(struct event_stack *s, const char *frame, uint64_t pc)
+{
+	char **nf = realloc(s->frames, (s->n + 1) * sizeof(*nf));
+	uint64_t *np;
+
+	if (!nf)
+		return -ENOMEM;
+	s->frames = nf;
+	np = realloc(s->pcs, (s->n + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	s->pcs = np;
+	s->frames[s->n] = strdup(frame);
+	if (!s->frames[s->n])
+		return -ENOMEM;
+	s->pcs[s->n++] = pc;
+	return 0;
+}
+
+void event_stack__clear(struct event_stack *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->frames[i]);
+	free(s->frames);
+	free(s->pcs);
+	free(s->end);
+	memset(s, 0, sizeof(*s));
+}
+
+void event__clear(struct event *ev)
+{
+	event_stack__clear(&ev->stack);
+	ev->has_stack = false;
+}

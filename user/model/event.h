@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * One watch event, typed: decoded once from the raw BPF record (bpf/dlwatch.h), or from a trace
+ * record (docs/trace-format.md); a struct per kind with named fields, one formatter for its text
+ * line (watch's output and the TUI) and one encoder/decoder pair for its trace record.
+ */
+#ifndef DLSCOPE_EVENT_H
+#define DLSCOPE_EVENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dlwatch.h"
+
+/* The trace format this dlscope writes; it reads this one and the ones before. */
+#define TRACE_FORMAT "dlscope-trace/2"
+#define TRACE_FORMAT_V1 "dlscope-trace/1"
+
+enum event_kind {
+	EVENT_DLOPEN = 1, /* dlopen and dlmopen, at their return */
+	EVENT_DLCLOSE,
+	EVENT_DLSYM,	   /* dlsym and dlvsym */
+	EVENT_OMP_FORK,	   /* a parallel region or BLAS dispatch started inside dlopen */
+	EVENT_BLAS_THREAD, /* a BLAS pool thread starts */
+	EVENT_GPU_LOAD,	   /* a CUDA or HIP module load */
+	EVENT_EXEC,
+	EVENT_FORK, /* a process forked, or a thread created inside dlopen */
+	EVENT_EXIT,
+	EVENT_SIGNAL, /* a fatal signal */
+	EVENT_FUTEX_WAIT,
+	EVENT__COUNT,
+};
+
+/* What a futex_wait event says. */
+enum event_futex {
+	EVENT_FUTEX_ENDED,	     /* a wait of duration_ns ended (--futex-ms) */
+	EVENT_FUTEX_BEGINS,	     /* a wait that begins inside dlopen, reported as it begins */
+	EVENT_FUTEX_BLOCKED_DLOPEN, /* a thread sampled blocked inside dlopen(call) */
+	EVENT_FUTEX_BLOCKED_DLSYM,  /* ... inside dlsym(call) */
+};
+
+/* The user stack an event carried, unwound: frames as text, innermost first. */
+struct event_stack {
+	size_t n;
+	char **frames; /* "fn+0x12 (libfoo.so)" */
+	uint64_t *pcs;
+	char *end; /* why it ends before the outermost frame, or NULL */
+};
+
+struct event {
+	enum event_kind kind;
+	uint64_t t; /* CLOCK_MONOTONIC ns */
+	pid_t pid, tid;
+	char comm[16];
+	unsigned int in_dlopen; /* the thread's dlopen nesting depth when it happened */
+	bool has_stack;		/* it carried a stack: the record has "stack" (maybe empty) */
+	struct event_stack stack;
+	union {
+		struct {
+			bool path_null;	       /* dlopen(NULL): the main program */
+			char path[DLW_STR_LEN]; /* the argument */
+			char file[DLW_STR_LEN]; /* l_name of the returned link map */
+			uint64_t flags;
+			uint64_t lmid; /* dlmopen's namespace; 0 for dlopen (not in a trace) */
+			uint64_t handle; /* 0: failed */
+			uint64_t duration_ns;
+		} dlopen;
+		struct {
+			uint64_t handle;
+			int64_t result;
+		} dlclose;
+		struct {
+			char symbol[DLW_STR_LEN];
+			uint64_t handle, address;
+		} dlsym;
+		struct {
+			unsigned int entry; /* 1-3 the OpenMP fork entry points, 4 exec_blas */
+			uint64_t regions;   /* regions this thread started so far */
+		} omp_fork;
+		struct {
+			unsigned int function; /* enum dlw_cuda_fn */
+			char file[DLW_STR_LEN];
+			uint64_t image_size;
+			int64_t result;
+		} gpu_load;
+		struct {
+			char file[DLW_STR_LEN];
+		} exec;
+		struct {
+			pid_t child;
+			bool thread;
+		} fork;
+		struct {
+			uint64_t exit_code;
+		} exit;
+		struct {
+			unsigned int signo;
+			uint64_t address; /* the fault address */
+			char where[256];  /* it, symbolized */
+			char at[512];	  /* the faulting pc, symbolized */
+		} signal;
+		struct {
+			enum event_futex what;
+			uint64_t futex;
+			uint64_t duration_ns;
+			char call[DLW_STR_LEN]; /* blocked: the dlopen's file or dlsym's symbol */
+		} futex;
+	} u;
+};
+
+/*
+ * Decode a raw BPF record of @size bytes (its string already read when the kernel could not).
+ * Fields the model names (a signal's where and at) and the stack are left for the collector.
+ * Returns 0, or -EINVAL with the reason in @why.
+ */
+int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, char *why,
+		  size_t whylen);
+
+/* "event" kinds' trace type ("dlopen", "gpu_load"...); NULL when not an event kind. */
+const char *event_kind__id(enum event_kind k);
+/* The kind of a trace type; 0 when the type is not an event's. */
+enum event_kind event_kind__parse(const char *id);
+/* The GPU loader's function name ("cuModuleLoad"), "?" when unknown. */
+const char *event__gpu_fn(unsigned int fn);
+
+/* Text styles: watch prints the call as made; the TUI names what a dlopen resolved to. */
+#define EVENT_TEXT_RESOLVED 1u
+
+/* The one-line text of @ev (without time, pid/tid and comm). */
+void event__text(const struct event *ev, unsigned int style, char *buf, size_t len);
+/* The object @ev concerns (a path), for the TUI's library filter; NULL when none. */
+const char *event__object(const struct event *ev);
+
+/* Its trace record (docs/trace-format.md); NULL when out of memory. */
+json_t *event__to_json(const struct event *ev);
+/*
+ * An event from its trace record: 0, or -EINVAL with a one-line reason in @why for a record
+ * that is not an event or has a field of the wrong type. event__clear() it after.
+ */
+int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whylen);
+
+/* The stack's "stack", "stack_pc" and "stack_end" fields into @rec. */
+void event_stack__to_json(const struct event_stack *s, json_t *rec);
+/* Append a frame; -ENOMEM. */
+int event_stack__push(struct event_stack *s, const char *frame, uint64_t pc);
+void event_stack__clear(struct event_stack *s);
+/* Free what @ev owns (its stack). */
+void event__clear(struct event *ev);
+
+#endif

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The collector's sinks: watch's text lines and trace records (a file, or the TUI's queue). */
+#include <gnu/libc-version.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "finding.h"
+#include "libgraph.h"
+#include "runtimes.h"
+#include "sink.h"
+#include "version.h"
+
+/* ---- text ---- */
+
+#define TEXT(s) ((struct text_sink *)(s))
+
+static void rel_time(const struct text_sink *t, uint64_t ts, char *buf, size_t len)
+{
+	unsigned long long d = ts > t->t0 ? ts - t->t0 : 0;
+
+	snprintf(buf, len, "%5llu.%06llu", d / 1000000000ULL, d / 1000ULL % 1000000ULL);
+}
+
+static void text_header(struct event_sink *s, const struct trace_header *h)
+{
+	TEXT(s)->t0 = h->t0;
+}
+
+static void text_event(struct event_sink *s, const struct event *ev)
+{
+	char t[32], line[PATH_MAX + 256];
+
+	rel_time(TEXT(s), ev->t, t, sizeof(t));
+	event__text(ev, 0, line, sizeof(line));
+	fprintf(TEXT(s)->out, "[%s] %d/%d %s %s\n", t, ev->pid, ev->tid, ev->comm, line);
+	fflush(TEXT(s)->out);
+}
+
+static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
+{
+	char desc[160] = "", t[32];
+
+	if (l->baseline)
+		return;
+	if (lg_object__roles(l->o)->n) {
+		desc[0] = ' ';
+		desc[1] = '[';
+		runtimes__describe_role(l->g, l->o->id, 0, desc + 2, sizeof(desc) - 3);
+		strcat(desc, "]");
+	}
+	rel_time(TEXT(s), l->t, t, sizeof(t));
+	fprintf(TEXT(s)->out, "[%s] %d + %s%s (%s)\n", t, l->pid, l->o->path, desc,
+		lg_origin__id(l->o->origin));
+	fflush(TEXT(s)->out);
+}
+
+static void text_unloaded(struct event_sink *s, pid_t pid, const char *path)
+{
+	fprintf(TEXT(s)->out, "        %d - %s\n", pid, path);
+	fflush(TEXT(s)->out);
+}
+
+static void text_note(struct event_sink *s, const char *line)
+{
+	fprintf(TEXT(s)->out, "%s\n", line);
+	fflush(TEXT(s)->out);
+}
+
+/* The finding, and under it the stack of the event that caused it. */
+static void text_finding(struct event_sink *s, const struct live_finding *f)
+{
+	FILE *out = TEXT(s)->out;
+	char t[32];
+
+	rel_time(TEXT(s), f->t, t, sizeof(t));
+	fprintf(out, "[%s] %d/%d %s FINDING %s %s: %s\n", t, f->pid, f->tid, f->comm,
+		severity__name(f->f->sev), f->f->id, f->f->title);
+	finding__print_body(f->f, "      ", out);
+	for (size_t i = 0; f->stack && i < f->stack->n; i++)
+		fprintf(out, "        #%zu %s\n", i, f->stack->frames[i]);
+	if (f->stack && f->stack->end)
+		fprintf(out, "        (%s)\n", f->stack->end);
+	fflush(out);
+}
+
+void text_sink__init(struct text_sink *t, FILE *out)
+{
+	*t = (struct text_sink){
+		.s = { .header = text_header, .event = text_event, .loaded = text_loaded,
+		       .unloaded = text_unloaded, .note = text_note, .finding = text_finding },
+		.out = out,
+	};
+}
+
+/* ---- trace records ---- */
+
+#define JSON(s) ((struct json_sink *)(s))
+
+static void emit(struct event_sink *s, json_t *rec)
+{
+	if (rec)
+		JSON(s)->emit(JSON(s)->ctx, rec);
+	json_decref(rec);
+}
+
+static void json_header(struct event_sink *s, const struct trace_header *h)
+{
+	struct utsname u;
+	json_t *pids = json_array();
+
+	uname(&u);
+	for (size_t i = 0; i < h->n_targets; i++)
+		json_array_append_new(pids, json_integer(h->targets[i]));
+	emit(s, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}", "type",
+			  "header", "format", TRACE_FORMAT, "dlscope", DLSCOPE_VERSION, "host",
+			  u.nodename, "kernel", u.release, "glibc", gnu_get_libc_version(), "clock",
+			  "CLOCK_MONOTONIC", "t0", (json_int_t)h->t0, "realtime_minus_monotonic_ns",
+			  (json_int_t)h->realtime_minus_monotonic_ns, "targets", pids, "follow",
+			  h->follow, "hot", h->hot));
+}
+
+static void json_event(struct event_sink *s, const struct event *ev)
+{
+	emit(s, event__to_json(ev));
+}
+
+static void json_loaded(struct event_sink *s, const struct loaded_obj *l)
+{
+	const struct lg_object *o = l->o;
+	json_t *by = json_array();
+
+	for (size_t p = 0; p < o->n_parents; p++)
+		json_array_append_new(by, json_string(l->g->objs[o->parents[p]]->path));
+	emit(s, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o}", "type", "loaded", "t",
+			  (json_int_t)l->t, "pid", l->pid, "path", o->path, "soname", o->soname,
+			  "namespace", o->ns, "origin", lg_origin__id(o->origin), "needed_by", by,
+			  "roles", runtimes__roles_json(l->g, o->id)));
+}
+
+static void json_finding(struct event_sink *s, const struct live_finding *f)
+{
+	static const struct event_stack none;
+	json_t *j = finding__record(f->f, f->t, f->pid, f->tid);
+
+	/* A finding always says where: an empty stack when its event carried none. */
+	if (j)
+		event_stack__to_json(f->stack ? f->stack : &none, j);
+	emit(s, j);
+}
+
+static void json_summary(struct event_sink *s, const struct watch_stats *st)
+{
+	emit(s, json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I}", "type", "summary",
+			  "events", (json_int_t)st->events, "lost", (json_int_t)st->lost, "lost_by",
+			  "ring_full", (json_int_t)st->lost_ring, "calls_full",
+			  (json_int_t)st->lost_calls, "skipped_by_kernel", (json_int_t)st->lost_skipped,
+			  "unread_at_stop", (json_int_t)st->lost_unread, "findings",
+			  (json_int_t)st->findings));
+}
+
+static void json_flush(struct event_sink *s)
+{
+	if (JSON(s)->flush)
+		JSON(s)->flush(JSON(s)->ctx);
+}
+
+void json_sink__init(struct json_sink *j, void (*emit_fn)(void *ctx, json_t *rec),
+		     void (*flush)(void *ctx), void *ctx)
+{
+	*j = (struct json_sink){
+		.s = { .header = json_header, .event = json_event, .loaded = json_loaded,
+		       .finding = json_finding, .summary = json_summary, .flush = json_flush,
+		       .wants_stacks = true },
+		.emit = emit_fn,
+		.flush = flush,
+		.ctx = ctx,
+	};
+}
+
+static void file_emit(void *ctx, json_t *rec)
+{
+	json_dumpf(rec, ctx, JSON_COMPACT);
+	fputc('\n', ctx);
+}
+
+static void file_flush(void *ctx)
+{
+	fflush(ctx);
+}
+
+void json_sink__init_file(struct json_sink *j, FILE *f)
+{
+	json_sink__init(j, file_emit, file_flush, f);
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Where the collector's output goes: watch's text lines, a trace file, the TUI. Each receives
+ * the run's header, events, loaded and unloaded objects, findings and summary through one
+ * struct of callbacks (any may be NULL); the collector neither formats nor writes anything.
+ */
+#ifndef DLSCOPE_SINK_H
+#define DLSCOPE_SINK_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "event.h"
+
+struct finding;
+struct libgraph;
+struct lg_object;
+
+/* The counts of a run, said in its summary. */
+struct watch_stats {
+	unsigned long long events, lost, findings;
+	/*
+	 * lost, by cause: the ring buffer (or the stack scratch slots) full, the table of calls
+	 * in progress full, and programs the kernel skipped (one BPF program per CPU at a time:
+	 * a probe hit while another ran on that CPU is not run; bpf_prog_info.recursion_misses),
+	 * and events still in the ring when the run ended (a target sending faster than the
+	 * collector reads).
+	 */
+	unsigned long long lost_ring, lost_calls, lost_skipped, lost_unread;
+	double attach_ms;	/* attaching every probe to the initial targets */
+	double cpu_s;		/* the collector's own CPU time, user + system */
+	int command_status;	/* -1 when no command ran */
+};
+
+struct trace_header {
+	uint64_t t0; /* CLOCK_MONOTONIC ns: the run's start */
+	int64_t realtime_minus_monotonic_ns;
+	const pid_t *targets;
+	size_t n_targets;
+	bool follow, hot;
+};
+
+/* An object a process's graph gained (or had when the collector attached). */
+struct loaded_obj {
+	uint64_t t;
+	pid_t pid;
+	const struct libgraph *g;
+	const struct lg_object *o;
+	/* Had when the collector attached: not news to a reader (no text line), but a trace
+	 * keeps it, so that a replay starts from the whole graph. */
+	bool baseline;
+};
+
+/*
+ * A finding of a live detector (check's: id, severity, title, evidence, why, fix) with the time,
+ * thread and stack of the event that raised it (@stack NULL: none).
+ */
+struct live_finding {
+	uint64_t t;
+	pid_t pid, tid;
+	const char *comm;
+	const struct finding *f;
+	const struct event_stack *stack;
+};
+
+struct event_sink {
+	void (*header)(struct event_sink *s, const struct trace_header *h);
+	void (*event)(struct event_sink *s, const struct event *ev);
+	void (*loaded)(struct event_sink *s, const struct loaded_obj *l);
+	/* An object the process no longer has. */
+	void (*unloaded)(struct event_sink *s, pid_t pid, const char *path);
+	/* A remark for the reader of watch's output, not part of a trace. */
+	void (*note)(struct event_sink *s, const char *line);
+	void (*finding)(struct event_sink *s, const struct live_finding *f);
+	void (*summary)(struct event_sink *s, const struct watch_stats *st);
+	/* A batch of events was handled: a trace being written can be followed (tail -f). */
+	void (*flush)(struct event_sink *s);
+	/* Events' stacks are unwound only when a sink keeps them (text shows a finding's). */
+	bool wants_stacks;
+};
+
+/* watch's output: a line per event, object and finding, times relative to the header's t0. */
+struct text_sink {
+	struct event_sink s;
+	FILE *out;
+	uint64_t t0;
+};
+void text_sink__init(struct text_sink *t, FILE *out);
+
+/* Trace records (docs/trace-format.md), each handed to @emit, which borrows it. */
+struct json_sink {
+	struct event_sink s;
+	void (*emit)(void *ctx, json_t *rec);
+	void (*flush)(void *ctx);
+	void *ctx;
+};
+void json_sink__init(struct json_sink *j, void (*emit)(void *ctx, json_t *rec),
+		     void (*flush)(void *ctx), void *ctx);
+/* A JSON sink that writes JSON Lines to @f. */
+void json_sink__init_file(struct json_sink *j, FILE *f);
+
+#endif
