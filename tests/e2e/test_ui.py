@@ -573,3 +573,48 @@ def test_snapshot_releases_a_thread_that_stops_after_it():
             status, s = ui.quit_and_status()
             assert status == 0, s
         assert_sane_terminal(s)
+
+
+def test_live_snapshot_of_the_command_lets_go_of_it_once_it_stops():
+    """Live mode: an 'r' snapshot of the '-- CMD' command, whose only thread waits in vfork,
+    holds that thread; when it leaves vfork it must be let go, not taken for the command's end
+    by the collector (which waits for the command from another thread of dlscope: ptrace
+    reports the stop to any of them), and not left stopped."""
+    if not is_root():
+        raise Skip("live mode needs root")
+    with tempfile.TemporaryDirectory() as d:
+        go = os.path.join(d, "go")
+        with Tui(["--", fixture_path("vfork_held"), "--release-on", go],
+                 env={"TMPDIR": d}) as ui:
+            deadline = time.monotonic() + 20
+            while True:
+                out = [os.path.join(d, n) for n in os.listdir(d)]
+                ready = [p for p in out if open(p).read().startswith("ready")]
+                if ready:
+                    break
+                assert time.monotonic() < deadline, (out, ui.screen())
+                time.sleep(0.05)
+            pid = int(open(ready[0]).read().split()[1])
+            ui.keys("1")
+            ui.wait_for("vfork_held")
+            ui.keys("r")
+            s = ui.wait_for(f"snapshot of {pid}", timeout=30)
+            assert all(st == "D" and tracer for st, tracer in task_states(pid)), \
+                (task_states(pid), s)
+            open(go, "w").close()
+            deadline = time.monotonic() + 5
+            while True:
+                states = task_states(pid)
+                if all(st not in "tTD" and tracer == 0 for st, tracer in states):
+                    break
+                assert time.monotonic() < deadline, (states, ui.screen())
+                time.sleep(0.05)
+            deadline = time.monotonic() + 5
+            while "released" not in open(ready[0]).read():
+                assert time.monotonic() < deadline, open(ready[0]).read()
+                time.sleep(0.05)
+            s = ui.screen()
+            assert "events stopped" not in s and "EXIT=" not in s, s
+            status, s = ui.quit_and_status()
+            assert status == 0, s
+        assert_sane_terminal(s)
