@@ -88,5 +88,12 @@ void live__free(struct live *l);
  */
 int snapshot__take(struct model *m, pid_t pid, bool stacks, char *why, size_t whylen,
 		   char *warn, size_t warnlen);
+/*
+ * Let go of the threads a snapshot could not stop in time, once they stop or exit
+ * (stacks__release_pending), waiting up to @wait_ms. The TUI's thread, which takes every
+ * snapshot (in live mode too), calls it on every tick and before it ends. Returns how many
+ * are still held.
+ */
+size_t snapshot__release(unsigned int wait_ms);
 
 #endif

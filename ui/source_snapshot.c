@@ -218,3 +218,8 @@ out:
 	inspection__free(in);
 	return err;
 }
+
+size_t snapshot__release(unsigned int wait_ms)
+{
+	return stacks__release_pending(wait_ms);
+}

@@ -22,6 +22,7 @@
 #include "tui.h"
 
 #define FRAME_MS 50	 /* at most 20 redraws a second */
+#define RELEASE_WAIT_MS 100 /* at the end, for threads a snapshot holds to stop */
 #define PUMP_MS 15	 /* the sources' share of a frame */
 #define MIN_COLS 60
 #define MIN_LINES 10
@@ -859,6 +860,8 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 			quit = true;
 		if (pump(ui, &failed, &backlog, why, whylen))
 			dirty = true;
+		/* A thread a snapshot could not stop is let go as soon as it stops. */
+		snapshot__release(0);
 		if (failed && ui->src == SRC_LIVE && !ui->m->n_procs) {
 			/* Nothing to show: the collector never started (e.g. not root). */
 			ret = DLS_EXIT_INSPECT;
@@ -887,6 +890,8 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 			ui->redraws, now_s() - started, (double)ui->redraws / (now_s() - started),
 			(unsigned long long)(ui->m->next_seq - first_seq));
 out:
+	/* Our exit would let them go too; a moment for them to stop first. */
+	snapshot__release(RELEASE_WAIT_MS);
 	if (sfd >= 0)
 		close(sfd);
 	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);

@@ -5,6 +5,7 @@ import random
 import re
 import signal
 import subprocess
+import tempfile
 import time
 
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle
@@ -153,6 +154,22 @@ def test_target_left_running_and_untraced():
         # And it is still working: the main thread keeps signalling, its workers keep running.
         with open(f"/proc/{fx.pid}/stat") as f:
             assert f.read().rsplit(")", 1)[1].split()[0] in "RS"
+
+
+def test_thread_that_cannot_stop_is_left_out_and_let_go():
+    """A thread waiting in vfork cannot reach its stop: stacks says so (not that it exited),
+    gives the rest, and leaves it neither traced nor stopped, now or when it leaves vfork."""
+    with tempfile.TemporaryDirectory() as d:
+        go = os.path.join(d, "go")
+        with Fixture(["vfork_held", "--release-on", go]) as fx:
+            doc = stacks_json(fx.pid, status=0)
+            [t] = doc["threads"]
+            assert t["tid"] == fx.pid and not t["frames"], t
+            assert t["error"].startswith("the thread did not stop within 3 s"), t
+            assert traced_or_stopped(fx.pid) is None, traced_or_stopped(fx.pid)
+            open(go, "w").close()
+            assert fx.proc.stdout.readline() == "released\n"
+            assert traced_or_stopped(fx.pid) is None, traced_or_stopped(fx.pid)
 
 
 def test_frame_limit_and_bad_input():

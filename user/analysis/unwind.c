@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,127 @@ static void copy_stack(pid_t pid, const struct procmaps *maps, struct captured *
 	c->stack_len = (size_t)n;
 }
 
+/*
+ * Threads a capture seized that had not reached their stop by its deadline (a parent waiting in
+ * vfork, an uninterruptible sleep). PTRACE_DETACH fails on a thread that is not stopped, so each
+ * stays seized with its interrupt pending, and would sit in that stop from the moment it leaves
+ * its wait for as long as dlscope lives. They are kept here and let go as soon as they stop
+ * (stacks__release_pending), or forgotten once they exit. ptrace requests are answered only to
+ * the thread that seized: each is released by its own tracer.
+ */
+struct held {
+	pid_t tid;
+	pid_t tracer;
+	bool keep_exit; /* the leader of our own child: its exit status is its parent's to reap */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct held *h;
+	size_t n, cap;
+} held = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Keep seized thread @tid for a later release; false when there is no memory to. */
+static bool held_add(pid_t tid, bool keep_exit)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&held.lock);
+	if (held.n == held.cap) {
+		size_t ncap = held.cap ? held.cap * 2 : 8;
+		struct held *nh = realloc(held.h, ncap * sizeof(*nh));
+
+		if (nh) {
+			held.h = nh;
+			held.cap = ncap;
+		} else {
+			ok = false;
+		}
+	}
+	if (ok)
+		held.h[held.n++] = (struct held){ tid, gettid(), keep_exit };
+	pthread_mutex_unlock(&held.lock);
+	return ok;
+}
+
+/* Take @tid off the list when this thread holds it: a new capture reuses the seize. */
+static bool held_take(pid_t tid)
+{
+	pid_t self = gettid();
+	bool found = false;
+
+	pthread_mutex_lock(&held.lock);
+	for (size_t i = 0; i < held.n && !found; i++)
+		if (held.h[i].tid == tid && held.h[i].tracer == self) {
+			held.h[i] = held.h[--held.n];
+			found = true;
+		}
+	pthread_mutex_unlock(&held.lock);
+	return found;
+}
+
+/*
+ * One look, without blocking, at a held thread: true when it is done with (stopped and let go,
+ * or exited). A signal that stopped it first goes with it, delivered as it would have been.
+ */
+static bool held_release(const struct held *h)
+{
+	siginfo_t si = { 0 };
+	int options = WEXITED | WNOHANG | __WALL;
+
+	if (waitid(P_PID, (id_t)h->tid, &si, WSTOPPED | WNOHANG | __WALL))
+		return true; /* no longer ours (ECHILD): exited and reaped */
+	if (si.si_pid == h->tid) {
+		long sig = (si.si_status >> 8) == PTRACE_EVENT_STOP ? 0 : si.si_status & 0xff;
+
+		/* ESRCH: killed after the stop was reported; its exit comes next. */
+		return !ptrace(PTRACE_DETACH, h->tid, NULL, (void *)sig) || errno != ESRCH;
+	}
+	if (h->keep_exit)
+		options |= WNOWAIT;
+	si.si_pid = 0;
+	return !waitid(P_PID, (id_t)h->tid, &si, options) && si.si_pid == h->tid;
+}
+
+/* One pass over this thread's held threads; returns how many are still held. */
+static size_t held_pass(void)
+{
+	pid_t self = gettid();
+	size_t left = 0;
+
+	pthread_mutex_lock(&held.lock);
+	for (size_t i = 0; i < held.n;) {
+		if (held.h[i].tracer != self) {
+			i++;
+		} else if (held_release(&held.h[i])) {
+			held.h[i] = held.h[--held.n];
+		} else {
+			left++;
+			i++;
+		}
+	}
+	if (!held.n) {
+		free(held.h);
+		held.h = NULL;
+		held.cap = 0;
+	}
+	pthread_mutex_unlock(&held.lock);
+	return left;
+}
+
+size_t stacks__release_pending(unsigned int wait_ms)
+{
+	uint64_t deadline = now_ns() + (uint64_t)wait_ms * 1000000ULL;
+	long delay_ns = 1000000;
+	size_t left;
+
+	while ((left = held_pass()) && now_ns() < deadline) {
+		nanosleep(&(struct timespec){ 0, delay_ns }, NULL);
+		delay_ns = delay_ns * 2 > 20000000 ? 20000000 : delay_ns * 2;
+	}
+	return left;
+}
+
 /* True when @pid is a child of this process (a command it runs). */
 static bool is_own_child(pid_t pid)
 {
@@ -194,9 +316,17 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 	size_t pending = 0;
 	int err = 0;
 
+	/* Threads an earlier capture could not stop and that stopped since are let go first. */
+	held_pass();
 	for (size_t i = 0; i < cs->n; i++) {
 		struct captured *c = &cs->c[i];
 
+		/* Still held from an earlier capture: seized already (a second seize is EPERM). */
+		if (held_take(c->tid)) {
+			c->seized = true;
+			ptrace(PTRACE_INTERRUPT, c->tid, NULL, NULL);
+			continue;
+		}
 		if (ptrace(PTRACE_SEIZE, c->tid, NULL, NULL)) {
 			if (errno == EPERM && i == 0) {
 				char comm[64] = "?", reason[512];
@@ -248,9 +378,16 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			delay_ns = 20000;
 		}
 	}
-	for (size_t i = 0; i < cs->n; i++)
-		if (cs->c[i].seized)
-			ptrace(PTRACE_DETACH, cs->c[i].tid, NULL, NULL);
+	/*
+	 * A thread that has not stopped (one that stops just now is detached here), or was killed
+	 * in its stop, cannot be detached: it is held, let go once it stops, its exit reaped.
+	 */
+	for (size_t i = 0; i < cs->n; i++) {
+		struct captured *c = &cs->c[i];
+
+		if (c->seized && !c->gone && ptrace(PTRACE_DETACH, c->tid, NULL, NULL))
+			held_add(c->tid, c->tid == cs->pid && cs->own_child);
+	}
 	out->stopped_ns = now_ns() - t0;
 	return err;
 }
@@ -725,7 +862,12 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 
 		ts->tid = cs->c[i].tid;
 		if (!cs->c[i].have_regs) {
-			ts->error = strdup("the thread exited before it could be stopped");
+			const struct captured *c = &cs->c[i];
+
+			ts->error = strdup(c->seized && !c->stopped && !c->gone ?
+				"the thread did not stop within 3 s (an uninterruptible sleep, or a "
+				"parent waiting in vfork); left out, and let go once it stops" :
+				"the thread exited before it could be stopped");
 			continue;
 		}
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&

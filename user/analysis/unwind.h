@@ -61,6 +61,17 @@ int stacks__capture_in(pid_t pid, const struct procmaps *maps, const pid_t *tids
  */
 int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struct stacks **out,
 			    char *why, size_t whylen);
+/*
+ * A thread that does not reach its stop within a capture's deadline (an uninterruptible sleep,
+ * a parent waiting in vfork) is left out of the stacks, but stays seized with its interrupt
+ * pending: it would stop when it leaves that wait and stay stopped while dlscope lives. Such
+ * threads are held, and this lets go of those that stopped (or forgets those that exited)
+ * since, waiting up to @wait_ms for the rest. Only the threads the calling thread seized are
+ * looked at (ptrace answers the tracer thread only). Whoever captures stacks and lives on (the
+ * TUI) calls it on every tick and before it ends; a one-shot command before it exits. Returns
+ * how many of the caller's threads are still held.
+ */
+size_t stacks__release_pending(unsigned int wait_ms);
 void stacks__free(struct stacks *s);
 /* Free the frames and error of one stack, leaving it empty. */
 void thread_stack__clear(struct thread_stack *ts);

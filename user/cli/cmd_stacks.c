@@ -20,6 +20,7 @@
 #include "unwind.h"
 
 #define DEFAULT_MAX_FRAMES 256
+#define RELEASE_WAIT_MS 100 /* before exiting, for a thread left held to stop */
 
 struct thread_extra {
 	int cpu;
@@ -302,5 +303,7 @@ int cmd_stacks(int argc, char **argv)
 	ret = r && r->n_cycles ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 out:
 	inspection__free(in);
+	/* A thread that did not stop in time is held; our exit lets it go, this a moment earlier. */
+	stacks__release_pending(RELEASE_WAIT_MS);
 	return ret;
 }

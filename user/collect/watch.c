@@ -1291,6 +1291,22 @@ static void watch_release(struct watch *w)
 	elf_cache__put(w->cache);
 }
 
+/*
+ * Whether the command has ended, without taking anything from the wait queue. A stop of it may
+ * be waiting there too: the TUI's snapshot seizes it from another thread of ours, and ptrace
+ * reports a tracee's stops to every thread of the tracer's process. That stop is the
+ * snapshot's to collect (to let the thread go): a wait for the exit must not consume it.
+ */
+static bool command_ended(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT))
+		return errno == ECHILD;
+	return si.si_pid == pid &&
+	       (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED);
+}
+
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
 {
 	struct watch w = { .o = o, .st = st };
@@ -1422,7 +1438,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		if (w.command_pid > 0) {
 			int status;
 
-			if (waitpid(w.command_pid, &status, WNOHANG) == w.command_pid) {
+			if (command_ended(w.command_pid) &&
+			    waitpid(w.command_pid, &status, WNOHANG) == w.command_pid) {
 				st->command_status = WIFEXITED(status) ? WEXITSTATUS(status) :
 									 128 + WTERMSIG(status);
 				w.command_done = true;
@@ -1452,8 +1469,13 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	SINKS(&w, summary, st);
 out:
 	if (w.command_pid > 0 && st->command_status < 0) {
+		int status;
+
 		kill(w.command_pid, SIGKILL);
-		waitpid(w.command_pid, NULL, 0);
+		/* A ptrace stop (see command_ended) may come before its end. */
+		while (waitpid(w.command_pid, &status, __WALL) == w.command_pid &&
+		       !WIFEXITED(status) && !WIFSIGNALED(status))
+			;
 	}
 	watch_release(&w);
 	return err;
