@@ -107,13 +107,15 @@ $(COLLECT_LIB): $(COLLECT_OBJS)
 
 # Unit tests link the core alone, without libbpf or ncurses: a core file that reaches for either
 # fails to link here. The TUI model's test adds the TUI's objects; the collector's offline test
-# (raw records fed without BPF) the collector and libbpf.
+# (raw records fed without BPF) the collector and libbpf. --as-needed: a test that pulls no
+# thread code does not take libthread_db, whose ps_* callbacks it would then lack.
 $(OUTPUT)/tests/test_ui_model: UNIT_LIBS := $(UI_LIB)
 $(OUTPUT)/tests/test_watch_offline: UNIT_LIBS := $(COLLECT_LIB)
 $(OUTPUT)/tests/test_watch_offline: UNIT_LDLIBS := -lbpf
 $(OUTPUT)/tests/%: tests/unit/%.c $(UI_LIB) $(COLLECT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_LIBS) $(CORE_LIB) $(UNIT_LDLIBS) $(CORE_LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_LIBS) $(CORE_LIB) -Wl,--as-needed $(UNIT_LDLIBS) \
+		$(CORE_LDLIBS)
 
 # The whole core linked without libbpf and ncurses, and no include reaching up a layer or
 # round in a cycle (scripts/check-layers.py).
@@ -127,7 +129,7 @@ check-layers: $(CORE_LIB)
 FUZZERS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(UI_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(CORE_LDLIBS)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -Wl,--as-needed $(CORE_LDLIBS)
 
 # The fuzzers, built with clang's libFuzzer; `make fuzz-smoke` runs each for FUZZ_SECONDS over
 # its seed corpus (tests/fuzz/make_seeds.py), as CI does. A crash leaves crash-* files in

@@ -251,7 +251,12 @@ static int attach_returns(struct watch *w, struct bpf_program *prog, const char 
 /* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
 static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 {
-	static const char *omp_fns[] = { "GOMP_parallel", "GOMP_parallel_start", "__kmpc_fork_call" };
+	static const struct {
+		const char *fn;
+		enum dlw_fork_entry entry;
+	} omp_fns[] = { { "GOMP_parallel", DLW_ENTRY_GOMP_PARALLEL },
+			{ "GOMP_parallel_start", DLW_ENTRY_GOMP_PARALLEL_START },
+			{ "__kmpc_fork_call", DLW_ENTRY_KMPC_FORK_CALL } };
 	static const struct {
 		const char *fn;
 		uint64_t cookie;
@@ -298,11 +303,13 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		attach_fn(w, s->progs.dlsym_enter, path, o->elf, "dlvsym", false, 0);
 		attach_returns(w, s->progs.dlsym_exit, path, o->elf, "dlvsym");
 	}
-	for (size_t i = 0; (want & PROBE_OPENMP) && i < 3; i++)
-		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i], false, i + 1);
+	for (size_t i = 0; (want & PROBE_OPENMP) && i < sizeof(omp_fns) / sizeof(omp_fns[0]); i++)
+		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i].fn, false,
+			  omp_fns[i].entry);
 	/* OpenBLAS's dispatch to its pool: a BLAS "region", counted like an OpenMP one. */
 	if (want & PROBE_BLAS)
-		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, "exec_blas", false, 4);
+		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, "exec_blas", false,
+			  DLW_ENTRY_BLAS_DISPATCH);
 	if (want & PROBE_BLAS)
 		attach_fn(w, s->progs.blas_thread_enter, path, o->elf, "blas_thread_server", false,
 			  0);
@@ -1071,7 +1078,7 @@ static void scan_stuck_in_dlopen(struct watch *w)
 			continue;
 		e.pid = c.pid;
 		e.arg0 = uaddr;
-		e.arg1 = type == DLW_DLOPEN ? 2 : 3;
+		e.arg1 = type == DLW_DLOPEN ? DLW_FUTEX_BLOCKED_IN_DLOPEN : DLW_FUTEX_BLOCKED_IN_DLSYM;
 		e.in_dlopen = type == DLW_DLOPEN;
 		e.duration_ns = now - c.ts;
 		memcpy(e.str, c.str, sizeof(e.str));

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The typed watch event: raw BPF record in, text line and trace record out, and back. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "event.h"
+
+/* The BPF side names the fault signals without signal.h: they must be the kernel's. */
+_Static_assert(DLW_SIGILL == SIGILL && DLW_SIGTRAP == SIGTRAP && DLW_SIGABRT == SIGABRT &&
+		       DLW_SIGBUS == SIGBUS && DLW_SIGFPE == SIGFPE && DLW_SIGSEGV == SIGSEGV,
+	       "dlwatch.h's signal numbers");
 
 static const char *const kind_ids[EVENT__COUNT] = {
 	[EVENT_DLOPEN] = "dlopen",	   [EVENT_DLCLOSE] = "dlclose",
@@ -114,7 +120,7 @@ int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, ch
 		break;
 	case EVENT_FORK:
 		ev->u.fork.child = (pid_t)raw->arg0;
-		ev->u.fork.thread = raw->arg1 != 0;
+		ev->u.fork.thread = raw->arg1 == DLW_FORK_THREAD;
 		break;
 	case EVENT_EXIT:
 		ev->u.exit.exit_code = raw->arg0;
@@ -124,15 +130,14 @@ int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, ch
 		ev->u.signal.address = raw->arg1;
 		break;
 	case EVENT_FUTEX_WAIT:
-		/* arg1: 0 a wait that ended, 1 one beginning inside dlopen, 2 and 3 a thread
-		 * sampled blocked inside dlopen or dlsym (user/watch.c). */
-		ev->u.futex.what = raw->arg1 == 1   ? EVENT_FUTEX_BEGINS :
-				   raw->arg1 == 2   ? EVENT_FUTEX_BLOCKED_DLOPEN :
-				   raw->arg1 == 3   ? EVENT_FUTEX_BLOCKED_DLSYM :
-						      EVENT_FUTEX_ENDED;
+		ev->u.futex.what = raw->arg1 == DLW_FUTEX_BEGINS_IN_DLOPEN ? EVENT_FUTEX_BEGINS :
+				   raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN ?
+							EVENT_FUTEX_BLOCKED_DLOPEN :
+				   raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM ? EVENT_FUTEX_BLOCKED_DLSYM :
+									     EVENT_FUTEX_ENDED;
 		ev->u.futex.futex = raw->arg0;
 		ev->u.futex.duration_ns = raw->duration_ns;
-		if (raw->arg1 >= 2)
+		if (raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN || raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM)
 			copy_str(ev->u.futex.call, DLW_STR_LEN, raw->str, sizeof(raw->str));
 		break;
 	default:
@@ -186,7 +191,7 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 		break;
 	case EVENT_OMP_FORK:
 		snprintf(buf, len, "%s #%llu started inside dlopen",
-			 ev->u.omp_fork.entry == 4 ? "BLAS parallel dispatch (exec_blas)" :
+			 ev->u.omp_fork.entry == DLW_ENTRY_BLAS_DISPATCH ? "BLAS parallel dispatch (exec_blas)" :
 						     "parallel region",
 			 (unsigned long long)ev->u.omp_fork.regions);
 		break;

@@ -77,7 +77,7 @@ struct event {
 			uint64_t handle, address;
 		} dlsym;
 		struct {
-			unsigned int entry; /* 1-3 the OpenMP fork entry points, 4 exec_blas */
+			unsigned int entry; /* enum dlw_fork_entry */
 			uint64_t regions;   /* regions this thread started so far */
 		} omp_fork;
 		struct {

@@ -421,19 +421,34 @@ static void roles__classify(const struct elf_object *o, struct obj_roles *out)
 		add(out, IMPL_GLIBC_RTLD);
 }
 
+/* What is kept with each object (elfobj's annotation): computed once per file. */
+struct role_cache {
+	struct obj_roles roles;
+	int static_cxx; /* -1 not looked for yet, else roles__static_libstdcxx's answer */
+	char gcc[64];
+};
+
+static struct role_cache *cache_of(const struct elf_object *o)
+{
+	struct role_cache *c = elfobj__annotation(o);
+
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->static_cxx = -1;
+	roles__classify(o, &c->roles);
+	elfobj__annotate(o, c, free);
+	return c;
+}
+
 const struct obj_roles *roles__of(const struct elf_object *o)
 {
 	static const struct obj_roles none;
-	struct obj_roles *r = elfobj__annotation(o);
+	struct role_cache *c = cache_of(o);
 
-	if (r)
-		return r;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return &none;
-	roles__classify(o, r);
-	elfobj__annotate(o, r, free);
-	return r;
+	return c ? &c->roles : &none;
 }
 
 void obj_role__describe(const struct obj_role *r, char *buf, size_t len)
@@ -465,7 +480,7 @@ json_t *obj_roles__to_json(const struct obj_roles *roles)
 	return arr;
 }
 
-bool roles__static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen)
+static bool find_static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen)
 {
 	static const char *markers[] = { "locale::_S_normalize_category",
 					 "_S_create_c_locale name not valid" };
@@ -502,4 +517,18 @@ bool roles__static_libstdcxx(const struct elf_object *o, char *gcc, size_t gccle
 		}
 	}
 	return found;
+}
+
+bool roles__static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen)
+{
+	struct role_cache *c = cache_of(o);
+
+	/* A scan of .rodata per object: the collector asks for every object it meets. */
+	if (!c)
+		return find_static_libstdcxx(o, gcc, gcclen);
+	if (c->static_cxx < 0)
+		c->static_cxx = find_static_libstdcxx(o, c->gcc, sizeof(c->gcc));
+	if (gcc)
+		snprintf(gcc, gcclen, "%s", c->static_cxx ? c->gcc : "");
+	return c->static_cxx;
 }
