@@ -46,7 +46,7 @@ COLLECT_LIB := $(OUTPUT)/libdlscope-collect.a
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
-DEB_BUILD := make clang llvm gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
+DEB_BUILD := make clang clang-format llvm gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
 	     libjansson-dev libncurses-dev pkg-config
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
@@ -172,11 +172,16 @@ demo:
 bench: all fixtures
 	@bench/run_all.sh $(OUTPUT)
 
+# One style for the C tree (.clang-format: the kernel's, tabs, 100 columns); CI fails on any
+# difference. The BPF programs keep libbpf-bootstrap's hand layout of SEC()/BPF_KPROBE().
+FORMAT_SRCS = $(wildcard user/*/*.c user/*/*.h ui/*.c ui/*.h tests/unit/*.c tests/unit/*.h \
+	tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.h)
+
 format:
-	clang-format -i $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h ui/*.c ui/*.h tests/unit/*.c)
+	@clang-format -i $(FORMAT_SRCS)
 
 format-check:
-	clang-format --dry-run --Werror $(wildcard user/*/*.c user/*/*.h ui/*.c ui/*.h)
+	@clang-format --dry-run --Werror $(FORMAT_SRCS) && echo "format-check: $(words $(FORMAT_SRCS)) files as .clang-format says"
 
 clean:
 	rm -rf build build-san build-fuzz dlscope

@@ -11,11 +11,19 @@
 #include "model.h"
 
 static const char *const kind_ids[EV__COUNT] = {
-	[EV_DLOPEN] = "dlopen",		 [EV_DLCLOSE] = "dlclose", [EV_DLSYM] = "dlsym",
-	[EV_OMP_FORK] = "omp_fork",	 [EV_BLAS_THREAD] = "blas_thread",
-	[EV_GPU_LOAD] = "gpu_load",	 [EV_EXEC] = "exec",	   [EV_FORK] = "fork",
-	[EV_EXIT] = "exit",		 [EV_SIGNAL] = "signal",   [EV_FUTEX_WAIT] = "futex_wait",
-	[EV_LOADED] = "loaded",		 [EV_FINDING] = "finding",
+	[EV_DLOPEN] = "dlopen",
+	[EV_DLCLOSE] = "dlclose",
+	[EV_DLSYM] = "dlsym",
+	[EV_OMP_FORK] = "omp_fork",
+	[EV_BLAS_THREAD] = "blas_thread",
+	[EV_GPU_LOAD] = "gpu_load",
+	[EV_EXEC] = "exec",
+	[EV_FORK] = "fork",
+	[EV_EXIT] = "exit",
+	[EV_SIGNAL] = "signal",
+	[EV_FUTEX_WAIT] = "futex_wait",
+	[EV_LOADED] = "loaded",
+	[EV_FINDING] = "finding",
 };
 
 const char *ev_kind__id(enum ev_kind k)
@@ -244,9 +252,9 @@ void model__set_threads(struct model *m, struct m_proc *p, struct m_thread *thre
 	m->generation++;
 }
 
-int model__add_finding(struct model *m, pid_t pid, uint64_t t, const char *id,
-		       const char *severity, const char *title, const char *const *evidence,
-		       size_t n_evidence, const char *why, const char *remedy, const char *stack)
+int model__add_finding(struct model *m, pid_t pid, uint64_t t, const char *id, const char *severity,
+		       const char *title, const char *const *evidence, size_t n_evidence,
+		       const char *why, const char *remedy, const char *stack)
 {
 	struct m_finding *nf = realloc(m->findings, (m->n_findings + 1) * sizeof(*nf)), *f;
 
@@ -360,12 +368,12 @@ static char *join_stack(const json_t *arr)
 
 	if (!json_is_array(arr) || !json_array_size(arr))
 		return NULL;
-	json_array_foreach(arr, i, v)
+	json_array_foreach (arr, i, v)
 		len += strlen(json_string_value(v) ? json_string_value(v) : "?") + 1;
 	s = p = malloc(len + 1);
 	if (!s)
 		return NULL;
-	json_array_foreach(arr, i, v) {
+	json_array_foreach (arr, i, v) {
 		const char *f = json_string_value(v) ? json_string_value(v) : "?";
 
 		p += sprintf(p, "%s%s", i ? "\n" : "", f);
@@ -375,7 +383,8 @@ static char *join_stack(const json_t *arr)
 
 static int apply_loaded(struct model *m, const json_t *rec)
 {
-	const json_t *by = json_object_get(rec, "needed_by"), *roles = json_object_get(rec, "roles");
+	const json_t *by = json_object_get(rec, "needed_by"),
+		     *roles = json_object_get(rec, "roles");
 	size_t n_by = json_array_size(by), n_roles = json_array_size(roles), i;
 	const char **names = n_by ? calloc(n_by, sizeof(char *)) : NULL;
 	struct m_role *r = n_roles ? calloc(n_roles, sizeof(*r)) : NULL;
@@ -388,14 +397,16 @@ static int apply_loaded(struct model *m, const json_t *rec)
 		err = -EINVAL;
 		goto out;
 	}
-	json_array_foreach(by, i, v)
+	json_array_foreach (by, i, v)
 		names[i] = json_string_value(v) ? json_string_value(v) : "?";
-	json_array_foreach(roles, i, v) {
+	json_array_foreach (roles, i, v) {
 		const char *name = str_of(v, "name"), *ver = str_of(v, "version");
 		const char *front = str_of(v, "front_of");
 
-		snprintf(r[i].kind, sizeof(r[i].kind), "%s", str_of(v, "kind") ? str_of(v, "kind") : "?");
-		snprintf(r[i].impl, sizeof(r[i].impl), "%s", str_of(v, "impl") ? str_of(v, "impl") : "?");
+		snprintf(r[i].kind, sizeof(r[i].kind), "%s",
+			 str_of(v, "kind") ? str_of(v, "kind") : "?");
+		snprintf(r[i].impl, sizeof(r[i].impl), "%s",
+			 str_of(v, "impl") ? str_of(v, "impl") : "?");
 		r[i].front = front != NULL;
 		if (front)
 			snprintf(r[i].label, sizeof(r[i].label), "front of %s", front);
@@ -412,8 +423,8 @@ static int apply_loaded(struct model *m, const json_t *rec)
 			snprintf(p->comm, sizeof(p->comm), "%.15s", base);
 	}
 	model__lib_upsert(m, (pid_t)int_of(rec, "pid"), path, str_of(rec, "soname"),
-			  (unsigned int)int_of(rec, "namespace"), str_of(rec, "origin"), names, n_by,
-			  r, n_roles);
+			  (unsigned int)int_of(rec, "namespace"), str_of(rec, "origin"), names,
+			  n_by, r, n_roles);
 	snprintf(text, sizeof(text), "+ %s (%s)%s%s", path,
 		 str_of(rec, "origin") ? str_of(rec, "origin") : "?", n_roles ? " " : "",
 		 n_roles ? r[0].label : "");
@@ -452,7 +463,7 @@ static int apply_finding(struct model *m, const json_t *rec)
 		title = str_of(rec, "text");
 	if (!sev)
 		sev = d ? severity__name(d->severity) : "error";
-	json_array_foreach(ev, i, v)
+	json_array_foreach (ev, i, v)
 		lines[i] = json_string_value(v) ? json_string_value(v) : "?";
 	stack = join_stack(json_object_get(rec, "stack"));
 	if (!model__add_finding(m, pid, t, id, sev, title, lines, n_ev, str_of(rec, "why"),
@@ -567,8 +578,7 @@ struct tree_walk {
 /* Is @child shown under @parent: its first needed_by names the parent. */
 static bool shown_under(const struct m_lib *child, const struct m_lib *parent)
 {
-	return child->n_needed_by && !strcmp(child->needed_by[0], parent->path) &&
-	       child != parent;
+	return child->n_needed_by && !strcmp(child->needed_by[0], parent->path) && child != parent;
 }
 
 static void walk(struct tree_walk *w, size_t lib, unsigned int depth)
@@ -668,7 +678,8 @@ ssize_t model__proc_tree(const struct model *m, size_t **order, unsigned int **d
 		bool has_parent = false;
 
 		for (size_t j = 0; j < m->n_procs && !has_parent; j++)
-			has_parent = j != i && m->procs[i].ppid && m->procs[j].pid == m->procs[i].ppid;
+			has_parent = j != i && m->procs[i].ppid &&
+				     m->procs[j].pid == m->procs[i].ppid;
 		if (!has_parent)
 			proc_walk(m, i, 0, placed, *order, *depth, &n);
 	}

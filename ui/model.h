@@ -80,7 +80,7 @@ struct m_proc {
 	pid_t pid, ppid; /* ppid 0: unknown */
 	char comm[64];
 	char rank[16], local_rank[16]; /* "" when unset */
-	bool env_read;			/* rank lookup done (by the source) */
+	bool env_read;		       /* rank lookup done (by the source) */
 	bool exited;
 	int exit_code;
 	uint64_t n_events;
@@ -151,9 +151,9 @@ struct m_lib *model__lib_upsert(struct model *m, pid_t pid, const char *path, co
 void model__set_threads(struct model *m, struct m_proc *p, struct m_thread *threads, size_t n,
 			struct m_edge *edges, size_t n_edges, char **verdicts, size_t n_verdicts);
 /* Add a finding, copying every string; @evidence may be NULL. */
-int model__add_finding(struct model *m, pid_t pid, uint64_t t, const char *id,
-		       const char *severity, const char *title, const char *const *evidence,
-		       size_t n_evidence, const char *why, const char *remedy, const char *stack);
+int model__add_finding(struct model *m, pid_t pid, uint64_t t, const char *id, const char *severity,
+		       const char *title, const char *const *evidence, size_t n_evidence,
+		       const char *why, const char *remedy, const char *stack);
 /* Drop @pid's findings from snapshots (a fresh snapshot replaces them); live ones stay. */
 void model__drop_snapshot_findings(struct model *m, pid_t pid);
 /* Add one event; @text, @lib and @stack are copied. */

@@ -21,20 +21,20 @@ struct watch_opts;
  */
 struct replay {
 	FILE *f;
-	char *buf;	 /* one line, REPLAY_MAX_LINE bytes */
-	size_t n, pos;	 /* good records; pos: the next to apply */
-	char *next;	 /* the record at pos, read ahead (NULL at the end) */
-	uint64_t next_t; /* its time, made non-decreasing */
-	uint64_t applied_t; /* the time of the last record applied */
+	char *buf;		       /* one line, REPLAY_MAX_LINE bytes */
+	size_t n, pos;		       /* good records; pos: the next to apply */
+	char *next;		       /* the record at pos, read ahead (NULL at the end) */
+	uint64_t next_t;	       /* its time, made non-decreasing */
+	uint64_t applied_t;	       /* the time of the last record applied */
 	uint64_t t_first, t_last, now; /* now: trace time shown */
 	/*
 	 * The first state, where a replay opens and '{' goes: the time of the first record and of
 	 * the "loaded" records right after it (a -p target's libraries, an exec's start-up objects).
 	 */
 	uint64_t t_open;
-	size_t skipped;		 /* bad lines left out: not JSON, too long, or cut short */
-	size_t first_skipped;	 /* the line number of the first of them */
-	double speed;		 /* 1: real time; 0: as fast as possible */
+	size_t skipped;	      /* bad lines left out: not JSON, too long, or cut short */
+	size_t first_skipped; /* the line number of the first of them */
+	double speed;	      /* 1: real time; 0: as fast as possible */
 	bool paused;
 	double wall_anchor; /* wall seconds when now was trace_anchor */
 	uint64_t trace_anchor;
@@ -86,8 +86,8 @@ void live__free(struct live *l);
  * snapshot of @pid. Returns 0 or -errno with one line in @why; a failure after the graph was
  * read (threads, stacks) is only a warning in @warn.
  */
-int snapshot__take(struct model *m, pid_t pid, bool stacks, char *why, size_t whylen,
-		   char *warn, size_t warnlen);
+int snapshot__take(struct model *m, pid_t pid, bool stacks, char *why, size_t whylen, char *warn,
+		   size_t warnlen);
 /*
  * Let go of the threads a snapshot could not stop in time, once they stop or exit
  * (stacks__release_pending), waiting up to @wait_ms. The TUI's thread, which takes every

@@ -37,7 +37,7 @@ static bool must_keep(const json_t *rec)
 {
 	const char *type = json_string_value(json_object_get(rec, "type"));
 
-	static const char *const plain[] = { "dlsym",  "futex_wait", "dlopen",
+	static const char *const plain[] = { "dlsym",	"futex_wait", "dlopen",
 					     "dlclose", "omp_fork",   "blas_thread" };
 
 	for (size_t i = 0; type && i < sizeof(plain) / sizeof(plain[0]); i++)

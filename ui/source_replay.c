@@ -43,8 +43,8 @@ static ssize_t read_line(FILE *f, char *buf)
 }
 
 /* The next good record after the file position: its text in @buf and its object, or NULL. */
-static json_t *next_record(struct replay *r, char *buf, size_t *lineno, bool strict,
-			   char *why, size_t whylen, const char *path)
+static json_t *next_record(struct replay *r, char *buf, size_t *lineno, bool strict, char *why,
+			   size_t whylen, const char *path)
 {
 	for (;;) {
 		ssize_t got = read_line(r->f, buf);
@@ -60,7 +60,8 @@ static json_t *next_record(struct replay *r, char *buf, size_t *lineno, bool str
 			return rec;
 		json_decref(rec);
 		if (strict && why) {
-			snprintf(why, whylen, "%s:%zu is not a dlscope trace record (%s)", path, *lineno,
+			snprintf(why, whylen, "%s:%zu is not a dlscope trace record (%s)", path,
+				 *lineno,
 				 got == -2 ? "too long, or cut short at the end of the file" :
 					     "not a JSON object");
 			return NULL;
@@ -108,16 +109,19 @@ int replay__open(const char *path, bool strict, struct replay **out, char *why, 
 	/* Seeking back reads the file again: only a regular file can be replayed. */
 	if (!S_ISREG(st.st_mode)) {
 		err = -EINVAL;
-		snprintf(why, whylen, "%s is %s, not a trace file (make one with 'dlscope record -o')",
-			 path, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+		snprintf(why, whylen,
+			 "%s is %s, not a trace file (make one with 'dlscope record -o')", path,
+			 S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
 		goto fail;
 	}
 	rec = next_record(r, buf, &lineno, true, why, whylen, path);
 	if (!rec || !json_is_string(json_object_get(rec, "format"))) {
 		if (!why[0])
 			snprintf(why, whylen, "%s is not a dlscope trace: %s", path,
-				 lineno ? "its first line has no \"format\" (make one with 'dlscope "
-					  "record')" : "it is empty");
+				 lineno ?
+					 "its first line has no \"format\" (make one with 'dlscope "
+					 "record')" :
+					 "it is empty");
 		json_decref(rec);
 		err = -EINVAL;
 		goto fail;
@@ -125,8 +129,10 @@ int replay__open(const char *path, bool strict, struct replay **out, char *why, 
 	/* This format and the one before it (the same records; docs/trace-format.md). */
 	fmt = json_string_value(json_object_get(rec, "format"));
 	if (strcmp(fmt, TRACE_FORMAT) && strcmp(fmt, TRACE_FORMAT_V1)) {
-		snprintf(why, whylen, "%s is a trace of format \"%.64s\", which this dlscope does "
-			 "not read (it reads %s and %s)", path, fmt, TRACE_FORMAT_V1, TRACE_FORMAT);
+		snprintf(why, whylen,
+			 "%s is a trace of format \"%.64s\", which this dlscope does "
+			 "not read (it reads %s and %s)",
+			 path, fmt, TRACE_FORMAT_V1, TRACE_FORMAT);
 		json_decref(rec);
 		err = -EINVAL;
 		goto fail;

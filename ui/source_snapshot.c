@@ -38,8 +38,10 @@ static void put_libs(struct model *m, pid_t pid, const struct libgraph *g)
 		for (size_t p = 0; p < o->n_parents && n_by < 64; p++)
 			by[n_by++] = g->objs[o->parents[p]]->path;
 		for (unsigned k = 0; k < roles->n; k++) {
-			snprintf(r[k].kind, sizeof(r[k].kind), "%s", role_kind__id(roles->r[k].kind));
-			snprintf(r[k].impl, sizeof(r[k].impl), "%s", role_impl__id(roles->r[k].impl));
+			snprintf(r[k].kind, sizeof(r[k].kind), "%s",
+				 role_kind__id(roles->r[k].kind));
+			snprintf(r[k].impl, sizeof(r[k].impl), "%s",
+				 role_impl__id(roles->r[k].impl));
 			runtimes__describe_role(g, o->id, k, r[k].label, sizeof(r[k].label));
 			r[k].front = runtimes__front_of(g, o->id) >= 0;
 		}

@@ -21,15 +21,15 @@
 #include "output.h"
 #include "tui.h"
 
-#define FRAME_MS 50	 /* at most 20 redraws a second */
+#define FRAME_MS 50	    /* at most 20 redraws a second */
 #define RELEASE_WAIT_MS 100 /* at the end, for threads a snapshot holds to stop */
-#define PUMP_MS 15	 /* the sources' share of a frame */
+#define PUMP_MS 15	    /* the sources' share of a frame */
 #define MIN_COLS 60
 #define MIN_LINES 10
 
 static const struct view *const views[VIEW__COUNT] = {
-	[VIEW_PROCS] = &view_procs,	[VIEW_LIBS] = &view_libs,
-	[VIEW_THREADS] = &view_threads, [VIEW_EVENTS] = &view_events,
+	[VIEW_PROCS] = &view_procs,	  [VIEW_LIBS] = &view_libs,
+	[VIEW_THREADS] = &view_threads,	  [VIEW_EVENTS] = &view_events,
 	[VIEW_FINDINGS] = &view_findings,
 };
 
@@ -157,9 +157,15 @@ void ui__snapshot(struct ui *ui, pid_t pid)
 int ui__attr(const struct ui *ui, enum ui_color c)
 {
 	static const int mono[C__COUNT] = {
-		[C_NORMAL] = A_NORMAL, [C_TITLE] = A_REVERSE | A_BOLD, [C_HEADER] = A_BOLD,
-		[C_COLLISION] = A_BOLD | A_UNDERLINE, [C_CYCLE] = A_BOLD | A_UNDERLINE,
-		[C_WARN] = A_BOLD, [C_DIM] = A_DIM, [C_STATUS] = A_REVERSE, [C_ERROR] = A_BOLD,
+		[C_NORMAL] = A_NORMAL,
+		[C_TITLE] = A_REVERSE | A_BOLD,
+		[C_HEADER] = A_BOLD,
+		[C_COLLISION] = A_BOLD | A_UNDERLINE,
+		[C_CYCLE] = A_BOLD | A_UNDERLINE,
+		[C_WARN] = A_BOLD,
+		[C_DIM] = A_DIM,
+		[C_STATUS] = A_REVERSE,
+		[C_ERROR] = A_BOLD,
 	};
 
 	if (!ui->colors)
@@ -254,11 +260,12 @@ static void draw_header(struct ui *ui)
 	struct m_proc *p = ui__proc(ui);
 
 	for (int v = 0; v < VIEW__COUNT; v++)
-		n += snprintf(line + n, sizeof(line) - (size_t)n, v == (int)ui->view ? "[%d %s] " :
-										       " %d %s  ",
-			      v + 1, views[v]->name);
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      v == (int)ui->view ? "[%d %s] " : " %d %s  ", v + 1, views[v]->name);
 	snprintf(line + n, sizeof(line) - (size_t)n, " %s",
-		 ui->src == SRC_LIVE ? "live" : ui->src == SRC_REPLAY ? "replay" : "snapshot");
+		 ui->src == SRC_LIVE   ? "live" :
+		 ui->src == SRC_REPLAY ? "replay" :
+					 "snapshot");
 	put_line(ui, 0, C_TITLE, false, line);
 	if (ui->src == SRC_REPLAY) {
 		const struct replay *r = ui->replay;
@@ -277,14 +284,16 @@ static void draw_header(struct ui *ui)
 		snprintf(clock, sizeof(clock), "%llu events", (unsigned long long)ui->m->next_seq);
 		if (dropped)
 			snprintf(clock + strlen(clock), sizeof(clock) - strlen(clock),
-				 ", %llu dropped (the UI fell behind; graph records are kept)", dropped);
+				 ", %llu dropped (the UI fell behind; graph records are kept)",
+				 dropped);
 	} else {
-		snprintf(clock, sizeof(clock), "snapshot: libraries, findings, threads and stacks; "
-					       "no events");
+		snprintf(clock, sizeof(clock),
+			 "snapshot: libraries, findings, threads and stacks; "
+			 "no events");
 	}
 	snprintf(line, sizeof(line), " process %s%d %s%s%s  |  %s", p ? "" : "-", p ? p->pid : 0,
-		 p ? p->comm : "", p && p->exited ? " (exited)" : "", p && p->rank[0] ? " rank " : "",
-		 clock);
+		 p ? p->comm : "", p && p->exited ? " (exited)" : "",
+		 p && p->rank[0] ? " rank " : "", clock);
 	if (p && p->rank[0])
 		snprintf(line, sizeof(line), " process %d %s rank %s%s%s  |  %s", p->pid, p->comm,
 			 p->rank, p->local_rank[0] ? " local " : "", p->local_rank, clock);
@@ -315,7 +324,8 @@ static void draw_popup(struct ui *ui)
 		if (skip)
 			skip--;
 		else
-			ui__addnstr(win, 1 + line++, 2, s, (int)(len < (size_t)w - 4 ? len : (size_t)w - 4));
+			ui__addnstr(win, 1 + line++, 2, s,
+				    (int)(len < (size_t)w - 4 ? len : (size_t)w - 4));
 		s += len + (s[len] == '\n');
 	}
 	mvwprintw(win, h - 1, 2, " Esc/q/Enter: close  Up/Down PgUp/PgDn: scroll ");
@@ -356,8 +366,10 @@ static void draw(struct ui *ui)
 	} else {
 		char line[600];
 
-		snprintf(line, sizeof(line), " %s", ui->status[0] ? ui->status :
-				   "?: help  Tab: next view  /: search  Enter: open  q: quit");
+		snprintf(line, sizeof(line), " %s",
+			 ui->status[0] ?
+				 ui->status :
+				 "?: help  Tab: next view  /: search  Enter: open  q: quit");
 		put_line(ui, ui->lines - 1, ui->status_error ? C_ERROR : C_STATUS, false, line);
 	}
 	wnoutrefresh(stdscr);
@@ -409,23 +421,27 @@ static void search_done(struct ui *ui, const char *text)
 static enum key_result popup_key(struct ui *ui, int ch)
 {
 	switch (ch) {
-	case 27: case 'q': case '\n': case KEY_ENTER: case '?': case KEY_F(1):
+	case 27:
+	case 'q':
+	case '\n':
+	case KEY_ENTER:
+	case '?':
+	case KEY_F(1):
 		free(ui->popup_text);
 		ui->popup_text = NULL;
 		return KEY_HANDLED;
-	case KEY_UP: case 'k':
+	case KEY_UP:
+	case 'k':
 		if (ui->popup_top)
 			ui->popup_top--;
 		return KEY_HANDLED;
-	case KEY_DOWN: case 'j':
-		ui->popup_top++;
-		return KEY_HANDLED;
+	case KEY_DOWN:
+	case 'j': ui->popup_top++; return KEY_HANDLED;
 	case KEY_PPAGE:
 		ui->popup_top = ui->popup_top > 10 ? ui->popup_top - 10 : 0;
 		return KEY_HANDLED;
-	case KEY_NPAGE: case ' ':
-		ui->popup_top += 10;
-		return KEY_HANDLED;
+	case KEY_NPAGE:
+	case ' ': ui->popup_top += 10; return KEY_HANDLED;
 	}
 	return KEY_HANDLED;
 }
@@ -455,30 +471,25 @@ static enum key_result replay_key(struct ui *ui, int ch)
 	int64_t step = 0;
 
 	switch (ch) {
-	case ' ':
-		replay__pause(r, !r->paused, t);
-		return KEY_HANDLED;
+	case ' ': replay__pause(r, !r->paused, t); return KEY_HANDLED;
 	case '<': step = -5; break;
 	case '>': step = 5; break;
 	case '[': step = -60; break;
 	case ']': step = 60; break;
-	case '{':
-		replay__seek(r, ui->m, 0, t);
-		return KEY_HANDLED;
-	case '}':
-		replay__seek(r, ui->m, UINT64_MAX, t);
-		return KEY_HANDLED;
+	case '{': replay__seek(r, ui->m, 0, t); return KEY_HANDLED;
+	case '}': replay__seek(r, ui->m, UINT64_MAX, t); return KEY_HANDLED;
 	case '+':
 		replay__set_speed(r, r->speed > 0 && r->speed < 1024 ? r->speed * 2 : r->speed, t);
 		return KEY_HANDLED;
 	case '-':
-		replay__set_speed(r, r->speed > 1.0 / 1024 ? r->speed / 2 : r->speed > 0 ? r->speed : 1, t);
+		replay__set_speed(r,
+				  r->speed > 1.0 / 1024 ? r->speed / 2 :
+				  r->speed > 0		? r->speed :
+							  1,
+				  t);
 		return KEY_HANDLED;
-	case 'm':
-		replay__set_speed(r, 0, t);
-		return KEY_HANDLED;
-	default:
-		return KEY_IGNORED;
+	case 'm': replay__set_speed(r, 0, t); return KEY_HANDLED;
+	default: return KEY_IGNORED;
 	}
 	if (step < 0 && r->now - r->t_first < (uint64_t)(-step) * 1000000000ULL)
 		replay__seek(r, ui->m, 0, t);
@@ -493,26 +504,24 @@ static enum key_result list_key(struct ui *ui, int ch, size_t n, int h)
 	size_t page = h > 1 ? (size_t)h - 1 : 1;
 
 	switch (ch) {
-	case KEY_UP: case 'k':
+	case KEY_UP:
+	case 'k':
 		if (ls->sel)
 			ls->sel--;
 		return KEY_HANDLED;
-	case KEY_DOWN: case 'j':
+	case KEY_DOWN:
+	case 'j':
 		if (ls->sel + 1 < n)
 			ls->sel++;
 		return KEY_HANDLED;
-	case KEY_PPAGE:
-		ls->sel = ls->sel > page ? ls->sel - page : 0;
-		return KEY_HANDLED;
+	case KEY_PPAGE: ls->sel = ls->sel > page ? ls->sel - page : 0; return KEY_HANDLED;
 	case KEY_NPAGE:
 		ls->sel = n && ls->sel + page >= n ? n - 1 : ls->sel + page;
 		return KEY_HANDLED;
-	case KEY_HOME: case 'g':
-		ls->sel = 0;
-		return KEY_HANDLED;
-	case KEY_END: case 'G':
-		ls->sel = n ? n - 1 : 0;
-		return KEY_HANDLED;
+	case KEY_HOME:
+	case 'g': ls->sel = 0; return KEY_HANDLED;
+	case KEY_END:
+	case 'G': ls->sel = n ? n - 1 : 0; return KEY_HANDLED;
 	}
 	return KEY_IGNORED;
 }
@@ -527,29 +536,23 @@ static enum key_result handle_key(struct ui *ui, int ch)
 	if (ui->popup_text)
 		return popup_key(ui, ch);
 	switch (ch) {
-	case 'q': case 3: /* Ctrl-C in raw mode */
-		return KEY_QUIT;
-	case '\t':
-		ui->view = (ui->view + 1) % VIEW__COUNT;
-		return KEY_HANDLED;
-	case KEY_BTAB:
-		ui->view = (ui->view + VIEW__COUNT - 1) % VIEW__COUNT;
-		return KEY_HANDLED;
-	case '1': case '2': case '3': case '4': case '5':
-		ui->view = (enum view_id)(ch - '1');
-		return KEY_HANDLED;
-	case '?': case KEY_F(1):
-		ui__popup(ui, "dlscope ui: help", help_text);
-		return KEY_HANDLED;
-	case '/':
-		ui__prompt(ui, "/", search_done);
-		return KEY_HANDLED;
+	case 'q':
+	case 3: /* Ctrl-C in raw mode */ return KEY_QUIT;
+	case '\t': ui->view = (ui->view + 1) % VIEW__COUNT; return KEY_HANDLED;
+	case KEY_BTAB: ui->view = (ui->view + VIEW__COUNT - 1) % VIEW__COUNT; return KEY_HANDLED;
+	case '1':
+	case '2':
+	case '3':
+	case '4':
+	case '5': ui->view = (enum view_id)(ch - '1'); return KEY_HANDLED;
+	case '?':
+	case KEY_F(1): ui__popup(ui, "dlscope ui: help", help_text); return KEY_HANDLED;
+	case '/': ui__prompt(ui, "/", search_done); return KEY_HANDLED;
 	case 'n':
 		if (ui->search[0])
 			search_rows(ui);
 		return KEY_HANDLED;
-	case KEY_RESIZE:
-		return KEY_HANDLED;
+	case KEY_RESIZE: return KEY_HANDLED;
 	}
 	if (ui->src == SRC_REPLAY && (res = replay_key(ui, ch)) != KEY_IGNORED)
 		return res;
@@ -733,7 +736,8 @@ static int term_open(struct term_state *ts, char *why, size_t whylen)
 	ts->tty_out = fdopen(out_fd, "w");
 	ts->screen = ts->tty_in && ts->tty_out ? newterm(NULL, ts->tty_out, ts->tty_in) : NULL;
 	if (!ts->screen) {
-		snprintf(why, whylen, "cannot start the screen: is TERM (%s) a terminal curses knows?",
+		snprintf(why, whylen,
+			 "cannot start the screen: is TERM (%s) a terminal curses knows?",
 			 getenv("TERM") ? getenv("TERM") : "unset");
 		close(p[0]);
 		close(p[1]);
@@ -851,7 +855,8 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 			quit = r == KEY_QUIT;
 			if (r == KEY_HANDLED) {
 				dirty = true;
-				last_draw = 0; /* a key is answered at once, not at the next frame */
+				last_draw =
+					0; /* a key is answered at once, not at the next frame */
 			}
 			nodelay(stdscr, TRUE);
 			ch = getch();
@@ -886,7 +891,8 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 	term_close(&ts);
 	/* For bench/ui_bench.py: how often the screen was redrawn under load. */
 	if (getenv("DLSCOPE_UI_STATS"))
-		fprintf(stderr, "dlscope: ui: %lu redraws in %.2f s (%.1f/s), %llu events applied\n",
+		fprintf(stderr,
+			"dlscope: ui: %lu redraws in %.2f s (%.1f/s), %llu events applied\n",
 			ui->redraws, now_s() - started, (double)ui->redraws / (now_s() - started),
 			(unsigned long long)(ui->m->next_seq - first_seq));
 out:

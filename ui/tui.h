@@ -90,8 +90,8 @@ struct ui {
 
 	/* events view */
 	struct event_filter filter;
-	bool follow;	   /* stick to the newest event */
-	uint64_t sel_seq;  /* selected event when not following */
+	bool follow;	  /* stick to the newest event */
+	uint64_t sel_seq; /* selected event when not following */
 
 	char **collapsed; /* folded library subtrees, by path */
 	size_t n_collapsed;

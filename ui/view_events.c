@@ -126,8 +126,8 @@ static void events_draw(struct ui *ui, int y, int h)
 		else if (e->kind == EV_LOADED)
 			c = C_DIM;
 		snprintf(line, sizeof(line), "%12.6f %-7d %-7d %-15s %-11s %s",
-			 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid,
-			 e->comm, ev_kind__id(e->kind), e->text);
+			 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid, e->comm,
+			 ev_kind__id(e->kind), e->text);
 		attrset(ui__attr(ui, c) | (i == sel_row ? attr_sel : 0));
 		ui__addnstr(stdscr, y + 2 + i, 0, line, ui->cols);
 		if (i == sel_row)
@@ -136,10 +136,11 @@ static void events_draw(struct ui *ui, int y, int h)
 	}
 	if (!n) {
 		attrset(ui__attr(ui, C_DIM));
-		mvaddnstr(y + 2, 0, ui->m->next_seq ? "no event matches the filter (c: clear)" :
-				      ui->src == SRC_SNAPSHOT ? "a snapshot has no events (live mode "
-								"needs root)" :
-								"no events yet",
+		mvaddnstr(y + 2, 0,
+			  ui->m->next_seq	  ? "no event matches the filter (c: clear)" :
+			  ui->src == SRC_SNAPSHOT ? "a snapshot has no events (live mode "
+						    "needs root)" :
+						    "no events yet",
 			  ui->cols);
 		attrset(A_NORMAL);
 	}
@@ -186,29 +187,31 @@ static enum key_result events_key(struct ui *ui, int ch, const struct row *unuse
 	int k;
 
 	switch (ch) {
-	case UI_KEY_SEARCH:
-		search(ui);
-		return KEY_HANDLED;
-	case KEY_UP: case 'k': case KEY_PPAGE:
+	case UI_KEY_SEARCH: search(ui); return KEY_HANDLED;
+	case KEY_UP:
+	case 'k':
+	case KEY_PPAGE:
 		unfollow(ui);
 		for (int i = 0; i < (ch == KEY_PPAGE ? page : 1); i++)
 			step(ui, &ui->sel_seq, -1);
 		return KEY_HANDLED;
-	case KEY_DOWN: case 'j': case KEY_NPAGE:
+	case KEY_DOWN:
+	case 'j':
+	case KEY_NPAGE:
 		unfollow(ui);
 		for (int i = 0; i < (ch == KEY_NPAGE ? page : 1); i++)
 			step(ui, &ui->sel_seq, 1);
 		return KEY_HANDLED;
-	case KEY_HOME: case 'g':
+	case KEY_HOME:
+	case 'g':
 		unfollow(ui);
 		s = model__first_seq(ui->m);
 		if (!match_at(ui, s))
 			step(ui, &s, 1);
 		ui->sel_seq = s;
 		return KEY_HANDLED;
-	case KEY_END: case 'G':
-		ui->follow = true;
-		return KEY_HANDLED;
+	case KEY_END:
+	case 'G': ui->follow = true; return KEY_HANDLED;
 	case ' ':
 		if (ui->follow)
 			unfollow(ui);
@@ -232,17 +235,17 @@ static enum key_result events_key(struct ui *ui, int ch, const struct row *unuse
 	case 'l':
 		ui__prompt(ui, "library (part of its path): ", lib_filter_done);
 		return KEY_HANDLED;
-	case 'c':
-		memset(&ui->filter, 0, sizeof(ui->filter));
-		return KEY_HANDLED;
-	case '\n': case KEY_ENTER:
+	case 'c': memset(&ui->filter, 0, sizeof(ui->filter)); return KEY_HANDLED;
+	case '\n':
+	case KEY_ENTER:
 		e = match_at(ui, ui->sel_seq);
 		if (e) {
 			char *text;
 
-			if (asprintf(&text, "%s\npid %d, thread %d (%s), %s\n%s%s%s%s", e->text, e->pid,
-				     e->tid, e->comm, ev_kind__id(e->kind), e->lib ? "object: " : "",
-				     e->lib ? e->lib : "", e->stack ? "\n\nstack:\n" : "",
+			if (asprintf(&text, "%s\npid %d, thread %d (%s), %s\n%s%s%s%s", e->text,
+				     e->pid, e->tid, e->comm, ev_kind__id(e->kind),
+				     e->lib ? "object: " : "", e->lib ? e->lib : "",
+				     e->stack ? "\n\nstack:\n" : "",
 				     e->stack ? e->stack : "") >= 0) {
 				ui__popup(ui, "event", text);
 				free(text);

@@ -27,22 +27,23 @@ static void findings_rows(struct ui *ui, struct rows *out)
 	const struct model *m = ui->m;
 
 	if (!m->n_findings) {
-		rows__add(out, C_DIM, -1, "no findings%s",
-			  ui->src == SRC_LIVE ? " yet" : "");
+		rows__add(out, C_DIM, -1, "no findings%s", ui->src == SRC_LIVE ? " yet" : "");
 		return;
 	}
 	rows__add(out, C_HEADER, -1, "%zu finding%s (Enter: the whole finding in a box)",
 		  m->n_findings, m->n_findings == 1 ? "" : "s");
 	for (size_t i = 0; i < m->n_findings; i++) {
 		const struct m_finding *f = &m->findings[i];
-		enum ui_color c = !strcmp(f->severity, "info") ? C_NORMAL :
-				  !strcmp(f->severity, "warning") ? C_WARN : C_COLLISION;
+		enum ui_color c = !strcmp(f->severity, "info")	  ? C_NORMAL :
+				  !strcmp(f->severity, "warning") ? C_WARN :
+								    C_COLLISION;
 
 		rows__add(out, c, (long)i, "%-8s %-20s process %d: %s", f->severity, f->id, f->pid,
 			  f->title);
 		/* A live finding: when the collector saw it, from the trace's start. */
 		if (f->live && f->t >= m->t0)
-			rows__add(out, C_DIM, (long)i, "      at: %.6f s", (double)(f->t - m->t0) / 1e9);
+			rows__add(out, C_DIM, (long)i, "      at: %.6f s",
+				  (double)(f->t - m->t0) / 1e9);
 		for (size_t e = 0; e < f->n_evidence; e++)
 			rows__add(out, C_NORMAL, (long)i, "      evidence: %s", f->evidence[e]);
 		add_lines(out, C_NORMAL, (long)i, "why: ", f->why);

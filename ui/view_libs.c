@@ -75,12 +75,12 @@ static void libs_rows(struct ui *ui, struct rows *out)
 		else
 			snprintf(origin, sizeof(origin), "%s", l->origin);
 		if (tree[i].other_parents)
-			snprintf(more, sizeof(more), "  (+%zu more needing it)", tree[i].other_parents);
+			snprintf(more, sizeof(more), "  (+%zu more needing it)",
+				 tree[i].other_parents);
 		rows__add(out, l->collision ? C_COLLISION : C_NORMAL, (long)tree[i].lib,
 			  "%s%s%s %s (%s)%s%s%s", l->collision ? "!! " : "   ", indent,
-			  tree[i].has_children ? (tree[i].collapsed ? "[+]" : "[-]") : " - ", l->path,
-			  origin, roles, more,
-			  l->collision ? "  COLLISION" : "");
+			  tree[i].has_children ? (tree[i].collapsed ? "[+]" : "[-]") : " - ",
+			  l->path, origin, roles, more, l->collision ? "  COLLISION" : "");
 	}
 	free(tree);
 }
@@ -94,15 +94,13 @@ static enum key_result libs_key(struct ui *ui, int ch, const struct row *sel)
 		return KEY_IGNORED;
 	l = &p->libs[sel->ref];
 	switch (ch) {
-	case '\n': case KEY_ENTER: case ' ':
-		set_collapsed(ui, l->path, !is_collapsed(ui, l->path));
-		return KEY_HANDLED;
-	case KEY_LEFT: case 'h':
-		set_collapsed(ui, l->path, true);
-		return KEY_HANDLED;
-	case KEY_RIGHT: case 'l':
-		set_collapsed(ui, l->path, false);
-		return KEY_HANDLED;
+	case '\n':
+	case KEY_ENTER:
+	case ' ': set_collapsed(ui, l->path, !is_collapsed(ui, l->path)); return KEY_HANDLED;
+	case KEY_LEFT:
+	case 'h': set_collapsed(ui, l->path, true); return KEY_HANDLED;
+	case KEY_RIGHT:
+	case 'l': set_collapsed(ui, l->path, false); return KEY_HANDLED;
 	}
 	return KEY_IGNORED;
 }

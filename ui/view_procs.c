@@ -45,12 +45,15 @@ static void procs_rows(struct ui *ui, struct rows *out)
 			snprintf(ppid, sizeof(ppid), "%d", p->ppid);
 		if (p->threads_known)
 			snprintf(threads, sizeof(threads), "%zu", p->n_threads);
-		rows__add(out, nf || nc ? C_COLLISION : p->exited ? C_DIM : C_NORMAL, p->pid,
-			  "%-8d %-8s %-5s %-6s %8llu %5zu %8s %9zu  %s%s%s%s", p->pid,
-			  ppid, p->rank[0] ? p->rank : "-",
-			  p->local_rank[0] ? p->local_rank : "-", (unsigned long long)p->n_events,
-			  p->n_libs, threads, nf, indent, p->comm[0] ? p->comm : "?",
-			  p->exited ? " (exited)" : "", nc ? "  !! runtime collision" : "");
+		rows__add(out,
+			  nf || nc  ? C_COLLISION :
+			  p->exited ? C_DIM :
+				      C_NORMAL,
+			  p->pid, "%-8d %-8s %-5s %-6s %8llu %5zu %8s %9zu  %s%s%s%s", p->pid, ppid,
+			  p->rank[0] ? p->rank : "-", p->local_rank[0] ? p->local_rank : "-",
+			  (unsigned long long)p->n_events, p->n_libs, threads, nf, indent,
+			  p->comm[0] ? p->comm : "?", p->exited ? " (exited)" : "",
+			  nc ? "  !! runtime collision" : "");
 	}
 	if (!n)
 		rows__add(out, C_DIM, -1, "no process yet");

@@ -45,9 +45,10 @@ static void threads_rows(struct ui *ui, struct rows *out)
 	for (size_t i = 0; i < p->n_threads; i++) {
 		const struct m_thread *t = &p->threads[i];
 
-		rows__add(out, t->in_cycle ? C_CYCLE : C_NORMAL, t->tid, "%-8d %-16s %-5c %-12s %s%s",
-			  t->tid, t->comm, t->state ? t->state : '?', t->wait_kind,
-			  t->waits ? t->waits : "", t->in_cycle ? "  ** DEADLOCK" : "");
+		rows__add(out, t->in_cycle ? C_CYCLE : C_NORMAL, t->tid,
+			  "%-8d %-16s %-5c %-12s %s%s", t->tid, t->comm, t->state ? t->state : '?',
+			  t->wait_kind, t->waits ? t->waits : "",
+			  t->in_cycle ? "  ** DEADLOCK" : "");
 	}
 	rows__add(out, C_NORMAL, -1, "%s", "");
 	rows__add(out, C_HEADER, -1, "Lock-wait edges (%zu)", p->n_edges);
@@ -56,8 +57,8 @@ static void threads_rows(struct ui *ui, struct rows *out)
 	for (size_t e = 0; e < p->n_edges; e++) {
 		const struct m_edge *ed = &p->edges[e];
 
-		rows__add(out, C_CYCLE, ed->from, "    %d -> %d  %s: %s", ed->from, ed->to, ed->kind,
-			  ed->what ? ed->what : "");
+		rows__add(out, C_CYCLE, ed->from, "    %d -> %d  %s: %s", ed->from, ed->to,
+			  ed->kind, ed->what ? ed->what : "");
 	}
 	if (p->n_verdicts) {
 		rows__add(out, C_NORMAL, -1, "%s", "");

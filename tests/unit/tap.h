@@ -7,16 +7,16 @@
 
 static int tap_n, tap_failed;
 
-#define CHECK(cond, name)                                                                  \
-	do {                                                                               \
-		tap_n++;                                                                   \
-		if (cond) {                                                                \
-			printf("ok %d - %s\n", tap_n, name);                               \
-		} else {                                                                   \
-			tap_failed++;                                                      \
+#define CHECK(cond, name)                                                                       \
+	do {                                                                                    \
+		tap_n++;                                                                        \
+		if (cond) {                                                                     \
+			printf("ok %d - %s\n", tap_n, name);                                    \
+		} else {                                                                        \
+			tap_failed++;                                                           \
 			printf("not ok %d - %s (%s:%d: %s)\n", tap_n, name, __FILE__, __LINE__, \
-			       #cond);                                                     \
-		}                                                                          \
+			       #cond);                                                          \
+		}                                                                               \
 	} while (0)
 
 static inline int tap_done(void)

@@ -154,7 +154,8 @@ static void test_live_second_openmp_runtime_is_the_batch_finding_once(void)
 	libgraph__link(g);
 	arrive(&lc, &s, libc, &live);
 	arrive(&lc, &s, gomp, &live);
-	CHECK(live.n == 0, "live: one OpenMP runtime is fine, the one not yet reported is not there");
+	CHECK(live.n == 0,
+	      "live: one OpenMP runtime is fine, the one not yet reported is not there");
 	arrive(&lc, &s, omp, &live);
 	dup_openmp__process(&ctx, &batch);
 	CHECK(count(&live, "dup-openmp") == 1 && live.n == 1, "live: the second one is a finding");
@@ -200,15 +201,20 @@ static void test_live_parallel_region_inside_dlopen_has_batch_why_and_fix(void)
 {
 	struct findings live = { 0 };
 	struct live_ctx lc = { 0 };
-	struct live_event e = { .kind = LIVE_PARALLEL_IN_DLOPEN, .pid = 7, .tid = 8,
-				.comm = "app", .entry = LIVE_GOMP_PARALLEL };
+	struct live_event e = { .kind = LIVE_PARALLEL_IN_DLOPEN,
+				.pid = 7,
+				.tid = 8,
+				.comm = "app",
+				.entry = LIVE_GOMP_PARALLEL };
 	const struct detector *d = detector__find("loader-lock-hazard");
 
 	detectors__on_event(&lc, &e, &live);
-	CHECK(live.n == 1 && !strcmp(live.f[0].id, "loader-lock-hazard") &&
-		      d && live.f[0].sev == d->severity && live.f[0].pid == 7,
+	CHECK(live.n == 1 && !strcmp(live.f[0].id, "loader-lock-hazard") && d &&
+		      live.f[0].sev == d->severity && live.f[0].pid == 7,
 	      "a parallel region inside dlopen is a loader-lock-hazard of the table's severity");
-	CHECK(live.n && strstr(live.f[0].title, "thread 8 (app) runs a GNU libgomp parallel region") &&
+	CHECK(live.n &&
+		      strstr(live.f[0].title,
+			     "thread 8 (app) runs a GNU libgomp parallel region") &&
 		      live.f[0].why && strstr(live.f[0].why, "loader lock") && live.f[0].remedy,
 	      "with the batch finding's title form, why and fix");
 	findings__free(&live);

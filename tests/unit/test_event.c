@@ -13,23 +13,24 @@
 static size_t sample_events(struct event *ev, size_t cap)
 {
 	size_t n = 0;
-	struct event base = { .t = 123456789, .pid = 42, .tid = 43, .comm = "app",
-			      .in_dlopen = 1 };
+	struct event base = { .t = 123456789, .pid = 42, .tid = 43, .comm = "app", .in_dlopen = 1 };
 
-#define ADD(...)                                                                   \
-	do {                                                                       \
-		if (n < cap) {                                                     \
-			ev[n] = base;                                              \
-			__VA_ARGS__;                                               \
-			n++;                                                       \
-		}                                                                  \
+#define ADD(...)                      \
+	do {                          \
+		if (n < cap) {        \
+			ev[n] = base; \
+			__VA_ARGS__;  \
+			n++;          \
+		}                     \
 	} while (0)
 	ADD(ev[n].kind = EVENT_DLOPEN, strcpy(ev[n].u.dlopen.path, "libm.so.6"),
-	    strcpy(ev[n].u.dlopen.file, "/lib/x86_64-linux-gnu/libm.so.6"), ev[n].u.dlopen.flags = 2,
-	    ev[n].u.dlopen.handle = 0x55550000, ev[n].u.dlopen.duration_ns = 1234567);
+	    strcpy(ev[n].u.dlopen.file, "/lib/x86_64-linux-gnu/libm.so.6"),
+	    ev[n].u.dlopen.flags = 2, ev[n].u.dlopen.handle = 0x55550000,
+	    ev[n].u.dlopen.duration_ns = 1234567);
 	ADD(ev[n].kind = EVENT_DLOPEN, ev[n].u.dlopen.path_null = true,
 	    ev[n].u.dlopen.handle = 0x7f0000001000);
-	ADD(ev[n].kind = EVENT_DLCLOSE, ev[n].u.dlclose.handle = 0x5555, ev[n].u.dlclose.result = -1);
+	ADD(ev[n].kind = EVENT_DLCLOSE, ev[n].u.dlclose.handle = 0x5555,
+	    ev[n].u.dlclose.result = -1);
 	ADD(ev[n].kind = EVENT_DLSYM, strcpy(ev[n].u.dlsym.symbol, "omp_get_max_threads"),
 	    ev[n].u.dlsym.handle = 0x5555, ev[n].u.dlsym.address = 0x7f0012345678);
 	ADD(ev[n].kind = EVENT_OMP_FORK, ev[n].u.omp_fork.entry = 4, ev[n].u.omp_fork.regions = 7);
@@ -117,14 +118,19 @@ static void test_round_trip(void)
 /* A record as watch wrote it, byte for byte, from the same event. */
 static void test_record_bytes(void)
 {
-	struct event ev = { .kind = EVENT_DLOPEN, .t = 5, .pid = 1, .tid = 2, .comm = "c",
+	struct event ev = { .kind = EVENT_DLOPEN,
+			    .t = 5,
+			    .pid = 1,
+			    .tid = 2,
+			    .comm = "c",
 			    .u.dlopen = { .path_null = true, .handle = 9, .duration_ns = 3 } };
 	json_t *rec = event__to_json(&ev);
 	char *s = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
 
-	CHECK(s && !strcmp(s, "{\"type\":\"dlopen\",\"t\":5,\"pid\":1,\"tid\":2,\"comm\":\"c\","
-			      "\"in_dlopen\":0,\"path\":null,\"file\":\"\",\"flags\":0,\"handle\":9,"
-			      "\"duration_ns\":3}"),
+	CHECK(s && !strcmp(s,
+			   "{\"type\":\"dlopen\",\"t\":5,\"pid\":1,\"tid\":2,\"comm\":\"c\","
+			   "\"in_dlopen\":0,\"path\":null,\"file\":\"\",\"flags\":0,\"handle\":9,"
+			   "\"duration_ns\":3}"),
 	      "dlopen(NULL)'s record has its fields in the order of docs/trace-format.md");
 	free(s);
 	json_decref(rec);
@@ -140,7 +146,8 @@ static void test_rejected(void)
 		{ "{\"type\":\"teleport\",\"t\":1,\"pid\":1}", "unknown type \"teleport\"" },
 		{ "{\"type\":\"exec\",\"pid\":1,\"file\":\"/bin/x\"}", "without \"t\"" },
 		{ "{\"type\":\"dlsym\",\"t\":1,\"pid\":\"1\"}", "\"pid\" is not an integer" },
-		{ "{\"type\":\"dlopen\",\"t\":1,\"pid\":1,\"path\":7}", "\"path\" is not a string or null" },
+		{ "{\"type\":\"dlopen\",\"t\":1,\"pid\":1,\"path\":7}",
+		  "\"path\" is not a string or null" },
 		{ "{\"type\":\"fork\",\"t\":1,\"pid\":1,\"child\":2,\"thread\":1}",
 		  "\"thread\" is not a boolean" },
 		{ "{\"type\":\"futex_wait\",\"t\":1,\"pid\":1,\"blocked_in\":\"dlclose\"}",
@@ -164,8 +171,15 @@ static void test_rejected(void)
 /* Raw BPF records: what arg0/arg1/ret mean per type, decoded once. */
 static void test_decode_raw(void)
 {
-	struct dlw_event raw = { .ts_ns = 7, .pid = 5, .tid = 6, .type = DLW_DLOPEN, .arg0 = 0x102,
-				 .arg1 = 3, .ret = 0x1000, .duration_ns = 2000000, .comm = "py" };
+	struct dlw_event raw = { .ts_ns = 7,
+				 .pid = 5,
+				 .tid = 6,
+				 .type = DLW_DLOPEN,
+				 .arg0 = 0x102,
+				 .arg1 = 3,
+				 .ret = 0x1000,
+				 .duration_ns = 2000000,
+				 .comm = "py" };
 	struct event ev;
 	char why[128], line[512];
 
@@ -182,8 +196,12 @@ static void test_decode_raw(void)
 	event__text(&ev, EVENT_TEXT_RESOLVED, line, sizeof(line));
 	CHECK(!strcmp(line, "dlmopen(\"libfoo.so\") = /opt/libfoo.so (2.000 ms)"),
 	      "the TUI's line names the file");
-	raw = (struct dlw_event){ .type = DLW_FUTEX_WAIT, .pid = 5, .tid = 5, .arg0 = 0x10,
-				  .arg1 = 3, .duration_ns = 100000000 };
+	raw = (struct dlw_event){ .type = DLW_FUTEX_WAIT,
+				  .pid = 5,
+				  .tid = 5,
+				  .arg0 = 0x10,
+				  .arg1 = 3,
+				  .duration_ns = 100000000 };
 	strcpy(raw.str, "printf");
 	CHECK(!event__decode(&ev, &raw, offsetof(struct dlw_event, path), why, sizeof(why)) &&
 		      ev.u.futex.what == EVENT_FUTEX_BLOCKED_DLSYM &&

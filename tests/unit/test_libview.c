@@ -101,8 +101,8 @@ static void test_kinds(void)
 	CHECK(lv_kinds__parse(&ks, "all", why, sizeof(why)) == 0 && ks.on[ROLE_LIBC] &&
 		      ks.on[ROLE_PYTHON] && ks.on[ROLE_OPENMP],
 	      "all");
-	CHECK(lv_kinds__parse(&ks, "python,openmp", why, sizeof(why)) == 0 &&
-		      ks.on[ROLE_PYTHON] && ks.on[ROLE_OPENMP] && !ks.on[ROLE_BLAS],
+	CHECK(lv_kinds__parse(&ks, "python,openmp", why, sizeof(why)) == 0 && ks.on[ROLE_PYTHON] &&
+		      ks.on[ROLE_OPENMP] && !ks.on[ROLE_BLAS],
 	      "a list");
 	CHECK(lv_kinds__parse(&ks, "openmp,gpus", why, sizeof(why)) == -EINVAL &&
 		      strstr(why, "'gpus'") && strstr(why, "cxx-runtime"),
@@ -110,8 +110,7 @@ static void test_kinds(void)
 	CHECK(lv_kinds__parse(&ks, ",openmp", why, sizeof(why)) == -EINVAL, "an empty kind");
 }
 
-static bool has_edge(const struct lv_subgraph *s, unsigned int from, unsigned int to,
-		     bool loaded)
+static bool has_edge(const struct lv_subgraph *s, unsigned int from, unsigned int to, bool loaded)
 {
 	for (size_t i = 0; i < s->n_edges; i++)
 		if (s->e[i].from == from && s->e[i].to == to && s->e[i].loaded == loaded)

@@ -27,7 +27,8 @@ static void lay_out(size_t rd, size_t lm, size_t names, const char *const *objs,
 		l.l_addr = 0x7f0000000000 + i * 0x100000;
 		l.l_name = (char *)(uintptr_t)(BASE + names);
 		l.l_next = i + 1 < n ? (struct link_map *)(uintptr_t)(BASE + at + sizeof(l)) :
-		           loop  ? (struct link_map *)(uintptr_t)(BASE + lm) : NULL;
+			   loop	     ? (struct link_map *)(uintptr_t)(BASE + lm) :
+				       NULL;
 		l.l_prev = i ? (struct link_map *)(uintptr_t)(BASE + at - sizeof(l)) : NULL;
 		memcpy(mem + at, &l, sizeof(l));
 		names += strlen(objs[i]) + 1;

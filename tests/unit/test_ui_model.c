@@ -50,13 +50,15 @@ static void build_trace(void)
 	struct event_stack stack = { 0 };
 	struct watch_stats st = { .events = 5, .findings = 1 };
 	struct findings fs = { 0 };
-	struct live_finding f = { .t = 3000000000, .pid = 10, .tid = 10, .comm = "app",
-				  .stack = &stack };
+	struct live_finding f = {
+		.t = 3000000000, .pid = 10, .tid = 10, .comm = "app", .stack = &stack
+	};
 
 	json_sink__init(&js, keep, NULL, NULL);
 	js.s.header(&js.s, &h);
-	ev = (struct event){ .kind = EVENT_EXEC, .t = 1000000000, .pid = 10, .tid = 10,
-			     .comm = "app" };
+	ev = (struct event){
+		.kind = EVENT_EXEC, .t = 1000000000, .pid = 10, .tid = 10, .comm = "app"
+	};
 	snprintf(ev.u.exec.file, sizeof(ev.u.exec.file), "/bin/app");
 	encode(&js.s, &ev);
 	keep_line("{\"type\":\"loaded\",\"t\":1000000000,\"pid\":10,\"path\":\"/bin/app\","
@@ -67,13 +69,24 @@ static void build_trace(void)
 		  "\"needed\",\"needed_by\":[\"/bin/app\"],\"roles\":[{\"kind\":\"openmp\","
 		  "\"impl\":\"libgomp\",\"name\":\"GNU libgomp\",\"version\":\"5.1\",\"detail\":"
 		  "null}]}");
-	ev = (struct event){ .kind = EVENT_FORK, .t = 2000000000, .pid = 10, .tid = 10,
-			     .comm = "app", .u.fork = { .child = 11 } };
+	ev = (struct event){ .kind = EVENT_FORK,
+			     .t = 2000000000,
+			     .pid = 10,
+			     .tid = 10,
+			     .comm = "app",
+			     .u.fork = { .child = 11 } };
 	encode(&js.s, &ev);
-	ev = (struct event){ .kind = EVENT_DLOPEN, .t = 3000000000, .pid = 10, .tid = 10,
-			     .comm = "app", .in_dlopen = 1,
-			     .u.dlopen = { .path = "libomp.so.5", .file = "/lib/libomp.so.5",
-					   .flags = 2, .handle = 1, .duration_ns = 1000 } };
+	ev = (struct event){ .kind = EVENT_DLOPEN,
+			     .t = 3000000000,
+			     .pid = 10,
+			     .tid = 10,
+			     .comm = "app",
+			     .in_dlopen = 1,
+			     .u.dlopen = { .path = "libomp.so.5",
+					   .file = "/lib/libomp.so.5",
+					   .flags = 2,
+					   .handle = 1,
+					   .duration_ns = 1000 } };
 	encode(&js.s, &ev);
 	keep_line("{\"type\":\"loaded\",\"t\":3000000000,\"pid\":10,\"path\":"
 		  "\"/lib/libomp.so.5\",\"soname\":\"libomp.so.5\",\"namespace\":0,\"origin\":"
@@ -84,10 +97,13 @@ static void build_trace(void)
 	js.s.finding(&js.s, &f);
 	event_stack__clear(&stack);
 	findings__free(&fs);
-	ev = (struct event){ .kind = EVENT_DLSYM, .t = 4000000000, .pid = 11, .tid = 11,
+	ev = (struct event){ .kind = EVENT_DLSYM,
+			     .t = 4000000000,
+			     .pid = 11,
+			     .tid = 11,
 			     .comm = "child",
-			     .u.dlsym = { .symbol = "omp_get_max_threads", .handle = 1,
-					  .address = 2 } };
+			     .u.dlsym = {
+				     .symbol = "omp_get_max_threads", .handle = 1, .address = 2 } };
 	encode(&js.s, &ev);
 	js.s.summary(&js.s, &st);
 }
@@ -158,9 +174,8 @@ static void test_front_is_no_collision(void)
 	CHECK(lib(p, "/lib/libblas.so.3") && !lib(p, "/lib/libblas.so.3")->collision &&
 		      !lib(p, "/lib/libopenblas.so.0")->collision,
 	      "a front and the BLAS it forwards to do not collide");
-	CHECK(lib(p, "/lib/libblas.so.3") &&
-		      !strcmp(lib(p, "/lib/libblas.so.3")->roles[0].label,
-			      "front of /lib/libopenblas.so.0"),
+	CHECK(lib(p, "/lib/libblas.so.3") && !strcmp(lib(p, "/lib/libblas.so.3")->roles[0].label,
+						     "front of /lib/libopenblas.so.0"),
 	      "the front is labelled as such");
 	model__free(m);
 }
@@ -309,7 +324,8 @@ out:
 
 /* A trace of record -p: no exec, the target's objects at attach time, then its events. */
 static const char *const attach_trace[] = {
-	"{\"type\":\"header\",\"format\":\"dlscope-trace/1\",\"t0\":1000000000,\"targets\":[20]}" /* a trace of format 1 is still read */,
+	"{\"type\":\"header\",\"format\":\"dlscope-trace/1\",\"t0\":1000000000,\"targets\":[20]}" /* a trace of format 1 is still read */
+	,
 	"{\"type\":\"loaded\",\"t\":1004000000,\"pid\":20,\"path\":\"/opt/bin/a-long-program-name\","
 	"\"soname\":null,\"namespace\":0,\"origin\":\"executable\",\"needed_by\":[],\"roles\":[]}",
 	"{\"type\":\"loaded\",\"t\":1004000000,\"pid\":20,\"path\":\"/lib/libc.so.6\",\"soname\":"
@@ -457,7 +473,8 @@ static void test_live_finding_keeps_the_detectors_severity_why_and_fix(void)
 	CHECK(mf && mf->why && !strcmp(mf->why, "the loader binds every caller to one of them") &&
 		      mf->remedy && !strcmp(mf->remedy, "keep one BLAS"),
 	      "its why and fix");
-	CHECK(mf && mf->live && mf->t == 5000000000ULL && mf->stack && strstr(mf->stack, "main+0x43"),
+	CHECK(mf && mf->live && mf->t == 5000000000ULL && mf->stack &&
+		      strstr(mf->stack, "main+0x43"),
 	      "its time and stack");
 	model__drop_snapshot_findings(m, 10);
 	CHECK(m->n_findings == 1, "a snapshot does not replace a live finding");

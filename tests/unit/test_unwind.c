@@ -51,8 +51,15 @@ __attribute__((noinline, noclone)) static void take(struct capture *c)
 			break;
 		got += l.iov_len;
 	}
-	c->s = (struct stack_sample){ .ip = ip, .sp = sp, .bp = bp, .bx = bx, .r12 = r12,
-				      .r13 = r13, .r14 = r14, .r15 = r15, .stack = c->stack,
+	c->s = (struct stack_sample){ .ip = ip,
+				      .sp = sp,
+				      .bp = bp,
+				      .bx = bx,
+				      .r12 = r12,
+				      .r13 = r13,
+				      .r14 = r14,
+				      .r15 = r15,
+				      .stack = c->stack,
 				      .stack_len = got };
 	sink++;
 }
@@ -128,7 +135,8 @@ int main(void)
 	 * It reaches the end of the stack's mapping (or COPY), however near the top main runs. */
 	stack_map = procmaps__find(maps, c->s.sp);
 	CHECK(stack_map && c->s.stack_len > 0 &&
-	      c->s.stack_len == (stack_map->end - c->s.sp < COPY ? stack_map->end - c->s.sp : COPY),
+		      c->s.stack_len ==
+			      (stack_map->end - c->s.sp < COPY ? stack_map->end - c->s.sp : COPY),
 	      "the stack was copied to the end of its mapping");
 	CHECK(!sample_unwinder__set_modules(u, mods, n), "the objects are reported");
 	CHECK(!sample_unwinder__unwind(u, &c->s, &acc, 64, &ts), "the sample unwinds");

@@ -140,7 +140,9 @@ int main(int argc, char **argv)
 {
 	char self[PATH_MAX], dir[PATH_MAX], rel[PATH_MAX + 32], exe[PATH_MAX], lib[PATH_MAX];
 	char want[PATH_MAX + 128];
-	struct got got = { .s = { .header = got_header, .event = got_event, .loaded = got_loaded,
+	struct got got = { .s = { .header = got_header,
+				  .event = got_event,
+				  .loaded = got_loaded,
 				  .summary = got_summary } };
 	struct records recs = { 0 };
 	struct json_sink js;
@@ -184,14 +186,22 @@ int main(int argc, char **argv)
 		goto out;
 
 	/* Its exec, as the sched_process_exec tracepoint reports it. */
-	raw = (struct dlw_event){ .ts_ns = now_ns(), .pid = (unsigned)pid, .tid = (unsigned)pid,
-				  .type = DLW_EXEC, .comm = "dlopen_list" };
+	raw = (struct dlw_event){ .ts_ns = now_ns(),
+				  .pid = (unsigned)pid,
+				  .tid = (unsigned)pid,
+				  .type = DLW_EXEC,
+				  .comm = "dlopen_list" };
 	memcpy(raw.str, exe, strlen(exe) + 1);
 	watch__offline_feed(w, &raw, offsetof(struct dlw_event, path));
 	/* Its dlopen's return: the argument, flags, the handle and the link map's l_name. */
-	raw = (struct dlw_event){ .ts_ns = now_ns(), .pid = (unsigned)pid, .tid = (unsigned)pid,
-				  .type = DLW_DLOPEN, .arg0 = 2, .ret = 0x1000,
-				  .duration_ns = 1500000, .comm = "dlopen_list" };
+	raw = (struct dlw_event){ .ts_ns = now_ns(),
+				  .pid = (unsigned)pid,
+				  .tid = (unsigned)pid,
+				  .type = DLW_DLOPEN,
+				  .arg0 = 2,
+				  .ret = 0x1000,
+				  .duration_ns = 1500000,
+				  .comm = "dlopen_list" };
 	memcpy(raw.str, lib, strlen(lib) + 1);
 	memcpy(raw.path, lib, strlen(lib) + 1);
 	watch__offline_feed(w, &raw, sizeof(raw));
@@ -199,8 +209,12 @@ int main(int argc, char **argv)
 	watch__offline_feed(w, &raw, 12);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	raw = (struct dlw_event){ .ts_ns = now_ns(), .pid = (unsigned)pid, .tid = (unsigned)pid,
-				  .type = DLW_EXIT, .arg0 = 9, .comm = "dlopen_list" };
+	raw = (struct dlw_event){ .ts_ns = now_ns(),
+				  .pid = (unsigned)pid,
+				  .tid = (unsigned)pid,
+				  .type = DLW_EXIT,
+				  .arg0 = 9,
+				  .comm = "dlopen_list" };
 	watch__offline_feed(w, &raw, offsetof(struct dlw_event, path));
 	watch__offline_end(w);
 	fclose(out);
@@ -224,8 +238,8 @@ int main(int argc, char **argv)
 	      "the trace sink's records decode back");
 	snprintf(want, sizeof(want), "%d/%d dlopen_list exec %s", pid, pid, exe);
 	CHECK(has_line(text, want, NULL), "watch's line for the exec");
-	snprintf(want, sizeof(want), "%d/%d dlopen_list dlopen(\"%s\", 0x2) = 0x1000 (1.500 ms)", pid,
-		 pid, lib);
+	snprintf(want, sizeof(want), "%d/%d dlopen_list dlopen(\"%s\", 0x2) = 0x1000 (1.500 ms)",
+		 pid, pid, lib);
 	CHECK(has_line(text, want, NULL), "watch's line for the dlopen");
 	snprintf(want, sizeof(want), "%d + %s", pid, lib);
 	CHECK(has_line(text, want, "(dlopen)"), "watch's line for the object it loaded");

@@ -40,7 +40,8 @@ struct addrmap *addrmap__build(const struct procmaps *maps, const struct libgrap
 	}
 	/* /proc/PID/maps lists mappings in address order: the array is sorted as built. */
 	for (size_t i = 0; i < maps->n; i++)
-		am->r[am->n++] = (struct addr_range){ &maps->maps[i], object_of(&maps->maps[i], g) };
+		am->r[am->n++] =
+			(struct addr_range){ &maps->maps[i], object_of(&maps->maps[i], g) };
 	return am;
 }
 

@@ -16,8 +16,8 @@ struct libgraph;
 struct lg_object;
 
 struct addr_range {
-	const struct mapping *mp;     /* one mapping of the process, [mp->start, mp->end) */
-	const struct lg_object *obj;  /* the object mapped there, NULL for none */
+	const struct mapping *mp;    /* one mapping of the process, [mp->start, mp->end) */
+	const struct lg_object *obj; /* the object mapped there, NULL for none */
 };
 
 struct addrmap {

@@ -41,10 +41,8 @@ static bool default_spares(int sig)
 	case SIGSTOP:
 	case SIGTSTP:
 	case SIGTTIN:
-	case SIGTTOU:
-		return true;
-	default:
-		return false;
+	case SIGTTOU: return true;
+	default: return false;
 	}
 }
 
@@ -366,14 +364,12 @@ json_t *crash__to_json(const struct crash *c)
 				   ccn ? json_string(ccn->name) : json_null(), "reason",
 				   ccn ? json_string(ccn->reason) : json_null());
 	return json_pack("{s:i, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "tid",
-			 c->tid,
-			 "thread", c->thread, "signal", signal__name(c->signo, sig, sizeof(sig)),
-			 "code", c->code, "code_name",
+			 c->tid, "thread", c->thread, "signal",
+			 signal__name(c->signo, sig, sizeof(sig)), "code", c->code, "code_name",
 			 cn ? json_string(cn->name) : json_null(), "reason",
 			 cn ? json_string(cn->reason) : json_null(), "sender_pid",
 			 c->sender ? json_integer(c->sender) : json_null(), "pc",
 			 place__to_json(&c->pc), "fault_address",
 			 c->fault ? place__to_json(&c->addr) : json_null(), "caught_fault", caught,
-			 "stack", frames,
-			 "stack_error", err ? json_string(err) : json_null());
+			 "stack", frames, "stack_error", err ? json_string(err) : json_null());
 }

@@ -20,10 +20,10 @@
 struct crash_place {
 	uint64_t addr;
 	bool mapped;
-	char perms[5];	/* of the mapping, "" when nothing is mapped there */
-	char *object;	/* the file mapped there (or whose .bss it is), NULL otherwise */
-	char *region;	/* "[stack]", "[heap]", "[vdso]"..., NULL for a file or anonymous memory */
-	char *symbol;	/* the function (pc) or data object (address) holding it, NULL if none */
+	char perms[5];	 /* of the mapping, "" when nothing is mapped there */
+	char *object;	 /* the file mapped there (or whose .bss it is), NULL otherwise */
+	char *region;	 /* "[stack]", "[heap]", "[vdso]"..., NULL for a file or anonymous memory */
+	char *symbol;	 /* the function (pc) or data object (address) holding it, NULL if none */
 	uint64_t offset; /* from the start of @symbol */
 };
 
@@ -31,8 +31,8 @@ struct crash {
 	pid_t pid, tid;
 	char thread[64]; /* the crashing thread's name */
 	int signo, code;
-	pid_t sender;	/* the process that sent it (kill, tgkill, sigqueue), else 0 */
-	bool fault;	/* addr is a faulting address (of this signal, or of caught_signo) */
+	pid_t sender; /* the process that sent it (kill, tgkill, sigqueue), else 0 */
+	bool fault;   /* addr is a faulting address (of this signal, or of caught_signo) */
 	/*
 	 * A fault the process's own handler caught before it raised the fatal signal (Python's
 	 * faulthandler, pytest): its signal and code, else 0. addr is that fault's address.

@@ -78,8 +78,8 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 	return 0;
 }
 
-int inspection__open(pid_t pid, unsigned int what, unsigned int max_frames,
-		     struct inspection **out, char *why, size_t whylen)
+int inspection__open(pid_t pid, unsigned int what, unsigned int max_frames, struct inspection **out,
+		     char *why, size_t whylen)
 {
 	int err = inspection__new(pid, out, why, whylen);
 

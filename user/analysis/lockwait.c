@@ -19,8 +19,8 @@
 #define FUTEX_CMD_MASK 0x7f
 
 static const char *kind_ids[] = {
-	[WAIT_RUNNING] = "running", [WAIT_MUTEX] = "mutex",	[WAIT_LOADER_LOCK] = "loader-lock",
-	[WAIT_JOIN] = "join",	    [WAIT_TEAM] = "team",	[WAIT_FUTEX] = "futex",
+	[WAIT_RUNNING] = "running", [WAIT_MUTEX] = "mutex", [WAIT_LOADER_LOCK] = "loader-lock",
+	[WAIT_JOIN] = "join",	    [WAIT_TEAM] = "team",   [WAIT_FUTEX] = "futex",
 	[WAIT_SYSCALL] = "syscall",
 };
 
@@ -116,8 +116,8 @@ static int runtime_of(const struct libgraph *g, const struct thread_info *ti, bo
 	}
 	if (inner_rt < 0)
 		return -1;
-	*worker = first_user >= 0 && g->objs[ti->frames[first_user].obj] ==
-					     g->objs[ti->frames[inner_rt].obj];
+	*worker = first_user >= 0 &&
+		  g->objs[ti->frames[first_user].obj] == g->objs[ti->frames[inner_rt].obj];
 	/* Busy: code other than the runtime and libc runs inside it, or it entered the loader. */
 	*busy_elsewhere = false;
 	for (size_t k = (size_t)inner_rt + 1; k < ti->n_frames; k++) {
@@ -131,7 +131,8 @@ static int runtime_of(const struct libgraph *g, const struct thread_info *ti, bo
 		for (size_t k = (size_t)first_user + 1; k < ti->n_frames; k++) {
 			unsigned int obj = ti->frames[k].obj;
 
-			if ((!is_system(g, obj) && !is_parallel_runtime(g, obj)) || is_loader(g, obj))
+			if ((!is_system(g, obj) && !is_parallel_runtime(g, obj)) ||
+			    is_loader(g, obj))
 				*busy_elsewhere = true;
 		}
 	}
@@ -197,7 +198,8 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 
 /* An OpenMP/BLAS master blocked in its runtime waits for the workers busy elsewhere. */
 static int team_edges(const struct libgraph *g, const struct threadscan *ts,
-		      const struct thread_info *ti, struct thread_wait *w, struct lockwait_report *r)
+		      const struct thread_info *ti, struct thread_wait *w,
+		      struct lockwait_report *r)
 {
 	bool worker, busy;
 	int rt = runtime_of(g, ti, &worker, &busy);
@@ -208,9 +210,10 @@ static int team_edges(const struct libgraph *g, const struct threadscan *ts,
 	if (ti->pc_obj != UINT32_MAX && ti->pc_obj != (unsigned)rt && !is_system(g, ti->pc_obj))
 		return 0;
 	snprintf(what, sizeof(what), "the end of a %s parallel region (its team's workers)",
-		 role_impl__name(obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_OPENMP) ?
-					 obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_OPENMP)->impl :
-					 obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_BLAS)->impl));
+		 role_impl__name(
+			 obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_OPENMP) ?
+				 obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_OPENMP)->impl :
+				 obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_BLAS)->impl));
 	for (size_t i = 0; i < ts->n; i++) {
 		const struct thread_info *o = &ts->t[i];
 		bool ow, obusy;
@@ -434,7 +437,7 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 					wa->comm, b, wb->comm,
 					ed->kind == WAIT_TEAM ? "at " :
 					ed->kind == WAIT_JOIN ? "" :
-								  "it holds ",
+								"it holds ",
 					ed->what);
 				loader |= ed->kind == WAIT_LOADER_LOCK;
 				team |= ed->kind == WAIT_TEAM;
@@ -448,7 +451,8 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 			const struct thread_info *ti = find_thread(ts, holder);
 			const char *ctor = ti ? constructor_of(g, ti) : NULL;
 
-			fprintf(f, " thread %d holds the loader lock because it is inside dlopen", holder);
+			fprintf(f, " thread %d holds the loader lock because it is inside dlopen",
+				holder);
 			if (ctor)
 				fprintf(f, ", running the constructor of %s", ctor);
 			fprintf(f, ";");
@@ -465,16 +469,19 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 				"constructor, or run it single-threaded there (OMP_NUM_THREADS=1, "
 				"MKL_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1).");
 		else if (loader && join)
-			remedy = strdup("Do not wait in a constructor for a thread that loads libraries "
-					"or looks up symbols: start it after dlopen returns, or do "
-					"not join it there.");
+			remedy = strdup(
+				"Do not wait in a constructor for a thread that loads libraries "
+				"or looks up symbols: start it after dlopen returns, or do "
+				"not join it there.");
 		else if (loader)
-			remedy = strdup("Do not wait, while inside dlopen, for a thread that needs the "
-					"loader lock (dlopen, dlsym, dlclose, dl_iterate_phdr).");
+			remedy = strdup(
+				"Do not wait, while inside dlopen, for a thread that needs the "
+				"loader lock (dlopen, dlsym, dlclose, dl_iterate_phdr).");
 		else
-			remedy = strdup("Take the locks in one global order (or use pthread_mutex_"
-					"trylock and back off), so no thread holds one while waiting "
-					"for another that a waiter holds.");
+			remedy = strdup(
+				"Take the locks in one global order (or use pthread_mutex_"
+				"trylock and back off), so no thread holds one while waiting "
+				"for another that a waiter holds.");
 		if (add_verdict(r, text, remedy))
 			return -ENOMEM;
 	}
@@ -498,8 +505,8 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 	return 0;
 }
 
-int lockwait__analyze(const struct target *t, const struct libgraph *g,
-		      const struct threadscan *ts, struct lockwait_report **out)
+int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct threadscan *ts,
+		      struct lockwait_report **out)
 {
 	struct procmaps *maps = procmaps__read(t->pid);
 	struct addrmap *am = maps ? addrmap__build(maps, g) : NULL;

@@ -17,13 +17,13 @@ struct threadscan;
 struct addrmap;
 
 enum wait_kind {
-	WAIT_RUNNING,	   /* not blocked */
-	WAIT_MUTEX,	   /* a pthread mutex with an owner */
-	WAIT_LOADER_LOCK,  /* glibc's loader lock (dlopen, dlsym, dlclose, dl_iterate_phdr) */
-	WAIT_JOIN,	   /* pthread_join of another thread */
-	WAIT_TEAM,	   /* an OpenMP/BLAS master waiting for its team's workers */
-	WAIT_FUTEX,	   /* a futex with no owner: condition variable, barrier, semaphore */
-	WAIT_SYSCALL,	   /* another blocking system call (I/O, sleep, poll) */
+	WAIT_RUNNING,	  /* not blocked */
+	WAIT_MUTEX,	  /* a pthread mutex with an owner */
+	WAIT_LOADER_LOCK, /* glibc's loader lock (dlopen, dlsym, dlclose, dl_iterate_phdr) */
+	WAIT_JOIN,	  /* pthread_join of another thread */
+	WAIT_TEAM,	  /* an OpenMP/BLAS master waiting for its team's workers */
+	WAIT_FUTEX,	  /* a futex with no owner: condition variable, barrier, semaphore */
+	WAIT_SYSCALL,	  /* another blocking system call (I/O, sleep, poll) */
 };
 
 struct wait_edge {
@@ -36,8 +36,8 @@ struct thread_wait {
 	pid_t tid;
 	char comm[64];
 	enum wait_kind kind;
-	uint64_t addr;	   /* futex address, when waiting on one */
-	char what[320];	   /* what it waits for, in words */
+	uint64_t addr;	/* futex address, when waiting on one */
+	char what[320]; /* what it waits for, in words */
 };
 
 struct lockwait_report {
@@ -57,12 +57,11 @@ struct lockwait_report {
  * Build the graph from @ts (threads and the objects on their stacks) and the target's memory
  * (mutex owners). Returns 0 or -errno.
  */
-int lockwait__analyze(const struct target *t, const struct libgraph *g,
-		      const struct threadscan *ts, struct lockwait_report **out);
+int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct threadscan *ts,
+		      struct lockwait_report **out);
 /* The same with the process's mappings already read and tied to @g (an inspection's). */
-int lockwait__analyze_in(const struct target *t, const struct libgraph *g,
-			 const struct addrmap *am, const struct threadscan *ts,
-			 struct lockwait_report **out);
+int lockwait__analyze_in(const struct target *t, const struct libgraph *g, const struct addrmap *am,
+			 const struct threadscan *ts, struct lockwait_report **out);
 void lockwait__free(struct lockwait_report *r);
 const char *wait_kind__id(enum wait_kind k);
 

@@ -44,7 +44,6 @@ static bool needs(const struct libgraph *g, unsigned int a, unsigned int b)
 	return r;
 }
 
-
 /* Pool threads of @obj: threads whose outermost runtime frame of this kind lies in @obj. */
 static int pool_threads(const struct libgraph *g, const struct threadscan *ts, pid_t main_tid,
 			unsigned int obj, enum role_kind kind)
@@ -182,10 +181,12 @@ static void live_values(const struct libgraph *g, const struct target *t, struct
 	switch (r->role.impl) {
 	case IMPL_OPENBLAS:
 		/* openblas_get_parallel() is a constant: 0 sequential, 1 pthreads, 2 OpenMP. */
-		if (o->elf && elfobj__func_constant(o->elf, "openblas_get_parallel", &par,
-						    &unused) == 1)
+		if (o->elf &&
+		    elfobj__func_constant(o->elf, "openblas_get_parallel", &par, &unused) == 1)
 			snprintf(r->threading, sizeof(r->threading), "%s",
-				 par == 2 ? "openmp" : par == 1 ? "pthreads" : "disabled");
+				 par == 2 ? "openmp" :
+				 par == 1 ? "pthreads" :
+					    "disabled");
 		/* What openblas_get_num_threads() returns. */
 		if (read_exported_int(t, o, "blas_cpu_number", &v) && v > 0) {
 			r->num_threads = v;
@@ -205,8 +206,7 @@ static void live_values(const struct libgraph *g, const struct target *t, struct
 		if (t)
 			openmp_threads(t, r);
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -329,7 +329,7 @@ json_t *runtimes__roles_json(const struct libgraph *g, unsigned int id)
 	json_t *arr = obj_roles__to_json(r), *v;
 	size_t i;
 
-	json_array_foreach(arr, i, v) {
+	json_array_foreach (arr, i, v) {
 		unsigned int impl = i < r->n ? implementation(g, id, r->r[i].kind) : id;
 
 		if (impl != id)
@@ -372,7 +372,9 @@ static int collect(const struct libgraph *g, const struct target *t, const struc
 		/* A libstdc++ linked into an extension is a C++ runtime of its own. */
 		if (!cxx && (only < 0 || only == ROLE_CXX_RUNTIME) && o->elf &&
 		    roles__static_libstdcxx(o->elf, NULL, 0)) {
-			struct runtime r = { .obj = o->id, .static_copy = true, .num_threads = -1,
+			struct runtime r = { .obj = o->id,
+					     .static_copy = true,
+					     .num_threads = -1,
 					     .pool_threads = -1 };
 
 			r.role.kind = ROLE_CXX_RUNTIME;
@@ -415,14 +417,13 @@ nomem:
 	return -ENOMEM;
 }
 
-int runtimes__collect(const struct libgraph *g, const struct target *t,
-		      const struct threadscan *ts, struct runtime_list *out)
+int runtimes__collect(const struct libgraph *g, const struct target *t, const struct threadscan *ts,
+		      struct runtime_list *out)
 {
 	return collect(g, t, ts, -1, out);
 }
 
-int runtimes__collect_kind(const struct libgraph *g, enum role_kind kind,
-			   struct runtime_list *out)
+int runtimes__collect_kind(const struct libgraph *g, enum role_kind kind, struct runtime_list *out)
 {
 	return collect(g, NULL, NULL, (int)kind, out);
 }
@@ -506,8 +507,9 @@ void runtimes__print(const struct runtime_list *l, const struct libgraph *g, con
 				if (l->r[i].role.kind != kind_order[k])
 					continue;
 				describe(&l->r[i], g, line, sizeof(line));
-				fprintf(f, "%s%-14s %s%s\n", indent, role_kind__label(kind_order[k]),
-					line, pass == 0 ? "  [more than one]" : "");
+				fprintf(f, "%s%-14s %s%s\n", indent,
+					role_kind__label(kind_order[k]), line,
+					pass == 0 ? "  [more than one]" : "");
 			}
 		}
 }
@@ -525,19 +527,21 @@ json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g
 			json_array_append_new(fronts, json_string(g->objs[r->fronts[f]]->path));
 		json_array_append_new(
 			arr,
-			json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o}",
-				  "kind", role_kind__id(r->role.kind), "impl",
-				  role_impl__id(r->role.impl), "name", role_impl__name(r->role.impl),
-				  "version", r->role.version[0] ? r->role.version : NULL, "object",
-				  (json_int_t)o->id, "path", o->path, "real_path", r->real_path,
-				  "static", r->static_copy, "threading_layer",
-				  r->threading[0] ? r->threading : NULL, "num_threads",
-				  r->num_threads > 0 ? json_integer(r->num_threads) : json_null(),
-				  "num_threads_from",
-				  r->num_threads_from ? json_string(r->num_threads_from) : json_null(),
-				  "pool_threads",
-				  r->pool_threads >= 0 ? json_integer(r->pool_threads) : json_null(),
-				  "fronts", fronts ? fronts : json_array()));
+			json_pack(
+				"{s:s, s:s, s:s, s:s?, s:I, s:s, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o}",
+				"kind", role_kind__id(r->role.kind), "impl",
+				role_impl__id(r->role.impl), "name", role_impl__name(r->role.impl),
+				"version", r->role.version[0] ? r->role.version : NULL, "object",
+				(json_int_t)o->id, "path", o->path, "real_path", r->real_path,
+				"static", r->static_copy, "threading_layer",
+				r->threading[0] ? r->threading : NULL, "num_threads",
+				r->num_threads > 0 ? json_integer(r->num_threads) : json_null(),
+				"num_threads_from",
+				r->num_threads_from ? json_string(r->num_threads_from) :
+						      json_null(),
+				"pool_threads",
+				r->pool_threads >= 0 ? json_integer(r->pool_threads) : json_null(),
+				"fronts", fronts ? fronts : json_array()));
 	}
 	return arr;
 }

@@ -19,15 +19,15 @@ struct target;
 struct threadscan;
 
 struct runtime {
-	unsigned int obj;	    /* the implementing object, an id of the graph */
-	struct obj_role role;	    /* its role of this kind */
-	bool static_copy;	    /* a libstdc++ linked into another object, not a library */
-	char *real_path;	    /* the file behind the link-map name, as the target sees it */
-	char threading[16];	    /* "pthreads", "openmp", "disabled" (sequential); "" unknown */
-	int num_threads;	    /* threads its next parallel call would use; -1 unknown */
+	unsigned int obj;     /* the implementing object, an id of the graph */
+	struct obj_role role; /* its role of this kind */
+	bool static_copy;     /* a libstdc++ linked into another object, not a library */
+	char *real_path;      /* the file behind the link-map name, as the target sees it */
+	char threading[16];   /* "pthreads", "openmp", "disabled" (sequential); "" unknown */
+	int num_threads;      /* threads its next parallel call would use; -1 unknown */
 	const char *num_threads_from; /* where that was read: a variable, the environment... */
-	int pool_threads;	    /* live threads parked in it; -1 when threads were not read */
-	unsigned int *fronts;	    /* objects of the same kind that forward to it */
+	int pool_threads;	      /* live threads parked in it; -1 when threads were not read */
+	unsigned int *fronts;	      /* objects of the same kind that forward to it */
 	size_t n_fronts;
 };
 
@@ -61,11 +61,10 @@ json_t *runtimes__roles_json(const struct libgraph *g, unsigned int id);
  * The inventory of @g. @t (for live values: pool sizes, environment) and @ts (pool threads)
  * may be NULL. Returns 0 or -ENOMEM.
  */
-int runtimes__collect(const struct libgraph *g, const struct target *t,
-		      const struct threadscan *ts, struct runtime_list *out);
+int runtimes__collect(const struct libgraph *g, const struct target *t, const struct threadscan *ts,
+		      struct runtime_list *out);
 /* The runtimes of kind @kind alone, from the graph (no live values): the live detectors'. */
-int runtimes__collect_kind(const struct libgraph *g, enum role_kind kind,
-			   struct runtime_list *out);
+int runtimes__collect_kind(const struct libgraph *g, enum role_kind kind, struct runtime_list *out);
 void runtimes__free(struct runtime_list *l);
 
 /* The runtimes of kind @k: fills @idx (indexes into @l) and returns how many. */

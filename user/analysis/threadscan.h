@@ -26,10 +26,10 @@ struct thread_info {
 	pid_t tid;
 	char comm[64];
 	char state;
-	long syscall;	     /* -1: blocked outside a system call, -2: running (no stack read) */
+	long syscall; /* -1: blocked outside a system call, -2: running (no stack read) */
 	uint64_t args[6];
 	uint64_t sp, pc;
-	unsigned int pc_obj; /* object holding pc, or UINT32_MAX */
+	unsigned int pc_obj;	     /* object holding pc, or UINT32_MAX */
 	struct thread_frame *frames; /* outermost first */
 	size_t n_frames;
 };

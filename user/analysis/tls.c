@@ -124,8 +124,7 @@ static int match_thread(const td_thrhandle_t *th, void *ctx)
 	return 1;
 }
 
-int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t tid,
-			uint64_t *tp)
+int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t tid, uint64_t *tp)
 {
 #if defined(__x86_64__)
 	struct ps_prochandle ph = { .t = t, .g = g };

@@ -18,7 +18,6 @@ struct libgraph;
  * -ENOTSUP when libthread_db cannot read this process (a static or non-glibc program, or a
  * glibc other than the one libthread_db belongs to: the usual case in a container).
  */
-int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t tid,
-			uint64_t *tp);
+int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t tid, uint64_t *tp);
 
 #endif

@@ -309,8 +309,8 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
  * The only window in which the target is stopped: seize and interrupt every thread, wait for
  * each to stop, take its registers and stack, release them all.
  */
-static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
-			   struct stacks *out, char *why, size_t whylen)
+static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps, struct stacks *out,
+			   char *why, size_t whylen)
 {
 	uint64_t t0 = now_ns(), delay_ns = 20000;
 	size_t pending = 0;
@@ -333,8 +333,9 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 
 				proc__read_stat(cs->pid, 0, comm, sizeof(comm), NULL, NULL);
 				permission__explain(cs->pid, ACCESS_SEIZE, reason, sizeof(reason));
-				snprintf(why, whylen, "permission denied stopping process %d (%s): %s",
-					 cs->pid, comm, reason);
+				snprintf(why, whylen,
+					 "permission denied stopping process %d (%s): %s", cs->pid,
+					 comm, reason);
 				err = -EPERM;
 				break;
 			}
@@ -364,9 +365,7 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			case 1:
 				pending--;
 				/* fall through */
-			case 0:
-				progress = true;
-				break;
+			case 0: progress = true; break;
 			}
 		}
 		if (!pending || now_ns() - t0 >= STOP_TIMEOUT_NS)
@@ -428,8 +427,8 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	for (size_t i = 0; i < cs->n; i++) {
 		const struct captured *c = &cs->c[i];
 
-		if (c->stack && addr >= c->stack_lo && addr + sizeof(*result) <= c->stack_lo +
-										c->stack_len) {
+		if (c->stack && addr >= c->stack_lo &&
+		    addr + sizeof(*result) <= c->stack_lo + c->stack_len) {
 			memcpy(result, c->stack + (addr - c->stack_lo), sizeof(*result));
 			return true;
 		}
@@ -476,8 +475,9 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	/* A return address lies in the caller's code: pc - 1 is inside its call. */
 	if (w->acc && w->acc->pc_ok && !w->acc->pc_ok(w->acc->ctx, activation ? pc : pc - 1)) {
 		free(ts->error);
-		if (asprintf(&ts->error, "frame #%zu (0x%" PRIx64 ") is in no executable mapping; "
-					 "stopped there",
+		if (asprintf(&ts->error,
+			     "frame #%zu (0x%" PRIx64 ") is in no executable mapping; "
+			     "stopped there",
 			     ts->n_frames, (uint64_t)pc) < 0)
 			ts->error = NULL;
 		ts->truncated = true;
@@ -637,7 +637,7 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 		if (push_frame(ts, &cap, &f))
 			goto oom;
 		continue;
-oom:
+	oom:
 		free(scopes);
 		free(raw);
 		return -ENOMEM;
@@ -658,7 +658,7 @@ struct pc_memo {
 		uint64_t pc;
 		bool activation;
 		struct thread_stack named; /* the frames this pc expands to */
-	} *e;
+	} * e;
 	size_t n;
 };
 
@@ -696,11 +696,13 @@ static int symbolize(Dwfl *dwfl, struct pc_memo *memo, struct thread_stack *ts)
 		const struct thread_stack *named = NULL;
 
 		for (size_t m = 0; m < memo->n && !named; m++)
-			if (memo->e[m].pc == raw[i].pc && memo->e[m].activation == raw[i].activation)
+			if (memo->e[m].pc == raw[i].pc &&
+			    memo->e[m].activation == raw[i].activation)
 				named = &memo->e[m].named;
 		if (!named) {
 			void *ne = realloc(memo->e, (memo->n + 1) * sizeof(*memo->e));
-			struct thread_stack one = { .frames = malloc(sizeof(raw[i])), .n_frames = 1 };
+			struct thread_stack one = { .frames = malloc(sizeof(raw[i])),
+						    .n_frames = 1 };
 
 			if (!ne || !one.frames) {
 				free(one.frames);
@@ -745,8 +747,8 @@ static __thread pid_t reporting_pid;
  * Open a module's file as the process sees it: through /proc/PID/root, so that a library that
  * exists only in the target's mount namespace (a container) is found, not looked for on the host.
  */
-static int find_elf_in_root(Dwfl_Module *mod, void **userdata, const char *name,
-			    Dwarf_Addr base, char **file_name, Elf **elfp)
+static int find_elf_in_root(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+			    char **file_name, Elf **elfp)
 {
 	if (name[0] == '/' && reporting_pid > 0) {
 		char path[PATH_MAX + 32];
@@ -844,10 +846,11 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 
 		dwfl_getmodules(dwfl, count_module, &modules, 0);
 		if (!modules)
-			snprintf(why, whylen,
-				 "cannot unwind process %d: it has no program mapped (caught in the "
-				 "middle of exec); run the command again",
-				 cs->pid);
+			snprintf(
+				why, whylen,
+				"cannot unwind process %d: it has no program mapped (caught in the "
+				"middle of exec); run the command again",
+				cs->pid);
 		else
 			snprintf(why, whylen, "cannot unwind process %d: %s", cs->pid,
 				 dwfl_errmsg(-1));
@@ -864,10 +867,11 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		if (!cs->c[i].have_regs) {
 			const struct captured *c = &cs->c[i];
 
-			ts->error = strdup(c->seized && !c->stopped && !c->gone ?
-				"the thread did not stop within 3 s (an uninterruptible sleep, or a "
-				"parent waiting in vfork); left out, and let go once it stops" :
-				"the thread exited before it could be stopped");
+			ts->error = strdup(
+				c->seized && !c->stopped && !c->gone ?
+					"the thread did not stop within 3 s (an uninterruptible sleep, or a "
+					"parent waiting in vfork); left out, and let go once it stops" :
+					"the thread exited before it could be stopped");
 			continue;
 		}
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
@@ -1073,8 +1077,8 @@ static bool sample_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 	const struct sample_unwinder *u = thread_arg;
 	const struct stack_sample *s = u->s;
 	/* The caller-saved registers were not taken and stay unknown. */
-	Dwarf_Word bx = s->bx, bp_sp[2] = { s->bp, s->sp }, r12_15[4] = { s->r12, s->r13, s->r14,
-									   s->r15 };
+	Dwarf_Word bx = s->bx, bp_sp[2] = { s->bp, s->sp },
+		   r12_15[4] = { s->r12, s->r13, s->r14, s->r15 };
 	Dwarf_Word ip = s->ip;
 
 	return dwfl_thread_state_registers(thread, ARCH_DWARF_BX, 1, &bx) &&
@@ -1147,8 +1151,7 @@ static bool has_module(const struct sample_module *m, size_t n, const struct sam
 	return false;
 }
 
-int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_module *m,
-				 size_t n)
+int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_module *m, size_t n)
 {
 	bool only_added = true, changed = n != u->n_mods;
 	struct sample_module *copy;
@@ -1242,9 +1245,9 @@ int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample
 	}
 	/* libdwfl takes a return address it cannot read for the end of the stack. */
 	if ((rc || u->missed) && !out->error) {
-		if (u->missed && asprintf(&out->error,
-					  "the rest of the stack lies above the %zu bytes copied",
-					  s->stack_len) >= 0)
+		if (u->missed &&
+		    asprintf(&out->error, "the rest of the stack lies above the %zu bytes copied",
+			     s->stack_len) >= 0)
 			out->truncated = true;
 		else
 			out->error = strdup(dwfl_errmsg(-1));
@@ -1289,7 +1292,8 @@ void stack_frame__print(const struct stack_frame *f, const struct stack_frame *p
 	bool same_pc = prev && prev->pc == f->pc;
 
 	if (same_pc)
-		fprintf(out, "%s#%-3zu %18s    %s", indent, n, "", f->function ? f->function : "??");
+		fprintf(out, "%s#%-3zu %18s    %s", indent, n, "",
+			f->function ? f->function : "??");
 	else
 		fprintf(out, "%s#%-3zu 0x%016" PRIx64 " in %s", indent, n, f->pc,
 			f->function ? f->function : "??");
@@ -1304,8 +1308,8 @@ void stack_frame__print(const struct stack_frame *f, const struct stack_frame *p
 
 json_t *stack_frame__to_json(const struct stack_frame *f)
 {
-	return json_pack("{s:I, s:b, s:o, s:I, s:o, s:o, s:i}", "pc", (json_int_t)f->pc,
-			 "inlined", f->inlined, "function",
+	return json_pack("{s:I, s:b, s:o, s:I, s:o, s:o, s:i}", "pc", (json_int_t)f->pc, "inlined",
+			 f->inlined, "function",
 			 f->function ? json_string(f->function) : json_null(), "offset",
 			 (json_int_t)f->offset, "module",
 			 f->module ? json_string(f->module) : json_null(), "file",

@@ -17,12 +17,12 @@
 
 struct stack_frame {
 	uint64_t pc;
-	bool activation;  /* pc is exact (innermost or signal frame), not a return address */
-	bool inlined;	  /* an inline frame: same pc as the frame below it */
-	char *function;	  /* NULL when unknown */
-	uint64_t offset;  /* from the start of the function's symbol */
-	char *module;	  /* path of the object */
-	char *file;	  /* source file, NULL when unknown */
+	bool activation; /* pc is exact (innermost or signal frame), not a return address */
+	bool inlined;	 /* an inline frame: same pc as the frame below it */
+	char *function;	 /* NULL when unknown */
+	uint64_t offset; /* from the start of the function's symbol */
+	char *module;	 /* path of the object */
+	char *file;	 /* source file, NULL when unknown */
 	int line;
 };
 
@@ -30,15 +30,15 @@ struct thread_stack {
 	pid_t tid;
 	struct stack_frame *frames;
 	size_t n_frames;
-	bool truncated;	  /* stopped at the frame limit or a loop */
-	char *error;	  /* why unwinding stopped early, or why it could not start */
+	bool truncated; /* stopped at the frame limit or a loop */
+	char *error;	/* why unwinding stopped early, or why it could not start */
 };
 
 struct stacks {
 	struct thread_stack *t;
 	size_t n;
-	uint64_t stopped_ns;	/* from the first thread stopped to the last released */
-	uint64_t stack_bytes;	/* stack memory copied while stopped */
+	uint64_t stopped_ns;  /* from the first thread stopped to the last released */
+	uint64_t stack_bytes; /* stack memory copied while stopped */
 };
 
 /*

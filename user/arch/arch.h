@@ -28,7 +28,7 @@ void arch_regs__dwarf(const arch_regs *r, uint64_t out[ARCH_DWARF_REGS]);
 /* DWARF numbers of the registers a BPF probe copies with a stack (struct dlw_regs). */
 #define ARCH_DWARF_BX 3
 #define ARCH_DWARF_BP 6
-#define ARCH_DWARF_SP 7 /* BP and SP are adjacent: one span of two */
+#define ARCH_DWARF_SP 7	  /* BP and SP are adjacent: one span of two */
 #define ARCH_DWARF_R12 12 /* R12 .. R15: one span of four */
 #define ARCH_DWARF_PC 16
 
@@ -46,8 +46,8 @@ bool arch_is_ret(unsigned char byte);
  * A function's first bytes @code (@len, read at virtual address @entry) that only return a
  * constant: 1 with @imm for "return IMM", 2 with @vaddr for "return &OBJECT"; -ENOENT otherwise.
  */
-int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t entry,
-				int64_t *imm, uint64_t *vaddr);
+int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t entry, int64_t *imm,
+				uint64_t *vaddr);
 
 /*
  * libgomp's omp_get_max_threads as GCC compiles it: the thread's team state through a TLS

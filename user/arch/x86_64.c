@@ -110,8 +110,8 @@ static int32_t rel32(const unsigned char *p)
 	return v;
 }
 
-int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t entry,
-				int64_t *imm, uint64_t *vaddr)
+int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t entry, int64_t *imm,
+				uint64_t *vaddr)
 {
 	const unsigned char *p = skip_endbr(code, &len);
 

@@ -55,4 +55,3 @@ void dls_warn(const char *fmt, ...)
 	emit("warning", fmt, ap);
 	va_end(ap);
 }
-

@@ -90,7 +90,8 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 	int err;
 
 	/* The lock-wait graph is built once, here, when the deadlock detector will read it. */
-	err = inspection__read(in, INSPECT_THREADS | (selected(o, "deadlock") ? INSPECT_LOCKWAIT : 0),
+	err = inspection__read(in,
+			       INSPECT_THREADS | (selected(o, "deadlock") ? INSPECT_LOCKWAIT : 0),
 			       0, why, sizeof(why));
 	if (err) {
 		dls_err("%s", why);
@@ -140,8 +141,8 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 /* How the command ended. */
 struct cmd_outcome {
 	bool ended;
-	int exit_status;     /* when it exited */
-	int signo;	     /* when a signal killed it, else 0 */
+	int exit_status; /* when it exited */
+	int signo;	 /* when a signal killed it, else 0 */
 	bool core_dumped;
 	struct crash *crash; /* the fatal signal's details, when it had a delivery stop */
 };
@@ -153,7 +154,7 @@ struct tracees {
 		bool started; /* its first stop (the SIGSTOP of a new thread) was seen */
 		bool caught;  /* it had a fault that a handler of the program caught */
 		siginfo_t fault;
-	} *t;
+	} * t;
 	size_t n;
 };
 
@@ -182,8 +183,8 @@ static void tracee_drop(struct tracees *ts, pid_t tid)
 }
 
 /* Check the command, its main thread at PTRACE_EVENT_EXIT and its other threads gone. */
-static void check_at_exit(pid_t pid, const struct check_opts *o, struct findings *fs,
-			  json_t *procs, bool *checked, int *err)
+static void check_at_exit(pid_t pid, const struct check_opts *o, struct findings *fs, json_t *procs,
+			  bool *checked, int *err)
 {
 	struct inspection *in;
 	char why[512];
@@ -316,7 +317,8 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		event = status >> 16;
 		tr = tracee_get(&ts, w);
 		if (event == PTRACE_EVENT_CLONE) {
-			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && is_thread_of(pid, (pid_t)msg))
+			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) &&
+			    is_thread_of(pid, (pid_t)msg))
 				tracee_get(&ts, (pid_t)msg);
 		} else if (event == PTRACE_EVENT_EXIT) {
 			/* The main thread is held there until the other threads are gone. */
@@ -348,7 +350,8 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 			if (res->crash) {
 				/* The first fatal signal is the one that ends it. */
 			} else if (crash__signal_kills(pid, w, &si)) {
-				if (crash__capture(pid, w, &si, tr && tr->caught ? &tr->fault : NULL,
+				if (crash__capture(pid, w, &si,
+						   tr && tr->caught ? &tr->fault : NULL,
 						   &res->crash))
 					dls_warn("check: out of memory describing the crash");
 			} else if (tr && crash__is_fault(&si)) {
@@ -419,9 +422,7 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 	/* "+": stop at the first non-option, so "check -- CMD ARGS" keeps CMD's options. */
 	while ((c = getopt_long(argc, argv, "+jf:o:lPh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j':
-			o->json = true;
-			break;
+		case 'j': o->json = true; break;
 		case 'f':
 			o->fail_on = severity__parse(optarg);
 			if (o->fail_on < 0) {
@@ -435,19 +436,13 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 			if (validate_only(optarg))
 				return DLS_EXIT_USAGE;
 			break;
-		case 'l':
-			*list = true;
-			break;
+		case 'l': *list = true; break;
 		case 'P':
 			o->progress = true;
 			break;
 			break;
-		case 'h':
-			usage(stdout);
-			return DLS_EXIT_OK + 100;
-		default:
-			usage(stderr);
-			return DLS_EXIT_USAGE;
+		case 'h': usage(stdout); return DLS_EXIT_OK + 100;
+		default: usage(stderr); return DLS_EXIT_USAGE;
 		}
 	}
 	output__set_json(o->json);
@@ -597,7 +592,8 @@ struct lint_state {
 
 static size_t file_id_hash(dev_t dev, ino_t ino)
 {
-	uint64_t h = ((uint64_t)dev * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)ino * 0xc2b2ae3d27d4eb4fULL);
+	uint64_t h = ((uint64_t)dev * 0x9e3779b97f4a7c15ULL) ^
+		     ((uint64_t)ino * 0xc2b2ae3d27d4eb4fULL);
 
 	return (size_t)(h ^ (h >> 31));
 }
@@ -712,8 +708,9 @@ static int lint_add(struct lint_state *s, const char *path, bool named)
 		/* Inside a tree, other files are normal; a file named on its own is said. */
 		if (named)
 			dls_warn("lint: %s: not an ELF object (%s)", path,
-				 got == 0 ? "empty file" : got < 0 ? strerror(errno) :
-				 "no ELF magic");
+				 got == 0 ? "empty file" :
+				 got < 0  ? strerror(errno) :
+					    "no ELF magic");
 		return named;
 	}
 	elf = elfobj__open(path);

@@ -48,8 +48,7 @@ static void libs_usage(FILE *f)
 }
 
 static void print_object_line(const struct libgraph *g, const struct lg_object *o,
-			      const char *prefix, size_t others,
-			      FILE *f)
+			      const char *prefix, size_t others, FILE *f)
 {
 	const struct obj_roles *roles = lg_object__roles(o);
 	const char *bid = o->elf ? elfobj__build_id(o->elf) : NULL;
@@ -292,12 +291,8 @@ int cmd_libs(int argc, char **argv)
 	lv_kinds__parse(&kinds, NULL, why, sizeof(why));
 	while ((c = getopt_long(argc, argv, "jdD:r::Rh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j':
-			fmt = FMT_JSON;
-			break;
-		case 'd':
-			fmt = FMT_DOT;
-			break;
+		case 'j': fmt = FMT_JSON; break;
+		case 'd': fmt = FMT_DOT; break;
 		case 'D': {
 			char *end;
 			unsigned long d;
@@ -323,12 +318,8 @@ int cmd_libs(int argc, char **argv)
 			runtimes = true;
 			break;
 			break;
-		case 'h':
-			libs_usage(stdout);
-			return DLS_EXIT_OK;
-		default:
-			libs_usage(stderr);
-			return DLS_EXIT_USAGE;
+		case 'h': libs_usage(stdout); return DLS_EXIT_OK;
+		default: libs_usage(stderr); return DLS_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {

@@ -73,11 +73,13 @@ static void read_extra(pid_t pid, pid_t tid, struct thread_extra *x)
 
 static const char *futex_op(uint64_t op, char *buf, size_t len)
 {
-	static const char *cmds[] = { "FUTEX_WAIT", "FUTEX_WAKE", "FUTEX_FD", "FUTEX_REQUEUE",
-				      "FUTEX_CMP_REQUEUE", "FUTEX_WAKE_OP", "FUTEX_LOCK_PI",
-				      "FUTEX_UNLOCK_PI", "FUTEX_TRYLOCK_PI", "FUTEX_WAIT_BITSET",
-				      "FUTEX_WAKE_BITSET", "FUTEX_WAIT_REQUEUE_PI",
-				      "FUTEX_CMP_REQUEUE_PI", "FUTEX_LOCK_PI2" };
+	static const char *cmds[] = {
+		"FUTEX_WAIT",		"FUTEX_WAKE",	     "FUTEX_FD",
+		"FUTEX_REQUEUE",	"FUTEX_CMP_REQUEUE", "FUTEX_WAKE_OP",
+		"FUTEX_LOCK_PI",	"FUTEX_UNLOCK_PI",   "FUTEX_TRYLOCK_PI",
+		"FUTEX_WAIT_BITSET",	"FUTEX_WAKE_BITSET", "FUTEX_WAIT_REQUEUE_PI",
+		"FUTEX_CMP_REQUEUE_PI", "FUTEX_LOCK_PI2"
+	};
 	unsigned cmd = op & 0x7f;
 
 	snprintf(buf, len, "%s%s%s", cmd < 14 ? cmds[cmd] : "?", op & 128 ? "_PRIVATE" : "",
@@ -117,9 +119,8 @@ static const struct thread_info *info_of(const struct threadscan *ts, pid_t tid)
 	return NULL;
 }
 
-static void print_text(const struct target *t, const struct stacks *s,
-		       const struct threadscan *ts, const struct lockwait_report *r, bool stats,
-		       FILE *out)
+static void print_text(const struct target *t, const struct stacks *s, const struct threadscan *ts,
+		       const struct lockwait_report *r, bool stats, FILE *out)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		const struct thread_stack *st = &s->t[i];
@@ -138,7 +139,8 @@ static void print_text(const struct target *t, const struct stacks *s,
 			fprintf(out, "    %s%s%s\n", sc, w && w->kind != WAIT_RUNNING ? ": " : "",
 				w && w->kind != WAIT_RUNNING ? w->what : "");
 		for (size_t k = 0; k < st->n_frames; k++)
-			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "", out);
+			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "",
+					   out);
 		if (st->error)
 			fprintf(out, "    (%s)\n", st->error);
 	}
@@ -155,12 +157,13 @@ static void print_text(const struct target *t, const struct stacks *s,
 			fprintf(out, "    What to do: %s\n", r->remedies[v]);
 	}
 	if (stats)
-		fprintf(out, "\nstopped for %.3f ms (%zu threads, %" PRIu64 " KiB of stack copied)\n",
+		fprintf(out,
+			"\nstopped for %.3f ms (%zu threads, %" PRIu64 " KiB of stack copied)\n",
 			(double)s->stopped_ns / 1e6, s->n, s->stack_bytes / 1024);
 }
 
-static json_t *to_json(const struct target *t, const struct stacks *s,
-		       const struct threadscan *ts, const struct lockwait_report *r)
+static json_t *to_json(const struct target *t, const struct stacks *s, const struct threadscan *ts,
+		       const struct lockwait_report *r)
 {
 	json_t *threads = json_array(), *edges = json_array(), *cycles = json_array(),
 	       *verdicts = json_array();
@@ -234,9 +237,7 @@ int cmd_stacks(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "jn:sh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j':
-			json = true;
-			break;
+		case 'j': json = true; break;
 		case 'n': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -250,15 +251,9 @@ int cmd_stacks(int argc, char **argv)
 			max_frames = (unsigned int)v;
 			break;
 		}
-		case 's':
-			stats = true;
-			break;
-		case 'h':
-			stacks_usage(stdout);
-			return DLS_EXIT_OK;
-		default:
-			stacks_usage(stderr);
-			return DLS_EXIT_USAGE;
+		case 's': stats = true; break;
+		case 'h': stacks_usage(stdout); return DLS_EXIT_OK;
+		default: stacks_usage(stderr); return DLS_EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc || parse_pid(argv[optind], &pid)) {

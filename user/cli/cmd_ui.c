@@ -75,8 +75,8 @@ static int open_command_output(const char *out_path, char *tmp, size_t tmplen, i
 	if (fd < 0) {
 		int err = -errno;
 
-		dls_err("ui: cannot write the command's output to %s: %s", out_path ? out_path : tmp,
-			strerror(errno));
+		dls_err("ui: cannot write the command's output to %s: %s",
+			out_path ? out_path : tmp, strerror(errno));
 		tmp[0] = '\0';
 		return err;
 	}
@@ -142,12 +142,8 @@ int cmd_ui(int argc, char **argv)
 				goto out;
 			break;
 		}
-		case 'f':
-			o.follow = true;
-			break;
-		case 'H':
-			o.hot = true;
-			break;
+		case 'f': o.follow = true; break;
+		case 'H': o.hot = true; break;
 		case 'F': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -159,25 +155,15 @@ int cmd_ui(int argc, char **argv)
 			o.futex_ms = (unsigned int)v;
 			break;
 		}
-		case 'o':
-			out_path = optarg;
-			break;
-		case 'r':
-			replay_path = optarg;
-			break;
-		case 's':
-			snapshot = true;
-			break;
-		case 'S':
-			strict = true;
-			break;
+		case 'o': out_path = optarg; break;
+		case 'r': replay_path = optarg; break;
+		case 's': snapshot = true; break;
+		case 'S': strict = true; break;
 		case 'h':
 			ui_usage(stdout);
 			ret = DLS_EXIT_OK;
 			goto out;
-		default:
-			ui_usage(stderr);
-			goto out;
+		default: ui_usage(stderr); goto out;
 		}
 	}
 	if (optind < argc && !strcmp(argv[optind - 1], "--"))
@@ -188,7 +174,8 @@ int cmd_ui(int argc, char **argv)
 			int err = parse_pid_append(argv[optind], &o.pids, &o.n_pids);
 
 			if (err == -EINVAL)
-				dls_err("ui: unexpected '%s' (a command goes after --)", argv[optind]);
+				dls_err("ui: unexpected '%s' (a command goes after --)",
+					argv[optind]);
 			if (err)
 				goto out;
 		}
@@ -232,10 +219,11 @@ int cmd_ui(int argc, char **argv)
 		}
 		/* A killed recorder leaves its last line cut: the rest still replays. */
 		if (ui.replay->skipped)
-			ui__status(&ui, true, "%zu bad line%s left out of %s (the first at line %zu; "
-				   "--strict refuses such a trace)", ui.replay->skipped,
-				   ui.replay->skipped == 1 ? "" : "s", replay_path,
-				   ui.replay->first_skipped);
+			ui__status(&ui, true,
+				   "%zu bad line%s left out of %s (the first at line %zu; "
+				   "--strict refuses such a trace)",
+				   ui.replay->skipped, ui.replay->skipped == 1 ? "" : "s",
+				   replay_path, ui.replay->first_skipped);
 	} else if (!snapshot && geteuid() != 0) {
 		if (o.command) {
 			dls_err("ui: live mode needs root (CAP_BPF, CAP_PERFMON) to run a command under "
@@ -260,8 +248,9 @@ int cmd_ui(int argc, char **argv)
 	ui.snap_pids = o.pids;
 	ui.n_snap_pids = o.n_pids;
 	if (fallback)
-		ui__status(&ui, true, "not root, so no live events: a snapshot instead (libraries, "
-				      "findings, threads, stacks)");
+		ui__status(&ui, true,
+			   "not root, so no live events: a snapshot instead (libraries, "
+			   "findings, threads, stacks)");
 	else if (ui.src == SRC_SNAPSHOT && !ui.status[0])
 		ui__status(&ui, false, "snapshot of %zu process%s: r takes a new one", o.n_pids,
 			   o.n_pids == 1 ? "" : "es");

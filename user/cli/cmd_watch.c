@@ -134,32 +134,25 @@ static int run(int argc, char **argv, bool record)
 			}
 			o.comm = optarg;
 			break;
-		case 'f':
-			o.follow = true;
-			break;
-		case 'H':
-			o.hot = true;
-			break;
+		case 'f': o.follow = true; break;
+		case 'H': o.hot = true; break;
 		case 'd':
 			if (parse_number(optarg, 86400 * 365, &o.duration_s)) {
-				dls_err("%s: --duration takes a positive number of seconds, not '%s'", cmd,
-					optarg);
+				dls_err("%s: --duration takes a positive number of seconds, not '%s'",
+					cmd, optarg);
 				goto usage;
 			}
 			break;
 		case 'F':
 			if (parse_number(optarg, 3600000, &v)) {
-				dls_err("%s: --futex-ms takes a positive number, not '%s'", cmd, optarg);
+				dls_err("%s: --futex-ms takes a positive number, not '%s'", cmd,
+					optarg);
 				goto usage;
 			}
 			o.futex_ms = (unsigned int)v;
 			break;
-		case 'o':
-			out_path = optarg;
-			break;
-		case 'q':
-			quiet = true;
-			break;
+		case 'o': out_path = optarg; break;
+		case 'q': quiet = true; break;
 		case 'R':
 			if (parse_number(optarg, 4096, &v) || v < 1 || (unsigned)v != v ||
 			    ((unsigned)v & ((unsigned)v - 1))) {
@@ -173,9 +166,7 @@ static int run(int argc, char **argv, bool record)
 			watch_usage(stdout, cmd);
 			free(o.pids);
 			return DLS_EXIT_OK;
-		default:
-			watch_usage(stderr, cmd);
-			goto usage;
+		default: watch_usage(stderr, cmd); goto usage;
 		}
 	}
 	if (optind < argc && !strcmp(argv[optind - 1], "--"))

@@ -98,9 +98,9 @@ struct watch {
 	unsigned long long last_scan;
 	/* When the batch being read must give the loop back (deadline, signals, the command). */
 	unsigned long long batch_end;
-	bool draining; /* the last read, after the loop */
+	bool draining;	/* the last read, after the loop */
 	bool drain_all; /* the targets ended by themselves: that read takes every event */
-	bool counting; /* past that read: what is left is counted, not handled */
+	bool counting;	/* past that read: what is left is counted, not handled */
 	struct stuck {
 		pid_t tid;
 		unsigned long long since; /* the dlopen's start: one report per dlopen */
@@ -128,13 +128,13 @@ static bool stopping(const struct watch *w)
 }
 
 /* Call @cb of every sink that has one. */
-#define SINKS(w, cb, ...)                                                   \
-	do {                                                                \
-		for (size_t i_ = 0; i_ < (w)->o->n_sinks; i_++) {            \
-			struct event_sink *s_ = (w)->o->sinks[i_];          \
-			if (s_->cb)                                         \
-				s_->cb(s_, ##__VA_ARGS__);                  \
-		}                                                           \
+#define SINKS(w, cb, ...)                                          \
+	do {                                                       \
+		for (size_t i_ = 0; i_ < (w)->o->n_sinks; i_++) {  \
+			struct event_sink *s_ = (w)->o->sinks[i_]; \
+			if (s_->cb)                                \
+				s_->cb(s_, ##__VA_ARGS__);         \
+		}                                                  \
 	} while (0)
 
 static bool sinks_want_stacks(const struct watch *w)
@@ -229,16 +229,18 @@ static int attach_returns(struct watch *w, struct bpf_program *prog, const char 
 
 	if (err) {
 		if (err != -ENOENT || !elfobj__func_offset(elf, fn, &offs[0]))
-			dls_warn("cannot find the ret instructions of %s in %s (%s): its results are "
-				 "not reported",
-				 fn, path, strerror(-err));
+			dls_warn(
+				"cannot find the ret instructions of %s in %s (%s): its results are "
+				"not reported",
+				fn, path, strerror(-err));
 		return err;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, path, offs[i], &uo);
 
 		if (!l) {
-			dls_warn("cannot attach to %s's return in %s: %s", fn, path, strerror(errno));
+			dls_warn("cannot attach to %s's return in %s: %s", fn, path,
+				 strerror(errno));
 			return -errno;
 		}
 		err = add_link(w, l);
@@ -330,18 +332,20 @@ static void symbolize(struct proc_state *ps, uint64_t addr, char *buf, size_t le
 	for (size_t i = 0; mp && ps->g && i < ps->g->n; i++) {
 		const struct lg_object *o = ps->g->objs[i];
 
-		if (o->inode == mp->inode && o->base <= mp->start && (!best || o->base > best->base))
+		if (o->inode == mp->inode && o->base <= mp->start &&
+		    (!best || o->base > best->base))
 			best = o;
 	}
 	/* No mapping known (a forked child that died unread): the object whose file spans it. */
 	for (size_t i = 0; !mp && ps && ps->g && i < ps->g->n; i++) {
 		const struct lg_object *o = ps->g->objs[i];
 
-		if (o->elf && !o->gone && o->base <= addr && addr - o->base < elfobj__size(o->elf) &&
-		    (!best || o->base > best->base))
+		if (o->elf && !o->gone && o->base <= addr &&
+		    addr - o->base < elfobj__size(o->elf) && (!best || o->base > best->base))
 			best = o;
 	}
-	if (best && best->elf && !elfobj__symbol_at(best->elf, addr - best->base, true, &name, &off))
+	if (best && best->elf &&
+	    !elfobj__symbol_at(best->elf, addr - best->base, true, &name, &off))
 		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", name, off, lg_object__basename(best));
 	else if (best)
 		snprintf(buf, len, "0x%" PRIx64 " (%s)", addr, lg_object__basename(best));
@@ -364,8 +368,8 @@ static const struct lg_object *object_at(const struct proc_state *ps, uint64_t a
 	for (size_t i = 0; ps->g && i < ps->g->n; i++) {
 		const struct lg_object *o = ps->g->objs[i];
 
-		if (o->elf && !o->gone && o->base <= addr && addr - o->base < elfobj__size(o->elf) &&
-		    (!best || o->base > best->base))
+		if (o->elf && !o->gone && o->base <= addr &&
+		    addr - o->base < elfobj__size(o->elf) && (!best || o->base > best->base))
 			best = o;
 	}
 	return best;
@@ -400,9 +404,17 @@ static bool uw_read(void *ctx, uint64_t addr, uint64_t *word)
 static void unwind_sample(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
 {
 	struct stack_sample smp = {
-		.ip = e->regs.ip,   .sp = e->regs.sp,	.bp = e->regs.bp,   .bx = e->regs.bx,
-		.r12 = e->regs.r12, .r13 = e->regs.r13, .r14 = e->regs.r14, .r15 = e->regs.r15,
-		.stack = w->cur.stack, .stack_len = w->cur.len, .absent = e->stack_absent,
+		.ip = e->regs.ip,
+		.sp = e->regs.sp,
+		.bp = e->regs.bp,
+		.bx = e->regs.bx,
+		.r12 = e->regs.r12,
+		.r13 = e->regs.r13,
+		.r14 = e->regs.r14,
+		.r15 = e->regs.r15,
+		.stack = w->cur.stack,
+		.stack_len = w->cur.len,
+		.absent = e->stack_absent,
 	};
 	struct unwind_ctx c = { .ps = ps };
 	struct sample_access acc = { .read = uw_read, .pc_ok = uw_pc_ok, .ctx = &c };
@@ -438,8 +450,8 @@ out:
 	free(files);
 	/* A frame in an object the model has not read yet (a constructor's library, inside
 	 * dlopen; the libraries of a process read at its exec): read the process again, once. */
-	if ((c.unknown_pc || (w->cur.ts.n_frames &&
-			      !w->cur.ts.frames[w->cur.ts.n_frames - 1].module)) &&
+	if ((c.unknown_pc ||
+	     (w->cur.ts.n_frames && !w->cur.ts.frames[w->cur.ts.n_frames - 1].module)) &&
 	    !w->cur.done && !w->cur.fresh) {
 		w->cur.done = w->cur.fresh = true;
 		if (!refresh(w, ps)) {
@@ -511,7 +523,11 @@ static void finding(struct watch *w, struct proc_state *ps, const struct dlw_eve
 {
 	struct event_stack stack = { 0 };
 	struct live_finding lf = {
-		.t = e->ts_ns, .pid = (pid_t)e->pid, .tid = (pid_t)e->tid, .comm = e->comm, .f = f,
+		.t = e->ts_ns,
+		.pid = (pid_t)e->pid,
+		.tid = (pid_t)e->tid,
+		.comm = e->comm,
+		.f = f,
 	};
 
 	w->st->findings++;
@@ -585,8 +601,8 @@ static bool live_reported(const struct live_ctx *lc, const struct lg_object *o)
 }
 
 /* The detector table's hooks for an object the model gained (detector.h). */
-static void detect_on_object(struct watch *w, struct proc_state *ps,
-			     const struct dlw_event *cause, const struct lg_object *o)
+static void detect_on_object(struct watch *w, struct proc_state *ps, const struct dlw_event *cause,
+			     const struct lg_object *o)
 {
 	struct live_ctx lc = live_ctx_of(ps);
 	struct findings fs = { 0 };
@@ -703,8 +719,7 @@ static bool announce(struct watch *w, struct proc_state *ps, const struct dlw_ev
 		const struct lg_object *o = g->objs[i];
 
 		switch (cause->type) {
-		case DLW_EXEC:
-			break;
+		case DLW_EXEC: break;
 		case DLW_DLOPEN:
 			if ((cause->ret && o->lm_addr == (uint64_t)cause->ret) ||
 			    (cause->path[0] && !strcmp(o->path, cause->path))) {
@@ -712,8 +727,7 @@ static bool announce(struct watch *w, struct proc_state *ps, const struct dlw_ev
 				announce_closure(w, ps, o, cause, 0);
 			}
 			break;
-		default:
-			announce_closure(w, ps, o, cause, 0);
+		default: announce_closure(w, ps, o, cause, 0);
 		}
 	}
 	return found;
@@ -737,8 +751,9 @@ static void loaded_after_exit(struct watch *w, struct proc_state *ps, const stru
 	if (!o || !o->elf)
 		return;
 	o->inode = elfobj__inode(o->elf);
-	snprintf(note, sizeof(note), "        %d: the process is gone; %s's dependencies are unknown",
-		 ps->pid, e->path);
+	snprintf(note, sizeof(note),
+		 "        %d: the process is gone; %s's dependencies are unknown", ps->pid,
+		 e->path);
 	SINKS(w, note, note);
 	announce_one(w, ps, o, e);
 }
@@ -908,8 +923,8 @@ static struct proc_state *update_model(struct watch *w, struct proc_state *ps,
 		memset(&ps->start, 0, sizeof(ps->start));
 		memcpy(&ps->start, e, offsetof(struct dlw_event, path));
 	}
-	if (ps && ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) ||
-		   ev->kind == EVENT_DLCLOSE || ev->kind == EVENT_EXEC)) {
+	if (ps && ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) || ev->kind == EVENT_DLCLOSE ||
+		   ev->kind == EVENT_EXEC)) {
 		if (ev->kind != EVENT_DLOPEN)
 			refresh(w, ps);
 		if (ev->kind != EVENT_DLCLOSE && !announce(w, ps, e) && ev->kind == EVENT_DLOPEN)
@@ -924,8 +939,9 @@ static struct proc_state *update_model(struct watch *w, struct proc_state *ps,
 static void detect_on_event(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
 			    const struct event *ev)
 {
-	bool futex = ev->kind == EVENT_FUTEX_WAIT && (ev->u.futex.what == EVENT_FUTEX_BEGINS ||
-						      ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN);
+	bool futex = ev->kind == EVENT_FUTEX_WAIT &&
+		     (ev->u.futex.what == EVENT_FUTEX_BEGINS ||
+		      ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN);
 	struct live_ctx lc = live_ctx_of(ps);
 	struct findings fs = { 0 };
 	struct live_event le = {
@@ -935,7 +951,8 @@ static void detect_on_event(struct watch *w, struct proc_state *ps, const struct
 		.comm = ev->comm,
 		.entry = ev->kind == EVENT_OMP_FORK ? (unsigned int)ev->u.omp_fork.entry : 0,
 		.dlopen_file = futex && ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN ?
-				       ev->u.futex.call : NULL,
+				       ev->u.futex.call :
+				       NULL,
 	};
 
 	if (ev->kind != EVENT_OMP_FORK && !futex)
@@ -1078,7 +1095,8 @@ static void scan_stuck_in_dlopen(struct watch *w)
 			continue;
 		e.pid = c.pid;
 		e.arg0 = uaddr;
-		e.arg1 = type == DLW_DLOPEN ? DLW_FUTEX_BLOCKED_IN_DLOPEN : DLW_FUTEX_BLOCKED_IN_DLSYM;
+		e.arg1 = type == DLW_DLOPEN ? DLW_FUTEX_BLOCKED_IN_DLOPEN :
+					      DLW_FUTEX_BLOCKED_IN_DLSYM;
 		e.in_dlopen = type == DLW_DLOPEN;
 		e.duration_ns = now - c.ts;
 		memcpy(e.str, c.str, sizeof(e.str));
@@ -1130,13 +1148,15 @@ static int check_capabilities(char *why, size_t len)
 	const char *still = "libs, check, lint and stacks still work";
 
 	if (geteuid() != 0) {
-		snprintf(why, len, "watch needs root (CAP_BPF and CAP_PERFMON) to load its BPF "
-				   "programs; %s", still);
+		snprintf(why, len,
+			 "watch needs root (CAP_BPF and CAP_PERFMON) to load its BPF "
+			 "programs; %s",
+			 still);
 		return -EPERM;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		snprintf(why, len, "watch needs kernel BTF (/sys/kernel/btf/vmlinux is missing); %s",
-			 still);
+		snprintf(why, len,
+			 "watch needs kernel BTF (/sys/kernel/btf/vmlinux is missing); %s", still);
 		return -ENOTSUP;
 	}
 	if (access("/sys/bus/event_source/devices/uprobe", F_OK)) {
@@ -1270,7 +1290,7 @@ static void count_lost(struct watch *w, struct watch_stats *st)
 			for (int c = 0; c < ncpu; c++)
 				*by[k] += vals[c];
 	free(vals);
-	bpf_object__for_each_program(prog, w->skel->obj) {
+	bpf_object__for_each_program (prog, w->skel->obj) {
 		struct bpf_prog_info info = { 0 };
 		uint32_t len = sizeof(info);
 		int fd = bpf_program__fd(prog);
@@ -1349,7 +1369,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		bpf_map__set_max_entries(w.skel->maps.events, o->ring_mb << 20);
 	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
 	bpf_map__set_max_entries(w.skel->maps.scratch,
-				 2 * (libbpf_num_possible_cpus() > 0 ? libbpf_num_possible_cpus() : 1));
+				 2 * (libbpf_num_possible_cpus() > 0 ? libbpf_num_possible_cpus() :
+								       1));
 	err = dlwatch_bpf__load(w.skel);
 	if (err) {
 		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
@@ -1365,9 +1386,10 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		bpf_program__set_autoattach(w.skel->progs.handle_futex_exit, false);
 	} else if (access("/sys/kernel/tracing/events/syscalls", F_OK) &&
 		   mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
-		dls_warn("tracefs is not mounted at /sys/kernel/tracing and mounting it failed (%s): "
-			 "futex waits are not reported",
-			 strerror(errno));
+		dls_warn(
+			"tracefs is not mounted at /sys/kernel/tracing and mounting it failed (%s): "
+			"futex waits are not reported",
+			strerror(errno));
 		bpf_program__set_autoattach(w.skel->progs.handle_futex_enter, false);
 		bpf_program__set_autoattach(w.skel->progs.handle_futex_exit, false);
 	}
@@ -1388,7 +1410,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	for (size_t i = 0; i < o->n_pids; i++) {
 		err = add_proc(&w, o->pids[i], 0);
 		if (err) {
-			snprintf(why, whylen, "cannot watch process %d: it does not exist or exited",
+			snprintf(why, whylen,
+				 "cannot watch process %d: it does not exist or exited",
 				 o->pids[i]);
 			goto out;
 		}
@@ -1397,7 +1420,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		w.command_pid = spawn_held(o->command, o->command_stdio, &release_fd);
 		if (w.command_pid < 0) {
 			err = -errno;
-			snprintf(why, whylen, "cannot start '%s': %s", o->command[0], strerror(errno));
+			snprintf(why, whylen, "cannot start '%s': %s", o->command[0],
+				 strerror(errno));
 			goto out;
 		}
 		attach_own_libc(&w);

@@ -18,19 +18,19 @@
 struct watch_opts {
 	pid_t *pids;
 	size_t n_pids;
-	char **command;		/* -- CMD ARGS, or NULL */
+	char **command; /* -- CMD ARGS, or NULL */
 	/*
 	 * The command's stdin, stdout and stderr, and it runs in a session of its own, with no
 	 * controlling terminal (the TUI's screen is not its to write on, not even by /dev/tty);
 	 * NULL: it inherits ours.
 	 */
 	const int *command_stdio;
-	const char *comm;	/* every process with this comm, running or exec'ed later */
-	bool follow;		/* children as they fork */
-	bool hot;		/* also the per-region OpenMP/BLAS entry points */
-	double duration_s;	/* 0: until the targets exit or *stop is set */
-	unsigned int futex_ms;	/* report futex waits at least this long; 0: no futex tracepoints */
-	unsigned int ring_mb;	/* the ring buffer's size in MiB (a power of two); 0: 64 */
+	const char *comm;      /* every process with this comm, running or exec'ed later */
+	bool follow;	       /* children as they fork */
+	bool hot;	       /* also the per-region OpenMP/BLAS entry points */
+	double duration_s;     /* 0: until the targets exit or *stop is set */
+	unsigned int futex_ms; /* report futex waits at least this long; 0: no futex tracepoints */
+	unsigned int ring_mb;  /* the ring buffer's size in MiB (a power of two); 0: 64 */
 	/*
 	 * Where the header, events, objects, findings and summary go (user/sink.h): watch's
 	 * text, a trace file, the TUI. Called on the collector's thread.

@@ -138,10 +138,9 @@ static int check_undef(const char *name, const char *version, bool weak, void *c
 	ensure_finding(s);
 	if (s->missing <= MAX_SYMBOL_LINES) {
 		demangle(name, dem, sizeof(dem));
-		finding__evidence(s->f, "needs %s%s%s: %s", dem, version ? "@" : "",
-				  version ? version : "",
-				  any ? "defined, but not with that version" :
-					"defined by no loaded object");
+		finding__evidence(
+			s->f, "needs %s%s%s: %s", dem, version ? "@" : "", version ? version : "",
+			any ? "defined, but not with that version" : "defined by no loaded object");
 	}
 	return 0;
 }
@@ -151,8 +150,7 @@ static bool from_jit_cache(const struct check_ctx *ctx, const char *path)
 {
 	static const char *vars[] = { "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR",
 				      "TVM_FFI_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME" };
-	static const char *parts[] = { "/.cache/", "/torch_extensions/", "/tvm-ffi/",
-				       "/.triton/" };
+	static const char *parts[] = { "/.cache/", "/torch_extensions/", "/tvm-ffi/", "/.triton/" };
 	char dir[PATH_MAX];
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
@@ -188,8 +186,8 @@ static int check_verneed(const char *file, const char *version, void *ctx)
 			return 0;
 		v->u->missing++;
 		ensure_finding(v->u);
-		finding__evidence(v->u->f, "needs version %s of %s; the loaded %s lacks it", version,
-				  file, p->path);
+		finding__evidence(v->u->f, "needs version %s of %s; the loaded %s lacks it",
+				  version, file, p->path);
 	}
 	return 0;
 }
@@ -230,11 +228,13 @@ void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out)
 			if (!s.f)
 				continue;
 			if (s.missing > MAX_SYMBOL_LINES)
-				finding__evidence(s.f, "... and %zu more", s.missing - MAX_SYMBOL_LINES);
+				finding__evidence(s.f, "... and %zu more",
+						  s.missing - MAX_SYMBOL_LINES);
 			lg_object__describe_origin(g, o->id, origin, sizeof(origin));
 			finding__evidence(s.f, "#%u %s, loaded by %s", o->id, o->path, origin);
 			free(s.f->title);
-			if (asprintf(&s.f->title, "%s%s needs %zu symbol%s nothing loaded provides%s%s",
+			if (asprintf(&s.f->title,
+				     "%s%s needs %zu symbol%s nothing loaded provides%s%s",
 				     s.cached ? "JIT-cache object " : "", lg_object__basename(o),
 				     s.missing, s.missing == 1 ? "" : "s", s.first ? ", e.g. " : "",
 				     s.first ? s.first : "") < 0)
@@ -326,13 +326,14 @@ static int lint_check_verneed(const char *file, const char *version, void *ctx)
 		v->f = findings__add(v->out, "abi-mismatch", SEV_ERROR, 0,
 				     "%s needs versions its libraries lack here",
 				     v->files[v->self].path);
-		finding__explain(v->f,
-				 "The loader refuses to load an object that needs a version node its "
-				 "provider does not define (\"version `GLIBCXX_3.4.32' not found\"): it "
-				 "was built against a newer library than the one it would be loaded "
-				 "with.",
-				 "Build it against the oldest library it must run with (a manylinux "
-				 "toolchain), ship the newer library with it, or upgrade the system's.");
+		finding__explain(
+			v->f,
+			"The loader refuses to load an object that needs a version node its "
+			"provider does not define (\"version `GLIBCXX_3.4.32' not found\"): it "
+			"was built against a newer library than the one it would be loaded "
+			"with.",
+			"Build it against the oldest library it must run with (a manylinux "
+			"toolchain), ship the newer library with it, or upgrade the system's.");
 	}
 	finding__evidence(v->f, "needs %s of %s; %s provides %s%s", version, file, where,
 			  newest ? "up to " : "other versions only", newest ? newest : "");

@@ -18,15 +18,17 @@ void deadlock__process(const struct check_ctx *ctx, struct findings *out)
 	if (!r)
 		r = own;
 	for (size_t c = 0; c < r->n_cycles; c++) {
-		struct finding *f = findings__add(out, "deadlock", SEV_ERROR, ctx->g->pid,
-						  "%zu threads of process %d (%s) wait for each other",
-						  r->cycle_len[c] - 1, ctx->g->pid, ctx->g->comm);
+		struct finding *f =
+			findings__add(out, "deadlock", SEV_ERROR, ctx->g->pid,
+				      "%zu threads of process %d (%s) wait for each other",
+				      r->cycle_len[c] - 1, ctx->g->pid, ctx->g->comm);
 
 		for (size_t k = 0; k + 1 < r->cycle_len[c]; k++)
 			for (size_t e = 0; e < r->n_edges; e++)
 				if (r->edges[e].from == r->cycles[c][k] &&
 				    r->edges[e].to == r->cycles[c][k + 1]) {
-					finding__evidence(f, "thread %d waits for thread %d: %s (%s)",
+					finding__evidence(f,
+							  "thread %d waits for thread %d: %s (%s)",
 							  r->edges[e].from, r->edges[e].to,
 							  r->edges[e].what,
 							  wait_kind__id(r->edges[e].kind));
@@ -42,8 +44,7 @@ void deadlock__process(const struct check_ctx *ctx, struct findings *out)
  * waits in dlsym for that lock. The batch finding's form; its why is the verdict dlscope
  * stacks would give, its fix the one for a wait on the loader lock (lockwait.c).
  */
-void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
-			struct findings *out)
+void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e, struct findings *out)
 {
 	const char *file = e->dlopen_file ? e->dlopen_file : "";
 	const char *sym = e->waiter_symbol ? e->waiter_symbol : "";
@@ -55,7 +56,8 @@ void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
 	f = findings__add(out, "deadlock", SEV_ERROR, e->pid,
 			  "%d threads of process %d (%s) wait for each other", 2, e->pid,
 			  lc->g ? lc->g->comm : e->comm);
-	finding__evidence(f, "thread %d waits for thread %d: glibc's loader lock (dlsym(\"%s\")) (%s)",
+	finding__evidence(f,
+			  "thread %d waits for thread %d: glibc's loader lock (dlsym(\"%s\")) (%s)",
 			  e->waiter_tid, e->tid, sym, wait_kind__id(WAIT_LOADER_LOCK));
 	finding__evidence(f,
 			  "thread %d holds the loader lock inside dlopen(\"%s\") and waits on a "
@@ -68,8 +70,9 @@ void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
 		     "of them can proceed.",
 		     e->waiter_tid, e->tid, file, e->tid) < 0)
 		why = NULL;
-	finding__explain(f, why,
-			 "Do not wait, while inside dlopen, for a thread that needs the loader lock "
-			 "(dlopen, dlsym, dlclose, dl_iterate_phdr).");
+	finding__explain(
+		f, why,
+		"Do not wait, while inside dlopen, for a thread that needs the loader lock "
+		"(dlopen, dlsym, dlclose, dl_iterate_phdr).");
 	free(why);
 }

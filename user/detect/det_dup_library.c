@@ -35,26 +35,29 @@ static void same_identity(const struct check_ctx *ctx, struct findings *out, boo
 		return;
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *a = g->objs[i];
-		const char *key = by_build_id ? (a->elf ? elfobj__build_id(a->elf) : NULL) : a->soname;
+		const char *key = by_build_id ? (a->elf ? elfobj__build_id(a->elf) : NULL) :
+						a->soname;
 		struct finding *f = NULL;
 
 		if (done[i] || a->gone || !key)
 			continue;
 		for (size_t j = i + 1; j < g->n; j++) {
 			const struct lg_object *b = g->objs[j];
-			const char *bkey = by_build_id ? (b->elf ? elfobj__build_id(b->elf) : NULL) :
-							 b->soname;
+			const char *bkey = by_build_id ?
+						   (b->elf ? elfobj__build_id(b->elf) : NULL) :
+						   b->soname;
 			char origin[256];
 
 			/* The same file twice is the namespace check's business. */
 			if (b->gone || !bkey || strcmp(key, bkey) || b->inode == a->inode)
 				continue;
 			if (!f) {
-				f = findings__add(out, "dup-library", SEV_ERROR, g->pid,
-						  by_build_id ?
-							  "one build (build-id %.12s) loaded from two files: %s and %s" :
-							  "SONAME %s loaded from two files: %s and %s",
-						  key, a->path, b->path);
+				f = findings__add(
+					out, "dup-library", SEV_ERROR, g->pid,
+					by_build_id ?
+						"one build (build-id %.12s) loaded from two files: %s and %s" :
+						"SONAME %s loaded from two files: %s and %s",
+					key, a->path, b->path);
 				lg_object__describe_origin(g, a->id, origin, sizeof(origin));
 				finding__evidence(f, "#%u %s (namespace %u), loaded by %s", a->id,
 						  a->path, a->ns, origin);
@@ -107,12 +110,13 @@ static void same_file_in_namespaces(const struct check_ctx *ctx, struct findings
 			finding__evidence(f, "#%u %s in namespace %u at 0x%" PRIx64, b->id, b->path,
 					  b->ns, b->base);
 		}
-		finding__explain(f,
-				 "dlmopen gives each namespace its own copy with its own statics: "
-				 "objects passed between namespaces meet a copy that never saw them.",
-				 "Pass only plain data across namespaces, or load the library once, in "
-				 "the default namespace.");
-next:;
+		finding__explain(
+			f,
+			"dlmopen gives each namespace its own copy with its own statics: "
+			"objects passed between namespaces meet a copy that never saw them.",
+			"Pass only plain data across namespaces, or load the library once, in "
+			"the default namespace.");
+	next:;
 	}
 }
 
@@ -332,8 +336,9 @@ static unsigned describe_split(const struct libgraph *g, const struct vague_list
 
 		if (!i || u[i].addr != u[i - 1].addr) {
 			if (owner)
-				used += (size_t)snprintf(buf + used, len - used, "%s%s's copy used by ",
-							 i ? "; " : "", lg_object__basename(owner));
+				used += (size_t)snprintf(buf + used, len - used,
+							 "%s%s's copy used by ", i ? "; " : "",
+							 lg_object__basename(owner));
 			else
 				used += (size_t)snprintf(buf + used, len - used,
 							 "%sthe copy at 0x%" PRIx64 " used by ",
@@ -442,7 +447,8 @@ static void split_exported(const struct check_ctx *ctx, struct findings *out)
 			causes |= cause;
 			if (lines++ < MAX_SYMBOL_LINES) {
 				demangle(names[s.u[i].name].name, dem, sizeof(dem));
-				finding__evidence(f, "%s: %zu copies in use: %s", dem, copies, users);
+				finding__evidence(f, "%s: %zu copies in use: %s", dem, copies,
+						  users);
 			}
 		}
 	}
@@ -455,9 +461,9 @@ static void split_exported(const struct check_ctx *ctx, struct findings *out)
 			     causes & CAUSE_SYMBOLIC  ? "bound locally by -Bsymbolic or protected "
 							"visibility" :
 			     causes & CAUSE_NAMESPACE ? "objects in different namespaces" :
-			     causes & CAUSE_LOCAL     ? "dlopen'ed RTLD_LOCAL, each resolved in its "
-							"own group" :
-							"resolved to different copies") < 0)
+			     causes & CAUSE_LOCAL ? "dlopen'ed RTLD_LOCAL, each resolved in its "
+						    "own group" :
+						    "resolved to different copies") < 0)
 			f->title = strdup("vague-linkage statics split between objects");
 		finding__explain(f, split_why, split_fix(causes));
 	}
@@ -496,8 +502,8 @@ static void split_hidden(const struct check_ctx *ctx, struct findings *out)
 				used += (size_t)snprintf(objs + used, sizeof(objs) - used, "%s%s",
 							 k > i ? ", " : "",
 							 lg_object__basename(g->objs[l.d[k].obj]));
-			finding__evidence(f, "%s: %zu copies, each used by its own object (%s)", dem,
-					  j - i, objs);
+			finding__evidence(f, "%s: %zu copies, each used by its own object (%s)",
+					  dem, j - i, objs);
 		}
 	}
 	if (f) {
@@ -509,10 +515,11 @@ static void split_hidden(const struct check_ctx *ctx, struct findings *out)
 			     "into each)",
 			     splits, splits == 1 ? "" : "s") < 0)
 			f->title = strdup("vague-linkage statics split between objects");
-		finding__explain(f, split_why,
-				 "Do not link the same static library into two extensions: put it in "
-				 "one shared library both depend on (one SONAME), so its statics "
-				 "exist once.");
+		finding__explain(
+			f, split_why,
+			"Do not link the same static library into two extensions: put it in "
+			"one shared library both depend on (one SONAME), so its statics "
+			"exist once.");
 	}
 	free(l.d);
 }
@@ -554,8 +561,9 @@ static void split_statics_files(const struct lint_file *files, size_t n, struct 
 			char dem[512];
 
 			if (!f)
-				f = findings__add(out, "dup-library", SEV_WARNING, 0,
-						  "vague-linkage statics linked into several objects");
+				f = findings__add(
+					out, "dup-library", SEV_WARNING, 0,
+					"vague-linkage statics linked into several objects");
 			demangle(l.d[i].name, dem, sizeof(dem));
 			finding__evidence(f, "%s: a hidden copy in %s and %zu other object%s", dem,
 					  files[l.d[i].obj].path, j - i - 1, j - i > 2 ? "s" : "");
@@ -587,13 +595,13 @@ void dup_library__files(const struct lint_file *files, size_t n, struct findings
 		for (size_t j = i + 1; j < n; j++) {
 			const char *b = elfobj__build_id(files[j].elf);
 
-			if (!b || strcmp(b, bid) || elfobj__inode(files[j].elf) ==
-							     elfobj__inode(files[i].elf))
+			if (!b || strcmp(b, bid) ||
+			    elfobj__inode(files[j].elf) == elfobj__inode(files[i].elf))
 				continue;
 			if (!f) {
-				f = findings__add(out, "dup-library", SEV_WARNING, 0,
-						  "one build (build-id %.12s) present as several files",
-						  bid);
+				f = findings__add(
+					out, "dup-library", SEV_WARNING, 0,
+					"one build (build-id %.12s) present as several files", bid);
 				finding__evidence(f, "%s", files[i].path);
 			}
 			finding__evidence(f, "%s", files[j].path);
@@ -602,6 +610,6 @@ void dup_library__files(const struct lint_file *files, size_t n, struct findings
 				 "If a process loads more than one of these files it gets separate "
 				 "copies of the library's state.",
 				 "Ship one copy and let the others depend on it.");
-next:;
+	next:;
 	}
 }

@@ -27,7 +27,8 @@ static void describe_chain(const struct libgraph *g, unsigned int id, char *buf,
 		return;
 	if (used)
 		snprintf(buf + used, len - used, " (%s)",
-			 g->objs[id]->origin == LG_DLOPEN ? "dlopen" : lg_origin__id(g->objs[id]->origin));
+			 g->objs[id]->origin == LG_DLOPEN ? "dlopen" :
+							    lg_origin__id(g->objs[id]->origin));
 	else
 		lg_object__describe_origin(g, id, buf, len);
 }
@@ -98,8 +99,8 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 		for (size_t i = 0; i < ctx->ts->n; i++)
 			running += ctx->ts->t[i].syscall == -2;
 		if (running)
-			finding__evidence(f, "%zu thread%s running, not attributed to a pool", running,
-					  running == 1 ? " was" : "s were");
+			finding__evidence(f, "%zu thread%s running, not attributed to a pool",
+					  running, running == 1 ? " was" : "s were");
 	}
 	if (pools >= 2)
 		finding__explain(f, why, remedy);
@@ -159,15 +160,15 @@ static void dup_runtime_live(const struct live_ctx *lc, const struct lg_object *
 static const char omp_what[] = "OpenMP runtimes";
 static const char omp_why[] =
 	"Each OpenMP runtime keeps its own thread pool, thread-local state and affinity "
-		    "settings, and each sizes its pool to every core: together they oversubscribe "
-		    "the CPUs, and code built against one that resolves omp_*/GOMP_* symbols to "
-		    "the other (libomp exports the GOMP_ entry points too) mixes their state, which "
-		    "hangs, crashes or corrupts results.";
+	"settings, and each sizes its pool to every core: together they oversubscribe "
+	"the CPUs, and code built against one that resolves omp_*/GOMP_* symbols to "
+	"the other (libomp exports the GOMP_ entry points too) mixes their state, which "
+	"hangs, crashes or corrupts results.";
 static const char omp_fix[] =
-		    "Make every package use one runtime: rebuild or reinstall the ones that vendor "
-		    "the extra copy (the paths above say which wheel brought each) against the same "
-		    "OpenMP, or LD_PRELOAD the one to keep so every lookup finds it first; meanwhile "
-		    "bound both pools with OMP_NUM_THREADS.";
+	"Make every package use one runtime: rebuild or reinstall the ones that vendor "
+	"the extra copy (the paths above say which wheel brought each) against the same "
+	"OpenMP, or LD_PRELOAD the one to keep so every lookup finds it first; meanwhile "
+	"bound both pools with OMP_NUM_THREADS.";
 
 void dup_openmp__process(const struct check_ctx *ctx, struct findings *out)
 {
@@ -182,24 +183,23 @@ void dup_openmp__on_object(const struct live_ctx *lc, const struct lg_object *o,
 
 static const char blas_what[] = "BLAS libraries";
 static const char blas_why[] =
-		    "Each BLAS library starts its own thread pool sized to every core; two pools "
-		    "oversubscribe the CPUs and, with OpenBLAS, two copies' server threads have been "
-		    "seen running over each other and crashing. Symbols such as cblas_dgemm resolve "
-		    "to whichever copy the loader found first, so code can call a BLAS other than "
-		    "the one it was built for (32- vs 64-bit integers give wrong results).";
+	"Each BLAS library starts its own thread pool sized to every core; two pools "
+	"oversubscribe the CPUs and, with OpenBLAS, two copies' server threads have been "
+	"seen running over each other and crashing. Symbols such as cblas_dgemm resolve "
+	"to whichever copy the loader found first, so code can call a BLAS other than "
+	"the one it was built for (32- vs 64-bit integers give wrong results).";
 static const char blas_fix[] =
-		    "Build the packages against one BLAS (or none: a build that found a stray "
-		    "OpenBLAS links it opportunistically); until then limit the pools with "
-		    "OPENBLAS_NUM_THREADS=1 or threadpoolctl, and import the package whose BLAS "
-		    "should win first.";
+	"Build the packages against one BLAS (or none: a build that found a stray "
+	"OpenBLAS links it opportunistically); until then limit the pools with "
+	"OPENBLAS_NUM_THREADS=1 or threadpoolctl, and import the package whose BLAS "
+	"should win first.";
 
 void dup_blas__process(const struct check_ctx *ctx, struct findings *out)
 {
 	dup_runtime(ctx, out, "dup-blas", ROLE_BLAS, blas_what, blas_why, blas_fix);
 }
 
-void dup_blas__on_object(const struct live_ctx *lc, const struct lg_object *o,
-			 struct findings *out)
+void dup_blas__on_object(const struct live_ctx *lc, const struct lg_object *o, struct findings *out)
 {
 	dup_runtime_live(lc, o, out, "dup-blas", ROLE_BLAS, blas_what, blas_why, blas_fix);
 }
@@ -256,17 +256,15 @@ static void dup_cxx(const struct libgraph *g, const struct live_ctx *lc, int ski
 
 		lg_object__describe_origin(g, o->id, origin, sizeof(origin));
 		if (roles__static_libstdcxx(o->elf, NULL, 0))
-			finding__evidence(f,
-					  "#%u %s: a statically linked libstdc++%s%s%s%s, loaded by %s",
-					  o->id, o->path, gccs[i][0] ? " (GCC " : "", gccs[i],
-					  gccs[i][0] ? ")" : "",
-					  r ? " with its symbols exported" :
-					      " with hidden symbols",
-					  origin);
+			finding__evidence(
+				f, "#%u %s: a statically linked libstdc++%s%s%s%s, loaded by %s",
+				o->id, o->path, gccs[i][0] ? " (GCC " : "", gccs[i],
+				gccs[i][0] ? ")" : "",
+				r ? " with its symbols exported" : " with hidden symbols", origin);
 		else
-			finding__evidence(f, "#%u %s: %s%s%s (shared), loaded by %s", o->id, o->path,
-					  role_impl__name(r->impl), r->version[0] ? " GLIBCXX_" : "",
-					  r->version, origin);
+			finding__evidence(f, "#%u %s: %s%s%s (shared), loaded by %s", o->id,
+					  o->path, role_impl__name(r->impl),
+					  r->version[0] ? " GLIBCXX_" : "", r->version, origin);
 	}
 	finding__explain(f, cxx_why, cxx_fix);
 }
@@ -276,8 +274,7 @@ void dup_cxx__process(const struct check_ctx *ctx, struct findings *out)
 	dup_cxx(ctx->g, NULL, -1, out);
 }
 
-void dup_cxx__on_object(const struct live_ctx *lc, const struct lg_object *o,
-			struct findings *out)
+void dup_cxx__on_object(const struct live_ctx *lc, const struct lg_object *o, struct findings *out)
 {
 	if (lc->g && is_cxx_runtime(o, NULL, 0))
 		dup_cxx(lc->g, lc, (int)o->id, out);
@@ -296,9 +293,10 @@ void dup_cxx__files(const struct lint_file *files, size_t n, struct findings *ou
 		if (!roles__static_libstdcxx(files[i].elf, gcc, sizeof(gcc)))
 			continue;
 		if (!f)
-			f = findings__add(out, "dup-cxx-runtime", copies > 1 ? SEV_ERROR : SEV_WARNING,
-					  0, "%zu object%s a statically linked libstdc++",
-					  copies, copies == 1 ? " carries" : "s carry");
+			f = findings__add(out, "dup-cxx-runtime",
+					  copies > 1 ? SEV_ERROR : SEV_WARNING, 0,
+					  "%zu object%s a statically linked libstdc++", copies,
+					  copies == 1 ? " carries" : "s carry");
 		finding__evidence(f, "%s: libstdc++%s%s%s", files[i].path, gcc[0] ? " (GCC " : "",
 				  gcc, gcc[0] ? ")" : "");
 	}

@@ -71,8 +71,8 @@ static void dup_sections(const char *path, Elf *elf, pid_t pid, struct findings 
 				continue;
 			if (!f)
 				f = findings__add(out, "elf-defects", SEV_ERROR, pid,
-						  "%s: two %s sections with conflicting flags", path,
-						  secs[i].name);
+						  "%s: two %s sections with conflicting flags",
+						  path, secs[i].name);
 			flag_string(secs[i].flags, fa, sizeof(fa));
 			flag_string(secs[k].flags, fb, sizeof(fb));
 			finding__evidence(f, "section [%zu] %s flags %s, section [%zu] %s flags %s",
@@ -114,12 +114,13 @@ static void segments(const char *path, Elf *elf, int type, pid_t pid, struct fin
 					  "%s: a segment is both writable and executable", path);
 			finding__evidence(f, "program header %zu: PT_LOAD at 0x%llx flags RWX", i,
 					  (unsigned long long)ph.p_vaddr);
-			finding__explain(f,
-					 "Writable code lets any memory-corruption bug become code "
-					 "execution, and SELinux and hardened kernels refuse to map "
-					 "it.",
-					 "Relink without -z execstack/--omagic or custom linker "
-					 "scripts that merge code and data.");
+			finding__explain(
+				f,
+				"Writable code lets any memory-corruption bug become code "
+				"execution, and SELinux and hardened kernels refuse to map "
+				"it.",
+				"Relink without -z execstack/--omagic or custom linker "
+				"scripts that merge code and data.");
 		}
 		if (ph.p_type == PT_GNU_STACK) {
 			gnu_stack = true;
@@ -147,8 +148,7 @@ static void segments(const char *path, Elf *elf, int type, pid_t pid, struct fin
 	}
 }
 
-static void check_object(const char *path, struct elf_object *o, pid_t pid,
-			 struct findings *out)
+static void check_object(const char *path, struct elf_object *o, pid_t pid, struct findings *out)
 {
 	Elf *elf = elfobj__elf(o);
 

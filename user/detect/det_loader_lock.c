@@ -64,8 +64,8 @@ static bool enters_loader(const struct libgraph *g, const struct thread_frame *f
  * Where a worker entered the loader: the innermost frame of ordinary code before libc/ld.so,
  * named "function (object)". Empty when it cannot be told.
  */
-static void loader_call_site(const struct check_ctx *ctx, const struct thread_info *ti,
-			     size_t from, char *buf, size_t len)
+static void loader_call_site(const struct check_ctx *ctx, const struct thread_info *ti, size_t from,
+			     char *buf, size_t len)
 {
 	const struct libgraph *g = ctx->g;
 	ssize_t site = -1;
@@ -81,8 +81,8 @@ static void loader_call_site(const struct check_ctx *ctx, const struct thread_in
 		const char *name = NULL;
 		uint64_t off;
 
-		if (o->elf && !elfobj__symbol_at(o->elf, ti->frames[site].addr - o->base, true, &name,
-						 &off))
+		if (o->elf &&
+		    !elfobj__symbol_at(o->elf, ti->frames[site].addr - o->base, true, &name, &off))
 			snprintf(buf, len, "%s (%s)", name, lg_object__basename(o));
 		else
 			snprintf(buf, len, "0x%" PRIx64 " (%s)", ti->frames[site].addr,
@@ -118,8 +118,8 @@ static unsigned int workers_in_loader(const struct check_ctx *ctx, pid_t skip, c
 			if (!n++)
 				loader_call_site(ctx, ti, (size_t)runtime_at + 1, site, sitelen);
 			if (used < len)
-				used += (size_t)snprintf(tids + used, len - used, "%s%d", n > 1 ? ", " : "",
-							 ti->tid);
+				used += (size_t)snprintf(tids + used, len - used, "%s%d",
+							 n > 1 ? ", " : "", ti->tid);
 		}
 	}
 	return n;
@@ -162,12 +162,11 @@ static const char fix_code_sets_team[] =
 	"or import the library that runs it before loading the extension. The "
 	"code sets its team size itself (num_threads or omp_set_num_threads), "
 	"so OMP_NUM_THREADS does not help here.";
-static const char fix[] =
-	"Do no parallel work in constructors or at import time: import the "
-	"library that runs it (e.g. numpy) before loading the extension whose "
-	"constructor imports it, move the work out of the constructor, or, "
-	"unless the code sets its team size itself, set OMP_NUM_THREADS=1 / "
-	"MKL_NUM_THREADS=1 / OPENBLAS_NUM_THREADS=1 while it runs.";
+static const char fix[] = "Do no parallel work in constructors or at import time: import the "
+			  "library that runs it (e.g. numpy) before loading the extension whose "
+			  "constructor imports it, move the work out of the constructor, or, "
+			  "unless the code sets its team size itself, set OMP_NUM_THREADS=1 / "
+			  "MKL_NUM_THREADS=1 / OPENBLAS_NUM_THREADS=1 while it runs.";
 
 void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 {
@@ -198,26 +197,26 @@ void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 		if (loader_at < 0 || runtime_at < 0)
 			continue;
 		waiting = workers_in_loader(ctx, ti->tid, tids, sizeof(tids), site, sizeof(site));
-		f = findings__add(out, "loader-lock-hazard", SEV_ERROR, g->pid,
-				  "thread %d (%s) runs a %s parallel region from a constructor inside "
-				  "dlopen%s",
-				  ti->tid, ti->comm, role_impl__name(role->impl),
-				  waiting ? ", and its workers wait for the loader lock" : "");
+		f = findings__add(
+			out, "loader-lock-hazard", SEV_ERROR, g->pid,
+			"thread %d (%s) runs a %s parallel region from a constructor inside "
+			"dlopen%s",
+			ti->tid, ti->comm, role_impl__name(role->impl),
+			waiting ? ", and its workers wait for the loader lock" : "");
 		finding__evidence(f, "thread %d: in %s (loader) -> constructor of %s -> %s (%s)%s",
 				  ti->tid, lg_object__basename(g->objs[ti->frames[loader_at].obj]),
-				  ctor_at >= 0 ?
-					  g->objs[ti->frames[ctor_at].obj]->path :
-					  "?",
+				  ctor_at >= 0 ? g->objs[ti->frames[ctor_at].obj]->path : "?",
 				  lg_object__basename(g->objs[ti->frames[runtime_at].obj]),
 				  role_impl__name(role->impl),
 				  ti->syscall == NR_FUTEX ? ", blocked in futex wait" : "");
 		if (waiting)
-			finding__evidence(f,
-					  "%u worker thread%s (%s) went from the runtime into the "
-					  "loader (dlsym/dlopen)%s%s and wait%s for the lock this thread "
-					  "holds",
-					  waiting, waiting == 1 ? "" : "s", tids, site[0] ? " from " : "",
-					  site, waiting == 1 ? "s" : "");
+			finding__evidence(
+				f,
+				"%u worker thread%s (%s) went from the runtime into the "
+				"loader (dlsym/dlopen)%s%s and wait%s for the lock this thread "
+				"holds",
+				waiting, waiting == 1 ? "" : "s", tids, site[0] ? " from " : "",
+				site, waiting == 1 ? "s" : "");
 		finding__explain(f, why,
 				 team_size_set_by_code(ctx, ti->frames[runtime_at].obj) ?
 					 fix_code_sets_team :
@@ -264,10 +263,11 @@ void loader_lock__on_event(const struct live_ctx *lc, const struct live_event *e
 	if (e->kind == LIVE_PARALLEL_IN_DLOPEN) {
 		bool blas = e->entry == LIVE_OPENBLAS_EXEC;
 
-		f = findings__add(out, "loader-lock-hazard", SEV_ERROR, e->pid,
-				  "thread %d (%s) runs a %s parallel region from a constructor inside "
-				  "dlopen",
-				  e->tid, e->comm, entry_runtime(lc, e->entry));
+		f = findings__add(
+			out, "loader-lock-hazard", SEV_ERROR, e->pid,
+			"thread %d (%s) runs a %s parallel region from a constructor inside "
+			"dlopen",
+			e->tid, e->comm, entry_runtime(lc, e->entry));
 		finding__evidence(
 			f, "%s",
 			blas ? "a BLAS call dispatched to OpenBLAS's thread pool by a thread inside "
@@ -275,14 +275,15 @@ void loader_lock__on_event(const struct live_ctx *lc, const struct live_event *e
 			       "a parallel region started by a thread inside dlopen (a constructor); its "
 			       "workers deadlock if they need the loader lock");
 	} else if (e->kind == LIVE_FUTEX_IN_DLOPEN) {
-		f = findings__add(out, "loader-lock-hazard", SEV_ERROR, e->pid,
-				  "thread %d (%s) waits for other threads from a constructor inside "
-				  "dlopen",
-				  e->tid, e->comm);
-		finding__evidence(f,
-				  "a thread inside dlopen blocks on a futex: a constructor waits for "
-				  "other threads (a parallel region, a join) while it holds the loader "
-				  "lock");
+		f = findings__add(
+			out, "loader-lock-hazard", SEV_ERROR, e->pid,
+			"thread %d (%s) waits for other threads from a constructor inside "
+			"dlopen",
+			e->tid, e->comm);
+		finding__evidence(
+			f, "a thread inside dlopen blocks on a futex: a constructor waits for "
+			   "other threads (a parallel region, a join) while it holds the loader "
+			   "lock");
 	} else {
 		return;
 	}

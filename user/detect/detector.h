@@ -25,7 +25,7 @@ struct lockwait_report;
 struct check_ctx {
 	const struct target *t;
 	const struct libgraph *g;
-	const struct threadscan *ts; /* NULL when the threads could not be read */
+	const struct threadscan *ts;   /* NULL when the threads could not be read */
 	const struct runtime_list *rt; /* the runtime inventory; NULL: detectors make their own */
 	/* The lock-wait graph the caller built (one inspection); NULL: the detector builds it. */
 	const struct lockwait_report *lw;
@@ -33,7 +33,7 @@ struct check_ctx {
 
 /* One file of lint, or one loaded object of check. */
 struct lint_file {
-	const char *path;	/* as shown to the user */
+	const char *path; /* as shown to the user */
 	struct elf_object *elf;
 };
 
@@ -67,9 +67,9 @@ enum live_parallel_entry {
 
 struct live_event {
 	enum live_event_kind kind;
-	pid_t pid, tid;	  /* the thread inside dlopen */
-	const char *comm; /* its name */
-	unsigned int entry;	/* LIVE_PARALLEL_IN_DLOPEN: an enum live_parallel_entry */
+	pid_t pid, tid;		 /* the thread inside dlopen */
+	const char *comm;	 /* its name */
+	unsigned int entry;	 /* LIVE_PARALLEL_IN_DLOPEN: an enum live_parallel_entry */
 	const char *dlopen_file; /* the file the dlopen loads; NULL or "" when unknown */
 	/* LIVE_LOADER_LOCK_CYCLE: the thread that waits in dlsym, and the symbol it looks up. */
 	pid_t waiter_tid;
@@ -113,8 +113,7 @@ void dup_blas__on_object(const struct live_ctx *lc, const struct lg_object *o,
 			 struct findings *out);
 void dup_cxx__process(const struct check_ctx *ctx, struct findings *out);
 void dup_cxx__files(const struct lint_file *files, size_t n, struct findings *out);
-void dup_cxx__on_object(const struct live_ctx *lc, const struct lg_object *o,
-			struct findings *out);
+void dup_cxx__on_object(const struct live_ctx *lc, const struct lg_object *o, struct findings *out);
 void dup_library__process(const struct check_ctx *ctx, struct findings *out);
 void dup_library__files(const struct lint_file *files, size_t n, struct findings *out);
 void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out);
@@ -129,7 +128,6 @@ void elf_defects__process(const struct check_ctx *ctx, struct findings *out);
 void elf_defects__files(const struct lint_file *files, size_t n, struct findings *out);
 
 /* Shared by detectors: "libgomp.so.1 (needed by two_omp)" / "(dlopen)" for evidence lines. */
-void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf,
-				size_t len);
+void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf, size_t len);
 
 #endif

@@ -6,8 +6,8 @@
 #include "libgraph.h"
 
 const struct detector detectors[] = {
-	{ "dup-openmp", SEV_ERROR, "more than one OpenMP runtime in a process",
-	  dup_openmp__process, NULL, dup_openmp__on_object, NULL },
+	{ "dup-openmp", SEV_ERROR, "more than one OpenMP runtime in a process", dup_openmp__process,
+	  NULL, dup_openmp__on_object, NULL },
 	{ "dup-blas", SEV_ERROR, "more than one BLAS library in a process", dup_blas__process, NULL,
 	  dup_blas__on_object, NULL },
 	{ "dup-cxx-runtime", SEV_ERROR, "more than one C++ runtime, shared or statically linked",
@@ -55,8 +55,7 @@ void detectors__on_event(const struct live_ctx *lc, const struct live_event *e,
 			detectors[i].on_event(lc, e, out);
 }
 
-void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf,
-				size_t len)
+void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf, size_t len)
 {
 	const struct lg_object *o = g->objs[id];
 	size_t used;
@@ -71,8 +70,6 @@ void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char 
 	case LG_DLOPEN:
 		snprintf(buf, len, o->ns ? "dlmopen into namespace %u" : "dlopen", o->ns);
 		break;
-	default:
-		snprintf(buf, len, "%s", lg_origin__id(o->origin));
-		break;
+	default: snprintf(buf, len, "%s", lg_origin__id(o->origin)); break;
 	}
 }

@@ -102,8 +102,8 @@ out:
 	return err;
 }
 
-int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname,
-			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 160], tmp[PATH_MAX + 200];
@@ -124,8 +124,8 @@ int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname
 			return fd;
 		}
 	}
-	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-					  debuglink_file, debuglink_crc, debuginfo_file_name);
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					  debuglink_crc, debuginfo_file_name);
 	if (fd < 0 || len <= 0 || len > 64 || !*debuginfo_file_name || cache_dir(dir, sizeof(dir)))
 		return fd;
 	/* Inflate a copy for the next run; this run goes on with the original. */

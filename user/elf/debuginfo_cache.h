@@ -11,8 +11,8 @@
 
 /* A Dwfl_Callbacks.find_debuginfo. The cache lives in $DLSCOPE_CACHE_DIR, else
  * $XDG_CACHE_HOME/dlscope, else ~/.cache/dlscope; without one, it behaves as the standard one. */
-int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname,
-			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name);
 
 #endif

@@ -22,19 +22,16 @@ static bool struct_type(Dwarf_Die *var, Dwarf_Die *type)
 	Dwarf_Die *die = var;
 
 	for (int depth = 0; depth < 16; depth++) {
-		if (!dwarf_attr_integrate(die, DW_AT_type, &attr) || !dwarf_formref_die(&attr, type))
+		if (!dwarf_attr_integrate(die, DW_AT_type, &attr) ||
+		    !dwarf_formref_die(&attr, type))
 			return false;
 		switch (dwarf_tag(type)) {
 		case DW_TAG_structure_type:
-		case DW_TAG_union_type:
-			return true;
+		case DW_TAG_union_type: return true;
 		case DW_TAG_typedef:
 		case DW_TAG_const_type:
-		case DW_TAG_volatile_type:
-			die = type;
-			break;
-		default:
-			return false;
+		case DW_TAG_volatile_type: die = type; break;
+		default: return false;
 		}
 	}
 	return false;
@@ -67,8 +64,7 @@ static int member_at(Dwarf_Die *type, uint64_t offset, char *buf, size_t len)
 	return -ENOENT;
 }
 
-int dwarf_member_at(const char *path, const char *variable, uint64_t offset, char *buf,
-		    size_t len)
+int dwarf_member_at(const char *path, const char *variable, uint64_t offset, char *buf, size_t len)
 {
 	static char *debuginfo_path;
 	static const Dwfl_Callbacks callbacks = {

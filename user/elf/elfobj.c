@@ -48,7 +48,6 @@ static int ensure_libelf(void)
 	return 0;
 }
 
-
 static int push_str(char ***arr, size_t *n, const char *s)
 {
 	char **na = realloc(*arr, (*n + 1) * sizeof(**arr));
@@ -283,8 +282,9 @@ static bool version_chain_sound(Elf_Scn *scn, const GElf_Shdr *sh, bool def)
 				return false;
 			next = vn.vn_next, aux = vn.vn_aux, cnt = vn.vn_cnt;
 		}
-		if (cnt && (aux > d->d_size - off ||
-			    d->d_size - off - aux < (def ? sizeof(Elf64_Verdaux) : sizeof(Elf64_Vernaux))))
+		if (cnt &&
+		    (aux > d->d_size - off ||
+		     d->d_size - off - aux < (def ? sizeof(Elf64_Verdaux) : sizeof(Elf64_Vernaux))))
 			return false;
 		if (!next)
 			return i + 1 == sh->sh_info;
@@ -311,10 +311,12 @@ static char *find_damage(const struct elf_object *o, const GElf_Ehdr *eh)
 
 			if (!gelf_getphdr(o->elf, (int)i, &ph))
 				return strdup("a program header cannot be read");
-			if (ph.p_type != PT_NULL && (ph.p_offset > o->size ||
-						     ph.p_filesz > o->size - ph.p_offset) &&
-			    asprintf(&why, "program header %zu (type %#x) covers bytes past the end of "
-					   "the file", i, (unsigned)ph.p_type) > 0)
+			if (ph.p_type != PT_NULL &&
+			    (ph.p_offset > o->size || ph.p_filesz > o->size - ph.p_offset) &&
+			    asprintf(&why,
+				     "program header %zu (type %#x) covers bytes past the end of "
+				     "the file",
+				     i, (unsigned)ph.p_type) > 0)
 				return why;
 		}
 	while ((scn = elf_nextscn(o->elf, scn))) {
@@ -369,16 +371,11 @@ const char *elfobj__damage(const struct elf_object *o)
 const char *elfobj__strerror(int err)
 {
 	switch (err) {
-	case ENOEXEC:
-		return "not an ELF file";
-	case EINVAL:
-		return "not a 64-bit ELF object";
-	case EIO:
-		return "corrupt ELF headers";
-	case EOVERFLOW:
-		return "truncated: its headers or sections end past the end of the file";
-	default:
-		return strerror(err);
+	case ENOEXEC: return "not an ELF file";
+	case EINVAL: return "not a 64-bit ELF object";
+	case EIO: return "corrupt ELF headers";
+	case EOVERFLOW: return "truncated: its headers or sections end past the end of the file";
+	default: return strerror(err);
 	}
 }
 
@@ -441,18 +438,10 @@ struct elf_object *elfobj__open(const char *path)
 				goto err_free;
 			}
 			break;
-		case SHT_DYNSYM:
-			o->dynsym = scn;
-			break;
-		case SHT_SYMTAB:
-			o->symtab = scn;
-			break;
-		case SHT_GNU_versym:
-			o->versym = scn;
-			break;
-		case SHT_GNU_verneed:
-			o->verneed = scn;
-			break;
+		case SHT_DYNSYM: o->dynsym = scn; break;
+		case SHT_SYMTAB: o->symtab = scn; break;
+		case SHT_GNU_versym: o->versym = scn; break;
+		case SHT_GNU_verneed: o->verneed = scn; break;
 		case SHT_GNU_verdef:
 			o->verdef = scn;
 			if (read_verdefs(o, scn, &sh)) {
@@ -805,7 +794,6 @@ int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *
 	return vaddr_to_offset(o, sym.st_value, offset);
 }
 
-
 /* True when the CFA rule of @frame is "the stack pointer + 8": nothing left on the stack. */
 static bool cfa_is_sp_plus_8(Dwarf_Frame *frame)
 {
@@ -875,8 +863,8 @@ int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, si
 	int fd;
 
 	/* Both ends in one segment's file bytes. */
-	if (!len || vaddr_to_offset(o, vaddr, &off) ||
-	    vaddr_to_offset(o, vaddr + len - 1, &last) || last != off + len - 1)
+	if (!len || vaddr_to_offset(o, vaddr, &off) || vaddr_to_offset(o, vaddr + len - 1, &last) ||
+	    last != off + len - 1)
 		return -ERANGE;
 	fd = open(o->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -1009,8 +997,7 @@ static const char *verdef_name(const struct elf_object *o, unsigned idx)
  * symbols, the one it needs (.gnu.version_r) for undefined ones. Version indexes are small, so
  * names found once are remembered.
  */
-static int foreach_versioned(const struct elf_object *o, bool defined, elfobj_vsym_cb cb,
-			     void *ctx)
+static int foreach_versioned(const struct elf_object *o, bool defined, elfobj_vsym_cb cb, void *ctx)
 {
 	const char *names[64] = { 0 };
 	bool looked[64] = { 0 };
@@ -1107,8 +1094,7 @@ static int match_symbol_at(const char *name, const GElf_Sym *sym, void *ctx)
 		q->exact = true;
 		return 1;
 	}
-	if (q->func && !sym->st_size && !q->exact &&
-	    (!q->best || sym->st_value > q->best_value)) {
+	if (q->func && !sym->st_size && !q->exact && (!q->best || sym->st_value > q->best_value)) {
 		q->best = name;
 		q->best_value = sym->st_value;
 	}

@@ -42,7 +42,7 @@ const char *elfobj__soname(const struct elf_object *o); /* NULL when it has none
 size_t elfobj__n_needed(const struct elf_object *o);
 const char *elfobj__needed(const struct elf_object *o, size_t i);
 const char *elfobj__build_id(const struct elf_object *o); /* lowercase hex, or NULL */
-const char *elfobj__interp(const struct elf_object *o);   /* PT_INTERP, or NULL */
+const char *elfobj__interp(const struct elf_object *o);	  /* PT_INTERP, or NULL */
 size_t elfobj__n_verdefs(const struct elf_object *o);
 const char *elfobj__verdef(const struct elf_object *o, size_t i);
 /*

@@ -14,11 +14,16 @@ _Static_assert(DLW_SIGILL == SIGILL && DLW_SIGTRAP == SIGTRAP && DLW_SIGABRT == 
 	       "dlwatch.h's signal numbers");
 
 static const char *const kind_ids[EVENT__COUNT] = {
-	[EVENT_DLOPEN] = "dlopen",	   [EVENT_DLCLOSE] = "dlclose",
-	[EVENT_DLSYM] = "dlsym",	   [EVENT_OMP_FORK] = "omp_fork",
-	[EVENT_BLAS_THREAD] = "blas_thread", [EVENT_GPU_LOAD] = "gpu_load",
-	[EVENT_EXEC] = "exec",		   [EVENT_FORK] = "fork",
-	[EVENT_EXIT] = "exit",		   [EVENT_SIGNAL] = "signal",
+	[EVENT_DLOPEN] = "dlopen",
+	[EVENT_DLCLOSE] = "dlclose",
+	[EVENT_DLSYM] = "dlsym",
+	[EVENT_OMP_FORK] = "omp_fork",
+	[EVENT_BLAS_THREAD] = "blas_thread",
+	[EVENT_GPU_LOAD] = "gpu_load",
+	[EVENT_EXEC] = "exec",
+	[EVENT_FORK] = "fork",
+	[EVENT_EXIT] = "exit",
+	[EVENT_SIGNAL] = "signal",
 	[EVENT_FUTEX_WAIT] = "futex_wait",
 };
 
@@ -107,41 +112,36 @@ int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, ch
 		ev->u.omp_fork.entry = (unsigned int)raw->arg0;
 		ev->u.omp_fork.regions = raw->arg1;
 		break;
-	case EVENT_BLAS_THREAD:
-		break;
+	case EVENT_BLAS_THREAD: break;
 	case EVENT_GPU_LOAD:
 		ev->u.gpu_load.function = raw->arg0 < N_GPU_FNS ? (unsigned int)raw->arg0 : 0;
 		copy_str(ev->u.gpu_load.file, DLW_STR_LEN, raw->str, sizeof(raw->str));
 		ev->u.gpu_load.image_size = raw->arg1;
 		ev->u.gpu_load.result = raw->ret;
 		break;
-	case EVENT_EXEC:
-		copy_str(ev->u.exec.file, DLW_STR_LEN, raw->str, sizeof(raw->str));
-		break;
+	case EVENT_EXEC: copy_str(ev->u.exec.file, DLW_STR_LEN, raw->str, sizeof(raw->str)); break;
 	case EVENT_FORK:
 		ev->u.fork.child = (pid_t)raw->arg0;
 		ev->u.fork.thread = raw->arg1 == DLW_FORK_THREAD;
 		break;
-	case EVENT_EXIT:
-		ev->u.exit.exit_code = raw->arg0;
-		break;
+	case EVENT_EXIT: ev->u.exit.exit_code = raw->arg0; break;
 	case EVENT_SIGNAL:
 		ev->u.signal.signo = (unsigned int)raw->arg0;
 		ev->u.signal.address = raw->arg1;
 		break;
 	case EVENT_FUTEX_WAIT:
-		ev->u.futex.what = raw->arg1 == DLW_FUTEX_BEGINS_IN_DLOPEN ? EVENT_FUTEX_BEGINS :
-				   raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN ?
-							EVENT_FUTEX_BLOCKED_DLOPEN :
-				   raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM ? EVENT_FUTEX_BLOCKED_DLSYM :
-									     EVENT_FUTEX_ENDED;
+		ev->u.futex.what =
+			raw->arg1 == DLW_FUTEX_BEGINS_IN_DLOPEN	 ? EVENT_FUTEX_BEGINS :
+			raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN ? EVENT_FUTEX_BLOCKED_DLOPEN :
+			raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM	 ? EVENT_FUTEX_BLOCKED_DLSYM :
+								   EVENT_FUTEX_ENDED;
 		ev->u.futex.futex = raw->arg0;
 		ev->u.futex.duration_ns = raw->duration_ns;
-		if (raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN || raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM)
+		if (raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN ||
+		    raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM)
 			copy_str(ev->u.futex.call, DLW_STR_LEN, raw->str, sizeof(raw->str));
 		break;
-	default:
-		break;
+	default: break;
 	}
 	return 0;
 }
@@ -150,7 +150,7 @@ static const char *futex_blocked_in(const struct event *ev)
 {
 	return ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN ? "dlopen" :
 	       ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLSYM  ? "dlsym" :
-							       NULL;
+								NULL;
 }
 
 void event__text(const struct event *ev, unsigned int style, char *buf, size_t len)
@@ -181,8 +181,8 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 		break;
 	}
 	case EVENT_DLCLOSE:
-		snprintf(buf, len, "dlclose(0x%llx) = %lld", (unsigned long long)ev->u.dlclose.handle,
-			 (long long)ev->u.dlclose.result);
+		snprintf(buf, len, "dlclose(0x%llx) = %lld",
+			 (unsigned long long)ev->u.dlclose.handle, (long long)ev->u.dlclose.result);
 		break;
 	case EVENT_DLSYM:
 		snprintf(buf, len, "dlsym(0x%llx, \"%s\") = 0x%llx",
@@ -191,30 +191,29 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 		break;
 	case EVENT_OMP_FORK:
 		snprintf(buf, len, "%s #%llu started inside dlopen",
-			 ev->u.omp_fork.entry == DLW_ENTRY_BLAS_DISPATCH ? "BLAS parallel dispatch (exec_blas)" :
-						     "parallel region",
+			 ev->u.omp_fork.entry == DLW_ENTRY_BLAS_DISPATCH ?
+				 "BLAS parallel dispatch (exec_blas)" :
+				 "parallel region",
 			 (unsigned long long)ev->u.omp_fork.regions);
 		break;
-	case EVENT_BLAS_THREAD:
-		snprintf(buf, len, "BLAS pool thread starts");
-		break;
+	case EVENT_BLAS_THREAD: snprintf(buf, len, "BLAS pool thread starts"); break;
 	case EVENT_GPU_LOAD: {
 		const char *file = ev->u.gpu_load.file;
 
 		if (resolved)
 			snprintf(buf, len, "%s(%s) size %lld = %lld",
 				 event__gpu_fn(ev->u.gpu_load.function), file,
-				 (long long)ev->u.gpu_load.image_size, (long long)ev->u.gpu_load.result);
+				 (long long)ev->u.gpu_load.image_size,
+				 (long long)ev->u.gpu_load.result);
 		else
 			snprintf(buf, len, "%s(%s%s%s size %llu) = %lld",
 				 event__gpu_fn(ev->u.gpu_load.function), file[0] ? "\"" : "", file,
-				 file[0] ? "\"," : "", (unsigned long long)ev->u.gpu_load.image_size,
+				 file[0] ? "\"," : "",
+				 (unsigned long long)ev->u.gpu_load.image_size,
 				 (long long)ev->u.gpu_load.result);
 		break;
 	}
-	case EVENT_EXEC:
-		snprintf(buf, len, "exec %s", ev->u.exec.file);
-		break;
+	case EVENT_EXEC: snprintf(buf, len, "exec %s", ev->u.exec.file); break;
 	case EVENT_FORK:
 		snprintf(buf, len, "%s %llu%s", ev->u.fork.thread ? "new thread" : "fork, child",
 			 (unsigned long long)ev->u.fork.child,
@@ -236,7 +235,8 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 			snprintf(buf, len,
 				 "blocked in a futex wait on 0x%llx inside %s(\"%s\"), which began "
 				 "%.0f ms ago",
-				 futex, in, ev->u.futex.call, (double)ev->u.futex.duration_ns / 1e6);
+				 futex, in, ev->u.futex.call,
+				 (double)ev->u.futex.duration_ns / 1e6);
 		else if (ev->u.futex.what == EVENT_FUTEX_BEGINS)
 			snprintf(buf, len, "futex wait on 0x%llx begins inside dlopen", futex);
 		else
@@ -245,8 +245,7 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 				 ev->in_dlopen ? " (inside dlopen)" : "");
 		break;
 	}
-	default:
-		snprintf(buf, len, "?");
+	default: snprintf(buf, len, "?");
 	}
 }
 
@@ -256,26 +255,19 @@ const char *event__object(const struct event *ev)
 
 	switch (ev->kind) {
 	case EVENT_DLOPEN:
-		s = ev->u.dlopen.file[0] ? ev->u.dlopen.file :
+		s = ev->u.dlopen.file[0]   ? ev->u.dlopen.file :
 		    ev->u.dlopen.path_null ? NULL :
 					     ev->u.dlopen.path;
 		break;
-	case EVENT_GPU_LOAD:
-		s = ev->u.gpu_load.file;
-		break;
-	case EVENT_EXEC:
-		s = ev->u.exec.file;
-		break;
-	case EVENT_SIGNAL:
-		s = ev->u.signal.where;
-		break;
+	case EVENT_GPU_LOAD: s = ev->u.gpu_load.file; break;
+	case EVENT_EXEC: s = ev->u.exec.file; break;
+	case EVENT_SIGNAL: s = ev->u.signal.where; break;
 	case EVENT_FUTEX_WAIT:
 		/* Found blocked inside dlopen: the library filter finds it under that file. */
 		if (ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN)
 			s = ev->u.futex.call;
 		break;
-	default:
-		break;
+	default: break;
 	}
 	return s && *s ? s : NULL;
 }
@@ -318,7 +310,8 @@ json_t *event__to_json(const struct event *ev)
 		return NULL;
 	switch (ev->kind) {
 	case EVENT_DLOPEN:
-		set(j, "path", ev->u.dlopen.path_null ? json_null() : json_string(ev->u.dlopen.path));
+		set(j, "path",
+		    ev->u.dlopen.path_null ? json_null() : json_string(ev->u.dlopen.path));
 		set(j, "file", json_string(ev->u.dlopen.file));
 		set(j, "flags", jint(ev->u.dlopen.flags));
 		set(j, "handle", jint(ev->u.dlopen.handle));
@@ -343,16 +336,12 @@ json_t *event__to_json(const struct event *ev)
 		set(j, "image_size", jint(ev->u.gpu_load.image_size));
 		set(j, "result", json_integer(ev->u.gpu_load.result));
 		break;
-	case EVENT_EXEC:
-		set(j, "file", json_string(ev->u.exec.file));
-		break;
+	case EVENT_EXEC: set(j, "file", json_string(ev->u.exec.file)); break;
 	case EVENT_FORK:
 		set(j, "child", json_integer(ev->u.fork.child));
 		set(j, "thread", json_boolean(ev->u.fork.thread));
 		break;
-	case EVENT_EXIT:
-		set(j, "exit_code", jint(ev->u.exit.exit_code));
-		break;
+	case EVENT_EXIT: set(j, "exit_code", jint(ev->u.exit.exit_code)); break;
 	case EVENT_SIGNAL:
 		set(j, "at", json_string(ev->u.signal.at));
 		set(j, "signal", jint(ev->u.signal.signo));
@@ -367,8 +356,7 @@ json_t *event__to_json(const struct event *ev)
 		}
 		set(j, "duration_ns", jint(ev->u.futex.duration_ns));
 		break;
-	default:
-		break;
+	default: break;
 	}
 	if (ev->has_stack)
 		event_stack__to_json(&ev->stack, j);
@@ -447,12 +435,13 @@ static int read_stack(struct reader *r, struct event_stack *s)
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(frames, i, v) {
+	json_array_foreach (frames, i, v) {
 		const json_t *pc = json_array_get(pcs, i);
 
 		if (!json_is_string(v) || (pc && !json_is_integer(pc))) {
-			snprintf(r->why, r->whylen, "a \"%s\" record whose stack frame %zu is not %s",
-				 r->type, i, json_is_string(v) ? "an address" : "a string");
+			snprintf(r->why, r->whylen,
+				 "a \"%s\" record whose stack frame %zu is not %s", r->type, i,
+				 json_is_string(v) ? "an address" : "a string");
 			r->bad = true;
 			return -EINVAL;
 		}
@@ -477,8 +466,8 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 	r.type = json_string_value(json_object_get(rec, "type"));
 	ev->kind = event_kind__parse(r.type);
 	if (!ev->kind) {
-		snprintf(why, whylen, r.type ? "a record of unknown type \"%s\"" :
-					       "a record without a \"type\"",
+		snprintf(why, whylen,
+			 r.type ? "a record of unknown type \"%s\"" : "a record without a \"type\"",
 			 r.type);
 		return -EINVAL;
 	}
@@ -523,16 +512,12 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 		ev->u.gpu_load.result = (int64_t)get_int(&r, "result", false);
 		break;
 	}
-	case EVENT_EXEC:
-		get_str(&r, "file", false, ev->u.exec.file, DLW_STR_LEN);
-		break;
+	case EVENT_EXEC: get_str(&r, "file", false, ev->u.exec.file, DLW_STR_LEN); break;
 	case EVENT_FORK:
 		ev->u.fork.child = (pid_t)get_int(&r, "child", false);
 		ev->u.fork.thread = json_is_true(field(&r, "thread", false, "a boolean", is_bool));
 		break;
-	case EVENT_EXIT:
-		ev->u.exit.exit_code = get_int(&r, "exit_code", false);
-		break;
+	case EVENT_EXIT: ev->u.exit.exit_code = get_int(&r, "exit_code", false); break;
 	case EVENT_SIGNAL:
 		get_str(&r, "at", false, ev->u.signal.at, sizeof(ev->u.signal.at));
 		ev->u.signal.signo = (unsigned int)get_int(&r, "signal", false);
@@ -552,17 +537,17 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 		else if (!strcmp(in, "dlsym"))
 			ev->u.futex.what = EVENT_FUTEX_BLOCKED_DLSYM;
 		else if (in[0] && !r.bad) {
-			snprintf(why, whylen,
-				 "a \"futex_wait\" record blocked in \"%s\", neither dlopen nor dlsym",
-				 in);
+			snprintf(
+				why, whylen,
+				"a \"futex_wait\" record blocked in \"%s\", neither dlopen nor dlsym",
+				in);
 			r.bad = true;
 		} else
 			ev->u.futex.what = ev->u.futex.duration_ns ? EVENT_FUTEX_ENDED :
 								     EVENT_FUTEX_BEGINS;
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 	ev->has_stack = json_object_get(rec, "stack") != NULL;
 	if (!r.bad && read_stack(&r, &ev->stack) == -ENOMEM && !r.bad) {

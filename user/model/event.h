@@ -36,8 +36,8 @@ enum event_kind {
 
 /* What a futex_wait event says. */
 enum event_futex {
-	EVENT_FUTEX_ENDED,	     /* a wait of duration_ns ended (--futex-ms) */
-	EVENT_FUTEX_BEGINS,	     /* a wait that begins inside dlopen, reported as it begins */
+	EVENT_FUTEX_ENDED,	    /* a wait of duration_ns ended (--futex-ms) */
+	EVENT_FUTEX_BEGINS,	    /* a wait that begins inside dlopen, reported as it begins */
 	EVENT_FUTEX_BLOCKED_DLOPEN, /* a thread sampled blocked inside dlopen(call) */
 	EVENT_FUTEX_BLOCKED_DLSYM,  /* ... inside dlsym(call) */
 };
@@ -60,11 +60,11 @@ struct event {
 	struct event_stack stack;
 	union {
 		struct {
-			bool path_null;	       /* dlopen(NULL): the main program */
+			bool path_null;		/* dlopen(NULL): the main program */
 			char path[DLW_STR_LEN]; /* the argument */
 			char file[DLW_STR_LEN]; /* l_name of the returned link map */
 			uint64_t flags;
-			uint64_t lmid; /* dlmopen's namespace; 0 for dlopen (not in a trace) */
+			uint64_t lmid;	 /* dlmopen's namespace; 0 for dlopen (not in a trace) */
 			uint64_t handle; /* 0: failed */
 			uint64_t duration_ns;
 		} dlopen;

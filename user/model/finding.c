@@ -6,8 +6,8 @@
 
 #include "finding.h"
 
-static const char *sev_names[] = { [SEV_INFO] = "info", [SEV_WARNING] = "warning",
-				   [SEV_ERROR] = "error" };
+static const char
+	*sev_names[] = { [SEV_INFO] = "info", [SEV_WARNING] = "warning", [SEV_ERROR] = "error" };
 
 const char *severity__name(enum severity s)
 {

@@ -15,15 +15,15 @@ enum severity {
 };
 
 struct finding {
-	const char *id;	    /* the detector's stable id, e.g. "dup-openmp" */
+	const char *id; /* the detector's stable id, e.g. "dup-openmp" */
 	enum severity sev;
-	pid_t pid;	    /* 0 for file-level findings of lint */
-	char *title;	    /* one line */
-	char **evidence;    /* one line each: objects, paths, who loaded them, symbols */
+	pid_t pid;	 /* 0 for file-level findings of lint */
+	char *title;	 /* one line */
+	char **evidence; /* one line each: objects, paths, who loaded them, symbols */
 	size_t n_evidence;
-	char *why;	    /* why it breaks */
-	char *remedy;	    /* what to do about it */
-	json_t *data;	    /* structured evidence for --json (object), may be NULL */
+	char *why;    /* why it breaks */
+	char *remedy; /* what to do about it */
+	json_t *data; /* structured evidence for --json (object), may be NULL */
 };
 
 struct findings {

@@ -224,7 +224,7 @@ struct name_index {
 		const char *name;
 		unsigned int ns;
 		struct lg_object *o;
-	} *slot;
+	} * slot;
 	size_t mask;
 };
 
@@ -237,8 +237,7 @@ static uint64_t name_hash(const char *s, unsigned int ns)
 	return h;
 }
 
-static void index_put(struct name_index *ix, const char *name, unsigned int ns,
-		      struct lg_object *o)
+static void index_put(struct name_index *ix, const char *name, unsigned int ns, struct lg_object *o)
 {
 	size_t i = name_hash(name, ns) & ix->mask;
 
@@ -341,7 +340,7 @@ int libgraph__link(struct libgraph *g)
 
 			if (c && c != p) {
 				err = push_id(&p->children, &p->n_children, c->id) ?:
-				      push_id(&c->parents, &c->n_parents, p->id);
+					      push_id(&c->parents, &c->n_parents, p->id);
 				continue;
 			}
 			if (c)
@@ -440,8 +439,7 @@ static bool has_elf_magic(const char *path)
 }
 
 /* Objects mapped in the process that no link map lists: loaded by hand, or a dlopen under way. */
-static int add_mapped_only(struct libgraph *g, const struct target *t,
-			   const struct procmaps *maps)
+static int add_mapped_only(struct libgraph *g, const struct target *t, const struct procmaps *maps)
 {
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct mapping *mp = &maps->maps[i];

@@ -31,9 +31,9 @@ enum lg_origin {
 struct lg_object {
 	unsigned int id; /* index in libgraph.objs; stable, removed objects stay marked gone */
 	unsigned int ns;
-	char *path;	 /* as the target sees it */
-	char *soname;	 /* NULL when it has none or could not be read */
-	uint64_t base;	 /* l_addr: load bias */
+	char *path;	  /* as the target sees it */
+	char *soname;	  /* NULL when it has none or could not be read */
+	uint64_t base;	  /* l_addr: load bias */
 	uint64_t lm_addr; /* its struct link_map in the target, 0 when not in a link map */
 	uint64_t l_ld;
 	uint64_t inode;
@@ -41,7 +41,7 @@ struct lg_object {
 	bool in_link_map, in_maps, deleted, gone;
 	unsigned int *parents, *children;
 	size_t n_parents, n_children;
-	char **unresolved;	/* DT_NEEDED names no loaded object matched */
+	char **unresolved; /* DT_NEEDED names no loaded object matched */
 	size_t n_unresolved;
 	struct elf_object *elf; /* shared between objects of one file; NULL when unreadable */
 	char *error;		/* why elf is NULL */

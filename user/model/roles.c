@@ -320,8 +320,7 @@ static struct obj_role *add(struct obj_roles *out, enum role_impl impl)
 	return r;
 }
 
-static void classify_openmp(const struct elf_object *o, const struct scan *s,
-			    struct obj_roles *out)
+static void classify_openmp(const struct elf_object *o, const struct scan *s, struct obj_roles *out)
 {
 	struct obj_role *r;
 
@@ -352,8 +351,8 @@ static void classify_blas(const struct elf_object *o, const struct scan *s, stru
 			const char *cfg = data ? memmem(data, size, "OpenBLAS ", 9) : NULL;
 
 			/* Keep the build options that matter for pool clashes (64-bit ints). */
-			if (cfg && memmem(cfg, strnlen(cfg, (size_t)(data + size - cfg)), "USE64BITINT",
-					  11))
+			if (cfg && memmem(cfg, strnlen(cfg, (size_t)(data + size - cfg)),
+					  "USE64BITINT", 11))
 				snprintf(r->detail, sizeof(r->detail), "64-bit integers");
 		}
 	} else if (s->has[M_MKL_VERSION]) {
@@ -468,14 +467,13 @@ json_t *obj_roles__to_json(const struct obj_roles *roles)
 	for (unsigned i = 0; arr && i < roles->n; i++) {
 		const struct obj_role *r = &roles->r[i];
 
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:o, s:b}", "kind",
-						     role_kind__id(r->kind), "impl",
-						     role_impl__id(r->impl), "name",
-						     role_impl__name(r->impl), "version",
-						     r->version[0] ? json_string(r->version) : json_null(),
-						     "detail",
-						     r->detail[0] ? json_string(r->detail) : json_null(),
-						     "runtime", role_kind__is_runtime(r->kind)));
+		json_array_append_new(
+			arr,
+			json_pack("{s:s, s:s, s:s, s:o, s:o, s:b}", "kind", role_kind__id(r->kind),
+				  "impl", role_impl__id(r->impl), "name", role_impl__name(r->impl),
+				  "version", r->version[0] ? json_string(r->version) : json_null(),
+				  "detail", r->detail[0] ? json_string(r->detail) : json_null(),
+				  "runtime", role_kind__is_runtime(r->kind)));
 	}
 	return arr;
 }

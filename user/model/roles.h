@@ -71,7 +71,7 @@ struct elf_object;
 const struct obj_roles *roles__of(const struct elf_object *o);
 
 const char *role_kind__id(enum role_kind k);	/* "openmp", "blas", ... (JSON, CLI) */
-const char *role_kind__label(enum role_kind k);	/* "OpenMP runtime", ... (text) */
+const char *role_kind__label(enum role_kind k); /* "OpenMP runtime", ... (text) */
 const char *role_impl__name(enum role_impl i);	/* "GNU libgomp", ... */
 const char *role_impl__id(enum role_impl i);	/* "libgomp", ... */
 enum role_kind role_impl__kind(enum role_impl i);

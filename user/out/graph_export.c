@@ -47,10 +47,10 @@ json_t *lg_object__to_json(const struct lg_object *o)
 			hex(o->base), "link_map", o->lm_addr ? hex(o->lm_addr) : json_null(),
 			"namespace", (json_int_t)o->ns, "origin", lg_origin__id(o->origin),
 			"parents", ids_json(o->parents, o->n_parents), "children",
-			ids_json(o->children, o->n_children), "needed", needed,
-			"unresolved_needed", unresolved, "roles", obj_roles__to_json(lg_object__roles(o)),
-			"in_link_map", o->in_link_map, "in_maps", o->in_maps, "deleted", o->deleted,
-			"gone", o->gone, "error", str_or_null(o->error));
+			ids_json(o->children, o->n_children), "needed", needed, "unresolved_needed",
+			unresolved, "roles", obj_roles__to_json(lg_object__roles(o)), "in_link_map",
+			o->in_link_map, "in_maps", o->in_maps, "deleted", o->deleted, "gone",
+			o->gone, "error", str_or_null(o->error));
 	return obj;
 }
 
@@ -89,9 +89,11 @@ json_t *libgraph__to_json(const struct libgraph *g)
 static const char *role_colour(enum role_kind k)
 {
 	static const char *colours[ROLE__COUNT] = {
-		[ROLE_OPENMP] = "#f4a261", [ROLE_BLAS] = "#e9c46a",   [ROLE_CXX_RUNTIME] = "#90be6d",
-		[ROLE_CUDA] = "#76b900",   [ROLE_PYTHON] = "#8ecae6", [ROLE_LIBC] = "#dddddd",
-		[ROLE_LOADER] = "#cccccc", [ROLE_TBB] = "#b5838d",    [ROLE_ONEDNN] = "#cdb4db",
+		[ROLE_OPENMP] = "#f4a261",	[ROLE_BLAS] = "#e9c46a",
+		[ROLE_CXX_RUNTIME] = "#90be6d", [ROLE_CUDA] = "#76b900",
+		[ROLE_PYTHON] = "#8ecae6",	[ROLE_LIBC] = "#dddddd",
+		[ROLE_LOADER] = "#cccccc",	[ROLE_TBB] = "#b5838d",
+		[ROLE_ONEDNN] = "#cdb4db",
 	};
 
 	/* A kind without a colour of its own still stands out from the plain objects. */
@@ -122,8 +124,7 @@ static void dot_node(FILE *f, const struct libgraph *g, const struct lg_object *
 		fputs("\\n", f);
 		dot_escape(f, desc);
 	}
-	fprintf(f, "\", fillcolor=\"%s\"%s];\n",
-		role ? role_colour(role->kind) : "#ffffff",
+	fprintf(f, "\", fillcolor=\"%s\"%s];\n", role ? role_colour(role->kind) : "#ffffff",
 		o->origin == LG_DLOPEN	   ? ", shape=box" :
 		o->origin == LG_EXECUTABLE ? ", shape=doubleoctagon" :
 					     "");

@@ -137,11 +137,12 @@ int lv_kinds__parse(struct lv_kinds *ks, const char *arg, char *why, size_t whyl
 			if (strlen(role_kind__id(k)) == len && !strncmp(p, role_kind__id(k), len))
 				break;
 		if (k == ROLE__COUNT) {
-			int n = snprintf(why, whylen, "unknown role kind '%.*s' (kinds: all", (int)len,
-					 p);
+			int n = snprintf(why, whylen, "unknown role kind '%.*s' (kinds: all",
+					 (int)len, p);
 
 			for (k = 0; k < ROLE__COUNT && n > 0 && (size_t)n < whylen; k++)
-				n += snprintf(why + n, whylen - (size_t)n, ", %s", role_kind__id(k));
+				n += snprintf(why + n, whylen - (size_t)n, ", %s",
+					      role_kind__id(k));
 			if (n > 0 && (size_t)n < whylen)
 				snprintf(why + n, whylen - (size_t)n, ")");
 			return -EINVAL;

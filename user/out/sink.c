@@ -87,8 +87,12 @@ static void text_finding(struct event_sink *s, const struct live_finding *f)
 void text_sink__init(struct text_sink *t, FILE *out)
 {
 	*t = (struct text_sink){
-		.s = { .header = text_header, .event = text_event, .loaded = text_loaded,
-		       .unloaded = text_unloaded, .note = text_note, .finding = text_finding },
+		.s = { .header = text_header,
+		       .event = text_event,
+		       .loaded = text_loaded,
+		       .unloaded = text_unloaded,
+		       .note = text_note,
+		       .finding = text_finding },
 		.out = out,
 	};
 }
@@ -151,12 +155,12 @@ static void json_finding(struct event_sink *s, const struct live_finding *f)
 
 static void json_summary(struct event_sink *s, const struct watch_stats *st)
 {
-	emit(s, json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I}", "type", "summary",
-			  "events", (json_int_t)st->events, "lost", (json_int_t)st->lost, "lost_by",
-			  "ring_full", (json_int_t)st->lost_ring, "calls_full",
-			  (json_int_t)st->lost_calls, "skipped_by_kernel", (json_int_t)st->lost_skipped,
-			  "unread_at_stop", (json_int_t)st->lost_unread, "findings",
-			  (json_int_t)st->findings));
+	emit(s,
+	     json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I}", "type", "summary", "events",
+		       (json_int_t)st->events, "lost", (json_int_t)st->lost, "lost_by", "ring_full",
+		       (json_int_t)st->lost_ring, "calls_full", (json_int_t)st->lost_calls,
+		       "skipped_by_kernel", (json_int_t)st->lost_skipped, "unread_at_stop",
+		       (json_int_t)st->lost_unread, "findings", (json_int_t)st->findings));
 }
 
 static void json_flush(struct event_sink *s)
@@ -169,8 +173,12 @@ void json_sink__init(struct json_sink *j, void (*emit_fn)(void *ctx, json_t *rec
 		     void (*flush)(void *ctx), void *ctx)
 {
 	*j = (struct json_sink){
-		.s = { .header = json_header, .event = json_event, .loaded = json_loaded,
-		       .finding = json_finding, .summary = json_summary, .flush = json_flush,
+		.s = { .header = json_header,
+		       .event = json_event,
+		       .loaded = json_loaded,
+		       .finding = json_finding,
+		       .summary = json_summary,
+		       .flush = json_flush,
 		       .wants_stacks = true },
 		.emit = emit_fn,
 		.flush = flush,

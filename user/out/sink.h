@@ -30,9 +30,9 @@ struct watch_stats {
 	 * collector reads).
 	 */
 	unsigned long long lost_ring, lost_calls, lost_skipped, lost_unread;
-	double attach_ms;	/* attaching every probe to the initial targets */
-	double cpu_s;		/* the collector's own CPU time, user + system */
-	int command_status;	/* -1 when no command ran */
+	double attach_ms;   /* attaching every probe to the initial targets */
+	double cpu_s;	    /* the collector's own CPU time, user + system */
+	int command_status; /* -1 when no command ran */
 };
 
 struct trace_header {

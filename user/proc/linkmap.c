@@ -40,18 +40,10 @@ static int read_auxv(pid_t pid, struct auxv_info *ai)
 	memset(ai, 0, sizeof(*ai));
 	for (size_t i = 0; i < (size_t)n / sizeof(av[0]) && av[i].a_type != AT_NULL; i++) {
 		switch (av[i].a_type) {
-		case AT_PHDR:
-			ai->phdr = av[i].a_un.a_val;
-			break;
-		case AT_PHNUM:
-			ai->phnum = av[i].a_un.a_val;
-			break;
-		case AT_BASE:
-			ai->base = av[i].a_un.a_val;
-			break;
-		case AT_ENTRY:
-			ai->entry = av[i].a_un.a_val;
-			break;
+		case AT_PHDR: ai->phdr = av[i].a_un.a_val; break;
+		case AT_PHNUM: ai->phnum = av[i].a_un.a_val; break;
+		case AT_BASE: ai->base = av[i].a_un.a_val; break;
+		case AT_ENTRY: ai->entry = av[i].a_un.a_val; break;
 		}
 	}
 	return ai->phdr && ai->phnum ? 0 : -ESRCH;

@@ -11,19 +11,19 @@
 #include "target.h"
 
 struct lm_entry {
-	unsigned int ns;	/* namespace: 0 is the default one, others come from dlmopen */
-	uint64_t lm_addr;	/* the struct link_map in the target */
-	uint64_t l_addr;	/* load bias */
-	uint64_t l_ld;		/* address of its dynamic section */
-	char name[PATH_MAX];	/* l_name: "" for the executable */
+	unsigned int ns;     /* namespace: 0 is the default one, others come from dlmopen */
+	uint64_t lm_addr;    /* the struct link_map in the target */
+	uint64_t l_addr;     /* load bias */
+	uint64_t l_ld;	     /* address of its dynamic section */
+	char name[PATH_MAX]; /* l_name: "" for the executable */
 };
 
 struct linkmap {
-	uint64_t r_debug;	/* where the loader's struct r_debug lives */
-	uint64_t r_brk;		/* _dl_debug_state: the loader calls it around every change */
-	uint64_t interp_base;	/* AT_BASE */
+	uint64_t r_debug;     /* where the loader's struct r_debug lives */
+	uint64_t r_brk;	      /* _dl_debug_state: the loader calls it around every change */
+	uint64_t interp_base; /* AT_BASE */
 	unsigned int n_namespaces;
-	bool consistent;	/* false when a dlopen/dlclose was in progress every time we looked */
+	bool consistent; /* false when a dlopen/dlclose was in progress every time we looked */
 	struct lm_entry *e;
 	size_t n;
 };

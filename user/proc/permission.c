@@ -93,8 +93,8 @@ int permission__facts(pid_t pid, struct permission_facts *f)
 	ids4(buf, "Gid", f->t_gid);
 	if ((p = field(buf, "TracerPid")))
 		f->tracer = (pid_t)strtol(p, NULL, 10);
-	if (f->tracer && proc__read_stat(f->tracer, 0, f->tracer_comm, sizeof(f->tracer_comm),
-					 NULL, NULL))
+	if (f->tracer &&
+	    proc__read_stat(f->tracer, 0, f->tracer_comm, sizeof(f->tracer_comm), NULL, NULL))
 		snprintf(f->tracer_comm, sizeof(f->tracer_comm), "?");
 	if (!proc__read_stat(pid, 0, NULL, 0, NULL, &flags))
 		f->exiting = flags & PF_EXITING;
@@ -102,7 +102,8 @@ int permission__facts(pid_t pid, struct permission_facts *f)
 	snprintf(buf, sizeof(buf), "/proc/%d/status", pid);
 	f->proc_owner = stat(buf, &st) ? f->t_uid[1] : st.st_uid;
 	/* Yama's relation: dlscope is an ancestor of the target. */
-	for (pid_t a = parent_of(pid), self = getpid(), n = 0; a > 1 && n < 4096; a = parent_of(a), n++)
+	for (pid_t a = parent_of(pid), self = getpid(), n = 0; a > 1 && n < 4096;
+	     a = parent_of(a), n++)
 		if (a == self) {
 			f->descendant = true;
 			break;
@@ -170,11 +171,12 @@ void permission__reason(const struct permission_facts *f, enum ptrace_access mod
 				 "dlscope as that user",
 				 user_name(f->t_uid[0], who, sizeof(who)));
 		else if (f->t_uid[0] != f->uid[0])
-			snprintf(buf, len,
-				 "it belongs to another user, %s, and dlscope runs as %s; run dlscope "
-				 "as root (or with CAP_SYS_PTRACE) or as that user",
-				 user_name(f->t_uid[0], who, sizeof(who)),
-				 user_name(f->uid[0], me, sizeof(me)));
+			snprintf(
+				buf, len,
+				"it belongs to another user, %s, and dlscope runs as %s; run dlscope "
+				"as root (or with CAP_SYS_PTRACE) or as that user",
+				user_name(f->t_uid[0], who, sizeof(who)),
+				user_name(f->uid[0], me, sizeof(me)));
 		else if (f->t_uid[1] != f->uid[0] || f->t_uid[2] != f->uid[0])
 			snprintf(buf, len,
 				 "it runs with another user's credentials (effective uid %u, saved "
@@ -201,22 +203,26 @@ void permission__reason(const struct permission_facts *f, enum ptrace_access mod
 	    (f->t_cap_prm & ~(mode == ACCESS_READ ? f->cap_eff : f->cap_prm))) {
 		snprintf(buf, len,
 			 "it holds capabilities that dlscope lacks (its permitted set 0x%" PRIx64
-			 ", dlscope's 0x%" PRIx64 "), and only a process with CAP_SYS_PTRACE may read "
+			 ", dlscope's 0x%" PRIx64
+			 "), and only a process with CAP_SYS_PTRACE may read "
 			 "a more privileged one; %s",
-			 f->t_cap_prm, mode == ACCESS_READ ? f->cap_eff : f->cap_prm, cap_remedy(f));
+			 f->t_cap_prm, mode == ACCESS_READ ? f->cap_eff : f->cap_prm,
+			 cap_remedy(f));
 		return;
 	}
 	if (mode != ACCESS_READ && f->yama == 3) {
-		snprintf(buf, len,
-			 "kernel.yama.ptrace_scope is 3: no process may be traced or read, not even "
-			 "by root, until the next boot");
+		snprintf(
+			buf, len,
+			"kernel.yama.ptrace_scope is 3: no process may be traced or read, not even "
+			"by root, until the next boot");
 		return;
 	}
 	if (mode != ACCESS_READ && f->yama == 2 && !f->cap_sys_ptrace) {
-		snprintf(buf, len,
-			 "kernel.yama.ptrace_scope is 2: only a process with CAP_SYS_PTRACE may trace "
-			 "or read another; %s",
-			 cap_remedy(f));
+		snprintf(
+			buf, len,
+			"kernel.yama.ptrace_scope is 2: only a process with CAP_SYS_PTRACE may trace "
+			"or read another; %s",
+			cap_remedy(f));
 		return;
 	}
 	if (mode != ACCESS_READ && f->yama == 1 && !f->cap_sys_ptrace && !f->descendant) {

@@ -23,17 +23,17 @@ enum ptrace_access {
 struct permission_facts {
 	uid_t uid[4]; /* dlscope: real, effective, saved, filesystem */
 	gid_t gid[4];
-	bool cap_sys_ptrace; /* in dlscope's effective set */
+	bool cap_sys_ptrace;	   /* in dlscope's effective set */
 	uint64_t cap_eff, cap_prm; /* dlscope's effective and permitted capabilities */
-	int yama;	     /* kernel.yama.ptrace_scope, -1 without Yama */
+	int yama;		   /* kernel.yama.ptrace_scope, -1 without Yama */
 	pid_t pid;
-	char state;	  /* the target's, 0 when it is gone */
-	bool exiting;	  /* PF_EXITING */
-	uid_t t_uid[4];	  /* the target: real, effective, saved, filesystem */
+	char state;	/* the target's, 0 when it is gone */
+	bool exiting;	/* PF_EXITING */
+	uid_t t_uid[4]; /* the target: real, effective, saved, filesystem */
 	gid_t t_gid[4];
 	uint64_t t_cap_prm; /* the target's permitted capabilities */
-	uid_t proc_owner; /* of /proc/PID: root, not its euid, when it is not dumpable */
-	pid_t tracer;	  /* TracerPid, 0 when none */
+	uid_t proc_owner;   /* of /proc/PID: root, not its euid, when it is not dumpable */
+	pid_t tracer;	    /* TracerPid, 0 when none */
 	char tracer_comm[64];
 	bool descendant; /* of dlscope (Yama's ptrace_scope 1 lets ancestors trace) */
 };

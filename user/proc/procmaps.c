@@ -35,15 +35,14 @@ static char *slurp(const char *path)
 	buf[len] = '\0';
 	close(fd);
 	return buf;
-err:
-	{
-		int saved = errno;
+err : {
+	int saved = errno;
 
-		free(buf);
-		if (fd >= 0)
-			close(fd);
-		errno = saved;
-	}
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+}
 	return NULL;
 }
 

@@ -13,8 +13,8 @@ struct mapping {
 	uint64_t inode;
 	unsigned int dev_major, dev_minor;
 	char perms[5];
-	bool deleted;   /* the file was unlinked or replaced after it was mapped */
-	char *path;     /* NULL for anonymous mappings; "[vdso]" etc. for special ones */
+	bool deleted; /* the file was unlinked or replaced after it was mapped */
+	char *path;   /* NULL for anonymous mappings; "[vdso]" etc. for special ones */
 };
 
 struct procmaps {

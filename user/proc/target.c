@@ -97,8 +97,8 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 		if (errno == EACCES || errno == EPERM)
 			err = permission_reason(pid, t->comm, ACCESS_READ, reason, reasonlen);
 		else if (errno == ENOENT)
-			err = why(reason, reasonlen, ESRCH, "process %d (%s) exited while being read",
-				  pid, t->comm);
+			err = why(reason, reasonlen, ESRCH,
+				  "process %d (%s) exited while being read", pid, t->comm);
 		else
 			err = why(reason, reasonlen, errno, "cannot read %s: %s", path,
 				  strerror(errno));
@@ -115,8 +115,8 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 		if (errno == EACCES || errno == EPERM)
 			err = permission_reason(pid, t->comm, ACCESS_ATTACH, reason, reasonlen);
 		else
-			err = why(reason, reasonlen, ESRCH, "process %d (%s) exited while being read",
-				  pid, t->comm);
+			err = why(reason, reasonlen, ESRCH,
+				  "process %d (%s) exited while being read", pid, t->comm);
 		goto err_free;
 	}
 	/* Best effort: without them, paths fall back to /proc/PID/root and /proc/PID/exe. */

@@ -56,7 +56,6 @@ int target__getenv(const struct target *t, const char *name, char *buf, size_t l
 /* True while the process exists and is not a zombie. */
 bool target__alive(const struct target *t);
 
-
 /* Parse a PID argument; returns -EINVAL for anything but a positive decimal number. */
 int parse_pid(const char *s, pid_t *pid);
 /* Parse a PID argument onto a growing list: -EINVAL (not a PID) or -ENOMEM. */
