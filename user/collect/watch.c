@@ -1334,11 +1334,182 @@ static bool command_ended(pid_t pid)
 	       (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED);
 }
 
+/* The BPF object configured from the options, loaded, its tracepoints attached, its ring open. */
+static int load_programs(struct watch *w, char *why, size_t whylen)
+{
+	const struct watch_opts *o = w->o;
+	int ncpu = libbpf_num_possible_cpus(), err;
+
+	libbpf_set_print(libbpf_quiet);
+	w->skel = dlwatch_bpf__open();
+	if (!w->skel) {
+		err = -errno;
+		snprintf(why, whylen, "cannot open the BPF programs: %s", strerror(errno));
+		return err;
+	}
+	w->skel->rodata->follow_children = o->follow;
+	if (o->comm) {
+		w->skel->rodata->comm_mode = true;
+		strncpy((char *)w->skel->rodata->comm_filter, o->comm,
+			sizeof(w->skel->rodata->comm_filter) - 1);
+	}
+	w->skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
+	if (o->ring_mb)
+		bpf_map__set_max_entries(w->skel->maps.events, o->ring_mb << 20);
+	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
+	bpf_map__set_max_entries(w->skel->maps.scratch, 2 * (ncpu > 0 ? ncpu : 1));
+	err = dlwatch_bpf__load(w->skel);
+	if (err) {
+		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
+		return err;
+	}
+	/*
+	 * The futex tracepoints put every syscall of the machine on the slow path: only when
+	 * asked. They need tracefs; root may mount it. Without it, futex waits are left out
+	 * and everything else still works.
+	 */
+	if (!o->futex_ms) {
+		bpf_program__set_autoattach(w->skel->progs.handle_futex_enter, false);
+		bpf_program__set_autoattach(w->skel->progs.handle_futex_exit, false);
+	} else if (access("/sys/kernel/tracing/events/syscalls", F_OK) &&
+		   mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
+		dls_warn(
+			"tracefs is not mounted at /sys/kernel/tracing and mounting it failed (%s): "
+			"futex waits are not reported",
+			strerror(errno));
+		bpf_program__set_autoattach(w->skel->progs.handle_futex_enter, false);
+		bpf_program__set_autoattach(w->skel->progs.handle_futex_exit, false);
+	}
+	err = dlwatch_bpf__attach(w->skel);
+	if (err) {
+		snprintf(why, whylen, "cannot attach the tracepoints: %s", strerror(-err));
+		return err;
+	}
+	w->rb = ring_buffer__new(bpf_map__fd(w->skel->maps.events), read_event, w, NULL);
+	if (!w->rb) {
+		err = -errno;
+		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+/* The processes to watch, the command started (held until @release_fd is written), by name. */
+static int add_targets(struct watch *w, int *release_fd, char *why, size_t whylen)
+{
+	const struct watch_opts *o = w->o;
+
+	for (size_t i = 0; i < o->n_pids; i++) {
+		int err = add_proc(w, o->pids[i], 0);
+
+		if (err) {
+			snprintf(why, whylen,
+				 "cannot watch process %d: it does not exist or exited",
+				 o->pids[i]);
+			return err;
+		}
+	}
+	if (o->command) {
+		w->command_pid = spawn_held(o->command, o->command_stdio, release_fd);
+		if (w->command_pid < 0) {
+			int err = -errno;
+
+			snprintf(why, whylen, "cannot start '%s': %s", o->command[0],
+				 strerror(errno));
+			return err;
+		}
+		attach_own_libc(w);
+		add_proc_empty(w, w->command_pid, o->command[0]);
+	}
+	if (o->comm) {
+		attach_own_libc(w);
+		add_by_comm(w, o->comm);
+	}
+	return 0;
+}
+
+/* Whether the run is over by itself: the command ended, or every process given by PID. */
+static bool targets_done(struct watch *w)
+{
+	int status;
+
+	if (w->command_pid > 0) {
+		if (command_ended(w->command_pid) &&
+		    waitpid(w->command_pid, &status, WNOHANG) == w->command_pid) {
+			w->st->command_status = WIFEXITED(status) ? WEXITSTATUS(status) :
+								    128 + WTERMSIG(status);
+			w->command_done = true;
+		}
+		return w->command_done && w->st->command_status >= 0;
+	}
+	return !w->n_procs && w->o->n_pids;
+}
+
+/* Read batch after batch until the deadline (0: none), a stop, or the targets' end. */
+static int read_until_done(struct watch *w, unsigned long long deadline, char *why, size_t whylen)
+{
+	while (!stopping(w)) {
+		int n;
+
+		w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
+		n = ring_buffer__poll(w->rb, 100);
+		/* Events submitted without a wake-up (dlsym) wait for this, after a wait that
+		 * may have used the batch's time. */
+		if (n >= 0) {
+			w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
+			n = ring_buffer__consume(w->rb);
+		}
+		if (n < 0 && n != -EINTR && n != BATCH_OVER) {
+			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
+			return n;
+		}
+		/* A trace being written can be followed (tail -f) batch by batch. */
+		SINKS(w, flush);
+		scan_stuck_in_dlopen(w);
+		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
+			break;
+		if (targets_done(w)) {
+			w->drain_all = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The probes go first, so the ring holds a known rest: handled (see read_event), and what is
+ * left after that counted lost (generated = events + lost stays exact).
+ */
+static void drain(struct watch *w)
+{
+	detach_all(w);
+	w->draining = true;
+	w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
+	if (ring_buffer__consume(w->rb) == BATCH_OVER) {
+		w->counting = true;
+		ring_buffer__consume(w->rb);
+	}
+}
+
+/* A command still running when the run ends goes with it. */
+static void end_command(struct watch *w)
+{
+	int status;
+
+	if (w->command_pid <= 0 || w->st->command_status >= 0)
+		return;
+	kill(w->command_pid, SIGKILL);
+	/* A ptrace stop (see command_ended) may come before its end. */
+	while (waitpid(w->command_pid, &status, __WALL) == w->command_pid && !WIFEXITED(status) &&
+	       !WIFSIGNALED(status))
+		;
+}
+
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
 {
 	struct watch w = { .o = o, .st = st };
-	int err, release_fd = -1;
 	unsigned long long deadline = 0, t_attach;
+	int err, release_fd = -1;
 
 	memset(st, 0, sizeof(*st));
 	st->command_status = -1;
@@ -1350,87 +1521,15 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	libbpf_set_print(libbpf_quiet);
-	w.skel = dlwatch_bpf__open();
-	if (!w.skel) {
-		err = -errno;
-		snprintf(why, whylen, "cannot open the BPF programs: %s", strerror(errno));
-		elf_cache__put(w.cache);
-		return err;
-	}
-	w.skel->rodata->follow_children = o->follow;
-	if (o->comm) {
-		w.skel->rodata->comm_mode = true;
-		strncpy((char *)w.skel->rodata->comm_filter, o->comm,
-			sizeof(w.skel->rodata->comm_filter) - 1);
-	}
-	w.skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
-	if (o->ring_mb)
-		bpf_map__set_max_entries(w.skel->maps.events, o->ring_mb << 20);
-	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
-	bpf_map__set_max_entries(w.skel->maps.scratch,
-				 2 * (libbpf_num_possible_cpus() > 0 ? libbpf_num_possible_cpus() :
-								       1));
-	err = dlwatch_bpf__load(w.skel);
-	if (err) {
-		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
+	err = load_programs(&w, why, whylen);
+	if (err)
 		goto out;
-	}
-	/*
-	 * The futex tracepoints put every syscall of the machine on the slow path: only when
-	 * asked. They need tracefs; root may mount it. Without it, futex waits are left out
-	 * and everything else still works.
-	 */
-	if (!o->futex_ms) {
-		bpf_program__set_autoattach(w.skel->progs.handle_futex_enter, false);
-		bpf_program__set_autoattach(w.skel->progs.handle_futex_exit, false);
-	} else if (access("/sys/kernel/tracing/events/syscalls", F_OK) &&
-		   mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
-		dls_warn(
-			"tracefs is not mounted at /sys/kernel/tracing and mounting it failed (%s): "
-			"futex waits are not reported",
-			strerror(errno));
-		bpf_program__set_autoattach(w.skel->progs.handle_futex_enter, false);
-		bpf_program__set_autoattach(w.skel->progs.handle_futex_exit, false);
-	}
-	err = dlwatch_bpf__attach(w.skel);
-	if (err) {
-		snprintf(why, whylen, "cannot attach the tracepoints: %s", strerror(-err));
-		goto out;
-	}
-	w.rb = ring_buffer__new(bpf_map__fd(w.skel->maps.events), read_event, &w, NULL);
-	if (!w.rb) {
-		err = -errno;
-		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
-		goto out;
-	}
 	w.t0 = mono_ns(CLOCK_MONOTONIC);
 	write_header(&w);
 	t_attach = mono_ns(CLOCK_MONOTONIC);
-	for (size_t i = 0; i < o->n_pids; i++) {
-		err = add_proc(&w, o->pids[i], 0);
-		if (err) {
-			snprintf(why, whylen,
-				 "cannot watch process %d: it does not exist or exited",
-				 o->pids[i]);
-			goto out;
-		}
-	}
-	if (o->command) {
-		w.command_pid = spawn_held(o->command, o->command_stdio, &release_fd);
-		if (w.command_pid < 0) {
-			err = -errno;
-			snprintf(why, whylen, "cannot start '%s': %s", o->command[0],
-				 strerror(errno));
-			goto out;
-		}
-		attach_own_libc(&w);
-		add_proc_empty(&w, w.command_pid, o->command[0]);
-	}
-	if (o->comm) {
-		attach_own_libc(&w);
-		add_by_comm(&w, o->comm);
-	}
+	err = add_targets(&w, &release_fd, why, whylen);
+	if (err)
+		goto out;
 	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
 	/* Tests and scripts wait for this line before they make the target act. */
 	fprintf(stderr, "dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms\n",
@@ -1444,70 +1543,13 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	if (o->duration_s > 0)
 		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
 	st->cpu_s = -cpu_seconds();
-	err = 0;
-	while (!stopping(&w)) {
-		int n;
-
-		w.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
-		n = ring_buffer__poll(w.rb, 100);
-		/* Events submitted without a wake-up (dlsym) wait for this, after a wait that
-		 * may have used the batch's time. */
-		if (n >= 0) {
-			w.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
-			n = ring_buffer__consume(w.rb);
-		}
-		if (n < 0 && n != -EINTR && n != BATCH_OVER) {
-			err = n;
-			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
-			break;
-		}
-		/* A trace being written can be followed (tail -f) batch by batch. */
-		SINKS(&w, flush);
-		scan_stuck_in_dlopen(&w);
-		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
-			break;
-		if (w.command_pid > 0) {
-			int status;
-
-			if (command_ended(w.command_pid) &&
-			    waitpid(w.command_pid, &status, WNOHANG) == w.command_pid) {
-				st->command_status = WIFEXITED(status) ? WEXITSTATUS(status) :
-									 128 + WTERMSIG(status);
-				w.command_done = true;
-			}
-			if (w.command_done && st->command_status >= 0) {
-				w.drain_all = true;
-				break;
-			}
-		} else if (!w.n_procs && o->n_pids) {
-			w.drain_all = true;
-			break; /* every target exited */
-		}
-	}
-	/*
-	 * The probes go first, so the ring holds a known rest: handled (see read_event), and
-	 * what is left after that counted lost (generated = events + lost stays exact).
-	 */
-	detach_all(&w);
-	w.draining = true;
-	w.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
-	if (ring_buffer__consume(w.rb) == BATCH_OVER) {
-		w.counting = true;
-		ring_buffer__consume(w.rb);
-	}
+	err = read_until_done(&w, deadline, why, whylen);
+	drain(&w);
 	st->cpu_s += cpu_seconds();
 	count_lost(&w, st);
 	SINKS(&w, summary, st);
 out:
-	if (w.command_pid > 0 && st->command_status < 0) {
-		int status;
-
-		kill(w.command_pid, SIGKILL);
-		/* A ptrace stop (see command_ended) may come before its end. */
-		while (waitpid(w.command_pid, &status, __WALL) == w.command_pid &&
-		       !WIFEXITED(status) && !WIFSIGNALED(status))
-			;
-	}
+	end_command(&w);
 	watch_release(&w);
 	return err;
 }
