@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """dlscope libs and check on a real torch+numpy+scipy process (Debian's packages), against gdb's
-`info sharedlibrary` on the same process in the same run, interleaved, medians."""
+`info sharedlibrary` on the same process in the same run, interleaved, medians.
+
+usage: realworld_bench.py [BUILD] ; DLSCOPE_BASE=/path/to/another/dlscope adds its libs and
+check, interleaved with this tree's, for a before/after figure taken in one run."""
 import os
 import statistics
 import subprocess
@@ -31,6 +34,10 @@ try:
         "check": [dlscope, "check", pid],
         "gdb info sharedlibrary": ["gdb", "-batch", "-p", pid, "-ex", "info sharedlibrary"],
     }
+    base = os.environ.get("DLSCOPE_BASE")
+    if base:
+        cmds["libs (base)"] = [base, "libs", pid]
+        cmds["check (base)"] = [base, "check", pid]
     times = {k: [] for k in cmds}
     for i in range(RUNS):
         for k, argv in cmds.items():
@@ -44,6 +51,9 @@ try:
               f"{len(times[k])} runs)")
     print(f"gdb / libs: {med['gdb info sharedlibrary'] / med['libs']:.1f}x; "
           f"check / libs: {med['check'] / med['libs']:.2f}x")
+    if base:
+        print(f"this tree / base: libs {med['libs'] / med['libs (base)']:.2f}x, "
+              f"check {med['check'] / med['check (base)']:.2f}x")
 finally:
     proc.kill()
     proc.wait()
