@@ -910,8 +910,11 @@ static void name_signal(struct watch *w, struct proc_state *ps, const struct dlw
 static struct proc_state *update_model(struct watch *w, struct proc_state *ps,
 				       const struct dlw_event *e, const struct event *ev)
 {
-	if (ev->kind == EVENT_FORK && !ev->u.fork.thread && w->o->follow)
+	/* add_proc may move w->procs: @ps is found again. */
+	if (ev->kind == EVENT_FORK && !ev->u.fork.thread && w->o->follow) {
 		add_proc(w, ev->u.fork.child, ev->pid);
+		ps = proc_find(w, ev->pid);
+	}
 	if (!ps && ev->kind == EVENT_EXEC && w->o->comm && !add_proc_empty(w, ev->pid, ev->comm))
 		ps = proc_find(w, ev->pid);
 	if (ps && ev->kind == EVENT_EXEC) {
@@ -942,8 +945,8 @@ static void detect_on_event(struct watch *w, struct proc_state *ps, const struct
 	bool futex = ev->kind == EVENT_FUTEX_WAIT &&
 		     (ev->u.futex.what == EVENT_FUTEX_BEGINS ||
 		      ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN);
-	struct live_ctx lc = live_ctx_of(ps);
 	struct findings fs = { 0 };
+	struct live_ctx lc;
 	struct live_event le = {
 		.kind = futex ? LIVE_FUTEX_IN_DLOPEN : LIVE_PARALLEL_IN_DLOPEN,
 		.pid = ev->pid,
@@ -957,6 +960,7 @@ static void detect_on_event(struct watch *w, struct proc_state *ps, const struct
 
 	if (ev->kind != EVENT_OMP_FORK && !futex)
 		return;
+	lc = live_ctx_of(ps);
 	detectors__on_event(&lc, &le, &fs);
 	findings_of(w, ps, e, &fs);
 }
