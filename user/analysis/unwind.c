@@ -33,6 +33,8 @@
 struct captured {
 	pid_t tid;
 	bool seized, stopped, gone, have_regs;
+	int seize_errno,
+		regs_errno; /* why PTRACE_SEIZE or PTRACE_GETREGS failed, 0 if they did not */
 	struct user_regs_struct regs;
 	uint64_t stack_lo;
 	size_t stack_len;
@@ -291,6 +293,8 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
 			c->have_regs = true;
 			copy_stack(cs->pid, maps, c);
 			out->stack_bytes += c->stack_len;
+		} else {
+			c->regs_errno = errno;
 		}
 		return 1;
 	}
@@ -339,7 +343,8 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps, 
 				err = -EPERM;
 				break;
 			}
-			continue; /* the thread exited, or is traced by someone else */
+			c->seize_errno = errno; /* the thread exited, or another tracer holds it */
+			continue;
 		}
 		c->seized = true;
 		ptrace(PTRACE_INTERRUPT, c->tid, NULL, NULL);
@@ -866,12 +871,27 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		ts->tid = cs->c[i].tid;
 		if (!cs->c[i].have_regs) {
 			const struct captured *c = &cs->c[i];
+			char text[160];
 
-			ts->error = strdup(
-				c->seized && !c->stopped && !c->gone ?
-					"the thread did not stop within 3 s (an uninterruptible sleep, or a "
-					"parent waiting in vfork); left out, and let go once it stops" :
-					"the thread exited before it could be stopped");
+			/* Each way a thread is left out, said as it is: never "exited" on a guess. */
+			if (c->seized && !c->stopped && !c->gone)
+				snprintf(
+					text, sizeof(text),
+					"the thread did not stop within 3 s (an uninterruptible sleep, "
+					"or a parent waiting in vfork); left out, and let go once it "
+					"stops");
+			else if (c->stopped)
+				snprintf(
+					text, sizeof(text),
+					"the thread stopped but its registers could not be read (%s)",
+					strerror(c->regs_errno));
+			else if (!c->seized && c->seize_errno && c->seize_errno != ESRCH)
+				snprintf(text, sizeof(text), "the thread could not be seized (%s)",
+					 strerror(c->seize_errno));
+			else
+				snprintf(text, sizeof(text),
+					 "the thread exited before it could be stopped");
+			ts->error = strdup(text);
 			continue;
 		}
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
