@@ -103,7 +103,7 @@ def test_vendored_renamed_copy():
         assert_covers_maps(g, fx.pid)
 
 
-def test_dot_output():
+def test_libs_dot_is_a_graphviz_digraph_with_roles_coloured():
     with Fixture(["two_omp"]) as fx:
         out = dlscope("libs", "--dot", fx.pid, check=0).stdout
         assert out.startswith("digraph dlscope {") and out.rstrip().endswith("}")
@@ -139,25 +139,25 @@ def test_python_numpy_matches_gdb():
         assert any(("blas", "openblas") in role_impls(o) for o in g["objects"])
 
 
-def test_no_such_pid():
+def test_libs_on_a_missing_pid_says_so_in_one_line():
     p = dlscope("libs", 999999999 % 4194304 or 4194303, check=3)
     assert re.search(r"no process with PID \d+", p.stderr), p.stderr
     assert p.stderr.count("\n") == 1
 
 
-def test_not_a_pid():
+def test_libs_refuses_an_argument_that_is_not_a_pid():
     p = dlscope("libs", "12abc", check=2)
     assert "'12abc' is not a process ID" in p.stderr
     dlscope("libs", check=2)
     dlscope("libs", "--bogus", "1", check=2)
 
 
-def test_kernel_thread():
+def test_libs_refuses_a_kernel_thread_by_name():
     p = dlscope("libs", 2, check=3)  # kthreadd
     assert "kernel thread" in p.stderr, p.stderr
 
 
-def test_zombie():
+def test_libs_refuses_a_zombie_by_name():
     child = subprocess.Popen(["true"])
     for _ in range(100):
         with open(f"/proc/{child.pid}/stat") as f:
@@ -171,13 +171,13 @@ def test_zombie():
         child.wait()
 
 
-def test_static_executable():
+def test_libs_says_a_static_executable_has_no_graph():
     with Fixture(["static_exe"]) as fx:
         p = dlscope("libs", fx.pid, check=3)
         assert "statically linked" in p.stderr, p.stderr
 
 
-def test_permission_denied():
+def test_libs_as_another_user_is_denied_with_the_process_named():
     if not is_root():
         raise Skip("needs root to drop to another user")
     with Fixture(["two_omp"]) as fx:
@@ -320,7 +320,7 @@ def test_torch_tree_each_object_once():
         assert order == sorted(order), order
 
 
-def test_torch_depth_one():
+def test_libs_depth_one_on_torch_shows_only_direct_needs():
     with torch_process() as fx:
         g = graph_of(fx.pid)
         objs = {o["id"]: o for o in g["objects"] if not o["gone"]}

@@ -32,7 +32,7 @@ def proc_status(pid):
         return dict(line.split(":\t", 1) for line in f.read().splitlines() if ":\t" in line)
 
 
-def test_another_user():
+def test_another_users_process_is_refused_with_the_uids_and_what_to_do():
     need_root()
     with Fixture(["two_omp"]) as fx:
         for cmd in ("libs", "stacks", "check"):

@@ -57,7 +57,7 @@ def test_constructor_joining_a_thread_that_calls_dlopen():
         assert "start it after dlopen returns" in doc["verdicts"][0]["remedy"]
 
 
-def test_abba_mutexes():
+def test_abba_mutexes_give_both_edges_and_the_lock_order_remedy():
     with hung(["hang_abba"]) as fx:
         doc = stacks_json(fx.pid)
         other = [t for t in tids(fx.pid) if t != fx.pid][0]
