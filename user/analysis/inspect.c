@@ -64,15 +64,15 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 	}
 	in->ts_err = in->lw_err = in->stacks_err = -ENODATA;
 	if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT))
-		in->ts_err = threadscan__scan_in(t, in->am, &in->ts);
+		in->ts_err = threadscan__scan(t, in->am, &in->ts);
 	if ((what & INSPECT_LOCKWAIT) && in->ts)
-		in->lw_err = lockwait__analyze_in(t, in->g, in->am, in->ts, &in->lw);
+		in->lw_err = lockwait__analyze(t, in->g, in->am, in->ts, &in->lw);
 	if (what & INSPECT_STACKS) {
 		pid_t *tids = in->ts ? scanned_tids(in->ts) : NULL;
 
-		in->stacks_err = stacks__capture_in(t->pid, in->maps, tids, in->ts ? in->ts->n : 0,
-						    max_frames, &in->stacks, in->stacks_why,
-						    sizeof(in->stacks_why));
+		in->stacks_err = stacks__capture(t->pid, in->maps, tids, in->ts ? in->ts->n : 0,
+						 max_frames, &in->stacks, in->stacks_why,
+						 sizeof(in->stacks_why));
 		free(tids);
 	}
 	return 0;

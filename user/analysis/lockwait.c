@@ -505,28 +505,8 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 	return 0;
 }
 
-int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct threadscan *ts,
-		      struct lockwait_report **out)
-{
-	struct procmaps *maps = procmaps__read(t->pid);
-	struct addrmap *am = maps ? addrmap__build(maps, g) : NULL;
-	int err;
-
-	*out = NULL;
-	if (!am) {
-		err = maps ? -ENOMEM : -ESRCH;
-		procmaps__free(maps);
-		return err;
-	}
-	err = lockwait__analyze_in(t, g, am, ts, out);
-	addrmap__free(am);
-	procmaps__free(maps);
-	return err;
-}
-
-int lockwait__analyze_in(const struct target *t, const struct libgraph *g,
-			 const struct addrmap *maps, const struct threadscan *ts,
-			 struct lockwait_report **out)
+int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct addrmap *maps,
+		      const struct threadscan *ts, struct lockwait_report **out)
 {
 	struct lockwait_report *r = calloc(1, sizeof(*r));
 	int err = 0;

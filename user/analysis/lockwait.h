@@ -54,14 +54,11 @@ struct lockwait_report {
 };
 
 /*
- * Build the graph from @ts (threads and the objects on their stacks) and the target's memory
- * (mutex owners). Returns 0 or -errno.
+ * Build the graph from @ts (threads and the objects on their stacks), the process's mappings
+ * tied to @g (@am, an inspection's) and the target's memory (mutex owners). 0 or -errno.
  */
-int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct threadscan *ts,
-		      struct lockwait_report **out);
-/* The same with the process's mappings already read and tied to @g (an inspection's). */
-int lockwait__analyze_in(const struct target *t, const struct libgraph *g, const struct addrmap *am,
-			 const struct threadscan *ts, struct lockwait_report **out);
+int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct addrmap *am,
+		      const struct threadscan *ts, struct lockwait_report **out);
 void lockwait__free(struct lockwait_report *r);
 const char *wait_kind__id(enum wait_kind k);
 

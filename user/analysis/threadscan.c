@@ -103,25 +103,7 @@ static int scan_stack(const struct target *t, const struct addrmap *cm, struct t
 	return 0;
 }
 
-int threadscan__scan(const struct target *t, const struct libgraph *g, struct threadscan **out)
-{
-	struct procmaps *maps = procmaps__read(t->pid);
-	struct addrmap *am = maps ? addrmap__build(maps, g) : NULL;
-	int err;
-
-	*out = NULL;
-	if (!am) {
-		err = maps ? -ENOMEM : -ESRCH;
-		procmaps__free(maps);
-		return err;
-	}
-	err = threadscan__scan_in(t, am, out);
-	addrmap__free(am);
-	procmaps__free(maps);
-	return err;
-}
-
-int threadscan__scan_in(const struct target *t, const struct addrmap *am, struct threadscan **out)
+int threadscan__scan(const struct target *t, const struct addrmap *am, struct threadscan **out)
 {
 	struct threadscan *ts = NULL;
 	struct dirent *de;

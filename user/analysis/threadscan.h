@@ -39,10 +39,11 @@ struct threadscan {
 	size_t n;
 };
 
-/* Scan every thread of @t; objects are ids of @g. Returns 0 or -errno (-ESRCH: it exited). */
-int threadscan__scan(const struct target *t, const struct libgraph *g, struct threadscan **out);
-/* The same with the objects' mappings already read and tied to @g (an inspection's). */
-int threadscan__scan_in(const struct target *t, const struct addrmap *am, struct threadscan **out);
+/*
+ * Scan every thread of @t; objects are those @am (an inspection's mappings tied to the graph)
+ * names. Returns 0 or -errno (-ESRCH: it exited).
+ */
+int threadscan__scan(const struct target *t, const struct addrmap *am, struct threadscan **out);
 void threadscan__free(struct threadscan *ts);
 
 /* Does @ti have @obj on its stack (or its pc in it)? */

@@ -936,14 +936,8 @@ static int capture_end(struct stacks *s, struct procmaps *maps, Dwfl *dwfl, int 
 	return err;
 }
 
-int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
-		    size_t whylen)
-{
-	return stacks__capture_in(pid, NULL, NULL, 0, max_frames, out, why, whylen);
-}
-
-int stacks__capture_in(pid_t pid, const struct procmaps *given, const pid_t *tids, size_t n_tids,
-		       unsigned int max_frames, struct stacks **out, char *why, size_t whylen)
+int stacks__capture(pid_t pid, const struct procmaps *given, const pid_t *tids, size_t n_tids,
+		    unsigned int max_frames, struct stacks **out, char *why, size_t whylen)
 {
 	struct capture_set cs = { .pid = pid, .own_child = is_own_child(pid) };
 	struct procmaps *maps = (struct procmaps *)given;

@@ -41,19 +41,14 @@ struct stacks {
 	uint64_t stack_bytes; /* stack memory copied while stopped */
 };
 
-/*
- * Capture the stacks of every thread of @pid. Returns 0, or -errno with a one-line reason in
- * @why: -EPERM (not allowed to ptrace), -ESRCH (it exited).
- */
-int stacks__capture(pid_t pid, unsigned int max_frames, struct stacks **out, char *why,
-		    size_t whylen);
 struct procmaps;
 /*
- * stacks__capture with what the caller has read already: @maps (not freed here; NULL: read
- * them) and the threads to stop, @tids (NULL: every thread of /proc/PID/task).
+ * Capture the stacks of the threads @tids of @pid (NULL: every thread of /proc/PID/task), with
+ * its mappings @maps as the caller read them (not freed here; NULL: read them). Returns 0, or
+ * -errno with a one-line reason in @why: -EPERM (not allowed to ptrace), -ESRCH (it exited).
  */
-int stacks__capture_in(pid_t pid, const struct procmaps *maps, const pid_t *tids, size_t n_tids,
-		       unsigned int max_frames, struct stacks **out, char *why, size_t whylen);
+int stacks__capture(pid_t pid, const struct procmaps *maps, const pid_t *tids, size_t n_tids,
+		    unsigned int max_frames, struct stacks **out, char *why, size_t whylen);
 /*
  * The stack of thread @tid of @pid, which the caller holds in a ptrace stop as its tracer (a
  * signal-delivery stop of a command it runs): nothing is seized, stopped or released here; the

@@ -10,13 +10,10 @@
 
 void deadlock__process(const struct check_ctx *ctx, struct findings *out)
 {
-	struct lockwait_report *own = NULL;
 	const struct lockwait_report *r = ctx->lw;
 
-	if (!r && (!ctx->ts || lockwait__analyze(ctx->t, ctx->g, ctx->ts, &own)))
-		return;
 	if (!r)
-		r = own;
+		return;
 	for (size_t c = 0; c < r->n_cycles; c++) {
 		struct finding *f =
 			findings__add(out, "deadlock", SEV_ERROR, ctx->g->pid,
@@ -36,7 +33,6 @@ void deadlock__process(const struct check_ctx *ctx, struct findings *out)
 				}
 		finding__explain(f, r->verdicts[c], r->remedies[c]);
 	}
-	lockwait__free(own);
 }
 
 /*

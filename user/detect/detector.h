@@ -27,7 +27,7 @@ struct check_ctx {
 	const struct libgraph *g;
 	const struct threadscan *ts;   /* NULL when the threads could not be read */
 	const struct runtime_list *rt; /* the runtime inventory; NULL: detectors make their own */
-	/* The lock-wait graph the caller built (one inspection); NULL: the detector builds it. */
+	/* The lock-wait graph the caller built (one inspection); NULL: none, no deadlock judged. */
 	const struct lockwait_report *lw;
 };
 
