@@ -87,6 +87,15 @@ def record_two_omp(path):
     dlscope("record", "-o", path, "--duration", "2", "--", fixture_path("two_omp"), check=1)
 
 
+def wait_command_ready(ui, d):
+    """Until the command the UI runs has said "ready" in its output file under @d (the
+    status line that shows it is transient, the file is not)."""
+    deadline = time.monotonic() + 20
+    while not any("ready" in open(os.path.join(d, n)).read() for n in os.listdir(d)):
+        assert time.monotonic() < deadline, (os.listdir(d), ui.screen())
+        time.sleep(0.05)
+
+
 def test_replay_views_filter_seek_and_quit():
     with tempfile.TemporaryDirectory() as d:
         trace = os.path.join(d, "two_omp.jsonl")
@@ -180,12 +189,7 @@ def test_live_command_collision_and_finding():
         raise Skip("live mode needs root")
     with tempfile.TemporaryDirectory() as d, \
             Tui(["--", fixture_path("two_omp")], env={"TMPDIR": d}) as ui:
-        # The command is up once its output file says so: the status line that shows its
-        # last line is transient (later messages replace it), the file is not.
-        deadline = time.monotonic() + 20
-        while not any("ready" in open(os.path.join(d, n)).read() for n in os.listdir(d)):
-            assert time.monotonic() < deadline, (os.listdir(d), ui.screen())
-            time.sleep(0.05)
+        wait_command_ready(ui, d)
         ui.keys("2")
         s = ui.wait_for(re.compile(r"!!.*libomp\.so\.5.*COLLISION"))
         assert re.search(r"!!.*libgomp\.so\.1.*COLLISION", s), s
@@ -505,10 +509,7 @@ def test_live_snapshot_of_the_command_leaves_its_exit_to_the_collector():
         raise Skip("live mode needs root")
     with tempfile.TemporaryDirectory() as d, \
             Tui(["--", fixture_path("vfork_held")], env={"TMPDIR": d}) as ui:
-        deadline = time.monotonic() + 20
-        while not any("ready" in open(os.path.join(d, n)).read() for n in os.listdir(d)):
-            assert time.monotonic() < deadline, (os.listdir(d), ui.screen())
-            time.sleep(0.05)
+        wait_command_ready(ui, d)
         ui.keys("1")
         ui.wait_for("vfork_held")
         ui.keys("r")
@@ -620,7 +621,6 @@ def test_live_snapshot_of_the_command_lets_go_of_it_once_it_stops():
         assert_sane_terminal(s)
 
 
-
 def children(pid):
     """The pids of @pid's children (every thread's)."""
     kids = []
@@ -640,10 +640,7 @@ def test_sigterm_ends_the_live_ui_and_its_command():
         raise Skip("live mode needs root")
     with tempfile.TemporaryDirectory() as d, \
             Tui(["--", fixture_path("two_omp")], env={"TMPDIR": d}) as ui:
-        deadline = time.monotonic() + 20
-        while not any("ready" in open(os.path.join(d, n)).read() for n in os.listdir(d)):
-            assert time.monotonic() < deadline, (os.listdir(d), ui.screen())
-            time.sleep(0.05)
+        wait_command_ready(ui, d)
         ui.wait_for("[1 Processes]")
         shell = int(subprocess.run(["tmux", "list-panes", "-t", ui.name, "-F", "#{pane_pid}"],
                                    capture_output=True, text=True, check=True).stdout.split()[0])
