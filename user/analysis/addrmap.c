@@ -33,6 +33,7 @@ struct addrmap *addrmap__build(const struct procmaps *maps, const struct libgrap
 
 	if (!am)
 		return NULL;
+	am->maps = maps;
 	am->r = calloc(maps->n ? maps->n : 1, sizeof(*am->r));
 	if (!am->r) {
 		free(am);
@@ -55,18 +56,8 @@ void addrmap__free(struct addrmap *am)
 
 const struct addr_range *addrmap__find(const struct addrmap *am, uint64_t addr)
 {
-	size_t lo = 0, hi = am->n;
+	/* One range per mapping, in the mappings' order: the mapping's index is the range's. */
+	const struct mapping *mp = procmaps__find(am->maps, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct mapping *mp = am->r[mid].mp;
-
-		if (addr < mp->start)
-			hi = mid;
-		else if (addr >= mp->end)
-			lo = mid + 1;
-		else
-			return &am->r[mid];
-	}
-	return NULL;
+	return mp ? &am->r[mp - am->maps->maps] : NULL;
 }

@@ -21,7 +21,8 @@ struct addr_range {
 };
 
 struct addrmap {
-	struct addr_range *r; /* in address order, as the mappings are */
+	const struct procmaps *maps;
+	struct addr_range *r; /* r[i] is maps->maps[i]'s */
 	size_t n;
 };
 
