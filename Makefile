@@ -10,9 +10,9 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
 # The layers of user/, lowest first (scripts/check-layers.py holds the same order): the core
-# (up to out/) needs neither libbpf nor ncurses; collect/ adds the eBPF collector, ui/ the TUI,
-# cli/ the commands.
-CORE_LAYERS := base arch elf proc model analysis detect out
+# (up to out/; pkg/ knows package managers, python/ CPython's memory) needs neither libbpf nor
+# ncurses; collect/ adds the eBPF collector, ui/ the TUI, cli/ the commands.
+CORE_LAYERS := base arch elf proc pkg python model analysis detect out
 USER_LAYERS := $(CORE_LAYERS) collect cli
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 	  -I$(OUTPUT) $(addprefix -Iuser/,$(USER_LAYERS)) -Iui -Ibpf $(EXTRA_CFLAGS)

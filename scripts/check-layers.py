@@ -12,7 +12,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Lowest first: a folder may include its own headers and those of the folders before it.
-LAYERS = ["user/base", "user/arch", "user/elf", "user/proc", "user/model", "user/analysis",
+LAYERS = ["user/base", "user/arch", "user/elf", "user/proc", "user/pkg", "user/python",
+          "user/model", "user/analysis",
           "user/detect", "user/out", "user/collect", "ui", "user/cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
