@@ -628,6 +628,113 @@ int elfobj__foreach_defined(const struct elf_object *o, unsigned tables, elfobj_
 	return ret;
 }
 
+/* The GNU hash of a symbol name (the dynamic linker's dl_new_hash). */
+static uint32_t gnu_hash(const char *name)
+{
+	uint32_t h = 5381;
+
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = h * 33 + *c;
+	return h;
+}
+
+/*
+ * Look @name up through .gnu.hash as ld.so would: bloom filter, bucket, then the chain of
+ * equal hashes. 1 found, 0 absent, -1 when there is no usable table (the caller scans).
+ */
+static int gnu_hash_lookup(const struct elf_object *o, const char *name, GElf_Sym *out)
+{
+	Elf_Data *hd, *sd;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh, ssh;
+	const uint32_t *w;
+	uint32_t nbuckets, symoffset, bloom_size, bloom_shift, h, idx;
+	size_t nwords, nsyms;
+
+	while ((scn = elf_nextscn(o->elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_HASH)
+			break;
+	if (!scn || !o->dynsym || !gelf_getshdr(o->dynsym, &ssh) || !ssh.sh_entsize)
+		return -1;
+	hd = elf_getdata(scn, NULL);
+	sd = elf_getdata(o->dynsym, NULL);
+	if (!hd || !sd || hd->d_size < 16 || gelf_getclass(o->elf) != ELFCLASS64)
+		return -1;
+	w = hd->d_buf;
+	nwords = hd->d_size / 4;
+	nsyms = sd->d_size / ssh.sh_entsize;
+	nbuckets = w[0];
+	symoffset = w[1];
+	bloom_size = w[2];
+	bloom_shift = w[3];
+	if (!nbuckets || !bloom_size || 4 + (size_t)bloom_size * 2 + nbuckets > nwords)
+		return -1;
+	h = gnu_hash(name);
+	{
+		const uint64_t *bloom = (const uint64_t *)(w + 4);
+		uint64_t word = bloom[(h / 64) % bloom_size];
+
+		if (!((word >> (h % 64)) & (word >> ((h >> bloom_shift) % 64)) & 1))
+			return 0;
+	}
+	idx = w[4 + bloom_size * 2 + h % nbuckets];
+	if (idx < symoffset)
+		return 0;
+	for (;; idx++) {
+		size_t chain = 4 + (size_t)bloom_size * 2 + nbuckets + (idx - symoffset);
+		const char *sname;
+		GElf_Sym sym;
+
+		if (chain >= nwords || idx >= nsyms || !gelf_getsym(sd, (int)idx, &sym))
+			return 0;
+		if ((w[chain] | 1) == (h | 1) && sym.st_shndx != SHN_UNDEF &&
+		    (sname = elf_strptr(o->elf, ssh.sh_link, sym.st_name)) &&
+		    !strcmp(sname, name)) {
+			*out = sym;
+			return 1;
+		}
+		if (w[chain] & 1)
+			return 0;
+	}
+}
+
+struct find_any {
+	const char *name;
+	GElf_Sym sym;
+	bool found;
+};
+
+static int match_any(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct find_any *f = ctx;
+
+	if (strcmp(name, f->name))
+		return 0;
+	f->sym = *sym;
+	f->found = true;
+	return 1;
+}
+
+int elfobj__lookup(const struct elf_object *o, const char *name, unsigned tables, GElf_Sym *sym)
+{
+	struct find_any f = { .name = name };
+
+	if (tables & ELFOBJ_DYNSYM) {
+		int r = gnu_hash_lookup(o, name, sym);
+
+		if (r > 0)
+			return 0;
+		if (r < 0)
+			elfobj__foreach_defined(o, ELFOBJ_DYNSYM, match_any, &f);
+	}
+	if (!f.found && (tables & ELFOBJ_SYMTAB))
+		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_any, &f);
+	if (!f.found)
+		return -ENOENT;
+	*sym = f.sym;
+	return 0;
+}
+
 /* Map a version index of .gnu.version to the version name .gnu.version_r gives it. */
 static const char *verneed_name(const struct elf_object *o, unsigned idx)
 {

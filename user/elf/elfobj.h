@@ -65,6 +65,12 @@ typedef int (*elfobj_sym_cb)(const char *name, const GElf_Sym *sym, void *ctx);
 int elfobj__foreach_defined(const struct elf_object *o, unsigned tables, elfobj_sym_cb cb,
 			    void *ctx);
 
+/*
+ * The defined symbol @name of the chosen tables: .dynsym through its GNU hash table (as the
+ * dynamic linker finds it, without a scan), .symtab by a scan. 0 with @sym, or -ENOENT.
+ */
+int elfobj__lookup(const struct elf_object *o, const char *name, unsigned tables, GElf_Sym *sym);
+
 /* Call @cb for each undefined dynamic symbol with its required version (NULL when unversioned). */
 typedef int (*elfobj_undef_cb)(const char *name, const char *version, bool weak, void *ctx);
 int elfobj__foreach_undefined(const struct elf_object *o, elfobj_undef_cb cb, void *ctx);

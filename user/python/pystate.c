@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * CPython's state read out of another process. Every pointer is read with process_vm_readv, so
+ * a bad one is an error, never a fault; every walk is bounded and checked for cycles.
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "elfobj.h"
+#include "pylines.h"
+#include "pystate.h"
+
+/* Bounds on what one snapshot reads: a corrupt state cannot make it read without end. */
+#define MAX_INTERPRETERS 64
+#define MAX_THREADS 8192
+#define MAX_FRAMES_HARD 8192
+#define MAX_STRING 1024
+#define MAX_LINETABLE (256 * 1024)
+#define CODE_HEADER 256 /* bytes of a code object read: every field we use lies within */
+
+/* What one code object says about itself, read once per snapshot. */
+struct py_code {
+	uint64_t addr;
+	char *function, *file;
+	int firstlineno;
+	uint8_t *lines;
+	size_t n_lines;
+	bool bad; /* not a code object, or unreadable */
+};
+
+struct py_strings {
+	struct py_code *codes; /* open addressing on addr; cap a power of two */
+	size_t n, cap;
+};
+
+static int mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	if (!addr)
+		return -EFAULT;
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static int read_ptr(pid_t pid, uint64_t addr, uint64_t *v)
+{
+	return mem_read(pid, addr, v, sizeof(*v));
+}
+
+static uint64_t word_at(const unsigned char *buf, int off)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static int parse_version_name(const char *path, unsigned int *major, unsigned int *minor)
+{
+	const char *base = strrchr(path, '/'), *p;
+
+	base = base ? base + 1 : path;
+	p = strstr(base, "python");
+	return p && sscanf(p, "python%u.%u", major, minor) == 2 ? 0 : -ENOENT;
+}
+
+int py_interp__find(const struct py_object_ref *objs, size_t n, struct py_interp *out, char *why,
+		    size_t whylen)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct elf_object *o = objs[i].elf;
+		/* A program that embeds CPython statically may keep its symbols in .symtab only. */
+		unsigned tables = ELFOBJ_DYNSYM | (i == 0 ? ELFOBJ_SYMTAB : 0);
+		unsigned char ver[8];
+		GElf_Sym sym;
+		const char *name;
+
+		if (!o || elfobj__lookup(o, "_PyRuntime", tables, &sym))
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->runtime = objs[i].bias + sym.st_value;
+		name = strrchr(elfobj__path(o), '/');
+		snprintf(out->object, sizeof(out->object), "%s", name ? name + 1 : elfobj__path(o));
+		if (!elfobj__lookup(o, "PyCode_Type", tables, &sym))
+			out->code_type = objs[i].bias + sym.st_value;
+		/* Py_Version (3.11+) is PY_VERSION_HEX; older ones say it in their file name. */
+		if (!elfobj__lookup(o, "Py_Version", tables, &sym) &&
+		    !elfobj__read_vaddr(o, sym.st_value, ver, sizeof(ver))) {
+			out->major = ver[3];
+			out->minor = ver[2];
+			out->micro = ver[1];
+		} else if (parse_version_name(elfobj__path(o), &out->major, &out->minor)) {
+			snprintf(why, whylen,
+				 "%s holds a Python interpreter whose version it does not say "
+				 "(no Py_Version, no version in its name)",
+				 out->object);
+			return -ENOTSUP;
+		}
+		out->layout = py_layout__find(out->major, out->minor);
+		if (!out->layout) {
+			snprintf(
+				why, whylen,
+				"Python %u.%u (in %s): dlscope knows the frames of 3.9 to 3.13 only",
+				out->major, out->minor, out->object);
+			return -ENOTSUP;
+		}
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* A str object as UTF-8: compact ASCII, or compact UCS1/2/4 converted; NULL when unreadable. */
+static char *read_str(pid_t pid, const struct py_layout *l, uint64_t addr)
+{
+	unsigned char head[128];
+	uint64_t len;
+	unsigned int state, kind;
+	size_t hdr, chars, out = 0;
+	unsigned char *raw;
+	char *s;
+
+	if (mem_read(pid, addr, head, (size_t)l->str_compact_size))
+		return NULL;
+	len = word_at(head, l->str_length);
+	memcpy(&state, head + l->str_state, sizeof(state));
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
+		return NULL; /* not compact: a legacy string, never a code object's name */
+	hdr = (state >> 6) & 1 ? (size_t)l->str_ascii_size : (size_t)l->str_compact_size;
+	chars = len > MAX_STRING ? MAX_STRING : (size_t)len;
+	raw = malloc(chars * kind + 1);
+	s = malloc(chars * 4 + 1);
+	if (!raw || !s || (chars && mem_read(pid, addr + hdr, raw, chars * kind))) {
+		free(raw);
+		free(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < chars; i++) {
+		uint32_t c = kind == 1 ? raw[i] :
+			     kind == 2 ? (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8 :
+					 (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
+						 (uint32_t)raw[4 * i + 2] << 16 |
+						 (uint32_t)raw[4 * i + 3] << 24;
+
+		if (c < 0x80) {
+			s[out++] = (char)c;
+		} else if (c < 0x800) {
+			s[out++] = (char)(0xc0 | c >> 6);
+			s[out++] = (char)(0x80 | (c & 63));
+		} else if (c < 0x10000) {
+			s[out++] = (char)(0xe0 | c >> 12);
+			s[out++] = (char)(0x80 | ((c >> 6) & 63));
+			s[out++] = (char)(0x80 | (c & 63));
+		} else if (c < 0x110000) {
+			s[out++] = (char)(0xf0 | c >> 18);
+			s[out++] = (char)(0x80 | ((c >> 12) & 63));
+			s[out++] = (char)(0x80 | ((c >> 6) & 63));
+			s[out++] = (char)(0x80 | (c & 63));
+		} else {
+			s[out++] = '?';
+		}
+	}
+	s[out] = '\0';
+	free(raw);
+	return s;
+}
+
+/* A bytes object's contents (at most MAX_LINETABLE bytes); NULL when unreadable. */
+static uint8_t *read_bytes(pid_t pid, const struct py_layout *l, uint64_t addr, size_t *len)
+{
+	uint64_t size;
+	uint8_t *buf;
+
+	if (read_ptr(pid, addr + (uint64_t)l->bytes_size, &size) || size > MAX_LINETABLE)
+		return NULL;
+	buf = malloc(size ? size : 1);
+	if (!buf || (size && mem_read(pid, addr + (uint64_t)l->bytes_data, buf, size))) {
+		free(buf);
+		return NULL;
+	}
+	*len = size;
+	return buf;
+}
+
+static int strings_grow(struct py_strings *st)
+{
+	size_t ncap = st->cap ? st->cap * 2 : 256;
+	struct py_code *nc = calloc(ncap, sizeof(*nc));
+
+	if (!nc)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->cap; i++) {
+		size_t h;
+
+		if (!st->codes[i].addr)
+			continue;
+		for (h = (st->codes[i].addr >> 4) & (ncap - 1); nc[h].addr;
+		     h = (h + 1) & (ncap - 1))
+			;
+		nc[h] = st->codes[i];
+	}
+	free(st->codes);
+	st->codes = nc;
+	st->cap = ncap;
+	return 0;
+}
+
+/* The code object at @addr, read on first use. NULL only without memory. */
+static const struct py_code *code_of(struct py_strings *st, const struct py_interp *pi, pid_t pid,
+				     uint64_t addr)
+{
+	const struct py_layout *l = pi->layout;
+	unsigned char buf[CODE_HEADER];
+	struct py_code *c;
+	size_t h;
+	int32_t first;
+
+	if (st->n * 2 >= st->cap && strings_grow(st))
+		return NULL;
+	for (h = (addr >> 4) & (st->cap - 1); st->codes[h].addr; h = (h + 1) & (st->cap - 1))
+		if (st->codes[h].addr == addr)
+			return &st->codes[h];
+	c = &st->codes[h];
+	c->addr = addr;
+	st->n++;
+	if (mem_read(pid, addr, buf, sizeof(buf)) ||
+	    (pi->code_type && word_at(buf, l->ob_type) != pi->code_type)) {
+		c->bad = true;
+		return c;
+	}
+	memcpy(&first, buf + l->co_firstlineno, sizeof(first));
+	c->firstlineno = first;
+	c->file = read_str(pid, l, word_at(buf, l->co_filename));
+	c->function =
+		read_str(pid, l, word_at(buf, l->co_qualname >= 0 ? l->co_qualname : l->co_name));
+	c->lines = read_bytes(pid, l, word_at(buf, l->co_linetable), &c->n_lines);
+	c->bad = !c->file || !c->function;
+	return c;
+}
+
+static int push_frame(struct py_thread *t, size_t *cap, const struct py_frame *f)
+{
+	if (t->n_frames == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct py_frame *nf = realloc(t->frames, ncap * sizeof(*nf));
+
+		if (!nf)
+			return -ENOMEM;
+		t->frames = nf;
+		*cap = ncap;
+	}
+	t->frames[t->n_frames++] = *f;
+	return 0;
+}
+
+/* Where the thread's frame chain starts: its innermost frame, or 0 when it runs none. */
+static int first_frame(const struct py_interp *pi, pid_t pid, const unsigned char *ts,
+		       uint64_t *frame)
+{
+	const struct py_layout *l = pi->layout;
+	uint64_t cframe;
+
+	if (l->ts_frame >= 0) {
+		*frame = word_at(ts, l->ts_frame);
+		return 0;
+	}
+	if (l->ts_current_frame >= 0) {
+		*frame = word_at(ts, l->ts_current_frame);
+		return 0;
+	}
+	cframe = word_at(ts, l->ts_cframe);
+	if (!cframe) {
+		*frame = 0;
+		return 0;
+	}
+	return read_ptr(pid, cframe + (uint64_t)l->cframe_current, frame);
+}
+
+static void set_error(char **err, const char *msg)
+{
+	if (!*err)
+		*err = strdup(msg);
+}
+
+/* Walk one thread's frames, innermost first, with Brent's cycle check. */
+static int walk_frames(struct py_snapshot *s, pid_t pid, uint64_t frame, unsigned int max_frames,
+		       struct py_thread *t)
+{
+	const struct py_interp *pi = s->interp;
+	const struct py_layout *l = pi->layout;
+	uint64_t tortoise = frame, power = 1, lambda = 0, steps = 0;
+	size_t cap = 0;
+	char msg[160];
+
+	while (frame) {
+		unsigned char buf[128];
+		struct py_frame f = { .line = -1 };
+		const struct py_code *c;
+		uint64_t code, offset;
+		unsigned char owner = PY_OWNED_BY_THREAD;
+
+		if (steps++ >= MAX_FRAMES_HARD) {
+			set_error(&t->error, "the frame chain is longer than 8192 frames: corrupt");
+			break;
+		}
+		if (mem_read(pid, frame, buf, l->frames == PY_FRAME_OBJECTS ? 112 : 80)) {
+			snprintf(msg, sizeof(msg),
+				 "frame at 0x%llx is unreadable: the interpreter changed it or it "
+				 "is corrupt",
+				 (unsigned long long)frame);
+			set_error(&t->error, msg);
+			break;
+		}
+		code = word_at(buf, l->fr_code);
+		if (l->fr_owner >= 0)
+			owner = buf[l->fr_owner];
+		if (owner == PY_OWNED_BY_CSTACK) {
+			/* The shim an eval call pushes (3.12+): the frames above it were its own. */
+			if (t->n_frames)
+				t->frames[t->n_frames - 1].eval_entry = true;
+		} else if (t->n_frames >= max_frames) {
+			t->truncated = true;
+			break;
+		} else {
+			if (!(c = code_of(s->strings, pi, pid, code)))
+				return -ENOMEM;
+			if (c->bad) {
+				snprintf(
+					msg, sizeof(msg),
+					"frame at 0x%llx has no readable code object: corrupt, or not "
+					"this Python's layout",
+					(unsigned long long)frame);
+				set_error(&t->error, msg);
+				break;
+			}
+			if (l->fr_lasti >= 0) {
+				int32_t lasti;
+
+				memcpy(&lasti, buf + l->fr_lasti, sizeof(lasti));
+				/* 3.10 counts code units, its table bytes. */
+				offset = lasti < 0 ? 0 :
+						     (uint64_t)lasti *
+							     (l->lines == PY_LINETABLE_310 ? 2 : 1);
+			} else {
+				uint64_t instr = word_at(buf, l->fr_instr),
+					 start = code + (uint64_t)l->co_code_adaptive;
+
+				offset = instr >= start ? (instr - start) / 2 : 0;
+			}
+			f.code = code;
+			f.function = c->function;
+			f.file = c->file;
+			f.line = py_line_of(l->lines, c->lines, c->n_lines, c->firstlineno, offset);
+			f.eval_entry = l->frames == PY_FRAME_OBJECTS ||
+				       (l->fr_is_entry >= 0 && buf[l->fr_is_entry]);
+			if (push_frame(t, &cap, &f))
+				return -ENOMEM;
+		}
+		frame = word_at(buf, l->fr_previous);
+		/* Brent: the tortoise jumps to the hare at each power of two. */
+		if (frame && frame == tortoise) {
+			set_error(&t->error, "the frame chain loops back on itself: corrupt");
+			break;
+		}
+		if (++lambda == power) {
+			tortoise = frame;
+			power *= 2;
+			lambda = 0;
+		}
+	}
+	if (t->n_frames)
+		t->frames[t->n_frames - 1].eval_entry = true;
+	return 0;
+}
+
+static int push_thread(struct py_snapshot *s, size_t *cap)
+{
+	if (s->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct py_thread *nt = realloc(s->t, ncap * sizeof(*nt));
+
+		if (!nt)
+			return -ENOMEM;
+		s->t = nt;
+		*cap = ncap;
+	}
+	memset(&s->t[s->n], 0, sizeof(s->t[0]));
+	s->n++;
+	return 0;
+}
+
+static void read_gil(struct py_snapshot *s, pid_t pid, uint64_t interp)
+{
+	const struct py_layout *l = s->interp->layout;
+	unsigned char g[24];
+	uint64_t gil = 0;
+	int32_t locked;
+
+	if (l->rt_gil >= 0)
+		gil = s->interp->runtime + (uint64_t)l->rt_gil;
+	else if (read_ptr(pid, interp + (uint64_t)l->is_gil_ptr, &gil))
+		return;
+	if (mem_read(pid, gil, g, sizeof(g)))
+		return;
+	memcpy(&locked, g + l->gil_locked, sizeof(locked));
+	s->gil = gil;
+	s->gil_locked = locked != 0;
+	s->gil_holder = word_at(g, l->gil_last_holder);
+}
+
+int py_snapshot__read(const struct py_interp *pi, pid_t pid, unsigned int max_frames,
+		      struct py_snapshot **out)
+{
+	const struct py_layout *l = pi->layout;
+	struct py_snapshot *s = calloc(1, sizeof(*s));
+	uint64_t interp, finalizing = 0;
+	size_t cap = 0;
+	unsigned int n_interp = 0;
+	int err = 0;
+
+	if (!s || !(s->strings = calloc(1, sizeof(*s->strings)))) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->interp = pi;
+	*out = s;
+	if (read_ptr(pid, pi->runtime + (uint64_t)l->rt_interp_head, &interp) ||
+	    read_ptr(pid, pi->runtime + (uint64_t)l->rt_finalizing, &finalizing)) {
+		set_error(&s->error, "the interpreter's runtime state is unreadable");
+		return 0;
+	}
+	s->finalizing = finalizing != 0;
+	if (!interp) {
+		set_error(&s->error, s->finalizing ? "the interpreter is shutting down" :
+						     "the interpreter is not initialized yet");
+		return 0;
+	}
+	for (; interp && n_interp < MAX_INTERPRETERS; n_interp++) {
+		uint64_t tstate, next_interp;
+		size_t n_threads = 0;
+
+		if (read_ptr(pid, interp + (uint64_t)l->is_tstate_head, &tstate) ||
+		    read_ptr(pid, interp + (uint64_t)l->is_next, &next_interp)) {
+			set_error(&s->error, "an interpreter state is unreadable");
+			break;
+		}
+		if (n_interp == 0)
+			read_gil(s, pid, interp);
+		for (; tstate && n_threads < MAX_THREADS; n_threads++) {
+			unsigned char ts[256];
+			uint64_t frame;
+			struct py_thread *t;
+
+			if (mem_read(pid, tstate, ts, sizeof(ts))) {
+				set_error(&s->error, "a thread state is unreadable");
+				break;
+			}
+			/* A thread state names its interpreter: a wrong layout fails here first. */
+			if (word_at(ts, l->ts_interp) != interp) {
+				char msg[200];
+
+				snprintf(
+					msg, sizeof(msg),
+					"thread state 0x%llx does not point back to its interpreter: "
+					"not the layout of Python %u.%u (a modified build?)",
+					(unsigned long long)tstate, pi->major, pi->minor);
+				set_error(&s->error, msg);
+				break;
+			}
+			if ((err = push_thread(s, &cap)))
+				return err;
+			t = &s->t[s->n - 1];
+			t->tstate = tstate;
+			t->pthread_id = word_at(ts, l->ts_thread_id);
+			if (l->ts_native_thread_id >= 0)
+				t->tid = (pid_t)word_at(ts, l->ts_native_thread_id);
+			if (first_frame(pi, pid, ts, &frame))
+				set_error(&t->error, "its current frame is unreadable");
+			else if ((err = walk_frames(s, pid, frame, max_frames, t)))
+				return err;
+			tstate = word_at(ts, l->ts_next);
+		}
+		interp = next_interp;
+	}
+	return 0;
+}
+
+const struct py_thread *py_snapshot__thread(const struct py_snapshot *s, uint64_t tstate)
+{
+	for (size_t i = 0; s && tstate && i < s->n; i++)
+		if (s->t[i].tstate == tstate)
+			return &s->t[i];
+	return NULL;
+}
+
+bool py_snapshot__is_gil_wait(const struct py_snapshot *s, uint64_t addr)
+{
+	const struct py_layout *l;
+
+	if (!s || !s->gil)
+		return false;
+	l = s->interp->layout;
+	return addr >= s->gil + (uint64_t)l->gil_cond && addr < s->gil + (uint64_t)l->gil_switch;
+}
+
+void py_snapshot__free(struct py_snapshot *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->t[i].frames);
+		free(s->t[i].error);
+	}
+	free(s->t);
+	if (s->strings) {
+		for (size_t i = 0; i < s->strings->cap; i++) {
+			free(s->strings->codes[i].function);
+			free(s->strings->codes[i].file);
+			free(s->strings->codes[i].lines);
+		}
+		free(s->strings->codes);
+		free(s->strings);
+	}
+	free(s->error);
+	free(s);
+}

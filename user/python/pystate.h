@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A CPython interpreter inside a process: where it is (_PyRuntime, in the executable or in
+ * libpython, or in any program that embeds one), which version, and, read from its memory,
+ * each thread's Python frames (function, file, line) and who holds the GIL. Reads never
+ * follow a pointer without bounds: a corrupt, cyclic or half-torn-down state gives a reason,
+ * not a crash or a loop.
+ */
+#ifndef DLSCOPE_PYSTATE_H
+#define DLSCOPE_PYSTATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pylayout.h"
+
+struct elf_object;
+
+/* A loaded object, as the caller knows it: its ELF and load bias. */
+struct py_object_ref {
+	const struct elf_object *elf;
+	uint64_t bias;
+};
+
+struct py_interp {
+	unsigned int major, minor, micro;
+	const struct py_layout *layout;
+	uint64_t runtime;   /* address of _PyRuntime */
+	uint64_t code_type; /* address of PyCode_Type: a frame's code is checked against it */
+	char object[256];   /* the object that holds it (python3.11, libpython3.12.so.1.0) */
+};
+
+/*
+ * Find the interpreter among the objects @objs of a process. Returns 0; -ENOENT when none
+ * holds one (not a Python process); -ENOTSUP with a reason in @why for a version this build
+ * has no layout for.
+ */
+int py_interp__find(const struct py_object_ref *objs, size_t n, struct py_interp *out, char *why,
+		    size_t whylen);
+
+struct py_frame {
+	const char *function; /* co_qualname (3.11+) or co_name; owned by the snapshot */
+	const char *file;
+	int line; /* -1 when unknown */
+	uint64_t code;
+	/*
+	 * The first frame of its eval call: the frames of one _PyEval_EvalFrameDefault C frame
+	 * end here (3.9 and 3.10 have one frame per call).
+	 */
+	bool eval_entry;
+};
+
+struct py_thread {
+	uint64_t tstate;
+	pid_t tid;		 /* native_thread_id (3.11+); 0 when unknown */
+	uint64_t pthread_id;	 /* thread_id: pthread_self() of the thread */
+	struct py_frame *frames; /* innermost first */
+	size_t n_frames;
+	bool truncated; /* more frames than asked for */
+	char *error;	/* why the frames stop early or are missing */
+};
+
+struct py_snapshot {
+	const struct py_interp *interp;
+	struct py_thread *t;
+	size_t n;
+	bool finalizing; /* the runtime is shutting down */
+	uint64_t gil;	 /* address of the GIL's state, 0 when unknown */
+	bool gil_locked;
+	uint64_t gil_holder; /* thread state of the last holder */
+	char *error;	     /* why nothing or not everything could be read */
+	struct py_strings *strings;
+};
+
+/*
+ * Read the Python threads of @pid through @pi: up to @max_frames frames each. The process
+ * should be stopped for a consistent picture (a running one gives a best effort). Returns 0
+ * with @out set (its error says what is missing), or -ENOMEM.
+ */
+int py_snapshot__read(const struct py_interp *pi, pid_t pid, unsigned int max_frames,
+		      struct py_snapshot **out);
+void py_snapshot__free(struct py_snapshot *s);
+/* The thread of @s whose thread state is @tstate, or NULL. */
+const struct py_thread *py_snapshot__thread(const struct py_snapshot *s, uint64_t tstate);
+/* Does futex @addr belong to the GIL's wait (take_gil: its condition variable and mutex)? */
+bool py_snapshot__is_gil_wait(const struct py_snapshot *s, uint64_t addr);
+
+#endif
