@@ -41,6 +41,25 @@ static pid_t *scanned_tids(const struct threadscan *ts)
 	return tids;
 }
 
+/* The CPython interpreter among the objects: the executable first, as the loader orders them. */
+static void find_python(struct inspection *in)
+{
+	struct py_object_ref *refs = calloc(in->g->n ? in->g->n : 1, sizeof(*refs));
+	size_t n = 0;
+
+	in->py_err = -ENOMEM;
+	if (!refs)
+		return;
+	for (size_t i = 0; i < in->g->n; i++) {
+		const struct lg_object *o = in->g->objs[i];
+
+		if (!o->gone && o->elf)
+			refs[n++] = (struct py_object_ref){ o->path, o->elf, o->base };
+	}
+	in->py_err = py_interp__find(refs, n, &in->py, in->py_why, sizeof(in->py_why));
+	free(refs);
+}
+
 int inspection__read(struct inspection *in, unsigned int what, unsigned int max_frames, char *why,
 		     size_t whylen)
 {
@@ -63,17 +82,25 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 		return -ENOMEM;
 	}
 	in->ts_err = in->lw_err = in->stacks_err = -ENODATA;
-	if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT))
+	find_python(in);
+	if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT | INSPECT_STACKS))
 		in->ts_err = threadscan__scan(t, in->am, &in->ts);
-	if ((what & INSPECT_LOCKWAIT) && in->ts)
-		in->lw_err = lockwait__analyze(t, in->g, in->am, in->ts, &in->lw);
 	if (what & INSPECT_STACKS) {
 		pid_t *tids = in->ts ? scanned_tids(in->ts) : NULL;
 
-		in->stacks_err = stacks__capture(t->pid, in->maps, tids, in->ts ? in->ts->n : 0,
-						 max_frames, &in->stacks, in->stacks_why,
+		in->stacks_err = stacks__capture(t->pid, in->maps, in->py_err ? NULL : &in->py,
+						 tids, in->ts ? in->ts->n : 0, max_frames,
+						 &in->stacks, in->stacks_why,
 						 sizeof(in->stacks_why));
 		free(tids);
+	}
+	if ((what & INSPECT_LOCKWAIT) && in->ts) {
+		const struct py_snapshot *py = in->stacks ? in->stacks->py : NULL;
+
+		/* A hung process holds still: its GIL and locks read as well without a stop. */
+		if (!py && !in->py_err && !py_snapshot__read(&in->py, t->pid, 1, &in->py_live))
+			py = in->py_live;
+		in->lw_err = lockwait__analyze(t, in->g, in->am, in->ts, py, &in->lw);
 	}
 	return 0;
 }
@@ -98,6 +125,7 @@ void inspection__free(struct inspection *in)
 	if (!in)
 		return;
 	stacks__free(in->stacks);
+	py_snapshot__free(in->py_live);
 	lockwait__free(in->lw);
 	threadscan__free(in->ts);
 	addrmap__free(in->am);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "pystate.h"
+
 enum inspect_what {
 	INSPECT_THREADS = 1 << 0,  /* the threads and the objects on their stacks */
 	INSPECT_LOCKWAIT = 1 << 1, /* the lock-wait graph (reads the threads too) */
@@ -30,6 +32,12 @@ struct inspection {
 	struct stacks *stacks;
 	int stacks_err;
 	char stacks_why[512]; /* why the stacks are missing, in one line */
+	/* The CPython interpreter it runs, when py_err is 0 (-ENOENT: not Python). */
+	struct py_interp py;
+	int py_err;
+	char py_why[256];
+	/* Its Python threads read without a stop, for the lock-wait graph when no stacks are. */
+	struct py_snapshot *py_live;
 };
 
 /*

@@ -13,6 +13,7 @@
 #include "libgraph.h"
 #include "lockwait.h"
 #include "procmaps.h"
+#include "pystate.h"
 #include "target.h"
 #include "threadscan.h"
 
@@ -21,7 +22,7 @@
 static const char *kind_ids[] = {
 	[WAIT_RUNNING] = "running", [WAIT_MUTEX] = "mutex", [WAIT_LOADER_LOCK] = "loader-lock",
 	[WAIT_JOIN] = "join",	    [WAIT_TEAM] = "team",   [WAIT_FUTEX] = "futex",
-	[WAIT_SYSCALL] = "syscall",
+	[WAIT_SYSCALL] = "syscall", [WAIT_GIL] = "gil",	    [WAIT_PYLOCK] = "python-lock",
 };
 
 const char *wait_kind__id(enum wait_kind k)
@@ -155,10 +156,118 @@ static int add_edge(struct lockwait_report *r, pid_t from, pid_t to, enum wait_k
 	return 0;
 }
 
+/* The Python thread of @tid (3.11+ record their TIDs), or NULL. */
+static const struct py_thread *py_thread_of(const struct py_snapshot *py, pid_t tid)
+{
+	for (size_t i = 0; py && i < py->n; i++)
+		if (py->t[i].tid == tid)
+			return &py->t[i];
+	return NULL;
+}
+
+/* "worker (/tmp/t.py:12)": the innermost Python frame of @tid, or "" when unknown. */
+static void python_line(const struct py_snapshot *py, pid_t tid, char *buf, size_t len)
+{
+	const struct py_thread *pt = py_thread_of(py, tid);
+
+	buf[0] = '\0';
+	if (pt && pt->n_frames)
+		snprintf(buf, len, " at %s (%s:%d)", pt->frames[0].function, pt->frames[0].file,
+			 pt->frames[0].line);
+}
+
+/* The GIL's condition variable or mutex: the thread waits for the GIL's holder. */
+static int gil_wait(const struct py_snapshot *py, const struct thread_info *ti,
+		    struct thread_wait *w, struct lockwait_report *r)
+{
+	const struct py_thread *holder = py->gil_locked ? py_snapshot__thread(py, py->gil_holder) :
+							  NULL;
+	char line[200];
+
+	w->kind = WAIT_GIL;
+	python_line(py, ti->tid, line, sizeof(line));
+	if (!holder || !holder->tid || holder->tid == ti->tid) {
+		snprintf(w->what, sizeof(w->what), "the GIL%s (being handed over)", line);
+		return 0;
+	}
+	snprintf(w->what, sizeof(w->what), "the GIL%s, held by thread %d", line, holder->tid);
+	return add_edge(r, ti->tid, holder->tid, WAIT_GIL, "the GIL (Python's global lock)");
+}
+
+/* Does @ti wait inside CPython's lock acquisition (threading.Lock/RLock.acquire)? */
+static bool in_python_lock(const struct libgraph *g, const struct thread_info *ti)
+{
+	for (size_t k = 0; k < ti->n_frames; k++) {
+		const struct lg_object *o = g->objs[ti->frames[k].obj];
+		const char *name;
+		uint64_t off;
+
+		/* A return address: the call instruction lies just before it. */
+		if (o->elf &&
+		    !elfobj__symbol_at(o->elf, ti->frames[k].addr - o->base - 1, true, &name,
+				       &off) &&
+		    !strcmp(name, "PyThread_acquire_lock_timed"))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The owner of the RLock whose lock is the semaphore @sem, found on the waiter's stack: an
+ * rlockobject (3.9-3.12: header, rlock_lock, rlock_owner) pointing at @sem, whose type is
+ * _thread.RLock. 0 when there is none (a plain Lock, which has no owner).
+ */
+static uint64_t rlock_owner(const struct target *t, const struct addrmap *am,
+			    const struct thread_info *ti, uint64_t sem)
+{
+	uint64_t words[1024];
+	size_t n = 0;
+
+	for (; n < 1024 && !target__read(t, ti->sp + n * 8, &words[n], 8 * 64); n += 64)
+		;
+	for (size_t i = 0; i < n; i++) {
+		const struct addr_range *ar = addrmap__find(am, words[i]);
+		uint64_t obj[4], tp_name;
+		char name[32];
+
+		if (!ar || mapping__is_file(ar->mp) || words[i] & 7 ||
+		    target__read(t, words[i], obj, sizeof(obj)) || obj[2] != sem)
+			continue;
+		if (!target__read(t, obj[1] + 24, &tp_name, sizeof(tp_name)) &&
+		    !target__read_str(t, tp_name, name, sizeof(name)) &&
+		    !strcmp(name, "_thread.RLock"))
+			return obj[3];
+	}
+	return 0;
+}
+
+static int python_lock_wait(const struct target *t, const struct addrmap *am,
+			    const struct py_snapshot *py, const struct thread_info *ti,
+			    struct thread_wait *w, struct lockwait_report *r)
+{
+	uint64_t owner = rlock_owner(t, am, ti, w->addr);
+	char line[200];
+
+	w->kind = WAIT_PYLOCK;
+	python_line(py, ti->tid, line, sizeof(line));
+	for (size_t i = 0; owner && i < py->n; i++) {
+		if (py->t[i].pthread_id != owner || !py->t[i].tid || py->t[i].tid == ti->tid)
+			continue;
+		snprintf(w->what, sizeof(w->what), "a threading.RLock%s, held by thread %d", line,
+			 py->t[i].tid);
+		return add_edge(r, ti->tid, py->t[i].tid, WAIT_PYLOCK, "a threading.RLock");
+	}
+	snprintf(w->what, sizeof(w->what),
+		 "a Python threading.Lock%s; its holder is unknown (CPython's locks are semaphores "
+		 "without an owner)",
+		 line);
+	return 0;
+}
+
 static int classify_futex(const struct target *t, const struct libgraph *g,
 			  const struct addrmap *maps, const struct threadscan *ts,
-			  const struct thread_info *ti, struct thread_wait *w,
-			  struct lockwait_report *r)
+			  const struct py_snapshot *py, const struct thread_info *ti,
+			  struct thread_wait *w, struct lockwait_report *r)
 {
 	int32_t word[3] = { 0 };
 	const char *symbol;
@@ -190,6 +299,10 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 		snprintf(w->what, sizeof(w->what), "%s, held by thread %d", what, word[2]);
 		return add_edge(r, ti->tid, word[2], w->kind, what);
 	}
+	if (py && py_snapshot__is_gil_wait(py, w->addr))
+		return gil_wait(py, ti, w, r);
+	if (py && in_python_lock(g, ti))
+		return python_lock_wait(t, maps, py, ti, w, r);
 	w->kind = WAIT_FUTEX;
 	snprintf(w->what, sizeof(w->what),
 		 "futex %s with no owner (condition variable, barrier or semaphore)", where);
@@ -414,7 +527,7 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 			  struct lockwait_report *r)
 {
 	for (size_t c = 0; c < r->n_cycles; c++) {
-		bool loader = false, team = false, join = false;
+		bool loader = false, team = false, join = false, gil = false;
 		char *text = NULL, *remedy;
 		size_t len = 0;
 		FILE *f = open_memstream(&text, &len);
@@ -442,6 +555,7 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 				loader |= ed->kind == WAIT_LOADER_LOCK;
 				team |= ed->kind == WAIT_TEAM;
 				join |= ed->kind == WAIT_JOIN;
+				gil |= ed->kind == WAIT_GIL;
 				if (ed->kind == WAIT_LOADER_LOCK)
 					holder = b;
 				break;
@@ -473,6 +587,12 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 				"Do not wait in a constructor for a thread that loads libraries "
 				"or looks up symbols: start it after dlopen returns, or do "
 				"not join it there.");
+		else if (gil)
+			remedy = strdup(
+				"A thread holds Python's GIL while it blocks on a lock that a thread "
+				"waiting for the GIL holds: the C extension must release the GIL "
+				"(Py_BEGIN_ALLOW_THREADS) before it blocks, or take that lock only "
+				"with the GIL released.");
 		else if (loader)
 			remedy = strdup(
 				"Do not wait, while inside dlopen, for a thread that needs the "
@@ -496,6 +616,18 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 		for (size_t i = 0; i < r->n_edges; i++, blocked++)
 			fprintf(f, " Thread %d waits for thread %d (%s).", r->edges[i].from,
 				r->edges[i].to, r->edges[i].what);
+		/* A wait whose holder cannot be known is still a wait, said as such. */
+		for (size_t i = 0; i < r->n_threads; i++, blocked++) {
+			const struct thread_wait *w = &r->threads[i];
+			bool has_edge = false;
+
+			for (size_t e = 0; e < r->n_edges && !has_edge; e++)
+				has_edge = r->edges[e].from == w->tid;
+			if (w->kind == WAIT_PYLOCK && !has_edge)
+				fprintf(f, " Thread %d waits for %s.", w->tid, w->what);
+			else
+				blocked--;
+		}
 		if (!blocked)
 			fprintf(f, " No thread waits for another one.");
 		fclose(f);
@@ -506,7 +638,8 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 }
 
 int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct addrmap *maps,
-		      const struct threadscan *ts, struct lockwait_report **out)
+		      const struct threadscan *ts, const struct py_snapshot *py,
+		      struct lockwait_report **out)
 {
 	struct lockwait_report *r = calloc(1, sizeof(*r));
 	int err = 0;
@@ -537,7 +670,7 @@ int lockwait__analyze(const struct target *t, const struct libgraph *g, const st
 
 			/* FUTEX_WAIT, FUTEX_LOCK_PI, FUTEX_WAIT_BITSET, FUTEX_LOCK_PI2 */
 			if (cmd == 0 || cmd == 6 || cmd == 9 || cmd == 13) {
-				err = classify_futex(t, g, maps, ts, ti, w, r);
+				err = classify_futex(t, g, maps, ts, py, ti, w, r);
 				if (!err && w->kind == WAIT_FUTEX)
 					err = team_edges(g, ts, ti, w, r);
 				continue;

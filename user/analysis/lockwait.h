@@ -15,6 +15,7 @@ struct target;
 struct libgraph;
 struct threadscan;
 struct addrmap;
+struct py_snapshot;
 
 enum wait_kind {
 	WAIT_RUNNING,	  /* not blocked */
@@ -24,6 +25,8 @@ enum wait_kind {
 	WAIT_TEAM,	  /* an OpenMP/BLAS master waiting for its team's workers */
 	WAIT_FUTEX,	  /* a futex with no owner: condition variable, barrier, semaphore */
 	WAIT_SYSCALL,	  /* another blocking system call (I/O, sleep, poll) */
+	WAIT_GIL,	  /* CPython's GIL, held by another thread */
+	WAIT_PYLOCK,	  /* a Python threading.Lock or RLock */
 };
 
 struct wait_edge {
@@ -55,10 +58,12 @@ struct lockwait_report {
 
 /*
  * Build the graph from @ts (threads and the objects on their stacks), the process's mappings
- * tied to @g (@am, an inspection's) and the target's memory (mutex owners). 0 or -errno.
+ * tied to @g (@am, an inspection's) and the target's memory (mutex owners); with @py (its
+ * Python threads, NULL when none), the waits for the GIL and for Python locks. 0 or -errno.
  */
 int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct addrmap *am,
-		      const struct threadscan *ts, struct lockwait_report **out);
+		      const struct threadscan *ts, const struct py_snapshot *py,
+		      struct lockwait_report **out);
 void lockwait__free(struct lockwait_report *r);
 const char *wait_kind__id(enum wait_kind k);
 

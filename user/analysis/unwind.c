@@ -25,6 +25,7 @@
 #include "procfs.h"
 #include "procmaps.h"
 #include "target.h"
+#include "pystate.h"
 #include "unwind.h"
 
 /* How much of each stack is copied while the thread is stopped: deep Python stacks fit. */
@@ -313,7 +314,8 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
  * The only window in which the target is stopped: seize and interrupt every thread, wait for
  * each to stop, take its registers and stack, release them all.
  */
-static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps, struct stacks *out,
+static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
+			   const struct py_interp *py, unsigned int max_frames, struct stacks *out,
 			   char *why, size_t whylen)
 {
 	uint64_t t0 = now_ns(), delay_ns = 20000;
@@ -382,6 +384,9 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps, 
 			delay_ns = 20000;
 		}
 	}
+	/* The interpreter's state is read while every thread stands still: one consistent view. */
+	if (!err && py && py_snapshot__read(py, cs->pid, max_frames, &out->py))
+		err = -ENOMEM;
 	/*
 	 * A thread that has not stopped (one that stops just now is detached here), or was killed
 	 * in its stop, cannot be detached: it is held, let go once it stops, its exit reaped.
@@ -869,6 +874,8 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		struct walk w = { .ts = ts, .max = max_frames };
 
 		ts->tid = cs->c[i].tid;
+		if (cs->c[i].have_regs)
+			ts->thread_pointer = arch_regs__thread_pointer(&cs->c[i].regs);
 		if (!cs->c[i].have_regs) {
 			const struct captured *c = &cs->c[i];
 			char text[160];
@@ -936,8 +943,30 @@ static int capture_end(struct stacks *s, struct procmaps *maps, Dwfl *dwfl, int 
 	return err;
 }
 
-int stacks__capture(pid_t pid, const struct procmaps *given, const pid_t *tids, size_t n_tids,
-		    unsigned int max_frames, struct stacks **out, char *why, size_t whylen)
+/*
+ * Each thread's Python frames: by its TID (3.11+) or its pthread_self() (3.9, 3.10), which
+ * then gives the Python thread its TID for the lock-wait graph.
+ */
+static void link_python(struct stacks *s)
+{
+	for (size_t i = 0; s->py && i < s->n; i++) {
+		struct thread_stack *ts = &s->t[i];
+
+		for (size_t k = 0; k < s->py->n && !ts->py; k++) {
+			struct py_thread *pt = &s->py->t[k];
+
+			if (pt->tid ? pt->tid == ts->tid :
+				      ts->thread_pointer && pt->pthread_id == ts->thread_pointer) {
+				pt->tid = ts->tid;
+				ts->py = pt;
+			}
+		}
+	}
+}
+
+int stacks__capture(pid_t pid, const struct procmaps *given, const struct py_interp *py,
+		    const pid_t *tids, size_t n_tids, unsigned int max_frames, struct stacks **out,
+		    char *why, size_t whylen)
 {
 	struct capture_set cs = { .pid = pid, .own_child = is_own_child(pid) };
 	struct procmaps *maps = (struct procmaps *)given;
@@ -958,9 +987,11 @@ int stacks__capture(pid_t pid, const struct procmaps *given, const pid_t *tids, 
 		snprintf(why, whylen, "process %d exited while being read", pid);
 		goto out;
 	}
-	err = freeze_and_copy(&cs, maps, s, why, whylen);
+	err = freeze_and_copy(&cs, maps, py, max_frames, s, why, whylen);
 	if (!err)
 		err = unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
+	if (!err)
+		link_python(s);
 out:
 	capture_set__free(&cs);
 	return capture_end(s, given ? NULL : maps, dwfl, err, out);
@@ -1282,6 +1313,35 @@ int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample
 	return err;
 }
 
+size_t thread_stack__place_python(const struct thread_stack *ts, long *native)
+{
+	size_t j = 0, placed = 0, n = ts->py ? ts->py->n_frames : 0;
+
+	for (size_t i = 0; i < n; i++)
+		native[i] = -1;
+	/* Innermost first on both sides: each eval call runs the frames down to its entry one. */
+	for (size_t k = 0; k < ts->n_frames && j < n; k++) {
+		const struct stack_frame *f = &ts->frames[k];
+
+		if (f->inlined || !f->function || strcmp(f->function, "_PyEval_EvalFrameDefault"))
+			continue;
+		while (j < n) {
+			bool entry = ts->py->frames[j].eval_entry;
+
+			native[j++] = (long)k;
+			placed++;
+			if (entry)
+				break;
+		}
+	}
+	return placed;
+}
+
+bool stacks__holds_gil(const struct stacks *s, const struct thread_stack *ts)
+{
+	return s->py && ts->py && s->py->gil_locked && ts->py->tstate == s->py->gil_holder;
+}
+
 void stacks__free(struct stacks *s)
 {
 	if (!s)
@@ -1296,6 +1356,7 @@ void stacks__free(struct stacks *s)
 		free(s->t[i].error);
 	}
 	free(s->t);
+	py_snapshot__free(s->py);
 	free(s);
 }
 

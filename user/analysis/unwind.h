@@ -26,8 +26,12 @@ struct stack_frame {
 	int line;
 };
 
+struct py_thread;
+
 struct thread_stack {
 	pid_t tid;
+	uint64_t thread_pointer;    /* fs_base: pthread_self() of the thread */
+	const struct py_thread *py; /* its Python frames (in stacks.py), NULL when none */
 	struct stack_frame *frames;
 	size_t n_frames;
 	bool truncated; /* stopped at the frame limit or a loop */
@@ -37,18 +41,23 @@ struct thread_stack {
 struct stacks {
 	struct thread_stack *t;
 	size_t n;
-	uint64_t stopped_ns;  /* from the first thread stopped to the last released */
-	uint64_t stack_bytes; /* stack memory copied while stopped */
+	uint64_t stopped_ns;	/* from the first thread stopped to the last released */
+	uint64_t stack_bytes;	/* stack memory copied while stopped */
+	struct py_snapshot *py; /* the Python threads, read while stopped; NULL when not Python */
+	char py_why[256];	/* why a Python process has no Python frames here, or "" */
 };
 
 struct procmaps;
+struct py_interp;
 /*
  * Capture the stacks of the threads @tids of @pid (NULL: every thread of /proc/PID/task), with
- * its mappings @maps as the caller read them (not freed here; NULL: read them). Returns 0, or
+ * its mappings @maps as the caller read them (not freed here; NULL: read them). With @py (the
+ * process's CPython), its threads' Python frames are read in the same stop. Returns 0, or
  * -errno with a one-line reason in @why: -EPERM (not allowed to ptrace), -ESRCH (it exited).
  */
-int stacks__capture(pid_t pid, const struct procmaps *maps, const pid_t *tids, size_t n_tids,
-		    unsigned int max_frames, struct stacks **out, char *why, size_t whylen);
+int stacks__capture(pid_t pid, const struct procmaps *maps, const struct py_interp *py,
+		    const pid_t *tids, size_t n_tids, unsigned int max_frames, struct stacks **out,
+		    char *why, size_t whylen);
 /*
  * The stack of thread @tid of @pid, which the caller holds in a ptrace stop as its tracer (a
  * signal-delivery stop of a command it runs): nothing is seized, stopped or released here; the
@@ -68,6 +77,14 @@ int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struc
  */
 size_t stacks__release_pending(unsigned int wait_ms);
 void stacks__free(struct stacks *s);
+/*
+ * Where each Python frame of @ts runs: @native[j] is the index of the native frame
+ * (_PyEval_EvalFrameDefault) that evaluates Python frame j, or -1 when the native stack ends
+ * before it. @native holds ts->py->n_frames entries. Returns how many were placed.
+ */
+size_t thread_stack__place_python(const struct thread_stack *ts, long *native);
+/* Does @ts hold the GIL of @s's interpreter? */
+bool stacks__holds_gil(const struct stacks *s, const struct thread_stack *ts);
 /* Free the frames and error of one stack, leaving it empty. */
 void thread_stack__clear(struct thread_stack *ts);
 

@@ -22,6 +22,8 @@ typedef struct user_regs_struct arch_regs;
 
 uint64_t arch_regs__pc(const arch_regs *r);
 uint64_t arch_regs__sp(const arch_regs *r);
+/* The thread pointer (x86-64: fs_base), which glibc's pthread_self() returns. */
+uint64_t arch_regs__thread_pointer(const arch_regs *r);
 /* @r in DWARF order, registers 0 .. ARCH_DWARF_REGS - 1, into @out. */
 void arch_regs__dwarf(const arch_regs *r, uint64_t out[ARCH_DWARF_REGS]);
 

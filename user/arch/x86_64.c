@@ -16,6 +16,11 @@ uint64_t arch_regs__sp(const arch_regs *r)
 	return r->rsp;
 }
 
+uint64_t arch_regs__thread_pointer(const arch_regs *r)
+{
+	return r->fs_base;
+}
+
 void arch_regs__dwarf(const arch_regs *r, uint64_t out[ARCH_DWARF_REGS])
 {
 	/* The psABI's DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then rip. */

@@ -15,6 +15,7 @@
 #include "lockwait.h"
 #include "output.h"
 #include "procfs.h"
+#include "pystate.h"
 #include "target.h"
 #include "threadscan.h"
 #include "unwind.h"
@@ -30,16 +31,19 @@ struct thread_extra {
 static void stacks_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope stacks [--json] [--max-frames N] [--stats] PID\n"
+		"Usage: dlscope stacks [--json] [--python] [--max-frames N] [--stats] PID\n"
 		"\n"
 		"Print the stack of every thread like gdb's 'thread apply all bt' (CFI unwinding,\n"
 		"symbols from .symtab/.dynsym and separate debug info, inline frames, source lines),\n"
 		"then the lock-wait graph (mutex owners, glibc's loader lock, joins, OpenMP/BLAS\n"
-		"teams) and the verdict: every deadlock cycle explained, with what to do.\n"
+		"teams, CPython's GIL and locks) and the verdict: every deadlock cycle explained,\n"
+		"with what to do. In a CPython process (3.9 to 3.13) each thread's Python frames\n"
+		"are shown under the _PyEval_EvalFrameDefault frame that runs them.\n"
 		"The threads are stopped only to copy their registers and stacks (PTRACE_SEIZE and\n"
 		"PTRACE_INTERRUPT: a killed dlscope leaves nothing stopped or traced).\n"
 		"\n"
 		"  -j, --json            one JSON document\n"
+		"  -p, --python          Python frames only (like py-spy dump)\n"
 		"  -n, --max-frames N    frames per thread (default %d)\n"
 		"  -s, --stats           say how long the process was stopped\n"
 		"  -h, --help\n"
@@ -119,9 +123,78 @@ static const struct thread_info *info_of(const struct threadscan *ts, pid_t tid)
 	return NULL;
 }
 
-static void print_text(const struct target *t, const struct stacks *s, const struct threadscan *ts,
-		       const struct lockwait_report *r, bool stats, FILE *out)
+/* "    worker (/tmp/t.py:12)": one Python frame, as py-bt and py-spy name it. */
+static void print_py_frame(const struct py_frame *f, const char *indent, FILE *out)
 {
+	if (f->line >= 0)
+		fprintf(out, "%s%s (%s:%d)\n", indent, f->function, f->file, f->line);
+	else
+		fprintf(out, "%s%s (%s)\n", indent, f->function, f->file);
+}
+
+/* Native frames with each eval frame's Python frames under it; or the Python frames alone. */
+static void print_frames(const struct thread_stack *st, bool python_only, FILE *out)
+{
+	size_t n_py = st->py ? st->py->n_frames : 0;
+	long *at = calloc(n_py ? n_py : 1, sizeof(*at));
+	size_t j = 0;
+
+	if (!at)
+		return;
+	thread_stack__place_python(st, at);
+	if (python_only) {
+		for (j = 0; j < n_py; j++)
+			print_py_frame(&st->py->frames[j], "    ", out);
+	} else {
+		for (size_t k = 0; k < st->n_frames; k++) {
+			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "",
+					   out);
+			for (; j < n_py && at[j] == (long)k; j++)
+				print_py_frame(&st->py->frames[j], "        [py] ", out);
+		}
+		/* Frames whose eval call lies past where the native unwind ended. */
+		if (j < n_py)
+			fprintf(out, "    (%zu Python frames below the last native frame:)\n",
+				n_py - j);
+		for (; j < n_py; j++)
+			print_py_frame(&st->py->frames[j], "        [py] ", out);
+	}
+	if (st->py && st->py->truncated)
+		fprintf(out, "    (more Python frames: raise --max-frames)\n");
+	if (st->py && st->py->error)
+		fprintf(out, "    (Python frames stop early: %s)\n", st->py->error);
+	free(at);
+}
+
+/* One line on the interpreter, or on why its frames are missing; nothing for other programs. */
+static void print_python_header(const struct inspection *in, const struct stacks *s, FILE *out)
+{
+	if (in->py_err == -ENOTSUP) {
+		fprintf(out, "Python: no Python frames: %s\n\n", in->py_why);
+		return;
+	}
+	if (in->py_err)
+		return;
+	fprintf(out, "Python %u.%u", in->py.major, in->py.minor);
+	if (in->py.micro_known)
+		fprintf(out, ".%u", in->py.micro);
+	fprintf(out, " (%s)", in->py.object);
+	if (!s->py)
+		fprintf(out, ": its state could not be read\n\n");
+	else if (s->py->error)
+		fprintf(out, ": %s%s\n\n", s->py->error,
+			s->py->n ? "" : "; only native frames are shown");
+	else
+		fprintf(out, ", %zu Python threads\n\n", s->py->n);
+}
+
+static void print_text(const struct inspection *in, const struct stacks *s,
+		       const struct threadscan *ts, const struct lockwait_report *r, bool stats,
+		       bool python_only, FILE *out)
+{
+	const struct target *t = in->t;
+
+	print_python_header(in, s, out);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct thread_stack *st = &s->t[i];
 		const struct thread_info *ti = info_of(ts, st->tid);
@@ -129,19 +202,20 @@ static void print_text(const struct target *t, const struct stacks *s, const str
 		struct thread_extra x;
 		char sc[160];
 
+		if (python_only && !st->py)
+			continue;
 		read_extra(t->pid, st->tid, &x);
 		if (ti)
 			format_syscall(ti, sc, sizeof(sc));
-		fprintf(out, "%sThread %zu (LWP %d \"%s\"): state %c, cpu %d%s%s\n", i ? "\n" : "",
-			i + 1, st->tid, ti ? ti->comm : "?", ti ? ti->state : '?', x.cpu,
-			x.wchan[0] ? ", wchan " : "", x.wchan);
+		fprintf(out, "%sThread %zu (LWP %d \"%s\"): state %c, cpu %d%s%s%s\n",
+			i ? "\n" : "", i + 1, st->tid, ti ? ti->comm : "?", ti ? ti->state : '?',
+			x.cpu, x.wchan[0] ? ", wchan " : "", x.wchan,
+			stacks__holds_gil(s, st) ? ", holds the GIL" : "");
 		if (ti)
 			fprintf(out, "    %s%s%s\n", sc, w && w->kind != WAIT_RUNNING ? ": " : "",
 				w && w->kind != WAIT_RUNNING ? w->what : "");
-		for (size_t k = 0; k < st->n_frames; k++)
-			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "",
-					   out);
-		if (st->error)
+		print_frames(st, python_only, out);
+		if (st->error && !python_only)
 			fprintf(out, "    (%s)\n", st->error);
 	}
 	fprintf(out, "\nLock-wait graph:\n");
@@ -162,9 +236,57 @@ static void print_text(const struct target *t, const struct stacks *s, const str
 			(double)s->stopped_ns / 1e6, s->n, s->stack_bytes / 1024);
 }
 
-static json_t *to_json(const struct target *t, const struct stacks *s, const struct threadscan *ts,
-		       const struct lockwait_report *r)
+static json_t *python_thread_json(const struct stacks *s, const struct thread_stack *st)
 {
+	size_t n = st->py ? st->py->n_frames : 0;
+	long *at = calloc(n ? n : 1, sizeof(*at));
+	json_t *frames = json_array();
+
+	if (!st->py || !at) {
+		free(at);
+		json_decref(frames);
+		return json_null();
+	}
+	thread_stack__place_python(st, at);
+	for (size_t j = 0; j < n; j++) {
+		const struct py_frame *f = &st->py->frames[j];
+
+		json_array_append_new(
+			frames,
+			json_pack("{s:s, s:s, s:o, s:o}", "function", f->function, "file", f->file,
+				  "line", f->line >= 0 ? json_integer(f->line) : json_null(),
+				  "native_frame", at[j] >= 0 ? json_integer(at[j]) : json_null()));
+	}
+	free(at);
+	return json_pack("{s:I, s:o, s:b, s:b, s:o}", "thread_id", (json_int_t)st->py->pthread_id,
+			 "frames", frames, "holds_gil", stacks__holds_gil(s, st), "truncated",
+			 st->py->truncated, "error",
+			 st->py->error ? json_string(st->py->error) : json_null());
+}
+
+static json_t *python_json(const struct inspection *in, const struct stacks *s)
+{
+	char version[32];
+
+	if (in->py_err == -ENOTSUP)
+		return json_pack("{s:n, s:s}", "version", "error", in->py_why);
+	if (in->py_err)
+		return json_null();
+	snprintf(version, sizeof(version), "%u.%u", in->py.major, in->py.minor);
+	if (in->py.micro_known)
+		snprintf(version + strlen(version), sizeof(version) - strlen(version), ".%u",
+			 in->py.micro);
+	return json_pack("{s:s, s:s, s:b, s:o}", "version", version, "object", in->py.object,
+			 "finalizing", s->py && s->py->finalizing, "error",
+			 !s->py	      ? json_string("its state could not be read") :
+			 s->py->error ? json_string(s->py->error) :
+					json_null());
+}
+
+static json_t *to_json(const struct inspection *in, const struct stacks *s,
+		       const struct threadscan *ts, const struct lockwait_report *r)
+{
+	const struct target *t = in->t;
 	json_t *threads = json_array(), *edges = json_array(), *cycles = json_array(),
 	       *verdicts = json_array();
 
@@ -184,12 +306,13 @@ static json_t *to_json(const struct target *t, const struct stacks *s, const str
 			json_array_append_new(frames, stack_frame__to_json(&st->frames[k]));
 		json_array_append_new(
 			threads,
-			json_pack("{s:i, s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:b, s:o}", "tid",
-				  st->tid, "name", ti ? ti->comm : "", "state", state, "cpu", x.cpu,
-				  "wchan", x.wchan, "syscall", sc, "wait",
+			json_pack("{s:i, s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:o}",
+				  "tid", st->tid, "name", ti ? ti->comm : "", "state", state, "cpu",
+				  x.cpu, "wchan", x.wchan, "syscall", sc, "wait",
 				  w ? wait_kind__id(w->kind) : "unknown", "waits_for",
 				  w ? w->what : "", "frames", frames, "truncated", st->truncated,
-				  "error", st->error ? json_string(st->error) : json_null()));
+				  "error", st->error ? json_string(st->error) : json_null(),
+				  "python", python_thread_json(s, st)));
 	}
 	for (size_t e = 0; r && e < r->n_edges; e++)
 		json_array_append_new(edges, json_pack("{s:i, s:i, s:s, s:s}", "from",
@@ -208,16 +331,17 @@ static json_t *to_json(const struct target *t, const struct stacks *s, const str
 				      json_pack("{s:s, s:o}", "text", r->verdicts[v], "remedy",
 						r->remedies[v] ? json_string(r->remedies[v]) :
 								 json_null()));
-	return json_pack("{s:s, s:i, s:s, s:f, s:o, s:o, s:o, s:o}", "dlscope", DLSCOPE_VERSION,
-			 "pid", t->pid, "comm", t->comm, "stopped_ms", (double)s->stopped_ns / 1e6,
-			 "threads", threads, "edges", edges, "cycles", cycles, "verdicts",
-			 verdicts);
+	return json_pack("{s:s, s:i, s:s, s:f, s:o, s:o, s:o, s:o, s:o}", "dlscope",
+			 DLSCOPE_VERSION, "pid", t->pid, "comm", t->comm, "stopped_ms",
+			 (double)s->stopped_ns / 1e6, "python", python_json(in, s), "threads",
+			 threads, "edges", edges, "cycles", cycles, "verdicts", verdicts);
 }
 
 int cmd_stacks(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "python", no_argument, NULL, 'p' },
 		{ "max-frames", required_argument, NULL, 'n' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
@@ -229,15 +353,16 @@ int cmd_stacks(int argc, char **argv)
 	const struct threadscan *ts;
 	const struct stacks *s;
 	const struct target *t;
-	bool json = false, stats = false;
+	bool json = false, stats = false, python_only = false;
 	int c, err, ret = DLS_EXIT_INSPECT;
 	char why[512];
 	pid_t pid;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jn:sh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jpn:sh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
+		case 'p': python_only = true; break;
 		case 'n': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -286,14 +411,19 @@ int cmd_stacks(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_t *doc = to_json(t, s, ts, r);
+		json_t *doc = to_json(in, s, ts, r);
 
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
 			dls_err("stacks: cannot write the JSON document");
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		print_text(t, s, ts, r, stats, stdout);
+		if (python_only && in->py_err) {
+			dls_err("stacks: process %d (%s) %s", pid, t->comm,
+				in->py_err == -ENOTSUP ? in->py_why : "runs no Python interpreter");
+			goto out;
+		}
+		print_text(in, s, ts, r, stats, python_only, stdout);
 	}
 	ret = r && r->n_cycles ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 out:

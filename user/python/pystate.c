@@ -83,8 +83,8 @@ int py_interp__find(const struct py_object_ref *objs, size_t n, struct py_interp
 			continue;
 		memset(out, 0, sizeof(*out));
 		out->runtime = objs[i].bias + sym.st_value;
-		name = strrchr(elfobj__path(o), '/');
-		snprintf(out->object, sizeof(out->object), "%s", name ? name + 1 : elfobj__path(o));
+		name = strrchr(objs[i].path, '/');
+		snprintf(out->object, sizeof(out->object), "%s", name ? name + 1 : objs[i].path);
 		if (!elfobj__lookup(o, "PyCode_Type", tables, &sym))
 			out->code_type = objs[i].bias + sym.st_value;
 		/* Py_Version (3.11+) is PY_VERSION_HEX; older ones say it in their file name. */
@@ -93,7 +93,8 @@ int py_interp__find(const struct py_object_ref *objs, size_t n, struct py_interp
 			out->major = ver[3];
 			out->minor = ver[2];
 			out->micro = ver[1];
-		} else if (parse_version_name(elfobj__path(o), &out->major, &out->minor)) {
+			out->micro_known = true;
+		} else if (parse_version_name(objs[i].path, &out->major, &out->minor)) {
 			snprintf(why, whylen,
 				 "%s holds a Python interpreter whose version it does not say "
 				 "(no Py_Version, no version in its name)",

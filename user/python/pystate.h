@@ -18,14 +18,16 @@
 
 struct elf_object;
 
-/* A loaded object, as the caller knows it: its ELF and load bias. */
+/* A loaded object, as the caller knows it: its path in the process, ELF and load bias. */
 struct py_object_ref {
+	const char *path;
 	const struct elf_object *elf;
 	uint64_t bias;
 };
 
 struct py_interp {
 	unsigned int major, minor, micro;
+	bool micro_known; /* false when the version came from a file name */
 	const struct py_layout *layout;
 	uint64_t runtime;   /* address of _PyRuntime */
 	uint64_t code_type; /* address of PyCode_Type: a frame's code is checked against it */
