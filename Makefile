@@ -50,7 +50,7 @@ DEB_BUILD := make clang clang-format llvm gcc bpftool libbpf-dev libelf-dev libd
 	     libjansson-dev libncurses-dev pkg-config
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
-	    graphviz libclang-rt-14-dev strace
+	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg
 # The real software of tests/realworld: Debian's ML stack, Qt5, ICU, Boost, TBB, oneDNN and
 # the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts).
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \

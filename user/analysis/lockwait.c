@@ -234,7 +234,7 @@ static uint64_t rlock_owner(const struct target *t, const struct addrmap *am,
 		    target__read(t, words[i], obj, sizeof(obj)) || obj[2] != sem)
 			continue;
 		if (!target__read(t, obj[1] + 24, &tp_name, sizeof(tp_name)) &&
-		    !target__read_str(t, tp_name, name, sizeof(name)) &&
+		    target__read_str(t, tp_name, name, sizeof(name)) > 0 &&
 		    !strcmp(name, "_thread.RLock"))
 			return obj[3];
 	}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * CPython's line tables decoded, and a Python state laid out in this process's own memory (as
+ * 3.11 lays it out) read back: good, cyclic, cut and too deep frame chains. With
+ * "--dump MAJOR.MINOR" it prints that version's layout for tests/e2e/test_python.py to check
+ * against the interpreter's DWARF.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pylines.h"
+#include "pystate.h"
+#include "tap.h"
+
+static void test_line_tables(void)
+{
+	/* 3.11+: no-column (+1, 2 units), one-line (+0, 1), none (1), long form (-3, 3 units). */
+	static const uint8_t loc[] = { 0x80 | 13 << 3 | 1,
+				       0x02,
+				       0x80 | 10 << 3,
+				       0,
+				       4,
+				       0x80 | 15 << 3,
+				       0x80 | 14 << 3 | 2,
+				       0x07,
+				       0,
+				       0,
+				       0 };
+	static const uint8_t t310[] = { 6, 1, 4, 0x80, 2, 2 };
+	static const uint8_t lnotab[] = { 6, 1, 4, 2 };
+	static const uint8_t corrupt[] = { 0x80 | 14 << 3, 0x41 };
+
+	CHECK(py_line_of(PY_LOCATIONS, loc, sizeof(loc), 10, 0) == 11, "3.11: first entry");
+	CHECK(py_line_of(PY_LOCATIONS, loc, sizeof(loc), 10, 1) == 11, "3.11: its second unit");
+	CHECK(py_line_of(PY_LOCATIONS, loc, sizeof(loc), 10, 2) == 11, "3.11: one-line form");
+	CHECK(py_line_of(PY_LOCATIONS, loc, sizeof(loc), 10, 3) == -1, "3.11: no location");
+	CHECK(py_line_of(PY_LOCATIONS, loc, sizeof(loc), 10, 6) == 8, "3.11: long form, backwards");
+	CHECK(py_line_of(PY_LOCATIONS, loc, sizeof(loc), 10, 7) == -1, "3.11: past the table");
+	CHECK(py_line_of(PY_LOCATIONS, corrupt, sizeof(corrupt), 10, 0) == -1,
+	      "3.11: a varint cut short gives no line");
+	CHECK(py_line_of(PY_LINETABLE_310, t310, sizeof(t310), 5, 5) == 6, "3.10: first range");
+	CHECK(py_line_of(PY_LINETABLE_310, t310, sizeof(t310), 5, 7) == -1, "3.10: -128, no line");
+	CHECK(py_line_of(PY_LINETABLE_310, t310, sizeof(t310), 5, 11) == 8, "3.10: third range");
+	CHECK(py_line_of(PY_LINETABLE_310, t310, sizeof(t310), 5, 12) == -1, "3.10: past the end");
+	CHECK(py_line_of(PY_LNOTAB, lnotab, sizeof(lnotab), 5, 5) == 5,
+	      "3.9: before the first step");
+	CHECK(py_line_of(PY_LNOTAB, lnotab, sizeof(lnotab), 5, 6) == 6, "3.9: after it");
+	CHECK(py_line_of(PY_LNOTAB, lnotab, sizeof(lnotab), 5, 40) == 8, "3.9: after the last");
+	CHECK(py_line_of(PY_LOCATIONS, NULL, 0, 5, 0) == -1, "no table, no line");
+}
+
+/* A compact ASCII str as 3.11 lays it out: header of 48 bytes, then the characters. */
+static void *make_str(const char *s)
+{
+	size_t n = strlen(s);
+	unsigned char *o = calloc(1, 48 + n + 1);
+	uint64_t len = n;
+	uint32_t state = 1 << 2 | 1 << 5 | 1 << 6; /* kind 1, compact, ascii */
+
+	memcpy(o + 16, &len, 8);
+	memcpy(o + 32, &state, 4);
+	memcpy(o + 48, s, n);
+	return o;
+}
+
+static void put(void *base, int off, uint64_t v)
+{
+	memcpy((char *)base + off, &v, 8);
+}
+
+struct fake {
+	unsigned char runtime[512], interp[256], tstate[256], cframe[16];
+	unsigned char frames[3][80];
+	unsigned char code[256];
+	unsigned char linetable[40];
+	void *file, *name;
+};
+
+/* One thread, three frames of one code object whose table puts every unit on line 7. */
+static void fake_build(struct fake *f, const struct py_layout *l)
+{
+	memset(f, 0, sizeof(*f));
+	f->file = make_str("/srv/train.py");
+	f->name = make_str("step");
+	put(f->runtime, l->rt_interp_head, (uintptr_t)f->interp);
+	put(f->interp, l->is_tstate_head, (uintptr_t)f->tstate);
+	put(f->tstate, l->ts_interp, (uintptr_t)f->interp);
+	put(f->tstate, l->ts_native_thread_id, 4242);
+	put(f->tstate, l->ts_cframe, (uintptr_t)f->cframe);
+	put(f->cframe, l->cframe_current, (uintptr_t)f->frames[0]);
+	for (int i = 0; i < 3; i++) {
+		put(f->frames[i], l->fr_code, (uintptr_t)f->code);
+		put(f->frames[i], l->fr_previous, i < 2 ? (uintptr_t)f->frames[i + 1] : 0);
+		put(f->frames[i], l->fr_instr, (uintptr_t)f->code + (uint64_t)l->co_code_adaptive);
+	}
+	put(f->code, l->co_filename, (uintptr_t)f->file);
+	put(f->code, l->co_qualname, (uintptr_t)f->name);
+	put(f->code, l->co_firstlineno, 6);
+	put(f->code, l->co_linetable, (uintptr_t)f->linetable);
+	put(f->linetable, l->bytes_size, 2);
+	f->linetable[32] = 0x80 | 13 << 3 | 7;
+	f->linetable[33] = 0x02;
+}
+
+static struct py_snapshot *fake_read(struct fake *f, struct py_interp *pi, unsigned max)
+{
+	struct py_snapshot *s = NULL;
+
+	pi->runtime = (uintptr_t)f->runtime;
+	CHECK(py_snapshot__read(pi, getpid(), max, &s) == 0 && s, "the fake state reads");
+	return s;
+}
+
+static void test_fake_states(void)
+{
+	struct py_interp pi = { .major = 3, .minor = 11, .layout = py_layout__find(3, 11) };
+	const struct py_layout *l = pi.layout;
+	struct py_snapshot *s;
+	struct fake f;
+
+	fake_build(&f, l);
+	s = fake_read(&f, &pi, 100);
+	CHECK(s->n == 1 && s->t[0].tid == 4242 && s->t[0].n_frames == 3 && !s->t[0].error,
+	      "one thread, three frames");
+	CHECK(s->t[0].n_frames && !strcmp(s->t[0].frames[0].function, "step") &&
+		      !strcmp(s->t[0].frames[0].file, "/srv/train.py") &&
+		      s->t[0].frames[0].line == 7,
+	      "function, file and line");
+	py_snapshot__free(s);
+
+	s = fake_read(&f, &pi, 2);
+	CHECK(s->t[0].n_frames == 2 && s->t[0].truncated, "max_frames cuts the chain, said so");
+	py_snapshot__free(s);
+
+	/* frames[2] -> frames[1]: a cycle, found and said, never walked for ever. */
+	put(f.frames[2], l->fr_previous, (uintptr_t)f.frames[1]);
+	s = fake_read(&f, &pi, 100000);
+	CHECK(s->t[0].error && strstr(s->t[0].error, "loops back"), "a cyclic chain is named");
+	CHECK(s->t[0].n_frames < 8, "and walked only until the cycle shows");
+	py_snapshot__free(s);
+
+	put(f.frames[1], l->fr_previous, 0x10);
+	s = fake_read(&f, &pi, 100);
+	CHECK(s->t[0].n_frames == 2 && s->t[0].error && strstr(s->t[0].error, "unreadable"),
+	      "an unreadable frame ends the chain with a reason");
+	py_snapshot__free(s);
+
+	/* A thread state of another layout does not point back to its interpreter. */
+	put(f.tstate, l->ts_interp, 0x1234);
+	s = fake_read(&f, &pi, 100);
+	CHECK(s->n == 0 && s->error && strstr(s->error, "not the layout of Python 3.11"),
+	      "a wrong layout is refused, not followed");
+	py_snapshot__free(s);
+
+	put(f.runtime, l->rt_interp_head, 0);
+	put(f.runtime, l->rt_finalizing, (uintptr_t)f.tstate);
+	s = fake_read(&f, &pi, 100);
+	CHECK(s->finalizing && s->error && strstr(s->error, "shutting down"),
+	      "an interpreter shutting down says so");
+	py_snapshot__free(s);
+	free(f.file);
+	free(f.name);
+}
+
+static int dump(const char *version)
+{
+	unsigned int major, minor;
+	const struct py_layout *l;
+
+	if (sscanf(version, "%u.%u", &major, &minor) != 2 || !(l = py_layout__find(major, minor)))
+		return 2;
+#define F(x) printf("%s=%d\n", #x, l->x)
+	F(rt_finalizing), F(rt_interp_head), F(rt_gil), F(is_next), F(is_tstate_head);
+	F(is_gil_ptr), F(ts_next), F(ts_interp), F(ts_thread_id), F(ts_native_thread_id);
+	F(ts_frame), F(ts_cframe), F(cframe_current), F(ts_current_frame), F(fr_code);
+	F(fr_previous), F(fr_lasti), F(fr_instr), F(fr_owner), F(fr_is_entry), F(co_filename);
+	F(co_name), F(co_qualname), F(co_firstlineno), F(co_linetable), F(co_code_adaptive);
+	F(gil_last_holder), F(gil_locked), F(gil_cond), F(gil_switch), F(gil_size);
+	F(str_length), F(str_state), F(str_ascii_size), F(str_compact_size), F(bytes_size);
+	F(bytes_data), F(ob_type), F(tp_name);
+#undef F
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--dump"))
+		return dump(argv[2]);
+	test_line_tables();
+	test_fake_states();
+	CHECK(py_layout__find(3, 8) == NULL && py_layout__find(3, 14) == NULL,
+	      "versions without a layout are unknown");
+	return tap_done();
+}
