@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""dlscope stacks on a 64-thread CPython process: how long the target is stopped (Python frames
+read in the same stop), the whole command, beside gdb's 'thread apply all py-bt' (on Debian's
+debug interpreter python3.11d, which gdb's py-bt needs) and eu-stack -p (native frames only)."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+dlscope = os.path.join(root, "dlscope")
+SCRIPT = r'''
+import threading, time
+def leaf(n):
+    time.sleep(1000)
+def deep(n):
+    return deep(n - 1) if n else leaf(n)
+for i in range(63):
+    threading.Thread(target=deep, args=(i % 20,), daemon=True).start()
+time.sleep(0.5)
+print("ready", flush=True)
+time.sleep(1000)
+'''
+
+
+def timed(argv, runs):
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def start(python):
+    proc = subprocess.Popen([python, "-c", SCRIPT], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("ready")
+    return proc
+
+
+def bench(python, gdb_too):
+    proc = start(python)
+    try:
+        stops, pyframes = [], 0
+        for _ in range(20):
+            doc = json.loads(subprocess.run([dlscope, "stacks", "--json", str(proc.pid)],
+                                            capture_output=True, text=True).stdout)
+            stops.append(doc["stopped_ms"])
+            pyframes = sum(len(t["python"]["frames"]) for t in doc["threads"] if t["python"])
+        ours = timed([dlscope, "stacks", str(proc.pid)], 10)
+        eu = timed(["eu-stack", "-p", str(proc.pid)], 5)
+        print(f"== {python}: {len(doc['threads'])} threads, {pyframes} Python frames")
+        print(f"target stopped: median {statistics.median(stops):.2f} ms, max {max(stops):.2f} ms"
+              "  goal < 50 ms")
+        print(f"dlscope stacks (native + Python + lock graph): median {ours * 1e3:.0f} ms")
+        print(f"eu-stack -p (native only): median {eu * 1e3:.0f} ms  ratio {eu / ours:.2f}x")
+        if gdb_too:
+            gdb = timed(["gdb", "-nx", "-batch", "-p", str(proc.pid), "-ex",
+                         "source /usr/share/gdb/auto-load/usr/bin/python3.11d-gdb.py", "-ex",
+                         "thread apply all py-bt"], 3)
+            print(f"gdb thread apply all py-bt: median {gdb * 1e3:.0f} ms  "
+                  f"ratio {gdb / ours:.1f}x  goal >= 20x")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+bench("/usr/bin/python3.11", False)
+if os.path.exists("/usr/bin/python3.11d"):
+    bench("/usr/bin/python3.11d", True)
