@@ -285,3 +285,34 @@ def test_layouts_match_each_interpreters_dwarf():
                 assert field not in dwarf, (version, field, "exists in DWARF", dwarf[field])
         checked += 1
     assert checked >= 1, "no interpreter with DWARF to check against"
+
+
+def test_interpreter_embedded_in_another_program():
+    """Found through libpython3.11.so, and in a program with libpython linked in statically
+    whose _PyRuntime is in .symtab only."""
+    for name, holder in (("embed_python_shared", "libpython3.11.so.1.0"),
+                         ("embed_python_static", "embed_python_static")):
+        with Fixture([os.path.join(fixture_path("python"), name)]) as fx:
+            wait_idle(fx.pid)
+            doc = stacks_json(fx.pid)
+            assert doc["python"]["object"] == holder, (name, doc["python"])
+            main = doc["threads"][0]
+            got = [(f["function"], f["file"], f["line"]) for f in main["python"]["frames"]]
+            assert got == [("embedded_wait", "<string>", 3), ("<module>", "<string>", 5)], got
+
+
+def test_unknown_version_keeps_native_frames_and_says_why():
+    python = pyenv(8)
+    if not python:
+        raise Skip("no pyenv CPython 3.8 here to play an unknown version")
+    with tempfile.TemporaryDirectory() as d:
+        with Fixture([python, os.path.join(HERE, "threads.py"), os.path.join(d, "x")]) as fx:
+            wait_idle(fx.pid)
+            proc = dlscope("stacks", fx.pid, check=0)
+            assert proc.stdout.startswith("Python: no Python frames: Python 3.8 (in "
+                                          "libpython3.8.so.1.0): dlscope knows the frames of "
+                                          "3.9 to 3.13 only\n"), proc.stdout[:300]
+            assert "_PyEval_EvalFrameDefault" in proc.stdout and "[py]" not in proc.stdout
+            doc = stacks_json(fx.pid)
+            assert doc["python"]["version"] is None and "3.9 to 3.13" in doc["python"]["error"]
+            assert all(t["python"] is None and t["frames"] for t in doc["threads"])
