@@ -16,6 +16,7 @@
 #include "graph_export.h"
 #include "inspect.h"
 #include "lockwait.h"
+#include "pystate.h"
 #include "runtimes.h"
 #include "source.h"
 #include "target.h"
@@ -68,51 +69,54 @@ static void put_findings(struct model *m, pid_t pid, const struct check_ctx *ctx
 	findings__free(&fs);
 }
 
-/* Frames as "#N function+off (module) at file:line", one per line, like stacks prints them. */
+/* "    [py] worker (/tmp/t.py:12)": a Python frame under the eval frame that runs it. */
+static void put_py_frame(const struct py_frame *f, FILE *out)
+{
+	fprintf(out, "\n        [py] %s (%s", f->function, f->file);
+	if (f->line >= 0)
+		fprintf(out, ":%d", f->line);
+	fputc(')', out);
+}
+
+/*
+ * Frames as "#N function+off (module) at file:line", one per line, each eval frame followed by
+ * the Python frames it runs, like stacks prints them.
+ */
 static char *stack_text(const struct thread_stack *st)
 {
-	size_t cap = 256, len = 0;
-	char *s = malloc(cap);
+	size_t n_py = st->py ? st->py->n_frames : 0, j = 0, len = 0;
+	long *at = calloc(n_py ? n_py : 1, sizeof(*at));
+	char *s = NULL;
+	FILE *out;
 
-	if (!s)
+	if (!at || !(out = open_memstream(&s, &len))) {
+		free(at);
 		return NULL;
-	s[0] = '\0';
-	for (size_t k = 0; k <= st->n_frames; k++) {
-		const struct stack_frame *f = k < st->n_frames ? &st->frames[k] : NULL;
-		char line[1024];
-		int n;
-
-		if (f) {
-			const char *mod = f->module ? strrchr(f->module, '/') : NULL;
-
-			n = snprintf(line, sizeof(line), "#%-3zu 0x%016" PRIx64 " %s", k, f->pc,
-				     f->function ? f->function : "??");
-			if (f->function && f->offset && !f->inlined)
-				n += snprintf(line + n, sizeof(line) - (size_t)n, "+0x%" PRIx64,
-					      f->offset);
-			if (f->module)
-				n += snprintf(line + n, sizeof(line) - (size_t)n, " (%s)",
-					      mod ? mod + 1 : f->module);
-			if (f->file && (size_t)n < sizeof(line))
-				snprintf(line + n, sizeof(line) - (size_t)n, " at %s:%d", f->file,
-					 f->line);
-		} else if (st->error) {
-			snprintf(line, sizeof(line), "(%s)", st->error);
-		} else {
-			break;
-		}
-		n = (int)strlen(line);
-		if (len + (size_t)n + 2 > cap) {
-			char *ns;
-
-			cap = (len + (size_t)n + 2) * 2;
-			ns = realloc(s, cap);
-			if (!ns)
-				break;
-			s = ns;
-		}
-		len += (size_t)sprintf(s + len, "%s%s", len ? "\n" : "", line);
 	}
+	thread_stack__place_python(st, at);
+	for (size_t k = 0; k < st->n_frames; k++) {
+		const struct stack_frame *f = &st->frames[k];
+		const char *mod = f->module ? strrchr(f->module, '/') : NULL;
+
+		fprintf(out, "%s#%-3zu 0x%016" PRIx64 " %s", k ? "\n" : "", k, f->pc,
+			f->function ? f->function : "??");
+		if (f->function && f->offset && !f->inlined)
+			fprintf(out, "+0x%" PRIx64, f->offset);
+		if (f->module)
+			fprintf(out, " (%s)", mod ? mod + 1 : f->module);
+		if (f->file)
+			fprintf(out, " at %s:%d", f->file, f->line);
+		for (; j < n_py && at[j] == (long)k; j++)
+			put_py_frame(&st->py->frames[j], out);
+	}
+	for (; j < n_py; j++)
+		put_py_frame(&st->py->frames[j], out);
+	if (st->error)
+		fprintf(out, "%s(%s)", st->n_frames || n_py ? "\n" : "", st->error);
+	if (st->py && st->py->error)
+		fprintf(out, "\n(Python frames stop early: %s)", st->py->error);
+	fclose(out);
+	free(at);
 	return s;
 }
 

@@ -258,6 +258,29 @@ def test_snapshot_deadlock_threads_edges_and_stack():
         assert fx.proc.poll() is None and proc_state(fx.pid) not in "tT"
 
 
+def test_snapshot_stack_of_a_python_thread_has_its_python_frames():
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python", "threads.py")
+    with tempfile.TemporaryDirectory() as d:
+        with Fixture(["/usr/bin/python3.11", script, os.path.join(d, "dump")]) as fx:
+            wait_idle(fx.pid)
+            with Tui(["--snapshot", "-p", fx.pid]) as ui:
+                ui.wait_for("snapshot")
+                ui.keys("3")
+                ui.wait_for("Lock-wait edges")
+                ui.keys("/")
+                ui.type("python-lock")
+                ui.keys("Enter")
+                ui.wait_for("/python-lock")
+                ui.keys("Enter")
+                s = ui.wait_for("[py] ")
+                assert re.search(r"_PyEval_EvalFrameDefault.*\n.*\[py\] (wait_lock|wait_rlock) "
+                                 r"\(.*threads\.py:\d+\)", s), s
+                ui.keys("Escape")
+                ui.wait_for("Lock-wait edges")
+                status, s = ui.quit_and_status()
+                assert status == 0, s
+
+
 def test_errors_are_one_line_and_non_zero():
     with Tui(["-p", "999999999"]) as ui:
         s = ui.wait_for(re.compile(r"EXIT=\d+"))
