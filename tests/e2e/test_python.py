@@ -73,6 +73,10 @@ def check_against_faulthandler(python):
                 ident = t["python"]["thread_id"]
                 assert ident in truth, (python, ident, truth.keys())
                 assert ours(t) == truth[ident], (python, t["tid"], ours(t), truth[ident])
+            names = {ours(t)[0][0]: t["python"]["name"] for t in pythreads}
+            assert names == {"<module>": "Main-\u00fc", "nap": "run", "wait_lock": "wait_lock",
+                             "hold_rlock": "hold_rlock", "wait_rlock": "wait_rlock"}, \
+                (python, names)
             by_fn = {ours(t)[0][0]: t for t in pythreads}
             assert by_fn["nap"]["wait"] == "syscall" and not by_fn["nap"]["python"]["holds_gil"]
             lockw = by_fn["wait_lock"]
@@ -240,6 +244,19 @@ DWARF = {
     "bytes_data": "&((PyBytesObject*)0)->ob_sval",
     "ob_type": "&((PyObject*)0)->ob_type",
     "tp_name": "&((PyTypeObject*)0)->tp_name",
+    "tp_basicsize": "&((PyTypeObject*)0)->tp_basicsize",
+    "tp_flags": "&((PyTypeObject*)0)->tp_flags",
+    "tp_dictoffset": "&((PyTypeObject*)0)->tp_dictoffset",
+    "ht_cached_keys": "&((PyHeapTypeObject*)0)->ht_cached_keys",
+    "is_modules": ["&((PyInterpreterState*)0)->modules",
+                   "&((PyInterpreterState*)0)->imports.modules"],
+    "dict_keys": "&((PyDictObject*)0)->ma_keys",
+    "dict_values": "&((PyDictObject*)0)->ma_values",
+    "dk_nentries": "&((PyDictKeysObject*)0)->dk_nentries",
+    "dk_indices": "&((PyDictKeysObject*)0)->dk_indices",
+    "dict_values_array": "&((PyDictValues*)0)->values",
+    "long_digits": ["&((PyLongObject*)0)->ob_digit", "&((PyLongObject*)0)->long_value.ob_digit"],
+    "module_dict": "&((PyModuleObject*)0)->md_dict",
 }
 
 

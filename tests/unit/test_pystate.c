@@ -179,7 +179,9 @@ static int dump(const char *version)
 	F(co_name), F(co_qualname), F(co_firstlineno), F(co_linetable), F(co_code_adaptive);
 	F(gil_last_holder), F(gil_locked), F(gil_cond), F(gil_switch), F(gil_size);
 	F(str_length), F(str_state), F(str_ascii_size), F(str_compact_size), F(bytes_size);
-	F(bytes_data), F(ob_type), F(tp_name);
+	F(bytes_data), F(ob_type), F(tp_name), F(tp_basicsize), F(tp_flags), F(tp_dictoffset);
+	F(ht_cached_keys), F(is_modules), F(dict_keys), F(dict_values), F(dk_nentries);
+	F(dk_indices), F(dict_values_array), F(long_digits), F(module_dict);
 #undef F
 	return 0;
 }

@@ -207,9 +207,12 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 		read_extra(t->pid, st->tid, &x);
 		if (ti)
 			format_syscall(ti, sc, sizeof(sc));
-		fprintf(out, "%sThread %zu (LWP %d \"%s\"): state %c, cpu %d%s%s%s\n",
-			i ? "\n" : "", i + 1, st->tid, ti ? ti->comm : "?", ti ? ti->state : '?',
-			x.cpu, x.wchan[0] ? ", wchan " : "", x.wchan,
+		fprintf(out, "%sThread %zu (LWP %d \"%s\"", i ? "\n" : "", i + 1, st->tid,
+			ti ? ti->comm : "?");
+		if (st->py && st->py->name)
+			fprintf(out, ", Python \"%s\"", st->py->name);
+		fprintf(out, "): state %c, cpu %d%s%s%s\n", ti ? ti->state : '?', x.cpu,
+			x.wchan[0] ? ", wchan " : "", x.wchan,
 			stacks__holds_gil(s, st) ? ", holds the GIL" : "");
 		if (ti)
 			fprintf(out, "    %s%s%s\n", sc, w && w->kind != WAIT_RUNNING ? ": " : "",
@@ -258,10 +261,11 @@ static json_t *python_thread_json(const struct stacks *s, const struct thread_st
 				  "native_frame", at[j] >= 0 ? json_integer(at[j]) : json_null()));
 	}
 	free(at);
-	return json_pack("{s:I, s:o, s:b, s:b, s:o}", "thread_id", (json_int_t)st->py->pthread_id,
-			 "frames", frames, "holds_gil", stacks__holds_gil(s, st), "truncated",
-			 st->py->truncated, "error",
-			 st->py->error ? json_string(st->py->error) : json_null());
+	return json_pack("{s:I, s:o, s:o, s:b, s:b, s:o}", "thread_id",
+			 (json_int_t)st->py->pthread_id, "name",
+			 st->py->name ? json_string(st->py->name) : json_null(), "frames", frames,
+			 "holds_gil", stacks__holds_gil(s, st), "truncated", st->py->truncated,
+			 "error", st->py->error ? json_string(st->py->error) : json_null());
 }
 
 static json_t *python_json(const struct inspection *in, const struct stacks *s)

@@ -9,6 +9,7 @@
 #ifndef DLSCOPE_PYLAYOUT_H
 #define DLSCOPE_PYLAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum py_frame_model {
@@ -20,6 +21,14 @@ enum py_line_table {
 	PY_LNOTAB,	  /* 3.9: (address delta, line delta) byte pairs, addresses in bytes */
 	PY_LINETABLE_310, /* 3.10: (address delta, line delta) pairs, -128 for no line */
 	PY_LOCATIONS,	  /* 3.11+: PEP 657 location table, addresses in code units */
+};
+
+/* Where an instance keeps its attributes (threading.Thread's _name, for thread names). */
+enum py_instance_dict {
+	PY_DICT_AT_DICTOFFSET, /* 3.9, 3.10: a dict at tp_dictoffset */
+	PY_MANAGED_311, /* values at obj[-4] (keys: the type's cached keys), dict at obj[-3] */
+	PY_MANAGED_312, /* obj[-3]: a dict, or values tagged with bit 0 */
+	PY_MANAGED_313, /* obj[-3]: a dict, else values inline at tp_basicsize */
 };
 
 /* Offsets in bytes; -1 for a field this version does not have. */
@@ -56,8 +65,18 @@ struct py_layout {
 	int str_length, str_state, str_ascii_size, str_compact_size;
 	/* bytes */
 	int bytes_size, bytes_data;
-	/* PyObject, PyTypeObject */
-	int ob_type, tp_name;
+	/* PyObject, PyTypeObject, PyHeapTypeObject */
+	int ob_type, tp_name, tp_basicsize, tp_flags, tp_dictoffset, ht_cached_keys;
+	int is_modules; /* sys.modules */
+	/* Dicts: 3.9/3.10 keys have dk_size, 3.11+ log2 sizes and key kinds */
+	bool dict_log2;
+	int dict_keys, dict_values, dk_nentries, dk_indices;
+	int dict_values_array; /* values[] inside PyDictValues (3.11+) */
+	enum py_instance_dict instance_dict;
+	/* int: up to 3.11 ob_size holds the signed digit count, 3.12+ lv_tag */
+	bool long_tagged;
+	int long_digits;
+	int module_dict; /* PyModuleObject.md_dict */
 };
 
 /* _PyInterpreterFrame.owner: the frame's storage; a C-stack frame is the shim of an eval call. */

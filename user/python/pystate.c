@@ -187,6 +187,208 @@ static uint8_t *read_bytes(pid_t pid, const struct py_layout *l, uint64_t addr, 
 	return buf;
 }
 
+/* Bounds on the dicts walked for thread names. */
+#define MAX_DICT_ENTRIES 65536
+#define PY_TPFLAGS_INLINE_VALUES (1UL << 2)
+#define PY_TPFLAGS_MANAGED_DICT (1UL << 4)
+
+/* The entries of a dict's keys object: where they are, how many, and their size. */
+struct dict_entries {
+	uint64_t at;
+	uint64_t n;
+	unsigned int size;   /* 24: {hash, key, value}; 16: {key, value} (str keys, 3.11+) */
+	unsigned int keyoff; /* of the key in an entry */
+};
+
+static int dict_entries(pid_t pid, const struct py_layout *l, uint64_t keys, struct dict_entries *e)
+{
+	unsigned char k[48];
+	uint64_t size, index_bytes;
+
+	if (mem_read(pid, keys, k, sizeof(k)))
+		return -EFAULT;
+	e->n = word_at(k, l->dk_nentries);
+	if (l->dict_log2) {
+		if (k[8] > 30 || k[9] > 33)
+			return -EINVAL;
+		index_bytes = 1ULL << k[9];
+		e->size = k[10] ? 16 : 24; /* dk_kind: general, unicode, split */
+		e->keyoff = k[10] ? 0 : 8;
+	} else {
+		size = word_at(k, 8);
+		if (size > (1ULL << 30))
+			return -EINVAL;
+		index_bytes = size * (size <= 0xff	 ? 1 :
+				      size <= 0xffff	 ? 2 :
+				      size <= 0xffffffff ? 4 :
+							   8);
+		e->size = 24;
+		e->keyoff = 8;
+	}
+	if (e->n > MAX_DICT_ENTRIES)
+		return -EINVAL;
+	e->at = keys + (uint64_t)l->dk_indices + index_bytes;
+	return 0;
+}
+
+/* Index and entry value of str key @name among @keys' entries; -ENOENT when absent. */
+static int keys_find(pid_t pid, const struct py_layout *l, uint64_t keys, const char *name,
+		     uint64_t *index, uint64_t *value)
+{
+	struct dict_entries e;
+	unsigned char ent[24];
+
+	if (dict_entries(pid, l, keys, &e))
+		return -EFAULT;
+	for (uint64_t i = 0; i < e.n; i++) {
+		char *key;
+		bool match;
+
+		if (mem_read(pid, e.at + i * e.size, ent, e.size))
+			return -EFAULT;
+		if (!word_at(ent, (int)e.keyoff) ||
+		    !(key = read_str(pid, l, word_at(ent, (int)e.keyoff))))
+			continue;
+		match = !strcmp(key, name);
+		free(key);
+		if (match) {
+			*index = i;
+			*value = word_at(ent, (int)e.keyoff + 8);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* dict[@name] for a str key; 0 when absent or unreadable. */
+static uint64_t dict_get(pid_t pid, const struct py_layout *l, uint64_t dict, const char *name)
+{
+	uint64_t keys, values, index, value;
+
+	if (read_ptr(pid, dict + (uint64_t)l->dict_keys, &keys) ||
+	    read_ptr(pid, dict + (uint64_t)l->dict_values, &values) ||
+	    keys_find(pid, l, keys, name, &index, &value))
+		return 0;
+	/* A split dict keeps its values apart from the shared keys. */
+	if (values &&
+	    read_ptr(pid,
+		     values + (uint64_t)(l->dict_values_array > 0 ? l->dict_values_array : 0) +
+			     8 * index,
+		     &value))
+		return 0;
+	return value;
+}
+
+/* Attribute @name of instance @obj, from its dict or its inline values; 0 when unknown. */
+static uint64_t attr_get(pid_t pid, const struct py_layout *l, uint64_t obj, const char *name)
+{
+	uint64_t type, flags, basicsize, cached, dict = 0, values = 0, index, value;
+	int64_t dictoffset;
+
+	if (read_ptr(pid, obj + (uint64_t)l->ob_type, &type) ||
+	    read_ptr(pid, type + (uint64_t)l->tp_flags, &flags) ||
+	    read_ptr(pid, type + (uint64_t)l->tp_basicsize, &basicsize) ||
+	    read_ptr(pid, type + (uint64_t)l->tp_dictoffset, (uint64_t *)&dictoffset))
+		return 0;
+	switch (l->instance_dict) {
+	case PY_DICT_AT_DICTOFFSET:
+		if (dictoffset <= 0 || read_ptr(pid, obj + (uint64_t)dictoffset, &dict))
+			return 0;
+		break;
+	case PY_MANAGED_311:
+		if (!(flags & PY_TPFLAGS_MANAGED_DICT) || read_ptr(pid, obj - 24, &dict) ||
+		    read_ptr(pid, obj - 32, &values))
+			return 0;
+		break;
+	case PY_MANAGED_312:
+		if (!(flags & PY_TPFLAGS_MANAGED_DICT) || read_ptr(pid, obj - 24, &dict))
+			return 0;
+		if (dict & 1) {
+			values = dict + 1; /* stored as values - 1: bit 0 set */
+			dict = 0;
+		}
+		break;
+	case PY_MANAGED_313: {
+		unsigned char valid;
+
+		if (!(flags & PY_TPFLAGS_MANAGED_DICT) || read_ptr(pid, obj - 24, &dict))
+			return 0;
+		if (!dict && (flags & PY_TPFLAGS_INLINE_VALUES) &&
+		    !mem_read(pid, obj + basicsize + 3, &valid, 1) && valid)
+			values = obj + basicsize;
+		break;
+	}
+	}
+	if (dict)
+		return dict_get(pid, l, dict, name);
+	if (!values || read_ptr(pid, type + (uint64_t)l->ht_cached_keys, &cached) ||
+	    keys_find(pid, l, cached, name, &index, &value) ||
+	    read_ptr(pid, values + (uint64_t)l->dict_values_array + 8 * index, &value))
+		return 0;
+	return value;
+}
+
+/* A non-negative int that fits 64 bits (30-bit digits); -1 when it is none. */
+static int64_t long_get(pid_t pid, const struct py_layout *l, uint64_t addr)
+{
+	uint64_t head, n;
+	uint32_t digits[3] = { 0 };
+	uint64_t v = 0;
+
+	if (read_ptr(pid, addr + 16, &head))
+		return -1;
+	if (l->long_tagged) {
+		if ((head & 3) == 2)
+			return -1; /* negative */
+		n = head >> 3;
+	} else {
+		if ((int64_t)head < 0)
+			return -1;
+		n = head;
+	}
+	if (n > 3 || (n && mem_read(pid, addr + (uint64_t)l->long_digits, digits, n * 4)))
+		return -1;
+	for (uint64_t i = n; i-- > 0;)
+		v = v << 30 | (digits[i] & 0x3fffffff);
+	return (int64_t)v;
+}
+
+/*
+ * threading.Thread.name of each thread: sys.modules["threading"]._active maps each thread's
+ * ident (pthread_self) to its Thread, whose name is its _name attribute.
+ */
+static void read_thread_names(struct py_snapshot *s, pid_t pid, uint64_t interp)
+{
+	const struct py_layout *l = s->interp->layout;
+	uint64_t modules, threading, mdict, active, keys, values;
+	struct dict_entries e;
+
+	if (read_ptr(pid, interp + (uint64_t)l->is_modules, &modules) || !modules ||
+	    !(threading = dict_get(pid, l, modules, "threading")) ||
+	    read_ptr(pid, threading + (uint64_t)l->module_dict, &mdict) ||
+	    !(active = dict_get(pid, l, mdict, "_active")) ||
+	    read_ptr(pid, active + (uint64_t)l->dict_keys, &keys) ||
+	    read_ptr(pid, active + (uint64_t)l->dict_values, &values) || values ||
+	    dict_entries(pid, l, keys, &e) || e.size != 24)
+		return;
+	for (uint64_t i = 0; i < e.n; i++) {
+		unsigned char ent[24];
+		int64_t ident;
+		uint64_t name;
+
+		if (mem_read(pid, e.at + i * 24, ent, sizeof(ent)))
+			return;
+		if (!word_at(ent, 8) || (ident = long_get(pid, l, word_at(ent, 8))) < 0)
+			continue;
+		for (size_t k = 0; k < s->n; k++) {
+			if (s->t[k].pthread_id != (uint64_t)ident || s->t[k].name)
+				continue;
+			if ((name = attr_get(pid, l, word_at(ent, 16), "_name")))
+				s->t[k].name = read_str(pid, l, name);
+		}
+	}
+}
+
 static int strings_grow(struct py_strings *st)
 {
 	size_t ncap = st->cap ? st->cap * 2 : 256;
@@ -485,6 +687,9 @@ int py_snapshot__read(const struct py_interp *pi, pid_t pid, unsigned int max_fr
 				return err;
 			tstate = word_at(ts, l->ts_next);
 		}
+		/* Names are only a label: the main interpreter's threading module has them. */
+		if (n_interp == 0)
+			read_thread_names(s, pid, interp);
 		interp = next_interp;
 	}
 	return 0;
@@ -515,6 +720,7 @@ void py_snapshot__free(struct py_snapshot *s)
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->t[i].frames);
 		free(s->t[i].error);
+		free(s->t[i].name);
 	}
 	free(s->t);
 	if (s->strings) {

@@ -58,6 +58,7 @@ struct py_thread {
 	uint64_t tstate;
 	pid_t tid;		 /* native_thread_id (3.11+); 0 when unknown */
 	uint64_t pthread_id;	 /* thread_id: pthread_self() of the thread */
+	char *name;		 /* threading.Thread.name, NULL when it cannot be read */
 	struct py_frame *frames; /* innermost first */
 	size_t n_frames;
 	bool truncated; /* more frames than asked for */

@@ -43,5 +43,6 @@ def wait_rlock():
 for fn in (Worker().run, wait_lock, hold_rlock, wait_rlock):
     threading.Thread(target=fn, name=fn.__name__, daemon=True).start()
 holding.wait()
+threading.main_thread().name = "Main-\u00fc"  # read live, and not ASCII
 print("ready", flush=True)
 time.sleep(1000)
