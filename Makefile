@@ -155,7 +155,9 @@ test: deps
 # The whole suite against an ASan+UBSan build (build-san/).
 test-san: deps
 	@$(MAKE) -s SAN=1 all unit fixtures check-layers
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0 \
+		LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		python3 tests/run_tests.py --build build-san
 
 # The demo needs no real-world stack: it installs only what the build and the fixtures need.
