@@ -50,18 +50,22 @@ def bench(python, gdb_too):
             stops.append(doc["stopped_ms"])
             pyframes = sum(len(t["python"]["frames"]) for t in doc["threads"] if t["python"])
         ours = timed([dlscope, "stacks", str(proc.pid)], 10)
+        py_only = timed([dlscope, "stacks", "--python", str(proc.pid)], 10)
         eu = timed(["eu-stack", "-p", str(proc.pid)], 5)
         print(f"== {python}: {len(doc['threads'])} threads, {pyframes} Python frames")
         print(f"target stopped: median {statistics.median(stops):.2f} ms, max {max(stops):.2f} ms"
               "  goal < 50 ms")
         print(f"dlscope stacks (native + Python + lock graph): median {ours * 1e3:.0f} ms")
+        print(f"dlscope stacks --python (Python frames alone, nothing unwound): median "
+              f"{py_only * 1e3:.0f} ms")
         print(f"eu-stack -p (native only): median {eu * 1e3:.0f} ms  ratio {eu / ours:.2f}x")
         if gdb_too:
             gdb = timed(["gdb", "-nx", "-batch", "-p", str(proc.pid), "-ex",
                          "source /usr/share/gdb/auto-load/usr/bin/python3.11d-gdb.py", "-ex",
-                         "thread apply all py-bt"], 3)
-            print(f"gdb thread apply all py-bt: median {gdb * 1e3:.0f} ms  "
-                  f"ratio {gdb / ours:.1f}x  goal >= 20x")
+                         "thread apply all py-bt"], 5)
+            print(f"gdb thread apply all py-bt: median {gdb * 1e3:.0f} ms  ratio "
+                  f"{gdb / ours:.1f}x the merged stacks, {gdb / py_only:.1f}x --python  "
+                  "goal >= 20x")
     finally:
         proc.kill()
         proc.wait()

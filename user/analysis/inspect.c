@@ -88,10 +88,11 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 	if (what & INSPECT_STACKS) {
 		pid_t *tids = in->ts ? scanned_tids(in->ts) : NULL;
 
-		in->stacks_err = stacks__capture(t->pid, in->maps, in->py_err ? NULL : &in->py,
-						 tids, in->ts ? in->ts->n : 0, max_frames,
-						 &in->stacks, in->stacks_why,
-						 sizeof(in->stacks_why));
+		in->stacks_err =
+			stacks__capture(t->pid, in->maps, in->py_err ? NULL : &in->py,
+					what & INSPECT_PYTHON_ONLY ? STACKS_PYTHON_ONLY : 0, tids,
+					in->ts ? in->ts->n : 0, max_frames, &in->stacks,
+					in->stacks_why, sizeof(in->stacks_why));
 		free(tids);
 	}
 	if ((what & INSPECT_LOCKWAIT) && in->ts) {

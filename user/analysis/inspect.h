@@ -14,9 +14,10 @@
 #include "pystate.h"
 
 enum inspect_what {
-	INSPECT_THREADS = 1 << 0,  /* the threads and the objects on their stacks */
-	INSPECT_LOCKWAIT = 1 << 1, /* the lock-wait graph (reads the threads too) */
-	INSPECT_STACKS = 1 << 2,   /* every thread's stack: the threads are stopped a moment */
+	INSPECT_THREADS = 1 << 0,     /* the threads and the objects on their stacks */
+	INSPECT_LOCKWAIT = 1 << 1,    /* the lock-wait graph (reads the threads too) */
+	INSPECT_STACKS = 1 << 2,      /* every thread's stack: the threads are stopped a moment */
+	INSPECT_PYTHON_ONLY = 1 << 3, /* with INSPECT_STACKS: a CPython's Python frames alone */
 };
 
 struct inspection {

@@ -44,6 +44,7 @@ struct captured {
 
 struct capture_set {
 	pid_t pid;
+	bool regs_only; /* no stack copies: the Python frames alone are wanted */
 	/* The process is our own child: its exit status is its parent's to collect, not ours. */
 	bool own_child;
 	struct captured *c;
@@ -292,8 +293,10 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
 		c->stopped = true;
 		if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
 			c->have_regs = true;
-			copy_stack(cs->pid, maps, c);
-			out->stack_bytes += c->stack_len;
+			if (!cs->regs_only) {
+				copy_stack(cs->pid, maps, c);
+				out->stack_bytes += c->stack_len;
+			}
 		} else {
 			c->regs_errno = errno;
 		}
@@ -843,6 +846,46 @@ static int count_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
 }
 
 /* Unwind and name the copied threads of @cs into @s; the target runs again by now. */
+/* Why a thread has no registers, said as it is: never "exited" on a guess. NULL: no memory. */
+static char *left_out_reason(const struct captured *c)
+{
+	char text[160];
+
+	if (c->seized && !c->stopped && !c->gone)
+		snprintf(
+			text, sizeof(text),
+			"the thread did not stop within 3 s (an uninterruptible sleep, or a parent "
+			"waiting in vfork); left out, and let go once it stops");
+	else if (c->stopped)
+		snprintf(text, sizeof(text),
+			 "the thread stopped but its registers could not be read (%s)",
+			 strerror(c->regs_errno));
+	else if (!c->seized && c->seize_errno && c->seize_errno != ESRCH)
+		snprintf(text, sizeof(text), "the thread could not be seized (%s)",
+			 strerror(c->seize_errno));
+	else
+		snprintf(text, sizeof(text), "the thread exited before it could be stopped");
+	return strdup(text);
+}
+
+/* The threads alone, for their Python frames: identities and reasons, no native frames. */
+static int threads_without_frames(struct capture_set *cs, struct stacks *s)
+{
+	s->t = calloc(cs->n ? cs->n : 1, sizeof(*s->t));
+	if (!s->t)
+		return -ENOMEM;
+	for (size_t i = 0; i < cs->n; i++) {
+		struct thread_stack *ts = &s->t[s->n++];
+
+		ts->tid = cs->c[i].tid;
+		if (cs->c[i].have_regs)
+			ts->thread_pointer = arch_regs__thread_pointer(&cs->c[i].regs);
+		else
+			ts->error = left_out_reason(&cs->c[i]);
+	}
+	return 0;
+}
+
 static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_frames,
 			 struct stacks *s, char *why, size_t whylen)
 {
@@ -877,28 +920,7 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		if (cs->c[i].have_regs)
 			ts->thread_pointer = arch_regs__thread_pointer(&cs->c[i].regs);
 		if (!cs->c[i].have_regs) {
-			const struct captured *c = &cs->c[i];
-			char text[160];
-
-			/* Each way a thread is left out, said as it is: never "exited" on a guess. */
-			if (c->seized && !c->stopped && !c->gone)
-				snprintf(
-					text, sizeof(text),
-					"the thread did not stop within 3 s (an uninterruptible sleep, "
-					"or a parent waiting in vfork); left out, and let go once it "
-					"stops");
-			else if (c->stopped)
-				snprintf(
-					text, sizeof(text),
-					"the thread stopped but its registers could not be read (%s)",
-					strerror(c->regs_errno));
-			else if (!c->seized && c->seize_errno && c->seize_errno != ESRCH)
-				snprintf(text, sizeof(text), "the thread could not be seized (%s)",
-					 strerror(c->seize_errno));
-			else
-				snprintf(text, sizeof(text),
-					 "the thread exited before it could be stopped");
-			ts->error = strdup(text);
+			ts->error = left_out_reason(&cs->c[i]);
 			continue;
 		}
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
@@ -965,10 +987,12 @@ static void link_python(struct stacks *s)
 }
 
 int stacks__capture(pid_t pid, const struct procmaps *given, const struct py_interp *py,
-		    const pid_t *tids, size_t n_tids, unsigned int max_frames, struct stacks **out,
-		    char *why, size_t whylen)
+		    unsigned int flags, const pid_t *tids, size_t n_tids, unsigned int max_frames,
+		    struct stacks **out, char *why, size_t whylen)
 {
-	struct capture_set cs = { .pid = pid, .own_child = is_own_child(pid) };
+	struct capture_set cs = { .pid = pid,
+				  .own_child = is_own_child(pid),
+				  .regs_only = (flags & STACKS_PYTHON_ONLY) && py };
 	struct procmaps *maps = (struct procmaps *)given;
 	struct stacks *s;
 	Dwfl *dwfl = NULL;
@@ -979,7 +1003,12 @@ int stacks__capture(pid_t pid, const struct procmaps *given, const struct py_int
 	if (!s)
 		return -ENOMEM;
 	/* Everything that can be read without stopping the process is read first. */
-	err = proc_begin(pid, &dwfl, &maps, why, whylen);
+	if (!cs.regs_only)
+		err = proc_begin(pid, &dwfl, &maps, why, whylen);
+	else if (!maps && !(maps = procmaps__read(pid)))
+		err = -errno;
+	else
+		err = 0;
 	if (err)
 		goto out;
 	err = list_threads(pid, tids, n_tids, &cs);
@@ -989,7 +1018,8 @@ int stacks__capture(pid_t pid, const struct procmaps *given, const struct py_int
 	}
 	err = freeze_and_copy(&cs, maps, py, max_frames, s, why, whylen);
 	if (!err)
-		err = unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
+		err = cs.regs_only ? threads_without_frames(&cs, s) :
+				     unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
 	if (!err)
 		link_python(s);
 out:

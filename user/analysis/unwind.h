@@ -52,12 +52,18 @@ struct py_interp;
 /*
  * Capture the stacks of the threads @tids of @pid (NULL: every thread of /proc/PID/task), with
  * its mappings @maps as the caller read them (not freed here; NULL: read them). With @py (the
- * process's CPython), its threads' Python frames are read in the same stop. Returns 0, or
+ * process's CPython), its threads' Python frames are read in the same stop; with
+ * STACKS_PYTHON_ONLY in @flags, only those (no stack copied, nothing unwound). Returns 0, or
  * -errno with a one-line reason in @why: -EPERM (not allowed to ptrace), -ESRCH (it exited).
  */
+enum stacks_flags {
+	/* In a CPython process: its Python frames only, no native unwinding (stacks --python). */
+	STACKS_PYTHON_ONLY = 1 << 0,
+};
+
 int stacks__capture(pid_t pid, const struct procmaps *maps, const struct py_interp *py,
-		    const pid_t *tids, size_t n_tids, unsigned int max_frames, struct stacks **out,
-		    char *why, size_t whylen);
+		    unsigned int flags, const pid_t *tids, size_t n_tids, unsigned int max_frames,
+		    struct stacks **out, char *why, size_t whylen);
 /*
  * The stack of thread @tid of @pid, which the caller holds in a ptrace stop as its tracer (a
  * signal-delivery stop of a command it runs): nothing is seized, stopped or released here; the

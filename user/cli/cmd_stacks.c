@@ -396,7 +396,11 @@ int cmd_stacks(int argc, char **argv)
 		return DLS_EXIT_INSPECT;
 	}
 	t = in->t;
-	if (inspection__read(in, INSPECT_LOCKWAIT | INSPECT_STACKS, max_frames, why, sizeof(why))) {
+	/* --python prints no native frame: none is unwound (unless --json wants them). */
+	if (inspection__read(in,
+			     INSPECT_LOCKWAIT | INSPECT_STACKS |
+				     (python_only && !json ? INSPECT_PYTHON_ONLY : 0),
+			     max_frames, why, sizeof(why))) {
 		dls_err("%s", why);
 		goto out;
 	}
