@@ -332,7 +332,9 @@ sys.stdin.readline()
 
 def _fde_range(path, addr):
     """The [start, end) of the .eh_frame FDE of @path that covers file address @addr."""
-    out = subprocess.run(["readelf", "--debug-dump=frames", path], capture_output=True,
+    # -wN: the file's own .eh_frame, not its separate debug file's (python3.11-dbg installs
+    # one, whose .eh_frame is NOBITS: readelf fails on it).
+    out = subprocess.run(["readelf", "-wN", "--debug-dump=frames", path], capture_output=True,
                          text=True, check=True).stdout
     for lo, hi in re.findall(r"FDE cie=\S+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", out):
         if int(lo, 16) <= addr < int(hi, 16):
