@@ -62,6 +62,7 @@ static const char *owner(struct pkg_cache *c, int fd, const char *path)
 
 #define SITE "/usr/local/lib/python3.11/site-packages"
 #define CONDA "/opt/conda"
+#define DEB_SITE "/usr/lib/python3/dist-packages"
 
 static void make_tree(void)
 {
@@ -80,6 +81,13 @@ static void make_tree(void)
 	/* An egg-info lists its files relative to itself; no metadata file: the directory's name. */
 	put(SITE "/baz-0.9-py3.11.egg-info/installed-files.txt", "../baz/_c.so\n");
 	put(SITE "/baz/_c.so", "elf");
+	/* Debian's python3-scipy ships a RECORD but no INSTALLER: dpkg's list names it first. */
+	put(DEB_SITE "/scipy-1.10.1.dist-info/RECORD", "scipy/_x.so,,\n");
+	put(DEB_SITE "/scipy/_x.so", "elf");
+	put("/var/lib/dpkg/info/python3-scipy.list", DEB_SITE "/scipy/_x.so\n");
+	/* Without INSTALLER and in no dpkg list: still the RECORD's distribution. */
+	put(DEB_SITE "/loose-1.0.dist-info/RECORD", "loose/_y.so,,\n");
+	put(DEB_SITE "/loose/_y.so", "elf");
 	/* conda: a pip-built package conda installed (INSTALLER conda): conda-meta names it. */
 	put(CONDA "/conda-meta/libgomp-12.2.0-h1.json",
 	    "{\"name\": \"libgomp\", \"version\": \"12.2.0\", \"files\": [\"lib/libgomp.so.1.0.0\"]}");
@@ -145,6 +153,10 @@ int main(void)
 	      "a file in a site-packages that no RECORD lists has no owner");
 	CHECK(!strcmp(owner(c, fd, SITE "/baz/_c.so"), "baz 0.9 (pip)"),
 	      "an egg-info's installed-files.txt, relative to itself; name from the directory");
+	CHECK(!strcmp(owner(c, fd, DEB_SITE "/scipy/_x.so"), "python3-scipy (deb)"),
+	      "a RECORD without INSTALLER that dpkg also lists: dpkg's package");
+	CHECK(!strcmp(owner(c, fd, DEB_SITE "/loose/_y.so"), "loose 1.0 (pip)"),
+	      "a RECORD without INSTALLER that dpkg does not list: the RECORD's distribution");
 	CHECK(!strcmp(owner(c, fd, "/opt/abs-link.so"), "Foo 1.2.post1 (pip)"),
 	      "an absolute link resolves inside the root, to the wheel's file");
 	CHECK(!strcmp(owner(c, fd, CONDA "/lib/libgomp.so.1"), "libgomp 12.2.0 (conda)"),

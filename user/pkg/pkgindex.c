@@ -280,7 +280,8 @@ static size_t csv_first(const char *line, size_t len, char *out, size_t outlen)
 	return n;
 }
 
-static int add_dist_info(struct pkg_index *ix, int root_fd, const char *dir, const char *entry)
+static int add_dist_info(struct pkg_index *ix, struct pkg_index *unclaimed, int root_fd,
+			 const char *dir, const char *entry)
 {
 	char infodir[PATH_MAX], path[PATH_MAX + 32], field[PATH_MAX];
 	struct pkg_owner *o;
@@ -296,6 +297,9 @@ static int add_dist_info(struct pkg_index *ix, int root_fd, const char *dir, con
 		free(installer);
 		return 0;
 	}
+	/* No INSTALLER: Debian's python3-scipy ships a RECORD too; dpkg answers first. */
+	if (!installer)
+		ix = unclaimed;
 	free(installer);
 	snprintf(path, sizeof(path), "%s/RECORD", infodir);
 	record = read_at(root_fd, path, MAX_RECORD_FILE, &len);
@@ -348,7 +352,8 @@ static int add_egg_info(struct pkg_index *ix, int root_fd, const char *dir, cons
 	return err ? err : 1;
 }
 
-int pkgindex__add_site(struct pkg_index *ix, int root_fd, const char *dir)
+int pkgindex__add_site(struct pkg_index *ix, struct pkg_index *unclaimed, int root_fd,
+		       const char *dir)
 {
 	DIR *d = opendir_at(root_fd, dir);
 	struct dirent *de;
@@ -360,9 +365,9 @@ int pkgindex__add_site(struct pkg_index *ix, int root_fd, const char *dir)
 		int r = 0;
 
 		if (ends_with(de->d_name, ".dist-info"))
-			r = add_dist_info(ix, root_fd, dir, de->d_name);
+			r = add_dist_info(ix, unclaimed, root_fd, dir, de->d_name);
 		else if (ends_with(de->d_name, ".egg-info"))
-			r = add_egg_info(ix, root_fd, dir, de->d_name);
+			r = add_egg_info(unclaimed, root_fd, dir, de->d_name);
 		if (r < 0) {
 			closedir(d);
 			return r;

@@ -35,10 +35,13 @@ struct pkg_index {
 /*
  * pip: the distributions installed in directory @dir (a site-packages, or any --target): each
  * *.dist-info with a RECORD (paths relative to @dir) and each *.egg-info with an
- * installed-files.txt (relative to itself). A dist-info whose INSTALLER is conda is left to conda.
- * @root_fd: the root directory @dir is under. Returns the distributions added, or -errno.
+ * installed-files.txt (relative to itself). A dist-info whose INSTALLER is conda is left to
+ * conda; one with no INSTALLER (what Debian's packages ship) and every egg-info go to
+ * @unclaimed, to be asked after the system's package manager. @root_fd: the root directory
+ * @dir is under. Returns the distributions added, or -errno.
  */
-int pkgindex__add_site(struct pkg_index *ix, int root_fd, const char *dir);
+int pkgindex__add_site(struct pkg_index *ix, struct pkg_index *unclaimed, int root_fd,
+		       const char *dir);
 /* conda: the packages of the environment at @prefix, from its conda-meta/NAME.json. */
 int pkgindex__add_conda(struct pkg_index *ix, int root_fd, const char *prefix);
 /*

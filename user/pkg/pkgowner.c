@@ -21,6 +21,7 @@ struct pkg_root {
 	int fd;
 	struct pathmap dirs; /* directories already looked at for dist-info and conda-meta */
 	struct pkg_index pip, conda, deb;
+	struct pkg_index unclaimed; /* RECORDs no INSTALLER claims: after dpkg */
 	bool deb_read;
 	struct pathmap memo;	  /* path as asked -> owner, or &no_owner */
 	struct pathmap real_dirs; /* directory as asked -> its resolved path (a copy) */
@@ -55,6 +56,7 @@ void pkg_cache__free(struct pkg_cache *c)
 		pkgindex__free(&r->pip);
 		pkgindex__free(&r->conda);
 		pkgindex__free(&r->deb);
+		pkgindex__free(&r->unclaimed);
 		free(r);
 	}
 	free(c->roots);
@@ -197,7 +199,7 @@ static void scan_ancestors(struct pkg_root *r, const char *path)
 		closedir(d);
 		/* An unreadable record is no owner: nothing to tell the user. */
 		if (site)
-			pkgindex__add_site(&r->pip, r->fd, dir[0] ? dir : "/");
+			pkgindex__add_site(&r->pip, &r->unclaimed, r->fd, dir[0] ? dir : "/");
 		if (conda)
 			pkgindex__add_conda(&r->conda, r->fd, dir[0] ? dir : "/");
 	}
@@ -374,6 +376,8 @@ int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *
 		out[p->i] = deb_lookup(r, p->real);
 		if (!out[p->i] && strcmp(p->real, p->asked))
 			out[p->i] = deb_lookup(r, p->asked);
+		if (!out[p->i])
+			out[p->i] = pkgindex__get(&r->unclaimed, p->real);
 	}
 	for (size_t i = 0; i < n; i++)
 		if (paths[i] && paths[i][0] == '/' &&

@@ -4,7 +4,9 @@
  * package (conda-meta) or a Debian package (dpkg's lists), read through the process's root so
  * that a container's own package databases answer. Each root's databases are read once, and
  * only those the files need: the site-packages directories and conda prefixes the files live
- * under, and dpkg's lists when no Python installer claims a file.
+ * under, and dpkg's lists when no Python installer claims a file. Order: a RECORD whose
+ * INSTALLER names pip (or any installer but conda), conda-meta, dpkg, then a RECORD with no
+ * INSTALLER (Debian's own python3-* packages ship those).
  */
 #ifndef DLSCOPE_PKGOWNER_H
 #define DLSCOPE_PKGOWNER_H
