@@ -112,6 +112,21 @@ def test_check_names_the_packages_of_two_openmp_runtimes_and_the_wheel_to_rebuil
         assert "package torchlike 2.1.0 (pip)" in text and f"package {deb} " in text, text
 
 
+def test_check_without_a_vendoring_wheel_says_where_each_copy_comes_from():
+    """A shared libstdc++ from Debian beside a fixture's static copy, which no package owns."""
+    lib = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"
+    with Fixture(["dlopen_list", "--global", lib, fixture_path("libcxx_ext_static.so")]) as fx:
+        p = dlscope("check", "--json", fx.pid, check=1)
+        findings = json.loads(p.stdout)["processes"][0]["findings"]
+        f = [f for f in findings if f["id"] == "dup-cxx-runtime"][0]
+        deb = dpkg_owner(lib)
+        assert re.search(rf"The copies: libstdc\+\+\.so\.6 from {re.escape(deb)} \S+ \(deb\); "
+                         r"libcxx_ext_static\.so from no known package: rebuild or reinstall "
+                         r"the package whose copy should go\.$", f["remedy"]), f["remedy"]
+        ev = [e for e in f["evidence"] if "libstdc++.so.6:" in e]
+        assert ev and ev[0].endswith(f"; from {deb} " + ev[0].rsplit(" ", 2)[-2] + " (deb)"), ev
+
+
 def test_libs_reads_packages_through_the_root_of_a_private_mount_namespace():
     """The wheel exists only in the target's mount namespace: its RECORD is read there."""
     if not is_root():

@@ -101,14 +101,15 @@ void owners__remedy(struct finding *f, const struct libgraph *g, const unsigned 
 			seen[n_seen++] = p;
 			continue;
 		}
-		pkg_owner__describe(p ? p : by, a, sizeof(a));
-		if (p && by)
-			pkg_owner__describe(by, b, sizeof(b));
-		if (!p && !by)
+		if (p)
+			pkg_owner__describe(p, a, sizeof(a));
+		else
 			snprintf(a, sizeof(a), "no known package");
+		if (by)
+			pkg_owner__describe(by, b, sizeof(b));
 		used += (size_t)snprintf(text + used, cap - used, "%s%s from %s%s%s",
 					 i ? "; " : " The copies: ", lg_object__basename(o), a,
-					 p && by ? ", loaded for " : "", p && by ? b : "");
+					 by ? ", loaded for " : "", by ? b : "");
 		n_seen++;
 	}
 	if (any && !vendored && used < cap)
