@@ -244,7 +244,7 @@ static const struct pkg_owner *deb_lookup(struct pkg_root *r, const char *path)
 /* A path no Python installer claimed: its names, for one pass over dpkg's lists. */
 struct pending {
 	size_t i;
-	char asked[PATH_MAX], real[PATH_MAX];
+	char *asked, *real;
 };
 
 static int want(struct pathmap *wanted, const char *path)
@@ -316,15 +316,16 @@ static int resolve_cached(struct pkg_root *r, const char *path, char *out, size_
 }
 
 /* The real file is what the mapping holds; a link to it is only a name. */
-static const struct pkg_owner *python_lookup(struct pkg_root *r, struct pending *p)
+static const struct pkg_owner *python_lookup(struct pkg_root *r, char *asked, char *real,
+					     size_t len)
 {
 	const struct pkg_owner *o;
 
-	pkg_path__normalize(p->asked);
-	if (resolve_cached(r, p->asked, p->real, sizeof(p->real)))
-		snprintf(p->real, sizeof(p->real), "%s", p->asked);
-	scan_ancestors(r, p->real);
-	if ((o = pkgindex__get(&r->pip, p->real)) || (o = pkgindex__get(&r->conda, p->real)))
+	pkg_path__normalize(asked);
+	if (resolve_cached(r, asked, real, len))
+		snprintf(real, len, "%s", asked);
+	scan_ancestors(r, real);
+	if ((o = pkgindex__get(&r->pip, real)) || (o = pkgindex__get(&r->conda, real)))
 		return o;
 	return NULL;
 }
@@ -346,6 +347,7 @@ int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *
 	if (!pend)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
+		char asked[PATH_MAX], real[PATH_MAX];
 		const struct pkg_owner *o;
 		struct pending *p = &pend[n_pend];
 
@@ -355,12 +357,14 @@ int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *
 			out[i] = o == &no_owner ? NULL : o;
 			continue;
 		}
-		p->i = i;
-		snprintf(p->asked, sizeof(p->asked), "%s", paths[i]);
-		if ((out[i] = python_lookup(r, p)))
+		snprintf(asked, sizeof(asked), "%s", paths[i]);
+		if ((out[i] = python_lookup(r, asked, real, sizeof(real))))
 			continue;
+		p->i = i;
+		p->asked = strdup(asked);
+		p->real = strdup(real);
 		n_pend++;
-		if (want(&wanted, p->real) || want(&wanted, p->asked)) {
+		if (!p->asked || !p->real || want(&wanted, real) || want(&wanted, asked)) {
 			err = -ENOMEM;
 			goto out;
 		}
@@ -385,6 +389,10 @@ int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *
 				 (void *)(out[i] ? out[i] : &no_owner), 1) < 0)
 			err = -ENOMEM;
 out:
+	for (size_t k = 0; k < n_pend; k++) {
+		free(pend[k].asked);
+		free(pend[k].real);
+	}
 	pathmap__free(&wanted);
 	free(pend);
 	return err;
