@@ -179,6 +179,15 @@ int main(void)
 	CHECK(!strcmp(owner(c, fd, "/no/such/file.so"), "-"), "a missing file has no owner");
 	CHECK(!strcmp(owner(c, efd, "/usr/lib/x86_64-linux-gnu/libc.so.6"), "-"),
 	      "a root without package databases: no owner, no error");
+	/* A package installed after the lists were first read: its list is new, so it is read. */
+	put("/usr/lib/late/liblate.so.1", "elf");
+	put("/var/lib/dpkg/info/liblate1.list", "/usr/lib/late\n/usr/lib/late/liblate.so.1\n");
+	CHECK(!strcmp(owner(c, fd, "/usr/lib/late/liblate.so.1"), "liblate1 (deb)"),
+	      "a list that appeared after an earlier pass is read");
+	CHECK(!strcmp(owner(c, fd, "/usr/bin/python3.11-copy"), "-") &&
+		      !strcmp(owner(c, fd, "/lib/x86_64-linux-gnu/./libc.so.6"),
+			      "libc6 2.36-9 (deb)"),
+	      "later passes skip lists by what they learnt, and still find what they list");
 	CHECK(pkg_cache__lookup(c, fd, "/usr/lib/libalt.so.0") ==
 		      pkg_cache__lookup(c, fd, "/usr/lib/libalt.so.0"),
 	      "a second lookup answers from the cache");

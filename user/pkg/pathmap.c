@@ -112,6 +112,11 @@ void *pathmap__get(const struct pathmap *m, const char *key, size_t len)
 	return s->key ? s->val : NULL;
 }
 
+uint32_t pathmap__hash(const char *key, size_t len)
+{
+	return hash_bytes(key, len);
+}
+
 void pathmap__free(struct pathmap *m)
 {
 	while (m->arena) {

@@ -34,5 +34,7 @@ int pathmap__put(struct pathmap *m, const char *key, size_t len, void *val, int 
 /* The value of @key, or NULL. */
 void *pathmap__get(const struct pathmap *m, const char *key, size_t len);
 void pathmap__free(struct pathmap *m);
+/* The hash the map uses, for callers that sieve keys before asking. */
+uint32_t pathmap__hash(const char *key, size_t len);
 
 #endif

@@ -544,10 +544,56 @@ static unsigned int sieve_bit(const char *s, size_t len)
 	return (unsigned int)(((tail * 0x9e3779b1u) ^ (uint32_t)len * 0x85ebca6bu) >> 16);
 }
 
+#define BLOOM_WORDS 8
+
+/* The two bits of a path's directory in a list's Bloom filter. */
+static void dir_bits(const char *path, size_t len, unsigned int bits[2])
+{
+	const char *slash = memrchr(path, '/', len);
+	uint32_t h = pathmap__hash(path, slash ? (size_t)(slash - path) : 0);
+
+	bits[0] = h % (BLOOM_WORDS * 64);
+	bits[1] = (h >> 16) % (BLOOM_WORDS * 64);
+}
+
+static bool bloom_has(const uint64_t *bloom, const unsigned int bits[2])
+{
+	return (bloom[bits[0] / 64] >> (bits[0] % 64) & 1) &&
+	       (bloom[bits[1] / 64] >> (bits[1] % 64) & 1);
+}
+
+static void bloom_add(uint64_t *bloom, const unsigned int bits[2])
+{
+	bloom[bits[0] / 64] |= 1ull << (bits[0] % 64);
+	bloom[bits[1] / 64] |= 1ull << (bits[1] % 64);
+}
+
+void dpkg_lists__free(struct dpkg_lists *l)
+{
+	for (size_t i = 0; i < l->blooms.cap; i++)
+		if (l->blooms.slots[i].key)
+			free(l->blooms.slots[i].val);
+	pathmap__free(&l->blooms);
+}
+
+/* May the list @name hold one of the @n wanted directories? Unknown lists may. */
+static bool may_list(const struct dpkg_lists *learnt, const char *name,
+		     const unsigned int (*want)[2], size_t n)
+{
+	const uint64_t *bloom = learnt ? pathmap__get(&learnt->blooms, name, strlen(name)) : NULL;
+
+	for (size_t i = 0; bloom && i < n; i++)
+		if (bloom_has(bloom, want[i]))
+			return true;
+	return !bloom;
+}
+
 int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
-		       const struct pathmap *wanted)
+		       const struct pathmap *wanted, struct dpkg_lists *learnt)
 {
 	uint64_t sieve[SIEVE_BITS / 64] = { 0 };
+	unsigned int(*want)[2] = calloc(wanted->n ? wanted->n : 1, sizeof(*want));
+	size_t n_want = 0;
 	struct line_reader lr = { .cap = 256 * 1024 };
 	struct pathmap owners = { 0 };
 	char info[PATH_MAX];
@@ -556,34 +602,49 @@ int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
 	int n = 0, err = 0, info_fd;
 
 	snprintf(info, sizeof(info), "%s/info", admindir);
-	if (!(d = opendir_at(root_fd, info)))
-		return -errno;
+	if (!want || !(d = opendir_at(root_fd, info))) {
+		err = want ? -errno : -ENOMEM;
+		free(want);
+		return err;
+	}
 	info_fd = dirfd(d);
 	for (size_t i = 0; i < wanted->cap; i++) {
 		const struct pm_slot *w = &wanted->slots[i];
 		unsigned int b = w->key ? sieve_bit(w->key, w->len) : 0;
 
-		if (w->key)
-			sieve[b / 64] |= 1ull << (b % 64);
+		if (!w->key)
+			continue;
+		sieve[b / 64] |= 1ull << (b % 64);
+		dir_bits(w->key, w->len, want[n_want++]);
 	}
 	lr.buf = malloc(lr.cap);
 	while (lr.buf && !err && (de = readdir(d))) {
 		size_t stem = strlen(de->d_name), len, name_len;
 		struct pkg_owner *o = NULL;
+		uint64_t *bloom = NULL;
 		const char *line;
 		int fd;
 
-		if (!ends_with(de->d_name, ".list"))
+		if (!ends_with(de->d_name, ".list") || !may_list(learnt, de->d_name, want, n_want))
 			continue;
 		stem -= 5;
 		fd = openat(info_fd, de->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			continue;
+		/* A list read for the first time: learn its directories. */
+		if (learnt && !pathmap__get(&learnt->blooms, de->d_name, strlen(de->d_name)))
+			bloom = calloc(BLOOM_WORDS, sizeof(*bloom));
 		lr_open(&lr, fd);
 		/* Each line an absolute path; only those asked for are kept. */
 		while (!err && (line = lr_next(&lr, &len))) {
 			unsigned int b = len ? sieve_bit(line, len) : 0;
 
+			if (bloom && len) {
+				unsigned int bits[2];
+
+				dir_bits(line, len, bits);
+				bloom_add(bloom, bits);
+			}
 			if (!len || !(sieve[b / 64] & (1ull << (b % 64))) ||
 			    !pathmap__get(wanted, line, len))
 				continue;
@@ -597,9 +658,13 @@ int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
 				err = -ENOMEM;
 		}
 		close(fd);
+		if (bloom && (err || pathmap__put(&learnt->blooms, de->d_name, strlen(de->d_name),
+						  bloom, 1) != 1))
+			free(bloom);
 		n += o != NULL;
 	}
 	closedir(d);
+	free(want);
 	if (!lr.buf)
 		err = -ENOMEM;
 	if (!err && n)

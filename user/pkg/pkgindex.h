@@ -45,13 +45,24 @@ int pkgindex__add_site(struct pkg_index *ix, struct pkg_index *unclaimed, int ro
 /* conda: the packages of the environment at @prefix, from its conda-meta/NAME.json. */
 int pkgindex__add_conda(struct pkg_index *ix, int root_fd, const char *prefix);
 /*
+ * What a pass over dpkg's lists learnt of each one: the directories its paths are in, as a
+ * 512-bit Bloom filter. A later pass (watch asks again after every dlopen) opens only the lists
+ * that may name a wanted path's directory, and the lists it has not seen. A list rewritten
+ * during the run (a package upgraded meanwhile) is trusted as first read.
+ */
+struct dpkg_lists {
+	struct pathmap blooms; /* list file name -> uint64_t[8] */
+};
+void dpkg_lists__free(struct dpkg_lists *l);
+
+/*
  * dpkg: the packages whose file lists under @admindir ("/var/lib/dpkg") name a path of @wanted
  * (keys only), versions from its status file. Only those paths are added: indexing all of a
- * system's 180,000 would cost more than reading the lists once per batch of lookups. Returns the
- * packages found, or -errno.
+ * system's 180,000 would cost more than reading the lists once per batch of lookups. @learnt
+ * (may be NULL) is read and extended. Returns the packages found, or -errno.
  */
 int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
-		       const struct pathmap *wanted);
+		       const struct pathmap *wanted, struct dpkg_lists *learnt);
 /* The distribution that lists @path (absolute, as seen under the root), or NULL. */
 const struct pkg_owner *pkgindex__get(const struct pkg_index *ix, const char *path);
 void pkgindex__free(struct pkg_index *ix);

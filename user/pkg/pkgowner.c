@@ -22,6 +22,7 @@ struct pkg_root {
 	struct pathmap dirs; /* directories already looked at for dist-info and conda-meta */
 	struct pkg_index pip, conda, deb;
 	struct pkg_index unclaimed; /* RECORDs no INSTALLER claims: after dpkg */
+	struct dpkg_lists lists;    /* what earlier passes over dpkg's lists learnt */
 	bool deb_read;
 	struct pathmap memo;	  /* path as asked -> owner, or &no_owner */
 	struct pathmap real_dirs; /* directory as asked -> its resolved path (a copy) */
@@ -57,6 +58,7 @@ void pkg_cache__free(struct pkg_cache *c)
 		pkgindex__free(&r->conda);
 		pkgindex__free(&r->deb);
 		pkgindex__free(&r->unclaimed);
+		dpkg_lists__free(&r->lists);
 		free(r);
 	}
 	free(c->roots);
@@ -370,7 +372,8 @@ int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *
 		}
 	}
 	/* One pass over dpkg's lists for everything the Python installers left. */
-	if (n_pend && pkgindex__add_dpkg(&r->deb, r->fd, "/var/lib/dpkg", &wanted) == -ENOMEM) {
+	if (n_pend &&
+	    pkgindex__add_dpkg(&r->deb, r->fd, "/var/lib/dpkg", &wanted, &r->lists) == -ENOMEM) {
 		err = -ENOMEM;
 		goto out;
 	}
