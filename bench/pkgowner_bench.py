@@ -4,9 +4,13 @@ of every object (dpkg's lists, pip's RECORDs, conda-meta, read through /proc/PID
 --no-packages, interleaved, warm (each run a new dlscope: the lists come from the page cache),
 medians. Goal (issue 11): with packages within 1.5 times of without.
 
+With root, also watch -q on that import: the collector's CPU, which now names the package of
+every arriving object (DLSCOPE_BASE=/path/to/another/dlscope adds its figure, interleaved).
+
 usage: pkgowner_bench.py [BUILD]"""
 import json
 import os
+import re
 import statistics
 import subprocess
 import time
@@ -53,3 +57,23 @@ try:
 finally:
     proc.kill()
     proc.wait()
+
+
+def collector_cpu(binary):
+    p = subprocess.run([binary, "watch", "-q", "--", "/usr/bin/python3", "-c",
+                        "import torch, numpy, scipy.linalg"], capture_output=True, text=True,
+                       timeout=300)
+    return float(re.search(r"collector CPU ([\d.]+) s", p.stderr).group(1))
+
+
+if os.geteuid() == 0:
+    bins = {"watch -q": dlscope}
+    if os.environ.get("DLSCOPE_BASE"):
+        bins["watch -q (base)"] = os.environ["DLSCOPE_BASE"]
+    cpu = {k: [] for k in bins}
+    for _ in range(int(os.environ.get("WATCH_RUNS", "3"))):
+        for k, b in bins.items():
+            cpu[k].append(collector_cpu(b))
+    for k in bins:
+        print(f"{k + ' import torch...':26s} collector CPU median "
+              f"{statistics.median(cpu[k]):.2f} s ({len(cpu[k])} runs)")
