@@ -86,6 +86,25 @@ def test_libs_names_the_wheel_that_vendors_a_library_and_the_debian_package_besi
         assert {r["package"]["name"] for r in rts} == {"torchlike", omp["package"]["name"]}
 
 
+def test_libs_names_a_conda_package_by_its_conda_meta_record():
+    """A conda-like prefix made here: conda-meta/NAME.json lists lib/libomp.so, which the
+    process loads through a link in the prefix (as conda's libomp.so.5 -> libomp.so)."""
+    with tempfile.TemporaryDirectory() as prefix:
+        os.makedirs(os.path.join(prefix, "conda-meta"))
+        os.makedirs(os.path.join(prefix, "lib"))
+        shutil.copy(os.path.realpath(LIBOMP), os.path.join(prefix, "lib", "libomp.so"))
+        os.symlink("libomp.so", os.path.join(prefix, "lib", "libomp.so.5"))
+        with open(os.path.join(prefix, "conda-meta", "llvm-openmp-14.0.6-h0.json"), "w") as f:
+            json.dump({"name": "llvm-openmp", "version": "14.0.6", "build": "h0",
+                       "files": ["lib/libomp.so", "lib/libomp.so.5"]}, f)
+        with open(os.path.join(prefix, "conda-meta", "history"), "w") as f:
+            f.write("==> 2024-01-01 00:00:00 <==\n")
+        with Fixture(["dlopen_list", os.path.join(prefix, "lib", "libomp.so.5")]) as fx:
+            o = by_name(dlscope_json("libs", fx.pid)["processes"][0], "libomp.so.5")
+            assert o["package"] == {"manager": "conda", "name": "llvm-openmp",
+                                    "version": "14.0.6"}, o
+
+
 def test_libs_no_packages_leaves_the_owner_out():
     with tempfile.TemporaryDirectory() as top, vendoring_process(top) as fx:
         g = dlscope_json("libs", "--no-packages", fx.pid)["processes"][0]
