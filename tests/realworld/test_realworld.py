@@ -7,6 +7,7 @@ A false alarm found on real software becomes a test here.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -163,6 +164,57 @@ def test_reference_blas_beside_openblas_is_a_warning():
     assert len(dup) == 1 and dup[0]["severity"] == "warning", findings
     assert "BLAS (reference or unknown)" in dup[0]["title"] and "OpenBLAS" in dup[0]["title"]
     assert [f["id"] for f in findings] == ["dup-blas"], findings
+
+
+def dpkg_owners(paths):
+    """{path: package} as dpkg -S says, in one call: each path's real file first, then the path
+    itself, each also under its /usr-merge alias (bookworm lists libc6 under /lib)."""
+    def names(p):
+        real = os.path.realpath(p)
+        for q in (real, p):
+            yield q
+            yield q[4:] if q.startswith("/usr/") else "/usr" + q
+    queries = sorted({q for p in paths for q in names(p)})
+    out = subprocess.run(["dpkg", "-S", *queries], capture_output=True, text=True).stdout
+    listed = {}
+    for line in out.splitlines():
+        pkgs, _, path = line.partition(": ")
+        if "," not in pkgs and not pkgs.startswith("diversion"):
+            listed.setdefault(path, pkgs.split(":")[0])
+    return {p: next((listed[q] for q in names(p) if q in listed), None) for p in paths}
+
+
+def test_packages_of_numpy_scipy_torch_are_dpkgs():
+    """libs and check name the Debian package of every object, as dpkg -S does."""
+    code = ("import numpy, scipy.linalg, torch, time; print('ready', flush=True); "
+            "time.sleep(120)")
+    with Fixture([PY, "-c", code], ready_timeout=60) as fx:
+        objs = [o for o in dlscope_json_libs(fx.pid) if o["origin"] != "vdso"]
+        want = dpkg_owners([o["path"] for o in objs])
+        wrong = [(o["path"], o["package"], want[o["path"]]) for o in objs
+                 if (o["package"] or {}).get("name") != want[o["path"]]
+                 or (o["package"] and o["package"]["manager"] != "deb")]
+        assert not wrong, wrong
+        assert all(o["package"] for o in objs), [o["path"] for o in objs if not o["package"]]
+        by_base = {os.path.basename(o["path"]): o["package"]["name"] for o in objs}
+        assert by_base["_multiarray_umath.cpython-311-x86_64-linux-gnu.so"] == "python3-numpy"
+        assert by_base["_flapack.cpython-311-x86_64-linux-gnu.so"] == "python3-scipy"
+        assert by_base["_C.cpython-311-x86_64-linux-gnu.so"] == "python3-torch"
+        assert by_base["libopenblas.so.0"] == "libopenblas0-pthread", by_base
+        _, proc = None, json.loads(dlscope("check", "--json", fx.pid, check=None).stdout)
+        rt = runtimes_by_impl(proc["processes"][0])
+        assert rt["openblas"][0]["package"]["name"] == "libopenblas0-pthread", rt["openblas"]
+        assert rt["libgomp"][0]["package"]["name"] == "libgomp1", rt["libgomp"]
+        ver = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libgomp1"],
+                             capture_output=True, text=True).stdout
+        assert rt["libgomp"][0]["package"]["version"] == ver, (rt["libgomp"], ver)
+        text = dlscope("check", fx.pid, check=None).stdout
+        assert re.search(r"OpenMP runtime +GNU libgomp .*; package libgomp1 \S+ \(deb\)", text), \
+            text
+
+
+def dlscope_json_libs(pid):
+    return json.loads(dlscope("libs", "--json", pid, check=0).stdout)["processes"][0]["objects"]
 
 
 def test_threadpoolctl_agrees():

@@ -12,6 +12,7 @@
 #include "arch.h"
 #include "elfobj.h"
 #include "libgraph.h"
+#include "pkgindex.h"
 #include "procfs.h"
 #include "runtimes.h"
 #include "target.h"
@@ -489,6 +490,12 @@ static void describe(const struct runtime *r, const struct libgraph *g, char *bu
 	for (size_t f = 0; f < r->n_fronts && used < len; f++)
 		used += (size_t)snprintf(buf + used, len - used, "%s%s", f ? ", " : "; front: ",
 					 lg_object__basename(g->objs[r->fronts[f]]));
+	if (o->pkg && used < len) {
+		char pkg[256];
+
+		pkg_owner__describe(o->pkg, pkg, sizeof(pkg));
+		snprintf(buf + used, len - used, "; package %s", pkg);
+	}
 }
 
 void runtimes__print(const struct runtime_list *l, const struct libgraph *g, const char *indent,
@@ -528,7 +535,7 @@ json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g
 		json_array_append_new(
 			arr,
 			json_pack(
-				"{s:s, s:s, s:s, s:s?, s:I, s:s, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o}",
+				"{s:s, s:s, s:s, s:s?, s:I, s:s, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o, s:o}",
 				"kind", role_kind__id(r->role.kind), "impl",
 				role_impl__id(r->role.impl), "name", role_impl__name(r->role.impl),
 				"version", r->role.version[0] ? r->role.version : NULL, "object",
@@ -541,7 +548,8 @@ json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g
 						      json_null(),
 				"pool_threads",
 				r->pool_threads >= 0 ? json_integer(r->pool_threads) : json_null(),
-				"fronts", fronts ? fronts : json_array()));
+				"fronts", fronts ? fronts : json_array(), "package",
+				pkg_owner__to_json(o->pkg)));
 	}
 	return arr;
 }

@@ -23,6 +23,7 @@
 #include "libgraph.h"
 #include "runtimes.h"
 #include "output.h"
+#include "pkgowner.h"
 #include "target.h"
 #include "threadscan.h"
 
@@ -31,6 +32,8 @@ struct check_opts {
 	bool progress;
 	int fail_on;
 	const char *only; /* comma-separated detector ids, or NULL for all */
+	/* The package databases read so far, shared by the processes of the run (one root each). */
+	struct pkg_cache *pkgs;
 };
 
 static bool selected(const struct check_opts *o, const char *id)
@@ -97,6 +100,10 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 		dls_err("%s", why);
 		return err;
 	}
+	/* Owners before the detectors, whose findings name the packages to rebuild. */
+	if (libgraph__find_packages(in->g, t, o->pkgs))
+		dls_warn("process %d (%s): out of memory naming the packages of its objects",
+			 t->pid, t->comm);
 	g = in->g;
 	ts = in->ts;
 	err = in->ts_err;
@@ -529,6 +536,7 @@ int cmd_check(int argc, char **argv)
 		procs = json_array();
 		json_object_set_new(doc, "processes", procs);
 	}
+	o.pkgs = pkg_cache__new();
 	if (!strcmp(argv[optind - 1], "--")) {
 		failed = check_command(argv + optind, &o, &fs, procs, &res) != 0;
 		cmd_failed = res.ended && (res.signo || res.exit_status);
@@ -561,6 +569,7 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	ret = finish(&fs, &o, doc, failed);
+	pkg_cache__free(o.pkgs);
 	/* The command's own failure comes first: findings and inspection errors are still shown. */
 	if (cmd_failed && ret != DLS_EXIT_USAGE)
 		ret = DLS_EXIT_COMMAND;

@@ -14,6 +14,7 @@
 #include "libview.h"
 #include "runtimes.h"
 #include "output.h"
+#include "pkgowner.h"
 #include "target.h"
 
 enum libs_format { FMT_TEXT, FMT_JSON, FMT_DOT };
@@ -21,12 +22,14 @@ enum libs_format { FMT_TEXT, FMT_JSON, FMT_DOT };
 static void libs_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope libs [--depth N | --roles[=KINDS] | --runtimes] [--json | --dot] PID...\n"
+		"Usage: dlscope libs [--depth N | --roles[=KINDS] | --runtimes] [--json | --dot]\n"
+		"                   [--no-packages] PID...\n"
 		"\n"
 		"Print the library graph of each process, read from the dynamic loader's link maps\n"
 		"(every dlmopen namespace) and cross-checked with /proc/PID/maps, without stopping it.\n"
 		"Each object shows its runtime role (OpenMP, BLAS, C++ runtime, CUDA, Python), judged\n"
-		"by the symbols it defines, its path as the process sees it, load address and build-id.\n"
+		"by the symbols it defines, its path as the process sees it, load address, build-id\n"
+		"and the installed package that owns the file (pip's RECORD, conda-meta, dpkg).\n"
 		"The tree shows each object once, under the object whose DT_NEEDED loaded it, with the\n"
 		"number of other objects that need it.\n"
 		"\n"
@@ -42,9 +45,21 @@ static void libs_usage(FILE *f)
 		"                   C++, TBB, oneDNN and GPU runtime once (fronts under what they\n"
 		"                   forward to), real file, version, threading layer, live thread\n"
 		"                   counts; with --json, a \"runtimes\" array in each process\n"
+		"  -P, --no-packages\n"
+		"                   do not look up the owning packages (\"package\": null in JSON)\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 fine, 2 usage error, 3 a process could not be inspected.\n");
+}
+
+static void print_package(const struct lg_object *o, FILE *f)
+{
+	char pkg[256];
+
+	if (!o->pkg)
+		return;
+	pkg_owner__describe(o->pkg, pkg, sizeof(pkg));
+	fprintf(f, "  package %s", pkg);
 }
 
 static void print_object_line(const struct libgraph *g, const struct lg_object *o,
@@ -69,6 +84,7 @@ static void print_object_line(const struct libgraph *g, const struct lg_object *
 		fprintf(f, "  soname %s", o->soname);
 	if (bid)
 		fprintf(f, "  build-id %.16s", bid);
+	print_package(o, f);
 	if (o->deleted)
 		fprintf(f, "  (deleted on disk)");
 	if (o->error)
@@ -251,7 +267,9 @@ static int print_roles(const struct libgraph *g, const struct lv_kinds *ks, FILE
 			if (others)
 				fprintf(f, "  (also needed by %zu other%s)", others,
 					others == 1 ? "" : "s");
-			fprintf(f, "  %s\n", o->path);
+			fprintf(f, "  %s", o->path);
+			print_package(o, f);
+			fputc('\n', f);
 		}
 	}
 	if (!shown) {
@@ -273,12 +291,14 @@ int cmd_libs(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'D' },
 		{ "roles", optional_argument, NULL, 'r' },
 		{ "runtimes", no_argument, NULL, 'R' },
+		{ "no-packages", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	enum libs_format fmt = FMT_TEXT;
 	unsigned int max_depth = LV_NONE;
-	bool roles = false, runtimes = false;
+	bool roles = false, runtimes = false, packages = true;
+	struct pkg_cache *pkgs = NULL;
 	struct runtime_list *inventories = NULL;
 	struct lv_kinds kinds;
 	char why[512];
@@ -289,7 +309,7 @@ int cmd_libs(int argc, char **argv)
 
 	optind = 1;
 	lv_kinds__parse(&kinds, NULL, why, sizeof(why));
-	while ((c = getopt_long(argc, argv, "jdD:r::Rh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jdD:r::RPh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': fmt = FMT_JSON; break;
 		case 'd': fmt = FMT_DOT; break;
@@ -314,10 +334,8 @@ int cmd_libs(int argc, char **argv)
 				return DLS_EXIT_USAGE;
 			}
 			break;
-		case 'R':
-			runtimes = true;
-			break;
-			break;
+		case 'R': runtimes = true; break;
+		case 'P': packages = false; break;
 		case 'h': libs_usage(stdout); return DLS_EXIT_OK;
 		default: libs_usage(stderr); return DLS_EXIT_USAGE;
 		}
@@ -356,7 +374,10 @@ int cmd_libs(int argc, char **argv)
 	output__set_json(fmt == FMT_JSON);
 	graphs = calloc((size_t)(argc - optind), sizeof(*graphs));
 	inventories = calloc((size_t)(argc - optind), sizeof(*inventories));
-	if (!graphs || !inventories) {
+	/* One cache for all the PIDs: processes sharing a root read its databases once. */
+	pkgs = packages ? pkg_cache__new() : NULL;
+	if (!graphs || !inventories || (packages && !pkgs)) {
+		pkg_cache__free(pkgs);
 		free(graphs);
 		free(inventories);
 		dls_err("out of memory");
@@ -371,6 +392,11 @@ int cmd_libs(int argc, char **argv)
 		err = target__open(pid, &t, why, sizeof(why));
 		if (!err) {
 			err = libgraph__snapshot(t, &graphs[n_graphs], why, sizeof(why));
+			if (!err && pkgs && libgraph__find_packages(graphs[n_graphs], t, pkgs)) {
+				libgraph__free(graphs[n_graphs]);
+				snprintf(why, sizeof(why), "out of memory");
+				err = -ENOMEM;
+			}
 			/* Live values (thread counts) are read while the target is open. */
 			if (!err && runtimes &&
 			    runtimes__collect(graphs[n_graphs], t, NULL, &inventories[n_graphs])) {
@@ -435,6 +461,7 @@ int cmd_libs(int argc, char **argv)
 		runtimes__free(&inventories[i]);
 		libgraph__free(graphs[i]);
 	}
+	pkg_cache__free(pkgs);
 	free(inventories);
 	free(graphs);
 	return ret;

@@ -33,6 +33,7 @@
 #include "libgraph.h"
 #include "sink.h"
 #include "output.h"
+#include "pkgowner.h"
 #include "procfs.h"
 #include "procmaps.h"
 #include "runtimes.h"
@@ -83,6 +84,7 @@ enum probe_group {
 struct watch {
 	const struct watch_opts *o;
 	struct elf_cache *cache; /* every process's files, analysed once */
+	struct pkg_cache *pkgs;	 /* the package databases of each root, read as objects need */
 	struct watch_stats *st;
 	struct dlwatch_bpf *skel;
 	struct ring_buffer *rb;
@@ -640,6 +642,8 @@ static int refresh(struct watch *w, struct proc_state *ps)
 		target__free(t);
 		return -ESRCH;
 	}
+	/* Objects seen before answer from the cache; out of memory only leaves owners out. */
+	libgraph__find_packages(g, t, w->pkgs);
 	target__free(t);
 	procmaps__free(ps->maps);
 	ps->maps = procmaps__read(ps->pid);
@@ -1320,6 +1324,7 @@ static void watch_release(struct watch *w)
 	ring_buffer__free(w->rb);
 	dlwatch_bpf__destroy(w->skel);
 	elf_cache__put(w->cache);
+	pkg_cache__free(w->pkgs);
 }
 
 /*
@@ -1521,7 +1526,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	if (err)
 		return err;
 	w.cache = elf_cache__new();
-	if (!w.cache) {
+	w.pkgs = pkg_cache__new();
+	if (!w.cache || !w.pkgs) {
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
@@ -1568,7 +1574,10 @@ struct watch *watch__offline_new(const struct watch_opts *o, struct watch_stats 
 	memset(st, 0, sizeof(*st));
 	st->command_status = -1;
 	w->cache = elf_cache__new();
-	if (!w->cache) {
+	w->pkgs = pkg_cache__new();
+	if (!w->cache || !w->pkgs) {
+		elf_cache__put(w->cache);
+		pkg_cache__free(w->pkgs);
 		free(w);
 		return NULL;
 	}

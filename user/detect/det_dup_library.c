@@ -13,6 +13,7 @@
 #include "detector.h"
 #include "elfobj.h"
 #include "libgraph.h"
+#include "owners.h"
 #include "procmaps.h"
 #include "target.h"
 
@@ -38,6 +39,9 @@ static void same_identity(const struct check_ctx *ctx, struct findings *out, boo
 		const char *key = by_build_id ? (a->elf ? elfobj__build_id(a->elf) : NULL) :
 						a->soname;
 		struct finding *f = NULL;
+		unsigned int ids[64];
+		size_t n_ids = 0;
+		char pkg[600];
 
 		if (done[i] || a->gone || !key)
 			continue;
@@ -59,13 +63,19 @@ static void same_identity(const struct check_ctx *ctx, struct findings *out, boo
 						"SONAME %s loaded from two files: %s and %s",
 					key, a->path, b->path);
 				lg_object__describe_origin(g, a->id, origin, sizeof(origin));
-				finding__evidence(f, "#%u %s (namespace %u), loaded by %s", a->id,
-						  a->path, a->ns, origin);
+				owners__describe(g, a->id, pkg, sizeof(pkg));
+				finding__evidence(f, "#%u %s (namespace %u), loaded by %s%s%s",
+						  a->id, a->path, a->ns, origin, pkg[0] ? "; " : "",
+						  pkg);
+				ids[n_ids++] = a->id;
 			}
 			done[j] = true;
 			lg_object__describe_origin(g, b->id, origin, sizeof(origin));
-			finding__evidence(f, "#%u %s (namespace %u), loaded by %s", b->id, b->path,
-					  b->ns, origin);
+			owners__describe(g, b->id, pkg, sizeof(pkg));
+			finding__evidence(f, "#%u %s (namespace %u), loaded by %s%s%s", b->id,
+					  b->path, b->ns, origin, pkg[0] ? "; " : "", pkg);
+			if (n_ids < 64)
+				ids[n_ids++] = b->id;
 		}
 		finding__explain(
 			f,
@@ -77,6 +87,7 @@ static void same_identity(const struct check_ctx *ctx, struct findings *out, boo
 			"Keep one copy: make the packages depend on a shared one instead of vendoring "
 			"it, or load the wanted copy first with RTLD_GLOBAL so the SONAME match reuses "
 			"it.");
+		owners__remedy(f, g, ids, n_ids);
 	}
 	free(done);
 }

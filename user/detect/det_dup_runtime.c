@@ -7,6 +7,7 @@
 #include "detector.h"
 #include "elfobj.h"
 #include "libgraph.h"
+#include "owners.h"
 #include "target.h"
 #include "runtimes.h"
 #include "threadscan.h"
@@ -46,6 +47,7 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 	struct runtime_list own = { 0 };
 	const struct runtime_list *rt = ctx->rt;
 	size_t idx[64], n, pools = 0;
+	unsigned int ids[64];
 	char names[512] = "";
 	struct finding *f;
 
@@ -74,12 +76,14 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 	for (size_t i = 0; i < n; i++) {
 		const struct runtime *r = &rt->r[idx[i]];
 		const struct lg_object *o = g->objs[r->obj];
-		char chain[512], fronts[256] = "";
+		char chain[512], fronts[256] = "", pkg[600];
 		size_t used = 0;
 
 		char pool[32] = "";
 
+		ids[i] = o->id;
 		describe_chain(g, o->id, chain, sizeof(chain));
+		owners__describe(g, o->id, pkg, sizeof(pkg));
 		for (size_t k = 0; k < r->n_fronts && used < sizeof(fronts); k++)
 			used += (size_t)snprintf(fronts + used, sizeof(fronts) - used, "%s%s",
 						 k ? ", " : "; fronts: ",
@@ -88,10 +92,10 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 		if (r->pool_threads >= 0)
 			snprintf(pool, sizeof(pool), ", %d pool thread%s", r->pool_threads,
 				 r->pool_threads == 1 ? "" : "s");
-		finding__evidence(f, "#%u %s: %s%s%s%s%s, loaded by %s%s%s", o->id, o->path,
+		finding__evidence(f, "#%u %s: %s%s%s%s%s, loaded by %s%s%s%s%s", o->id, o->path,
 				  role_impl__name(r->role.impl), r->role.version[0] ? " " : "",
 				  r->role.version, r->role.detail[0] ? ", " : "", r->role.detail,
-				  chain, pool, fronts);
+				  chain, pool, fronts, pkg[0] ? "; " : "", pkg);
 	}
 	if (ctx->ts) {
 		size_t running = 0;
@@ -112,6 +116,7 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 			"run the reference one (correct, but many times slower), or the reverse.",
 			"Keep one BLAS: on Debian select it with update-alternatives (libblas.so.3, "
 			"liblapack.so.3), or make the packages link the same one.");
+	owners__remedy(f, g, ids, n);
 out:
 	runtimes__free(&own);
 }
@@ -166,9 +171,10 @@ static const char omp_why[] =
 	"hangs, crashes or corrupts results.";
 static const char omp_fix[] =
 	"Make every package use one runtime: rebuild or reinstall the ones that vendor "
-	"the extra copy (the paths above say which wheel brought each) against the same "
-	"OpenMP, or LD_PRELOAD the one to keep so every lookup finds it first; meanwhile "
-	"bound both pools with OMP_NUM_THREADS.";
+	"the extra copy (each copy's package is named above where it is known, else its "
+	"path says which wheel brought it) against the same OpenMP, or LD_PRELOAD the one "
+	"to keep so every lookup finds it first; meanwhile bound both pools with "
+	"OMP_NUM_THREADS.";
 
 void dup_openmp__process(const struct check_ctx *ctx, struct findings *out)
 {
@@ -252,21 +258,26 @@ static void dup_cxx(const struct libgraph *g, const struct live_ctx *lc, int ski
 	for (size_t i = 0; i < n; i++) {
 		const struct lg_object *o = g->objs[ids[i]];
 		const struct obj_role *r = obj_roles__find(lg_object__roles(o), ROLE_CXX_RUNTIME);
-		char origin[256];
+		char origin[256], pkg[600];
 
 		lg_object__describe_origin(g, o->id, origin, sizeof(origin));
+		owners__describe(g, o->id, pkg, sizeof(pkg));
 		if (roles__static_libstdcxx(o->elf, NULL, 0))
 			finding__evidence(
-				f, "#%u %s: a statically linked libstdc++%s%s%s%s, loaded by %s",
+				f,
+				"#%u %s: a statically linked libstdc++%s%s%s%s, loaded by %s%s%s",
 				o->id, o->path, gccs[i][0] ? " (GCC " : "", gccs[i],
 				gccs[i][0] ? ")" : "",
-				r ? " with its symbols exported" : " with hidden symbols", origin);
+				r ? " with its symbols exported" : " with hidden symbols", origin,
+				pkg[0] ? "; " : "", pkg);
 		else
-			finding__evidence(f, "#%u %s: %s%s%s (shared), loaded by %s", o->id,
+			finding__evidence(f, "#%u %s: %s%s%s (shared), loaded by %s%s%s", o->id,
 					  o->path, role_impl__name(r->impl),
-					  r->version[0] ? " GLIBCXX_" : "", r->version, origin);
+					  r->version[0] ? " GLIBCXX_" : "", r->version, origin,
+					  pkg[0] ? "; " : "", pkg);
 	}
 	finding__explain(f, cxx_why, cxx_fix);
+	owners__remedy(f, g, ids, n);
 }
 
 void dup_cxx__process(const struct check_ctx *ctx, struct findings *out)

@@ -12,6 +12,7 @@
 #include "libgraph.h"
 #include "linkmap.h"
 #include "permission.h"
+#include "pkgowner.h"
 #include "procmaps.h"
 #include "target.h"
 
@@ -547,6 +548,8 @@ struct libgraph *libgraph__clone(const struct libgraph *src, pid_t pid)
 		}
 		for (size_t k = 0; o->unresolved && k < so->n_unresolved; k++)
 			o->unresolved[k] = strdup_or_null(so->unresolved[k], &oom);
+		if (so->pkg && !(o->pkg = pkg_owner__dup(so->pkg)))
+			oom = true;
 	}
 	if (!oom && g) {
 		snprintf(g->exe, sizeof(g->exe), "%s", src->exe);
@@ -662,6 +665,38 @@ err_free:
 	return err;
 }
 
+int libgraph__find_packages(struct libgraph *g, const struct target *t, struct pkg_cache *pc)
+{
+	const struct pkg_owner **owners = calloc(g->n ? g->n : 1, sizeof(*owners));
+	const char **paths = calloc(g->n ? g->n : 1, sizeof(*paths));
+	char root[64];
+	int fd = t->root_fd, err = -ENOMEM;
+
+	if (!owners || !paths)
+		goto out;
+	/* A target without its root held (an image, a fuzz input) may still have /proc/PID/root. */
+	if (fd < 0) {
+		snprintf(root, sizeof(root), "/proc/%d/root", t->pid);
+		fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (!o->pkg && !o->gone && !o->deleted && o->origin != LG_VDSO)
+			paths[i] = o->path;
+	}
+	err = pkg_cache__lookup_many(pc, fd, paths, g->n, owners);
+	for (size_t i = 0; !err && i < g->n; i++)
+		if (owners[i] && !(g->objs[i]->pkg = pkg_owner__dup(owners[i])))
+			err = -ENOMEM;
+	if (fd >= 0 && fd != t->root_fd)
+		close(fd);
+out:
+	free(owners);
+	free(paths);
+	return err;
+}
+
 void libgraph__free(struct libgraph *g)
 {
 	if (!g)
@@ -677,6 +712,7 @@ void libgraph__free(struct libgraph *g)
 			free(o->unresolved[j]);
 		free(o->unresolved);
 		free(o->error);
+		pkg_owner__free(o->pkg);
 		elfobj__free(o->elf);
 		free(o);
 	}

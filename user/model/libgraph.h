@@ -17,6 +17,8 @@
 
 struct target;
 struct elf_object;
+struct pkg_cache;
+struct pkg_owner;
 
 enum lg_origin {
 	LG_EXECUTABLE,
@@ -45,6 +47,8 @@ struct lg_object {
 	size_t n_unresolved;
 	struct elf_object *elf; /* shared between objects of one file; NULL when unreadable */
 	char *error;		/* why elf is NULL */
+	/* The installed distribution that owns the file; NULL: none, or not asked (find_packages). */
+	struct pkg_owner *pkg;
 };
 
 struct libgraph {
@@ -101,6 +105,12 @@ struct lg_object *libgraph__add(struct libgraph *g, unsigned int ns, const char 
 void libgraph__remove(struct libgraph *g, uint64_t lm_addr);
 /* Recompute parents, children and origins from DT_NEEDED names. */
 int libgraph__link(struct libgraph *g);
+
+/*
+ * Name the package that owns each object not asked about yet (pkgowner.h), through @t's root.
+ * Deleted files, the vDSO and gone objects are skipped. 0 or -ENOMEM.
+ */
+int libgraph__find_packages(struct libgraph *g, const struct target *t, struct pkg_cache *pc);
 
 /* The file name part of the path ("libgomp.so.1"). */
 const char *lg_object__basename(const struct lg_object *o);

@@ -8,6 +8,7 @@
 #include "graph_export.h"
 #include "libgraph.h"
 #include "libview.h"
+#include "pkgindex.h"
 
 static json_t *str_or_null(const char *s)
 {
@@ -51,6 +52,7 @@ json_t *lg_object__to_json(const struct lg_object *o)
 			unresolved, "roles", obj_roles__to_json(lg_object__roles(o)), "in_link_map",
 			o->in_link_map, "in_maps", o->in_maps, "deleted", o->deleted, "gone",
 			o->gone, "error", str_or_null(o->error));
+	json_object_set_new(obj, "package", pkg_owner__to_json(o->pkg));
 	return obj;
 }
 

@@ -7,6 +7,7 @@
 
 #include "finding.h"
 #include "libgraph.h"
+#include "pkgindex.h"
 #include "runtimes.h"
 #include "sink.h"
 #include "version.h"
@@ -39,10 +40,14 @@ static void text_event(struct event_sink *s, const struct event *ev)
 
 static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
 {
-	char desc[160] = "", t[32];
+	char desc[160] = "", t[32], pkg[256] = "";
 
 	if (l->baseline)
 		return;
+	if (l->o->pkg) {
+		strcpy(pkg, "  package ");
+		pkg_owner__describe(l->o->pkg, pkg + 10, sizeof(pkg) - 10);
+	}
 	if (lg_object__roles(l->o)->n) {
 		desc[0] = ' ';
 		desc[1] = '[';
@@ -50,8 +55,8 @@ static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
 		strcat(desc, "]");
 	}
 	rel_time(TEXT(s), l->t, t, sizeof(t));
-	fprintf(TEXT(s)->out, "[%s] %d + %s%s (%s)\n", t, l->pid, l->o->path, desc,
-		lg_origin__id(l->o->origin));
+	fprintf(TEXT(s)->out, "[%s] %d + %s%s (%s)%s\n", t, l->pid, l->o->path, desc,
+		lg_origin__id(l->o->origin), pkg);
 	fflush(TEXT(s)->out);
 }
 
@@ -136,10 +141,11 @@ static void json_loaded(struct event_sink *s, const struct loaded_obj *l)
 
 	for (size_t p = 0; p < o->n_parents; p++)
 		json_array_append_new(by, json_string(l->g->objs[o->parents[p]]->path));
-	emit(s, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o}", "type", "loaded", "t",
-			  (json_int_t)l->t, "pid", l->pid, "path", o->path, "soname", o->soname,
-			  "namespace", o->ns, "origin", lg_origin__id(o->origin), "needed_by", by,
-			  "roles", runtimes__roles_json(l->g, o->id)));
+	emit(s, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o, s:o}", "type", "loaded",
+			  "t", (json_int_t)l->t, "pid", l->pid, "path", o->path, "soname",
+			  o->soname, "namespace", o->ns, "origin", lg_origin__id(o->origin),
+			  "needed_by", by, "roles", runtimes__roles_json(l->g, o->id), "package",
+			  pkg_owner__to_json(o->pkg)));
 }
 
 static void json_finding(struct event_sink *s, const struct live_finding *f)
