@@ -18,5 +18,6 @@ int cmd_stacks(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_ui(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Trace records to trace events. A record is written when its call returns, with its
+ * duration, so file order is not time order: the first pass keeps each record's start time and
+ * offset, the second writes them sorted, one line each, as they are read again.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event.h"
+#include "perfetto.h"
+
+/* How many frames of a stack go into an event's arguments. */
+#define ARGS_FRAMES 16
+
+struct slot {
+	uint64_t ts; /* start, ns */
+	off_t off;
+	size_t len;
+};
+
+/* Names of the tracks: a process's comm and rank, a thread's comm. */
+struct track {
+	pid_t pid, tid; /* tid 0: the process */
+	char comm[16];
+	char rank[16];
+};
+
+struct exporter {
+	FILE *in, *out;
+	uint64_t t0;
+	struct slot *slots;
+	size_t n, cap;
+	struct track *tracks;
+	size_t n_tracks, cap_tracks;
+	bool first; /* no event written yet: no comma before it */
+	struct perfetto_stats *st;
+};
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const struct slot *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static struct track *track_of(struct exporter *e, pid_t pid, pid_t tid)
+{
+	for (size_t i = 0; i < e->n_tracks; i++)
+		if (e->tracks[i].pid == pid && e->tracks[i].tid == tid)
+			return &e->tracks[i];
+	if (e->n_tracks == e->cap_tracks) {
+		size_t ncap = e->cap_tracks ? e->cap_tracks * 2 : 64;
+		struct track *nt = realloc(e->tracks, ncap * sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		e->tracks = nt;
+		e->cap_tracks = ncap;
+	}
+	memset(&e->tracks[e->n_tracks], 0, sizeof(e->tracks[0]));
+	e->tracks[e->n_tracks].pid = pid;
+	e->tracks[e->n_tracks].tid = tid;
+	return &e->tracks[e->n_tracks++];
+}
+
+static uint64_t get_u64(const json_t *rec, const char *key)
+{
+	const json_t *v = json_object_get(rec, key);
+
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) :
+								 0;
+}
+
+/*
+ * Where a record's event starts: its t (a dlopen's and an ended futex wait's t is when the call
+ * began; they are written when it returns, after the calls made inside them).
+ */
+static uint64_t start_of(const json_t *rec)
+{
+	return get_u64(rec, "t");
+}
+
+/* Pass 1: each record's start and place; the tracks' names. */
+static int index_records(struct exporter *e, char *why, size_t whylen)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	off_t off = ftello(e->in);
+	int err = 0;
+
+	while ((len = getline(&line, &cap, e->in)) > 0) {
+		json_t *rec = json_loadb(line, (size_t)len, 0, NULL);
+		const char *type = rec ? json_string_value(json_object_get(rec, "type")) : NULL;
+		const json_t *pid = rec ? json_object_get(rec, "pid") : NULL;
+
+		e->st->records++;
+		if (!type || !json_is_integer(json_object_get(rec, "t")) || !json_is_integer(pid)) {
+			e->st->skipped++;
+		} else {
+			const char *comm = json_string_value(json_object_get(rec, "comm"));
+			const json_t *tid = json_object_get(rec, "tid"), *rank;
+			struct track *p = track_of(e, (pid_t)json_integer_value(pid), 0),
+				     *th = NULL;
+
+			if (p && json_is_integer(tid) && json_integer_value(tid))
+				th = track_of(e, p->pid, (pid_t)json_integer_value(tid));
+			if (!p || (json_is_integer(tid) && json_integer_value(tid) && !th)) {
+				err = -ENOMEM;
+			} else {
+				/* The process is named by its main thread, or the first seen. */
+				if (comm && (!p->comm[0] || (th && th->tid == p->pid)))
+					snprintf(p->comm, sizeof(p->comm), "%s", comm);
+				if (comm && th)
+					snprintf(th->comm, sizeof(th->comm), "%s", comm);
+				rank = json_object_get(rec, "rank");
+				if (json_is_integer(rank))
+					snprintf(p->rank, sizeof(p->rank), "%" JSON_INTEGER_FORMAT,
+						 json_integer_value(rank));
+			}
+			if (!err && e->n == e->cap) {
+				size_t ncap = e->cap ? e->cap * 2 : 4096;
+				struct slot *ns = realloc(e->slots, ncap * sizeof(*ns));
+
+				if (!ns)
+					err = -ENOMEM;
+				else {
+					e->slots = ns;
+					e->cap = ncap;
+				}
+			}
+			if (!err)
+				e->slots[e->n++] = (struct slot){ start_of(rec), off, (size_t)len };
+		}
+		json_decref(rec);
+		off += len;
+		if (err) {
+			snprintf(why, whylen, "out of memory indexing the trace");
+			break;
+		}
+	}
+	free(line);
+	return err;
+}
+
+static void put(struct exporter *e, json_t *ev)
+{
+	if (!ev)
+		return;
+	fputs(e->first ? "\n" : ",\n", e->out);
+	json_dumpf(ev, e->out, JSON_COMPACT);
+	e->first = false;
+	e->st->events++;
+	json_decref(ev);
+}
+
+static json_t *ts_of(const struct exporter *e, uint64_t t)
+{
+	/* Microseconds from the trace's start, to the nanosecond. */
+	return json_real(t >= e->t0 ? (double)(t - e->t0) / 1e3 : 0.0);
+}
+
+static json_t *stack_args(const json_t *rec)
+{
+	const json_t *stack = json_object_get(rec, "stack");
+	json_t *out = json_array();
+
+	for (size_t i = 0; json_is_array(stack) && i < json_array_size(stack) && i < ARGS_FRAMES;
+	     i++)
+		json_array_append(out, json_array_get(stack, i));
+	return out;
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+
+	return b ? b + 1 : path ? path : "";
+}
+
+/* One trace event of @scope ("t" thread, "p" process) at @t. */
+static json_t *instant(const struct exporter *e, const struct event *ev, const char *name,
+		       const char *cat, const char *scope, json_t *args)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:i, s:o}", "name", name, "cat", cat, "ph",
+			 "i", "s", scope, "ts", ts_of(e, ev->t), "pid", ev->pid, "tid", ev->tid,
+			 "args", args ? args : json_object());
+}
+
+static json_t *slice(const struct exporter *e, const struct event *ev, const char *name,
+		     const char *cat, uint64_t dur_ns, json_t *args)
+{
+	return json_pack("{s:s, s:s, s:s, s:o, s:f, s:i, s:i, s:o}", "name", name, "cat", cat, "ph",
+			 "X", "ts", ts_of(e, ev->t), "dur", (double)dur_ns / 1e3, "pid", ev->pid,
+			 "tid", ev->tid, "args", args ? args : json_object());
+}
+
+static void emit_event(struct exporter *e, const json_t *rec, const struct event *ev)
+{
+	char name[512];
+
+	switch (ev->kind) {
+	case EVENT_DLOPEN:
+		snprintf(name, sizeof(name), "dlopen %s",
+			 ev->u.dlopen.path_null ? "(main program)" :
+						  basename_of(ev->u.dlopen.path));
+		put(e, slice(e, ev, name, "dlopen", ev->u.dlopen.duration_ns,
+			     json_pack("{s:o, s:s, s:I, s:b, s:o}", "path",
+				       ev->u.dlopen.path_null ? json_null() :
+								json_string(ev->u.dlopen.path),
+				       "file", ev->u.dlopen.file, "flags",
+				       (json_int_t)ev->u.dlopen.flags, "ok",
+				       ev->u.dlopen.handle != 0, "stack", stack_args(rec))));
+		break;
+	case EVENT_DLSYM:
+		snprintf(name, sizeof(name), "dlsym %s", ev->u.dlsym.symbol);
+		put(e, slice(e, ev, name, "dlsym", 0,
+			     json_pack("{s:s, s:b}", "symbol", ev->u.dlsym.symbol, "found",
+				       ev->u.dlsym.address != 0)));
+		break;
+	case EVENT_FUTEX_WAIT:
+		if (ev->u.futex.what == EVENT_FUTEX_ENDED) {
+			put(e, slice(e, ev, "futex wait", "futex", ev->u.futex.duration_ns,
+				     json_pack("{s:I}", "futex", (json_int_t)ev->u.futex.futex)));
+		} else {
+			event__text(ev, 0, name, sizeof(name));
+			put(e,
+			    instant(e, ev, name, "futex", "t",
+				    json_pack("{s:I, s:o}", "futex", (json_int_t)ev->u.futex.futex,
+					      "stack", stack_args(rec))));
+		}
+		break;
+	case EVENT_OMP_FORK: {
+		char series[64];
+
+		snprintf(series, sizeof(series), "thread %d", ev->tid);
+		event__text(ev, 0, name, sizeof(name));
+		put(e, instant(e, ev, name, "runtime", "t",
+			       json_pack("{s:o}", "stack", stack_args(rec))));
+		put(e, json_pack("{s:s, s:s, s:o, s:i, s:{s:I}}", "name", "parallel regions", "ph",
+				 "C", "ts", ts_of(e, ev->t), "pid", ev->pid, "args", series,
+				 (json_int_t)ev->u.omp_fork.regions));
+		break;
+	}
+	case EVENT_SIGNAL:
+	case EVENT_EXEC:
+	case EVENT_FORK:
+	case EVENT_EXIT:
+		event__text(ev, 0, name, sizeof(name));
+		put(e, instant(e, ev, name, event_kind__id(ev->kind), "p",
+			       json_pack("{s:o}", "stack", stack_args(rec))));
+		break;
+	default:
+		event__text(ev, 0, name, sizeof(name));
+		put(e, instant(e, ev, name, event_kind__id(ev->kind), "t",
+			       json_pack("{s:o}", "stack", stack_args(rec))));
+		break;
+	}
+}
+
+/* Records that are no event of the collector's: findings and arriving objects. */
+static void emit_other(struct exporter *e, const json_t *rec, const char *type)
+{
+	struct event ev = { .t = get_u64(rec, "t"),
+			    .pid = (pid_t)json_integer_value(json_object_get(rec, "pid")),
+			    .tid = (pid_t)json_integer_value(json_object_get(rec, "tid")) };
+	char name[512];
+
+	if (!ev.tid)
+		ev.tid = ev.pid;
+	if (!strcmp(type, "finding")) {
+		snprintf(name, sizeof(name), "finding %s: %s",
+			 json_string_value(json_object_get(rec, "id")) ?: "?",
+			 json_string_value(json_object_get(rec, "title")) ?: "");
+		put(e, instant(e, &ev, name, "finding", "p", json_deep_copy(rec)));
+	} else if (!strcmp(type, "loaded")) {
+		snprintf(name, sizeof(name), "loaded %s",
+			 basename_of(json_string_value(json_object_get(rec, "path"))));
+		put(e,
+		    instant(e, &ev, name, "object", "p",
+			    json_pack("{s:O, s:O, s:O}", "path", json_object_get(rec, "path"),
+				      "roles", json_object_get(rec, "roles") ?: json_null(),
+				      "package", json_object_get(rec, "package") ?: json_null())));
+	} else {
+		e->st->skipped++;
+	}
+}
+
+/* Pass 2: every record again, in time order. */
+static int write_sorted(struct exporter *e, char *why, size_t whylen)
+{
+	char *buf = NULL;
+	size_t cap = 0;
+
+	for (size_t i = 0; i < e->n; i++) {
+		const struct slot *s = &e->slots[i];
+		json_t *rec;
+		const char *type;
+		struct event ev;
+		char err[256];
+
+		if (s->len + 1 > cap) {
+			char *nb = realloc(buf, s->len + 1);
+
+			if (!nb) {
+				free(buf);
+				snprintf(why, whylen, "out of memory");
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap = s->len + 1;
+		}
+		if (fseeko(e->in, s->off, SEEK_SET) || fread(buf, 1, s->len, e->in) != s->len) {
+			free(buf);
+			snprintf(why, whylen, "the trace changed while it was read");
+			return -EIO;
+		}
+		rec = json_loadb(buf, s->len, 0, NULL);
+		type = json_string_value(json_object_get(rec, "type"));
+		if (type && event_kind__parse(type)) {
+			if (!event__from_json(rec, &ev, err, sizeof(err))) {
+				emit_event(e, rec, &ev);
+				event__clear(&ev);
+			} else {
+				e->st->skipped++;
+			}
+		} else if (type) {
+			emit_other(e, rec, type);
+		}
+		json_decref(rec);
+	}
+	free(buf);
+	return 0;
+}
+
+/* Process and thread names, processes sorted by rank. */
+static void write_names(struct exporter *e)
+{
+	for (size_t i = 0; i < e->n_tracks; i++) {
+		const struct track *t = &e->tracks[i];
+		char name[96];
+
+		if (t->tid) {
+			snprintf(name, sizeof(name), "%s %d", t->comm[0] ? t->comm : "thread",
+				 t->tid);
+			put(e,
+			    json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
+				      "M", "pid", t->pid, "tid", t->tid, "args", "name", name));
+			continue;
+		}
+		e->st->processes++;
+		if (t->rank[0])
+			snprintf(name, sizeof(name), "rank %s: %s %d", t->rank, t->comm, t->pid);
+		else
+			snprintf(name, sizeof(name), "%s %d", t->comm[0] ? t->comm : "process",
+				 t->pid);
+		put(e, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
+				 "pid", t->pid, "args", "name", name));
+		if (t->rank[0])
+			put(e, json_pack("{s:s, s:s, s:i, s:{s:i}}", "name", "process_sort_index",
+					 "ph", "M", "pid", t->pid, "args", "sort_index",
+					 atoi(t->rank)));
+	}
+}
+
+/* The header: this dlscope reads formats 1 up to the one it writes. */
+static int read_header(struct exporter *e, const char *path, json_t **hdr, char *why, size_t whylen)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len = getline(&line, &cap, e->in);
+	json_t *rec = len > 0 ? json_loadb(line, (size_t)len, 0, NULL) : NULL;
+	const char *fmt = rec ? json_string_value(json_object_get(rec, "format")) : NULL;
+	int version = 0, ours = atoi(TRACE_FORMAT + strlen("dlscope-trace/"));
+
+	free(line);
+	if (!fmt || sscanf(fmt, "dlscope-trace/%d", &version) != 1 || version < 1 ||
+	    version > ours) {
+		snprintf(why, whylen,
+			 "%s is not a dlscope trace this dlscope reads (its first line must be a "
+			 "header of format dlscope-trace/1 to /%d; make one with 'dlscope record')",
+			 path, ours);
+		json_decref(rec);
+		return -EINVAL;
+	}
+	e->t0 = get_u64(rec, "t0");
+	e->st->records++;
+	e->st->skipped++; /* the header is no event */
+	*hdr = rec;
+	return 0;
+}
+
+int perfetto__export(const char *path, FILE *out, struct perfetto_stats *st, char *why,
+		     size_t whylen)
+{
+	struct exporter e = { .out = out, .first = true, .st = st };
+	json_t *hdr = NULL;
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	e.in = fopen(path, "r");
+	if (!e.in) {
+		err = -errno;
+		snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
+		return err;
+	}
+	err = read_header(&e, path, &hdr, why, whylen);
+	if (!err)
+		err = index_records(&e, why, whylen);
+	if (!err) {
+		json_t *other = json_pack("{s:O, s:O, s:O}", "dlscope",
+					  json_object_get(hdr, "dlscope") ?: json_null(), "host",
+					  json_object_get(hdr, "host") ?: json_null(), "format",
+					  json_object_get(hdr, "format"));
+
+		qsort(e.slots, e.n, sizeof(*e.slots), cmp_slot);
+		fprintf(out, "{\"displayTimeUnit\": \"ns\", \"otherData\": ");
+		json_dumpf(other, out, JSON_COMPACT);
+		json_decref(other);
+		fprintf(out, ",\n\"traceEvents\": [");
+		err = write_sorted(&e, why, whylen);
+		write_names(&e);
+		fprintf(out, "\n]}\n");
+		if (!err && (fflush(out) || ferror(out))) {
+			err = -EIO;
+			snprintf(why, whylen, "cannot write the export: %s", strerror(errno));
+		}
+	}
+	json_decref(hdr);
+	fclose(e.in);
+	free(e.slots);
+	free(e.tracks);
+	return err;
+}
