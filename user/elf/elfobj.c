@@ -974,8 +974,17 @@ int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, si
 	    last != off + len - 1)
 		return -ERANGE;
 	fd = open(o->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		/* Opened through a target's descriptor (/proc/self/fd/N), closed since: the bytes
+		 * of libelf's mapping of the file (uprobes write only into executable mappings). */
+		size_t size = 0;
+		const char *raw = elf_rawfile(o->elf, &size);
+
+		if (!raw || off + len > size)
+			return -errno;
+		memcpy(buf, raw + off, len);
+		return 0;
+	}
 	got = pread(fd, buf, len, (off_t)off);
 	close(fd);
 	return got == (ssize_t)len ? 0 : -EIO;
