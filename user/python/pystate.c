@@ -735,3 +735,54 @@ void py_snapshot__free(struct py_snapshot *s)
 	free(s->error);
 	free(s);
 }
+
+/* ---- one frame captured elsewhere (the collector's dlopen stacks) ---- */
+
+int py_code__resolve(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t offset,
+		     uint64_t name_check, char **function, char **file, int *line)
+{
+	const struct py_layout *l = pi->layout;
+	unsigned char buf[CODE_HEADER];
+	uint8_t *lines;
+	size_t n_lines = 0;
+	int32_t first;
+
+	*function = *file = NULL;
+	*line = -1;
+	if (mem_read(pid, code, buf, sizeof(buf)) ||
+	    (pi->code_type && word_at(buf, l->ob_type) != pi->code_type))
+		return -EFAULT;
+	/* The name the code had when captured: another code object at a reused address fails. */
+	if (name_check &&
+	    word_at(buf, l->co_qualname >= 0 ? l->co_qualname : l->co_name) != name_check)
+		return -ESTALE;
+	memcpy(&first, buf + l->co_firstlineno, sizeof(first));
+	*file = read_str(pid, l, word_at(buf, l->co_filename));
+	*function =
+		read_str(pid, l, word_at(buf, l->co_qualname >= 0 ? l->co_qualname : l->co_name));
+	if (!*file || !*function) {
+		free(*file);
+		free(*function);
+		*function = *file = NULL;
+		return -EFAULT;
+	}
+	lines = read_bytes(pid, l, word_at(buf, l->co_linetable), &n_lines);
+	if (lines)
+		*line = py_line_of(l->lines, lines, n_lines, first, offset);
+	free(lines);
+	return 0;
+}
+
+char *py_str__read(const struct py_interp *pi, pid_t pid, uint64_t addr)
+{
+	const struct py_layout *l = pi->layout;
+	uint64_t type, name;
+	char tp[4];
+
+	/* Only a str: its type's tp_name is "str". */
+	if (read_ptr(pid, addr + (uint64_t)l->ob_type, &type) ||
+	    read_ptr(pid, type + (uint64_t)l->tp_name, &name) || mem_read(pid, name, tp, 4) ||
+	    memcmp(tp, "str", 4))
+		return NULL;
+	return read_str(pid, l, addr);
+}

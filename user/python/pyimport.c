@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0
+/* A dlopen's Python stack, captured in the kernel, named in user space. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/uio.h>
+
+#include "pyimport.h"
+
+/* PyASCIIObject.hash, after the object header and the length (3.9 to 3.13). */
+#define STR_HASH 24
+
+/* Where the first local lies in a frame: PyFrameObject's f_localsplus, or the interpreter
+ * frame's localsplus (gdb's ptype/o on each version's DWARF). */
+static int local0_offset(const struct py_layout *l)
+{
+	if (l->frames == PY_INTERPRETER_FRAMES)
+		return 72;
+	return l->minor == 9 ? 360 : 352;
+}
+
+void py_import__cfg(const struct py_interp *pi, struct dlw_pycfg *cfg)
+{
+	const struct py_layout *l = pi->layout;
+
+	*cfg = (struct dlw_pycfg){
+		.runtime = pi->runtime,
+		.interp_head = l->rt_interp_head,
+		.rt_gil = l->rt_gil,
+		.is_gil_ptr = l->is_gil_ptr,
+		.is_tstate_head = l->is_tstate_head,
+		.gil_last_holder = l->gil_last_holder,
+		.ts_next = l->ts_next,
+		.ts_thread_id = l->ts_thread_id,
+		.ts_frame = l->ts_frame >= 0	     ? l->ts_frame :
+			    l->ts_current_frame >= 0 ? l->ts_current_frame :
+						       l->ts_cframe,
+		.ts_frame2 = l->ts_frame < 0 && l->ts_current_frame < 0 ? l->cframe_current : -1,
+		.fr_code = l->fr_code,
+		.fr_previous = l->fr_previous,
+		.fr_lasti = l->fr_lasti,
+		.lasti_scale = l->lines == PY_LINETABLE_310 ? 2 : 1,
+		.fr_instr = l->fr_instr,
+		.co_code = l->co_code_adaptive,
+		.fr_owner = l->fr_owner,
+		.fr_local0 = local0_offset(l),
+		.co_filename = l->co_filename,
+		.co_func = l->co_qualname >= 0 ? l->co_qualname : l->co_name,
+		.str_hash = STR_HASH,
+		.str_ascii = l->str_ascii_size,
+	};
+}
+
+int py_import__push(struct py_import *imp, const char *function, const char *file, int line)
+{
+	struct py_import_frame *nf = realloc(imp->f, (imp->n + 1) * sizeof(*nf));
+
+	if (!nf)
+		return -ENOMEM;
+	imp->f = nf;
+	nf[imp->n] = (struct py_import_frame){ strdup(function), strdup(file), line };
+	if (!nf[imp->n].function || !nf[imp->n].file) {
+		free(nf[imp->n].function);
+		free(nf[imp->n].file);
+		return -ENOMEM;
+	}
+	imp->n++;
+	return 0;
+}
+
+bool py_import__is_importlib(const struct py_import_frame *f)
+{
+	return !strncmp(f->file, "<frozen importlib.", 18);
+}
+
+void py_import__frame_text(const struct py_import_frame *f, char *buf, size_t len)
+{
+	if (f->line >= 0)
+		snprintf(buf, len, "%s (%s:%d)", f->function, f->file, f->line);
+	else
+		snprintf(buf, len, "%s (%s:?)", f->function, f->file);
+}
+
+/* Append @text to the growing string *@s. */
+static void append(char **s, size_t *len, const char *text)
+{
+	size_t n = strlen(text);
+	char *ns;
+
+	if (!*s)
+		return;
+	ns = realloc(*s, *len + n + 1);
+	if (!ns) {
+		free(*s);
+		*s = NULL;
+		return;
+	}
+	memcpy(ns + *len, text, n + 1);
+	*s = ns;
+	*len += n;
+}
+
+char *py_import__lines(const struct py_import *imp, bool skip_importlib, const char *indent)
+{
+	char *s = strdup(""), line[1200];
+	size_t len = 0, shown = 0;
+
+	for (size_t i = 0; i < imp->n; i++) {
+		char frame[1024];
+
+		if (imp->gap && i == imp->gap_at) {
+			snprintf(line, sizeof(line), "%s... %zu frames left out ...\n", indent,
+				 imp->gap);
+			append(&s, &len, line);
+		}
+		if (skip_importlib && py_import__is_importlib(&imp->f[i]))
+			continue;
+		py_import__frame_text(&imp->f[i], frame, sizeof(frame));
+		snprintf(line, sizeof(line), "%spy#%zu %s\n", indent, i, frame);
+		append(&s, &len, line);
+		shown++;
+	}
+	if (imp->more) {
+		snprintf(line, sizeof(line), "%s... more frames, not walked ...\n", indent);
+		append(&s, &len, line);
+	}
+	if (imp->error) {
+		snprintf(line, sizeof(line), "%s(%s)\n", indent, imp->error);
+		append(&s, &len, line);
+	}
+	if (s && !len) {
+		free(s);
+		return NULL;
+	}
+	if (s && s[len - 1] == '\n')
+		s[len - 1] = '\0';
+	return s;
+}
+
+/*
+ * The user's line that started the outermost import: from the outside in, the frame just
+ * before the first of importlib's; without an import, the caller of the innermost frame.
+ */
+static void find_site(struct py_import *imp)
+{
+	imp->site = -1;
+	for (size_t k = imp->n; k-- > 0;) {
+		if (!py_import__is_importlib(&imp->f[k]))
+			continue;
+		if (k + 1 < imp->n)
+			imp->site = (long)k + 1;
+		return;
+	}
+	if (imp->n)
+		imp->site = imp->n > 1 ? 1 : 0;
+}
+
+/* Did the kernel copy the function's name (an ASCII str)? */
+static bool named(const struct dlw_pyframe *rf)
+{
+	size_t n = strnlen(rf->name, sizeof(rf->name));
+
+	for (size_t i = 0; i < n; i++)
+		if (rf->name[i] < 0x20 || rf->name[i] > 0x7e)
+			return false;
+	return n > 0;
+}
+
+/*
+ * Is the str at @addr still the one whose cached hash was @hash? (A file name's hash is often
+ * never computed, -1 on both sides: then its being a str at all is the check left.)
+ */
+static bool same_str(pid_t pid, uint64_t addr, uint64_t hash)
+{
+	uint64_t now;
+	struct iovec local = { &now, sizeof(now) },
+		     remote = { (void *)(uintptr_t)(addr + STR_HASH), sizeof(now) };
+
+	return addr && process_vm_readv(pid, &local, 1, &remote, 1, 0) == sizeof(now) &&
+	       now == hash;
+}
+
+/* Frame k of the walk (innermost first) in the captured slots. */
+static const struct dlw_pyframe *raw_frame(const struct dlw_pystack *raw, unsigned int k)
+{
+	if (k < DLW_PY_INNER || raw->n <= DLW_PY_FRAMES)
+		return &raw->f[k];
+	return &raw->f[DLW_PY_INNER + (k - DLW_PY_INNER) % DLW_PY_OUTER];
+}
+
+int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_pystack *raw,
+		       struct py_import *out)
+{
+	unsigned int n = raw->n, freed = 0, bad = 0;
+	char msg[160];
+
+	memset(out, 0, sizeof(*out));
+	out->site = -1;
+	if (raw->status == DLW_PY_NO_THREAD) {
+		out->error = strdup("the thread has no Python thread state (not a Python thread)");
+		return out->error ? 0 : -ENOMEM;
+	}
+	if (raw->status != DLW_PY_OK) {
+		out->error = strdup("the interpreter's state could not be read at dlopen's entry");
+		return out->error ? 0 : -ENOMEM;
+	}
+	out->more = raw->more;
+	if (n > DLW_PY_FRAMES) {
+		out->gap_at = DLW_PY_INNER;
+		out->gap = n - DLW_PY_FRAMES;
+	}
+	for (unsigned int k = 0; k < n; k++) {
+		const struct dlw_pyframe *rf;
+		char *function, *file;
+		int line, err;
+
+		if (out->gap && k == DLW_PY_INNER)
+			k += (unsigned int)out->gap;
+		rf = raw_frame(raw, k);
+		err = py_code__resolve(pi, pid, rf->code, rf->offset, rf->func, &function, &file,
+				       &line);
+		/* The code is gone (a module's top-level code, once the module has run): the
+		 * name copied with the frame, the file when its str is still the same. */
+		if (err && named(rf)) {
+			function = strndup(rf->name, sizeof(rf->name));
+			file = same_str(pid, rf->file, rf->file_hash) ?
+				       py_str__read(pi, pid, rf->file) :
+				       NULL;
+			if (!file)
+				file = strdup("?");
+			err = function && file ? 0 : -ENOMEM;
+			line = -1;
+			freed++;
+		}
+		bad += err != 0;
+		if (py_import__push(out, err ? "?" : function, err ? "?" : file, err ? -1 : line)) {
+			free(function);
+			free(file);
+			return -ENOMEM;
+		}
+		/* importlib's _find_and_load(name, import_): the outermost names the import. */
+		if (!err && !strcmp(function, "_find_and_load") &&
+		    !strcmp(file, "<frozen importlib._bootstrap>")) {
+			char *mod = py_str__read(pi, pid, rf->local0);
+
+			if (mod) {
+				free(out->module);
+				out->module = mod;
+			}
+		}
+		free(function);
+		free(file);
+	}
+	find_site(out);
+	if (freed || bad) {
+		snprintf(msg, sizeof(msg),
+			 "%u frame%s without a line (code freed before it was read), %u without a "
+			 "name",
+			 freed, freed == 1 ? "" : "s", bad);
+		out->error = strdup(msg);
+	}
+	return 0;
+}
+
+void py_import__describe(const struct py_import *imp, char *buf, size_t len)
+{
+	const struct py_import_frame *s;
+	const char *base;
+
+	buf[0] = '\0';
+	if (!imp->n || imp->site < 0 || (size_t)imp->site >= imp->n)
+		return;
+	s = &imp->f[imp->site];
+	base = strrchr(s->file, '/');
+	base = base ? base + 1 : s->file;
+	if (imp->module)
+		snprintf(buf, len, "`import %s` at %s:%d", imp->module, base, s->line);
+	else
+		snprintf(buf, len, "`%s` called at %s:%d", imp->f[0].function, base, s->line);
+}
+
+void py_import__clear(struct py_import *imp)
+{
+	for (size_t i = 0; i < imp->n; i++) {
+		free(imp->f[i].function);
+		free(imp->f[i].file);
+	}
+	free(imp->f);
+	free(imp->module);
+	free(imp->error);
+	memset(imp, 0, sizeof(*imp));
+	imp->site = -1;
+}
