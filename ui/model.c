@@ -556,6 +556,17 @@ int model__apply(struct model *m, const json_t *rec)
 	apply_process_event(m, &ev);
 	event__text(&ev, EVENT_TEXT_RESOLVED, text, sizeof(text));
 	stack = stack_lines(&ev.stack);
+	/* A dlopen's Python stack above its native one. */
+	if (ev.has_python) {
+		char *py = py_import__lines(&ev.py, false, ""), *both = NULL;
+
+		if (py && asprintf(&both, "python:\n%s%s%s", py, stack ? "\n\nnative:\n" : "",
+				   stack ? stack : "") >= 0) {
+			free(stack);
+			stack = both;
+		}
+		free(py);
+	}
 	model__add_event(m, ev_kind_of(ev.kind), ev.t, ev.pid, ev.tid, ev.comm, text,
 			 event__object(&ev), stack);
 	free(stack);

@@ -126,13 +126,14 @@ int replay__open(const char *path, bool strict, struct replay **out, char *why, 
 		err = -EINVAL;
 		goto fail;
 	}
-	/* This format and the one before it (the same records; docs/trace-format.md). */
+	/* This format and the ones before it (their records are a subset; docs/trace-format.md). */
 	fmt = json_string_value(json_object_get(rec, "format"));
-	if (strcmp(fmt, TRACE_FORMAT) && strcmp(fmt, TRACE_FORMAT_V1)) {
+	if (strcmp(fmt, TRACE_FORMAT) && strcmp(fmt, TRACE_FORMAT_V2) &&
+	    strcmp(fmt, TRACE_FORMAT_V1)) {
 		snprintf(why, whylen,
 			 "%s is a trace of format \"%.64s\", which this dlscope does "
-			 "not read (it reads %s and %s)",
-			 path, fmt, TRACE_FORMAT_V1, TRACE_FORMAT);
+			 "not read (it reads %s, %s and %s)",
+			 path, fmt, TRACE_FORMAT_V1, TRACE_FORMAT_V2, TRACE_FORMAT);
 		json_decref(rec);
 		err = -EINVAL;
 		goto fail;

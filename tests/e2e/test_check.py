@@ -621,7 +621,7 @@ SAME = ("id", "severity", "title", "why", "remedy")
 def _trace_findings(path):
     with open(path) as f:
         lines = [json.loads(l) for l in f]
-    assert lines[0]["format"] == "dlscope-trace/2", lines[0]
+    assert lines[0]["format"] == "dlscope-trace/3", lines[0]
     return [r for r in lines if r["type"] == "finding"]
 
 

@@ -46,7 +46,7 @@ def test_record_writes_a_json_lines_trace():
         assert p.stdout.count("\n") <= 2, p.stdout  # quiet: only the fixture's own lines
         lines = [json.loads(l) for l in open(f.name)]
     head, tail = lines[0], lines[-1]
-    assert head["type"] == "header" and head["format"] == "dlscope-trace/2"
+    assert head["type"] == "header" and head["format"] == "dlscope-trace/3"
     for key in ("host", "kernel", "glibc", "dlscope", "clock", "realtime_minus_monotonic_ns"):
         assert key in head, head
     assert tail["type"] == "summary" and tail["lost"] == 0 and tail["events"] >= 5, tail

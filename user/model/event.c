@@ -178,6 +178,14 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 				 (unsigned long long)ev->u.dlopen.flags,
 				 (unsigned long long)ev->u.dlopen.handle,
 				 (double)ev->u.dlopen.duration_ns / 1e6);
+		if (ev->has_python) {
+			char imp[600];
+			size_t used = strlen(buf);
+
+			py_import__describe(&ev->py, imp, sizeof(imp));
+			if (imp[0] && used < len)
+				snprintf(buf + used, len - used, " from %s", imp);
+		}
 		break;
 	}
 	case EVENT_DLCLOSE:
@@ -297,6 +305,31 @@ static json_t *jint(uint64_t v)
 	return json_integer((json_int_t)v);
 }
 
+/* The "python" object of a dlopen record (docs/trace-format.md). */
+static json_t *python_to_json(const struct py_import *py)
+{
+	json_t *o = json_object(), *frames = json_array();
+
+	for (size_t i = 0; i < py->n; i++)
+		json_array_append_new(frames,
+				      json_pack("{s:s, s:s, s:i}", "function", py->f[i].function,
+						"file", py->f[i].file, "line", py->f[i].line));
+	json_object_set_new(o, "frames", frames);
+	if (py->gap) {
+		json_object_set_new(o, "omitted", jint(py->gap));
+		json_object_set_new(o, "omitted_at", jint(py->gap_at));
+	}
+	if (py->more)
+		json_object_set_new(o, "more", json_true());
+	if (py->module)
+		json_object_set_new(o, "import", json_string(py->module));
+	if (py->site >= 0)
+		json_object_set_new(o, "site", json_integer(py->site));
+	if (py->error)
+		json_object_set_new(o, "error", json_string(py->error));
+	return o;
+}
+
 json_t *event__to_json(const struct event *ev)
 {
 	json_t *j;
@@ -360,6 +393,8 @@ json_t *event__to_json(const struct event *ev)
 	}
 	if (ev->has_stack)
 		event_stack__to_json(&ev->stack, j);
+	if (ev->has_python)
+		set(j, "python", python_to_json(&ev->py));
 	return j;
 }
 
@@ -449,6 +484,48 @@ static int read_stack(struct reader *r, struct event_stack *s)
 			return -ENOMEM;
 	}
 	if (end && !(s->end = strdup(end)))
+		return -ENOMEM;
+	return 0;
+}
+
+static int python_bad(struct reader *r, const char *what)
+{
+	snprintf(r->why, r->whylen, "a \"%s\" record whose \"python\" %s", r->type, what);
+	r->bad = true;
+	return -EINVAL;
+}
+
+/* A record's "python" object: frames, each with function, file and line. */
+static int read_python(struct reader *r, const json_t *o, struct py_import *py)
+{
+	const json_t *frames = json_object_get(o, "frames"), *v, *site;
+	const char *mod, *err;
+	size_t i;
+
+	if (!json_is_object(o) || !json_is_array(frames))
+		return python_bad(r, "is not an object with \"frames\"");
+	json_array_foreach (frames, i, v) {
+		const json_t *fn = json_object_get(v, "function"),
+			     *file = json_object_get(v, "file");
+		const json_t *line = json_object_get(v, "line");
+
+		if (!json_is_string(fn) || !json_is_string(file) || !json_is_integer(line))
+			return python_bad(r, "has a frame without function, file and line");
+		if (py_import__push(py, json_string_value(fn), json_string_value(file),
+				    (int)json_integer_value(line)))
+			return -ENOMEM;
+	}
+	py->gap = (size_t)json_integer_value(json_object_get(o, "omitted"));
+	py->gap_at = (size_t)json_integer_value(json_object_get(o, "omitted_at"));
+	py->more = json_is_true(json_object_get(o, "more"));
+	site = json_object_get(o, "site");
+	py->site = json_is_integer(site) && json_integer_value(site) >= 0 &&
+				   (size_t)json_integer_value(site) < py->n ?
+			   (long)json_integer_value(site) :
+			   -1;
+	mod = json_string_value(json_object_get(o, "import"));
+	err = json_string_value(json_object_get(o, "error"));
+	if ((mod && !(py->module = strdup(mod))) || (err && !(py->error = strdup(err))))
 		return -ENOMEM;
 	return 0;
 }
@@ -550,6 +627,14 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 	default: break;
 	}
 	ev->has_stack = json_object_get(rec, "stack") != NULL;
+	ev->py.site = -1;
+	if (!r.bad && json_object_get(rec, "python")) {
+		ev->has_python = true;
+		if (read_python(&r, json_object_get(rec, "python"), &ev->py) == -ENOMEM && !r.bad) {
+			snprintf(why, whylen, "out of memory");
+			r.bad = true;
+		}
+	}
 	if (!r.bad && read_stack(&r, &ev->stack) == -ENOMEM && !r.bad) {
 		snprintf(why, whylen, "out of memory");
 		r.bad = true;
@@ -594,4 +679,6 @@ void event__clear(struct event *ev)
 {
 	event_stack__clear(&ev->stack);
 	ev->has_stack = false;
+	py_import__clear(&ev->py);
+	ev->has_python = false;
 }

@@ -14,9 +14,11 @@
 #include <sys/types.h>
 
 #include "dlwatch.h"
+#include "pyimport.h"
 
 /* The trace format this dlscope writes; it reads this one and the ones before. */
-#define TRACE_FORMAT "dlscope-trace/2"
+#define TRACE_FORMAT "dlscope-trace/3"
+#define TRACE_FORMAT_V2 "dlscope-trace/2"
 #define TRACE_FORMAT_V1 "dlscope-trace/1"
 
 enum event_kind {
@@ -58,6 +60,9 @@ struct event {
 	unsigned int in_dlopen; /* the thread's dlopen nesting depth when it happened */
 	bool has_stack;		/* it carried a stack: the record has "stack" (maybe empty) */
 	struct event_stack stack;
+	/* A dlopen of a Python thread: its Python stack at the call ("python" in the record). */
+	bool has_python;
+	struct py_import py;
 	union {
 		struct {
 			bool path_null;		/* dlopen(NULL): the main program */
@@ -147,7 +152,7 @@ void event_stack__to_json(const struct event_stack *s, json_t *rec);
 /* Append a frame; -ENOMEM. */
 int event_stack__push(struct event_stack *s, const char *frame, uint64_t pc);
 void event_stack__clear(struct event_stack *s);
-/* Free what @ev owns (its stack). */
+/* Free what @ev owns (its stacks). */
 void event__clear(struct event *ev);
 
 #endif

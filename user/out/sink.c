@@ -2,6 +2,7 @@
 /* The collector's sinks: watch's text lines and trace records (a file, or the TUI's queue). */
 #include <gnu/libc-version.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 
@@ -35,6 +36,14 @@ static void text_event(struct event_sink *s, const struct event *ev)
 	rel_time(TEXT(s), ev->t, t, sizeof(t));
 	event__text(ev, 0, line, sizeof(line));
 	fprintf(TEXT(s)->out, "[%s] %d/%d %s %s\n", t, ev->pid, ev->tid, ev->comm, line);
+	/* A Python thread's dlopen: the import chain (its frames outside importlib). */
+	if (ev->has_python) {
+		char *py = py_import__lines(&ev->py, true, "        ");
+
+		if (py)
+			fprintf(TEXT(s)->out, "%s\n", py);
+		free(py);
+	}
 	fflush(TEXT(s)->out);
 }
 
