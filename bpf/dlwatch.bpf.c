@@ -118,6 +118,8 @@ static __always_inline void init_event(struct dlw_event *e, u32 type, bool full)
 	e->str[0] = '\0';
 	if (full) {
 		e->path[0] = '\0';
+		e->py.status = DLW_PY_NONE;
+		e->py.n = 0;
 		e->stack_size = 0;
 		e->stack_absent = 0;
 	}
@@ -256,6 +258,148 @@ static __always_inline const struct pt_regs *task_regs(void)
 	return (const struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
+/* The Python processes among the targets, and where their interpreter is (user space sets it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct dlw_pycfg);
+} pyprocs SEC(".maps");
+
+/* The Python stack of each dlopen in progress, keyed as its call; LRU: a thread that dies inside
+ * dlopen leaves no entry behind for good. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, u64);
+	__type(value, struct dlw_pystack);
+} pystacks SEC(".maps");
+
+/* A word of the process; 0 when it cannot be read (0 is also what ends every chain). */
+static __always_inline u64 user_word(u64 addr)
+{
+	u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* The walk of bpf_loop's callbacks (bounded loops over unknown offsets are too many states). */
+struct py_walk {
+	const struct dlw_pycfg *c;
+	struct dlw_pystack *ps;
+	u64 self, ts, frame;
+	u32 n;
+};
+
+static long py_find_thread(u64 i, void *ctx)
+{
+	struct py_walk *w = ctx;
+
+	if (!w->ts || user_word(w->ts + w->c->ts_thread_id) == w->self)
+		return 1;
+	w->ts = user_word(w->ts + w->c->ts_next);
+	return 0;
+}
+
+/* The thread state of the calling thread: the GIL's last holder, else the interpreter's list. */
+static __always_inline u64 py_tstate(struct py_walk *w, u64 interp)
+{
+	const struct dlw_pycfg *c = w->c;
+	struct task_struct *task = bpf_get_current_task_btf();
+	u64 gil, ts;
+
+	/* thread_id is pthread_self(), which on x86-64 is the thread's fs base. */
+	w->self = BPF_CORE_READ(task, thread.fsbase);
+	gil = c->rt_gil >= 0 ? c->runtime + c->rt_gil : user_word(interp + c->is_gil_ptr);
+	ts = gil ? user_word(gil + c->gil_last_holder) : 0;
+	if (ts && user_word(ts + c->ts_thread_id) == w->self)
+		return ts;
+	w->ts = user_word(interp + c->is_tstate_head);
+	bpf_loop(DLW_PY_THREADS, py_find_thread, w, 0);
+	return w->ts && user_word(w->ts + c->ts_thread_id) == w->self ? w->ts : 0;
+}
+
+/* One frame: C-stack shims (owner 3, 3.12+) skipped; the innermost kept, the outermost in a ring. */
+static long py_frame(u64 i, void *ctx)
+{
+	struct py_walk *w = ctx;
+	const struct dlw_pycfg *c = w->c;
+	u64 frame = w->frame, code;
+	struct dlw_pyframe *f;
+	u32 slot;
+	u8 owner = 0;
+
+	if (!frame)
+		return 1;
+	w->frame = user_word(frame + c->fr_previous);
+	if (c->fr_owner >= 0)
+		bpf_probe_read_user(&owner, sizeof(owner), (const void *)(frame + c->fr_owner));
+	if (owner == 3)
+		return 0;
+	code = user_word(frame + c->fr_code);
+	slot = w->n < DLW_PY_INNER ? w->n : DLW_PY_INNER + (w->n - DLW_PY_INNER) % DLW_PY_OUTER;
+	f = &w->ps->f[slot & (DLW_PY_FRAMES - 1)];
+	f->code = code;
+	if (c->fr_lasti >= 0) {
+		int lasti = 0;
+
+		bpf_probe_read_user(&lasti, sizeof(lasti), (const void *)(frame + c->fr_lasti));
+		f->offset = lasti < 0 ? 0 : (u32)lasti * (u32)c->lasti_scale;
+	} else {
+		u64 instr = user_word(frame + c->fr_instr), start = code + c->co_code;
+
+		f->offset = instr >= start ? (u32)((instr - start) / 2) : 0;
+	}
+	f->local0 = user_word(frame + c->fr_local0);
+	f->file = user_word(code + c->co_filename);
+	f->func = user_word(code + c->co_func);
+	f->file_hash = f->file ? user_word(f->file + c->str_hash) : 0;
+	f->name[0] = '\0';
+	if (f->func)
+		bpf_probe_read_user_str(f->name, sizeof(f->name),
+					(const void *)(f->func + c->str_ascii));
+	w->n++;
+	return 0;
+}
+
+/*
+ * The Python stack of the thread entering dlopen, under @key. It holds the GIL (an import, or
+ * ctypes, which keeps it across dlopen), so no other thread changes its frames meanwhile. Per
+ * frame: the code object, the instruction offset, the first local, the code's file and name.
+ */
+static __always_inline void py_capture(u32 tgid, u64 key)
+{
+	static const struct dlw_pystack empty;
+	struct py_walk w = {};
+	u64 interp, ts, frame;
+
+	w.c = bpf_map_lookup_elem(&pyprocs, &tgid);
+	if (!w.c || bpf_map_update_elem(&pystacks, &key, &empty, BPF_ANY))
+		return;
+	w.ps = bpf_map_lookup_elem(&pystacks, &key);
+	if (!w.ps)
+		return;
+	w.ps->status = DLW_PY_UNREADABLE;
+	interp = user_word(w.c->runtime + w.c->interp_head);
+	if (!interp)
+		return;
+	ts = py_tstate(&w, interp);
+	if (!ts) {
+		w.ps->status = DLW_PY_NO_THREAD;
+		return;
+	}
+	frame = user_word(ts + w.c->ts_frame);
+	if (frame && w.c->ts_frame2 >= 0)
+		frame = user_word(frame + w.c->ts_frame2);
+	w.frame = frame;
+	bpf_loop(DLW_PY_WALK, py_frame, &w, 0);
+	w.ps->status = DLW_PY_OK;
+	w.ps->n = w.n;
+	w.ps->more = w.frame != 0;
+}
+
 static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1)
 {
 	u64 id = bpf_get_current_pid_tgid();
@@ -290,6 +434,7 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 			__sync_fetch_and_add(d, 1);
 		else
 			bpf_map_update_elem(&in_dlopen, &tid, &one, BPF_ANY);
+		py_capture(id >> 32, key);
 	}
 	return 0;
 }
@@ -338,6 +483,12 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 			if (!bpf_probe_read_user(&name, sizeof(name), (void *)(ret + 8)) && name)
 				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)name);
 		}
+		if (type == DLW_DLOPEN) {
+			struct dlw_pystack *py = bpf_map_lookup_elem(&pystacks, &key);
+
+			if (py)
+				bpf_probe_read_kernel(&e->py, sizeof(e->py), py);
+		}
 		/* On the ret instruction: the pc is still in the loader's function. */
 		if (busy) {
 			take_stack(e, ctx);
@@ -350,6 +501,8 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 		}
 	}
 	bpf_map_delete_elem(&calls, &key);
+	if (type == DLW_DLOPEN)
+		bpf_map_delete_elem(&pystacks, &key);
 	return 0;
 }
 

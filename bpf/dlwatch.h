@@ -123,6 +123,73 @@ enum dlw_str_state {
 	DLW_STR_UNREAD,	  /* not read: str[] holds the address */
 };
 
+/*
+ * The Python stack of a dlopen made by a CPython thread, read in the kernel at dlopen's entry
+ * (the calling thread holds the GIL, so its frame chain holds still), as BCC's pyperf reads it.
+ * User space says where the interpreter is and how this version lays it out (struct dlw_pycfg,
+ * per process); the program records per frame the code object, the instruction offset and
+ * what user space needs to resolve them later: names and lines are read there.
+ */
+#define DLW_PY_INNER 48	 /* innermost frames kept */
+#define DLW_PY_OUTER 16	 /* outermost frames kept (a ring) when the chain is longer */
+#define DLW_PY_FRAMES (DLW_PY_INNER + DLW_PY_OUTER)
+#define DLW_PY_WALK 192	 /* frames walked at most */
+#define DLW_PY_THREADS 64 /* thread states searched for the calling thread */
+#define DLW_PY_NAME 32	  /* bytes of a function's name copied with its frame */
+
+struct dlw_pycfg {
+	unsigned long long runtime; /* address of _PyRuntime */
+	int interp_head;	    /* _PyRuntimeState: interpreters.head */
+	int rt_gil;		    /* ... ceval.gil (up to 3.11), else -1 */
+	int is_gil_ptr;		    /* PyInterpreterState: ceval.gil, a pointer (3.12+) */
+	int is_tstate_head;
+	int gil_last_holder;
+	int ts_next, ts_thread_id; /* thread_id: pthread_self(), the thread's fsbase */
+	int ts_frame;		   /* the first frame: *(tstate + ts_frame) ... */
+	int ts_frame2;		   /* ... then *(that + ts_frame2) when >= 0 (a _PyCFrame) */
+	int fr_code, fr_previous;
+	int fr_lasti;	  /* int f_lasti (3.9, 3.10), else -1 */
+	int lasti_scale;  /* f_lasti to the line table's unit: 1 (3.9), 2 (3.10) */
+	int fr_instr;	  /* a pointer into the code (3.11+), else -1 */
+	int co_code;	  /* ... whose start is code + co_code_adaptive */
+	int fr_owner;	  /* char owner (3.12+: 3 is an eval call's C-stack shim), else -1 */
+	int fr_local0;	  /* the frame's first local (localsplus[0]) */
+	int co_filename;  /* a code object's file name (a str) */
+	int co_func;	  /* its co_qualname (3.11+) or co_name: the pointer also checks that the
+			   * code at the address is still the one captured */
+	int str_hash;	  /* a str's cached hash */
+	int str_ascii;	  /* where a compact ASCII str's characters start */
+};
+
+struct dlw_pyframe {
+	unsigned long long code;
+	unsigned long long local0; /* the first local: _find_and_load's module name */
+	/* The code's file and function name (str objects): they outlive a module's top-level
+	 * code, freed when the module has run, often before user space reads the event. */
+	unsigned long long file, func;
+	unsigned long long file_hash; /* the file name's hash: is the str still the same? */
+	unsigned int offset;	      /* instruction offset in the line table's unit */
+	unsigned int pad;
+	char name[DLW_PY_NAME]; /* the function's name (an ASCII one), maybe cut */
+};
+
+enum dlw_py_status {
+	DLW_PY_NONE = 0, /* not a Python process, or nothing read */
+	DLW_PY_OK,
+	DLW_PY_NO_THREAD, /* no thread state of this thread: not a Python thread, or no GIL */
+	DLW_PY_UNREADABLE,/* a pointer of the interpreter could not be read */
+};
+
+struct dlw_pystack {
+	unsigned int status; /* enum dlw_py_status */
+	unsigned int n;	     /* frames walked (more than DLW_PY_FRAMES: the middle is left out) */
+	unsigned int more;   /* the chain goes on past DLW_PY_WALK */
+	unsigned int pad;
+	/* f[0..DLW_PY_INNER) innermost first; then, with n > DLW_PY_FRAMES, frame k (k >=
+	 * DLW_PY_INNER) of the walk is in f[DLW_PY_INNER + (k - DLW_PY_INNER) % DLW_PY_OUTER] */
+	struct dlw_pyframe f[DLW_PY_FRAMES];
+};
+
 /* The registers CFI unwinding needs on x86-64: pc, stack and frame pointers, callee-saved. */
 struct dlw_regs {
 	unsigned long long ip, sp, bp, bx, r12, r13, r14, r15;
@@ -141,6 +208,7 @@ struct dlw_event {
 	char str[DLW_STR_LEN];
 	/* Only in full-size events (dlopen, GPU loads, fork, signal, omp_fork); others end here. */
 	char path[DLW_STR_LEN];	/* dlopen: l_name of the returned link_map, the file loaded */
+	struct dlw_pystack py;	/* dlopen: the Python stack at its entry */
 	unsigned int stack_size; /* bytes of user stack that follow, from regs.sp & ~4095 */
 	unsigned int stack_absent; /* bit i: page i of them could not be read (zeros) */
 	struct dlw_regs regs;	/* the user registers where the stack was taken */

@@ -36,6 +36,8 @@
 #include "pkgowner.h"
 #include "procfs.h"
 #include "procmaps.h"
+#include "pyimport.h"
+#include "pystate.h"
 #include "runtimes.h"
 #include "target.h"
 #include "unwind.h"
@@ -67,6 +69,10 @@ struct proc_state {
 	/* Its exec (no stack): the cause of start-up objects first seen after it. */
 	struct dlw_event start;
 	struct sample_unwinder *uw; /* its objects' CFI and symbols, for the stacks events carry */
+	/* Its CPython interpreter, once found among its objects: the kernel then reads the
+	 * Python stack of each dlopen. */
+	bool python;
+	struct py_interp py;
 };
 
 struct attached_file {
@@ -116,6 +122,7 @@ struct watch {
 		bool done;
 		bool fresh; /* the model was read again for this event */
 		struct thread_stack ts;
+		char python[640]; /* its Python stack in short: "`import numpy` at train.py:3" */
 	} cur;
 };
 
@@ -611,6 +618,8 @@ static void detect_on_object(struct watch *w, struct proc_state *ps, const struc
 
 	if (o->gone)
 		return;
+	if (cause == w->cur.e && w->cur.python[0])
+		lc.arrived_through = w->cur.python;
 	detectors__on_object(&lc, o, &fs);
 	findings_of(w, ps, cause, &fs);
 }
@@ -627,6 +636,45 @@ static void loaded(struct watch *w, const struct proc_state *ps, const struct lg
 static struct libgraph *graph_empty(struct watch *w, pid_t pid, const char *comm)
 {
 	return libgraph__new_cached(pid, comm, w->cache);
+}
+
+/*
+ * Is @ps a Python process (an interpreter among its objects: the executable, libpython, or a
+ * program that embeds one)? Then the kernel learns where it is and how this version lays out
+ * its frames, and captures the Python stack of every dlopen from then on.
+ */
+static void find_python(struct watch *w, struct proc_state *ps)
+{
+	struct py_object_ref *refs;
+	struct dlw_pycfg cfg;
+	uint32_t key = (uint32_t)ps->pid;
+	char why[256];
+
+	if (ps->python || !ps->g || !ps->g->n || !(refs = calloc(ps->g->n, sizeof(*refs))))
+		return;
+	for (size_t i = 0; i < ps->g->n; i++)
+		refs[i] = (struct py_object_ref){ ps->g->objs[i]->path,
+						  ps->g->objs[i]->gone ? NULL : ps->g->objs[i]->elf,
+						  ps->g->objs[i]->base };
+	ps->python = !py_interp__find(refs, ps->g->n, &ps->py, why, sizeof(why));
+	free(refs);
+	if (!ps->python || !w->skel)
+		return;
+	py_import__cfg(&ps->py, &cfg);
+	if (bpf_map__update_elem(w->skel->maps.pyprocs, &key, sizeof(key), &cfg, sizeof(cfg),
+				 BPF_ANY))
+		ps->python = false;
+}
+
+/* A new image, or gone: no interpreter to read any more. */
+static void forget_python(struct watch *w, struct proc_state *ps, pid_t pid)
+{
+	uint32_t key = (uint32_t)pid;
+
+	if (ps)
+		ps->python = false;
+	if (w->skel)
+		bpf_map__delete_elem(w->skel->maps.pyprocs, &key, sizeof(key), 0);
 }
 
 /* Re-read the process's graph and maps; attach probes to any runtime it now has. */
@@ -650,6 +698,7 @@ static int refresh(struct watch *w, struct proc_state *ps)
 	ps->g = g;
 	for (size_t i = 0; i < g->n; i++)
 		attach_object(w, ps->pid, g->objs[i]);
+	find_python(w, ps);
 	if (!old && !ps->seen_all) {
 		/* Attached to a running process: its present objects are the baseline, in a
 		 * trace too, so that a replay starts from the whole graph. */
@@ -837,6 +886,7 @@ static void drop_proc(struct watch *w, pid_t pid)
 	}
 	if (w->skel)
 		bpf_map__delete_elem(w->skel->maps.targets, &key, sizeof(key), 0);
+	forget_python(w, NULL, pid);
 }
 
 /*
@@ -925,6 +975,7 @@ static struct proc_state *update_model(struct watch *w, struct proc_state *ps,
 		/* A new image: everything it has is news, nothing of the old one "left". */
 		libgraph__free(ps->g);
 		ps->g = graph_empty(w, ps->pid, ev->comm);
+		forget_python(w, ps, ps->pid);
 		ps->n_seen = 0;
 		ps->seen_all = true;
 		memset(&ps->start, 0, sizeof(ps->start));
@@ -1004,6 +1055,13 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 	}
 	if (ev.kind == EVENT_SIGNAL)
 		name_signal(w, ps, e, size, &ev);
+	w->cur.python[0] = '\0';
+	if (ev.kind == EVENT_DLOPEN && ps && ps->python &&
+	    size >= offsetof(struct dlw_event, regs) && e->py.status != DLW_PY_NONE &&
+	    !py_import__resolve(&ps->py, ps->pid, &e->py, &ev.py)) {
+		ev.has_python = true;
+		py_import__describe(&ev.py, w->cur.python, sizeof(w->cur.python));
+	}
 	/* A record says it carried a stack even when the stack could not be unwound. */
 	if (w->cur.stack && sinks_want_stacks(w)) {
 		ev.has_stack = true;
@@ -1019,6 +1077,7 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 	}
 	event__clear(&ev);
 	thread_stack__clear(&w->cur.ts);
+	w->cur.python[0] = '\0';
 	w->cur.e = NULL;
 	w->cur.stack = NULL;
 }

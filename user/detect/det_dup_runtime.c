@@ -156,8 +156,15 @@ static void dup_runtime_live(const struct live_ctx *lc, const struct lg_object *
 		now.r[now.n++] = all.r[i]; /* borrowed: freed with @all */
 		before += runtime_reported(lc, &all.r[i], (int)o->id);
 	}
-	if (before < 2 && now.n >= 2)
+	if (before < 2 && now.n >= 2) {
+		size_t had = out->n;
+
 		dup_runtime(&ctx, out, id, kind, what, why, remedy);
+		/* The Python line that brought the new copy: where to look first. */
+		if (out->n > had && lc->arrived_through)
+			finding__evidence(&out->f[out->n - 1], "%s arrived through %s",
+					  lg_object__basename(o), lc->arrived_through);
+	}
 	free(now.r);
 	runtimes__free(&all);
 }

@@ -48,6 +48,9 @@ struct live_ctx {
 	const struct libgraph *g;
 	bool (*reported)(const struct live_ctx *lc, const struct lg_object *o);
 	void *arg; /* the collector's */
+	/* How the call that brought the object was made, when a Python thread made it:
+	 * "`import sklearn` at train.py:3"; NULL when unknown. */
+	const char *arrived_through;
 };
 
 /* Live events a detector can judge, decoded by the collector. */
