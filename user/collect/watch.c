@@ -73,6 +73,7 @@ struct proc_state {
 	 * Python stack of each dlopen. */
 	bool python;
 	struct py_interp py;
+	struct py_code_cache *codes; /* the code objects its dlopens' frames named */
 };
 
 struct attached_file {
@@ -658,6 +659,8 @@ static void find_python(struct watch *w, struct proc_state *ps)
 						  ps->g->objs[i]->base };
 	ps->python = !py_interp__find(refs, ps->g->n, &ps->py, why, sizeof(why));
 	free(refs);
+	if (ps->python && !ps->codes)
+		ps->codes = py_code_cache__new();
 	if (!ps->python || !w->skel)
 		return;
 	py_import__cfg(&ps->py, &cfg);
@@ -671,8 +674,11 @@ static void forget_python(struct watch *w, struct proc_state *ps, pid_t pid)
 {
 	uint32_t key = (uint32_t)pid;
 
-	if (ps)
+	if (ps) {
 		ps->python = false;
+		py_code_cache__free(ps->codes);
+		ps->codes = NULL;
+	}
 	if (w->skel)
 		bpf_map__delete_elem(w->skel->maps.pyprocs, &key, sizeof(key), 0);
 }
@@ -881,6 +887,7 @@ static void drop_proc(struct watch *w, pid_t pid)
 		procmaps__free(w->procs[i].maps);
 		free(w->procs[i].seen);
 		sample_unwinder__free(w->procs[i].uw);
+		py_code_cache__free(w->procs[i].codes);
 		w->procs[i] = w->procs[--w->n_procs];
 		break;
 	}
@@ -1058,7 +1065,7 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 	w->cur.python[0] = '\0';
 	if (ev.kind == EVENT_DLOPEN && ps && ps->python &&
 	    size >= offsetof(struct dlw_event, regs) && e->py.status != DLW_PY_NONE &&
-	    !py_import__resolve(&ps->py, ps->pid, &e->py, &ev.py)) {
+	    !py_import__resolve(&ps->py, ps->pid, &e->py, ps->codes, &ev.py)) {
 		ev.has_python = true;
 		py_import__describe(&ev.py, w->cur.python, sizeof(w->cur.python));
 	}
@@ -1378,6 +1385,7 @@ static void watch_release(struct watch *w)
 		procmaps__free(w->procs[i].maps);
 		free(w->procs[i].seen);
 		sample_unwinder__free(w->procs[i].uw);
+		py_code_cache__free(w->procs[i].codes);
 	}
 	free(w->procs);
 	ring_buffer__free(w->rb);

@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 
 #include "pyimport.h"
+#include "pylines.h"
 
 /* PyASCIIObject.hash, after the object header and the length (3.9 to 3.13). */
 #define STR_HASH 24
@@ -182,6 +183,89 @@ static bool same_str(pid_t pid, uint64_t addr, uint64_t hash)
 	       now == hash;
 }
 
+#define CACHE_CAP 4096 /* a power of two */
+
+struct cached_code {
+	uint64_t code, func, file; /* as captured: all three equal, the same code object */
+	struct py_code_info info;
+};
+
+struct py_code_cache {
+	struct cached_code *e; /* open addressing on code */
+	size_t n;
+};
+
+struct py_code_cache *py_code_cache__new(void)
+{
+	struct py_code_cache *c = calloc(1, sizeof(*c));
+
+	if (c && !(c->e = calloc(CACHE_CAP, sizeof(*c->e)))) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void cache_clear(struct py_code_cache *c)
+{
+	for (size_t i = 0; i < CACHE_CAP; i++)
+		if (c->e[i].code)
+			py_code_info__clear(&c->e[i].info);
+	memset(c->e, 0, CACHE_CAP * sizeof(*c->e));
+	c->n = 0;
+}
+
+void py_code_cache__free(struct py_code_cache *c)
+{
+	if (!c)
+		return;
+	cache_clear(c);
+	free(c->e);
+	free(c);
+}
+
+/* The slot of @rf's code: its entry, or the empty slot where it goes. */
+static struct cached_code *cache_slot(struct py_code_cache *c, const struct dlw_pyframe *rf)
+{
+	size_t h = (rf->code >> 4) & (CACHE_CAP - 1);
+
+	while (c->e[h].code && c->e[h].code != rf->code)
+		h = (h + 1) & (CACHE_CAP - 1);
+	return &c->e[h];
+}
+
+/* The code of @rf, from @cache or read now (and kept): 0, or py_code__read's error. */
+static int code_info(const struct py_interp *pi, pid_t pid, struct py_code_cache *cache,
+		     const struct dlw_pyframe *rf, struct py_code_info *tmp,
+		     const struct py_code_info **info)
+{
+	struct cached_code *slot = NULL;
+	int err;
+
+	if (cache) {
+		slot = cache_slot(cache, rf);
+		if (slot->code && slot->func == rf->func && slot->file == rf->file) {
+			*info = &slot->info;
+			return 0;
+		}
+	}
+	err = py_code__read(pi, pid, rf->code, rf->func, tmp);
+	*info = tmp;
+	if (err || !cache)
+		return err;
+	if (slot->code) {
+		py_code_info__clear(&slot->info);
+	} else if (cache->n * 2 >= CACHE_CAP) {
+		cache_clear(cache);
+		slot = cache_slot(cache, rf);
+	}
+	cache->n += !slot->code;
+	*slot = (struct cached_code){ rf->code, rf->func, rf->file, *tmp };
+	memset(tmp, 0, sizeof(*tmp));
+	*info = &slot->info;
+	return 0;
+}
+
 /* Frame k of the walk (innermost first) in the captured slots. */
 static const struct dlw_pyframe *raw_frame(const struct dlw_pystack *raw, unsigned int k)
 {
@@ -191,7 +275,7 @@ static const struct dlw_pyframe *raw_frame(const struct dlw_pystack *raw, unsign
 }
 
 int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_pystack *raw,
-		       struct py_import *out)
+		       struct py_code_cache *cache, struct py_import *out)
 {
 	unsigned int n = raw->n, freed = 0, bad = 0;
 	char msg[160];
@@ -213,17 +297,27 @@ int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_p
 	}
 	for (unsigned int k = 0; k < n; k++) {
 		const struct dlw_pyframe *rf;
-		char *function, *file;
-		int line, err;
+		struct py_code_info tmp = { 0 };
+		const struct py_code_info *info;
+		char *function = NULL, *file = NULL;
+		int line = -1, err;
 
 		if (out->gap && k == DLW_PY_INNER)
 			k += (unsigned int)out->gap;
 		rf = raw_frame(raw, k);
-		err = py_code__resolve(pi, pid, rf->code, rf->offset, rf->func, &function, &file,
-				       &line);
-		/* The code is gone (a module's top-level code, once the module has run): the
-		 * name copied with the frame, the file when its str is still the same. */
-		if (err && named(rf)) {
+		err = code_info(pi, pid, cache, rf, &tmp, &info);
+		if (!err) {
+			function = strdup(info->function);
+			file = strdup(info->file);
+			line = info->lines ?
+				       py_line_of(pi->layout->lines, info->lines, info->n_lines,
+						  info->firstlineno, rf->offset) :
+				       -1;
+			err = function && file ? 0 : -ENOMEM;
+		} else if (named(rf)) {
+			/* The code is gone (a module's top-level code, once the module has run,
+			 * or the process): the name copied with the frame, the file when its str
+			 * is still the same. */
 			function = strndup(rf->name, sizeof(rf->name));
 			file = same_str(pid, rf->file, rf->file_hash) ?
 				       py_str__read(pi, pid, rf->file) :
@@ -234,6 +328,7 @@ int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_p
 			line = -1;
 			freed++;
 		}
+		py_code_info__clear(&tmp);
 		bad += err != 0;
 		if (py_import__push(out, err ? "?" : function, err ? "?" : file, err ? -1 : line)) {
 			free(function);
@@ -277,6 +372,8 @@ void py_import__describe(const struct py_import *imp, char *buf, size_t len)
 	base = base ? base + 1 : s->file;
 	if (imp->module)
 		snprintf(buf, len, "`import %s` at %s:%d", imp->module, base, s->line);
+	else if (imp->site > 0 && py_import__is_importlib(&imp->f[imp->site - 1]))
+		snprintf(buf, len, "an import at %s:%d", base, s->line); /* its name was gone */
 	else
 		snprintf(buf, len, "`%s` called at %s:%d", imp->f[0].function, base, s->line);
 }

@@ -31,15 +31,25 @@ struct py_import {
 	char *error;  /* why there are no frames, or why some could not be named */
 };
 
+/*
+ * The code objects a process's frames named so far, by address, file and name pointers as the
+ * kernel captured them: a frame seen again (importlib's, the script's) is named without reading
+ * the process, also when it has exited since. Bounded: full, it starts over.
+ */
+struct py_code_cache;
+struct py_code_cache *py_code_cache__new(void);
+void py_code_cache__free(struct py_code_cache *c);
+
 /* The BPF program's view of interpreter @pi (the offsets of its version). */
 void py_import__cfg(const struct py_interp *pi, struct dlw_pycfg *cfg);
 
 /*
- * Name the frames of @raw, captured in process @pid, reading its memory now. Returns 0 (what
- * could not be named is said in @out->error), or -ENOMEM. py_import__clear() it after.
+ * Name the frames of @raw, captured in process @pid: from @cache (may be NULL), else reading its
+ * memory now. Returns 0 (what could not be named is said in @out->error), or -ENOMEM.
+ * py_import__clear() it after.
  */
 int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_pystack *raw,
-		       struct py_import *out);
+		       struct py_code_cache *cache, struct py_import *out);
 
 /* "import sklearn at train.py:3", "CDLL.__init__ at train.py:4"; "" when there are no frames. */
 void py_import__describe(const struct py_import *imp, char *buf, size_t len);

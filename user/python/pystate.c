@@ -736,19 +736,16 @@ void py_snapshot__free(struct py_snapshot *s)
 	free(s);
 }
 
-/* ---- one frame captured elsewhere (the collector's dlopen stacks) ---- */
+/* ---- one code object named from outside a snapshot (the collector's dlopen stacks) ---- */
 
-int py_code__resolve(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t offset,
-		     uint64_t name_check, char **function, char **file, int *line)
+int py_code__read(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t name_check,
+		  struct py_code_info *out)
 {
 	const struct py_layout *l = pi->layout;
 	unsigned char buf[CODE_HEADER];
-	uint8_t *lines;
-	size_t n_lines = 0;
 	int32_t first;
 
-	*function = *file = NULL;
-	*line = -1;
+	memset(out, 0, sizeof(*out));
 	if (mem_read(pid, code, buf, sizeof(buf)) ||
 	    (pi->code_type && word_at(buf, l->ob_type) != pi->code_type))
 		return -EFAULT;
@@ -757,20 +754,24 @@ int py_code__resolve(const struct py_interp *pi, pid_t pid, uint64_t code, uint6
 	    word_at(buf, l->co_qualname >= 0 ? l->co_qualname : l->co_name) != name_check)
 		return -ESTALE;
 	memcpy(&first, buf + l->co_firstlineno, sizeof(first));
-	*file = read_str(pid, l, word_at(buf, l->co_filename));
-	*function =
+	out->firstlineno = first;
+	out->file = read_str(pid, l, word_at(buf, l->co_filename));
+	out->function =
 		read_str(pid, l, word_at(buf, l->co_qualname >= 0 ? l->co_qualname : l->co_name));
-	if (!*file || !*function) {
-		free(*file);
-		free(*function);
-		*function = *file = NULL;
+	out->lines = read_bytes(pid, l, word_at(buf, l->co_linetable), &out->n_lines);
+	if (!out->file || !out->function) {
+		py_code_info__clear(out);
 		return -EFAULT;
 	}
-	lines = read_bytes(pid, l, word_at(buf, l->co_linetable), &n_lines);
-	if (lines)
-		*line = py_line_of(l->lines, lines, n_lines, first, offset);
-	free(lines);
 	return 0;
+}
+
+void py_code_info__clear(struct py_code_info *c)
+{
+	free(c->function);
+	free(c->file);
+	free(c->lines);
+	memset(c, 0, sizeof(*c));
 }
 
 char *py_str__read(const struct py_interp *pi, pid_t pid, uint64_t addr)

@@ -90,15 +90,24 @@ const struct py_thread *py_snapshot__thread(const struct py_snapshot *s, uint64_
 /* Does futex @addr belong to the GIL's wait (take_gil: its condition variable and mutex)? */
 bool py_snapshot__is_gil_wait(const struct py_snapshot *s, uint64_t addr);
 
+/* What a code object says about itself: names, first line and line table (malloc'd). */
+struct py_code_info {
+	char *function; /* co_qualname (3.11+) or co_name */
+	char *file;
+	int firstlineno;
+	uint8_t *lines; /* its line table, in the layout's format; NULL when unreadable */
+	size_t n_lines;
+};
+
 /*
- * A frame captured elsewhere (the kernel, at a dlopen), named now: the function, file and line
- * of code object @code at instruction @offset (pystate's units). @name_check, when not 0, is the
- * code's co_qualname (3.11+) or co_name pointer when captured: a code object freed since and
- * its address reused by another fails it. Returns 0 with @function and @file malloc'd (@line -1 when
- * the table gives none); -ESTALE for a reused address; -EFAULT when not a readable code object.
+ * The code object at @code of @pid, read now, for a frame captured elsewhere (the kernel, at a
+ * dlopen). @name_check, when not 0, is the code's co_qualname (3.11+) or co_name pointer when
+ * captured: a code object freed since and its address reused by another fails it. Returns 0;
+ * -ESTALE for a reused address; -EFAULT when not a readable code object.
  */
-int py_code__resolve(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t offset,
-		     uint64_t name_check, char **function, char **file, int *line);
+int py_code__read(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t name_check,
+		  struct py_code_info *out);
+void py_code_info__clear(struct py_code_info *c);
 /* The str object at @addr of @pid as UTF-8 (malloc'd); NULL when it is not a readable str. */
 char *py_str__read(const struct py_interp *pi, pid_t pid, uint64_t addr);
 #endif
