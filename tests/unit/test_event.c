@@ -154,6 +154,11 @@ static void test_rejected(void)
 		  "neither dlopen nor dlsym" },
 		{ "{\"type\":\"signal\",\"t\":1,\"pid\":1,\"stack\":[\"f\",3]}",
 		  "stack frame 1 is not a string" },
+		{ "{\"type\":\"dlopen\",\"t\":1,\"pid\":1,\"python\":[]}",
+		  "\"python\" is not an object with \"frames\"" },
+		{ "{\"type\":\"dlopen\",\"t\":1,\"pid\":1,\"python\":{\"frames\":[{\"function\":"
+		  "\"f\",\"file\":\"a.py\"}]}}",
+		  "has a frame without function, file and line" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -215,9 +220,53 @@ static void test_decode_raw(void)
 	      "a truncated raw record is refused with a reason");
 }
 
+/* A dlopen's Python stack: through its trace record and back, and on its text line. */
+static void test_python_stack(void)
+{
+	struct event ev = { .kind = EVENT_DLOPEN, .t = 5, .pid = 7, .tid = 7, .has_python = true };
+	struct event back;
+	char why[256] = "", line[1024];
+	json_t *rec;
+	int err;
+
+	strcpy(ev.u.dlopen.path, "libomp.so.5");
+	ev.py.site = -1;
+	CHECK(!py_import__push(&ev.py, "CDLL.__init__", "/usr/lib/python3.11/ctypes/__init__.py",
+			       376) &&
+		      !py_import__push(&ev.py, "<module>", "/srv/omplib.py", -1) &&
+		      !py_import__push(&ev.py, "_find_and_load", "<frozen importlib._bootstrap>",
+				       1178) &&
+		      !py_import__push(&ev.py, "<module>", "/srv/train.py", 3),
+	      "frames pushed");
+	ev.py.module = strdup("omplib");
+	ev.py.site = 3;
+	ev.py.error = strdup("1 frame without a line");
+	rec = event__to_json(&ev);
+	err = event__from_json(rec, &back, why, sizeof(why));
+	CHECK(rec && !err && back.has_python && back.py.n == 4 && back.py.site == 3 &&
+		      !strcmp(back.py.module, "omplib") && back.py.f[1].line == -1 &&
+		      !strcmp(back.py.f[0].function, "CDLL.__init__") &&
+		      !strcmp(back.py.error, "1 frame without a line"),
+	      "a dlopen's Python stack round-trips through its trace record");
+	event__text(&back, 0, line, sizeof(line));
+	CHECK(strstr(line, " from `import omplib` at train.py:3") != NULL, line);
+	json_decref(rec);
+	event__clear(&back);
+	/* A record of dlscope-trace/2 has no "python": none, and no text about one. */
+	rec = json_loads("{\"type\":\"dlopen\",\"t\":1,\"pid\":1,\"path\":\"libm.so.6\"}", 0, NULL);
+	err = event__from_json(rec, &back, why, sizeof(why));
+	event__text(&back, 0, line, sizeof(line));
+	CHECK(!err && !back.has_python && !strstr(line, "from"),
+	      "a dlopen record without \"python\" reads as before");
+	json_decref(rec);
+	event__clear(&back);
+	event__clear(&ev);
+}
+
 int main(void)
 {
 	test_round_trip();
+	test_python_stack();
 	test_record_bytes();
 	test_rejected();
 	test_decode_raw();
