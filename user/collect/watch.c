@@ -74,6 +74,7 @@ struct proc_state {
 	bool python;
 	struct py_interp py;
 	struct py_code_cache *codes; /* the code objects its dlopens' frames named */
+	bool py_preset; /* found in the command's file before it ran: kept at its exec */
 };
 
 struct attached_file {
@@ -683,6 +684,50 @@ static void forget_python(struct watch *w, struct proc_state *ps, pid_t pid)
 		bpf_map__delete_elem(w->skel->maps.pyprocs, &key, sizeof(key), 0);
 }
 
+/*
+ * The command's program, before it runs: an interpreter in a fixed-address executable (Debian's
+ * python3.11) is known at once, so that its first dlopens, made while the collector is still
+ * reading the process after its exec, carry their Python stacks too. A PIE or a shared
+ * libpython is found at the first read of the process instead.
+ */
+static void python_of_command(struct watch *w, struct proc_state *ps, const char *argv0)
+{
+	char path[PATH_MAX], found[PATH_MAX];
+	const char *dirs = getenv("PATH");
+	struct elf_object *o = NULL;
+	struct py_object_ref ref;
+	struct dlw_pycfg cfg;
+	uint32_t key = (uint32_t)ps->pid;
+	char why[256];
+
+	/* execvp's search: a name with a slash is a path, else each PATH entry in turn. */
+	if (strchr(argv0, '/')) {
+		snprintf(path, sizeof(path), "%s", argv0);
+	} else {
+		path[0] = '\0';
+		for (const char *d = dirs ? dirs : "/usr/bin:/bin"; d && !path[0];) {
+			const char *end = strchr(d, ':');
+			int len = end ? (int)(end - d) : (int)strlen(d);
+
+			snprintf(found, sizeof(found), "%.*s/%s", len, len ? d : ".", argv0);
+			if (!access(found, X_OK))
+				snprintf(path, sizeof(path), "%s", found);
+			d = end ? end + 1 : NULL;
+		}
+	}
+	if (!path[0] || !realpath(path, found) || !(o = elfobj__open(found)))
+		return;
+	ref = (struct py_object_ref){ found, o, 0 };
+	if (elfobj__type(o) == ET_EXEC && !py_interp__find(&ref, 1, &ps->py, why, sizeof(why)) &&
+	    (ps->codes = py_code_cache__new())) {
+		py_import__cfg(&ps->py, &cfg);
+		ps->python = ps->py_preset =
+			w->skel && !bpf_map__update_elem(w->skel->maps.pyprocs, &key, sizeof(key),
+							 &cfg, sizeof(cfg), BPF_ANY);
+	}
+	elfobj__free(o);
+}
+
 /* Re-read the process's graph and maps; attach probes to any runtime it now has. */
 static int refresh(struct watch *w, struct proc_state *ps)
 {
@@ -982,7 +1027,9 @@ static struct proc_state *update_model(struct watch *w, struct proc_state *ps,
 		/* A new image: everything it has is news, nothing of the old one "left". */
 		libgraph__free(ps->g);
 		ps->g = graph_empty(w, ps->pid, ev->comm);
-		forget_python(w, ps, ps->pid);
+		if (!ps->py_preset)
+			forget_python(w, ps, ps->pid);
+		ps->py_preset = false;
 		ps->n_seen = 0;
 		ps->seen_all = true;
 		memset(&ps->start, 0, sizeof(ps->start));
@@ -1495,7 +1542,8 @@ static int add_targets(struct watch *w, int *release_fd, char *why, size_t whyle
 			return err;
 		}
 		attach_own_libc(w);
-		add_proc_empty(w, w->command_pid, o->command[0]);
+		if (!add_proc_empty(w, w->command_pid, o->command[0]))
+			python_of_command(w, proc_find(w, w->command_pid), o->command[0]);
 	}
 	if (o->comm) {
 		attach_own_libc(w);
