@@ -519,8 +519,38 @@ static void test_unknown_format_refused(void)
 	unlink(path);
 }
 
+/* A dlopen of a Python process: its line names the import, Enter shows the Python frames. */
+static void test_python_dlopen(void)
+{
+	struct model *m = model__new(16);
+	json_t *rec = json_loads(
+		"{\"type\":\"dlopen\",\"t\":7,\"pid\":10,\"tid\":10,\"comm\":\"python3\","
+		"\"path\":\"libomp.so.5\",\"file\":\"/lib/libomp.so.5\",\"handle\":4096,"
+		"\"stack\":[\"___dlopen+0x8a (libc.so.6)\"],\"python\":{\"frames\":["
+		"{\"function\":\"CDLL.__init__\",\"file\":\"/usr/lib/python3.11/ctypes/__init__.py\","
+		"\"line\":376},{\"function\":\"<module>\",\"file\":\"/srv/train.py\",\"line\":4}],"
+		"\"site\":1}}",
+		0, NULL);
+	const struct m_event *e;
+
+	CHECK(rec && model__apply(m, rec) == 0, "a dlopen record with \"python\" is accepted");
+	e = model__event(m, model__first_seq(m));
+	CHECK(e && strstr(e->text, "from `CDLL.__init__` called at train.py:4"),
+	      "the event's line names the call and the line that made it");
+	CHECK(e && e->stack &&
+		      !strncmp(e->stack,
+			       "python:\npy#0 CDLL.__init__ "
+			       "(/usr/lib/python3.11/ctypes/__init__.py:376)\npy#1 <module> "
+			       "(/srv/train.py:4)\n\nnative:\n___dlopen+0x8a (libc.so.6)",
+			       200),
+	      "Enter shows the Python frames above the native ones");
+	json_decref(rec);
+	model__free(m);
+}
+
 int main(void)
 {
+	test_python_dlopen();
 	build_trace();
 	test_unknown_format_refused();
 	test_graph_and_collision();
