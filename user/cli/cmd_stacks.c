@@ -554,19 +554,6 @@ static void read_ranks(const struct job *j, struct rank_stacks *rs, char **errs,
 	free(pfd);
 }
 
-static json_t *job_json(const struct job *j)
-{
-	char desc[128];
-
-	job__describe_ranks(j, desc, sizeof(desc));
-	return json_pack("{s:s, s:{s:i, s:s, s:s}, s:o, s:i, s:s, s:{s:i, s:s}}", "scheme",
-			 job_scheme__name(j->scheme), "launcher", "pid", j->launcher, "comm",
-			 j->launcher_comm, "cmdline", j->launcher_cmd, "world_size",
-			 j->world_size > 0 ? json_integer(j->world_size) : json_null(),
-			 "ranks_here", (int)j->n, "description", desc, "asked", "pid", j->asked,
-			 "role", j->asked_role);
-}
-
 static int stacks_job(pid_t pid, bool json, bool python_only, bool stats, unsigned int max_frames)
 {
 	struct rank_stacks *rs = NULL;
@@ -624,7 +611,7 @@ static int stacks_job(pid_t pid, bool json, bool python_only, bool stats, unsign
 	job__describe_ranks(j, desc, sizeof(desc));
 	if (json) {
 		json_t *doc = json_pack("{s:s, s:o, s:o, s:O, s:O, s:f}", "dlscope",
-					DLSCOPE_VERSION, "job", job_json(j), "ranks", ranks,
+					DLSCOPE_VERSION, "job", job__to_json(j), "ranks", ranks,
 					"groups", json_object_get(merged, "groups"), "verdict",
 					json_object_get(merged, "verdict"), "wall_ms", wall_ms);
 

@@ -346,6 +346,119 @@ int job__find(pid_t pid, struct job **out, char *why, size_t whylen)
 	return 0;
 }
 
+bool job__env_matters(const char *name)
+{
+	static const char *const exact[] = { "OMP_PROC_BIND",	     "OMP_PLACES",
+					     "KMP_AFFINITY",	     "GOMP_CPU_AFFINITY",
+					     "LD_LIBRARY_PATH",	     "LD_PRELOAD",
+					     "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES" };
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (!strcmp(name, exact[i]))
+			return true;
+	return !strncmp(name, "NCCL_", 5) || (len > 12 && !strcmp(name + len - 12, "_NUM_THREADS"));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int job__environment(pid_t pid, char ***vars, size_t *n)
+{
+	size_t size = 0, cap = 0;
+	char *env = NULL, **v = NULL;
+	int err = read_environ(pid, &env, &size);
+
+	*vars = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	for (size_t off = 0; off < size; off += strlen(env + off) + 1) {
+		char *eq = strchr(env + off, '='), **nv;
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+		if (!job__env_matters(env + off)) {
+			*eq = '=';
+			continue;
+		}
+		*eq = '=';
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			nv = realloc(v, cap * sizeof(*nv));
+			if (!nv) {
+				err = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		if (!(v[*n] = strdup(env + off))) {
+			err = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	free(env);
+	if (err) {
+		for (size_t i = 0; i < *n; i++)
+			free(v[i]);
+		free(v);
+		*n = 0;
+		return err;
+	}
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_str);
+	*vars = v;
+	return 0;
+}
+
+int job__cpus_allowed(pid_t pid, cpu_set_t *set, char *list, size_t len)
+{
+	char path[64], buf[8192], *line, *p;
+
+	CPU_ZERO(set);
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (proc__read_small(path, buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	line = strstr(buf, "\nCpus_allowed_list:");
+	if (!line)
+		return -ENOENT;
+	p = line + strlen("\nCpus_allowed_list:");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	snprintf(list, len, "%.*s", (int)strcspn(p, "\n"), p);
+	/* "0-3,8,10-11" */
+	while (*p && *p != '\n') {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (end == p)
+			return -EINVAL;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		for (long c = lo; c <= hi && c < CPU_SETSIZE; c++)
+			CPU_SET((int)c, set);
+		p = *end == ',' ? end + 1 : end;
+	}
+	return 0;
+}
+
+json_t *job__to_json(const struct job *j)
+{
+	char desc[128];
+
+	job__describe_ranks(j, desc, sizeof(desc));
+	return json_pack("{s:s, s:{s:i, s:s, s:s}, s:o, s:i, s:s, s:{s:i, s:s}}", "scheme",
+			 job_scheme__name(j->scheme), "launcher", "pid", j->launcher, "comm",
+			 j->launcher_comm, "cmdline", j->launcher_cmd, "world_size",
+			 j->world_size > 0 ? json_integer(j->world_size) : json_null(),
+			 "ranks_here", (int)j->n, "description", desc, "asked", "pid", j->asked,
+			 "role", j->asked_role);
+}
+
 void job__free(struct job *j)
 {
 	if (!j)

@@ -8,6 +8,8 @@
 #ifndef DLSCOPE_JOB_H
 #define DLSCOPE_JOB_H
 
+#include <jansson.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -61,6 +63,8 @@ int job__identity(pid_t pid, struct job_identity *out);
  */
 int job__find(pid_t pid, struct job **out, char *why, size_t whylen);
 void job__free(struct job *j);
+/* {scheme, launcher {pid, comm, cmdline}, world_size, ranks_here, description, asked {pid, role}} */
+json_t *job__to_json(const struct job *j);
 
 /* "torchrun", "OpenMPI", "PMIx", "PMI", "Slurm". */
 const char *job_scheme__name(enum job_scheme s);
@@ -72,6 +76,22 @@ const char *job_scheme__rank_var(enum job_scheme s);
  * here, in words.
  */
 void job__describe_ranks(const struct job *j, char *buf, size_t len);
+
+/*
+ * The variables of @pid's initial environment that make ranks behave differently: every
+ * *_NUM_THREADS, OMP_PROC_BIND, OMP_PLACES, KMP_AFFINITY, GOMP_CPU_AFFINITY, LD_LIBRARY_PATH,
+ * LD_PRELOAD, CUDA_VISIBLE_DEVICES and NCCL_*, as "NAME=VALUE" strings sorted by name.
+ * Returns 0 or -errno; free each string and the array.
+ */
+int job__environment(pid_t pid, char ***vars, size_t *n);
+/* Is @name one of the variables job__environment reports? */
+bool job__env_matters(const char *name);
+
+/*
+ * The CPUs @pid may run on (Cpus_allowed_list of /proc/PID/status: its affinity within its
+ * cpuset), as a set and as the kernel's list ("0-3,8"). Returns 0 or -errno.
+ */
+int job__cpus_allowed(pid_t pid, cpu_set_t *set, char *list, size_t len);
 
 /* Ranks as ranges, sorted and deduplicated in place: "0-2,4-7". */
 void job__format_ranks(int *ranks, size_t n, char *buf, size_t len);
