@@ -229,5 +229,10 @@ def test_torchrun_job_names_the_rank_that_stopped_before_all_reduce():
             line = f"<module> ({script}:17)"
             assert v["text"].startswith(f"rank 2 is in {line}; the 3 others wait in "), v["text"]
             assert "all_reduce (" in v["majority"]["frame"], v
+            # gloo's std::threads are no compute pool: 4 ranks of OMP_NUM_THREADS=1 compute
+            # with 4 threads, whatever the CPUs.
+            doc = check_job(ranks[3], status=0)
+            assert doc["diff"]["cpus"]["threads"] == 4, doc["diff"]["cpus"]
+            assert doc["diff"]["objects"] == [] and doc["diff"]["environment"] == [], doc["diff"]
             print(f"    torchrun job: ranks ready in {started:.1f}s, whole test "
                   f"{time.monotonic() - start:.1f}s")

@@ -292,6 +292,21 @@ out:
 	json_object_set_new(ctx->diff, "environment", diff);
 }
 
+/*
+ * The runtimes whose pools compute: OpenMP, BLAS, TBB, oneDNN. A C++ runtime's "pool" is every
+ * std::thread (a communication or I/O thread that mostly sleeps), not a compute pool.
+ */
+static int compute_pool(const struct runtime *rt)
+{
+	enum role_kind k = rt->role.kind;
+
+	if (rt->pool_threads <= 0)
+		return 0;
+	return k == ROLE_OPENMP || k == ROLE_BLAS || k == ROLE_TBB || k == ROLE_ONEDNN ?
+		       rt->pool_threads :
+		       0;
+}
+
 void oversubscription__job(const struct job_ctx *ctx, struct findings *out)
 {
 	json_t *ranks = json_array();
@@ -307,8 +322,7 @@ void oversubscription__job(const struct job_ctx *ctx, struct findings *out)
 		if (!r->g)
 			continue;
 		for (size_t k = 0; r->rt && k < r->rt->n; k++)
-			if (r->rt->r[k].pool_threads > 0)
-				pool += r->rt->r[k].pool_threads;
+			pool += compute_pool(&r->rt->r[k]);
 		if (r->cpus_known)
 			CPU_OR(&all, &all, &r->cpus);
 		/* The main thread computes beside its pool in every parallel region. */
@@ -343,7 +357,7 @@ void oversubscription__job(const struct job_ctx *ctx, struct findings *out)
 		for (size_t k = 0; r->rt && k < r->rt->n && used < sizeof(pools_text); k++) {
 			const struct runtime *rt = &r->rt->r[k];
 
-			if (rt->pool_threads <= 0)
+			if (!compute_pool(rt))
 				continue;
 			pool += rt->pool_threads;
 			used += (size_t)snprintf(pools_text + used, sizeof(pools_text) - used,
