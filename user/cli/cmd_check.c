@@ -20,6 +20,7 @@
 #include "detector.h"
 #include "elfobj.h"
 #include "inspect.h"
+#include "job.h"
 #include "libgraph.h"
 #include "runtimes.h"
 #include "output.h"
@@ -30,6 +31,7 @@
 struct check_opts {
 	bool json;
 	bool progress;
+	bool job; /* check --job */
 	int fail_on;
 	const char *only; /* comma-separated detector ids, or NULL for all */
 	/* The package databases read so far, shared by the processes of the run (one root each). */
@@ -81,7 +83,7 @@ static void list_detectors(void)
 
 /* All selected detectors on one process; findings are appended to @fs. */
 static int check_process(struct inspection *in, const struct check_opts *o, struct findings *fs,
-			 json_t *procs)
+			 json_t *procs, struct runtime_list *keep_rt)
 {
 	const struct target *t = in->t;
 	const struct threadscan *ts;
@@ -141,7 +143,11 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 			findings__print(&mine, stdout);
 		}
 	}
-	runtimes__free(&rt);
+	/* check --job compares the ranks' runtimes after every rank is checked. */
+	if (keep_rt)
+		*keep_rt = rt;
+	else
+		runtimes__free(&rt);
 	return 0;
 }
 
@@ -201,7 +207,7 @@ static void check_at_exit(pid_t pid, const struct check_opts *o, struct findings
 	if (*err)
 		dls_err("%s", why);
 	else {
-		*err = check_process(in, o, fs, procs);
+		*err = check_process(in, o, fs, procs, NULL);
 		inspection__free(in);
 	}
 }
@@ -418,6 +424,7 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 		{ "only", required_argument, NULL, 'o' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "progress", no_argument, NULL, 'P' },
+		{ "job", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -444,6 +451,13 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 				return DLS_EXIT_USAGE;
 			break;
 		case 'l': *list = true; break;
+		case 'J':
+			if (strcmp(cmd, "check")) {
+				usage(stderr);
+				return DLS_EXIT_USAGE;
+			}
+			o->job = true;
+			break;
 		case 'P':
 			o->progress = true;
 			break;
@@ -475,11 +489,176 @@ static int finish(const struct findings *fs, const struct check_opts *o, json_t 
 	return ret;
 }
 
+/* The cross-rank diff in words, from the job detectors' JSON. */
+static void print_job_diff(const json_t *diff, size_t n_ranks)
+{
+	const json_t *objs = json_object_get(diff, "objects"),
+		     *env = json_object_get(diff, "environment"),
+		     *cpus = json_object_get(diff, "cpus"), *x;
+	size_t i;
+
+	printf("\nacross the %zu ranks:\n", n_ranks);
+	if (!json_array_size(objs))
+		printf("  objects: the same in every rank\n");
+	else
+		printf("  objects not in every rank:\n");
+	json_array_foreach (objs, i, x) {
+		const char *bid = json_string_value(json_object_get(x, "build_id"));
+		const char *ver = json_string_value(json_object_get(x, "version"));
+		char in[256], notin[256];
+		int r[1024];
+		size_t n = 0, k;
+		const json_t *v;
+
+		json_array_foreach (json_object_get(x, "ranks"), k, v)
+			if (n < 1024)
+				r[n++] = (int)json_integer_value(v);
+		job__format_ranks(r, n, in, sizeof(in));
+		n = 0;
+		json_array_foreach (json_object_get(x, "missing_in"), k, v)
+			if (n < 1024)
+				r[n++] = (int)json_integer_value(v);
+		job__format_ranks(r, n, notin, sizeof(notin));
+		printf("    %s (version %s, build-id %.12s): in rank%s %s, not in rank%s %s\n",
+		       json_string_value(json_object_get(x, "path")), ver && *ver ? ver : "unknown",
+		       bid ? bid : "none", strpbrk(in, ",-") ? "s" : "", in,
+		       strpbrk(notin, ",-") ? "s" : "", notin);
+	}
+	if (!json_array_size(env))
+		printf("  environment (*_NUM_THREADS, LD_*, NCCL_*, CUDA_VISIBLE_DEVICES): the same in every rank\n");
+	json_array_foreach (env, i, x) {
+		const json_t *v;
+		size_t k;
+
+		printf("  %s:", json_string_value(json_object_get(x, "name")));
+		json_array_foreach (json_object_get(x, "values"), k, v) {
+			const char *val = json_string_value(json_object_get(v, "value"));
+			char rtext[256];
+			int r[1024];
+			size_t n = 0, m;
+			const json_t *rv;
+
+			json_array_foreach (json_object_get(v, "ranks"), m, rv)
+				if (n < 1024)
+					r[n++] = (int)json_integer_value(rv);
+			job__format_ranks(r, n, rtext, sizeof(rtext));
+			printf("%s %s%s%s in rank%s %s", k ? ";" : "", val ? "\"" : "",
+			       val ? val : "unset", val ? "\"" : "", n == 1 ? "" : "s", rtext);
+		}
+		putchar('\n');
+	}
+	if (cpus)
+		printf("  CPUs: the ranks may use %lld CPU%s and run %lld threads (main and pool threads)\n",
+		       (long long)json_integer_value(json_object_get(cpus, "cpus")),
+		       json_integer_value(json_object_get(cpus, "cpus")) == 1 ? "" : "s",
+		       (long long)json_integer_value(json_object_get(cpus, "threads")));
+}
+
+/*
+ * check --job: each rank checked as check PID would, then the job detectors across the ranks.
+ * Nothing is stopped. Returns true when the job or a rank could not be inspected.
+ */
+static bool check_job(pid_t pid, const struct check_opts *o, struct findings *fs,
+		      struct findings *jfs, json_t *doc)
+{
+	struct inspection **in = NULL;
+	struct runtime_list *rt = NULL;
+	struct rank_view *rv = NULL;
+	json_t *procs = doc ? json_object_get(doc, "processes") : NULL, *diff = json_object();
+	struct job *j = NULL;
+	char why[512], desc[128];
+	bool failed = false;
+
+	if (job__find(pid, &j, why, sizeof(why))) {
+		dls_err("check --job: %s", why);
+		json_decref(diff);
+		return true;
+	}
+	in = calloc(j->n, sizeof(*in));
+	rt = calloc(j->n, sizeof(*rt));
+	rv = calloc(j->n, sizeof(*rv));
+	if (!in || !rt || !rv) {
+		dls_err("check --job: out of memory");
+		failed = true;
+		goto out;
+	}
+	job__describe_ranks(j, desc, sizeof(desc));
+	if (!o->json)
+		printf("%s job: launcher %d (%s: %s), %s; %d is %s\n\n",
+		       job_scheme__name(j->scheme), j->launcher, j->launcher_comm, j->launcher_cmd,
+		       desc, j->asked, j->asked_role);
+	for (size_t i = 0; i < j->n; i++) {
+		pid_t rp = j->ranks[i].pid;
+
+		rv[i] = (struct rank_view){ .rank = j->ranks[i].rank,
+					    .pid = rp,
+					    .comm = j->ranks[i].comm };
+		if (!o->json)
+			printf("%srank %d, ", i ? "\n" : "", j->ranks[i].rank);
+		if (inspection__new(rp, &in[i], why, sizeof(why))) {
+			if (!o->json)
+				printf("process %d: could not be inspected\n", rp);
+			dls_err("check --job: rank %d: %s", j->ranks[i].rank, why);
+			failed = true;
+			continue;
+		}
+		if (check_process(in[i], o, fs, procs, &rt[i])) {
+			failed = true;
+			continue;
+		}
+		if (procs)
+			json_object_set_new(json_array_get(procs, json_array_size(procs) - 1),
+					    "rank", json_integer(j->ranks[i].rank));
+		rv[i].g = in[i]->g;
+		rv[i].rt = &rt[i];
+		rv[i].env_known = !job__environment(rp, &rv[i].env, &rv[i].n_env);
+		rv[i].cpus_known = !job__cpus_allowed(rp, &rv[i].cpus, rv[i].cpus_list,
+						      sizeof(rv[i].cpus_list));
+	}
+	{
+		struct job_ctx ctx = { .launcher = j->launcher, .r = rv, .n = j->n, .diff = diff };
+
+		for (size_t d = 0; d < n_detectors; d++)
+			if (detectors[d].job && selected(o, detectors[d].id))
+				detectors[d].job(&ctx, jfs);
+	}
+	if (doc) {
+		json_object_set_new(doc, "job", job__to_json(j));
+		json_object_set(doc, "diff", diff);
+		json_object_set_new(doc, "job_findings", findings__to_json(jfs));
+	} else {
+		print_job_diff(diff, j->n);
+		if (jfs->n) {
+			putchar('\n');
+			findings__print(jfs, stdout);
+		}
+	}
+out:
+	for (size_t i = 0; j && i < j->n; i++) {
+		if (rv) {
+			for (size_t k = 0; k < rv[i].n_env; k++)
+				free(rv[i].env[k]);
+			free(rv[i].env);
+		}
+		if (rt)
+			runtimes__free(&rt[i]);
+		if (in)
+			inspection__free(in[i]);
+	}
+	free(in);
+	free(rt);
+	free(rv);
+	json_decref(diff);
+	job__free(j);
+	return failed;
+}
+
 static void check_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: dlscope check [OPTIONS] PID...\n"
 		"       dlscope check [OPTIONS] -- COMMAND [ARGS...]\n"
+		"       dlscope check --job [OPTIONS] PID\n"
 		"\n"
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
@@ -493,6 +672,11 @@ static void check_usage(FILE *f)
 		"                        error; default error) is found\n"
 		"  -o, --only IDS        run only these detectors (comma-separated)\n"
 		"  -l, --list            list the detectors\n"
+		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
+		"                        any member), then what differs between the ranks:\n"
+		"                        objects, versions and builds, environment (*_NUM_THREADS,\n"
+		"                        LD_*, NCCL_*, CUDA_VISIBLE_DEVICES), and pool threads\n"
+		"                        against the CPUs the ranks may use (oversubscription)\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
@@ -520,6 +704,11 @@ int cmd_check(int argc, char **argv)
 		dls_err("check: no PID or command given (usage: dlscope check PID... | -- CMD)");
 		return DLS_EXIT_USAGE;
 	}
+	if (o.job && (optind + 1 != argc || !strcmp(argv[optind - 1], "--"))) {
+		dls_err("check: --job takes one process ID, any member of the job (usage: dlscope "
+			"check --job PID)");
+		return DLS_EXIT_USAGE;
+	}
 	if (strcmp(argv[optind - 1], "--"))
 		for (int i = optind; i < argc; i++) {
 			pid_t pid;
@@ -537,6 +726,21 @@ int cmd_check(int argc, char **argv)
 		json_object_set_new(doc, "processes", procs);
 	}
 	o.pkgs = pkg_cache__new();
+	if (o.job) {
+		struct findings jfs = { 0 };
+		pid_t pid;
+
+		parse_pid(argv[optind], &pid);
+		failed = check_job(pid, &o, &fs, &jfs, doc);
+		ret = finish(&fs, &o, doc, failed);
+		/* The cross-rank findings count for the exit status like a rank's own. */
+		if (ret == DLS_EXIT_OK && findings__max_severity(&jfs) >= o.fail_on)
+			ret = DLS_EXIT_FINDINGS;
+		findings__free(&jfs);
+		pkg_cache__free(o.pkgs);
+		findings__free(&fs);
+		return ret;
+	}
 	if (!strcmp(argv[optind - 1], "--")) {
 		failed = check_command(argv + optind, &o, &fs, procs, &res) != 0;
 		cmd_failed = res.ended && (res.signo || res.exit_status);
@@ -563,7 +767,7 @@ int cmd_check(int argc, char **argv)
 			}
 			if (!o.json && i > optind)
 				putchar('\n');
-			if (check_process(in, &o, &fs, procs))
+			if (check_process(in, &o, &fs, procs, NULL))
 				failed = true;
 			inspection__free(in);
 		}

@@ -2,20 +2,28 @@
 /* dlscope stacks: every thread's stack like gdb's "thread apply all bt", the lock-wait graph
  * and the deadlock verdict. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "inspect.h"
+#include "job.h"
 #include "libgraph.h"
 #include "lockwait.h"
 #include "output.h"
 #include "procfs.h"
 #include "pystate.h"
+#include "stackmerge.h"
 #include "target.h"
 #include "threadscan.h"
 #include "unwind.h"
@@ -32,6 +40,7 @@ static void stacks_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: dlscope stacks [--json] [--python] [--max-frames N] [--stats] PID\n"
+		"       dlscope stacks --job [--json] [--python] PID\n"
 		"\n"
 		"Print the stack of every thread like gdb's 'thread apply all bt' (CFI unwinding,\n"
 		"symbols from .symtab/.dynsym and separate debug info, inline frames, source lines),\n"
@@ -46,10 +55,15 @@ static void stacks_usage(FILE *f)
 		"  -p, --python          Python frames only (like py-spy dump)\n"
 		"  -n, --max-frames N    frames per thread (default %d)\n"
 		"  -s, --stats           say how long the process was stopped\n"
+		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
+		"                        any member: launcher, rank, a rank's child), each stopped\n"
+		"                        once, read in parallel, then merged: identical stacks\n"
+		"                        grouped with the ranks that share them, outliers first,\n"
+		"                        and the verdict naming the rank that is elsewhere\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 no deadlock, 1 a deadlock was found, 2 usage error,\n"
-		"3 the process could not be inspected.\n",
+		"3 the process (with --job: a rank, or the job) could not be inspected.\n",
 		DEFAULT_MAX_FRAMES);
 }
 
@@ -341,6 +355,314 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 			 threads, "edges", edges, "cycles", cycles, "verdicts", verdicts);
 }
 
+/*
+ * stacks --job: each rank is read by a forked worker of its own, which seizes, stops, copies and
+ * releases that one process (ptrace answers only the thread that seized, and libdwfl's state is
+ * per process here) and hands its `stacks --json` document back through a pipe. Workers run
+ * side by side, a few per CPU; a worker that dies or overruns leaves nothing stopped
+ * (PTRACE_SEIZE) and its rank is reported unreadable.
+ */
+#define JOB_WORKER_DEADLINE_MS 30000
+
+struct rank_worker {
+	pid_t pid; /* the worker; 0 before it starts and after it is reaped */
+	int fd;
+	char *buf;
+	size_t len, cap;
+	bool done;
+	struct timespec started;
+};
+
+static uint64_t ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)((now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000);
+}
+
+/* In the worker: one rank's document, or {"error": why}, written to @fd. */
+static void __attribute__((noreturn))
+rank_worker_main(pid_t pid, bool python_only, unsigned int max_frames, int fd)
+{
+	struct inspection *in = NULL;
+	json_t *doc = NULL;
+	char why[512];
+	char *text;
+
+	if (inspection__new(pid, &in, why, sizeof(why)))
+		doc = json_pack("{s:s}", "error", why);
+	else if (inspection__read(in,
+				  INSPECT_LOCKWAIT | INSPECT_STACKS |
+					  (python_only ? INSPECT_PYTHON_ONLY : 0),
+				  max_frames, why, sizeof(why)))
+		doc = json_pack("{s:s}", "error", why);
+	else if (in->stacks_err)
+		doc = json_pack("{s:s}", "error", in->stacks_why);
+	else
+		doc = to_json(in, in->stacks, in->ts, in->lw);
+	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	for (size_t off = 0, len = text ? strlen(text) : 0; off < len;) {
+		ssize_t w = write(fd, text + off, len - off);
+
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	inspection__free(in);
+	stacks__release_pending(RELEASE_WAIT_MS);
+	_exit(text ? 0 : 1);
+}
+
+static int start_worker(struct rank_worker *w, pid_t pid, bool python_only, unsigned int max_frames)
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	fflush(NULL);
+	w->pid = fork();
+	if (w->pid < 0) {
+		int err = -errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		w->pid = 0;
+		return err;
+	}
+	if (!w->pid) {
+		close(fds[0]);
+		rank_worker_main(pid, python_only, max_frames, fds[1]);
+	}
+	close(fds[1]);
+	w->fd = fds[0];
+	clock_gettime(CLOCK_MONOTONIC, &w->started);
+	return 0;
+}
+
+/* Read what a worker wrote; on EOF (or its deadline) reap it. */
+static void drain_worker(struct rank_worker *w, bool timed_out)
+{
+	if (!timed_out) {
+		if (w->cap - w->len < 65536) {
+			char *nb = realloc(w->buf, w->cap + 262144);
+
+			if (!nb)
+				timed_out = true;
+			else {
+				w->buf = nb;
+				w->cap += 262144;
+			}
+		}
+		if (!timed_out) {
+			ssize_t n = read(w->fd, w->buf + w->len, w->cap - w->len - 1);
+
+			if (n > 0) {
+				w->len += (size_t)n;
+				return;
+			}
+			if (n < 0 && errno == EINTR)
+				return;
+		}
+	}
+	if (timed_out)
+		kill(w->pid, SIGKILL);
+	close(w->fd);
+	waitpid(w->pid, NULL, 0);
+	if (w->buf)
+		w->buf[w->len] = '\0';
+	w->pid = 0;
+	w->done = true;
+}
+
+/* Every rank's document into @rs (doc or error), at most @par workers at a time. */
+static void read_ranks(const struct job *j, struct rank_stacks *rs, char **errs, bool python_only,
+		       unsigned int max_frames, size_t par)
+{
+	struct rank_worker *w = calloc(j->n, sizeof(*w));
+	struct pollfd *pfd = calloc(j->n, sizeof(*pfd));
+	size_t next = 0, done = 0;
+
+	if (!w || !pfd) {
+		for (size_t i = 0; i < j->n; i++)
+			errs[i] = strdup("out of memory");
+		free(w);
+		free(pfd);
+		return;
+	}
+	while (done < j->n) {
+		size_t running = 0, np = 0;
+		size_t idx[j->n];
+
+		for (size_t i = 0; i < j->n; i++)
+			running += w[i].pid != 0;
+		while (running < par && next < j->n) {
+			int err =
+				start_worker(&w[next], j->ranks[next].pid, python_only, max_frames);
+
+			if (err) {
+				w[next].done = true;
+				if (asprintf(&errs[next], "cannot start a reader: %s",
+					     strerror(-err)) < 0)
+					errs[next] = NULL;
+				done++;
+			} else {
+				running++;
+			}
+			next++;
+		}
+		for (size_t i = 0; i < j->n; i++)
+			if (w[i].pid) {
+				pfd[np] = (struct pollfd){ .fd = w[i].fd, .events = POLLIN };
+				idx[np++] = i;
+			}
+		if (!np)
+			continue;
+		if (poll(pfd, np, 100) < 0 && errno != EINTR)
+			break;
+		for (size_t k = 0; k < np; k++) {
+			struct rank_worker *x = &w[idx[k]];
+			bool late = ms_since(&x->started) > JOB_WORKER_DEADLINE_MS;
+
+			if (pfd[k].revents || late) {
+				drain_worker(x, late && !pfd[k].revents);
+				if (x->done)
+					done++;
+			}
+		}
+	}
+	for (size_t i = 0; i < j->n; i++) {
+		json_error_t jerr;
+		json_t *doc;
+
+		if (errs[i])
+			continue;
+		doc = w[i].len ? json_loadb(w[i].buf, w[i].len, 0, &jerr) : NULL;
+		if (!doc) {
+			errs[i] =
+				strdup("its reader ended without a result (killed, or over 30 s)");
+		} else if (json_is_string(json_object_get(doc, "error"))) {
+			errs[i] = strdup(json_string_value(json_object_get(doc, "error")));
+			json_decref(doc);
+		} else {
+			rs[i].doc = doc;
+		}
+		rs[i].error = errs[i];
+		free(w[i].buf);
+	}
+	free(w);
+	free(pfd);
+}
+
+static int stacks_job(pid_t pid, bool json, bool python_only, bool stats, unsigned int max_frames)
+{
+	struct rank_stacks *rs = NULL;
+	struct timespec t0;
+	struct job *j = NULL;
+	json_t *merged = NULL, *ranks;
+	char why[512], desc[128], **errs = NULL;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int ret = DLS_EXIT_INSPECT;
+	bool deadlock = false, unreadable = false;
+	double wall_ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (job__find(pid, &j, why, sizeof(why))) {
+		dls_err("stacks --job: %s", why);
+		return DLS_EXIT_INSPECT;
+	}
+	rs = calloc(j->n, sizeof(*rs));
+	errs = calloc(j->n, sizeof(*errs));
+	if (!rs || !errs) {
+		dls_err("stacks --job: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < j->n; i++)
+		rs[i] = (struct rank_stacks){ .rank = j->ranks[i].rank, .pid = j->ranks[i].pid };
+	/* Unwinding is CPU work: a few workers per CPU overlap one's reads with another's. */
+	read_ranks(j, rs, errs, python_only, max_frames, (size_t)(ncpu > 0 ? ncpu : 1) * 4);
+	merged = stackmerge__merge(rs, j->n, python_only);
+	if (!merged) {
+		dls_err("stacks --job: out of memory merging the stacks");
+		goto out;
+	}
+	wall_ms = (double)ms_since(&t0);
+	ranks = json_array();
+	for (size_t i = 0; i < j->n; i++) {
+		const json_t *d = rs[i].doc;
+		bool cyc = d && json_array_size(json_object_get(d, "cycles"));
+
+		deadlock |= cyc;
+		unreadable |= !d;
+		json_array_append_new(
+			ranks,
+			json_pack(
+				"{s:i, s:i, s:o, s:s, s:i, s:o, s:b, s:o}", "rank",
+				j->ranks[i].rank, "pid", j->ranks[i].pid, "local_rank",
+				j->ranks[i].local_rank >= 0 ? json_integer(j->ranks[i].local_rank) :
+							      json_null(),
+				"comm", j->ranks[i].comm, "threads",
+				d ? (int)json_array_size(json_object_get(d, "threads")) : 0,
+				"stopped_ms",
+				d ? json_deep_copy(json_object_get(d, "stopped_ms")) : json_null(),
+				"deadlock", cyc, "error",
+				errs[i] ? json_string(errs[i]) : json_null()));
+	}
+	job__describe_ranks(j, desc, sizeof(desc));
+	if (json) {
+		json_t *doc = json_pack("{s:s, s:o, s:o, s:O, s:O, s:f}", "dlscope",
+					DLSCOPE_VERSION, "job", job__to_json(j), "ranks", ranks,
+					"groups", json_object_get(merged, "groups"), "verdict",
+					json_object_get(merged, "verdict"), "wall_ms", wall_ms);
+
+		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+			dls_err("stacks --job: cannot write the JSON document");
+		putchar('\n');
+		json_decref(doc);
+	} else {
+		const json_t *r;
+		size_t i;
+
+		printf("%s job: launcher %d (%s: %s), %s; %d is %s\n", job_scheme__name(j->scheme),
+		       j->launcher, j->launcher_comm, j->launcher_cmd, desc, j->asked,
+		       j->asked_role);
+		json_array_foreach (ranks, i, r) {
+			printf("    rank %d: pid %d (%s)", j->ranks[i].rank, j->ranks[i].pid,
+			       j->ranks[i].comm);
+			if (errs[i])
+				printf(": could not be read: %s\n", errs[i]);
+			else
+				printf(", %lld threads%s\n",
+				       (long long)json_integer_value(json_object_get(r, "threads")),
+				       json_is_true(json_object_get(r, "deadlock")) ?
+					       ", deadlocked (see stacks PID)" :
+					       "");
+		}
+		printf("\nVerdict:\n    %s\n\nStacks merged across ranks, outliers first:\n\n",
+		       json_string_value(
+			       json_object_get(json_object_get(merged, "verdict"), "text")));
+		stackmerge__print_groups(merged, stdout);
+		if (stats)
+			printf("\n%zu ranks read in %.1f ms\n", j->n, wall_ms);
+		json_decref(ranks);
+	}
+	for (size_t i = 0; i < j->n; i++)
+		if (errs[i])
+			dls_err("stacks --job: rank %d (pid %d) could not be read: %s",
+				j->ranks[i].rank, j->ranks[i].pid, errs[i]);
+	ret = unreadable ? DLS_EXIT_INSPECT : deadlock ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
+out:
+	for (size_t i = 0; rs && i < j->n; i++)
+		json_decref(rs[i].doc);
+	for (size_t i = 0; errs && i < j->n; i++)
+		free(errs[i]);
+	free(errs);
+	free(rs);
+	json_decref(merged);
+	job__free(j);
+	return ret;
+}
+
 int cmd_stacks(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -348,6 +670,7 @@ int cmd_stacks(int argc, char **argv)
 		{ "python", no_argument, NULL, 'p' },
 		{ "max-frames", required_argument, NULL, 'n' },
 		{ "stats", no_argument, NULL, 's' },
+		{ "job", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -357,7 +680,7 @@ int cmd_stacks(int argc, char **argv)
 	const struct threadscan *ts;
 	const struct stacks *s;
 	const struct target *t;
-	bool json = false, stats = false, python_only = false;
+	bool json = false, stats = false, python_only = false, job = false;
 	int c, err, ret = DLS_EXIT_INSPECT;
 	char why[512];
 	pid_t pid;
@@ -381,15 +704,18 @@ int cmd_stacks(int argc, char **argv)
 			break;
 		}
 		case 's': stats = true; break;
+		case 'J': job = true; break;
 		case 'h': stacks_usage(stdout); return DLS_EXIT_OK;
 		default: stacks_usage(stderr); return DLS_EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc || parse_pid(argv[optind], &pid)) {
-		dls_err("stacks: give one process ID (usage: dlscope stacks [--json] PID)");
+		dls_err("stacks: give one process ID (usage: dlscope stacks [--json] [--job] PID)");
 		return DLS_EXIT_USAGE;
 	}
 	output__set_json(json);
+	if (job)
+		return stacks_job(pid, json, python_only, stats, max_frames);
 	err = inspection__new(pid, &in, why, sizeof(why));
 	if (err) {
 		dls_err("%s", why);

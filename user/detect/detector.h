@@ -8,6 +8,8 @@
 #ifndef DLSCOPE_DETECTOR_H
 #define DLSCOPE_DETECTOR_H
 
+#include <jansson.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -35,6 +37,29 @@ struct check_ctx {
 struct lint_file {
 	const char *path; /* as shown to the user */
 	struct elf_object *elf;
+};
+
+/* One rank of a job as the cross-rank detectors see it (check --job). */
+struct rank_view {
+	int rank;
+	pid_t pid;
+	const char *comm;
+	const struct libgraph *g;      /* NULL when the rank could not be read */
+	const struct runtime_list *rt; /* its runtimes with their pool threads */
+	char **env;		       /* "NAME=VALUE" of job__environment's variables, sorted */
+	size_t n_env;
+	bool env_known;
+	cpu_set_t cpus; /* the CPUs it may run on */
+	char cpus_list[256];
+	bool cpus_known;
+};
+
+/* A job's ranks on this host; each job detector adds its part of the cross-rank diff. */
+struct job_ctx {
+	pid_t launcher;
+	const struct rank_view *r;
+	size_t n;
+	json_t *diff; /* an object: "objects", "environment", "cpus" */
 };
 
 struct lg_object;
@@ -94,6 +119,8 @@ struct detector {
 	/* Live: an event of the process. NULL when the detector judges none. */
 	void (*on_event)(const struct live_ctx *lc, const struct live_event *e,
 			 struct findings *out);
+	/* Across the ranks of a job (check --job). NULL when the detector looks at one process. */
+	void (*job)(const struct job_ctx *ctx, struct findings *out);
 };
 
 extern const struct detector detectors[];
@@ -129,6 +156,10 @@ void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
 			struct findings *out);
 void elf_defects__process(const struct check_ctx *ctx, struct findings *out);
 void elf_defects__files(const struct lint_file *files, size_t n, struct findings *out);
+
+void rank_objects__job(const struct job_ctx *ctx, struct findings *out);
+void rank_environment__job(const struct job_ctx *ctx, struct findings *out);
+void oversubscription__job(const struct job_ctx *ctx, struct findings *out);
 
 /* Shared by detectors: "libgomp.so.1 (needed by two_omp)" / "(dlopen)" for evidence lines. */
 void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf, size_t len);

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Rank ranges and the STAT-style merge of the ranks' stacks, on documents made here. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job.h"
+#include "stackmerge.h"
+#include "tap.h"
+
+static json_t *frame(const char *fn, const char *module)
+{
+	return json_pack("{s:s, s:s, s:n, s:i}", "function", fn, "module", module, "file", "line",
+			 0);
+}
+
+/* A rank's stacks document: main thread in @inner (called from main), one pool thread. */
+static json_t *rank_doc(pid_t pid, const char *inner, const char *py_line_file, int py_line)
+{
+	json_t *main_frames = json_pack("[o, o, o, o]", frame("__GI___libc_read", "/lib/libc.so.6"),
+					frame(inner, "/opt/app"), frame("main", "/opt/app"),
+					frame("_start", "/opt/app"));
+	json_t *py = json_null();
+
+	if (py_line_file)
+		py = json_pack("{s:[{s:s, s:s, s:i, s:i}]}", "frames", "function", "<module>",
+			       "file", py_line_file, "line", py_line, "native_frame", 1);
+	return json_pack("{s:[{s:i, s:s, s:o, s:o}, {s:i, s:s, s:[o], s:n}]}", "threads", "tid",
+			 pid, "name", "app", "frames", main_frames, "python", py, "tid", pid + 1,
+			 "name", "pool", "frames", frame("gomp_thread_start", "/lib/libgomp.so.1"),
+			 "python");
+}
+
+static json_t *merge(const char **inner, size_t n, const char *py_file)
+{
+	struct rank_stacks r[8] = { 0 };
+	json_t *m;
+
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct rank_stacks){
+			(int)i, (pid_t)(100 + 10 * i),
+			rank_doc((pid_t)(100 + 10 * i), inner[i],
+				 py_file && !strcmp(inner[i], "sleeper") ? py_file : NULL, 7),
+			NULL
+		};
+	m = stackmerge__merge(r, n, false);
+	for (size_t i = 0; i < n; i++)
+		json_decref(r[i].doc);
+	return m;
+}
+
+static const char *verdict_text(const json_t *m)
+{
+	return json_string_value(json_object_get(json_object_get(m, "verdict"), "text"));
+}
+
+int main(void)
+{
+	char buf[128];
+	int ranks[] = { 7, 0, 1, 2, 4, 5, 6, 2, 9 };
+	const char *one_off[] = { "allreduce", "allreduce", "allreduce", "stuck", "allreduce" };
+	const char *split[] = { "a", "a", "b", "b" };
+	const char *py[] = { "allreduce", "sleeper", "allreduce" };
+	json_t *m, *g0;
+
+	job__format_ranks(ranks, 9, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "0-2,4-7,9"), "ranks as sorted, deduplicated ranges");
+	job__format_ranks(ranks, 1, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "0"), "one rank");
+
+	m = merge(one_off, 5, NULL);
+	CHECK(m != NULL, "merge of 5 ranks");
+	CHECK(!strcmp(verdict_text(m), "rank 3 is in stuck in app; the 4 others wait in allreduce "
+				       "in app"),
+	      "the verdict names the outlier by its first frame outside libc");
+	g0 = json_array_get(json_object_get(m, "groups"), 0);
+	CHECK(!strcmp(json_string_value(json_object_get(g0, "ranks_text")), "3"), "outliers first");
+	CHECK(json_array_size(json_object_get(m, "groups")) == 3,
+	      "3 groups: stuck, allreduce, pool");
+	g0 = json_array_get(json_object_get(m, "groups"), 2);
+	CHECK(!strcmp(json_string_value(json_object_get(g0, "ranks_text")), "0-4") &&
+		      json_array_size(json_object_get(g0, "threads")) == 5,
+	      "the pool threads of all ranks are one group, last");
+	json_decref(m);
+
+	m = merge(split, 4, NULL);
+	CHECK(!strncmp(verdict_text(m),
+		       "the ranks are split: ranks 0-1 are in a in app; ranks 2-3 "
+		       "are in b in app",
+		       60),
+	      "no majority: split");
+	CHECK(json_array_size(json_object_get(json_object_get(m, "verdict"), "outliers")) == 0,
+	      "no outlier when split");
+	json_decref(m);
+
+	m = merge(py, 3, "/job/train.py");
+	CHECK(!strcmp(verdict_text(m),
+		      "rank 1 is in <module> (/job/train.py:7); the 2 others wait in allreduce in app"),
+	      "a Python line names where a Python rank is");
+	json_decref(m);
+	return tap_done();
+}

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Across the ranks of a job (check --job): objects, versions or builds that not every rank
+ * loaded; environment that differs between ranks; more threads computing on a node than the
+ * CPUs its ranks may use.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "detector.h"
+#include "elfobj.h"
+#include "job.h"
+#include "libgraph.h"
+#include "runtimes.h"
+
+/* The ranks listed in @ranks as JSON and as text ("0-2,4"). */
+static json_t *rank_set(const int *ranks, size_t n, char *text, size_t len)
+{
+	int *copy = malloc((n ? n : 1) * sizeof(*copy));
+	json_t *a = json_array();
+
+	text[0] = '\0';
+	if (!copy)
+		return a;
+	memcpy(copy, ranks, n * sizeof(*copy));
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(ranks[i]));
+	job__format_ranks(copy, n, text, len);
+	free(copy);
+	return a;
+}
+
+static size_t readable(const struct job_ctx *ctx, int *ranks)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ctx->n; i++)
+		if (ctx->r[i].g)
+			ranks[n++] = ctx->r[i].rank;
+	return n;
+}
+
+struct obj_entry {
+	const char *path, *build_id, *version;
+	int *ranks;
+	size_t n;
+};
+
+static const char *object_version(const struct lg_object *o)
+{
+	const struct obj_roles *roles = lg_object__roles(o);
+
+	for (unsigned int k = 0; roles && k < roles->n; k++)
+		if (roles->r[k].version[0])
+			return roles->r[k].version;
+	return "";
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+void rank_objects__job(const struct job_ctx *ctx, struct findings *out)
+{
+	struct obj_entry *e = NULL;
+	size_t ne = 0, cap = 0, nread, ndiff = 0;
+	int *all = calloc(ctx->n ? ctx->n : 1, sizeof(*all));
+	json_t *diff = json_array();
+	struct finding *f = NULL;
+
+	if (!all)
+		goto out;
+	nread = readable(ctx, all);
+	for (size_t i = 0; i < ctx->n; i++) {
+		const struct libgraph *g = ctx->r[i].g;
+
+		for (size_t k = 0; g && k < g->n; k++) {
+			const struct lg_object *o = g->objs[k];
+			const char *bid = o->elf ? elfobj__build_id(o->elf) : NULL;
+			size_t m;
+
+			if (o->gone || o->origin == LG_VDSO || !o->path || !o->path[0])
+				continue;
+			for (m = 0; m < ne; m++)
+				if (!strcmp(e[m].path, o->path) && same_str(e[m].build_id, bid))
+					break;
+			if (m == ne) {
+				if (ne == cap) {
+					size_t ncap = cap ? cap * 2 : 256;
+					struct obj_entry *n2 = realloc(e, ncap * sizeof(*n2));
+
+					if (!n2)
+						goto out;
+					e = n2;
+					cap = ncap;
+				}
+				e[ne] = (struct obj_entry){ o->path, bid, object_version(o),
+							    calloc(ctx->n, sizeof(int)), 0 };
+				if (!e[ne].ranks)
+					goto out;
+				ne++;
+			}
+			/* One rank may map a file twice (two namespaces): count it once. */
+			if (!e[m].n || e[m].ranks[e[m].n - 1] != ctx->r[i].rank)
+				e[m].ranks[e[m].n++] = ctx->r[i].rank;
+		}
+	}
+	for (size_t m = 0; m < ne; m++) {
+		char in[256], notin[256];
+		int *missing;
+		size_t nm = 0;
+		json_t *rs, *ms;
+
+		if (e[m].n == nread)
+			continue;
+		missing = calloc(nread, sizeof(*missing));
+		if (!missing)
+			break;
+		for (size_t a = 0; a < nread; a++) {
+			bool has = false;
+
+			for (size_t b = 0; b < e[m].n && !has; b++)
+				has = e[m].ranks[b] == all[a];
+			if (!has)
+				missing[nm++] = all[a];
+		}
+		rs = rank_set(e[m].ranks, e[m].n, in, sizeof(in));
+		ms = rank_set(missing, nm, notin, sizeof(notin));
+		free(missing);
+		json_array_append_new(
+			diff, json_pack("{s:s, s:o, s:s, s:o, s:o}", "path", e[m].path, "build_id",
+					e[m].build_id ? json_string(e[m].build_id) : json_null(),
+					"version", e[m].version, "ranks", rs, "missing_in", ms));
+		if (!f)
+			f = findings__add(out, "rank-objects", SEV_WARNING, ctx->launcher,
+					  "ranks of job %d load different objects", ctx->launcher);
+		if (f)
+			finding__evidence(
+				f,
+				"%s (version %s, build-id %.12s): in rank%s %s, not in rank%s %s",
+				e[m].path, e[m].version[0] ? e[m].version : "unknown",
+				e[m].build_id ? e[m].build_id : "none", e[m].n == 1 ? "" : "s", in,
+				nm == 1 ? "" : "s", notin);
+		ndiff++;
+	}
+	if (f)
+		finding__explain(
+			f,
+			"The ranks of one job are meant to run the same code: a rank that loads another "
+			"library, another build or another copy (a vendored wheel, another "
+			"LD_LIBRARY_PATH) computes differently, and collectives that assume the same "
+			"code on every rank hang or give different results.",
+			"Start every rank from the same installation and environment; each rank's own "
+			"findings above say where an extra copy came from and which package to fix.");
+out:
+	for (size_t m = 0; m < ne; m++)
+		free(e[m].ranks);
+	free(e);
+	free(all);
+	json_object_set_new(ctx->diff, "objects", diff);
+	(void)ndiff;
+}
+
+/* The value of @name in @r's environment, or NULL when unset. */
+static const char *env_value(const struct rank_view *r, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < r->n_env; i++)
+		if (!strncmp(r->env[i], name, len) && r->env[i][len] == '=')
+			return r->env[i] + len + 1;
+	return NULL;
+}
+
+void rank_environment__job(const struct job_ctx *ctx, struct findings *out)
+{
+	json_t *diff = json_array();
+	struct finding *f = NULL;
+	bool serious = false;
+	int *ranks = calloc(ctx->n ? ctx->n : 1, sizeof(*ranks));
+	const char **vals = calloc(ctx->n ? ctx->n : 1, sizeof(*vals));
+	char **names = NULL;
+	size_t nn = 0;
+
+	if (!ranks || !vals)
+		goto out;
+	/* Every name some rank sets, once. */
+	for (size_t i = 0; i < ctx->n; i++)
+		for (size_t k = 0; ctx->r[i].env_known && k < ctx->r[i].n_env; k++) {
+			size_t len = strcspn(ctx->r[i].env[k], "="), m;
+			char **n2;
+
+			for (m = 0; m < nn; m++)
+				if (strlen(names[m]) == len &&
+				    !strncmp(names[m], ctx->r[i].env[k], len))
+					break;
+			if (m < nn)
+				continue;
+			n2 = realloc(names, (nn + 1) * sizeof(*n2));
+			if (!n2)
+				goto out;
+			names = n2;
+			if (!(names[nn] = strndup(ctx->r[i].env[k], len)))
+				goto out;
+			nn++;
+		}
+	for (size_t m = 0; m < nn; m++) {
+		size_t nk = 0, first = ctx->n;
+		bool differ = false;
+		json_t *values;
+		char line[1024];
+		size_t used = 0;
+
+		for (size_t i = 0; i < ctx->n; i++) {
+			if (!ctx->r[i].env_known)
+				continue;
+			vals[i] = env_value(&ctx->r[i], names[m]);
+			if (first == ctx->n)
+				first = i;
+			else if (!same_str(vals[i], vals[first]))
+				differ = true;
+		}
+		if (!differ)
+			continue;
+		/* Group the ranks by value, in rank order of each value's first rank. */
+		values = json_array();
+		used = (size_t)snprintf(line, sizeof(line), "%s:", names[m]);
+		for (size_t i = 0; i < ctx->n; i++) {
+			bool seen = false;
+			char rtext[256];
+
+			if (!ctx->r[i].env_known)
+				continue;
+			for (size_t p = 0; p < i && !seen; p++)
+				seen = ctx->r[p].env_known && same_str(vals[p], vals[i]);
+			if (seen)
+				continue;
+			nk = 0;
+			for (size_t p = i; p < ctx->n; p++)
+				if (ctx->r[p].env_known && same_str(vals[p], vals[i]))
+					ranks[nk++] = ctx->r[p].rank;
+			json_array_append_new(
+				values,
+				json_pack("{s:o, s:o}", "value",
+					  vals[i] ? json_string(vals[i]) : json_null(), "ranks",
+					  rank_set(ranks, nk, rtext, sizeof(rtext))));
+			if (used < sizeof(line)) {
+				if (vals[i])
+					used += (size_t)snprintf(line + used, sizeof(line) - used,
+								 " \"%s\" in rank%s %s;", vals[i],
+								 nk == 1 ? "" : "s", rtext);
+				else
+					used += (size_t)snprintf(line + used, sizeof(line) - used,
+								 " unset in rank%s %s;",
+								 nk == 1 ? "" : "s", rtext);
+			}
+		}
+		if (used < sizeof(line) && line[used - 1] == ';')
+			line[used - 1] = '\0';
+		json_array_append_new(diff,
+				      json_pack("{s:s, s:o}", "name", names[m], "values", values));
+		/* One device per rank is how GPU jobs are run: worth saying, not a warning. */
+		serious |= strcmp(names[m], "CUDA_VISIBLE_DEVICES") &&
+			   strcmp(names[m], "HIP_VISIBLE_DEVICES");
+		if (!f)
+			f = findings__add(out, "rank-environment", SEV_INFO, ctx->launcher,
+					  "ranks of job %d run with different environments",
+					  ctx->launcher);
+		if (f)
+			finding__evidence(f, "%s", line);
+	}
+	if (f) {
+		f->sev = serious ? SEV_WARNING : SEV_INFO;
+		finding__explain(
+			f,
+			"Thread counts (*_NUM_THREADS), the libraries found (LD_LIBRARY_PATH, "
+			"LD_PRELOAD) and the communication settings (NCCL_*) decide what each rank "
+			"runs and how fast: ranks that differ load other code, run other pool sizes "
+			"and reach the collectives at other times, so the job runs at the pace of "
+			"its slowest rank or hangs when the settings must agree.",
+			"Set these variables once for the whole job (in the launcher's environment or "
+			"its --env options), not per rank, unless a rank is meant to differ (one GPU "
+			"per rank through CUDA_VISIBLE_DEVICES).");
+	}
+out:
+	for (size_t m = 0; m < nn; m++)
+		free(names[m]);
+	free(names);
+	free(ranks);
+	free(vals);
+	json_object_set_new(ctx->diff, "environment", diff);
+}
+
+/*
+ * The runtimes whose pools compute: OpenMP, BLAS, TBB, oneDNN. A C++ runtime's "pool" is every
+ * std::thread (a communication or I/O thread that mostly sleeps), not a compute pool.
+ */
+static int compute_pool(const struct runtime *rt)
+{
+	enum role_kind k = rt->role.kind;
+
+	if (rt->pool_threads <= 0)
+		return 0;
+	return k == ROLE_OPENMP || k == ROLE_BLAS || k == ROLE_TBB || k == ROLE_ONEDNN ?
+		       rt->pool_threads :
+		       0;
+}
+
+void oversubscription__job(const struct job_ctx *ctx, struct findings *out)
+{
+	json_t *ranks = json_array();
+	cpu_set_t all;
+	int total = 0, pools = 0, ncpu;
+	struct finding *f;
+
+	CPU_ZERO(&all);
+	for (size_t i = 0; i < ctx->n; i++) {
+		const struct rank_view *r = &ctx->r[i];
+		int pool = 0;
+
+		if (!r->g)
+			continue;
+		for (size_t k = 0; r->rt && k < r->rt->n; k++)
+			pool += compute_pool(&r->rt->r[k]);
+		if (r->cpus_known)
+			CPU_OR(&all, &all, &r->cpus);
+		/* The main thread computes beside its pool in every parallel region. */
+		total += 1 + pool;
+		pools += pool;
+		json_array_append_new(ranks, json_pack("{s:i, s:i, s:o, s:i, s:i}", "rank", r->rank,
+						       "pid", r->pid, "cpus_allowed",
+						       r->cpus_known ? json_string(r->cpus_list) :
+								       json_null(),
+						       "pool_threads", pool, "threads", 1 + pool));
+	}
+	ncpu = CPU_COUNT(&all);
+	json_object_set_new(ctx->diff, "cpus",
+			    json_pack("{s:o, s:i, s:i}", "ranks", ranks, "cpus", ncpu, "threads",
+				      total));
+	if (!pools || !ncpu || total <= ncpu)
+		return;
+	f = findings__add(out, "oversubscription", SEV_WARNING, ctx->launcher,
+			  "the ranks of job %d run %d threads (main and pool "
+			  "threads) on the %d CPU%s they may use",
+			  ctx->launcher, total, ncpu, ncpu == 1 ? "" : "s");
+	if (!f)
+		return;
+	for (size_t i = 0; i < ctx->n; i++) {
+		const struct rank_view *r = &ctx->r[i];
+		char pools_text[512] = "";
+		size_t used = 0;
+		int pool = 0;
+
+		if (!r->g)
+			continue;
+		for (size_t k = 0; r->rt && k < r->rt->n && used < sizeof(pools_text); k++) {
+			const struct runtime *rt = &r->rt->r[k];
+
+			if (!compute_pool(rt))
+				continue;
+			pool += rt->pool_threads;
+			used += (size_t)snprintf(pools_text + used, sizeof(pools_text) - used,
+						 "%s%s %s: %d", used ? ", " : "",
+						 role_impl__name(rt->role.impl),
+						 lg_object__basename(r->g->objs[rt->obj]),
+						 rt->pool_threads);
+		}
+		finding__evidence(
+			f,
+			"rank %d (pid %d): main thread + %d pool thread%s%s%s%s; may use CPUs %s",
+			r->rank, r->pid, pool, pool == 1 ? "" : "s", used ? " (" : "", pools_text,
+			used ? ")" : "", r->cpus_known ? r->cpus_list : "?");
+	}
+	finding__explain(
+		f,
+		"Each rank sizes its thread pools to the CPUs it sees, not knowing that other ranks "
+		"share them: together they run more threads than there are CPUs, so threads wait for "
+		"a CPU inside parallel regions, spinning barriers burn the time of the others, and "
+		"the collectives wait for the slowest rank.",
+		"Give each rank its share: OMP_NUM_THREADS (and MKL_NUM_THREADS, "
+		"OPENBLAS_NUM_THREADS) = CPUs / ranks on the node, at least 1; or bind each rank to "
+		"CPUs of its own (mpirun --bind-to core, srun --cpu-bind=cores, taskset).");
+}

@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: GPL-2.0
+/* STAT-style merge of the ranks' stacks: identical stacks grouped, outliers first, a verdict. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "job.h"
+#include "stackmerge.h"
+
+/* One thread of one rank, its frames in one list (native, each eval frame's Python frames). */
+struct mthread {
+	int rank;
+	json_int_t tid;
+	const char *name;
+	bool main;
+	char *sig;
+	json_t *frames;
+};
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path ? path : "";
+}
+
+static json_t *python_frame(const json_t *f)
+{
+	return json_pack("{s:s, s:O, s:n, s:O, s:O}", "kind", "python", "function",
+			 json_object_get(f, "function"), "module", "file",
+			 json_object_get(f, "file"), "line", json_object_get(f, "line"));
+}
+
+/* The thread's frames innermost first, Python frames under the eval frame that runs them. */
+static json_t *thread_frames(const json_t *thread, bool python_only)
+{
+	const json_t *native = json_object_get(thread, "frames");
+	const json_t *py = json_object_get(json_object_get(thread, "python"), "frames");
+	json_t *out = json_array();
+	size_t k, j;
+	json_t *f, *p;
+
+	if (!python_only)
+		json_array_foreach (native, k, f) {
+			json_array_append_new(out, json_pack("{s:s, s:O, s:O, s:O, s:O}", "kind",
+							     "native", "function",
+							     json_object_get(f, "function"),
+							     "module", json_object_get(f, "module"),
+							     "file", json_object_get(f, "file"),
+							     "line", json_object_get(f, "line")));
+			json_array_foreach (py, j, p) {
+				const json_t *at = json_object_get(p, "native_frame");
+
+				if (json_is_integer(at) && json_integer_value(at) == (json_int_t)k)
+					json_array_append_new(out, python_frame(p));
+			}
+		}
+	/* Python frames whose eval frame the native unwind did not reach (or --python). */
+	json_array_foreach (py, j, p) {
+		if (python_only || !json_is_integer(json_object_get(p, "native_frame")))
+			json_array_append_new(out, python_frame(p));
+	}
+	return out;
+}
+
+/* What makes two frames the same across ranks: names, not addresses (each rank has its own). */
+static char *signature(const json_t *frames)
+{
+	char *sig = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&sig, &len);
+	size_t i;
+	json_t *fr;
+
+	if (!f)
+		return NULL;
+	json_array_foreach (frames, i, fr) {
+		const char *fn = json_string_value(json_object_get(fr, "function"));
+
+		if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python"))
+			fprintf(f, "P %s %s:%lld\n", fn ? fn : "??",
+				json_string_value(json_object_get(fr, "file")) ?: "?",
+				(long long)json_integer_value(json_object_get(fr, "line")));
+		else
+			fprintf(f, "N %s %s\n", fn ? fn : "??",
+				base_name(json_string_value(json_object_get(fr, "module"))));
+	}
+	fclose(f);
+	return sig;
+}
+
+/* The C library and the loader: where every wait ends, so never the frame that explains it. */
+static bool system_module(const char *module)
+{
+	const char *b = base_name(module);
+
+	return !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) || !strncmp(b, "ld-linux", 8) ||
+	       !strncmp(b, "libpthread", 10) || !strncmp(b, "linux-vdso", 10) ||
+	       !strcmp(b, "[vdso]");
+}
+
+static void describe_frame(const json_t *fr, char *buf, size_t len)
+{
+	const char *fn = json_string_value(json_object_get(fr, "function"));
+	const char *file = json_string_value(json_object_get(fr, "file"));
+	json_int_t line = json_integer_value(json_object_get(fr, "line"));
+	bool python = !strcmp(json_string_value(json_object_get(fr, "kind")), "python");
+
+	if (python)
+		snprintf(buf, len, "%s (%s:%lld)", fn ? fn : "??", file ? file : "?",
+			 (long long)line);
+	else if (file && line > 0)
+		snprintf(buf, len, "%s (%s:%lld)", fn ? fn : "??", base_name(file),
+			 (long long)line);
+	else
+		snprintf(buf, len, "%s in %s", fn ? fn : "??",
+			 base_name(json_string_value(json_object_get(fr, "module"))));
+}
+
+/*
+ * The innermost frame that says where a thread is: its innermost Python line when it runs
+ * Python, else its innermost named frame outside the C library and the loader.
+ */
+static void meaningful_frame(const json_t *frames, char *buf, size_t len)
+{
+	const json_t *named = NULL, *fr;
+	size_t i;
+
+	json_array_foreach (frames, i, fr) {
+		if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python")) {
+			describe_frame(fr, buf, len);
+			return;
+		}
+	}
+	json_array_foreach (frames, i, fr) {
+		if (!json_string_value(json_object_get(fr, "function")))
+			continue;
+		if (!system_module(json_string_value(json_object_get(fr, "module")))) {
+			describe_frame(fr, buf, len);
+			return;
+		}
+		if (!named)
+			named = fr;
+	}
+	if (named)
+		describe_frame(named, buf, len);
+	else
+		snprintf(buf, len, "%s", json_array_size(frames) ? "unnamed code" : "no frames");
+}
+
+static int cmp_sig(const void *a, const void *b)
+{
+	const struct mthread *x = a, *y = b;
+	int c = strcmp(x->sig, y->sig);
+
+	if (c)
+		return c;
+	return x->rank != y->rank ? (x->rank > y->rank) - (x->rank < y->rank) :
+				    (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+struct group {
+	size_t first, n; /* threads [first, first + n) of the sorted array */
+	size_t n_ranks;	 /* distinct ranks */
+	int min_rank;
+};
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	if (x->n_ranks != y->n_ranks)
+		return (x->n_ranks > y->n_ranks) - (x->n_ranks < y->n_ranks);
+	if (x->n != y->n)
+		return (x->n > y->n) - (x->n < y->n);
+	return (x->min_rank > y->min_rank) - (x->min_rank < y->min_rank);
+}
+
+static json_t *ranks_json(int *ranks, size_t n, char *text, size_t len)
+{
+	json_t *a = json_array();
+
+	job__format_ranks(ranks, n, text, len);
+	for (size_t i = 0; i < n; i++)
+		if (!i || ranks[i] != ranks[i - 1])
+			json_array_append_new(a, json_integer(ranks[i]));
+	return a;
+}
+
+/* The main threads of the ranks, grouped by stack: the verdict. */
+struct vgroup {
+	const char *sig;
+	int *ranks;
+	size_t n;
+	const json_t *frames;
+};
+
+static int cmp_vgroup(const void *a, const void *b)
+{
+	const struct vgroup *x = a, *y = b;
+
+	if (x->n != y->n)
+		return (x->n < y->n) - (x->n > y->n); /* largest first */
+	return (x->ranks[0] > y->ranks[0]) - (x->ranks[0] < y->ranks[0]);
+}
+
+static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_stacks *r, size_t n)
+{
+	struct vgroup *g = calloc(n ? n : 1, sizeof(*g));
+	json_t *outliers = json_array(), *ofr = json_array(), *unreadable = json_array(), *v;
+	char *text = NULL, rtext[256], where[512];
+	size_t ng = 0, tlen = 0, n_main = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	int *bad = calloc(n ? n : 1, sizeof(*bad));
+	size_t nbad = 0;
+
+	if (!g || !f || !bad) {
+		free(g);
+		free(bad);
+		if (f)
+			fclose(f);
+		free(text);
+		json_decref(outliers);
+		json_decref(ofr);
+		json_decref(unreadable);
+		return NULL;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		size_t k;
+
+		if (!t[i].main)
+			continue;
+		n_main++;
+		for (k = 0; k < ng && strcmp(g[k].sig, t[i].sig); k++)
+			;
+		if (k == ng) {
+			g[ng] = (struct vgroup){ .sig = t[i].sig,
+						 .frames = t[i].frames,
+						 .ranks = calloc(n, sizeof(int)) };
+			if (!g[ng].ranks)
+				continue;
+			ng++;
+		}
+		g[k].ranks[g[k].n++] = t[i].rank;
+	}
+	qsort(g, ng, sizeof(*g), cmp_vgroup);
+	if (!ng) {
+		fprintf(f, "no rank's main thread could be read");
+	} else if (ng == 1) {
+		meaningful_frame(g[0].frames, where, sizeof(where));
+		if (g[0].n == 1)
+			fprintf(f, "the only rank read is in %s", where);
+		else
+			fprintf(f, "all %zu ranks are in %s", g[0].n, where);
+	} else if (g[0].n == g[1].n) {
+		/* No majority to stand out from. */
+		fprintf(f, "the ranks are split:");
+		for (size_t k = 0; k < ng; k++) {
+			meaningful_frame(g[k].frames, where, sizeof(where));
+			job__format_ranks(g[k].ranks, g[k].n, rtext, sizeof(rtext));
+			fprintf(f, "%s rank%s %s %s in %s", k ? ";" : "", g[k].n == 1 ? "" : "s",
+				rtext, g[k].n == 1 ? "is" : "are", where);
+		}
+	} else {
+		/* Smallest groups first: the rarest place is the likeliest culprit. */
+		for (size_t k = ng - 1; k >= 1; k--) {
+			json_t *rs;
+
+			meaningful_frame(g[k].frames, where, sizeof(where));
+			rs = ranks_json(g[k].ranks, g[k].n, rtext, sizeof(rtext));
+			for (size_t m = 0; m < g[k].n; m++)
+				json_array_append_new(outliers, json_integer(g[k].ranks[m]));
+			json_array_append_new(ofr,
+					      json_pack("{s:o, s:s}", "ranks", rs, "frame", where));
+			fprintf(f, "%srank%s %s %s in %s", k == ng - 1 ? "" : "; ",
+				g[k].n == 1 ? "" : "s", rtext, g[k].n == 1 ? "is" : "are", where);
+		}
+		meaningful_frame(g[0].frames, where, sizeof(where));
+		if (g[0].n == 1)
+			fprintf(f, "; the other waits in %s", where);
+		else
+			fprintf(f, "; the %zu others wait in %s", g[0].n, where);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!r[i].doc) {
+			bad[nbad++] = r[i].rank;
+			json_array_append_new(unreadable, json_integer(r[i].rank));
+		}
+	if (nbad) {
+		job__format_ranks(bad, nbad, rtext, sizeof(rtext));
+		fprintf(f, "; rank%s %s could not be read", nbad == 1 ? "" : "s", rtext);
+	}
+	fclose(f);
+	if (ng > 1 && g[0].n > g[1].n)
+		meaningful_frame(g[0].frames, where, sizeof(where));
+	v = json_pack("{s:s, s:o, s:o, s:o, s:o}", "text", text ? text : "", "outliers", outliers,
+		      "outlier_frames", ofr, "majority",
+		      ng > 1 && g[0].n > g[1].n ?
+			      json_pack("{s:o, s:s}", "ranks",
+					ranks_json(g[0].ranks, g[0].n, rtext, sizeof(rtext)),
+					"frame", where) :
+			      json_null(),
+		      "unreadable", unreadable);
+	for (size_t k = 0; k < ng; k++)
+		free(g[k].ranks);
+	free(g);
+	free(bad);
+	free(text);
+	(void)n_main;
+	return v;
+}
+
+json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_only)
+{
+	struct mthread *t = NULL;
+	struct group *gs = NULL;
+	size_t nt = 0, cap = 0, ng = 0;
+	json_t *groups = json_array(), *out = NULL, *v;
+	int *ranks = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		const json_t *threads = json_object_get(r[i].doc, "threads"), *th;
+		size_t k;
+
+		json_array_foreach (threads, k, th) {
+			json_t *frames;
+
+			/* --python: a thread that runs no Python has nothing to show. */
+			if (python_only && !json_is_object(json_object_get(th, "python")))
+				continue;
+			if (nt == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct mthread *nt2 = realloc(t, ncap * sizeof(*nt2));
+
+				if (!nt2)
+					goto out;
+				t = nt2;
+				cap = ncap;
+			}
+			frames = thread_frames(th, python_only);
+			t[nt] = (struct mthread){
+				.rank = r[i].rank,
+				.tid = json_integer_value(json_object_get(th, "tid")),
+				.name = json_string_value(json_object_get(th, "name")),
+				.frames = frames,
+				.sig = signature(frames),
+			};
+			t[nt].main = t[nt].tid == r[i].pid;
+			if (!t[nt].sig) {
+				json_decref(frames);
+				goto out;
+			}
+			nt++;
+		}
+	}
+	if (nt)
+		qsort(t, nt, sizeof(*t), cmp_sig);
+	gs = calloc(nt ? nt : 1, sizeof(*gs));
+	ranks = calloc(nt ? nt : 1, sizeof(*ranks));
+	if (!gs || !ranks)
+		goto out;
+	for (size_t i = 0; i < nt;) {
+		size_t k = i;
+
+		while (k < nt && !strcmp(t[k].sig, t[i].sig))
+			k++;
+		gs[ng] = (struct group){ .first = i, .n = k - i, .min_rank = t[i].rank };
+		for (size_t m = i; m < k; m++)
+			gs[ng].n_ranks += m == i || t[m].rank != t[m - 1].rank;
+		ng++;
+		i = k;
+	}
+	qsort(gs, ng, sizeof(*gs), cmp_group);
+	for (size_t g = 0; g < ng; g++) {
+		json_t *threads = json_array(), *rs;
+		char rtext[1024], where[512];
+
+		for (size_t m = 0; m < gs[g].n; m++) {
+			const struct mthread *x = &t[gs[g].first + m];
+
+			ranks[m] = x->rank;
+			json_array_append_new(threads,
+					      json_pack("{s:i, s:I, s:s, s:b}", "rank", x->rank,
+							"tid", x->tid, "name",
+							x->name ? x->name : "", "main", x->main));
+		}
+		rs = ranks_json(ranks, gs[g].n, rtext, sizeof(rtext));
+		meaningful_frame(t[gs[g].first].frames, where, sizeof(where));
+		json_array_append_new(groups,
+				      json_pack("{s:o, s:s, s:o, s:s, s:O}", "ranks", rs,
+						"ranks_text", rtext, "threads", threads, "where",
+						where, "frames", t[gs[g].first].frames));
+	}
+	v = verdict(t, nt, r, n);
+	if (v)
+		out = json_pack("{s:O, s:o}", "groups", groups, "verdict", v);
+out:
+	for (size_t i = 0; i < nt; i++) {
+		free(t[i].sig);
+		json_decref(t[i].frames);
+	}
+	free(t);
+	free(gs);
+	free(ranks);
+	json_decref(groups);
+	return out;
+}
+
+void stackmerge__print_groups(const json_t *merged, FILE *out)
+{
+	const json_t *g;
+	size_t i;
+
+	json_array_foreach (json_object_get(merged, "groups"), i, g) {
+		const json_t *threads = json_object_get(g, "threads"), *fr;
+		size_t nthreads = json_array_size(threads), nranks, k, level = 0;
+
+		nranks = json_array_size(json_object_get(g, "ranks"));
+		fprintf(out, "%s%s %s: ", i ? "\n" : "", nranks == 1 ? "rank" : "ranks",
+			json_string_value(json_object_get(g, "ranks_text")));
+		if (nthreads == 1)
+			fprintf(out, "1 thread (LWP %lld \"%s\")\n",
+				(long long)json_integer_value(
+					json_object_get(json_array_get(threads, 0), "tid")),
+				json_string_value(
+					json_object_get(json_array_get(threads, 0), "name")));
+		else
+			fprintf(out, "%zu threads%s\n", nthreads,
+				nthreads == nranks ? ", one per rank" : "");
+		json_array_foreach (json_object_get(g, "frames"), k, fr) {
+			const char *fn = json_string_value(json_object_get(fr, "function"));
+			const char *file = json_string_value(json_object_get(fr, "file"));
+			json_int_t line = json_integer_value(json_object_get(fr, "line"));
+
+			if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python")) {
+				fprintf(out, "        [py] %s (%s:%lld)\n", fn ? fn : "??",
+					file ? file : "?", (long long)line);
+				continue;
+			}
+			fprintf(out, "    #%-2zu %s", level++, fn ? fn : "??");
+			if (file && line > 0)
+				fprintf(out, " at %s:%lld", file, (long long)line);
+			fprintf(out, " from %s\n",
+				base_name(json_string_value(json_object_get(fr, "module"))));
+		}
+	}
+}

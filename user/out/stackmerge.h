@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The stacks of a job's ranks merged STAT-style: threads whose stacks are the same (native
+ * function names and objects, Python functions, files and lines) form one group with the set of
+ * ranks that share it, outliers first, and the verdict names the rank whose main thread is
+ * somewhere the others are not. Works on the documents of `stacks --json`, one per rank.
+ */
+#ifndef DLSCOPE_STACKMERGE_H
+#define DLSCOPE_STACKMERGE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct rank_stacks {
+	int rank;
+	pid_t pid;
+	json_t *doc;	   /* its stacks --json document; NULL when it could not be read */
+	const char *error; /* why not, when doc is NULL */
+};
+
+/*
+ * Merge @n ranks: returns {"groups": [...], "verdict": {...}} (docs/stacks-schema.md), or NULL
+ * when out of memory. @python_only: only Python frames make a stack (stacks --python).
+ */
+json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_only);
+/* The groups as text: each group's ranks and threads, then its frames, innermost first. */
+void stackmerge__print_groups(const json_t *merged, FILE *out);
+
+#endif

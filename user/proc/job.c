@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Rank identity from /proc/PID/environ and the launcher tree from the parents in /proc. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "job.h"
+#include "procfs.h"
+
+/* Rank, local rank and size variables of each scheme, in enum job_scheme's order. */
+static const struct {
+	const char *name, *rank, *local, *size;
+} schemes[] = {
+	[JOB_TORCHRUN] = { "torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE" },
+	[JOB_OMPI] = { "OpenMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+		       "OMPI_COMM_WORLD_SIZE" },
+	[JOB_PMIX] = { "PMIx", "PMIX_RANK", "PMIX_LOCAL_RANK", "PMIX_SIZE" },
+	[JOB_PMI] = { "PMI", "PMI_RANK", "PMI_LOCAL_RANK", "PMI_SIZE" },
+	[JOB_SLURM] = { "Slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" },
+};
+
+const char *job_scheme__name(enum job_scheme s)
+{
+	return s < JOB_SCHEME_NONE ? schemes[s].name : "none";
+}
+
+const char *job_scheme__rank_var(enum job_scheme s)
+{
+	return s < JOB_SCHEME_NONE ? schemes[s].rank : "";
+}
+
+/* The whole initial environment of @pid, NUL-separated, NUL-terminated. */
+static int read_environ(pid_t pid, char **out, size_t *size)
+{
+	char path[64], *env = NULL;
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	do {
+		if (cap - len < 4096) {
+			char *ne = realloc(env, cap + 65536);
+
+			if (!ne) {
+				free(env);
+				close(fd);
+				return -ENOMEM;
+			}
+			env = ne;
+			cap += 65536;
+		}
+		n = read(fd, env + len, cap - len - 1);
+		if (n > 0)
+			len += (size_t)n;
+	} while (n > 0);
+	close(fd);
+	if (n < 0) {
+		int err = errno == ESRCH ? -ESRCH : -errno;
+
+		free(env);
+		return err;
+	}
+	env[len] = '\0';
+	*out = env;
+	*size = len;
+	return 0;
+}
+
+/* A decimal value of @name in @env, or -1 when unset or not a number. */
+static int env_int(const char *env, size_t size, const char *name)
+{
+	size_t nlen = strlen(name);
+
+	for (size_t off = 0; off < size; off += strlen(env + off) + 1) {
+		const char *v = env + off + nlen + 1;
+		char *end;
+		long x;
+
+		if (strncmp(env + off, name, nlen) || env[off + nlen] != '=')
+			continue;
+		if (!isdigit((unsigned char)*v))
+			return -1;
+		x = strtol(v, &end, 10);
+		return *end || x > 1 << 30 ? -1 : (int)x;
+	}
+	return -1;
+}
+
+int job__identity(pid_t pid, struct job_identity *out)
+{
+	size_t size = 0;
+	char *env = NULL;
+	int err = read_environ(pid, &env, &size);
+
+	*out = (struct job_identity){ .scheme = JOB_SCHEME_NONE, .rank = -1 };
+	if (err)
+		return err;
+	for (int s = 0; s < JOB_SCHEME_NONE; s++) {
+		int rank = env_int(env, size, schemes[s].rank);
+		int local = env_int(env, size, schemes[s].local);
+		int world = env_int(env, size, schemes[s].size);
+
+		if (rank < 0)
+			continue;
+		/* A bare RANK is too common a name: torchrun always sets the other two. */
+		if (s == JOB_TORCHRUN && local < 0 && world < 0)
+			continue;
+		*out = (struct job_identity){ s, rank, local, world };
+		break;
+	}
+	free(env);
+	return 0;
+}
+
+/* Every process's parent, read once from /proc. */
+struct ptable {
+	struct pent {
+		pid_t pid, ppid;
+	} * p;
+	size_t n;
+};
+
+static int read_ppid(pid_t pid, pid_t *ppid, char *comm, size_t commlen)
+{
+	char path[64], buf[1024], *close_paren, *open_paren;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (proc__read_small(path, buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	open_paren = strchr(buf, '(');
+	close_paren = strrchr(buf, ')');
+	if (!open_paren || !close_paren || close_paren[1] != ' ' || !close_paren[2])
+		return -EINVAL;
+	if (comm)
+		snprintf(comm, commlen, "%.*s", (int)(close_paren - open_paren - 1),
+			 open_paren + 1);
+	*ppid = (pid_t)atoi(close_paren + 4); /* after ") S " */
+	return 0;
+}
+
+static int ptable_read(struct ptable *t)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	size_t cap = 0;
+
+	t->p = NULL;
+	t->n = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name), ppid;
+
+		if (pid <= 0 || read_ppid(pid, &ppid, NULL, 0))
+			continue;
+		if (t->n == cap) {
+			size_t ncap = cap ? cap * 2 : 512;
+			struct pent *np = realloc(t->p, ncap * sizeof(*np));
+
+			if (!np) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			t->p = np;
+			cap = ncap;
+		}
+		t->p[t->n++] = (struct pent){ pid, ppid };
+	}
+	closedir(d);
+	return 0;
+}
+
+static pid_t ptable_parent(const struct ptable *t, pid_t pid)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->p[i].pid == pid)
+			return t->p[i].ppid;
+	return 0;
+}
+
+static bool same_identity(const struct job_identity *a, const struct job_identity *b)
+{
+	return a->scheme == b->scheme && a->rank == b->rank;
+}
+
+/*
+ * The scheme of the ranks among @pid's children: children whose identity their parent does not
+ * carry itself. The most specific scheme wins; JOB_SCHEME_NONE when none.
+ */
+static enum job_scheme children_scheme(const struct ptable *t, pid_t pid,
+				       const struct job_identity *own)
+{
+	enum job_scheme best = JOB_SCHEME_NONE;
+
+	for (size_t i = 0; i < t->n; i++) {
+		struct job_identity id;
+
+		if (t->p[i].ppid != pid || job__identity(t->p[i].pid, &id))
+			continue;
+		if (id.scheme != JOB_SCHEME_NONE && !same_identity(&id, own) && id.scheme < best)
+			best = id.scheme;
+	}
+	return best;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct job_rank *x = a, *y = b;
+
+	return x->rank != y->rank ? (x->rank > y->rank) - (x->rank < y->rank) :
+				    (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void read_cmdline(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	n = proc__read_small(path, buf, len);
+	if (n <= 0) {
+		buf[0] = '\0';
+		return;
+	}
+	for (ssize_t i = 0; i < n - 1; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+}
+
+/* The ranks of @scheme among the children of @launcher, into @j. */
+static int collect_ranks(const struct ptable *t, struct job *j, const struct job_identity *lid)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct job_identity id;
+		struct job_rank *nr;
+
+		if (t->p[i].ppid != j->launcher || job__identity(t->p[i].pid, &id))
+			continue;
+		if (id.scheme != j->scheme || same_identity(&id, lid))
+			continue;
+		nr = realloc(j->ranks, (j->n + 1) * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		j->ranks = nr;
+		nr = &j->ranks[j->n++];
+		*nr = (struct job_rank){ .pid = t->p[i].pid,
+					 .rank = id.rank,
+					 .local_rank = id.local_rank };
+		if (read_ppid(nr->pid, &(pid_t){ 0 }, nr->comm, sizeof(nr->comm)))
+			snprintf(nr->comm, sizeof(nr->comm), "?");
+		if (id.world_size > j->world_size)
+			j->world_size = id.world_size;
+	}
+	qsort(j->ranks, j->n, sizeof(*j->ranks), cmp_rank);
+	return 0;
+}
+
+int job__find(pid_t pid, struct job **out, char *why, size_t whylen)
+{
+	struct job_identity id, lid, pid_of_parent;
+	struct ptable t = { 0 };
+	struct job *j = NULL;
+	char comm[64] = "?";
+	pid_t ppid, rank_pid;
+	int err;
+
+	*out = NULL;
+	if (read_ppid(pid, &ppid, comm, sizeof(comm))) {
+		snprintf(why, whylen, "process %d does not exist", pid);
+		return -ESRCH;
+	}
+	err = job__identity(pid, &id);
+	if (err) {
+		if (err == -EACCES || err == -EPERM)
+			snprintf(why, whylen,
+				 "process %d (%s): cannot read its environment (/proc/%d/environ): "
+				 "%s; run dlscope as its user or as root",
+				 pid, comm, pid, strerror(-err));
+		else
+			snprintf(why, whylen, "process %d (%s): cannot read its environment: %s",
+				 pid, comm, strerror(-err));
+		return err == -ESRCH ? -ESRCH : -EACCES;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j || (err = ptable_read(&t))) {
+		snprintf(why, whylen, "cannot list the processes in /proc: %s",
+			 strerror(j ? -err : ENOMEM));
+		free(j);
+		return j ? err : -ENOMEM;
+	}
+	j->world_size = -1;
+	j->asked = pid;
+	/* A launcher (or agent): its children carry ranks it does not carry itself. */
+	j->scheme = children_scheme(&t, pid, &id);
+	if (j->scheme != JOB_SCHEME_NONE) {
+		j->launcher = pid;
+		lid = id;
+		snprintf(j->asked_role, sizeof(j->asked_role), "the launcher");
+	} else if (id.scheme != JOB_SCHEME_NONE) {
+		/* A rank, or a rank's child: climb while the parent has the same rank. */
+		rank_pid = pid;
+		while ((ppid = ptable_parent(&t, rank_pid)) > 1 &&
+		       !job__identity(ppid, &pid_of_parent) && same_identity(&pid_of_parent, &id))
+			rank_pid = ppid;
+		j->scheme = id.scheme;
+		j->launcher = ptable_parent(&t, rank_pid);
+		if (j->launcher <= 0 || job__identity(j->launcher, &lid))
+			lid = (struct job_identity){ .scheme = JOB_SCHEME_NONE, .rank = -1 };
+		if (rank_pid == pid)
+			snprintf(j->asked_role, sizeof(j->asked_role), "rank %d", id.rank);
+		else
+			snprintf(j->asked_role, sizeof(j->asked_role), "a child of rank %d",
+				 id.rank);
+	} else {
+		snprintf(why, whylen,
+			 "process %d (%s) is not part of a multi-rank job: neither it nor its "
+			 "children carry RANK (with WORLD_SIZE or LOCAL_RANK), "
+			 "OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID",
+			 pid, comm);
+		free(t.p);
+		free(j);
+		return -ENOENT;
+	}
+	if (read_ppid(j->launcher, &ppid, j->launcher_comm, sizeof(j->launcher_comm)))
+		snprintf(j->launcher_comm, sizeof(j->launcher_comm), "?");
+	read_cmdline(j->launcher, j->launcher_cmd, sizeof(j->launcher_cmd));
+	err = collect_ranks(&t, j, &lid);
+	free(t.p);
+	if (err || !j->n) {
+		/* The rank itself exited between the reads. */
+		snprintf(why, whylen, "process %d (%s): %s", pid, comm,
+			 err ? strerror(-err) : "its job's ranks exited while being read");
+		job__free(j);
+		return err ? err : -ESRCH;
+	}
+	*out = j;
+	return 0;
+}
+
+bool job__env_matters(const char *name)
+{
+	static const char *const exact[] = { "OMP_PROC_BIND",	     "OMP_PLACES",
+					     "KMP_AFFINITY",	     "GOMP_CPU_AFFINITY",
+					     "LD_LIBRARY_PATH",	     "LD_PRELOAD",
+					     "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES" };
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (!strcmp(name, exact[i]))
+			return true;
+	return !strncmp(name, "NCCL_", 5) || (len > 12 && !strcmp(name + len - 12, "_NUM_THREADS"));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int job__environment(pid_t pid, char ***vars, size_t *n)
+{
+	size_t size = 0, cap = 0;
+	char *env = NULL, **v = NULL;
+	int err = read_environ(pid, &env, &size);
+
+	*vars = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	for (size_t off = 0; off < size; off += strlen(env + off) + 1) {
+		char *eq = strchr(env + off, '='), **nv;
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+		if (!job__env_matters(env + off)) {
+			*eq = '=';
+			continue;
+		}
+		*eq = '=';
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			nv = realloc(v, cap * sizeof(*nv));
+			if (!nv) {
+				err = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		if (!(v[*n] = strdup(env + off))) {
+			err = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	free(env);
+	if (err) {
+		for (size_t i = 0; i < *n; i++)
+			free(v[i]);
+		free(v);
+		*n = 0;
+		return err;
+	}
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_str);
+	*vars = v;
+	return 0;
+}
+
+int job__cpus_allowed(pid_t pid, cpu_set_t *set, char *list, size_t len)
+{
+	char path[64], buf[8192], *line, *p;
+
+	CPU_ZERO(set);
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (proc__read_small(path, buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	line = strstr(buf, "\nCpus_allowed_list:");
+	if (!line)
+		return -ENOENT;
+	p = line + strlen("\nCpus_allowed_list:");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	snprintf(list, len, "%.*s", (int)strcspn(p, "\n"), p);
+	/* "0-3,8,10-11" */
+	while (*p && *p != '\n') {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (end == p)
+			return -EINVAL;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		for (long c = lo; c <= hi && c < CPU_SETSIZE; c++)
+			CPU_SET((int)c, set);
+		p = *end == ',' ? end + 1 : end;
+	}
+	return 0;
+}
+
+json_t *job__to_json(const struct job *j)
+{
+	char desc[128];
+
+	job__describe_ranks(j, desc, sizeof(desc));
+	return json_pack("{s:s, s:{s:i, s:s, s:s}, s:o, s:i, s:s, s:{s:i, s:s}}", "scheme",
+			 job_scheme__name(j->scheme), "launcher", "pid", j->launcher, "comm",
+			 j->launcher_comm, "cmdline", j->launcher_cmd, "world_size",
+			 j->world_size > 0 ? json_integer(j->world_size) : json_null(),
+			 "ranks_here", (int)j->n, "description", desc, "asked", "pid", j->asked,
+			 "role", j->asked_role);
+}
+
+void job__free(struct job *j)
+{
+	if (!j)
+		return;
+	free(j->ranks);
+	free(j);
+}
+
+void job__describe_ranks(const struct job *j, char *buf, size_t len)
+{
+	const char *var = j->scheme == JOB_SCHEME_NONE ? "" : schemes[j->scheme].size;
+
+	if (j->world_size > (int)j->n)
+		snprintf(buf, len, "%zu of %s %d ranks on this host", j->n, var, j->world_size);
+	else if (j->world_size > 0)
+		snprintf(buf, len, "%zu rank%s (%s %d)", j->n, j->n == 1 ? "" : "s", var,
+			 j->world_size);
+	else
+		snprintf(buf, len, "%zu rank%s", j->n, j->n == 1 ? "" : "s");
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+void job__format_ranks(int *ranks, size_t n, char *buf, size_t len)
+{
+	size_t used = 0, m = 0;
+
+	buf[0] = '\0';
+	if (!n)
+		return;
+	qsort(ranks, n, sizeof(*ranks), cmp_int);
+	for (size_t i = 0; i < n; i++)
+		if (!m || ranks[m - 1] != ranks[i])
+			ranks[m++] = ranks[i];
+	for (size_t i = 0; i < m && used < len;) {
+		size_t k = i;
+		int w;
+
+		while (k + 1 < m && ranks[k + 1] == ranks[k] + 1)
+			k++;
+		if (k == i)
+			w = snprintf(buf + used, len - used, "%s%d", i ? "," : "", ranks[i]);
+		else
+			w = snprintf(buf + used, len - used, "%s%d-%d", i ? "," : "", ranks[i],
+				     ranks[k]);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+		i = k + 1;
+	}
+}

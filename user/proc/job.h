@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Multi-rank jobs on this host: a process's rank identity, read from its initial environment
+ * (/proc/PID/environ: torchrun's RANK/LOCAL_RANK/WORLD_SIZE, OpenMPI's OMPI_COMM_WORLD_*,
+ * PMIX_RANK, PMI_RANK, Slurm's SLURM_PROCID/SLURM_LOCALID/SLURM_NTASKS), and the launcher tree:
+ * from any member (launcher or agent, rank, a rank's child) the launcher and all its ranks.
+ */
+#ifndef DLSCOPE_JOB_H
+#define DLSCOPE_JOB_H
+
+#include <jansson.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Most specific first: a torchrun started by srun has both RANK and SLURM_PROCID. */
+enum job_scheme {
+	JOB_TORCHRUN,
+	JOB_OMPI,
+	JOB_PMIX,
+	JOB_PMI,
+	JOB_SLURM,
+	JOB_SCHEME_NONE,
+};
+
+struct job_identity {
+	enum job_scheme scheme; /* JOB_SCHEME_NONE: the process carries no rank */
+	int rank;
+	int local_rank; /* -1 unknown */
+	int world_size; /* -1 unknown */
+};
+
+struct job_rank {
+	pid_t pid;
+	int rank, local_rank;
+	char comm[64];
+};
+
+struct job {
+	enum job_scheme scheme;
+	pid_t launcher; /* the ranks' parent: torchrun's agent, mpirun, slurmstepd */
+	char launcher_comm[64];
+	char launcher_cmd[256]; /* its command line, spaces between arguments */
+	int world_size;		/* -1 when the ranks do not say */
+	struct job_rank *ranks; /* sorted by rank */
+	size_t n;
+	/* The PID given, and what it is: "launcher", "rank 3", "a child of rank 0". */
+	pid_t asked;
+	char asked_role[48];
+};
+
+/*
+ * The identity of @pid from its environment. Returns 0 (scheme JOB_SCHEME_NONE when it carries
+ * no rank), or -errno: -ESRCH gone, -EACCES not ours to read.
+ */
+int job__identity(pid_t pid, struct job_identity *out);
+
+/*
+ * The job @pid belongs to: its launcher and the ranks on this host. A process whose parent has
+ * the same rank is a child of that rank (a DataLoader worker), not a rank. Returns 0, or -errno
+ * with one line in @why: -ESRCH (no such process), -EACCES (not ours), -ENOENT (not in a job).
+ */
+int job__find(pid_t pid, struct job **out, char *why, size_t whylen);
+void job__free(struct job *j);
+/* {scheme, launcher {pid, comm, cmdline}, world_size, ranks_here, description, asked {pid, role}} */
+json_t *job__to_json(const struct job *j);
+
+/* "torchrun", "OpenMPI", "PMIx", "PMI", "Slurm". */
+const char *job_scheme__name(enum job_scheme s);
+/* The variable that carries the rank in @s: "RANK", "OMPI_COMM_WORLD_RANK"... */
+const char *job_scheme__rank_var(enum job_scheme s);
+
+/*
+ * "4 ranks (WORLD_SIZE 4)" or "4 of WORLD_SIZE 8 ranks on this host": how much of the job is
+ * here, in words.
+ */
+void job__describe_ranks(const struct job *j, char *buf, size_t len);
+
+/*
+ * The variables of @pid's initial environment that make ranks behave differently: every
+ * *_NUM_THREADS, OMP_PROC_BIND, OMP_PLACES, KMP_AFFINITY, GOMP_CPU_AFFINITY, LD_LIBRARY_PATH,
+ * LD_PRELOAD, CUDA_VISIBLE_DEVICES and NCCL_*, as "NAME=VALUE" strings sorted by name.
+ * Returns 0 or -errno; free each string and the array.
+ */
+int job__environment(pid_t pid, char ***vars, size_t *n);
+/* Is @name one of the variables job__environment reports? */
+bool job__env_matters(const char *name);
+
+/*
+ * The CPUs @pid may run on (Cpus_allowed_list of /proc/PID/status: its affinity within its
+ * cpuset), as a set and as the kernel's list ("0-3,8"). Returns 0 or -errno.
+ */
+int job__cpus_allowed(pid_t pid, cpu_set_t *set, char *list, size_t len);
+
+/* Ranks as ranges, sorted and deduplicated in place: "0-2,4-7". */
+void job__format_ranks(int *ranks, size_t n, char *buf, size_t len);
+
+#endif
