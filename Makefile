@@ -72,7 +72,7 @@ deps:
 	@scripts/install-deps.sh $(DEB_ALL)
 
 dlscope: $(OUTPUT)/dlscope
-	@cp $< $@
+	@cp $< $@.tmp && mv -f $@.tmp $@
 
 $(OUTPUT)/dlscope: $(USER_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
