@@ -19,5 +19,6 @@ int cmd_watch(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_ui(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

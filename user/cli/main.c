@@ -15,6 +15,7 @@ static const struct command commands[] = {
 	{ "watch", cmd_watch, "the eBPF event stream: loader calls, runtimes, GPU loads, live" },
 	{ "record", cmd_record, "the event stream into a JSON Lines trace" },
 	{ "ui", cmd_ui, "the terminal UI: processes, libraries, threads, events, findings" },
+	{ "report", cmd_report, "one Markdown file for a bug report: findings, runtimes, stacks" },
 	{ "export", cmd_export, "a recorded trace as Chrome trace-event JSON, for Perfetto" },
 };
 

@@ -1,0 +1,134 @@
+"""dlscope report: one Markdown file for a bug report, checked section by section on the seed
+fixtures (two OpenMP runtimes, a deadlock, a crash, a trace), its size limit and --redact."""
+import os
+import re
+import shutil
+import socket
+import tempfile
+
+from harness import Fixture, Skip, dlscope, fixture_path, is_root, wait_idle
+
+
+def sections(md):
+    """{heading: text} of the report's ## sections."""
+    parts = re.split(r"^## ", md, flags=re.M)
+    return {p.split("\n", 1)[0]: p.split("\n", 1)[1] if "\n" in p else "" for p in parts[1:]}
+
+
+def test_report_on_two_openmp_runtimes():
+    with Fixture(["two_omp"]) as fx:
+        wait_idle(fx.pid)
+        md = dlscope("report", fx.pid, check=0).stdout
+    assert md.startswith(f"# dlscope report: process {fx.pid} (two_omp)\n"), md[:200]
+    assert "**1 finding** (1 error, 0 warnings):\n- **error** `dup-openmp`" in md, md[:800]
+    s = sections(md)
+    assert list(s) == ["Environment", "Findings", "Runtimes", "Threads that matter",
+                       "Reproduce"], list(s)
+    assert re.search(r"\| Kernel \| \S+ \|\n\| glibc \| 2\.\d+ \|", s["Environment"])
+    assert "libgomp1" in s["Environment"] and "(deb)" in s["Environment"], s["Environment"]
+    f = s["Findings"]
+    assert "### error `dup-openmp`" in f and "**Why:**" in f and "**Fix:**" in f, f
+    bullets = [l for l in f.splitlines() if l.startswith("- ")]
+    assert any("libgomp.so.1: GNU libgomp" in b for b in bullets) and \
+        any("libomp.so.5: LLVM libomp" in b for b in bullets), f
+    # The duplicates come first in the runtimes table, marked.
+    rows = [l for l in s["Runtimes"].splitlines() if l.startswith(f"| {fx.pid} ")]
+    assert len(rows) >= 2 and all("(duplicate)" in r for r in rows[:2]), rows
+    assert "openmp" in rows[0] and "openmp" in rows[1], rows
+    assert f"dlscope check {fx.pid}" in s["Reproduce"]
+
+
+def test_report_on_a_deadlock_shows_the_threads_and_the_verdict():
+    with Fixture(["hang_abba"]) as fx:
+        wait_idle(fx.pid)
+        md = dlscope("report", fx.pid, check=0).stdout
+    s = sections(md)
+    t = s["Threads that matter"]
+    assert "**Verdict:** Deadlock between 2 threads" in t and "**What to do:**" in t, t
+    assert t.count("waits for mutex lock_") == 2 and "take_b_then_a (hang_abba)" in t, t
+    assert "### error `deadlock`" in s["Findings"]
+
+
+def test_report_on_a_command_that_crashes():
+    md = dlscope("report", "--", fixture_path("crash_cmd"), "lib", check=0).stdout
+    s = sections(md)
+    assert "### The command was killed by SIGSEGV" in s["Findings"], s["Findings"]
+    assert "crash_lib_store" in s["Findings"] and "libcrash.so" in s["Findings"], s["Findings"]
+    assert "dlscope check -- " in s["Reproduce"]
+
+
+def record_trace(path):
+    if not is_root():
+        raise Skip("BPF tests need root")
+    dlscope("record", "-o", path, "--duration", "3", "--", fixture_path("dlopen_list"),
+            "libgomp.so.1", fixture_path("libctor_dlopen.so"), check=1)
+
+
+def test_report_on_a_trace_has_a_timeline():
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "run.jsonl")
+        record_trace(trace)
+        md = dlscope("report", trace, check=0).stdout
+    s = sections(md)
+    assert md.startswith(f"# dlscope report: trace {trace}\n")
+    tl = s["Timeline"]
+    assert re.search(r"\| [0-9.]+ \| \d+ \| GNU libgomp arrived: ", tl) or \
+        "OpenMP" in tl, tl
+    assert "finding dup-openmp" in tl, tl
+    assert "### error `dup-openmp`" in s["Findings"]
+    assert f"dlscope ui --replay {trace}" in s["Reproduce"]
+
+
+def test_report_limit_moves_sections_to_the_companion():
+    with Fixture(["hang_abba"]) as fx, tempfile.TemporaryDirectory() as d:
+        wait_idle(fx.pid)
+        out = os.path.join(d, "r.md")
+        proc = dlscope("report", "--limit", "2500", "-o", out, fx.pid, check=0)
+        md, extra = open(out).read(), open(os.path.join(d, "r.extra.md")).read()
+    assert len(md) <= 2500, len(md)
+    assert "see " + os.path.join(d, "r.extra.md") in md and "Left out" in md, md
+    assert "r.extra.md" in proc.stderr
+    # The companion holds what was left out, in full.
+    assert "## Threads that matter" in extra and "take_b_then_a" in extra, extra[:500]
+    assert "65,536" in dlscope("report", "--help", check=0).stdout
+
+
+def test_report_redact_leaves_no_home_user_host_or_address():
+    """The target runs from a home directory, with an IP address in its arguments: none of
+    them, nor this host's name, is left, and each value has one placeholder."""
+    user = "dlscopereportuser"
+    home = f"/home/{user}"
+    if not os.access("/home", os.W_OK):
+        raise Skip("cannot make a home directory here")
+    os.makedirs(os.path.join(home, "bin"), exist_ok=True)
+    try:
+        exe = os.path.join(home, "bin", "dlopen_list")
+        shutil.copy(fixture_path("dlopen_list"), exe)
+        host = socket.gethostname()
+        md = dlscope("report", "--redact", "--", exe, "10.20.30.40", check=0).stdout
+        for secret in (home, user, "10.20.30.40"):
+            assert secret not in md, (secret, md)
+        if len(host) >= 2:
+            assert not re.search(r"(^|[^A-Za-z0-9_.-])" + re.escape(host) + r"([^A-Za-z0-9_-]|$)",
+                                 md), host
+        assert "<home1>" in md and "<ip1>" in md, md
+        # One value, one placeholder: the home directory is always <home1>.
+        assert "<home2>" not in md and md.count("<home1>") >= 2, md
+        plain = dlscope("report", "--", exe, "10.20.30.40", check=0).stdout
+        assert home in plain and "10.20.30.40" in plain
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_report_errors_are_one_line():
+    proc = dlscope("report", check=2)
+    assert proc.stderr.count("\n") == 1 and "name what to report on" in proc.stderr
+    proc = dlscope("report", "notapid", check=2)
+    assert "neither a process ID nor a trace file" in proc.stderr
+    proc = dlscope("report", "999999999", check=3)
+    assert proc.stderr.count("\n") == 1 and "no process could be inspected" in proc.stderr
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
+        f.write("not json\n")
+        f.flush()
+        proc = dlscope("report", f.name, check=3)
+        assert "is not a dlscope trace" in proc.stderr, proc.stderr

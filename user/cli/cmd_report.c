@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dlscope report: one Markdown file for a bug report. The facts come from dlscope's own
+ * commands (check and stacks, run as children with --json, so the report says exactly what they
+ * say) or from a trace; report.c writes them out.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <gnu/libc-version.h>
+#include <jansson.h>
+#include <pwd.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "event.h"
+#include "output.h"
+#include "procfs.h"
+#include "report.h"
+#include "target.h"
+
+extern char **environ;
+
+static void report_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: dlscope report [-o FILE.md] [--redact] [--limit CHARS]\n"
+		"                      (PID... | --job PID | -- COMMAND [ARGS...] | TRACE.jsonl)\n"
+		"\n"
+		"Write one Markdown file to paste into a bug report (a GitHub issue): what was\n"
+		"inspected and when, the environment, the runtimes (duplicates first, with their\n"
+		"packages), the findings with evidence, why and fix, the stacks of the threads that\n"
+		"matter, a timeline from a trace, and the commands that reproduce the capture.\n"
+		"It stays under GitHub's 65,536-character limit; what does not fit goes to a\n"
+		"companion file, named in the report.\n"
+		"\n"
+		"  -o, --output FILE     write there (default: standard output)\n"
+		"  -r, --redact          replace home directories, user names, host names and IP\n"
+		"                        addresses, one placeholder per value, everywhere\n"
+		"  -l, --limit CHARS     the size limit (default 65536)\n"
+		"  -j, --job PID         a multi-rank job, named by any member's PID\n"
+		"  -h, --help\n"
+		"\n"
+		"Exit status: 0 written, 2 usage error, 3 nothing could be inspected or written.\n");
+}
+
+/* Run dlscope itself with @argv (after its name); its standard output, or NULL. */
+static char *run_self(char *const *argv, int *status)
+{
+	char *args[64], *out = NULL;
+	size_t n = 0, len = 0;
+	posix_spawn_file_actions_t fa;
+	int pipefd[2], devnull;
+	pid_t pid;
+	FILE *f;
+	char buf[65536];
+	ssize_t r;
+
+	args[n++] = "dlscope";
+	for (; *argv && n < 63; argv++)
+		args[n++] = *argv;
+	args[n] = NULL;
+	if (pipe2(pipefd, O_CLOEXEC))
+		return NULL;
+	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+	if (devnull >= 0)
+		posix_spawn_file_actions_adddup2(&fa, devnull, 2);
+	if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, args, environ)) {
+		posix_spawn_file_actions_destroy(&fa);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		if (devnull >= 0)
+			close(devnull);
+		return NULL;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(pipefd[1]);
+	if (devnull >= 0)
+		close(devnull);
+	f = open_memstream(&out, &len);
+	while ((r = read(pipefd[0], buf, sizeof(buf))) > 0 || (r < 0 && errno == EINTR))
+		if (r > 0 && f)
+			fwrite(buf, 1, (size_t)r, f);
+	close(pipefd[0]);
+	if (f)
+		fclose(f);
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+		;
+	return out;
+}
+
+static json_t *self_json(char *const *argv, int *code)
+{
+	int status = 0;
+	char *out = run_self(argv, &status);
+	json_t *doc = out ? json_loads(out, 0, NULL) : NULL;
+
+	free(out);
+	*code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return doc;
+}
+
+static void os_release(char *buf, size_t len)
+{
+	char text[4096], *p;
+
+	buf[0] = '\0';
+	if (proc__read_small("/etc/os-release", text, sizeof(text)) <= 0 ||
+	    !(p = strstr(text, "PRETTY_NAME=")))
+		return;
+	p += strlen("PRETTY_NAME=");
+	if (*p == '"')
+		p++;
+	snprintf(buf, len, "%.*s", (int)strcspn(p, "\"\n"), p);
+}
+
+static void cpus_allowed(pid_t pid, char *buf, size_t len)
+{
+	char path[64], text[8192], *p;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (proc__read_small(path, text, sizeof(text)) > 0 &&
+	    (p = strstr(text, "Cpus_allowed_list:"))) {
+		p += strlen("Cpus_allowed_list:");
+		p += strspn(p, " \t");
+		snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+	}
+}
+
+/* The host's facts, and those of the first process inspected. */
+static json_t *environment(pid_t pid, const json_t *stacks)
+{
+	struct utsname u;
+	char distro[256], cpus[64], allowed[256] = "";
+	const json_t *py = NULL;
+	json_t *env;
+
+	uname(&u);
+	os_release(distro, sizeof(distro));
+	snprintf(cpus, sizeof(cpus), "%ld online", sysconf(_SC_NPROCESSORS_ONLN));
+	if (pid > 0)
+		cpus_allowed(pid, allowed, sizeof(allowed));
+	if (json_is_array(stacks))
+		py = json_object_get(json_array_get(stacks, 0), "python");
+	env = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kernel", u.release, "glibc",
+			gnu_get_libc_version(), "distribution", distro, "cpus", cpus,
+			"cpus_allowed", allowed);
+	if (env && json_is_object(py) && json_is_string(json_object_get(py, "version"))) {
+		char text[300];
+
+		snprintf(text, sizeof(text), "%s (%s)",
+			 json_string_value(json_object_get(py, "version")),
+			 json_string_value(json_object_get(py, "object")) ?: "?");
+		json_object_set_new(env, "python", json_string(text));
+	}
+	return env;
+}
+
+/* A trace: its header's host, its objects' runtimes, its findings, and a timeline. */
+struct from_trace {
+	json_t *env, *check, *timeline;
+	char host[256];
+};
+
+static bool is_runtime(const json_t *roles, const json_t **role)
+{
+	const json_t *r;
+	size_t i;
+
+	json_array_foreach (roles, i, r)
+		if (json_is_true(json_object_get(r, "runtime"))) {
+			*role = r;
+			return true;
+		}
+	return false;
+}
+
+static json_t *process_of(json_t *procs, const json_t *rec)
+{
+	json_int_t pid = json_integer_value(json_object_get(rec, "pid"));
+	json_t *p;
+	size_t i;
+
+	json_array_foreach (procs, i, p)
+		if (json_integer_value(json_object_get(p, "pid")) == pid)
+			return p;
+	p = json_pack("{s:I, s:s, s:[], s:[]}", "pid", pid, "comm",
+		      json_string_value(json_object_get(rec, "comm")) ?: "?", "runtimes",
+		      "findings");
+	json_array_append_new(procs, p);
+	return p;
+}
+
+static int read_trace(const char *path, struct from_trace *tr, char *why, size_t whylen)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	uint64_t t0 = 0;
+	json_t *procs = json_array();
+	bool header = false;
+
+	if (!f) {
+		snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
+		json_decref(procs);
+		return -errno;
+	}
+	tr->timeline = json_array();
+	while ((len = getline(&line, &cap, f)) > 0) {
+		json_t *rec = json_loadb(line, (size_t)len, 0, NULL);
+		const char *type = json_string_value(json_object_get(rec, "type"));
+		double t = 0;
+		char text[1024] = "";
+
+		if (!header) {
+			const char *fmt = json_string_value(json_object_get(rec, "format"));
+
+			if (!type || strcmp(type, "header") || !fmt ||
+			    strncmp(fmt, "dlscope-trace/", 14)) {
+				snprintf(
+					why, whylen,
+					"%s is not a dlscope trace (its first line is no header; make "
+					"one with 'dlscope record')",
+					path);
+				json_decref(rec);
+				free(line);
+				fclose(f);
+				json_decref(procs);
+				return -EINVAL;
+			}
+			header = true;
+			t0 = (uint64_t)json_integer_value(json_object_get(rec, "t0"));
+			snprintf(tr->host, sizeof(tr->host), "%s",
+				 json_string_value(json_object_get(rec, "host")) ?: "");
+			tr->env = json_pack("{s:s?, s:s?, s:s?}", "kernel",
+					    json_string_value(json_object_get(rec, "kernel")),
+					    "glibc",
+					    json_string_value(json_object_get(rec, "glibc")),
+					    "distribution", "");
+			json_decref(rec);
+			continue;
+		}
+		if (!type || !json_is_integer(json_object_get(rec, "pid"))) {
+			json_decref(rec);
+			continue;
+		}
+		t = (double)((uint64_t)json_integer_value(json_object_get(rec, "t")) - t0) / 1e9;
+		if (!strcmp(type, "loaded")) {
+			const json_t *role;
+
+			if (is_runtime(json_object_get(rec, "roles"), &role)) {
+				json_array_append_new(
+					json_object_get(process_of(procs, rec), "runtimes"),
+					json_pack("{s:O, s:O, s:O, s:O, s:O}", "kind",
+						  json_object_get(role, "kind"), "name",
+						  json_object_get(role, "name"), "version",
+						  json_object_get(role, "version"), "path",
+						  json_object_get(rec, "path"), "package",
+						  json_object_get(rec, "package") ?: json_null()));
+				snprintf(text, sizeof(text), "%s arrived: %s",
+					 json_string_value(json_object_get(role, "name")) ?:
+											    "runtime",
+					 json_string_value(json_object_get(rec, "path")) ?: "?");
+			}
+		} else if (!strcmp(type, "finding")) {
+			json_array_append(json_object_get(process_of(procs, rec), "findings"), rec);
+			snprintf(text, sizeof(text), "finding %s: %s",
+				 json_string_value(json_object_get(rec, "id")) ?: "?",
+				 json_string_value(json_object_get(rec, "title")) ?: "");
+		} else if (event_kind__parse(type) == EVENT_SIGNAL ||
+			   event_kind__parse(type) == EVENT_EXEC ||
+			   event_kind__parse(type) == EVENT_EXIT) {
+			struct event ev;
+			char err[128];
+
+			if (!event__from_json(rec, &ev, err, sizeof(err))) {
+				event__text(&ev, 0, text, sizeof(text));
+				event__clear(&ev);
+			}
+		}
+		if (text[0])
+			json_array_append_new(tr->timeline,
+					      json_pack("{s:f, s:O, s:s}", "t", t, "pid",
+							json_object_get(rec, "pid"), "text", text));
+		json_decref(rec);
+	}
+	free(line);
+	fclose(f);
+	if (!header) {
+		snprintf(why, whylen, "%s is empty, not a dlscope trace", path);
+		json_decref(procs);
+		return -EINVAL;
+	}
+	tr->check = json_pack("{s:o}", "processes", procs);
+	return 0;
+}
+
+static char *joined_command(int argc, char **argv)
+{
+	size_t len = 0;
+	char *s = NULL;
+	FILE *f = open_memstream(&s, &len);
+
+	if (!f)
+		return NULL;
+	for (int i = 0; i < argc; i++)
+		fprintf(f, "%s%s", i ? " " : "", argv[i]);
+	fclose(f);
+	return s;
+}
+
+/* Names --redact hides: this user, the sudo caller, the target's owner, every /home/NAME. */
+static void redact_names(pid_t pid, const char *trace_host, char **users, size_t maxu, char **hosts,
+			 size_t maxh)
+{
+	struct passwd *pw = getpwuid(getuid());
+	char host[256] = "", path[64], text[4096], *p;
+	size_t nu = 0, nh = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (pw && strcmp(pw->pw_name, "root") && nu < maxu - 1)
+		users[nu++] = strdup(pw->pw_name);
+	if (getenv("SUDO_USER") && nu < maxu - 1)
+		users[nu++] = strdup(getenv("SUDO_USER"));
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (pid > 0 && proc__read_small(path, text, sizeof(text)) > 0 &&
+	    (p = strstr(text, "Uid:"))) {
+		struct passwd *o = getpwuid((uid_t)strtoul(p + 4, NULL, 10));
+
+		if (o && strcmp(o->pw_name, "root") && nu < maxu - 1)
+			users[nu++] = strdup(o->pw_name);
+	}
+	if ((d = opendir("/home"))) {
+		while ((de = readdir(d)) && nu < maxu - 1)
+			if (de->d_name[0] != '.')
+				users[nu++] = strdup(de->d_name);
+		closedir(d);
+	}
+	if (!gethostname(host, sizeof(host) - 1) && host[0] && nh < maxh - 1)
+		hosts[nh++] = strdup(host);
+	if (trace_host && trace_host[0] && nh < maxh - 1)
+		hosts[nh++] = strdup(trace_host);
+	users[nu] = hosts[nh] = NULL;
+}
+
+static int write_out(const char *path, const char *text, char *why, size_t whylen)
+{
+	FILE *f = path ? fopen(path, "w") : stdout;
+
+	if (!f || fputs(text, f) < 0 || fflush(f) || (path && fclose(f))) {
+		snprintf(why, whylen, "cannot write %s: %s", path ? path : "standard output",
+			 strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' }, { "redact", no_argument, NULL, 'r' },
+		{ "limit", required_argument, NULL, 'l' },  { "job", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },	    {},
+	};
+	const char *output = NULL, *job = NULL;
+	bool redact = false;
+	unsigned long limit = REPORT_LIMIT;
+	struct report_in in = { .version = DLSCOPE_VERSION };
+	struct from_trace tr = { 0 };
+	char why[512] = "", title[512], captured[64], companion[4096], *invocation, *md = NULL,
+	     *extra = NULL;
+	char *users[64] = { 0 }, *hosts[8] = { 0 };
+	pid_t first_pid = 0;
+	int c, code, ret = DLS_EXIT_INSPECT;
+	time_t now = time(NULL);
+	struct stat st;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:rl:j:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': output = optarg; break;
+		case 'r': redact = true; break;
+		case 'l': {
+			char *end;
+
+			limit = strtoul(optarg, &end, 10);
+			if (*end || limit < 1024) {
+				dls_err("report: --limit takes a number of characters (at least "
+					"1024), not '%s'",
+					optarg);
+				return DLS_EXIT_USAGE;
+			}
+			break;
+		}
+		case 'j': job = optarg; break;
+		case 'h': report_usage(stdout); return DLS_EXIT_OK;
+		default: report_usage(stderr); return DLS_EXIT_USAGE;
+		}
+	}
+	invocation = joined_command(argc + 1, argv - 1);
+	strftime(captured, sizeof(captured), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+	if (output) {
+		size_t n = strlen(output);
+
+		snprintf(companion, sizeof(companion), "%.*s.extra.md",
+			 (int)(n > 3 && !strcmp(output + n - 3, ".md") ? n - 3 : n), output);
+	} else {
+		snprintf(companion, sizeof(companion), "dlscope-report.extra.md");
+	}
+	in.reproduce = json_array();
+	if (job) {
+		pid_t pid;
+
+		if (optind != argc || parse_pid(job, &pid)) {
+			dls_err("report: --job takes one process ID and nothing else");
+			goto usage;
+		}
+		in.check = self_json((char *[]){ "check", "--job", "--json", (char *)job, NULL },
+				     &code);
+		in.stacks = self_json((char *[]){ "stacks", "--job", "--json", (char *)job, NULL },
+				      &code);
+		if (!in.check) {
+			snprintf(why, sizeof(why), "job of process %s could not be checked", job);
+			goto fail;
+		}
+		first_pid = pid;
+		snprintf(
+			title, sizeof(title), "the job of process %s (%s)", job,
+			json_string_value(json_object_get(json_object_get(in.check, "job"), "description")) ?:
+				"");
+		json_array_append_new(in.reproduce, json_sprintf("dlscope check --job %s", job));
+		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks --job %s", job));
+	} else if (optind < argc && !strcmp(argv[optind - 1], "--")) {
+		/* -- COMMAND: run it under check to its end. */
+		char **args = calloc((size_t)(argc - optind) + 4, sizeof(*args));
+		char *cmd = joined_command(argc - optind, argv + optind);
+
+		if (!args || !cmd) {
+			free(args);
+			free(cmd);
+			goto fail;
+		}
+		args[0] = "check";
+		args[1] = "--json";
+		args[2] = "--";
+		for (int i = optind; i < argc; i++)
+			args[3 + i - optind] = argv[i];
+		in.check = self_json(args, &code);
+		free(args);
+		if (!in.check) {
+			snprintf(why, sizeof(why), "the command could not be run under check");
+			free(cmd);
+			goto fail;
+		}
+		snprintf(title, sizeof(title), "command `%s`", cmd);
+		json_array_append_new(in.reproduce, json_sprintf("dlscope check -- %s", cmd));
+		json_array_append_new(in.reproduce,
+				      json_sprintf("dlscope record -o trace.jsonl -- %s", cmd));
+		free(cmd);
+	} else if (optind + 1 == argc && !stat(argv[optind], &st) && S_ISREG(st.st_mode)) {
+		if (read_trace(argv[optind], &tr, why, sizeof(why)))
+			goto fail;
+		in.check = tr.check;
+		in.timeline = tr.timeline;
+		snprintf(title, sizeof(title), "trace %s", argv[optind]);
+		json_array_append_new(in.reproduce,
+				      json_sprintf("dlscope ui --replay %s", argv[optind]));
+		json_array_append_new(in.reproduce,
+				      json_sprintf("dlscope export --perfetto %s -o trace.json",
+						   argv[optind]));
+	} else if (optind < argc) {
+		char **args = calloc((size_t)(argc - optind) + 3, sizeof(*args));
+		char *list;
+
+		for (int i = optind; i < argc; i++) {
+			pid_t pid;
+
+			if (parse_pid(argv[i], &pid)) {
+				dls_err("report: '%s' is neither a process ID nor a trace file",
+					argv[i]);
+				free(args);
+				goto usage;
+			}
+			if (!first_pid)
+				first_pid = pid;
+		}
+		if (!args)
+			goto fail;
+		args[0] = "check";
+		args[1] = "--json";
+		for (int i = optind; i < argc; i++)
+			args[2 + i - optind] = argv[i];
+		in.check = self_json(args, &code);
+		free(args);
+		if (!in.check || !json_array_size(json_object_get(in.check, "processes"))) {
+			snprintf(why, sizeof(why),
+				 "no process could be inspected (run 'dlscope check "
+				 "%s' to see why)",
+				 argv[optind]);
+			goto fail;
+		}
+		in.stacks = json_array();
+		for (int i = optind; i < argc; i++) {
+			json_t *doc =
+				self_json((char *[]){ "stacks", "--json", argv[i], NULL }, &code);
+
+			if (doc)
+				json_array_append_new(in.stacks, doc);
+		}
+		list = joined_command(argc - optind, argv + optind);
+		if (argc - optind == 1)
+			snprintf(
+				title, sizeof(title), "process %s (%s)", list ? list : "",
+				json_string_value(json_object_get(json_array_get(json_object_get(in.check, "processes"), 0), "comm")) ?:
+					"?");
+		else
+			snprintf(title, sizeof(title), "processes %s", list ? list : "");
+		json_array_append_new(in.reproduce, json_sprintf("dlscope check %s", list));
+		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks %s", list));
+		json_array_append_new(in.reproduce,
+				      json_sprintf("dlscope record -o trace.jsonl -p %s", list));
+		free(list);
+	} else {
+		dls_err("report: name what to report on: PID..., --job PID, -- COMMAND or a trace");
+		goto usage;
+	}
+	in.env = tr.env ? tr.env : environment(first_pid, in.stacks);
+	in.title = title;
+	in.invocation = invocation ? invocation : "dlscope report";
+	in.captured = captured;
+	in.companion = companion;
+	if (report__write(&in, limit, &md, &extra)) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto fail;
+	}
+	if (redact) {
+		struct redact_hints h = { (const char *const *)hosts, (const char *const *)users };
+		char *r1, *r2 = NULL;
+
+		redact_names(first_pid, tr.host, users, 64, hosts, 8);
+		r1 = report__redact(md, &h);
+		if (extra)
+			r2 = report__redact(extra, &h);
+		if (!r1 || (extra && !r2)) {
+			free(r1);
+			free(r2);
+			snprintf(why, sizeof(why), "out of memory");
+			goto fail;
+		}
+		free(md);
+		free(extra);
+		md = r1;
+		extra = r2;
+	}
+	if (write_out(output, md, why, sizeof(why)) ||
+	    (extra && write_out(companion, extra, why, sizeof(why))))
+		goto fail;
+	if (extra)
+		dls_warn(
+			"report: %zu characters did not fit the %lu-character limit: they are in %s",
+			strlen(extra), limit, companion);
+	ret = DLS_EXIT_OK;
+	goto out;
+usage:
+	ret = DLS_EXIT_USAGE;
+	goto out;
+fail:
+	dls_err("report: %s", why[0] ? why : "out of memory");
+out:
+	for (size_t i = 0; users[i]; i++)
+		free(users[i]);
+	for (size_t i = 0; hosts[i]; i++)
+		free(hosts[i]);
+	free(md);
+	free(extra);
+	free(invocation);
+	json_decref(in.check);
+	json_decref(in.stacks);
+	json_decref(in.env);
+	json_decref(in.timeline);
+	json_decref(in.reproduce);
+	return ret;
+}

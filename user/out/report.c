@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The Markdown of dlscope report, from check's, stacks' and a trace's JSON; and --redact. */
+#include <errno.h>
+#include <regex.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+/* Sections longer than this many lines fold into <details>. */
+#define FOLD_LINES 25
+/* Rows of the timeline excerpt. */
+#define TIMELINE_ROWS 200
+
+struct section {
+	const char *name;
+	char *text;
+	bool movable; /* may go to the companion file when the report is too long */
+};
+
+static const char *str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+/* Markdown table cells: no pipe or newline inside. */
+static void cell(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '|')
+			fputs("\\|", f);
+		else if (*s == '\n')
+			fputc(' ', f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void package_text(const json_t *pkg, char *buf, size_t len)
+{
+	if (json_is_object(pkg))
+		snprintf(buf, len, "%s %s (%s)", str(pkg, "name"), str(pkg, "version"),
+			 str(pkg, "manager"));
+	else
+		buf[0] = '\0';
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+
+	for (; s && *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* @body under @heading, folded into <details> when long. */
+static void fold(FILE *f, const char *summary, const char *body)
+{
+	if (count_lines(body) > FOLD_LINES)
+		fprintf(f, "<details><summary>%s</summary>\n\n%s\n</details>\n", summary, body);
+	else
+		fprintf(f, "%s", body);
+}
+
+/* Each process document of a check (one, several, or a job's ranks). */
+static const json_t *processes(const struct report_in *in)
+{
+	return in->check ? json_object_get(in->check, "processes") : NULL;
+}
+
+static void process_label(const json_t *p, char *buf, size_t len)
+{
+	const json_t *rank = json_object_get(p, "rank");
+
+	if (json_is_integer(rank))
+		snprintf(buf, len, "rank %lld (%lld %s)", (long long)json_integer_value(rank),
+			 (long long)json_integer_value(json_object_get(p, "pid")), str(p, "comm"));
+	else
+		snprintf(buf, len, "%lld (%s)",
+			 (long long)json_integer_value(json_object_get(p, "pid")), str(p, "comm"));
+}
+
+static char *summary_section(const struct report_in *in)
+{
+	size_t len = 0, n = 0, errors = 0, warnings = 0;
+	char *s = NULL;
+	FILE *f = open_memstream(&s, &len);
+	const json_t *procs = processes(in), *p, *fd;
+	size_t i, k;
+
+	if (!f)
+		return NULL;
+	fprintf(f, "# dlscope report: %s\n\n", in->title);
+	fprintf(f, "Captured %s by dlscope %s: `%s`.\n\n", in->captured, in->version,
+		in->invocation);
+	json_array_foreach (procs, i, p)
+		json_array_foreach (json_object_get(p, "findings"), k, fd) {
+			n++;
+			errors += !strcmp(str(fd, "severity"), "error");
+			warnings += !strcmp(str(fd, "severity"), "warning");
+		}
+	json_array_foreach (in->check ? json_object_get(in->check, "job_findings") : NULL, k, fd) {
+		n++;
+		errors += !strcmp(str(fd, "severity"), "error");
+		warnings += !strcmp(str(fd, "severity"), "warning");
+	}
+	if (!n)
+		fprintf(f, "**No findings.**\n");
+	else
+		fprintf(f, "**%zu finding%s** (%zu error%s, %zu warning%s):\n", n,
+			n == 1 ? "" : "s", errors, errors == 1 ? "" : "s", warnings,
+			warnings == 1 ? "" : "s");
+	json_array_foreach (procs, i, p)
+		json_array_foreach (json_object_get(p, "findings"), k, fd)
+			fprintf(f, "- **%s** `%s`: %s\n", str(fd, "severity"), str(fd, "id"),
+				str(fd, "title"));
+	json_array_foreach (in->check ? json_object_get(in->check, "job_findings") : NULL, k, fd)
+		fprintf(f, "- **%s** `%s`: %s\n", str(fd, "severity"), str(fd, "id"),
+			str(fd, "title"));
+	fclose(f);
+	return s;
+}
+
+static char *environment_section(const struct report_in *in)
+{
+	static const char *const rows[][2] = {
+		{ "kernel", "Kernel" },
+		{ "glibc", "glibc" },
+		{ "distribution", "Distribution" },
+		{ "cpus", "CPUs" },
+		{ "cpus_allowed", "CPUs the process may use" },
+		{ "python", "Python" },
+		{ "job", "Job" },
+	};
+	size_t len = 0;
+	char *s = NULL;
+	FILE *f = open_memstream(&s, &len);
+	const json_t *procs = processes(in), *p, *rt;
+	size_t i, k;
+	bool any = false;
+
+	if (!f)
+		return NULL;
+	fprintf(f, "## Environment\n\n| | |\n| --- | --- |\n");
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		const json_t *v = json_object_get(in->env, rows[r][0]);
+
+		if (!json_is_string(v) || !json_string_length(v))
+			continue;
+		fprintf(f, "| %s | ", rows[r][1]);
+		cell(f, json_string_value(v));
+		fprintf(f, " |\n");
+	}
+	/* The packages that brought the runtimes, once each. */
+	fprintf(f, "| Packages owning runtimes | ");
+	json_array_foreach (procs, i, p)
+		json_array_foreach (json_object_get(p, "runtimes"), k, rt) {
+			char pkg[256];
+
+			package_text(json_object_get(rt, "package"), pkg, sizeof(pkg));
+			if (!pkg[0])
+				continue;
+			fprintf(f, "%s", any ? ", " : "");
+			cell(f, pkg);
+			any = true;
+		}
+	fprintf(f, "%s |\n", any ? "" : "none known");
+	fclose(f);
+	return s;
+}
+
+static size_t kind_count(const json_t *runtimes, const char *kind)
+{
+	const json_t *rt;
+	size_t i, n = 0;
+
+	json_array_foreach (runtimes, i, rt)
+		n += !strcmp(str(rt, "kind"), kind);
+	return n;
+}
+
+static void runtime_row(FILE *f, const char *proc, const json_t *rt, bool dup)
+{
+	char pkg[256], threads[64] = "";
+	const json_t *pool = json_object_get(rt, "pool_threads");
+
+	package_text(json_object_get(rt, "package"), pkg, sizeof(pkg));
+	if (json_is_integer(pool))
+		snprintf(threads, sizeof(threads), "%lld", (long long)json_integer_value(pool));
+	fprintf(f, "| %s | %s%s | ", proc, dup ? "**" : "", str(rt, "kind"));
+	fprintf(f, "%s | ", dup ? "** (duplicate)" : "");
+	cell(f, str(rt, "name"));
+	fprintf(f, " | ");
+	cell(f, str(rt, "version"));
+	fprintf(f, " | `");
+	cell(f, str(rt, "path"));
+	fprintf(f, "` | ");
+	cell(f, pkg);
+	fprintf(f, " | %s |\n", threads);
+}
+
+static char *runtimes_section(const struct report_in *in)
+{
+	size_t len = 0, blen = 0;
+	char *s = NULL, *body = NULL;
+	FILE *f = open_memstream(&s, &len), *b;
+	const json_t *procs = processes(in), *p, *rt;
+	size_t i, k;
+
+	if (!f)
+		return NULL;
+	b = open_memstream(&body, &blen);
+	if (!b) {
+		fclose(f);
+		free(s);
+		return NULL;
+	}
+	fprintf(f, "## Runtimes\n\n");
+	fprintf(b, "| Process | Kind | | Implementation | Version | File | Package | Pool "
+		   "threads |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	/* Duplicates first: a kind with more than one runtime in a process. */
+	for (int pass = 0; pass < 2; pass++)
+		json_array_foreach (procs, i, p) {
+			const json_t *rts = json_object_get(p, "runtimes");
+			char label[128];
+
+			process_label(p, label, sizeof(label));
+			json_array_foreach (rts, k, rt) {
+				bool dup = kind_count(rts, str(rt, "kind")) > 1;
+
+				if (dup == (pass == 0))
+					runtime_row(b, label, rt, dup);
+			}
+		}
+	fclose(b);
+	if (count_lines(body) <= 2)
+		fprintf(f, "No OpenMP, BLAS, C++, TBB, oneDNN or GPU runtime was found.\n");
+	else
+		fold(f, "Every runtime", body);
+	free(body);
+	fclose(f);
+	return s;
+}
+
+static void finding_md(FILE *f, const char *proc, const json_t *fd)
+{
+	const json_t *ev, *stack = json_object_get(fd, "stack");
+	size_t i;
+
+	fprintf(f, "### %s `%s`: ", str(fd, "severity"), str(fd, "id"));
+	cell(f, str(fd, "title"));
+	fprintf(f, "\n\n");
+	if (proc)
+		fprintf(f, "In process %s.\n\n", proc);
+	json_array_foreach (json_object_get(fd, "evidence"), i, ev)
+		fprintf(f, "- %s\n", json_string_value(ev) ? json_string_value(ev) : "");
+	if (json_array_size(json_object_get(fd, "evidence")))
+		fprintf(f, "\n");
+	if (*str(fd, "why"))
+		fprintf(f, "**Why:** %s\n\n", str(fd, "why"));
+	if (*str(fd, "remedy"))
+		fprintf(f, "**Fix:** %s\n\n", str(fd, "remedy"));
+	if (json_array_size(stack)) {
+		const json_t *fr;
+
+		fprintf(f, "<details><summary>Stack</summary>\n\n```\n");
+		json_array_foreach (stack, i, fr)
+			fprintf(f, "#%-3zu %s\n", i, json_string_value(fr));
+		fprintf(f, "```\n</details>\n\n");
+	}
+}
+
+static char *findings_section(const struct report_in *in)
+{
+	size_t len = 0, n = 0;
+	char *s = NULL;
+	FILE *f = open_memstream(&s, &len);
+	const json_t *procs = processes(in), *p, *fd, *cmd;
+	size_t i, k;
+
+	if (!f)
+		return NULL;
+	fprintf(f, "## Findings\n\n");
+	json_array_foreach (procs, i, p) {
+		char label[128];
+
+		process_label(p, label, sizeof(label));
+		json_array_foreach (json_object_get(p, "findings"), k, fd) {
+			finding_md(f, label, fd);
+			n++;
+		}
+	}
+	json_array_foreach (in->check ? json_object_get(in->check, "job_findings") : NULL, k, fd) {
+		finding_md(f, "of the job (across ranks)", fd);
+		n++;
+	}
+	if (!n)
+		fprintf(f, "None: no duplicate runtime, split static, ABI mismatch, loader-lock "
+			   "hazard or deadlock was found.\n\n");
+	cmd = in->check ? json_object_get(in->check, "command") : NULL;
+	if (json_is_object(cmd)) {
+		const json_t *crash = json_object_get(cmd, "crash"), *fr;
+
+		if (json_is_string(json_object_get(cmd, "signal")))
+			fprintf(f, "### The command was killed by %s%s\n\n", str(cmd, "signal"),
+				json_is_true(json_object_get(cmd, "core_dumped")) ?
+					" (core dumped)" :
+					"");
+		else
+			fprintf(f, "The command exited with status %lld.\n\n",
+				(long long)json_integer_value(json_object_get(cmd, "exit_status")));
+		if (json_is_object(crash)) {
+			const json_t *pc = json_object_get(crash, "pc");
+
+			fprintf(f, "%s (%s) in thread %lld at %s+0x%llx in `%s`.\n\n",
+				str(crash, "signal"), str(crash, "reason"),
+				(long long)json_integer_value(json_object_get(crash, "tid")),
+				str(pc, "symbol"),
+				(unsigned long long)json_integer_value(
+					json_object_get(pc, "offset")),
+				str(pc, "object"));
+			fprintf(f, "```\n");
+			json_array_foreach (json_object_get(crash, "stack"), k, fr)
+				fprintf(f, "#%-3zu %s at %s:%lld (%s)\n", k, str(fr, "function"),
+					str(fr, "file"),
+					(long long)json_integer_value(json_object_get(fr, "line")),
+					str(fr, "module"));
+			fprintf(f, "```\n\n");
+		}
+	}
+	fclose(f);
+	return s;
+}
+
+/* A thread's frames as text: native ones, each eval frame followed by its Python frames. */
+static void thread_frames(FILE *f, const json_t *t)
+{
+	const json_t *frames = json_object_get(t, "frames"), *py = json_object_get(t, "python");
+	const json_t *pyframes = json_object_get(py, "frames"), *fr, *pf;
+	size_t k, j;
+
+	json_array_foreach (frames, k, fr) {
+		const char *mod = strrchr(str(fr, "module"), '/');
+
+		fprintf(f, "#%-3zu %s (%s)", k, *str(fr, "function") ? str(fr, "function") : "??",
+			mod ? mod + 1 : str(fr, "module"));
+		if (*str(fr, "file"))
+			fprintf(f, " at %s:%lld", str(fr, "file"),
+				(long long)json_integer_value(json_object_get(fr, "line")));
+		fprintf(f, "\n");
+		json_array_foreach (pyframes, j, pf)
+			if (json_integer_value(json_object_get(pf, "native_frame")) ==
+				    (json_int_t)k &&
+			    json_is_integer(json_object_get(pf, "native_frame")))
+				fprintf(f, "        [py] %s (%s:%lld)\n", str(pf, "function"),
+					str(pf, "file"),
+					(long long)json_integer_value(json_object_get(pf, "line")));
+	}
+}
+
+/* Is @t worth a reader's time: it waits for another thread, or it is in a cycle? */
+static bool matters(const json_t *doc, const json_t *t)
+{
+	const char *w = str(t, "wait");
+	const json_t *cyc, *tid;
+	size_t i, k;
+
+	json_array_foreach (json_object_get(doc, "cycles"), i, cyc)
+		json_array_foreach (cyc, k, tid)
+			if (json_integer_value(tid) ==
+			    json_integer_value(json_object_get(t, "tid")))
+				return true;
+	return strcmp(w, "running") && strcmp(w, "syscall") && strcmp(w, "unknown");
+}
+
+static void stacks_of_process(FILE *f, const json_t *doc)
+{
+	const json_t *threads = json_object_get(doc, "threads"), *t, *e, *v;
+	size_t i, k, shown = 0;
+	char *seen = calloc(json_array_size(threads) + 1, 1);
+
+	fprintf(f, "### Process %lld (%s)\n\n",
+		(long long)json_integer_value(json_object_get(doc, "pid")), str(doc, "comm"));
+	json_array_foreach (json_object_get(doc, "verdicts"), i, v) {
+		fprintf(f, "**Verdict:** %s\n\n", str(v, "text"));
+		if (*str(v, "remedy"))
+			fprintf(f, "**What to do:** %s\n\n", str(v, "remedy"));
+	}
+	if (json_array_size(json_object_get(doc, "edges"))) {
+		fprintf(f, "Lock-wait graph:\n\n");
+		json_array_foreach (json_object_get(doc, "edges"), i, e)
+			fprintf(f, "- %lld waits for %lld (%s: %s)\n",
+				(long long)json_integer_value(json_object_get(e, "from")),
+				(long long)json_integer_value(json_object_get(e, "to")),
+				str(e, "kind"), str(e, "what"));
+		fprintf(f, "\n");
+	}
+	/* Threads with the same stack are shown once, with all their TIDs. */
+	json_array_foreach (threads, i, t) {
+		char *text = NULL, *other = NULL;
+		size_t tl = 0, ol = 0;
+		FILE *tf;
+
+		if (!seen || seen[i] || !matters(doc, t) || !(tf = open_memstream(&text, &tl)))
+			continue;
+		thread_frames(tf, t);
+		fclose(tf);
+		fprintf(f, "Thread %lld", (long long)json_integer_value(json_object_get(t, "tid")));
+		for (k = i + 1; k < json_array_size(threads); k++) {
+			const json_t *o = json_array_get(threads, k);
+			FILE *of;
+
+			if (seen[k] || !matters(doc, o) || !(of = open_memstream(&other, &ol)))
+				continue;
+			thread_frames(of, o);
+			fclose(of);
+			if (!strcmp(other, text) &&
+			    !strcmp(str(o, "waits_for"), str(t, "waits_for"))) {
+				seen[k] = 1;
+				fprintf(f, ", %lld",
+					(long long)json_integer_value(json_object_get(o, "tid")));
+			}
+			free(other);
+			other = NULL;
+		}
+		fprintf(f, ": waits for %s\n\n```\n%s```\n\n", str(t, "waits_for"), text);
+		free(text);
+		shown++;
+	}
+	if (!shown)
+		fprintf(f, "No thread waits for another.\n\n");
+	free(seen);
+}
+
+static void stacks_of_job(FILE *f, const json_t *doc)
+{
+	const json_t *v = json_object_get(doc, "verdict"), *g, *fr;
+	size_t i, k;
+
+	fprintf(f, "**Verdict:** %s\n\n", str(v, "text"));
+	json_array_foreach (json_object_get(doc, "groups"), i, g) {
+		fprintf(f, "Ranks %s (%zu threads): %s\n\n```\n", str(g, "ranks_text"),
+			json_array_size(json_object_get(g, "threads")), str(g, "where"));
+		json_array_foreach (json_object_get(g, "frames"), k, fr) {
+			if (!strcmp(str(fr, "kind"), "python"))
+				fprintf(f, "        [py] %s (%s:%lld)\n", str(fr, "function"),
+					str(fr, "file"),
+					(long long)json_integer_value(json_object_get(fr, "line")));
+			else
+				fprintf(f, "%s (%s)\n", str(fr, "function"), str(fr, "module"));
+		}
+		fprintf(f, "```\n\n");
+	}
+}
+
+static char *threads_section(const struct report_in *in)
+{
+	size_t len = 0, blen = 0;
+	char *s = NULL, *body = NULL;
+	FILE *f, *b;
+	const json_t *doc;
+	size_t i;
+
+	if (!in->stacks)
+		return NULL;
+	f = open_memstream(&s, &len);
+	b = f ? open_memstream(&body, &blen) : NULL;
+	if (!b) {
+		if (f)
+			fclose(f);
+		free(s);
+		return NULL;
+	}
+	fprintf(f, "## Threads that matter\n\n");
+	if (json_is_array(in->stacks))
+		json_array_foreach (in->stacks, i, doc)
+			stacks_of_process(b, doc);
+	else
+		stacks_of_job(b, in->stacks);
+	fclose(b);
+	fold(f, "Blocked threads and their stacks", body);
+	free(body);
+	fclose(f);
+	return s;
+}
+
+static char *timeline_section(const struct report_in *in)
+{
+	size_t len = 0, blen = 0, n = json_array_size(in->timeline);
+	char *s = NULL, *body = NULL;
+	FILE *f, *b;
+	const json_t *row;
+	size_t i;
+
+	if (!n)
+		return NULL;
+	f = open_memstream(&s, &len);
+	b = f ? open_memstream(&body, &blen) : NULL;
+	if (!b) {
+		if (f)
+			fclose(f);
+		free(s);
+		return NULL;
+	}
+	fprintf(f,
+		"## Timeline\n\nRuntime arrivals, findings, signals and process events from the "
+		"trace%s.\n\n",
+		n > TIMELINE_ROWS ? " (the first ones)" : "");
+	fprintf(b, "| Time (s) | PID | Event |\n| --- | --- | --- |\n");
+	json_array_foreach (in->timeline, i, row) {
+		if (i == TIMELINE_ROWS)
+			break;
+		fprintf(b, "| %.3f | %lld | ", json_real_value(json_object_get(row, "t")),
+			(long long)json_integer_value(json_object_get(row, "pid")));
+		cell(b, str(row, "text"));
+		fprintf(b, " |\n");
+	}
+	fclose(b);
+	fold(f, "Events", body);
+	free(body);
+	fclose(f);
+	return s;
+}
+
+static char *reproduce_section(const struct report_in *in)
+{
+	size_t len = 0;
+	char *s = NULL;
+	FILE *f = open_memstream(&s, &len);
+	const json_t *c;
+	size_t i;
+
+	if (!f)
+		return NULL;
+	fprintf(f, "## Reproduce\n\n```sh\n");
+	json_array_foreach (in->reproduce, i, c)
+		fprintf(f, "%s\n", json_string_value(c));
+	fprintf(f, "```\n");
+	fclose(f);
+	return s;
+}
+
+static char *join(struct section *sec, size_t n, bool movable_only, const char *head)
+{
+	size_t len = 0;
+	char *s = NULL;
+	FILE *f = open_memstream(&s, &len);
+
+	if (!f)
+		return NULL;
+	if (head)
+		fputs(head, f);
+	for (size_t i = 0; i < n; i++)
+		if (sec[i].text && (!movable_only || sec[i].movable))
+			fprintf(f, "%s%s", i || head ? "\n" : "", sec[i].text);
+	fclose(f);
+	return s;
+}
+
+int report__write(const struct report_in *in, size_t limit, char **main, char **extra)
+{
+	struct section sec[] = {
+		{ "Summary", summary_section(in), false },
+		{ "Environment", environment_section(in), false },
+		{ "Findings", findings_section(in), false },
+		{ "Runtimes", runtimes_section(in), true },
+		{ "Threads that matter", threads_section(in), true },
+		{ "Timeline", timeline_section(in), true },
+		{ "Reproduce", reproduce_section(in), false },
+	};
+	enum { N = sizeof(sec) / sizeof(sec[0]) };
+	/* What moves out first when the report is too long: the longest reading first. */
+	static const int move_order[] = { 5, 4, 3 };
+	char *full[N] = { 0 }, *text = join(sec, N, false, NULL);
+	bool any_moved = false;
+	int err = 0;
+
+	*main = *extra = NULL;
+	for (size_t m = 0; text && strlen(text) > limit && m < 3; m++) {
+		int i = move_order[m];
+		char note[512];
+
+		if (!sec[i].text)
+			continue;
+		/* The companion keeps the full section; the report, a line saying where it is. */
+		snprintf(note, sizeof(note),
+			 "## %s\n\n_Left out to stay under GitHub's %zu-character limit (%zu "
+			 "characters): see %s._\n",
+			 sec[i].name, limit, strlen(sec[i].text),
+			 in->companion ? in->companion : "the companion file");
+		full[i] = sec[i].text;
+		sec[i].text = strdup(note);
+		any_moved = true;
+		free(text);
+		text = join(sec, N, false, NULL);
+	}
+	if (!text) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (strlen(text) > limit) {
+		/* Still too long (the findings alone): the companion has it all. */
+		static const char cut[] = "\n\n_(cut here: longer than the limit; the whole report "
+					  "is in the companion file)_\n";
+
+		for (int i = 0; i < N; i++)
+			if (!full[i] && sec[i].text && (full[i] = strdup(sec[i].text)))
+				any_moved = true;
+		if (limit > sizeof(cut)) {
+			text[limit - sizeof(cut)] = '\0';
+			strcat(text, cut);
+		}
+	}
+	if (any_moved) {
+		size_t len = 0;
+		FILE *f = open_memstream(extra, &len);
+
+		if (!f) {
+			err = -ENOMEM;
+			goto out;
+		}
+		fprintf(f, "# dlscope report (continued): %s\n", in->title);
+		for (int i = 0; i < N; i++)
+			if (full[i] && i)
+				fprintf(f, "\n%s", full[i]);
+		fclose(f);
+	}
+	*main = text;
+	text = NULL;
+out:
+	for (int i = 0; i < N; i++) {
+		free(sec[i].text);
+		free(full[i]);
+	}
+	free(text);
+	return err;
+}
+
+/* Placeholders, one per distinct value. */
+struct redactor {
+	struct {
+		char *value;
+		char *placeholder;
+	} * map;
+	size_t n;
+	unsigned int counts[4];
+};
+
+static const char *placeholder(struct redactor *r, const char *kind, int k, const char *value,
+			       size_t len)
+{
+	char ph[32];
+	void *nm;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (strlen(r->map[i].value) == len && !strncmp(r->map[i].value, value, len))
+			return r->map[i].placeholder;
+	nm = realloc(r->map, (r->n + 1) * sizeof(*r->map));
+	if (!nm)
+		return NULL;
+	r->map = nm;
+	snprintf(ph, sizeof(ph), "<%s%u>", kind, ++r->counts[k]);
+	r->map[r->n].value = strndup(value, len);
+	r->map[r->n].placeholder = strdup(ph);
+	if (!r->map[r->n].value || !r->map[r->n].placeholder)
+		return NULL;
+	return r->map[r->n++].placeholder;
+}
+
+/* Replace every match of @re (group @group, or the whole match) in *@text. */
+static int replace_re(char **text, const char *re, int group, struct redactor *r, const char *kind,
+		      int k)
+{
+	regex_t rx;
+	regmatch_t m[4];
+	size_t len = 0;
+	char *out = NULL;
+	const char *p = *text;
+	FILE *f;
+
+	if (regcomp(&rx, re, REG_EXTENDED))
+		return -EINVAL;
+	f = open_memstream(&out, &len);
+	if (!f) {
+		regfree(&rx);
+		return -ENOMEM;
+	}
+	while (!regexec(&rx, p, 4, m, p == *text ? 0 : REG_NOTBOL)) {
+		regoff_t so = m[group].rm_so, eo = m[group].rm_eo;
+		const char *ph;
+
+		if (eo <= so) {
+			fwrite(p, 1, (size_t)m[0].rm_eo + 1, f);
+			p += m[0].rm_eo + 1;
+			if (!p[-1])
+				break;
+			continue;
+		}
+		ph = placeholder(r, kind, k, p + so, (size_t)(eo - so));
+		fwrite(p, 1, (size_t)so, f);
+		fputs(ph ? ph : "<redacted>", f);
+		fwrite(p + eo, 1, (size_t)(m[0].rm_eo - eo), f);
+		p += m[0].rm_eo;
+	}
+	fputs(p, f);
+	fclose(f);
+	regfree(&rx);
+	free(*text);
+	*text = out;
+	return out ? 0 : -ENOMEM;
+}
+
+/* A literal @word as a whole word (no letter, digit, '_' or '-' either side). */
+static int replace_word(char **text, const char *word, struct redactor *r, const char *kind, int k)
+{
+	char re[512];
+	size_t n = 0;
+
+	if (!word || strlen(word) < 2 || strlen(word) > 200)
+		return 0;
+	n += (size_t)snprintf(re, sizeof(re), "(^|[^A-Za-z0-9_.-])(");
+	for (const char *c = word; *c && n + 4 < sizeof(re); c++) {
+		if (strchr(".[]()*+?{}|^$\\", *c))
+			re[n++] = '\\';
+		re[n++] = *c;
+	}
+	snprintf(re + n, sizeof(re) - n, ")([^A-Za-z0-9_-]|$)");
+	/* Matches overlap by their borders: run until nothing changes. */
+	for (int pass = 0; pass < 2; pass++)
+		if (replace_re(text, re, 2, r, kind, k))
+			return -ENOMEM;
+	return 0;
+}
+
+char *report__redact(const char *text, const struct redact_hints *h)
+{
+	struct redactor r = { 0 };
+	char *s = strdup(text);
+
+	/* Home directories first (their user names go with them), then names, then addresses. */
+	if (s &&
+	    replace_re(&s, "(/home/[A-Za-z0-9_.-]+|/root)(/|[^A-Za-z0-9_.-]|$)", 1, &r, "home", 0))
+		goto fail;
+	for (size_t i = 0; s && h && h->users && h->users[i]; i++)
+		if (replace_word(&s, h->users[i], &r, "user", 1))
+			goto fail;
+	for (size_t i = 0; s && h && h->hosts && h->hosts[i]; i++)
+		if (replace_word(&s, h->hosts[i], &r, "host", 2))
+			goto fail;
+	/* IPv4 (each part at most 255) and IPv6 (hex groups with at least two colons). */
+	if (s &&
+	    replace_re(&s,
+		       "(^|[^0-9.])((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|"
+		       "1?[0-9]?[0-9])){3})([^0-9.]|$)",
+		       2, &r, "ip", 3))
+		goto fail;
+	/* Full IPv6, or compressed with three groups or more: "c10::add" is C++, no address. */
+	if (s && replace_re(&s,
+			    "(^|[^0-9A-Za-z_:])(([0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|"
+			    "([0-9A-Fa-f]{1,4}:){2,6}(:[0-9A-Fa-f]{1,4}){1,5}|"
+			    "([0-9A-Fa-f]{1,4}:){1,5}(:[0-9A-Fa-f]{1,4}){2,6})([^0-9A-Za-z_:]|$)",
+			    2, &r, "ip", 3))
+		goto fail;
+	for (size_t i = 0; i < r.n; i++) {
+		free(r.map[i].value);
+		free(r.map[i].placeholder);
+	}
+	free(r.map);
+	return s;
+fail:
+	for (size_t i = 0; i < r.n; i++) {
+		free(r.map[i].value);
+		free(r.map[i].placeholder);
+	}
+	free(r.map);
+	free(s);
+	return NULL;
+}
