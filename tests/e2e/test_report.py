@@ -132,3 +132,27 @@ def test_report_errors_are_one_line():
         f.flush()
         proc = dlscope("report", f.name, check=3)
         assert "is not a dlscope trace" in proc.stderr, proc.stderr
+
+
+def test_libs_dot_marks_collisions_and_boxes_packages():
+    with Fixture(["two_omp"]) as fx:
+        wait_idle(fx.pid)
+        dot = dlscope("libs", "--dot", fx.pid, check=0).stdout
+    red = [l for l in dot.splitlines() if 'color="red"' in l]
+    assert len(red) == 2 and any("libgomp.so.1" in l for l in red) and \
+        any("libomp.so.5" in l for l in red), red
+    assert not any("libc.so.6" in l for l in red)
+    assert re.search(r'subgraph cluster_\d+_pkg\d+ \{\n\t+label="libgomp1 [^"]+ \(deb\)";', dot), dot
+    assert re.search(r'label="libomp5-14 [^"]+ \(deb\)";(.|\n)*?libomp\.so\.5', dot), dot
+
+
+def test_report_svg_draws_the_graph():
+    if not shutil.which("dot"):
+        raise Skip("graphviz is not installed")
+    with Fixture(["two_omp"]) as fx, tempfile.TemporaryDirectory() as d:
+        wait_idle(fx.pid)
+        out = os.path.join(d, "r.md")
+        dlscope("report", "--svg", "-o", out, fx.pid, check=0)
+        md, svg = open(out).read(), open(os.path.join(d, "r.svg")).read()
+    assert "<svg" in svg and "libomp.so.5" in svg and 'stroke="red"' in svg, svg[:300]
+    assert "## Library graph" in md and os.path.join(d, "r.svg") in md

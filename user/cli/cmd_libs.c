@@ -398,7 +398,8 @@ int cmd_libs(int argc, char **argv)
 				err = -ENOMEM;
 			}
 			/* Live values (thread counts) are read while the target is open. */
-			if (!err && runtimes &&
+			/* --dot marks the collisions: the runtimes of one kind, two or more. */
+			if (!err && (runtimes || fmt == FMT_DOT) &&
 			    runtimes__collect(graphs[n_graphs], t, NULL, &inventories[n_graphs])) {
 				libgraph__free(graphs[n_graphs]);
 				snprintf(why, sizeof(why), "out of memory");
@@ -451,7 +452,7 @@ int cmd_libs(int argc, char **argv)
 	}
 	case FMT_DOT:
 		if (libgraph__print_dot((const struct libgraph *const *)graphs, n_graphs,
-					roles ? &kinds : NULL, stdout)) {
+					inventories, roles ? &kinds : NULL, stdout)) {
 			dls_err("out of memory");
 			ret = DLS_EXIT_INSPECT;
 		}

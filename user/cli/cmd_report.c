@@ -11,6 +11,7 @@
 #include <gnu/libc-version.h>
 #include <jansson.h>
 #include <pwd.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,8 @@ static void report_usage(FILE *f)
 		"companion file, named in the report.\n"
 		"\n"
 		"  -o, --output FILE     write there (default: standard output)\n"
+		"  -s, --svg             also draw the runtimes' library graph (libs --dot --roles,\n"
+		"                        collisions in red) with graphviz into FILE.svg\n"
 		"  -r, --redact          replace home directories, user names, host names and IP\n"
 		"                        addresses, one placeholder per value, everywhere\n"
 		"  -l, --limit CHARS     the size limit (default 65536)\n"
@@ -357,6 +360,53 @@ static void redact_names(pid_t pid, const char *trace_host, char **users, size_t
 	users[nu] = hosts[nh] = NULL;
 }
 
+/* libs --dot --roles PID, rendered by graphviz's dot into @svg. 0, or -1 with a warning. */
+static int draw_graph(pid_t pid, const char *svg)
+{
+	char pidtext[16], *dot_argv[] = { "dot", "-Tsvg", "-o", (char *)svg, NULL };
+	int status = 0, in[2];
+	char *graph;
+	pid_t child;
+	posix_spawn_file_actions_t fa;
+
+	snprintf(pidtext, sizeof(pidtext), "%d", pid);
+	graph = run_self((char *[]){ "libs", "--dot", "--roles", pidtext, NULL }, &status);
+	if (!graph || !WIFEXITED(status) || WEXITSTATUS(status) || pipe2(in, O_CLOEXEC)) {
+		free(graph);
+		dls_warn("report: the library graph of process %d could not be read", pid);
+		return -1;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	if (posix_spawnp(&child, "dot", &fa, NULL, dot_argv, environ)) {
+		posix_spawn_file_actions_destroy(&fa);
+		close(in[0]);
+		close(in[1]);
+		free(graph);
+		dls_warn("report: no graph drawn: graphviz's dot is not installed");
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	{
+		/* dot may quit early: a broken pipe is its error to say, not a signal to us. */
+		void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+
+		if (write(in[1], graph, strlen(graph)) != (ssize_t)strlen(graph))
+			status = -1;
+		signal(SIGPIPE, old);
+	}
+	close(in[1]);
+	free(graph);
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		dls_warn("report: graphviz's dot could not draw %s", svg);
+		return -1;
+	}
+	return 0;
+}
+
 static int write_out(const char *path, const char *text, char *why, size_t whylen)
 {
 	FILE *f = path ? fopen(path, "w") : stdout;
@@ -372,17 +422,21 @@ static int write_out(const char *path, const char *text, char *why, size_t whyle
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' }, { "redact", no_argument, NULL, 'r' },
-		{ "limit", required_argument, NULL, 'l' },  { "job", required_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },	    {},
+		{ "output", required_argument, NULL, 'o' },
+		{ "redact", no_argument, NULL, 'r' },
+		{ "limit", required_argument, NULL, 'l' },
+		{ "job", required_argument, NULL, 'j' },
+		{ "svg", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
 	};
 	const char *output = NULL, *job = NULL;
-	bool redact = false;
+	bool redact = false, svg = false;
 	unsigned long limit = REPORT_LIMIT;
 	struct report_in in = { .version = DLSCOPE_VERSION };
 	struct from_trace tr = { 0 };
-	char why[512] = "", title[512], captured[64], companion[4096], *invocation, *md = NULL,
-	     *extra = NULL;
+	char why[512] = "", title[512], captured[64], companion[4096], svgpath[4096], *invocation,
+	     *md = NULL, *extra = NULL;
 	char *users[64] = { 0 }, *hosts[8] = { 0 };
 	pid_t first_pid = 0;
 	int c, code, ret = DLS_EXIT_INSPECT;
@@ -390,10 +444,11 @@ int cmd_report(int argc, char **argv)
 	struct stat st;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:rl:j:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:rsl:j:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
 		case 'r': redact = true; break;
+		case 's': svg = true; break;
 		case 'l': {
 			char *end;
 
@@ -537,6 +592,17 @@ int cmd_report(int argc, char **argv)
 	} else {
 		dls_err("report: name what to report on: PID..., --job PID, -- COMMAND or a trace");
 		goto usage;
+	}
+	if (svg && first_pid > 0) {
+		size_t n = output ? strlen(output) : 0;
+
+		snprintf(svgpath, sizeof(svgpath), "%.*s.svg",
+			 output ? (int)(n > 3 && !strcmp(output + n - 3, ".md") ? n - 3 : n) : 14,
+			 output ? output : "dlscope-report");
+		if (!draw_graph(first_pid, svgpath))
+			in.svg = svgpath;
+	} else if (svg) {
+		dls_warn("report: --svg draws a live process's graph; there is none here");
 	}
 	in.env = tr.env ? tr.env : environment(first_pid, in.stacks);
 	in.title = title;

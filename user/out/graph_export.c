@@ -9,6 +9,7 @@
 #include "libgraph.h"
 #include "libview.h"
 #include "pkgindex.h"
+#include "runtimes.h"
 
 static json_t *str_or_null(const char *s)
 {
@@ -111,8 +112,24 @@ static void dot_escape(FILE *f, const char *s)
 	}
 }
 
+/* Is @o one of two runtimes of one kind in its process? */
+static bool collides(const struct runtime_list *rl, const struct lg_object *o)
+{
+	for (size_t i = 0; rl && i < rl->n; i++) {
+		size_t same = 0;
+
+		if (rl->r[i].obj != o->id)
+			continue;
+		for (size_t k = 0; k < rl->n; k++)
+			same += rl->r[k].role.kind == rl->r[i].role.kind;
+		if (same > 1)
+			return true;
+	}
+	return false;
+}
+
 static void dot_node(FILE *f, const struct libgraph *g, const struct lg_object *o,
-		     const struct obj_role *role)
+		     const struct obj_role *role, const struct runtime_list *rl)
 {
 	char desc[160] = "";
 
@@ -126,22 +143,65 @@ static void dot_node(FILE *f, const struct libgraph *g, const struct lg_object *
 		fputs("\\n", f);
 		dot_escape(f, desc);
 	}
-	fprintf(f, "\", fillcolor=\"%s\"%s];\n", role ? role_colour(role->kind) : "#ffffff",
+	fprintf(f, "\", fillcolor=\"%s\"%s%s];\n", role ? role_colour(role->kind) : "#ffffff",
 		o->origin == LG_DLOPEN	   ? ", shape=box" :
 		o->origin == LG_EXECUTABLE ? ", shape=doubleoctagon" :
-					     "");
+					     "",
+		collides(rl, o) ? ", color=\"red\", penwidth=3, fontcolor=\"red\"" : "");
+}
+
+/*
+ * The nodes @keep names (NULL: every object), boxed by owning package: one cluster per package,
+ * the objects of no known package outside any.
+ */
+static void dot_nodes(FILE *f, const struct libgraph *g, const bool *keep,
+		      const struct lv_kinds *ks, const struct runtime_list *rl)
+{
+	bool *done = calloc(g->n ? g->n : 1, sizeof(*done));
+	unsigned int cluster = 0;
+
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+		const struct pkg_owner *pkg = o->pkg;
+		char name[512];
+
+		if (o->gone || (keep && !keep[i]) || (done && done[i]))
+			continue;
+		if (pkg && done) {
+			pkg_owner__describe(pkg, name, sizeof(name));
+			fprintf(f, "\t\tsubgraph cluster_%d_pkg%u {\n\t\t\tlabel=\"", g->pid,
+				cluster++);
+			dot_escape(f, name);
+			fprintf(f, "\";\n\t\t\tstyle=rounded;\n\t\t\tcolor=\"#888888\";\n");
+		}
+		for (size_t k = i; k < g->n; k++) {
+			const struct lg_object *q = g->objs[k];
+			const struct obj_roles *r = lg_object__roles(q);
+
+			if (q->gone || (keep && !keep[k]) || (done && done[k]))
+				continue;
+			/* Same package: same owner record, or same name and version. */
+			if (k != i && (!pkg || !q->pkg ||
+				       (q->pkg != pkg && (strcmp(q->pkg->name, pkg->name) ||
+							  strcmp(q->pkg->version, pkg->version)))))
+				continue;
+			if (done)
+				done[k] = true;
+			fputs(pkg ? "\t" : "", f);
+			dot_node(f, g, q, ks ? lv_kinds__match(ks, q) : r->n ? &r->r[0] : NULL, rl);
+			if (!pkg || !done)
+				break;
+		}
+		if (pkg && done)
+			fprintf(f, "\t\t}\n");
+	}
+	free(done);
 }
 
 /* Every object and every DT_NEEDED edge. */
-static void dot_whole(FILE *f, const struct libgraph *g)
+static void dot_whole(FILE *f, const struct libgraph *g, const struct runtime_list *rl)
 {
-	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
-		const struct obj_roles *r = lg_object__roles(o);
-
-		if (!o->gone)
-			dot_node(f, g, o, r->n ? &r->r[0] : NULL);
-	}
+	dot_nodes(f, g, NULL, NULL, rl);
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
 
@@ -152,7 +212,8 @@ static void dot_whole(FILE *f, const struct libgraph *g)
 }
 
 /* The runtimes, the chains that loaded them, and a transitive reduction of what they need. */
-static int dot_roles(FILE *f, const struct libgraph *g, const struct lv_kinds *ks)
+static int dot_roles(FILE *f, const struct libgraph *g, const struct lv_kinds *ks,
+		     const struct runtime_list *rl)
 {
 	struct lv_subgraph s;
 	struct libview v;
@@ -163,9 +224,7 @@ static int dot_roles(FILE *f, const struct libgraph *g, const struct lv_kinds *k
 		libview__free(&v);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < g->n; i++)
-		if (s.keep[i])
-			dot_node(f, g, g->objs[i], lv_kinds__match(ks, g->objs[i]));
+	dot_nodes(f, g, s.keep, ks, rl);
 	for (size_t i = 0; i < s.n_edges; i++)
 		fprintf(f, "\t\tp%d_o%u -> p%d_o%u%s;\n", g->pid, s.e[i].from, g->pid, s.e[i].to,
 			s.e[i].loaded ? "" : " [style=dashed]");
@@ -175,7 +234,7 @@ static int dot_roles(FILE *f, const struct libgraph *g, const struct lv_kinds *k
 }
 
 int libgraph__print_dot(const struct libgraph *const *graphs, size_t n,
-			const struct lv_kinds *roles, FILE *f)
+			const struct runtime_list *runtimes, const struct lv_kinds *roles, FILE *f)
 {
 	int err = 0;
 
@@ -194,9 +253,9 @@ int libgraph__print_dot(const struct libgraph *const *graphs, size_t n,
 			fputc(')', f);
 		fprintf(f, "\";\n");
 		if (roles)
-			err = dot_roles(f, g, roles);
+			err = dot_roles(f, g, roles, runtimes ? &runtimes[k] : NULL);
 		else
-			dot_whole(f, g);
+			dot_whole(f, g, runtimes ? &runtimes[k] : NULL);
 		fprintf(f, "\t}\n");
 	}
 	fprintf(f, "}\n");

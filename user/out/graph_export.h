@@ -18,7 +18,13 @@ json_t *lg_object__to_json(const struct lg_object *o);
  * object and edge; else the objects with a role of those kinds and the chains that loaded them
  * (libview__role_subgraph). 0 or -ENOMEM.
  */
+struct runtime_list;
+/*
+ * With @runtimes (one list per graph, or NULL), the objects of a kind that has more than one
+ * runtime in a process are drawn in red: the collisions. Objects whose package is known are
+ * grouped in a box per package.
+ */
 int libgraph__print_dot(const struct libgraph *const *graphs, size_t n,
-			const struct lv_kinds *roles, FILE *f);
+			const struct runtime_list *runtimes, const struct lv_kinds *roles, FILE *f);
 
 #endif

@@ -537,6 +537,11 @@ static char *reproduce_section(const struct report_in *in)
 
 	if (!f)
 		return NULL;
+	if (in->svg)
+		fprintf(f,
+			"## Library graph\n\nThe runtimes and the chains that loaded them, "
+			"grouped by package, collisions in red: `%s` (attach it to the issue).\n\n",
+			in->svg);
 	fprintf(f, "## Reproduce\n\n```sh\n");
 	json_array_foreach (in->reproduce, i, c)
 		fprintf(f, "%s\n", json_string_value(c));

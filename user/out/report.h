@@ -26,6 +26,7 @@ struct report_in {
 	json_t *timeline;	/* [{t, pid, text}] from a trace; NULL */
 	json_t *reproduce;	/* command lines (strings) */
 	const char *companion;	/* the companion file's name, said in the report */
+	const char *svg;	/* the rendered library graph, when one was made (--svg) */
 };
 
 /*
