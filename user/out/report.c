@@ -67,6 +67,39 @@ static void fold(FILE *f, const char *summary, const char *body)
 		fprintf(f, "%s", body);
 }
 
+/* A section whose body folds into <details> when long: a heading stream and a body stream. */
+struct folded {
+	FILE *head, *body;
+	char *head_text, *body_text;
+	size_t head_len, body_len;
+};
+
+static bool folded_open(struct folded *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->head = open_memstream(&w->head_text, &w->head_len);
+	w->body = w->head ? open_memstream(&w->body_text, &w->body_len) : NULL;
+	if (w->body)
+		return true;
+	if (w->head)
+		fclose(w->head);
+	free(w->head_text);
+	return false;
+}
+
+/* The heading part, then the body folded under @summary; or @instead when the body is empty. */
+static char *folded_close(struct folded *w, const char *summary, const char *instead)
+{
+	fclose(w->body);
+	if (instead)
+		fputs(instead, w->head);
+	else
+		fold(w->head, summary, w->body_text);
+	free(w->body_text);
+	fclose(w->head);
+	return w->head_text;
+}
+
 /* Each process document of a check (one, several, or a job's ranks). */
 static const json_t *processes(const struct report_in *in)
 {
@@ -206,23 +239,15 @@ static void runtime_row(FILE *f, const char *proc, const json_t *rt, bool dup)
 
 static char *runtimes_section(const struct report_in *in)
 {
-	size_t len = 0, blen = 0;
-	char *s = NULL, *body = NULL;
-	FILE *f = open_memstream(&s, &len), *b;
 	const json_t *procs = processes(in), *p, *rt;
-	size_t i, k;
+	struct folded w;
+	size_t i, k, rows = 0;
 
-	if (!f)
+	if (!folded_open(&w))
 		return NULL;
-	b = open_memstream(&body, &blen);
-	if (!b) {
-		fclose(f);
-		free(s);
-		return NULL;
-	}
-	fprintf(f, "## Runtimes\n\n");
-	fprintf(b, "| Process | Kind | | Implementation | Version | File | Package | Pool "
-		   "threads |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	fprintf(w.head, "## Runtimes\n\n");
+	fprintf(w.body, "| Process | Kind | | Implementation | Version | File | Package | Pool "
+			"threads |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	/* Duplicates first: a kind with more than one runtime in a process. */
 	for (int pass = 0; pass < 2; pass++)
 		json_array_foreach (procs, i, p) {
@@ -233,18 +258,15 @@ static char *runtimes_section(const struct report_in *in)
 			json_array_foreach (rts, k, rt) {
 				bool dup = kind_count(rts, str(rt, "kind")) > 1;
 
-				if (dup == (pass == 0))
-					runtime_row(b, label, rt, dup);
+				if (dup == (pass == 0)) {
+					runtime_row(w.body, label, rt, dup);
+					rows++;
+				}
 			}
 		}
-	fclose(b);
-	if (count_lines(body) <= 2)
-		fprintf(f, "No OpenMP, BLAS, C++, TBB, oneDNN or GPU runtime was found.\n");
-	else
-		fold(f, "Every runtime", body);
-	free(body);
-	fclose(f);
-	return s;
+	return folded_close(&w, "Every runtime",
+			    rows ? NULL :
+				   "No OpenMP, BLAS, C++, TBB, oneDNN or GPU runtime was found.\n");
 }
 
 static void finding_md(FILE *f, const char *proc, const json_t *fd)
@@ -460,71 +482,43 @@ static void stacks_of_job(FILE *f, const json_t *doc)
 
 static char *threads_section(const struct report_in *in)
 {
-	size_t len = 0, blen = 0;
-	char *s = NULL, *body = NULL;
-	FILE *f, *b;
 	const json_t *doc;
+	struct folded w;
 	size_t i;
 
-	if (!in->stacks)
+	if (!in->stacks || !folded_open(&w))
 		return NULL;
-	f = open_memstream(&s, &len);
-	b = f ? open_memstream(&body, &blen) : NULL;
-	if (!b) {
-		if (f)
-			fclose(f);
-		free(s);
-		return NULL;
-	}
-	fprintf(f, "## Threads that matter\n\n");
+	fprintf(w.head, "## Threads that matter\n\n");
 	if (json_is_array(in->stacks))
 		json_array_foreach (in->stacks, i, doc)
-			stacks_of_process(b, doc);
+			stacks_of_process(w.body, doc);
 	else
-		stacks_of_job(b, in->stacks);
-	fclose(b);
-	fold(f, "Blocked threads and their stacks", body);
-	free(body);
-	fclose(f);
-	return s;
+		stacks_of_job(w.body, in->stacks);
+	return folded_close(&w, "Blocked threads and their stacks", NULL);
 }
 
 static char *timeline_section(const struct report_in *in)
 {
-	size_t len = 0, blen = 0, n = json_array_size(in->timeline);
-	char *s = NULL, *body = NULL;
-	FILE *f, *b;
+	size_t n = json_array_size(in->timeline), i;
 	const json_t *row;
-	size_t i;
+	struct folded w;
 
-	if (!n)
+	if (!n || !folded_open(&w))
 		return NULL;
-	f = open_memstream(&s, &len);
-	b = f ? open_memstream(&body, &blen) : NULL;
-	if (!b) {
-		if (f)
-			fclose(f);
-		free(s);
-		return NULL;
-	}
-	fprintf(f,
+	fprintf(w.head,
 		"## Timeline\n\nRuntime arrivals, findings, signals and process events from the "
 		"trace%s.\n\n",
 		n > TIMELINE_ROWS ? " (the first ones)" : "");
-	fprintf(b, "| Time (s) | PID | Event |\n| --- | --- | --- |\n");
+	fprintf(w.body, "| Time (s) | PID | Event |\n| --- | --- | --- |\n");
 	json_array_foreach (in->timeline, i, row) {
 		if (i == TIMELINE_ROWS)
 			break;
-		fprintf(b, "| %.3f | %lld | ", json_real_value(json_object_get(row, "t")),
+		fprintf(w.body, "| %.3f | %lld | ", json_real_value(json_object_get(row, "t")),
 			(long long)json_integer_value(json_object_get(row, "pid")));
-		cell(b, str(row, "text"));
-		fprintf(b, " |\n");
+		cell(w.body, str(row, "text"));
+		fprintf(w.body, " |\n");
 	}
-	fclose(b);
-	fold(f, "Events", body);
-	free(body);
-	fclose(f);
-	return s;
+	return folded_close(&w, "Events", NULL);
 }
 
 static char *reproduce_section(const struct report_in *in)
