@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from timing import timed
+
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 dlscope = os.path.join(root, "dlscope")
 SCRIPT = r'''
@@ -24,14 +26,6 @@ print("ready", flush=True)
 time.sleep(1000)
 '''
 
-
-def timed(argv, runs):
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def start(python):

@@ -2,11 +2,11 @@
 """dlscope report on a process with 500+ loaded objects (bench/gen_libs.sh): the whole command
 (check, stacks and the Markdown), its size, beside the check and stacks it runs."""
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from timing import timed
 
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -14,14 +14,6 @@ dlscope = os.path.join(root, "dlscope")
 libdir = os.path.join(build, "bench", "libs")
 subprocess.run([os.path.join(root, "bench", "gen_libs.sh"), libdir, "500"], check=True)
 
-
-def timed(argv, runs):
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 proc = subprocess.Popen([os.path.join(build, "fixtures", "dlopen_list"),

@@ -8,18 +8,12 @@ import subprocess
 import sys
 import time
 
+from timing import timed
+
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 dlscope = os.path.join(root, "dlscope")
 
-
-def timed(argv, runs):
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def run(mode):
