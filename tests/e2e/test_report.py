@@ -49,6 +49,37 @@ def test_report_on_a_deadlock_shows_the_threads_and_the_verdict():
     assert "### error `deadlock`" in s["Findings"]
 
 
+LIB = "/usr/lib/x86_64-linux-gnu"
+# The seeds (../shared/seeds): each reported with its finding, evidence, why and fix.
+SEEDS = {
+    "dup-cxx-runtime": ["dlopen_list", "--global", f"{LIB}/libstdc++.so.6",
+                        fixture_path("libcxx_ext_static.so")],
+    "abi-mismatch": ["dlopen_list", "--global", fixture_path("ver2/libver.so.1"), "--lazy",
+                     fixture_path("cache/.cache/torch_extensions/libaddon.so")],
+    "dup-library": ["dlopen_list", "--local", fixture_path("libvague_a.so"),
+                    fixture_path("libvague_b.so")],
+    "deadlock": ["dlopen_list", fixture_path("libhang_ctor_omp_dlsym.so")],
+}
+
+
+def test_report_on_each_seed_names_its_finding():
+    for fid, argv in SEEDS.items():
+        with Fixture(argv) as fx:
+            wait_idle(fx.pid)
+            md = dlscope("report", fx.pid, check=0).stdout
+        s = sections(md)
+        f = s["Findings"]
+        head = [l for l in f.splitlines() if l.startswith("### ")]
+        assert any(f"`{fid}`" in l for l in head), (fid, head)
+        block = f[f.index(f"`{fid}`"):]
+        assert "**Why:**" in block and "**Fix:**" in block and "\n- " in block, (fid, block)
+        assert f"`{fid}`" in md.split("## ")[0], (fid, "not in the summary")
+        if fid == "deadlock":
+            t = s["Threads that matter"]
+            assert "holds the loader lock because it is inside dlopen" in t, t
+            assert "___dlsym" in t and "hang_ctor_init._omp_fn.0" in t, t
+
+
 def test_report_on_a_command_that_crashes():
     md = dlscope("report", "--", fixture_path("crash_cmd"), "lib", check=0).stdout
     s = sections(md)
