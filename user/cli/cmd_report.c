@@ -59,8 +59,8 @@ static void report_usage(FILE *f)
 /* Run dlscope itself with @argv (after its name); its standard output, or NULL. */
 static char *run_self(char *const *argv, int *status)
 {
-	char *args[64], *out = NULL;
 	size_t n = 0, len = 0;
+	char **args, *out = NULL;
 	posix_spawn_file_actions_t fa;
 	int pipefd[2], devnull;
 	pid_t pid;
@@ -68,12 +68,17 @@ static char *run_self(char *const *argv, int *status)
 	char buf[65536];
 	ssize_t r;
 
-	args[n++] = "dlscope";
-	for (; *argv && n < 63; argv++)
-		args[n++] = *argv;
-	args[n] = NULL;
-	if (pipe2(pipefd, O_CLOEXEC))
+	while (argv[n])
+		n++;
+	args = calloc(n + 2, sizeof(*args));
+	if (!args)
 		return NULL;
+	args[0] = "dlscope";
+	memcpy(args + 1, argv, n * sizeof(*args));
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		free(args);
+		return NULL;
+	}
 	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
@@ -85,8 +90,10 @@ static char *run_self(char *const *argv, int *status)
 		close(pipefd[1]);
 		if (devnull >= 0)
 			close(devnull);
+		free(args);
 		return NULL;
 	}
+	free(args);
 	posix_spawn_file_actions_destroy(&fa);
 	close(pipefd[1]);
 	if (devnull >= 0)

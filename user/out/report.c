@@ -17,7 +17,6 @@
 struct section {
 	const char *name;
 	char *text;
-	bool movable; /* may go to the companion file when the report is too long */
 };
 
 static const char *str(const json_t *o, const char *key)
@@ -544,7 +543,7 @@ static char *reproduce_section(const struct report_in *in)
 	return s;
 }
 
-static char *join(struct section *sec, size_t n, bool movable_only, const char *head)
+static char *join(struct section *sec, size_t n)
 {
 	size_t len = 0;
 	char *s = NULL;
@@ -552,11 +551,9 @@ static char *join(struct section *sec, size_t n, bool movable_only, const char *
 
 	if (!f)
 		return NULL;
-	if (head)
-		fputs(head, f);
 	for (size_t i = 0; i < n; i++)
-		if (sec[i].text && (!movable_only || sec[i].movable))
-			fprintf(f, "%s%s", i || head ? "\n" : "", sec[i].text);
+		if (sec[i].text)
+			fprintf(f, "%s%s", i ? "\n" : "", sec[i].text);
 	fclose(f);
 	return s;
 }
@@ -564,18 +561,18 @@ static char *join(struct section *sec, size_t n, bool movable_only, const char *
 int report__write(const struct report_in *in, size_t limit, char **main, char **extra)
 {
 	struct section sec[] = {
-		{ "Summary", summary_section(in), false },
-		{ "Environment", environment_section(in), false },
-		{ "Findings", findings_section(in), false },
-		{ "Runtimes", runtimes_section(in), true },
-		{ "Threads that matter", threads_section(in), true },
-		{ "Timeline", timeline_section(in), true },
-		{ "Reproduce", reproduce_section(in), false },
+		{ "Summary", summary_section(in) },
+		{ "Environment", environment_section(in) },
+		{ "Findings", findings_section(in) },
+		{ "Runtimes", runtimes_section(in) },
+		{ "Threads that matter", threads_section(in) },
+		{ "Timeline", timeline_section(in) },
+		{ "Reproduce", reproduce_section(in) },
 	};
 	enum { N = sizeof(sec) / sizeof(sec[0]) };
 	/* What moves out first when the report is too long: the longest reading first. */
 	static const int move_order[] = { 5, 4, 3 };
-	char *full[N] = { 0 }, *text = join(sec, N, false, NULL);
+	char *full[N] = { 0 }, *text = join(sec, N);
 	bool any_moved = false;
 	int err = 0;
 
@@ -596,7 +593,7 @@ int report__write(const struct report_in *in, size_t limit, char **main, char **
 		sec[i].text = strdup(note);
 		any_moved = true;
 		free(text);
-		text = join(sec, N, false, NULL);
+		text = join(sec, N);
 	}
 	if (!text) {
 		err = -ENOMEM;
