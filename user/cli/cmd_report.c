@@ -249,6 +249,8 @@ static int read_trace(const char *path, struct from_trace *tr, char *why, size_t
 				free(line);
 				fclose(f);
 				json_decref(procs);
+				json_decref(tr->timeline);
+				tr->timeline = NULL;
 				return -EINVAL;
 			}
 			header = true;
@@ -312,6 +314,8 @@ static int read_trace(const char *path, struct from_trace *tr, char *why, size_t
 	if (!header) {
 		snprintf(why, whylen, "%s is empty, not a dlscope trace", path);
 		json_decref(procs);
+		json_decref(tr->timeline);
+		tr->timeline = NULL;
 		return -EINVAL;
 	}
 	tr->check = json_pack("{s:o}", "processes", procs);
