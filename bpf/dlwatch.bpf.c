@@ -51,6 +51,23 @@ struct {
 	__type(value, u64);
 } regions SEC(".maps");
 
+/* --hot: regions and BLAS dispatches per thread and runtime, read by user space each second
+ * (entries outlive their thread: user space drops them once read after the thread ended). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DLW_ACTIVITY_MAX);
+	__type(key, struct dlw_activity_key);
+	__type(value, u64);
+} activity SEC(".maps");
+
+/* The runtimes of each process that started a region: its first one is sent with its stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u64); /* tgid << 32 | runtime */
+	__type(value, u8);
+} first_region SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -548,13 +565,18 @@ int BPF_KRETPROBE(dlsym_exit, long ret)
 	return call_exit(ctx, DLW_DLSYM, ret);
 }
 
-/* GOMP_parallel, GOMP_parallel_start, __kmpc_fork_call (--hot only): counted per thread; an
- * event only for a region started inside dlopen, the seed-002 hazard. */
+/* GOMP_parallel, GOMP_parallel_start, __kmpc_fork_call, exec_blas (--hot only): counted per
+ * thread and runtime (the attach cookie: dlw_cookie()); an event, with its stack, for the first
+ * region of each runtime in a process and for a region started inside dlopen (seed-002). */
 SEC("uprobe")
 int BPF_KPROBE(omp_fork_enter)
 {
-	u64 id = bpf_get_current_pid_tgid(), one = 1, *n;
+	u64 id = bpf_get_current_pid_tgid(), one = 1, *n, *c, cookie = bpf_get_attach_cookie(ctx);
 	u32 tid = (u32)id, *busy = NULL;
+	struct dlw_activity_key k = { .pid = id >> 32, .tid = tid, .runtime = cookie >> 8 };
+	u64 fk = (id & ~0xffffffffULL) | k.runtime;
+	u8 yes = 1;
+	bool first;
 	struct dlw_event *e;
 
 	if (!traced(id >> 32))
@@ -564,12 +586,20 @@ int BPF_KPROBE(omp_fork_enter)
 		__sync_fetch_and_add(n, 1);
 	else
 		bpf_map_update_elem(&regions, &tid, &one, BPF_ANY);
-	if (!dlopen_depth(tid))
+	c = bpf_map_lookup_elem(&activity, &k);
+	if (c)
+		__sync_fetch_and_add(c, 1);
+	else if (bpf_map_update_elem(&activity, &k, &one, BPF_NOEXIST))
+		/* Another CPU cannot add this thread's key: only a full map fails. */
+		count_lost_as(DLW_LOST_ACTIVITY);
+	first = !bpf_map_update_elem(&first_region, &fk, &yes, BPF_NOEXIST);
+	if (!first && !dlopen_depth(tid))
 		return 0;
 	e = stack_reserve(DLW_OMP_FORK, &busy);
 	if (e && busy) {
-		e->arg0 = bpf_get_attach_cookie(ctx);
+		e->arg0 = cookie & 0xff;
 		e->arg1 = n ? *n : 1;
+		e->ret = k.runtime;
 		take_stack(e, ctx);
 		stack_submit(e, busy, 0);
 	}

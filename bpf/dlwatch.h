@@ -18,7 +18,9 @@ enum dlw_type {
 	DLW_DLOPEN = 1,	 /* str: file, arg0: flags, arg1: lmid (dlmopen), ret: handle */
 	DLW_DLCLOSE,	 /* arg0: handle, ret: result */
 	DLW_DLSYM,	 /* str: symbol, arg0: handle, ret: address */
-	DLW_OMP_FORK,	 /* arg0: enum dlw_fork_entry, arg1: regions so far on this thread */
+	DLW_OMP_FORK,	 /* arg0: enum dlw_fork_entry, arg1: regions so far on this thread,
+			  * ret: the runtime (dlw_cookie's id); sent for a process's first region
+			  * in each runtime and for each one started inside dlopen */
 	DLW_BLAS_THREAD, /* a BLAS pool thread starts */
 	DLW_CUDA_LOAD,	 /* arg0: which loader, arg1: image size, str: file, ret: CUresult */
 	DLW_EXEC,	 /* str: file name */
@@ -36,6 +38,20 @@ enum dlw_fork_entry {
 	DLW_ENTRY_KMPC_FORK_CALL,
 	DLW_ENTRY_BLAS_DISPATCH, /* OpenBLAS's exec_blas: its pool wakes */
 };
+
+/*
+ * The attach cookie of a --hot probe: the entry point, and an id the collector gives the object
+ * (the runtime) it is attached to, so that counts are kept per runtime.
+ */
+#define dlw_cookie(entry, runtime) (((unsigned long long)(runtime) << 8) | (entry))
+
+/* The activity map: regions and dispatches started, per thread and runtime. */
+struct dlw_activity_key {
+	unsigned int pid, tid;
+	unsigned int runtime; /* the cookie's id */
+	unsigned int pad;
+};
+#define DLW_ACTIVITY_MAX 16384
 
 enum dlw_fork_kind {
 	DLW_FORK_PROCESS = 0,
@@ -75,6 +91,7 @@ enum dlw_futex_kind {
 enum dlw_lost {
 	DLW_LOST_RING,
 	DLW_LOST_CALLS,
+	DLW_LOST_ACTIVITY, /* not an event: a region not counted, the activity map full */
 	DLW_LOST__COUNT,
 };
 

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "activity.h"
 #include "detector.h"
 #include "dlwatch.h"
 #include "dlwatch.skel.h"
@@ -102,6 +103,8 @@ struct watch {
 	size_t n_files;
 	struct bpf_link **links;
 	size_t n_links;
+	struct activity_counts *act; /* --hot: the kernel's counts, read each second */
+	unsigned long long last_activity;
 	unsigned long long t0;
 	pid_t command_pid;
 	bool command_done;
@@ -209,6 +212,14 @@ static int attach_fn(struct watch *w, struct bpf_program *prog, const char *path
 	return add_link(w, l);
 }
 
+/* The place in w->files of the entry whose mask is @mask. */
+static size_t container_of_mask(const struct watch *w, const unsigned int *mask)
+{
+	return (size_t)((const struct attached_file *)((const char *)mask -
+						       offsetof(struct attached_file, what)) -
+			w->files);
+}
+
 static unsigned int *attached_mask(struct watch *w, uint64_t inode)
 {
 	struct attached_file *nf;
@@ -286,7 +297,7 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	const struct obj_roles *r = lg_object__roles(o);
 	struct dlwatch_bpf *s = w->skel;
 	char path[PATH_MAX + 64];
-	unsigned int *mask, want = 0;
+	unsigned int *mask, want = 0, rt;
 
 	if (!o->elf || o->gone || !s)
 		return;
@@ -303,6 +314,10 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		return;
 	want &= ~*mask;
 	*mask |= want;
+	/* The runtime's id in the probes' cookies: its file's place in w->files. */
+	rt = (unsigned int)(container_of_mask(w, mask) + 1);
+	if ((want & (PROBE_OPENMP | PROBE_BLAS)) && w->act)
+		activity_counts__name(w->act, rt, o->path, want & PROBE_BLAS ? "blas" : "openmp");
 	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, o->path);
 	if (want & PROBE_LOADER) {
 		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlopen", false, 0);
@@ -318,11 +333,11 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	}
 	for (size_t i = 0; (want & PROBE_OPENMP) && i < sizeof(omp_fns) / sizeof(omp_fns[0]); i++)
 		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i].fn, false,
-			  omp_fns[i].entry);
+			  dlw_cookie(omp_fns[i].entry, rt));
 	/* OpenBLAS's dispatch to its pool: a BLAS "region", counted like an OpenMP one. */
 	if (want & PROBE_BLAS)
 		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, "exec_blas", false,
-			  DLW_ENTRY_BLAS_DISPATCH);
+			  dlw_cookie(DLW_ENTRY_BLAS_DISPATCH, rt));
 	if (want & PROBE_BLAS)
 		attach_fn(w, s->progs.blas_thread_enter, path, o->elf, "blas_thread_server", false,
 			  0);
@@ -1067,7 +1082,8 @@ static void detect_on_event(struct watch *w, struct proc_state *ps, const struct
 				       NULL,
 	};
 
-	if (ev->kind != EVENT_OMP_FORK && !futex)
+	/* A region outside dlopen is sent only as its runtime's first: nothing to flag. */
+	if ((ev->kind != EVENT_OMP_FORK || !ev->in_dlopen) && !futex)
 		return;
 	lc = live_ctx_of(ps);
 	detectors__on_event(&lc, &le, &fs);
@@ -1090,6 +1106,11 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 	e = with_str(data, size, &copy);
 	if (event__decode(&ev, e, size, why, sizeof(why)))
 		return;
+	if (ev.kind == EVENT_OMP_FORK && w->act) {
+		const char *rt = activity_counts__path(w->act, ev.u.omp_fork.runtime_id);
+
+		snprintf(ev.u.omp_fork.runtime, sizeof(ev.u.omp_fork.runtime), "%s", rt ? rt : "");
+	}
 	ps = proc_find(w, ev.pid);
 	w->cur.e = e;
 	w->cur.done = w->cur.fresh = false;
@@ -1402,7 +1423,8 @@ static void count_lost(struct watch *w, struct watch_stats *st)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	unsigned long long *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*vals)) : NULL;
-	unsigned long long *by[DLW_LOST__COUNT] = { &st->lost_ring, &st->lost_calls };
+	unsigned long long *by[DLW_LOST__COUNT] = { &st->lost_ring, &st->lost_calls,
+						    &st->activity_uncounted };
 	struct bpf_program *prog;
 
 	for (uint32_t k = 0; vals && k < DLW_LOST__COUNT; k++)
@@ -1419,6 +1441,7 @@ static void count_lost(struct watch *w, struct watch_stats *st)
 		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
 			st->lost_skipped += info.recursion_misses;
 	}
+	/* Uncounted regions are no events: not part of lost. */
 	st->lost = st->lost_ring + st->lost_calls + st->lost_skipped + st->lost_unread;
 }
 
@@ -1435,6 +1458,7 @@ static void watch_release(struct watch *w)
 		py_code_cache__free(w->procs[i].codes);
 	}
 	free(w->procs);
+	activity_counts__free(w->act);
 	ring_buffer__free(w->rb);
 	dlwatch_bpf__destroy(w->skel);
 	elf_cache__put(w->cache);
@@ -1569,6 +1593,24 @@ static bool targets_done(struct watch *w)
 	return !w->n_procs && w->o->n_pids;
 }
 
+/* --hot: how often the kernel's counts are read and sent as activity records. */
+#define ACTIVITY_NS 1000000000ULL
+
+static void emit_activity(void *ctx, const struct activity *a)
+{
+	struct watch *w = ctx;
+
+	SINKS(w, activity, a);
+}
+
+static void read_activity(struct watch *w)
+{
+	w->last_activity = mono_ns(CLOCK_MONOTONIC);
+	if (activity_counts__read(w->act, bpf_map__fd(w->skel->maps.activity), w->last_activity,
+				  emit_activity, w))
+		dls_warn("cannot read the activity counts: out of memory");
+}
+
 /* Read batch after batch until the deadline (0: none), a stop, or the targets' end. */
 static int read_until_done(struct watch *w, unsigned long long deadline, char *why, size_t whylen)
 {
@@ -1587,6 +1629,8 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
 			return n;
 		}
+		if (w->act && mono_ns(CLOCK_MONOTONIC) - w->last_activity >= ACTIVITY_NS)
+			read_activity(w);
 		/* A trace being written can be followed (tail -f) batch by batch. */
 		SINKS(w, flush);
 		scan_stuck_in_dlopen(w);
@@ -1646,6 +1690,11 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
+	if (o->hot && !(w.act = activity_counts__new())) {
+		snprintf(why, whylen, "out of memory");
+		err = -ENOMEM;
+		goto out;
+	}
 	err = load_programs(&w, why, whylen);
 	if (err)
 		goto out;
@@ -1670,6 +1719,11 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	st->cpu_s = -cpu_seconds();
 	err = read_until_done(&w, deadline, why, whylen);
 	drain(&w);
+	/* The probes are off: this read has the run's last regions. */
+	if (w.act) {
+		read_activity(&w);
+		st->activity = activity_counts__totals(w.act, w.last_activity, &st->n_activity);
+	}
 	st->cpu_s += cpu_seconds();
 	count_lost(&w, st);
 	SINKS(&w, summary, st);

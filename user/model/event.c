@@ -111,6 +111,7 @@ int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, ch
 	case EVENT_OMP_FORK:
 		ev->u.omp_fork.entry = (unsigned int)raw->arg0;
 		ev->u.omp_fork.regions = raw->arg1;
+		ev->u.omp_fork.runtime_id = (unsigned int)raw->ret;
 		break;
 	case EVENT_BLAS_THREAD: break;
 	case EVENT_GPU_LOAD:
@@ -197,13 +198,21 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 			 (unsigned long long)ev->u.dlsym.handle, ev->u.dlsym.symbol,
 			 (unsigned long long)ev->u.dlsym.address);
 		break;
-	case EVENT_OMP_FORK:
-		snprintf(buf, len, "%s #%llu started inside dlopen",
-			 ev->u.omp_fork.entry == DLW_ENTRY_BLAS_DISPATCH ?
-				 "BLAS parallel dispatch (exec_blas)" :
-				 "parallel region",
-			 (unsigned long long)ev->u.omp_fork.regions);
+	case EVENT_OMP_FORK: {
+		const char *what = ev->u.omp_fork.entry == DLW_ENTRY_BLAS_DISPATCH ?
+					   "BLAS parallel dispatch (exec_blas)" :
+					   "parallel region";
+		const char *rt = ev->u.omp_fork.runtime;
+
+		if (ev->in_dlopen)
+			snprintf(buf, len, "%s #%llu started inside dlopen%s%s", what,
+				 (unsigned long long)ev->u.omp_fork.regions, *rt ? " in " : "", rt);
+		else
+			snprintf(buf, len, "first %s of %s (#%llu of this thread)", what,
+				 *rt ? rt : "a runtime",
+				 (unsigned long long)ev->u.omp_fork.regions);
 		break;
+	}
 	case EVENT_BLAS_THREAD: snprintf(buf, len, "BLAS pool thread starts"); break;
 	case EVENT_GPU_LOAD: {
 		const char *file = ev->u.gpu_load.file;
@@ -268,6 +277,7 @@ const char *event__object(const struct event *ev)
 					     ev->u.dlopen.path;
 		break;
 	case EVENT_GPU_LOAD: s = ev->u.gpu_load.file; break;
+	case EVENT_OMP_FORK: s = ev->u.omp_fork.runtime; break;
 	case EVENT_EXEC: s = ev->u.exec.file; break;
 	case EVENT_SIGNAL: s = ev->u.signal.where; break;
 	case EVENT_FUTEX_WAIT:
@@ -362,6 +372,8 @@ json_t *event__to_json(const struct event *ev)
 	case EVENT_OMP_FORK:
 		set(j, "regions", jint(ev->u.omp_fork.regions));
 		set(j, "entry", jint(ev->u.omp_fork.entry));
+		if (ev->u.omp_fork.runtime[0])
+			set(j, "runtime", json_string(ev->u.omp_fork.runtime));
 		break;
 	case EVENT_GPU_LOAD:
 		set(j, "function", json_string(event__gpu_fn(ev->u.gpu_load.function)));
@@ -576,6 +588,7 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 	case EVENT_OMP_FORK:
 		ev->u.omp_fork.regions = get_int(&r, "regions", false);
 		ev->u.omp_fork.entry = (unsigned int)get_int(&r, "entry", false);
+		get_str(&r, "runtime", false, ev->u.omp_fork.runtime, DLW_STR_LEN);
 		break;
 	case EVENT_GPU_LOAD: {
 		char fn[64];

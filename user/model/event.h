@@ -25,7 +25,8 @@ enum event_kind {
 	EVENT_DLOPEN = 1, /* dlopen and dlmopen, at their return */
 	EVENT_DLCLOSE,
 	EVENT_DLSYM,	   /* dlsym and dlvsym */
-	EVENT_OMP_FORK,	   /* a parallel region or BLAS dispatch started inside dlopen */
+	EVENT_OMP_FORK,	   /* a parallel region or BLAS dispatch started inside dlopen, or the
+			    * first one of a runtime in a process (in_dlopen 0) */
 	EVENT_BLAS_THREAD, /* a BLAS pool thread starts */
 	EVENT_GPU_LOAD,	   /* a CUDA or HIP module load */
 	EVENT_EXEC,
@@ -82,8 +83,10 @@ struct event {
 			uint64_t handle, address;
 		} dlsym;
 		struct {
-			unsigned int entry; /* enum dlw_fork_entry */
-			uint64_t regions;   /* regions this thread started so far */
+			unsigned int entry;	   /* enum dlw_fork_entry */
+			uint64_t regions;	   /* regions this thread started so far */
+			unsigned int runtime_id;   /* the probes' id of the runtime (raw only) */
+			char runtime[DLW_STR_LEN]; /* its object, named by the collector */
 		} omp_fork;
 		struct {
 			unsigned int function; /* enum dlw_cuda_fn */

@@ -98,6 +98,56 @@ static void text_finding(struct event_sink *s, const struct live_finding *f)
 	fflush(out);
 }
 
+/* "libgomp.so.1" of "/usr/lib/x86_64-linux-gnu/libgomp.so.1": lines stay short. */
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+static const char *activity_unit(const struct activity *a)
+{
+	return strcmp(a->kind, "blas") ? "parallel regions" : "BLAS dispatches";
+}
+
+/* One line per process and runtime and second: the regions, and which threads started them. */
+static void text_activity(struct event_sink *s, const struct activity *a)
+{
+	FILE *out = TEXT(s)->out;
+	char t[32];
+
+	rel_time(TEXT(s), a->t, t, sizeof(t));
+	fprintf(out, "[%s] %d activity %s: %llu %s (%llu so far), threads", t, a->pid,
+		base_name(a->runtime), (unsigned long long)a->n, activity_unit(a),
+		(unsigned long long)a->total);
+	for (size_t i = 0; i < a->n_threads; i++)
+		fprintf(out, " %d:%llu", a->threads[i].tid, (unsigned long long)a->threads[i].n);
+	fputc('\n', out);
+	fflush(out);
+}
+
+/* --hot: the run's totals per runtime, then per thread. */
+static void text_summary(struct event_sink *s, const struct watch_stats *st)
+{
+	FILE *out = TEXT(s)->out;
+
+	for (size_t i = 0; i < st->n_activity; i++) {
+		const struct activity *a = &st->activity[i];
+
+		fprintf(out, "activity: process %d, %s (%s): %llu %s\n", a->pid, a->runtime,
+			a->kind, (unsigned long long)a->total, activity_unit(a));
+		for (size_t k = 0; k < a->n_threads; k++)
+			fprintf(out, "          thread %d: %llu\n", a->threads[k].tid,
+				(unsigned long long)a->threads[k].n);
+	}
+	if (st->activity_uncounted)
+		fprintf(out,
+			"activity: %llu regions not counted (the kernel's thread table was full)\n",
+			st->activity_uncounted);
+	fflush(out);
+}
+
 void text_sink__init(struct text_sink *t, FILE *out)
 {
 	*t = (struct text_sink){
@@ -106,7 +156,9 @@ void text_sink__init(struct text_sink *t, FILE *out)
 		       .loaded = text_loaded,
 		       .unloaded = text_unloaded,
 		       .note = text_note,
-		       .finding = text_finding },
+		       .finding = text_finding,
+		       .activity = text_activity,
+		       .summary = text_summary },
 		.out = out,
 	};
 }
@@ -168,14 +220,47 @@ static void json_finding(struct event_sink *s, const struct live_finding *f)
 	emit(s, j);
 }
 
+/* An activity's runtime and counts: {"pid", "runtime", "kind", "n", "threads": {tid: n}}. */
+static json_t *activity_json(const struct activity *a)
+{
+	json_t *threads = json_object();
+
+	for (size_t i = 0; threads && i < a->n_threads; i++) {
+		char tid[16];
+
+		snprintf(tid, sizeof(tid), "%d", a->threads[i].tid);
+		json_object_set_new(threads, tid, json_integer((json_int_t)a->threads[i].n));
+	}
+	return json_pack("{s:i, s:s, s:s, s:I, s:o}", "pid", a->pid, "runtime", a->runtime, "kind",
+			 a->kind, "n", (json_int_t)a->n, "threads", threads);
+}
+
+static void json_activity(struct event_sink *s, const struct activity *a)
+{
+	json_t *j = activity_json(a);
+
+	if (j) {
+		json_object_set_new(j, "type", json_string("activity"));
+		json_object_set_new(j, "t", json_integer((json_int_t)a->t));
+		json_object_set_new(j, "total", json_integer((json_int_t)a->total));
+	}
+	emit(s, j);
+}
+
 static void json_summary(struct event_sink *s, const struct watch_stats *st)
 {
+	json_t *act = json_array();
+
+	for (size_t i = 0; act && i < st->n_activity; i++)
+		json_array_append_new(act, activity_json(&st->activity[i]));
 	emit(s,
-	     json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I}", "type", "summary", "events",
-		       (json_int_t)st->events, "lost", (json_int_t)st->lost, "lost_by", "ring_full",
-		       (json_int_t)st->lost_ring, "calls_full", (json_int_t)st->lost_calls,
-		       "skipped_by_kernel", (json_int_t)st->lost_skipped, "unread_at_stop",
-		       (json_int_t)st->lost_unread, "findings", (json_int_t)st->findings));
+	     json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:o, s:I}", "type", "summary",
+		       "events", (json_int_t)st->events, "lost", (json_int_t)st->lost, "lost_by",
+		       "ring_full", (json_int_t)st->lost_ring, "calls_full",
+		       (json_int_t)st->lost_calls, "skipped_by_kernel",
+		       (json_int_t)st->lost_skipped, "unread_at_stop", (json_int_t)st->lost_unread,
+		       "findings", (json_int_t)st->findings, "activity", act, "activity_uncounted",
+		       (json_int_t)st->activity_uncounted));
 }
 
 static void json_flush(struct event_sink *s)
@@ -193,6 +278,7 @@ void json_sink__init(struct json_sink *j, void (*emit_fn)(void *ctx, json_t *rec
 		       .loaded = json_loaded,
 		       .finding = json_finding,
 		       .summary = json_summary,
+		       .activity = json_activity,
 		       .flush = json_flush,
 		       .wants_stacks = true },
 		.emit = emit_fn,

@@ -19,6 +19,25 @@ struct finding;
 struct libgraph;
 struct lg_object;
 
+/*
+ * --hot: the parallel regions (or BLAS dispatches) that the threads of one process started in
+ * one runtime, over an interval (an "activity" record, a second) or the whole run (the summary).
+ */
+struct activity_thread {
+	pid_t tid;
+	uint64_t n;
+};
+struct activity {
+	uint64_t t; /* CLOCK_MONOTONIC ns: when the counts were read */
+	pid_t pid;
+	const char *runtime;		       /* the object the probes are attached to */
+	const char *kind;		       /* "openmp" or "blas" */
+	uint64_t n;			       /* in the interval */
+	uint64_t total;			       /* since the run started */
+	const struct activity_thread *threads; /* each thread's n in the interval, by tid */
+	size_t n_threads;
+};
+
 /* The counts of a run, said in its summary. */
 struct watch_stats {
 	unsigned long long events, lost, findings;
@@ -33,6 +52,11 @@ struct watch_stats {
 	double attach_ms;   /* attaching every probe to the initial targets */
 	double cpu_s;	    /* the collector's own CPU time, user + system */
 	int command_status; /* -1 when no command ran */
+	/* --hot: per process and runtime, the run's totals (n == total); regions not counted
+	 * because the kernel's table of threads was full. */
+	const struct activity *activity;
+	size_t n_activity;
+	unsigned long long activity_uncounted;
 };
 
 struct trace_header {
@@ -76,6 +100,8 @@ struct event_sink {
 	void (*note)(struct event_sink *s, const char *line);
 	void (*finding)(struct event_sink *s, const struct live_finding *f);
 	void (*summary)(struct event_sink *s, const struct watch_stats *st);
+	/* --hot: one process's regions in one runtime over the last second (n > 0). */
+	void (*activity)(struct event_sink *s, const struct activity *a);
 	/* A batch of events was handled: a trace being written can be followed (tail -f). */
 	void (*flush)(struct event_sink *s);
 	/* Events' stacks are unwound only when a sink keeps them (text shows a finding's). */
