@@ -565,3 +565,75 @@ def test_two_processes_by_name_and_one_under_load_lose_nothing_unsaid():
             b.kill()
             b.wait()
     assert sum(dlsym.values()) + summary["lost"] == 20000, (dlsym, summary)
+
+
+def record_hot_regions():
+    """record --hot of hot_regions (1000 libgomp regions, 300 libomp ones): the trace's records."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    fx = subprocess.Popen([fixture_path("hot_regions"), fixture_path("libomp_regions.so")],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        try:
+            assert fx.stdout.readline().startswith("ready"), "fixture did not start"
+            w = subprocess.Popen([dlscope_path(), "record", "--hot", "-o", f.name, "-p",
+                                  str(fx.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+            line = w.stderr.readline()
+            assert line.startswith("dlscope: watching"), line
+            fx.stdin.write("go\n")
+            fx.stdin.flush()
+            assert fx.stdout.readline() == "done 2000 600\n"
+            # The target's exit ends the run.
+            out, err = w.communicate(timeout=60)
+            assert w.returncode in (0, 1), (out, err)
+        finally:
+            fx.kill()
+            fx.wait()
+        return fx.pid, [json.loads(l) for l in open(f.name)]
+
+
+def runtime_of(path):
+    return "libgomp" if "libgomp.so" in path else "libomp" if "libomp.so" in path else path
+
+
+def test_hot_activity_counts_are_exact_per_runtime_and_thread():
+    """--hot: every region counted in the kernel, per runtime and thread, read each second."""
+    pid, recs = record_hot_regions()
+    want = {"libgomp": 1000, "libomp": 300}
+    summary = [r for r in recs if r["type"] == "summary"]
+    assert len(summary) == 1, recs[-3:]
+    totals = {runtime_of(a["runtime"]): a for a in summary[0]["activity"] if a["pid"] == pid}
+    assert {k: a["n"] for k, a in totals.items()} == want, summary
+    # One thread, the main one, starts them all.
+    assert all(a["threads"] == {str(pid): a["n"]} and a["kind"] == "openmp"
+               for a in totals.values()), totals
+    acts = [r for r in recs if r["type"] == "activity" and r["pid"] == pid]
+    sums = {}
+    for a in acts:
+        assert a["n"] == sum(a["threads"].values()) and a["n"] > 0, a
+        sums[runtime_of(a["runtime"])] = sums.get(runtime_of(a["runtime"]), 0) + a["n"]
+    assert sums == want, acts
+    last = {}
+    for a in acts:
+        last[runtime_of(a["runtime"])] = a["total"]
+    assert last == want, acts
+    assert summary[0]["activity_uncounted"] == 0, summary
+
+
+def test_hot_first_region_of_each_runtime_carries_its_stack():
+    """--hot: each runtime's first region outside dlopen is an event, with the stack that ran it."""
+    pid, recs = record_hot_regions()
+    first = {runtime_of(r.get("runtime", "")): r for r in recs
+             if r["type"] == "omp_fork" and r["pid"] == pid}
+    assert set(first) == {"libgomp", "libomp"}, first
+    assert all(r["in_dlopen"] == 0 for r in first.values()), first
+    assert first["libgomp"]["entry"] == 1 and first["libomp"]["entry"] == 3, first
+    # GOMP_parallel called by main; __kmpc_fork_call by the clang-built llvm_region, by main.
+    assert re.match(r"GOMP_parallel\+0x0 \(libgomp.so.1\)", first["libgomp"]["stack"][0]), first
+    assert any(f.startswith("main+") for f in first["libgomp"]["stack"]), first
+    lib = first["libomp"]["stack"]
+    assert re.match(r"__kmpc_fork_call\+0x0 \(libomp.so.5\)", lib[0]), lib
+    assert lib[1].startswith("llvm_region+") and any(f.startswith("main+") for f in lib), lib
+    # No finding: a region outside dlopen is no hazard.
+    assert not [r for r in recs if r["type"] == "finding"], recs

@@ -225,6 +225,18 @@ static void test_graph_and_collision(void)
 		      "an unknown record is refused and counted");
 		json_decref(bad);
 	}
+	{
+		/* record --hot's counts per second: a known record, not a bad one. */
+		json_t *act =
+			json_loads("{\"type\":\"activity\",\"t\":7,\"pid\":10,\"runtime\":"
+				   "\"/lib/libgomp.so.1\",\"kind\":\"openmp\",\"n\":3,\"total\":3,"
+				   "\"threads\":{\"10\":3}}",
+				   0, NULL);
+
+		CHECK(act && model__apply(m, act) == 0 && m->bad_records == 1,
+		      "an activity record is accepted");
+		json_decref(act);
+	}
 	model__free(m);
 }
 
