@@ -635,5 +635,38 @@ def test_hot_first_region_of_each_runtime_carries_its_stack():
     lib = first["libomp"]["stack"]
     assert re.match(r"__kmpc_fork_call\+0x0 \(libomp.so.5\)", lib[0]), lib
     assert lib[1].startswith("llvm_region+") and any(f.startswith("main+") for f in lib), lib
-    # No finding: a region outside dlopen is no hazard.
-    assert not [r for r in recs if r["type"] == "finding"], recs
+    # A region outside dlopen is no hazard.
+    assert not [r for r in recs if r["type"] == "finding" and r["id"] == "loader-lock-hazard"], \
+        recs
+
+
+def test_hot_live_oversubscription_of_two_pools():
+    """--hot: libgomp's and libomp's pools busy in the same second on the one CPU allowed."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    env = dict(os.environ, OMP_WAIT_POLICY="passive", KMP_BLOCKTIME="0")
+    fx = subprocess.Popen(["taskset", "-c", "0", fixture_path("hot_regions"),
+                           fixture_path("libomp_regions.so"), "4"], env=env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert fx.stdout.readline().startswith("ready")
+        w = subprocess.Popen([dlscope_path(), "watch", "--hot", "-p", str(fx.pid)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = w.stderr.readline()
+        assert line.startswith("dlscope: watching"), line
+        fx.stdin.write("go\n")
+        fx.stdin.flush()
+        out, err = w.communicate(timeout=60)
+        assert w.returncode == 1, (out, err)
+    finally:
+        fx.kill()
+        fx.wait()
+    m = re.search(rf"{fx.pid}/{fx.pid} hot_regions FINDING warning oversubscription: process "
+                  rf"{fx.pid} \(hot_regions\) runs (\d+) threads in 2 thread pools at once on "
+                  r"the 1 CPU it may use", out)
+    assert m and int(m.group(1)) >= 2, out
+    assert re.search(r"- \S+libgomp.so.1: \d+ parallel regions in one second, [1-9]\d* pool "
+                     r"threads?", out) or re.search(r"- \S+libomp.so.5: \d+ parallel regions in "
+                                                    r"one second, [1-9]\d* pool threads?", out), out
+    assert "may use CPUs 0" in out, out
+    assert out.count("FINDING warning oversubscription") == 1, out

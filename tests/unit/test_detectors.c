@@ -230,6 +230,31 @@ static void test_live_parallel_region_inside_dlopen_has_batch_why_and_fix(void)
 	CHECK(detector__find("no-such-detector") == NULL, "an unknown id names no detector");
 }
 
+static void test_live_oversubscription_needs_two_busy_pools_past_the_cpus(void)
+{
+	struct live_pool p[2] = { { "/lib/libgomp.so.1", 900, 3 }, { "/lib/libomp.so.5", 300, 3 } };
+	struct live_pools lp = {
+		.pid = 7, .comm = "app", .p = p, .n = 2, .starters = 1, .ncpu = 8, .cpus_list = "0-7"
+	};
+	struct findings fs = { 0 };
+
+	oversubscription__live(&lp, &fs);
+	CHECK(fs.n == 0, "7 threads on 8 CPUs: no finding");
+	lp.ncpu = 4;
+	lp.cpus_list = "0-3";
+	p[1].regions = 0;
+	oversubscription__live(&lp, &fs);
+	CHECK(fs.n == 0, "one pool busy: no finding");
+	p[1].regions = 300;
+	oversubscription__live(&lp, &fs);
+	CHECK(fs.n == 1 && !strcmp(fs.f[0].id, "oversubscription") && fs.f[0].sev == SEV_WARNING &&
+		      strstr(fs.f[0].title, "process 7 (app) runs 7 threads in 2 thread pools at "
+					    "once on the 4 CPUs it may use") &&
+		      fs.f[0].why && fs.f[0].remedy,
+	      "two busy pools with 7 threads on 4 CPUs: oversubscription, with why and fix");
+	findings__free(&fs);
+}
+
 int main(void)
 {
 	test_graph_links_needed_objects_and_dlclose_marks_gone();
@@ -240,5 +265,6 @@ int main(void)
 	test_live_second_openmp_runtime_is_the_batch_finding_once();
 	test_live_blas_front_arriving_is_no_second_blas();
 	test_live_parallel_region_inside_dlopen_has_batch_why_and_fix();
+	test_live_oversubscription_needs_two_busy_pools_past_the_cpus();
 	return tap_done();
 }

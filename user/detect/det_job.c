@@ -382,3 +382,42 @@ void oversubscription__job(const struct job_ctx *ctx, struct findings *out)
 		"OPENBLAS_NUM_THREADS) = CPUs / ranks on the node, at least 1; or bind each rank to "
 		"CPUs of its own (mpirun --bind-to core, srun --cpu-bind=cores, taskset).");
 }
+
+/*
+ * Two pools busy in the same second, with more threads between them (their pool threads and the
+ * threads that start their regions) than the CPUs the process may use.
+ */
+void oversubscription__live(const struct live_pools *lp, struct findings *out)
+{
+	int total = lp->starters, busy = 0;
+	struct finding *f;
+
+	for (size_t i = 0; i < lp->n; i++) {
+		total += lp->p[i].pool_threads;
+		busy += lp->p[i].regions > 0;
+	}
+	if (busy < 2 || lp->ncpu <= 0 || total <= lp->ncpu)
+		return;
+	f = findings__add(out, "oversubscription", SEV_WARNING, lp->pid,
+			  "process %d (%s) runs %d threads in %d thread pools at once on the %d "
+			  "CPU%s it may use",
+			  lp->pid, lp->comm, total, busy, lp->ncpu, lp->ncpu == 1 ? "" : "s");
+	if (!f)
+		return;
+	for (size_t i = 0; i < lp->n; i++)
+		if (lp->p[i].regions)
+			finding__evidence(
+				f, "%s: %llu parallel regions in one second, %d pool thread%s",
+				lp->p[i].runtime, lp->p[i].regions, lp->p[i].pool_threads,
+				lp->p[i].pool_threads == 1 ? "" : "s");
+	finding__evidence(f, "%d thread%s started those regions; may use CPUs %s", lp->starters,
+			  lp->starters == 1 ? "" : "s", lp->cpus_list);
+	finding__explain(
+		f,
+		"Each runtime sizes its pool to the CPUs it sees, not knowing about the other: "
+		"running at the same time, their threads wait for a CPU inside parallel regions and "
+		"the spinning barriers of one pool burn the time of the other.",
+		"Use one runtime (one OpenMP, a BLAS built on it), or give each pool its share: "
+		"OMP_NUM_THREADS and OPENBLAS_NUM_THREADS (or threadpoolctl's limits) so that together "
+		"they fit the CPUs; OMP_WAIT_POLICY=passive stops idle pools from spinning.");
+}

@@ -161,6 +161,23 @@ void rank_objects__job(const struct job_ctx *ctx, struct findings *out);
 void rank_environment__job(const struct job_ctx *ctx, struct findings *out);
 void oversubscription__job(const struct job_ctx *ctx, struct findings *out);
 
+/* Live (watch --hot): the thread pools of one process that ran regions in the same second. */
+struct live_pool {
+	const char *runtime;	    /* the object */
+	unsigned long long regions; /* in that second */
+	int pool_threads;	    /* its pool's threads (besides those that start regions) */
+};
+struct live_pools {
+	pid_t pid;
+	const char *comm;
+	const struct live_pool *p;
+	size_t n;
+	int starters;	       /* the threads that started regions in them */
+	int ncpu;	       /* CPUs the process may use */
+	const char *cpus_list; /* "0-3" */
+};
+void oversubscription__live(const struct live_pools *lp, struct findings *out);
+
 /* Shared by detectors: "libgomp.so.1 (needed by two_omp)" / "(dlopen)" for evidence lines. */
 void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf, size_t len);
 
