@@ -592,7 +592,9 @@ int BPF_KPROBE(omp_fork_enter)
 	else if (bpf_map_update_elem(&activity, &k, &one, BPF_NOEXIST))
 		/* Another CPU cannot add this thread's key: only a full map fails. */
 		count_lost_as(DLW_LOST_ACTIVITY);
-	first = !bpf_map_update_elem(&first_region, &fk, &yes, BPF_NOEXIST);
+	/* A lookup first: most regions are not the first, and it takes no bucket lock. */
+	first = !bpf_map_lookup_elem(&first_region, &fk) &&
+		!bpf_map_update_elem(&first_region, &fk, &yes, BPF_NOEXIST);
 	if (!first && !dlopen_depth(tid))
 		return 0;
 	e = stack_reserve(DLW_OMP_FORK, &busy);
