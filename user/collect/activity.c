@@ -102,7 +102,8 @@ static struct counter *counter_of(struct activity_counts *a, const struct dlw_ac
 {
 	struct counter probe = { .k = *k }, *c;
 
-	c = bsearch(&probe, a->c, a->n, sizeof(*a->c), counter_cmp);
+	/* bsearch and qsort take no NULL array, even empty. */
+	c = a->n ? bsearch(&probe, a->c, a->n, sizeof(*a->c), counter_cmp) : NULL;
 	if (c)
 		return c;
 	if (a->n == a->cap) {
