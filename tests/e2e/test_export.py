@@ -142,3 +142,21 @@ def test_export_opens_in_chrome_devtools_trace_engine():
         assert thread["roots"] < thread["entries"], thread
     finally:
         os.unlink(trace)
+
+
+def test_export_draws_hot_activity_as_counters():
+    """record --hot's activity records become counter tracks whose samples add up to the
+    regions the fixture ran (1000 in libgomp, 300 in libomp)."""
+    from test_watch import record_hot_regions
+
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "hot.jsonl")
+        pid, _ = record_hot_regions(trace)
+        doc = json.loads(dlscope("export", "--perfetto", trace, check=0).stdout)
+    by_ph = check_format(doc)
+    sums = {}
+    for c in by_ph["C"]:
+        if c["pid"] == pid and c["name"].startswith("parallel regions/s "):
+            lib = "libgomp" if "libgomp" in c["name"] else "libomp"
+            sums[lib] = sums.get(lib, 0) + c["args"]["count"]
+    assert sums == {"libgomp": 1000, "libomp": 300}, sums

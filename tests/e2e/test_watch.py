@@ -567,13 +567,14 @@ def test_two_processes_by_name_and_one_under_load_lose_nothing_unsaid():
     assert sum(dlsym.values()) + summary["lost"] == 20000, (dlsym, summary)
 
 
-def record_hot_regions():
-    """record --hot of hot_regions (1000 libgomp regions, 300 libomp ones): the trace's records."""
+def record_hot_regions(keep=None):
+    """record --hot of hot_regions (1000 libgomp regions, 300 libomp ones): the trace's records
+    (the trace is written to @keep when given)."""
     if not is_root():
         raise Skip("BPF tests need root")
     fx = subprocess.Popen([fixture_path("hot_regions"), fixture_path("libomp_regions.so")],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+    with (open(keep, "w") if keep else tempfile.NamedTemporaryFile(suffix=".jsonl")) as f:
         try:
             assert fx.stdout.readline().startswith("ready"), "fixture did not start"
             w = subprocess.Popen([dlscope_path(), "record", "--hot", "-o", f.name, "-p",

@@ -288,6 +288,16 @@ static void emit_other(struct exporter *e, const json_t *rec, const char *type)
 			    json_pack("{s:O, s:O, s:O}", "path", json_object_get(rec, "path"),
 				      "roles", json_object_get(rec, "roles") ?: json_null(),
 				      "package", json_object_get(rec, "package") ?: json_null())));
+	} else if (!strcmp(type, "activity")) {
+		/* Runtime activity (--hot) as a counter track per process and runtime. */
+		const char *kind = json_string_value(json_object_get(rec, "kind"));
+
+		snprintf(name, sizeof(name), "%s %s",
+			 kind && !strcmp(kind, "blas") ? "BLAS dispatches/s" : "parallel regions/s",
+			 basename_of(json_string_value(json_object_get(rec, "runtime"))));
+		put(e, json_pack("{s:s, s:s, s:o, s:i, s:{s:I}}", "name", name, "ph", "C", "ts",
+				 ts_of(e, ev.t), "pid", ev.pid, "args", "count",
+				 json_integer_value(json_object_get(rec, "n"))));
 	} else {
 		e->st->skipped++;
 	}

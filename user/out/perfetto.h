@@ -3,7 +3,7 @@
  * A dlscope trace as Chrome trace-event JSON, the format ui.perfetto.dev and chrome://tracing
  * open: a track per process (named with its rank when it has one) and per thread; dlopen,
  * dlsym and futex waits as slices nested on their thread's track; loads, signals, findings and
- * process events as instants; parallel regions as counters.
+ * process events as instants; parallel regions and BLAS dispatches (--hot) as counters.
  */
 #ifndef DLSCOPE_PERFETTO_H
 #define DLSCOPE_PERFETTO_H
