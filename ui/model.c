@@ -24,6 +24,7 @@ static const char *const kind_ids[EV__COUNT] = {
 	[EV_FUTEX_WAIT] = "futex_wait",
 	[EV_LOADED] = "loaded",
 	[EV_FINDING] = "finding",
+	[EV_ACTIVITY] = "activity",
 };
 
 const char *ev_kind__id(enum ev_kind k)
@@ -526,6 +527,34 @@ static enum ev_kind ev_kind_of(enum event_kind k)
 _Static_assert(EV_FUTEX_WAIT - EV_DLOPEN == EVENT_FUTEX_WAIT - EVENT_DLOPEN,
 	       "ui/model.h's event kinds follow user/event.h's");
 
+/* An activity record as an event line, with the runtime as its object (the library filter). */
+static int apply_activity(struct model *m, const json_t *rec)
+{
+	const char *runtime = str_of(rec, "runtime"), *base, *kind = str_of(rec, "kind");
+	const json_t *threads = json_object_get(rec, "threads"), *n;
+	const char *tid;
+	char text[1024];
+	size_t len;
+
+	if (!runtime || !json_is_integer(json_object_get(rec, "n"))) {
+		m->bad_records++;
+		return -EINVAL;
+	}
+	base = strrchr(runtime, '/') ? strrchr(runtime, '/') + 1 : runtime;
+	len = (size_t)snprintf(text, sizeof(text), "activity %s: %lld %s (%lld so far), threads",
+			       base, (long long)int_of(rec, "n"),
+			       kind && !strcmp(kind, "blas") ? "BLAS dispatches" :
+							       "parallel regions",
+			       (long long)int_of(rec, "total"));
+	json_object_foreach ((json_t *)threads, tid, n)
+		if (len < sizeof(text))
+			len += (size_t)snprintf(text + len, sizeof(text) - len, " %s:%lld", tid,
+						(long long)json_integer_value(n));
+	model__add_event(m, EV_ACTIVITY, (uint64_t)int_of(rec, "t"), (pid_t)int_of(rec, "pid"), 0,
+			 NULL, text, runtime, NULL);
+	return 0;
+}
+
 int model__apply(struct model *m, const json_t *rec)
 {
 	const char *type = str_of(rec, "type");
@@ -548,9 +577,9 @@ int model__apply(struct model *m, const json_t *rec)
 	}
 	if (!strcmp(type, "loaded"))
 		return apply_loaded(m, rec) ? (m->bad_records++, -EINVAL) : 0;
-	/* --hot's counts per second: the summary's totals are what the TUI shows. */
+	/* --hot's counts per second, a line each: "libgomp.so.1: 248 parallel regions". */
 	if (!strcmp(type, "activity"))
-		return 0;
+		return apply_activity(m, rec);
 	if (!strcmp(type, "finding"))
 		return apply_finding(m, rec);
 	/* An event: decoded by the one decoder, its line by the one formatter. */

@@ -28,6 +28,7 @@ enum ev_kind {
 	EV_FUTEX_WAIT,
 	EV_LOADED,
 	EV_FINDING,
+	EV_ACTIVITY, /* --hot: a runtime's parallel regions or BLAS dispatches in the last second */
 	EV__COUNT,
 };
 

@@ -233,8 +233,17 @@ static void test_graph_and_collision(void)
 				   "\"threads\":{\"10\":3}}",
 				   0, NULL);
 
+		const struct m_event *e;
+
 		CHECK(act && model__apply(m, act) == 0 && m->bad_records == 1,
 		      "an activity record is accepted");
+		e = model__event(m, m->next_seq - 1);
+		CHECK(e && e->kind == EV_ACTIVITY && e->pid == 10 && e->lib &&
+			      !strcmp(e->lib, "/lib/libgomp.so.1") && e->text &&
+			      !strcmp(e->text,
+				      "activity libgomp.so.1: 3 parallel regions (3 so far), "
+				      "threads 10:3"),
+		      "and shown as an event line of its runtime");
 		json_decref(act);
 	}
 	model__free(m);
