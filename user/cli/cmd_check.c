@@ -490,6 +490,19 @@ static int finish(const struct findings *fs, const struct check_opts *o, json_t 
 }
 
 /* The cross-rank diff in words, from the job detectors' JSON. */
+/* A JSON array of ranks as "0-2,4". */
+static void ranks_text(const json_t *ranks, char *buf, size_t len)
+{
+	int r[1024];
+	size_t n = 0, k;
+	const json_t *v;
+
+	json_array_foreach (ranks, k, v)
+		if (n < 1024)
+			r[n++] = (int)json_integer_value(v);
+	job__format_ranks(r, n, buf, len);
+}
+
 static void print_job_diff(const json_t *diff, size_t n_ranks)
 {
 	const json_t *objs = json_object_get(diff, "objects"),
@@ -506,19 +519,9 @@ static void print_job_diff(const json_t *diff, size_t n_ranks)
 		const char *bid = json_string_value(json_object_get(x, "build_id"));
 		const char *ver = json_string_value(json_object_get(x, "version"));
 		char in[256], notin[256];
-		int r[1024];
-		size_t n = 0, k;
-		const json_t *v;
 
-		json_array_foreach (json_object_get(x, "ranks"), k, v)
-			if (n < 1024)
-				r[n++] = (int)json_integer_value(v);
-		job__format_ranks(r, n, in, sizeof(in));
-		n = 0;
-		json_array_foreach (json_object_get(x, "missing_in"), k, v)
-			if (n < 1024)
-				r[n++] = (int)json_integer_value(v);
-		job__format_ranks(r, n, notin, sizeof(notin));
+		ranks_text(json_object_get(x, "ranks"), in, sizeof(in));
+		ranks_text(json_object_get(x, "missing_in"), notin, sizeof(notin));
 		printf("    %s (version %s, build-id %.12s): in rank%s %s, not in rank%s %s\n",
 		       json_string_value(json_object_get(x, "path")), ver && *ver ? ver : "unknown",
 		       bid ? bid : "none", strpbrk(in, ",-") ? "s" : "", in,
@@ -534,16 +537,11 @@ static void print_job_diff(const json_t *diff, size_t n_ranks)
 		json_array_foreach (json_object_get(x, "values"), k, v) {
 			const char *val = json_string_value(json_object_get(v, "value"));
 			char rtext[256];
-			int r[1024];
-			size_t n = 0, m;
-			const json_t *rv;
 
-			json_array_foreach (json_object_get(v, "ranks"), m, rv)
-				if (n < 1024)
-					r[n++] = (int)json_integer_value(rv);
-			job__format_ranks(r, n, rtext, sizeof(rtext));
+			ranks_text(json_object_get(v, "ranks"), rtext, sizeof(rtext));
 			printf("%s %s%s%s in rank%s %s", k ? ";" : "", val ? "\"" : "",
-			       val ? val : "unset", val ? "\"" : "", n == 1 ? "" : "s", rtext);
+			       val ? val : "unset", val ? "\"" : "",
+			       json_array_size(json_object_get(v, "ranks")) == 1 ? "" : "s", rtext);
 		}
 		putchar('\n');
 	}
