@@ -41,25 +41,6 @@ static pid_t *scanned_tids(const struct threadscan *ts)
 	return tids;
 }
 
-/* The CPython interpreter among the objects: the executable first, as the loader orders them. */
-static void find_python(struct inspection *in)
-{
-	struct py_object_ref *refs = calloc(in->g->n ? in->g->n : 1, sizeof(*refs));
-	size_t n = 0;
-
-	in->py_err = -ENOMEM;
-	if (!refs)
-		return;
-	for (size_t i = 0; i < in->g->n; i++) {
-		const struct lg_object *o = in->g->objs[i];
-
-		if (!o->gone && o->elf)
-			refs[n++] = (struct py_object_ref){ o->path, o->elf, o->base };
-	}
-	in->py_err = py_interp__find(refs, n, &in->py, in->py_why, sizeof(in->py_why));
-	free(refs);
-}
-
 int inspection__read(struct inspection *in, unsigned int what, unsigned int max_frames, char *why,
 		     size_t whylen)
 {
@@ -82,7 +63,7 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 		return -ENOMEM;
 	}
 	in->ts_err = in->lw_err = in->stacks_err = -ENODATA;
-	find_python(in);
+	in->py_err = libgraph__find_python(in->g, &in->py, in->py_why, sizeof(in->py_why));
 	if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT | INSPECT_STACKS))
 		in->ts_err = threadscan__scan(t, in->am, &in->ts);
 	if (what & INSPECT_STACKS) {

@@ -686,19 +686,13 @@ static struct libgraph *graph_empty(struct watch *w, pid_t pid, const char *comm
  */
 static void find_python(struct watch *w, struct proc_state *ps)
 {
-	struct py_object_ref *refs;
 	struct dlw_pycfg cfg;
 	uint32_t key = (uint32_t)ps->pid;
 	char why[256];
 
-	if (ps->python || !ps->g || !ps->g->n || !(refs = calloc(ps->g->n, sizeof(*refs))))
+	if (ps->python || !ps->g || !ps->g->n)
 		return;
-	for (size_t i = 0; i < ps->g->n; i++)
-		refs[i] = (struct py_object_ref){ ps->g->objs[i]->path,
-						  ps->g->objs[i]->gone ? NULL : ps->g->objs[i]->elf,
-						  ps->g->objs[i]->base };
-	ps->python = !py_interp__find(refs, ps->g->n, &ps->py, why, sizeof(why));
-	free(refs);
+	ps->python = !libgraph__find_python(ps->g, &ps->py, why, sizeof(why));
 	if (ps->python && !ps->codes)
 		ps->codes = py_code_cache__new();
 	if (!ps->python || !w->skel)

@@ -14,6 +14,7 @@
 #include "permission.h"
 #include "pkgowner.h"
 #include "procmaps.h"
+#include "pystate.h"
 #include "target.h"
 
 /*
@@ -720,4 +721,23 @@ void libgraph__free(struct libgraph *g)
 	free(g->preload);
 	free(g->objs);
 	free(g);
+}
+
+int libgraph__find_python(const struct libgraph *g, struct py_interp *out, char *why, size_t whylen)
+{
+	struct py_object_ref *refs = calloc(g->n ? g->n : 1, sizeof(*refs));
+	size_t n = 0;
+	int err;
+
+	if (!refs)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (!o->gone && o->elf)
+			refs[n++] = (struct py_object_ref){ o->path, o->elf, o->base };
+	}
+	err = py_interp__find(refs, n, out, why, whylen);
+	free(refs);
+	return err;
 }

@@ -112,6 +112,14 @@ int libgraph__link(struct libgraph *g);
  */
 int libgraph__find_packages(struct libgraph *g, const struct target *t, struct pkg_cache *pc);
 
+struct py_interp;
+/*
+ * The CPython interpreter among @g's live objects, the executable first as the loader orders
+ * them (py_interp__find). 0; -ENOENT, not Python; -ENOTSUP with a reason in @why; -ENOMEM.
+ */
+int libgraph__find_python(const struct libgraph *g, struct py_interp *out, char *why,
+			  size_t whylen);
+
 /* The file name part of the path ("libgomp.so.1"). */
 const char *lg_object__basename(const struct lg_object *o);
 const struct obj_roles *lg_object__roles(const struct lg_object *o);

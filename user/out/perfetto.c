@@ -18,7 +18,7 @@
 #define ARGS_FRAMES 16
 
 struct slot {
-	uint64_t ts; /* start, ns */
+	uint64_t ts; /* its t: for a dlopen, when the call began */
 	off_t off;
 	size_t len;
 };
@@ -78,15 +78,6 @@ static uint64_t get_u64(const json_t *rec, const char *key)
 								 0;
 }
 
-/*
- * Where a record's event starts: its t (a dlopen's and an ended futex wait's t is when the call
- * began; they are written when it returns, after the calls made inside them).
- */
-static uint64_t start_of(const json_t *rec)
-{
-	return get_u64(rec, "t");
-}
-
 /* Pass 1: each record's start and place; the tracks' names. */
 static int index_records(struct exporter *e, char *why, size_t whylen)
 {
@@ -137,7 +128,8 @@ static int index_records(struct exporter *e, char *why, size_t whylen)
 				}
 			}
 			if (!err)
-				e->slots[e->n++] = (struct slot){ start_of(rec), off, (size_t)len };
+				e->slots[e->n++] =
+					(struct slot){ get_u64(rec, "t"), off, (size_t)len };
 		}
 		json_decref(rec);
 		off += len;

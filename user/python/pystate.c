@@ -25,10 +25,7 @@
 /* What one code object says about itself, read once per snapshot. */
 struct py_code {
 	uint64_t addr;
-	char *function, *file;
-	int firstlineno;
-	uint8_t *lines;
-	size_t n_lines;
+	struct py_code_info info;
 	bool bad; /* not a code object, or unreadable */
 };
 
@@ -416,11 +413,8 @@ static int strings_grow(struct py_strings *st)
 static const struct py_code *code_of(struct py_strings *st, const struct py_interp *pi, pid_t pid,
 				     uint64_t addr)
 {
-	const struct py_layout *l = pi->layout;
-	unsigned char buf[CODE_HEADER];
 	struct py_code *c;
 	size_t h;
-	int32_t first;
 
 	if (st->n * 2 >= st->cap && strings_grow(st))
 		return NULL;
@@ -430,18 +424,7 @@ static const struct py_code *code_of(struct py_strings *st, const struct py_inte
 	c = &st->codes[h];
 	c->addr = addr;
 	st->n++;
-	if (mem_read(pid, addr, buf, sizeof(buf)) ||
-	    (pi->code_type && word_at(buf, l->ob_type) != pi->code_type)) {
-		c->bad = true;
-		return c;
-	}
-	memcpy(&first, buf + l->co_firstlineno, sizeof(first));
-	c->firstlineno = first;
-	c->file = read_str(pid, l, word_at(buf, l->co_filename));
-	c->function =
-		read_str(pid, l, word_at(buf, l->co_qualname >= 0 ? l->co_qualname : l->co_name));
-	c->lines = read_bytes(pid, l, word_at(buf, l->co_linetable), &c->n_lines);
-	c->bad = !c->file || !c->function;
+	c->bad = py_code__read(pi, pid, addr, 0, &c->info) != 0;
 	return c;
 }
 
@@ -555,9 +538,10 @@ static int walk_frames(struct py_snapshot *s, pid_t pid, uint64_t frame, unsigne
 				offset = instr >= start ? (instr - start) / 2 : 0;
 			}
 			f.code = code;
-			f.function = c->function;
-			f.file = c->file;
-			f.line = py_line_of(l->lines, c->lines, c->n_lines, c->firstlineno, offset);
+			f.function = c->info.function;
+			f.file = c->info.file;
+			f.line = py_line_of(l->lines, c->info.lines, c->info.n_lines,
+					    c->info.firstlineno, offset);
 			f.eval_entry = l->frames == PY_FRAME_OBJECTS ||
 				       (l->fr_is_entry >= 0 && buf[l->fr_is_entry]);
 			if (push_frame(t, &cap, &f))
@@ -725,9 +709,7 @@ void py_snapshot__free(struct py_snapshot *s)
 	free(s->t);
 	if (s->strings) {
 		for (size_t i = 0; i < s->strings->cap; i++) {
-			free(s->strings->codes[i].function);
-			free(s->strings->codes[i].file);
-			free(s->strings->codes[i].lines);
+			py_code_info__clear(&s->strings->codes[i].info);
 		}
 		free(s->strings->codes);
 		free(s->strings);
