@@ -82,7 +82,7 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 		/* A hung process holds still: its GIL and locks read as well without a stop. */
 		if (!py && !in->py_err && !py_snapshot__read(&in->py, t->pid, 1, &in->py_live))
 			py = in->py_live;
-		in->lw_err = lockwait__analyze(t, in->g, in->am, in->ts, py, &in->lw);
+		in->lw_err = lockwait__analyze(t, in->g, in->am, in->ts, py, in->stacks, &in->lw);
 	}
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include "pystate.h"
 #include "target.h"
 #include "threadscan.h"
+#include "unwind.h"
 
 #define FUTEX_CMD_MASK 0x7f
 
@@ -192,6 +193,48 @@ static int gil_wait(const struct py_snapshot *py, const struct thread_info *ti,
 	}
 	snprintf(w->what, sizeof(w->what), "the GIL%s, held by thread %d", line, holder->tid);
 	return add_edge(r, ti->tid, holder->tid, WAIT_GIL, "the GIL (Python's global lock)");
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	return slash ? slash + 1 : path ? path : "";
+}
+
+/*
+ * Is thread @tid, as unwound in the stop, inside CPython's GIL acquisition? take_gil waits on
+ * the GIL's condition variable with a 5 ms timeout and loops, so a waiter is often caught
+ * running or between two waits, not in the futex: its stack says it all the same. Only frames
+ * of the C library and of the interpreter may lie inside the acquiring call.
+ */
+static bool in_gil_acquisition(const struct stacks *st, const struct py_snapshot *py, pid_t tid)
+{
+	/* PyGILState_Ensure goes through PyEval_RestoreThread, after allocating (not a wait). */
+	static const char *const takers[] = { "PyEval_RestoreThread", "PyEval_AcquireThread",
+					      "PyEval_AcquireLock" };
+	const struct thread_stack *ts = NULL;
+	const char *interp = base_name(py->interp->object);
+
+	for (size_t i = 0; st && i < st->n && !ts; i++)
+		if (st->t[i].tid == tid)
+			ts = &st->t[i];
+	for (size_t k = 0; ts && k < ts->n_frames && k < 16; k++) {
+		const struct stack_frame *f = &ts->frames[k];
+		const char *mod = base_name(f->module);
+
+		if (strcmp(mod, interp) && strncmp(mod, "libc.so", 7) &&
+		    strncmp(mod, "libpthread.so", 13))
+			return false;
+		if (!f->function || strcmp(mod, interp))
+			continue;
+		if (!strncmp(f->function, "take_gil", 8))
+			return true;
+		for (size_t j = 0; j < sizeof(takers) / sizeof(takers[0]); j++)
+			if (!strcmp(f->function, takers[j]))
+				return true;
+	}
+	return false;
 }
 
 /* Does @ti wait inside CPython's lock acquisition (threading.Lock/RLock.acquire)? */
@@ -639,7 +682,7 @@ static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 
 int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct addrmap *maps,
 		      const struct threadscan *ts, const struct py_snapshot *py,
-		      struct lockwait_report **out)
+		      const struct stacks *st, struct lockwait_report **out)
 {
 	struct lockwait_report *r = calloc(1, sizeof(*r));
 	int err = 0;
@@ -660,6 +703,10 @@ int lockwait__analyze(const struct target *t, const struct libgraph *g, const st
 
 		w->tid = ti->tid;
 		snprintf(w->comm, sizeof(w->comm), "%s", ti->comm);
+		if (py && py->gil && in_gil_acquisition(st, py, ti->tid)) {
+			err = gil_wait(py, ti, w, r);
+			continue;
+		}
 		if (ti->syscall == -2) {
 			w->kind = WAIT_RUNNING;
 			snprintf(w->what, sizeof(w->what), "running");

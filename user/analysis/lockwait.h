@@ -16,6 +16,7 @@ struct libgraph;
 struct threadscan;
 struct addrmap;
 struct py_snapshot;
+struct stacks;
 
 enum wait_kind {
 	WAIT_RUNNING,	  /* not blocked */
@@ -59,11 +60,13 @@ struct lockwait_report {
 /*
  * Build the graph from @ts (threads and the objects on their stacks), the process's mappings
  * tied to @g (@am, an inspection's) and the target's memory (mutex owners); with @py (its
- * Python threads, NULL when none), the waits for the GIL and for Python locks. 0 or -errno.
+ * Python threads, NULL when none), the waits for the GIL and for Python locks; with @st (the
+ * stacks unwound in the stop, or NULL), a GIL waiter caught between two of its timed waits.
+ * 0 or -errno.
  */
 int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct addrmap *am,
 		      const struct threadscan *ts, const struct py_snapshot *py,
-		      struct lockwait_report **out);
+		      const struct stacks *st, struct lockwait_report **out);
 void lockwait__free(struct lockwait_report *r);
 const char *wait_kind__id(enum wait_kind k);
 
