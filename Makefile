@@ -16,7 +16,7 @@ CORE_LAYERS := base arch elf proc pkg python model analysis detect out
 USER_LAYERS := $(CORE_LAYERS) collect cli
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 	  -I$(OUTPUT) $(addprefix -Iuser/,$(USER_LAYERS)) -Iui -Ibpf $(EXTRA_CFLAGS)
-CORE_LDLIBS := -ldw -lelf -lz -ljansson -lthread_db -lpthread -lstdc++
+CORE_LDLIBS := -ldw -lelf -lz -ljansson -lpthread -lstdc++
 LDLIBS += -lbpf -lncursesw $(CORE_LDLIBS)
 
 # libFuzzer builds (clang): the project's objects instrumented, each tests/fuzz/*.c a fuzzer.
@@ -107,8 +107,8 @@ $(COLLECT_LIB): $(COLLECT_OBJS)
 
 # Unit tests link the core alone, without libbpf or ncurses: a core file that reaches for either
 # fails to link here. The TUI model's test adds the TUI's objects; the collector's offline test
-# (raw records fed without BPF) the collector and libbpf. --as-needed: a test that pulls no
-# thread code does not take libthread_db, whose ps_* callbacks it would then lack.
+# (raw records fed without BPF) the collector and libbpf. --as-needed: each test records only
+# the libraries it uses.
 $(OUTPUT)/tests/test_ui_model: UNIT_LIBS := $(UI_LIB)
 $(OUTPUT)/tests/test_watch_offline: UNIT_LIBS := $(COLLECT_LIB)
 $(OUTPUT)/tests/test_watch_offline: UNIT_LDLIBS := -lbpf
