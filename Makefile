@@ -56,10 +56,12 @@ DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthre
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
 	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
 	    libtbb-dev libdnnl-dev libblas3 liblapack3
-DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD)
+# The man page is made from docs/dlscope.1.md by pandoc (`make install`).
+DEB_DOC := pandoc man-db
+DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_DOC)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
-	fuzz-smoke stress check-layers
+	fuzz-smoke stress check-layers static install
 # The sanitizer build stays in its own folder; only the plain build is copied to ./dlscope.
 ifeq ($(SAN),1)
 all: $(OUTPUT)/dlscope
@@ -76,6 +78,47 @@ dlscope: $(OUTPUT)/dlscope
 
 $(OUTPUT)/dlscope: $(USER_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# One file to copy onto a bare host: libbpf, libelf, libdw and its compressors, jansson, ncurses,
+# libstdc++ and glibc linked in statically, the BPF skeletons embedded as in ./dlscope. It reuses
+# the build's objects; main.c and account.c are compiled again with DLSCOPE_STATIC (no NSS
+# module, no dlopen: a shared object loaded into a static process brings the host's glibc). Its
+# own debug information is stripped; the symbol table stays (dlscope stacks on dlscope).
+STATIC_LDLIBS := -lbpf -lncursesw -ltinfo -ldw -lelf -lz -llzma -lbz2 -ljansson -lpthread -lstdc++
+STATIC_SRCS := user/cli/main.c user/base/account.c
+STATIC_OBJS := $(filter-out $(patsubst %.c,$(OUTPUT)/%.o,$(STATIC_SRCS)),$(USER_OBJS)) \
+	       $(patsubst %.c,$(OUTPUT)/static/%.o,$(STATIC_SRCS))
+
+static: dlscope-static
+
+dlscope-static: $(OUTPUT)/dlscope-static
+	@cp $< $@.tmp && mv -f $@.tmp $@
+
+$(OUTPUT)/static/%.o: %.c $(BPF_SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DDLSCOPE_STATIC -MMD -MP -c $< -o $@
+
+$(OUTPUT)/dlscope-static: $(STATIC_OBJS)
+	$(CC) $(LDFLAGS) -static -Wl,--wrap=dlopen -o $@.tmp $^ $(STATIC_LDLIBS)
+	strip --strip-debug $@.tmp && mv -f $@.tmp $@
+
+# `make install PREFIX=/usr/local DESTDIR=...`: the dynamic ./dlscope and its man page.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+INSTALL ?= install
+
+$(OUTPUT)/dlscope.1: docs/dlscope.1.md
+	@scripts/install-deps.sh pandoc
+	@mkdir -p $(dir $@)
+	pandoc --standalone --from markdown --to man \
+		-M title=DLSCOPE -M section=1 -M footer="dlscope $(shell sed -n 's/.*DLSCOPE_VERSION "\(.*\)"/\1/p' user/base/version.h)" \
+		-M header="User Commands" $< -o $@.tmp && mv -f $@.tmp $@
+
+install: dlscope $(OUTPUT)/dlscope.1
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 0755 dlscope $(DESTDIR)$(BINDIR)/dlscope
+	$(INSTALL) -m 0644 $(OUTPUT)/dlscope.1 $(DESTDIR)$(MANDIR)/man1/dlscope.1
 
 $(OUTPUT)/vmlinux.h:
 	@mkdir -p $(OUTPUT)
@@ -149,7 +192,7 @@ fixtures:
 unit: $(UNIT_BINS)
 
 test: deps
-	@$(MAKE) -s all unit fixtures check-layers
+	@$(MAKE) -s all static unit fixtures check-layers
 	@python3 tests/run_tests.py --build $(OUTPUT)
 
 # The whole suite against an ASan+UBSan build (build-san/).
@@ -186,6 +229,6 @@ format-check:
 	@clang-format --dry-run --Werror $(FORMAT_SRCS) && echo "format-check: $(words $(FORMAT_SRCS)) files as .clang-format says"
 
 clean:
-	rm -rf build build-san build-fuzz dlscope
+	rm -rf build build-san build-fuzz dlscope dlscope-static
 
--include $(USER_OBJS:.o=.d)
+-include $(USER_OBJS:.o=.d) $(patsubst %.c,$(OUTPUT)/static/%.d,$(STATIC_SRCS))

@@ -117,8 +117,7 @@ int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t 
 	    read_desc(t, s.addr[SYM_PTHREAD_TID], 32, &tid_off) ||
 	    read_desc(t, s.addr[SYM_LIST_NEXT], 64, &next_off))
 		return -ENOTSUP;
-	if (s.addr[SYM_RTLD_GLOBAL] &&
-	    !read_desc(t, s.addr[SYM_STACK_USER_DESC], 128, &user_off) &&
+	if (s.addr[SYM_RTLD_GLOBAL] && !read_desc(t, s.addr[SYM_STACK_USER_DESC], 128, &user_off) &&
 	    !read_desc(t, s.addr[SYM_STACK_USED_DESC], 128, &used_off)) {
 		heads[0] = s.addr[SYM_RTLD_GLOBAL] + user_off;
 		heads[1] = s.addr[SYM_RTLD_GLOBAL] + used_off;
@@ -131,8 +130,8 @@ int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t 
 	/* Threads made by pthread_create with a user stack, and the main thread, are in the
 	 * first; the others in the second. */
 	for (int i = 0; i < 2; i++) {
-		uint64_t pd = heads[i] ? find_in_list(t, heads[i], next_off, list_off, tid_off, tid) :
-					 0;
+		uint64_t pd =
+			heads[i] ? find_in_list(t, heads[i], next_off, list_off, tid_off, tid) : 0;
 
 		if (pd) {
 			/* x86-64 keeps the descriptor at the thread pointer (TLS_TCB_AT_TP). */
