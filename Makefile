@@ -108,12 +108,15 @@ BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 INSTALL ?= install
 
-$(OUTPUT)/dlscope.1: docs/dlscope.1.md
-	@scripts/install-deps.sh pandoc
+# The page's "# dlscope(1)" is its title, its "##" headings the man sections. --columns: no
+# table gets fixed widths, which tbl cannot fit in an 80-column terminal.
+DLSCOPE_VERSION := $(shell sed -n 's/.*DLSCOPE_VERSION "\(.*\)"/\1/p' user/base/version.h)
+$(OUTPUT)/dlscope.1: docs/dlscope.1.md user/base/version.h
+	@scripts/install-deps.sh $(DEB_DOC)
 	@mkdir -p $(dir $@)
-	pandoc --standalone --from markdown --to man \
-		-M title=DLSCOPE -M section=1 -M footer="dlscope $(shell sed -n 's/.*DLSCOPE_VERSION "\(.*\)"/\1/p' user/base/version.h)" \
-		-M header="User Commands" $< -o $@.tmp && mv -f $@.tmp $@
+	pandoc --standalone --from markdown --to man --shift-heading-level-by=-1 --columns=1000 \
+		-M title=dlscope -M section=1 -M header="User Commands" \
+		-M footer="dlscope $(DLSCOPE_VERSION)" $< -o $@.tmp && mv -f $@.tmp $@
 
 install: dlscope $(OUTPUT)/dlscope.1
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1

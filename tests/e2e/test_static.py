@@ -115,3 +115,30 @@ def test_static_binary_in_an_empty_chroot():
             p = bare.run("watch", "--duration", "1.5", "-p", fx.pid)
             assert re.search(r'churn dlopen\("' + re.escape(lib) + r'", 0x[0-9a-f]+\) = 0x[1-9a-f]',
                              p.stdout), p.stdout[:2000] + p.stderr
+
+
+def test_make_install_with_prefix_and_destdir():
+    static_binary()  # the plain build only: make install copies ./dlscope
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix, stage = os.path.join(tmp, "prefix"), os.path.join(tmp, "stage")
+        for args in ([f"PREFIX={prefix}"], ["PREFIX=/usr/local", f"DESTDIR={stage}"]):
+            p = subprocess.run(["make", "-s", "-C", harness.ROOT, "install", *args],
+                               capture_output=True, text=True, timeout=300)
+            assert p.returncode == 0, p.stdout + p.stderr
+        for root in (prefix, os.path.join(stage, "usr/local")):
+            exe = os.path.join(root, "bin/dlscope")
+            page = os.path.join(root, "share/man/man1/dlscope.1")
+            assert os.stat(exe).st_mode & 0o777 == 0o755 and os.stat(page).st_mode & 0o777 == 0o644
+            v = subprocess.run([exe, "--version"], capture_output=True, text=True)
+            assert re.fullmatch(r"dlscope \d+\.\d+\.\d+\n", v.stdout), v.stdout
+            for width in ("80", "120"):
+                m = subprocess.run(["man", "--warnings", "-l", page], capture_output=True,
+                                   text=True, env=dict(os.environ, MANWIDTH=width, MANPAGER="cat",
+                                                       PAGER="cat"))
+                assert m.returncode == 0 and not m.stderr, m.stderr
+                out = m.stdout
+                assert out.startswith("dlscope(1)") and v.stdout.split()[1] in out.splitlines()[-1]
+                for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "EXIT STATUS"):
+                    assert f"\n{section}\n" in out, (section, out[:3000])
+                # Justified text: compared with its spaces collapsed.
+                assert "dlscope - inspect the native libraries" in " ".join(out.split()), out[:500]
