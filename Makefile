@@ -46,8 +46,9 @@ COLLECT_LIB := $(OUTPUT)/libdlscope-collect.a
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
+# liblzma-dev, libbz2-dev: the static archives of libdw's compressors (make static).
 DEB_BUILD := make clang clang-format llvm gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
-	     libjansson-dev libncurses-dev pkg-config
+	     liblzma-dev libbz2-dev libjansson-dev libncurses-dev pkg-config
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
 	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg
