@@ -118,7 +118,8 @@ def test_static_binary_in_an_empty_chroot():
 
 
 def test_make_install_with_prefix_and_destdir():
-    static_binary()  # the plain build only: make install copies ./dlscope
+    if not harness.BUILD.endswith("/build"):
+        raise Skip("make install copies ./dlscope, the plain build (build/)")
     with tempfile.TemporaryDirectory() as tmp:
         prefix, stage = os.path.join(tmp, "prefix"), os.path.join(tmp, "stage")
         for args in ([f"PREFIX={prefix}"], ["PREFIX=/usr/local", f"DESTDIR={stage}"]):
