@@ -16,7 +16,7 @@ CORE_LAYERS := base arch elf proc pkg python model analysis detect out
 USER_LAYERS := $(CORE_LAYERS) collect cli
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 	  -I$(OUTPUT) $(addprefix -Iuser/,$(USER_LAYERS)) -Iui -Ibpf $(EXTRA_CFLAGS)
-CORE_LDLIBS := -ldw -lelf -lz -ljansson -lthread_db -lpthread -lstdc++
+CORE_LDLIBS := -ldw -lelf -lz -ljansson -lpthread -lstdc++
 LDLIBS += -lbpf -lncursesw $(CORE_LDLIBS)
 
 # libFuzzer builds (clang): the project's objects instrumented, each tests/fuzz/*.c a fuzzer.
@@ -46,8 +46,9 @@ COLLECT_LIB := $(OUTPUT)/libdlscope-collect.a
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 
+# liblzma-dev, libbz2-dev: the static archives of libdw's compressors (make static).
 DEB_BUILD := make clang clang-format llvm gcc bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
-	     libjansson-dev libncurses-dev pkg-config
+	     liblzma-dev libbz2-dev libjansson-dev libncurses-dev pkg-config
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
 	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg
@@ -56,10 +57,12 @@ DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthre
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
 	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
 	    libtbb-dev libdnnl-dev libblas3 liblapack3
-DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD)
+# The man page is made from docs/dlscope.1.md by pandoc (`make install`).
+DEB_DOC := pandoc man-db
+DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_DOC)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
-	fuzz-smoke stress check-layers
+	fuzz-smoke stress check-layers static install
 # The sanitizer build stays in its own folder; only the plain build is copied to ./dlscope.
 ifeq ($(SAN),1)
 all: $(OUTPUT)/dlscope
@@ -76,6 +79,50 @@ dlscope: $(OUTPUT)/dlscope
 
 $(OUTPUT)/dlscope: $(USER_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# One file to copy onto a bare host: libbpf, libelf, libdw and its compressors, jansson, ncurses,
+# libstdc++ and glibc linked in statically, the BPF skeletons embedded as in ./dlscope. It reuses
+# the build's objects; main.c and account.c are compiled again with DLSCOPE_STATIC (no NSS
+# module, no dlopen: a shared object loaded into a static process brings the host's glibc). Its
+# own debug information is stripped; the symbol table stays (dlscope stacks on dlscope).
+STATIC_LDLIBS := -lbpf -lncursesw -ltinfo -ldw -lelf -lz -llzma -lbz2 -ljansson -lpthread -lstdc++
+STATIC_SRCS := user/cli/main.c user/base/account.c
+STATIC_OBJS := $(filter-out $(patsubst %.c,$(OUTPUT)/%.o,$(STATIC_SRCS)),$(USER_OBJS)) \
+	       $(patsubst %.c,$(OUTPUT)/static/%.o,$(STATIC_SRCS))
+
+static: dlscope-static
+
+dlscope-static: $(OUTPUT)/dlscope-static
+	@cp $< $@.tmp && mv -f $@.tmp $@
+
+$(OUTPUT)/static/%.o: %.c $(BPF_SKELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DDLSCOPE_STATIC -MMD -MP -c $< -o $@
+
+$(OUTPUT)/dlscope-static: $(STATIC_OBJS)
+	$(CC) $(LDFLAGS) -static -Wl,--wrap=dlopen -o $@.tmp $^ $(STATIC_LDLIBS)
+	strip --strip-debug $@.tmp && mv -f $@.tmp $@
+
+# `make install PREFIX=/usr/local DESTDIR=...`: the dynamic ./dlscope and its man page.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+INSTALL ?= install
+
+# The page's "# dlscope(1)" is its title, its "##" headings the man sections. --columns: no
+# table gets fixed widths, which tbl cannot fit in an 80-column terminal.
+DLSCOPE_VERSION := $(shell sed -n 's/.*DLSCOPE_VERSION "\(.*\)"/\1/p' user/base/version.h)
+$(OUTPUT)/dlscope.1: docs/dlscope.1.md user/base/version.h
+	@scripts/install-deps.sh $(DEB_DOC)
+	@mkdir -p $(dir $@)
+	pandoc --standalone --from markdown --to man --shift-heading-level-by=-1 --columns=1000 \
+		-M title=dlscope -M section=1 -M header="User Commands" \
+		-M footer="dlscope $(DLSCOPE_VERSION)" $< -o $@.tmp && mv -f $@.tmp $@
+
+install: dlscope $(OUTPUT)/dlscope.1
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 0755 dlscope $(DESTDIR)$(BINDIR)/dlscope
+	$(INSTALL) -m 0644 $(OUTPUT)/dlscope.1 $(DESTDIR)$(MANDIR)/man1/dlscope.1
 
 $(OUTPUT)/vmlinux.h:
 	@mkdir -p $(OUTPUT)
@@ -107,8 +154,8 @@ $(COLLECT_LIB): $(COLLECT_OBJS)
 
 # Unit tests link the core alone, without libbpf or ncurses: a core file that reaches for either
 # fails to link here. The TUI model's test adds the TUI's objects; the collector's offline test
-# (raw records fed without BPF) the collector and libbpf. --as-needed: a test that pulls no
-# thread code does not take libthread_db, whose ps_* callbacks it would then lack.
+# (raw records fed without BPF) the collector and libbpf. --as-needed: each test records only
+# the libraries it uses.
 $(OUTPUT)/tests/test_ui_model: UNIT_LIBS := $(UI_LIB)
 $(OUTPUT)/tests/test_watch_offline: UNIT_LIBS := $(COLLECT_LIB)
 $(OUTPUT)/tests/test_watch_offline: UNIT_LDLIBS := -lbpf
@@ -149,7 +196,7 @@ fixtures:
 unit: $(UNIT_BINS)
 
 test: deps
-	@$(MAKE) -s all unit fixtures check-layers
+	@$(MAKE) -s all static unit fixtures check-layers
 	@python3 tests/run_tests.py --build $(OUTPUT)
 
 # The whole suite against an ASan+UBSan build (build-san/).
@@ -186,6 +233,6 @@ format-check:
 	@clang-format --dry-run --Werror $(FORMAT_SRCS) && echo "format-check: $(words $(FORMAT_SRCS)) files as .clang-format says"
 
 clean:
-	rm -rf build build-san build-fuzz dlscope
+	rm -rf build build-san build-fuzz dlscope dlscope-static
 
--include $(USER_OBJS:.o=.d)
+-include $(USER_OBJS:.o=.d) $(patsubst %.c,$(OUTPUT)/static/%.d,$(STATIC_SRCS))

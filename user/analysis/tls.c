@@ -1,150 +1,145 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <proc_service.h>
 #include <string.h>
-#include <thread_db.h>
 
 #include "elfobj.h"
 #include "libgraph.h"
 #include "target.h"
 #include "tls.h"
 
-/* The process handle libthread_db hands back to the callbacks below. */
-struct ps_prochandle {
-	const struct target *t;
-	const struct libgraph *g;
+/*
+ * What libthread_db reads, read here directly: glibc describes the fields of its own structures
+ * to thread_db in read-only arrays named _thread_db_<struct>_<field>, each three uint32_t (size
+ * in bits, element count, byte offset; nptl_db's db_desc_t). From glibc 2.33 the thread lists
+ * are the list_t heads _dl_stack_user and _dl_stack_used inside the loader's _rtld_global; before
+ * that they were libpthread's own __stack_user and stack_used. Reading them needs no
+ * libthread_db of the target's glibc version, and so no libthread_db at all.
+ */
+enum tls_sym {
+	SYM_PTHREAD_LIST, /* struct pthread's list_t */
+	SYM_PTHREAD_TID,
+	SYM_LIST_NEXT,
+	SYM_STACK_USER_DESC, /* offsets of the heads in _rtld_global (2.33 and later) */
+	SYM_STACK_USED_DESC,
+	SYM_RTLD_GLOBAL,
+	SYM_OLD_STACK_USER, /* the heads themselves (before 2.33, in libpthread) */
+	SYM_OLD_STACK_USED,
+	SYM__COUNT,
 };
 
-struct sym_find {
-	const char *name;
-	uint64_t value;
-	bool found;
+static const char *const sym_names[SYM__COUNT] = {
+	[SYM_PTHREAD_LIST] = "_thread_db_pthread_list",
+	[SYM_PTHREAD_TID] = "_thread_db_pthread_tid",
+	[SYM_LIST_NEXT] = "_thread_db_list_t_next",
+	[SYM_STACK_USER_DESC] = "_thread_db_rtld_global__dl_stack_user",
+	[SYM_STACK_USED_DESC] = "_thread_db_rtld_global__dl_stack_used",
+	[SYM_RTLD_GLOBAL] = "_rtld_global",
+	[SYM_OLD_STACK_USER] = "__stack_user",
+	[SYM_OLD_STACK_USED] = "stack_used",
+};
+
+struct sym_scan {
+	uint64_t base;
+	uint64_t addr[SYM__COUNT]; /* 0: not found */
 };
 
 static int match_symbol(const char *name, const GElf_Sym *sym, void *ctx)
 {
-	struct sym_find *s = ctx;
+	struct sym_scan *s = ctx;
 
-	if (strcmp(name, s->name))
-		return 0;
-	s->value = sym->st_value;
-	s->found = true;
-	return 1;
+	for (int i = 0; i < SYM__COUNT; i++)
+		if (!s->addr[i] && !strcmp(name, sym_names[i]))
+			s->addr[i] = s->base + sym->st_value;
+	return 0;
 }
 
-/*
- * libthread_db asks for glibc's descriptors of its own structures (_thread_db_*, nptl_version,
- * _rtld_global): they live in libc and ld.so, so only those are searched.
- */
-ps_err_e ps_pglobal_lookup(struct ps_prochandle *ph, const char *obj, const char *name,
-			   psaddr_t *addr)
+/* glibc's thread code is in libc (2.34 and later) or libpthread, its lists in the loader. */
+static bool holds_thread_symbols(const struct lg_object *o)
 {
-	const struct libgraph *g = ph->g;
+	const struct obj_roles *r = lg_object__roles(o);
+	const char *base = strrchr(o->path, '/');
 
-	(void)obj;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
-		const struct obj_roles *r = lg_object__roles(o);
-		struct sym_find s = { .name = name };
+	base = base ? base + 1 : o->path;
+	return obj_roles__find(r, ROLE_LIBC) || obj_roles__find(r, ROLE_LOADER) ||
+	       !strncmp(base, "libpthread.so", 13);
+}
 
-		if (o->gone || !o->elf || o->ns ||
-		    (!obj_roles__find(r, ROLE_LIBC) && !obj_roles__find(r, ROLE_LOADER)))
-			continue;
-		elfobj__foreach_defined(o->elf, ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, match_symbol, &s);
-		if (s.found) {
-			*addr = (psaddr_t)(uintptr_t)(o->base + s.value);
-			return PS_OK;
-		}
+/* The byte offset a descriptor gives, when it describes a field of @bits bits. */
+static int read_desc(const struct target *t, uint64_t addr, uint32_t bits, uint32_t *offset)
+{
+	uint32_t d[3];
+
+	if (!addr || target__read(t, addr, d, sizeof(d)) || d[0] != bits || d[1] != 1)
+		return -1;
+	*offset = d[2];
+	return 0;
+}
+
+/* The thread lists hold every thread; more than this many links is a corrupt or moving list. */
+#define MAX_THREADS (1u << 20)
+
+/* The descriptor of thread @tid in the list at @head, or 0. */
+static uint64_t find_in_list(const struct target *t, uint64_t head, uint32_t next_off,
+			     uint32_t list_off, uint32_t tid_off, pid_t tid)
+{
+	uint64_t p;
+	int32_t v;
+
+	if (target__read(t, head + next_off, &p, sizeof(p)))
+		return 0;
+	for (unsigned int n = 0; p && p != head && n < MAX_THREADS; n++) {
+		uint64_t pd = p - list_off;
+
+		if (!target__read(t, pd + tid_off, &v, sizeof(v)) && v == tid)
+			return pd;
+		if (target__read(t, p + next_off, &p, sizeof(p)))
+			return 0;
 	}
-	return PS_NOSYM;
-}
-
-ps_err_e ps_pdread(struct ps_prochandle *ph, psaddr_t addr, void *buf, size_t len)
-{
-	return target__read(ph->t, (uint64_t)(uintptr_t)addr, buf, len) ? PS_ERR : PS_OK;
-}
-
-/* dlscope never writes to the process it inspects, and never stops it here. */
-ps_err_e ps_pdwrite(struct ps_prochandle *ph, psaddr_t addr, const void *buf, size_t len)
-{
-	(void)ph, (void)addr, (void)buf, (void)len;
-	return PS_ERR;
-}
-
-ps_err_e ps_lgetregs(struct ps_prochandle *ph, lwpid_t lwp, prgregset_t regs)
-{
-	(void)ph, (void)lwp, (void)regs;
-	return PS_ERR;
-}
-
-ps_err_e ps_lsetregs(struct ps_prochandle *ph, lwpid_t lwp, const prgregset_t regs)
-{
-	(void)ph, (void)lwp, (void)regs;
-	return PS_ERR;
-}
-
-ps_err_e ps_lgetfpregs(struct ps_prochandle *ph, lwpid_t lwp, prfpregset_t *regs)
-{
-	(void)ph, (void)lwp, (void)regs;
-	return PS_ERR;
-}
-
-ps_err_e ps_lsetfpregs(struct ps_prochandle *ph, lwpid_t lwp, const prfpregset_t *regs)
-{
-	(void)ph, (void)lwp, (void)regs;
-	return PS_ERR;
-}
-
-ps_err_e ps_get_thread_area(struct ps_prochandle *ph, lwpid_t lwp, int idx, psaddr_t *addr)
-{
-	(void)ph, (void)lwp, (void)idx, (void)addr;
-	return PS_ERR;
-}
-
-pid_t ps_getpid(struct ps_prochandle *ph)
-{
-	return ph->t->pid;
-}
-
-struct thread_find {
-	pid_t tid;
-	uint64_t tp;
-	bool found;
-};
-
-static int match_thread(const td_thrhandle_t *th, void *ctx)
-{
-	struct thread_find *f = ctx;
-	td_thrinfo_t info;
-
-	if (td_thr_get_info(th, &info) != TD_OK || info.ti_lid != f->tid)
-		return 0;
-	f->tp = (uint64_t)(uintptr_t)th->th_unique;
-	f->found = true;
-	return 1;
+	return 0;
 }
 
 int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t tid, uint64_t *tp)
 {
 #if defined(__x86_64__)
-	struct ps_prochandle ph = { .t = t, .g = g };
-	struct thread_find f = { .tid = tid };
-	td_thragent_t *ta = NULL;
-	static bool ready;
+	struct sym_scan s = { 0 };
+	uint32_t list_off, tid_off, next_off, user_off, used_off;
+	uint64_t heads[2] = { 0 };
 
-	if (!ready && td_init() != TD_OK)
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (o->gone || !o->elf || o->ns || !holds_thread_symbols(o))
+			continue;
+		s.base = o->base;
+		elfobj__foreach_defined(o->elf, ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, match_symbol, &s);
+	}
+	if (read_desc(t, s.addr[SYM_PTHREAD_LIST], 128, &list_off) ||
+	    read_desc(t, s.addr[SYM_PTHREAD_TID], 32, &tid_off) ||
+	    read_desc(t, s.addr[SYM_LIST_NEXT], 64, &next_off))
 		return -ENOTSUP;
-	ready = true;
-	if (td_ta_new(&ph, &ta) != TD_OK)
+	if (s.addr[SYM_RTLD_GLOBAL] && !read_desc(t, s.addr[SYM_STACK_USER_DESC], 128, &user_off) &&
+	    !read_desc(t, s.addr[SYM_STACK_USED_DESC], 128, &used_off)) {
+		heads[0] = s.addr[SYM_RTLD_GLOBAL] + user_off;
+		heads[1] = s.addr[SYM_RTLD_GLOBAL] + used_off;
+	} else if (s.addr[SYM_OLD_STACK_USER]) {
+		heads[0] = s.addr[SYM_OLD_STACK_USER];
+		heads[1] = s.addr[SYM_OLD_STACK_USED];
+	} else {
 		return -ENOTSUP;
-	td_ta_thr_iter(ta, match_thread, &f, TD_THR_ANY_STATE, TD_THR_LOWEST_PRIORITY,
-		       TD_SIGNO_MASK, TD_THR_ANY_USER_FLAGS);
-	td_ta_delete(ta);
-	if (!f.found)
-		return -ESRCH;
-	/* x86-64 keeps the thread descriptor at the thread pointer (TLS_TCB_AT_TP). */
-	*tp = f.tp;
-	return 0;
+	}
+	/* Threads made by pthread_create with a user stack, and the main thread, are in the
+	 * first; the others in the second. */
+	for (int i = 0; i < 2; i++) {
+		uint64_t pd =
+			heads[i] ? find_in_list(t, heads[i], next_off, list_off, tid_off, tid) : 0;
+
+		if (pd) {
+			/* x86-64 keeps the descriptor at the thread pointer (TLS_TCB_AT_TP). */
+			*tp = pd;
+			return 0;
+		}
+	}
+	return -ESRCH;
 #else
 	(void)t, (void)g, (void)tid, (void)tp;
 	return -ENOTSUP;

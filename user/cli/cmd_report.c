@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <gnu/libc-version.h>
 #include <jansson.h>
-#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "account.h"
 #include "commands.h"
 #include "event.h"
 #include "output.h"
@@ -336,28 +336,30 @@ static char *joined_command(int argc, char **argv)
 	return s;
 }
 
+/* Adds @name (owned) to @users unless it is root or there is no room. */
+static void add_user(char **users, size_t *nu, size_t maxu, char *name)
+{
+	if (name && strcmp(name, "root") && *nu < maxu - 1)
+		users[(*nu)++] = name;
+	else
+		free(name);
+}
+
 /* Names --redact hides: this user, the sudo caller, the target's owner, every /home/NAME. */
 static void redact_names(pid_t pid, const char *trace_host, char **users, size_t maxu, char **hosts,
 			 size_t maxh)
 {
-	struct passwd *pw = getpwuid(getuid());
 	char host[256] = "", path[64], text[4096], *p;
 	size_t nu = 0, nh = 0;
 	struct dirent *de;
 	DIR *d;
 
-	if (pw && strcmp(pw->pw_name, "root") && nu < maxu - 1)
-		users[nu++] = strdup(pw->pw_name);
+	add_user(users, &nu, maxu, account__name(getuid()));
 	if (getenv("SUDO_USER") && nu < maxu - 1)
 		users[nu++] = strdup(getenv("SUDO_USER"));
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	if (pid > 0 && proc__read_small(path, text, sizeof(text)) > 0 &&
-	    (p = strstr(text, "Uid:"))) {
-		struct passwd *o = getpwuid((uid_t)strtoul(p + 4, NULL, 10));
-
-		if (o && strcmp(o->pw_name, "root") && nu < maxu - 1)
-			users[nu++] = strdup(o->pw_name);
-	}
+	if (pid > 0 && proc__read_small(path, text, sizeof(text)) > 0 && (p = strstr(text, "Uid:")))
+		add_user(users, &nu, maxu, account__name((uid_t)strtoul(p + 4, NULL, 10)));
 	if ((d = opendir("/home"))) {
 		while ((de = readdir(d)) && nu < maxu - 1)
 			if (de->d_name[0] != '.')

@@ -19,6 +19,23 @@ static const struct command commands[] = {
 	{ "export", cmd_export, "a recorded trace as Chrome trace-event JSON, for Perfetto" },
 };
 
+#ifdef DLSCOPE_STATIC
+#define BUILD_KIND " (static)"
+/*
+ * dlscope-static loads no shared object: one loaded into a static process brings a second glibc,
+ * the host's, beside the one linked in. libdw's dlopen of libdebuginfod (linked with
+ * --wrap=dlopen) fails here as when the library is not installed: no debuginfod lookups.
+ */
+void *__wrap_dlopen(const char *file, int mode);
+void *__wrap_dlopen(const char *file, int mode)
+{
+	(void)file, (void)mode;
+	return NULL;
+}
+#else
+#define BUILD_KIND ""
+#endif
+
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: dlscope COMMAND [OPTIONS] ...\n\nCommands:\n");
@@ -40,7 +57,7 @@ int main(int argc, char **argv)
 		return DLS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
-		printf("dlscope %s\n", DLSCOPE_VERSION);
+		printf("dlscope %s%s\n", DLSCOPE_VERSION, BUILD_KIND);
 		return DLS_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "account.h"
 #include "permission.h"
 #include "procfs.h"
 
@@ -113,12 +113,13 @@ int permission__facts(pid_t pid, struct permission_facts *f)
 
 static const char *user_name(uid_t uid, char *buf, size_t len)
 {
-	struct passwd *pw = getpwuid(uid);
+	char *name = account__name(uid);
 
-	if (pw)
-		snprintf(buf, len, "%s (uid %u)", pw->pw_name, (unsigned)uid);
+	if (name)
+		snprintf(buf, len, "%s (uid %u)", name, (unsigned)uid);
 	else
 		snprintf(buf, len, "uid %u", (unsigned)uid);
+	free(name);
 	return buf;
 }
 
