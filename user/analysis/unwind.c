@@ -21,7 +21,9 @@
 #include "arch.h"
 #include "debuginfo_cache.h"
 #include "demangle.h"
+#include "framecache.h"
 #include "permission.h"
+#include "phase.h"
 #include "procfs.h"
 #include "procmaps.h"
 #include "target.h"
@@ -697,7 +699,59 @@ static int copy_frame(struct stack_frame *dst, const struct stack_frame *src)
 		       0;
 }
 
-static int symbolize(Dwfl *dwfl, struct pc_memo *memo, struct thread_stack *ts)
+/*
+ * One pc (@one holds its raw frame) named from the frame cache when the object's build-id has it
+ * there, else from DWARF and then kept in the cache.
+ */
+static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_stack *one)
+{
+	const struct stack_frame raw = one->frames[0];
+	Dwarf_Addr lookup = raw.activation ? raw.pc : raw.pc - 1, low = 0, bias;
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, lookup);
+	const struct stack_frame *hit;
+	const unsigned char *bid = NULL;
+	const char *modname = NULL;
+	GElf_Addr vaddr;
+	size_t n = 0;
+	int bidlen = 0, err;
+
+	if (mod) {
+		dwfl_module_info(mod, NULL, &low, NULL, NULL, NULL, &modname, NULL);
+		bidlen = dwfl_module_build_id(mod, &bid, &vaddr);
+	}
+	hit = bidlen > 0 ? framecache__get(fc, bid, bidlen, raw.pc - low, raw.activation, &n) :
+			   NULL;
+	if (!hit) {
+		err = symbolize_frames(dwfl, one);
+		/* Names from DWARF only: a module without can gain it (a debug package). */
+		if (!err && bidlen > 0 && dwfl_module_getdwarf(mod, &bias))
+			err = framecache__put(fc, bid, bidlen, raw.pc - low, raw.activation,
+					      one->frames, one->n_frames);
+		return err;
+	}
+	free(one->frames);
+	one->n_frames = 0;
+	one->frames = calloc(n, sizeof(*one->frames));
+	if (!one->frames)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		struct stack_frame *f = &one->frames[one->n_frames++];
+
+		*f = hit[k];
+		f->pc = raw.pc;
+		f->activation = raw.activation;
+		f->function = hit[k].function ? strdup(hit[k].function) : NULL;
+		f->file = hit[k].file ? strdup(hit[k].file) : NULL;
+		f->module = modname ? strdup(modname) : NULL;
+		if ((hit[k].function && !f->function) || (hit[k].file && !f->file) ||
+		    (modname && !f->module))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int symbolize(Dwfl *dwfl, struct framecache *fc, struct pc_memo *memo,
+		     struct thread_stack *ts)
 {
 	struct stack_frame *raw = ts->frames;
 	size_t n = ts->n_frames, cap = 0;
@@ -724,7 +778,7 @@ static int symbolize(Dwfl *dwfl, struct pc_memo *memo, struct thread_stack *ts)
 			}
 			memo->e = ne;
 			one.frames[0] = raw[i];
-			err = symbolize_frames(dwfl, &one);
+			err = fc ? symbolize_cached(dwfl, fc, &one) : symbolize_frames(dwfl, &one);
 			if (err) {
 				free_frames(one.frames, one.n_frames);
 				break;
@@ -890,6 +944,7 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 			 struct stacks *s, char *why, size_t whylen)
 {
 	struct pc_memo memo = { 0 };
+	struct framecache *fc;
 	int err = 0;
 
 	if (!dwfl_attach_state(dwfl, arch_elf(), cs->pid, &thread_callbacks, cs)) {
@@ -909,9 +964,11 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 				 dwfl_errmsg(-1));
 		return -EINVAL;
 	}
+	phase__mark("unwind: state attached");
 	s->t = calloc(cs->n ? cs->n : 1, sizeof(*s->t));
 	if (!s->t)
 		return -ENOMEM;
+	fc = framecache__new(); /* none (no memory): every pc is named from DWARF */
 	for (size_t i = 0; i < cs->n; i++) {
 		struct thread_stack *ts = &s->t[s->n++];
 		struct walk w = { .ts = ts, .max = max_frames };
@@ -926,7 +983,7 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
 		    !ts->n_frames)
 			ts->error = strdup(dwfl_errmsg(-1));
-		if (symbolize(dwfl, &memo, ts)) {
+		if (symbolize(dwfl, fc, &memo, ts)) {
 			err = -ENOMEM;
 			break;
 		}
@@ -941,6 +998,8 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		}
 	}
 	pc_memo__free(&memo);
+	framecache__close(fc);
+	phase__mark("unwind: unwound and named");
 	return err;
 }
 
@@ -1009,6 +1068,7 @@ int stacks__capture(pid_t pid, const struct procmaps *given, const struct py_int
 		err = -errno;
 	else
 		err = 0;
+	phase__mark("unwind: modules reported");
 	if (err)
 		goto out;
 	err = list_threads(pid, tids, n_tids, &cs);
@@ -1017,6 +1077,7 @@ int stacks__capture(pid_t pid, const struct procmaps *given, const struct py_int
 		goto out;
 	}
 	err = freeze_and_copy(&cs, maps, py, max_frames, s, why, whylen);
+	phase__mark("unwind: stopped and copied");
 	if (!err)
 		err = cs.regs_only ? threads_without_frames(&cs, s) :
 				     unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
@@ -1331,7 +1392,7 @@ int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample
 	u->acc = NULL;
 	if (u->memo.n > SAMPLE_MEMO_MAX)
 		pc_memo__clear(&u->memo);
-	err = symbolize(u->dwfl, &u->memo, out);
+	err = symbolize(u->dwfl, NULL, &u->memo, out);
 	while (!err && out->n_frames > max_frames) {
 		struct stack_frame *f = &out->frames[--out->n_frames];
 
