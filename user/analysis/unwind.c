@@ -20,6 +20,7 @@
 
 #include "arch.h"
 #include "debuginfo_cache.h"
+#include "cu_lookup.h"
 #include "demangle.h"
 #include "framecache.h"
 #include "permission.h"
@@ -593,13 +594,22 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 		struct stack_frame f = raw[i];
 		Dwarf_Addr lookup = f.activation ? f.pc : f.pc - 1, bias = 0;
 		Dwfl_Module *mod = dwfl_addrmodule(dwfl, lookup);
-		Dwarf_Die *cudie = mod ? dwfl_module_addrdie(mod, lookup, &bias) : NULL;
+		Dwarf *dbg = mod ? dwfl_module_getdwarf(mod, &bias) : NULL;
+		Dwarf_Die cu_mem, *cudie = NULL;
+		/* The unit from .debug_aranges read in place; libdwfl's lookup builds the whole
+		 * table (see cu_lookup.h), so it is asked only when the scan finds nothing. */
+		bool scanned = dbg && !cu_lookup(dbg, lookup - bias, &cu_mem);
 		Dwarf_Die *scopes = NULL;
-		int nscopes = cudie ? dwarf_getscopes(cudie, lookup - bias, &scopes) : 0;
+		int nscopes;
 		const char *modname = NULL, *symname = NULL;
-		Dwfl_Line *line;
 		GElf_Off off = 0;
 		GElf_Sym sym;
+
+		if (scanned)
+			cudie = &cu_mem;
+		else if (dbg)
+			cudie = dwfl_module_addrdie(mod, lookup, &bias);
+		nscopes = cudie ? dwarf_getscopes(cudie, lookup - bias, &scopes) : 0;
 
 		if (mod) {
 			dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &modname, NULL);
@@ -607,9 +617,18 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 		}
 		f.module = modname ? strdup(modname) : NULL;
 		f.offset = symname ? off + (lookup != f.pc) : 0;
-		line = mod ? dwfl_module_getsrc(mod, lookup) : NULL;
-		if (line) {
-			const char *src = dwfl_lineinfo(line, NULL, &f.line, NULL, NULL, NULL);
+		if (scanned) {
+			/* The same row dwfl_module_getsrc picks: the last one at or below the pc. */
+			Dwarf_Line *line = dwarf_getsrc_die(cudie, lookup - bias);
+			const char *src = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+
+			if (line)
+				dwarf_lineno(line, &f.line);
+			f.file = src ? strdup(src) : NULL;
+		} else if (dbg) {
+			Dwfl_Line *line = dwfl_module_getsrc(mod, lookup);
+			const char *src =
+				line ? dwfl_lineinfo(line, NULL, &f.line, NULL, NULL, NULL) : NULL;
 
 			f.file = src ? strdup(src) : NULL;
 		}
