@@ -17,7 +17,7 @@ struct fc_entry {
 	uint64_t off;
 	bool activation;
 	size_t n;
-	struct stack_frame *frames;
+	struct fc_frame *frames;
 };
 
 struct fc_object {
@@ -77,7 +77,7 @@ static int add_entry(struct fc_object *o, struct fc_entry *e)
 }
 
 /* One "F inlined offset line has_function has_file\tfunction\tfile" line into @f. */
-static int parse_frame(char *line, struct stack_frame *f)
+static int parse_frame(char *line, struct fc_frame *f)
 {
 	unsigned inl, hf, hs;
 	char *tab1 = strchr(line, '\t'), *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
@@ -169,8 +169,8 @@ static struct fc_object *object(struct framecache *fc, const unsigned char *bid,
 	return no;
 }
 
-const struct stack_frame *framecache__get(struct framecache *fc, const unsigned char *bid,
-					  int bidlen, uint64_t off, bool activation, size_t *n)
+const struct fc_frame *framecache__get(struct framecache *fc, const unsigned char *bid, int bidlen,
+				       uint64_t off, bool activation, size_t *n)
 {
 	struct fc_object *o = fc ? object(fc, bid, bidlen) : NULL;
 
@@ -189,7 +189,7 @@ static bool storable(const char *s)
 }
 
 int framecache__put(struct framecache *fc, const unsigned char *bid, int bidlen, uint64_t off,
-		    bool activation, const struct stack_frame *f, size_t n)
+		    bool activation, const struct fc_frame *f, size_t n)
 {
 	struct fc_object *o = fc ? object(fc, bid, bidlen) : NULL;
 	struct fc_entry e = { .off = off, .activation = activation, .n = n };
@@ -204,7 +204,6 @@ int framecache__put(struct framecache *fc, const unsigned char *bid, int bidlen,
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++) {
 		e.frames[k] = f[k];
-		e.frames[k].module = NULL;
 		e.frames[k].function = f[k].function ? strdup(f[k].function) : NULL;
 		e.frames[k].file = f[k].file ? strdup(f[k].file) : NULL;
 		if ((f[k].function && !e.frames[k].function) || (f[k].file && !e.frames[k].file)) {
@@ -240,7 +239,7 @@ static void save(struct framecache *fc, const struct fc_object *o)
 
 		fprintf(f, "E %" PRIx64 " %u %zu\n", e->off, e->activation, e->n);
 		for (size_t k = 0; k < e->n; k++) {
-			const struct stack_frame *fr = &e->frames[k];
+			const struct fc_frame *fr = &e->frames[k];
 
 			fprintf(f, "F %u %" PRIx64 " %d %u %u\t%s\t%s\n", fr->inlined, fr->offset,
 				fr->line, fr->function != NULL, fr->file != NULL,

@@ -15,20 +15,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "unwind.h"
+/* One frame of a pc's names: the caller adds the pc and the module. */
+struct fc_frame {
+	bool inlined;
+	char *function; /* NULL when unknown */
+	uint64_t offset;
+	char *file; /* NULL when unknown */
+	int line;
+};
 
 struct framecache;
 
 struct framecache *framecache__new(void);
-/*
- * The frames cached for (@bid, @off, @activation), innermost first: pc, module unset (the
- * caller's), or NULL with *@n 0 when there are none.
- */
-const struct stack_frame *framecache__get(struct framecache *fc, const unsigned char *bid,
-					  int bidlen, uint64_t off, bool activation, size_t *n);
+/* The frames cached for (@bid, @off, @activation), innermost first, or NULL with *@n 0. */
+const struct fc_frame *framecache__get(struct framecache *fc, const unsigned char *bid, int bidlen,
+				       uint64_t off, bool activation, size_t *n);
 /* Keep @n frames for the key (copied; not kept when a name has a tab or newline). */
 int framecache__put(struct framecache *fc, const unsigned char *bid, int bidlen, uint64_t off,
-		    bool activation, const struct stack_frame *f, size_t n);
+		    bool activation, const struct fc_frame *f, size_t n);
 /* Write the objects that gained entries (each file replaced whole, by rename), then free. */
 void framecache__close(struct framecache *fc);
 

@@ -727,7 +727,7 @@ static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_sta
 	const struct stack_frame raw = one->frames[0];
 	Dwarf_Addr lookup = raw.activation ? raw.pc : raw.pc - 1, low = 0, bias;
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, lookup);
-	const struct stack_frame *hit;
+	const struct fc_frame *hit;
 	const unsigned char *bid = NULL;
 	const char *modname = NULL;
 	GElf_Addr vaddr;
@@ -741,11 +741,27 @@ static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_sta
 	hit = bidlen > 0 ? framecache__get(fc, bid, bidlen, raw.pc - low, raw.activation, &n) :
 			   NULL;
 	if (!hit) {
+		struct fc_frame *keep;
+
 		err = symbolize_frames(dwfl, one);
 		/* Names from DWARF only: a module without can gain it (a debug package). */
-		if (!err && bidlen > 0 && dwfl_module_getdwarf(mod, &bias))
-			err = framecache__put(fc, bid, bidlen, raw.pc - low, raw.activation,
-					      one->frames, one->n_frames);
+		if (err || bidlen <= 0 || !dwfl_module_getdwarf(mod, &bias))
+			return err;
+		keep = calloc(one->n_frames ? one->n_frames : 1, sizeof(*keep));
+		if (!keep)
+			return -ENOMEM;
+		for (size_t k = 0; k < one->n_frames; k++) {
+			const struct stack_frame *f = &one->frames[k];
+
+			keep[k] = (struct fc_frame){ .inlined = f->inlined,
+						     .function = f->function,
+						     .offset = f->offset,
+						     .file = f->file,
+						     .line = f->line };
+		}
+		err = framecache__put(fc, bid, bidlen, raw.pc - low, raw.activation, keep,
+				      one->n_frames);
+		free(keep);
 		return err;
 	}
 	free(one->frames);
@@ -756,9 +772,11 @@ static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_sta
 	for (size_t k = 0; k < n; k++) {
 		struct stack_frame *f = &one->frames[one->n_frames++];
 
-		*f = hit[k];
 		f->pc = raw.pc;
 		f->activation = raw.activation;
+		f->inlined = hit[k].inlined;
+		f->offset = hit[k].offset;
+		f->line = hit[k].line;
 		f->function = hit[k].function ? strdup(hit[k].function) : NULL;
 		f->file = hit[k].file ? strdup(hit[k].file) : NULL;
 		f->module = modname ? strdup(modname) : NULL;
