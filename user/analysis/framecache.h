@@ -2,7 +2,7 @@
 /*
  * What each code address of an object names (function, inline chain, source lines), kept
  * across runs in the per-user cache (frames/<build-id>), keyed by the object's build-id and the
- * address's offset from the object's start. Naming a pc from DWARF makes libdw read the header
+ * address in the file's terms (the pc less its load bias). Naming a pc from DWARF makes libdw read the header
  * of every compile unit before it (all of glibc's 2,000, about 20 ms) and allocate for each; a
  * stack of the same program taken again names its pcs from here without opening its DWARF.
  * Only names read from DWARF are kept (a debug package installed later is not hidden), and a

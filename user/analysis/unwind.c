@@ -725,7 +725,7 @@ static int copy_frame(struct stack_frame *dst, const struct stack_frame *src)
 static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_stack *one)
 {
 	const struct stack_frame raw = one->frames[0];
-	Dwarf_Addr lookup = raw.activation ? raw.pc : raw.pc - 1, low = 0, bias;
+	Dwarf_Addr lookup = raw.activation ? raw.pc : raw.pc - 1, elf_bias = 0, bias;
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, lookup);
 	const struct fc_frame *hit;
 	const unsigned char *bid = NULL;
@@ -734,11 +734,13 @@ static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_sta
 	size_t n = 0;
 	int bidlen = 0, err;
 
-	if (mod) {
-		dwfl_module_info(mod, NULL, &low, NULL, NULL, NULL, &modname, NULL);
+	/* Keyed by the pc as an address of the ELF file (the bias libdwfl names it with): the
+	 * same file mapped elsewhere, or only in part, has the same keys. */
+	if (mod && dwfl_module_getelf(mod, &elf_bias)) {
+		dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &modname, NULL);
 		bidlen = dwfl_module_build_id(mod, &bid, &vaddr);
 	}
-	hit = bidlen > 0 ? framecache__get(fc, bid, bidlen, raw.pc - low, raw.activation, &n) :
+	hit = bidlen > 0 ? framecache__get(fc, bid, bidlen, raw.pc - elf_bias, raw.activation, &n) :
 			   NULL;
 	if (!hit) {
 		struct fc_frame *keep;
@@ -759,7 +761,7 @@ static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_sta
 						     .file = f->file,
 						     .line = f->line };
 		}
-		err = framecache__put(fc, bid, bidlen, raw.pc - low, raw.activation, keep,
+		err = framecache__put(fc, bid, bidlen, raw.pc - elf_bias, raw.activation, keep,
 				      one->n_frames);
 		free(keep);
 		return err;
