@@ -244,3 +244,53 @@ def test_stacks_in_a_private_mount_namespace():
             # what matters is that its file is found, so the unwind goes on to start_thread.
             assert f"from {lib}\n" in w and "in start_thread+" in w, w
             assert "/proc/" not in w, w
+
+
+def _names_by_pc(doc):
+    """pc -> the frames it expands to (inline frames first): what naming a pc gives."""
+    by_pc = {}
+    for t in doc["threads"]:
+        frames = t["frames"]
+        for i, f in enumerate(frames):
+            if i and frames[i - 1]["pc"] == f["pc"]:
+                continue
+            chain = [f]
+            for g in frames[i + 1:]:
+                if g["pc"] != f["pc"]:
+                    break
+                chain.append(g)
+            by_pc[f["pc"]] = [(g["inlined"], g["function"], g["offset"], g["module"], g["file"],
+                               g["line"]) for g in chain]
+    return by_pc
+
+
+def test_frame_cache_names_pcs_as_dwarf_does():
+    """The names kept per build-id in the cache's frames/ are those DWARF gives: inline frames
+    and source lines alike on a second run, and a damaged cache file is ignored, not trusted."""
+    with tempfile.TemporaryDirectory() as cache, Fixture(["busy_threads", "64", "idle"]) as fx:
+        wait_idle(fx.pid)
+        env = {"DLSCOPE_CACHE_DIR": cache}
+        cold = _names_by_pc(json.loads(dlscope("stacks", "--json", fx.pid, check=0,
+                                               env=env).stdout))
+        files = os.listdir(os.path.join(cache, "frames"))
+        assert files and all(re.fullmatch(r"[0-9a-f]{40}", f) for f in files), files
+        warm = _names_by_pc(json.loads(dlscope("stacks", "--json", fx.pid, check=0,
+                                               env=env).stdout))
+        common = set(cold) & set(warm)
+        assert len(common) >= 5, (cold.keys(), warm.keys())
+        for pc in common:
+            assert cold[pc] == warm[pc], (hex(pc), cold[pc], warm[pc])
+        flat = [f for pc in common for f in warm[pc]]
+        # libc6-dbg gives glibc's inline frames; the fixture's own frames have their lines.
+        assert any(f[0] for f in flat), flat
+        assert any(f[1] == "worker" and f[4].endswith("busy_threads.c") and f[5] > 0
+                   for f in flat), flat
+        # Damaged or foreign files: names come from DWARF again, the same.
+        for i, name in enumerate(sorted(files)):
+            with open(os.path.join(cache, "frames", name), "w") as f:
+                f.write(["garbage\n\x00\x01", "dlscope frames 1 " + name + "\nE 1 0 1\nF 9\n",
+                         "dlscope frames 1 0000\n"][i % 3])
+        again = _names_by_pc(json.loads(dlscope("stacks", "--json", fx.pid, check=0,
+                                                env=env).stdout))
+        for pc in set(again) & set(cold):
+            assert again[pc] == cold[pc], (hex(pc), again[pc], cold[pc])

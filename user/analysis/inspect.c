@@ -7,6 +7,7 @@
 #include "inspect.h"
 #include "libgraph.h"
 #include "lockwait.h"
+#include "phase.h"
 #include "procmaps.h"
 #include "target.h"
 #include "threadscan.h"
@@ -48,13 +49,16 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 	int err;
 
 	/* Everything that needs no stop first: mappings, objects, threads, the lock-wait graph. */
+	phase__mark("inspect start");
 	in->maps = procmaps__read(t->pid);
+	phase__mark("procmaps");
 	if (!in->maps) {
 		err = -errno;
 		snprintf(why, whylen, "process %d (%s) exited while being read", t->pid, t->comm);
 		return err;
 	}
 	err = libgraph__snapshot_maps(t, in->maps, NULL, &in->g, why, whylen);
+	phase__mark("libgraph snapshot");
 	if (err)
 		return err;
 	in->am = addrmap__build(in->maps, in->g);
@@ -66,6 +70,7 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 	in->py_err = libgraph__find_python(in->g, &in->py, in->py_why, sizeof(in->py_why));
 	if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT | INSPECT_STACKS))
 		in->ts_err = threadscan__scan(t, in->am, &in->ts);
+	phase__mark("addrmap, python, threadscan");
 	if (what & INSPECT_STACKS) {
 		pid_t *tids = in->ts ? scanned_tids(in->ts) : NULL;
 
@@ -75,6 +80,7 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 					in->ts ? in->ts->n : 0, max_frames, &in->stacks,
 					in->stacks_why, sizeof(in->stacks_why));
 		free(tids);
+		phase__mark("stacks capture");
 	}
 	if ((what & INSPECT_LOCKWAIT) && in->ts) {
 		const struct py_snapshot *py = in->stacks ? in->stacks->py : NULL;
@@ -83,6 +89,7 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 		if (!py && !in->py_err && !py_snapshot__read(&in->py, t->pid, 1, &in->py_live))
 			py = in->py_live;
 		in->lw_err = lockwait__analyze(t, in->g, in->am, in->ts, py, in->stacks, &in->lw);
+		phase__mark("lockwait");
 	}
 	return 0;
 }

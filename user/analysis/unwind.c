@@ -20,8 +20,11 @@
 
 #include "arch.h"
 #include "debuginfo_cache.h"
+#include "cu_lookup.h"
 #include "demangle.h"
+#include "framecache.h"
 #include "permission.h"
+#include "phase.h"
 #include "procfs.h"
 #include "procmaps.h"
 #include "target.h"
@@ -591,13 +594,22 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 		struct stack_frame f = raw[i];
 		Dwarf_Addr lookup = f.activation ? f.pc : f.pc - 1, bias = 0;
 		Dwfl_Module *mod = dwfl_addrmodule(dwfl, lookup);
-		Dwarf_Die *cudie = mod ? dwfl_module_addrdie(mod, lookup, &bias) : NULL;
+		Dwarf *dbg = mod ? dwfl_module_getdwarf(mod, &bias) : NULL;
+		Dwarf_Die cu_mem, *cudie = NULL;
+		/* The unit from .debug_aranges read in place; libdwfl's lookup builds the whole
+		 * table (see cu_lookup.h), so it is asked only when the scan finds nothing. */
+		bool scanned = dbg && !cu_lookup(dbg, lookup - bias, &cu_mem);
 		Dwarf_Die *scopes = NULL;
-		int nscopes = cudie ? dwarf_getscopes(cudie, lookup - bias, &scopes) : 0;
+		int nscopes;
 		const char *modname = NULL, *symname = NULL;
-		Dwfl_Line *line;
 		GElf_Off off = 0;
 		GElf_Sym sym;
+
+		if (scanned)
+			cudie = &cu_mem;
+		else if (dbg)
+			cudie = dwfl_module_addrdie(mod, lookup, &bias);
+		nscopes = cudie ? dwarf_getscopes(cudie, lookup - bias, &scopes) : 0;
 
 		if (mod) {
 			dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &modname, NULL);
@@ -605,9 +617,18 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 		}
 		f.module = modname ? strdup(modname) : NULL;
 		f.offset = symname ? off + (lookup != f.pc) : 0;
-		line = mod ? dwfl_module_getsrc(mod, lookup) : NULL;
-		if (line) {
-			const char *src = dwfl_lineinfo(line, NULL, &f.line, NULL, NULL, NULL);
+		if (scanned) {
+			/* The same row dwfl_module_getsrc picks: the last one at or below the pc. */
+			Dwarf_Line *line = dwarf_getsrc_die(cudie, lookup - bias);
+			const char *src = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+
+			if (line)
+				dwarf_lineno(line, &f.line);
+			f.file = src ? strdup(src) : NULL;
+		} else if (dbg) {
+			Dwfl_Line *line = dwfl_module_getsrc(mod, lookup);
+			const char *src =
+				line ? dwfl_lineinfo(line, NULL, &f.line, NULL, NULL, NULL) : NULL;
 
 			f.file = src ? strdup(src) : NULL;
 		}
@@ -697,7 +718,79 @@ static int copy_frame(struct stack_frame *dst, const struct stack_frame *src)
 		       0;
 }
 
-static int symbolize(Dwfl *dwfl, struct pc_memo *memo, struct thread_stack *ts)
+/*
+ * One pc (@one holds its raw frame) named from the frame cache when the object's build-id has it
+ * there, else from DWARF and then kept in the cache.
+ */
+static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_stack *one)
+{
+	const struct stack_frame raw = one->frames[0];
+	Dwarf_Addr lookup = raw.activation ? raw.pc : raw.pc - 1, elf_bias = 0, bias;
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, lookup);
+	const struct fc_frame *hit;
+	const unsigned char *bid = NULL;
+	const char *modname = NULL;
+	GElf_Addr vaddr;
+	size_t n = 0;
+	int bidlen = 0, err;
+
+	/* Keyed by the pc as an address of the ELF file (the bias libdwfl names it with): the
+	 * same file mapped elsewhere, or only in part, has the same keys. */
+	if (mod && dwfl_module_getelf(mod, &elf_bias)) {
+		dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &modname, NULL);
+		bidlen = dwfl_module_build_id(mod, &bid, &vaddr);
+	}
+	hit = bidlen > 0 ? framecache__get(fc, bid, bidlen, raw.pc - elf_bias, raw.activation, &n) :
+			   NULL;
+	if (!hit) {
+		struct fc_frame *keep;
+
+		err = symbolize_frames(dwfl, one);
+		/* Names from DWARF only: a module without can gain it (a debug package). */
+		if (err || bidlen <= 0 || !dwfl_module_getdwarf(mod, &bias))
+			return err;
+		keep = calloc(one->n_frames ? one->n_frames : 1, sizeof(*keep));
+		if (!keep)
+			return -ENOMEM;
+		for (size_t k = 0; k < one->n_frames; k++) {
+			const struct stack_frame *f = &one->frames[k];
+
+			keep[k] = (struct fc_frame){ .inlined = f->inlined,
+						     .function = f->function,
+						     .offset = f->offset,
+						     .file = f->file,
+						     .line = f->line };
+		}
+		err = framecache__put(fc, bid, bidlen, raw.pc - elf_bias, raw.activation, keep,
+				      one->n_frames);
+		free(keep);
+		return err;
+	}
+	free(one->frames);
+	one->n_frames = 0;
+	one->frames = calloc(n, sizeof(*one->frames));
+	if (!one->frames)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		struct stack_frame *f = &one->frames[one->n_frames++];
+
+		f->pc = raw.pc;
+		f->activation = raw.activation;
+		f->inlined = hit[k].inlined;
+		f->offset = hit[k].offset;
+		f->line = hit[k].line;
+		f->function = hit[k].function ? strdup(hit[k].function) : NULL;
+		f->file = hit[k].file ? strdup(hit[k].file) : NULL;
+		f->module = modname ? strdup(modname) : NULL;
+		if ((hit[k].function && !f->function) || (hit[k].file && !f->file) ||
+		    (modname && !f->module))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int symbolize(Dwfl *dwfl, struct framecache *fc, struct pc_memo *memo,
+		     struct thread_stack *ts)
 {
 	struct stack_frame *raw = ts->frames;
 	size_t n = ts->n_frames, cap = 0;
@@ -724,7 +817,7 @@ static int symbolize(Dwfl *dwfl, struct pc_memo *memo, struct thread_stack *ts)
 			}
 			memo->e = ne;
 			one.frames[0] = raw[i];
-			err = symbolize_frames(dwfl, &one);
+			err = fc ? symbolize_cached(dwfl, fc, &one) : symbolize_frames(dwfl, &one);
 			if (err) {
 				free_frames(one.frames, one.n_frames);
 				break;
@@ -890,6 +983,7 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 			 struct stacks *s, char *why, size_t whylen)
 {
 	struct pc_memo memo = { 0 };
+	struct framecache *fc;
 	int err = 0;
 
 	if (!dwfl_attach_state(dwfl, arch_elf(), cs->pid, &thread_callbacks, cs)) {
@@ -909,9 +1003,11 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 				 dwfl_errmsg(-1));
 		return -EINVAL;
 	}
+	phase__mark("unwind: state attached");
 	s->t = calloc(cs->n ? cs->n : 1, sizeof(*s->t));
 	if (!s->t)
 		return -ENOMEM;
+	fc = framecache__new(); /* none (no memory): every pc is named from DWARF */
 	for (size_t i = 0; i < cs->n; i++) {
 		struct thread_stack *ts = &s->t[s->n++];
 		struct walk w = { .ts = ts, .max = max_frames };
@@ -926,7 +1022,7 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
 		    !ts->n_frames)
 			ts->error = strdup(dwfl_errmsg(-1));
-		if (symbolize(dwfl, &memo, ts)) {
+		if (symbolize(dwfl, fc, &memo, ts)) {
 			err = -ENOMEM;
 			break;
 		}
@@ -941,6 +1037,8 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		}
 	}
 	pc_memo__free(&memo);
+	framecache__close(fc);
+	phase__mark("unwind: unwound and named");
 	return err;
 }
 
@@ -1009,6 +1107,7 @@ int stacks__capture(pid_t pid, const struct procmaps *given, const struct py_int
 		err = -errno;
 	else
 		err = 0;
+	phase__mark("unwind: modules reported");
 	if (err)
 		goto out;
 	err = list_threads(pid, tids, n_tids, &cs);
@@ -1017,6 +1116,7 @@ int stacks__capture(pid_t pid, const struct procmaps *given, const struct py_int
 		goto out;
 	}
 	err = freeze_and_copy(&cs, maps, py, max_frames, s, why, whylen);
+	phase__mark("unwind: stopped and copied");
 	if (!err)
 		err = cs.regs_only ? threads_without_frames(&cs, s) :
 				     unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
@@ -1331,7 +1431,7 @@ int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample
 	u->acc = NULL;
 	if (u->memo.n > SAMPLE_MEMO_MAX)
 		pc_memo__clear(&u->memo);
-	err = symbolize(u->dwfl, &u->memo, out);
+	err = symbolize(u->dwfl, NULL, &u->memo, out);
 	while (!err && out->n_frames > max_frames) {
 		struct stack_frame *f = &out->frames[--out->n_frames];
 

@@ -21,6 +21,7 @@
 #include "libgraph.h"
 #include "lockwait.h"
 #include "output.h"
+#include "phase.h"
 #include "procfs.h"
 #include "pystate.h"
 #include "stackmerge.h"
@@ -714,6 +715,7 @@ int cmd_stacks(int argc, char **argv)
 		return DLS_EXIT_USAGE;
 	}
 	output__set_json(json);
+	phase__mark("stacks start");
 	if (job)
 		return stacks_job(pid, json, python_only, stats, max_frames);
 	err = inspection__new(pid, &in, why, sizeof(why));
@@ -759,9 +761,11 @@ int cmd_stacks(int argc, char **argv)
 		}
 		print_text(in, s, ts, r, stats, python_only, stdout);
 	}
+	phase__mark("printed");
 	ret = r && r->n_cycles ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 out:
 	inspection__free(in);
+	phase__mark("freed");
 	/* A thread that did not stop in time is held; our exit lets it go, this a moment earlier. */
 	stacks__release_pending(RELEASE_WAIT_MS);
 	return ret;

@@ -12,23 +12,28 @@
 
 #include "debuginfo_cache.h"
 
-static int cache_dir(char *buf, size_t len)
+int debuginfo_cache__dir(const char *sub, char *buf, size_t len)
 {
 	const char *dir = getenv("DLSCOPE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
 
 	if (dir && *dir)
-		snprintf(buf, len, "%s/debuginfo", dir);
+		snprintf(buf, len, "%s/%s", dir, sub);
 	else if (xdg && *xdg)
-		snprintf(buf, len, "%s/dlscope/debuginfo", xdg);
+		snprintf(buf, len, "%s/dlscope/%s", xdg, sub);
 	else if (home && *home)
-		snprintf(buf, len, "%s/.cache/dlscope/debuginfo", home);
+		snprintf(buf, len, "%s/.cache/dlscope/%s", home, sub);
 	else
 		return -ENOENT;
 	return 0;
 }
 
-static int mkdir_p(char *path)
+static int cache_dir(char *buf, size_t len)
+{
+	return debuginfo_cache__dir("debuginfo", buf, len);
+}
+
+int debuginfo_cache__mkdir(char *path)
 {
 	for (char *p = path + 1; *p; p++) {
 		if (*p != '/')
@@ -132,7 +137,7 @@ int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname
 	src = open(*debuginfo_file_name, O_RDONLY | O_CLOEXEC);
 	if (src < 0)
 		return fd;
-	if (has_compressed_sections(src) && !mkdir_p(dir)) {
+	if (has_compressed_sections(src) && !debuginfo_cache__mkdir(dir)) {
 		/* Written under a temporary name and renamed: concurrent runs never see half. */
 		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, getpid());
 		if (write_inflated(src, tmp) || rename(tmp, path))

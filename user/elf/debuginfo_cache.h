@@ -15,4 +15,9 @@ int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname
 			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name);
 
+/* The cache folder @sub ("debuginfo", "frames") in @buf; -ENOENT when there is no home. */
+int debuginfo_cache__dir(const char *sub, char *buf, size_t len);
+/* mkdir -p @path (modified while it runs, restored), mode 0700. */
+int debuginfo_cache__mkdir(char *path);
+
 #endif

@@ -2,8 +2,11 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "debuginfo_cache.h"
 #include "dwarf_member.h"
@@ -64,7 +67,8 @@ static int member_at(Dwarf_Die *type, uint64_t offset, char *buf, size_t len)
 	return -ENOENT;
 }
 
-int dwarf_member_at(const char *path, const char *variable, uint64_t offset, char *buf, size_t len)
+static int lookup_member(const char *path, const char *variable, uint64_t offset, char *buf,
+			 size_t len)
 {
 	static char *debuginfo_path;
 	static const Dwfl_Callbacks callbacks = {
@@ -101,5 +105,75 @@ int dwarf_member_at(const char *path, const char *variable, uint64_t offset, cha
 		} while (!dwarf_siblingof(&die, &die));
 	}
 	dwfl_end(dwfl);
+	return err;
+}
+
+/*
+ * Answers already found, by file (as it is now: device, inode, size, mtime), variable and
+ * offset: the 21 threads waiting on one condition variable ask the same question, and each
+ * answer walks every unit of the object's DWARF.
+ */
+#define MEMO_MAX 32
+
+static struct member_memo {
+	char *path, *variable;
+	uint64_t offset;
+	struct stat st;
+	int err;
+	char name[128];
+} memo[MEMO_MAX];
+static size_t memo_next;
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int dwarf_member_at(const char *path, const char *variable, uint64_t offset, char *buf, size_t len)
+{
+	struct member_memo *m;
+	struct stat st;
+	char name[128];
+	int err;
+
+	if (stat(path, &st))
+		return lookup_member(path, variable, offset, buf, len);
+	pthread_mutex_lock(&memo_lock);
+	for (size_t i = 0; i < MEMO_MAX; i++) {
+		m = &memo[i];
+		if (m->path && m->offset == offset && !strcmp(m->path, path) &&
+		    !strcmp(m->variable, variable) && same_file(&m->st, &st)) {
+			err = m->err;
+			if (!err)
+				snprintf(buf, len, "%s", m->name);
+			pthread_mutex_unlock(&memo_lock);
+			return err;
+		}
+	}
+	pthread_mutex_unlock(&memo_lock);
+	err = lookup_member(path, variable, offset, name, sizeof(name));
+	if (!err)
+		snprintf(buf, len, "%s", name);
+	if (err && err != -ENOENT)
+		return err; /* out of memory: not an answer to keep */
+	pthread_mutex_lock(&memo_lock);
+	m = &memo[memo_next++ % MEMO_MAX];
+	free(m->path);
+	free(m->variable);
+	*m = (struct member_memo){ .path = strdup(path),
+				   .variable = strdup(variable),
+				   .offset = offset,
+				   .st = st,
+				   .err = err };
+	if (!m->path || !m->variable) {
+		free(m->path);
+		free(m->variable);
+		m->path = m->variable = NULL;
+	} else if (!err) {
+		snprintf(m->name, sizeof(m->name), "%s", name);
+	}
+	pthread_mutex_unlock(&memo_lock);
 	return err;
 }

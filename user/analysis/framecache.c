@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "debuginfo_cache.h"
+#include "framecache.h"
+
+#define MAGIC "dlscope frames 1"
+#define MAX_ENTRIES 20000 /* per object: a bound on the file, not a limit anyone meets */
+
+struct fc_entry {
+	uint64_t off;
+	bool activation;
+	size_t n;
+	struct fc_frame *frames;
+};
+
+struct fc_object {
+	char id[129]; /* the build-id in hex */
+	bool dirty;
+	struct fc_entry *e;
+	size_t n, cap;
+};
+
+struct framecache {
+	char dir[PATH_MAX];
+	bool have_dir;
+	struct fc_object *o;
+	size_t n;
+};
+
+struct framecache *framecache__new(void)
+{
+	struct framecache *fc = calloc(1, sizeof(*fc));
+
+	if (fc)
+		fc->have_dir = !debuginfo_cache__dir("frames", fc->dir, sizeof(fc->dir));
+	return fc;
+}
+
+static void free_entry(struct fc_entry *e)
+{
+	for (size_t k = 0; k < e->n; k++) {
+		free(e->frames[k].function);
+		free(e->frames[k].file);
+	}
+	free(e->frames);
+}
+
+static void free_entries(struct fc_object *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		free_entry(&o->e[i]);
+	free(o->e);
+	o->e = NULL;
+	o->n = o->cap = 0;
+}
+
+static int add_entry(struct fc_object *o, struct fc_entry *e)
+{
+	if (o->n == o->cap) {
+		size_t ncap = o->cap ? o->cap * 2 : 64;
+		struct fc_entry *ne = realloc(o->e, ncap * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		o->e = ne;
+		o->cap = ncap;
+	}
+	o->e[o->n++] = *e;
+	return 0;
+}
+
+/* One "F inlined offset line has_function has_file\tfunction\tfile" line into @f. */
+static int parse_frame(char *line, struct fc_frame *f)
+{
+	unsigned inl, hf, hs;
+	char *tab1 = strchr(line, '\t'), *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
+
+	if (!tab2 ||
+	    sscanf(line, "F %u %" SCNx64 " %d %u %u", &inl, &f->offset, &f->line, &hf, &hs) != 5 ||
+	    inl > 1 || hf > 1 || hs > 1)
+		return -EINVAL;
+	*tab1 = *tab2 = '\0';
+	tab2[1 + strcspn(tab2 + 1, "\n")] = '\0';
+	f->inlined = inl;
+	f->function = hf ? strdup(tab1 + 1) : NULL;
+	f->file = hs ? strdup(tab2 + 1) : NULL;
+	return (hf && !f->function) || (hs && !f->file) ? -ENOMEM : 0;
+}
+
+/* The object's file, read whole; anything unexpected in it and none of it is used. */
+static void load(struct framecache *fc, struct fc_object *o)
+{
+	char path[PATH_MAX + 160], *line = NULL;
+	size_t cap = 0;
+	struct fc_entry e = { 0 };
+	size_t want = 0;
+	bool bad = false;
+	FILE *f;
+
+	if (!fc->have_dir)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", fc->dir, o->id);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (getline(&line, &cap, f) < 0 || strncmp(line, MAGIC " ", strlen(MAGIC " ")) ||
+	    strncmp(line + strlen(MAGIC " "), o->id, strlen(o->id)))
+		bad = true;
+	while (!bad && getline(&line, &cap, f) > 0) {
+		unsigned act;
+
+		if (line[0] == 'E') {
+			if (e.n != want || o->n >= MAX_ENTRIES)
+				bad = true;
+			else if (e.frames && add_entry(o, &e))
+				bad = true;
+			else
+				e = (struct fc_entry){ 0 };
+			if (bad || sscanf(line, "E %" SCNx64 " %u %zu", &e.off, &act, &want) != 3 ||
+			    act > 1 || !want || want > 4096 ||
+			    !(e.frames = calloc(want, sizeof(*e.frames))))
+				bad = true;
+			else
+				e.activation = act;
+		} else if (line[0] == 'F' && e.frames && e.n < want) {
+			bad = parse_frame(line, &e.frames[e.n++]) != 0;
+		} else {
+			bad = true;
+		}
+	}
+	if (!bad && e.frames && (e.n != want || add_entry(o, &e)))
+		bad = true;
+	else if (!bad)
+		e = (struct fc_entry){ 0 };
+	free_entry(&e);
+	if (bad)
+		free_entries(o);
+	free(line);
+	fclose(f);
+}
+
+static struct fc_object *object(struct framecache *fc, const unsigned char *bid, int bidlen)
+{
+	char id[129];
+	struct fc_object *no;
+
+	if (bidlen <= 0 || bidlen > 64)
+		return NULL;
+	for (int i = 0; i < bidlen; i++)
+		snprintf(id + 2 * i, 3, "%02x", bid[i]);
+	for (size_t i = 0; i < fc->n; i++)
+		if (!strcmp(fc->o[i].id, id))
+			return &fc->o[i];
+	no = realloc(fc->o, (fc->n + 1) * sizeof(*no));
+	if (!no)
+		return NULL;
+	fc->o = no;
+	no = &fc->o[fc->n++];
+	memset(no, 0, sizeof(*no));
+	memcpy(no->id, id, sizeof(id));
+	load(fc, no);
+	return no;
+}
+
+const struct fc_frame *framecache__get(struct framecache *fc, const unsigned char *bid, int bidlen,
+				       uint64_t off, bool activation, size_t *n)
+{
+	struct fc_object *o = fc ? object(fc, bid, bidlen) : NULL;
+
+	*n = 0;
+	for (size_t i = 0; o && i < o->n; i++)
+		if (o->e[i].off == off && o->e[i].activation == activation) {
+			*n = o->e[i].n;
+			return o->e[i].frames;
+		}
+	return NULL;
+}
+
+static bool storable(const char *s)
+{
+	return !s || !s[strcspn(s, "\t\n")];
+}
+
+int framecache__put(struct framecache *fc, const unsigned char *bid, int bidlen, uint64_t off,
+		    bool activation, const struct fc_frame *f, size_t n)
+{
+	struct fc_object *o = fc ? object(fc, bid, bidlen) : NULL;
+	struct fc_entry e = { .off = off, .activation = activation, .n = n };
+
+	if (!o || !n || n > 4096 || o->n >= MAX_ENTRIES)
+		return 0;
+	for (size_t k = 0; k < n; k++)
+		if (!storable(f[k].function) || !storable(f[k].file))
+			return 0;
+	e.frames = calloc(n, sizeof(*e.frames));
+	if (!e.frames)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		e.frames[k] = f[k];
+		e.frames[k].function = f[k].function ? strdup(f[k].function) : NULL;
+		e.frames[k].file = f[k].file ? strdup(f[k].file) : NULL;
+		if ((f[k].function && !e.frames[k].function) || (f[k].file && !e.frames[k].file)) {
+			free_entry(&e);
+			return -ENOMEM;
+		}
+	}
+	if (add_entry(o, &e)) {
+		free_entry(&e);
+		return -ENOMEM;
+	}
+	o->dirty = true;
+	return 0;
+}
+
+/* Written under a temporary name and renamed: a concurrent run reads one whole file or another. */
+static void save(struct framecache *fc, const struct fc_object *o)
+{
+	char path[PATH_MAX + 160], tmp[PATH_MAX + 200];
+	bool ok;
+	FILE *f;
+
+	if (!fc->have_dir || debuginfo_cache__mkdir(fc->dir))
+		return;
+	snprintf(path, sizeof(path), "%s/%s", fc->dir, o->id);
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, getpid());
+	f = fopen(tmp, "wxe");
+	if (!f)
+		return;
+	fprintf(f, MAGIC " %s\n", o->id);
+	for (size_t i = 0; i < o->n; i++) {
+		const struct fc_entry *e = &o->e[i];
+
+		fprintf(f, "E %" PRIx64 " %u %zu\n", e->off, e->activation, e->n);
+		for (size_t k = 0; k < e->n; k++) {
+			const struct fc_frame *fr = &e->frames[k];
+
+			fprintf(f, "F %u %" PRIx64 " %d %u %u\t%s\t%s\n", fr->inlined, fr->offset,
+				fr->line, fr->function != NULL, fr->file != NULL,
+				fr->function ? fr->function : "", fr->file ? fr->file : "");
+		}
+	}
+	ok = !ferror(f);
+	if (fclose(f) || !ok || rename(tmp, path))
+		unlink(tmp);
+}
+
+void framecache__close(struct framecache *fc)
+{
+	if (!fc)
+		return;
+	for (size_t i = 0; i < fc->n; i++) {
+		if (fc->o[i].dirty)
+			save(fc, &fc->o[i]);
+		free_entries(&fc->o[i]);
+	}
+	free(fc->o);
+	free(fc);
+}
