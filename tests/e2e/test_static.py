@@ -54,6 +54,8 @@ class BareRoot:
             assert not os.path.ismount(path), f"{path} is still mounted"
             os.rmdir(path)
         os.unlink(os.path.join(self.dir, "dlscope"))
+        # dlscope's caches (~/.cache/dlscope of the chroot's root user) are plain files.
+        shutil.rmtree(os.path.join(self.dir, "root"), ignore_errors=True)
         os.rmdir(self.dir)
 
 
@@ -108,6 +110,11 @@ def test_static_binary_in_an_empty_chroot():
                              (other, fx.pid): "mutex lock_a in hang_abba"}, edges
             frames = [f["function"] for t in doc["threads"] for f in t["frames"]]
             assert "take_b_then_a" in frames, frames
+            # glibc's own frames named from its debug file, found under the target's root.
+            libc = [f for t in doc["threads"] for f in t["frames"]
+                    if (f["module"] or "").endswith("/libc.so.6")]
+            assert libc and all(f["function"] and f["file"] for f in libc), libc
+            assert "__libc_start_call_main" in frames, frames
 
         # watch: uprobes on the target's loader, attached through /proc/PID/root.
         lib = fixture_path("libplain.so")

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -871,24 +872,49 @@ static int find_elf_in_root(Dwfl_Module *mod, void **userdata, const char *name,
 	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
 
+/* Where libdwfl looks for separate debug files (NULL: its default, ":.debug:/usr/lib/debug"). */
+static char *proc_debuginfo_path;
+
+/*
+ * A process in another root (a container, or dlscope-static run from a bare chroot) has its
+ * debug files under its own /usr/lib/debug: look there after ours. One capture at a time uses
+ * the path, and its Dwfl ends with it, so the previous string can go.
+ */
+static void set_debuginfo_root(pid_t pid)
+{
+	char root[64];
+	struct stat ours, theirs;
+
+	free(proc_debuginfo_path);
+	proc_debuginfo_path = NULL;
+	snprintf(root, sizeof(root), "/proc/%d/root/", pid);
+	if (stat("/", &ours) || stat(root, &theirs) ||
+	    (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino))
+		return;
+	if (asprintf(&proc_debuginfo_path, ":.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug",
+		     pid) < 0)
+		proc_debuginfo_path = NULL;
+}
+
 /*
  * Everything that can be read without stopping the process: its modules, and its mappings
  * unless the caller has read them (@*mapsp set).
  */
 static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *why, size_t whylen)
 {
-	static char *debuginfo_path;
 	static const Dwfl_Callbacks proc_callbacks = {
 		.find_elf = find_elf_in_root,
 		.find_debuginfo = debuginfo_cache__find,
-		.debuginfo_path = &debuginfo_path,
+		.debuginfo_path = &proc_debuginfo_path,
 	};
-	Dwfl *dwfl = dwfl_begin(&proc_callbacks);
+	Dwfl *dwfl;
 	int err;
 
 	bool own_maps = !*mapsp;
 
 	*dwflp = NULL;
+	set_debuginfo_root(pid);
+	dwfl = dwfl_begin(&proc_callbacks);
 	if (!dwfl)
 		return -ENOMEM;
 	dwfl_report_begin(dwfl);
