@@ -230,3 +230,28 @@ def test_watch_follow_launcher_learns_ranks_as_they_exec():
     launcher_pid = int(re.search(r"\] (\d+)/\d+ job_launcher fork, child", out).group(1))
     assert launcher_pid not in ranks.values()
     assert not re.search(rf"\[rank \d+\] {launcher_pid}/", out), out
+
+
+def test_ui_job_events_show_the_rank_and_the_first_death():
+    from test_ui import Tui
+    if not is_root():
+        raise Skip("live mode needs root")
+    fx, ranks = launcher(4, env={"JOB_MODE": "crash"})
+    with fx, Tui(["--job", fx.pid]) as ui:
+        # The processes view lists every rank with its RANK; the status line says when the
+        # probes are attached (the signal must come after).
+        for r, pid in ranks.items():
+            ui.wait_for(re.compile(rf"(?m)^\s*{pid}\s+\S+\s+{r}\s"))
+        ui.wait_for("watching 5 processes; probes attached")
+        ui.keys("4")
+        os.kill(ranks[1], signal.SIGUSR1)
+        row = re.compile(rf"\d+\.\d{{6}} {ranks[1]}\s+{ranks[1]}\s+1\s+job_launcher\s+dlopen\s+"
+                         r"dlopen\(\"\S+/libcrash.so\"")
+        ui.wait_for(row)
+        os.kill(ranks[1], signal.SIGUSR1)
+        ui.wait_for(re.compile(rf"{ranks[1]}\s+{ranks[1]}\s+1\s+job_launcher\s+signal\s+"))
+        ui.keys("5")
+        ui.wait_for(re.compile(rf"rank-died.*rank 1 \(PID {ranks[1]}\) died first: SIGSEGV in "
+                               r"crash_lib_store"))
+        status, s = ui.quit_and_status()
+    assert status == 0, s  # the UI's status says nothing of findings (as without --job)

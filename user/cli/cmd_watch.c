@@ -117,7 +117,7 @@ static int pid_append(pid_t pid, pid_t **pids, size_t *n)
 }
 
 /* --job PID: the launcher and every rank of the job on this host, followed. */
-static int job_targets(const char *cmd, pid_t pid, struct watch_opts *o)
+int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o)
 {
 	struct job *j;
 	char why[512];
@@ -267,7 +267,7 @@ static int run(int argc, char **argv, bool record)
 		goto usage;
 	}
 	if (job_pid) {
-		err = job_targets(cmd, job_pid, &o);
+		err = watch_job_targets(cmd, job_pid, &o);
 		if (err) {
 			free(o.pids);
 			return err;
