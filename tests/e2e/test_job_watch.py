@@ -135,6 +135,24 @@ def test_watch_job_names_the_first_rank_to_die_in_a_dlopened_object():
     assert "torchrun job: launcher %d" % fx.pid in err and "1 findings" in err, err
 
 
+def test_watch_job_exit_status_first_then_the_ranks_that_follow():
+    fx, ranks = launcher(4, env={"JOB_MODE": "crash"})
+    with fx, Stream("watch", "--job", fx.pid, "--duration", 120) as w:
+        w.wait_attached()
+        os.kill(ranks[1], signal.SIGUSR2)  # rank 1 exits with status 3
+        w.wait_for(r"FINDING error rank-died")
+        os.kill(ranks[2], signal.SIGKILL)
+        w.wait_for(r"FINDING warning rank-died")
+        status, out, err = w.stop()
+    assert status == 1, (status, out, err)
+    assert f"rank 1 (PID {ranks[1]}) died first: exited with status 3" in out, out
+    assert re.search(rf"- rank 2 \(PID {ranks[2]}\): sleeping in \S*pipe", out), out
+    assert (f"rank 2 (PID {ranks[2]}) died after rank 1 (PID {ranks[1]}): killed by SIGKILL"
+            in out), out
+    assert out.count("died first") == 1, out
+    assert "2 findings" in err, err
+
+
 def test_watch_job_names_the_hung_rank_with_its_stack():
     fx, ranks = launcher(4, env={"JOB_MODE": "spin"})
     with fx, Stream("watch", "--job", ranks[2], "--hang-secs", 2, "--duration", 120) as w:
