@@ -23,7 +23,7 @@ struct jw_proc {
 	int rank;
 	bool is_rank; /* the rank itself, not a child of it (a DataLoader worker) */
 	bool exited;
-	char end[320]; /* how it ended, once it has */
+	char end[1024]; /* how it ended, once it has */
 	/* The last fatal signal delivered, named by the collector. */
 	unsigned int signo;
 	char sig_at[512], sig_where[256];
@@ -196,7 +196,7 @@ static void emit_finding(struct jobwatch *jw, const struct jw_proc *p, uint64_t 
 /* Every other rank's state, as evidence lines of @f. */
 static void others_state(struct jobwatch *jw, const struct jw_proc *self, struct finding *f)
 {
-	char state[384];
+	char state[1100];
 
 	for (size_t i = 0; i < jw->n; i++) {
 		const struct jw_proc *o = &jw->p[i];
