@@ -135,8 +135,8 @@ int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o)
 		char ranks[128];
 
 		job__describe_ranks(j, ranks, sizeof(ranks));
-		fprintf(stderr, "dlscope: %s job: launcher %d (%s), %s\n", job_scheme__name(j->scheme),
-			j->launcher, j->launcher_comm, ranks);
+		fprintf(stderr, "dlscope: %s job: launcher %d (%s), %s\n",
+			job_scheme__name(j->scheme), j->launcher, j->launcher_comm, ranks);
 	}
 	job__free(j);
 	if (err) {

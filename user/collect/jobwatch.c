@@ -51,13 +51,13 @@ struct jobwatch {
 };
 
 #define JW(s) ((struct jobwatch *)(s))
-#define DOWN(jw, cb, ...)                                         \
-	do {                                                      \
-		for (size_t i_ = 0; i_ < (jw)->n_down; i_++) {    \
-			struct event_sink *s_ = (jw)->down[i_];   \
-			if (s_->cb)                               \
-				s_->cb(s_, ##__VA_ARGS__);        \
-		}                                                 \
+#define DOWN(jw, cb, ...)                                       \
+	do {                                                    \
+		for (size_t i_ = 0; i_ < (jw)->n_down; i_++) {  \
+			struct event_sink *s_ = (jw)->down[i_]; \
+			if (s_->cb)                             \
+				s_->cb(s_, ##__VA_ARGS__);      \
+		}                                               \
 	} while (0)
 
 static struct jw_proc *find(struct jobwatch *jw, pid_t pid)
@@ -245,22 +245,23 @@ static void rank_ended(struct jobwatch *jw, struct jw_proc *p, const struct even
 	if (jw->first_rank < 0) {
 		jw->first_rank = p->rank;
 		jw->first_pid = p->pid;
-		f = findings__add(&fs, "rank-died", SEV_ERROR, p->pid, "rank %d (PID %d) died first: %s",
-				  p->rank, p->pid, p->end);
+		f = findings__add(&fs, "rank-died", SEV_ERROR, p->pid,
+				  "rank %d (PID %d) died first: %s", p->rank, p->pid, p->end);
 		if (f) {
 			/* The others as they were when it died, before they react to it. */
 			others_state(jw, p, f);
-			finding__explain(f,
-					 "the first rank to die is where the job broke; the others "
-					 "then fail or wait on it in their collectives, and their "
-					 "errors (timeouts, broken pipes) only repeat that",
-					 "look at this rank first: its signal and faulting object above, "
-					 "or the error it printed before exiting");
+			finding__explain(
+				f,
+				"the first rank to die is where the job broke; the others "
+				"then fail or wait on it in their collectives, and their "
+				"errors (timeouts, broken pipes) only repeat that",
+				"look at this rank first: its signal and faulting object above, "
+				"or the error it printed before exiting");
 		}
 	} else {
 		f = findings__add(&fs, "rank-died", SEV_WARNING, p->pid,
-				  "rank %d (PID %d) died after rank %d (PID %d): %s", p->rank, p->pid,
-				  jw->first_rank, jw->first_pid, p->end);
+				  "rank %d (PID %d) died after rank %d (PID %d): %s", p->rank,
+				  p->pid, jw->first_rank, jw->first_pid, p->end);
 		if (f)
 			finding__explain(f, "it followed the first death (rank-died above)",
 					 "look at the first rank that died");
@@ -438,11 +439,12 @@ static void report_hung(struct jobwatch *jw, struct jw_proc *p, uint64_t now, do
 		others_state(jw, p, f);
 		if (err)
 			finding__evidence(f, "its stack could not be read: %s", why);
-		finding__explain(f,
-				 "the other ranks run on, so they will soon wait for it in their "
-				 "next collective: the job hangs on this rank",
-				 "look at where it waits (its stack below): a lock, a read that never "
-				 "returns, a rank-dependent branch that skipped a collective");
+		finding__explain(
+			f,
+			"the other ranks run on, so they will soon wait for it in their "
+			"next collective: the job hangs on this rank",
+			"look at where it waits (its stack below): a lock, a read that never "
+			"returns, a rank-dependent branch that skipped a collective");
 		emit_finding(jw, p, now, p->pid, comm, f, main_ts ? &es : NULL);
 	}
 	findings__free(&fs);

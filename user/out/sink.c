@@ -131,9 +131,8 @@ static void text_activity(struct event_sink *s, const struct activity *a)
 
 	rel_time(TEXT(s), a->t, t, sizeof(t));
 	fprintf(out, "[%s] %s%d activity %s: %llu %s (%llu so far), threads", t,
-		rank_tag(a->has_rank, a->rank, rk, sizeof(rk)), a->pid,
-		base_name(a->runtime), (unsigned long long)a->n, activity_unit(a),
-		(unsigned long long)a->total);
+		rank_tag(a->has_rank, a->rank, rk, sizeof(rk)), a->pid, base_name(a->runtime),
+		(unsigned long long)a->n, activity_unit(a), (unsigned long long)a->total);
 	for (size_t i = 0; i < a->n_threads; i++)
 		fprintf(out, " %d:%llu", a->threads[i].tid, (unsigned long long)a->threads[i].n);
 	fputc('\n', out);
@@ -224,8 +223,8 @@ static void json_loaded(struct event_sink *s, const struct loaded_obj *l)
 	for (size_t p = 0; p < o->n_parents; p++)
 		json_array_append_new(by, json_string(l->g->objs[o->parents[p]]->path));
 	emit(s, with_rank(json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o, s:o}", "type",
-				    "loaded", "t", (json_int_t)l->t, "pid", l->pid, "path",
-				    o->path, "soname", o->soname, "namespace", o->ns, "origin",
+				    "loaded", "t", (json_int_t)l->t, "pid", l->pid, "path", o->path,
+				    "soname", o->soname, "namespace", o->ns, "origin",
 				    lg_origin__id(o->origin), "needed_by", by, "roles",
 				    runtimes__roles_json(l->g, o->id), "package",
 				    pkg_owner__to_json(o->pkg)),
