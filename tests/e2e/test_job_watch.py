@@ -273,3 +273,20 @@ def test_ui_job_events_show_the_rank_and_the_first_death():
                                r"crash_lib_store"))
         status, s = ui.quit_and_status()
     assert status == 0, s  # the UI's status says nothing of findings (as without --job)
+
+
+def test_watch_job_errors_are_one_line():
+    if not is_root():
+        raise Skip("BPF tests need root")
+    fx, ranks = launcher(2)
+    with fx:
+        for args, status, line in (
+                (("--job", "4000000"), 3, "watch: process 4000000 does not exist"),
+                (("--job", os.getpid()), 3, "is not part of a multi-rank job"),
+                (("--job", "abc"), 2, "watch: --job takes a process ID, not 'abc'"),
+                (("--job", fx.pid, "--", "true"), 2, "--job watches a running job: not with"),
+                (("--job", fx.pid, "--hang-secs", "0"), 2,
+                 "--hang-secs takes a positive number of seconds, not '0'")):
+            p = dlscope("watch", *args, check=status)
+            assert line in p.stderr and p.stderr.startswith("dlscope: watch: "), p.stderr
+            assert not p.stdout, p.stdout

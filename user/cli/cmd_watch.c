@@ -126,7 +126,8 @@ int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o)
 	err = job__find(pid, &j, why, sizeof(why));
 	if (err) {
 		dls_err("%s: %s", cmd, why);
-		return err == -ENOENT || err == -ESRCH ? DLS_EXIT_USAGE : DLS_EXIT_INSPECT;
+		/* As stacks --job: a PID in no job, gone or not ours cannot be inspected. */
+		return DLS_EXIT_INSPECT;
 	}
 	err = pid_append(j->launcher, &o->pids, &o->n_pids);
 	for (size_t i = 0; !err && i < j->n; i++)
