@@ -83,9 +83,12 @@ class Stream:
         return self
 
     def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        # Its process group: dlscope and, after a failure, a command it runs (a launcher).
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
 
 
 def assert_labelled(out, ranks):
@@ -290,3 +293,21 @@ def test_watch_job_errors_are_one_line():
             p = dlscope("watch", *args, check=status)
             assert line in p.stderr and p.stderr.startswith("dlscope: watch: "), p.stderr
             assert not p.stdout, p.stdout
+
+
+def test_record_by_comm_labels_the_ranks_it_finds_running():
+    """Processes found by name (or -p) are looked up when first seen, not only at exec."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    fx, ranks = launcher(4)
+    with fx, tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        dlscope("record", "--comm", "job_launcher", "-o", f.name, "--duration", "1", check=0)
+        recs = [json.loads(l) for l in open(f.name)]
+    by_pid = {pid: r for r, pid in ranks.items()}
+    loaded = {}
+    for rec in recs:
+        if rec["type"] == "loaded" and rec["pid"] in by_pid:
+            loaded.setdefault(rec["pid"], set()).add(rec.get("rank"))
+        elif rec["type"] == "loaded" and rec["pid"] == fx.pid:
+            assert "rank" not in rec, rec
+    assert {p: {r} for p, r in by_pid.items()} == loaded, loaded

@@ -20,6 +20,7 @@
 
 struct jw_proc {
 	pid_t pid;
+	bool in_job; /* false: looked at, carries no rank */
 	int rank;
 	bool is_rank; /* the rank itself, not a child of it (a DataLoader worker) */
 	bool exited;
@@ -81,38 +82,62 @@ static pid_t parent_of(pid_t pid)
 	return ppid;
 }
 
+/* @pid's entry, a new one (in no job) when it has none; NULL when out of memory. */
+static struct jw_proc *slot(struct jobwatch *jw, pid_t pid)
+{
+	struct jw_proc *p = find(jw, pid);
+
+	if (p)
+		return p;
+	if (jw->n == jw->cap) {
+		size_t cap = jw->cap ? jw->cap * 2 : 16;
+		struct jw_proc *np = realloc(jw->p, cap * sizeof(*np));
+
+		if (!np)
+			return NULL; /* unlabelled, not wrong */
+		jw->p = np;
+		jw->cap = cap;
+	}
+	p = &jw->p[jw->n++];
+	*p = (struct jw_proc){ .pid = pid };
+	return p;
+}
+
 /*
- * What @pid is now (it exec'ed, was forked, or was there from the start): a rank, a child of
- * one (its parent has the same rank: a worker, labelled but not a rank), or in no job.
+ * What @pid is now (it exec'ed, was forked, or is seen for the first time): a rank, a child of
+ * one (its parent has the same rank: a worker, labelled but not a rank), or in no job (kept,
+ * so that its environment is read once).
  */
 static void learn(struct jobwatch *jw, pid_t pid)
 {
 	struct job_identity id, pid_id;
-	struct jw_proc *p = find(jw, pid);
+	struct jw_proc *p = slot(jw, pid);
 	pid_t ppid;
 
+	if (!p || p->exited)
+		return;
 	if (job__identity(pid, &id) || id.scheme == JOB_SCHEME_NONE) {
 		/* An exec into an environment without a rank: no longer labelled. */
-		if (p && !p->exited)
-			*p = jw->p[--jw->n];
+		*p = (struct jw_proc){ .pid = pid };
 		return;
 	}
-	if (!p) {
-		if (jw->n == jw->cap) {
-			size_t cap = jw->cap ? jw->cap * 2 : 16;
-			struct jw_proc *np = realloc(jw->p, cap * sizeof(*np));
-
-			if (!np)
-				return; /* unlabelled, not wrong */
-			jw->p = np;
-			jw->cap = cap;
-		}
-		p = &jw->p[jw->n++];
-	}
-	*p = (struct jw_proc){ .pid = pid, .rank = id.rank };
+	*p = (struct jw_proc){ .pid = pid, .rank = id.rank, .in_job = true };
 	ppid = parent_of(pid);
 	p->is_rank = !(ppid > 0 && !job__identity(ppid, &pid_id) && pid_id.scheme == id.scheme &&
 		       pid_id.rank == id.rank);
+}
+
+/* The job entry of @pid, learnt the first time it is seen (--comm's processes, -p's); NULL
+ * when it is in no job. */
+static struct jw_proc *job_proc(struct jobwatch *jw, pid_t pid)
+{
+	struct jw_proc *p = find(jw, pid);
+
+	if (!p) {
+		learn(jw, pid);
+		p = find(jw, pid);
+	}
+	return p && p->in_job ? p : NULL;
 }
 
 static const char *sig_name(unsigned int signo, char *buf, size_t len)
@@ -282,12 +307,17 @@ static void jw_event(struct event_sink *s, const struct event *ev)
 		learn(jw, ev->pid);
 	else if (ev->kind == EVENT_FORK && !ev->u.fork.thread)
 		learn(jw, ev->u.fork.child);
-	p = find(jw, ev->pid);
+	p = job_proc(jw, ev->pid);
 	if (p) {
 		e.has_rank = true;
 		e.rank = p->rank;
 	}
 	DOWN(jw, event, &e);
+	if (!p && ev->kind == EVENT_EXIT && (p = find(jw, ev->pid))) {
+		/* A process in no job is forgotten when it ends (its PID may come back). */
+		*p = jw->p[--jw->n];
+		return;
+	}
 	if (!p || !p->is_rank || p->exited)
 		return;
 	if (ev->kind == EVENT_SIGNAL) {
@@ -301,7 +331,7 @@ static void jw_event(struct event_sink *s, const struct event *ev)
 
 static void jw_loaded(struct event_sink *s, const struct loaded_obj *l)
 {
-	struct jw_proc *p = find(JW(s), l->pid);
+	struct jw_proc *p = job_proc(JW(s), l->pid);
 	struct loaded_obj c = *l;
 
 	if (p) {
@@ -313,7 +343,7 @@ static void jw_loaded(struct event_sink *s, const struct loaded_obj *l)
 
 static void jw_finding(struct event_sink *s, const struct live_finding *f)
 {
-	struct jw_proc *p = find(JW(s), f->pid);
+	struct jw_proc *p = job_proc(JW(s), f->pid);
 	struct live_finding c = *f;
 
 	if (p) {
@@ -325,7 +355,7 @@ static void jw_finding(struct event_sink *s, const struct live_finding *f)
 
 static void jw_activity(struct event_sink *s, const struct activity *a)
 {
-	struct jw_proc *p = find(JW(s), a->pid);
+	struct jw_proc *p = job_proc(JW(s), a->pid);
 	struct activity c = *a;
 
 	if (p) {
