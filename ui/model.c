@@ -555,6 +555,20 @@ static int apply_activity(struct model *m, const json_t *rec)
 	return 0;
 }
 
+/* A record of a rank's process says its rank: the process has it from then on. */
+static void note_rank(struct model *m, const json_t *rec)
+{
+	const json_t *rank = json_object_get(rec, "rank");
+	struct m_proc *p;
+
+	if (!json_is_integer(rank) || !(p = model__proc_get(m, (pid_t)int_of(rec, "pid"))))
+		return;
+	if (!p->rank[0]) {
+		snprintf(p->rank, sizeof(p->rank), "%lld", (long long)json_integer_value(rank));
+		m->generation++;
+	}
+}
+
 int model__apply(struct model *m, const json_t *rec)
 {
 	const char *type = str_of(rec, "type");
@@ -563,6 +577,7 @@ int model__apply(struct model *m, const json_t *rec)
 
 	if (!json_is_object(rec) || !type)
 		goto bad;
+	note_rank(m, rec);
 	if (!strcmp(type, "header")) {
 		m->t0 = (uint64_t)int_of(rec, "t0");
 		m->generation++;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobwatch.h"
 #include "source.h"
 #include "watch.h"
 
@@ -23,6 +24,7 @@ struct live {
 	volatile sig_atomic_t stop;
 	struct json_sink sink; /* the collector's records, queued as they are made */
 	struct event_sink *sinks[1];
+	double hang_secs; /* a rank idle this long while others progress is hung */
 	pthread_mutex_t lock;
 	json_t **q;
 	size_t head, n, cap;
@@ -80,7 +82,10 @@ static void queue_record(void *ctx, json_t *rec)
 static void *collector(void *arg)
 {
 	struct live *l = arg;
+	struct event_sink *job_sink;
+	struct watch_opts o = l->o;
 	struct watch_stats st;
+	struct jobwatch *jw;
 	char why[512] = "";
 	sigset_t winch;
 	int err;
@@ -89,7 +94,17 @@ static void *collector(void *arg)
 	sigemptyset(&winch);
 	sigaddset(&winch, SIGWINCH);
 	pthread_sigmask(SIG_BLOCK, &winch, NULL);
-	err = watch__run(&l->o, &st, why, sizeof(why));
+	/* As in watch: ranks labelled, the first to die and a hung one named (jobwatch.h). */
+	jw = jobwatch__new(l->sinks, 1, l->hang_secs);
+	if (jw) {
+		for (size_t i = 0; i < o.n_pids; i++)
+			jobwatch__add(jw, o.pids[i]);
+		job_sink = jobwatch__sink(jw);
+		o.sinks = &job_sink;
+		o.n_sinks = 1;
+	}
+	err = watch__run(&o, &st, why, sizeof(why));
+	jobwatch__free(jw);
 	pthread_mutex_lock(&l->lock);
 	l->finished = true;
 	l->err = err;
@@ -107,6 +122,7 @@ int live__start(const struct watch_opts *o, struct live **out)
 	if (!l)
 		return -ENOMEM;
 	l->o = *o;
+	l->hang_secs = 10;
 	json_sink__init(&l->sink, queue_record, NULL, l);
 	l->sinks[0] = &l->sink.s;
 	l->o.sinks = l->sinks;

@@ -107,14 +107,15 @@ static void events_draw(struct ui *ui, int y, int h)
 	attrset(ui__attr(ui, C_HEADER));
 	mvaddnstr(y, 0, line, ui->cols);
 	clrtoeol();
-	snprintf(line, sizeof(line), "%12s %-7s %-7s %-15s %-11s %s", "TIME", "PID", "TID", "COMM",
-		 "KIND", "WHAT (Enter: details)");
+	snprintf(line, sizeof(line), "%12s %-7s %-7s %-4s %-15s %-11s %s", "TIME", "PID", "TID",
+		 "RANK", "COMM", "KIND", "WHAT (Enter: details)");
 	mvaddnstr(y + 1, 0, line, ui->cols);
 	clrtoeol();
 	attrset(A_NORMAL);
 	for (int i = 0; i < rows; i++) {
 		const struct m_event *e = i < n ? shown[i] : NULL;
 		uint64_t base = ui->m->t0 ? ui->m->t0 : e ? e->t : 0;
+		const struct m_proc *p = e ? model__proc(ui->m, e->pid) : NULL;
 		enum ui_color c = C_NORMAL;
 
 		move(y + 2 + i, 0);
@@ -125,9 +126,10 @@ static void events_draw(struct ui *ui, int y, int h)
 			c = C_COLLISION;
 		else if (e->kind == EV_LOADED)
 			c = C_DIM;
-		snprintf(line, sizeof(line), "%12.6f %-7d %-7d %-15s %-11s %s",
-			 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid, e->comm,
-			 ev_kind__id(e->kind), e->text);
+		/* A rank's events say which rank (the trace's "rank", or its environment). */
+		snprintf(line, sizeof(line), "%12.6f %-7d %-7d %-4s %-15s %-11s %s",
+			 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid,
+			 p && p->rank[0] ? p->rank : "-", e->comm, ev_kind__id(e->kind), e->text);
 		attrset(ui__attr(ui, c) | (i == sel_row ? attr_sel : 0));
 		ui__addnstr(stdscr, y + 2 + i, 0, line, ui->cols);
 		if (i == sel_row)

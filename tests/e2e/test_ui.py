@@ -70,9 +70,9 @@ def event_rows(screen):
     """The event rows on screen: (kind, what)."""
     rows = []
     for line in screen.splitlines():
-        # Columns as the view prints them: "%12.6f %-7d %-7d %-15s %-11s %s".
+        # Columns as the view prints them: "%12.6f %-7d %-7d %-4s %-15s %-11s %s".
         if re.match(r"\s*\d+\.\d{6} \d", line):
-            rows.append((line[45:56].strip(), line[57:]))
+            rows.append((line[50:61].strip(), line[62:]))
     return rows
 
 

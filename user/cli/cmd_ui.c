@@ -23,6 +23,7 @@ static void ui_usage(FILE *f)
 	fprintf(f,
 		"Usage: dlscope ui [OPTIONS] -p PID [-p PID...]\n"
 		"       dlscope ui [OPTIONS] -- COMMAND [ARGS...]\n"
+		"       dlscope ui [OPTIONS] --job PID\n"
 		"       dlscope ui --replay FILE\n"
 		"       dlscope ui --snapshot -p PID [-p PID...]\n"
 		"\n"
@@ -34,6 +35,8 @@ static void ui_usage(FILE *f)
 		"\n"
 		"  -p, --pid PID         this process (repeatable)\n"
 		"  -f, --follow          also the children they fork (live)\n"
+		"      --job PID         every rank of the job PID belongs to, and ranks its\n"
+		"                        launcher starts later (live; events show their rank)\n"
 		"      --hot             (live) as in watch: a parallel region or OpenBLAS dispatch\n"
 		"                        started inside dlopen (others are only counted), and\n"
 		"                        OpenBLAS pool thread starts; every region pays a uprobe\n"
@@ -111,6 +114,7 @@ int cmd_ui(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "follow", no_argument, NULL, 'f' },
+		{ "job", required_argument, NULL, 'J' },
 		{ "hot", no_argument, NULL, 'H' },
 		{ "futex-ms", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
@@ -128,6 +132,7 @@ int cmd_ui(int argc, char **argv)
 	int cmd_stdio[3] = { -1, -1, -1 };
 	bool snapshot = false, fallback = false, strict = false;
 	int c, ret = DLS_EXIT_USAGE;
+	pid_t job_pid = 0;
 	char why[512], warn[512];
 
 	optind = 1;
@@ -143,6 +148,12 @@ int cmd_ui(int argc, char **argv)
 			break;
 		}
 		case 'f': o.follow = true; break;
+		case 'J':
+			if (parse_pid(optarg, &job_pid)) {
+				dls_err("ui: --job takes a process ID, not '%s'", optarg);
+				goto out;
+			}
+			break;
 		case 'H': o.hot = true; break;
 		case 'F': {
 			char *end;
@@ -183,13 +194,24 @@ int cmd_ui(int argc, char **argv)
 		dls_err("ui: unexpected '%s' (a command goes after --)", argv[optind]);
 		goto out;
 	}
+	if (job_pid && (replay_path || o.command || snapshot)) {
+		dls_err("ui: --job watches a running job live: not with --replay, --snapshot or "
+			"-- COMMAND");
+		goto out;
+	}
+	if (job_pid) {
+		ret = watch_job_targets("ui", job_pid, &o);
+		if (ret)
+			goto out;
+		ret = DLS_EXIT_USAGE;
+	}
 	if (replay_path && (o.n_pids || o.command || snapshot)) {
 		dls_err("ui: --replay FILE shows a recorded trace; it takes no -p, --snapshot or "
 			"command");
 		goto out;
 	}
 	if (!replay_path && !o.n_pids && !o.command) {
-		dls_err("ui: nothing to show: give -p PID, -- COMMAND or --replay FILE");
+		dls_err("ui: nothing to show: give -p PID, --job PID, -- COMMAND or --replay FILE");
 		goto out;
 	}
 	if (out_path && !o.command) {

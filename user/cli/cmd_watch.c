@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "commands.h"
+#include "job.h"
+#include "jobwatch.h"
 #include "sink.h"
 #include "output.h"
 #include "target.h"
@@ -19,6 +21,7 @@ static void watch_usage(FILE *f, const char *cmd)
 		"Usage: dlscope %s [OPTIONS] -p PID [-p PID...]\n"
 		"       dlscope %s [OPTIONS] --comm NAME\n"
 		"       dlscope %s [OPTIONS] -- COMMAND [ARGS...]\n"
+		"       dlscope %s [OPTIONS] --job PID\n"
 		"\n"
 		"Stream the loader's calls (dlopen, dlmopen, dlclose, dlsym, dlvsym), GPU module\n"
 		"loads (cuModuleLoad*, cuLibraryLoad*, hipModuleLoad*), exec/fork/exit, fatal\n"
@@ -31,6 +34,12 @@ static void watch_usage(FILE *f, const char *cmd)
 		"  -c, --comm NAME       every process named NAME (its comm), running or started\n"
 		"                        later, until --duration or Ctrl-C\n"
 		"  -f, --follow          also the children they fork (torchrun's ranks)\n"
+		"      --job PID         every rank of the job PID belongs to (any member: the\n"
+		"                        launcher, a rank, a rank's child), and the ranks the\n"
+		"                        launcher starts later (implies --follow)\n"
+		"      --hang-secs N     a rank whose threads use no CPU for N seconds while\n"
+		"                        another rank's do is reported hung, with its stack\n"
+		"                        (default 10)\n"
 		"      --hot             also probe the OpenMP and OpenBLAS entry points\n"
 		"                        (GOMP_parallel, GOMP_parallel_start, __kmpc_fork_call,\n"
 		"                        exec_blas): a parallel region or BLAS dispatch started\n"
@@ -52,8 +61,13 @@ static void watch_usage(FILE *f, const char *cmd)
 		"  -q, --quiet           no line per event\n"
 		"  -h, --help\n"
 		"\n"
+		"A rank's lines and records carry its rank ([rank 2], \"rank\": 2), from RANK,\n"
+		"OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID in its environment;\n"
+		"the first rank to die (its fatal signal and faulting object, or exit status)\n"
+		"is a rank-died finding with the other ranks' state, a hung rank rank-hung.\n"
+		"\n"
 		"Exit status: 0 fine, 1 live findings, 2 usage error, 3 could not watch.\n",
-		cmd, cmd, cmd);
+		cmd, cmd, cmd, cmd);
 }
 
 static volatile sig_atomic_t stop_requested;
@@ -91,6 +105,50 @@ static int parse_number(const char *s, double max, double *out)
 	return 0;
 }
 
+static int pid_append(pid_t pid, pid_t **pids, size_t *n)
+{
+	pid_t *np = realloc(*pids, (*n + 1) * sizeof(*np));
+
+	if (!np)
+		return -ENOMEM;
+	np[(*n)++] = pid;
+	*pids = np;
+	return 0;
+}
+
+/* --job PID: the launcher and every rank of the job on this host, followed. */
+int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o)
+{
+	struct job *j;
+	char why[512];
+	int err;
+
+	err = job__find(pid, &j, why, sizeof(why));
+	if (err) {
+		dls_err("%s: %s", cmd, why);
+		/* As stacks --job: a PID in no job, gone or not ours cannot be inspected. */
+		return DLS_EXIT_INSPECT;
+	}
+	err = pid_append(j->launcher, &o->pids, &o->n_pids);
+	for (size_t i = 0; !err && i < j->n; i++)
+		err = pid_append(j->ranks[i].pid, &o->pids, &o->n_pids);
+	if (!err) {
+		char ranks[128];
+
+		job__describe_ranks(j, ranks, sizeof(ranks));
+		fprintf(stderr, "dlscope: %s job: launcher %d (%s), %s\n",
+			job_scheme__name(j->scheme), j->launcher, j->launcher_comm, ranks);
+	}
+	job__free(j);
+	if (err) {
+		dls_err("%s: out of memory", cmd);
+		return DLS_EXIT_INSPECT;
+	}
+	/* Ranks the launcher starts later (an elastic restart) are its children. */
+	o->follow = true;
+	return 0;
+}
+
 static int run(int argc, char **argv, bool record)
 {
 	static const struct option opts[] = {
@@ -103,12 +161,17 @@ static int run(int argc, char **argv, bool record)
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "ring-mb", required_argument, NULL, 'R' },
+		{ "job", required_argument, NULL, 'J' },
+		{ "hang-secs", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	const char *cmd = record ? "record" : "watch", *out_path = NULL;
 	struct watch_opts o = { .stop = &stop_requested };
-	struct event_sink *sinks[2];
+	struct event_sink *sinks[2], *job_sink;
+	struct jobwatch *jw = NULL;
+	double hang_secs = 10;
+	pid_t job_pid = 0;
 	struct text_sink text;
 	struct json_sink trace;
 	FILE *trace_file = NULL;
@@ -165,6 +228,19 @@ static int run(int argc, char **argv, bool record)
 			}
 			o.ring_mb = (unsigned int)v;
 			break;
+		case 'J':
+			if (parse_pid(optarg, &job_pid)) {
+				dls_err("%s: --job takes a process ID, not '%s'", cmd, optarg);
+				goto usage;
+			}
+			break;
+		case 'G':
+			if (parse_number(optarg, 86400, &hang_secs)) {
+				dls_err("%s: --hang-secs takes a positive number of seconds, not '%s'",
+					cmd, optarg);
+				goto usage;
+			}
+			break;
 		case 'h':
 			watch_usage(stdout, cmd);
 			free(o.pids);
@@ -178,13 +254,25 @@ static int run(int argc, char **argv, bool record)
 		dls_err("%s: unexpected '%s' (a command goes after --)", cmd, argv[optind]);
 		goto usage;
 	}
-	if (!o.n_pids && !o.command && !o.comm) {
-		dls_err("%s: nothing to watch: give -p PID, --comm NAME or -- COMMAND", cmd);
+	if (job_pid && (o.command || o.comm)) {
+		dls_err("%s: --job watches a running job: not with -- COMMAND or --comm", cmd);
+		goto usage;
+	}
+	if (!o.n_pids && !o.command && !o.comm && !job_pid) {
+		dls_err("%s: nothing to watch: give -p PID, --comm NAME, --job PID or -- COMMAND",
+			cmd);
 		goto usage;
 	}
 	if (record && !out_path) {
 		dls_err("record: -o FILE is required");
 		goto usage;
+	}
+	if (job_pid) {
+		err = watch_job_targets(cmd, job_pid, &o);
+		if (err) {
+			free(o.pids);
+			return err;
+		}
 	}
 	if (out_path) {
 		trace_file = fopen(out_path, "w");
@@ -203,8 +291,24 @@ static int run(int argc, char **argv, bool record)
 		json_sink__init_file(&trace, trace_file);
 		sinks[o.n_sinks++] = &trace.s;
 	}
+	/* The job layer labels ranks' lines and names the first to die and a hung one. */
+	jw = jobwatch__new(o.sinks, o.n_sinks, hang_secs);
+	if (!jw) {
+		dls_err("%s: out of memory", cmd);
+		if (trace_file)
+			fclose(trace_file);
+		free(o.pids);
+		return DLS_EXIT_INSPECT;
+	}
+	for (size_t i = 0; i < o.n_pids; i++)
+		jobwatch__add(jw, o.pids[i]);
+	job_sink = jobwatch__sink(jw);
+	o.sinks = &job_sink;
+	o.n_sinks = 1;
 	install_stop_handlers();
 	err = watch__run(&o, &st, why, sizeof(why));
+	st.findings += jobwatch__findings(jw);
+	jobwatch__free(jw);
 	if (trace_file && fclose(trace_file))
 		dls_err("%s: writing %s failed: %s", cmd, out_path, strerror(errno));
 	free(o.pids);

@@ -3,6 +3,8 @@
 #ifndef DLSCOPE_COMMANDS_H
 #define DLSCOPE_COMMANDS_H
 
+#include <sys/types.h>
+
 #include "version.h"
 
 struct command {
@@ -17,6 +19,12 @@ int cmd_lint(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+struct watch_opts;
+/*
+ * --job PID of watch, record and ui: the launcher and every rank of the job PID belongs to
+ * appended to @o's PIDs, and followed. Returns 0, or an exit status after one line.
+ */
+int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o);
 int cmd_ui(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -512,7 +512,7 @@ out:
 }
 
 /* "fn+0x12 (libfoo.so)": one frame of a stack. */
-static void frame_text(const struct stack_frame *f, char *buf, size_t len)
+void watch__frame_text(const struct stack_frame *f, char *buf, size_t len)
 {
 	const char *mod = f->module ? strrchr(f->module, '/') : NULL;
 
@@ -555,7 +555,7 @@ static bool stack_of(struct watch *w, struct proc_state *ps, const struct dlw_ev
 	for (size_t i = 0; i < ts->n_frames; i++) {
 		char frame[512];
 
-		frame_text(&ts->frames[i], frame, sizeof(frame));
+		watch__frame_text(&ts->frames[i], frame, sizeof(frame));
 		if (event_stack__push(out, frame, ts->frames[i].pc))
 			break;
 	}
@@ -1032,13 +1032,13 @@ static void name_signal(struct watch *w, struct proc_state *ps, const struct dlw
 		size_t k = 0, n;
 
 		/* Code inlined into a function: both, as "inlined (...) in caller". */
-		frame_text(&ts->frames[0], at, atlen);
+		watch__frame_text(&ts->frames[0], at, atlen);
 		while (k + 1 < ts->n_frames && ts->frames[k].inlined)
 			k++;
 		n = strlen(at);
 		if (k && n + 4 < atlen) {
 			memcpy(at + n, " in ", 4);
-			frame_text(&ts->frames[k], at + n + 4, atlen - n - 4);
+			watch__frame_text(&ts->frames[k], at + n + 4, atlen - n - 4);
 		}
 	} else if (ps && size >= sizeof(*e)) {
 		symbolize(ps, e->regs.ip, at, atlen);
@@ -1769,6 +1769,7 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 			read_activity(w);
 		/* A trace being written can be followed (tail -f) batch by batch. */
 		SINKS(w, flush);
+		SINKS(w, tick, mono_ns(CLOCK_MONOTONIC));
 		scan_stuck_in_dlopen(w);
 		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
 			break;

@@ -351,6 +351,8 @@ json_t *event__to_json(const struct event *ev)
 		      "in_dlopen", (int)ev->in_dlopen);
 	if (!j)
 		return NULL;
+	if (ev->has_rank)
+		set(j, "rank", json_integer(ev->rank));
 	switch (ev->kind) {
 	case EVENT_DLOPEN:
 		set(j, "path",
@@ -565,6 +567,11 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 	ev->tid = (pid_t)get_int(&r, "tid", false);
 	get_str(&r, "comm", false, ev->comm, sizeof(ev->comm));
 	ev->in_dlopen = (unsigned int)get_int(&r, "in_dlopen", false);
+	v = json_object_get(rec, "rank");
+	if (json_is_integer(v)) {
+		ev->has_rank = true;
+		ev->rank = (int)json_integer_value(v);
+	}
 	switch (ev->kind) {
 	case EVENT_DLOPEN:
 		v = field(&r, "path", false, "a string or null", is_str_or_null);

@@ -59,7 +59,9 @@ struct event {
 	pid_t pid, tid;
 	char comm[16];
 	unsigned int in_dlopen; /* the thread's dlopen nesting depth when it happened */
-	bool has_stack;		/* it carried a stack: the record has "stack" (maybe empty) */
+	bool has_rank;		/* the process is (or belongs to) a rank of a job: "rank" */
+	int rank;
+	bool has_stack; /* it carried a stack: the record has "stack" (maybe empty) */
 	struct event_stack stack;
 	/* A dlopen of a Python thread: its Python stack at the call ("python" in the record). */
 	bool has_python;

@@ -24,6 +24,15 @@ static void rel_time(const struct text_sink *t, uint64_t ts, char *buf, size_t l
 	snprintf(buf, len, "%5llu.%06llu", d / 1000000000ULL, d / 1000ULL % 1000000ULL);
 }
 
+/* "[rank 2] " before the PID of a rank's line; "" for a process that is in no job. */
+static const char *rank_tag(bool has, int rank, char *buf, size_t len)
+{
+	if (!has)
+		return "";
+	snprintf(buf, len, "[rank %d] ", rank);
+	return buf;
+}
+
 static void text_header(struct event_sink *s, const struct trace_header *h)
 {
 	TEXT(s)->t0 = h->t0;
@@ -31,11 +40,12 @@ static void text_header(struct event_sink *s, const struct trace_header *h)
 
 static void text_event(struct event_sink *s, const struct event *ev)
 {
-	char t[32], line[PATH_MAX + 256];
+	char t[32], line[PATH_MAX + 256], rk[32];
 
 	rel_time(TEXT(s), ev->t, t, sizeof(t));
 	event__text(ev, 0, line, sizeof(line));
-	fprintf(TEXT(s)->out, "[%s] %d/%d %s %s\n", t, ev->pid, ev->tid, ev->comm, line);
+	fprintf(TEXT(s)->out, "[%s] %s%d/%d %s %s\n", t,
+		rank_tag(ev->has_rank, ev->rank, rk, sizeof(rk)), ev->pid, ev->tid, ev->comm, line);
 	/* A Python thread's dlopen: the import chain (its frames outside importlib). */
 	if (ev->has_python) {
 		char *py = py_import__lines(&ev->py, true, "        ");
@@ -49,7 +59,7 @@ static void text_event(struct event_sink *s, const struct event *ev)
 
 static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
 {
-	char desc[160] = "", t[32], pkg[256] = "";
+	char desc[160] = "", t[32], pkg[256] = "", rk[32];
 
 	if (l->baseline)
 		return;
@@ -64,7 +74,8 @@ static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
 		strcat(desc, "]");
 	}
 	rel_time(TEXT(s), l->t, t, sizeof(t));
-	fprintf(TEXT(s)->out, "[%s] %d + %s%s (%s)%s\n", t, l->pid, l->o->path, desc,
+	fprintf(TEXT(s)->out, "[%s] %s%d + %s%s (%s)%s\n", t,
+		rank_tag(l->has_rank, l->rank, rk, sizeof(rk)), l->pid, l->o->path, desc,
 		lg_origin__id(l->o->origin), pkg);
 	fflush(TEXT(s)->out);
 }
@@ -85,10 +96,11 @@ static void text_note(struct event_sink *s, const char *line)
 static void text_finding(struct event_sink *s, const struct live_finding *f)
 {
 	FILE *out = TEXT(s)->out;
-	char t[32];
+	char t[32], rk[32];
 
 	rel_time(TEXT(s), f->t, t, sizeof(t));
-	fprintf(out, "[%s] %d/%d %s FINDING %s %s: %s\n", t, f->pid, f->tid, f->comm,
+	fprintf(out, "[%s] %s%d/%d %s FINDING %s %s: %s\n", t,
+		rank_tag(f->has_rank, f->rank, rk, sizeof(rk)), f->pid, f->tid, f->comm,
 		severity__name(f->f->sev), f->f->id, f->f->title);
 	finding__print_body(f->f, "      ", out);
 	for (size_t i = 0; f->stack && i < f->stack->n; i++)
@@ -115,12 +127,12 @@ static const char *activity_unit(const struct activity *a)
 static void text_activity(struct event_sink *s, const struct activity *a)
 {
 	FILE *out = TEXT(s)->out;
-	char t[32];
+	char t[32], rk[32];
 
 	rel_time(TEXT(s), a->t, t, sizeof(t));
-	fprintf(out, "[%s] %d activity %s: %llu %s (%llu so far), threads", t, a->pid,
-		base_name(a->runtime), (unsigned long long)a->n, activity_unit(a),
-		(unsigned long long)a->total);
+	fprintf(out, "[%s] %s%d activity %s: %llu %s (%llu so far), threads", t,
+		rank_tag(a->has_rank, a->rank, rk, sizeof(rk)), a->pid, base_name(a->runtime),
+		(unsigned long long)a->n, activity_unit(a), (unsigned long long)a->total);
 	for (size_t i = 0; i < a->n_threads; i++)
 		fprintf(out, " %d:%llu", a->threads[i].tid, (unsigned long long)a->threads[i].n);
 	fputc('\n', out);
@@ -167,6 +179,14 @@ void text_sink__init(struct text_sink *t, FILE *out)
 
 #define JSON(s) ((struct json_sink *)(s))
 
+/* A rank's record says its rank (docs/trace-format.md). */
+static json_t *with_rank(json_t *rec, bool has, int rank)
+{
+	if (rec && has)
+		json_object_set_new(rec, "rank", json_integer(rank));
+	return rec;
+}
+
 static void emit(struct event_sink *s, json_t *rec)
 {
 	if (rec)
@@ -202,11 +222,13 @@ static void json_loaded(struct event_sink *s, const struct loaded_obj *l)
 
 	for (size_t p = 0; p < o->n_parents; p++)
 		json_array_append_new(by, json_string(l->g->objs[o->parents[p]]->path));
-	emit(s, json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o, s:o}", "type", "loaded",
-			  "t", (json_int_t)l->t, "pid", l->pid, "path", o->path, "soname",
-			  o->soname, "namespace", o->ns, "origin", lg_origin__id(o->origin),
-			  "needed_by", by, "roles", runtimes__roles_json(l->g, o->id), "package",
-			  pkg_owner__to_json(o->pkg)));
+	emit(s, with_rank(json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o, s:o}", "type",
+				    "loaded", "t", (json_int_t)l->t, "pid", l->pid, "path", o->path,
+				    "soname", o->soname, "namespace", o->ns, "origin",
+				    lg_origin__id(o->origin), "needed_by", by, "roles",
+				    runtimes__roles_json(l->g, o->id), "package",
+				    pkg_owner__to_json(o->pkg)),
+			  l->has_rank, l->rank));
 }
 
 static void json_finding(struct event_sink *s, const struct live_finding *f)
@@ -217,7 +239,7 @@ static void json_finding(struct event_sink *s, const struct live_finding *f)
 	/* A finding always says where: an empty stack when its event carried none. */
 	if (j)
 		event_stack__to_json(f->stack ? f->stack : &none, j);
-	emit(s, j);
+	emit(s, with_rank(j, f->has_rank, f->rank));
 }
 
 /* An activity's runtime and counts: {"pid", "runtime", "kind", "n", "threads": {tid: n}}. */
@@ -244,7 +266,7 @@ static void json_activity(struct event_sink *s, const struct activity *a)
 		json_object_set_new(j, "t", json_integer((json_int_t)a->t));
 		json_object_set_new(j, "total", json_integer((json_int_t)a->total));
 	}
-	emit(s, j);
+	emit(s, with_rank(j, a->has_rank, a->rank));
 }
 
 static void json_summary(struct event_sink *s, const struct watch_stats *st)

@@ -36,6 +36,8 @@ struct activity {
 	uint64_t total;			       /* since the run started */
 	const struct activity_thread *threads; /* each thread's n in the interval, by tid */
 	size_t n_threads;
+	bool has_rank; /* the process's rank in a job ("rank") */
+	int rank;
 };
 
 /* The counts of a run, said in its summary. */
@@ -76,6 +78,8 @@ struct loaded_obj {
 	/* Had when the collector attached: not news to a reader (no text line), but a trace
 	 * keeps it, so that a replay starts from the whole graph. */
 	bool baseline;
+	bool has_rank; /* the process's rank in a job ("rank") */
+	int rank;
 };
 
 /*
@@ -88,6 +92,8 @@ struct live_finding {
 	const char *comm;
 	const struct finding *f;
 	const struct event_stack *stack;
+	bool has_rank; /* the process's rank in a job ("rank") */
+	int rank;
 };
 
 struct event_sink {
@@ -104,6 +110,8 @@ struct event_sink {
 	void (*activity)(struct event_sink *s, const struct activity *a);
 	/* A batch of events was handled: a trace being written can be followed (tail -f). */
 	void (*flush)(struct event_sink *s);
+	/* About every 100 ms on the collector's thread, events or not (@now CLOCK_MONOTONIC). */
+	void (*tick)(struct event_sink *s, uint64_t now);
 	/* Events' stacks are unwound only when a sink keeps them (text shows a finding's). */
 	bool wants_stacks;
 };

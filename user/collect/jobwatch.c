@@ -1,0 +1,618 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The job layer of watch: rank labels, the first rank to die, hung ranks (jobwatch.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "finding.h"
+#include "job.h"
+#include "jobwatch.h"
+#include "procfs.h"
+#include "unwind.h"
+#include "watch.h"
+
+#define SCAN_NS 500000000ULL /* CPU progress is read twice a second */
+#define HUNG_MAX_FRAMES 64
+
+struct jw_proc {
+	pid_t pid;
+	bool in_job; /* false: looked at, carries no rank */
+	int rank;
+	bool is_rank; /* the rank itself, not a child of it (a DataLoader worker) */
+	bool exited;
+	char end[1024]; /* how it ended, once it has */
+	/* The last fatal signal delivered, named by the collector. */
+	unsigned int signo;
+	char sig_at[512], sig_where[256];
+	/* CPU time (ticks, all threads) and when it last changed. */
+	unsigned long long cpu;
+	uint64_t cpu_changed;
+	bool cpu_known, hung;
+};
+
+struct jobwatch {
+	struct event_sink s; /* first: the collector's sink is the job watch */
+	struct event_sink *const *down;
+	size_t n_down;
+	uint64_t hang_ns;
+	struct jw_proc *p;
+	size_t n, cap;
+	int first_rank; /* the first rank that died; -1 none yet */
+	pid_t first_pid;
+	uint64_t last_scan;
+	bool captured;	  /* a stack was captured: threads may be held (stacks__release_pending) */
+	bool job_idle;	  /* every rank made no progress for hang_ns at once */
+	double idle_secs; /* how long, when it was seen */
+	size_t idle_ranks;
+	unsigned long long findings;
+};
+
+#define JW(s) ((struct jobwatch *)(s))
+#define DOWN(jw, cb, ...)                                       \
+	do {                                                    \
+		for (size_t i_ = 0; i_ < (jw)->n_down; i_++) {  \
+			struct event_sink *s_ = (jw)->down[i_]; \
+			if (s_->cb)                             \
+				s_->cb(s_, ##__VA_ARGS__);      \
+		}                                               \
+	} while (0)
+
+static struct jw_proc *find(struct jobwatch *jw, pid_t pid)
+{
+	for (size_t i = 0; i < jw->n; i++)
+		if (jw->p[i].pid == pid)
+			return &jw->p[i];
+	return NULL;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[1024], *paren;
+	pid_t ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (proc__read_small(path, buf, sizeof(buf)) < 0 || !(paren = strrchr(buf, ')')))
+		return 0;
+	if (sscanf(paren + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/* @pid's entry, a new one (in no job) when it has none; NULL when out of memory. */
+static struct jw_proc *slot(struct jobwatch *jw, pid_t pid)
+{
+	struct jw_proc *p = find(jw, pid);
+
+	if (p)
+		return p;
+	if (jw->n == jw->cap) {
+		size_t cap = jw->cap ? jw->cap * 2 : 16;
+		struct jw_proc *np = realloc(jw->p, cap * sizeof(*np));
+
+		if (!np)
+			return NULL; /* unlabelled, not wrong */
+		jw->p = np;
+		jw->cap = cap;
+	}
+	p = &jw->p[jw->n++];
+	*p = (struct jw_proc){ .pid = pid };
+	return p;
+}
+
+/*
+ * What @pid is now (it exec'ed, was forked, or is seen for the first time): a rank, a child of
+ * one (its parent has the same rank: a worker, labelled but not a rank), or in no job (kept,
+ * so that its environment is read once).
+ */
+static void learn(struct jobwatch *jw, pid_t pid)
+{
+	struct job_identity id, pid_id;
+	struct jw_proc *p = slot(jw, pid);
+	pid_t ppid;
+
+	if (!p || p->exited)
+		return;
+	if (job__identity(pid, &id) || id.scheme == JOB_SCHEME_NONE) {
+		/* An exec into an environment without a rank: no longer labelled. */
+		*p = (struct jw_proc){ .pid = pid };
+		return;
+	}
+	*p = (struct jw_proc){ .pid = pid, .rank = id.rank, .in_job = true };
+	ppid = parent_of(pid);
+	p->is_rank = !(ppid > 0 && !job__identity(ppid, &pid_id) && pid_id.scheme == id.scheme &&
+		       pid_id.rank == id.rank);
+}
+
+/* The job entry of @pid, learnt the first time it is seen (--comm's processes, -p's); NULL
+ * when it is in no job. */
+static struct jw_proc *job_proc(struct jobwatch *jw, pid_t pid)
+{
+	struct jw_proc *p = find(jw, pid);
+
+	if (!p) {
+		learn(jw, pid);
+		p = find(jw, pid);
+	}
+	return p && p->in_job ? p : NULL;
+}
+
+static const char *sig_name(unsigned int signo, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np((int)signo);
+
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %u", signo);
+	return buf;
+}
+
+/* "running", "sleeping in pipe_read", "exited with status 3": @p's state now, in words. */
+static void state_of(const struct jw_proc *p, char *buf, size_t len)
+{
+	char path[96], stat[1024], wchan[128] = "", *paren, state = '?';
+	bool running = false;
+	struct dirent *de;
+	DIR *d;
+
+	if (p->exited) {
+		snprintf(buf, len, "%s", p->end);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", p->pid);
+	d = opendir(path);
+	if (!d) {
+		snprintf(buf, len, "gone");
+		return;
+	}
+	/* A process runs when any of its threads runs; else it is where its main thread is. */
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", p->pid, atoi(de->d_name));
+		if (proc__read_small(path, stat, sizeof(stat)) < 0 || !(paren = strrchr(stat, ')')))
+			continue;
+		running |= paren[2] == 'R';
+		if (atoi(de->d_name) == p->pid)
+			state = paren[2];
+	}
+	closedir(d);
+	if (running)
+		state = 'R';
+	switch (state) {
+	case 'R': snprintf(buf, len, "running"); break;
+	case 'S':
+	case 'D':
+		snprintf(path, sizeof(path), "/proc/%d/wchan", p->pid);
+		if (proc__read_small(path, wchan, sizeof(wchan)) > 0 && strcmp(wchan, "0"))
+			snprintf(buf, len, "sleeping in %s", wchan);
+		else
+			snprintf(buf, len, "sleeping");
+		break;
+	case 'T':
+	case 't': snprintf(buf, len, "stopped"); break;
+	case 'Z': snprintf(buf, len, "exited (not yet reaped)"); break;
+	default: snprintf(buf, len, "gone"); break;
+	}
+}
+
+static void emit_finding(struct jobwatch *jw, const struct jw_proc *p, uint64_t t, pid_t tid,
+			 const char *comm, struct finding *f, const struct event_stack *stack)
+{
+	struct live_finding lf = {
+		.t = t,
+		.pid = p->pid,
+		.tid = tid,
+		.comm = comm,
+		.f = f,
+		.stack = stack,
+		.has_rank = true,
+		.rank = p->rank,
+	};
+
+	DOWN(jw, finding, &lf);
+	jw->findings++;
+}
+
+/* Every other rank's state, as evidence lines of @f. */
+static void others_state(struct jobwatch *jw, const struct jw_proc *self, struct finding *f)
+{
+	char state[1100];
+
+	for (size_t i = 0; i < jw->n; i++) {
+		const struct jw_proc *o = &jw->p[i];
+
+		if (o == self || !o->is_rank)
+			continue;
+		state_of(o, state, sizeof(state));
+		finding__evidence(f, "rank %d (PID %d): %s", o->rank, o->pid, state);
+	}
+}
+
+/* @p, a rank, ended with wait status @status: said once, the first death as a finding. */
+static void rank_ended(struct jobwatch *jw, struct jw_proc *p, const struct event *ev)
+{
+	unsigned int status = (unsigned int)ev->u.exit.exit_code;
+	unsigned int sig = status & 0x7f, code = (status >> 8) & 0xff;
+	struct findings fs = { 0 };
+	struct finding *f;
+	char sn[32];
+
+	if (!sig && !code) {
+		p->exited = true;
+		snprintf(p->end, sizeof(p->end), "exited with status 0");
+		return;
+	}
+	if (sig && p->signo == sig) {
+		/* "crash_lib_store+0x4 (libcrash.so)" reads "crash_lib_store+0x4 from libcrash.so". */
+		char *open = strrchr(p->sig_at, '(');
+		size_t n = strlen(p->sig_at);
+
+		if (open && open > p->sig_at && open[-1] == ' ' && p->sig_at[n - 1] == ')' &&
+		    !strstr(p->sig_at, " in "))
+			snprintf(p->end, sizeof(p->end), "%s in %.*s from %.*s (fault address %s)",
+				 sig_name(sig, sn, sizeof(sn)), (int)(open - 1 - p->sig_at),
+				 p->sig_at, (int)(p->sig_at + n - 1 - open - 1), open + 1,
+				 p->sig_where[0] ? p->sig_where : "?");
+		else
+			snprintf(p->end, sizeof(p->end), "%s at %s (fault address %s)",
+				 sig_name(sig, sn, sizeof(sn)), p->sig_at[0] ? p->sig_at : "?",
+				 p->sig_where[0] ? p->sig_where : "?");
+	} else if (sig) {
+		snprintf(p->end, sizeof(p->end), "killed by %s", sig_name(sig, sn, sizeof(sn)));
+	} else {
+		snprintf(p->end, sizeof(p->end), "exited with status %u", code);
+	}
+	if (jw->first_rank < 0) {
+		jw->first_rank = p->rank;
+		jw->first_pid = p->pid;
+		f = findings__add(&fs, "rank-died", SEV_ERROR, p->pid,
+				  "rank %d (PID %d) died first: %s", p->rank, p->pid, p->end);
+		if (f) {
+			/* The others as they were when it died, before they react to it. */
+			others_state(jw, p, f);
+			finding__explain(
+				f,
+				"the first rank to die is where the job broke; the others "
+				"then fail or wait on it in their collectives, and their "
+				"errors (timeouts, broken pipes) only repeat that",
+				"look at this rank first: its signal and faulting object above, "
+				"or the error it printed before exiting");
+		}
+	} else {
+		f = findings__add(&fs, "rank-died", SEV_WARNING, p->pid,
+				  "rank %d (PID %d) died after rank %d (PID %d): %s", p->rank,
+				  p->pid, jw->first_rank, jw->first_pid, p->end);
+		if (f)
+			finding__explain(f, "it followed the first death (rank-died above)",
+					 "look at the first rank that died");
+	}
+	p->exited = true;
+	if (f)
+		emit_finding(jw, p, ev->t, ev->tid, ev->comm, f, NULL);
+	findings__free(&fs);
+}
+
+static void jw_event(struct event_sink *s, const struct event *ev)
+{
+	struct jobwatch *jw = JW(s);
+	struct event e = *ev;
+	struct jw_proc *p;
+
+	if (ev->kind == EVENT_EXEC)
+		learn(jw, ev->pid);
+	else if (ev->kind == EVENT_FORK && !ev->u.fork.thread)
+		learn(jw, ev->u.fork.child);
+	p = job_proc(jw, ev->pid);
+	if (p) {
+		e.has_rank = true;
+		e.rank = p->rank;
+	}
+	DOWN(jw, event, &e);
+	if (!p && ev->kind == EVENT_EXIT && (p = find(jw, ev->pid))) {
+		/* A process in no job is forgotten when it ends (its PID may come back). */
+		*p = jw->p[--jw->n];
+		return;
+	}
+	if (!p || !p->is_rank || p->exited)
+		return;
+	if (ev->kind == EVENT_SIGNAL) {
+		p->signo = ev->u.signal.signo;
+		snprintf(p->sig_at, sizeof(p->sig_at), "%s", ev->u.signal.at);
+		snprintf(p->sig_where, sizeof(p->sig_where), "%s", ev->u.signal.where);
+	} else if (ev->kind == EVENT_EXIT) {
+		rank_ended(jw, p, ev);
+	}
+}
+
+static void jw_loaded(struct event_sink *s, const struct loaded_obj *l)
+{
+	struct jw_proc *p = job_proc(JW(s), l->pid);
+	struct loaded_obj c = *l;
+
+	if (p) {
+		c.has_rank = true;
+		c.rank = p->rank;
+	}
+	DOWN(JW(s), loaded, &c);
+}
+
+static void jw_finding(struct event_sink *s, const struct live_finding *f)
+{
+	struct jw_proc *p = job_proc(JW(s), f->pid);
+	struct live_finding c = *f;
+
+	if (p) {
+		c.has_rank = true;
+		c.rank = p->rank;
+	}
+	DOWN(JW(s), finding, &c);
+}
+
+static void jw_activity(struct event_sink *s, const struct activity *a)
+{
+	struct jw_proc *p = job_proc(JW(s), a->pid);
+	struct activity c = *a;
+
+	if (p) {
+		c.has_rank = true;
+		c.rank = p->rank;
+	}
+	DOWN(JW(s), activity, &c);
+}
+
+static void jw_header(struct event_sink *s, const struct trace_header *h)
+{
+	DOWN(JW(s), header, h);
+}
+
+static void jw_unloaded(struct event_sink *s, pid_t pid, const char *path)
+{
+	DOWN(JW(s), unloaded, pid, path);
+}
+
+static void jw_note(struct event_sink *s, const char *line)
+{
+	DOWN(JW(s), note, line);
+}
+
+static void jw_flush(struct event_sink *s)
+{
+	DOWN(JW(s), flush);
+}
+
+/* utime + stime of every thread of @pid, in clock ticks; -errno when it is gone. */
+static int cpu_ticks(pid_t pid, unsigned long long *out)
+{
+	char path[96], stat[1024], *paren;
+	unsigned long long sum = 0, ut, st;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return -ESRCH;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, atoi(de->d_name));
+		if (proc__read_small(path, stat, sizeof(stat)) < 0 || !(paren = strrchr(stat, ')')))
+			continue;
+		/* Fields 14 and 15 of stat, the 12th and 13th after the comm. */
+		if (sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			   &st) == 2)
+			sum += ut + st;
+	}
+	closedir(d);
+	*out = sum;
+	return 0;
+}
+
+/* The frame a reader wants named: the first outside libc and the loader (a syscall wrapper). */
+static const struct stack_frame *telling_frame(const struct thread_stack *ts)
+{
+	for (size_t i = 0; i < ts->n_frames; i++) {
+		const char *m = ts->frames[i].module, *b = m ? strrchr(m, '/') : NULL;
+
+		b = b ? b + 1 : m;
+		if (ts->frames[i].function && b && strncmp(b, "libc.so", 7) &&
+		    strncmp(b, "libpthread", 10) && strncmp(b, "ld-linux", 8) &&
+		    strncmp(b, "linux-vdso", 10))
+			return &ts->frames[i];
+	}
+	return ts->n_frames ? &ts->frames[0] : NULL;
+}
+
+/* @p made no progress for @idle_s while ranks @progressing did: a finding with its stack. */
+static void report_hung(struct jobwatch *jw, struct jw_proc *p, uint64_t now, double idle_s,
+			const char *progressing)
+{
+	struct event_stack es = { 0 };
+	struct findings fs = { 0 };
+	const struct thread_stack *main_ts = NULL;
+	struct stacks *st = NULL;
+	char why[256] = "", in[600] = "", frame[512], comm[64] = "";
+	struct finding *f;
+	int err;
+
+	p->hung = true;
+	/* A short stop of its threads, released at once (user/analysis/unwind.h). */
+	err = stacks__capture(p->pid, NULL, NULL, 0, NULL, 0, HUNG_MAX_FRAMES, &st, why,
+			      sizeof(why));
+	jw->captured = true;
+	for (size_t i = 0; !err && i < st->n; i++)
+		if (st->t[i].tid == p->pid || !main_ts)
+			main_ts = &st->t[i];
+	if (main_ts) {
+		const struct stack_frame *tf = telling_frame(main_ts);
+
+		for (size_t i = 0; i < main_ts->n_frames; i++) {
+			watch__frame_text(&main_ts->frames[i], frame, sizeof(frame));
+			event_stack__push(&es, frame, main_ts->frames[i].pc);
+		}
+		if (tf) {
+			watch__frame_text(tf, frame, sizeof(frame));
+			snprintf(in, sizeof(in), "; it is in %s", frame);
+		}
+	}
+	proc__read_stat(p->pid, 0, comm, sizeof(comm), NULL, NULL);
+	f = findings__add(&fs, "rank-hung", SEV_ERROR, p->pid,
+			  "rank %d (PID %d) is hung: no CPU progress for %.0f s while ranks %s "
+			  "progress%s",
+			  p->rank, p->pid, idle_s, progressing, in);
+	if (f) {
+		others_state(jw, p, f);
+		if (err)
+			finding__evidence(f, "its stack could not be read: %s", why);
+		finding__explain(
+			f,
+			"the other ranks run on, so they will soon wait for it in their "
+			"next collective: the job hangs on this rank",
+			"look at where it waits (its stack below): a lock, a read that never "
+			"returns, a rank-dependent branch that skipped a collective");
+		emit_finding(jw, p, now, p->pid, comm, f, main_ts ? &es : NULL);
+	}
+	findings__free(&fs);
+	event_stack__clear(&es);
+	stacks__free(st);
+}
+
+static void scan_progress(struct jobwatch *jw, uint64_t now)
+{
+	size_t live = 0, moving = 0;
+	int *ranks;
+
+	for (size_t i = 0; i < jw->n; i++) {
+		struct jw_proc *p = &jw->p[i];
+		unsigned long long cpu;
+
+		if (!p->is_rank || p->exited || cpu_ticks(p->pid, &cpu))
+			continue;
+		if (!p->cpu_known || cpu != p->cpu) {
+			p->cpu = cpu;
+			p->cpu_changed = now;
+			p->cpu_known = true;
+		}
+		live++;
+		if (now - p->cpu_changed < jw->hang_ns)
+			moving++;
+	}
+	if (live < 2)
+		return;
+	if (!moving) {
+		/* Everyone waits: a job-wide wait, not one rank's hang (said in the summary). */
+		if (!jw->job_idle) {
+			jw->job_idle = true;
+			jw->idle_secs = (double)jw->hang_ns / 1e9;
+			jw->idle_ranks = live;
+		}
+		return;
+	}
+	ranks = calloc(jw->n, sizeof(*ranks));
+	if (!ranks)
+		return;
+	for (size_t i = 0; i < jw->n; i++) {
+		struct jw_proc *p = &jw->p[i];
+		char progressing[256];
+		size_t k = 0;
+
+		if (!p->is_rank || p->exited || p->hung || !p->cpu_known ||
+		    now - p->cpu_changed < jw->hang_ns)
+			continue;
+		for (size_t j = 0; j < jw->n; j++)
+			if (jw->p[j].is_rank && !jw->p[j].exited && jw->p[j].cpu_known &&
+			    now - jw->p[j].cpu_changed < jw->hang_ns)
+				ranks[k++] = jw->p[j].rank;
+		job__format_ranks(ranks, k, progressing, sizeof(progressing));
+		report_hung(jw, p, now, (double)(now - p->cpu_changed) / 1e9, progressing);
+	}
+	free(ranks);
+}
+
+static void jw_tick(struct event_sink *s, uint64_t now)
+{
+	struct jobwatch *jw = JW(s);
+
+	DOWN(jw, tick, now);
+	if (now - jw->last_scan < SCAN_NS)
+		return;
+	jw->last_scan = now;
+	scan_progress(jw, now);
+	/* A thread the capture could not stop in time is let go as soon as it can be. */
+	if (jw->captured)
+		stacks__release_pending(0);
+}
+
+static void jw_summary(struct event_sink *s, const struct watch_stats *st)
+{
+	struct jobwatch *jw = JW(s);
+	struct watch_stats c = *st;
+	char line[256];
+
+	if (jw->job_idle) {
+		snprintf(line, sizeof(line),
+			 "job: all %zu ranks made no CPU progress for %.0f s at once: a job-wide "
+			 "wait (every rank waits; no rank is the one that hangs)",
+			 jw->idle_ranks, jw->idle_secs);
+		DOWN(jw, note, line);
+	}
+	c.findings += jw->findings;
+	DOWN(jw, summary, &c);
+}
+
+struct jobwatch *jobwatch__new(struct event_sink *const *down, size_t n_down, double hang_secs)
+{
+	struct jobwatch *jw = calloc(1, sizeof(*jw));
+
+	if (!jw)
+		return NULL;
+	jw->s = (struct event_sink){
+		.header = jw_header,
+		.event = jw_event,
+		.loaded = jw_loaded,
+		.unloaded = jw_unloaded,
+		.note = jw_note,
+		.finding = jw_finding,
+		.summary = jw_summary,
+		.activity = jw_activity,
+		.flush = jw_flush,
+		.tick = jw_tick,
+	};
+	for (size_t i = 0; i < n_down; i++)
+		jw->s.wants_stacks |= down[i]->wants_stacks;
+	jw->down = down;
+	jw->n_down = n_down;
+	jw->hang_ns = (uint64_t)(hang_secs * 1e9);
+	jw->first_rank = -1;
+	return jw;
+}
+
+struct event_sink *jobwatch__sink(struct jobwatch *jw)
+{
+	return &jw->s;
+}
+
+void jobwatch__add(struct jobwatch *jw, pid_t pid)
+{
+	learn(jw, pid);
+}
+
+unsigned long long jobwatch__findings(const struct jobwatch *jw)
+{
+	return jw->findings;
+}
+
+void jobwatch__free(struct jobwatch *jw)
+{
+	if (!jw)
+		return;
+	if (jw->captured)
+		stacks__release_pending(200);
+	free(jw->p);
+	free(jw);
+}
