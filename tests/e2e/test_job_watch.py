@@ -167,7 +167,8 @@ def test_watch_job_names_the_hung_rank_with_its_stack():
             not_stopped(pid)
     assert status == 1, (status, out, err)
     m = re.search(r"\[rank (\d+)\] (\d+)/\d+ job_launcher FINDING error rank-hung: rank (\d+) "
-                  r"\(PID (\d+)\) is hung: no CPU progress for \d+ s while ranks 0-2 progress; "
+                  r"\(PID (\d+)\) is hung: no CPU progress \(under 2% of a CPU\) for \d+ s while "
+                  r"ranks 0-2 progress; "
                   r"it is in wait_on_futex\+0x[0-9a-f]+ \(job_launcher\)", out)
     assert m and m.group(1) == m.group(3) == "3" and int(m.group(2)) == ranks[3], out
     assert out.count("rank-hung") == 1, out

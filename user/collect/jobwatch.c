@@ -16,6 +16,7 @@
 #include "watch.h"
 
 #define SCAN_NS 500000000ULL /* CPU progress is read twice a second */
+#define PROGRESS_SHARE 0.02  /* of one CPU over --hang-secs: less is no progress */
 #define HUNG_MAX_FRAMES 64
 
 struct jw_proc {
@@ -28,9 +29,12 @@ struct jw_proc {
 	/* The last fatal signal delivered, named by the collector. */
 	unsigned int signo;
 	char sig_at[512], sig_where[256];
-	/* CPU time (ticks, all threads) and when it last changed. */
-	unsigned long long cpu;
-	uint64_t cpu_changed;
+	/*
+	 * CPU time (ticks, all threads) at the start of the current window, when that window
+	 * began, and when the rank last made progress.
+	 */
+	unsigned long long cpu_base;
+	uint64_t base_at, cpu_changed;
 	bool cpu_known, hung;
 };
 
@@ -39,6 +43,7 @@ struct jobwatch {
 	struct event_sink *const *down;
 	size_t n_down;
 	uint64_t hang_ns;
+	unsigned long long progress_ticks; /* CPU a rank must use within hang_ns to progress */
 	struct jw_proc *p;
 	size_t n, cap;
 	int first_rank; /* the first rank that died; -1 none yet */
@@ -461,10 +466,11 @@ static void report_hung(struct jobwatch *jw, struct jw_proc *p, uint64_t now, do
 		}
 	}
 	proc__read_stat(p->pid, 0, comm, sizeof(comm), NULL, NULL);
-	f = findings__add(&fs, "rank-hung", SEV_ERROR, p->pid,
-			  "rank %d (PID %d) is hung: no CPU progress for %.0f s while ranks %s "
-			  "progress%s",
-			  p->rank, p->pid, idle_s, progressing, in);
+	f = findings__add(
+		&fs, "rank-hung", SEV_ERROR, p->pid,
+		"rank %d (PID %d) is hung: no CPU progress (under 2%% of a CPU) for %.0f s while ranks %s "
+		"progress%s",
+		p->rank, p->pid, idle_s, progressing, in);
 	if (f) {
 		others_state(jw, p, f);
 		if (err)
@@ -493,10 +499,14 @@ static void scan_progress(struct jobwatch *jw, uint64_t now)
 
 		if (!p->is_rank || p->exited || cpu_ticks(p->pid, &cpu))
 			continue;
-		if (!p->cpu_known || cpu != p->cpu) {
-			p->cpu = cpu;
-			p->cpu_changed = now;
+		if (!p->cpu_known || cpu - p->cpu_base >= jw->progress_ticks) {
+			p->cpu_base = cpu;
+			p->base_at = p->cpu_changed = now;
 			p->cpu_known = true;
+		} else if (now - p->base_at >= jw->hang_ns) {
+			/* A window without progress: the next one starts here (no slow creep). */
+			p->cpu_base = cpu;
+			p->base_at = now;
 		}
 		live++;
 		if (now - p->cpu_changed < jw->hang_ns)
@@ -588,6 +598,15 @@ struct jobwatch *jobwatch__new(struct event_sink *const *down, size_t n_down, do
 	jw->down = down;
 	jw->n_down = n_down;
 	jw->hang_ns = (uint64_t)(hang_secs * 1e9);
+	/*
+	 * Progress is 2% of a CPU over the window, not a tick: a rank blocked in a collective
+	 * keeps gaining a tick or two a second from its runtime's background threads (gloo's,
+	 * torch's), which must not make it look busy.
+	 */
+	jw->progress_ticks =
+		(unsigned long long)(hang_secs * PROGRESS_SHARE * (double)sysconf(_SC_CLK_TCK));
+	if (!jw->progress_ticks)
+		jw->progress_ticks = 1;
 	jw->first_rank = -1;
 	return jw;
 }
