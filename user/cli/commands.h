@@ -20,5 +20,6 @@ int cmd_record(int argc, char **argv);
 int cmd_ui(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif
