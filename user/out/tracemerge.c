@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "tracefile.h"
 #include "tracemerge.h"
 #include "version.h"
 
@@ -88,13 +89,14 @@ fail_nomem:
 	return -ENOMEM;
 }
 
-/* Lines after the first, read in large blocks (a pass over the file, no parsing). */
+/* The lines after the header, read in large blocks (no parsing); the file is left where it was. */
 static int count_lines(FILE *f, uint64_t *lines)
 {
 	static char buf[1 << 16];
 	uint64_t n = 0;
 	size_t got;
 	char last = '\n';
+	off_t at = ftello(f);
 
 	while ((got = fread(buf, 1, sizeof(buf), f)) > 0) {
 		for (char *p = buf; (p = memchr(p, '\n', (size_t)(buf + got - p))); p++)
@@ -105,9 +107,8 @@ static int count_lines(FILE *f, uint64_t *lines)
 		return -EIO;
 	if (last != '\n')
 		n++; /* a last line without its newline (a trace cut short) */
-	*lines = n ? n - 1 : 0;
-	rewind(f);
-	return 0;
+	*lines = n;
+	return fseeko(f, at, SEEK_SET) ? -EIO : 0;
 }
 
 static const char *str_of(const json_t *o, const char *key)
@@ -118,44 +119,10 @@ static const char *str_of(const json_t *o, const char *key)
 /* Open an input and read its header: 0, or -errno with the reason in @why. */
 static int open_input(struct input *in, char *why, size_t whylen)
 {
-	const char *fmt;
-	int version = 0, ours = atoi(TRACE_FORMAT + strlen("dlscope-trace/"));
-	ssize_t len;
+	int err = tracefile__open(in->path, &in->f, &in->hdr, &in->st, why, whylen);
 
-	in->f = fopen(in->path, "r");
-	if (!in->f || fstat(fileno(in->f), &in->st)) {
-		int err = -errno;
-
-		snprintf(why, whylen, "cannot read %s: %s", in->path, strerror(errno));
+	if (err)
 		return err;
-	}
-	if (!S_ISREG(in->st.st_mode)) {
-		snprintf(why, whylen, "%s is %s, not a trace file (make one with 'dlscope record')",
-			 in->path, S_ISDIR(in->st.st_mode) ? "a directory" : "not a regular file");
-		return -EINVAL;
-	}
-	if (count_lines(in->f, &in->lines)) {
-		snprintf(why, whylen, "cannot read %s: %s", in->path, strerror(EIO));
-		return -EIO;
-	}
-	len = getline(&in->line, &in->cap, in->f);
-	in->lineno = 1;
-	in->hdr = len > 0 ? json_loadb(in->line, (size_t)len, 0, NULL) : NULL;
-	fmt = str_of(in->hdr, "format");
-	if (!in->hdr || !fmt || !str_of(in->hdr, "type") ||
-	    strcmp(str_of(in->hdr, "type"), "header")) {
-		snprintf(why, whylen,
-			 "%s is not a dlscope trace (%s; make one with 'dlscope record')", in->path,
-			 len <= 0 ? "it is empty" : "its first line is no trace header");
-		return -EINVAL;
-	}
-	if (sscanf(fmt, "dlscope-trace/%d", &version) != 1 || version < 1 || version > ours) {
-		snprintf(why, whylen,
-			 "%s is a trace of format \"%.64s\", which this dlscope does not read (it "
-			 "reads dlscope-trace/1 to /%d)",
-			 in->path, fmt, ours);
-		return -EINVAL;
-	}
 	if (json_object_get(in->hdr, "inputs")) {
 		snprintf(why, whylen,
 			 "%s is already a merged trace: merge the nodes' own traces in one run",
@@ -170,6 +137,11 @@ static int open_input(struct input *in, char *why, size_t whylen)
 		return -EINVAL;
 	}
 	in->off = (int64_t)json_integer_value(json_object_get(in->hdr, "realtime_minus_monotonic_ns"));
+	in->lineno = 1;
+	if (count_lines(in->f, &in->lines)) {
+		snprintf(why, whylen, "cannot read %s: %s", in->path, strerror(EIO));
+		return -EIO;
+	}
 	return 0;
 }
 
