@@ -388,13 +388,14 @@ int trace__merge(const char *const *paths, size_t n, const char *out_path, struc
 	}
 	err = merge__labels(hosts, n, labels, dup);
 	if (err == -EEXIST) {
-		const char *boot = hosts[dup[0]].boot_id;
+		const char *b0 = hosts[dup[0]].boot_id, *b1 = hosts[dup[1]].boot_id;
+		bool both = b0 && b0[0] && b1 && b1[0];
 
 		snprintf(why, whylen,
 			 "%s and %s are both from host %s (%s): one node's run recorded twice, "
 			 "whose PIDs would collide; merge one of them",
 			 paths[dup[0]], paths[dup[1]], hosts[dup[0]].host,
-			 boot && boot[0] ? "the same boot" : "no boot id tells them apart");
+			 both ? "the same boot" : "no boot id tells them apart");
 		goto out;
 	}
 	if (err) {
