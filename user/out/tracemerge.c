@@ -292,12 +292,37 @@ static json_t *merged_summary(struct input *ins, size_t n)
 	return s;
 }
 
-static int write_rec(FILE *out, json_t *rec)
-{
-	int err = json_dumpf(rec, out, JSON_COMPACT) || fputc('\n', out) == EOF;
+/* The output, and a buffer each record is dumped into (json_dumpf's many small writes cost
+ * more than encoding the record). */
+struct writer {
+	FILE *f;
+	char *buf;
+	size_t cap;
+};
 
+static int write_rec(struct writer *w, json_t *rec)
+{
+	size_t n = rec ? json_dumpb(rec, w->buf, w->cap, JSON_COMPACT) : 0;
+	int err = 0;
+
+	if (n + 1 > w->cap) {
+		char *nb = realloc(w->buf, n + 1);
+
+		if (!nb) {
+			json_decref(rec);
+			return -ENOMEM;
+		}
+		w->buf = nb;
+		w->cap = n + 1;
+		n = json_dumpb(rec, w->buf, w->cap, JSON_COMPACT);
+	}
 	json_decref(rec);
-	return err ? -EIO : 0;
+	if (!n)
+		return -ENOMEM;
+	w->buf[n++] = '\n';
+	if (fwrite(w->buf, 1, n, w->f) != n)
+		err = -EIO;
+	return err;
 }
 
 /* Enough descriptors for one per input: the soft limit up to the hard one. */
@@ -314,11 +339,16 @@ static void raise_fd_limit(size_t n)
 static int merge_inputs(struct input *ins, size_t n, FILE *out, struct merge_stats *st)
 {
 	struct heap h = { .a = calloc(n ? n : 1, sizeof(size_t)), .in = ins };
+	struct writer w = { .f = out, .cap = 1 << 16 };
 	int err = 0;
 
-	if (!h.a)
+	w.buf = malloc(w.cap);
+	if (!h.a || !w.buf) {
+		free(h.a);
+		free(w.buf);
 		return -ENOMEM;
-	err = write_rec(out, merged_header(ins, n));
+	}
+	err = write_rec(&w, merged_header(ins, n));
 	for (size_t i = 0; i < n; i++)
 		if ((ins[i].head = next_record(&ins[i])))
 			h.a[h.n++] = i;
@@ -328,7 +358,7 @@ static int merge_inputs(struct input *ins, size_t n, FILE *out, struct merge_sta
 	while (!err && h.n) {
 		struct input *in = &ins[h.a[0]];
 
-		err = write_rec(out, in->head);
+		err = write_rec(&w, in->head);
 		in->written++;
 		st->records++;
 		in->head = next_record(in);
@@ -337,12 +367,13 @@ static int merge_inputs(struct input *ins, size_t n, FILE *out, struct merge_sta
 		sift_down(&h, 0);
 	}
 	if (!err) {
-		err = write_rec(out, merged_summary(ins, n));
+		err = write_rec(&w, merged_summary(ins, n));
 		st->records++;
 	}
 	for (size_t i = 0; i < n; i++)
 		st->bad += ins[i].bad;
 	free(h.a);
+	free(w.buf);
 	return err;
 }
 
