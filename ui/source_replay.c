@@ -239,9 +239,9 @@ static void host_pids(struct replay *r, json_t *rec)
 		const json_t *v = json_object_get(rec, keys[k]);
 
 		if (json_is_integer(v) && json_integer_value(v) > 0)
-			json_object_set_new(rec, keys[k],
-					    json_integer(json_integer_value(v) +
-							 (json_int_t)n * (1 << 22)));
+			json_object_set_new(
+				rec, keys[k],
+				json_integer(json_integer_value(v) + (json_int_t)n * (1 << 22)));
 	}
 }
 

@@ -111,7 +111,8 @@ static void test_merge(const char *dir)
 		      "\"findings\":1,\"activity\":[]}\n");
 	CHECK(!trace__merge(in, 2, out, &st, why, sizeof(why)), "two traces merge");
 	r = read_lines(out, &n);
-	CHECK(n == 5 && st.records == 5 && st.bad == 1, "header, 3 records, summary; a bad line left out");
+	CHECK(n == 5 && st.records == 5 && st.bad == 1,
+	      "header, 3 records, summary; a bad line left out");
 	if (n != 5)
 		goto out;
 	CHECK(!strcmp(json_string_value(json_object_get(r[0], "clock")), "CLOCK_REALTIME") &&
@@ -119,8 +120,8 @@ static void test_merge(const char *dir)
 		      json_integer_value(json_object_get(r[0], "realtime_minus_monotonic_ns")) == 0,
 	      "the header: realtime clock, t0 the earliest input's start");
 	CHECK(json_array_size(json_object_get(r[0], "inputs")) == 2 &&
-		      json_integer_value(json_object_get(json_array_get(json_object_get(r[0], "inputs"), 1),
-							 "records")) == 3,
+		      json_integer_value(json_object_get(
+			      json_array_get(json_object_get(r[0], "inputs"), 1), "records")) == 3,
 	      "the header lists each input with its line count");
 	for (size_t i = 2; i < 4; i++)
 		order &= t_of(r[i - 1]) <= t_of(r[i]);

@@ -109,8 +109,9 @@ static void print_finding(const json_t *rec)
 	int sev = severity__parse(json_string_value(json_object_get(rec, "severity")) ?: "");
 
 	f.sev = sev < 0 ? SEV_INFO : (enum severity)sev;
-	f.title = (char *)(json_string_value(json_object_get(rec, "title")) ?:
-				   json_string_value(json_object_get(rec, "text")) ?: "");
+	f.title = (char *)(json_string_value(json_object_get(rec, "title"))	   ?:
+				   json_string_value(json_object_get(rec, "text")) ?:
+										     "");
 	f.why = (char *)json_string_value(json_object_get(rec, "why"));
 	f.remedy = (char *)json_string_value(json_object_get(rec, "remedy"));
 	printf("%s %s: %s\n", severity__name(f.sev), f.id, f.title);
@@ -161,7 +162,8 @@ int check__trace(const char *path, bool json, int fail_on,
 		const char *type = json_string_value(json_object_get(rec, "type")),
 			   *host = json_string_value(json_object_get(rec, "host")),
 			   *comm = json_string_value(json_object_get(rec, "comm"));
-		const json_t *pid = json_object_get(rec, "pid"), *rank = json_object_get(rec, "rank");
+		const json_t *pid = json_object_get(rec, "pid"),
+			     *rank = json_object_get(rec, "rank");
 		long h = host ? host_index(&s, host) : 0;
 		struct tproc *p;
 
@@ -175,12 +177,14 @@ int check__trace(const char *path, bool json, int fail_on,
 			goto oom;
 		}
 		/* Named by its main thread, else the first record that names it. */
-		if (comm && (!p->comm[0] || json_integer_value(json_object_get(rec, "tid")) == p->pid))
+		if (comm &&
+		    (!p->comm[0] || json_integer_value(json_object_get(rec, "tid")) == p->pid))
 			snprintf(p->comm, sizeof(p->comm), "%s", comm);
 		if (json_is_integer(rank) && !p->rank)
 			p->rank = json_incref((json_t *)rank);
 		if (!strcmp(type, "finding") &&
-		    (!selected || selected(ctx, json_string_value(json_object_get(rec, "id")) ?: "")))
+		    (!selected ||
+		     selected(ctx, json_string_value(json_object_get(rec, "id")) ?: "")))
 			json_array_append(p->findings, rec);
 		json_decref(rec);
 	}
@@ -193,8 +197,8 @@ int check__trace(const char *path, bool json, int fail_on,
 		max = m > max ? m : max;
 	}
 	if (json) {
-		doc = json_pack("{s:s, s:s, s:O*, s:I, s:[]}", "dlscope", DLSCOPE_VERSION, "trace", path,
-				"hosts", json_object_get(hdr, "hosts"), "processes_seen",
+		doc = json_pack("{s:s, s:s, s:O*, s:I, s:[]}", "dlscope", DLSCOPE_VERSION, "trace",
+				path, "hosts", json_object_get(hdr, "hosts"), "processes_seen",
 				(json_int_t)s.n, "processes");
 		procs = json_object_get(doc, "processes");
 	} else {
@@ -213,9 +217,10 @@ int check__trace(const char *path, bool json, int fail_on,
 			continue;
 		if (procs) {
 			json_t *one = json_pack("{s:I, s:s, s:s*, s:O*, s:[]}", "pid",
-						(json_int_t)p->pid, "comm", p->comm[0] ? p->comm : "?",
-						"host", p->host ? s.hosts[p->host] : NULL, "rank",
-						p->rank, "findings");
+						(json_int_t)p->pid, "comm",
+						p->comm[0] ? p->comm : "?", "host",
+						p->host ? s.hosts[p->host] : NULL, "rank", p->rank,
+						"findings");
 
 			json_array_foreach (p->findings, k, rec) {
 				json_t *c = json_copy((json_t *)rec);

@@ -34,8 +34,9 @@ int tracefile__open(const char *path, FILE **f, json_t **hdr, struct stat *st, c
 	fmt = json_string_value(json_object_get(*hdr, "format"));
 	type = json_string_value(json_object_get(*hdr, "type"));
 	if (!fmt || !type || strcmp(type, "header")) {
-		snprintf(why, whylen, "%s is not a dlscope trace (%s; make one with 'dlscope record')",
-			 path, len <= 0 ? "it is empty" : "its first line is no trace header");
+		snprintf(why, whylen,
+			 "%s is not a dlscope trace (%s; make one with 'dlscope record')", path,
+			 len <= 0 ? "it is empty" : "its first line is no trace header");
 		goto fail;
 	}
 	if (sscanf(fmt, "dlscope-trace/%d", &version) != 1 || version < 1 || version > ours) {

@@ -31,7 +31,7 @@ struct slot {
 
 /* Names of the tracks: a process's comm, rank and host, a thread's comm. */
 struct track {
-	size_t host; /* index in exporter.hosts */
+	size_t host;	/* index in exporter.hosts */
 	pid_t pid, tid; /* tid 0: the process */
 	char comm[16];
 	char rank[16];
@@ -46,7 +46,7 @@ struct exporter {
 	size_t n_tracks, cap_tracks;
 	char **hosts; /* the hosts of a merged trace, as its records name them */
 	size_t n_hosts;
-	long base; /* the host of the record being written: its ids' offset */
+	long base;  /* the host of the record being written: its ids' offset */
 	bool first; /* no event written yet: no comma before it */
 	struct perfetto_stats *st;
 };
@@ -217,8 +217,8 @@ static json_t *instant(const struct exporter *e, const struct event *ev, const c
 		       const char *cat, const char *scope, json_t *args)
 {
 	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:o}", "name", name, "cat", cat, "ph",
-			 "i", "s", scope, "ts", ts_of(e, ev->t), "pid", (json_int_t)(e->base + ev->pid), "tid",
-			 (json_int_t)(e->base + ev->tid),
+			 "i", "s", scope, "ts", ts_of(e, ev->t), "pid",
+			 (json_int_t)(e->base + ev->pid), "tid", (json_int_t)(e->base + ev->tid),
 			 "args", args ? args : json_object());
 }
 
@@ -227,7 +227,8 @@ static json_t *slice(const struct exporter *e, const struct event *ev, const cha
 {
 	return json_pack("{s:s, s:s, s:s, s:o, s:f, s:I, s:I, s:o}", "name", name, "cat", cat, "ph",
 			 "X", "ts", ts_of(e, ev->t), "dur", (double)dur_ns / 1e3, "pid",
-			 (json_int_t)(e->base + ev->pid), "tid", (json_int_t)(e->base + ev->tid), "args", args ? args : json_object());
+			 (json_int_t)(e->base + ev->pid), "tid", (json_int_t)(e->base + ev->tid),
+			 "args", args ? args : json_object());
 }
 
 static void emit_event(struct exporter *e, const json_t *rec, const struct event *ev)
@@ -273,8 +274,8 @@ static void emit_event(struct exporter *e, const json_t *rec, const struct event
 		put(e, instant(e, ev, name, "runtime", "t",
 			       json_pack("{s:o}", "stack", stack_args(rec))));
 		put(e, json_pack("{s:s, s:s, s:o, s:I, s:{s:I}}", "name", "parallel regions", "ph",
-				 "C", "ts", ts_of(e, ev->t), "pid", (json_int_t)(e->base + ev->pid), "args", series,
-				 (json_int_t)ev->u.omp_fork.regions));
+				 "C", "ts", ts_of(e, ev->t), "pid", (json_int_t)(e->base + ev->pid),
+				 "args", series, (json_int_t)ev->u.omp_fork.regions));
 		break;
 	}
 	case EVENT_SIGNAL:
@@ -324,8 +325,8 @@ static void emit_other(struct exporter *e, const json_t *rec, const char *type)
 			 kind && !strcmp(kind, "blas") ? "BLAS dispatches/s" : "parallel regions/s",
 			 basename_of(json_string_value(json_object_get(rec, "runtime"))));
 		put(e, json_pack("{s:s, s:s, s:o, s:I, s:{s:I}}", "name", name, "ph", "C", "ts",
-				 ts_of(e, ev.t), "pid", (json_int_t)(e->base + ev.pid), "args", "count",
-				 json_integer_value(json_object_get(rec, "n"))));
+				 ts_of(e, ev.t), "pid", (json_int_t)(e->base + ev.pid), "args",
+				 "count", json_integer_value(json_object_get(rec, "n"))));
 	} else {
 		e->st->skipped++;
 	}
@@ -392,9 +393,9 @@ static void write_names(struct exporter *e)
 		if (t->tid) {
 			snprintf(name, sizeof(name), "%s %d", t->comm[0] ? t->comm : "thread",
 				 t->tid);
-			put(e, json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "name", "thread_name", "ph",
-					 "M", "pid", base + t->pid, "tid", base + t->tid, "args",
-					 "name", name));
+			put(e, json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "name", "thread_name",
+					 "ph", "M", "pid", base + t->pid, "tid", base + t->tid,
+					 "args", "name", name));
 			continue;
 		}
 		e->st->processes++;
@@ -405,8 +406,8 @@ static void write_names(struct exporter *e)
 			snprintf(name, sizeof(name), "%srank %s: %s %d", host, t->rank, t->comm,
 				 t->pid);
 		else
-			snprintf(name, sizeof(name), "%s%s %d", host, t->comm[0] ? t->comm : "process",
-				 t->pid);
+			snprintf(name, sizeof(name), "%s%s %d", host,
+				 t->comm[0] ? t->comm : "process", t->pid);
 		put(e, json_pack("{s:s, s:s, s:I, s:{s:s}}", "name", "process_name", "ph", "M",
 				 "pid", base + t->pid, "args", "name", name));
 		/* By rank; without ranks, a merged trace's processes grouped by host. */

@@ -188,13 +188,13 @@ static void json_header(struct event_sink *s, const struct trace_header *h)
 		boot[strcspn(boot, "\n")] = '\0';
 	for (size_t i = 0; i < h->n_targets; i++)
 		json_array_append_new(pids, json_integer(h->targets[i]));
-	emit(s, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}",
-			  "type", "header", "format", TRACE_FORMAT, "dlscope", DLSCOPE_VERSION,
-			  "host", u.nodename, "boot_id", boot[0] ? boot : NULL, "kernel", u.release,
-			  "glibc", gnu_get_libc_version(), "clock", "CLOCK_MONOTONIC", "t0",
-			  (json_int_t)h->t0, "realtime_minus_monotonic_ns",
-			  (json_int_t)h->realtime_minus_monotonic_ns, "targets", pids, "follow",
-			  h->follow, "hot", h->hot));
+	emit(s,
+	     json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}", "type",
+		       "header", "format", TRACE_FORMAT, "dlscope", DLSCOPE_VERSION, "host",
+		       u.nodename, "boot_id", boot[0] ? boot : NULL, "kernel", u.release, "glibc",
+		       gnu_get_libc_version(), "clock", "CLOCK_MONOTONIC", "t0", (json_int_t)h->t0,
+		       "realtime_minus_monotonic_ns", (json_int_t)h->realtime_minus_monotonic_ns,
+		       "targets", pids, "follow", h->follow, "hot", h->hot));
 }
 
 static void json_event(struct event_sink *s, const struct event *ev)

@@ -25,8 +25,8 @@ struct input {
 	FILE *f;
 	struct stat st;
 	json_t *hdr;
-	json_t *label; /* the "host" every record gets (a string) */
-	int64_t off;   /* realtime_minus_monotonic_ns */
+	json_t *label;	  /* the "host" every record gets (a string) */
+	int64_t off;	  /* realtime_minus_monotonic_ns */
 	uint64_t lines;	  /* lines after the header */
 	uint64_t written; /* records of it written */
 	uint64_t bad, first_bad;
@@ -136,7 +136,8 @@ static int open_input(struct input *in, char *why, size_t whylen)
 			 in->path);
 		return -EINVAL;
 	}
-	in->off = (int64_t)json_integer_value(json_object_get(in->hdr, "realtime_minus_monotonic_ns"));
+	in->off = (int64_t)json_integer_value(
+		json_object_get(in->hdr, "realtime_minus_monotonic_ns"));
 	in->lineno = 1;
 	if (count_lines(in->f, &in->lines)) {
 		snprintf(why, whylen, "cannot read %s: %s", in->path, strerror(EIO));
@@ -232,14 +233,15 @@ static json_t *merged_header(struct input *ins, size_t n)
 		json_array_append(hosts, ins[i].label);
 		json_array_append_new(
 			inputs,
-			json_pack("{s:O, s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:s, s:I, s:I, s:I, s:O}",
-				  "host", ins[i].label, "hostname", str_of(h, "host"), "boot_id",
-				  str_of(h, "boot_id"), "kernel", str_of(h, "kernel"), "glibc",
-				  str_of(h, "glibc"), "dlscope", str_of(h, "dlscope"), "format",
-				  str_of(h, "format"), "path", ins[i].path, "t0", int_of(h, "t0"),
-				  "realtime_minus_monotonic_ns", (json_int_t)ins[i].off, "records",
-				  (json_int_t)ins[i].lines, "targets",
-				  json_object_get(h, "targets") ?: json_null()));
+			json_pack(
+				"{s:O, s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:s, s:I, s:I, s:I, s:O}",
+				"host", ins[i].label, "hostname", str_of(h, "host"), "boot_id",
+				str_of(h, "boot_id"), "kernel", str_of(h, "kernel"), "glibc",
+				str_of(h, "glibc"), "dlscope", str_of(h, "dlscope"), "format",
+				str_of(h, "format"), "path", ins[i].path, "t0", int_of(h, "t0"),
+				"realtime_minus_monotonic_ns", (json_int_t)ins[i].off, "records",
+				(json_int_t)ins[i].lines, "targets",
+				json_object_get(h, "targets") ?: json_null()));
 	}
 	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:I, s:I, s:o, s:o, s:b, s:b}", "type",
 			 "header", "format", TRACE_FORMAT, "dlscope", DLSCOPE_VERSION, "merged",
@@ -405,10 +407,11 @@ int trace__merge(const char *const *paths, size_t n, const char *out_path, struc
 	if (!stat(out_path, &ost))
 		for (size_t i = 0; i < n; i++)
 			if (ost.st_dev == ins[i].st.st_dev && ost.st_ino == ins[i].st.st_ino) {
-				snprintf(why, whylen,
-					 "-o %s is the input %s: the merge would overwrite it; write "
-					 "to another file",
-					 out_path, paths[i]);
+				snprintf(
+					why, whylen,
+					"-o %s is the input %s: the merge would overwrite it; write "
+					"to another file",
+					out_path, paths[i]);
 				err = -EINVAL;
 				goto out;
 			}
