@@ -266,7 +266,8 @@ def test_kubernetes_daemonset_has_what_record_needs():
 
 def test_slurm_script_parses_and_records_beside_the_job():
     """bash -n, then a run on one 'node': srun is a stand-in that runs its command here, the
-    recorder is the real dlscope record, the job a python3 that dlopens a library."""
+    recorder is the real dlscope record, the job a Python that dlopens a library, run through a
+    link of its own name (its comm), so that no other python3 on this machine is recorded."""
     sbatch = os.path.join(ROOT, "deploy", "slurm", "dlscope-record.sbatch")
     subprocess.run(["bash", "-n", sbatch], check=True)
     text = open(sbatch).read()
@@ -282,9 +283,11 @@ def test_slurm_script_parses_and_records_beside_the_job():
                     'esac; done\nexec "$@"\n')
         os.chmod(os.path.join(stub, "srun"), 0o755)
         traces = os.path.join(d, "traces")
+        py = os.path.join(d, "dlsjob")
+        os.symlink(os.path.realpath("/usr/bin/python3"), py)
         env = dict(os.environ, PATH=stub + ":" + os.environ["PATH"], DLSCOPE=dlscope_path(),
-                   TRACE_DIR=traces, SLURM_JOB_NUM_NODES="1")
-        job = ["/usr/bin/python3", "-c", "import ctypes; ctypes.CDLL('libgomp.so.1')"]
+                   TRACE_DIR=traces, SLURM_JOB_NUM_NODES="1", DLSCOPE_COMM="dlsjob")
+        job = [py, "-c", "import ctypes; ctypes.CDLL('libgomp.so.1')"]
         proc = subprocess.run(["bash", sbatch, *job], env=env, capture_output=True, text=True,
                               timeout=120)
         assert proc.returncode == 0, proc
@@ -292,6 +295,6 @@ def test_slurm_script_parses_and_records_beside_the_job():
         assert sorted(os.listdir(traces)) == ["job.jsonl", "stop", f"trace-{host}.jsonl"]
         M = load(os.path.join(traces, "job.jsonl"))
         assert M[0]["hosts"] == [host] and M[-1]["type"] == "summary"
-        opens = [r for r in M if r["type"] == "dlopen" and r["comm"] == "python3"]
+        opens = [r for r in M if r["type"] == "dlopen" and r["comm"] == "dlsjob"]
         assert any("libgomp.so.1" in (r["path"] or "") for r in opens), opens
         assert all(r["host"] == host for r in M[1:-1])
