@@ -66,15 +66,17 @@ def make_trace(path, host, offset, pid):
 
 
 def run(argv, d):
-    """Wall seconds and peak RSS (MiB) of one run of @argv. The peak is GNU time's: a child
-    forked from this Python would start its ru_maxrss at this process's size."""
+    """Wall seconds, CPU seconds (user + system: less moved by other load on a shared machine)
+    and peak RSS (MiB) of one run of @argv, from GNU time: a child forked from this Python
+    would start its ru_maxrss at this process's size."""
     rss = os.path.join(d, "rss")
     t0 = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-o", rss, "-f", "%M", *argv],
+    p = subprocess.run(["/usr/bin/time", "-o", rss, "-f", "%U %S %M", *argv],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0
     assert p.returncode == 0, (argv, p.stderr)
-    return wall, int(open(rss).read().split()[-1]) / 1024
+    user, system, peak = open(rss).read().split()[-3:]
+    return wall, float(user) + float(system), int(peak) / 1024
 
 
 def main():
@@ -94,10 +96,11 @@ def main():
                     lines = sum(1 for _ in f)
                 assert lines == 2 * N + 2, lines
         print(f"== dlscope merge of 2 traces x {N:,} records ({size:.0f} MiB in)")
-        ours = rows[-1][1]
-        for name, wall, rss in rows:
-            print(f"{name:20s} wall {wall:6.2f} s  peak RSS {rss:6.1f} MiB  "
-                  f"{2 * N / wall / 1e6:5.2f} M records/s  dlscope/this {ours / wall:5.2f}x")
+        ours = rows[-1][2]
+        for name, wall, cpu, rss in rows:
+            print(f"{name:20s} wall {wall:6.2f} s  CPU {cpu:6.2f} s  peak RSS {rss:6.1f} MiB  "
+                  f"{2 * N / cpu / 1e6:5.2f} M records/CPU-s  dlscope/this (CPU) "
+                  f"{ours / max(cpu, 1e-3):5.2f}x")
 
 
 main()
