@@ -38,6 +38,7 @@ struct replay {
 	bool paused;
 	double wall_anchor; /* wall seconds when now was trace_anchor */
 	uint64_t trace_anchor;
+	json_t *hosts; /* a merged trace's hosts (dlscope merge), from its header */
 };
 
 /* The longest record a trace may hold; a longer line is bad (a stack has 127 frames at most). */

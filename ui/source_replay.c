@@ -182,6 +182,7 @@ void replay__free(struct replay *r)
 		fclose(r->f);
 	free(r->buf);
 	free(r->next);
+	json_decref(r->hosts);
 	free(r);
 }
 
@@ -214,10 +215,41 @@ void replay__rewind(struct replay *r)
 	read_ahead(r);
 }
 
+/*
+ * A merged trace (dlscope merge) holds several hosts, whose PIDs collide: the Nth host's (N from
+ * 0, in the header's "hosts") are shown as N * 2^22 + PID (PIDs stay below 2^22), so that two
+ * hosts' PID 1234 are two processes.
+ */
+static void host_pids(struct replay *r, json_t *rec)
+{
+	static const char *const keys[] = { "pid", "tid", "child" };
+	const char *host = json_string_value(json_object_get(rec, "host"));
+	size_t n = 0;
+
+	if (json_is_array(json_object_get(rec, "hosts"))) {
+		json_decref(r->hosts);
+		r->hosts = json_incref(json_object_get(rec, "hosts"));
+	}
+	if (!host)
+		return;
+	while (n < json_array_size(r->hosts) &&
+	       strcmp(json_string_value(json_array_get(r->hosts, n)) ?: "", host))
+		n++;
+	for (size_t k = 0; n && k < sizeof(keys) / sizeof(keys[0]); k++) {
+		const json_t *v = json_object_get(rec, keys[k]);
+
+		if (json_is_integer(v) && json_integer_value(v) > 0)
+			json_object_set_new(
+				rec, keys[k],
+				json_integer(json_integer_value(v) + (json_int_t)n * (1 << 22)));
+	}
+}
+
 static void apply_next(struct replay *r, struct model *m)
 {
 	json_t *rec = r->next ? json_loads(r->next, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
 
+	host_pids(r, rec);
 	model__apply(m, rec);
 	json_decref(rec);
 	r->applied_t = r->next_t;

@@ -55,6 +55,22 @@ static bool selected(const struct check_opts *o, const char *id)
 	return false;
 }
 
+static bool selected_cb(const void *ctx, const char *id)
+{
+	return selected(ctx, id);
+}
+
+/* An argument that names a trace file rather than a process: it exists, or looks like a path. */
+static bool is_trace_arg(const char *arg)
+{
+	struct stat st;
+	size_t n = strlen(arg);
+	pid_t pid;
+
+	return parse_pid(arg, &pid) &&
+	       (!stat(arg, &st) || strchr(arg, '/') || (n > 6 && !strcmp(arg + n - 6, ".jsonl")));
+}
+
 static int validate_only(const char *only)
 {
 	const char *p = only;
@@ -657,6 +673,7 @@ static void check_usage(FILE *f)
 		"Usage: dlscope check [OPTIONS] PID...\n"
 		"       dlscope check [OPTIONS] -- COMMAND [ARGS...]\n"
 		"       dlscope check --job [OPTIONS] PID\n"
+		"       dlscope check [OPTIONS] TRACE.jsonl\n"
 		"\n"
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
@@ -679,7 +696,11 @@ static void check_usage(FILE *f)
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
 		"3 a process could not be inspected, 4 COMMAND exited non-zero or was killed by\n"
-		"a signal (4 wins over 1 and 3: the findings are still printed).\n");
+		"a signal (4 wins over 1 and 3: the findings are still printed).\n"
+		"\n"
+		"With TRACE.jsonl (of 'dlscope record', or 'dlscope merge' of several nodes), the\n"
+		"findings the live detectors recorded in it, by process (a merged trace's by host\n"
+		"and PID); --only and --fail-on apply, 3 when the trace cannot be read.\n");
 }
 
 int cmd_check(int argc, char **argv)
@@ -707,6 +728,10 @@ int cmd_check(int argc, char **argv)
 			"check --job PID)");
 		return DLS_EXIT_USAGE;
 	}
+	/* A trace rather than processes: what its live detectors found. */
+	if (!o.job && optind + 1 == argc && strcmp(argv[optind - 1], "--") &&
+	    is_trace_arg(argv[optind]))
+		return check__trace(argv[optind], o.json, o.fail_on, selected_cb, &o);
 	if (strcmp(argv[optind - 1], "--"))
 		for (int i = optind; i < argc; i++) {
 			pid_t pid;

@@ -182,6 +182,7 @@ static json_t *environment(pid_t pid, const json_t *stacks)
 struct from_trace {
 	json_t *env, *check, *timeline;
 	char host[256];
+	json_t *hosts; /* a merged trace's host names (dlscope merge), for --redact */
 };
 
 static bool is_runtime(const json_t *roles, const json_t **role)
@@ -197,18 +198,25 @@ static bool is_runtime(const json_t *roles, const json_t **role)
 	return false;
 }
 
+/* A process of the trace; in a merged one, PIDs of two hosts are two processes. */
 static json_t *process_of(json_t *procs, const json_t *rec)
 {
 	json_int_t pid = json_integer_value(json_object_get(rec, "pid"));
+	const json_t *host = json_object_get(rec, "host"), *rank = json_object_get(rec, "rank");
 	json_t *p;
 	size_t i;
 
 	json_array_foreach (procs, i, p)
-		if (json_integer_value(json_object_get(p, "pid")) == pid)
+		if (json_integer_value(json_object_get(p, "pid")) == pid &&
+		    json_equal(json_object_get(p, "host") ?: json_null(), host ?: json_null()))
 			return p;
 	p = json_pack("{s:I, s:s, s:[], s:[]}", "pid", pid, "comm",
 		      json_string_value(json_object_get(rec, "comm")) ?: "?", "runtimes",
 		      "findings");
+	if (p && json_is_string(host))
+		json_object_set(p, "host", (json_t *)host);
+	if (p && json_is_integer(rank))
+		json_object_set(p, "rank", (json_t *)rank);
 	json_array_append_new(procs, p);
 	return p;
 }
@@ -257,6 +265,17 @@ static int read_trace(const char *path, struct from_trace *tr, char *why, size_t
 			t0 = (uint64_t)json_integer_value(json_object_get(rec, "t0"));
 			snprintf(tr->host, sizeof(tr->host), "%s",
 				 json_string_value(json_object_get(rec, "host")) ?: "");
+			/* A merged trace names its nodes' hosts in its inputs. */
+			if (json_is_array(json_object_get(rec, "inputs"))) {
+				const json_t *inp;
+				size_t k;
+
+				tr->hosts = json_array();
+				json_array_foreach (json_object_get(rec, "inputs"), k, inp)
+					if (json_is_string(json_object_get(inp, "hostname")))
+						json_array_append(tr->hosts,
+								  json_object_get(inp, "hostname"));
+			}
 			tr->env = json_pack("{s:s?, s:s?, s:s?}", "kernel",
 					    json_string_value(json_object_get(rec, "kernel")),
 					    "glibc",
@@ -305,8 +324,9 @@ static int read_trace(const char *path, struct from_trace *tr, char *why, size_t
 		}
 		if (text[0])
 			json_array_append_new(tr->timeline,
-					      json_pack("{s:f, s:O, s:s}", "t", t, "pid",
-							json_object_get(rec, "pid"), "text", text));
+					      json_pack("{s:f, s:O, s:s, s:O*}", "t", t, "pid",
+							json_object_get(rec, "pid"), "text", text,
+							"host", json_object_get(rec, "host")));
 		json_decref(rec);
 	}
 	free(line);
@@ -450,7 +470,7 @@ int cmd_report(int argc, char **argv)
 	struct from_trace tr = { 0 };
 	char why[512] = "", title[512], captured[64], companion[4096], svgpath[4096], *invocation,
 	     *md = NULL, *extra = NULL;
-	char *users[64] = { 0 }, *hosts[8] = { 0 };
+	char *users[64] = { 0 }, *hosts[64] = { 0 };
 	pid_t first_pid = 0;
 	int c, code, ret = DLS_EXIT_INSPECT;
 	time_t now = time(NULL);
@@ -630,7 +650,14 @@ int cmd_report(int argc, char **argv)
 		struct redact_hints h = { (const char *const *)hosts, (const char *const *)users };
 		char *r1, *r2 = NULL;
 
-		redact_names(first_pid, tr.host, users, 64, hosts, 8);
+		redact_names(first_pid, tr.host, users, 64, hosts, 64);
+		/* A merged trace's hosts too, as many as the list holds. */
+		for (size_t i = 0, n = 0; i < json_array_size(tr.hosts); i++) {
+			while (hosts[n])
+				n++;
+			if (n < 63)
+				hosts[n] = strdup(json_string_value(json_array_get(tr.hosts, i)));
+		}
 		r1 = report__redact(md, &h);
 		if (extra)
 			r2 = report__redact(extra, &h);
@@ -672,5 +699,6 @@ out:
 	json_decref(in.env);
 	json_decref(in.timeline);
 	json_decref(in.reproduce);
+	json_decref(tr.hosts);
 	return ret;
 }

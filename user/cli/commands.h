@@ -3,6 +3,7 @@
 #ifndef DLSCOPE_COMMANDS_H
 #define DLSCOPE_COMMANDS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "version.h"
@@ -28,5 +29,13 @@ int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o);
 int cmd_ui(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+
+/*
+ * check TRACE.jsonl: the findings recorded in a trace, by process (host and PID in a merged
+ * trace), those @selected keeps (NULL: all); DLS_EXIT_FINDINGS when one is at or above @fail_on.
+ */
+int check__trace(const char *path, bool json, int fail_on,
+		 bool (*selected)(const void *ctx, const char *id), const void *ctx);
 
 #endif

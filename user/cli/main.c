@@ -17,6 +17,7 @@ static const struct command commands[] = {
 	{ "ui", cmd_ui, "the terminal UI: processes, libraries, threads, events, findings" },
 	{ "report", cmd_report, "one Markdown file for a bug report: findings, runtimes, stacks" },
 	{ "export", cmd_export, "a recorded trace as Chrome trace-event JSON, for Perfetto" },
+	{ "merge", cmd_merge, "several nodes' traces as one, on one clock, hosts kept apart" },
 };
 
 #ifdef DLSCOPE_STATIC

@@ -23,8 +23,15 @@ struct slot {
 	size_t len;
 };
 
-/* Names of the tracks: a process's comm and rank, a thread's comm. */
+/*
+ * A merged trace (dlscope merge) holds several hosts, whose PIDs collide: a host's processes and
+ * threads get ids host index * HOST_STRIDE + PID (PIDs stay below 2^22, the kernel's limit).
+ */
+#define HOST_STRIDE (1L << 22)
+
+/* Names of the tracks: a process's comm, rank and host, a thread's comm. */
 struct track {
+	size_t host;	/* index in exporter.hosts */
 	pid_t pid, tid; /* tid 0: the process */
 	char comm[16];
 	char rank[16];
@@ -37,6 +44,9 @@ struct exporter {
 	size_t n, cap;
 	struct track *tracks;
 	size_t n_tracks, cap_tracks;
+	char **hosts; /* the hosts of a merged trace, as its records name them */
+	size_t n_hosts;
+	long base;  /* the host of the record being written: its ids' offset */
 	bool first; /* no event written yet: no comma before it */
 	struct perfetto_stats *st;
 };
@@ -50,10 +60,31 @@ static int cmp_slot(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static struct track *track_of(struct exporter *e, pid_t pid, pid_t tid)
+/* The index of a record's "host" (0 without one); -1 without memory. */
+static long host_of(struct exporter *e, const json_t *rec)
+{
+	const char *h = json_string_value(json_object_get(rec, "host"));
+	char **nh;
+
+	if (!h)
+		return 0;
+	for (size_t i = 0; i < e->n_hosts; i++)
+		if (!strcmp(e->hosts[i], h))
+			return (long)i;
+	nh = realloc(e->hosts, (e->n_hosts + 1) * sizeof(*nh));
+	if (!nh || !(nh[e->n_hosts] = strdup(h))) {
+		if (nh)
+			e->hosts = nh;
+		return -1;
+	}
+	e->hosts = nh;
+	return (long)e->n_hosts++;
+}
+
+static struct track *track_of(struct exporter *e, size_t host, pid_t pid, pid_t tid)
 {
 	for (size_t i = 0; i < e->n_tracks; i++)
-		if (e->tracks[i].pid == pid && e->tracks[i].tid == tid)
+		if (e->tracks[i].pid == pid && e->tracks[i].tid == tid && e->tracks[i].host == host)
 			return &e->tracks[i];
 	if (e->n_tracks == e->cap_tracks) {
 		size_t ncap = e->cap_tracks ? e->cap_tracks * 2 : 64;
@@ -65,6 +96,7 @@ static struct track *track_of(struct exporter *e, pid_t pid, pid_t tid)
 		e->cap_tracks = ncap;
 	}
 	memset(&e->tracks[e->n_tracks], 0, sizeof(e->tracks[0]));
+	e->tracks[e->n_tracks].host = host;
 	e->tracks[e->n_tracks].pid = pid;
 	e->tracks[e->n_tracks].tid = tid;
 	return &e->tracks[e->n_tracks++];
@@ -98,11 +130,14 @@ static int index_records(struct exporter *e, char *why, size_t whylen)
 		} else {
 			const char *comm = json_string_value(json_object_get(rec, "comm"));
 			const json_t *tid = json_object_get(rec, "tid"), *rank;
-			struct track *p = track_of(e, (pid_t)json_integer_value(pid), 0),
+			long host = host_of(e, rec);
+			struct track *p = host < 0 ? NULL :
+						     track_of(e, (size_t)host,
+							      (pid_t)json_integer_value(pid), 0),
 				     *th = NULL;
 
 			if (p && json_is_integer(tid) && json_integer_value(tid))
-				th = track_of(e, p->pid, (pid_t)json_integer_value(tid));
+				th = track_of(e, p->host, p->pid, (pid_t)json_integer_value(tid));
 			if (!p || (json_is_integer(tid) && json_integer_value(tid) && !th)) {
 				err = -ENOMEM;
 			} else {
@@ -181,17 +216,19 @@ static const char *basename_of(const char *path)
 static json_t *instant(const struct exporter *e, const struct event *ev, const char *name,
 		       const char *cat, const char *scope, json_t *args)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:i, s:o}", "name", name, "cat", cat, "ph",
-			 "i", "s", scope, "ts", ts_of(e, ev->t), "pid", ev->pid, "tid", ev->tid,
+	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:o}", "name", name, "cat", cat, "ph",
+			 "i", "s", scope, "ts", ts_of(e, ev->t), "pid",
+			 (json_int_t)(e->base + ev->pid), "tid", (json_int_t)(e->base + ev->tid),
 			 "args", args ? args : json_object());
 }
 
 static json_t *slice(const struct exporter *e, const struct event *ev, const char *name,
 		     const char *cat, uint64_t dur_ns, json_t *args)
 {
-	return json_pack("{s:s, s:s, s:s, s:o, s:f, s:i, s:i, s:o}", "name", name, "cat", cat, "ph",
-			 "X", "ts", ts_of(e, ev->t), "dur", (double)dur_ns / 1e3, "pid", ev->pid,
-			 "tid", ev->tid, "args", args ? args : json_object());
+	return json_pack("{s:s, s:s, s:s, s:o, s:f, s:I, s:I, s:o}", "name", name, "cat", cat, "ph",
+			 "X", "ts", ts_of(e, ev->t), "dur", (double)dur_ns / 1e3, "pid",
+			 (json_int_t)(e->base + ev->pid), "tid", (json_int_t)(e->base + ev->tid),
+			 "args", args ? args : json_object());
 }
 
 static void emit_event(struct exporter *e, const json_t *rec, const struct event *ev)
@@ -236,9 +273,9 @@ static void emit_event(struct exporter *e, const json_t *rec, const struct event
 		event__text(ev, 0, name, sizeof(name));
 		put(e, instant(e, ev, name, "runtime", "t",
 			       json_pack("{s:o}", "stack", stack_args(rec))));
-		put(e, json_pack("{s:s, s:s, s:o, s:i, s:{s:I}}", "name", "parallel regions", "ph",
-				 "C", "ts", ts_of(e, ev->t), "pid", ev->pid, "args", series,
-				 (json_int_t)ev->u.omp_fork.regions));
+		put(e, json_pack("{s:s, s:s, s:o, s:I, s:{s:I}}", "name", "parallel regions", "ph",
+				 "C", "ts", ts_of(e, ev->t), "pid", (json_int_t)(e->base + ev->pid),
+				 "args", series, (json_int_t)ev->u.omp_fork.regions));
 		break;
 	}
 	case EVENT_SIGNAL:
@@ -287,9 +324,9 @@ static void emit_other(struct exporter *e, const json_t *rec, const char *type)
 		snprintf(name, sizeof(name), "%s %s",
 			 kind && !strcmp(kind, "blas") ? "BLAS dispatches/s" : "parallel regions/s",
 			 basename_of(json_string_value(json_object_get(rec, "runtime"))));
-		put(e, json_pack("{s:s, s:s, s:o, s:i, s:{s:I}}", "name", name, "ph", "C", "ts",
-				 ts_of(e, ev.t), "pid", ev.pid, "args", "count",
-				 json_integer_value(json_object_get(rec, "n"))));
+		put(e, json_pack("{s:s, s:s, s:o, s:I, s:{s:I}}", "name", name, "ph", "C", "ts",
+				 ts_of(e, ev.t), "pid", (json_int_t)(e->base + ev.pid), "args",
+				 "count", json_integer_value(json_object_get(rec, "n"))));
 	} else {
 		e->st->skipped++;
 	}
@@ -326,6 +363,9 @@ static int write_sorted(struct exporter *e, char *why, size_t whylen)
 		}
 		rec = json_loadb(buf, s->len, 0, NULL);
 		type = json_string_value(json_object_get(rec, "type"));
+		/* Known since pass 1: no allocation here. */
+		e->base = host_of(e, rec);
+		e->base = e->base > 0 ? e->base * HOST_STRIDE : 0;
 		if (type && event_kind__parse(type)) {
 			if (!event__from_json(rec, &ev, err, sizeof(err))) {
 				emit_event(e, rec, &ev);
@@ -347,28 +387,34 @@ static void write_names(struct exporter *e)
 {
 	for (size_t i = 0; i < e->n_tracks; i++) {
 		const struct track *t = &e->tracks[i];
-		char name[96];
+		json_int_t base = (json_int_t)t->host * HOST_STRIDE;
+		char name[400], host[300] = "";
 
 		if (t->tid) {
 			snprintf(name, sizeof(name), "%s %d", t->comm[0] ? t->comm : "thread",
 				 t->tid);
-			put(e,
-			    json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
-				      "M", "pid", t->pid, "tid", t->tid, "args", "name", name));
+			put(e, json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "name", "thread_name",
+					 "ph", "M", "pid", base + t->pid, "tid", base + t->tid,
+					 "args", "name", name));
 			continue;
 		}
 		e->st->processes++;
+		/* A merged trace's processes are named with their host: "node7: rank 3: ...". */
+		if (t->host < e->n_hosts)
+			snprintf(host, sizeof(host), "%s: ", e->hosts[t->host]);
 		if (t->rank[0])
-			snprintf(name, sizeof(name), "rank %s: %s %d", t->rank, t->comm, t->pid);
-		else
-			snprintf(name, sizeof(name), "%s %d", t->comm[0] ? t->comm : "process",
+			snprintf(name, sizeof(name), "%srank %s: %s %d", host, t->rank, t->comm,
 				 t->pid);
-		put(e, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
-				 "pid", t->pid, "args", "name", name));
-		if (t->rank[0])
-			put(e, json_pack("{s:s, s:s, s:i, s:{s:i}}", "name", "process_sort_index",
-					 "ph", "M", "pid", t->pid, "args", "sort_index",
-					 atoi(t->rank)));
+		else
+			snprintf(name, sizeof(name), "%s%s %d", host,
+				 t->comm[0] ? t->comm : "process", t->pid);
+		put(e, json_pack("{s:s, s:s, s:I, s:{s:s}}", "name", "process_name", "ph", "M",
+				 "pid", base + t->pid, "args", "name", name));
+		/* By rank; without ranks, a merged trace's processes grouped by host. */
+		if (t->rank[0] || e->n_hosts > 1)
+			put(e, json_pack("{s:s, s:s, s:I, s:{s:i}}", "name", "process_sort_index",
+					 "ph", "M", "pid", base + t->pid, "args", "sort_index",
+					 t->rank[0] ? atoi(t->rank) : (int)t->host));
 	}
 }
 
@@ -422,6 +468,16 @@ int perfetto__export(const char *path, FILE *out, struct perfetto_stats *st, cha
 					  json_object_get(hdr, "host") ?: json_null(), "format",
 					  json_object_get(hdr, "format"));
 
+		/* A merged trace's hosts, in the order of their process ids' offsets. */
+		if (other && e.n_hosts) {
+			json_t *hosts = json_array();
+
+			for (size_t i = 0; i < e.n_hosts; i++)
+				json_array_append_new(hosts, json_string(e.hosts[i]));
+			json_object_set_new(other, "hosts", hosts);
+			json_object_set_new(other, "host_pid_stride", json_integer(HOST_STRIDE));
+		}
+
 		qsort(e.slots, e.n, sizeof(*e.slots), cmp_slot);
 		fprintf(out, "{\"displayTimeUnit\": \"ns\", \"otherData\": ");
 		json_dumpf(other, out, JSON_COMPACT);
@@ -439,5 +495,8 @@ int perfetto__export(const char *path, FILE *out, struct perfetto_stats *st, cha
 	fclose(e.in);
 	free(e.slots);
 	free(e.tracks);
+	for (size_t i = 0; i < e.n_hosts; i++)
+		free(e.hosts[i]);
+	free(e.hosts);
 	return err;
 }

@@ -108,12 +108,20 @@ static const json_t *processes(const struct report_in *in)
 static void process_label(const json_t *p, char *buf, size_t len)
 {
 	const json_t *rank = json_object_get(p, "rank");
+	const char *host = json_string_value(json_object_get(p, "host"));
+	int n = 0;
 
+	/* A merged trace's process is named with its host: PIDs repeat across hosts. */
+	if (host)
+		n = snprintf(buf, len, "%s: ", host);
+	if (n < 0 || (size_t)n >= len)
+		return;
 	if (json_is_integer(rank))
-		snprintf(buf, len, "rank %lld (%lld %s)", (long long)json_integer_value(rank),
+		snprintf(buf + n, len - (size_t)n, "rank %lld (%lld %s)",
+			 (long long)json_integer_value(rank),
 			 (long long)json_integer_value(json_object_get(p, "pid")), str(p, "comm"));
 	else
-		snprintf(buf, len, "%lld (%s)",
+		snprintf(buf + n, len - (size_t)n, "%lld (%s)",
 			 (long long)json_integer_value(json_object_get(p, "pid")), str(p, "comm"));
 }
 
@@ -512,7 +520,8 @@ static char *timeline_section(const struct report_in *in)
 	json_array_foreach (in->timeline, i, row) {
 		if (i == TIMELINE_ROWS)
 			break;
-		fprintf(w.body, "| %.3f | %lld | ", json_real_value(json_object_get(row, "t")),
+		fprintf(w.body, "| %.3f | %s%s%lld | ", json_real_value(json_object_get(row, "t")),
+			str(row, "host")[0] ? str(row, "host") : "", str(row, "host")[0] ? " " : "",
 			(long long)json_integer_value(json_object_get(row, "pid")));
 		cell(w.body, str(row, "text"));
 		fprintf(w.body, " |\n");

@@ -9,6 +9,7 @@
 #include "finding.h"
 #include "libgraph.h"
 #include "pkgindex.h"
+#include "procfs.h"
 #include "runtimes.h"
 #include "sink.h"
 #include "version.h"
@@ -198,16 +199,22 @@ static void json_header(struct event_sink *s, const struct trace_header *h)
 {
 	struct utsname u;
 	json_t *pids = json_array();
+	char boot[64] = "";
 
 	uname(&u);
+	/* The boot's id tells two boots of one host apart: their PIDs and clocks are unrelated
+	 * (dlscope merge). */
+	if (proc__read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot)) > 0)
+		boot[strcspn(boot, "\n")] = '\0';
 	for (size_t i = 0; i < h->n_targets; i++)
 		json_array_append_new(pids, json_integer(h->targets[i]));
-	emit(s, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}", "type",
-			  "header", "format", TRACE_FORMAT, "dlscope", DLSCOPE_VERSION, "host",
-			  u.nodename, "kernel", u.release, "glibc", gnu_get_libc_version(), "clock",
-			  "CLOCK_MONOTONIC", "t0", (json_int_t)h->t0, "realtime_minus_monotonic_ns",
-			  (json_int_t)h->realtime_minus_monotonic_ns, "targets", pids, "follow",
-			  h->follow, "hot", h->hot));
+	emit(s,
+	     json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}", "type",
+		       "header", "format", TRACE_FORMAT, "dlscope", DLSCOPE_VERSION, "host",
+		       u.nodename, "boot_id", boot[0] ? boot : NULL, "kernel", u.release, "glibc",
+		       gnu_get_libc_version(), "clock", "CLOCK_MONOTONIC", "t0", (json_int_t)h->t0,
+		       "realtime_minus_monotonic_ns", (json_int_t)h->realtime_minus_monotonic_ns,
+		       "targets", pids, "follow", h->follow, "hot", h->hot));
 }
 
 static void json_event(struct event_sink *s, const struct event *ev)

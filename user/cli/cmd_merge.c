@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dlscope merge: the traces of several nodes, recorded one per node, as one trace of the job. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "output.h"
+#include "tracemerge.h"
+
+static void merge_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: dlscope merge TRACE.jsonl... -o MERGED.jsonl\n"
+		"\n"
+		"Merge the traces that 'dlscope record' wrote on several nodes (one each) into\n"
+		"one trace: every time moves to the common wall clock (CLOCK_REALTIME, through\n"
+		"each header's realtime_minus_monotonic_ns), every record is labelled with its\n"
+		"host (\"host\": PIDs of two hosts are two processes), and the records are merged\n"
+		"by time, streaming (memory does not grow with the traces). ui --replay, check,\n"
+		"report and export --perfetto read the result. Two traces of one host and one\n"
+		"boot are refused (one node recorded twice); a host seen with two boot ids is\n"
+		"two hosts, labelled NAME/BOOT.\n"
+		"\n"
+		"  -o, --output FILE     write there (required; never one of the inputs)\n"
+		"  -s, --stats           say what was merged, on standard error\n"
+		"  -h, --help\n"
+		"\n"
+		"Exit status: 0 written, 2 usage error, 3 an input could not be read or merged,\n"
+		"or the output written.\n");
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "stats", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *output = NULL;
+	struct merge_stats st;
+	bool stats = false;
+	char why[1024];
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:sh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': output = optarg; break;
+		case 's': stats = true; break;
+		case 'h': merge_usage(stdout); return DLS_EXIT_OK;
+		default: merge_usage(stderr); return DLS_EXIT_USAGE;
+		}
+	}
+	if (!output || optind >= argc) {
+		dls_err("merge: give the traces and -o (usage: dlscope merge TRACE.jsonl... -o "
+			"MERGED.jsonl)");
+		return DLS_EXIT_USAGE;
+	}
+	if (trace__merge((const char *const *)argv + optind, (size_t)(argc - optind), output, &st,
+			 why, sizeof(why))) {
+		dls_err("merge: %s", why);
+		return DLS_EXIT_INSPECT;
+	}
+	if (st.bad)
+		dls_warn("merge: %llu input lines were no trace record and were left out",
+			 (unsigned long long)st.bad);
+	if (stats)
+		fprintf(stderr, "%llu records written from %d traces into %s\n",
+			(unsigned long long)st.records, argc - optind, output);
+	return DLS_EXIT_OK;
+}
