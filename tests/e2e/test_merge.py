@@ -239,6 +239,20 @@ def yaml_docs(path):
     return json.loads(proc.stdout)
 
 
+def test_record_names_its_trace_after_the_host():
+    if not is_root():
+        raise Skip("recording a trace needs root")
+    host = os.uname().nodename
+    with tempfile.TemporaryDirectory() as d:
+        dlscope("record", "-o", os.path.join(d, "trace-%h-%%.jsonl"), "--duration", "1", "--",
+                fixture_path("two_omp"), check=1)
+        assert os.listdir(d) == [f"trace-{host}-%.jsonl"], os.listdir(d)
+        assert load(os.path.join(d, f"trace-{host}-%.jsonl"))[0]["host"] == host
+        p = dlscope("record", "-o", os.path.join(d, "t-%x.jsonl"), "--", "true", check=2)
+        assert "-o" in p.stderr and "%" in p.stderr and len(p.stderr.splitlines()) <= 3, p.stderr
+        assert os.listdir(d) == [f"trace-{host}-%.jsonl"], os.listdir(d)
+
+
 def test_kubernetes_daemonset_has_what_record_needs():
     docs = yaml_docs(os.path.join(ROOT, "deploy", "k8s", "dlscope-daemonset.yaml"))
     ds = next(x for x in docs if x["kind"] == "DaemonSet")
@@ -272,7 +286,7 @@ def test_slurm_script_parses_and_records_beside_the_job():
     subprocess.run(["bash", "-n", sbatch], check=True)
     text = open(sbatch).read()
     assert re.search(r"^srun [^\n]*--ntasks-per-node=1 [^\n]*\\\n\s*bash -c '\n\s*\$0 record "
-                     r"--comm \"\$1\" -o \"\$2/trace-\$\(hostname\)\.jsonl\"", text, re.M), text
+                     r"--comm \"\$1\" -o \"\$2/trace-%h\.jsonl\"", text, re.M), text
     if not is_root():
         raise Skip("recording a trace needs root")
     with tempfile.TemporaryDirectory() as d:

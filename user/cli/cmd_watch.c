@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/utsname.h>
 
 #include "commands.h"
 #include "job.h"
@@ -57,7 +59,8 @@ static void watch_usage(FILE *f, const char *cmd)
 		"                        is still found, by sampling, within 0.1 s)\n"
 		"      --ring-mb N       the ring buffer, N MiB (a power of two; default 64); what\n"
 		"                        does not fit is counted lost, never dropped unsaid\n"
-		"  -o, --output FILE     (record) the JSON Lines trace (docs/trace-format.md)\n"
+		"  -o, --output FILE     (record) the JSON Lines trace (docs/trace-format.md); %%h in\n"
+		"                        FILE is the host name (one file per node), %%%% a %%\n"
 		"  -q, --quiet           no line per event\n"
 		"  -h, --help\n"
 		"\n"
@@ -102,6 +105,37 @@ static int parse_number(const char *s, double max, double *out)
 	if (errno || *end || v <= 0 || v > max)
 		return -EINVAL;
 	*out = v;
+	return 0;
+}
+
+/*
+ * -o's name with %h replaced by this host's name (as the trace's header gives it) and %% by %,
+ * so that one command line on every node of a job (srun) writes one file per node.
+ */
+static int expand_output_path(const char *pattern, char *buf, size_t len)
+{
+	struct utsname u;
+	size_t n = 0;
+
+	if (uname(&u))
+		snprintf(u.nodename, sizeof(u.nodename), "unknown");
+	for (const char *p = pattern; *p; p++) {
+		const char *add = p;
+		size_t k = 1;
+
+		if (*p == '%') {
+			if (p[1] == 'h')
+				add = u.nodename, k = strlen(u.nodename);
+			else if (p[1] != '%')
+				return -EINVAL;
+			p++;
+		}
+		if (n + k >= len)
+			return -ENAMETOOLONG;
+		memcpy(buf + n, add, k);
+		n += k;
+	}
+	buf[n] = '\0';
 	return 0;
 }
 
@@ -167,6 +201,7 @@ static int run(int argc, char **argv, bool record)
 		{},
 	};
 	const char *cmd = record ? "record" : "watch", *out_path = NULL;
+	char out_buf[PATH_MAX];
 	struct watch_opts o = { .stop = &stop_requested };
 	struct event_sink *sinks[2], *job_sink;
 	struct jobwatch *jw = NULL;
@@ -275,6 +310,14 @@ static int run(int argc, char **argv, bool record)
 		}
 	}
 	if (out_path) {
+		if (expand_output_path(out_path, out_buf, sizeof(out_buf))) {
+			dls_err("%s: -o %s: a %% is followed by h (the host name) or %%, and the "
+				"name must fit in %zu bytes",
+				cmd, out_path, sizeof(out_buf) - 1);
+			free(o.pids);
+			return DLS_EXIT_USAGE;
+		}
+		out_path = out_buf;
 		trace_file = fopen(out_path, "w");
 		if (!trace_file) {
 			dls_err("%s: cannot write %s: %s", cmd, out_path, strerror(errno));
