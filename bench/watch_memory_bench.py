@@ -6,7 +6,7 @@ already runs (their dlopens are events), half before (read when watch attaches).
 
     watch_memory_bench.py [BUILD]
 
-Prints, for the default ring buffer and for --ring-mb 16, the peak RSS of dlscope watch (its own
+Prints, for the default ring buffer (16 MiB) and for --ring-mb 64, the peak RSS of dlscope watch (its own
 rusage) against the goal of 100 MiB, and how much of it is the BPF ring buffer's mapping: libbpf
 maps the ring's data pages twice (for reads across the wrap) and the kernel maps every page at
 once, so a 64 MiB ring counts 128 MiB of RSS whatever the traffic."""
@@ -92,7 +92,7 @@ def run(extra):
         with open(out_path) as f:
             text = f.read()
         events = sum(1 for line in text.splitlines() if "libgen" in line)
-        name = "watch " + " ".join(extra) if extra else "watch (default ring, 64 MiB)"
+        name = "watch " + " ".join(extra) if extra else "watch (default ring, 16 MiB)"
         peak = usage.ru_maxrss / 1024
         print(f"{name:34s} peak RSS {peak:6.1f} MiB (ring buffer mapping {ring / 1024:5.1f} MiB,"
               f" the rest {peak - ring / 1024:5.1f} MiB)  goal < {GOAL_MIB} MiB:"
@@ -109,4 +109,4 @@ def run(extra):
 print(f"== dlscope watch --comm {COMM}: {NPROC} processes x {PER} generated objects"
       f" ({NPROC * PER}, plus the shared ones), {NPROC // 2} of them started under watch")
 run([])
-run(["--ring-mb", "16"])
+run(["--ring-mb", "64"])

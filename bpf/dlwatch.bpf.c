@@ -75,9 +75,13 @@ struct {
 	__type(value, struct dlw_call);
 } futex_start SEC(".maps");
 
+/*
+ * 16 MiB: userspace maps the ring twice (for records that wrap), all of it resident, so the
+ * ring is most of watch's memory; a torch+scipy+sklearn import's 289 events fill 2% of it.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 << 20);
+	__uint(max_entries, 16 << 20);
 } events SEC(".maps");
 
 struct {

@@ -57,7 +57,7 @@ static void watch_usage(FILE *f, const char *cmd)
 		"                        futex syscall tracepoints (they slow every futex call of\n"
 		"                        the machine; without them, a thread blocked inside dlopen\n"
 		"                        is still found, by sampling, within 0.1 s)\n"
-		"      --ring-mb N       the ring buffer, N MiB (a power of two; default 64); what\n"
+		"      --ring-mb N       the ring buffer, N MiB (a power of two; default 16); what\n"
 		"                        does not fit is counted lost, never dropped unsaid\n"
 		"  -o, --output FILE     (record) the JSON Lines trace (docs/trace-format.md); %%h in\n"
 		"                        FILE is the host name (one file per node), %%%% a %%\n"

@@ -30,7 +30,7 @@ struct watch_opts {
 	bool hot;	       /* also the per-region OpenMP/BLAS entry points */
 	double duration_s;     /* 0: until the targets exit or *stop is set */
 	unsigned int futex_ms; /* report futex waits at least this long; 0: no futex tracepoints */
-	unsigned int ring_mb;  /* the ring buffer's size in MiB (a power of two); 0: 64 */
+	unsigned int ring_mb;  /* the ring buffer's size in MiB (a power of two); 0: 16 */
 	/*
 	 * Where the header, events, objects, findings and summary go (user/sink.h): watch's
 	 * text, a trace file, the TUI. Called on the collector's thread.
