@@ -15,7 +15,7 @@ struct lm_entry {
 	uint64_t lm_addr;    /* the struct link_map in the target */
 	uint64_t l_addr;     /* load bias */
 	uint64_t l_ld;	     /* address of its dynamic section */
-	char name[PATH_MAX]; /* l_name: "" for the executable */
+	char *name;	  /* l_name: "" for the executable; owned by the linkmap */
 };
 
 struct linkmap {
