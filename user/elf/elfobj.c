@@ -25,6 +25,7 @@ struct elf_object {
 	 */
 	Elf *elf;
 	bool elf_tried;
+	bool keep_handle; /* elfobj__drop_handle may not drop it: it could not be opened again */
 	int fd;	     /* held for ELF_C_READ's reads on demand; -1 when none */
 	void *image; /* the file's bytes for elf_memory (small files), or NULL */
 	struct objcache_key key;
@@ -153,8 +154,11 @@ static void read_interp(struct elf_object *o, int fd)
 		if (ph.p_filesz == 0 || ph.p_filesz > sizeof(buf) ||
 		    ph.p_offset + ph.p_filesz > o->size)
 			return;
-		/* pread, not elf_rawfile: that would read all of a file opened with ELF_C_READ. */
-		if (pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz)
+		/* Not elf_rawfile: that would read all of a file opened with ELF_C_READ. */
+		if (o->image)
+			o->interp = strndup((const char *)o->image + ph.p_offset, ph.p_filesz);
+		else if (fd >= 0 &&
+			 pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz)
 			o->interp = strndup(buf, ph.p_filesz);
 		return;
 	}
@@ -391,7 +395,9 @@ const char *elfobj__strerror(int err)
  * file: on a virtual machine every munmap flushes the TLB through the hypervisor, and that was a
  * third of `libs` on 500 objects.
  */
+#ifndef SMALL_FILE
 #define SMALL_FILE (64u << 10)
+#endif
 /* Descriptors that objects read with ELF_C_READ may hold at once; past that a large file is
  * mapped and its descriptor closed at once, as before. */
 #define MAX_HELD_FDS 256
@@ -745,7 +751,7 @@ struct elf_object *elfobj__open(const char *path)
 			return o;
 		}
 		/* No path to come back by: the handle now, from this descriptor. */
-		o->elf_tried = true;
+		o->elf_tried = o->keep_handle = true;
 		if (!begin_elf(o, fd))
 			index_sections(o);
 		return o;
@@ -800,16 +806,16 @@ struct elf_object *elfobj__open(const char *path)
 	}
 	index_sections(o);
 	{
-		/* read_interp's pread needs a descriptor: the held one, or the file again. */
-		int ifd = o->fd >= 0 ? o->fd : open(path, O_RDONLY | O_CLOEXEC);
+		/* read_interp reads the image, the held descriptor, or (mapped) the file again. */
+		int ifd = o->image || o->fd >= 0 ? o->fd : open(path, O_RDONLY | O_CLOEXEC);
 
-		if (ifd >= 0) {
-			read_interp(o, ifd);
-			if (ifd != o->fd)
-				close(ifd);
-		}
+		read_interp(o, ifd);
+		if (ifd >= 0 && ifd != o->fd)
+			close(ifd);
 	}
 	to_record(o, bid_off);
+	if (stable_path(o))
+		o->keep_handle = true; /* no path to come back by */
 	return o;
 
 err_free:
@@ -819,6 +825,19 @@ err_close:
 		close(fd);
 	errno = err;
 	return NULL;
+}
+
+void elfobj__drop_handle(const struct elf_object *o)
+{
+	struct elf_object *m = (struct elf_object *)o; /* loaded() opens it again on need */
+
+	pthread_mutex_lock(&load_lock);
+	if (!o->keep_handle && o->elf) {
+		drop_elf(m);
+		m->dynsym = m->symtab = m->versym = m->verneed = m->verdef = NULL;
+		m->elf_tried = false;
+	}
+	pthread_mutex_unlock(&load_lock);
 }
 
 const void *elfobj__cached_annotation(const struct elf_object *o, size_t *len)

@@ -61,6 +61,11 @@ void elfobj__annotate(const struct elf_object *o, void *data, void (*free_fn)(vo
  */
 const void *elfobj__cached_annotation(const struct elf_object *o, size_t *len);
 void elfobj__cache_annotation(const struct elf_object *o, const void *data, size_t len);
+/*
+ * Free the libelf handle and the bytes read for it (the next question opens the file again, if
+ * it is still the same file): a caller that analysed many objects once keeps its memory small.
+ */
+void elfobj__drop_handle(const struct elf_object *o);
 /* Linked -Bsymbolic (DT_SYMBOLIC, DF_SYMBOLIC): the object's references bind to its own
  * definitions before the loader's search order is consulted. */
 bool elfobj__symbolic(const struct elf_object *o);

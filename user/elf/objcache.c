@@ -467,7 +467,10 @@ fail:
 static const char *cache_dir(char *buf, size_t len)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *own = getenv("DLSCOPE_CACHE_DIR"); /* as debuginfo_cache.c reads it */
 
+	if (own && own[0] == '/')
+		return snprintf(buf, len, "%s", own) < (int)len ? buf : NULL;
 	/* XDG: a relative XDG_CACHE_HOME is invalid and ignored. */
 	if (xdg && xdg[0] == '/')
 		return snprintf(buf, len, "%s/dlscope", xdg) < (int)len ? buf : NULL;
