@@ -26,8 +26,8 @@ struct elf_object {
 	Elf *elf;
 	bool elf_tried;
 	bool keep_handle; /* elfobj__drop_handle may not drop it: it could not be opened again */
-	int fd;	     /* held for ELF_C_READ's reads on demand; -1 when none */
-	void *image; /* the file's bytes for elf_memory (small files), or NULL */
+	int fd;		  /* held for ELF_C_READ's reads on demand; -1 when none */
+	void *image;	  /* the file's bytes for elf_memory (small files), or NULL */
 	struct objcache_key key;
 	/* Where loaded() opens the file again: @path, or the same through a root held here. */
 	char *lazy_path;

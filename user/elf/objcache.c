@@ -370,10 +370,10 @@ int objcache__decode(const void *image, size_t len, struct objcache_rec ***recs,
 		return -EINVAL;
 	memcpy(&h, image, sizeof(h));
 	producer(self);
-	if (memcmp(h.magic, OC_MAGIC, sizeof(h.magic)) || memcmp(h.producer, self, sizeof(self)) || h.format != OC_FORMAT ||
-	    h.order != OC_ORDER || h.rec_size != sizeof(struct objcache_key) ||
-	    h.payload_len != len - sizeof(h) || h.n_recs > OC_MAX_RECS ||
-	    fnv1a(r.p, h.payload_len) != h.checksum)
+	if (memcmp(h.magic, OC_MAGIC, sizeof(h.magic)) || memcmp(h.producer, self, sizeof(self)) ||
+	    h.format != OC_FORMAT || h.order != OC_ORDER ||
+	    h.rec_size != sizeof(struct objcache_key) || h.payload_len != len - sizeof(h) ||
+	    h.n_recs > OC_MAX_RECS || fnv1a(r.p, h.payload_len) != h.checksum)
 		return -EINVAL;
 	r.left = h.payload_len;
 	if (h.n_recs && !(v = calloc(h.n_recs, sizeof(*v))))
@@ -428,8 +428,7 @@ static ssize_t find_index(const struct objcache_key *key)
 {
 	if (!oc.nslots)
 		return -1;
-	for (size_t s = key_hash(key) & (oc.nslots - 1); oc.slots[s];
-	     s = (s + 1) & (oc.nslots - 1))
+	for (size_t s = key_hash(key) & (oc.nslots - 1); oc.slots[s]; s = (s + 1) & (oc.nslots - 1))
 		if (key_eq(&oc.recs[oc.slots[s] - 1]->key, key))
 			return (ssize_t)oc.slots[s] - 1;
 	return -1;

@@ -745,8 +745,7 @@ int libgraph__find_python(const struct libgraph *g, struct py_interp *out, char 
 		 * role): other objects are not asked, so their symbol tables are not read. The
 		 * first object stays (a static embedding may keep its symbols in .symtab only).
 		 */
-		if (!o->gone && o->elf &&
-		    (!n || obj_roles__find(roles__of(o->elf), ROLE_PYTHON)))
+		if (!o->gone && o->elf && (!n || obj_roles__find(roles__of(o->elf), ROLE_PYTHON)))
 			refs[n++] = (struct py_object_ref){ o->path, o->elf, o->base };
 	}
 	err = py_interp__find(refs, n, out, why, whylen);
