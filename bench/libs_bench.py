@@ -18,17 +18,23 @@ home = tempfile.mkdtemp(prefix="dlscope-bench-")
 env = dict(os.environ, XDG_CACHE_HOME=home)
 
 
+def peak_rss(argv):
+    """Peak RSS in KiB by /usr/bin/time: a child's own rusage would count the pages of this
+    Python process it was forked from."""
+    out = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    return int(out.stderr.strip().splitlines()[-1])
+
+
 def run_once(argv, before=None):
-    """Wall time and peak RSS (KiB, from the child's rusage) of one run."""
+    """Wall time of one run."""
     if before:
         before()
     t0 = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, ru = os.wait4(p.pid, 0)
+    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     dt = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
     assert p.returncode in (0, 1), (argv, p.returncode)
-    return dt, ru.ru_maxrss
+    return dt, 0
 
 
 def drop_cache():
@@ -37,7 +43,7 @@ def drop_cache():
 
 def timed(argv, runs, before=None):
     res = [run_once(argv, before) for _ in range(runs)]
-    return statistics.median(r[0] for r in res), min(r[0] for r in res), max(r[1] for r in res)
+    return statistics.median(r[0] for r in res), min(r[0] for r in res), peak_rss(argv)
 
 
 proc = subprocess.Popen([os.path.join(build, "fixtures", "dlopen_list"),
@@ -51,17 +57,24 @@ try:
     libs = [dlscope, "libs", pid]
     rows = {}
     # Interleaved rounds, so that a busy moment of the machine falls on every row alike.
-    samples = {k: [] for k in ("maps", "cold", "warm", "nocache", "json", "check")}
+    argvs = {
+        "maps": ["cat", f"/proc/{pid}/maps"],
+        "cold": libs,
+        "warm": libs,
+        "nocache": [dlscope, "--no-cache", "libs", pid],
+        "nopkg": [dlscope, "libs", "--no-packages", pid],
+        "json": [dlscope, "libs", "--json", pid],
+        "check": [dlscope, "check", pid],
+    }
+    samples = {k: [] for k in argvs}
     for _ in range(15):
-        samples["maps"].append(run_once(["cat", f"/proc/{pid}/maps"]))
-        samples["cold"].append(run_once(libs, drop_cache))
-        samples["warm"].append(run_once(libs))
-        samples["nocache"].append(run_once([dlscope, "--no-cache", "libs", pid]))
-        samples["json"].append(run_once([dlscope, "libs", "--json", pid]))
-        samples["check"].append(run_once([dlscope, "check", pid]))
+        for k, argv in argvs.items():
+            samples[k].append(run_once(argv, drop_cache if k == "cold" else None))
     for k, v in samples.items():
+        if k == "cold":
+            drop_cache()
         rows[k] = (statistics.median(r[0] for r in v), min(r[0] for r in v),
-                   max(r[1] for r in v))
+                   peak_rss(argvs[k]))
     gdb = timed(["gdb", "-nx", "-batch", "-p", pid, "-ex", "info sharedlibrary"], 3)
 
     def line(label, r, goal=""):
@@ -73,6 +86,7 @@ try:
     line("dlscope libs, cold cache", rows["cold"], "goal < 30 ms")
     line("dlscope libs, warm cache", rows["warm"], "goal < 15 ms")
     line("dlscope libs --no-cache", rows["nocache"])
+    line("dlscope libs --no-packages, warm", rows["nopkg"])
     line("dlscope libs --json, warm", rows["json"])
     line("dlscope check, warm", rows["check"])
     line("gdb info sharedlibrary", gdb)

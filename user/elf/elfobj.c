@@ -398,6 +398,13 @@ const char *elfobj__strerror(int err)
 #ifndef SMALL_FILE
 #define SMALL_FILE (64u << 10)
 #endif
+/*
+ * Files from LARGE_FILE on are mapped: their symbol tables run to megabytes, which pread would
+ * copy, and they are few (one mapping each costs less than copying the tables).
+ */
+#ifndef LARGE_FILE
+#define LARGE_FILE (1u << 20)
+#endif
 /* Descriptors that objects read with ELF_C_READ may hold at once; past that a large file is
  * mapped and its descriptor closed at once, as before. */
 #define MAX_HELD_FDS 256
@@ -457,7 +464,7 @@ static int begin_elf(struct elf_object *o, int fd)
 		}
 		close(fd);
 		o->elf = elf_memory(o->image, o->size);
-	} else if (held_fds < MAX_HELD_FDS) {
+	} else if (held_fds < MAX_HELD_FDS && o->size < LARGE_FILE) {
 		o->elf = elf_begin(fd, ELF_C_READ, NULL);
 		o->fd = fd;
 		held_fds++;
