@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dlscope: a live inspector for the native libraries, runtimes and locks of Linux processes. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
+#include "objcache.h"
 #include "output.h"
 
 static const struct command commands[] = {
@@ -47,8 +49,31 @@ static void usage(FILE *f)
 		   "4 the command of 'check -- CMD' failed.\n");
 }
 
+/*
+ * --no-cache, anywhere before a "--" (after which a command's own arguments begin), turns the
+ * persistent ELF cache off for any command; DLSCOPE_CACHE=off does the same.
+ */
+static int take_no_cache(int argc, char **argv)
+{
+	bool off = false;
+	int n = 0, i = 0;
+
+	for (; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--no-cache"))
+			off = true;
+		else
+			argv[n++] = argv[i];
+	for (; i < argc; i++)
+		argv[n++] = argv[i];
+	argv[n] = NULL;
+	if (!off)
+		objcache__enable();
+	return n;
+}
+
 int main(int argc, char **argv)
 {
+	argc = take_no_cache(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return DLS_EXIT_USAGE;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,25 @@
 
 #include "arch.h"
 #include "elfobj.h"
+#include "objcache.h"
 
 struct elf_object {
 	unsigned int refs; /* elfobj__ref; elfobj__free drops one */
 	char *path;
+	/*
+	 * The libelf handle, opened when a symbol, section or code byte is first asked for: an
+	 * object analysed from the persistent cache (objcache.h) never opens one. NULL until then,
+	 * and when the file on disk is no longer the one analysed.
+	 */
 	Elf *elf;
+	bool elf_tried;
+	bool keep_handle; /* elfobj__drop_handle may not drop it: it could not be opened again */
+	int fd;		  /* held for ELF_C_READ's reads on demand; -1 when none */
+	void *image;	  /* the file's bytes for elf_memory (small files), or NULL */
+	struct objcache_key key;
+	/* Where loaded() opens the file again: @path, or the same through a root held here. */
+	char *lazy_path;
+	int root; /* the held_roots entry lazy_path needs, or -1 */
 	int type;
 	uint64_t size, inode;
 	char *soname;
@@ -27,13 +42,17 @@ struct elf_object {
 	size_t n_verdefs;
 	char build_id[2 * 64 + 1];
 	bool has_build_id;
-	bool symbolic; /* DT_SYMBOLIC or DF_SYMBOLIC: its own definitions win its lookups */
-	char *damage;  /* the first inconsistency found in its tables, or NULL */
+	bool symbolic;	  /* DT_SYMBOLIC or DF_SYMBOLIC: its own definitions win its lookups */
+	char *damage;	  /* the first inconsistency found in its tables, or NULL */
+	bool damage_done; /* damage is looked for on first ask (only lint reads it) */
 	/* Sections we come back to; NULL when absent. */
 	Elf_Scn *dynsym, *symtab, *versym, *verneed, *verdef;
 	/* What a higher layer keeps with the object (its runtime roles), freed with it. */
 	void *annotation;
 	void (*annotation_free)(void *);
+	/* The annotation's bytes as the persistent cache held them, or NULL. */
+	void *blob;
+	size_t blob_len;
 };
 
 static bool libelf_ready;
@@ -92,28 +111,6 @@ static int read_dynamic(struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh)
 	return 0;
 }
 
-static void read_build_id(struct elf_object *o, Elf_Scn *scn)
-{
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t off = 0, name_off, desc_off;
-	GElf_Nhdr nh;
-
-	if (!data)
-		return;
-	while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-		const unsigned char *desc = (const unsigned char *)data->d_buf + desc_off;
-
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-		    memcmp((const char *)data->d_buf + name_off, "GNU", 4) || !nh.n_descsz ||
-		    nh.n_descsz > 64)
-			continue;
-		for (size_t i = 0; i < nh.n_descsz; i++)
-			snprintf(o->build_id + 2 * i, 3, "%02x", desc[i]);
-		o->has_build_id = true;
-		return;
-	}
-}
-
 static int read_verdefs(struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
@@ -142,7 +139,7 @@ static int read_verdefs(struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh)
 	return 0;
 }
 
-static void read_interp(struct elf_object *o)
+static void read_interp(struct elf_object *o, int fd)
 {
 	size_t nph;
 
@@ -150,15 +147,19 @@ static void read_interp(struct elf_object *o)
 		return;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
-		char *raw;
+		char buf[4096];
 
 		if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_INTERP)
 			continue;
-		if (ph.p_filesz == 0 || ph.p_filesz > 4096 || ph.p_offset + ph.p_filesz > o->size)
+		if (ph.p_filesz == 0 || ph.p_filesz > sizeof(buf) ||
+		    ph.p_offset + ph.p_filesz > o->size)
 			return;
-		raw = elf_rawfile(o->elf, NULL);
-		if (raw)
-			o->interp = strndup(raw + ph.p_offset, ph.p_filesz);
+		/* Not elf_rawfile: that would read all of a file opened with ELF_C_READ. */
+		if (o->image)
+			o->interp = strndup((const char *)o->image + ph.p_offset, ph.p_filesz);
+		else if (fd >= 0 &&
+			 pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz)
+			o->interp = strndup(buf, ph.p_filesz);
 		return;
 	}
 }
@@ -363,8 +364,17 @@ static char *find_damage(const struct elf_object *o, const GElf_Ehdr *eh)
 	return NULL;
 }
 
+static bool loaded(const struct elf_object *o);
+
 const char *elfobj__damage(const struct elf_object *o)
 {
+	struct elf_object *m = (struct elf_object *)o; /* found on first ask, then kept */
+	GElf_Ehdr eh;
+
+	if (!m->damage_done && loaded(o) && gelf_getehdr(o->elf, &eh)) {
+		m->damage = find_damage(o, &eh);
+		m->damage_done = true;
+	}
 	return o->damage;
 }
 
@@ -379,13 +389,337 @@ const char *elfobj__strerror(int err)
 	}
 }
 
+/*
+ * Files up to SMALL_FILE are read whole with one pread and parsed from memory (elf_memory);
+ * larger ones with ELF_C_READ, which preads each section when first asked for. Neither maps the
+ * file: on a virtual machine every munmap flushes the TLB through the hypervisor, and that was a
+ * third of `libs` on 500 objects.
+ */
+#ifndef SMALL_FILE
+#define SMALL_FILE (64u << 10)
+#endif
+/*
+ * Files from LARGE_FILE on are mapped: their symbol tables run to megabytes, which pread would
+ * copy, and they are few (one mapping each costs less than copying the tables).
+ */
+#ifndef LARGE_FILE
+#define LARGE_FILE (1u << 20)
+#endif
+/* Descriptors that objects read with ELF_C_READ may hold at once; past that a large file is
+ * mapped and its descriptor closed at once, as before. */
+#define MAX_HELD_FDS 256
+static unsigned int held_fds;
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct objcache_key key_of(const struct stat *st)
+{
+	return (struct objcache_key){ (uint64_t)st->st_dev, (uint64_t)st->st_ino,
+				      (uint64_t)st->st_size,
+				      (int64_t)st->st_mtim.tv_sec * 1000000000 +
+					      st->st_mtim.tv_nsec };
+}
+
+static bool same_key(const struct objcache_key *a, const struct objcache_key *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns;
+}
+
+static int pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t n = pread(fd, (char *)buf + got, len - got, off + (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static void drop_elf(struct elf_object *o)
+{
+	if (o->elf)
+		elf_end(o->elf);
+	o->elf = NULL;
+	free(o->image);
+	o->image = NULL;
+	if (o->fd >= 0) {
+		close(o->fd);
+		held_fds--;
+		o->fd = -1;
+	}
+}
+
+/* Start libelf on @fd, which is consumed (closed, or held for ELF_C_READ). 0 or an errno. */
+static int begin_elf(struct elf_object *o, int fd)
+{
+	if (o->size <= SMALL_FILE) {
+		o->image = malloc(o->size ? o->size : 1);
+		if (!o->image || pread_full(fd, o->image, o->size, 0)) {
+			close(fd);
+			return o->image ? EIO : ENOMEM;
+		}
+		close(fd);
+		o->elf = elf_memory(o->image, o->size);
+	} else if (held_fds < MAX_HELD_FDS && o->size < LARGE_FILE) {
+		o->elf = elf_begin(fd, ELF_C_READ, NULL);
+		o->fd = fd;
+		held_fds++;
+	} else {
+		o->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		if (o->elf)
+			elf_cntl(o->elf, ELF_C_FDDONE);
+		close(fd);
+	}
+	return o->elf ? 0 : ENOEXEC;
+}
+
+/* The sections the accessors come back to. */
+static void index_sections(struct elf_object *o)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		switch (sh.sh_type) {
+		case SHT_DYNSYM: o->dynsym = scn; break;
+		case SHT_SYMTAB: o->symtab = scn; break;
+		case SHT_GNU_versym: o->versym = scn; break;
+		case SHT_GNU_verneed: o->verneed = scn; break;
+		case SHT_GNU_verdef: o->verdef = scn; break;
+		}
+	}
+}
+
+/*
+ * Paths such as /proc/self/fd/N/usr/lib/libc.so.6 name a file through a descriptor of the caller
+ * (a target's root) that may be closed before the libelf handle is first needed. Such roots are
+ * duplicated here, once per root however many objects use it, and released with the last one.
+ */
+#define MAX_HELD_ROOTS 16
+static struct held_root {
+	int orig, fd;
+	dev_t dev;
+	ino_t ino;
+	unsigned int refs;
+} held_roots[MAX_HELD_ROOTS];
+
+static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void release_root(int i)
+{
+	pthread_mutex_lock(&roots_lock);
+	if (i >= 0 && !--held_roots[i].refs) {
+		close(held_roots[i].fd);
+		held_roots[i].fd = -1;
+	}
+	pthread_mutex_unlock(&roots_lock);
+}
+
+/* A path for @o that stays valid while it lives. 0, or -1: keep the file's handle now instead. */
+static int stable_path(struct elf_object *o)
+{
+	const char *rest;
+	struct stat st;
+	int n, orig, free_slot = -1;
+
+	o->root = -1;
+	if (sscanf(o->path, "/proc/self/fd/%d%n", &orig, &n) != 1)
+		return 0; /* another path: it stays valid for as long as the caller's did */
+	rest = o->path + n;
+	if (*rest != '/' || fstat(orig, &st))
+		return -1; /* the descriptor is the file itself (an executable) */
+	pthread_mutex_lock(&roots_lock);
+	for (int i = 0; i < MAX_HELD_ROOTS; i++) {
+		struct held_root *r = &held_roots[i];
+
+		if (r->refs && r->orig == orig && r->dev == st.st_dev && r->ino == st.st_ino) {
+			o->root = i;
+			break;
+		}
+		if (!r->refs && free_slot < 0)
+			free_slot = i;
+	}
+	if (o->root < 0) {
+		int fd = free_slot < 0 ? -1 : fcntl(orig, F_DUPFD_CLOEXEC, 0);
+
+		if (fd < 0) {
+			pthread_mutex_unlock(&roots_lock);
+			return -1;
+		}
+		held_roots[free_slot] = (struct held_root){ orig, fd, st.st_dev, st.st_ino, 0 };
+		o->root = free_slot;
+	}
+	held_roots[o->root].refs++;
+	pthread_mutex_unlock(&roots_lock);
+	if (asprintf(&o->lazy_path, "/proc/self/fd/%d%s", held_roots[o->root].fd, rest) < 0) {
+		o->lazy_path = NULL;
+		release_root(o->root);
+		o->root = -1;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The libelf handle of an object analysed from the persistent cache, opened on first need from
+ * its path: only when the file is still the one analysed (same device, inode, size, mtime).
+ */
+static bool loaded(const struct elf_object *o)
+{
+	struct elf_object *m = (struct elf_object *)o; /* opening is no change to what it says */
+	struct stat st;
+	int fd;
+
+	pthread_mutex_lock(&load_lock);
+	if (!m->elf_tried) {
+		m->elf_tried = true;
+		fd = open(o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && !fstat(fd, &st)) {
+			struct objcache_key k = key_of(&st);
+
+			if (same_key(&k, &o->key) && !begin_elf(m, fd)) {
+				index_sections(m);
+				fd = -1;
+			} else if (m->elf || m->image) {
+				drop_elf(m);
+				fd = -1;
+			}
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	pthread_mutex_unlock(&load_lock);
+	return o->elf != NULL;
+}
+
+/* The build-id of the GNU note in @data, as lowercase hex, and the offset of its bytes. */
+static bool note_build_id(Elf_Data *data, char *out, size_t *desc_at)
+{
+	size_t off = 0, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+		const unsigned char *desc = (const unsigned char *)data->d_buf + desc_off;
+
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+		    memcmp((const char *)data->d_buf + name_off, "GNU", 4) || !nh.n_descsz ||
+		    nh.n_descsz > 64)
+			continue;
+		for (size_t i = 0; i < nh.n_descsz; i++)
+			snprintf(out + 2 * i, 3, "%02x", desc[i]);
+		*desc_at = desc_off;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The record of the persistent cache for the file open on @fd, when its build-id bytes are still
+ * where the analysis found them (the last part of the key: a file rewritten in place with the
+ * same size and mtime is read again).
+ */
+static unsigned int hexval(char c)
+{
+	return c >= 'a' ? (unsigned int)(c - 'a' + 10) : (unsigned int)(c - '0');
+}
+
+static struct objcache_rec *cached(const struct objcache_key *key, int fd)
+{
+	struct objcache_rec *r = objcache__find(key);
+	unsigned char want[64], got[64];
+	size_t n;
+
+	if (!r)
+		return NULL;
+	n = strlen(r->build_id) / 2;
+	if (!n)
+		return r->bid_off == UINT64_MAX ? r : NULL;
+	for (size_t i = 0; i < n; i++) /* the record's hex was checked when the cache was read */
+		want[i] = (unsigned char)(hexval(r->build_id[2 * i]) << 4 |
+					  hexval(r->build_id[2 * i + 1]));
+	if (r->bid_off > key->size || n > key->size - r->bid_off ||
+	    pread_full(fd, got, n, (off_t)r->bid_off) || memcmp(want, got, n))
+		return NULL;
+	return r;
+}
+
+static char **dup_strs(char **v, size_t n)
+{
+	char **d = n ? calloc(n, sizeof(*d)) : NULL;
+
+	for (size_t i = 0; d && i < n; i++)
+		if (!(d[i] = strdup(v[i]))) {
+			while (i--)
+				free(d[i]);
+			free(d);
+			return NULL;
+		}
+	return d;
+}
+
+/* Fill @o from the cache's record. 0 or ENOMEM. */
+static int from_record(struct elf_object *o, const struct objcache_rec *r)
+{
+	o->type = r->type;
+	o->symbolic = r->symbolic;
+	if (r->build_id[0]) {
+		memcpy(o->build_id, r->build_id, sizeof(o->build_id));
+		o->has_build_id = true;
+	}
+	if ((r->soname && !(o->soname = strdup(r->soname))) ||
+	    (r->interp && !(o->interp = strdup(r->interp))))
+		return ENOMEM;
+	if (r->n_needed && !(o->needed = dup_strs(r->needed, r->n_needed)))
+		return ENOMEM;
+	o->n_needed = r->n_needed;
+	if (r->n_verdefs && !(o->verdefs = dup_strs(r->verdefs, r->n_verdefs)))
+		return ENOMEM;
+	o->n_verdefs = r->n_verdefs;
+	if (r->blob_len) {
+		if (!(o->blob = malloc(r->blob_len)))
+			return ENOMEM;
+		memcpy(o->blob, r->blob, r->blob_len);
+		o->blob_len = r->blob_len;
+	}
+	return 0;
+}
+
+/* What the analysis found, into the persistent cache. */
+static void to_record(const struct elf_object *o, uint64_t bid_off)
+{
+	struct objcache_rec r = {
+		.key = o->key,
+		.type = (uint16_t)o->type,
+		.symbolic = o->symbolic,
+		.soname = o->soname,
+		.interp = o->interp,
+		.needed = o->needed,
+		.n_needed = o->n_needed,
+		.verdefs = o->verdefs,
+		.n_verdefs = o->n_verdefs,
+		.bid_off = bid_off,
+	};
+
+	if (o->has_build_id)
+		memcpy(r.build_id, o->build_id, sizeof(r.build_id));
+	objcache__put(&r);
+}
+
 struct elf_object *elfobj__open(const char *path)
 {
 	struct elf_object *o = NULL;
+	struct objcache_rec *rec;
 	GElf_Ehdr eh;
 	Elf_Scn *scn = NULL;
 	struct stat st;
-	size_t shstrndx;
+	uint64_t bid_off = UINT64_MAX;
 	int fd, err = 0;
 
 	if (ensure_libelf())
@@ -403,12 +737,37 @@ struct elf_object *elfobj__open(const char *path)
 		goto err_close;
 	}
 	o->refs = 1;
+	o->fd = -1;
+	o->root = -1;
 	o->size = (uint64_t)st.st_size;
 	o->inode = (uint64_t)st.st_ino;
+	o->key = key_of(&st);
 	o->path = strdup(path);
-	o->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!o->path || !o->elf || elf_kind(o->elf) != ELF_K_ELF) {
-		err = o->size < sizeof(Elf64_Ehdr) ? EOVERFLOW : ENOEXEC;
+	if (!o->path) {
+		err = ENOMEM;
+		goto err_free;
+	}
+	rec = cached(&o->key, fd);
+	if (rec) {
+		/* Analysed before: no section is read until a caller asks for one. */
+		err = from_record(o, rec);
+		if (err)
+			goto err_free;
+		if (!stable_path(o)) {
+			close(fd);
+			return o;
+		}
+		/* No path to come back by: the handle now, from this descriptor. */
+		o->elf_tried = o->keep_handle = true;
+		if (!begin_elf(o, fd))
+			index_sections(o);
+		return o;
+	}
+	o->elf_tried = true;
+	err = begin_elf(o, fd);
+	fd = -1;
+	if (err || elf_kind(o->elf) != ELF_K_ELF) {
+		err = o->size < sizeof(Elf64_Ehdr) ? EOVERFLOW : err == ENOMEM ? ENOMEM : ENOEXEC;
 		goto err_free;
 	}
 	if (!gelf_getehdr(o->elf, &eh)) {
@@ -423,11 +782,10 @@ struct elf_object *elfobj__open(const char *path)
 	err = check_bounds(o, &eh);
 	if (err)
 		goto err_free;
-	if (elf_getshdrstrndx(o->elf, &shstrndx))
-		shstrndx = 0;
 
 	while ((scn = elf_nextscn(o->elf, scn))) {
 		GElf_Shdr sh;
+		size_t at;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
@@ -438,36 +796,66 @@ struct elf_object *elfobj__open(const char *path)
 				goto err_free;
 			}
 			break;
-		case SHT_DYNSYM: o->dynsym = scn; break;
-		case SHT_SYMTAB: o->symtab = scn; break;
-		case SHT_GNU_versym: o->versym = scn; break;
-		case SHT_GNU_verneed: o->verneed = scn; break;
 		case SHT_GNU_verdef:
-			o->verdef = scn;
 			if (read_verdefs(o, scn, &sh)) {
 				err = ENOMEM;
 				goto err_free;
 			}
 			break;
 		case SHT_NOTE:
-			if (!o->has_build_id)
-				read_build_id(o, scn);
+			if (!o->has_build_id && elf_getdata(scn, NULL) &&
+			    note_build_id(elf_getdata(scn, NULL), o->build_id, &at)) {
+				o->has_build_id = true;
+				bid_off = sh.sh_offset + at;
+			}
 			break;
 		}
 	}
-	read_interp(o);
-	o->damage = find_damage(o, &eh);
-	/* Data stays reachable through the mapping; free the descriptor now. */
-	elf_cntl(o->elf, ELF_C_FDDONE);
-	close(fd);
+	index_sections(o);
+	{
+		/* read_interp reads the image, the held descriptor, or (mapped) the file again. */
+		int ifd = o->image || o->fd >= 0 ? o->fd : open(path, O_RDONLY | O_CLOEXEC);
+
+		read_interp(o, ifd);
+		if (ifd >= 0 && ifd != o->fd)
+			close(ifd);
+	}
+	to_record(o, bid_off);
+	if (stable_path(o))
+		o->keep_handle = true; /* no path to come back by */
 	return o;
 
 err_free:
 	elfobj__free(o);
 err_close:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	errno = err;
 	return NULL;
+}
+
+void elfobj__drop_handle(const struct elf_object *o)
+{
+	struct elf_object *m = (struct elf_object *)o; /* loaded() opens it again on need */
+
+	pthread_mutex_lock(&load_lock);
+	if (!o->keep_handle && o->elf) {
+		drop_elf(m);
+		m->dynsym = m->symtab = m->versym = m->verneed = m->verdef = NULL;
+		m->elf_tried = false;
+	}
+	pthread_mutex_unlock(&load_lock);
+}
+
+const void *elfobj__cached_annotation(const struct elf_object *o, size_t *len)
+{
+	*len = o->blob_len;
+	return o->blob;
+}
+
+void elfobj__cache_annotation(const struct elf_object *o, const void *data, size_t len)
+{
+	objcache__set_blob(&o->key, data, len);
 }
 
 struct elf_object *elfobj__ref(struct elf_object *o)
@@ -496,10 +884,12 @@ void elfobj__free(struct elf_object *o)
 	free(o->interp);
 	free(o->damage);
 	free(o->path);
+	free(o->lazy_path);
+	release_root(o->root);
+	free(o->blob);
 	if (o->annotation_free)
 		o->annotation_free(o->annotation);
-	if (o->elf)
-		elf_end(o->elf);
+	drop_elf(o);
 	free(o);
 }
 
@@ -581,7 +971,7 @@ uint64_t elfobj__inode(const struct elf_object *o)
 
 Elf *elfobj__elf(const struct elf_object *o)
 {
-	return o->elf;
+	return loaded(o) ? o->elf : NULL;
 }
 
 static int foreach_in(const struct elf_object *o, Elf_Scn *scn, bool defined, elfobj_sym_cb cb,
@@ -590,6 +980,9 @@ static int foreach_in(const struct elf_object *o, Elf_Scn *scn, bool defined, el
 	Elf_Data *data;
 	GElf_Shdr sh;
 	size_t count;
+
+	if (!loaded(o))
+		return 0;
 
 	if (!scn || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
 		return 0;
@@ -621,6 +1014,8 @@ int elfobj__foreach_defined(const struct elf_object *o, unsigned tables, elfobj_
 {
 	int ret = 0;
 
+	if (!loaded(o)) /* before o->dynsym and o->symtab are read */
+		return 0;
 	if (tables & ELFOBJ_DYNSYM)
 		ret = foreach_in(o, o->dynsym, true, cb, ctx);
 	if (!ret && (tables & ELFOBJ_SYMTAB))
@@ -650,6 +1045,9 @@ static int gnu_hash_lookup(const struct elf_object *o, const char *name, GElf_Sy
 	const uint32_t *w;
 	uint32_t nbuckets, symoffset, bloom_size, bloom_shift, h, idx;
 	size_t nwords, nsyms;
+
+	if (!loaded(o))
+		return -1;
 
 	while ((scn = elf_nextscn(o->elf, scn)))
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_HASH)
@@ -778,6 +1176,9 @@ int elfobj__foreach_verneed(const struct elf_object *o, elfobj_verneed_cb cb, vo
 	GElf_Shdr sh;
 	size_t off = 0;
 
+	if (!loaded(o))
+		return 0;
+
 	if (!o->verneed || !gelf_getshdr(o->verneed, &sh))
 		return 0;
 	data = elf_getdata(o->verneed, NULL);
@@ -842,6 +1243,9 @@ static int vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t 
 {
 	size_t nph;
 
+	if (!loaded(o))
+		return -ERANGE;
+
 	if (elf_getphdrnum(o->elf, &nph))
 		return -ERANGE;
 	for (size_t i = 0; i < nph; i++) {
@@ -860,6 +1264,9 @@ static int vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t 
 int elfobj__offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr)
 {
 	size_t nph;
+
+	if (!loaded(o))
+		return -ERANGE;
 
 	if (elf_getphdrnum(o->elf, &nph))
 		return -ERANGE;
@@ -919,6 +1326,9 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 	GElf_Ehdr eh;
 	int fd;
 
+	if (!loaded(o))
+		return -ENOENT;
+
 	*n = 0;
 	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
 		return -ENOTSUP;
@@ -929,7 +1339,7 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 	 * writes the int3 of every uprobe on the file (another dlscope's, or ours on an earlier
 	 * function) into each private mapping that may execute, ours included.
 	 */
-	fd = open(file ? file : o->path, O_RDONLY | O_CLOEXEC);
+	fd = open(file ? file : o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	cfi = dwarf_getcfi_elf(o->elf);
@@ -973,7 +1383,7 @@ int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, si
 	if (!len || vaddr_to_offset(o, vaddr, &off) || vaddr_to_offset(o, vaddr + len - 1, &last) ||
 	    last != off + len - 1)
 		return -ERANGE;
-	fd = open(o->path, O_RDONLY | O_CLOEXEC);
+	fd = open(o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		/* Opened through a target's descriptor (/proc/self/fd/N), closed since: the bytes
 		 * of libelf's mapping of the file (uprobes write only into executable mappings). */
@@ -995,6 +1405,9 @@ int elfobj__func_code(const struct elf_object *o, const char *name, void *buf, s
 {
 	GElf_Sym sym;
 	GElf_Ehdr eh;
+
+	if (!loaded(o))
+		return -ENOENT;
 
 	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
 		return -ENOTSUP;
@@ -1018,6 +1431,9 @@ const void *elfobj__section(const struct elf_object *o, const char *name, size_t
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
+
+	if (!loaded(o))
+		return NULL;
 
 	if (elf_getshdrstrndx(o->elf, &shstrndx))
 		return NULL;
@@ -1044,6 +1460,9 @@ int elfobj__foreach_dynreloc(const struct elf_object *o, elfobj_reloc_cb cb, voi
 {
 	Elf_Scn *scn = NULL;
 	size_t dynsym_ndx;
+
+	if (!loaded(o))
+		return 0;
 
 	if (!o->dynsym)
 		return 0;
@@ -1120,6 +1539,9 @@ static int foreach_versioned(const struct elf_object *o, bool defined, elfobj_vs
 	Elf_Data *data, *vdata = NULL;
 	GElf_Shdr sh;
 	size_t count;
+
+	if (!loaded(o))
+		return 0;
 
 	if (!o->dynsym || !gelf_getshdr(o->dynsym, &sh) || !sh.sh_entsize)
 		return 0;

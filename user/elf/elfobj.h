@@ -16,9 +16,12 @@ enum elfobj_symtab {
 };
 
 /*
- * Open and index @path (mapped, not read). Returns NULL and sets errno: ENOEXEC for a file that
+ * Open and index @path: from the persistent cache when it is on and knows the file (nothing but
+ * the build-id is read then), else read with pread, never mapped; symbols and sections are read
+ * when first asked for. Returns NULL and sets errno: ENOEXEC for a file that
  * is not ELF, EINVAL for an ELF this build cannot read (32-bit, other machine), EIO for a corrupt
- * one, EOVERFLOW for a truncated one. The file descriptor is closed before returning: objects cost no descriptor while kept.
+ * one, EOVERFLOW for a truncated one. Small files are held in memory, larger ones keep their
+ * descriptor for reads on demand (at most 256 at once; past that they are mapped, as before).
  */
 struct elf_object *elfobj__open(const char *path);
 /* Objects are reference counted: ref adds a holder, free drops one and frees the last. */
@@ -51,6 +54,18 @@ const char *elfobj__verdef(const struct elf_object *o, size_t i);
  */
 void *elfobj__annotation(const struct elf_object *o);
 void elfobj__annotate(const struct elf_object *o, void *data, void (*free_fn)(void *));
+/*
+ * The annotation as bytes, for the persistent cache (objcache.h): what was stored for this file
+ * by an earlier run (NULL, 0 when nothing), and storing it for the next one (a no-op when the
+ * cache is off). The higher layer that owns the annotation defines and checks its bytes.
+ */
+const void *elfobj__cached_annotation(const struct elf_object *o, size_t *len);
+void elfobj__cache_annotation(const struct elf_object *o, const void *data, size_t len);
+/*
+ * Free the libelf handle and the bytes read for it (the next question opens the file again, if
+ * it is still the same file): a caller that analysed many objects once keeps its memory small.
+ */
+void elfobj__drop_handle(const struct elf_object *o);
 /* Linked -Bsymbolic (DT_SYMBOLIC, DF_SYMBOLIC): the object's references bind to its own
  * definitions before the loader's search order is consulted. */
 bool elfobj__symbolic(const struct elf_object *o);

@@ -163,6 +163,12 @@ static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
 		c->cap = ncap;
 	}
 	c->e[c->n++] = (struct elf_cache_entry){ elfobj__inode(elf), elfobj__size(elf), elf };
+	/*
+	 * Its roles now, while its bytes are in memory; then the bytes go, so that the next
+	 * object's reuse this memory instead of faulting in pages of their own.
+	 */
+	roles__of(elf);
+	elfobj__drop_handle(elf);
 	return elfobj__ref(elf);
 }
 
@@ -734,7 +740,12 @@ int libgraph__find_python(const struct libgraph *g, struct py_interp *out, char 
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
 
-		if (!o->gone && o->elf)
+		/*
+		 * Only the interpreter defines _PyRuntime, and it defines Py_Initialize too (its
+		 * role): other objects are not asked, so their symbol tables are not read. The
+		 * first object stays (a static embedding may keep its symbols in .symtab only).
+		 */
+		if (!o->gone && o->elf && (!n || obj_roles__find(roles__of(o->elf), ROLE_PYTHON)))
 			refs[n++] = (struct py_object_ref){ o->path, o->elf, o->base };
 	}
 	err = py_interp__find(refs, n, out, why, whylen);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -420,12 +421,71 @@ static void roles__classify(const struct elf_object *o, struct obj_roles *out)
 		add(out, IMPL_GLIBC_RTLD);
 }
 
-/* What is kept with each object (elfobj's annotation): computed once per file. */
+/*
+ * What is kept with each object (elfobj's annotation): computed once per file, and stored in the
+ * persistent cache as these bytes (that cache is written by this one build of dlscope only).
+ */
 struct role_cache {
 	struct obj_roles roles;
 	int static_cxx; /* -1 not looked for yet, else roles__static_libstdcxx's answer */
 	char gcc[64];
 };
+
+static bool terminated(const char *s, size_t len)
+{
+	return memchr(s, '\0', len) != NULL;
+}
+
+/* The bytes stored: what role_cache holds, with only the roles the object has. */
+struct role_blob {
+	int32_t static_cxx;
+	uint32_t n;
+	char gcc[64];
+	struct obj_role r[];
+};
+
+static void store(const struct elf_object *o, const struct role_cache *c)
+{
+	size_t len = sizeof(struct role_blob) + c->roles.n * sizeof(struct obj_role);
+	struct role_blob *b = calloc(1, len);
+
+	if (!b)
+		return;
+	b->static_cxx = c->static_cxx;
+	b->n = c->roles.n;
+	memcpy(b->gcc, c->gcc, sizeof(b->gcc));
+	memcpy(b->r, c->roles.r, c->roles.n * sizeof(struct obj_role));
+	elfobj__cache_annotation(o, b, len);
+	free(b);
+}
+
+/* Bytes from the cache file, checked as if hostile: any flaw means classifying again. */
+static bool load(const struct elf_object *o, struct role_cache *c)
+{
+	struct role_blob b;
+	size_t len;
+	const unsigned char *p = elfobj__cached_annotation(o, &len);
+
+	if (!p || len < sizeof(b))
+		return false;
+	memcpy(&b, p, sizeof(b));
+	if (b.n > OBJ_ROLES_MAX || len != sizeof(b) + b.n * sizeof(struct obj_role) ||
+	    b.static_cxx < -1 || b.static_cxx > 1 || !terminated(b.gcc, sizeof(b.gcc)))
+		return false;
+	memcpy(c->roles.r, p + sizeof(b), b.n * sizeof(struct obj_role));
+	for (unsigned i = 0; i < b.n; i++) {
+		const struct obj_role *r = &c->roles.r[i];
+
+		if ((unsigned)r->kind >= ROLE__COUNT || (unsigned)r->impl >= IMPL__COUNT ||
+		    impls[r->impl].kind != r->kind || !terminated(r->version, sizeof(r->version)) ||
+		    !terminated(r->detail, sizeof(r->detail)))
+			return false;
+	}
+	c->roles.n = b.n;
+	c->static_cxx = b.static_cxx;
+	memcpy(c->gcc, b.gcc, sizeof(c->gcc));
+	return true;
+}
 
 static struct role_cache *cache_of(const struct elf_object *o)
 {
@@ -436,8 +496,12 @@ static struct role_cache *cache_of(const struct elf_object *o)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->static_cxx = -1;
-	roles__classify(o, &c->roles);
+	if (!load(o, c)) {
+		memset(c, 0, sizeof(*c));
+		c->static_cxx = -1;
+		roles__classify(o, &c->roles);
+		store(o, c);
+	}
 	elfobj__annotate(o, c, free);
 	return c;
 }
@@ -524,8 +588,10 @@ bool roles__static_libstdcxx(const struct elf_object *o, char *gcc, size_t gccle
 	/* A scan of .rodata per object: the collector asks for every object it meets. */
 	if (!c)
 		return find_static_libstdcxx(o, gcc, gcclen);
-	if (c->static_cxx < 0)
+	if (c->static_cxx < 0) {
 		c->static_cxx = find_static_libstdcxx(o, c->gcc, sizeof(c->gcc));
+		store(o, c);
+	}
 	if (gcc)
 		snprintf(gcc, gcclen, "%s", c->static_cxx ? c->gcc : "");
 	return c->static_cxx;

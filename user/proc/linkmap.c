@@ -164,14 +164,23 @@ static int find_rtld_r_debug(const struct target *t, const struct procmaps *maps
 	return err;
 }
 
+static void clear_entries(struct linkmap *lm)
+{
+	for (size_t i = 0; i < lm->n; i++)
+		free(lm->e[i].name);
+	lm->n = 0;
+}
+
 static int push_entry(struct linkmap *lm, size_t *cap, const struct lm_entry *e)
 {
 	if (lm->n == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 64;
 		struct lm_entry *ne = realloc(lm->e, ncap * sizeof(*ne));
 
-		if (!ne)
+		if (!ne) {
+			free(e->name);
 			return -ENOMEM;
+		}
 		lm->e = ne;
 		*cap = ncap;
 	}
@@ -187,7 +196,7 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 	uint64_t prev;
 	int err;
 
-	lm->n = 0;
+	clear_entries(lm);
 	lm->n_namespaces = 0;
 	lm->consistent = true;
 	for (unsigned ns = 0; rd_addr && ns < MAX_NAMESPACES; ns++) {
@@ -210,6 +219,7 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 		while (lm_addr) {
 			struct link_map l;
 			struct lm_entry e = { .ns = ns, .lm_addr = lm_addr };
+			char name[PATH_MAX]; /* not in the entry: 500 of 4 KiB each cost page faults */
 
 			if (++count > MAX_OBJECTS)
 				return -EFAULT;
@@ -226,12 +236,16 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 			prev = lm_addr;
 			e.l_addr = l.l_addr;
 			e.l_ld = (uint64_t)(uintptr_t)l.l_ld;
+			name[0] = '\0';
 			if (l.l_name) {
-				err = target__read_str(t, (uint64_t)(uintptr_t)l.l_name, e.name,
-						       sizeof(e.name));
+				err = target__read_str(t, (uint64_t)(uintptr_t)l.l_name, name,
+						       sizeof(name));
 				if (err < 0)
 					return err == -ENAMETOOLONG ? -EFAULT : err;
 			}
+			e.name = strdup(name);
+			if (!e.name)
+				return -ENOMEM;
 			err = push_entry(lm, &cap, &e);
 			if (err)
 				return err;
@@ -310,6 +324,7 @@ void linkmap__free(struct linkmap *lm)
 {
 	if (!lm)
 		return;
+	clear_entries(lm);
 	free(lm->e);
 	free(lm);
 }

@@ -1,0 +1,729 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <link.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "objcache.h"
+#include "version.h"
+
+/*
+ * File image: a header, then the records. Integers are in the writer's byte order; the header's
+ * order mark and sizes make a file from another machine or build foreign, hence ignored.
+ */
+#define OC_MAGIC "DLSOBJC\n"
+#define OC_FORMAT 1u
+#define OC_ORDER 0x01020304u
+#define OC_MAX_FILE (32u << 20) /* bounds what is read, and what is written */
+#define OC_MAX_RECS 4096u	/* records kept: those this run used first */
+#define OC_MAX_STR 4096u
+#define OC_MAX_LIST 4096u
+#define OC_MAX_BLOB 4096u
+
+struct oc_header {
+	char magic[8];
+	char producer[48]; /* the build-id of the dlscope that wrote it: another build's is foreign */
+	uint32_t format, order;
+	uint32_t n_recs, rec_size; /* rec_size: sizeof(struct objcache_key), a layout check */
+	uint64_t payload_len, checksum;
+};
+
+static struct {
+	bool enabled, loaded, dirty, atexit_set;
+	pid_t owner; /* the process that enabled it: a forked child does not save */
+	char path[PATH_MAX];
+	struct objcache_rec **recs;
+	size_t n, cap;
+	size_t *slots; /* open addressing over recs, index + 1; 0 is empty */
+	size_t nslots;
+} oc;
+
+static uint64_t fnv1a(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t key_hash(const struct objcache_key *k)
+{
+	return fnv1a(k, sizeof(*k));
+}
+
+static bool key_eq(const struct objcache_key *a, const struct objcache_key *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns;
+}
+
+void objcache_rec__free(struct objcache_rec *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_needed; i++)
+		free(r->needed[i]);
+	for (size_t i = 0; i < r->n_verdefs; i++)
+		free(r->verdefs[i]);
+	free(r->needed);
+	free(r->verdefs);
+	free(r->soname);
+	free(r->interp);
+	free(r->blob);
+	free(r);
+}
+
+/*
+ * This build of dlscope, by the build-id of its executable (read from memory, no system call):
+ * what a higher layer stores (the roles) depends on its code, so another build's file is foreign.
+ */
+static int producer_phdr(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	char *out = ctx;
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		Elf_Data d = {
+			.d_buf = (void *)(info->dlpi_addr + ph->p_vaddr),
+			.d_type = ph->p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR,
+			.d_size = ph->p_filesz,
+		};
+		size_t off = 0, name_off, desc_off;
+		GElf_Nhdr nh;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		while ((off = gelf_getnote(&d, off, &nh, &name_off, &desc_off)) > 0) {
+			const unsigned char *desc = (const unsigned char *)d.d_buf + desc_off;
+
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 || !nh.n_descsz)
+				continue;
+			for (size_t j = 0; j < nh.n_descsz && 2 * j + 2 < 48; j++)
+				snprintf(out + 2 * j, 3, "%02x", desc[j]);
+			return 1;
+		}
+	}
+	return 1; /* the first entry is the executable */
+}
+
+static void producer(char out[48])
+{
+	static char id[48];
+
+	if (!id[0]) {
+		snprintf(id, sizeof(id), "%s", DLSCOPE_VERSION);
+		dl_iterate_phdr(producer_phdr, id);
+	}
+	memset(out, 0, 48);
+	memcpy(out, id, strlen(id));
+}
+
+/* ---- encoding ---- */
+
+struct wbuf {
+	unsigned char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void put(struct wbuf *w, const void *data, size_t len)
+{
+	if (w->oom)
+		return;
+	if (w->len + len > w->cap) {
+		size_t ncap = w->cap ? w->cap * 2 : 4096;
+		unsigned char *np;
+
+		while (ncap < w->len + len)
+			ncap *= 2;
+		np = realloc(w->p, ncap);
+		if (!np) {
+			w->oom = true;
+			return;
+		}
+		w->p = np;
+		w->cap = ncap;
+	}
+	memcpy(w->p + w->len, data, len);
+	w->len += len;
+}
+
+static void put_u32(struct wbuf *w, uint32_t v)
+{
+	put(w, &v, sizeof(v));
+}
+
+/* A string as its length + 1 (0: absent) and its bytes. */
+static void put_str(struct wbuf *w, const char *s)
+{
+	uint32_t len = s ? (uint32_t)strlen(s) : 0;
+
+	put_u32(w, s ? len + 1 : 0);
+	if (s)
+		put(w, s, len);
+}
+
+static void put_list(struct wbuf *w, char **v, size_t n)
+{
+	put_u32(w, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		put_str(w, v[i]);
+}
+
+static void put_rec(struct wbuf *w, const struct objcache_rec *r)
+{
+	uint16_t type = r->type;
+	uint8_t sym = r->symbolic;
+
+	put(w, &r->key, sizeof(r->key));
+	put_str(w, r->build_id);
+	put(w, &r->bid_off, sizeof(r->bid_off));
+	put(w, &type, sizeof(type));
+	put(w, &sym, sizeof(sym));
+	put_str(w, r->soname);
+	put_str(w, r->interp);
+	put_list(w, r->needed, r->n_needed);
+	put_list(w, r->verdefs, r->n_verdefs);
+	put_u32(w, (uint32_t)r->blob_len);
+	if (r->blob_len)
+		put(w, r->blob, r->blob_len);
+}
+
+int objcache__encode(struct objcache_rec *const *recs, size_t n, void **image, size_t *len)
+{
+	struct wbuf w = { 0 };
+	struct oc_header h = { .format = OC_FORMAT, .order = OC_ORDER };
+	size_t kept = 0;
+
+	memcpy(h.magic, OC_MAGIC, sizeof(h.magic));
+	producer(h.producer);
+	h.rec_size = sizeof(struct objcache_key);
+	put(&w, &h, sizeof(h));
+	for (size_t i = 0; i < n && kept < OC_MAX_RECS; i++) {
+		size_t before = w.len;
+
+		put_rec(&w, recs[i]);
+		if (w.len > OC_MAX_FILE) { /* bounded: the rest stays out */
+			w.len = before;
+			break;
+		}
+		kept++;
+	}
+	if (w.oom) {
+		free(w.p);
+		return -ENOMEM;
+	}
+	h.n_recs = (uint32_t)kept;
+	h.payload_len = w.len - sizeof(h);
+	h.checksum = fnv1a(w.p + sizeof(h), w.len - sizeof(h));
+	memcpy(w.p, &h, sizeof(h));
+	*image = w.p;
+	*len = w.len;
+	return 0;
+}
+
+/* ---- decoding: every length is checked against what is left ---- */
+
+struct rbuf {
+	const unsigned char *p;
+	size_t left;
+	bool bad;
+};
+
+static void get(struct rbuf *r, void *out, size_t len)
+{
+	if (r->bad || r->left < len) {
+		r->bad = true;
+		memset(out, 0, len);
+		return;
+	}
+	memcpy(out, r->p, len);
+	r->p += len;
+	r->left -= len;
+}
+
+static uint32_t get_u32(struct rbuf *r)
+{
+	uint32_t v;
+
+	get(r, &v, sizeof(v));
+	return v;
+}
+
+static char *get_str(struct rbuf *r, bool *absent)
+{
+	uint32_t len = get_u32(r);
+	char *s;
+
+	*absent = !len;
+	if (r->bad || !len)
+		return NULL;
+	len--;
+	if (len > OC_MAX_STR || r->left < len || memchr(r->p, '\0', len)) {
+		r->bad = true;
+		return NULL;
+	}
+	s = strndup((const char *)r->p, len);
+	if (!s)
+		r->bad = true;
+	r->p += len;
+	r->left -= len;
+	return s;
+}
+
+static char **get_list(struct rbuf *r, size_t *n)
+{
+	uint32_t count = get_u32(r);
+	char **v;
+	bool absent;
+
+	*n = 0;
+	if (r->bad || !count)
+		return NULL;
+	if (count > OC_MAX_LIST || count > r->left / 4) {
+		r->bad = true;
+		return NULL;
+	}
+	v = calloc(count, sizeof(*v));
+	if (!v) {
+		r->bad = true;
+		return NULL;
+	}
+	for (; *n < count && !r->bad; (*n)++) {
+		v[*n] = get_str(r, &absent);
+		if (absent)
+			r->bad = true;
+	}
+	return v;
+}
+
+static bool is_hex(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
+
+static struct objcache_rec *get_rec(struct rbuf *r)
+{
+	struct objcache_rec *rec = calloc(1, sizeof(*rec));
+	char *bid;
+	uint8_t sym;
+	bool absent;
+
+	if (!rec) {
+		r->bad = true;
+		return NULL;
+	}
+	get(r, &rec->key, sizeof(rec->key));
+	bid = get_str(r, &absent);
+	if (!bid || strlen(bid) >= sizeof(rec->build_id) || !is_hex(bid))
+		r->bad = true;
+	else
+		strcpy(rec->build_id, bid);
+	free(bid);
+	get(r, &rec->bid_off, sizeof(rec->bid_off));
+	get(r, &rec->type, sizeof(rec->type));
+	get(r, &sym, sizeof(sym));
+	rec->symbolic = sym == 1;
+	if (sym > 1)
+		r->bad = true;
+	rec->soname = get_str(r, &absent);
+	rec->interp = get_str(r, &absent);
+	rec->needed = get_list(r, &rec->n_needed);
+	rec->verdefs = get_list(r, &rec->n_verdefs);
+	rec->blob_len = get_u32(r);
+	if (!r->bad && rec->blob_len) {
+		if (rec->blob_len > OC_MAX_BLOB || !(rec->blob = malloc(rec->blob_len)))
+			r->bad = true;
+		else
+			get(r, rec->blob, rec->blob_len);
+	}
+	if (r->bad) {
+		objcache_rec__free(rec);
+		return NULL;
+	}
+	return rec;
+}
+
+int objcache__decode(const void *image, size_t len, struct objcache_rec ***recs, size_t *n)
+{
+	struct oc_header h;
+	struct rbuf r = { (const unsigned char *)image + sizeof(h), 0, false };
+	char self[48];
+	struct objcache_rec **v = NULL;
+	size_t got = 0;
+
+	*recs = NULL;
+	*n = 0;
+	if (len < sizeof(h) || len > OC_MAX_FILE)
+		return -EINVAL;
+	memcpy(&h, image, sizeof(h));
+	producer(self);
+	if (memcmp(h.magic, OC_MAGIC, sizeof(h.magic)) || memcmp(h.producer, self, sizeof(self)) ||
+	    h.format != OC_FORMAT || h.order != OC_ORDER ||
+	    h.rec_size != sizeof(struct objcache_key) || h.payload_len != len - sizeof(h) ||
+	    h.n_recs > OC_MAX_RECS || fnv1a(r.p, h.payload_len) != h.checksum)
+		return -EINVAL;
+	r.left = h.payload_len;
+	if (h.n_recs && !(v = calloc(h.n_recs, sizeof(*v))))
+		return -ENOMEM;
+	for (; got < h.n_recs && !r.bad; got++)
+		v[got] = get_rec(&r);
+	if (r.bad || r.left) { /* short, long or inconsistent: nothing of it is trusted */
+		for (size_t i = 0; i < got; i++)
+			objcache_rec__free(v[i]);
+		free(v);
+		return -EINVAL;
+	}
+	*recs = v;
+	*n = got;
+	return 0;
+}
+
+/* ---- the process's cache ---- */
+
+static int index_add(size_t idx)
+{
+	if ((oc.n + 1) * 2 > oc.nslots) {
+		size_t nn = oc.nslots ? oc.nslots * 2 : 1024;
+		size_t *ns = calloc(nn, sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		free(oc.slots);
+		oc.slots = ns;
+		oc.nslots = nn;
+		for (size_t i = 0; i < oc.n; i++) {
+			size_t s = key_hash(&oc.recs[i]->key) & (nn - 1);
+
+			if (i == idx)
+				continue;
+			while (oc.slots[s])
+				s = (s + 1) & (nn - 1);
+			oc.slots[s] = i + 1;
+		}
+	}
+	{
+		size_t s = key_hash(&oc.recs[idx]->key) & (oc.nslots - 1);
+
+		while (oc.slots[s])
+			s = (s + 1) & (oc.nslots - 1);
+		oc.slots[s] = idx + 1;
+	}
+	return 0;
+}
+
+static ssize_t find_index(const struct objcache_key *key)
+{
+	if (!oc.nslots)
+		return -1;
+	for (size_t s = key_hash(key) & (oc.nslots - 1); oc.slots[s]; s = (s + 1) & (oc.nslots - 1))
+		if (key_eq(&oc.recs[oc.slots[s] - 1]->key, key))
+			return (ssize_t)oc.slots[s] - 1;
+	return -1;
+}
+
+/* Append @rec (owned from now on); replaces a record of the same key. */
+static struct objcache_rec *adopt(struct objcache_rec *rec)
+{
+	ssize_t at = find_index(&rec->key);
+
+	if (at >= 0) {
+		objcache_rec__free(oc.recs[at]);
+		oc.recs[at] = rec;
+		return rec;
+	}
+	if (oc.n == oc.cap) {
+		size_t ncap = oc.cap ? oc.cap * 2 : 256;
+		struct objcache_rec **nr = realloc(oc.recs, ncap * sizeof(*nr));
+
+		if (!nr)
+			goto fail;
+		oc.recs = nr;
+		oc.cap = ncap;
+	}
+	oc.recs[oc.n] = rec;
+	if (index_add(oc.n))
+		goto fail;
+	oc.n++;
+	return rec;
+fail:
+	objcache_rec__free(rec);
+	return NULL;
+}
+
+static const char *cache_dir(char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *own = getenv("DLSCOPE_CACHE_DIR"); /* as debuginfo_cache.c reads it */
+
+	if (own && own[0] == '/')
+		return snprintf(buf, len, "%s", own) < (int)len ? buf : NULL;
+	/* XDG: a relative XDG_CACHE_HOME is invalid and ignored. */
+	if (xdg && xdg[0] == '/')
+		return snprintf(buf, len, "%s/dlscope", xdg) < (int)len ? buf : NULL;
+	if (!home || home[0] != '/') {
+		struct passwd *pw = getpwuid(geteuid());
+
+		home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	}
+	if (!home)
+		return NULL;
+	return snprintf(buf, len, "%s/.cache/dlscope", home) < (int)len ? buf : NULL;
+}
+
+/* Ours: owned by the effective user and writable by no one else. */
+static bool ours(const struct stat *st)
+{
+	return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static bool dir_ours(const char *path)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	return !stat(dir, &st) && S_ISDIR(st.st_mode) && ours(&st);
+}
+
+static void load(void)
+{
+	struct objcache_rec **recs;
+	struct stat st;
+	size_t n = 0;
+	void *buf;
+	int fd;
+
+	oc.loaded = true;
+	if (!oc.path[0] || !dir_ours(oc.path))
+		return;
+	fd = open(oc.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !ours(&st) ||
+	    (uint64_t)st.st_size > OC_MAX_FILE || !(buf = malloc((size_t)st.st_size + 1))) {
+		close(fd);
+		return;
+	}
+	if (pread(fd, buf, (size_t)st.st_size + 1, 0) == st.st_size &&
+	    !objcache__decode(buf, (size_t)st.st_size, &recs, &n)) {
+		for (size_t i = 0; i < n; i++)
+			adopt(recs[i]);
+		free(recs);
+	}
+	free(buf);
+	close(fd);
+}
+
+static void at_exit(void)
+{
+	objcache__save();
+	for (size_t i = 0; i < oc.n; i++)
+		objcache_rec__free(oc.recs[i]);
+	free(oc.recs);
+	free(oc.slots);
+	oc.recs = NULL;
+	oc.slots = NULL;
+	oc.n = oc.cap = oc.nslots = 0;
+	oc.enabled = false;
+}
+
+void objcache__enable(void)
+{
+	const char *env = getenv("DLSCOPE_CACHE");
+	char dir[PATH_MAX - 32];
+
+	if (env && (!strcmp(env, "off") || !strcmp(env, "0") || !strcmp(env, "no")))
+		return;
+	if (!cache_dir(dir, sizeof(dir)))
+		return;
+	snprintf(oc.path, sizeof(oc.path), "%s/elf-v1.cache", dir);
+	oc.enabled = true;
+	oc.owner = getpid();
+	if (!oc.atexit_set && !atexit(at_exit))
+		oc.atexit_set = true;
+}
+
+bool objcache__enabled(void)
+{
+	return oc.enabled;
+}
+
+const char *objcache__path(void)
+{
+	return oc.path[0] ? oc.path : NULL;
+}
+
+struct objcache_rec *objcache__find(const struct objcache_key *key)
+{
+	ssize_t at;
+
+	if (!oc.enabled)
+		return NULL;
+	if (!oc.loaded)
+		load();
+	at = find_index(key);
+	if (at < 0)
+		return NULL;
+	oc.recs[at]->used = true;
+	return oc.recs[at];
+}
+
+static char *dup_or(const char *s, bool *oom)
+{
+	char *d = s ? strdup(s) : NULL;
+
+	if (s && !d)
+		*oom = true;
+	return d;
+}
+
+static char **dup_list(char **v, size_t n, bool *oom)
+{
+	char **d = n ? calloc(n, sizeof(*d)) : NULL;
+
+	if (n && !d)
+		*oom = true;
+	for (size_t i = 0; d && i < n; i++)
+		d[i] = dup_or(v[i], oom);
+	return d;
+}
+
+struct objcache_rec *objcache__put(const struct objcache_rec *rec)
+{
+	struct objcache_rec *c;
+	bool oom = false;
+
+	if (!oc.enabled)
+		return NULL;
+	if (!oc.loaded)
+		load();
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->key = rec->key;
+	memcpy(c->build_id, rec->build_id, sizeof(c->build_id));
+	c->bid_off = rec->bid_off;
+	c->build_id[sizeof(c->build_id) - 1] = '\0';
+	c->type = rec->type;
+	c->symbolic = rec->symbolic;
+	c->soname = dup_or(rec->soname, &oom);
+	c->interp = dup_or(rec->interp, &oom);
+	c->needed = dup_list(rec->needed, rec->n_needed, &oom);
+	c->n_needed = c->needed ? rec->n_needed : 0;
+	c->verdefs = dup_list(rec->verdefs, rec->n_verdefs, &oom);
+	c->n_verdefs = c->verdefs ? rec->n_verdefs : 0;
+	c->used = true;
+	if (oom) {
+		objcache_rec__free(c);
+		return NULL;
+	}
+	oc.dirty = true;
+	return adopt(c);
+}
+
+void objcache__set_blob(const struct objcache_key *key, const void *blob, size_t len)
+{
+	ssize_t at = oc.enabled ? find_index(key) : -1;
+	struct objcache_rec *r;
+	void *copy;
+
+	if (at < 0 || len > OC_MAX_BLOB)
+		return;
+	r = oc.recs[at];
+	if (r->blob_len == len && !memcmp(r->blob, blob, len))
+		return;
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return;
+	memcpy(copy, blob, len);
+	free(r->blob);
+	r->blob = copy;
+	r->blob_len = len;
+	oc.dirty = true;
+}
+
+/* mkdir -p for the cache directory, private. */
+static int make_dirs(const char *file)
+{
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", file);
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+int objcache__save(void)
+{
+	struct objcache_rec **order;
+	char tmp[PATH_MAX];
+	size_t n = 0, len;
+	void *image;
+	int fd, err = 0;
+	ssize_t wr;
+
+	if (!oc.enabled || !oc.dirty || oc.owner != getpid())
+		return 0;
+	oc.dirty = false;
+	/* Records this run used first: trimming to OC_MAX_RECS drops the long-unused ones. */
+	order = malloc((oc.n ? oc.n : 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < oc.n; i++)
+			if (oc.recs[i]->used == !pass)
+				order[n++] = oc.recs[i];
+	err = objcache__encode(order, n, &image, &len);
+	free(order);
+	if (err)
+		return err;
+	if (make_dirs(oc.path) || !dir_ours(oc.path)) {
+		free(image);
+		return -EACCES;
+	}
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", oc.path) >= (int)sizeof(tmp)) {
+		free(image);
+		return -ENAMETOOLONG;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		free(image);
+		return -errno;
+	}
+	wr = write(fd, image, len);
+	free(image);
+	if (wr != (ssize_t)len)
+		err = -EIO;
+	if (close(fd) && !err)
+		err = -EIO;
+	/* rename is atomic: a reader sees the old file or the new one, never a mix. */
+	if (err || rename(tmp, oc.path)) {
+		err = err ? err : -errno;
+		unlink(tmp);
+	}
+	return err;
+}
