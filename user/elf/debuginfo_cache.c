@@ -17,15 +17,19 @@ int debuginfo_cache__dir(const char *sub, char *buf, size_t len)
 	const char *dir = getenv("DLSCOPE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
 
-	if (dir && *dir)
-		snprintf(buf, len, "%s/%s", dir, sub);
-	else if (xdg && *xdg)
-		snprintf(buf, len, "%s/dlscope/%s", xdg, sub);
-	else if (home && *home)
-		snprintf(buf, len, "%s/.cache/dlscope/%s", home, sub);
+	int n;
+
+	/* Absolute paths only: a relative one would follow the working directory (and XDG's
+	 * rules call a relative XDG_CACHE_HOME invalid). */
+	if (dir && dir[0] == '/')
+		n = snprintf(buf, len, "%s/%s", dir, sub);
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/dlscope/%s", xdg, sub);
+	else if (home && home[0] == '/')
+		n = snprintf(buf, len, "%s/.cache/dlscope/%s", home, sub);
 	else
 		return -ENOENT;
-	return 0;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 static int cache_dir(char *buf, size_t len)

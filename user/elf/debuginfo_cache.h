@@ -15,7 +15,11 @@ int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname
 			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name);
 
-/* The cache folder @sub ("debuginfo", "frames") in @buf; -ENOENT when there is no home. */
+/*
+ * dlscope's cache folder's entry @sub ("debuginfo", "frames", "elf-v1.cache") in @buf: under
+ * $DLSCOPE_CACHE_DIR, $XDG_CACHE_HOME/dlscope or $HOME/.cache/dlscope (absolute paths only).
+ * -ENOENT when there is none, -ENAMETOOLONG.
+ */
 int debuginfo_cache__dir(const char *sub, char *buf, size_t len);
 /* mkdir -p @path (modified while it runs, restored), mode 0700. */
 int debuginfo_cache__mkdir(char *path);

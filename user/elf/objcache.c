@@ -4,13 +4,13 @@
 #include <gelf.h>
 #include <link.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debuginfo_cache.h"
 #include "objcache.h"
 #include "version.h"
 
@@ -463,26 +463,6 @@ fail:
 	return NULL;
 }
 
-static const char *cache_dir(char *buf, size_t len)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	const char *own = getenv("DLSCOPE_CACHE_DIR"); /* as debuginfo_cache.c reads it */
-
-	if (own && own[0] == '/')
-		return snprintf(buf, len, "%s", own) < (int)len ? buf : NULL;
-	/* XDG: a relative XDG_CACHE_HOME is invalid and ignored. */
-	if (xdg && xdg[0] == '/')
-		return snprintf(buf, len, "%s/dlscope", xdg) < (int)len ? buf : NULL;
-	if (!home || home[0] != '/') {
-		struct passwd *pw = getpwuid(geteuid());
-
-		home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
-	}
-	if (!home)
-		return NULL;
-	return snprintf(buf, len, "%s/.cache/dlscope", home) < (int)len ? buf : NULL;
-}
-
 /* Ours: owned by the effective user and writable by no one else. */
 static bool ours(const struct stat *st)
 {
@@ -548,13 +528,14 @@ static void at_exit(void)
 void objcache__enable(void)
 {
 	const char *env = getenv("DLSCOPE_CACHE");
-	char dir[PATH_MAX - 32];
 
 	if (env && (!strcmp(env, "off") || !strcmp(env, "0") || !strcmp(env, "no")))
 		return;
-	if (!cache_dir(dir, sizeof(dir)))
+	/* The same folder as the debug and frame caches (DLSCOPE_CACHE_DIR, XDG, HOME). */
+	if (debuginfo_cache__dir("elf-v1.cache", oc.path, sizeof(oc.path))) {
+		oc.path[0] = '\0';
 		return;
-	snprintf(oc.path, sizeof(oc.path), "%s/elf-v1.cache", dir);
+	}
 	oc.enabled = true;
 	oc.owner = getpid();
 	if (!oc.atexit_set && !atexit(at_exit))
