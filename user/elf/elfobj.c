@@ -415,14 +415,15 @@ static struct objcache_key key_of(const struct stat *st)
 {
 	return (struct objcache_key){ (uint64_t)st->st_dev, (uint64_t)st->st_ino,
 				      (uint64_t)st->st_size,
-				      (int64_t)st->st_mtim.tv_sec * 1000000000 +
-					      st->st_mtim.tv_nsec };
+				      (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
+				      (int64_t)st->st_ctim.tv_sec * 1000000000 +
+					      st->st_ctim.tv_nsec };
 }
 
 static bool same_key(const struct objcache_key *a, const struct objcache_key *b)
 {
 	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-	       a->mtime_ns == b->mtime_ns;
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
 static int pread_full(int fd, void *buf, size_t len, off_t off)
@@ -620,36 +621,6 @@ static bool note_build_id(Elf_Data *data, char *out, size_t *desc_at)
 	return false;
 }
 
-/*
- * The record of the persistent cache for the file open on @fd, when its build-id bytes are still
- * where the analysis found them (the last part of the key: a file rewritten in place with the
- * same size and mtime is read again).
- */
-static unsigned int hexval(char c)
-{
-	return c >= 'a' ? (unsigned int)(c - 'a' + 10) : (unsigned int)(c - '0');
-}
-
-static struct objcache_rec *cached(const struct objcache_key *key, int fd)
-{
-	struct objcache_rec *r = objcache__find(key);
-	unsigned char want[64], got[64];
-	size_t n;
-
-	if (!r)
-		return NULL;
-	n = strlen(r->build_id) / 2;
-	if (!n)
-		return r->bid_off == UINT64_MAX ? r : NULL;
-	for (size_t i = 0; i < n; i++) /* the record's hex was checked when the cache was read */
-		want[i] = (unsigned char)(hexval(r->build_id[2 * i]) << 4 |
-					  hexval(r->build_id[2 * i + 1]));
-	if (r->bid_off > key->size || n > key->size - r->bid_off ||
-	    pread_full(fd, got, n, (off_t)r->bid_off) || memcmp(want, got, n))
-		return NULL;
-	return r;
-}
-
 static char **dup_strs(char **v, size_t n)
 {
 	char **d = n ? calloc(n, sizeof(*d)) : NULL;
@@ -712,6 +683,27 @@ static void to_record(const struct elf_object *o, uint64_t bid_off)
 	objcache__put(&r);
 }
 
+/* An object for the regular file @st at @path, nothing read yet; NULL when out of memory. */
+static struct elf_object *new_object(const char *path, const struct stat *st)
+{
+	struct elf_object *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->refs = 1;
+	o->fd = -1;
+	o->root = -1;
+	o->size = (uint64_t)st->st_size;
+	o->inode = (uint64_t)st->st_ino;
+	o->key = key_of(st);
+	o->path = strdup(path);
+	if (!o->path) {
+		free(o);
+		return NULL;
+	}
+	return o;
+}
+
 struct elf_object *elfobj__open(const char *path)
 {
 	struct elf_object *o = NULL;
@@ -720,10 +712,37 @@ struct elf_object *elfobj__open(const char *path)
 	Elf_Scn *scn = NULL;
 	struct stat st;
 	uint64_t bid_off = UINT64_MAX;
-	int fd, err = 0;
+	int fd = -1, err = 0;
 
 	if (ensure_libelf())
 		return errno = EINVAL, NULL;
+	/*
+	 * Analysed before (same device, inode, size, mtime and ctime): one stat, nothing opened
+	 * and no section read until a caller asks for one (loaded() checks the key again then).
+	 */
+	if (objcache__enabled() && !stat(path, &st) && S_ISREG(st.st_mode)) {
+		struct objcache_key key = key_of(&st);
+
+		rec = objcache__find(&key);
+		if (rec) {
+			o = new_object(path, &st);
+			if (!o || from_record(o, rec)) {
+				err = ENOMEM;
+				goto err_free;
+			}
+			if (!stable_path(o))
+				return o;
+			/* No path to come back by: the handle now, from a descriptor. */
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			o->elf_tried = o->keep_handle = true;
+			if (fd >= 0 && !fstat(fd, &st) && same_key(&key, &o->key) &&
+			    !begin_elf(o, fd))
+				index_sections(o);
+			else if (fd >= 0)
+				close(fd);
+			return o;
+		}
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
@@ -731,37 +750,10 @@ struct elf_object *elfobj__open(const char *path)
 		err = S_ISDIR(st.st_mode) ? EISDIR : ENOEXEC;
 		goto err_close;
 	}
-	o = calloc(1, sizeof(*o));
+	o = new_object(path, &st);
 	if (!o) {
 		err = ENOMEM;
 		goto err_close;
-	}
-	o->refs = 1;
-	o->fd = -1;
-	o->root = -1;
-	o->size = (uint64_t)st.st_size;
-	o->inode = (uint64_t)st.st_ino;
-	o->key = key_of(&st);
-	o->path = strdup(path);
-	if (!o->path) {
-		err = ENOMEM;
-		goto err_free;
-	}
-	rec = cached(&o->key, fd);
-	if (rec) {
-		/* Analysed before: no section is read until a caller asks for one. */
-		err = from_record(o, rec);
-		if (err)
-			goto err_free;
-		if (!stable_path(o)) {
-			close(fd);
-			return o;
-		}
-		/* No path to come back by: the handle now, from this descriptor. */
-		o->elf_tried = o->keep_handle = true;
-		if (!begin_elf(o, fd))
-			index_sections(o);
-		return o;
 	}
 	o->elf_tried = true;
 	err = begin_elf(o, fd);

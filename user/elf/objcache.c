@@ -63,7 +63,7 @@ static uint64_t key_hash(const struct objcache_key *k)
 static bool key_eq(const struct objcache_key *a, const struct objcache_key *b)
 {
 	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-	       a->mtime_ns == b->mtime_ns;
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
 void objcache_rec__free(struct objcache_rec *r)

@@ -4,7 +4,7 @@
  * and an opaque annotation a higher layer stores: the runtime roles), so that a second
  * `dlscope libs` reads no section of an unchanged file. One file,
  * $XDG_CACHE_HOME/dlscope/elf-v1.cache (~/.cache/dlscope without XDG_CACHE_HOME), keyed by device,
- * inode, size, mtime (ns) and build-id. It is read once and trusted only when it is ours (owned by
+ * inode, size, mtime and ctime (ns): a warm lookup is one stat, the file is not opened. It is read once and trusted only when it is ours (owned by
  * the effective user, writable by no one else), whole (length and checksum) and of this format;
  * it is written back once, at exit, to a temporary file renamed over the old one, so concurrent
  * dlscope processes never see half a file. A cache never changes what dlscope reports.
@@ -16,17 +16,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What identifies one file's content. */
+/*
+ * What identifies one file's content. ctime too: every write to a file sets it, and no one can
+ * set it back (a file rewritten in place and given its old mtime has a new ctime).
+ */
 struct objcache_key {
 	uint64_t dev, ino, size;
-	int64_t mtime_ns;
+	int64_t mtime_ns, ctime_ns;
 };
 
 /* One file's analysis: what elfobj__open reads and what a higher layer keeps (blob). */
 struct objcache_rec {
 	struct objcache_key key;
 	char build_id[2 * 64 + 1]; /* lowercase hex, "" when the file has none */
-	uint64_t bid_off; /* the file offset of its bytes, re-read on each use; UINT64_MAX: none */
+	uint64_t bid_off; /* the file offset of its bytes; UINT64_MAX: none */
 	uint16_t type;	  /* e_type */
 	bool symbolic;
 	char *soname, *interp; /* NULL when absent */

@@ -414,7 +414,13 @@ static int add_link_map_objects(struct libgraph *g, const struct target *t,
 		} else {
 			if (lm->interp_base && e->l_addr == lm->interp_base)
 				o->origin = LG_INTERPRETER;
-			target__host_path(t, path, host, sizeof(host));
+			/* A relative l_name (dlopen("lib/x.so")) is relative to the target's working
+			 * directory: the kernel's path of the mapping is the one to open. */
+			target__host_path(t,
+					  path[0] != '/' && mp && mp->path && mp->path[0] == '/' ?
+						  mp->path :
+						  path,
+					  host, sizeof(host));
 			if (mp && mapping__is_file(mp))
 				snprintf(mapped, sizeof(mapped),
 					 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, t->pid,

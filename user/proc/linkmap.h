@@ -16,6 +16,7 @@ struct lm_entry {
 	uint64_t l_addr;  /* load bias */
 	uint64_t l_ld;	  /* address of its dynamic section */
 	char *name;	  /* l_name: "" for the executable; owned by the linkmap */
+	uint64_t name_addr; /* where l_name points in the target */
 };
 
 struct linkmap {

@@ -216,6 +216,85 @@ int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t le
 	return -ENAMETOOLONG;
 }
 
+/* Bytes of each string read in the first, batched pass: most paths fit. */
+#define STRS_FIRST 256
+/* Remote pieces per process_vm_readv (the kernel's UIO_MAXIOV is 1024). */
+#define STRS_BATCH 512
+
+int target__read_strs(const struct target *t, const uint64_t *addrs, size_t n, char **out)
+{
+	char(*first)[STRS_FIRST] = NULL;
+	struct iovec *local = NULL, *remote = NULL;
+	size_t done = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = NULL;
+	if (!t->image && n) {
+		first = malloc(n * sizeof(*first));
+		local = malloc(n * sizeof(*local));
+		remote = malloc(n * sizeof(*remote));
+		if (!first || !local || !remote) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	/*
+	 * One system call for many strings: each piece stops at its page's end, so a string that
+	 * ends before an unmapped page reads whole; the kernel stops at the first piece it cannot
+	 * read, and from there each string is read alone.
+	 */
+	while (first && done < n) {
+		size_t k = n - done < STRS_BATCH ? n - done : STRS_BATCH, total = 0, bytes = 0;
+		ssize_t got;
+
+		for (size_t i = 0; i < k; i++) {
+			uint64_t a = addrs[done + i];
+			size_t len = 4096 - (a & 4095);
+
+			len = len < STRS_FIRST ? len : STRS_FIRST;
+			local[i] = (struct iovec){ first[done + i], len };
+			remote[i] = (struct iovec){ (void *)(uintptr_t)a, len };
+			total += len;
+		}
+		got = process_vm_readv(t->pid, local, k, remote, k, 0);
+		for (size_t i = 0; got > 0 && i < k && bytes + local[i].iov_len <= (size_t)got; i++) {
+			bytes += local[i].iov_len;
+			if (memchr(first[done + i], '\0', local[i].iov_len) &&
+			    !(out[done + i] = strdup(first[done + i]))) {
+				err = -ENOMEM;
+				goto out;
+			}
+		}
+		if (got < 0 || (size_t)got != total)
+			break; /* the rest one by one, below */
+		done += k;
+	}
+	/* Long strings, and those the batch did not reach: page by page. */
+	for (size_t i = 0; i < n && !err; i++) {
+		char buf[PATH_MAX];
+		int r;
+
+		if (out[i])
+			continue;
+		r = target__read_str(t, addrs[i], buf, sizeof(buf));
+		if (r < 0)
+			err = r;
+		else if (!(out[i] = strdup(buf)))
+			err = -ENOMEM;
+	}
+out:
+	if (err)
+		for (size_t i = 0; i < n; i++) {
+			free(out[i]);
+			out[i] = NULL;
+		}
+	free(first);
+	free(local);
+	free(remote);
+	return err;
+}
+
 void target__host_path(const struct target *t, const char *path, char *buf, size_t len)
 {
 	const char *sep = path[0] == '/' ? "" : "/";
