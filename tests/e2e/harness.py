@@ -85,8 +85,8 @@ def dlscope(*args, check=None, timeout=60, env=None):
     return proc
 
 
-def dlscope_json(*args, check=0):
-    proc = dlscope(*args, "--json", check=check)
+def dlscope_json(*args, check=0, env=None):
+    proc = dlscope(*args, "--json", check=check, env=env)
     return json.loads(proc.stdout)
 
 

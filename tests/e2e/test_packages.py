@@ -184,3 +184,37 @@ def test_watch_names_the_package_of_each_arriving_object():
                       LIBOMP, check=1, timeout=60).stdout
         assert re.search(rf"\+ {re.escape(lib)} \[OpenMP runtime: GNU libgomp[^\n]*\(dlopen\)  "
                          r"package torchlike 2\.1\.0 \(pip\)", out), out
+
+
+def test_dpkg_answers_are_kept_between_runs_until_dpkg_changes_something():
+    """A second libs asks none of dpkg's lists (its answers are in the cache); dpkg rewriting its
+    status (as every install, removal or upgrade does) makes the lists read again."""
+    if not is_root():
+        raise Skip("needs root for a private mount namespace")
+    lib = fixture_path("libplain.so")
+    script = ("mount -t tmpfs none /var/lib/dpkg && mkdir /var/lib/dpkg/info && "
+              f"printf '/.\\n{os.path.dirname(lib)}\\n{lib}\\n' > /var/lib/dpkg/info/fake.list && "
+              "printf 'Package: fake\\nStatus: install ok installed\\nVersion: 1.0-1\\n\\n' "
+              "> /var/lib/dpkg/status && "
+              f"exec {fixture_path('dlopen_list')} {lib}")
+    with tempfile.TemporaryDirectory() as home, \
+            Fixture(["unshare", "--mount", "--propagation", "private", "sh", "-c", script]) as fx:
+        env = {"XDG_CACHE_HOME": home}
+        admin = f"/proc/{fx.pid}/root/var/lib/dpkg"
+
+        def owner():
+            o = by_name(dlscope_json("libs", fx.pid, env=env)["processes"][0], "libplain.so")
+            return o["package"]
+
+        assert owner() == {"manager": "deb", "name": "fake", "version": "1.0-1"}
+        cached = [f for f in os.listdir(os.path.join(home, "dlscope")) if f.startswith("dpkg-")]
+        assert len(cached) == 1, os.listdir(os.path.join(home, "dlscope"))
+        # The list emptied in place (dpkg never does: it renames a new list in): the answer
+        # comes from the cache, so the list was not read.
+        with open(f"{admin}/info/fake.list", "r+") as f:
+            f.truncate(0)
+        assert owner() == {"manager": "deb", "name": "fake", "version": "1.0-1"}
+        # dpkg rewrote its status: every answer is asked again, and the list now says nothing.
+        with open(f"{admin}/status", "a") as f:
+            f.write("Package: other\nStatus: install ok installed\nVersion: 2\n\n")
+        assert owner() is None

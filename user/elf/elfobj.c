@@ -413,11 +413,11 @@ static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct objcache_key key_of(const struct stat *st)
 {
-	return (struct objcache_key){ (uint64_t)st->st_dev, (uint64_t)st->st_ino,
-				      (uint64_t)st->st_size,
-				      (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
-				      (int64_t)st->st_ctim.tv_sec * 1000000000 +
-					      st->st_ctim.tv_nsec };
+	return (struct objcache_key){
+		(uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size,
+		(int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec,
+		(int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec
+	};
 }
 
 static bool same_key(const struct objcache_key *a, const struct objcache_key *b)

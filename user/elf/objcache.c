@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachefile.h"
 #include "debuginfo_cache.h"
 #include "objcache.h"
 #include "version.h"
@@ -463,53 +464,21 @@ fail:
 	return NULL;
 }
 
-/* Ours: owned by the effective user and writable by no one else. */
-static bool ours(const struct stat *st)
-{
-	return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
-}
-
-static bool dir_ours(const char *path)
-{
-	char dir[PATH_MAX];
-	struct stat st;
-	char *slash;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash)
-		return false;
-	*slash = '\0';
-	return !stat(dir, &st) && S_ISDIR(st.st_mode) && ours(&st);
-}
-
 static void load(void)
 {
 	struct objcache_rec **recs;
-	struct stat st;
-	size_t n = 0;
-	void *buf;
-	int fd;
+	size_t n = 0, len;
+	char *buf;
 
 	oc.loaded = true;
-	if (!oc.path[0] || !dir_ours(oc.path))
+	if (!oc.path[0] || cachefile__read(oc.path, OC_MAX_FILE, &buf, &len))
 		return;
-	fd = open(oc.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !ours(&st) ||
-	    (uint64_t)st.st_size > OC_MAX_FILE || !(buf = malloc((size_t)st.st_size + 1))) {
-		close(fd);
-		return;
-	}
-	if (pread(fd, buf, (size_t)st.st_size + 1, 0) == st.st_size &&
-	    !objcache__decode(buf, (size_t)st.st_size, &recs, &n)) {
+	if (!objcache__decode(buf, len, &recs, &n)) {
 		for (size_t i = 0; i < n; i++)
 			adopt(recs[i]);
 		free(recs);
 	}
 	free(buf);
-	close(fd);
 }
 
 static void at_exit(void)
@@ -641,31 +610,12 @@ void objcache__set_blob(const struct objcache_key *key, const void *blob, size_t
 	oc.dirty = true;
 }
 
-/* mkdir -p for the cache directory, private. */
-static int make_dirs(const char *file)
-{
-	char dir[PATH_MAX];
-
-	snprintf(dir, sizeof(dir), "%s", file);
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
-}
-
 int objcache__save(void)
 {
 	struct objcache_rec **order;
-	char tmp[PATH_MAX];
 	size_t n = 0, len;
 	void *image;
-	int fd, err = 0;
-	ssize_t wr;
+	int err;
 
 	if (!oc.enabled || !oc.dirty || oc.owner != getpid())
 		return 0;
@@ -682,29 +632,7 @@ int objcache__save(void)
 	free(order);
 	if (err)
 		return err;
-	if (make_dirs(oc.path) || !dir_ours(oc.path)) {
-		free(image);
-		return -EACCES;
-	}
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", oc.path) >= (int)sizeof(tmp)) {
-		free(image);
-		return -ENAMETOOLONG;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		free(image);
-		return -errno;
-	}
-	wr = write(fd, image, len);
+	err = cachefile__write(oc.path, image, len);
 	free(image);
-	if (wr != (ssize_t)len)
-		err = -EIO;
-	if (close(fd) && !err)
-		err = -EIO;
-	/* rename is atomic: a reader sees the old file or the new one, never a mix. */
-	if (err || rename(tmp, oc.path)) {
-		err = err ? err : -errno;
-		unlink(tmp);
-	}
 	return err;
 }

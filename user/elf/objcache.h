@@ -29,8 +29,8 @@ struct objcache_key {
 struct objcache_rec {
 	struct objcache_key key;
 	char build_id[2 * 64 + 1]; /* lowercase hex, "" when the file has none */
-	uint64_t bid_off; /* the file offset of its bytes; UINT64_MAX: none */
-	uint16_t type;	  /* e_type */
+	uint64_t bid_off;	   /* the file offset of its bytes; UINT64_MAX: none */
+	uint16_t type;		   /* e_type */
 	bool symbolic;
 	char *soname, *interp; /* NULL when absent */
 	char **needed, **verdefs;

@@ -13,6 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachefile.h"
+#include "debuginfo_cache.h"
+#include "objcache.h"
 #include "pkgindex.h"
 
 /* No record of a package manager comes near this; a larger file is not one. */
@@ -588,8 +591,8 @@ static bool may_list(const struct dpkg_lists *learnt, const char *name,
 	return !bloom;
 }
 
-int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
-		       const struct pathmap *wanted, struct dpkg_lists *learnt)
+static int scan_dpkg_lists(struct pkg_index *ix, int root_fd, const char *admindir,
+			   const struct pathmap *wanted, struct dpkg_lists *learnt)
 {
 	uint64_t sieve[SIEVE_BITS / 64] = { 0 };
 	unsigned int(*want)[2] = calloc(wanted->n ? wanted->n : 1, sizeof(*want));
@@ -671,6 +674,187 @@ int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
 		read_dpkg_versions(&lr, root_fd, admindir, &owners);
 	free(lr.buf);
 	pathmap__free(&owners);
+	return err ? err : n;
+}
+
+/*
+ * dpkg's answers kept between runs (~/.cache/dlscope/dpkg-DEV-INO.cache, for the info folder
+ * DEV:INO: a container's dpkg is another), so that a second `libs` opens none of the system's
+ * thousand lists. Valid while dpkg changes nothing: installing, removing or upgrading a package
+ * renames files into info/ (its mtime and ctime) and rewrites status.
+ */
+#define ANSWERS_MAGIC "dlscope-dpkg-answers 1"
+#define ANSWERS_MAX_FILE (16u << 20)
+
+struct dpkg_answers {
+	char path[PATH_MAX];
+	char stamp[256];    /* the first line: magic, info's and status's identity and times */
+	char *data;	    /* the file: after the stamp, "PATH\tPACKAGE\tVERSION\n" lines */
+	struct pathmap map; /* PATH -> "PACKAGE\tVERSION" (empty: no package lists it) */
+};
+
+static int64_t ns_of(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* Where the answers for @admindir under @root_fd live, and the stamp they must carry. */
+static int answers_open(struct dpkg_answers *a, int root_fd, const char *admindir)
+{
+	char info[PATH_MAX], status[PATH_MAX], name[96];
+	struct stat si, ss;
+	size_t len;
+
+	memset(a, 0, sizeof(*a));
+	if (!objcache__enabled())
+		return -ENOENT;
+	snprintf(info, sizeof(info), "%s/info", admindir);
+	snprintf(status, sizeof(status), "%s/status", admindir);
+	if (fstatat(root_fd, rel(info), &si, 0) || fstatat(root_fd, rel(status), &ss, 0))
+		return -errno;
+	snprintf(name, sizeof(name), "dpkg-%llx-%llx.cache", (unsigned long long)si.st_dev,
+		 (unsigned long long)si.st_ino);
+	if (debuginfo_cache__dir(name, a->path, sizeof(a->path)))
+		return -ENOENT;
+	snprintf(a->stamp, sizeof(a->stamp), ANSWERS_MAGIC " %lld %lld %lld %lld %lld %lld\n",
+		 (long long)ns_of(&si.st_mtim), (long long)ns_of(&si.st_ctim),
+		 (long long)ss.st_size, (long long)ns_of(&ss.st_mtim),
+		 (long long)ns_of(&ss.st_ctim), (long long)ss.st_ino);
+	/* A file of another stamp, not ours or damaged is no answer: the lists are read. */
+	if (cachefile__read(a->path, ANSWERS_MAX_FILE, &a->data, &len))
+		return 0;
+	if (!len || strncmp(a->data, a->stamp, strlen(a->stamp)) || a->data[len - 1] != '\n')
+		return 0;
+	for (char *line = a->data + strlen(a->stamp); *line;) {
+		char *end = strchr(line, '\n'), *tab = memchr(line, '\t', (size_t)(end - line));
+
+		*end = '\0';
+		if (!tab || !strchr(tab + 1, '\t') ||
+		    pathmap__put(&a->map, line, (size_t)(tab - line), tab + 1, 1) < 0) {
+			pathmap__free(&a->map);
+			memset(&a->map, 0, sizeof(a->map));
+			return 0;
+		}
+		line = end + 1;
+	}
+	return 0;
+}
+
+/* The answers kept, plus those of @asked (found in @ix or not), written back. */
+static void answers_save(struct dpkg_answers *a, const struct pkg_index *ix,
+			 const struct pathmap *asked)
+{
+	size_t cap = 64 * 1024, len = 0;
+	char *out = malloc(cap);
+
+	for (int pass = 0; out && pass < 2; pass++) {
+		const struct pathmap *m = pass ? asked : &a->map;
+
+		for (size_t i = 0; out && i < m->cap; i++) {
+			const struct pm_slot *w = &m->slots[i];
+			const struct pkg_owner *o;
+			char line[PATH_MAX + 512];
+			int n;
+
+			if (!w->key || memchr(w->key, '\t', w->len) || memchr(w->key, '\n', w->len))
+				continue;
+			if (pass) {
+				o = pathmap__get(&ix->files, w->key, w->len);
+				n = snprintf(line, sizeof(line), "%.*s\t%s\t%s\n", (int)w->len,
+					     w->key, o ? o->name : "", o ? o->version : "");
+			} else {
+				if (pathmap__get(asked, w->key, w->len))
+					continue;
+				n = snprintf(line, sizeof(line), "%.*s\t%s\n", (int)w->len, w->key,
+					     (const char *)w->val);
+			}
+			if (n < 0 || (size_t)n >= sizeof(line))
+				continue;
+			if (len + (size_t)n + sizeof(a->stamp) > ANSWERS_MAX_FILE)
+				break;
+			while (len + (size_t)n + sizeof(a->stamp) > cap) {
+				char *nb = realloc(out, cap * 2);
+
+				if (!nb) {
+					free(out);
+					out = NULL;
+					break;
+				}
+				out = nb;
+				cap *= 2;
+			}
+			if (out) {
+				memcpy(out + len, line, (size_t)n);
+				len += (size_t)n;
+			}
+		}
+	}
+	if (out) {
+		size_t sl = strlen(a->stamp);
+
+		memmove(out + sl, out, len);
+		memcpy(out, a->stamp, sl);
+		cachefile__write(a->path, out, len + sl);
+	}
+	free(out);
+}
+
+static void answers_free(struct dpkg_answers *a)
+{
+	pathmap__free(&a->map);
+	free(a->data);
+}
+
+int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
+		       const struct pathmap *wanted, struct dpkg_lists *learnt)
+{
+	struct dpkg_answers a;
+	struct pathmap rest = { 0 }, owners = { 0 };
+	int n = 0, err = 0;
+
+	if (answers_open(&a, root_fd, admindir))
+		return scan_dpkg_lists(ix, root_fd, admindir, wanted, learnt);
+	for (size_t i = 0; i < wanted->cap && !err; i++) {
+		const struct pm_slot *w = &wanted->slots[i];
+		const char *ans = w->key ? pathmap__get(&a.map, w->key, w->len) : NULL;
+		struct pkg_owner *o;
+		const char *tab;
+
+		if (!w->key)
+			continue;
+		if (!ans) {
+			err = pathmap__put(&rest, w->key, w->len, (void *)1, 1) < 0 ? -ENOMEM : 0;
+			continue;
+		}
+		if (!*ans || *ans == '\t')
+			continue; /* no package lists it */
+		tab = strchr(ans, '\t');
+		o = pathmap__get(&owners, ans, (size_t)(tab - ans));
+		if (!o) {
+			o = new_owner(ix, PKG_DEB, ans, (size_t)(tab - ans), tab + 1,
+				      strlen(tab + 1));
+			if (!o || pathmap__put(&owners, ans, (size_t)(tab - ans), o, 1) < 0) {
+				err = -ENOMEM;
+				break;
+			}
+			n++;
+		}
+		if (pathmap__put(&ix->files, w->key, w->len, o, 1) < 0)
+			err = -ENOMEM;
+	}
+	if (!err && rest.n) {
+		int found = scan_dpkg_lists(ix, root_fd, admindir, &rest, learnt);
+
+		if (found < 0)
+			err = found;
+		else {
+			n += found;
+			answers_save(&a, ix, &rest);
+		}
+	}
+	pathmap__free(&rest);
+	pathmap__free(&owners);
+	answers_free(&a);
 	return err ? err : n;
 }
 

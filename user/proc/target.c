@@ -258,7 +258,8 @@ int target__read_strs(const struct target *t, const uint64_t *addrs, size_t n, c
 			total += len;
 		}
 		got = process_vm_readv(t->pid, local, k, remote, k, 0);
-		for (size_t i = 0; got > 0 && i < k && bytes + local[i].iov_len <= (size_t)got; i++) {
+		for (size_t i = 0; got > 0 && i < k && bytes + local[i].iov_len <= (size_t)got;
+		     i++) {
 			bytes += local[i].iov_len;
 			if (memchr(first[done + i], '\0', local[i].iov_len) &&
 			    !(out[done + i] = strdup(first[done + i]))) {

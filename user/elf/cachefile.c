@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cachefile.h"
+
+/* Ours: owned by the effective user and writable by no one else. */
+static bool ours(const struct stat *st)
+{
+	return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static bool dir_ours(const char *path)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	return !stat(dir, &st) && S_ISDIR(st.st_mode) && ours(&st);
+}
+
+int cachefile__read(const char *path, size_t max, char **data, size_t *len)
+{
+	struct stat st;
+	char *buf;
+	int fd, err = 0;
+
+	*data = NULL;
+	*len = 0;
+	if (!dir_ours(path))
+		return -EPERM;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !ours(&st))
+		err = -EPERM;
+	else if ((uint64_t)st.st_size > max)
+		err = -EFBIG;
+	else if (!(buf = malloc((size_t)st.st_size + 1)))
+		err = -ENOMEM;
+	else if (pread(fd, buf, (size_t)st.st_size + 1, 0) != st.st_size) {
+		free(buf);
+		err = -EIO; /* it changed under us */
+	} else {
+		buf[st.st_size] = '\0';
+		*data = buf;
+		*len = (size_t)st.st_size;
+	}
+	close(fd);
+	return err;
+}
+
+/* mkdir -p for the folder of @file, private. */
+static int make_dirs(const char *file)
+{
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", file);
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+int cachefile__write(const char *path, const void *data, size_t len)
+{
+	char tmp[PATH_MAX];
+	ssize_t wr;
+	int fd, err = 0;
+
+	if (make_dirs(path) || !dir_ours(path))
+		return -EACCES;
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	wr = write(fd, data, len);
+	if (wr != (ssize_t)len)
+		err = -EIO;
+	if (close(fd) && !err)
+		err = -EIO;
+	/* rename is atomic: a reader sees the old file or the new one, never a mix. */
+	if (err || rename(tmp, path)) {
+		err = err ? err : -errno;
+		unlink(tmp);
+	}
+	return err;
+}
