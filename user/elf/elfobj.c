@@ -509,6 +509,7 @@ static struct held_root {
 	dev_t dev;
 	ino_t ino;
 	unsigned int refs;
+	bool live; /* @orig is still the descriptor it was (elfobj__root_closed clears it) */
 } held_roots[MAX_HELD_ROOTS];
 
 static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -523,6 +524,15 @@ static void release_root(int i)
 	pthread_mutex_unlock(&roots_lock);
 }
 
+void elfobj__root_closed(int fd)
+{
+	pthread_mutex_lock(&roots_lock);
+	for (int i = 0; i < MAX_HELD_ROOTS; i++)
+		if (held_roots[i].orig == fd)
+			held_roots[i].live = false;
+	pthread_mutex_unlock(&roots_lock);
+}
+
 /* A path for @o that stays valid while it lives. 0, or -1: keep the file's handle now instead. */
 static int stable_path(struct elf_object *o)
 {
@@ -534,14 +544,23 @@ static int stable_path(struct elf_object *o)
 	if (sscanf(o->path, "/proc/self/fd/%d%n", &orig, &n) != 1)
 		return 0; /* another path: it stays valid for as long as the caller's did */
 	rest = o->path + n;
-	if (*rest != '/' || fstat(orig, &st))
+	if (*rest != '/')
 		return -1; /* the descriptor is the file itself (an executable) */
 	pthread_mutex_lock(&roots_lock);
-	for (int i = 0; i < MAX_HELD_ROOTS; i++) {
+	/* The root held for this descriptor, not closed since: no fstat for each object. */
+	for (int i = 0; i < MAX_HELD_ROOTS && o->root < 0; i++)
+		if (held_roots[i].refs && held_roots[i].live && held_roots[i].orig == orig)
+			o->root = i;
+	if (o->root < 0 && fstat(orig, &st)) {
+		pthread_mutex_unlock(&roots_lock);
+		return -1;
+	}
+	for (int i = 0; i < MAX_HELD_ROOTS && o->root < 0; i++) {
 		struct held_root *r = &held_roots[i];
 
 		if (r->refs && r->orig == orig && r->dev == st.st_dev && r->ino == st.st_ino) {
 			o->root = i;
+			r->live = true;
 			break;
 		}
 		if (!r->refs && free_slot < 0)
@@ -554,7 +573,8 @@ static int stable_path(struct elf_object *o)
 			pthread_mutex_unlock(&roots_lock);
 			return -1;
 		}
-		held_roots[free_slot] = (struct held_root){ orig, fd, st.st_dev, st.st_ino, 0 };
+		held_roots[free_slot] =
+			(struct held_root){ orig, fd, st.st_dev, st.st_ino, 0, true };
 		o->root = free_slot;
 	}
 	held_roots[o->root].refs++;

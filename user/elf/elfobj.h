@@ -24,6 +24,11 @@ enum elfobj_symtab {
  * descriptor for reads on demand (at most 256 at once; past that they are mapped, as before).
  */
 struct elf_object *elfobj__open(const char *path);
+/*
+ * The caller closes descriptor @fd, through which it named objects (/proc/self/fd/FD/...):
+ * the next path through that number is checked again (it may be another directory).
+ */
+void elfobj__root_closed(int fd);
 /* Objects are reference counted: ref adds a holder, free drops one and frees the last. */
 struct elf_object *elfobj__ref(struct elf_object *o);
 void elfobj__free(struct elf_object *o);

@@ -10,6 +10,7 @@
 
 #include "permission.h"
 #include "procfs.h"
+#include "elfobj.h"
 #include "target.h"
 
 #define PF_KTHREAD 0x00200000
@@ -138,8 +139,10 @@ void target__free(struct target *t)
 		return;
 	if (t->mem_fd >= 0)
 		close(t->mem_fd);
-	if (t->root_fd >= 0)
+	if (t->root_fd >= 0) {
+		elfobj__root_closed(t->root_fd);
 		close(t->root_fd);
+	}
 	if (t->exe_fd >= 0)
 		close(t->exe_fd);
 	free(t);
