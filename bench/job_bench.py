@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from timing import children
+
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 dlscope = os.path.join(root, "dlscope")
@@ -23,16 +25,6 @@ def timed(argv):
     return time.perf_counter() - t0, p
 
 
-def children(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                if d.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(d))
-        except (OSError, IndexError, ValueError):
-            pass
-    return out
 
 
 def wait_asleep(pids, timeout=20):

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from timing import children
+
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 dlscope = os.path.join(root, "dlscope")
@@ -22,16 +24,6 @@ RUNS = int(os.environ.get("JOBWATCH_BENCH_RUNS", "3"))
 WATCH_S = float(os.environ.get("JOBWATCH_BENCH_SECS", "3"))
 
 
-def children(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                if d.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(d))
-        except (OSError, IndexError, ValueError):
-            pass
-    return out
 
 
 def children_cpu():

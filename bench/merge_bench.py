@@ -12,6 +12,8 @@ import sys
 import tempfile
 import time
 
+from timing import make_trace
+
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 dlscope = os.path.join(root, "dlscope")
 N = int(os.environ.get("EVENTS", 1_000_000))
@@ -38,33 +40,6 @@ with open(out, "w") as o:
 """
 
 
-def make_trace(path, host, offset, pid):
-    hdr = {"type": "header", "format": "dlscope-trace/3", "dlscope": "0.1.0", "host": host,
-           "boot_id": host + "-boot", "clock": "CLOCK_MONOTONIC", "t0": 1_000_000,
-           "realtime_minus_monotonic_ns": offset, "targets": [pid], "follow": False,
-           "hot": False}
-    stack = ["___dlopen+0x8a (libc.so.6)", "load+0x9 (bench)", "main+0x1ba (bench)"]
-    with open(path, "w") as f:
-        f.write(json.dumps(hdr) + "\n")
-        t = 2_000_000
-        for i in range(N):
-            base = {"t": t, "pid": pid, "tid": pid + i % 8, "comm": "bench", "in_dlopen": 1}
-            if i % 10 == 0:
-                rec = dict(base, type="dlopen", path=f"libx{i % 97}.so",
-                           file=f"/lib/libx{i % 97}.so", flags=2, handle=0x1000 + i,
-                           duration_ns=500, stack=stack, stack_pc=[1, 2, 3], in_dlopen=0)
-                t += 1000
-            elif i % 10 == 9:
-                rec = dict(base, type="futex_wait", futex=0x7000, duration_ns=300)
-                t += 400
-            else:
-                rec = dict(base, type="dlsym", symbol=f"sym_{i % 1000}", handle=0x1000,
-                           address=0x4000 + i)
-                t += 50
-            f.write(json.dumps(rec, separators=(",", ":")) + "\n")
-        f.write(json.dumps({"type": "summary", "events": N, "lost": 0, "findings": 0}) + "\n")
-
-
 def run(argv, d):
     """Wall seconds, CPU seconds (user + system: less moved by other load on a shared machine)
     and peak RSS (MiB) of one run of @argv, from GNU time: a child forked from this Python
@@ -82,8 +57,8 @@ def run(argv, d):
 def main():
     with tempfile.TemporaryDirectory() as d:
         a, b = os.path.join(d, "trace-a.jsonl"), os.path.join(d, "trace-b.jsonl")
-        make_trace(a, "node-a", 1_700_000_000_000_000_000, 4242)
-        make_trace(b, "node-b", 1_700_000_000_003_000_000, 4242)
+        make_trace(a, N, "node-a", 1_700_000_000_000_000_000, 4242)
+        make_trace(b, N, "node-b", 1_700_000_000_003_000_000, 4242)
         size = (os.path.getsize(a) + os.path.getsize(b)) / 2**20
         out = os.path.join(d, "job.jsonl")
         rows = []

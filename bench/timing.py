@@ -1,4 +1,7 @@
-"""What the benches share: the median wall time of a command run several times."""
+"""What the benches share: the median wall time of a command run several times, the children of
+a process, and a synthetic trace in record's mix."""
+import json
+import os
 import statistics
 import subprocess
 import time
@@ -13,3 +16,45 @@ def timed(argv, runs, ok=None):
         times.append(time.perf_counter() - t0)
         assert ok is None or p.returncode in ok, (argv, p.returncode)
     return statistics.median(times)
+
+
+def children(pid):
+    """The PIDs whose parent is @pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if d.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def make_trace(path, n, host="bench", offset=0, pid=100, fmt="dlscope-trace/3"):
+    """A trace of @n records in record's mix (a dlopen with its stack in ten, a futex wait in
+    ten, dlsyms), on 8 threads of @pid, from @host whose clock is @offset ns off realtime."""
+    hdr = {"type": "header", "format": fmt, "dlscope": "0.1.0", "host": host,
+           "boot_id": host + "-boot", "clock": "CLOCK_MONOTONIC", "t0": 1_000_000,
+           "realtime_minus_monotonic_ns": offset, "targets": [pid], "follow": False,
+           "hot": False}
+    stack = ["___dlopen+0x8a (libc.so.6)", "load+0x9 (bench)", "main+0x1ba (bench)"]
+    with open(path, "w") as f:
+        f.write(json.dumps(hdr) + "\n")
+        t = 2_000_000
+        for i in range(n):
+            base = {"t": t, "pid": pid, "tid": pid + i % 8, "comm": "bench", "in_dlopen": 1}
+            if i % 10 == 0:
+                rec = dict(base, type="dlopen", path=f"libx{i % 97}.so",
+                           file=f"/lib/libx{i % 97}.so", flags=2, handle=0x1000 + i,
+                           duration_ns=500, stack=stack, stack_pc=[1, 2, 3], in_dlopen=0)
+                t += 1000
+            elif i % 10 == 9:
+                rec = dict(base, type="futex_wait", futex=0x7000, duration_ns=300)
+                t += 400
+            else:
+                rec = dict(base, type="dlsym", symbol=f"sym_{i % 1000}", handle=0x1000,
+                           address=0x4000 + i)
+                t += 50
+            f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        f.write(json.dumps({"type": "summary", "events": n, "lost": 0, "findings": 0}) + "\n")
