@@ -671,3 +671,18 @@ def test_hot_live_oversubscription_of_two_pools():
                                                     r"one second, [1-9]\d* pool threads?", out), out
     assert "may use CPUs 0" in out, out
     assert out.count("FINDING warning oversubscription") == 1, out
+
+
+def test_objects_loaded_and_unloaded_in_a_dlopen_dlclose_loop_are_real_files():
+    """A link map read while dlclose frees an entry holds freed memory where l_name was: such an
+    entry is no object (its name is no path of the process), never a line of heap bytes."""
+    lib = fixture_path("libplain.so")
+    with Fixture(["churn", "dlopen", lib]) as fx:
+        for _ in range(3):
+            p = subprocess.run([dlscope_path(), "watch", "--duration", "1.5", "-p", str(fx.pid)],
+                               capture_output=True, timeout=60)
+            out = p.stdout.decode("utf-8", "backslashreplace")
+            named = re.findall(r"^(?:\[ *[\d.]+\] )?\s*\d+ [+-] (\S+)", out, re.M)
+            assert named, out[:2000]
+            assert all(os.path.isabs(n) and os.path.exists(n) for n in named), \
+                [n for n in named if not (os.path.isabs(n) and os.path.exists(n))][:5]

@@ -381,6 +381,47 @@ int libgraph__link(struct libgraph *g)
 	return err;
 }
 
+/*
+ * Could @name be an l_name the loader wrote (a path as given to dlopen or found on the search
+ * path)? An entry read while dlclose frees it has freed memory there: heap pointers' bytes.
+ */
+static bool plausible_name(const char *name)
+{
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			return false;
+	return true;
+}
+
+static const char *base_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/*
+ * Does l_name @name name the file mapped at the entry's dynamic section (@mp, NULL when that is
+ * unmapped already)? The same base name, or a path that exists in the target's root (a link:
+ * libopenblas.so.0 for libopenblasp-r0.3.21.so). Else it is freed memory read during a
+ * dlclose.
+ */
+static bool name_of_mapping(const struct target *t, const char *name,
+			    const struct mapping *mp)
+{
+	char host[PATH_MAX + 64];
+	struct stat st;
+
+	if (!plausible_name(name))
+		return false;
+	if (mp && mp->path && (mp->path[0] != '/' || !strcmp(base_of(name), base_of(mp->path))))
+		return true;
+	if (name[0] != '/')
+		return false; /* relative to the target's working directory: only by its base name */
+	target__host_path(t, name, host, sizeof(host));
+	return !stat(host, &st);
+}
+
 /* Objects the loader knows: pick each one's file, origin and mapping. */
 static int add_link_map_objects(struct libgraph *g, const struct target *t,
 				const struct linkmap *lm, const struct procmaps *maps)
@@ -395,8 +436,10 @@ static int add_link_map_objects(struct libgraph *g, const struct target *t,
 
 		if (exe)
 			path = t->exe;
-		else if (!path[0] && mp && mp->path)
+		else if ((!path[0] || !name_of_mapping(t, path, mp)) && mp && mp->path)
 			path = mp->path;
+		else if (path[0] && !name_of_mapping(t, path, mp))
+			continue; /* being unloaded, its mappings gone: no object any more */
 		o = libgraph__add(g, e->ns, path, NULL, e->l_addr, e->lm_addr, e->l_ld);
 		if (!o)
 			return -ENOMEM;

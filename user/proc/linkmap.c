@@ -188,38 +188,6 @@ static int push_entry(struct linkmap *lm, size_t *cap, const struct lm_entry *e)
 	return 0;
 }
 
-/* Every entry's l_name in one pass (a system call per entry was half a libs of 500 objects). */
-static int read_names(const struct target *t, struct linkmap *lm)
-{
-	uint64_t *addrs = malloc((lm->n ? lm->n : 1) * sizeof(*addrs));
-	char **names = malloc((lm->n ? lm->n : 1) * sizeof(*names));
-	size_t k = 0;
-	int err = 0;
-
-	if (!addrs || !names) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < lm->n; i++)
-		if (lm->e[i].name_addr)
-			addrs[k++] = lm->e[i].name_addr;
-	err = target__read_strs(t, addrs, k, names);
-	if (err) {
-		err = err == -ENAMETOOLONG ? -EFAULT : err;
-		goto out;
-	}
-	k = 0;
-	for (size_t i = 0; i < lm->n; i++) {
-		lm->e[i].name = lm->e[i].name_addr ? names[k++] : strdup("");
-		if (!lm->e[i].name)
-			err = -ENOMEM;
-	}
-out:
-	free(addrs);
-	free(names);
-	return err;
-}
-
 static int walk_namespaces(const struct target *t, struct linkmap *lm)
 {
 	struct r_debug_extended rd;
@@ -251,6 +219,7 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 		while (lm_addr) {
 			struct link_map l;
 			struct lm_entry e = { .ns = ns, .lm_addr = lm_addr };
+			char name[PATH_MAX]; /* not in the entry: 500 of 4 KiB each cost page faults */
 
 			if (++count > MAX_OBJECTS)
 				return -EFAULT;
@@ -267,8 +236,16 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 			prev = lm_addr;
 			e.l_addr = l.l_addr;
 			e.l_ld = (uint64_t)(uintptr_t)l.l_ld;
-			/* The name's address for now: all names are read at once, below. */
-			e.name_addr = (uint64_t)(uintptr_t)l.l_name;
+			name[0] = '\0';
+			if (l.l_name) {
+				err = target__read_str(t, (uint64_t)(uintptr_t)l.l_name, name,
+						       sizeof(name));
+				if (err < 0)
+					return err == -ENAMETOOLONG ? -EFAULT : err;
+			}
+			e.name = strdup(name);
+			if (!e.name)
+				return -ENOMEM;
 			err = push_entry(lm, &cap, &e);
 			if (err)
 				return err;
@@ -279,7 +256,7 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 			break;
 		rd_addr = (uint64_t)(uintptr_t)rd.r_next;
 	}
-	return read_names(t, lm);
+	return 0;
 }
 
 int linkmap__read(const struct target *t, const struct procmaps *maps, struct linkmap **out)

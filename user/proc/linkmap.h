@@ -11,12 +11,11 @@
 #include "target.h"
 
 struct lm_entry {
-	unsigned int ns;    /* namespace: 0 is the default one, others come from dlmopen */
-	uint64_t lm_addr;   /* the struct link_map in the target */
-	uint64_t l_addr;    /* load bias */
-	uint64_t l_ld;	    /* address of its dynamic section */
-	char *name;	    /* l_name: "" for the executable; owned by the linkmap */
-	uint64_t name_addr; /* where l_name points in the target */
+	unsigned int ns;  /* namespace: 0 is the default one, others come from dlmopen */
+	uint64_t lm_addr; /* the struct link_map in the target */
+	uint64_t l_addr;  /* load bias */
+	uint64_t l_ld;	  /* address of its dynamic section */
+	char *name;	  /* l_name: "" for the executable; owned by the linkmap */
 };
 
 struct linkmap {

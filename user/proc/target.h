@@ -43,11 +43,6 @@ struct target *target__from_image(const void *mem, size_t len, uint64_t base);
 int target__read(const struct target *t, uint64_t addr, void *buf, size_t len);
 /* Read a NUL-terminated string of at most @len-1 bytes. Returns its length or -errno. */
 int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t len);
-/*
- * The NUL-terminated strings at @addrs[0..@n) (each up to PATH_MAX), malloc'd into @out, in as
- * few system calls as their pages allow. 0, or -errno with every @out NULL.
- */
-int target__read_strs(const struct target *t, const uint64_t *addrs, size_t n, char **out);
 
 /*
  * Where the host can open a file the target names: @path under the target's root directory
