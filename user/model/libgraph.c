@@ -406,8 +406,7 @@ static const char *base_of(const char *path)
  * libopenblas.so.0 for libopenblasp-r0.3.21.so). Else it is freed memory read during a
  * dlclose.
  */
-static bool name_of_mapping(const struct target *t, const char *name,
-			    const struct mapping *mp)
+static bool name_of_mapping(const struct target *t, const char *name, const struct mapping *mp)
 {
 	char host[PATH_MAX + 64];
 	struct stat st;

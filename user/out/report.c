@@ -373,6 +373,10 @@ static void thread_frames(FILE *f, const json_t *t)
 	const json_t *pyframes = json_object_get(py, "frames"), *fr, *pf;
 	size_t k, j;
 
+	/* No frames: say why (a thread that could not be stopped or unwound), not an empty box. */
+	if (!json_array_size(frames))
+		fprintf(f, "(no stack: %s)\n",
+			*str(t, "error") ? str(t, "error") : "none was read");
 	json_array_foreach (frames, k, fr) {
 		const char *mod = strrchr(str(fr, "module"), '/');
 
