@@ -185,6 +185,21 @@ def test_watch_job_all_ranks_waiting_is_a_job_wide_wait_not_a_hang():
     assert "job: all 4 ranks made no CPU progress for 1 s at once: a job-wide wait" in p.stdout
 
 
+def test_ranks_that_go_idle_after_the_hung_one_wait_for_it_and_are_not_hung_too():
+    """Rank 3 stops; ranks 0, 1, 2 compute 8, 9, 10 s more, then wait for it one after another
+    (as torchrun's ranks enter all_reduce): rank 3 alone is hung, then the job waits as a whole."""
+    fx, ranks = launcher(4, env={"JOB_MODE": "spin", "JOB_SPIN_SECS": "8"})
+    with fx:
+        if not is_root():
+            raise Skip("BPF tests need root")
+        p = dlscope("watch", "--job", fx.pid, "--hang-secs", 2, "--duration", 16, check=1)
+        for pid in ranks.values():
+            not_stopped(pid)
+    hung = re.findall(r"rank-hung: rank (\d+) ", p.stdout)
+    assert hung == ["3"], p.stdout
+    assert "a job-wide wait" in p.stdout, p.stdout
+
+
 def test_record_job_trace_records_carry_rank():
     fx, ranks = launcher(4, env={"JOB_MODE": "crash"})
     with fx, tempfile.NamedTemporaryFile(suffix=".jsonl") as f, \

@@ -538,6 +538,13 @@ static void scan_progress(struct jobwatch *jw, uint64_t now)
 			if (jw->p[j].is_rank && !jw->p[j].exited && jw->p[j].cpu_known &&
 			    now - jw->p[j].cpu_changed < jw->hang_ns)
 				ranks[k++] = jw->p[j].rank;
+		/*
+		 * Only the one rank idle while all the others run is the outlier: ranks that go
+		 * idle after it wait for it in their next collective (torchrun's ranks in
+		 * c10d::Work::wait once rank 2 stopped), and are no second hang.
+		 */
+		if (k + 1 < live)
+			continue;
 		job__format_ranks(ranks, k, progressing, sizeof(progressing));
 		report_hung(jw, p, now, (double)(now - p->cpu_changed) / 1e9, progressing);
 	}
