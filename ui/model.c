@@ -9,6 +9,7 @@
 #include "detector.h"
 #include "event.h"
 #include "model.h"
+#include "paths.h"
 
 static const char *const kind_ids[EV__COUNT] = {
 	[EV_DLOPEN] = "dlopen",
@@ -540,7 +541,7 @@ static int apply_activity(struct model *m, const json_t *rec)
 		m->bad_records++;
 		return -EINVAL;
 	}
-	base = strrchr(runtime, '/') ? strrchr(runtime, '/') + 1 : runtime;
+	base = path_base(runtime);
 	len = (size_t)snprintf(text, sizeof(text), "activity %s: %lld %s (%lld so far), threads",
 			       base, (long long)int_of(rec, "n"),
 			       kind && !strcmp(kind, "blas") ? "BLAS dispatches" :

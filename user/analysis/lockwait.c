@@ -12,6 +12,7 @@
 #include "elfobj.h"
 #include "libgraph.h"
 #include "lockwait.h"
+#include "paths.h"
 #include "procmaps.h"
 #include "pystate.h"
 #include "target.h"
@@ -195,13 +196,6 @@ static int gil_wait(const struct py_snapshot *py, const struct thread_info *ti,
 	return add_edge(r, ti->tid, holder->tid, WAIT_GIL, "the GIL (Python's global lock)");
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-
-	return slash ? slash + 1 : path ? path : "";
-}
-
 /*
  * Is thread @tid, as unwound in the stop, inside CPython's GIL acquisition? take_gil waits on
  * the GIL's condition variable with a 5 ms timeout and loops, so a waiter is often caught
@@ -214,14 +208,14 @@ static bool in_gil_acquisition(const struct stacks *st, const struct py_snapshot
 	static const char *const takers[] = { "PyEval_RestoreThread", "PyEval_AcquireThread",
 					      "PyEval_AcquireLock" };
 	const struct thread_stack *ts = NULL;
-	const char *interp = base_name(py->interp->object);
+	const char *interp = path_base(py->interp->object);
 
 	for (size_t i = 0; st && i < st->n && !ts; i++)
 		if (st->t[i].tid == tid)
 			ts = &st->t[i];
 	for (size_t k = 0; ts && k < ts->n_frames && k < 16; k++) {
 		const struct stack_frame *f = &ts->frames[k];
-		const char *mod = base_name(f->module);
+		const char *mod = path_base(f->module);
 
 		if (strcmp(mod, interp) && strncmp(mod, "libc.so", 7) &&
 		    strncmp(mod, "libpthread.so", 13))

@@ -57,11 +57,9 @@ static int match_symbol(const char *name, const GElf_Sym *sym, void *ctx)
 static bool holds_thread_symbols(const struct lg_object *o)
 {
 	const struct obj_roles *r = lg_object__roles(o);
-	const char *base = strrchr(o->path, '/');
 
-	base = base ? base + 1 : o->path;
 	return obj_roles__find(r, ROLE_LIBC) || obj_roles__find(r, ROLE_LOADER) ||
-	       !strncmp(base, "libpthread.so", 13);
+	       !strncmp(lg_object__basename(o), "libpthread.so", 13);
 }
 
 /* The byte offset a descriptor gives, when it describes a field of @bits bits. */

@@ -11,6 +11,7 @@
 #include "finding.h"
 #include "job.h"
 #include "jobwatch.h"
+#include "paths.h"
 #include "procfs.h"
 #include "unwind.h"
 #include "watch.h"
@@ -143,6 +144,16 @@ static struct jw_proc *job_proc(struct jobwatch *jw, pid_t pid)
 		p = find(jw, pid);
 	}
 	return p && p->in_job ? p : NULL;
+}
+
+/* Is @pid in the job? Then its rank is set in @rank. */
+static bool rank_of(struct jobwatch *jw, pid_t pid, int *rank)
+{
+	const struct jw_proc *p = job_proc(jw, pid);
+
+	if (p)
+		*rank = p->rank;
+	return p != NULL;
 }
 
 static const char *sig_name(unsigned int signo, char *buf, size_t len)
@@ -336,37 +347,25 @@ static void jw_event(struct event_sink *s, const struct event *ev)
 
 static void jw_loaded(struct event_sink *s, const struct loaded_obj *l)
 {
-	struct jw_proc *p = job_proc(JW(s), l->pid);
 	struct loaded_obj c = *l;
 
-	if (p) {
-		c.has_rank = true;
-		c.rank = p->rank;
-	}
+	c.has_rank = rank_of(JW(s), l->pid, &c.rank);
 	DOWN(JW(s), loaded, &c);
 }
 
 static void jw_finding(struct event_sink *s, const struct live_finding *f)
 {
-	struct jw_proc *p = job_proc(JW(s), f->pid);
 	struct live_finding c = *f;
 
-	if (p) {
-		c.has_rank = true;
-		c.rank = p->rank;
-	}
+	c.has_rank = rank_of(JW(s), f->pid, &c.rank);
 	DOWN(JW(s), finding, &c);
 }
 
 static void jw_activity(struct event_sink *s, const struct activity *a)
 {
-	struct jw_proc *p = job_proc(JW(s), a->pid);
 	struct activity c = *a;
 
-	if (p) {
-		c.has_rank = true;
-		c.rank = p->rank;
-	}
+	c.has_rank = rank_of(JW(s), a->pid, &c.rank);
 	DOWN(JW(s), activity, &c);
 }
 
@@ -422,10 +421,9 @@ static int cpu_ticks(pid_t pid, unsigned long long *out)
 static const struct stack_frame *telling_frame(const struct thread_stack *ts)
 {
 	for (size_t i = 0; i < ts->n_frames; i++) {
-		const char *m = ts->frames[i].module, *b = m ? strrchr(m, '/') : NULL;
+		const char *m = ts->frames[i].module, *b = path_base(m);
 
-		b = b ? b + 1 : m;
-		if (ts->frames[i].function && b && strncmp(b, "libc.so", 7) &&
+		if (ts->frames[i].function && m && strncmp(b, "libc.so", 7) &&
 		    strncmp(b, "libpthread", 10) && strncmp(b, "ld-linux", 8) &&
 		    strncmp(b, "linux-vdso", 10))
 			return &ts->frames[i];

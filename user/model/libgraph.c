@@ -11,6 +11,7 @@
 #include "elfobj.h"
 #include "libgraph.h"
 #include "linkmap.h"
+#include "paths.h"
 #include "permission.h"
 #include "pkgowner.h"
 #include "procmaps.h"
@@ -81,9 +82,7 @@ const char *lg_origin__id(enum lg_origin o)
 
 const char *lg_object__basename(const struct lg_object *o)
 {
-	const char *slash = strrchr(o->path, '/');
-
-	return slash ? slash + 1 : o->path;
+	return path_base(o->path);
 }
 
 const struct obj_roles *lg_object__roles(const struct lg_object *o)
@@ -393,13 +392,6 @@ static bool plausible_name(const char *name)
 	return true;
 }
 
-static const char *base_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
 /*
  * Does l_name @name name the file mapped at the entry's dynamic section (@mp, NULL when that is
  * unmapped already)? The same base name, or a path that exists in the target's root (a link:
@@ -413,7 +405,7 @@ static bool name_of_mapping(const struct target *t, const char *name, const stru
 
 	if (!plausible_name(name))
 		return false;
-	if (mp && mp->path && (mp->path[0] != '/' || !strcmp(base_of(name), base_of(mp->path))))
+	if (mp && mp->path && (mp->path[0] != '/' || !strcmp(path_base(name), path_base(mp->path))))
 		return true;
 	if (name[0] != '/')
 		return false; /* relative to the target's working directory: only by its base name */

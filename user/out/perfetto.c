@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "event.h"
+#include "paths.h"
 #include "perfetto.h"
 
 /* How many frames of a stack go into an event's arguments. */
@@ -205,13 +206,6 @@ static json_t *stack_args(const json_t *rec)
 	return out;
 }
 
-static const char *basename_of(const char *path)
-{
-	const char *b = path ? strrchr(path, '/') : NULL;
-
-	return b ? b + 1 : path ? path : "";
-}
-
 /* One trace event of @scope ("t" thread, "p" process) at @t. */
 static json_t *instant(const struct exporter *e, const struct event *ev, const char *name,
 		       const char *cat, const char *scope, json_t *args)
@@ -238,8 +232,7 @@ static void emit_event(struct exporter *e, const json_t *rec, const struct event
 	switch (ev->kind) {
 	case EVENT_DLOPEN:
 		snprintf(name, sizeof(name), "dlopen %s",
-			 ev->u.dlopen.path_null ? "(main program)" :
-						  basename_of(ev->u.dlopen.path));
+			 ev->u.dlopen.path_null ? "(main program)" : path_base(ev->u.dlopen.path));
 		put(e, slice(e, ev, name, "dlopen", ev->u.dlopen.duration_ns,
 			     json_pack("{s:o, s:s, s:I, s:b, s:o}", "path",
 				       ev->u.dlopen.path_null ? json_null() :
@@ -311,7 +304,7 @@ static void emit_other(struct exporter *e, const json_t *rec, const char *type)
 		put(e, instant(e, &ev, name, "finding", "p", json_deep_copy(rec)));
 	} else if (!strcmp(type, "loaded")) {
 		snprintf(name, sizeof(name), "loaded %s",
-			 basename_of(json_string_value(json_object_get(rec, "path"))));
+			 path_base(json_string_value(json_object_get(rec, "path"))));
 		put(e,
 		    instant(e, &ev, name, "object", "p",
 			    json_pack("{s:O, s:O, s:O}", "path", json_object_get(rec, "path"),
@@ -323,7 +316,7 @@ static void emit_other(struct exporter *e, const json_t *rec, const char *type)
 
 		snprintf(name, sizeof(name), "%s %s",
 			 kind && !strcmp(kind, "blas") ? "BLAS dispatches/s" : "parallel regions/s",
-			 basename_of(json_string_value(json_object_get(rec, "runtime"))));
+			 path_base(json_string_value(json_object_get(rec, "runtime"))));
 		put(e, json_pack("{s:s, s:s, s:o, s:I, s:{s:I}}", "name", name, "ph", "C", "ts",
 				 ts_of(e, ev.t), "pid", (json_int_t)(e->base + ev.pid), "args",
 				 "count", json_integer_value(json_object_get(rec, "n"))));

@@ -8,6 +8,7 @@
 
 #include "finding.h"
 #include "libgraph.h"
+#include "paths.h"
 #include "pkgindex.h"
 #include "procfs.h"
 #include "runtimes.h"
@@ -112,12 +113,6 @@ static void text_finding(struct event_sink *s, const struct live_finding *f)
 }
 
 /* "libgomp.so.1" of "/usr/lib/x86_64-linux-gnu/libgomp.so.1": lines stay short. */
-static const char *base_name(const char *path)
-{
-	const char *b = strrchr(path, '/');
-
-	return b ? b + 1 : path;
-}
 
 static const char *activity_unit(const struct activity *a)
 {
@@ -132,7 +127,7 @@ static void text_activity(struct event_sink *s, const struct activity *a)
 
 	rel_time(TEXT(s), a->t, t, sizeof(t));
 	fprintf(out, "[%s] %s%d activity %s: %llu %s (%llu so far), threads", t,
-		rank_tag(a->has_rank, a->rank, rk, sizeof(rk)), a->pid, base_name(a->runtime),
+		rank_tag(a->has_rank, a->rank, rk, sizeof(rk)), a->pid, path_base(a->runtime),
 		(unsigned long long)a->n, activity_unit(a), (unsigned long long)a->total);
 	for (size_t i = 0; i < a->n_threads; i++)
 		fprintf(out, " %d:%llu", a->threads[i].tid, (unsigned long long)a->threads[i].n);

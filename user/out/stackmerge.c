@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "paths.h"
 #include "stackmerge.h"
 
 /* One thread of one rank, its frames in one list (native, each eval frame's Python frames). */
@@ -15,13 +16,6 @@ struct mthread {
 	char *sig;
 	json_t *frames;
 };
-
-static const char *base_name(const char *path)
-{
-	const char *s = path ? strrchr(path, '/') : NULL;
-
-	return s ? s + 1 : path ? path : "";
-}
 
 static json_t *python_frame(const json_t *f)
 {
@@ -82,7 +76,7 @@ static char *signature(const json_t *frames)
 				(long long)json_integer_value(json_object_get(fr, "line")));
 		else
 			fprintf(f, "N %s %s\n", fn ? fn : "??",
-				base_name(json_string_value(json_object_get(fr, "module"))));
+				path_base(json_string_value(json_object_get(fr, "module"))));
 	}
 	fclose(f);
 	return sig;
@@ -91,7 +85,7 @@ static char *signature(const json_t *frames)
 /* The C library and the loader: where every wait ends, so never the frame that explains it. */
 static bool system_module(const char *module)
 {
-	const char *b = base_name(module);
+	const char *b = path_base(module);
 
 	return !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) || !strncmp(b, "ld-linux", 8) ||
 	       !strncmp(b, "libpthread", 10) || !strncmp(b, "linux-vdso", 10) ||
@@ -109,11 +103,11 @@ static void describe_frame(const json_t *fr, char *buf, size_t len)
 		snprintf(buf, len, "%s (%s:%lld)", fn ? fn : "??", file ? file : "?",
 			 (long long)line);
 	else if (file && line > 0)
-		snprintf(buf, len, "%s (%s:%lld)", fn ? fn : "??", base_name(file),
+		snprintf(buf, len, "%s (%s:%lld)", fn ? fn : "??", path_base(file),
 			 (long long)line);
 	else
 		snprintf(buf, len, "%s in %s", fn ? fn : "??",
-			 base_name(json_string_value(json_object_get(fr, "module"))));
+			 path_base(json_string_value(json_object_get(fr, "module"))));
 }
 
 /*
@@ -440,7 +434,7 @@ void stackmerge__print_groups(const json_t *merged, FILE *out)
 			if (file && line > 0)
 				fprintf(out, " at %s:%lld", file, (long long)line);
 			fprintf(out, " from %s\n",
-				base_name(json_string_value(json_object_get(fr, "module"))));
+				path_base(json_string_value(json_object_get(fr, "module"))));
 		}
 	}
 }

@@ -744,58 +744,37 @@ static int answers_open(struct dpkg_answers *a, int root_fd, const char *admindi
 static void answers_save(struct dpkg_answers *a, const struct pkg_index *ix,
 			 const struct pathmap *asked)
 {
-	size_t cap = 64 * 1024, len = 0;
-	char *out = malloc(cap);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
 
-	for (int pass = 0; out && pass < 2; pass++) {
+	if (!f)
+		return;
+	fputs(a->stamp, f);
+	for (int pass = 0; pass < 2; pass++) {
 		const struct pathmap *m = pass ? asked : &a->map;
 
-		for (size_t i = 0; out && i < m->cap; i++) {
+		for (size_t i = 0; i < m->cap && ftell(f) < (long)ANSWERS_MAX_FILE - PATH_MAX;
+		     i++) {
 			const struct pm_slot *w = &m->slots[i];
 			const struct pkg_owner *o;
-			char line[PATH_MAX + 512];
-			int n;
 
+			/* A line per path: one with a tab or a newline is not kept. */
 			if (!w->key || memchr(w->key, '\t', w->len) || memchr(w->key, '\n', w->len))
 				continue;
-			if (pass) {
-				o = pathmap__get(&ix->files, w->key, w->len);
-				n = snprintf(line, sizeof(line), "%.*s\t%s\t%s\n", (int)w->len,
-					     w->key, o ? o->name : "", o ? o->version : "");
-			} else {
-				if (pathmap__get(asked, w->key, w->len))
-					continue;
-				n = snprintf(line, sizeof(line), "%.*s\t%s\n", (int)w->len, w->key,
-					     (const char *)w->val);
-			}
-			if (n < 0 || (size_t)n >= sizeof(line))
+			if (!pass) {
+				if (!pathmap__get(asked, w->key, w->len))
+					fprintf(f, "%.*s\t%s\n", (int)w->len, w->key,
+						(const char *)w->val);
 				continue;
-			if (len + (size_t)n + sizeof(a->stamp) > ANSWERS_MAX_FILE)
-				break;
-			while (len + (size_t)n + sizeof(a->stamp) > cap) {
-				char *nb = realloc(out, cap * 2);
-
-				if (!nb) {
-					free(out);
-					out = NULL;
-					break;
-				}
-				out = nb;
-				cap *= 2;
 			}
-			if (out) {
-				memcpy(out + len, line, (size_t)n);
-				len += (size_t)n;
-			}
+			o = pathmap__get(&ix->files, w->key, w->len);
+			fprintf(f, "%.*s\t%s\t%s\n", (int)w->len, w->key, o ? o->name : "",
+				o ? o->version : "");
 		}
 	}
-	if (out) {
-		size_t sl = strlen(a->stamp);
-
-		memmove(out + sl, out, len);
-		memcpy(out, a->stamp, sl);
-		cachefile__write(a->path, out, len + sl);
-	}
+	if (!fclose(f))
+		cachefile__write(a->path, out, len);
 	free(out);
 }
 
