@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 
 import harness
-from harness import ROOT, Fixture, dlscope
+from harness import ROOT, Fixture, dlscope, fixture_path
 
 CACHE_FILE = os.path.join("dlscope", "elf-v1.cache")
 PY = ("import numpy, scipy.linalg, torch, os, time; print('ready', os.getpid(), flush=True); "
@@ -71,6 +71,66 @@ def test_cache_same_output_cold_warm_and_off_on_500_objects():
 def test_cache_same_output_with_two_openmp_runtimes():
     with Fixture(["two_omp"]) as fx:
         assert_same_cold_warm_off(fx.pid, COMMANDS)
+
+
+SPLIT_FIXTURES = {
+    "dup-library": ["dlopen_list", "--local", fixture_path("libvague_a.so"),
+                    fixture_path("libvague_b.so")],
+    "dup-library hidden": ["dlopen_list", fixture_path("libvague_hidden_a.so"),
+                           fixture_path("libvague_hidden_b.so")],
+    "abi-mismatch": ["dlopen_list", "--global", fixture_path("ver2/libver.so.1"), "--lazy",
+                     fixture_path("cache/.cache/torch_extensions/libaddon.so")],
+}
+
+
+def test_symbol_digests_give_the_same_findings_cold_warm_corrupt_and_off():
+    """check reads each object's symbols from its digest ($cache/dlscope/symbols) once warm:
+    the findings of dup-library, abi-mismatch and elf-defects are the same cold, warm, with
+    every digest damaged, and with the cache off."""
+    tmp = tempfile.mkdtemp(prefix="dlscope-execstack-")
+    execstack = os.path.join(tmp, "libexecstack.so")
+    with open(os.path.join(tmp, "x.c"), "w") as f:
+        f.write("int execstack_probe(void) { return 1; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-z,execstack", "-o", execstack,
+                    os.path.join(tmp, "x.c")], check=True)
+    fixtures = dict(SPLIT_FIXTURES, **{"elf-defects": ["dlopen_list", execstack]})
+    try:
+        _same_findings_through_digests(fixtures)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def _same_findings_through_digests(fixtures):
+    for what, argv in fixtures.items():
+        home = tempfile.mkdtemp(prefix="dlscope-cache-")
+        try:
+            with Fixture(argv) as fx:
+                cold = run(fx.pid, home, "check", "--json", "--fail-on", "warning")
+                ids = {f["id"] for p in json.loads(cold)["processes"] for f in p["findings"]}
+                assert what.split()[0] in ids, (what, cold)
+                folder = os.path.join(home, "dlscope", "symbols")
+                digests = [os.path.join(folder, n) for n in os.listdir(folder)]
+                assert len(digests) >= 3, (what, digests)
+                stamps = {d: os.stat(d).st_mtime_ns for d in digests}
+                warm = run(fx.pid, home, "check", "--json", "--fail-on", "warning")
+                assert stamps == {d: os.stat(d).st_mtime_ns for d in digests}, \
+                    f"{what}: a warm run rewrote a digest"
+                for damage in ("flip", "truncate"):
+                    for d in digests:
+                        with open(d, "rb") as f:
+                            data = f.read()
+                        if damage == "flip":
+                            data = data[:100] + bytes([data[100] ^ 0xff]) + data[101:]
+                        else:
+                            data = data[: len(data) // 2]
+                        with open(d, "wb") as f:
+                            f.write(data)
+                    damaged = run(fx.pid, home, "check", "--json", "--fail-on", "warning")
+                    assert damaged == cold, f"{what}: {damage}d digests changed the findings"
+                off = run(fx.pid, home, "--no-cache", "check", "--json", "--fail-on", "warning")
+                assert cold == warm == off, f"{what}: output differs"
+        finally:
+            shutil.rmtree(home)
 
 
 def _build_pair(tmp):

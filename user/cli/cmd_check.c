@@ -22,6 +22,7 @@
 #include "inspect.h"
 #include "job.h"
 #include "libgraph.h"
+#include "phase.h"
 #include "runtimes.h"
 #include "output.h"
 #include "pkgowner.h"
@@ -129,12 +130,16 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 		dls_warn("process %d (%s): cannot read its threads (%s); thread counts and the "
 			 "loader-lock check are left out",
 			 t->pid, t->comm, strerror(-err));
+	phase__mark("packages");
 	if (runtimes__collect(g, t, ts, &rt))
 		dls_warn("process %d (%s): out of memory listing its runtimes", t->pid, t->comm);
+	phase__mark("runtimes");
 	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts, .rt = &rt, .lw = in->lw };
 	for (size_t i = 0; i < n_detectors; i++)
-		if (detectors[i].process && selected(o, detectors[i].id))
+		if (detectors[i].process && selected(o, detectors[i].id)) {
 			detectors[i].process(&ctx, fs);
+			phase__mark(detectors[i].id);
+		}
 	if (procs) {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 

@@ -5,15 +5,18 @@
  * version nodes the loaded provider lacks, and objects from a JIT/extension cache built
  * against another build of a library they link.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "demangle.h"
 #include "detector.h"
 #include "elfobj.h"
 #include "libgraph.h"
+#include "symdigest.h"
 #include "target.h"
 
 #define MAX_SYMBOL_LINES 10
@@ -146,16 +149,29 @@ static int check_undef(const char *name, const char *version, bool weak, void *c
 }
 
 /* Cache directories of JIT-compiled extensions, from the target's environment and defaults. */
-static bool from_jit_cache(const struct check_ctx *ctx, const char *path)
-{
-	static const char *vars[] = { "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR",
-				      "TVM_FFI_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME" };
-	static const char *parts[] = { "/.cache/", "/torch_extensions/", "/tvm-ffi/", "/.triton/" };
-	char dir[PATH_MAX];
+static const char *const jit_cache_vars[] = { "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR",
+					      "TVM_FFI_CACHE_DIR", "CUDA_CACHE_PATH",
+					      "XDG_CACHE_HOME" };
+#define N_JIT_CACHE_VARS (sizeof(jit_cache_vars) / sizeof(jit_cache_vars[0]))
 
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		if (!target__getenv(ctx->t, vars[i], dir, sizeof(dir)) && dir[0] &&
-		    !strncmp(path, dir, strlen(dir)))
+/* The target's cache directories, read once per check (not once per object: 5 reads of environ). */
+struct jit_dirs {
+	char dir[N_JIT_CACHE_VARS][PATH_MAX];
+};
+
+static void jit_dirs__read(const struct target *t, struct jit_dirs *d)
+{
+	for (size_t i = 0; i < N_JIT_CACHE_VARS; i++)
+		if (!t || target__getenv(t, jit_cache_vars[i], d->dir[i], sizeof(d->dir[i])))
+			d->dir[i][0] = '\0';
+}
+
+static bool from_jit_cache(const struct jit_dirs *d, const char *path)
+{
+	static const char *parts[] = { "/.cache/", "/torch_extensions/", "/tvm-ffi/", "/.triton/" };
+
+	for (size_t i = 0; i < N_JIT_CACHE_VARS; i++)
+		if (d->dir[i][0] && !strncmp(path, d->dir[i], strlen(d->dir[i])))
 			return true;
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		if (strstr(path, parts[i]))
@@ -192,17 +208,167 @@ static int check_verneed(const char *file, const char *version, void *ctx)
 	return 0;
 }
 
+/* An object abi-mismatch judges: loaded in @ns with every DT_NEEDED library it asked for. */
+static bool judged(const struct lg_object *o, unsigned ns)
+{
+	/*
+	 * An object whose DT_NEEDED libraries are not all loaded cannot be judged: its symbols
+	 * may come from them. That is a process caught while the loader starts it (mid-exec),
+	 * not a mismatch.
+	 */
+	return !o->gone && o->elf && o->ns == ns && o->in_link_map && !o->n_unresolved;
+}
+
+static bool provides(const struct lg_object *o, unsigned ns)
+{
+	return !o->gone && o->elf && o->ns == ns && o->in_link_map;
+}
+
+/*
+ * A set of digest entries by open addressing (hashes are uniform already): the names judged
+ * objects need, each with what the namespace defines of it, and the versioned definitions of
+ * those names. Sorting 60,000 needs and searching them 240,000 times was most of the screen.
+ */
+struct entry_set {
+	uint64_t *key; /* entry + 1; 0 is empty */
+	uint8_t *flags;
+	size_t mask, n;
+};
+
+#define NEED_DEFINED 1
+#define NEED_VERSIONED_PROVIDER 2
+
+static int set_init(struct entry_set *s, size_t n)
+{
+	size_t slots = 1024;
+
+	while (slots < 2 * n)
+		slots *= 2;
+	s->key = calloc(slots, sizeof(*s->key));
+	s->flags = calloc(slots, sizeof(*s->flags));
+	s->mask = slots - 1;
+	return s->key && s->flags ? 0 : -ENOMEM;
+}
+
+/* The slot of @e: where it is, or the empty one where it would go. */
+static size_t set_slot(const struct entry_set *s, uint64_t e)
+{
+	size_t i = (size_t)(e ^ e >> 29) & s->mask;
+
+	while (s->key[i] && s->key[i] != e + 1)
+		i = (i + 1) & s->mask;
+	return i;
+}
+
+/* Add @e; its slot, or -1 when the set is half full (a bound on probing, not a resize). */
+static ssize_t set_add(struct entry_set *s, uint64_t e)
+{
+	size_t at = set_slot(s, e);
+
+	if (!s->key[at]) {
+		if (2 * (s->n + 1) > s->mask + 1)
+			return -1;
+		s->key[at] = e + 1;
+		s->n++;
+	}
+	return (ssize_t)at;
+}
+
+static void set_free(struct entry_set *s)
+{
+	free(s->key);
+	free(s->flags);
+}
+
+/*
+ * The rule of check_undef on the symbol digests, by hash: marks in @suspect the objects that
+ * may miss a symbol, which alone are then judged by name. false when out of memory.
+ */
+static bool screen(const struct libgraph *g, unsigned ns, bool *suspect)
+{
+	struct entry_set need = { 0 }, versioned = { 0 };
+	size_t n_undefs = 0;
+	bool ok = false;
+
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+		const struct symdigest *d = provides(o, ns) ? symdigest__of(o->elf) : NULL;
+
+		n_undefs += d && judged(o, ns) ? d->n_undefs : 0;
+	}
+	/* Versioned definitions of needed names: a few versions of each at most. */
+	if (set_init(&need, n_undefs) || set_init(&versioned, 2 * n_undefs))
+		goto out;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct symdigest *d =
+			judged(g->objs[i], ns) ? symdigest__of(g->objs[i]->elf) : NULL;
+
+		for (size_t k = 0; d && k < d->n_undefs; k++)
+			if (!SYMD_WEAK(d->undefs[k]) && set_add(&need, SYMD_NAME(d->undefs[k])) < 0)
+				goto out;
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+		const struct symdigest *d = provides(o, ns) ? symdigest__of(o->elf) : NULL;
+		uint8_t provider = d && elfobj__n_verdefs(o->elf) ? NEED_VERSIONED_PROVIDER : 0;
+
+		for (size_t k = 0; d && k < d->n_defs; k++) {
+			uint64_t e = d->defs[k];
+			size_t at = set_slot(&need, SYMD_NAME(e));
+
+			if (!need.key[at])
+				continue;
+			need.flags[at] |= NEED_DEFINED | provider;
+			if (SYMD_VERSION(e) && set_add(&versioned, e) < 0)
+				goto out;
+		}
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		const struct symdigest *d =
+			judged(g->objs[i], ns) ? symdigest__of(g->objs[i]->elf) : NULL;
+
+		for (size_t k = 0; d && k < d->n_undefs && !suspect[i]; k++) {
+			uint64_t u = d->undefs[k];
+			uint8_t f;
+
+			if (SYMD_WEAK(u))
+				continue;
+			f = need.flags[set_slot(&need, SYMD_NAME(u))];
+			suspect[i] = !(f & NEED_DEFINED) ||
+				     (SYMD_VERSION(u) && (f & NEED_VERSIONED_PROVIDER) &&
+				      !versioned.key[set_slot(&versioned, u)]);
+		}
+	}
+	ok = true;
+out:
+	set_free(&need);
+	set_free(&versioned);
+	return ok;
+}
+
 void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out)
 {
 	const struct libgraph *g = ctx->g;
+	struct jit_dirs *jd = malloc(sizeof(*jd));
+	bool *suspect = calloc(g->n ? g->n : 1, sizeof(*suspect));
 
+	if (!jd || !suspect)
+		goto out;
+	jit_dirs__read(ctx->t, jd);
 	for (unsigned ns = 0; ns < g->n_namespaces; ns++) {
 		struct defs ds = { 0 };
+		bool any = false;
 
-		for (size_t i = 0; i < g->n; i++) {
+		memset(suspect, 0, g->n * sizeof(*suspect));
+		if (!screen(g, ns, suspect))
+			memset(suspect, 1, g->n * sizeof(*suspect));
+		for (size_t i = 0; i < g->n && !any; i++)
+			any = suspect[i];
+		/* Names only where the hashes say a symbol may be missing: they confirm it. */
+		for (size_t i = 0; any && i < g->n; i++) {
 			const struct lg_object *o = g->objs[i];
 
-			if (o->gone || !o->elf || o->ns != ns || !o->in_link_map)
+			if (!provides(o, ns))
 				continue;
 			ds.obj = o->id;
 			elfobj__foreach_defined_versioned(o->elf, collect_def, &ds);
@@ -211,20 +377,19 @@ void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out)
 			qsort(ds.d, ds.n, sizeof(*ds.d), cmp_def);
 		for (size_t i = 0; i < g->n; i++) {
 			const struct lg_object *o = g->objs[i];
+			const struct symdigest *d;
 			struct undef_scan s = { .g = g, .ds = &ds, .o = o, .out = out };
 			struct verneed_scan v = { ctx, &s };
 			char origin[256];
 
-			/*
-			 * An object whose DT_NEEDED libraries are not all loaded cannot be judged:
-			 * its symbols may come from them. That is a process caught while the
-			 * loader starts it (mid-exec), not a mismatch.
-			 */
-			if (o->gone || !o->elf || o->ns != ns || !o->in_link_map || o->n_unresolved)
+			if (!judged(o, ns))
 				continue;
-			s.cached = from_jit_cache(ctx, o->path);
-			elfobj__foreach_undefined(o->elf, check_undef, &s);
-			elfobj__foreach_verneed(o->elf, check_verneed, &v);
+			d = symdigest__of(o->elf);
+			s.cached = from_jit_cache(jd, o->path);
+			if (suspect[i])
+				elfobj__foreach_undefined(o->elf, check_undef, &s);
+			for (size_t k = 0; d && k < d->n_verneed; k++)
+				check_verneed(d->verneed[k].file, d->verneed[k].version, &v);
 			if (!s.f)
 				continue;
 			if (s.missing > MAX_SYMBOL_LINES)
@@ -243,6 +408,9 @@ void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out)
 		}
 		free(ds.d);
 	}
+out:
+	free(suspect);
+	free(jd);
 }
 
 /* lint: version nodes a file needs that the library it would be loaded with lacks. */

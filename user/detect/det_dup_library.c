@@ -15,6 +15,7 @@
 #include "libgraph.h"
 #include "owners.h"
 #include "procmaps.h"
+#include "symdigest.h"
 #include "target.h"
 
 #define MAX_SYMBOL_LINES 10
@@ -161,17 +162,9 @@ static bool identity_by_address(const char *name, bool libcxx)
 	       strncmp(name, "_ZGV", 4);
 }
 
-static int collect_vague(const char *name, const GElf_Sym *sym, void *ctx)
+static int push_def(struct vague_list *l, const char *name, uint64_t value, uint64_t size,
+		    bool binds_own)
 {
-	struct vague_list *l = ctx;
-	unsigned bind = GELF_ST_BIND(sym->st_info);
-
-	if (GELF_ST_TYPE(sym->st_info) != STT_OBJECT || !sym->st_size || strncmp(name, "_Z", 2))
-		return 0;
-	/* Hidden definitions become local at link time; anonymous namespaces are meant local. */
-	if (l->hidden ? (bind != STB_LOCAL || strstr(name, "_GLOBAL__N_")) :
-			(bind != STB_WEAK && bind != STB_GNU_UNIQUE))
-		return 0;
 	if (l->n == l->cap) {
 		size_t ncap = l->cap ? l->cap * 2 : 256;
 		struct vague_def *nd = realloc(l->d, ncap * sizeof(*nd));
@@ -181,14 +174,18 @@ static int collect_vague(const char *name, const GElf_Sym *sym, void *ctx)
 		l->d = nd;
 		l->cap = ncap;
 	}
-	l->d[l->n++] = (struct vague_def){
-		.name = name,
-		.obj = l->obj,
-		.addr = l->base + sym->st_value,
-		.size = sym->st_size,
-		.binds_own = GELF_ST_VISIBILITY(sym->st_other) == STV_PROTECTED,
-	};
+	l->d[l->n++] = (struct vague_def){ name, l->obj, l->base + value, size, binds_own };
 	return 0;
+}
+
+static int collect_vague(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct vague_list *l = ctx;
+
+	if (!symdigest__vague_candidate(name, sym, l->hidden, true))
+		return 0;
+	return push_def(l, name, sym->st_value, sym->st_size,
+			GELF_ST_VISIBILITY(sym->st_other) == STV_PROTECTED);
 }
 
 static int cmp_def(const void *a, const void *b)
@@ -215,22 +212,58 @@ static bool seen_inode(const struct libgraph *g, size_t upto, uint64_t inode)
 	return false;
 }
 
+static bool any_needs_libcxx(const struct libgraph *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (!g->objs[i]->gone && g->objs[i]->elf && needs_libcxx(g->objs[i]->elf))
+			return true;
+	return false;
+}
+
 /* Every loaded file's definitions, once per file. */
 static void collect_loaded(const struct libgraph *g, struct vague_list *l)
 {
+	/* Typeinfo is a candidate only under libc++, and digests leave it out: read the tables. */
+	bool tables = !l->hidden && any_needs_libcxx(g);
+
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
+		const struct symdigest *d;
+		const struct symd_vague *v;
+		size_t n;
 
 		/* Each file once: the same file in two namespaces is reported as such. */
 		if (o->gone || !o->elf || !o->in_link_map || seen_inode(g, i, o->inode))
 			continue;
 		l->obj = o->id;
 		l->base = o->base;
-		elfobj__foreach_defined(o->elf, l->hidden ? ELFOBJ_SYMTAB : ELFOBJ_DYNSYM,
-					collect_vague, l);
+		if (tables) {
+			elfobj__foreach_defined(o->elf, ELFOBJ_DYNSYM, collect_vague, l);
+			continue;
+		}
+		d = symdigest__of(o->elf);
+		v = !d ? NULL : l->hidden ? d->hidden : d->vague;
+		n = !d ? 0 : l->hidden ? d->n_hidden : d->n_vague;
+		for (size_t k = 0; k < n; k++)
+			if (push_def(l, v[k].name, v[k].value, v[k].size, v[k].binds_own))
+				return;
 	}
 	if (l->n)
 		qsort(l->d, l->n, sizeof(*l->d), cmp_def);
+}
+
+/* Whether @o's dynamic symbols name any of @names: only then can its relocations use one. */
+static bool names_any(const struct elf_object *o, const uint64_t *hashes, size_t n)
+{
+	const struct symdigest *d = symdigest__of(o);
+
+	if (!d)
+		return true; /* unknown: let the relocations tell */
+	for (size_t k = 0; k < n; k++)
+		if (symdigest__has(d->undefs, d->n_undefs, hashes[k], false) ||
+		    symdigest__has(d->defs, d->n_defs, hashes[k], false))
+			return true;
+	return false;
 }
 
 /* A name defined more than once whose copies' identity is their address. */
@@ -406,6 +439,7 @@ static void split_exported(const struct check_ctx *ctx, struct findings *out)
 	struct split_name *names = NULL;
 	struct use_scan s = { .ctx = ctx };
 	struct finding *f = NULL;
+	uint64_t *hashes = NULL;
 	size_t n_names = 0, splits = 0, lines = 0;
 	unsigned causes = 0;
 
@@ -425,9 +459,15 @@ static void split_exported(const struct check_ctx *ctx, struct findings *out)
 		goto out;
 	s.names = names;
 	s.n_names = n_names;
+	hashes = malloc(n_names * sizeof(*hashes));
+	if (!hashes)
+		goto out;
+	for (size_t k = 0; k < n_names; k++)
+		hashes[k] = symdigest__entry(names[k].name, NULL, false);
 	for (size_t i = 0; i < g->n; i++) {
 		s.o = g->objs[i];
 		if (!s.o->gone && s.o->elf && s.o->in_link_map &&
+		    names_any(s.o->elf, hashes, n_names) &&
 		    elfobj__foreach_dynreloc(s.o->elf, scan_use, &s) < 0)
 			goto out;
 	}
@@ -479,6 +519,7 @@ static void split_exported(const struct check_ctx *ctx, struct findings *out)
 		finding__explain(f, split_why, split_fix(causes));
 	}
 out:
+	free(hashes);
 	free(s.u);
 	free(names);
 	free(l.d);

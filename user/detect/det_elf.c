@@ -11,6 +11,7 @@
 #include "detector.h"
 #include "elfobj.h"
 #include "libgraph.h"
+#include "symdigest.h"
 
 static void flag_string(uint64_t flags, char *buf, size_t len)
 {
@@ -148,7 +149,7 @@ static void segments(const char *path, Elf *elf, int type, pid_t pid, struct fin
 	}
 }
 
-static void check_object(const char *path, struct elf_object *o, pid_t pid, struct findings *out)
+void elf_defects__object(const char *path, struct elf_object *o, pid_t pid, struct findings *out)
 {
 	Elf *elf = elfobj__elf(o);
 
@@ -168,13 +169,18 @@ void elf_defects__process(const struct check_ctx *ctx, struct findings *out)
 			continue;
 		for (size_t j = 0; j < i && !seen; j++)
 			seen = g->objs[j]->elf == o->elf;
-		if (!seen)
-			check_object(o->path, o->elf, g->pid, out);
+		if (!seen) {
+			const struct symdigest *d = symdigest__of(o->elf);
+
+			/* A file its digest found sound is not opened again. */
+			if (!d || d->elf_defects)
+				elf_defects__object(o->path, o->elf, g->pid, out);
+		}
 	}
 }
 
 void elf_defects__files(const struct lint_file *files, size_t n, struct findings *out)
 {
 	for (size_t i = 0; i < n; i++)
-		check_object(files[i].path, files[i].elf, 0, out);
+		elf_defects__object(files[i].path, files[i].elf, 0, out);
 }

@@ -156,6 +156,8 @@ void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
 			struct findings *out);
 void elf_defects__process(const struct check_ctx *ctx, struct findings *out);
 void elf_defects__files(const struct lint_file *files, size_t n, struct findings *out);
+/* elf-defects on one file (@path as findings name it); the symbol digest's verdict too. */
+void elf_defects__object(const char *path, struct elf_object *o, pid_t pid, struct findings *out);
 
 void rank_objects__job(const struct job_ctx *ctx, struct findings *out);
 void rank_environment__job(const struct job_ctx *ctx, struct findings *out);

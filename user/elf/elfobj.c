@@ -47,9 +47,9 @@ struct elf_object {
 	bool damage_done; /* damage is looked for on first ask (only lint reads it) */
 	/* Sections we come back to; NULL when absent. */
 	Elf_Scn *dynsym, *symtab, *versym, *verneed, *verdef;
-	/* What a higher layer keeps with the object (its runtime roles), freed with it. */
-	void *annotation;
-	void (*annotation_free)(void *);
+	/* What higher layers keep with the object (roles, symbol digest), freed with it. */
+	void *annotation[ELFOBJ_N_NOTES];
+	void (*annotation_free[ELFOBJ_N_NOTES])(void *);
 	/* The annotation's bytes as the persistent cache held them, or NULL. */
 	void *blob;
 	size_t blob_len;
@@ -870,6 +870,11 @@ void elfobj__cache_annotation(const struct elf_object *o, const void *data, size
 	objcache__set_blob(&o->key, data, len);
 }
 
+const struct objcache_key *elfobj__content_key(const struct elf_object *o)
+{
+	return &o->key;
+}
+
 struct elf_object *elfobj__ref(struct elf_object *o)
 {
 	if (o)
@@ -899,8 +904,9 @@ void elfobj__free(struct elf_object *o)
 	free(o->lazy_path);
 	release_root(o->root);
 	free(o->blob);
-	if (o->annotation_free)
-		o->annotation_free(o->annotation);
+	for (int i = 0; i < ELFOBJ_N_NOTES; i++)
+		if (o->annotation_free[i])
+			o->annotation_free[i](o->annotation[i]);
 	drop_elf(o);
 	free(o);
 }
@@ -955,20 +961,21 @@ bool elfobj__symbolic(const struct elf_object *o)
 	return o->symbolic;
 }
 
-void *elfobj__annotation(const struct elf_object *o)
+void *elfobj__annotation(const struct elf_object *o, enum elfobj_note which)
 {
-	return o->annotation;
+	return o->annotation[which];
 }
 
-void elfobj__annotate(const struct elf_object *o, void *data, void (*free_fn)(void *))
+void elfobj__annotate(const struct elf_object *o, enum elfobj_note which, void *data,
+		      void (*free_fn)(void *))
 {
 	/* A cache kept with the object, not a change to what it describes. */
 	struct elf_object *m = (struct elf_object *)o;
 
-	if (m->annotation_free)
-		m->annotation_free(m->annotation);
-	m->annotation = data;
-	m->annotation_free = free_fn;
+	if (m->annotation_free[which])
+		m->annotation_free[which](m->annotation[which]);
+	m->annotation[which] = data;
+	m->annotation_free[which] = free_fn;
 }
 
 uint64_t elfobj__size(const struct elf_object *o)

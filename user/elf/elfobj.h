@@ -54,11 +54,13 @@ const char *elfobj__interp(const struct elf_object *o);	  /* PT_INTERP, or NULL 
 size_t elfobj__n_verdefs(const struct elf_object *o);
 const char *elfobj__verdef(const struct elf_object *o, size_t i);
 /*
- * One annotation a higher layer keeps with the object (the runtime roles of roles.h, computed
- * once per file): NULL until set; @free_fn frees it with the object.
+ * What higher layers keep with the object, computed once per file: the runtime roles of
+ * roles.h, the symbol digest of symdigest.h. NULL until set; @free_fn frees it with the object.
  */
-void *elfobj__annotation(const struct elf_object *o);
-void elfobj__annotate(const struct elf_object *o, void *data, void (*free_fn)(void *));
+enum elfobj_note { ELFOBJ_NOTE_ROLES, ELFOBJ_NOTE_SYMBOLS, ELFOBJ_N_NOTES };
+void *elfobj__annotation(const struct elf_object *o, enum elfobj_note which);
+void elfobj__annotate(const struct elf_object *o, enum elfobj_note which, void *data,
+		      void (*free_fn)(void *));
 /*
  * The annotation as bytes, for the persistent cache (objcache.h): what was stored for this file
  * by an earlier run (NULL, 0 when nothing), and storing it for the next one (a no-op when the
@@ -66,6 +68,9 @@ void elfobj__annotate(const struct elf_object *o, void *data, void (*free_fn)(vo
  */
 const void *elfobj__cached_annotation(const struct elf_object *o, size_t *len);
 void elfobj__cache_annotation(const struct elf_object *o, const void *data, size_t len);
+/* What identifies the file's content (device, inode, size, mtime, ctime): a cache's key. */
+struct objcache_key;
+const struct objcache_key *elfobj__content_key(const struct elf_object *o);
 /*
  * Free the libelf handle and the bytes read for it (the next question opens the file again, if
  * it is still the same file): a caller that analysed many objects once keeps its memory small.

@@ -46,7 +46,7 @@ static struct {
 	size_t nslots;
 } oc;
 
-static uint64_t fnv1a(const void *p, size_t len)
+uint64_t objcache__checksum(const void *p, size_t len)
 {
 	const unsigned char *b = p;
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -58,7 +58,7 @@ static uint64_t fnv1a(const void *p, size_t len)
 
 static uint64_t key_hash(const struct objcache_key *k)
 {
-	return fnv1a(k, sizeof(*k));
+	return objcache__checksum(k, sizeof(*k));
 }
 
 static bool key_eq(const struct objcache_key *a, const struct objcache_key *b)
@@ -116,7 +116,7 @@ static int producer_phdr(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 1; /* the first entry is the executable */
 }
 
-static void producer(char out[48])
+void objcache__producer(char out[48])
 {
 	static char id[48];
 
@@ -206,7 +206,7 @@ int objcache__encode(struct objcache_rec *const *recs, size_t n, void **image, s
 	size_t kept = 0;
 
 	memcpy(h.magic, OC_MAGIC, sizeof(h.magic));
-	producer(h.producer);
+	objcache__producer(h.producer);
 	h.rec_size = sizeof(struct objcache_key);
 	put(&w, &h, sizeof(h));
 	for (size_t i = 0; i < n && kept < OC_MAX_RECS; i++) {
@@ -225,7 +225,7 @@ int objcache__encode(struct objcache_rec *const *recs, size_t n, void **image, s
 	}
 	h.n_recs = (uint32_t)kept;
 	h.payload_len = w.len - sizeof(h);
-	h.checksum = fnv1a(w.p + sizeof(h), w.len - sizeof(h));
+	h.checksum = objcache__checksum(w.p + sizeof(h), w.len - sizeof(h));
 	memcpy(w.p, &h, sizeof(h));
 	*image = w.p;
 	*len = w.len;
@@ -370,11 +370,11 @@ int objcache__decode(const void *image, size_t len, struct objcache_rec ***recs,
 	if (len < sizeof(h) || len > OC_MAX_FILE)
 		return -EINVAL;
 	memcpy(&h, image, sizeof(h));
-	producer(self);
+	objcache__producer(self);
 	if (memcmp(h.magic, OC_MAGIC, sizeof(h.magic)) || memcmp(h.producer, self, sizeof(self)) ||
 	    h.format != OC_FORMAT || h.order != OC_ORDER ||
 	    h.rec_size != sizeof(struct objcache_key) || h.payload_len != len - sizeof(h) ||
-	    h.n_recs > OC_MAX_RECS || fnv1a(r.p, h.payload_len) != h.checksum)
+	    h.n_recs > OC_MAX_RECS || objcache__checksum(r.p, h.payload_len) != h.checksum)
 		return -EINVAL;
 	r.left = h.payload_len;
 	if (h.n_recs && !(v = calloc(h.n_recs, sizeof(*v))))

@@ -59,6 +59,11 @@ void objcache__set_blob(const struct objcache_key *key, const void *blob, size_t
 /* Write the cache now when it changed (also done at exit). 0 or -errno. */
 int objcache__save(void);
 
+/* This build of dlscope (its build-id): a cache file another build wrote is foreign to it. */
+void objcache__producer(char out[48]);
+/* The checksum dlscope's cache files carry over their payload (FNV-1a, 64 bits). */
+uint64_t objcache__checksum(const void *p, size_t len);
+
 /* Pure parts, for the tests: the file image of @n records, and the records of an image. */
 int objcache__encode(struct objcache_rec *const *recs, size_t n, void **image, size_t *len);
 /* 0 and the records (free each with objcache_rec__free), or -EINVAL for any flaw at all. */

@@ -489,7 +489,7 @@ static bool load(const struct elf_object *o, struct role_cache *c)
 
 static struct role_cache *cache_of(const struct elf_object *o)
 {
-	struct role_cache *c = elfobj__annotation(o);
+	struct role_cache *c = elfobj__annotation(o, ELFOBJ_NOTE_ROLES);
 
 	if (c)
 		return c;
@@ -502,7 +502,7 @@ static struct role_cache *cache_of(const struct elf_object *o)
 		roles__classify(o, &c->roles);
 		store(o, c);
 	}
-	elfobj__annotate(o, c, free);
+	elfobj__annotate(o, ELFOBJ_NOTE_ROLES, c, free);
 	return c;
 }
 

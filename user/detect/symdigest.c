@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cachefile.h"
+#include "debuginfo_cache.h"
+#include "detector.h"
+#include "elfobj.h"
+#include "objcache.h"
+#include "symdigest.h"
+
+/*
+ * File image: a header naming the file content it describes, then the payload. Integers in the
+ * writer's byte order; another machine's or build's file is foreign (order mark, producer).
+ */
+#define SD_MAGIC "DLSSYMD\n"
+#define SD_FORMAT 1u
+#define SD_ORDER 0x01020304u
+#define SD_MAX_FILE (64u << 20)
+#define SD_MAX_NAME 4096u
+
+struct sd_header {
+	char magic[8];
+	char producer[48];
+	uint32_t format, order;
+	struct objcache_key key;
+	uint64_t payload_len, checksum;
+};
+
+static uint64_t fnv1a_str(const char *s)
+{
+	return objcache__checksum(s, strlen(s));
+}
+
+uint64_t symdigest__entry(const char *name, const char *version, bool weak)
+{
+	uint64_t v = 0;
+
+	if (version) {
+		v = fnv1a_str(version) & 0x7fff;
+		v = v ? v : 1;
+	}
+	return (fnv1a_str(name) & 0xffffffffffffull) << 16 | v << 1 | (weak ? 1 : 0);
+}
+
+bool symdigest__vague_candidate(const char *name, const GElf_Sym *sym, bool hidden, bool typeinfo)
+{
+	unsigned bind = GELF_ST_BIND(sym->st_info);
+
+	if (GELF_ST_TYPE(sym->st_info) != STT_OBJECT || !sym->st_size || strncmp(name, "_Z", 2))
+		return false;
+	/* Hidden definitions become local at link time; anonymous namespaces are meant local. */
+	if (hidden ? (bind != STB_LOCAL || strstr(name, "_GLOBAL__N_")) :
+		     (bind != STB_WEAK && bind != STB_GNU_UNIQUE))
+		return false;
+	/* Vtables, VTTs, construction vtables: contents matter; guards follow their static. */
+	if (!strncmp(name, "_ZTV", 4) || !strncmp(name, "_ZTT", 4) || !strncmp(name, "_ZTC", 4) ||
+	    !strncmp(name, "_ZGV", 4))
+		return false;
+	return typeinfo || (strncmp(name, "_ZTI", 4) && strncmp(name, "_ZTS", 4));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+bool symdigest__has(const uint64_t *v, size_t n, uint64_t e, bool version)
+{
+	size_t lo = 0, hi = n;
+	uint64_t name = SYMD_NAME(e);
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (SYMD_NAME(v[mid]) < name)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && SYMD_NAME(v[lo]) == name; lo++)
+		if (!version || SYMD_VERSION(v[lo]) == SYMD_VERSION(e))
+			return true;
+	return false;
+}
+
+void symdigest__free(struct symdigest *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n_vague; i++)
+		free(d->vague[i].name);
+	for (size_t i = 0; i < d->n_hidden; i++)
+		free(d->hidden[i].name);
+	for (size_t i = 0; i < d->n_verneed; i++) {
+		free(d->verneed[i].file);
+		free(d->verneed[i].version);
+	}
+	free(d->vague);
+	free(d->hidden);
+	free(d->verneed);
+	free(d->defs);
+	free(d->undefs);
+	free(d);
+}
+
+/* ---- computing a digest from the object's tables ---- */
+
+struct build {
+	struct symdigest *d;
+	size_t cap_defs, cap_undefs, cap_vague, cap_hidden, cap_verneed;
+	bool hidden, oom;
+};
+
+static bool grow(void **v, size_t n, size_t *cap, size_t size)
+{
+	void *nv;
+	size_t ncap;
+
+	if (n < *cap)
+		return true;
+	ncap = *cap ? *cap * 2 : 64;
+	nv = realloc(*v, ncap * size);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
+static int add_def(const char *name, const char *version, const GElf_Sym *sym, void *ctx)
+{
+	struct build *b = ctx;
+
+	if (!grow((void **)&b->d->defs, b->d->n_defs, &b->cap_defs, sizeof(uint64_t)))
+		return b->oom = true, -1;
+	b->d->defs[b->d->n_defs++] = symdigest__entry(name, version, false);
+	return 0;
+}
+
+static int add_undef(const char *name, const char *version, bool weak, void *ctx)
+{
+	struct build *b = ctx;
+
+	if (!grow((void **)&b->d->undefs, b->d->n_undefs, &b->cap_undefs, sizeof(uint64_t)))
+		return b->oom = true, -1;
+	b->d->undefs[b->d->n_undefs++] = symdigest__entry(name, version, weak);
+	return 0;
+}
+
+static int add_vague(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct build *b = ctx;
+	struct symd_vague **v = b->hidden ? &b->d->hidden : &b->d->vague;
+	size_t *n = b->hidden ? &b->d->n_hidden : &b->d->n_vague;
+	size_t *cap = b->hidden ? &b->cap_hidden : &b->cap_vague;
+
+	if (!symdigest__vague_candidate(name, sym, b->hidden, false) || strlen(name) > SD_MAX_NAME)
+		return 0;
+	if (!grow((void **)v, *n, cap, sizeof(**v)) || !((*v)[*n].name = strdup(name)))
+		return b->oom = true, -1;
+	(*v)[*n].value = sym->st_value;
+	(*v)[*n].size = sym->st_size;
+	(*v)[(*n)++].binds_own = GELF_ST_VISIBILITY(sym->st_other) == STV_PROTECTED;
+	return 0;
+}
+
+static int add_verneed(const char *file, const char *version, void *ctx)
+{
+	struct build *b = ctx;
+	struct symd_verneed *v;
+
+	if (strlen(file) > SD_MAX_NAME || strlen(version) > SD_MAX_NAME)
+		return 0;
+	if (!grow((void **)&b->d->verneed, b->d->n_verneed, &b->cap_verneed,
+		  sizeof(*b->d->verneed)))
+		return b->oom = true, -1;
+	v = &b->d->verneed[b->d->n_verneed];
+	v->file = strdup(file);
+	v->version = strdup(version);
+	b->d->n_verneed++;
+	return v->file && v->version ? 0 : (b->oom = true, -1);
+}
+
+static struct symdigest *compute(const struct elf_object *o)
+{
+	struct build b = { .d = calloc(1, sizeof(*b.d)) };
+	struct findings scratch = { 0 };
+
+	if (!b.d)
+		return NULL;
+	elfobj__foreach_defined_versioned(o, add_def, &b);
+	if (!b.oom)
+		elfobj__foreach_undefined(o, add_undef, &b);
+	if (!b.oom)
+		elfobj__foreach_defined(o, ELFOBJ_DYNSYM, add_vague, &b);
+	b.hidden = true;
+	if (!b.oom)
+		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, add_vague, &b);
+	if (!b.oom)
+		elfobj__foreach_verneed(o, add_verneed, &b);
+	if (b.oom) {
+		symdigest__free(b.d);
+		return NULL;
+	}
+	if (b.d->n_defs)
+		qsort(b.d->defs, b.d->n_defs, sizeof(uint64_t), cmp_u64);
+	if (b.d->n_undefs)
+		qsort(b.d->undefs, b.d->n_undefs, sizeof(uint64_t), cmp_u64);
+	/* elf-defects' verdict on the file, so that a sound one is not opened again. */
+	elf_defects__object("", (struct elf_object *)o, 0, &scratch);
+	b.d->elf_defects = scratch.n > 0;
+	findings__free(&scratch);
+	return b.d;
+}
+
+/* ---- the file image ---- */
+
+struct wbuf {
+	unsigned char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void put(struct wbuf *w, const void *data, size_t len)
+{
+	if (w->oom || !len)
+		return;
+	if (w->len + len > w->cap) {
+		size_t ncap = w->cap ? w->cap : 4096;
+		unsigned char *np;
+
+		while (ncap < w->len + len)
+			ncap *= 2;
+		np = realloc(w->p, ncap);
+		if (!np) {
+			w->oom = true;
+			return;
+		}
+		w->p = np;
+		w->cap = ncap;
+	}
+	memcpy(w->p + w->len, data, len);
+	w->len += len;
+}
+
+static void put_str(struct wbuf *w, const char *s)
+{
+	uint32_t len = (uint32_t)strlen(s);
+
+	put(w, &len, sizeof(len));
+	put(w, s, len);
+}
+
+static void put_vague(struct wbuf *w, const struct symd_vague *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t own = v[i].binds_own;
+
+		put(w, &v[i].value, sizeof(v[i].value));
+		put(w, &v[i].size, sizeof(v[i].size));
+		put(w, &own, sizeof(own));
+		put_str(w, v[i].name);
+	}
+}
+
+int symdigest__encode(const struct symdigest *d, const struct objcache_key *key, void **image,
+		      size_t *len)
+{
+	struct wbuf w = { 0 };
+	struct sd_header h = { .format = SD_FORMAT, .order = SD_ORDER, .key = *key };
+	uint32_t counts[5] = { (uint32_t)d->n_defs, (uint32_t)d->n_undefs, (uint32_t)d->n_vague,
+			       (uint32_t)d->n_hidden, (uint32_t)d->n_verneed };
+	uint8_t defects = d->elf_defects;
+
+	memcpy(h.magic, SD_MAGIC, sizeof(h.magic));
+	objcache__producer(h.producer);
+	put(&w, &h, sizeof(h));
+	put(&w, counts, sizeof(counts));
+	put(&w, &defects, sizeof(defects));
+	put(&w, d->defs, d->n_defs * sizeof(uint64_t));
+	put(&w, d->undefs, d->n_undefs * sizeof(uint64_t));
+	put_vague(&w, d->vague, d->n_vague);
+	put_vague(&w, d->hidden, d->n_hidden);
+	for (size_t i = 0; i < d->n_verneed; i++) {
+		put_str(&w, d->verneed[i].file);
+		put_str(&w, d->verneed[i].version);
+	}
+	if (w.oom || w.len > SD_MAX_FILE) {
+		free(w.p);
+		return w.oom ? -ENOMEM : -EFBIG;
+	}
+	h.payload_len = w.len - sizeof(h);
+	h.checksum = objcache__checksum(w.p + sizeof(h), h.payload_len);
+	memcpy(w.p, &h, sizeof(h));
+	*image = w.p;
+	*len = w.len;
+	return 0;
+}
+
+struct rbuf {
+	const unsigned char *p;
+	size_t left;
+	bool bad;
+};
+
+static void get(struct rbuf *r, void *out, size_t len)
+{
+	if (!len)
+		return;
+	if (r->bad || r->left < len) {
+		r->bad = true;
+		memset(out, 0, len);
+		return;
+	}
+	memcpy(out, r->p, len);
+	r->p += len;
+	r->left -= len;
+}
+
+static char *get_str(struct rbuf *r)
+{
+	uint32_t len;
+	char *s;
+
+	get(r, &len, sizeof(len));
+	if (r->bad || len > SD_MAX_NAME || len > r->left || memchr(r->p, '\0', len)) {
+		r->bad = true;
+		return NULL;
+	}
+	s = strndup((const char *)r->p, len);
+	if (!s)
+		r->bad = true;
+	r->p += len;
+	r->left -= len;
+	return s;
+}
+
+/* @n entries of @size bytes each, bounded by what is left (a count cannot ask for more). */
+static void *get_array(struct rbuf *r, size_t n, size_t size, size_t min_each)
+{
+	void *v;
+
+	if (r->bad || !n)
+		return NULL;
+	if (n > r->left / min_each || !(v = calloc(n, size))) {
+		r->bad = true;
+		return NULL;
+	}
+	return v;
+}
+
+static bool sorted(const uint64_t *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (v[i - 1] > v[i])
+			return false;
+	return true;
+}
+
+static struct symd_vague *get_vague(struct rbuf *r, size_t n)
+{
+	struct symd_vague *v = get_array(r, n, sizeof(*v), 21);
+
+	for (size_t i = 0; v && i < n && !r->bad; i++) {
+		uint8_t own;
+
+		get(r, &v[i].value, sizeof(v[i].value));
+		get(r, &v[i].size, sizeof(v[i].size));
+		get(r, &own, sizeof(own));
+		v[i].binds_own = own == 1;
+		r->bad |= own > 1;
+		v[i].name = get_str(r);
+	}
+	return v;
+}
+
+int symdigest__decode(const void *image, size_t len, const struct objcache_key *key,
+		      struct symdigest **out)
+{
+	struct sd_header h;
+	struct rbuf r = { (const unsigned char *)image + sizeof(h), 0, false };
+	struct symdigest *d;
+	char self[48];
+	uint32_t counts[5];
+	uint8_t defects;
+
+	*out = NULL;
+	if (len < sizeof(h) || len > SD_MAX_FILE)
+		return -EINVAL;
+	memcpy(&h, image, sizeof(h));
+	objcache__producer(self);
+	if (memcmp(h.magic, SD_MAGIC, sizeof(h.magic)) || memcmp(h.producer, self, sizeof(self)) ||
+	    h.format != SD_FORMAT || h.order != SD_ORDER || memcmp(&h.key, key, sizeof(*key)) ||
+	    h.payload_len != len - sizeof(h) ||
+	    objcache__checksum(r.p, h.payload_len) != h.checksum)
+		return -EINVAL;
+	r.left = h.payload_len;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	get(&r, counts, sizeof(counts));
+	get(&r, &defects, sizeof(defects));
+	d->elf_defects = defects == 1;
+	r.bad |= defects > 1;
+	d->defs = get_array(&r, counts[0], sizeof(uint64_t), sizeof(uint64_t));
+	get(&r, d->defs, (size_t)counts[0] * sizeof(uint64_t) * !!d->defs);
+	d->n_defs = d->defs ? counts[0] : 0;
+	d->undefs = get_array(&r, counts[1], sizeof(uint64_t), sizeof(uint64_t));
+	get(&r, d->undefs, (size_t)counts[1] * sizeof(uint64_t) * !!d->undefs);
+	d->n_undefs = d->undefs ? counts[1] : 0;
+	d->vague = get_vague(&r, counts[2]);
+	d->n_vague = d->vague ? counts[2] : 0;
+	d->hidden = get_vague(&r, counts[3]);
+	d->n_hidden = d->hidden ? counts[3] : 0;
+	d->verneed = get_array(&r, counts[4], sizeof(*d->verneed), 8);
+	d->n_verneed = d->verneed ? counts[4] : 0;
+	for (size_t i = 0; i < d->n_verneed && !r.bad; i++) {
+		d->verneed[i].file = get_str(&r);
+		d->verneed[i].version = get_str(&r);
+	}
+	/* Short, long, unsorted or inconsistent: nothing of it is trusted. */
+	if (r.bad || r.left || !sorted(d->defs, d->n_defs) || !sorted(d->undefs, d->n_undefs)) {
+		symdigest__free(d);
+		return -EINVAL;
+	}
+	*out = d;
+	return 0;
+}
+
+/* ---- the object's digest ---- */
+
+/* $cache/symbols/HASH, HASH naming the content key (the header holds the key itself). */
+static int cache_path(const struct objcache_key *key, char *buf, size_t len)
+{
+	char sub[64];
+
+	snprintf(sub, sizeof(sub), "symbols/%016" PRIx64, objcache__checksum(key, sizeof(*key)));
+	return debuginfo_cache__dir(sub, buf, len);
+}
+
+static struct symdigest *from_cache(const struct objcache_key *key, const char *path)
+{
+	struct symdigest *d = NULL;
+	char *buf;
+	size_t len;
+
+	if (cachefile__read(path, SD_MAX_FILE, &buf, &len))
+		return NULL;
+	symdigest__decode(buf, len, key, &d);
+	free(buf);
+	return d;
+}
+
+static void to_cache(const struct symdigest *d, const struct objcache_key *key, const char *path)
+{
+	void *image;
+	size_t len;
+
+	if (symdigest__encode(d, key, &image, &len))
+		return;
+	cachefile__write(path, image, len);
+	free(image);
+}
+
+static void free_digest(void *d)
+{
+	symdigest__free(d);
+}
+
+const struct symdigest *symdigest__of(const struct elf_object *o)
+{
+	struct symdigest *d = elfobj__annotation(o, ELFOBJ_NOTE_SYMBOLS);
+	const struct objcache_key *key = elfobj__content_key(o);
+	char path[PATH_MAX];
+	bool cached = objcache__enabled() && !cache_path(key, path, sizeof(path));
+
+	if (d)
+		return d;
+	if (cached)
+		d = from_cache(key, path);
+	/* Computed only from a file that opens as the one analysed: nothing to say otherwise. */
+	if (!d && elfobj__elf(o)) {
+		d = compute(o);
+		if (d && cached)
+			to_cache(d, key, path);
+	}
+	if (d)
+		elfobj__annotate(o, ELFOBJ_NOTE_SYMBOLS, d, free_digest);
+	return d;
+}

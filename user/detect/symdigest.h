@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What check's symbol detectors (abi-mismatch, dup-library) need from one object's symbol
+ * tables, in compact form, computed once per file content and kept in the persistent cache
+ * ($cache/symbols/, one file per content key), so that a second `check` of a process opens no
+ * object's symbol tables: on a torch process those tables hold 240,000 definitions, and reading
+ * and sorting them by name was two thirds of `check`.
+ *
+ * Names are kept as 48-bit hashes with a 15-bit hash of their version: a detector that finds a
+ * symbol missing by hash goes back to the names (elfobj) to confirm it and to word its evidence,
+ * so a collision can only hide a finding, never make one up. The vague-linkage candidates of
+ * dup-library are few and kept by name.
+ */
+#ifndef DLSCOPE_SYMDIGEST_H
+#define DLSCOPE_SYMDIGEST_H
+
+#include <gelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct elf_object;
+
+/* A symbol as a digest keeps it: name hash << 16 | version hash << 1 | weak. */
+#define SYMD_NAME(e) ((e) >> 16)
+#define SYMD_VERSION(e) (((e) >> 1) & 0x7fff) /* 0: unversioned */
+#define SYMD_WEAK(e) ((e)&1)
+
+/* A definition of a vague-linkage static (template static member, inline variable ...). */
+struct symd_vague {
+	char *name;
+	uint64_t value, size;
+	bool binds_own; /* protected visibility: its object binds to it without a lookup */
+};
+
+/* A version node the object needs from a file (.gnu.version_r). */
+struct symd_verneed {
+	char *file, *version;
+};
+
+struct symdigest {
+	uint64_t *defs, *undefs; /* .dynsym's defined and undefined symbols, sorted */
+	size_t n_defs, n_undefs;
+	/* Candidates of dup-library: exported (.dynsym, weak or unique) and hidden (.symtab). */
+	struct symd_vague *vague, *hidden;
+	size_t n_vague, n_hidden;
+	struct symd_verneed *verneed;
+	size_t n_verneed;
+	bool elf_defects; /* elf-defects has something to say about the file */
+};
+
+/* A symbol's entry as the digest keeps it (SYMD_NAME and SYMD_VERSION of it compare). */
+uint64_t symdigest__entry(const char *name, const char *version, bool weak);
+/*
+ * Whether dup-library keeps this symbol as a candidate: an object with a size and a C++ name,
+ * weak or unique when exported, local (not in an anonymous namespace) when @hidden; vtables,
+ * VTTs and guard variables never are (their identity is not their address), typeinfo is only
+ * with @typeinfo (libc++ compares it by address).
+ */
+bool symdigest__vague_candidate(const char *name, const GElf_Sym *sym, bool hidden, bool typeinfo);
+/*
+ * The digest of @o: from the object's memory, the persistent cache (when on) or its symbol
+ * tables. NULL when its tables cannot be read (the file is gone or changed): nothing to judge.
+ * Kept with the object and freed with it.
+ */
+const struct symdigest *symdigest__of(const struct elf_object *o);
+/* Whether the sorted @v holds an entry with the name (and, when @version, the version) of @e. */
+bool symdigest__has(const uint64_t *v, size_t n, uint64_t e, bool version);
+
+/*
+ * Pure parts, for the tests: a digest of the file content @key as bytes, and back (-EINVAL for
+ * any flaw, another build's or another file's image).
+ */
+struct objcache_key;
+int symdigest__encode(const struct symdigest *d, const struct objcache_key *key, void **image,
+		      size_t *len);
+int symdigest__decode(const void *image, size_t len, const struct objcache_key *key,
+		      struct symdigest **d);
+void symdigest__free(struct symdigest *d);
+
+#endif
