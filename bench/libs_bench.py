@@ -18,20 +18,21 @@ home = tempfile.mkdtemp(prefix="dlscope-bench-")
 env = dict(os.environ, XDG_CACHE_HOME=home)
 
 
-def peak_rss(argv):
+def peak_rss(argv, run_env=None):
     """Peak RSS in KiB by /usr/bin/time: a child's own rusage would count the pages of this
     Python process it was forked from."""
     out = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, env=env)
+                         stderr=subprocess.PIPE, text=True, env=run_env or env)
     return int(out.stderr.strip().splitlines()[-1])
 
 
-def run_once(argv, before=None):
+def run_once(argv, before=None, run_env=None):
     """Wall time of one run."""
     if before:
         before()
     t0 = time.perf_counter()
-    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env=run_env or env)
     dt = time.perf_counter() - t0
     assert p.returncode in (0, 1), (argv, p.returncode)
     return dt, 0
@@ -39,6 +40,16 @@ def run_once(argv, before=None):
 
 def drop_cache():
     shutil.rmtree(os.path.join(home, "dlscope"), ignore_errors=True)
+
+
+# check keeps its symbol digests in the same folder: its rows have a cache of their own, so that
+# the cold libs rows do not make every check cold too.
+check_home = tempfile.mkdtemp(prefix="dlscope-bench-check-")
+check_env = dict(os.environ, XDG_CACHE_HOME=check_home)
+
+
+def drop_check_cache():
+    shutil.rmtree(os.path.join(check_home, "dlscope"), ignore_errors=True)
 
 
 def timed(argv, runs, before=None):
@@ -64,17 +75,20 @@ try:
         "nocache": [dlscope, "--no-cache", "libs", pid],
         "nopkg": [dlscope, "libs", "--no-packages", pid],
         "json": [dlscope, "libs", "--json", pid],
+        "check_cold": [dlscope, "check", pid],
         "check": [dlscope, "check", pid],
     }
+    before = {"cold": drop_cache, "check_cold": drop_check_cache}
     samples = {k: [] for k in argvs}
     for _ in range(15):
         for k, argv in argvs.items():
-            samples[k].append(run_once(argv, drop_cache if k == "cold" else None))
+            samples[k].append(run_once(argv, before.get(k),
+                                       check_env if k.startswith("check") else None))
     for k, v in samples.items():
-        if k == "cold":
-            drop_cache()
+        if k in before:
+            before[k]()
         rows[k] = (statistics.median(r[0] for r in v), min(r[0] for r in v),
-                   peak_rss(argvs[k]))
+                   peak_rss(argvs[k], check_env if k.startswith("check") else None))
     gdb = timed(["gdb", "-nx", "-batch", "-p", pid, "-ex", "info sharedlibrary"], 3)
 
     def line(label, r, goal=""):
@@ -88,6 +102,7 @@ try:
     line("dlscope libs --no-cache", rows["nocache"])
     line("dlscope libs --no-packages, warm", rows["nopkg"])
     line("dlscope libs --json, warm", rows["json"])
+    line("dlscope check, cold cache", rows["check_cold"])
     line("dlscope check, warm", rows["check"])
     line("gdb info sharedlibrary", gdb)
     print(f"gdb / libs cold: {gdb[0] / rows['cold'][0]:.0f}x, warm: {gdb[0] / rows['warm'][0]:.0f}x"
@@ -98,3 +113,4 @@ finally:
     proc.kill()
     proc.wait()
     shutil.rmtree(home, ignore_errors=True)
+    shutil.rmtree(check_home, ignore_errors=True)

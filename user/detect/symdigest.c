@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cachefile.h"
 #include "debuginfo_cache.h"
@@ -434,39 +435,208 @@ int symdigest__decode(const void *image, size_t len, const struct objcache_key *
 	return 0;
 }
 
-/* ---- the object's digest ---- */
+/* ---- the store: every digest in one file, $cache/symbols-v1.cache ---- */
 
-/* $cache/symbols/HASH, HASH naming the content key (the header holds the key itself). */
-static int cache_path(const struct objcache_key *key, char *buf, size_t len)
+/*
+ * One file, not one per object: creating a file costs a third of a millisecond on this kind of
+ * VM, and a cold check of 500 objects spent more on that than on reading their tables. The file
+ * is a header and records, each a digest image as above (which checks itself: magic, producer,
+ * key, checksum), read once per run when check first asks, and written once at exit when this
+ * run computed a digest: the records this run used first, then the others up to SD_MAX_STORE.
+ */
+#define SD_STORE_MAGIC "DLSSYMS\n"
+#define SD_MAX_STORE (32u << 20)
+
+struct store_header {
+	char magic[8];
+	char producer[48];
+	uint32_t order, n_recs;
+};
+
+struct store_rec {
+	struct objcache_key key;
+	const unsigned char *image; /* in the file as read, or in @own */
+	size_t len;
+	unsigned char *own; /* an image this run encoded */
+	bool used;
+};
+
+static struct {
+	bool loaded, dirty;
+	pid_t owner;
+	char path[PATH_MAX];
+	char *file;
+	struct store_rec *recs;
+	size_t n, cap;
+	size_t *slots; /* open addressing over recs, index + 1 */
+	size_t nslots;
+} store;
+
+static size_t key_slot(const struct objcache_key *key)
 {
-	char sub[64];
+	size_t i = (size_t)objcache__checksum(key, sizeof(*key)) & (store.nslots - 1);
 
-	snprintf(sub, sizeof(sub), "symbols/%016" PRIx64, objcache__checksum(key, sizeof(*key)));
-	return debuginfo_cache__dir(sub, buf, len);
+	while (store.slots[i] && memcmp(&store.recs[store.slots[i] - 1].key, key, sizeof(*key)))
+		i = (i + 1) & (store.nslots - 1);
+	return i;
 }
 
-static struct symdigest *from_cache(const struct objcache_key *key, const char *path)
+static struct store_rec *store_find(const struct objcache_key *key)
 {
-	struct symdigest *d = NULL;
-	char *buf;
-	size_t len;
+	size_t i;
 
-	if (cachefile__read(path, SD_MAX_FILE, &buf, &len))
+	if (!store.nslots)
 		return NULL;
-	symdigest__decode(buf, len, key, &d);
-	free(buf);
+	i = key_slot(key);
+	return store.slots[i] ? &store.recs[store.slots[i] - 1] : NULL;
+}
+
+/* Add a record (replacing one of the same key); false when out of memory. */
+static bool store_add(const struct store_rec *r)
+{
+	struct store_rec *old = store_find(&r->key);
+
+	if (old) {
+		free(old->own);
+		*old = *r;
+		return true;
+	}
+	if (store.n == store.cap) {
+		size_t ncap = store.cap ? store.cap * 2 : 512;
+		struct store_rec *nr = realloc(store.recs, ncap * sizeof(*nr));
+
+		if (!nr)
+			return false;
+		store.recs = nr;
+		store.cap = ncap;
+	}
+	if (2 * (store.n + 1) > store.nslots) {
+		size_t nn = store.nslots ? store.nslots * 2 : 1024;
+		size_t *ns = calloc(nn, sizeof(*ns));
+
+		if (!ns)
+			return false;
+		free(store.slots);
+		store.slots = ns;
+		store.nslots = nn;
+		for (size_t k = 0; k < store.n; k++)
+			store.slots[key_slot(&store.recs[k].key)] = k + 1;
+	}
+	store.recs[store.n] = *r;
+	store.slots[key_slot(&r->key)] = ++store.n;
+	return true;
+}
+
+static void store_save(void)
+{
+	struct store_header h = { .order = SD_ORDER };
+	FILE *f;
+	char *out = NULL;
+	size_t len = 0, total = sizeof(h);
+
+	if (!store.dirty || store.owner != getpid())
+		return;
+	store.dirty = false;
+	f = open_memstream(&out, &len);
+	if (!f)
+		return;
+	memcpy(h.magic, SD_STORE_MAGIC, sizeof(h.magic));
+	objcache__producer(h.producer);
+	fwrite(&h, sizeof(h), 1, f);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < store.n; i++) {
+			const struct store_rec *r = &store.recs[i];
+			uint64_t rl = r->len;
+
+			if (r->used != !pass || total + sizeof(rl) + r->len > SD_MAX_STORE)
+				continue;
+			fwrite(&rl, sizeof(rl), 1, f);
+			fwrite(r->image, r->len, 1, f);
+			total += sizeof(rl) + r->len;
+			h.n_recs++;
+		}
+	if (!fclose(f)) {
+		memcpy(out, &h, sizeof(h));
+		cachefile__write(store.path, out, len);
+	}
+	free(out);
+}
+
+static void store_close(void)
+{
+	store_save();
+	for (size_t i = 0; i < store.n; i++)
+		free(store.recs[i].own);
+	free(store.recs);
+	free(store.slots);
+	free(store.file);
+	memset(&store, 0, sizeof(store));
+	store.loaded = true; /* a digest asked for after exit is computed, not stored */
+}
+
+/* Read the store on first use; records are checked one by one when decoded. */
+static void store_load(void)
+{
+	struct store_header h;
+	char self[48];
+	size_t len, at = sizeof(h);
+
+	store.loaded = true;
+	if (!objcache__enabled() ||
+	    debuginfo_cache__dir("symbols-v1.cache", store.path, sizeof(store.path)))
+		return;
+	store.owner = getpid();
+	atexit(store_close);
+	if (cachefile__read(store.path, SD_MAX_STORE, &store.file, &len) || len < sizeof(h))
+		return;
+	memcpy(&h, store.file, sizeof(h));
+	objcache__producer(self);
+	if (memcmp(h.magic, SD_STORE_MAGIC, sizeof(h.magic)) ||
+	    memcmp(h.producer, self, sizeof(self)) || h.order != SD_ORDER)
+		return;
+	for (uint32_t i = 0; i < h.n_recs; i++) {
+		struct store_rec r = { 0 };
+		struct sd_header rh;
+		uint64_t rl;
+
+		if (len - at < sizeof(rl))
+			break;
+		memcpy(&rl, store.file + at, sizeof(rl));
+		at += sizeof(rl);
+		if (rl < sizeof(rh) || rl > len - at)
+			break;
+		memcpy(&rh, store.file + at, sizeof(rh));
+		r.key = rh.key;
+		r.image = (const unsigned char *)store.file + at;
+		r.len = rl;
+		at += rl;
+		if (!store_add(&r))
+			break;
+	}
+}
+
+static struct symdigest *from_store(const struct objcache_key *key)
+{
+	struct store_rec *r = store_find(key);
+	struct symdigest *d = NULL;
+
+	if (r && !symdigest__decode(r->image, r->len, key, &d))
+		r->used = true;
 	return d;
 }
 
-static void to_cache(const struct symdigest *d, const struct objcache_key *key, const char *path)
+static void to_store(const struct symdigest *d, const struct objcache_key *key)
 {
+	struct store_rec r = { .key = *key, .used = true };
 	void *image;
-	size_t len;
 
-	if (symdigest__encode(d, key, &image, &len))
+	if (!store.owner || symdigest__encode(d, key, &image, &r.len))
 		return;
-	cachefile__write(path, image, len);
-	free(image);
+	r.image = r.own = image;
+	if (store_add(&r))
+		store.dirty = true;
+	else
+		free(image);
 }
 
 static void free_digest(void *d)
@@ -478,18 +648,17 @@ const struct symdigest *symdigest__of(const struct elf_object *o)
 {
 	struct symdigest *d = elfobj__annotation(o, ELFOBJ_NOTE_SYMBOLS);
 	const struct objcache_key *key = elfobj__content_key(o);
-	char path[PATH_MAX];
-	bool cached = objcache__enabled() && !cache_path(key, path, sizeof(path));
 
 	if (d)
 		return d;
-	if (cached)
-		d = from_cache(key, path);
+	if (!store.loaded)
+		store_load();
+	d = from_store(key);
 	/* Computed only from a file that opens as the one analysed: nothing to say otherwise. */
 	if (!d && elfobj__elf(o)) {
 		d = compute(o);
-		if (d && cached)
-			to_cache(d, key, path);
+		if (d)
+			to_store(d, key);
 	}
 	if (d)
 		elfobj__annotate(o, ELFOBJ_NOTE_SYMBOLS, d, free_digest);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What check's symbol detectors (abi-mismatch, dup-library) need from one object's symbol
- * tables, in compact form, computed once per file content and kept in the persistent cache
- * ($cache/symbols/, one file per content key), so that a second `check` of a process opens no
- * object's symbol tables: on a torch process those tables hold 240,000 definitions, and reading
- * and sorting them by name was two thirds of `check`.
+ * What check's detectors (abi-mismatch, dup-library, elf-defects) need from one object's symbol
+ * tables and headers, in compact form, computed once per file content and kept in the persistent
+ * cache ($cache/symbols-v1.cache, a record per content key), so that a second `check` of a
+ * process opens no object's symbol tables: on a torch process those tables hold 240,000
+ * definitions, and reading and sorting them by name was two thirds of `check`.
  *
  * Names are kept as 48-bit hashes with a 15-bit hash of their version: a detector that finds a
  * symbol missing by hash goes back to the names (elfobj) to confirm it and to word its evidence,

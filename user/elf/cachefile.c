@@ -18,6 +18,12 @@ static bool ours(const struct stat *st)
 	return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
+/*
+ * The last folder found ours: check reads and writes a file per object in one folder, and
+ * asking again for each (a stat, and a mkdir per component to write) was most of a cold run.
+ */
+static char trusted_dir[PATH_MAX];
+
 static bool dir_ours(const char *path)
 {
 	char dir[PATH_MAX];
@@ -29,7 +35,12 @@ static bool dir_ours(const char *path)
 	if (!slash)
 		return false;
 	*slash = '\0';
-	return !stat(dir, &st) && S_ISDIR(st.st_mode) && ours(&st);
+	if (!strcmp(dir, trusted_dir))
+		return true;
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || !ours(&st))
+		return false;
+	snprintf(trusted_dir, sizeof(trusted_dir), "%s", dir);
+	return true;
 }
 
 int cachefile__read(const char *path, size_t max, char **data, size_t *len)
@@ -86,7 +97,7 @@ int cachefile__write(const char *path, const void *data, size_t len)
 	ssize_t wr;
 	int fd, err = 0;
 
-	if (make_dirs(path) || !dir_ours(path))
+	if ((!dir_ours(path) && make_dirs(path)) || !dir_ours(path))
 		return -EACCES;
 	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
