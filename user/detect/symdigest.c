@@ -223,50 +223,22 @@ static struct symdigest *compute(const struct elf_object *o)
 
 /* ---- the file image ---- */
 
-struct wbuf {
-	unsigned char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void put(struct wbuf *w, const void *data, size_t len)
-{
-	if (w->oom || !len)
-		return;
-	if (w->len + len > w->cap) {
-		size_t ncap = w->cap ? w->cap : 4096;
-		unsigned char *np;
-
-		while (ncap < w->len + len)
-			ncap *= 2;
-		np = realloc(w->p, ncap);
-		if (!np) {
-			w->oom = true;
-			return;
-		}
-		w->p = np;
-		w->cap = ncap;
-	}
-	memcpy(w->p + w->len, data, len);
-	w->len += len;
-}
-
-static void put_str(struct wbuf *w, const char *s)
+static void put_str(struct cache_wbuf *w, const char *s)
 {
 	uint32_t len = (uint32_t)strlen(s);
 
-	put(w, &len, sizeof(len));
-	put(w, s, len);
+	cache_wbuf__put(w, &len, sizeof(len));
+	cache_wbuf__put(w, s, len);
 }
 
-static void put_vague(struct wbuf *w, const struct symd_vague *v, size_t n)
+static void put_vague(struct cache_wbuf *w, const struct symd_vague *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint8_t own = v[i].binds_own;
 
-		put(w, &v[i].value, sizeof(v[i].value));
-		put(w, &v[i].size, sizeof(v[i].size));
-		put(w, &own, sizeof(own));
+		cache_wbuf__put(w, &v[i].value, sizeof(v[i].value));
+		cache_wbuf__put(w, &v[i].size, sizeof(v[i].size));
+		cache_wbuf__put(w, &own, sizeof(own));
 		put_str(w, v[i].name);
 	}
 }
@@ -274,7 +246,7 @@ static void put_vague(struct wbuf *w, const struct symd_vague *v, size_t n)
 int symdigest__encode(const struct symdigest *d, const struct objcache_key *key, void **image,
 		      size_t *len)
 {
-	struct wbuf w = { 0 };
+	struct cache_wbuf w = { 0 };
 	struct sd_header h = { .format = SD_FORMAT, .order = SD_ORDER, .key = *key };
 	uint32_t counts[5] = { (uint32_t)d->n_defs, (uint32_t)d->n_undefs, (uint32_t)d->n_vague,
 			       (uint32_t)d->n_hidden, (uint32_t)d->n_verneed };
@@ -282,11 +254,11 @@ int symdigest__encode(const struct symdigest *d, const struct objcache_key *key,
 
 	memcpy(h.magic, SD_MAGIC, sizeof(h.magic));
 	objcache__producer(h.producer);
-	put(&w, &h, sizeof(h));
-	put(&w, counts, sizeof(counts));
-	put(&w, &defects, sizeof(defects));
-	put(&w, d->defs, d->n_defs * sizeof(uint64_t));
-	put(&w, d->undefs, d->n_undefs * sizeof(uint64_t));
+	cache_wbuf__put(&w, &h, sizeof(h));
+	cache_wbuf__put(&w, counts, sizeof(counts));
+	cache_wbuf__put(&w, &defects, sizeof(defects));
+	cache_wbuf__put(&w, d->defs, d->n_defs * sizeof(uint64_t));
+	cache_wbuf__put(&w, d->undefs, d->n_undefs * sizeof(uint64_t));
 	put_vague(&w, d->vague, d->n_vague);
 	put_vague(&w, d->hidden, d->n_hidden);
 	for (size_t i = 0; i < d->n_verneed; i++) {
@@ -305,46 +277,16 @@ int symdigest__encode(const struct symdigest *d, const struct objcache_key *key,
 	return 0;
 }
 
-struct rbuf {
-	const unsigned char *p;
-	size_t left;
-	bool bad;
-};
-
-static void get(struct rbuf *r, void *out, size_t len)
-{
-	if (!len)
-		return;
-	if (r->bad || r->left < len) {
-		r->bad = true;
-		memset(out, 0, len);
-		return;
-	}
-	memcpy(out, r->p, len);
-	r->p += len;
-	r->left -= len;
-}
-
-static char *get_str(struct rbuf *r)
+static char *get_str(struct cache_rbuf *r)
 {
 	uint32_t len;
-	char *s;
 
-	get(r, &len, sizeof(len));
-	if (r->bad || len > SD_MAX_NAME || len > r->left || memchr(r->p, '\0', len)) {
-		r->bad = true;
-		return NULL;
-	}
-	s = strndup((const char *)r->p, len);
-	if (!s)
-		r->bad = true;
-	r->p += len;
-	r->left -= len;
-	return s;
+	cache_rbuf__get(r, &len, sizeof(len));
+	return cache_rbuf__str(r, len, SD_MAX_NAME);
 }
 
 /* @n entries of @size bytes each, bounded by what is left (a count cannot ask for more). */
-static void *get_array(struct rbuf *r, size_t n, size_t size, size_t min_each)
+static void *get_array(struct cache_rbuf *r, size_t n, size_t size, size_t min_each)
 {
 	void *v;
 
@@ -365,16 +307,16 @@ static bool sorted(const uint64_t *v, size_t n)
 	return true;
 }
 
-static struct symd_vague *get_vague(struct rbuf *r, size_t n)
+static struct symd_vague *get_vague(struct cache_rbuf *r, size_t n)
 {
 	struct symd_vague *v = get_array(r, n, sizeof(*v), 21);
 
 	for (size_t i = 0; v && i < n && !r->bad; i++) {
 		uint8_t own;
 
-		get(r, &v[i].value, sizeof(v[i].value));
-		get(r, &v[i].size, sizeof(v[i].size));
-		get(r, &own, sizeof(own));
+		cache_rbuf__get(r, &v[i].value, sizeof(v[i].value));
+		cache_rbuf__get(r, &v[i].size, sizeof(v[i].size));
+		cache_rbuf__get(r, &own, sizeof(own));
 		v[i].binds_own = own == 1;
 		r->bad |= own > 1;
 		v[i].name = get_str(r);
@@ -386,7 +328,7 @@ int symdigest__decode(const void *image, size_t len, const struct objcache_key *
 		      struct symdigest **out)
 {
 	struct sd_header h;
-	struct rbuf r = { (const unsigned char *)image + sizeof(h), 0, false };
+	struct cache_rbuf r = { (const unsigned char *)image + sizeof(h), 0, false };
 	struct symdigest *d;
 	char self[48];
 	uint32_t counts[5];
@@ -406,15 +348,15 @@ int symdigest__decode(const void *image, size_t len, const struct objcache_key *
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	get(&r, counts, sizeof(counts));
-	get(&r, &defects, sizeof(defects));
+	cache_rbuf__get(&r, counts, sizeof(counts));
+	cache_rbuf__get(&r, &defects, sizeof(defects));
 	d->elf_defects = defects == 1;
 	r.bad |= defects > 1;
 	d->defs = get_array(&r, counts[0], sizeof(uint64_t), sizeof(uint64_t));
-	get(&r, d->defs, (size_t)counts[0] * sizeof(uint64_t) * !!d->defs);
+	cache_rbuf__get(&r, d->defs, (size_t)counts[0] * sizeof(uint64_t) * !!d->defs);
 	d->n_defs = d->defs ? counts[0] : 0;
 	d->undefs = get_array(&r, counts[1], sizeof(uint64_t), sizeof(uint64_t));
-	get(&r, d->undefs, (size_t)counts[1] * sizeof(uint64_t) * !!d->undefs);
+	cache_rbuf__get(&r, d->undefs, (size_t)counts[1] * sizeof(uint64_t) * !!d->undefs);
 	d->n_undefs = d->undefs ? counts[1] : 0;
 	d->vague = get_vague(&r, counts[2]);
 	d->n_vague = d->vague ? counts[2] : 0;

@@ -116,3 +116,55 @@ int cachefile__write(const char *path, const void *data, size_t len)
 	}
 	return err;
 }
+
+void cache_wbuf__put(struct cache_wbuf *w, const void *data, size_t len)
+{
+	if (w->oom || !len)
+		return;
+	if (w->len + len > w->cap) {
+		size_t ncap = w->cap ? w->cap : 4096;
+		unsigned char *np;
+
+		while (ncap < w->len + len)
+			ncap *= 2;
+		np = realloc(w->p, ncap);
+		if (!np) {
+			w->oom = true;
+			return;
+		}
+		w->p = np;
+		w->cap = ncap;
+	}
+	memcpy(w->p + w->len, data, len);
+	w->len += len;
+}
+
+void cache_rbuf__get(struct cache_rbuf *r, void *out, size_t len)
+{
+	if (!len)
+		return;
+	if (r->bad || r->left < len) {
+		r->bad = true;
+		memset(out, 0, len);
+		return;
+	}
+	memcpy(out, r->p, len);
+	r->p += len;
+	r->left -= len;
+}
+
+char *cache_rbuf__str(struct cache_rbuf *r, size_t len, size_t max)
+{
+	char *s;
+
+	if (r->bad || len > max || r->left < len || memchr(r->p, '\0', len)) {
+		r->bad = true;
+		return NULL;
+	}
+	s = strndup((const char *)r->p, len);
+	if (!s)
+		r->bad = true;
+	r->p += len;
+	r->left -= len;
+	return s;
+}

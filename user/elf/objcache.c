@@ -130,85 +130,57 @@ void objcache__producer(char out[48])
 
 /* ---- encoding ---- */
 
-struct wbuf {
-	unsigned char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void put(struct wbuf *w, const void *data, size_t len)
+static void put_u32(struct cache_wbuf *w, uint32_t v)
 {
-	if (w->oom)
-		return;
-	if (w->len + len > w->cap) {
-		size_t ncap = w->cap ? w->cap * 2 : 4096;
-		unsigned char *np;
-
-		while (ncap < w->len + len)
-			ncap *= 2;
-		np = realloc(w->p, ncap);
-		if (!np) {
-			w->oom = true;
-			return;
-		}
-		w->p = np;
-		w->cap = ncap;
-	}
-	memcpy(w->p + w->len, data, len);
-	w->len += len;
-}
-
-static void put_u32(struct wbuf *w, uint32_t v)
-{
-	put(w, &v, sizeof(v));
+	cache_wbuf__put(w, &v, sizeof(v));
 }
 
 /* A string as its length + 1 (0: absent) and its bytes. */
-static void put_str(struct wbuf *w, const char *s)
+static void put_str(struct cache_wbuf *w, const char *s)
 {
 	uint32_t len = s ? (uint32_t)strlen(s) : 0;
 
 	put_u32(w, s ? len + 1 : 0);
 	if (s)
-		put(w, s, len);
+		cache_wbuf__put(w, s, len);
 }
 
-static void put_list(struct wbuf *w, char **v, size_t n)
+static void put_list(struct cache_wbuf *w, char **v, size_t n)
 {
 	put_u32(w, (uint32_t)n);
 	for (size_t i = 0; i < n; i++)
 		put_str(w, v[i]);
 }
 
-static void put_rec(struct wbuf *w, const struct objcache_rec *r)
+static void put_rec(struct cache_wbuf *w, const struct objcache_rec *r)
 {
 	uint16_t type = r->type;
 	uint8_t sym = r->symbolic;
 
-	put(w, &r->key, sizeof(r->key));
+	cache_wbuf__put(w, &r->key, sizeof(r->key));
 	put_str(w, r->build_id);
-	put(w, &r->bid_off, sizeof(r->bid_off));
-	put(w, &type, sizeof(type));
-	put(w, &sym, sizeof(sym));
+	cache_wbuf__put(w, &r->bid_off, sizeof(r->bid_off));
+	cache_wbuf__put(w, &type, sizeof(type));
+	cache_wbuf__put(w, &sym, sizeof(sym));
 	put_str(w, r->soname);
 	put_str(w, r->interp);
 	put_list(w, r->needed, r->n_needed);
 	put_list(w, r->verdefs, r->n_verdefs);
 	put_u32(w, (uint32_t)r->blob_len);
 	if (r->blob_len)
-		put(w, r->blob, r->blob_len);
+		cache_wbuf__put(w, r->blob, r->blob_len);
 }
 
 int objcache__encode(struct objcache_rec *const *recs, size_t n, void **image, size_t *len)
 {
-	struct wbuf w = { 0 };
+	struct cache_wbuf w = { 0 };
 	struct oc_header h = { .format = OC_FORMAT, .order = OC_ORDER };
 	size_t kept = 0;
 
 	memcpy(h.magic, OC_MAGIC, sizeof(h.magic));
 	objcache__producer(h.producer);
 	h.rec_size = sizeof(struct objcache_key);
-	put(&w, &h, sizeof(h));
+	cache_wbuf__put(&w, &h, sizeof(h));
 	for (size_t i = 0; i < n && kept < OC_MAX_RECS; i++) {
 		size_t before = w.len;
 
@@ -234,54 +206,25 @@ int objcache__encode(struct objcache_rec *const *recs, size_t n, void **image, s
 
 /* ---- decoding: every length is checked against what is left ---- */
 
-struct rbuf {
-	const unsigned char *p;
-	size_t left;
-	bool bad;
-};
-
-static void get(struct rbuf *r, void *out, size_t len)
-{
-	if (r->bad || r->left < len) {
-		r->bad = true;
-		memset(out, 0, len);
-		return;
-	}
-	memcpy(out, r->p, len);
-	r->p += len;
-	r->left -= len;
-}
-
-static uint32_t get_u32(struct rbuf *r)
+static uint32_t get_u32(struct cache_rbuf *r)
 {
 	uint32_t v;
 
-	get(r, &v, sizeof(v));
+	cache_rbuf__get(r, &v, sizeof(v));
 	return v;
 }
 
-static char *get_str(struct rbuf *r, bool *absent)
+static char *get_str(struct cache_rbuf *r, bool *absent)
 {
 	uint32_t len = get_u32(r);
-	char *s;
 
 	*absent = !len;
 	if (r->bad || !len)
 		return NULL;
-	len--;
-	if (len > OC_MAX_STR || r->left < len || memchr(r->p, '\0', len)) {
-		r->bad = true;
-		return NULL;
-	}
-	s = strndup((const char *)r->p, len);
-	if (!s)
-		r->bad = true;
-	r->p += len;
-	r->left -= len;
-	return s;
+	return cache_rbuf__str(r, len - 1, OC_MAX_STR);
 }
 
-static char **get_list(struct rbuf *r, size_t *n)
+static char **get_list(struct cache_rbuf *r, size_t *n)
 {
 	uint32_t count = get_u32(r);
 	char **v;
@@ -315,7 +258,7 @@ static bool is_hex(const char *s)
 	return true;
 }
 
-static struct objcache_rec *get_rec(struct rbuf *r)
+static struct objcache_rec *get_rec(struct cache_rbuf *r)
 {
 	struct objcache_rec *rec = calloc(1, sizeof(*rec));
 	char *bid;
@@ -326,16 +269,16 @@ static struct objcache_rec *get_rec(struct rbuf *r)
 		r->bad = true;
 		return NULL;
 	}
-	get(r, &rec->key, sizeof(rec->key));
+	cache_rbuf__get(r, &rec->key, sizeof(rec->key));
 	bid = get_str(r, &absent);
 	if (!bid || strlen(bid) >= sizeof(rec->build_id) || !is_hex(bid))
 		r->bad = true;
 	else
 		strcpy(rec->build_id, bid);
 	free(bid);
-	get(r, &rec->bid_off, sizeof(rec->bid_off));
-	get(r, &rec->type, sizeof(rec->type));
-	get(r, &sym, sizeof(sym));
+	cache_rbuf__get(r, &rec->bid_off, sizeof(rec->bid_off));
+	cache_rbuf__get(r, &rec->type, sizeof(rec->type));
+	cache_rbuf__get(r, &sym, sizeof(sym));
 	rec->symbolic = sym == 1;
 	if (sym > 1)
 		r->bad = true;
@@ -348,7 +291,7 @@ static struct objcache_rec *get_rec(struct rbuf *r)
 		if (rec->blob_len > OC_MAX_BLOB || !(rec->blob = malloc(rec->blob_len)))
 			r->bad = true;
 		else
-			get(r, rec->blob, rec->blob_len);
+			cache_rbuf__get(r, rec->blob, rec->blob_len);
 	}
 	if (r->bad) {
 		objcache_rec__free(rec);
@@ -360,7 +303,7 @@ static struct objcache_rec *get_rec(struct rbuf *r)
 int objcache__decode(const void *image, size_t len, struct objcache_rec ***recs, size_t *n)
 {
 	struct oc_header h;
-	struct rbuf r = { (const unsigned char *)image + sizeof(h), 0, false };
+	struct cache_rbuf r = { (const unsigned char *)image + sizeof(h), 0, false };
 	char self[48];
 	struct objcache_rec **v = NULL;
 	size_t got = 0;
