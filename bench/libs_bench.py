@@ -48,6 +48,16 @@ check_home = tempfile.mkdtemp(prefix="dlscope-bench-check-")
 check_env = dict(os.environ, XDG_CACHE_HOME=check_home)
 
 
+# The static build is another producer: sharing a cache with ./dlscope, each would find the
+# other's file foreign and rewrite it.
+static_home = tempfile.mkdtemp(prefix="dlscope-bench-static-")
+static_env = dict(os.environ, XDG_CACHE_HOME=static_home)
+
+
+def env_of(key):
+    return check_env if key.startswith("check") else static_env if key == "static" else None
+
+
 def drop_check_cache():
     shutil.rmtree(os.path.join(check_home, "dlscope"), ignore_errors=True)
 
@@ -75,20 +85,22 @@ try:
         "nocache": [dlscope, "--no-cache", "libs", pid],
         "nopkg": [dlscope, "libs", "--no-packages", pid],
         "json": [dlscope, "libs", "--json", pid],
+        "static": [dlscope + "-static", "libs", pid],
         "check_cold": [dlscope, "check", pid],
         "check": [dlscope, "check", pid],
     }
     before = {"cold": drop_cache, "check_cold": drop_check_cache}
+    if not os.path.exists(argvs["static"][0]):
+        del argvs["static"]
     samples = {k: [] for k in argvs}
     for _ in range(15):
         for k, argv in argvs.items():
-            samples[k].append(run_once(argv, before.get(k),
-                                       check_env if k.startswith("check") else None))
+            samples[k].append(run_once(argv, before.get(k), env_of(k)))
     for k, v in samples.items():
         if k in before:
             before[k]()
         rows[k] = (statistics.median(r[0] for r in v), min(r[0] for r in v),
-                   peak_rss(argvs[k], check_env if k.startswith("check") else None))
+                   peak_rss(argvs[k], env_of(k)))
     gdb = timed(["gdb", "-nx", "-batch", "-p", pid, "-ex", "info sharedlibrary"], 3)
 
     def line(label, r, goal=""):
@@ -100,6 +112,8 @@ try:
     line("dlscope libs, cold cache", rows["cold"], "goal < 30 ms")
     line("dlscope libs, warm cache", rows["warm"], "goal < 15 ms")
     line("dlscope libs --no-cache", rows["nocache"])
+    if "static" in rows:
+        line("dlscope-static libs, warm", rows["static"], "(make static)")
     line("dlscope libs --no-packages, warm", rows["nopkg"])
     line("dlscope libs --json, warm", rows["json"])
     line("dlscope check, cold cache", rows["check_cold"])
@@ -114,3 +128,4 @@ finally:
     proc.wait()
     shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(check_home, ignore_errors=True)
+    shutil.rmtree(static_home, ignore_errors=True)

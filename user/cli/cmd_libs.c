@@ -11,6 +11,7 @@
 #include "elfobj.h"
 #include "graph_export.h"
 #include "libgraph.h"
+#include "phase.h"
 #include "libview.h"
 #include "runtimes.h"
 #include "output.h"
@@ -389,14 +390,18 @@ int cmd_libs(int argc, char **argv)
 		int err;
 
 		parse_pid(argv[i], &pid);
+		phase__mark("start");
 		err = target__open(pid, &t, why, sizeof(why));
+		phase__mark("target");
 		if (!err) {
 			err = libgraph__snapshot(t, &graphs[n_graphs], why, sizeof(why));
+			phase__mark("libgraph snapshot");
 			if (!err && pkgs && libgraph__find_packages(graphs[n_graphs], t, pkgs)) {
 				libgraph__free(graphs[n_graphs]);
 				snprintf(why, sizeof(why), "out of memory");
 				err = -ENOMEM;
 			}
+			phase__mark("packages");
 			/* Live values (thread counts) are read while the target is open. */
 			/* --dot marks the collisions: the runtimes of one kind, two or more. */
 			if (!err && (runtimes || fmt == FMT_DOT) &&
