@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 #define SD_FORMAT 1u
 #define SD_ORDER 0x01020304u
 #define SD_MAX_FILE (64u << 20)
-#define SD_MAX_NAME 4096u
+#define SD_MAX_NAME (1u << 20) /* a bound on what a record may ask for; C++ names run long */
 
 struct sd_header {
 	char magic[8];
@@ -586,13 +587,20 @@ static void free_digest(void *d)
 	symdigest__free(d);
 }
 
+/* The store and the objects' notes are process-wide: one lock, should two threads ask at once. */
+static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
+
 const struct symdigest *symdigest__of(const struct elf_object *o)
 {
-	struct symdigest *d = elfobj__annotation(o, ELFOBJ_NOTE_SYMBOLS);
 	const struct objcache_key *key = elfobj__content_key(o);
+	struct symdigest *d;
 
-	if (d)
+	pthread_mutex_lock(&store_lock);
+	d = elfobj__annotation(o, ELFOBJ_NOTE_SYMBOLS);
+	if (d) {
+		pthread_mutex_unlock(&store_lock);
 		return d;
+	}
 	if (!store.loaded)
 		store_load();
 	d = from_store(key);
@@ -604,5 +612,6 @@ const struct symdigest *symdigest__of(const struct elf_object *o)
 	}
 	if (d)
 		elfobj__annotate(o, ELFOBJ_NOTE_SYMBOLS, d, free_digest);
+	pthread_mutex_unlock(&store_lock);
 	return d;
 }
