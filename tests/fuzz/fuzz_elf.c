@@ -34,9 +34,10 @@ static int count_verneed(const char *file, const char *version, void *ctx)
 	return 0;
 }
 
-static int count_reloc(const char *name, uint64_t offset, unsigned type, void *ctx)
+static int count_reloc(const char *name, uint64_t offset, unsigned type, unsigned sym_type,
+		       void *ctx)
 {
-	(void)name, (void)offset, (void)type;
+	(void)name, (void)offset, (void)type, (void)sym_type;
 	++*(size_t *)ctx;
 	return 0;
 }

@@ -145,7 +145,8 @@ struct vague_list {
 	size_t n, cap;
 	unsigned int obj;
 	uint64_t base;
-	bool hidden; /* collect .symtab hidden/local definitions instead of exported ones */
+	bool hidden;  /* collect .symtab hidden/local definitions instead of exported ones */
+	bool by_name; /* read from the symbol tables, not the digests (typeinfo under libc++) */
 };
 
 /*
@@ -224,7 +225,7 @@ static bool any_needs_libcxx(const struct libgraph *g)
 static void collect_loaded(const struct libgraph *g, struct vague_list *l)
 {
 	/* Typeinfo is a candidate only under libc++, and digests leave it out: read the tables. */
-	bool tables = !l->hidden && any_needs_libcxx(g);
+	bool tables = l->by_name = !l->hidden && any_needs_libcxx(g);
 
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
@@ -314,7 +315,7 @@ static int push_use(struct use_scan *s, size_t name, unsigned int obj, uint64_t 
  * (GLOB_DAT) or data word (64) now holds the address of the copy this object uses; a COPY
  * relocation makes the executable's own copy the one everybody should bind to.
  */
-static int scan_use(const char *name, uint64_t offset, unsigned type, void *ctx)
+static int scan_use(const char *name, uint64_t offset, unsigned type, unsigned sym_type, void *ctx)
 {
 	struct use_scan *s = ctx;
 	const struct split_name *n;
@@ -427,6 +428,96 @@ static const char *split_fix(unsigned cause)
 	       "statics into one shared library all of them link.";
 }
 
+/* A candidate's name by its digest hash, to find the relocations that name it. */
+struct name_hash {
+	uint64_t name;
+	size_t k;
+};
+
+static int cmp_name_hash(const void *a, const void *b)
+{
+	uint64_t x = ((const struct name_hash *)a)->name, y = ((const struct name_hash *)b)->name;
+
+	return (x > y) - (x < y);
+}
+
+/* The uses of @o's candidates by the relocations its digest kept. */
+static int digest_uses(struct use_scan *s, const struct symdigest *d,
+		       const struct name_hash *by_hash)
+{
+	for (size_t r = 0; r < d->n_refs; r++) {
+		struct name_hash key = { SYMD_NAME(d->refs[r].name), 0 };
+		const struct name_hash *hit =
+			bsearch(&key, by_hash, s->n_names, sizeof(*by_hash), cmp_name_hash);
+		unsigned type = (unsigned)(d->refs[r].place & 0xff);
+		uint64_t addr = s->o->base + (d->refs[r].place >> 8);
+
+		if (!hit)
+			continue;
+		if (type != R_X86_64_COPY && target__read(s->ctx->t, addr, &addr, sizeof(addr)))
+			continue;
+		if (push_use(s, hit->k, s->o->id, addr, false))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Every use of a candidate: what each referencing object's relocation resolved to (by the
+ * digests' relocations, or @by_name from the tables), and the copies definers use unasked.
+ */
+static int collect_uses(const struct vague_list *l, struct use_scan *s, bool by_name)
+{
+	const struct libgraph *g = s->ctx->g;
+	const struct split_name *names = s->names;
+	struct name_hash *by_hash = calloc(s->n_names, sizeof(*by_hash));
+	uint64_t *hashes = calloc(s->n_names, sizeof(*hashes));
+	int err = -1;
+
+	s->n = 0;
+	if (!by_hash || !hashes)
+		goto out;
+	for (size_t k = 0; k < s->n_names; k++) {
+		hashes[k] = symdigest__entry(names[k].name, NULL, false);
+		by_hash[k] = (struct name_hash){ SYMD_NAME(hashes[k]), k };
+	}
+	qsort(by_hash, s->n_names, sizeof(*by_hash), cmp_name_hash);
+	for (size_t i = 0; i < g->n; i++) {
+		const struct symdigest *d;
+
+		s->o = g->objs[i];
+		if (s->o->gone || !s->o->elf || !s->o->in_link_map)
+			continue;
+		d = by_name ? NULL : symdigest__of(s->o->elf);
+		if (d ? digest_uses(s, d, by_hash) :
+			names_any(s->o->elf, hashes, s->n_names) &&
+				    elfobj__foreach_dynreloc(s->o->elf, scan_use, s) < 0)
+			goto out;
+	}
+	/* A definer linked -Bsymbolic or defining it protected uses its own copy unasked. */
+	for (size_t k = 0; k < s->n_names; k++)
+		for (size_t d = names[k].first; d < names[k].first + names[k].n; d++)
+			if ((l->d[d].binds_own || elfobj__symbolic(g->objs[l->d[d].obj]->elf)) &&
+			    push_use(s, k, l->d[d].obj, l->d[d].addr, true))
+				goto out;
+	if (s->n)
+		qsort(s->u, s->n, sizeof(*s->u), cmp_use);
+	err = 0;
+out:
+	free(by_hash);
+	free(hashes);
+	return err;
+}
+
+/* Whether some name's users ended up with different copies (uses sorted by name, address). */
+static bool any_split(const struct use_scan *s)
+{
+	for (size_t i = 1; i < s->n; i++)
+		if (s->u[i].name == s->u[i - 1].name && s->u[i].addr != s->u[i - 1].addr)
+			return true;
+	return false;
+}
+
 /*
  * Exported copies split: resolve each reference as the loader did (read what it wrote into
  * each GOT slot) and report the names whose users ended up with different copies. Copies that
@@ -439,7 +530,6 @@ static void split_exported(const struct check_ctx *ctx, struct findings *out)
 	struct split_name *names = NULL;
 	struct use_scan s = { .ctx = ctx };
 	struct finding *f = NULL;
-	uint64_t *hashes = NULL;
 	size_t n_names = 0, splits = 0, lines = 0;
 	unsigned causes = 0;
 
@@ -459,26 +549,10 @@ static void split_exported(const struct check_ctx *ctx, struct findings *out)
 		goto out;
 	s.names = names;
 	s.n_names = n_names;
-	hashes = malloc(n_names * sizeof(*hashes));
-	if (!hashes)
+	/* By the digests' hashes first; a split they show is confirmed by names (a collision). */
+	if (collect_uses(&l, &s, l.by_name) ||
+	    (!l.by_name && any_split(&s) && collect_uses(&l, &s, true)))
 		goto out;
-	for (size_t k = 0; k < n_names; k++)
-		hashes[k] = symdigest__entry(names[k].name, NULL, false);
-	for (size_t i = 0; i < g->n; i++) {
-		s.o = g->objs[i];
-		if (!s.o->gone && s.o->elf && s.o->in_link_map &&
-		    names_any(s.o->elf, hashes, n_names) &&
-		    elfobj__foreach_dynreloc(s.o->elf, scan_use, &s) < 0)
-			goto out;
-	}
-	/* A definer linked -Bsymbolic or defining it protected uses its own copy unasked. */
-	for (size_t k = 0; k < n_names; k++)
-		for (size_t d = names[k].first; d < names[k].first + names[k].n; d++)
-			if ((l.d[d].binds_own || elfobj__symbolic(g->objs[l.d[d].obj]->elf)) &&
-			    push_use(&s, k, l.d[d].obj, l.d[d].addr, true))
-				goto out;
-	if (s.n)
-		qsort(s.u, s.n, sizeof(*s.u), cmp_use);
 	for (size_t i = 0, j; i < s.n; i = j) {
 		size_t copies = 1;
 
@@ -519,7 +593,6 @@ static void split_exported(const struct check_ctx *ctx, struct findings *out)
 		finding__explain(f, split_why, split_fix(causes));
 	}
 out:
-	free(hashes);
 	free(s.u);
 	free(names);
 	free(l.d);

@@ -20,7 +20,7 @@
  * writer's byte order; another machine's or build's file is foreign (order mark, producer).
  */
 #define SD_MAGIC "DLSSYMD\n"
-#define SD_FORMAT 1u
+#define SD_FORMAT 2u
 #define SD_ORDER 0x01020304u
 #define SD_MAX_FILE (64u << 20)
 #define SD_MAX_NAME (1u << 20) /* a bound on what a record may ask for; C++ names run long */
@@ -66,6 +66,17 @@ bool symdigest__vague_candidate(const char *name, const GElf_Sym *sym, bool hidd
 	return typeinfo || (strncmp(name, "_ZTI", 4) && strncmp(name, "_ZTS", 4));
 }
 
+bool symdigest__ref_candidate(const char *name, unsigned type, unsigned sym_type)
+{
+	GElf_Sym as_def = { .st_info = GELF_ST_INFO(STB_WEAK, STT_OBJECT), .st_size = 1 };
+
+	if (type != R_X86_64_GLOB_DAT && type != R_X86_64_64 && type != R_X86_64_COPY)
+		return false;
+	if (sym_type != STT_OBJECT && sym_type != STT_NOTYPE)
+		return false;
+	return symdigest__vague_candidate(name, &as_def, false, false);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -104,6 +115,7 @@ void symdigest__free(struct symdigest *d)
 		free(d->verneed[i].file);
 		free(d->verneed[i].version);
 	}
+	free(d->refs);
 	free(d->vague);
 	free(d->hidden);
 	free(d->verneed);
@@ -116,7 +128,7 @@ void symdigest__free(struct symdigest *d)
 
 struct build {
 	struct symdigest *d;
-	size_t cap_defs, cap_undefs, cap_vague, cap_hidden, cap_verneed;
+	size_t cap_defs, cap_undefs, cap_vague, cap_hidden, cap_verneed, cap_refs;
 	bool hidden, oom;
 };
 
@@ -190,6 +202,19 @@ static int add_verneed(const char *file, const char *version, void *ctx)
 	return v->file && v->version ? 0 : (b->oom = true, -1);
 }
 
+static int add_ref(const char *name, uint64_t offset, unsigned type, unsigned sym_type, void *ctx)
+{
+	struct build *b = ctx;
+
+	if (!symdigest__ref_candidate(name, type, sym_type))
+		return 0;
+	if (!grow((void **)&b->d->refs, b->d->n_refs, &b->cap_refs, sizeof(*b->d->refs)))
+		return b->oom = true, -1;
+	b->d->refs[b->d->n_refs++] =
+		(struct symd_ref){ symdigest__entry(name, NULL, false), offset << 8 | type };
+	return 0;
+}
+
 static struct symdigest *compute(const struct elf_object *o)
 {
 	struct build b = { .d = calloc(1, sizeof(*b.d)) };
@@ -207,6 +232,8 @@ static struct symdigest *compute(const struct elf_object *o)
 		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, add_vague, &b);
 	if (!b.oom)
 		elfobj__foreach_verneed(o, add_verneed, &b);
+	if (!b.oom)
+		elfobj__foreach_dynreloc(o, add_ref, &b);
 	if (b.oom) {
 		symdigest__free(b.d);
 		return NULL;
@@ -249,8 +276,8 @@ int symdigest__encode(const struct symdigest *d, const struct objcache_key *key,
 {
 	struct cache_wbuf w = { 0 };
 	struct sd_header h = { .format = SD_FORMAT, .order = SD_ORDER, .key = *key };
-	uint32_t counts[5] = { (uint32_t)d->n_defs, (uint32_t)d->n_undefs, (uint32_t)d->n_vague,
-			       (uint32_t)d->n_hidden, (uint32_t)d->n_verneed };
+	uint32_t counts[6] = { (uint32_t)d->n_defs,   (uint32_t)d->n_undefs,  (uint32_t)d->n_vague,
+			       (uint32_t)d->n_hidden, (uint32_t)d->n_verneed, (uint32_t)d->n_refs };
 	uint8_t defects = d->elf_defects;
 
 	memcpy(h.magic, SD_MAGIC, sizeof(h.magic));
@@ -266,6 +293,7 @@ int symdigest__encode(const struct symdigest *d, const struct objcache_key *key,
 		put_str(&w, d->verneed[i].file);
 		put_str(&w, d->verneed[i].version);
 	}
+	cache_wbuf__put(&w, d->refs, d->n_refs * sizeof(*d->refs));
 	if (w.oom || w.len > SD_MAX_FILE) {
 		free(w.p);
 		return w.oom ? -ENOMEM : -EFBIG;
@@ -332,7 +360,7 @@ int symdigest__decode(const void *image, size_t len, const struct objcache_key *
 	struct cache_rbuf r = { (const unsigned char *)image + sizeof(h), 0, false };
 	struct symdigest *d;
 	char self[48];
-	uint32_t counts[5];
+	uint32_t counts[6];
 	uint8_t defects;
 
 	*out = NULL;
@@ -369,6 +397,9 @@ int symdigest__decode(const void *image, size_t len, const struct objcache_key *
 		d->verneed[i].file = get_str(&r);
 		d->verneed[i].version = get_str(&r);
 	}
+	d->refs = get_array(&r, counts[5], sizeof(*d->refs), sizeof(*d->refs));
+	cache_rbuf__get(&r, d->refs, (size_t)counts[5] * sizeof(*d->refs) * !!d->refs);
+	d->n_refs = d->refs ? counts[5] : 0;
 	/* Short, long, unsorted or inconsistent: nothing of it is trusted. */
 	if (r.bad || r.left || !sorted(d->defs, d->n_defs) || !sorted(d->undefs, d->n_undefs)) {
 		symdigest__free(d);

@@ -33,6 +33,14 @@ struct symd_vague {
 	bool binds_own; /* protected visibility: its object binds to it without a lookup */
 };
 
+/*
+ * A dynamic relocation that may bind a reference to a vague-linkage static: its name (as an
+ * entry, SYMD_NAME compares) and its place, vaddr << 8 | relocation type.
+ */
+struct symd_ref {
+	uint64_t name, place;
+};
+
 /* A version node the object needs from a file (.gnu.version_r). */
 struct symd_verneed {
 	char *file, *version;
@@ -46,6 +54,9 @@ struct symdigest {
 	size_t n_vague, n_hidden;
 	struct symd_verneed *verneed;
 	size_t n_verneed;
+	/* GLOB_DAT, 64 and COPY relocations naming a data symbol that may be a candidate. */
+	struct symd_ref *refs;
+	size_t n_refs;
 	bool elf_defects; /* elf-defects has something to say about the file */
 };
 
@@ -58,6 +69,12 @@ uint64_t symdigest__entry(const char *name, const char *version, bool weak);
  * with @typeinfo (libc++ compares it by address).
  */
 bool symdigest__vague_candidate(const char *name, const GElf_Sym *sym, bool hidden, bool typeinfo);
+/*
+ * Whether dup-library weighs this relocation: a GOT slot, data word or copy (@type) for a data
+ * symbol (@sym_type object, or untyped when unresolved at link time) with a C++ name that can be
+ * a candidate (not a vtable, VTT, guard or typeinfo).
+ */
+bool symdigest__ref_candidate(const char *name, unsigned type, unsigned sym_type);
 /*
  * The digest of @o: from the object's memory, the persistent cache (when on) or its symbol
  * tables. NULL when its tables cannot be read (the file is gone or changed): nothing to judge.

@@ -1512,7 +1512,8 @@ int elfobj__foreach_dynreloc(const struct elf_object *o, elfobj_reloc_cb cb, voi
 			name = elf_strptr(o->elf, symsh.sh_link, sym.st_name);
 			if (!name)
 				continue;
-			ret = cb(name, r.r_offset, (unsigned)GELF_R_TYPE(r.r_info), ctx);
+			ret = cb(name, r.r_offset, (unsigned)GELF_R_TYPE(r.r_info),
+				 (unsigned)GELF_ST_TYPE(sym.st_info), ctx);
 			if (ret)
 				return ret;
 		}

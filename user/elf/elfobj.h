@@ -121,8 +121,12 @@ int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *
 int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
 			 uint64_t *offsets, size_t max, size_t *n);
 
-/* Call @cb for each dynamic relocation naming a symbol: its name, place (vaddr) and type. */
-typedef int (*elfobj_reloc_cb)(const char *name, uint64_t offset, unsigned type, void *ctx);
+/*
+ * Call @cb for each dynamic relocation naming a symbol: its name, place (vaddr) and type, and
+ * the symbol's type (STT_OBJECT, STT_FUNC ...).
+ */
+typedef int (*elfobj_reloc_cb)(const char *name, uint64_t offset, unsigned type, unsigned sym_type,
+			       void *ctx);
 int elfobj__foreach_dynreloc(const struct elf_object *o, elfobj_reloc_cb cb, void *ctx);
 
 /* Like foreach_defined on .dynsym, with each symbol's version name (NULL when unversioned). */

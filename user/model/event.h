@@ -17,7 +17,10 @@
 #include "pyimport.h"
 
 /* The trace format this dlscope writes; it reads this one and the ones before. */
-#define TRACE_FORMAT "dlscope-trace/3"
+#define TRACE_FORMAT_NUMBER 3
+#define TRACE_FORMAT_STR_(n) #n
+#define TRACE_FORMAT_STR(n) TRACE_FORMAT_STR_(n)
+#define TRACE_FORMAT "dlscope-trace/" TRACE_FORMAT_STR(TRACE_FORMAT_NUMBER)
 #define TRACE_FORMAT_V2 "dlscope-trace/2"
 #define TRACE_FORMAT_V1 "dlscope-trace/1"
 

@@ -10,7 +10,7 @@
 int tracefile__open(const char *path, FILE **f, json_t **hdr, struct stat *st, char *why,
 		    size_t whylen)
 {
-	int version = 0, ours = atoi(TRACE_FORMAT + strlen("dlscope-trace/")), err = -EINVAL;
+	int version = 0, ours = TRACE_FORMAT_NUMBER, err = -EINVAL;
 	const char *fmt, *type;
 	char *line = NULL;
 	size_t cap = 0;

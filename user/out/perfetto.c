@@ -419,7 +419,7 @@ static int read_header(struct exporter *e, const char *path, json_t **hdr, char 
 	ssize_t len = getline(&line, &cap, e->in);
 	json_t *rec = len > 0 ? json_loadb(line, (size_t)len, 0, NULL) : NULL;
 	const char *fmt = rec ? json_string_value(json_object_get(rec, "format")) : NULL;
-	int version = 0, ours = atoi(TRACE_FORMAT + strlen("dlscope-trace/"));
+	int version = 0, ours = TRACE_FORMAT_NUMBER;
 
 	free(line);
 	if (!fmt || sscanf(fmt, "dlscope-trace/%d", &version) != 1 || version < 1 ||
