@@ -686,3 +686,32 @@ def test_objects_loaded_and_unloaded_in_a_dlopen_dlclose_loop_are_real_files():
             assert named, out[:2000]
             assert all(os.path.isabs(n) and os.path.exists(n) for n in named), \
                 [n for n in named if not (os.path.isabs(n) and os.path.exists(n))][:5]
+
+
+def test_duration_ends_the_command_and_every_process_below_it():
+    """A command still running when --duration ends goes, and so do its children and theirs:
+    torchrun's ranks outlived their launcher. Processes dlscope did not start stay."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    marker = f"301.{os.getpid()}"
+    bystander = subprocess.Popen(["sleep", marker])
+    script = (f"sleep {marker} >/dev/null 2>&1 & "
+              f"(sleep {marker} >/dev/null 2>&1 & wait) >/dev/null 2>&1 & wait")
+
+    def sleepers():
+        out = subprocess.run(["pgrep", "-f", f"^sleep {marker}$"], capture_output=True,
+                             text=True).stdout.split()
+        return sorted(int(p) for p in out if int(p) != bystander.pid)
+
+    try:
+        p = dlscope("watch", "-q", "--duration", "2", "--", "sh", "-c", script, timeout=60)
+        assert p.returncode == 0, p.stderr
+        deadline = time.monotonic() + 5
+        while sleepers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sleepers() == [], f"left running: {sleepers()}"
+        assert bystander.poll() is None, "a process dlscope did not start was killed"
+    finally:
+        bystander.kill()
+        bystander.wait()
+        subprocess.run(["pkill", "-f", f"^sleep {marker}$"])

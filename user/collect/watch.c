@@ -1796,13 +1796,30 @@ static void drain(struct watch *w)
 	}
 }
 
-/* A command still running when the run ends goes with it. */
+/*
+ * A command still running when the run ends goes with it, and so does every process below it
+ * (torchrun's ranks outlived their launcher): all are stopped first, so that none forks past
+ * the walk, then killed. Only processes below the command dlscope started are touched.
+ */
 static void end_command(struct watch *w)
 {
+	pid_t *below = NULL;
+	size_t n = 0;
 	int status;
 
 	if (w->command_pid <= 0 || w->st->command_status >= 0)
 		return;
+	kill(w->command_pid, SIGSTOP);
+	for (int round = 0; round < 2; round++) {
+		free(below);
+		if (job__descendants(w->command_pid, &below, &n))
+			break;
+		for (size_t i = 0; i < n; i++)
+			kill(below[i], SIGSTOP);
+	}
+	for (size_t i = 0; i < n; i++)
+		kill(below[i], SIGKILL);
+	free(below);
 	kill(w->command_pid, SIGKILL);
 	/* A ptrace stop (see command_ended) may come before its end. */
 	while (waitpid(w->command_pid, &status, __WALL) == w->command_pid && !WIFEXITED(status) &&

@@ -179,6 +179,37 @@ static int ptable_read(struct ptable *t)
 	return 0;
 }
 
+int job__descendants(pid_t root, pid_t **out, size_t *n)
+{
+	struct ptable t;
+	pid_t *v;
+	size_t k = 0;
+	int err = ptable_read(&t);
+
+	*out = NULL;
+	*n = 0;
+	if (err) {
+		free(t.p);
+		return err;
+	}
+	v = malloc((t.n + 1) * sizeof(*v));
+	if (!v) {
+		free(t.p);
+		return -ENOMEM;
+	}
+	/* Breadth first: each process has one parent, so each is added once. */
+	v[k++] = root;
+	for (size_t i = 0; i < k; i++)
+		for (size_t j = 0; j < t.n && k <= t.n; j++)
+			if (t.p[j].ppid == v[i] && t.p[j].pid != root)
+				v[k++] = t.p[j].pid;
+	free(t.p);
+	memmove(v, v + 1, (k - 1) * sizeof(*v));
+	*out = v;
+	*n = k - 1;
+	return 0;
+}
+
 static pid_t ptable_parent(const struct ptable *t, pid_t pid)
 {
 	for (size_t i = 0; i < t->n; i++)

@@ -96,4 +96,10 @@ int job__cpus_allowed(pid_t pid, cpu_set_t *set, char *list, size_t len);
 /* Ranks as ranges, sorted and deduplicated in place: "0-2,4-7". */
 void job__format_ranks(int *ranks, size_t n, char *buf, size_t len);
 
+/*
+ * The processes below @root now (children, their children ...), by /proc's parent links:
+ * malloc'd in @out (free it), @root itself not included. 0 or -errno.
+ */
+int job__descendants(pid_t root, pid_t **out, size_t *n);
+
 #endif
