@@ -56,7 +56,11 @@ DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthre
 # the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts).
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
 	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
-	    libtbb-dev libdnnl-dev libblas3 liblapack3
+	    libtbb-dev libdnnl-dev libblas3 liblapack3 $(DEB_CORPUS2)
+# The second corpus (tests/realworld/test_second_corpus.py): programs dlscope was not written
+# against, from numba and an OpenCL JIT to a JVM, Octave, R and AMD's HIP runtime.
+DEB_CORPUS2 := python3-numba python3-pyopencl pocl-opencl-icd openjdk-17-jdk-headless nodejs \
+	    python3-matplotlib octave r-base-core r-cran-data.table libamdhip64-5 libze1
 # The man page is made from docs/dlscope.1.md by pandoc (`make install`).
 DEB_DOC := pandoc man-db
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_DOC)
@@ -134,6 +138,10 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(OUTPUT)/vmlinux.h
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+# The BPF object and skeleton are kept: as make's intermediates they were deleted after the
+# first build, so the next make rebuilt every object that includes a skeleton.
+.SECONDARY: $(BPF_SKELS) $(patsubst %.skel.h,%.bpf.o,$(BPF_SKELS))
 
 # Objects depend on their headers through -MMD; the skeletons must exist before any user code.
 $(OUTPUT)/%.o: %.c $(BPF_SKELS)
