@@ -16,6 +16,7 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "security"))
 
 import harness  # noqa: E402
 
@@ -48,9 +49,11 @@ def run_unit(build, counts, only):
 
 
 def run_e2e(counts, only):
-    # e2e: dlscope against fixtures; realworld: against Debian's real software.
+    # e2e: dlscope against fixtures; realworld: against Debian's real software; security:
+    # root on a shared host, against a second user's links, caches and names.
     modules = [(d, f) for d in (os.path.join(ROOT, "tests", "e2e"),
-                                os.path.join(ROOT, "tests", "realworld"))
+                                os.path.join(ROOT, "tests", "realworld"),
+                                os.path.join(ROOT, "tests", "security"))
                for f in sorted(os.listdir(d))]
     for edir, fname in modules:
         if not (fname.startswith("test_") and fname.endswith(".py")):

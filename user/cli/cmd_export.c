@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "output.h"
 #include "perfetto.h"
 
@@ -60,8 +61,8 @@ int cmd_export(int argc, char **argv)
 			"TRACE.jsonl [-o FILE.json])");
 		return DLS_EXIT_USAGE;
 	}
-	if (output && !(out = fopen(output, "w"))) {
-		dls_err("export: cannot write %s: %s", output, strerror(errno));
+	if (output && !(out = outfile__fopen("export", output, why, sizeof(why)))) {
+		dls_err("export: %s", why);
 		return DLS_EXIT_INSPECT;
 	}
 	err = perfetto__export(argv[optind], out, &st, why, sizeof(why));

@@ -24,6 +24,7 @@
 #include "account.h"
 #include "commands.h"
 #include "event.h"
+#include "outfile.h"
 #include "output.h"
 #include "procfs.h"
 #include "report.h"
@@ -396,8 +397,8 @@ static void redact_names(pid_t pid, const char *trace_host, char **users, size_t
 /* libs --dot --roles PID, rendered by graphviz's dot into @svg. 0, or -1 with a warning. */
 static int draw_graph(pid_t pid, const char *svg)
 {
-	char pidtext[16], *dot_argv[] = { "dot", "-Tsvg", "-o", (char *)svg, NULL };
-	int status = 0, in[2];
+	char pidtext[16], why[512], *dot_argv[] = { "dot", "-Tsvg", NULL };
+	int status = 0, in[2], out;
 	char *graph;
 	pid_t child;
 	posix_spawn_file_actions_t fa;
@@ -409,18 +410,31 @@ static int draw_graph(pid_t pid, const char *svg)
 		dls_warn("report: the library graph of process %d could not be read", pid);
 		return -1;
 	}
+	/* dot writes to a file opened here: it would follow any link at the path itself. */
+	out = outfile__open("report", svg, 0, why, sizeof(why));
+	if (out < 0) {
+		close(in[0]);
+		close(in[1]);
+		free(graph);
+		dls_warn("report: no graph drawn: %s", why);
+		return -1;
+	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out, 1);
 	if (posix_spawnp(&child, "dot", &fa, NULL, dot_argv, environ)) {
 		posix_spawn_file_actions_destroy(&fa);
 		close(in[0]);
 		close(in[1]);
+		close(out);
+		unlink(svg);
 		free(graph);
 		dls_warn("report: no graph drawn: graphviz's dot is not installed");
 		return -1;
 	}
 	posix_spawn_file_actions_destroy(&fa);
 	close(in[0]);
+	close(out);
 	{
 		/* dot may quit early: a broken pipe is its error to say, not a signal to us. */
 		void (*old)(int) = signal(SIGPIPE, SIG_IGN);
@@ -442,9 +456,11 @@ static int draw_graph(pid_t pid, const char *svg)
 
 static int write_out(const char *path, const char *text, char *why, size_t whylen)
 {
-	FILE *f = path ? fopen(path, "w") : stdout;
+	FILE *f = path ? outfile__fopen("report", path, why, whylen) : stdout;
 
-	if (!f || fputs(text, f) < 0 || fflush(f) || (path && fclose(f))) {
+	if (!f)
+		return -EIO;
+	if (fputs(text, f) < 0 || fflush(f) || (path && fclose(f))) {
 		snprintf(why, whylen, "cannot write %s: %s", path ? path : "standard output",
 			 strerror(errno));
 		return -EIO;

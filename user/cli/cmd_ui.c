@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "outfile.h"
 #include "output.h"
 #include "target.h"
 #include "tui.h"
@@ -70,7 +71,14 @@ static int open_command_output(const char *out_path, char *tmp, size_t tmplen, i
 	int fd;
 
 	if (out_path) {
-		fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+		char why[512];
+
+		fd = outfile__open("ui", out_path, O_RDWR | O_APPEND, why, sizeof(why));
+		if (fd < 0) {
+			dls_err("ui: the command's output: %s", why);
+			tmp[0] = '\0';
+			return fd;
+		}
 	} else {
 		snprintf(tmp, tmplen, "%s/dlscope-ui-XXXXXX.log", dir && *dir ? dir : "/tmp");
 		fd = mkostemps(tmp, 4, O_APPEND | O_CLOEXEC);

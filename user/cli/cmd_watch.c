@@ -13,6 +13,7 @@
 #include "job.h"
 #include "jobwatch.h"
 #include "sink.h"
+#include "outfile.h"
 #include "output.h"
 #include "target.h"
 #include "watch.h"
@@ -318,9 +319,9 @@ static int run(int argc, char **argv, bool record)
 			return DLS_EXIT_USAGE;
 		}
 		out_path = out_buf;
-		trace_file = fopen(out_path, "w");
+		trace_file = outfile__fopen(cmd, out_path, why, sizeof(why));
 		if (!trace_file) {
-			dls_err("%s: cannot write %s: %s", cmd, out_path, strerror(errno));
+			dls_err("%s: %s", cmd, why);
 			free(o.pids);
 			return DLS_EXIT_INSPECT;
 		}

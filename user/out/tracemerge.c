@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "outfile.h"
 #include "tracefile.h"
 #include "tracemerge.h"
 #include "version.h"
@@ -401,6 +402,8 @@ int trace__merge(const char *const *paths, size_t n, const char *out_path, struc
 		ins[i].path = paths[i];
 		err = open_input(&ins[i], why, whylen);
 	}
+	if (!err)
+		err = outfile__check_replace("merge", out_path, why, whylen);
 	if (err)
 		goto out;
 	/* Writing over an input would read what is being written. */
