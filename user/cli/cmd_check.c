@@ -27,6 +27,7 @@
 #include "output.h"
 #include "pkgowner.h"
 #include "target.h"
+#include "termsafe.h"
 #include "threadscan.h"
 
 struct check_opts {
@@ -883,6 +884,7 @@ static bool lint_visited(struct lint_state *s, const struct stat *st)
 static void lint_progress(struct lint_state *s, const char *path, bool force)
 {
 	struct timespec now;
+	char shown[256];
 
 	if (!s->progress)
 		return;
@@ -891,7 +893,9 @@ static void lint_progress(struct lint_state *s, const char *path, bool force)
 			      100000000L)
 		return;
 	s->last = now;
-	fprintf(stderr, "\rlint: %zu files, %zu ELF objects: %.60s\033[K", s->seen, s->n, path);
+	/* Past the stderr guard (its own \r and erase-line), the path escaped by hand. */
+	dprintf(STDERR_FILENO, "\rlint: %zu files, %zu ELF objects: %s\033[K", s->seen, s->n,
+		termsafe__escape(path, 60, shown, sizeof(shown)));
 }
 
 /* A path inside a tree that is skipped: one warning line, and an "unreadable" entry. */

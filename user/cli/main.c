@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "objcache.h"
 #include "output.h"
+#include "termsafe.h"
 
 static const struct command commands[] = {
 	{ "libs", cmd_libs, "the library graph of live processes, with runtime roles" },
@@ -73,6 +74,7 @@ static int take_no_cache(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	termsafe__guard_stdio();
 	argc = take_no_cache(argc, argv);
 	if (argc < 2) {
 		usage(stderr);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "event.h"
+#include "termsafe.h"
 
 /* The BPF side names the fault signals without signal.h: they must be the kernel's. */
 _Static_assert(DLW_SIGILL == SIGILL && DLW_SIGTRAP == SIGTRAP && DLW_SIGABRT == SIGABRT &&
@@ -86,7 +87,8 @@ int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, ch
 	ev->pid = (pid_t)raw->pid;
 	ev->tid = (pid_t)raw->tid;
 	ev->in_dlopen = raw->in_dlopen;
-	copy_str(ev->comm, sizeof(ev->comm), raw->comm, sizeof(raw->comm));
+	/* The thread names itself (prctl): shown escaped, a newline included. */
+	termsafe__escape(raw->comm, sizeof(raw->comm), ev->comm, sizeof(ev->comm));
 	switch (ev->kind) {
 	case EVENT_DLOPEN:
 		ev->u.dlopen.path_null = raw->str_state == DLW_STR_NULL;
@@ -547,6 +549,7 @@ static int read_python(struct reader *r, const json_t *o, struct py_import *py)
 int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whylen)
 {
 	struct reader r = { .rec = rec, .why = why, .whylen = whylen };
+	char comm[sizeof(ev->comm)];
 	const json_t *v;
 
 	memset(ev, 0, sizeof(*ev));
@@ -566,6 +569,7 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 	ev->pid = (pid_t)get_int(&r, "pid", true);
 	ev->tid = (pid_t)get_int(&r, "tid", false);
 	get_str(&r, "comm", false, ev->comm, sizeof(ev->comm));
+	termsafe__escape(strcpy(comm, ev->comm), sizeof(comm), ev->comm, sizeof(ev->comm));
 	ev->in_dlopen = (unsigned int)get_int(&r, "in_dlopen", false);
 	v = json_object_get(rec, "rank");
 	if (json_is_integer(v)) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "procfs.h"
+#include "termsafe.h"
 
 ssize_t proc__read_small(const char *path, char *buf, size_t len)
 {
@@ -42,14 +43,9 @@ int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *stat
 	rparen = strrchr(buf, ')');
 	if (!lparen || !rparen || rparen < lparen || rparen[1] != ' ')
 		return -EPROTO;
-	if (comm) {
-		size_t len = (size_t)(rparen - lparen - 1);
-
-		if (len >= commlen)
-			len = commlen - 1;
-		memcpy(comm, lparen + 1, len);
-		comm[len] = '\0';
-	}
+	/* A process names itself: its name is shown, escaped, never trusted as text. */
+	if (comm)
+		termsafe__escape(lparen + 1, (size_t)(rparen - lparen - 1), comm, commlen);
 	if (state)
 		*state = rparen[2];
 	if (flags) {

@@ -144,7 +144,10 @@ static char *read_str(pid_t pid, const struct py_layout *l, uint64_t addr)
 						 (uint32_t)raw[4 * i + 2] << 16 |
 						 (uint32_t)raw[4 * i + 3] << 24;
 
-		if (c < 0x80) {
+		if (c < 0x20 || c == 0x7f) {
+			/* Names are shown, never run: a control character is written out. */
+			out += (size_t)snprintf(s + out, 5, "\\x%02x", c);
+		} else if (c < 0x80) {
 			s[out++] = (char)c;
 		} else if (c < 0x800) {
 			s[out++] = (char)(0xc0 | c >> 6);
