@@ -14,7 +14,9 @@ static void test_redact(void)
 		"alice ran /home/alice/train.py on gpu-node-7 (10.0.0.5, fe80::1:2:3); "
 		"/home/alice/lib.so again; glibc 2.36, torch 1.13.0, c10::add at 16:40:56; "
 		"alice@gpu-node-7.example; "
-		"malice and alicex stay; 10.0.0.5 again; 300.1.2.3 is no address; /root/x",
+		"malice and alicex stay; 10.0.0.5 again; 300.1.2.3 is no address; /root/x; "
+		"comm alice_job, thread alice-io, gpu-node-7-worker; fe80::1 and fd00::2 and "
+		"2001:db8::7; std::abs and cafe::beef stay",
 		&h);
 
 	CHECK(r != NULL, "redacts");
@@ -33,6 +35,11 @@ static void test_redact(void)
 	CHECK(strstr(r, "c10::add at 16:40:56"), "nor are C++ names and times");
 	CHECK(strstr(r, "300.1.2.3"), "nor is an out-of-range dotted quad");
 	CHECK(strstr(r, "<home2>/x"), "/root is a home too, with its own placeholder");
+	CHECK(strstr(r, "comm <user1>_job, thread <user1>-io, <host1>-worker"),
+	      "user and host names inside the names of processes and threads");
+	CHECK(!strstr(r, "fe80::1 ") && !strstr(r, "fd00::2") && !strstr(r, "2001:db8::7"),
+	      "IPv6 addresses with two groups");
+	CHECK(strstr(r, "std::abs and cafe::beef stay"), "C++ names with two parts stay");
 	free(r);
 }
 

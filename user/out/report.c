@@ -724,7 +724,10 @@ static int replace_re(char **text, const char *re, int group, struct redactor *r
 	return out ? 0 : -ENOMEM;
 }
 
-/* A literal @word as a whole word (no letter, digit, '_' or '-' either side). */
+/*
+ * A literal @word wherever no letter or digit touches it: inside names made of it too
+ * ("alice_job", "vm-worker", "alice@host"), never inside another word ("malice").
+ */
 static int replace_word(char **text, const char *word, struct redactor *r, const char *kind, int k)
 {
 	char re[512];
@@ -732,13 +735,13 @@ static int replace_word(char **text, const char *word, struct redactor *r, const
 
 	if (!word || strlen(word) < 2 || strlen(word) > 200)
 		return 0;
-	n += (size_t)snprintf(re, sizeof(re), "(^|[^A-Za-z0-9_.-])(");
+	n += (size_t)snprintf(re, sizeof(re), "(^|[^A-Za-z0-9])(");
 	for (const char *c = word; *c && n + 4 < sizeof(re); c++) {
 		if (strchr(".[]()*+?{}|^$\\", *c))
 			re[n++] = '\\';
 		re[n++] = *c;
 	}
-	snprintf(re + n, sizeof(re) - n, ")([^A-Za-z0-9_-]|$)");
+	snprintf(re + n, sizeof(re) - n, ")([^A-Za-z0-9]|$)");
 	/* Matches overlap by their borders: run until nothing changes. */
 	for (int pass = 0; pass < 2; pass++)
 		if (replace_re(text, re, 2, r, kind, k))
@@ -768,11 +771,17 @@ char *report__redact(const char *text, const struct redact_hints *h)
 		       "1?[0-9]?[0-9])){3})([^0-9.]|$)",
 		       2, &r, "ip", 3))
 		goto fail;
-	/* Full IPv6, or compressed with three groups or more: "c10::add" is C++, no address. */
+	/*
+	 * Full IPv6, or compressed with three groups or more; with two, only where the first
+	 * group is of an assigned range (link-local fe80, unique-local fc/fd, multicast ff,
+	 * global 2000-3fff): "c10::add" is C++, no address.
+	 */
 	if (s && replace_re(&s,
 			    "(^|[^0-9A-Za-z_:])(([0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|"
 			    "([0-9A-Fa-f]{1,4}:){2,6}(:[0-9A-Fa-f]{1,4}){1,5}|"
-			    "([0-9A-Fa-f]{1,4}:){1,5}(:[0-9A-Fa-f]{1,4}){2,6})([^0-9A-Za-z_:]|$)",
+			    "([0-9A-Fa-f]{1,4}:){1,5}(:[0-9A-Fa-f]{1,4}){2,6}|"
+			    "([fF][cdefCDEF]|[23][0-9A-Fa-f])[0-9A-Fa-f]{0,2}::[0-9A-Fa-f]{1,4})"
+			    "([^0-9A-Za-z_:]|$)",
 			    2, &r, "ip", 3))
 		goto fail;
 	for (size_t i = 0; i < r.n; i++) {
