@@ -143,8 +143,10 @@ int check__trace(const char *path, bool json, int fail_on,
 		 bool (*selected)(const void *ctx, const char *id), const void *ctx)
 {
 	struct tstate s = { 0 };
+	struct trace_end end = { .records = 1 }; /* the header, read by tracefile__open */
 	json_t *hdr = NULL, *doc = NULL, *procs = NULL;
-	char *line = NULL, why[512];
+	char *line = NULL, why[512], cut[256] = "";
+	bool complete;
 	size_t cap = 0, with = 0, n_findings = 0;
 	ssize_t len;
 	struct stat st;
@@ -167,6 +169,7 @@ int check__trace(const char *path, bool json, int fail_on,
 		long h = host ? host_index(&s, host) : 0;
 		struct tproc *p;
 
+		trace_end__see(&end, line, (size_t)len, rec);
 		if (!type || !json_is_integer(pid) || !strcmp(type, "activity")) {
 			json_decref(rec);
 			continue;
@@ -188,6 +191,7 @@ int check__trace(const char *path, bool json, int fail_on,
 			json_array_append(p->findings, rec);
 		json_decref(rec);
 	}
+	complete = !trace_end__cut(&end, cut, sizeof(cut));
 	for (size_t i = 0; i < s.n; i++) {
 		size_t n = json_array_size(s.p[i].findings);
 		int m = max_severity(s.p[i].findings);
@@ -197,9 +201,11 @@ int check__trace(const char *path, bool json, int fail_on,
 		max = m > max ? m : max;
 	}
 	if (json) {
-		doc = json_pack("{s:s, s:s, s:O*, s:I, s:[]}", "dlscope", DLSCOPE_VERSION, "trace",
-				path, "hosts", json_object_get(hdr, "hosts"), "processes_seen",
-				(json_int_t)s.n, "processes");
+		doc = json_pack("{s:s, s:s, s:O*, s:I, s:b, s:s*, s:I, s:[]}", "dlscope",
+				DLSCOPE_VERSION, "trace", path, "hosts",
+				json_object_get(hdr, "hosts"), "processes_seen", (json_int_t)s.n,
+				"complete", complete, "cut", complete ? NULL : cut, "lost",
+				(json_int_t)end.lost, "processes");
 		procs = json_object_get(doc, "processes");
 	} else {
 		printf("trace %s: %zu process%s, %zu finding%s", path, s.n, s.n == 1 ? "" : "es",
@@ -207,7 +213,16 @@ int check__trace(const char *path, bool json, int fail_on,
 		if (s.n_hosts > 1)
 			printf(", from %zu host%s", s.n_hosts - 1, s.n_hosts == 2 ? "" : "s");
 		printf("\n");
+		if (!complete)
+			printf("%s\n", cut);
+		else if (end.lost)
+			printf("the recorder lost %llu events (its summary says so): findings that "
+			       "needed them may be missing\n",
+			       end.lost);
 	}
+	/* With --json, on stderr too: a script that reads findings alone still sees it. */
+	if (!complete && json)
+		dls_warn("check: %s: %s", path, cut);
 	for (size_t i = 0; i < s.n; i++) {
 		struct tproc *p = &s.p[i];
 		const json_t *rec;

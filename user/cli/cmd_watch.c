@@ -210,7 +210,8 @@ static int run(int argc, char **argv, bool record)
 	pid_t job_pid = 0;
 	struct text_sink text;
 	struct json_sink trace;
-	FILE *trace_file = NULL;
+	struct trace_file tf;
+	int trace_fd = -1, werr = 0;
 	bool quiet = record;
 	struct watch_stats st;
 	char why[512];
@@ -319,8 +320,8 @@ static int run(int argc, char **argv, bool record)
 			return DLS_EXIT_USAGE;
 		}
 		out_path = out_buf;
-		trace_file = outfile__fopen(cmd, out_path, why, sizeof(why));
-		if (!trace_file) {
+		trace_fd = outfile__open(cmd, out_path, 0, why, sizeof(why));
+		if (trace_fd < 0) {
 			dls_err("%s: %s", cmd, why);
 			free(o.pids);
 			return DLS_EXIT_INSPECT;
@@ -331,16 +332,16 @@ static int run(int argc, char **argv, bool record)
 		text_sink__init(&text, stdout);
 		sinks[o.n_sinks++] = &text.s;
 	}
-	if (trace_file) {
-		json_sink__init_file(&trace, trace_file);
+	if (trace_fd >= 0) {
+		json_sink__init_file(&trace, &tf, trace_fd);
 		sinks[o.n_sinks++] = &trace.s;
 	}
 	/* The job layer labels ranks' lines and names the first to die and a hung one. */
 	jw = jobwatch__new(o.sinks, o.n_sinks, hang_secs);
 	if (!jw) {
 		dls_err("%s: out of memory", cmd);
-		if (trace_file)
-			fclose(trace_file);
+		if (trace_fd >= 0)
+			trace_file__close(&tf);
 		free(o.pids);
 		return DLS_EXIT_INSPECT;
 	}
@@ -353,8 +354,8 @@ static int run(int argc, char **argv, bool record)
 	err = watch__run(&o, &st, why, sizeof(why));
 	st.findings += jobwatch__findings(jw);
 	jobwatch__free(jw);
-	if (trace_file && fclose(trace_file))
-		dls_err("%s: writing %s failed: %s", cmd, out_path, strerror(errno));
+	if (trace_fd >= 0)
+		werr = trace_file__close(&tf);
 	free(o.pids);
 	if (err) {
 		dls_err("%s: %s", cmd, why);
@@ -372,6 +373,14 @@ static int run(int argc, char **argv, bool record)
 			"%llu still unread when the run ended (the target sent faster than dlscope "
 			"reads)\n",
 			st.lost_ring, st.lost_calls, st.lost_skipped, st.lost_unread);
+	/* A trace that did not reach the disk whole is a failed record, whatever was seen. */
+	if (werr) {
+		dls_err("%s: cannot write %s: %s: %llu of %llu records not written; the trace is "
+			"cut after record %llu",
+			cmd, out_path, strerror(-werr), tf.unwritten, tf.written + tf.unwritten,
+			tf.written);
+		return DLS_EXIT_INSPECT;
+	}
 	ret = st.findings ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 	return ret;
 usage:

@@ -55,3 +55,34 @@ fail:
 	*f = NULL;
 	return err;
 }
+
+void trace_end__see(struct trace_end *e, const char *line, size_t len, const json_t *rec)
+{
+	const char *type = json_string_value(json_object_get(rec, "type"));
+
+	e->records++;
+	e->last_cut = !len || line[len - 1] != '\n';
+	if (!rec) {
+		e->broken++;
+		return;
+	}
+	if (type && !strcmp(type, "summary")) {
+		e->summary = true;
+		e->lost = (unsigned long long)json_integer_value(json_object_get(rec, "lost"));
+	}
+}
+
+bool trace_end__cut(const struct trace_end *e, char *why, size_t whylen)
+{
+	if (e->summary && !e->broken && !e->last_cut)
+		return false;
+	snprintf(why, whylen,
+		 "the trace is cut: %s%s%s after record %llu; what followed is missing",
+		 e->summary ? "" : "no summary record",
+		 !e->summary && (e->last_cut || e->broken) ? ", " : "",
+		 e->last_cut ? "its last line is incomplete" :
+		 e->broken   ? "it has lines that are no record" :
+			       "",
+		 e->records - (e->last_cut ? 1 : 0));
+	return true;
+}

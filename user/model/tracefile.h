@@ -18,4 +18,20 @@
 int tracefile__open(const char *path, FILE **f, json_t **hdr, struct stat *st, char *why,
 		    size_t whylen);
 
+/*
+ * Whether a trace is whole: `record` ends every trace with a summary record, and every record
+ * with a newline. A trace cut by a full disk or a killed recorder lacks the one or the other.
+ * Readers feed each line (and its record, NULL when it did not parse) to trace_end__see.
+ */
+struct trace_end {
+	bool summary;		   /* a summary record was read */
+	unsigned long long lost;   /* its count of events lost */
+	unsigned long long broken; /* lines that are no JSON record */
+	bool last_cut;		   /* the last line has no newline */
+	unsigned long long records;
+};
+void trace_end__see(struct trace_end *e, const char *line, size_t len, const json_t *rec);
+/* False when whole; else true, with what is missing in @why (one clause, no period). */
+bool trace_end__cut(const struct trace_end *e, char *why, size_t whylen);
+
 #endif

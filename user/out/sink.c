@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The collector's sinks: watch's text lines and trace records (a file, or the TUI's queue). */
+#include <errno.h>
 #include <gnu/libc-version.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "finding.h"
 #include "libgraph.h"
@@ -311,18 +313,82 @@ void json_sink__init(struct json_sink *j, void (*emit_fn)(void *ctx, json_t *rec
 	};
 }
 
-static void file_emit(void *ctx, json_t *rec)
-{
-	json_dumpf(rec, ctx, JSON_COMPACT);
-	fputc('\n', ctx);
-}
+#define TRACE_BUF (256 * 1024)
 
+/* Writes the buffer; on a failure, the records not wholly written are counted and dropped. */
 static void file_flush(void *ctx)
 {
-	fflush(ctx);
+	struct trace_file *tf = ctx;
+	size_t done = 0;
+
+	while (!tf->err && done < tf->len) {
+		ssize_t w = write(tf->fd, tf->buf + done, tf->len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			tf->err = w < 0 ? errno : EIO;
+		else
+			done += (size_t)w;
+	}
+	/* Each record ends with its only newline (compact JSON escapes those in strings). */
+	for (size_t i = 0; i < tf->len; i++)
+		if (tf->buf[i] == '\n') {
+			if (i < done)
+				tf->written++;
+			else
+				tf->unwritten++;
+		}
+	tf->len = 0;
 }
 
-void json_sink__init_file(struct json_sink *j, FILE *f)
+static void file_emit(void *ctx, json_t *rec)
 {
-	json_sink__init(j, file_emit, file_flush, f);
+	struct trace_file *tf = ctx;
+	size_t need;
+
+	if (tf->err) {
+		tf->unwritten++;
+		return;
+	}
+	need = json_dumpb(rec, NULL, 0, JSON_COMPACT) + 1;
+	if (tf->len + need > tf->cap)
+		file_flush(tf);
+	if (need > tf->cap) {
+		char *nb = realloc(tf->buf, need);
+
+		if (!nb) {
+			tf->err = ENOMEM;
+			tf->unwritten++;
+			return;
+		}
+		tf->buf = nb;
+		tf->cap = need;
+	}
+	if (tf->err) {
+		tf->unwritten++;
+		return;
+	}
+	tf->len += json_dumpb(rec, tf->buf + tf->len, tf->cap - tf->len, JSON_COMPACT);
+	tf->buf[tf->len++] = '\n';
+}
+
+void json_sink__init_file(struct json_sink *j, struct trace_file *tf, int fd)
+{
+	*tf = (struct trace_file){ .fd = fd, .buf = malloc(TRACE_BUF), .cap = TRACE_BUF };
+	if (!tf->buf) {
+		tf->cap = 0;
+		tf->err = ENOMEM;
+	}
+	json_sink__init(j, file_emit, file_flush, tf);
+}
+
+int trace_file__close(struct trace_file *tf)
+{
+	file_flush(tf);
+	if (close(tf->fd) && !tf->err)
+		tf->err = errno;
+	free(tf->buf);
+	tf->buf = NULL;
+	return -tf->err;
 }

@@ -133,7 +133,21 @@ struct json_sink {
 };
 void json_sink__init(struct json_sink *j, void (*emit)(void *ctx, json_t *rec),
 		     void (*flush)(void *ctx), void *ctx);
-/* A JSON sink that writes JSON Lines to @f. */
-void json_sink__init_file(struct json_sink *j, FILE *f);
+/*
+ * A trace file: JSON Lines written to a descriptor through a buffer of its own, so that a
+ * failed write (a full disk) is known record by record: the records that did not reach the
+ * file are counted, and none is written after the first failure (the file ends cut).
+ */
+struct trace_file {
+	int fd;
+	char *buf;
+	size_t len, cap;
+	int err; /* the first write's errno, 0 while every record went out */
+	unsigned long long written, unwritten; /* records */
+};
+/* A JSON sink that writes JSON Lines through @tf to @fd (owned: trace_file__close). */
+void json_sink__init_file(struct json_sink *j, struct trace_file *tf, int fd);
+/* Writes what is buffered and closes the descriptor: 0, or -errno of the first failure. */
+int trace_file__close(struct trace_file *tf);
 
 #endif
