@@ -5,6 +5,7 @@ import os
 import subprocess
 import tempfile
 
+import harness
 from harness import Skip, dlscope, is_root
 
 PY = "/usr/bin/python3"
@@ -61,3 +62,17 @@ def test_a_whole_trace_is_complete():
             f.writelines(lines[:-1])
         doc = json.loads(dlscope("check", "--json", trace, check=0).stdout)
         assert doc["complete"] is False and "no summary record" in doc["cut"], doc
+
+
+def test_watch_inside_a_pid_namespace_refuses_instead_of_seeing_nothing():
+    # In a container's PID namespace the probes' host PIDs match no target: the stream would
+    # be empty and "0 lost". It is refused with the reason instead.
+    if not is_root():
+        raise Skip("watch needs root")
+    for cmd in (["watch", "--duration", "2"], ["record", "-o", "/dev/null", "--duration", "2"]):
+        p = subprocess.run(["unshare", "-fpm", "--mount-proc", harness.dlscope_path(), *cmd,
+                            "--", PY, "-c", DLOPENS], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 3, (cmd, p.returncode, p.stderr)
+        assert "PID namespace below the host's" in p.stderr and "0 lost" not in p.stderr, \
+            p.stderr

@@ -1324,6 +1324,17 @@ static int check_capabilities(char *why, size_t len)
 			 still);
 		return -ENOTSUP;
 	}
+	/* Its probes would see the host's PIDs, which match none here: an empty stream. */
+	if (proc__in_child_pidns()) {
+		snprintf(
+			why, len,
+			"dlscope runs in a PID namespace below the host's (a container): its probes "
+			"report the host's process IDs, which this namespace cannot match; run "
+			"dlscope in the host's PID namespace (nsenter -t 1 -p, or the container "
+			"with --pid=host); %s",
+			still);
+		return -ENOTSUP;
+	}
 	return 0;
 }
 

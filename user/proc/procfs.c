@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "procfs.h"
@@ -57,4 +58,13 @@ int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *stat
 		*flags = f;
 	}
 	return 0;
+}
+
+bool proc__in_child_pidns(void)
+{
+	/* The initial PID namespace's inode is fixed (PROC_PID_INIT_INO, linux/proc_ns.h). */
+	const unsigned long init_ino = 0xEFFFFFFCUL;
+	struct stat st;
+
+	return !stat("/proc/self/ns/pid", &st) && st.st_ino != init_ino;
 }

@@ -3,6 +3,7 @@
 #ifndef DLSCOPE_PROCFS_H
 #define DLSCOPE_PROCFS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Read a small /proc file in one read, NUL-terminated. Returns its length or -errno. */
@@ -10,5 +11,11 @@ ssize_t proc__read_small(const char *path, char *buf, size_t len);
 /* Parse "/proc/PID/stat"-style fields (@tid 0: the process's); NULL outputs are skipped. */
 int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
 		    unsigned long *flags);
+
+/*
+ * Whether this process runs in a PID namespace below the host's (a container's): there the
+ * kernel's view (BPF's PIDs) and /proc's differ. False when it cannot tell.
+ */
+bool proc__in_child_pidns(void);
 
 #endif
