@@ -294,3 +294,18 @@ def test_frame_cache_names_pcs_as_dwarf_does():
                                                 env=env).stdout))
         for pc in set(again) & set(cold):
             assert again[pc] == cold[pc], (hex(pc), again[pc], cold[pc])
+
+
+def test_a_deep_recursion_is_unwound_whole_as_eu_stack_does():
+    # Every frame of a recursion has the same pc; only its stack pointer moves. Loop detection
+    # stopped at frame #10 ("loops on one frame") while gdb and eu-stack show them all.
+    with Fixture(["recursion", "20"]) as fx:
+        out = dlscope("stacks", fx.pid, check=0).stdout
+        frames = [l for l in out.splitlines() if l.startswith("#")]
+        assert "loops" not in out, out
+        assert sum(" in descend+" in l for l in frames) == 21, out
+        # Each frame of the recursion shows its address, as gdb does (no inline chain here).
+        assert all(" 0x" in l for l in frames), out
+        eu = subprocess.run(["eu-stack", "-p", str(fx.pid)], capture_output=True, text=True,
+                            timeout=60).stdout
+        assert len(frames) == len([l for l in eu.splitlines() if l.startswith("#")]), (out, eu)

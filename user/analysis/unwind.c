@@ -476,7 +476,8 @@ struct walk {
 	struct thread_stack *ts;
 	unsigned int max;
 	size_t cap;
-	int same_pc;
+	Dwarf_Word last_pc, last_sp; /* the previous frame's state, when it had an SP */
+	bool have_last;
 	const struct sample_access *acc; /* a sample's: frames must be in executable mappings */
 };
 
@@ -485,6 +486,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	struct walk *w = arg;
 	struct thread_stack *ts = w->ts;
 	Dwarf_Addr pc;
+	Dwarf_Word sp;
 	bool activation;
 
 	if (!dwfl_frame_pc(state, &pc, &activation))
@@ -500,11 +502,23 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		ts->truncated = true;
 		return DWARF_CB_ABORT;
 	}
-	if (ts->n_frames && ts->frames[ts->n_frames - 1].pc == pc && ++w->same_pc > 8) {
-		ts->truncated = true;
-		free(ts->error);
-		ts->error = strdup("the stack loops on one frame; stopped there");
-		return DWARF_CB_ABORT;
+	/*
+	 * A frame whose pc and stack pointer are the previous one's made no progress: the next
+	 * step would give it again. A recursion has the same pc at a new SP each time.
+	 */
+	if (!dwfl_frame_reg(state, ARCH_DWARF_SP, &sp)) {
+		if (w->have_last && w->last_pc == pc && w->last_sp == sp) {
+			ts->truncated = true;
+			free(ts->error);
+			ts->error = strdup("the stack loops on one frame (the same pc and stack "
+					   "pointer twice); stopped there");
+			return DWARF_CB_ABORT;
+		}
+		w->last_pc = pc;
+		w->last_sp = sp;
+		w->have_last = true;
+	} else {
+		w->have_last = false;
 	}
 	if (ts->n_frames >= w->max) {
 		ts->truncated = true;
@@ -651,8 +665,11 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 				continue;
 			}
 			f.function = die_function_name(die);
+			/* Inline frames are printed before the real frame of their pc. */
+			f.inlined = true;
 			if (push_frame(ts, &cap, &f))
 				goto oom;
+			f.inlined = false;
 			f.function = NULL;
 			f.module = f.module ? strdup(f.module) : NULL;
 			f.file = call_site(cudie, die, &f.line);
@@ -677,9 +694,6 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 		free(raw);
 		return -ENOMEM;
 	}
-	/* Inline frames are printed before the real frame of their pc: mark them. */
-	for (size_t i = 0; i + 1 < ts->n_frames; i++)
-		ts->frames[i].inlined = ts->frames[i].pc == ts->frames[i + 1].pc;
 	free(raw);
 	return 0;
 }
@@ -1516,11 +1530,14 @@ void stacks__free(struct stacks *s)
 	free(s);
 }
 
-/* As gdb: the address on the first frame of a pc (the innermost of an inline chain) only. */
+/*
+ * As gdb: the address on the first frame of a pc (the innermost of an inline chain) only; the
+ * frames of a recursion share a pc and each shows it.
+ */
 void stack_frame__print(const struct stack_frame *f, const struct stack_frame *prev, size_t n,
 			const char *indent, FILE *out)
 {
-	bool same_pc = prev && prev->pc == f->pc;
+	bool same_pc = prev && prev->pc == f->pc && prev->inlined;
 
 	if (same_pc)
 		fprintf(out, "%s#%-3zu %18s    %s", indent, n, "",
