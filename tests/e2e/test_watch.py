@@ -715,3 +715,40 @@ def test_duration_ends_the_command_and_every_process_below_it():
         bystander.kill()
         bystander.wait()
         subprocess.run(["pkill", "-f", f"^sleep {marker}$"])
+
+
+def _gone_or_zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_killed_watch_or_record_ends_its_command_and_leaks_no_descriptor():
+    # SIGKILL gives dlscope no chance to clean up: the command, held by PR_SET_PDEATHSIG,
+    # ends with it instead of running on under init; and the trace, opened O_CLOEXEC, is not
+    # among the command's descriptors.
+    if not is_root():
+        raise Skip("BPF tests need root")
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "t.jsonl")
+        for cmd in (["watch"], ["record", "-o", trace]):
+            p = subprocess.Popen([dlscope_path(), *cmd, "--", "sleep", "300"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                assert "watching 1 process" in p.stderr.readline()
+                child = int(subprocess.run(["pgrep", "-P", str(p.pid), "sleep"],
+                                           capture_output=True, text=True).stdout.split()[0])
+                fds = [os.readlink(f"/proc/{child}/fd/{n}") for n in os.listdir(
+                    f"/proc/{child}/fd")]
+                assert trace not in fds, fds
+                p.kill()
+                p.wait()
+                deadline = time.monotonic() + 5
+                while not _gone_or_zombie(child) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert _gone_or_zombie(child), f"{cmd}: sleep {child} runs on"
+            finally:
+                p.kill()
+                p.wait()

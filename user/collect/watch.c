@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -1348,8 +1349,8 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 /* Start the command stopped before exec, so probes are in place from its first instruction. */
 static pid_t spawn_held(char **argv, const int *stdio, int *release_fd)
 {
+	pid_t pid, parent = getpid();
 	int p[2];
-	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC))
 		return -1;
@@ -1357,6 +1358,12 @@ static pid_t spawn_held(char **argv, const int *stdio, int *release_fd)
 	if (pid == 0) {
 		char c;
 
+		/*
+		 * A dlscope killed (SIGKILL) must not leave its command running under init, as
+		 * check -- CMD does not; a parent already gone ends it here.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(127);
 		close(p[1]);
 		if (stdio) {
 			/* dup2 clears CLOEXEC on 0-2; the originals close at exec. */
