@@ -309,3 +309,14 @@ def test_a_deep_recursion_is_unwound_whole_as_eu_stack_does():
         eu = subprocess.run(["eu-stack", "-p", str(fx.pid)], capture_output=True, text=True,
                             timeout=60).stdout
         assert len(frames) == len([l for l in eu.splitlines() if l.startswith("#")]), (out, eu)
+
+
+def test_stacks_of_itself_and_watch_of_a_kernel_thread_say_why():
+    # dlscope cannot stop itself (ptrace refuses its own process), and a kernel thread has no
+    # user space to probe: each says so instead of a generic permission or "exited" line.
+    p = subprocess.run(["sh", "-c", f'exec {dlscope_path()} stacks $$'], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 3 and "it is this dlscope itself" in p.stderr, p.stderr
+    if is_root():
+        p = dlscope("watch", "-p", 2, "--duration", "1", check=3)
+        assert "is a kernel thread" in p.stderr and p.stderr.count("\n") == 1, p.stderr

@@ -1583,8 +1583,15 @@ static int add_targets(struct watch *w, int *release_fd, char *why, size_t whyle
 	const struct watch_opts *o = w->o;
 
 	for (size_t i = 0; i < o->n_pids; i++) {
-		int err = add_proc(w, o->pids[i], 0);
+		struct target *t;
+		int err;
 
+		/* What is no process to watch says why: none, a kernel thread, a zombie. */
+		err = target__open(o->pids[i], &t, why, whylen);
+		if (err)
+			return err;
+		target__free(t);
+		err = add_proc(w, o->pids[i], 0);
 		if (err) {
 			snprintf(why, whylen,
 				 "cannot watch process %d: it does not exist or exited",

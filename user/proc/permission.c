@@ -246,7 +246,12 @@ void permission__explain(pid_t pid, enum ptrace_access mode, char *buf, size_t l
 {
 	struct permission_facts f;
 
-	if (permission__facts(pid, &f))
+	/* ptrace refuses a process its own tracee: no credential or setting changes that. */
+	if (pid == getpid())
+		snprintf(buf, len,
+			 "it is this dlscope itself, which cannot stop itself (run "
+			 "dlscope on it from another process)");
+	else if (permission__facts(pid, &f))
 		snprintf(buf, len, "it has exited");
 	else
 		permission__reason(&f, mode, buf, len);
