@@ -320,3 +320,16 @@ def test_stacks_of_itself_and_watch_of_a_kernel_thread_say_why():
     if is_root():
         p = dlscope("watch", "-p", 2, "--duration", "1", check=3)
         assert "is a kernel thread" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_a_corrupt_return_address_ends_the_unwind_with_its_reason():
+    # A pc no user code can have (0xdead00000000beef) was printed as a frame of ld.so, and as
+    # a negative pc in JSON, with no word on why the walk ended there.
+    with Fixture(["corrupt_stack"]) as fx:
+        out = dlscope("stacks", fx.pid, check=0).stdout
+        assert "0xdead00000000beef is no user-space address (a corrupt stack)" in out, out
+        assert "?? from" not in out, out
+        doc = json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout)
+        t = doc["threads"][0]
+        assert all(0 <= f["pc"] < 1 << 56 for f in t["frames"]), t["frames"]
+        assert "corrupt stack" in t.get("error", ""), t

@@ -491,6 +491,17 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 	if (!dwfl_frame_pc(state, &pc, &activation))
 		return DWARF_CB_ABORT;
+	/* A corrupt stack unwinds to garbage: a pc no user code can have ends the walk. */
+	if (pc >= ARCH_USER_ADDR_END) {
+		free(ts->error);
+		if (asprintf(&ts->error,
+			     "frame #%zu's return address 0x%" PRIx64 " is no user-space address "
+			     "(a corrupt stack); stopped there",
+			     ts->n_frames, (uint64_t)pc) < 0)
+			ts->error = NULL;
+		ts->truncated = true;
+		return DWARF_CB_ABORT;
+	}
 	/* A return address lies in the caller's code: pc - 1 is inside its call. */
 	if (w->acc && w->acc->pc_ok && !w->acc->pc_ok(w->acc->ctx, activation ? pc : pc - 1)) {
 		free(ts->error);

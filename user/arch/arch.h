@@ -34,6 +34,12 @@ void arch_regs__dwarf(const arch_regs *r, uint64_t out[ARCH_DWARF_REGS]);
 #define ARCH_DWARF_R12 12 /* R12 .. R15: one span of four */
 #define ARCH_DWARF_PC 16
 
+/*
+ * No user-space address reaches this (x86-64: 47 bits with 4-level paging, 56 with 5-level):
+ * a pc at or above it is a non-canonical or kernel address, never a frame.
+ */
+#define ARCH_USER_ADDR_END 0x0100000000000000ULL
+
 /* The name of system call @nr among those a blocked thread is commonly found in, or NULL. */
 const char *arch_syscall_name(long nr);
 /* The futex system call's number, for /proc/PID/syscall and /proc/PID/task/TID/syscall. */
