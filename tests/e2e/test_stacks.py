@@ -333,3 +333,17 @@ def test_a_corrupt_return_address_ends_the_unwind_with_its_reason():
         t = doc["threads"][0]
         assert all(0 <= f["pc"] < 1 << 56 for f in t["frames"]), t["frames"]
         assert "corrupt stack" in t.get("error", ""), t
+
+
+def test_a_process_whose_main_thread_exited_is_read_through_a_live_thread():
+    # pthread_exit in main: the process runs on, but /proc/PID/maps, mem, exe and root went
+    # with the main thread. libs, check and stacks read it through a live thread instead of
+    # calling it a zombie.
+    with Fixture(["main_exits"]) as fx:
+        libs = dlscope("libs", "--json", fx.pid, check=0)
+        paths = [o["path"] for o in json.loads(libs.stdout)["processes"][0]["objects"]]
+        assert any(p.endswith("/libm.so.6") for p in paths), paths
+        dlscope("check", fx.pid, check=0)
+        out = dlscope("stacks", fx.pid, check=0).stdout
+        assert "the main thread has exited (pthread_exit)" in out, out
+        assert "worker+0x" in out and "start_thread" in out, out

@@ -48,6 +48,7 @@ struct captured {
 
 struct capture_set {
 	pid_t pid;
+	pid_t mem_pid;	/* whose memory is read: pid, or a live thread when the main one exited */
 	bool regs_only; /* no stack copies: the Python frames alone are wanted */
 	/* The process is our own child: its exit status is its parent's to collect, not ours. */
 	bool own_child;
@@ -298,7 +299,7 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
 		if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
 			c->have_regs = true;
 			if (!cs->regs_only) {
-				copy_stack(cs->pid, maps, c);
+				copy_stack(cs->mem_pid, maps, c);
 				out->stack_bytes += c->stack_len;
 			}
 		} else {
@@ -341,7 +342,8 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			continue;
 		}
 		if (ptrace(PTRACE_SEIZE, c->tid, NULL, NULL)) {
-			if (errno == EPERM && i == 0) {
+			/* A main thread that exited (pthread_exit) is a zombie the others outlive. */
+			if (errno == EPERM && i == 0 && proc__live_task(cs->pid) == cs->pid) {
 				char comm[64] = "?", reason[512];
 
 				proc__read_stat(cs->pid, 0, comm, sizeof(comm), NULL, NULL);
@@ -450,7 +452,7 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 			return true;
 		}
 	}
-	return process_vm_readv(cs->pid, &local, 1, &remote, 1, 0) == sizeof(*result);
+	return process_vm_readv(cs->mem_pid, &local, 1, &remote, 1, 0) == sizeof(*result);
 }
 
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
@@ -932,19 +934,22 @@ static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *wh
 		.find_debuginfo = debuginfo_cache__find,
 		.debuginfo_path = &proc_debuginfo_path,
 	};
+	/* A main thread that exited has no maps or root: a live thread has them. */
+	pid_t task = proc__live_task(pid);
+	bool own_maps = !*mapsp;
 	Dwfl *dwfl;
 	int err;
 
-	bool own_maps = !*mapsp;
-
+	if (task <= 0)
+		task = pid;
 	*dwflp = NULL;
-	set_debuginfo_root(pid);
+	set_debuginfo_root(task);
 	dwfl = dwfl_begin(&proc_callbacks);
 	if (!dwfl)
 		return -ENOMEM;
 	dwfl_report_begin(dwfl);
-	reporting_pid = pid;
-	err = dwfl_linux_proc_report(dwfl, pid);
+	reporting_pid = task;
+	err = dwfl_linux_proc_report(dwfl, task);
 	dwfl_report_end(dwfl, NULL, NULL);
 	if (own_maps)
 		*mapsp = procmaps__read(pid);
@@ -991,11 +996,16 @@ static int count_module(Dwfl_Module *mod, void **userdata, const char *name, Dwa
 
 /* Unwind and name the copied threads of @cs into @s; the target runs again by now. */
 /* Why a thread has no registers, said as it is: never "exited" on a guess. NULL: no memory. */
-static char *left_out_reason(const struct captured *c)
+static char *left_out_reason(pid_t pid, const struct captured *c)
 {
-	char text[160];
+	char text[160], state = 0;
 
-	if (c->seized && !c->stopped && !c->gone)
+	if (c->tid == pid && !c->seized && !proc__read_stat(pid, 0, NULL, 0, &state, NULL) &&
+	    state == 'Z')
+		snprintf(text, sizeof(text),
+			 "the main thread has exited (pthread_exit); the process runs on in its "
+			 "other threads");
+	else if (c->seized && !c->stopped && !c->gone)
 		snprintf(
 			text, sizeof(text),
 			"the thread did not stop within 3 s (an uninterruptible sleep, or a parent "
@@ -1025,7 +1035,7 @@ static int threads_without_frames(struct capture_set *cs, struct stacks *s)
 		if (cs->c[i].have_regs)
 			ts->thread_pointer = arch_regs__thread_pointer(&cs->c[i].regs);
 		else
-			ts->error = left_out_reason(&cs->c[i]);
+			ts->error = left_out_reason(cs->pid, &cs->c[i]);
 	}
 	return 0;
 }
@@ -1067,7 +1077,7 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		if (cs->c[i].have_regs)
 			ts->thread_pointer = arch_regs__thread_pointer(&cs->c[i].regs);
 		if (!cs->c[i].have_regs) {
-			ts->error = left_out_reason(&cs->c[i]);
+			ts->error = left_out_reason(cs->pid, &cs->c[i]);
 			continue;
 		}
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
@@ -1140,10 +1150,14 @@ int stacks__capture(pid_t pid, const struct procmaps *given, const struct py_int
 		    struct stacks **out, char *why, size_t whylen)
 {
 	struct capture_set cs = { .pid = pid,
+				  .mem_pid = proc__live_task(pid),
 				  .own_child = is_own_child(pid),
 				  .regs_only = (flags & STACKS_PYTHON_ONLY) && py };
 	struct procmaps *maps = (struct procmaps *)given;
 	struct stacks *s;
+
+	if (cs.mem_pid <= 0)
+		cs.mem_pid = pid;
 	Dwfl *dwfl = NULL;
 	int err;
 
@@ -1182,7 +1196,7 @@ int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struc
 			    char *why, size_t whylen)
 {
 	struct captured one = { .tid = tid, .seized = true, .stopped = true };
-	struct capture_set cs = { .pid = pid, .c = &one, .n = 1 };
+	struct capture_set cs = { .pid = pid, .mem_pid = tid, .c = &one, .n = 1 };
 	struct procmaps *maps = NULL;
 	struct stacks *s;
 	Dwfl *dwfl = NULL;
@@ -1202,7 +1216,7 @@ int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struc
 		goto out;
 	}
 	one.have_regs = true;
-	copy_stack(pid, maps, &one);
+	copy_stack(tid, maps, &one);
 	s->stack_bytes = one.stack_len;
 	err = unwind_copies(dwfl, &cs, max_frames, s, why, whylen);
 out:

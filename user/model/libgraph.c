@@ -457,7 +457,7 @@ static int add_link_map_objects(struct libgraph *g, const struct target *t,
 					  host, sizeof(host));
 			if (mp && mapping__is_file(mp))
 				snprintf(mapped, sizeof(mapped),
-					 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, t->pid,
+					 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, t->task,
 					 mp->start, mp->end);
 		}
 		object_open_elf(g, o, host, mapped[0] ? mapped : NULL);
@@ -499,7 +499,7 @@ static int add_mapped_only(struct libgraph *g, const struct target *t, const str
 		target__host_path(t, mp->path, host, sizeof(host));
 		if (!has_elf_magic(host)) {
 			snprintf(host, sizeof(host), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-				 t->pid, mp->start, mp->end);
+				 t->task, mp->start, mp->end);
 			if (!has_elf_magic(host))
 				continue;
 		}
@@ -723,7 +723,7 @@ int libgraph__find_packages(struct libgraph *g, const struct target *t, struct p
 		goto out;
 	/* A target without its root held (an image, a fuzz input) may still have /proc/PID/root. */
 	if (fd < 0) {
-		snprintf(root, sizeof(root), "/proc/%d/root", t->pid);
+		snprintf(root, sizeof(root), "/proc/%d/root", t->task);
 		fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
 	for (size_t i = 0; i < g->n; i++) {

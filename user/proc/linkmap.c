@@ -266,7 +266,7 @@ int linkmap__read(const struct target *t, const struct procmaps *maps, struct li
 	int err;
 
 	*out = NULL;
-	err = read_auxv(t->pid, &ai);
+	err = read_auxv(t->task, &ai);
 	if (err)
 		return err;
 	lm = calloc(1, sizeof(*lm));

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -67,4 +69,36 @@ bool proc__in_child_pidns(void)
 	struct stat st;
 
 	return !stat("/proc/self/ns/pid", &st) && st.st_ino != init_ino;
+}
+
+pid_t proc__live_task(pid_t pid)
+{
+	char path[64], state;
+	struct dirent *de;
+	pid_t live = -ESRCH;
+	DIR *d;
+	int err;
+
+	err = proc__read_stat(pid, 0, NULL, 0, &state, NULL);
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
+	if (state != 'Z' && state != 'X')
+		return pid;
+	/* The main thread is gone, its memory and files with it: any other thread has them. */
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while (live < 0 && (de = readdir(d))) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+
+		if (*end || tid <= 0 || tid == pid)
+			continue;
+		if (!proc__read_stat(pid, (pid_t)tid, NULL, 0, &state, NULL) && state != 'Z' &&
+		    state != 'X')
+			live = (pid_t)tid;
+	}
+	closedir(d);
+	return live;
 }

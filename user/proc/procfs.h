@@ -13,6 +13,13 @@ int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *stat
 		    unsigned long *flags);
 
 /*
+ * The thread of process @pid whose /proc entries (maps, mem, exe, root, environ) are readable:
+ * @pid itself, or, when its main thread has exited (pthread_exit) while others run, the first
+ * live one. -ESRCH when none is left, or another -errno.
+ */
+pid_t proc__live_task(pid_t pid);
+
+/*
  * Whether this process runs in a PID namespace below the host's (a container's): there the
  * kernel's view (BPF's PIDs) and /proc's differ. False when it cannot tell.
  */

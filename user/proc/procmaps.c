@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "procfs.h"
 #include "procmaps.h"
 
 static char *slurp(const char *path)
@@ -110,6 +111,16 @@ struct procmaps *procmaps__read(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	text = slurp(path);
+	/* No mapping at all: the main thread exited, and another thread has the memory. */
+	if (text && !text[0]) {
+		pid_t live = proc__live_task(pid);
+
+		if (live > 0 && live != pid) {
+			free(text);
+			snprintf(path, sizeof(path), "/proc/%d/maps", live);
+			text = slurp(path);
+		}
+	}
 	if (!text)
 		return NULL;
 	m = procmaps__parse(text);

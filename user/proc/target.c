@@ -85,14 +85,19 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 			  t->comm);
 		goto err_free;
 	}
+	t->task = pid;
 	if (t->state == 'Z' || t->state == 'X') {
-		err = why(reason, reasonlen, ESRCH,
-			  "process %d (%s) is a zombie: it has exited and its memory is gone", pid,
-			  t->comm);
-		goto err_free;
+		t->task = proc__live_task(pid);
+		if (t->task <= 0) {
+			err = why(reason, reasonlen, ESRCH,
+				  "process %d (%s) is a zombie: it has exited and its memory is "
+				  "gone",
+				  pid, t->comm);
+			goto err_free;
+		}
 	}
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->task);
 	n = readlink(path, buf, sizeof(buf) - 1);
 	if (n < 0) {
 		if (errno == EACCES || errno == EPERM)
@@ -110,7 +115,7 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 		buf[n - 10] = '\0';
 	memcpy(t->exe, buf, (size_t)n + 1);
 
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	snprintf(path, sizeof(path), "/proc/%d/mem", t->task);
 	t->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (t->mem_fd < 0) {
 		if (errno == EACCES || errno == EPERM)
@@ -121,9 +126,9 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 		goto err_free;
 	}
 	/* Best effort: without them, paths fall back to /proc/PID/root and /proc/PID/exe. */
-	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	snprintf(path, sizeof(path), "/proc/%d/root", t->task);
 	t->root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->task);
 	t->exe_fd = open(path, O_PATH | O_CLOEXEC);
 	*out = t;
 	return 0;
@@ -176,7 +181,7 @@ int target__read(const struct target *t, uint64_t addr, void *buf, size_t len)
 		return 0;
 	}
 
-	n = process_vm_readv(t->pid, &local, 1, &remote, 1, 0);
+	n = process_vm_readv(t->task, &local, 1, &remote, 1, 0);
 	if (n == (ssize_t)len)
 		return 0;
 	if (n < 0 && errno == ENOSYS) {
@@ -226,7 +231,7 @@ void target__host_path(const struct target *t, const char *path, char *buf, size
 	if (t->root_fd >= 0)
 		snprintf(buf, len, "/proc/self/fd/%d%s%s", t->root_fd, sep, path);
 	else
-		snprintf(buf, len, "/proc/%d/root%s%s", t->pid, sep, path);
+		snprintf(buf, len, "/proc/%d/root%s%s", t->task, sep, path);
 }
 
 void target__exe_path(const struct target *t, char *buf, size_t len)
@@ -234,14 +239,14 @@ void target__exe_path(const struct target *t, char *buf, size_t len)
 	if (t->exe_fd >= 0)
 		snprintf(buf, len, "/proc/self/fd/%d", t->exe_fd);
 	else
-		snprintf(buf, len, "/proc/%d/exe", t->pid);
+		snprintf(buf, len, "/proc/%d/exe", t->task);
 }
 
 bool target__alive(const struct target *t)
 {
 	char state;
 
-	if (proc__read_stat(t->pid, 0, NULL, 0, &state, NULL))
+	if (proc__read_stat(t->task, 0, NULL, 0, &state, NULL))
 		return false;
 	return state != 'Z' && state != 'X';
 }
@@ -253,7 +258,7 @@ int target__getenv(const struct target *t, const char *name, char *buf, size_t l
 	int fd, err = -ENOENT;
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/environ", t->pid);
+	snprintf(path, sizeof(path), "/proc/%d/environ", t->task);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -11,6 +11,11 @@
 
 struct target {
 	pid_t pid;
+	/*
+	 * The thread whose /proc entries and memory are read: pid, or a live thread when the
+	 * main thread has exited (pthread_exit) and the others run on.
+	 */
+	pid_t task;
 	char comm[64];
 	char state;
 	/* The executable's path as the target sees it, without the " (deleted)" suffix. */
