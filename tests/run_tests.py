@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""dlscope's test runner: the C unit tests, then the end-to-end tests against live fixtures
-and real software (tests/realworld).
+"""dlscope's test runner: the C unit tests, then the end-to-end tests against live fixtures,
+real software (tests/realworld) and another user's files (tests/security: as root).
 
 Each unit test binary prints TAP lines ("ok N - name" / "not ok N - name"). Each e2e module in
 tests/e2e/ defines test_* functions; a function that raises fails, one that raises Skip is
@@ -48,9 +48,11 @@ def run_unit(build, counts, only):
 
 
 def run_e2e(counts, only):
-    # e2e: dlscope against fixtures; realworld: against Debian's real software.
+    # e2e: dlscope against fixtures; realworld: against Debian's real software; security: as
+    # root, against what a second, unprivileged user controls.
     modules = [(d, f) for d in (os.path.join(ROOT, "tests", "e2e"),
-                                os.path.join(ROOT, "tests", "realworld"))
+                                os.path.join(ROOT, "tests", "realworld"),
+                                os.path.join(ROOT, "tests", "security"))
                for f in sorted(os.listdir(d))]
     for edir, fname in modules:
         if not (fname.startswith("test_") and fname.endswith(".py")):

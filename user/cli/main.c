@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cachefile.h"
 #include "commands.h"
 #include "objcache.h"
 #include "output.h"
@@ -50,8 +51,9 @@ static void usage(FILE *f)
 }
 
 /*
- * --no-cache, anywhere before a "--" (after which a command's own arguments begin), turns the
- * persistent ELF cache off for any command; DLSCOPE_CACHE=off does the same.
+ * --no-cache, anywhere before a "--" (after which a command's own arguments begin), turns every
+ * persistent cache off for any command (ELF analyses, symbol digests, dpkg's answers, debug
+ * info, frames); DLSCOPE_CACHE=off does the same.
  */
 static int take_no_cache(int argc, char **argv)
 {
@@ -66,8 +68,10 @@ static int take_no_cache(int argc, char **argv)
 	for (; i < argc; i++)
 		argv[n++] = argv[i];
 	argv[n] = NULL;
-	if (!off)
+	if (!off) {
+		cachefile__enable();
 		objcache__enable();
+	}
 	return n;
 }
 

@@ -9,19 +9,15 @@
 
 #include <elfutils/libdwfl.h>
 
-/* A Dwfl_Callbacks.find_debuginfo. The cache lives in $DLSCOPE_CACHE_DIR, else
- * $XDG_CACHE_HOME/dlscope, else ~/.cache/dlscope; without one, it behaves as the standard one. */
+/*
+ * A Dwfl_Callbacks.find_debuginfo. The cache is the cache folder's debuginfo/ (cachefile.h: the
+ * user's own, reached through folders no one else controls); without one, or with caches off,
+ * it behaves as the standard one. A cached file is used only when whole: it ends with a trailer
+ * naming the build-id, its length and a checksum of its ELF and section headers (a file emptied
+ * or cut short, or another's, is ignored and written again).
+ */
 int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name);
-
-/*
- * dlscope's cache folder's entry @sub ("debuginfo", "frames", "elf-v1.cache") in @buf: under
- * $DLSCOPE_CACHE_DIR, $XDG_CACHE_HOME/dlscope or $HOME/.cache/dlscope (absolute paths only).
- * -ENOENT when there is none, -ENAMETOOLONG.
- */
-int debuginfo_cache__dir(const char *sub, char *buf, size_t len);
-/* mkdir -p @path (modified while it runs, restored), mode 0700. */
-int debuginfo_cache__mkdir(char *path);
 
 #endif
