@@ -176,6 +176,35 @@ def test_debuginfo_cache_file_of_another_user_is_ignored_with_one_line():
     _foreign_file("debuginfo")
 
 
+def test_names_from_another_users_files_are_not_kept_under_the_build_id_they_claim():
+    """A build-id is what a file says of itself: b/prog, another user's, claims a/prog's (as it
+    could claim libc's). Root's stacks of b/prog names it from b's files, and keeps none of
+    that: a later stacks of a/prog, root's, shows a's names."""
+    owner = other_user()
+    tmp = tempfile.mkdtemp(prefix="dlscope-sec-")
+    try:
+        os.chmod(tmp, 0o755)
+        progs = build_pair(tmp)
+        theirs = os.path.dirname(progs["b"])
+        for name in os.listdir(theirs):
+            os.chown(os.path.join(theirs, name), *owner)
+        os.chown(theirs, *owner)
+        cache = mkdir(os.path.join(tmp, "cache"))
+        with Fixture([progs["b"]]) as fx:
+            wait_idle(fx.pid)
+            p = run("stacks", "--json", fx.pid, env=cache_env(cache))
+            assert "forged_xwait" in functions(frames(p.stdout)) and not warnings(p)
+        with Fixture([progs["a"]]) as fx:
+            wait_idle(fx.pid)
+            got = frames(run("stacks", "--json", fx.pid, env=cache_env(cache)).stdout)
+            want = frames(run("--no-cache", "stacks", "--json", fx.pid,
+                              env=cache_env(cache)).stdout)
+            assert "forged_xwait" not in functions(got), "another user's names were kept"
+            assert "genuine_wait" in functions(want) and got == want
+    finally:
+        shutil.rmtree(tmp)
+
+
 def test_cache_folders_another_user_owns_or_can_write_are_neither_read_nor_written():
     owner = other_user()
     tmp = tempfile.mkdtemp(prefix="dlscope-sec-")

@@ -75,6 +75,11 @@ static bool owner_ok(uid_t uid)
 	return uid == geteuid() || uid == 0;
 }
 
+bool cachefile__trusted_source(const struct stat *st)
+{
+	return owner_ok(st->st_uid) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
 /* A folder above the cache: ours or root's, and no one else may rename what is in it. */
 static bool above_ok(const struct stat *st)
 {

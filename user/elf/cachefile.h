@@ -65,6 +65,13 @@ int cachefile__write_sealed(const char *sub, const char *name, const void *data,
 int cachefile__create(const char *sub, const char *name, char *tmp, size_t tmplen);
 int cachefile__commit(const char *sub, const char *tmp, const char *name, bool ok);
 
+/*
+ * Whether what was read from a file may go into a cache whose key the file itself claims (a
+ * build-id): the file belongs to the effective user or root and no one else can write to it.
+ * Another user's file could claim the build-id of the system's libc.
+ */
+bool cachefile__trusted_source(const struct stat *st);
+
 /* The checksum dlscope's cache files carry (FNV-1a, 64 bits). */
 uint64_t cachefile__checksum(const void *p, size_t len);
 

@@ -18,6 +18,10 @@
 #define TRAILER_MAGIC "dlsdbg01"
 #define MAX_SHDRS (16u << 20) /* a section header table larger than this is damaged */
 
+/* What a module's userdata holds (libdwfl leaves it to the application). */
+#define MAIN_TRUSTED ((uintptr_t)1)
+#define DEBUG_UNTRUSTED ((uintptr_t)2)
+
 /*
  * After the ELF image of a cached file. The image is not checksummed whole (glibc's is 10 to 25
  * MB, read on every run that needs its DWARF); its headers are, and every section must lie
@@ -30,6 +34,24 @@ struct trailer {
 	uint32_t bidlen, pad;
 	unsigned char bid[64];
 };
+
+void debuginfo_cache__note_main(void **userdata, int fd)
+{
+	struct stat st;
+
+	if (!fstat(fd, &st) && cachefile__trusted_source(&st))
+		*userdata = (void *)((uintptr_t)*userdata | MAIN_TRUSTED);
+}
+
+bool debuginfo_cache__trusted(Dwfl_Module *mod)
+{
+	void **ud = NULL;
+	uintptr_t v;
+
+	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	v = ud ? (uintptr_t)*ud : 0;
+	return (v & MAIN_TRUSTED) && !(v & DEBUG_UNTRUSTED);
+}
 
 static bool has_compressed_sections(int fd)
 {
@@ -190,6 +212,8 @@ int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname
 	}
 	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
 					  debuglink_crc, debuginfo_file_name);
+	if (fd >= 0 && (fstat(fd, &st) || !cachefile__trusted_source(&st)))
+		*userdata = (void *)((uintptr_t)*userdata | DEBUG_UNTRUSTED);
 	if (fd < 0 || len <= 0 || len > 64 || !*debuginfo_file_name || !cachefile__enabled() ||
 	    cachefile__dir(SUBDIR, false) == -EPERM)
 		return fd;
@@ -197,7 +221,8 @@ int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname
 	src = open(*debuginfo_file_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (src < 0)
 		return fd;
-	if (!fstat(src, &st) && S_ISREG(st.st_mode) && has_compressed_sections(src))
+	if (!fstat(src, &st) && S_ISREG(st.st_mode) && cachefile__trusted_source(&st) &&
+	    has_compressed_sections(src))
 		store(src, name, bits, len);
 	close(src);
 	return fd;

@@ -14,10 +14,22 @@
  * user's own, reached through folders no one else controls); without one, or with caches off,
  * it behaves as the standard one. A cached file is used only when whole: it ends with a trailer
  * naming the build-id, its length and a checksum of its ELF and section headers (a file emptied
- * or cut short, or another's, is ignored and written again).
+ * or cut short, or another's, is ignored and written again). Only a debug file of root's or the
+ * user's, writable by no one else, is copied in: another user's could claim any build-id.
  */
 int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name);
+
+/*
+ * A find_elf callback tells, with the descriptor it opened a module's file from, whether that
+ * file is root's or the user's and writable by no one else (kept in the module's userdata).
+ */
+void debuginfo_cache__note_main(void **userdata, int fd);
+/*
+ * Whether names read from @mod's DWARF may be kept under its build-id (the frames cache): its
+ * file was noted trusted, and its separate debug file, if any, is trusted too.
+ */
+bool debuginfo_cache__trusted(Dwfl_Module *mod);
 
 #endif
