@@ -231,6 +231,11 @@ static int walk(const char *path, bool create)
 		if (!above_ok(&st))
 			goto above;
 	}
+	/* Of the folder reached (the last thing looked at may have been a link to "/"). */
+	if (fstat(fd, &st)) {
+		close(fd);
+		return -EIO;
+	}
 	if (ours(&st))
 		return fd;
 	close(fd);
