@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""dlscope's test runner: the C unit tests, then the end-to-end tests against live fixtures
-and real software (tests/realworld).
+"""dlscope's test runner: the C unit tests, then the end-to-end tests against live fixtures,
+real software (tests/realworld) and another user's files (tests/security: as root).
 
 Each unit test binary prints TAP lines ("ok N - name" / "not ok N - name"). Each e2e module in
 tests/e2e/ defines test_* functions; a function that raises fails, one that raises Skip is

@@ -15,13 +15,18 @@ PY = ("import numpy, scipy.linalg, torch, os, time; print('ready', os.getpid(), 
       "time.sleep(600)")
 
 
-def run(pid, home, *args, env=None):
-    """dlscope ARGS PID with XDG_CACHE_HOME=home; asserts success and a silent stderr."""
+def run(pid, home, *args, env=None, untrusted=False):
+    """dlscope ARGS PID with XDG_CACHE_HOME=home; asserts success and a silent stderr, or
+    (@untrusted) the one line that says a cache someone else could write is not used."""
     full = {"XDG_CACHE_HOME": home}
     full.update(env or {})
     p = dlscope(*args, pid, env=full, timeout=180)
     assert p.returncode in (0, 1), (args, p.returncode, p.stderr)
-    assert p.stderr == "", (args, p.stderr)
+    if untrusted:
+        lines = p.stderr.splitlines()
+        assert len(lines) == 1 and "not using the cache" in lines[0], (args, p.stderr)
+    else:
+        assert p.stderr == "", (args, p.stderr)
     return p.stdout
 
 
@@ -224,7 +229,8 @@ def test_cache_corrupt_foreign_or_unsafe_file_is_ignored():
                 with open(path, "rb") as f:
                     assert f.read() == good, f"{what}: not rewritten whole"
 
-            # Not ours, or writable by others: never read, replaced by a file of our own.
+            # Not ours, or writable by others: never read (one line says so), replaced by a file
+            # of our own. A link in our own folder is only damage: replaced silently.
             for what in ("other owner", "group-writable", "symlink"):
                 with open(path, "wb") as f:
                     f.write(good)
@@ -240,7 +246,8 @@ def test_cache_corrupt_foreign_or_unsafe_file_is_ignored():
                     os.unlink(path)
                     os.symlink(victim, path)
                 ino = os.lstat(path).st_ino
-                assert run(fx.pid, home, "libs", "--json") == want, what
+                assert run(fx.pid, home, "libs", "--json", untrusted=what != "symlink") == want, \
+                    what
                 st = os.lstat(path)
                 assert st.st_ino != ino, f"{what}: the cache file was trusted"
                 assert st.st_uid == os.geteuid() and st.st_mode & 0o077 == 0, what
@@ -282,9 +289,9 @@ def test_cache_directory_not_writable_works_silently():
             assert run(fx.pid, tmp, "check", "--json") == run(fx.pid, tmp, "--no-cache", "check",
                                                                "--json")
             os.unlink(os.path.join(tmp, "dlscope"))
-            os.mkdir(os.path.join(tmp, "dlscope"), 0o777)  # ours, but writable by all
+            os.mkdir(os.path.join(tmp, "dlscope"), 0o777)  # ours, but writable by all: said
             os.chmod(os.path.join(tmp, "dlscope"), 0o777)
-            assert run(fx.pid, tmp, "libs", "--json") == want
+            assert run(fx.pid, tmp, "libs", "--json", untrusted=True) == want
             assert os.listdir(os.path.join(tmp, "dlscope")) == [], "wrote into an unsafe dir"
     finally:
         shutil.rmtree(tmp)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cachefile.h"
 #include "framecache.h"
 #include "tap.h"
 
@@ -50,6 +51,7 @@ int main(void)
 
 	if (!mkdtemp(dir) || setenv("DLSCOPE_CACHE_DIR", dir, 1))
 		return 1;
+	cachefile__enable();
 	fc = framecache__new();
 	CHECK(!framecache__get(fc, bid, 20, 0x10, false, &n) && !n, "empty cache: no entry");
 	CHECK(!framecache__put(fc, bid, 20, 0x10, false, two, 2), "put two frames");

@@ -7,11 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "debuginfo_cache.h"
+#include "cachefile.h"
 #include "framecache.h"
 
-#define MAGIC "dlscope frames 1"
-#define MAX_ENTRIES 20000 /* per object: a bound on the file, not a limit anyone meets */
+#define SUBDIR "frames" /* of the cache folder (cachefile.h), a file per build-id */
+#define MAGIC "dlscope frames 2"
+#define MAX_ENTRIES 20000    /* per object: a bound on the file, not a limit anyone meets */
+#define MAX_FILE (32u << 20) /* what is read of one: a larger file is damaged */
 
 struct fc_entry {
 	uint64_t off;
@@ -22,25 +24,19 @@ struct fc_entry {
 
 struct fc_object {
 	char id[129]; /* the build-id in hex */
-	bool dirty;
+	bool dirty;   /* gained entries, or its file was there but could not be used */
 	struct fc_entry *e;
 	size_t n, cap;
 };
 
 struct framecache {
-	char dir[PATH_MAX];
-	bool have_dir;
 	struct fc_object *o;
 	size_t n;
 };
 
 struct framecache *framecache__new(void)
 {
-	struct framecache *fc = calloc(1, sizeof(*fc));
-
-	if (fc)
-		fc->have_dir = !debuginfo_cache__dir("frames", fc->dir, sizeof(fc->dir));
-	return fc;
+	return calloc(1, sizeof(struct framecache));
 }
 
 static void free_entry(struct fc_entry *e)
@@ -94,28 +90,40 @@ static int parse_frame(char *line, struct fc_frame *f)
 	return (hf && !f->function) || (hs && !f->file) ? -ENOMEM : 0;
 }
 
-/* The object's file, read whole; anything unexpected in it and none of it is used. */
-static void load(struct framecache *fc, struct fc_object *o)
+/*
+ * The object's file, read whole (sealed: a file cut short or changed is refused before any of
+ * it is used); anything unexpected in it and none of it is used, and it is written again.
+ */
+static void load(struct fc_object *o)
 {
-	char path[PATH_MAX + 160], *line = NULL;
-	size_t cap = 0;
 	struct fc_entry e = { 0 };
-	size_t want = 0;
+	size_t want = 0, len;
 	bool bad = false;
-	FILE *f;
+	char *buf, *line, *end;
+	int err;
 
-	if (!fc->have_dir)
+	err = cachefile__read_sealed(SUBDIR, o->id, MAX_FILE, &buf, &len);
+	if (err) {
+		/* Absent, or not ours in a folder not ours (nothing can be written there). */
+		o->dirty = err != -ENOENT && err != -EPERM;
 		return;
-	snprintf(path, sizeof(path), "%s/%s", fc->dir, o->id);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (getline(&line, &cap, f) < 0 || strncmp(line, MAGIC " ", strlen(MAGIC " ")) ||
-	    strncmp(line + strlen(MAGIC " "), o->id, strlen(o->id)))
+	}
+	line = buf;
+	end = memchr(line, '\n', len);
+	if (!end || strncmp(line, MAGIC " ", strlen(MAGIC " ")) ||
+	    strncmp(line + strlen(MAGIC " "), o->id, strlen(o->id)) ||
+	    line[strlen(MAGIC " ") + strlen(o->id)] != '\n')
 		bad = true;
-	while (!bad && getline(&line, &cap, f) > 0) {
+	/* Lines of the payload, each ended by a newline (the seal holds the end of the file). */
+	while (!bad && (line = end + 1) < buf + len) {
 		unsigned act;
 
+		end = memchr(line, '\n', (size_t)(buf + len - line));
+		if (!end || memchr(line, '\0', (size_t)(end - line))) {
+			bad = true;
+			break;
+		}
+		*end = '\0';
 		if (line[0] == 'E') {
 			if (e.n != want || o->n >= MAX_ENTRIES)
 				bad = true;
@@ -140,10 +148,11 @@ static void load(struct framecache *fc, struct fc_object *o)
 	else if (!bad)
 		e = (struct fc_entry){ 0 };
 	free_entry(&e);
-	if (bad)
+	if (bad) {
 		free_entries(o);
-	free(line);
-	fclose(f);
+		o->dirty = true;
+	}
+	free(buf);
 }
 
 static struct fc_object *object(struct framecache *fc, const unsigned char *bid, int bidlen)
@@ -165,7 +174,7 @@ static struct fc_object *object(struct framecache *fc, const unsigned char *bid,
 	no = &fc->o[fc->n++];
 	memset(no, 0, sizeof(*no));
 	memcpy(no->id, id, sizeof(id));
-	load(fc, no);
+	load(no);
 	return no;
 }
 
@@ -219,18 +228,14 @@ int framecache__put(struct framecache *fc, const unsigned char *bid, int bidlen,
 	return 0;
 }
 
-/* Written under a temporary name and renamed: a concurrent run reads one whole file or another. */
-static void save(struct framecache *fc, const struct fc_object *o)
+/* Written whole and sealed, under a temporary name renamed: a concurrent run reads one whole
+ * file or another. */
+static void save(const struct fc_object *o)
 {
-	char path[PATH_MAX + 160], tmp[PATH_MAX + 200];
-	bool ok;
-	FILE *f;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
 
-	if (!fc->have_dir || debuginfo_cache__mkdir(fc->dir))
-		return;
-	snprintf(path, sizeof(path), "%s/%s", fc->dir, o->id);
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, getpid());
-	f = fopen(tmp, "wxe");
 	if (!f)
 		return;
 	fprintf(f, MAGIC " %s\n", o->id);
@@ -246,9 +251,9 @@ static void save(struct framecache *fc, const struct fc_object *o)
 				fr->function ? fr->function : "", fr->file ? fr->file : "");
 		}
 	}
-	ok = !ferror(f);
-	if (fclose(f) || !ok || rename(tmp, path))
-		unlink(tmp);
+	if (!fclose(f) && len <= MAX_FILE)
+		cachefile__write_sealed(SUBDIR, o->id, out, len);
+	free(out);
 }
 
 void framecache__close(struct framecache *fc)
@@ -257,7 +262,7 @@ void framecache__close(struct framecache *fc)
 		return;
 	for (size_t i = 0; i < fc->n; i++) {
 		if (fc->o[i].dirty)
-			save(fc, &fc->o[i]);
+			save(&fc->o[i]);
 		free_entries(&fc->o[i]);
 	}
 	free(fc->o);

@@ -774,8 +774,10 @@ static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_sta
 		struct fc_frame *keep;
 
 		err = symbolize_frames(dwfl, one);
-		/* Names from DWARF only: a module without can gain it (a debug package). */
-		if (err || bidlen <= 0 || !dwfl_module_getdwarf(mod, &bias))
+		/* Names from DWARF only: a module without can gain it (a debug package). And only
+		 * from files root's or ours: another user's could claim the build-id of libc. */
+		if (err || bidlen <= 0 || !dwfl_module_getdwarf(mod, &bias) ||
+		    !debuginfo_cache__trusted(mod))
 			return err;
 		keep = calloc(one->n_frames ? one->n_frames : 1, sizeof(*keep));
 		if (!keep)
@@ -893,6 +895,7 @@ static int find_elf_in_root(Dwfl_Module *mod, void **userdata, const char *name,
 		if (fd >= 0) {
 			/* Read through the root, named as the process names it. */
 			*file_name = strdup(name);
+			debuginfo_cache__note_main(userdata, fd);
 			return fd;
 		}
 	}

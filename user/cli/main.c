@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cachefile.h"
 #include "commands.h"
 #include "objcache.h"
 #include "output.h"
@@ -51,8 +52,9 @@ static void usage(FILE *f)
 }
 
 /*
- * --no-cache, anywhere before a "--" (after which a command's own arguments begin), turns the
- * persistent ELF cache off for any command; DLSCOPE_CACHE=off does the same.
+ * --no-cache, anywhere before a "--" (after which a command's own arguments begin), turns every
+ * persistent cache off for any command (ELF analyses, symbol digests, dpkg's answers, debug
+ * info, frames); DLSCOPE_CACHE=off does the same.
  */
 static int take_no_cache(int argc, char **argv)
 {
@@ -67,8 +69,10 @@ static int take_no_cache(int argc, char **argv)
 	for (; i < argc; i++)
 		argv[n++] = argv[i];
 	argv[n] = NULL;
-	if (!off)
+	if (!off) {
+		cachefile__enable();
 		objcache__enable();
+	}
 	return n;
 }
 

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "cachefile.h"
-#include "debuginfo_cache.h"
 #include "detector.h"
 #include "elfobj.h"
 #include "objcache.h"
@@ -418,6 +417,7 @@ int symdigest__decode(const void *image, size_t len, const struct objcache_key *
  * key, checksum), read once per run when check first asks, and written once at exit when this
  * run computed a digest: the records this run used first, then the others up to SD_MAX_STORE.
  */
+#define SD_STORE_FILE "symbols-v1.cache" /* in the cache folder (cachefile.h) */
 #define SD_STORE_MAGIC "DLSSYMS\n"
 #define SD_MAX_STORE (32u << 20)
 
@@ -438,7 +438,6 @@ struct store_rec {
 static struct {
 	bool loaded, dirty;
 	pid_t owner;
-	char path[PATH_MAX];
 	char *file;
 	struct store_rec *recs;
 	size_t n, cap;
@@ -531,7 +530,7 @@ static void store_save(void)
 		}
 	if (!fclose(f)) {
 		memcpy(out, &h, sizeof(h));
-		cachefile__write(store.path, out, len);
+		cachefile__write(NULL, SD_STORE_FILE, out, len);
 	}
 	free(out);
 }
@@ -556,12 +555,12 @@ static void store_load(void)
 	size_t len, at = sizeof(h);
 
 	store.loaded = true;
-	if (!objcache__enabled() ||
-	    debuginfo_cache__dir("symbols-v1.cache", store.path, sizeof(store.path)))
+	if (!objcache__enabled())
 		return;
 	store.owner = getpid();
 	atexit(store_close);
-	if (cachefile__read(store.path, SD_MAX_STORE, &store.file, &len) || len < sizeof(h))
+	if (cachefile__read(NULL, SD_STORE_FILE, SD_MAX_STORE, &store.file, &len) ||
+	    len < sizeof(h))
 		return;
 	memcpy(&h, store.file, sizeof(h));
 	objcache__producer(self);

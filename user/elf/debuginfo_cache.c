@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,46 +11,46 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cachefile.h"
 #include "debuginfo_cache.h"
 
-int debuginfo_cache__dir(const char *sub, char *buf, size_t len)
+#define SUBDIR "debuginfo" /* of the cache folder (cachefile.h) */
+#define TRAILER_MAGIC "dlsdbg01"
+#define MAX_SHDRS (16u << 20) /* a section header table larger than this is damaged */
+
+/* What a module's userdata holds (libdwfl leaves it to the application). */
+#define MAIN_TRUSTED ((uintptr_t)1)
+#define DEBUG_UNTRUSTED ((uintptr_t)2)
+
+/*
+ * After the ELF image of a cached file. The image is not checksummed whole (glibc's is 10 to 25
+ * MB, read on every run that needs its DWARF); its headers are, and every section must lie
+ * within its length: a file emptied, cut short or written over by another is refused.
+ */
+struct trailer {
+	char magic[8];
+	uint64_t image; /* the ELF image's length: the trailer starts there */
+	uint64_t sum;	/* cachefile__checksum of the ELF header, then the section headers */
+	uint32_t bidlen, pad;
+	unsigned char bid[64];
+};
+
+void debuginfo_cache__note_main(void **userdata, int fd)
 {
-	const char *dir = getenv("DLSCOPE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
+	struct stat st;
 
-	int n;
-
-	/* Absolute paths only: a relative one would follow the working directory (and XDG's
-	 * rules call a relative XDG_CACHE_HOME invalid). */
-	if (dir && dir[0] == '/')
-		n = snprintf(buf, len, "%s/%s", dir, sub);
-	else if (xdg && xdg[0] == '/')
-		n = snprintf(buf, len, "%s/dlscope/%s", xdg, sub);
-	else if (home && home[0] == '/')
-		n = snprintf(buf, len, "%s/.cache/dlscope/%s", home, sub);
-	else
-		return -ENOENT;
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	if (!fstat(fd, &st) && cachefile__trusted_source(&st))
+		*userdata = (void *)((uintptr_t)*userdata | MAIN_TRUSTED);
 }
 
-static int cache_dir(char *buf, size_t len)
+bool debuginfo_cache__trusted(Dwfl_Module *mod)
 {
-	return debuginfo_cache__dir("debuginfo", buf, len);
-}
+	void **ud = NULL;
+	uintptr_t v;
 
-int debuginfo_cache__mkdir(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0700) && errno != EEXIST) {
-			*p = '/';
-			return -errno;
-		}
-		*p = '/';
-	}
-	return mkdir(path, 0700) && errno != EEXIST ? -errno : 0;
+	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	v = ud ? (uintptr_t)*ud : 0;
+	return (v & MAIN_TRUSTED) && !(v & DEBUG_UNTRUSTED);
 }
 
 static bool has_compressed_sections(int fd)
@@ -67,86 +68,162 @@ static bool has_compressed_sections(int fd)
 	return found;
 }
 
-/* Copy @src to @dst (a new file) and inflate its compressed sections in place, with libelf. */
-static int write_inflated(int src, const char *dst)
+/* The checksum of @fd's ELF header and section headers, each section checked to lie within
+ * @image bytes. 0 or -EINVAL. */
+static int header_sum(int fd, uint64_t image, uint64_t *sum)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	unsigned char *buf = NULL;
+	size_t shnum, shsize;
+	GElf_Ehdr eh;
+	int err = -EINVAL;
+
+	if (!elf || !gelf_getehdr(elf, &eh) || elf_getshdrnum(elf, &shnum))
+		goto out;
+	shsize = shnum * eh.e_shentsize;
+	if (shsize > MAX_SHDRS || eh.e_ehsize > image || eh.e_shoff > image ||
+	    shsize > image - eh.e_shoff)
+		goto out;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_NOBITS &&
+		     (sh.sh_offset > image || sh.sh_size > image - sh.sh_offset)))
+			goto out;
+	}
+	buf = malloc(eh.e_ehsize + shsize + 1);
+	if (!buf || pread(fd, buf, eh.e_ehsize, 0) != eh.e_ehsize ||
+	    pread(fd, buf + eh.e_ehsize, shsize, (off_t)eh.e_shoff) != (ssize_t)shsize)
+		goto out;
+	*sum = cachefile__checksum(buf, eh.e_ehsize + shsize);
+	err = 0;
+out:
+	free(buf);
+	if (elf)
+		elf_end(elf);
+	return err;
+}
+
+/* The cached file @name for build-id @bid: a descriptor when it is ours and whole, else -errno. */
+static int open_cached(const char *name, const unsigned char *bid, int bidlen)
+{
+	struct trailer t;
+	struct stat st;
+	uint64_t sum;
+	int fd = cachefile__open(SUBDIR, name, SIZE_MAX, &st);
+
+	if (fd < 0)
+		return fd;
+	if ((uint64_t)st.st_size < sizeof(t) ||
+	    pread(fd, &t, sizeof(t), st.st_size - (off_t)sizeof(t)) != sizeof(t) ||
+	    memcmp(t.magic, TRAILER_MAGIC, sizeof(t.magic)) ||
+	    t.image != (uint64_t)st.st_size - sizeof(t) || t.bidlen != (uint32_t)bidlen ||
+	    memcmp(t.bid, bid, (size_t)bidlen) || header_sum(fd, t.image, &sum) || sum != t.sum) {
+		close(fd);
+		return -EBADMSG;
+	}
+	return fd;
+}
+
+/* Copy @src to @fd (a new file) and inflate its compressed sections in place, with libelf. */
+static int write_inflated(int src, int fd)
 {
 	struct stat st;
 	Elf *elf = NULL;
 	Elf_Scn *scn = NULL;
 	off_t off = 0;
-	int fd, err = 0;
+	int err = 0;
 
 	if (fstat(src, &st))
 		return -errno;
-	fd = open(dst, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
 	while (off < st.st_size)
-		if (sendfile(fd, src, &off, (size_t)(st.st_size - off)) <= 0) {
-			err = -EIO;
-			goto out;
-		}
+		if (sendfile(fd, src, &off, (size_t)(st.st_size - off)) <= 0)
+			return -EIO;
 	elf = elf_begin(fd, ELF_C_RDWR, NULL);
-	if (!elf) {
-		err = -EIO;
-		goto out;
-	}
+	if (!elf)
+		return -EIO;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
 		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) &&
 		    elf_compress(scn, 0, 0) < 0) {
 			err = -EIO;
-			goto out;
+			break;
 		}
 	}
-	if (elf_update(elf, ELF_C_WRITE) < 0)
+	if (!err && elf_update(elf, ELF_C_WRITE) < 0)
 		err = -EIO;
-out:
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	if (err)
-		unlink(dst);
+	elf_end(elf);
 	return err;
+}
+
+/* Write the inflated copy of @src as @name, its trailer last, renamed into place whole. */
+static void store(int src, const char *name, const unsigned char *bid, int bidlen)
+{
+	struct trailer t = { .bidlen = (uint32_t)bidlen };
+	char tmp[NAME_MAX + 1];
+	struct stat st;
+	bool ok;
+	int fd = cachefile__create(SUBDIR, name, tmp, sizeof(tmp));
+
+	if (fd < 0)
+		return;
+	memcpy(t.magic, TRAILER_MAGIC, sizeof(t.magic));
+	memcpy(t.bid, bid, (size_t)bidlen);
+	ok = !write_inflated(src, fd) && !fstat(fd, &st);
+	if (ok) {
+		t.image = (uint64_t)st.st_size;
+		ok = !header_sum(fd, t.image, &t.sum) &&
+		     pwrite(fd, &t, sizeof(t), st.st_size) == sizeof(t);
+	}
+	if (close(fd))
+		ok = false;
+	cachefile__commit(SUBDIR, tmp, name, ok);
 }
 
 int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 160], tmp[PATH_MAX + 200];
+	char name[2 * 64 + 8];
 	const unsigned char *bits;
+	struct stat st;
 	GElf_Addr vaddr;
 	int fd, src, len;
 
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
-	if (len > 0 && len <= 64 && !cache_dir(dir, sizeof(dir))) {
-		snprintf(path, sizeof(path), "%s/", dir);
+	if (len > 0 && len <= 64) {
 		for (int i = 0; i < len; i++)
-			snprintf(path + strlen(path), 3, "%02x", bits[i]);
-		strcat(path, ".debug");
+			snprintf(name + 2 * i, 3, "%02x", bits[i]);
+		strcat(name, ".debug");
 		/* Found before the standard search: that one keeps the file it opens. */
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open_cached(name, bits, len);
 		if (fd >= 0) {
-			*debuginfo_file_name = strdup(path);
+			char dir[PATH_MAX];
+
+			*debuginfo_file_name = NULL;
+			if (!cachefile__root(dir, sizeof(dir)) &&
+			    asprintf(debuginfo_file_name, "%s/" SUBDIR "/%s", dir, name) < 0)
+				*debuginfo_file_name = NULL;
 			return fd;
 		}
 	}
 	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
 					  debuglink_crc, debuginfo_file_name);
-	if (fd < 0 || len <= 0 || len > 64 || !*debuginfo_file_name || cache_dir(dir, sizeof(dir)))
+	if (fd >= 0 && (fstat(fd, &st) || !cachefile__trusted_source(&st)))
+		*userdata = (void *)((uintptr_t)*userdata | DEBUG_UNTRUSTED);
+	if (fd < 0 || len <= 0 || len > 64 || !*debuginfo_file_name || !cachefile__enabled() ||
+	    cachefile__dir(SUBDIR, false) == -EPERM)
 		return fd;
 	/* Inflate a copy for the next run; this run goes on with the original. */
-	src = open(*debuginfo_file_name, O_RDONLY | O_CLOEXEC);
+	src = open(*debuginfo_file_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (src < 0)
 		return fd;
-	if (has_compressed_sections(src) && !debuginfo_cache__mkdir(dir)) {
-		/* Written under a temporary name and renamed: concurrent runs never see half. */
-		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, getpid());
-		if (write_inflated(src, tmp) || rename(tmp, path))
-			unlink(tmp);
-	}
+	if (!fstat(src, &st) && S_ISREG(st.st_mode) && cachefile__trusted_source(&st) &&
+	    has_compressed_sections(src))
+		store(src, name, bits, len);
 	close(src);
 	return fd;
 }

@@ -9,19 +9,27 @@
 
 #include <elfutils/libdwfl.h>
 
-/* A Dwfl_Callbacks.find_debuginfo. The cache lives in $DLSCOPE_CACHE_DIR, else
- * $XDG_CACHE_HOME/dlscope, else ~/.cache/dlscope; without one, it behaves as the standard one. */
+/*
+ * A Dwfl_Callbacks.find_debuginfo. The cache is the cache folder's debuginfo/ (cachefile.h: the
+ * user's own, reached through folders no one else controls); without one, or with caches off,
+ * it behaves as the standard one. A cached file is used only when whole: it ends with a trailer
+ * naming the build-id, its length and a checksum of its ELF and section headers (a file emptied
+ * or cut short, or another's, is ignored and written again). Only a debug file of root's or the
+ * user's, writable by no one else, is copied in: another user's could claim any build-id.
+ */
 int debuginfo_cache__find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name);
 
 /*
- * dlscope's cache folder's entry @sub ("debuginfo", "frames", "elf-v1.cache") in @buf: under
- * $DLSCOPE_CACHE_DIR, $XDG_CACHE_HOME/dlscope or $HOME/.cache/dlscope (absolute paths only).
- * -ENOENT when there is none, -ENAMETOOLONG.
+ * A find_elf callback tells, with the descriptor it opened a module's file from, whether that
+ * file is root's or the user's and writable by no one else (kept in the module's userdata).
  */
-int debuginfo_cache__dir(const char *sub, char *buf, size_t len);
-/* mkdir -p @path (modified while it runs, restored), mode 0700. */
-int debuginfo_cache__mkdir(char *path);
+void debuginfo_cache__note_main(void **userdata, int fd);
+/*
+ * Whether names read from @mod's DWARF may be kept under its build-id (the frames cache): its
+ * file was noted trusted, and its separate debug file, if any, is trusted too.
+ */
+bool debuginfo_cache__trusted(Dwfl_Module *mod);
 
 #endif

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "cachefile.h"
-#include "debuginfo_cache.h"
 #include "objcache.h"
 #include "version.h"
 
@@ -19,6 +18,7 @@
  * File image: a header, then the records. Integers are in the writer's byte order; the header's
  * order mark and sizes make a file from another machine or build foreign, hence ignored.
  */
+#define OC_FILE "elf-v1.cache" /* in the cache folder (cachefile.h) */
 #define OC_MAGIC "DLSOBJC\n"
 #define OC_FORMAT 1u
 #define OC_ORDER 0x01020304u
@@ -39,7 +39,6 @@ struct oc_header {
 static struct {
 	bool enabled, loaded, dirty, atexit_set;
 	pid_t owner; /* the process that enabled it: a forked child does not save */
-	char path[PATH_MAX];
 	struct objcache_rec **recs;
 	size_t n, cap;
 	size_t *slots; /* open addressing over recs, index + 1; 0 is empty */
@@ -48,12 +47,7 @@ static struct {
 
 uint64_t objcache__checksum(const void *p, size_t len)
 {
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
+	return cachefile__checksum(p, len);
 }
 
 static uint64_t key_hash(const struct objcache_key *k)
@@ -414,7 +408,7 @@ static void load(void)
 	char *buf;
 
 	oc.loaded = true;
-	if (!oc.path[0] || cachefile__read(oc.path, OC_MAX_FILE, &buf, &len))
+	if (cachefile__read(NULL, OC_FILE, OC_MAX_FILE, &buf, &len))
 		return;
 	if (!objcache__decode(buf, len, &recs, &n)) {
 		for (size_t i = 0; i < n; i++)
@@ -439,15 +433,11 @@ static void at_exit(void)
 
 void objcache__enable(void)
 {
-	const char *env = getenv("DLSCOPE_CACHE");
+	char root[PATH_MAX];
 
-	if (env && (!strcmp(env, "off") || !strcmp(env, "0") || !strcmp(env, "no")))
-		return;
 	/* The same folder as the debug and frame caches (DLSCOPE_CACHE_DIR, XDG, HOME). */
-	if (debuginfo_cache__dir("elf-v1.cache", oc.path, sizeof(oc.path))) {
-		oc.path[0] = '\0';
+	if (!cachefile__enabled() || cachefile__root(root, sizeof(root)))
 		return;
-	}
 	oc.enabled = true;
 	oc.owner = getpid();
 	if (!oc.atexit_set && !atexit(at_exit))
@@ -457,11 +447,6 @@ void objcache__enable(void)
 bool objcache__enabled(void)
 {
 	return oc.enabled;
-}
-
-const char *objcache__path(void)
-{
-	return oc.path[0] ? oc.path : NULL;
 }
 
 struct objcache_rec *objcache__find(const struct objcache_key *key)
@@ -575,7 +560,7 @@ int objcache__save(void)
 	free(order);
 	if (err)
 		return err;
-	err = cachefile__write(oc.path, image, len);
+	err = cachefile__write(NULL, OC_FILE, image, len);
 	free(image);
 	return err;
 }

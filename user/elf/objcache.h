@@ -4,8 +4,9 @@
  * and an opaque annotation a higher layer stores: the runtime roles), so that a second
  * `dlscope libs` reads no section of an unchanged file. One file,
  * $XDG_CACHE_HOME/dlscope/elf-v1.cache (~/.cache/dlscope without XDG_CACHE_HOME), keyed by device,
- * inode, size, mtime and ctime (ns): a warm lookup is one stat, the file is not opened. It is read once and trusted only when it is ours (owned by
- * the effective user, writable by no one else), whole (length and checksum) and of this format;
+ * inode, size, mtime and ctime (ns): a warm lookup is one stat, the file is not opened. It is
+ * read once and trusted only when it is ours (cachefile.h: the effective user's, in folders no
+ * one else controls), whole (length and checksum) and of this format;
  * it is written back once, at exit, to a temporary file renamed over the old one, so concurrent
  * dlscope processes never see half a file. A cache never changes what dlscope reports.
  */
@@ -41,14 +42,13 @@ struct objcache_rec {
 };
 
 /*
- * Turn the cache on for this process (the CLI does, unless --no-cache or DLSCOPE_CACHE=off):
- * loads the file on first use and saves it at exit when something was added. Off by default,
- * so tests and library users read files only.
+ * Turn the cache on for this process when the persistent caches are (cachefile__enable: the CLI,
+ * unless --no-cache or DLSCOPE_CACHE=off) and a cache folder is known: loads the file on first
+ * use and saves it at exit when something was added. Off by default, so tests and library users
+ * read files only.
  */
 void objcache__enable(void);
 bool objcache__enabled(void);
-/* The path of the cache file, or NULL when no home directory is known. */
-const char *objcache__path(void);
 
 /* The record for @key, or NULL (not cached, or the cache is off). */
 struct objcache_rec *objcache__find(const struct objcache_key *key);

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "cachefile.h"
-#include "debuginfo_cache.h"
 #include "objcache.h"
 #include "pkgindex.h"
 
@@ -683,11 +682,11 @@ static int scan_dpkg_lists(struct pkg_index *ix, int root_fd, const char *admind
  * thousand lists. Valid while dpkg changes nothing: installing, removing or upgrading a package
  * renames files into info/ (its mtime and ctime) and rewrites status.
  */
-#define ANSWERS_MAGIC "dlscope-dpkg-answers 1"
+#define ANSWERS_MAGIC "dlscope-dpkg-answers 2"
 #define ANSWERS_MAX_FILE (16u << 20)
 
 struct dpkg_answers {
-	char path[PATH_MAX];
+	char name[96];	    /* in the cache folder (cachefile.h) */
 	char stamp[256];    /* the first line: magic, info's and status's identity and times */
 	char *data;	    /* the file: after the stamp, "PATH\tPACKAGE\tVERSION\n" lines */
 	struct pathmap map; /* PATH -> "PACKAGE\tVERSION" (empty: no package lists it) */
@@ -701,7 +700,7 @@ static int64_t ns_of(const struct timespec *t)
 /* Where the answers for @admindir under @root_fd live, and the stamp they must carry. */
 static int answers_open(struct dpkg_answers *a, int root_fd, const char *admindir)
 {
-	char info[PATH_MAX], status[PATH_MAX], name[96];
+	char info[PATH_MAX], status[PATH_MAX];
 	struct stat si, ss;
 	size_t len;
 
@@ -712,16 +711,15 @@ static int answers_open(struct dpkg_answers *a, int root_fd, const char *admindi
 	snprintf(status, sizeof(status), "%s/status", admindir);
 	if (fstatat(root_fd, rel(info), &si, 0) || fstatat(root_fd, rel(status), &ss, 0))
 		return -errno;
-	snprintf(name, sizeof(name), "dpkg-%llx-%llx.cache", (unsigned long long)si.st_dev,
+	snprintf(a->name, sizeof(a->name), "dpkg-%llx-%llx.cache", (unsigned long long)si.st_dev,
 		 (unsigned long long)si.st_ino);
-	if (debuginfo_cache__dir(name, a->path, sizeof(a->path)))
-		return -ENOENT;
 	snprintf(a->stamp, sizeof(a->stamp), ANSWERS_MAGIC " %lld %lld %lld %lld %lld %lld\n",
 		 (long long)ns_of(&si.st_mtim), (long long)ns_of(&si.st_ctim),
 		 (long long)ss.st_size, (long long)ns_of(&ss.st_mtim),
 		 (long long)ns_of(&ss.st_ctim), (long long)ss.st_ino);
-	/* A file of another stamp, not ours or damaged is no answer: the lists are read. */
-	if (cachefile__read(a->path, ANSWERS_MAX_FILE, &a->data, &len))
+	/* A file of another stamp, not ours or damaged (sealed: a cut or changed byte shows) is
+	 * no answer: the lists are read. */
+	if (cachefile__read_sealed(NULL, a->name, ANSWERS_MAX_FILE, &a->data, &len))
 		return 0;
 	if (!len || strncmp(a->data, a->stamp, strlen(a->stamp)) || a->data[len - 1] != '\n')
 		return 0;
@@ -774,7 +772,7 @@ static void answers_save(struct dpkg_answers *a, const struct pkg_index *ix,
 		}
 	}
 	if (!fclose(f))
-		cachefile__write(a->path, out, len);
+		cachefile__write_sealed(NULL, a->name, out, len);
 	free(out);
 }
 
