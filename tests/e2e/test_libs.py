@@ -1,4 +1,5 @@
 """dlscope libs against live fixture processes."""
+import json
 import os
 import re
 import subprocess
@@ -109,6 +110,69 @@ def test_libs_dot_is_a_graphviz_digraph_with_roles_coloured():
         assert out.startswith("digraph dlscope {") and out.rstrip().endswith("}")
         assert "libomp.so.5" in out and "fillcolor=\"#f4a261\"" in out
         assert re.search(r"p\d+_o0 -> p\d+_o\d+;", out)
+
+
+def loadorder_lib(x):
+    return fixture_path(f"loadorder/libloadorder_{x}.so")
+
+
+def tree_parents(text):
+    """{object id: the id of the line it is drawn under, None for a root} of a libs tree."""
+    lines, _ = parse_tree(text)
+    return {oid: parent for _, oid, parent, _ in lines}
+
+
+def test_library_dlopened_before_the_one_that_needs_it_is_a_root():
+    """dlopen(A), then dlopen(B), whose DT_NEEDED names A and C: A was in the link map before B
+    arrived, so A came by its own dlopen, not by B's DT_NEEDED; only C came by B's."""
+    with Fixture(["dlopen_list", loadorder_lib("a"), loadorder_lib("b")]) as fx:
+        g = graph_of(fx.pid)
+        a, b, c = (by_name(g, f"libloadorder_{x}.so")[0] for x in "abc")
+        assert a["id"] < b["id"] < c["id"], (a, b, c)  # the link map's order
+        assert b["id"] in a["parents"], a  # B's DT_NEEDED does name A
+        assert a["origin"] == "dlopen" and a["loaded_by"] is None and a["depth"] == 0, a
+        assert b["origin"] == "dlopen" and b["loaded_by"] is None and b["below"] == 1, b
+        assert c["origin"] == "needed" and c["loaded_by"] == b["id"] and c["depth"] == 1, c
+        text = dlscope("libs", fx.pid, check=0).stdout
+        parent = tree_parents(text)
+        assert parent[a["id"]] is None and parent[c["id"]] == b["id"], text
+        line = next(l for l in text.splitlines() if f"#{a['id']} libloadorder_a.so" in l)
+        assert line.startswith("#") and "(dlopen)" in line and "(also needed by 1 other)" in line
+        # --dot: A is drawn as a dlopen (a box), and B's DT_NEEDED edge to it stays.
+        dot = dlscope("libs", "--dot", fx.pid, check=0).stdout
+        assert re.search(rf'p{fx.pid}_o{a["id"]} \[label="libloadorder_a.so".*shape=box', dot), dot
+        assert f"p{fx.pid}_o{b['id']} -> p{fx.pid}_o{a['id']};" in dot, dot
+        assert_covers_maps(g, fx.pid)
+    # The other way round, B's DT_NEEDED did load A: A is under B, and dlopen(A) added nothing.
+    with Fixture(["dlopen_list", loadorder_lib("b"), loadorder_lib("a")]) as fx:
+        g = graph_of(fx.pid)
+        a, b = by_name(g, "libloadorder_a.so")[0], by_name(g, "libloadorder_b.so")[0]
+        assert b["id"] < a["id"] and a["origin"] == "needed" and a["loaded_by"] == b["id"], a
+        assert tree_parents(dlscope("libs", fx.pid, check=0).stdout)[a["id"]] == b["id"]
+
+
+def test_runtime_dlopened_before_a_library_needing_it_keeps_its_dlopen_in_every_view():
+    """libgomp dlopen'ed, then libomp, then a library linked against libgomp: libgomp was not
+    loaded by that library. The tree, --roles, --dot --roles and check's evidence all say so."""
+    gomp_path = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
+    with Fixture(["dlopen_list", gomp_path, "libomp.so.5", loadorder_lib("omp")]) as fx:
+        g = graph_of(fx.pid)
+        gomp = by_name(g, "libgomp.so.1")[0]
+        user = by_name(g, "libloadorder_omp.so")[0]
+        assert gomp["id"] < user["id"] and user["id"] in gomp["parents"], (gomp, user)
+        assert gomp["origin"] == "dlopen" and gomp["loaded_by"] is None, gomp
+        assert tree_parents(dlscope("libs", fx.pid, check=0).stdout)[gomp["id"]] is None
+        roles = dlscope("libs", "--roles", fx.pid, check=0).stdout
+        line = next(l for l in roles.splitlines() if l.startswith(f"#{gomp['id']} libgomp.so.1"))
+        assert "libloadorder_omp.so" not in line, line
+        dot = dlscope("libs", "--dot", "--roles", fx.pid, check=0).stdout
+        assert f"p{fx.pid}_o{user['id']} -> p{fx.pid}_o{gomp['id']};" not in dot, dot
+        p = dlscope("check", "--json", fx.pid, check=1)
+        f = [f for f in json.loads(p.stdout)["processes"][0]["findings"]
+             if f["id"] == "dup-openmp"]
+        assert f, p.stdout
+        ev = [e for e in f[0]["evidence"] if "libgomp.so.1: GNU libgomp" in e]
+        assert ev and "loaded by dlopen" in ev[0] and "libloadorder_omp" not in ev[0], ev
 
 
 def gdb_shared_libraries(pid):

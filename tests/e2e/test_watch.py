@@ -88,6 +88,59 @@ def test_record_of_a_running_process_starts_with_its_graph():
     assert gomp and any(b.endswith("two_omp") for b in loaded[gomp[0]]["needed_by"]), loaded
 
 
+def loaded_by_name(records):
+    return {os.path.basename(e["path"]): e for e in records if e["type"] == "loaded"}
+
+
+def assert_loadorder_records(loaded, b_path):
+    """dlopen(A) then dlopen(B), B's DT_NEEDED naming A and C: A came by its dlopen."""
+    a, b, c = (loaded[f"libloadorder_{x}.so"] for x in "abc")
+    assert a["origin"] == "dlopen" and a["needed_by"] == [], a
+    assert b["origin"] == "dlopen" and b["needed_by"] == [], b
+    assert c["origin"] == "needed" and c["needed_by"] == [b_path], c
+
+
+def test_trace_needed_by_follows_the_load_order():
+    """A trace's needed_by names only objects that came before: A, dlopen'ed before B (which
+    needs it) arrived, has none, whether the collector attached to the process (its graph read
+    at once) or watched it from its exec."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    a, b = fixture_path("loadorder/libloadorder_a.so"), fixture_path("loadorder/libloadorder_b.so")
+    with Fixture(["dlopen_list", a, b]) as fx, tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        dlscope("record", "-o", f.name, "--duration", "0.5", "-p", str(fx.pid), check=0)
+        assert_loadorder_records(loaded_by_name(map(json.loads, open(f.name))), b)
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        dlscope("record", "-o", f.name, "--duration", "1.5", "--", fixture_path("dlopen_list"),
+                a, b, check=0)
+        assert_loadorder_records(loaded_by_name(map(json.loads, open(f.name))), b)
+    # The live lines say the same.
+    p = watch("--duration", "1.5", "--", fixture_path("dlopen_list"), a, b, status=0)
+    assert re.search(r" \+ \S*/libloadorder_a.so \(dlopen\)", p.stdout), p.stdout
+    assert re.search(r" \+ \S*/libloadorder_c.so \(needed\)", p.stdout), p.stdout
+
+
+def test_trace_of_a_dlopen_seen_live_outranks_a_late_read():
+    """The collector reads the process after each dlopen returns, when it may have loaded more:
+    libgomp dlopen'ed, then libomp, then a library linked against libgomp, back to back. The
+    dlopen seen live brought libgomp, whatever the graph read later holds."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    omp_user = fixture_path("loadorder/libloadorder_omp.so")
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        dlscope("record", "-o", f.name, "--duration", "1.5", "--", fixture_path("dlopen_list"),
+                "/usr/lib/x86_64-linux-gnu/libgomp.so.1", "libomp.so.5", omp_user, check=1)
+        records = [json.loads(l) for l in open(f.name)]
+    loaded = loaded_by_name(records)
+    gomp = loaded["libgomp.so.1"]
+    assert gomp["origin"] == "dlopen" and gomp["needed_by"] == [], gomp
+    assert loaded["libloadorder_omp.so"]["origin"] == "dlopen", loaded["libloadorder_omp.so"]
+    dup = [e for e in records if e["type"] == "finding" and e["id"] == "dup-openmp"]
+    assert dup, records
+    ev = [e for e in dup[0]["evidence"] if "libgomp.so.1" in e]
+    assert ev and "loaded by dlopen" in ev[0] and "libloadorder_omp" not in ev[0], dup[0]
+
+
 def test_constructor_blocking_inside_dlopen_is_flagged():
     """Seed 002: the constructor's parallel region waits for a worker stuck in dlsym.
 

@@ -8,8 +8,10 @@ A false alarm found on real software becomes a test here.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
@@ -215,6 +217,123 @@ def test_packages_of_numpy_scipy_torch_are_dpkgs():
 
 def dlscope_json_libs(pid):
     return json.loads(dlscope("libs", "--json", pid, check=0).stdout)["processes"][0]["objects"]
+
+
+def need_python_module(module, package):
+    """Skip, naming the Debian package, when Debian's python3 cannot import @module."""
+    if subprocess.run([PY, "-c", f"import {module}"], capture_output=True).returncode:
+        raise Skip(f"{PY} cannot import {module} (install {package})")
+
+
+def named(objs, base):
+    hits = [o for o in objs if os.path.basename(o["path"]) == base and not o["gone"]]
+    assert len(hits) == 1, (base, [o["path"] for o in objs])
+    return hits[0]
+
+
+def assert_forest_follows_the_link_map(objs):
+    """Who loaded each object (libs --json's loaded_by) came before it in the link map and needs
+    it; a root (loaded_by null) has no parent before it, except the program for a preload."""
+    by_id = {o["id"]: o for o in objs}
+    for o in objs:
+        if o["gone"] or o["origin"] in ("mapped", "vdso"):
+            continue
+        earlier = [p for p in o["parents"] if p < o["id"] and by_id[p]["namespace"] == o["namespace"]]
+        if o["loaded_by"] is None:
+            assert o["origin"] != "needed" and (not earlier or o["origin"] == "preload"), o
+        else:
+            assert o["loaded_by"] == min(earlier), (o, earlier)
+            assert o["origin"] in ("needed", "interpreter"), o
+
+
+def test_ctypes_libgfortran_before_numpy_is_its_own_dlopen():
+    """ctypes.CDLL("libgfortran.so.5") before numpy: libgfortran is link-map entry 9, OpenBLAS
+    (which needs it) arrives later with numpy. It came by the dlopen, not under libopenblas."""
+    need_python_module("numpy", "python3-numpy")
+    code = ("import ctypes, time; ctypes.CDLL('libgfortran.so.5'); import numpy; "
+            "print('ready', flush=True); time.sleep(120)")
+    with Fixture([PY, "-c", code], ready_timeout=60) as fx:
+        objs = dlscope_json_libs(fx.pid)
+        gfortran, openblas = named(objs, "libgfortran.so.5"), named(objs, "libopenblas.so.0")
+        assert gfortran["id"] < openblas["id"] and openblas["id"] in gfortran["parents"], \
+            (gfortran, openblas)
+        assert gfortran["origin"] == "dlopen" and gfortran["loaded_by"] is None, gfortran
+        assert named(objs, "libquadmath.so.0")["loaded_by"] == gfortran["id"]
+        assert_forest_follows_the_link_map(objs)
+        text = dlscope("libs", fx.pid, check=0).stdout
+        line = next(l for l in text.splitlines() if f"#{gfortran['id']} libgfortran.so.5" in l)
+        assert line.startswith("#") and "(dlopen)" in line, text
+
+
+def test_libgomp_dlopened_before_torch_is_not_blamed_on_torch():
+    """ctypes loads libgomp, then libomp, then torch, whose libtorch_global_deps needs libgomp:
+    dup-openmp names the dlopen, not "DT_NEEDED of libtorch_global_deps.so", and no package
+    it was "loaded for"."""
+    need_python_module("torch", "python3-torch")
+    code = ("import ctypes; ctypes.CDLL('libgomp.so.1'); ctypes.CDLL('libomp.so.5'); "
+            "import torch")
+    findings, proc = check_cmd(PY, "-c", code, status=1)
+    assert [f["id"] for f in findings] == ["dup-openmp"], findings
+    f = findings[0]
+    ev = [e for e in f["evidence"] if "libgomp.so.1: GNU libgomp" in e]
+    assert len(ev) == 1 and "loaded by dlopen" in ev[0], f["evidence"]
+    assert "libtorch" not in ev[0] and "loaded for" not in ev[0], ev
+    gomp = [p for p in f["data"]["packages"] if p["path"].endswith("/libgomp.so.1")]
+    assert gomp and gomp[0]["loaded_for"] is None, f["data"]
+    assert "libgomp.so.1 from libgomp1" in f["remedy"] and "loaded for" not in f["remedy"], f
+
+
+JAVA_SLEEP = """public class Sleep {
+    public static void main(String[] args) throws Exception {
+        System.out.println("ready " + ProcessHandle.current().pid());
+        Thread.sleep(120000);
+    }
+}
+"""
+
+
+def test_jvm_libjvm_is_the_launchers_dlopen_not_under_libjimage():
+    """java's launcher (libjli) dlopens libjvm; libjvm then dlopens libjimage, whose DT_NEEDED
+    names libjvm. libjvm is a root, libjimage came after it."""
+    java = shutil.which("java")
+    if not java:
+        raise Skip("no java (install openjdk-17-jdk-headless)")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "Sleep.java")
+        with open(src, "w") as f:
+            f.write(JAVA_SLEEP)
+        with Fixture([java, src], ready_timeout=120) as fx:
+            objs = dlscope_json_libs(fx.pid)
+            jvm, jimage = named(objs, "libjvm.so"), named(objs, "libjimage.so")
+            assert jvm["id"] < jimage["id"] and jimage["id"] in jvm["parents"], (jvm, jimage)
+            assert jvm["origin"] == "dlopen" and jvm["loaded_by"] is None, jvm
+            assert jimage["origin"] == "dlopen" and jimage["below"] == 0, jimage
+            assert_forest_follows_the_link_map(objs)
+            tree = dlscope("libs", fx.pid, check=0).stdout
+            line = next(l for l in tree.splitlines() if f"#{jvm['id']} libjvm.so" in l)
+            assert line.startswith("#") and "(dlopen)" in line, tree
+
+
+def test_pocl_is_the_icd_loaders_dlopen_not_under_its_device_plugin():
+    """The OpenCL ICD loader dlopens libpocl, which dlopens its device plugins; each plugin's
+    DT_NEEDED names libpocl. libpocl is a root, not drawn under a plugin."""
+    need_python_module("pyopencl", "python3-pyopencl")
+    code = ("import pyopencl as cl, time; ctx = cl.create_some_context(interactive=False); "
+            "print('ready', flush=True); time.sleep(120)")
+    probe = subprocess.run([PY, "-c", "import pyopencl as cl; print(cl.get_platforms())"],
+                           capture_output=True, text=True)
+    if probe.returncode or "Portable Computing Language" not in probe.stdout:
+        raise Skip(f"no pocl OpenCL platform (install pocl-opencl-icd): {probe.stderr[-200:]}")
+    with Fixture([PY, "-c", code], env={"PYOPENCL_CTX": ""}, ready_timeout=60) as fx:
+        objs = dlscope_json_libs(fx.pid)
+        pocl = [o for o in objs if os.path.basename(o["path"]).startswith("libpocl.so")]
+        plugins = [o for o in objs if "libpocl-devices-" in o["path"]]
+        assert len(pocl) == 1 and plugins, [o["path"] for o in objs]
+        pocl = pocl[0]
+        assert any(pocl["id"] in p["children"] for p in plugins), (pocl, plugins)
+        assert pocl["origin"] == "dlopen" and pocl["loaded_by"] is None, pocl
+        assert all(p["id"] > pocl["id"] and p["origin"] == "dlopen" for p in plugins), plugins
+        assert_forest_follows_the_link_map(objs)
 
 
 def test_threadpoolctl_agrees():

@@ -34,15 +34,77 @@ static void test_graph_links_needed_objects_and_dlclose_marks_gone(void)
 	struct libgraph *g = libgraph__new(1, "synthetic");
 	struct lg_object *libc, *gomp, *omp;
 
-	libc = add(g, 0, LIB "libc.so.6", 0x1000, 1);
+	/* In the loader's order: dlopen(libgomp) maps libgomp, then the libc it needs. */
 	gomp = add(g, 0, LIB "libgomp.so.1", 0x2000, 2);
+	libc = add(g, 0, LIB "libc.so.6", 0x1000, 1);
 	omp = add(g, 0, LIB "libomp.so.5", 0x3000, 3);
 	CHECK(libgraph__link(g) == 0, "link");
 	CHECK(gomp->n_children >= 1 && gomp->children[0] == libc->id, "libgomp needs libc");
 	CHECK(libc->n_parents == 2, "libc has both runtimes as parents");
-	CHECK(gomp->origin == LG_DLOPEN && libc->origin == LG_NEEDED, "origins from the edges");
+	CHECK(gomp->origin == LG_DLOPEN && libc->origin == LG_NEEDED && omp->origin == LG_DLOPEN,
+	      "origins from the edges");
+	CHECK(libgraph__loaded_by(g, libc->id) == gomp->id &&
+		      libgraph__loaded_by(g, gomp->id) == LG_NONE,
+	      "libc loaded by libgomp, the first to need it");
 	libgraph__remove(g, omp->lm_addr);
 	CHECK(omp->gone, "dlclose marks the object gone");
+	libgraph__free(g);
+}
+
+/*
+ * The load order decides who loaded an object: one that was in the link map before anything that
+ * needs it came by its own dlopen (ctypes.CDLL("libgfortran.so.5"), then numpy's OpenBLAS).
+ */
+static void test_an_object_loaded_before_what_needs_it_came_by_dlopen(void)
+{
+	struct libgraph *g = libgraph__new(1, "synthetic");
+	struct lg_object *libc, *gomp, *omp, *cxx;
+	unsigned int by[8];
+
+	libc = add(g, 0, LIB "libc.so.6", 0x1000, 1);
+	gomp = add(g, 0, LIB "libgomp.so.1", 0x2000, 2);
+	cxx = add(g, 0, LIB "libstdc++.so.6", 0x3000, 3);
+	omp = add(g, 0, LIB "libomp.so.5", 0x4000, 4);
+	CHECK(libgraph__link(g) == 0, "link");
+	CHECK(libc->n_parents >= 3, "libc has later parents");
+	CHECK(libc->origin == LG_DLOPEN && libgraph__loaded_by(g, libc->id) == LG_NONE &&
+		      libgraph__needed_by(g, libc->id, by, 8) == 0,
+	      "libc, first in the link map, was dlopen'ed: nothing before it needs it");
+	CHECK(gomp->origin == LG_DLOPEN && cxx->origin == LG_DLOPEN && omp->origin == LG_DLOPEN,
+	      "so was each later one: none is needed by an earlier object");
+	/* Now the same objects, each brought by what came before it. */
+	libgraph__free(g);
+	g = libgraph__new(1, "synthetic");
+	omp = add(g, 0, LIB "libomp.so.5", 0x4000, 4);
+	libc = add(g, 0, LIB "libc.so.6", 0x1000, 1);
+	gomp = add(g, 0, LIB "libgomp.so.1", 0x2000, 2);
+	CHECK(libgraph__link(g) == 0, "link");
+	CHECK(libc->origin == LG_NEEDED && libgraph__loaded_by(g, libc->id) == omp->id,
+	      "libc after libomp: libomp's DT_NEEDED loaded it");
+	CHECK(libgraph__needed_by(g, libc->id, by, 8) == 1 && by[0] == omp->id,
+	      "needed_by names libomp only, not libgomp that came later");
+	CHECK(gomp->origin == LG_DLOPEN, "libgomp, needed by nothing before it: dlopen");
+	/* A dlopen seen live outranks the order. */
+	libgraph__saw_dlopen(libc);
+	CHECK(libc->origin == LG_DLOPEN && libgraph__loaded_by(g, libc->id) == LG_NONE,
+	      "an object a dlopen was seen to bring in is a root");
+	CHECK(libgraph__link(g) == 0 && libc->origin == LG_DLOPEN, "and stays one after a relink");
+	libgraph__free(g);
+}
+
+/* From /proc/PID/maps alone the ids follow addresses: the loader's walk gives the order. */
+static void test_without_link_maps_the_walk_orders_objects(void)
+{
+	struct libgraph *g = libgraph__new(1, "synthetic");
+	struct lg_object *libc, *gomp;
+
+	g->unordered = true;
+	libc = add(g, 0, LIB "libc.so.6", 0x1000, 1);
+	gomp = add(g, 0, LIB "libgomp.so.1", 0x2000, 2);
+	CHECK(libgraph__link(g) == 0, "link");
+	CHECK(gomp->seq < libc->seq, "libgomp before the libc it needs");
+	CHECK(libc->origin == LG_NEEDED && libgraph__loaded_by(g, libc->id) == gomp->id,
+	      "libc loaded by libgomp");
 	libgraph__free(g);
 }
 
@@ -258,6 +320,8 @@ static void test_live_oversubscription_needs_two_busy_pools_past_the_cpus(void)
 int main(void)
 {
 	test_graph_links_needed_objects_and_dlclose_marks_gone();
+	test_an_object_loaded_before_what_needs_it_came_by_dlopen();
+	test_without_link_maps_the_walk_orders_objects();
 	test_two_openmp_runtimes_are_an_error_until_one_is_closed();
 	test_a_blas_front_and_its_backend_are_one_blas();
 	test_one_file_in_two_namespaces_is_a_warning();

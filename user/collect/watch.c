@@ -57,6 +57,7 @@
 struct announced {
 	uint64_t lm_addr, inode, base;
 	unsigned int ns;
+	bool dlopened; /* a dlopen seen here brought it in: the graph read next is told so */
 };
 
 struct proc_state {
@@ -634,7 +635,8 @@ static void mark_seen(struct proc_state *ps, const struct lg_object *o)
 	if (!n)
 		return;
 	ps->seen = n;
-	ps->seen[ps->n_seen++] = (struct announced){ o->lm_addr, o->inode, o->base, o->ns };
+	ps->seen[ps->n_seen++] =
+		(struct announced){ o->lm_addr, o->inode, o->base, o->ns, o->dlopened };
 }
 
 static void forget_seen(struct proc_state *ps, const struct lg_object *o)
@@ -781,6 +783,11 @@ static int refresh(struct watch *w, struct proc_state *ps)
 	procmaps__free(ps->maps);
 	ps->maps = procmaps__read(ps->pid);
 	ps->g = g;
+	/* What a dlopen seen earlier brought in came by it, whatever the link map's order says. */
+	for (size_t k = 0; k < ps->n_seen; k++)
+		for (size_t i = 0; ps->seen[k].dlopened && i < g->n; i++)
+			if (same_load(&ps->seen[k], g->objs[i]))
+				libgraph__saw_dlopen(g->objs[i]);
 	for (size_t i = 0; i < g->n; i++)
 		attach_object(w, ps->pid, g->objs[i]);
 	find_python(w, ps);
@@ -799,7 +806,7 @@ static int refresh(struct watch *w, struct proc_state *ps)
 		bool still = false;
 
 		struct announced was = { old->objs[k]->lm_addr, old->objs[k]->inode,
-					 old->objs[k]->base, old->objs[k]->ns };
+					 old->objs[k]->base, old->objs[k]->ns, false };
 
 		for (size_t i = 0; i < g->n && !still; i++)
 			still = same_load(&was, g->objs[i]);
@@ -840,11 +847,13 @@ static void announce_closure(struct watch *w, struct proc_state *ps, const struc
  */
 static bool announce(struct watch *w, struct proc_state *ps, const struct dlw_event *cause)
 {
-	const struct libgraph *g = ps->g;
-	bool found = false;
+	struct libgraph *g = ps->g;
+	bool found = false, by_handle = false;
 
 	if (!g)
 		return false;
+	for (size_t i = 0; cause->type == DLW_DLOPEN && cause->ret && i < g->n; i++)
+		by_handle = by_handle || g->objs[i]->lm_addr == (uint64_t)cause->ret;
 	/* The exec was handled while the loader was still mapping the start-up objects. */
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
@@ -854,7 +863,7 @@ static bool announce(struct watch *w, struct proc_state *ps, const struct dlw_ev
 			announce_closure(w, ps, o, ps->start.type ? &ps->start : cause, 0);
 	}
 	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
+		struct lg_object *o = g->objs[i];
 
 		switch (cause->type) {
 		case DLW_EXEC: break;
@@ -862,6 +871,13 @@ static bool announce(struct watch *w, struct proc_state *ps, const struct dlw_ev
 			if ((cause->ret && o->lm_addr == (uint64_t)cause->ret) ||
 			    (cause->path[0] && !strcmp(o->path, cause->path))) {
 				found = true;
+				/*
+				 * New at its dlopen's return: that dlopen brought it, even where
+				 * something loaded since (read in the same snapshot) needs it.
+				 */
+				if (!o->gone && !is_seen(ps, o) &&
+				    (!by_handle || o->lm_addr == (uint64_t)cause->ret))
+					libgraph__saw_dlopen(o);
 				announce_closure(w, ps, o, cause, 0);
 			}
 			break;
@@ -889,6 +905,7 @@ static void loaded_after_exit(struct watch *w, struct proc_state *ps, const stru
 	if (!o || !o->elf)
 		return;
 	o->inode = elfobj__inode(o->elf);
+	libgraph__saw_dlopen(o);
 	snprintf(note, sizeof(note),
 		 "        %d: the process is gone; %s's dependencies are unknown", ps->pid,
 		 e->path);

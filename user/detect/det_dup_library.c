@@ -355,8 +355,8 @@ static const struct lg_object *copy_owner(const struct libgraph *g, const struct
 /* Where the object at @id came from at the root of its DT_NEEDED chain. */
 static const struct lg_object *chain_root(const struct libgraph *g, unsigned int id)
 {
-	for (unsigned int hops = 0; g->objs[id]->n_parents && hops < 64; hops++)
-		id = g->objs[id]->parents[0];
+	for (unsigned int hops = 0; libgraph__loaded_by(g, id) != LG_NONE && hops < 64; hops++)
+		id = libgraph__loaded_by(g, id);
 	return g->objs[id];
 }
 

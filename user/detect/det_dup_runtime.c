@@ -18,8 +18,8 @@ static void describe_chain(const struct libgraph *g, unsigned int id, char *buf,
 	size_t used = 0;
 	unsigned int hops = 0;
 
-	while (g->objs[id]->n_parents && hops++ < 8 && used < len) {
-		id = g->objs[id]->parents[0];
+	while (libgraph__loaded_by(g, id) != LG_NONE && hops++ < 8 && used < len) {
+		id = libgraph__loaded_by(g, id);
 		used += (size_t)snprintf(buf + used, len - used, "%s%s",
 					 used ? " <- " : "DT_NEEDED of ",
 					 lg_object__basename(g->objs[id]));

@@ -10,15 +10,15 @@
 #include "owners.h"
 #include "pkgindex.h"
 
-/* Up the loading chain of @id (first parents, as the loader walked it): another package's. */
+/* Up the loading chain of @id (libgraph__loaded_by): another package's. */
 static const struct pkg_owner *loaded_for(const struct libgraph *g, unsigned int id)
 {
 	const struct pkg_owner *own = g->objs[id]->pkg;
 
-	for (unsigned int hops = 0; g->objs[id]->n_parents && hops < 16; hops++) {
+	for (unsigned int hops = 0; libgraph__loaded_by(g, id) != LG_NONE && hops < 16; hops++) {
 		const struct pkg_owner *p;
 
-		id = g->objs[id]->parents[0];
+		id = libgraph__loaded_by(g, id);
 		p = g->objs[id]->pkg;
 		if (p && (!own || strcmp(p->name, own->name) || p->manager != own->manager))
 			return p;

@@ -213,6 +213,7 @@ struct lg_object *libgraph__add(struct libgraph *g, unsigned int ns, const char 
 	o->l_ld = l_ld;
 	o->in_link_map = lm_addr != 0;
 	o->origin = LG_DLOPEN;
+	o->seq = o->id;
 	if (host_path)
 		object_open_elf(g, o, host_path, NULL);
 	return o;
@@ -304,6 +305,108 @@ static bool is_preloaded(const struct libgraph *g, const struct lg_object *o)
 	return false;
 }
 
+/* Can @p have brought @o in: live, in @o's namespace, and in the loader's list before it? */
+static bool came_before(const struct libgraph *g, const struct lg_object *o, unsigned int p)
+{
+	const struct lg_object *x = p < g->n ? g->objs[p] : NULL;
+
+	return x && x != o && !x->gone && x->ns == o->ns && x->origin != LG_MAPPED_ONLY &&
+	       x->seq < o->seq;
+}
+
+/* The first object in the loader's order whose DT_NEEDED names @o and that came before it. */
+static unsigned int first_needer(const struct libgraph *g, const struct lg_object *o)
+{
+	unsigned int best = LG_NONE;
+
+	for (size_t i = 0; i < o->n_parents; i++)
+		if (came_before(g, o, o->parents[i]) &&
+		    (best == LG_NONE || g->objs[o->parents[i]]->seq < g->objs[best]->seq))
+			best = o->parents[i];
+	return best;
+}
+
+unsigned int libgraph__loaded_by(const struct libgraph *g, unsigned int id)
+{
+	const struct lg_object *o = id < g->n ? g->objs[id] : NULL;
+
+	/* The loader is placed in the search list where the first object needing it sits. */
+	if (!o || o->gone || o->dlopened || (o->origin != LG_NEEDED && o->origin != LG_INTERPRETER))
+		return LG_NONE;
+	return first_needer(g, o);
+}
+
+size_t libgraph__needed_by(const struct libgraph *g, unsigned int id, unsigned int *out, size_t max)
+{
+	unsigned int by = libgraph__loaded_by(g, id);
+	const struct lg_object *o = g->objs[id];
+	size_t n = 0;
+
+	if (by == LG_NONE)
+		return 0;
+	if (max)
+		out[n] = by;
+	n++;
+	for (size_t i = 0; i < o->n_parents; i++) {
+		if (o->parents[i] == by || !came_before(g, o, o->parents[i]))
+			continue;
+		if (n < max)
+			out[n] = o->parents[i];
+		n++;
+	}
+	return n;
+}
+
+void libgraph__saw_dlopen(struct lg_object *o)
+{
+	o->dlopened = true;
+	if (o->origin == LG_NEEDED)
+		o->origin = LG_DLOPEN;
+}
+
+/*
+ * Without link maps the ids follow addresses: replay the loader's walk to order the objects, the
+ * program's closure breadth-first in DT_NEEDED order, then each object nothing needs with its
+ * closure, then what only a cycle reaches.
+ */
+static int replay_order(struct libgraph *g)
+{
+	unsigned int *queue = malloc((g->n ? g->n : 1) * sizeof(*queue)), next = 0;
+	bool *placed = calloc(g->n ? g->n : 1, sizeof(*placed));
+	size_t head = 0, tail = 0;
+
+	if (!queue || !placed) {
+		free(queue);
+		free(placed);
+		return -ENOMEM;
+	}
+	for (int pass = 0; pass < 3; pass++) {
+		for (size_t i = 0; i < g->n; i++) {
+			struct lg_object *o = g->objs[i];
+
+			if (placed[i] || (pass == 0 && o->origin != LG_EXECUTABLE) ||
+			    (pass == 1 && o->n_parents))
+				continue;
+			placed[i] = true;
+			queue[tail++] = (unsigned int)i;
+			while (head < tail) {
+				struct lg_object *x = g->objs[queue[head++]];
+
+				x->seq = next++;
+				for (size_t k = 0; k < x->n_children; k++) {
+					if (placed[x->children[k]])
+						continue;
+					placed[x->children[k]] = true;
+					queue[tail++] = x->children[k];
+				}
+			}
+		}
+	}
+	free(queue);
+	free(placed);
+	return 0;
+}
+
 int libgraph__link(struct libgraph *g)
 {
 	struct name_index ix;
@@ -363,20 +466,27 @@ int libgraph__link(struct libgraph *g)
 			p->n_unresolved++;
 		}
 	}
-	for (size_t i = 0; i < g->n; i++) {
+	free(ix.slot);
+	if (!err && g->unordered)
+		err = replay_order(g);
+	for (size_t i = 0; i < g->n && !err; i++) {
 		struct lg_object *o = g->objs[i];
+		unsigned int by;
 
 		if (o->origin == LG_EXECUTABLE || o->origin == LG_INTERPRETER ||
 		    o->origin == LG_VDSO || o->origin == LG_MAPPED_ONLY)
 			continue;
-		if (o->n_parents)
-			o->origin = LG_NEEDED;
-		else if (o->ns == 0 && is_preloaded(g, o))
+		by = first_needer(g, o);
+		/* Preloads come right after the program, before anything it needs. */
+		if (o->ns == 0 && is_preloaded(g, o) &&
+		    (by == LG_NONE || g->objs[by]->origin == LG_EXECUTABLE ||
+		     is_preloaded(g, g->objs[by])))
 			o->origin = LG_PRELOAD;
+		else if (by != LG_NONE && !o->dlopened)
+			o->origin = LG_NEEDED;
 		else
 			o->origin = LG_DLOPEN;
 	}
-	free(ix.slot);
 	return err;
 }
 
@@ -602,6 +712,7 @@ struct libgraph *libgraph__clone(const struct libgraph *src, pid_t pid)
 		snprintf(g->exe, sizeof(g->exe), "%s", src->exe);
 		g->from_link_map = src->from_link_map;
 		g->consistent = src->consistent;
+		g->unordered = src->unordered;
 		g->n_namespaces = src->n_namespaces;
 		g->r_debug = src->r_debug;
 		g->r_brk = src->r_brk;
@@ -693,6 +804,7 @@ int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
 		/* No usable r_debug (not yet initialized, or damaged): the kernel's view only. */
 		g->n_namespaces = 1;
 		g->consistent = true;
+		g->unordered = true;
 	}
 	err = add_mapped_only(g, t, maps);
 	if (err)

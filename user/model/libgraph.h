@@ -41,6 +41,15 @@ struct lg_object {
 	uint64_t inode;
 	enum lg_origin origin;
 	bool in_link_map, in_maps, deleted, gone;
+	/* A live collector saw the dlopen call that brought it in (libgraph__saw_dlopen). */
+	bool dlopened;
+	/*
+	 * Its place in the loader's order: the link map lists a namespace's objects as they
+	 * arrived, and objects are added in that order, so this is its id; in a graph read from
+	 * /proc/PID/maps alone (no link maps) it is the loader's walk replayed (libgraph__link).
+	 */
+	unsigned int seq;
+	/* parents: every object whose DT_NEEDED resolves to it, before or after it, by id. */
 	unsigned int *parents, *children;
 	size_t n_parents, n_children;
 	char **unresolved; /* DT_NEEDED names no loaded object matched */
@@ -51,12 +60,16 @@ struct lg_object {
 	struct pkg_owner *pkg;
 };
 
+#define LG_NONE UINT_MAX
+
 struct libgraph {
 	pid_t pid;
 	char comm[64];
 	char exe[PATH_MAX];
 	bool from_link_map; /* false: the link maps could not be read, objects come from maps */
 	bool consistent;    /* false: a dlopen was in progress during every read */
+	/* Objects read from /proc/PID/maps alone: their ids follow addresses, not load order. */
+	bool unordered;
 	unsigned int n_namespaces;
 	uint64_t r_debug, r_brk;
 	struct lg_object **objs;
@@ -105,6 +118,38 @@ struct lg_object *libgraph__add(struct libgraph *g, unsigned int ns, const char 
 void libgraph__remove(struct libgraph *g, uint64_t lm_addr);
 /* Recompute parents, children and origins from DT_NEEDED names. */
 int libgraph__link(struct libgraph *g);
+
+/*
+ * Who loaded each object: the one rule that the tree of `libs`, the origins in findings and the
+ * trace's needed_by all follow.
+ *
+ * Within a namespace the link map is in load order: the program, its preloads and their
+ * DT_NEEDED closure breadth-first, then each dlopen's object followed by those of its
+ * dependencies not loaded yet, breadth-first in DT_NEEDED order. An object X can therefore have
+ * been brought in by the DT_NEEDED of Y only if Y came before X; the loader walks the new objects
+ * in the order it appended them, so of those earlier objects that need X the first one is the
+ * one that mapped it. An object that no earlier object needs came by its own dlopen (or
+ * LD_PRELOAD), whatever loaded later needs it too: libopenblas needing libgfortran does not make
+ * it the loader of the libgfortran a ctypes.CDLL had opened before. A dlopen a live collector saw
+ * bring an object in (libgraph__saw_dlopen) outranks the order.
+ *
+ * The id of the object that loaded object @id, or LG_NONE: a root (the executable, the vDSO, a
+ * preload, a dlopen), or an object gone or only mapped.
+ */
+unsigned int libgraph__loaded_by(const struct libgraph *g, unsigned int id);
+/*
+ * The objects whose DT_NEEDED named object @id when it arrived, the one that loaded it first, then
+ * the other parents that came before it: at most @max ids in @out, their number returned (0 for a
+ * root, whatever needs it later).
+ */
+size_t libgraph__needed_by(const struct libgraph *g, unsigned int id, unsigned int *out,
+			   size_t max);
+/*
+ * Evidence from a live collector: the dlopen call it saw returned @o, new to the process. @o came
+ * by that dlopen, and is a root from now on (its origin becomes dlopen unless it is the program,
+ * the loader, the vDSO or a preload).
+ */
+void libgraph__saw_dlopen(struct lg_object *o);
 
 /*
  * Name the package that owns each object not asked about yet (pkgowner.h), through @t's root.

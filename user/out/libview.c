@@ -13,7 +13,7 @@ static bool in_forest(const struct lg_object *o)
 	return !o->gone && o->origin != LG_MAPPED_ONLY;
 }
 
-/* Breadth-first from the sources already queued in @queue[*head..*tail). */
+/* Breadth-first from the sources already queued in @queue[*head..*tail), along loaded_by. */
 static void walk(struct libview *v, unsigned int *queue, size_t *head, size_t *tail)
 {
 	const struct libgraph *g = v->g;
@@ -24,26 +24,12 @@ static void walk(struct libview *v, unsigned int *queue, size_t *head, size_t *t
 		for (size_t i = 0; i < x->n_children; i++) {
 			unsigned int c = x->children[i];
 
-			if (c >= g->n || !in_forest(g->objs[c]) || v->depth[c] != LV_NONE)
+			if (c >= g->n || v->loaded_by[c] != x->id || v->depth[c] != LV_NONE)
 				continue;
 			v->depth[c] = v->depth[x->id] + 1;
-			v->loaded_by[c] = x->id;
 			queue[(*tail)++] = c;
 		}
 	}
-}
-
-static void add_root(struct libview *v, unsigned int id, unsigned int *queue, size_t *tail)
-{
-	v->depth[id] = 0;
-	v->roots[v->n_roots++] = id;
-	queue[(*tail)++] = id;
-}
-
-/* The program and its preloads are one search list for the loader: one walk from all of them. */
-static bool starts_program(const struct lg_object *o)
-{
-	return o->ns == 0 && (o->origin == LG_EXECUTABLE || o->origin == LG_PRELOAD);
 }
 
 int libview__build(const struct libgraph *g, struct libview *v)
@@ -63,33 +49,33 @@ int libview__build(const struct libgraph *g, struct libview *v)
 		libview__free(v);
 		return -ENOMEM;
 	}
+	/* Who loaded each object is the graph's one rule (libgraph__loaded_by). */
 	for (size_t i = 0; i < g->n; i++) {
-		v->loaded_by[i] = v->depth[i] = LV_NONE;
+		unsigned int by = in_forest(g->objs[i]) ? libgraph__loaded_by(g, (unsigned int)i) :
+							  LV_NONE;
+
+		v->loaded_by[i] = by < g->n && in_forest(g->objs[by]) ? by : LV_NONE;
+		v->depth[i] = LV_NONE;
 		if (g->objs[i]->ns >= n_ns)
 			n_ns = g->objs[i]->ns + 1;
 	}
+	/* Roots namespace by namespace in the loader's order, each with what it loaded. */
 	for (unsigned int ns = 0; ns < n_ns; ns++) {
-		if (ns == 0) {
-			for (size_t i = 0; i < g->n; i++)
-				if (in_forest(g->objs[i]) && starts_program(g->objs[i]) &&
-				    !g->objs[i]->n_parents)
-					add_root(v, (unsigned int)i, queue, &tail);
+		for (size_t i = 0; i < g->n; i++) {
+			const struct lg_object *o = g->objs[i];
+
+			if (o->ns != ns || !in_forest(o) || v->loaded_by[i] != LV_NONE)
+				continue;
+			v->depth[i] = 0;
+			v->roots[v->n_roots++] = (unsigned int)i;
+			queue[tail++] = (unsigned int)i;
 			walk(v, queue, &head, &tail);
 		}
-		/* Then each dlopen root; then what only a cycle reaches (A needs B needs A). */
-		for (int pass = 0; pass < 2; pass++) {
-			for (size_t i = 0; i < g->n; i++) {
-				const struct lg_object *o = g->objs[i];
-
-				if (o->ns != ns || !in_forest(o) || v->depth[i] != LV_NONE ||
-				    (pass == 0 && o->n_parents))
-					continue;
-				add_root(v, (unsigned int)i, queue, &tail);
-				walk(v, queue, &head, &tail);
-			}
-		}
 	}
-	/* Children come after their parent in the walk: sum the subtrees backwards. */
+	/*
+	 * Every loaded_by chain ends at a root (the loader came earlier in the loader's order):
+	 * children come after their parent in the walk, so the subtrees sum backwards.
+	 */
 	for (size_t k = tail; k-- > 0;) {
 		unsigned int x = queue[k];
 

@@ -20,10 +20,10 @@ struct lg_object;
 #define LV_NONE UINT_MAX
 
 /*
- * The forest the loader walked. The loader maps a dlopen's (or the program's) dependencies
- * breadth-first in DT_NEEDED order and appends each new object to the link map; replaying that
- * walk from each root, in link-map order, over the objects not placed yet gives every object the
- * parent whose DT_NEEDED actually loaded it, at its shortest distance from that root.
+ * The forest the loader walked: each object under the object whose DT_NEEDED loaded it, by the
+ * graph's one rule (libgraph__loaded_by: the first object before it in the loader's order that
+ * needs it; none, and it is a root: the program, a preload, a dlopen). Roots are in link-map
+ * order, namespace by namespace.
  */
 struct libview {
 	const struct libgraph *g;

@@ -223,9 +223,16 @@ static void json_loaded(struct event_sink *s, const struct loaded_obj *l)
 {
 	const struct lg_object *o = l->o;
 	json_t *by = json_array();
+	size_t n = libgraph__needed_by(l->g, o->id, NULL, 0);
+	unsigned int *ids = n ? malloc(n * sizeof(*ids)) : NULL;
 
-	for (size_t p = 0; p < o->n_parents; p++)
-		json_array_append_new(by, json_string(l->g->objs[o->parents[p]]->path));
+	/* The objects whose DT_NEEDED brought it, the one that loaded it first: none for a root,
+	 * whatever loaded after it needs it too. */
+	if (ids)
+		libgraph__needed_by(l->g, o->id, ids, n);
+	for (size_t p = 0; ids && p < n; p++)
+		json_array_append_new(by, json_string(l->g->objs[ids[p]]->path));
+	free(ids);
 	emit(s, with_rank(json_pack("{s:s, s:I, s:i, s:s, s:s?, s:i, s:s, s:o, s:o, s:o}", "type",
 				    "loaded", "t", (json_int_t)l->t, "pid", l->pid, "path", o->path,
 				    "soname", o->soname, "namespace", o->ns, "origin",
