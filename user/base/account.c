@@ -29,3 +29,15 @@ char *account__name(uid_t uid)
 	return pw ? strdup(pw->pw_name) : NULL;
 }
 #endif
+
+const char *account__describe(uid_t uid, char *buf, size_t len)
+{
+	char *name = account__name(uid);
+
+	if (name)
+		snprintf(buf, len, "%s (uid %u)", name, (unsigned int)uid);
+	else
+		snprintf(buf, len, "uid %u", (unsigned int)uid);
+	free(name);
+	return buf;
+}

@@ -14,13 +14,9 @@
 
 static void name_user(uid_t uid, char *buf, size_t len)
 {
-	char *name = account__name(uid);
+	char id[128];
 
-	if (name)
-		snprintf(buf, len, "user %s", name);
-	else
-		snprintf(buf, len, "user %u", (unsigned int)uid);
-	free(name);
+	snprintf(buf, len, "user %s", account__describe(uid, id, sizeof(id)));
 }
 
 bool outfile__dir_is_foreign(const char *dir, char *who, size_t wholen)

@@ -93,17 +93,6 @@ static bool ours(const struct stat *st)
 	return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
-static void user_name(uid_t uid, char *buf, size_t len)
-{
-	char *name = account__name(uid);
-
-	if (name)
-		snprintf(buf, len, "%s (uid %u)", name, (unsigned)uid);
-	else
-		snprintf(buf, len, "uid %u", (unsigned)uid);
-	free(name);
-}
-
 /*
  * Say once per run why a cache is not used: @path failed the rule (@st its stat; @by_owner: for
  * its owner, else for its mode), @what is the cache or file left alone. Silent failures (no such
@@ -118,8 +107,8 @@ static void untrusted(const char *what, const char *path, const struct stat *st,
 	if (cf.warned)
 		return;
 	cf.warned = true;
-	user_name(st->st_uid, owner, sizeof(owner));
-	user_name(geteuid(), me, sizeof(me));
+	account__describe(st->st_uid, owner, sizeof(owner));
+	account__describe(geteuid(), me, sizeof(me));
 	if (by_owner)
 		snprintf(why, sizeof(why), "%s belongs to %s, not to %s", subject, owner, me);
 	else if (S_ISLNK(st->st_mode))

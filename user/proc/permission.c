@@ -111,18 +111,6 @@ int permission__facts(pid_t pid, struct permission_facts *f)
 	return 0;
 }
 
-static const char *user_name(uid_t uid, char *buf, size_t len)
-{
-	char *name = account__name(uid);
-
-	if (name)
-		snprintf(buf, len, "%s (uid %u)", name, (unsigned)uid);
-	else
-		snprintf(buf, len, "uid %u", (unsigned)uid);
-	free(name);
-	return buf;
-}
-
 /* The kernel's rule: the real, effective and saved IDs of the target all equal the caller's. */
 static bool same_credentials(const struct permission_facts *f)
 {
@@ -170,14 +158,14 @@ void permission__reason(const struct permission_facts *f, enum ptrace_access mod
 				 "without CAP_SYS_PTRACE (a container or a capability bounding set "
 				 "dropped it): grant it (docker run --cap-add=SYS_PTRACE), or run "
 				 "dlscope as that user",
-				 user_name(f->t_uid[0], who, sizeof(who)));
+				 account__describe(f->t_uid[0], who, sizeof(who)));
 		else if (f->t_uid[0] != f->uid[0])
 			snprintf(
 				buf, len,
 				"it belongs to another user, %s, and dlscope runs as %s; run dlscope "
 				"as root (or with CAP_SYS_PTRACE) or as that user",
-				user_name(f->t_uid[0], who, sizeof(who)),
-				user_name(f->uid[0], me, sizeof(me)));
+				account__describe(f->t_uid[0], who, sizeof(who)),
+				account__describe(f->uid[0], me, sizeof(me)));
 		else if (f->t_uid[1] != f->uid[0] || f->t_uid[2] != f->uid[0])
 			snprintf(buf, len,
 				 "it runs with another user's credentials (effective uid %u, saved "
