@@ -16,8 +16,17 @@ start() {
 	rm -f "$out"
 }
 
+# Each command as it can be pasted: ./dlscope (it is not installed), words quoted for a shell.
 run() {
-	echo "\$ dlscope $*"
+	local w line='$ ./dlscope'
+	for w in "$@"; do
+		if [[ $w =~ ^[A-Za-z0-9_./=:,+-]+$ ]]; then
+			line+=" $w"
+		else
+			line+=" '${w//\'/\'\\\'\'}'"
+		fi
+	done
+	echo "$line"
 	./dlscope "$@"
 	echo
 }
