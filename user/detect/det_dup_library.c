@@ -178,8 +178,8 @@ static const struct identity_entry {
 	  "as well as this tag's address, so a shared_ptr made through one copy is recognised "
 	  "through the other" },
 	{ "_ZN5boost6system6detail10cat_holder", ID_CONTENTS, "Boost.System category",
-	  "Boost.System (1.69 and later) compares error categories by the 64-bit id they hold "
-	  "(error_category::operator==), not by address" },
+	  "Boost.System compares error categories by the 64-bit id they hold "
+	  "(error_category::operator== in Boost 1.74's error_code.hpp), not by address" },
 	{ "_ZN5boost6system6detail18generic_cat_holder", ID_CONTENTS, "Boost.System category",
 	  "Boost.System compares error categories by the 64-bit id they hold, not by address" },
 	{ "_ZN5boost6system6detail17system_cat_holder", ID_CONTENTS, "Boost.System category",
