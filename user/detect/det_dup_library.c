@@ -292,6 +292,20 @@ static int collect_vague(const char *name, const char *version, const GElf_Sym *
 	return push_def(l, &v);
 }
 
+/* lint: hidden definitions read from .symtab, as the digests keep them. */
+static int collect_hidden(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct vague_list *l = ctx;
+	struct symd_vague v = { .name = (char *)name,
+				.value = sym->st_value,
+				.size = sym->st_size };
+
+	if (!symdigest__vague_candidate(name, sym, true, false))
+		return 0;
+	v.writable = elfobj__writable_at(l->elf, sym->st_value);
+	return push_def(l, &v);
+}
+
 static int cmp_def(const void *a, const void *b)
 {
 	const struct vague_def *x = a, *y = b;
@@ -971,29 +985,35 @@ static void split_statics_files(const struct lint_file *files, size_t n, struct 
 	struct finding *f = NULL;
 	size_t splits = 0;
 
+	/*
+	 * The tables, not the digests: a lint of a whole tree would fill the digest store with
+	 * files no check reads. The same candidates as the digests keep (collect_hidden).
+	 */
 	for (size_t i = 0; i < n; i++) {
-		const struct symdigest *d;
 		bool dup = false;
 
 		for (size_t j = 0; j < i && !dup; j++)
 			dup = elfobj__inode(files[j].elf) == elfobj__inode(files[i].elf);
-		if (dup || elfobj__type(files[i].elf) != ET_DYN ||
-		    !(d = symdigest__of(files[i].elf)))
+		if (dup || elfobj__type(files[i].elf) != ET_DYN)
 			continue;
 		l.obj = (unsigned int)i;
-		for (size_t k = 0; k < d->n_hidden; k++)
-			if (push_def(&l, &d->hidden[k]))
-				break;
+		l.elf = files[i].elf;
+		elfobj__foreach_defined(files[i].elf, ELFOBJ_SYMTAB, collect_hidden, &l);
 	}
 	if (l.n)
 		qsort(l.d, l.n, sizeof(*l.d), cmp_def);
 	for (size_t i = 0; i < l.n;) {
 		const struct identity_entry *rule;
-		size_t j = i + 1;
+		size_t j = i + 1, copies = 0, first = l.n;
 
 		while (j < l.n && !strcmp(l.d[j].name, l.d[i].name))
 			j++;
-		if (j - i >= 2 && hidden_matters(l.d[i].name, &rule) &&
+		/* A file that defines the name twice holds two translation units' own. */
+		for (size_t k = i; k < j; k++)
+			if ((k == i || l.d[k - 1].obj != l.d[k].obj) &&
+			    (k + 1 == j || l.d[k + 1].obj != l.d[k].obj) && !copies++)
+				first = k;
+		if (copies >= 2 && hidden_matters(l.d[i].name, &rule) &&
 		    splits++ < MAX_SYMBOL_LINES) {
 			char dem[512];
 
@@ -1005,8 +1025,8 @@ static void split_statics_files(const struct lint_file *files, size_t n, struct 
 			finding__evidence(f,
 					  "%s: a hidden copy in %s and %zu other object%s "
 					  "[compared by address: %s]",
-					  dem, files[l.d[i].obj].path, j - i - 1,
-					  j - i > 2 ? "s" : "", rule->label);
+					  dem, files[l.d[first].obj].path, copies - 1,
+					  copies > 2 ? "s" : "", rule->label);
 		}
 		i = j;
 	}
