@@ -53,14 +53,16 @@ DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthre
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
 	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg
 # The real software of tests/realworld: Debian's ML stack, Qt5, ICU, Boost, TBB, oneDNN and
-# the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts).
+# the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts); numba (LLVM 14),
+# pyopencl, matplotlib, a JVM, Node.js and GCC's runtimes, on which dup-library stays silent.
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
 	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
 	    libtbb-dev libdnnl-dev libblas3 liblapack3 $(DEB_CORPUS2)
 # The second corpus (tests/realworld/test_second_corpus.py): programs dlscope was not written
 # against, from numba and an OpenCL JIT to a JVM, Octave, R and AMD's HIP runtime.
 DEB_CORPUS2 := python3-numba python3-pyopencl pocl-opencl-icd openjdk-17-jdk-headless nodejs \
-	    python3-matplotlib octave r-base-core r-cran-data.table libamdhip64-5 libze1
+	    python3-matplotlib octave r-base-core r-cran-data.table libamdhip64-5 libze1 \
+	    libgcc-12-dev
 # The man page is made from docs/dlscope.1.md by pandoc (`make install`).
 DEB_DOC := pandoc man-db
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_DOC)

@@ -99,6 +99,9 @@ def test_vague_statics_split_when_local():
         assert f["severity"] == "error"
         assert "TypeID<Dialect>::id: 2 copies" in f["evidence"][0], f
         assert "RTLD_LOCAL" in f["title"]
+        # What shows it matters and that one definition could serve both.
+        assert "[writable at run time, compared by address: TypeID idiom; unversioned]" in \
+            f["evidence"][0], f
     # Loaded RTLD_GLOBAL, the loader unifies them: the GOTs agree and nothing is reported.
     with Fixture(["dlopen_list", "--global", *libs]) as fx:
         assert check_json("--fail-on", "info", fx.pid, status=0)[0] == []
@@ -113,6 +116,40 @@ def test_vague_statics_hidden_copies():
         assert "TypeID<Dialect>::id" in hidden[0]["evidence"][0]
     p = dlscope("lint", *libs, check=0)
     assert "TypeID<Dialect>::id: a hidden copy in" in p.stdout, p.stdout
+
+
+def test_vague_statics_harmless_copies_are_no_finding():
+    # Two objects dlopen'ed RTLD_LOCAL, each using its own copy of a constexpr table in
+    # .rodata (libstdc++'s __digits), of a constant table of pointers under RELRO, and of
+    # internal-linkage statics (_ZL10tu_counter, _ZZL7countervE5calls): no program can tell.
+    libs = [fixture_path("libvague_ro_a.so"), fixture_path("libvague_ro_b.so")]
+    with Fixture(["dlopen_list", "--local", *libs]) as fx:
+        assert check_json("--fail-on", "info", fx.pid, status=0)[0] == []
+    # Two translation units' statics inside one object, one of them under a name that shows no
+    # internal linkage (TypeID<Local>::id, renamed): the linker would have merged vague copies.
+    two = fixture_path("libvague_twotu.so")
+    with Fixture(["dlopen_list", two, fixture_path("libvague_hidden_a.so")]) as fx:
+        assert check_json("--fail-on", "info", fx.pid, status=0)[0] == []
+    p = dlscope("lint", *libs, two, check=0)
+    assert "dup-library" not in p.stdout, p.stdout
+
+
+def test_vague_statics_versions_decide_whether_copies_can_be_one():
+    v14, v15 = fixture_path("libvague_ver_14.so"), fixture_path("libvague_ver_15.so")
+    unversioned = fixture_path("libvague_b.so")
+    # @@LLVM_14 and @@LLVM_15 never bind to each other: two libraries by design, no split.
+    with Fixture(["dlopen_list", "--local", v14, v15]) as fx:
+        assert check_json("--fail-on", "info", fx.pid, status=0)[0] == []
+    # A default version and an unversioned definition do: loaded RTLD_GLOBAL first, either one
+    # serves the other (the GOTs agree) ...
+    for first, second in ((v14, unversioned), (unversioned, v14)):
+        with Fixture(["dlopen_list", "--global", first, "--local", second]) as fx:
+            assert check_json("--fail-on", "info", fx.pid, status=0)[0] == []
+    # ... so RTLD_LOCAL apart, they are a split the suggested fix mends.
+    with Fixture(["dlopen_list", "--local", v14, unversioned]) as fx:
+        f = only(check_json(fx.pid)[0], "dup-library")[0]
+        assert f["severity"] == "error" and "RTLD_GLOBAL" in f["remedy"], f
+        assert "versions LLVM_14, unversioned]" in f["evidence"][0], f
 
 
 def test_jit_cache_addon_built_against_another_version():

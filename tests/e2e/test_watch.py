@@ -37,6 +37,21 @@ def test_loader_calls_and_the_live_graph():
                      p.stderr), p.stderr
 
 
+def test_watch_judges_split_statics_as_check_does():
+    """dup-library's split rule, live: the seed split is a finding, harmless copies are not."""
+    p = watch("--duration", "1.5", "--", fixture_path("dlopen_list"), "--local",
+              fixture_path("libvague_a.so"), fixture_path("libvague_b.so"), status=1)
+    out = p.stdout
+    assert re.search(r"dlopen_list FINDING error dup-library: 1 vague-linkage static split "
+                     r"between objects \(dlopen'ed RTLD_LOCAL", out), out
+    assert "TypeID<Dialect>::id: 2 copies in use" in out, out
+    assert out.count("FINDING") == 1, out
+    p = watch("--duration", "1.5", "--", fixture_path("dlopen_list"), "--local",
+              fixture_path("libvague_ro_a.so"), fixture_path("libvague_ro_b.so"),
+              fixture_path("libvague_ver_14.so"), fixture_path("libvague_ver_15.so"), status=0)
+    assert "FINDING" not in p.stdout, p.stdout
+
+
 def test_record_writes_a_json_lines_trace():
     if not is_root():
         raise Skip("BPF tests need root")

@@ -45,13 +45,27 @@ static int count_undef(const char *name, const char *version, bool weak, void *c
 	return 0;
 }
 
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
 static bool same_vague(const struct symd_vague *a, const struct symd_vague *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(a[i].name, b[i].name) || a[i].value != b[i].value ||
-		    a[i].size != b[i].size || a[i].binds_own != b[i].binds_own)
+		if (strcmp(a[i].name, b[i].name) || !same_str(a[i].version, b[i].version) ||
+		    a[i].value != b[i].value || a[i].size != b[i].size ||
+		    a[i].binds_own != b[i].binds_own || a[i].writable != b[i].writable)
 			return false;
 	return true;
+}
+
+static const struct symd_vague *vague_named(const struct symdigest *d, const char *name)
+{
+	for (size_t i = 0; i < d->n_vague; i++)
+		if (!strcmp(d->vague[i].name, name))
+			return &d->vague[i];
+	return NULL;
 }
 
 static bool same(const struct symdigest *a, const struct symdigest *b)
@@ -96,6 +110,55 @@ static void candidates(void)
 	CHECK(!symdigest__vague_candidate("_ZTI3Foo", &weak_obj, false, false) &&
 		      symdigest__vague_candidate("_ZTI3Foo", &weak_obj, false, true),
 	      "typeinfo only when asked for (libc++ compares it by address)");
+	CHECK(!symdigest__vague_candidate("_ZL9moduledef", &local, true, false) &&
+		      !symdigest__vague_candidate("_ZZL10initializeP10JavaThreadE11initialized",
+						  &local, true, false) &&
+		      !symdigest__vague_candidate("_ZN5numpyL5zerosE.lto_priv.0", &local, true,
+						  false) &&
+		      !symdigest__vague_candidate("_ZZNSt19_Sp_make_shared_tag5_S_tiEvE5__tag",
+						  &unique, false, false),
+	      "internal linkage, LTO's renamed locals and the table's harmless statics never are");
+}
+
+/* GCC's L marks internal linkage where a name is read; template arguments are not names. */
+static void internal_linkage(void)
+{
+	static const char *const internal[] = {
+		"_ZL11ioctl_table",			       /* the sanitizer runtimes */
+		"_ZL9moduledef",			       /* a C++ extension's PyModuleDef */
+		"_ZN2v88internalL3rspE",		       /* node: a namespace-scope static */
+		"_ZN2v88internal4wasm4implL12kTypes_l_illE",   /* nested namespaces */
+		"_ZZL10initializeP10JavaThreadE11initialized", /* libjvm: static of a static */
+		"_ZStL8__ioinit",			       /* <iostream>'s, in std */
+		"_ZN6icu_7812_GLOBAL__N_1L25gSystemDefaultCenturyInitE",
+		"_ZNSt6chrono3_V2L3fooE", /* after two source names */
+		"_ZN1AS_L3barE",	  /* after a substitution */
+	};
+	static const char *const external[] = {
+		"_ZN6TypeIDI7DialectE2idE",
+		"_ZNSt10moneypunctIcLb0EE4intlE", /* Lb0E: a template argument, not a marker */
+		"_ZN6TypeIDIL6Colour1EE2idE",	  /* an enum argument: L6Colour1E */
+		"_ZZNSt8__detail18__to_chars_10_implIjEEvPcjT_E8__digits",
+		"_ZN3agg14sRGB_conv_baseIfE3lutE",
+		"_ZZN4mlir6detail14TypeIDExported3getINS_7DialectEEENS_6TypeIDEvE8instance",
+		"_ZNSt8numpunctIcE2idE",
+		"_ZN3FooIiE1LE", /* a member called L */
+		"_Z1L",
+		"_ZN9",		/* truncated */
+		"_ZN99999abcE", /* a length past the end */
+		"plain_c",
+	};
+	size_t bad = 0;
+
+	for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
+		if (!symdigest__internal_linkage(internal[i]) && ++bad)
+			printf("# not seen as internal: %s\n", internal[i]);
+	CHECK(!bad, "internal-linkage names are read as such");
+	bad = 0;
+	for (size_t i = 0; i < sizeof(external) / sizeof(external[0]); i++)
+		if (symdigest__internal_linkage(external[i]) && ++bad)
+			printf("# read as internal: %s\n", external[i]);
+	CHECK(!bad, "vague-linkage, template-argument and malformed names are not");
 }
 
 int main(void)
@@ -110,6 +173,7 @@ int main(void)
 	uint64_t memcpy_v = symdigest__entry("memcpy", "GLIBC_2.14", false);
 
 	candidates();
+	internal_linkage();
 	CHECK(d && d->n_defs > 1000 && d->n_undefs > 50, "libstdc++'s digest has its symbols");
 	if (!d) {
 		elfobj__free(o);
@@ -130,6 +194,15 @@ int main(void)
 				     symdigest__entry("memcpy", "GLIBC_9.99", false), false),
 	      "a name is found with its version, or by name alone");
 	CHECK(d->n_verneed > 0 && !d->elf_defects, "its version needs are kept; it is sound");
+	{
+		/* std::numpunct<char>::id lives in .bss, moneypunct<char, false>::intl in .rodata. */
+		const struct symd_vague *id = vague_named(d, "_ZNSt8numpunctIcE2idE"),
+					*intl = vague_named(d, "_ZNSt10moneypunctIcLb0EE4intlE");
+
+		CHECK(id && id->writable && id->version && !strcmp(id->version, "GLIBCXX_3.4") &&
+			      intl && !intl->writable,
+		      "a candidate carries its version and whether it is writable at run time");
+	}
 
 	CHECK(!symdigest__encode(d, elfobj__content_key(o), (void **)&img, &len),
 	      "the digest is encoded");
@@ -140,6 +213,18 @@ int main(void)
 	other.ino++;
 	CHECK(symdigest__decode(img, len, &other, &back) == -EINVAL,
 	      "another file's content does not read it");
+	{
+		/* The header: magic[8], producer[48], then the format number. */
+		uint32_t format, older;
+
+		memcpy(&format, img + 56, sizeof(format));
+		older = format - 1;
+		memcpy(img + 56, &older, sizeof(older));
+		CHECK(format == 3 &&
+			      symdigest__decode(img, len, elfobj__content_key(o), &back) == -EINVAL,
+		      "a digest of the format before (no versions, no writable flag) is refused");
+		memcpy(img + 56, &format, sizeof(format));
+	}
 	/* Flipping bytes of the whole image is slow on 100,000 entries: the header and a stride. */
 	for (size_t at = 0; at < len; at += at < 4096 ? 1 : 509) {
 		img[at] ^= 0x5a;

@@ -132,12 +132,117 @@ static void same_file_in_namespaces(const struct check_ctx *ctx, struct findings
 	}
 }
 
+/*
+ * ---- Split statics ----
+ *
+ * A vague-linkage static (a template's static member, an inline variable, a function-local
+ * static of an inline function) must exist once per process: the loader makes it so by binding
+ * every reference to the first definition in the lookup scope. Objects that resolved their
+ * references in different scopes (RTLD_LOCAL groups, namespaces), or bound their own (-Bsymbolic,
+ * protected visibility), each use their own copy. That changes what the program does only where
+ * a copy's identity shows: its state written through one copy and read through another (a
+ * writable static), or its address compared (TypeIDs, typeinfo under libc++). Harmless by
+ * construction, and never reported: read-only data (constexpr tables, relro), internal linkage
+ * (one copy per translation unit, as the language defines; the digests leave it out), copies
+ * within one object (the same), and copies whose symbol versions never bind to each other.
+ */
+
+/*
+ * The statics whose identity a runtime or library decides, with the reason: ONE table, read by
+ * the split rules below and by the symbol digests (which leave out ID_CONTENTS names: a change
+ * to those entries changes what a digest holds, so bump SD_FORMAT in symdigest.c with it).
+ * A pattern is a prefix of the mangled name, or with a leading '*' a part of it that begins a
+ * source name. Names in no entry are ID_WRITABLE.
+ */
+static const struct identity_entry {
+	const char *pattern;
+	enum static_identity id;
+	const char *label; /* for the evidence */
+	const char *why;
+} identity_table[] = {
+	{ "_ZTV", ID_CONTENTS, "vtable",
+	  "vtables are called through, never compared, and every copy holds the same entries" },
+	{ "_ZTT", ID_CONTENTS, "VTT", "VTTs are tables of vtable pointers: read, never compared" },
+	{ "_ZTC", ID_CONTENTS, "construction vtable",
+	  "construction vtables are read while a base is built, never compared" },
+	{ "_ZGV", ID_CONTENTS, "guard variable",
+	  "a guard variable guards its own object's copy of a static: the static's split is the "
+	  "one that counts" },
+	{ "_ZTI", ID_ADDRESS_LIBCXX, "typeinfo under libc++",
+	  "libc++ on ELF compares type_info by the address of its name; libstdc++ compares the "
+	  "names' characters, so there two copies are one type" },
+	{ "_ZTS", ID_ADDRESS_LIBCXX, "typeinfo name under libc++",
+	  "the address libc++ compares two type_info by (libstdc++ compares the characters)" },
+	{ "_ZZNSt19_Sp_make_shared_tag5_S_tiEvE5__tag", ID_CONTENTS, "make_shared tag",
+	  "libstdc++'s _Sp_counted_ptr_inplace::_M_get_deleter accepts typeid(_Sp_make_shared_tag) "
+	  "as well as this tag's address, so a shared_ptr made through one copy is recognised "
+	  "through the other" },
+	{ "_ZN5boost6system6detail10cat_holder", ID_CONTENTS, "Boost.System category",
+	  "Boost.System compares error categories by the 64-bit id they hold "
+	  "(error_category::operator== in Boost 1.74's error_code.hpp), not by address" },
+	{ "_ZN5boost6system6detail18generic_cat_holder", ID_CONTENTS, "Boost.System category",
+	  "Boost.System compares error categories by the 64-bit id they hold, not by address" },
+	{ "_ZN5boost6system6detail17system_cat_holder", ID_CONTENTS, "Boost.System category",
+	  "Boost.System compares error categories by the 64-bit id they hold, not by address" },
+	{ "_ZZN4mlir6detail14TypeIDExported3get", ID_ADDRESS, "MLIR TypeID",
+	  "MLIR's TypeID (LLVM 14 and before) is the address of TypeIDExported::get<T>()'s static: "
+	  "isa/dyn_cast, the dialect and interface registries compare it" },
+	{ "_ZN4mlir6detail14TypeIDResolver", ID_ADDRESS, "MLIR TypeID",
+	  "MLIR's TypeID (LLVM 15 and later) is the address of TypeIDResolver<T>::id: isa/dyn_cast "
+	  "and the registries compare it" },
+	{ "*6TypeIDI", ID_ADDRESS, "TypeID idiom",
+	  "a class template TypeID<T> whose static's address is T's identity (MLIR's idiom, and "
+	  "dlscope's seed fixture)" },
+};
+
+static bool pattern_match(const char *pattern, const char *name)
+{
+	if (pattern[0] != '*')
+		return !strncmp(name, pattern, strlen(pattern));
+	/* Where a source name starts: not inside a longer length ("16TypeID..."). */
+	for (const char *at = strstr(name, pattern + 1); at; at = strstr(at + 1, pattern + 1))
+		if (at == name || at[-1] < '0' || at[-1] > '9')
+			return true;
+	return false;
+}
+
+static const struct identity_entry *identity_entry(const char *mangled)
+{
+	for (size_t i = 0; i < sizeof(identity_table) / sizeof(identity_table[0]); i++)
+		if (pattern_match(identity_table[i].pattern, mangled))
+			return &identity_table[i];
+	return NULL;
+}
+
+enum static_identity dup_library__identity(const char *mangled, const char **why)
+{
+	const struct identity_entry *e = identity_entry(mangled);
+
+	if (why)
+		*why = e ? e->why : NULL;
+	return e ? e->id : ID_WRITABLE;
+}
+
+/* Where a split is judged: every object of a check, or those the live collector reported. */
+struct split_scope {
+	const struct libgraph *g;
+	const struct target *t; /* for the GOT slots; NULL: no use is known */
+	const bool *reported;	/* live: by object id, asked once per arrival; NULL: every one */
+	int added;		/* live: the object that just arrived (-1: none) */
+};
+
+static bool in_scope(const struct split_scope *sc, const struct lg_object *o)
+{
+	return !o->gone && o->elf && o->in_link_map && (!sc->reported || sc->reported[o->id]);
+}
+
 /* One vague-linkage definition: a candidate for a split. */
 struct vague_def {
-	const char *name;
+	const char *name, *version; /* version: NULL when unversioned */
 	unsigned int obj;
 	uint64_t addr, size; /* where this object's own copy lives in the target */
 	bool binds_own;	     /* protected visibility: its object's references skip the lookup */
+	bool writable;	     /* writable at run time (outside RELRO) */
 };
 
 struct vague_list {
@@ -145,26 +250,12 @@ struct vague_list {
 	size_t n, cap;
 	unsigned int obj;
 	uint64_t base;
+	const struct elf_object *elf; /* the object read by name */
 	bool hidden;  /* collect .symtab hidden/local definitions instead of exported ones */
 	bool by_name; /* read from the symbol tables, not the digests (typeinfo under libc++) */
 };
 
-/*
- * Statics whose address is their identity: template static members, inline variables and the
- * function-local statics of inline functions (MLIR's TypeID). Not typeinfo under libstdc++,
- * which compares type_info by its mangled name (so copies are harmless), nor vtables, VTTs and
- * construction vtables, whose contents matter, nor guard variables, which follow their static.
- */
-static bool identity_by_address(const char *name, bool libcxx)
-{
-	if (!strncmp(name, "_ZTI", 4) || !strncmp(name, "_ZTS", 4))
-		return libcxx; /* libc++ on ELF compares type_info by address */
-	return strncmp(name, "_ZTV", 4) && strncmp(name, "_ZTT", 4) && strncmp(name, "_ZTC", 4) &&
-	       strncmp(name, "_ZGV", 4);
-}
-
-static int push_def(struct vague_list *l, const char *name, uint64_t value, uint64_t size,
-		    bool binds_own)
+static int push_def(struct vague_list *l, const struct symd_vague *v)
 {
 	if (l->n == l->cap) {
 		size_t ncap = l->cap ? l->cap * 2 : 256;
@@ -175,18 +266,44 @@ static int push_def(struct vague_list *l, const char *name, uint64_t value, uint
 		l->d = nd;
 		l->cap = ncap;
 	}
-	l->d[l->n++] = (struct vague_def){ name, l->obj, l->base + value, size, binds_own };
+	l->d[l->n++] = (struct vague_def){ v->name, v->version,	  l->obj,     l->base + v->value,
+					   v->size, v->binds_own, v->writable };
 	return 0;
 }
 
-static int collect_vague(const char *name, const GElf_Sym *sym, void *ctx)
+/*
+ * Exported definitions read from .dynsym by name, typeinfo included (libc++). The names live as
+ * long as the object's tables, which outlive the check.
+ */
+static int collect_vague(const char *name, const char *version, const GElf_Sym *sym, void *ctx)
 {
 	struct vague_list *l = ctx;
+	struct symd_vague v = {
+		.name = (char *)name,
+		.version = (char *)version,
+		.value = sym->st_value,
+		.size = sym->st_size,
+		.binds_own = GELF_ST_VISIBILITY(sym->st_other) == STV_PROTECTED,
+	};
 
-	if (!symdigest__vague_candidate(name, sym, l->hidden, true))
+	if (!symdigest__vague_candidate(name, sym, false, true))
 		return 0;
-	return push_def(l, name, sym->st_value, sym->st_size,
-			GELF_ST_VISIBILITY(sym->st_other) == STV_PROTECTED);
+	v.writable = elfobj__writable_at(l->elf, sym->st_value);
+	return push_def(l, &v);
+}
+
+/* lint: hidden definitions read from .symtab, as the digests keep them. */
+static int collect_hidden(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct vague_list *l = ctx;
+	struct symd_vague v = { .name = (char *)name,
+				.value = sym->st_value,
+				.size = sym->st_size };
+
+	if (!symdigest__vague_candidate(name, sym, true, false))
+		return 0;
+	v.writable = elfobj__writable_at(l->elf, sym->st_value);
+	return push_def(l, &v);
 }
 
 static int cmp_def(const void *a, const void *b)
@@ -205,27 +322,28 @@ static bool needs_libcxx(const struct elf_object *e)
 	return false;
 }
 
-static bool seen_inode(const struct libgraph *g, size_t upto, uint64_t inode)
+static bool seen_inode(const struct split_scope *sc, size_t upto, uint64_t inode)
 {
 	for (size_t j = 0; j < upto; j++)
-		if (!g->objs[j]->gone && g->objs[j]->elf && g->objs[j]->inode == inode)
+		if (in_scope(sc, sc->g->objs[j]) && sc->g->objs[j]->inode == inode)
 			return true;
 	return false;
 }
 
-static bool any_needs_libcxx(const struct libgraph *g)
+static bool any_needs_libcxx(const struct split_scope *sc)
 {
-	for (size_t i = 0; i < g->n; i++)
-		if (!g->objs[i]->gone && g->objs[i]->elf && needs_libcxx(g->objs[i]->elf))
+	for (size_t i = 0; i < sc->g->n; i++)
+		if (in_scope(sc, sc->g->objs[i]) && needs_libcxx(sc->g->objs[i]->elf))
 			return true;
 	return false;
 }
 
 /* Every loaded file's definitions, once per file. */
-static void collect_loaded(const struct libgraph *g, struct vague_list *l)
+static void collect_loaded(const struct split_scope *sc, struct vague_list *l)
 {
+	const struct libgraph *g = sc->g;
 	/* Typeinfo is a candidate only under libc++, and digests leave it out: read the tables. */
-	bool tables = l->by_name = !l->hidden && any_needs_libcxx(g);
+	bool tables = l->by_name = !l->hidden && any_needs_libcxx(sc);
 
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
@@ -234,19 +352,20 @@ static void collect_loaded(const struct libgraph *g, struct vague_list *l)
 		size_t n;
 
 		/* Each file once: the same file in two namespaces is reported as such. */
-		if (o->gone || !o->elf || !o->in_link_map || seen_inode(g, i, o->inode))
+		if (!in_scope(sc, o) || seen_inode(sc, i, o->inode))
 			continue;
 		l->obj = o->id;
 		l->base = o->base;
+		l->elf = o->elf;
 		if (tables) {
-			elfobj__foreach_defined(o->elf, ELFOBJ_DYNSYM, collect_vague, l);
+			elfobj__foreach_defined_versioned(o->elf, collect_vague, l);
 			continue;
 		}
 		d = symdigest__of(o->elf);
 		v = !d ? NULL : l->hidden ? d->hidden : d->vague;
 		n = !d ? 0 : l->hidden ? d->n_hidden : d->n_vague;
 		for (size_t k = 0; k < n; k++)
-			if (push_def(l, v[k].name, v[k].value, v[k].size, v[k].binds_own))
+			if (push_def(l, &v[k]))
 				return;
 	}
 	if (l->n)
@@ -267,11 +386,32 @@ static bool names_any(const struct elf_object *o, const uint64_t *hashes, size_t
 	return false;
 }
 
-/* A name defined more than once whose copies' identity is their address. */
+/* A name defined more than once whose copies' identity shows (copies_matter). */
 struct split_name {
 	const char *name;
-	size_t first, n; /* its definitions in the sorted vague_list */
+	size_t first, n;		   /* its definitions in the sorted vague_list */
+	const struct identity_entry *rule; /* the table's entry; NULL: by the section */
 };
+
+/*
+ * Whether copies of the name defined at l->d[first..first+n) can make the program behave
+ * differently: the table says its address is compared (always, or under libc++), or by default
+ * every copy can be written at run time. One read-only copy makes the static a constant (a
+ * COPY relocation's place in the executable's .bss does not make it less so).
+ */
+static bool copies_matter(const struct vague_list *l, size_t first, size_t n, bool libcxx,
+			  const struct identity_entry **rule)
+{
+	const struct identity_entry *e = identity_entry(l->d[first].name);
+
+	*rule = e;
+	if (e)
+		return e->id == ID_ADDRESS || (e->id == ID_ADDRESS_LIBCXX && libcxx);
+	for (size_t k = first; k < first + n; k++)
+		if (!l->d[k].writable)
+			return false;
+	return true;
+}
 
 /* An object that really uses a copy: the address its reference resolved to. */
 struct static_use {
@@ -282,7 +422,7 @@ struct static_use {
 };
 
 struct use_scan {
-	const struct check_ctx *ctx;
+	const struct split_scope *sc;
 	const struct lg_object *o;
 	const struct split_name *names;
 	size_t n_names;
@@ -311,6 +451,21 @@ static int push_use(struct use_scan *s, size_t name, unsigned int obj, uint64_t 
 }
 
 /*
+ * The address a relocation at @place left: the GOT slot or data word the loader filled, or for
+ * a COPY relocation the place itself. 0 when unknown, or not relocated yet (a live collector
+ * can look while the loader works): no use.
+ */
+static uint64_t resolved(const struct use_scan *s, uint64_t place, unsigned type)
+{
+	uint64_t addr = place;
+
+	if (type != R_X86_64_COPY &&
+	    (!s->sc->t || target__read(s->sc->t, place, &addr, sizeof(addr))))
+		return 0;
+	return addr;
+}
+
+/*
  * A dynamic relocation naming a candidate is a reference the loader resolved: the GOT slot
  * (GLOB_DAT) or data word (64) now holds the address of the copy this object uses; a COPY
  * relocation makes the executable's own copy the one everybody should bind to.
@@ -319,14 +474,12 @@ static int scan_use(const char *name, uint64_t offset, unsigned type, unsigned s
 {
 	struct use_scan *s = ctx;
 	const struct split_name *n;
-	uint64_t addr = s->o->base + offset;
+	uint64_t addr;
 
 	if (type != R_X86_64_GLOB_DAT && type != R_X86_64_64 && type != R_X86_64_COPY)
 		return 0;
 	n = bsearch(name, s->names, s->n_names, sizeof(*s->names), cmp_split_name);
-	if (!n)
-		return 0;
-	if (type != R_X86_64_COPY && target__read(s->ctx->t, addr, &addr, sizeof(addr)))
+	if (!n || !(addr = resolved(s, s->o->base + offset, type)))
 		return 0;
 	return push_use(s, (size_t)(n - s->names), s->o->id, addr, false) ? -1 : 0;
 }
@@ -342,13 +495,13 @@ static int cmp_use(const void *a, const void *b)
 	return (x->obj > y->obj) - (x->obj < y->obj);
 }
 
-/* The object whose copy lies at @addr, or NULL when none of the definitions does. */
-static const struct lg_object *copy_owner(const struct libgraph *g, const struct vague_list *l,
-					  const struct split_name *n, uint64_t addr)
+/* The definition whose copy lies at @addr, or NULL when none does. */
+static const struct vague_def *copy_def(const struct vague_list *l, const struct split_name *n,
+					uint64_t addr)
 {
 	for (size_t k = n->first; k < n->first + n->n; k++)
 		if (addr >= l->d[k].addr && addr < l->d[k].addr + l->d[k].size)
-			return g->objs[l->d[k].obj];
+			return &l->d[k];
 	return NULL;
 }
 
@@ -358,6 +511,42 @@ static const struct lg_object *chain_root(const struct libgraph *g, unsigned int
 	for (unsigned int hops = 0; libgraph__loaded_by(g, id) != LG_NONE && hops < 64; hops++)
 		id = libgraph__loaded_by(g, id);
 	return g->objs[id];
+}
+
+/*
+ * Whether two definitions' versions let one bind a reference to the other. glibc matches an
+ * unversioned reference with a default (@@) version and a versioned one with an unversioned
+ * definition, so only two different version names never meet (libLLVM-14's @@LLVM_14 beside
+ * libLLVM-15's @@LLVM_15: two libraries by design).
+ */
+static bool versions_meet(const char *a, const char *b)
+{
+	return !a || !b || !strcmp(a, b);
+}
+
+/*
+ * Whether the uses @u[0..nu) of one name (sorted by address) are a split: two copies in use
+ * that could be one, leaving out the uses by the object @skip and of its copy (-1: none).
+ */
+static bool split_among(const struct vague_list *l, const struct split_name *n,
+			const struct static_use *u, size_t nu, int skip)
+{
+	for (size_t i = 0; i < nu; i++) {
+		const struct vague_def *a = copy_def(l, n, u[i].addr);
+
+		if ((int)u[i].obj == skip || (a && (int)a->obj == skip))
+			continue;
+		for (size_t j = i + 1; j < nu; j++) {
+			const struct vague_def *b = copy_def(l, n, u[j].addr);
+
+			if (u[j].addr == u[i].addr || (int)u[j].obj == skip ||
+			    (b && (int)b->obj == skip))
+				continue;
+			if (versions_meet(a ? a->version : NULL, b ? b->version : NULL))
+				return true;
+		}
+	}
+	return false;
 }
 
 /* What made the copies apart, read off the users of one split name. */
@@ -373,21 +562,35 @@ static unsigned describe_split(const struct libgraph *g, const struct vague_list
 {
 	unsigned cause = 0;
 	size_t used = 0;
+	const char *versions[8];
+	size_t n_versions = 0;
+	bool unversioned = false, writable = true;
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < nu && used < len; i++) {
-		const struct lg_object *owner = copy_owner(g, l, n, u[i].addr);
+		const struct vague_def *def = copy_def(l, n, u[i].addr);
 		const struct lg_object *user = g->objs[u[i].obj];
 
 		if (!i || u[i].addr != u[i - 1].addr) {
-			if (owner)
+			if (def)
 				used += (size_t)snprintf(buf + used, len - used,
 							 "%s%s's copy used by ", i ? "; " : "",
-							 lg_object__basename(owner));
+							 lg_object__basename(g->objs[def->obj]));
 			else
 				used += (size_t)snprintf(buf + used, len - used,
 							 "%sthe copy at 0x%" PRIx64 " used by ",
 							 i ? "; " : "", u[i].addr);
+			writable &= def && def->writable;
+			if (!def || !def->version) {
+				unversioned = true;
+			} else {
+				size_t k = 0;
+
+				while (k < n_versions && strcmp(versions[k], def->version))
+					k++;
+				if (k == n_versions && n_versions < 8)
+					versions[n_versions++] = def->version;
+			}
 		} else {
 			used += (size_t)snprintf(buf + used, len - used, ", ");
 		}
@@ -402,15 +605,31 @@ static unsigned describe_split(const struct libgraph *g, const struct vague_list
 		if (chain_root(g, user->id)->origin == LG_DLOPEN)
 			cause |= CAUSE_LOCAL;
 	}
+	/* What shows that the split matters, and that the copies could be one. */
+	if (used < len)
+		used += (size_t)snprintf(buf + used, len - used, " [%s%s%s%s",
+					 writable ? "writable at run time" : "",
+					 writable && n->rule ? ", " : "",
+					 n->rule ? "compared by address: " : "",
+					 n->rule ? n->rule->label : "");
+	for (size_t k = 0; k < n_versions && used < len; k++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", k ? ", " : "; versions ",
+					 versions[k]);
+	if (used < len)
+		snprintf(buf + used, len - used, "%s]",
+			 !n_versions ? "; unversioned" :
+			 unversioned ? ", unversioned" :
+				       "");
 	return cause;
 }
 
 static const char split_why[] =
 	"Template static members, inline variables and the function-local statics of inline "
-	"functions (TypeID-style singletons) must exist once per process: their address is their "
-	"identity. The objects listed use different copies, so a type or entry registered through "
-	"one is unknown to the other and isa/registry lookups fail across them (the MLIR TypeID "
-	"split).";
+	"functions (TypeID-style singletons) must exist once per process. The objects listed use "
+	"different copies of statics that are written at run time or whose address is compared, "
+	"so state written through one copy is not seen through the other, and a type or entry "
+	"registered through one is unknown to the other: isa/registry lookups fail across them "
+	"(the MLIR TypeID split). Their symbol versions let one definition serve all of them.";
 
 static const char *split_fix(unsigned cause)
 {
@@ -449,12 +668,10 @@ static int digest_uses(struct use_scan *s, const struct symdigest *d,
 		struct name_hash key = { SYMD_NAME(d->refs[r].name), 0 };
 		const struct name_hash *hit =
 			bsearch(&key, by_hash, s->n_names, sizeof(*by_hash), cmp_name_hash);
-		unsigned type = (unsigned)(d->refs[r].place & 0xff);
-		uint64_t addr = s->o->base + (d->refs[r].place >> 8);
+		uint64_t addr;
 
-		if (!hit)
-			continue;
-		if (type != R_X86_64_COPY && target__read(s->ctx->t, addr, &addr, sizeof(addr)))
+		if (!hit || !(addr = resolved(s, s->o->base + (d->refs[r].place >> 8),
+					      (unsigned)(d->refs[r].place & 0xff))))
 			continue;
 		if (push_use(s, hit->k, s->o->id, addr, false))
 			return -1;
@@ -468,7 +685,7 @@ static int digest_uses(struct use_scan *s, const struct symdigest *d,
  */
 static int collect_uses(const struct vague_list *l, struct use_scan *s, bool by_name)
 {
-	const struct libgraph *g = s->ctx->g;
+	const struct libgraph *g = s->sc->g;
 	const struct split_name *names = s->names;
 	struct name_hash *by_hash = calloc(s->n_names, sizeof(*by_hash));
 	uint64_t *hashes = calloc(s->n_names, sizeof(*hashes));
@@ -486,7 +703,7 @@ static int collect_uses(const struct vague_list *l, struct use_scan *s, bool by_
 		const struct symdigest *d;
 
 		s->o = g->objs[i];
-		if (s->o->gone || !s->o->elf || !s->o->in_link_map)
+		if (!in_scope(s->sc, s->o))
 			continue;
 		d = by_name ? NULL : symdigest__of(s->o->elf);
 		if (d ? digest_uses(s, d, by_hash) :
@@ -520,30 +737,33 @@ static bool any_split(const struct use_scan *s)
 
 /*
  * Exported copies split: resolve each reference as the loader did (read what it wrote into
- * each GOT slot) and report the names whose users ended up with different copies. Copies that
- * nothing references by name are not splits: no two users can disagree about them.
+ * each GOT slot) and report the names whose users ended up with different copies, when the
+ * copies matter (copies_matter) and could be one (split_among). Copies that nothing references
+ * by name are not splits: no two users can disagree about them. Live, only what the object
+ * that just arrived made a split.
  */
-static void split_exported(const struct check_ctx *ctx, struct findings *out)
+static void split_exported(const struct split_scope *sc, struct findings *out)
 {
-	const struct libgraph *g = ctx->g;
+	const struct libgraph *g = sc->g;
 	struct vague_list l = { 0 };
 	struct split_name *names = NULL;
-	struct use_scan s = { .ctx = ctx };
+	struct use_scan s = { .sc = sc };
 	struct finding *f = NULL;
 	size_t n_names = 0, splits = 0, lines = 0;
 	unsigned causes = 0;
 
-	collect_loaded(g, &l);
+	collect_loaded(sc, &l);
 	names = calloc(l.n ? l.n : 1, sizeof(*names));
 	if (!names)
 		goto out;
 	for (size_t i = 0, j; i < l.n; i = j) {
+		const struct identity_entry *rule;
 		bool libcxx = false;
 
 		for (j = i; j < l.n && !strcmp(l.d[j].name, l.d[i].name); j++)
 			libcxx |= needs_libcxx(g->objs[l.d[j].obj]->elf);
-		if (j - i >= 2 && identity_by_address(l.d[i].name, libcxx))
-			names[n_names++] = (struct split_name){ l.d[i].name, i, j - i };
+		if (j - i >= 2 && copies_matter(&l, i, j - i, libcxx, &rule))
+			names[n_names++] = (struct split_name){ l.d[i].name, i, j - i, rule };
 	}
 	if (!n_names)
 		goto out;
@@ -554,24 +774,26 @@ static void split_exported(const struct check_ctx *ctx, struct findings *out)
 	    (!l.by_name && any_split(&s) && collect_uses(&l, &s, true)))
 		goto out;
 	for (size_t i = 0, j; i < s.n; i = j) {
+		const struct split_name *n = &names[s.u[i].name];
 		size_t copies = 1;
 
 		for (j = i + 1; j < s.n && s.u[j].name == s.u[i].name; j++)
 			copies += s.u[j].addr != s.u[j - 1].addr;
-		if (copies < 2)
+		if (copies < 2 || !split_among(&l, n, &s.u[i], j - i, -1) ||
+		    (sc->added >= 0 && split_among(&l, n, &s.u[i], j - i, sc->added)))
 			continue;
 		splits++;
 		if (!f)
 			f = findings__add(out, "dup-library", SEV_ERROR, g->pid,
 					  "vague-linkage statics split between objects");
 		{
-			char dem[512], users[768];
-			unsigned cause = describe_split(g, &l, &names[s.u[i].name], &s.u[i], j - i,
-							users, sizeof(users));
+			char dem[512], users[1024];
+			unsigned cause =
+				describe_split(g, &l, n, &s.u[i], j - i, users, sizeof(users));
 
 			causes |= cause;
 			if (lines++ < MAX_SYMBOL_LINES) {
-				demangle(names[s.u[i].name].name, dem, sizeof(dem));
+				demangle(n->name, dem, sizeof(dem));
 				finding__evidence(f, "%s: %zu copies in use: %s", dem, copies,
 						  users);
 			}
@@ -599,21 +821,42 @@ out:
 }
 
 /*
- * Hidden copies: a static library linked into several objects leaves each a local copy of its
- * statics (visible only in .symtab), used by that object alone.
+ * Hidden copies (a static library linked into several objects, its symbols hidden or localized
+ * by a version script) are used by their own object alone, by construction: nothing shows that
+ * the objects ever exchange what the static identifies, and most such statics are private on
+ * purpose (a lookup table such as agg's sRGB_conv_base<T>::lut, a runtime's own state). Only a
+ * static whose address the table says is an identity (a TypeID) is reported, as a warning.
  */
-static void split_hidden(const struct check_ctx *ctx, struct findings *out)
+static bool hidden_matters(const char *name, const struct identity_entry **rule)
 {
-	const struct libgraph *g = ctx->g;
+	*rule = identity_entry(name);
+	return *rule && (*rule)->id == ID_ADDRESS;
+}
+
+static const char hidden_why[] =
+	"Each object carries its own hidden copy of a static whose address is an identity (a "
+	"TypeID): a type or entry registered through one object's copy is unknown to the other, "
+	"so isa/registry lookups fail when the objects pass such values to each other (the MLIR "
+	"TypeID split).";
+
+/* The hidden copies of the objects in @sc; live, only those the object that arrived adds. */
+static void split_hidden(const struct split_scope *sc, struct findings *out)
+{
+	const struct libgraph *g = sc->g;
 	struct vague_list l = { .hidden = true };
 	struct finding *f = NULL;
 	size_t splits = 0;
 
-	collect_loaded(g, &l);
+	collect_loaded(sc, &l);
 	for (size_t i = 0, j; i < l.n; i = j) {
-		for (j = i + 1; j < l.n && !strcmp(l.d[j].name, l.d[i].name); j++)
-			;
-		if (j - i < 2 || !identity_by_address(l.d[i].name, false))
+		const struct identity_entry *rule;
+		bool added = false;
+
+		for (j = i; j < l.n && !strcmp(l.d[j].name, l.d[i].name); j++)
+			added |= (int)l.d[j].obj == sc->added;
+		/* Live: reported when the object that arrived made the second copy. */
+		if (j - i < 2 || !hidden_matters(l.d[i].name, &rule) ||
+		    (sc->added >= 0 && (!added || j - i > 2)))
 			continue;
 		if (!f)
 			f = findings__add(out, "dup-library", SEV_WARNING, g->pid,
@@ -627,8 +870,10 @@ static void split_hidden(const struct check_ctx *ctx, struct findings *out)
 				used += (size_t)snprintf(objs + used, sizeof(objs) - used, "%s%s",
 							 k > i ? ", " : "",
 							 lg_object__basename(g->objs[l.d[k].obj]));
-			finding__evidence(f, "%s: %zu copies, each used by its own object (%s)",
-					  dem, j - i, objs);
+			finding__evidence(f,
+					  "%s: %zu copies, each used by its own object (%s) "
+					  "[compared by address: %s]",
+					  dem, j - i, objs, rule->label);
 		}
 	}
 	if (f) {
@@ -641,29 +886,109 @@ static void split_hidden(const struct check_ctx *ctx, struct findings *out)
 			     splits, splits == 1 ? "" : "s") < 0)
 			f->title = strdup("vague-linkage statics split between objects");
 		finding__explain(
-			f, split_why,
+			f, hidden_why,
 			"Do not link the same static library into two extensions: put it in "
 			"one shared library both depend on (one SONAME), so its statics "
 			"exist once.");
 	}
 	free(l.d);
 }
+
 void dup_library__process(const struct check_ctx *ctx, struct findings *out)
 {
+	struct split_scope sc = { .g = ctx->g, .t = ctx->t, .added = -1 };
+
 	same_identity(ctx, out, false);
 	same_identity(ctx, out, true);
 	same_file_in_namespaces(ctx, out);
-	split_exported(ctx, out);
-	split_hidden(ctx, out);
+	split_exported(&sc, out);
+	split_hidden(&sc, out);
 }
 
-/* lint: hidden vague statics that two files each carry a copy of. */
+/* How many objects of @sc but @o define the name of the digest entry @e (by its hash). */
+static size_t others_defining(const struct split_scope *sc, const struct lg_object *o, uint64_t e,
+			      size_t enough)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sc->g->n && n < enough; i++) {
+		const struct lg_object *x = sc->g->objs[i];
+		const struct symdigest *d;
+
+		if (x != o && in_scope(sc, x) && x->inode != o->inode &&
+		    (d = symdigest__of(x->elf)) && symdigest__has(d->defs, d->n_defs, e, false))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * Whether the object that arrived can take part in an exported split: it defines a candidate
+ * another object defines too, or references one that two others define. Most objects do
+ * neither, and a live collector then spends nothing more on them.
+ */
+static bool arrival_involved(const struct split_scope *sc, const struct lg_object *o,
+			     const struct symdigest *d)
+{
+	for (size_t k = 0; k < d->n_vague; k++)
+		if (others_defining(sc, o, symdigest__entry(d->vague[k].name, NULL, false), 1))
+			return true;
+	for (size_t r = 0; r < d->n_refs; r++)
+		if (others_defining(sc, o, d->refs[r].name, 2) >= 2)
+			return true;
+	return false;
+}
+
+/*
+ * Live (watch, record): the split rules of check on the objects reported so far, each time one
+ * arrives, reporting what that object made a split. The GOT slots are read from the process as
+ * check reads them.
+ */
+void dup_library__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			    struct findings *out)
+{
+	struct split_scope sc = { .g = lc->g, .added = o ? (int)o->id : -1 };
+	const struct identity_entry *rule;
+	const struct symdigest *d;
+	struct target *t = NULL;
+	bool *reported;
+	char why[256];
+
+	if (!lc->g || !o || o->gone || !o->elf || !o->in_link_map ||
+	    !(reported = calloc(lc->g->n, sizeof(*reported))))
+		return;
+	for (size_t i = 0; i < lc->g->n; i++)
+		reported[i] = lc->reported(lc, lc->g->objs[i]);
+	sc.reported = reported;
+	if (!in_scope(&sc, o) || !(d = symdigest__of(o->elf)))
+		goto out;
+	for (size_t k = 0; k < d->n_hidden; k++)
+		if (hidden_matters(d->hidden[k].name, &rule)) {
+			split_hidden(&sc, out);
+			break;
+		}
+	/* Under libc++ typeinfo counts, and the digests leave it out: no shortcut then. */
+	if ((!any_needs_libcxx(&sc) && !arrival_involved(&sc, o, d)) ||
+	    target__open(lc->g->pid, &t, why, sizeof(why)))
+		goto out;
+	sc.t = t;
+	split_exported(&sc, out);
+	target__free(t);
+out:
+	free(reported);
+}
+
+/* lint: hidden copies of a static whose address is an identity, in two files or more. */
 static void split_statics_files(const struct lint_file *files, size_t n, struct findings *out)
 {
 	struct vague_list l = { .hidden = true };
 	struct finding *f = NULL;
 	size_t splits = 0;
 
+	/*
+	 * The tables, not the digests: a lint of a whole tree would fill the digest store with
+	 * files no check reads. The same candidates as the digests keep (collect_hidden).
+	 */
 	for (size_t i = 0; i < n; i++) {
 		bool dup = false;
 
@@ -672,16 +997,23 @@ static void split_statics_files(const struct lint_file *files, size_t n, struct 
 		if (dup || elfobj__type(files[i].elf) != ET_DYN)
 			continue;
 		l.obj = (unsigned int)i;
-		elfobj__foreach_defined(files[i].elf, ELFOBJ_SYMTAB, collect_vague, &l);
+		l.elf = files[i].elf;
+		elfobj__foreach_defined(files[i].elf, ELFOBJ_SYMTAB, collect_hidden, &l);
 	}
 	if (l.n)
 		qsort(l.d, l.n, sizeof(*l.d), cmp_def);
 	for (size_t i = 0; i < l.n;) {
-		size_t j = i + 1;
+		const struct identity_entry *rule;
+		size_t j = i + 1, copies = 0, first = l.n;
 
 		while (j < l.n && !strcmp(l.d[j].name, l.d[i].name))
 			j++;
-		if (j - i >= 2 && identity_by_address(l.d[i].name, false) &&
+		/* A file that defines the name twice holds two translation units' own. */
+		for (size_t k = i; k < j; k++)
+			if ((k == i || l.d[k - 1].obj != l.d[k].obj) &&
+			    (k + 1 == j || l.d[k + 1].obj != l.d[k].obj) && !copies++)
+				first = k;
+		if (copies >= 2 && hidden_matters(l.d[i].name, &rule) &&
 		    splits++ < MAX_SYMBOL_LINES) {
 			char dem[512];
 
@@ -690,16 +1022,19 @@ static void split_statics_files(const struct lint_file *files, size_t n, struct 
 					out, "dup-library", SEV_WARNING, 0,
 					"vague-linkage statics linked into several objects");
 			demangle(l.d[i].name, dem, sizeof(dem));
-			finding__evidence(f, "%s: a hidden copy in %s and %zu other object%s", dem,
-					  files[l.d[i].obj].path, j - i - 1, j - i > 2 ? "s" : "");
+			finding__evidence(f,
+					  "%s: a hidden copy in %s and %zu other object%s "
+					  "[compared by address: %s]",
+					  dem, files[l.d[first].obj].path, copies - 1,
+					  copies > 2 ? "s" : "", rule->label);
 		}
 		i = j;
 	}
 	if (splits > MAX_SYMBOL_LINES)
 		finding__evidence(f, "... and %zu more symbols", splits - MAX_SYMBOL_LINES);
 	finding__explain(f,
-			 "Each object has its own copy of statics that must be unique per process "
-			 "(template statics, TypeIDs): a process loading two of them splits them.",
+			 "Each object has its own copy of a static whose address is an identity (a "
+			 "TypeID): a process loading two of them splits it.",
 			 "Put the library that owns them in one shared library both objects link.");
 	free(l.d);
 }

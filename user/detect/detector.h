@@ -146,6 +146,21 @@ void dup_cxx__files(const struct lint_file *files, size_t n, struct findings *ou
 void dup_cxx__on_object(const struct live_ctx *lc, const struct lg_object *o, struct findings *out);
 void dup_library__process(const struct check_ctx *ctx, struct findings *out);
 void dup_library__files(const struct lint_file *files, size_t n, struct findings *out);
+void dup_library__on_object(const struct live_ctx *lc, const struct lg_object *o,
+			    struct findings *out);
+/*
+ * Whether two copies of a vague-linkage static can make a program behave differently, as
+ * dup-library's identity table (det_dup_library.c) knows it from the static's mangled name:
+ * the default is ID_WRITABLE. @why, when not NULL, gets the table's reason (NULL for the
+ * default). The symbol digests leave out ID_CONTENTS names, and typeinfo unless asked.
+ */
+enum static_identity {
+	ID_WRITABLE,	   /* its copies are apart when they can be written at run time */
+	ID_ADDRESS,	   /* its address is an identity the program compares: always apart */
+	ID_ADDRESS_LIBCXX, /* compared by address where libc++ is the C++ runtime (typeinfo) */
+	ID_CONTENTS,	   /* compared by contents or by an id it holds, or never: copies are one */
+};
+enum static_identity dup_library__identity(const char *mangled, const char **why);
 void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out);
 void abi_mismatch__files(const struct lint_file *files, size_t n, struct findings *out);
 void loader_lock__process(const struct check_ctx *ctx, struct findings *out);

@@ -14,7 +14,7 @@ const struct detector detectors[] = {
 	  dup_cxx__process, dup_cxx__files, dup_cxx__on_object, NULL, NULL },
 	{ "dup-library", SEV_ERROR,
 	  "one library loaded twice, or vague-linkage statics split between objects",
-	  dup_library__process, dup_library__files, NULL, NULL, NULL },
+	  dup_library__process, dup_library__files, dup_library__on_object, NULL, NULL },
 	{ "abi-mismatch", SEV_ERROR,
 	  "symbols and versions an object needs that the loaded providers lack",
 	  abi_mismatch__process, abi_mismatch__files, NULL, NULL, NULL },

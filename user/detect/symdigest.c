@@ -19,7 +19,13 @@
  * writer's byte order; another machine's or build's file is foreign (order mark, producer).
  */
 #define SD_MAGIC "DLSSYMD\n"
-#define SD_FORMAT 2u
+/*
+ * 3: each vague candidate carries its version and whether it is writable at run time; internal
+ * linkage, a file's twice-defined hidden names and what dup_library__identity says is harmless
+ * are left out. Bump it whenever what a digest holds changes (that table's ID_CONTENTS entries
+ * included): a record of another format is refused and computed again.
+ */
+#define SD_FORMAT 3u
 #define SD_ORDER 0x01020304u
 #define SD_MAX_FILE (64u << 20)
 #define SD_MAX_NAME (1u << 20) /* a bound on what a record may ask for; C++ names run long */
@@ -48,21 +54,83 @@ uint64_t symdigest__entry(const char *name, const char *version, bool weak)
 	return (fnv1a_str(name) & 0xffffffffffffull) << 16 | v << 1 | (weak ? 1 : 0);
 }
 
+/* Past one <source-name> (its length, then that many characters); NULL when malformed. */
+static const char *skip_source_name(const char *p)
+{
+	size_t n = 0;
+
+	while (*p >= '0' && *p <= '9') {
+		n = n * 10 + (size_t)(*p++ - '0');
+		if (n > SD_MAX_NAME)
+			return NULL;
+	}
+	return n && strnlen(p, n) == n ? p + n : NULL;
+}
+
+static bool internal_mark(const char *p)
+{
+	return p[0] == 'L' && p[1] >= '1' && p[1] <= '9';
+}
+
+/*
+ * The Itanium mangling as far as linkage shows: an entity's name is <source-name>s inside
+ * N...E (after CV-qualifiers and substitutions), St<name>, or a bare <name>; a local name
+ * Z<encoding>E<entity> has its function's linkage. GCC writes L before the source name of an
+ * entity with internal linkage. Template arguments (I) end the walk: what follows them is a
+ * class member, which never has internal linkage of its own.
+ */
+bool symdigest__internal_linkage(const char *name)
+{
+	const char *p = name + 2;
+
+	if (strncmp(name, "_Z", 2))
+		return false;
+	if (strstr(name, "_GLOBAL__N_"))
+		return true;
+	while (*p == 'Z') /* a local entity: the function it is local to decides */
+		p++;
+	if (!strncmp(p, "St", 2))
+		return internal_mark(p + 2);
+	if (*p != 'N')
+		return internal_mark(p);
+	for (p++; *p && strchr("rVKRO", *p); p++)
+		;
+	while (p && *p) {
+		if (internal_mark(p))
+			return true;
+		if (*p >= '1' && *p <= '9') {
+			p = skip_source_name(p);
+		} else if (*p == 'S' && p[1] && strchr("tabsiod", p[1])) {
+			p += 2;
+		} else if (*p == 'S') { /* S_, S<seq-id>_ */
+			for (p++; (*p >= '0' && *p <= '9') || (*p >= 'A' && *p <= 'Z'); p++)
+				;
+			p = *p == '_' ? p + 1 : NULL;
+		} else {
+			return false; /* I, E, operators, constructors: nothing more to learn */
+		}
+	}
+	return false;
+}
+
 bool symdigest__vague_candidate(const char *name, const GElf_Sym *sym, bool hidden, bool typeinfo)
 {
 	unsigned bind = GELF_ST_BIND(sym->st_info);
+	enum static_identity id;
 
 	if (GELF_ST_TYPE(sym->st_info) != STT_OBJECT || !sym->st_size || strncmp(name, "_Z", 2))
 		return false;
-	/* Hidden definitions become local at link time; anonymous namespaces are meant local. */
-	if (hidden ? (bind != STB_LOCAL || strstr(name, "_GLOBAL__N_")) :
-		     (bind != STB_WEAK && bind != STB_GNU_UNIQUE))
+	/* Hidden definitions become local at link time. */
+	if (hidden ? bind != STB_LOCAL : (bind != STB_WEAK && bind != STB_GNU_UNIQUE))
 		return false;
-	/* Vtables, VTTs, construction vtables: contents matter; guards follow their static. */
-	if (!strncmp(name, "_ZTV", 4) || !strncmp(name, "_ZTT", 4) || !strncmp(name, "_ZTC", 4) ||
-	    !strncmp(name, "_ZGV", 4))
+	/*
+	 * Internal linkage (one copy per translation unit, by the language), or a local the
+	 * compiler renamed (LTO's "_ZL9moduledef.lto_priv.0", clones): never one per process.
+	 */
+	if (strchr(name, '.') || symdigest__internal_linkage(name))
 		return false;
-	return typeinfo || (strncmp(name, "_ZTI", 4) && strncmp(name, "_ZTS", 4));
+	id = dup_library__identity(name, NULL);
+	return id != ID_CONTENTS && (typeinfo || id != ID_ADDRESS_LIBCXX);
 }
 
 bool symdigest__ref_candidate(const char *name, unsigned type, unsigned sym_type)
@@ -106,10 +174,14 @@ void symdigest__free(struct symdigest *d)
 {
 	if (!d)
 		return;
-	for (size_t i = 0; i < d->n_vague; i++)
+	for (size_t i = 0; i < d->n_vague; i++) {
 		free(d->vague[i].name);
-	for (size_t i = 0; i < d->n_hidden; i++)
+		free(d->vague[i].version);
+	}
+	for (size_t i = 0; i < d->n_hidden; i++) {
 		free(d->hidden[i].name);
+		free(d->hidden[i].version);
+	}
 	for (size_t i = 0; i < d->n_verneed; i++) {
 		free(d->verneed[i].file);
 		free(d->verneed[i].version);
@@ -127,6 +199,7 @@ void symdigest__free(struct symdigest *d)
 
 struct build {
 	struct symdigest *d;
+	const struct elf_object *o;
 	size_t cap_defs, cap_undefs, cap_vague, cap_hidden, cap_verneed, cap_refs;
 	bool hidden, oom;
 };
@@ -167,21 +240,68 @@ static int add_undef(const char *name, const char *version, bool weak, void *ctx
 	return 0;
 }
 
-static int add_vague(const char *name, const GElf_Sym *sym, void *ctx)
+static int add_vague_versioned(const char *name, const char *version, const GElf_Sym *sym,
+			       void *ctx)
 {
 	struct build *b = ctx;
 	struct symd_vague **v = b->hidden ? &b->d->hidden : &b->d->vague;
 	size_t *n = b->hidden ? &b->d->n_hidden : &b->d->n_vague;
 	size_t *cap = b->hidden ? &b->cap_hidden : &b->cap_vague;
+	struct symd_vague *e;
 
-	if (!symdigest__vague_candidate(name, sym, b->hidden, false) || strlen(name) > SD_MAX_NAME)
+	if (!symdigest__vague_candidate(name, sym, b->hidden, false) ||
+	    strlen(name) > SD_MAX_NAME || (version && strlen(version) > SD_MAX_NAME))
 		return 0;
-	if (!grow((void **)v, *n, cap, sizeof(**v)) || !((*v)[*n].name = strdup(name)))
+	if (!grow((void **)v, *n, cap, sizeof(**v)))
 		return b->oom = true, -1;
-	(*v)[*n].value = sym->st_value;
-	(*v)[*n].size = sym->st_size;
-	(*v)[(*n)++].binds_own = GELF_ST_VISIBILITY(sym->st_other) == STV_PROTECTED;
+	e = &(*v)[*n];
+	*e = (struct symd_vague){
+		.name = strdup(name),
+		.version = version ? strdup(version) : NULL,
+		.value = sym->st_value,
+		.size = sym->st_size,
+		.binds_own = GELF_ST_VISIBILITY(sym->st_other) == STV_PROTECTED,
+		.writable = elfobj__writable_at(b->o, sym->st_value),
+	};
+	(*n)++;
+	if (!e->name || (version && !e->version))
+		return b->oom = true, -1;
 	return 0;
+}
+
+static int add_vague(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	return add_vague_versioned(name, NULL, sym, ctx);
+}
+
+static int cmp_vague_name(const void *a, const void *b)
+{
+	return strcmp(((const struct symd_vague *)a)->name, ((const struct symd_vague *)b)->name);
+}
+
+/*
+ * A name one file defines twice as a local is two translation units' own statics (internal
+ * linkage the name does not show): the linker merges vague-linkage copies into one.
+ */
+static void drop_twice_defined(struct symd_vague *v, size_t *n)
+{
+	size_t out = 0;
+
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), cmp_vague_name);
+	for (size_t i = 0, j; i < *n; i = j) {
+		for (j = i + 1; j < *n && !strcmp(v[j].name, v[i].name); j++)
+			;
+		if (j - i == 1) {
+			v[out++] = v[i];
+			continue;
+		}
+		for (size_t k = i; k < j; k++) {
+			free(v[k].name);
+			free(v[k].version);
+		}
+	}
+	*n = out;
 }
 
 static int add_verneed(const char *file, const char *version, void *ctx)
@@ -216,7 +336,7 @@ static int add_ref(const char *name, uint64_t offset, unsigned type, unsigned sy
 
 static struct symdigest *compute(const struct elf_object *o)
 {
-	struct build b = { .d = calloc(1, sizeof(*b.d)) };
+	struct build b = { .d = calloc(1, sizeof(*b.d)), .o = o };
 	struct findings scratch = { 0 };
 
 	if (!b.d)
@@ -225,10 +345,12 @@ static struct symdigest *compute(const struct elf_object *o)
 	if (!b.oom)
 		elfobj__foreach_undefined(o, add_undef, &b);
 	if (!b.oom)
-		elfobj__foreach_defined(o, ELFOBJ_DYNSYM, add_vague, &b);
+		elfobj__foreach_defined_versioned(o, add_vague_versioned, &b);
 	b.hidden = true;
 	if (!b.oom)
 		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, add_vague, &b);
+	if (!b.oom)
+		drop_twice_defined(b.d->hidden, &b.d->n_hidden);
 	if (!b.oom)
 		elfobj__foreach_verneed(o, add_verneed, &b);
 	if (!b.oom)
@@ -258,15 +380,24 @@ static void put_str(struct cache_wbuf *w, const char *s)
 	cache_wbuf__put(w, s, len);
 }
 
+/* A candidate's flags byte in the image. */
+#define SDV_OWN 1u
+#define SDV_WRITABLE 2u
+#define SDV_VERSION 4u /* a version string follows the name */
+
 static void put_vague(struct cache_wbuf *w, const struct symd_vague *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		uint8_t own = v[i].binds_own;
+		uint8_t flags = (v[i].binds_own ? SDV_OWN : 0) |
+				(v[i].writable ? SDV_WRITABLE : 0) |
+				(v[i].version ? SDV_VERSION : 0);
 
 		cache_wbuf__put(w, &v[i].value, sizeof(v[i].value));
 		cache_wbuf__put(w, &v[i].size, sizeof(v[i].size));
-		cache_wbuf__put(w, &own, sizeof(own));
+		cache_wbuf__put(w, &flags, sizeof(flags));
 		put_str(w, v[i].name);
+		if (v[i].version)
+			put_str(w, v[i].version);
 	}
 }
 
@@ -340,14 +471,19 @@ static struct symd_vague *get_vague(struct cache_rbuf *r, size_t n)
 	struct symd_vague *v = get_array(r, n, sizeof(*v), 21);
 
 	for (size_t i = 0; v && i < n && !r->bad; i++) {
-		uint8_t own;
+		uint8_t flags;
 
 		cache_rbuf__get(r, &v[i].value, sizeof(v[i].value));
 		cache_rbuf__get(r, &v[i].size, sizeof(v[i].size));
-		cache_rbuf__get(r, &own, sizeof(own));
-		v[i].binds_own = own == 1;
-		r->bad |= own > 1;
+		cache_rbuf__get(r, &flags, sizeof(flags));
+		v[i].binds_own = flags & SDV_OWN;
+		v[i].writable = flags & SDV_WRITABLE;
+		r->bad |= (flags & ~(SDV_OWN | SDV_WRITABLE | SDV_VERSION)) != 0;
 		v[i].name = get_str(r);
+		if (flags & SDV_VERSION) {
+			v[i].version = get_str(r);
+			r->bad |= !v[i].version;
+		}
 	}
 	return v;
 }

@@ -2,9 +2,10 @@
 /*
  * What check's detectors (abi-mismatch, dup-library, elf-defects) need from one object's symbol
  * tables and headers, in compact form, computed once per file content and kept in the persistent
- * cache ($cache/symbols-v1.cache, a record per content key), so that a second `check` of a
- * process opens no object's symbol tables: on a torch process those tables hold 240,000
- * definitions, and reading and sorting them by name was two thirds of `check`.
+ * cache ($cache/symbols-v1.cache, a record per content key; a record of another digest format
+ * is refused), so that a second `check` of a process opens no object's symbol tables: on a torch
+ * process those tables hold 240,000 definitions, and reading and sorting them by name was two
+ * thirds of `check`.
  *
  * Names are kept as 48-bit hashes with a 15-bit hash of their version: a detector that finds a
  * symbol missing by hash goes back to the names (elfobj) to confirm it and to word its evidence,
@@ -29,8 +30,10 @@ struct elf_object;
 /* A definition of a vague-linkage static (template static member, inline variable ...). */
 struct symd_vague {
 	char *name;
+	char *version; /* its version (.gnu.version_d) when exported and versioned, else NULL */
 	uint64_t value, size;
 	bool binds_own; /* protected visibility: its object binds to it without a lookup */
+	bool writable;	/* it can be written at run time (elfobj__writable_at) */
 };
 
 /*
@@ -64,11 +67,21 @@ struct symdigest {
 uint64_t symdigest__entry(const char *name, const char *version, bool weak);
 /*
  * Whether dup-library keeps this symbol as a candidate: an object with a size and a C++ name,
- * weak or unique when exported, local (not in an anonymous namespace) when @hidden; vtables,
- * VTTs and guard variables never are (their identity is not their address), typeinfo is only
- * with @typeinfo (libc++ compares it by address).
+ * weak or unique when exported, local when @hidden, and never with internal linkage
+ * (symdigest__internal_linkage) or a compiler's local suffix (".lto_priv.0", ".constprop.0");
+ * nor what dup-library's identity table (dup_library__identity) says copies of are harmless
+ * (vtables, VTTs, guard variables ...); typeinfo only with @typeinfo (libc++ compares it by
+ * address). A file's hidden names with two copies in it are dropped by the digest itself.
  */
 bool symdigest__vague_candidate(const char *name, const GElf_Sym *sym, bool hidden, bool typeinfo);
+/*
+ * Whether the mangled @name is an entity with internal linkage, which the language gives one
+ * copy per translation unit: GCC marks such a name with L before its source name (_ZL9moduledef,
+ * _ZN2v88internalL3rspE, _ZStL8__ioinit), and a function-local static takes its function's
+ * (_ZZL10initializeP10JavaThreadE11initialized); an anonymous namespace (_GLOBAL__N_) too.
+ * False when the name cannot be read that far (a class member, a shape not parsed).
+ */
+bool symdigest__internal_linkage(const char *name);
 /*
  * Whether dup-library weighs this relocation: a GOT slot, data word or copy (@type) for a data
  * symbol (@sym_type object, or untyped when unresolved at link time) with a C++ name that can be

@@ -1280,6 +1280,28 @@ static int vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t 
 	return -ERANGE;
 }
 
+bool elfobj__writable_at(const struct elf_object *o, uint64_t vaddr)
+{
+	bool writable = false;
+	size_t nph;
+
+	if (!loaded(o) || elf_getphdrnum(o->elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(o->elf, (int)i, &ph) || vaddr < ph.p_vaddr ||
+		    vaddr - ph.p_vaddr >= ph.p_memsz)
+			continue;
+		/* The loader makes PT_GNU_RELRO read-only once it has relocated it. */
+		if (ph.p_type == PT_GNU_RELRO)
+			return false;
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W))
+			writable = true;
+	}
+	return writable;
+}
+
 int elfobj__offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr)
 {
 	size_t nph;

@@ -162,6 +162,12 @@ int elfobj__func_constant(const struct elf_object *o, const char *name, int64_t 
  */
 int elfobj__offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr);
 
+/*
+ * Whether the object's bytes at @vaddr (its own numbering) can be written at run time: inside a
+ * writable PT_LOAD and outside PT_GNU_RELRO, which the loader makes read-only after relocating
+ * (.data.rel.ro: vtables, typeinfo, constant tables of pointers). False when unknown.
+ */
+bool elfobj__writable_at(const struct elf_object *o, uint64_t vaddr);
 /* The bytes of the first section called @name, or NULL. */
 const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size);
 /* The underlying libelf handle, for the object-level checks of lint. */
