@@ -62,7 +62,7 @@ DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolc
 # against, from numba and an OpenCL JIT to a JVM, Octave, R and AMD's HIP runtime.
 DEB_CORPUS2 := python3-numba python3-pyopencl pocl-opencl-icd openjdk-17-jdk-headless nodejs \
 	    python3-matplotlib octave r-base-core r-cran-data.table libamdhip64-5 libze1 \
-	    libgcc-12-dev
+	    libgcc-12-dev gnuradio python3-vtk9
 # The man page is made from docs/dlscope.1.md by pandoc (`make install`).
 DEB_DOC := pandoc man-db
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_DOC)

@@ -255,6 +255,25 @@ def test_hip_runtime_program_has_only_its_true_warning():
     assert "executable stack" in bad[0]["title"] and "libamdhip64" in bad[0]["title"], bad
 
 
+def test_gnuradio_blocks_are_clean():
+    # Each GNU Radio extension links Boost.System: its category holders and its std::
+    # error_category bridge are one copy per extension, harmless (compared by id), and were
+    # reported as an error-level split before.
+    need("gnuradio")
+    p = dlscope("check", "--json", "--", PY, "-c",
+                "from gnuradio import gr, blocks, analog, filter, fft", check=0, timeout=180)
+    assert_no_warning(json.loads(p.stdout)["processes"][0]["findings"], "gnuradio")
+
+
+def test_torch_beside_vtk_is_clean():
+    # 575 objects: torch's and VTK's C++ stacks (Qt, OpenMP, TBB, HDF5) in one process.
+    need("python3-torch", "python3-vtk9")
+    p = dlscope("check", "--json", "--", PY, "-c", "import torch, vtk", check=0, timeout=240)
+    proc = json.loads(p.stdout)["processes"][0]
+    assert_no_warning(proc["findings"], "torch, vtk")
+    assert [r["kind"] for r in proc["runtimes"]].count("openmp") == 1, proc["runtimes"]
+
+
 LINT_TREES = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/python3/dist-packages", "/usr/lib/jvm",
               "/usr/lib/llvm-14", "/usr/lib/llvm-15"]
 EXPECTED_LINT = os.path.join(HERE, "expected-lint.txt")

@@ -184,6 +184,11 @@ static const struct identity_entry {
 	  "Boost.System compares error categories by the 64-bit id they hold, not by address" },
 	{ "_ZN5boost6system6detail17system_cat_holder", ID_CONTENTS, "Boost.System category",
 	  "Boost.System compares error categories by the 64-bit id they hold, not by address" },
+	{ "_ZZN5boost6system6detail15to_std_category", ID_CONTENTS,
+	  "Boost.System std::error_category bridge",
+	  "to_std_category's wrappers (and its map of them, under its own mutex) are a per-copy "
+	  "cache: each wrapper's equivalent() compares the Boost categories it wraps by their id, "
+	  "so every copy converts and matches the same codes (Boost 1.74 std_interoperability.hpp)" },
 	{ "_ZZN4mlir6detail14TypeIDExported3get", ID_ADDRESS, "MLIR TypeID",
 	  "MLIR's TypeID (LLVM 14 and before) is the address of TypeIDExported::get<T>()'s static: "
 	  "isa/dyn_cast, the dialect and interface registries compare it" },

@@ -25,7 +25,7 @@
  * are left out. Bump it whenever what a digest holds changes (that table's ID_CONTENTS entries
  * included): a record of another format is refused and computed again.
  */
-#define SD_FORMAT 3u
+#define SD_FORMAT 4u
 #define SD_ORDER 0x01020304u
 #define SD_MAX_FILE (64u << 20)
 #define SD_MAX_NAME (1u << 20) /* a bound on what a record may ask for; C++ names run long */
