@@ -342,6 +342,41 @@ static __always_inline u64 py_tstate(struct py_walk *w, u64 interp)
 	return w->ts && user_word(w->ts + c->ts_thread_id) == w->self ? w->ts : 0;
 }
 
+/* The next DLW_STR_PART bytes into *@h: @n of them at @at, zero-padded; false when unreadable. */
+static __always_inline bool str_part(u64 *h, u64 at, u64 n)
+{
+	u64 part[DLW_STR_PART / 8] = {};
+
+	if (n > DLW_STR_PART)
+		n = DLW_STR_PART;
+	if (n && bpf_probe_read_user(part, n, (const void *)at))
+		return false;
+	for (int i = 0; i < DLW_STR_PART / 8; i++)
+		*h = dlw_str_mix(*h, part[i]);
+	return true;
+}
+
+/* The fingerprint of the str at @s (dlwatch.h), or 0 when it is no compact str or unreadable. */
+static __always_inline u64 str_digest(const struct dlw_pycfg *c, u64 s)
+{
+	u64 len, bytes, data, h;
+	u32 state = 0, kind;
+
+	if (!s || bpf_probe_read_user(&state, sizeof(state), (const void *)(s + c->str_state)))
+		return 0;
+	kind = (state >> 2) & 7;
+	len = user_word(s + c->str_length);
+	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4) || len > (1ULL << 32))
+		return 0;
+	data = s + ((state >> 6) & 1 ? c->str_ascii : c->str_compact);
+	bytes = len * kind;
+	h = dlw_str_start(len, state);
+	if (!str_part(&h, data, bytes) ||
+	    !str_part(&h, data + bytes - DLW_STR_PART, bytes > DLW_STR_PART ? DLW_STR_PART : 0))
+		return 0;
+	return h ? h : 1;
+}
+
 /* One frame: C-stack shims (owner 3, 3.12+) skipped; the innermost kept, the outermost in a ring. */
 static long py_frame(u64 i, void *ctx)
 {
@@ -377,6 +412,8 @@ static long py_frame(u64 i, void *ctx)
 	f->file = user_word(code + c->co_filename);
 	f->func = user_word(code + c->co_func);
 	f->file_hash = f->file ? user_word(f->file + c->str_hash) : 0;
+	f->file_digest = str_digest(c, f->file);
+	f->local0_hash = f->local0 ? user_word(f->local0 + c->str_hash) : 0;
 	f->name[0] = '\0';
 	if (f->func)
 		bpf_probe_read_user_str(f->name, sizeof(f->name),

@@ -176,7 +176,33 @@ struct dlw_pycfg {
 			   * code at the address is still the one captured */
 	int str_hash;	  /* a str's cached hash */
 	int str_ascii;	  /* where a compact ASCII str's characters start */
+	int str_compact;  /* ... a compact non-ASCII one's */
+	int str_length;	  /* its length in characters */
+	int str_state;	  /* its state bits: kind (2-4), compact (5), ascii (6) */
 };
+
+/*
+ * A str's fingerprint, taken by the kernel with a frame and again by user space before it takes
+ * the str now at that address for the one captured (the code, and with it the str, may have
+ * been freed and the memory reused since): the length, kind and the first and last
+ * DLW_STR_PART bytes of the characters, each part zero-padded. A file name of up to
+ * 2 * DLW_STR_PART bytes is fingerprinted whole. 0 is no fingerprint.
+ */
+#define DLW_STR_PART 64
+#define DLW_STR_SEED 0x6a09e667f3bcc908ULL
+
+static inline unsigned long long dlw_str_mix(unsigned long long h, unsigned long long w)
+{
+	h ^= w;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 31);
+}
+
+/* The start of a fingerprint: @len characters, @state the str's state word. */
+static inline unsigned long long dlw_str_start(unsigned long long len, unsigned int state)
+{
+	return dlw_str_mix(dlw_str_mix(DLW_STR_SEED, len), state & 0x7c);
+}
 
 struct dlw_pyframe {
 	unsigned long long code;
@@ -184,8 +210,11 @@ struct dlw_pyframe {
 	/* The code's file and function name (str objects): they outlive a module's top-level
 	 * code, freed when the module has run, often before user space reads the event. */
 	unsigned long long file, func;
-	unsigned long long file_hash; /* the file name's hash: is the str still the same? */
-	unsigned int offset;	      /* instruction offset in the line table's unit */
+	/* Is the str at @file still the same? Its cached hash (-1: never computed, as for most
+	 * file names) and fingerprint (dlw_str_start and _mix; 0: none taken). */
+	unsigned long long file_hash, file_digest;
+	unsigned long long local0_hash; /* the first local's hash, were it a str (a module name) */
+	unsigned int offset;		/* instruction offset in the line table's unit */
 	unsigned int pad;
 	char name[DLW_PY_NAME]; /* the function's name (an ASCII one), maybe cut */
 };

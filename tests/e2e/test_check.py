@@ -42,6 +42,64 @@ def test_two_openmp_runtimes_are_an_error_with_both_named():
         assert "error dup-openmp: 2 OpenMP runtimes" in text and "  fix: " in text
 
 
+def _thread_states(pid):
+    """{tid: state} of every thread of PID, from /proc."""
+    states = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states[int(tid)] = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            pass
+    return states
+
+
+def _pool_counts(pid, impl):
+    """check --json's pool threads of runtime IMPL, with /proc's states of the pool's threads read
+    before and after (every thread but the main one is a pool thread in these fixtures): taken
+    again until both reads agree, so that a thread that changed state meanwhile cannot count."""
+    for _ in range(10):
+        before = _thread_states(pid)
+        doc = json.loads(dlscope("check", "--json", pid, check=None).stdout)
+        after = _thread_states(pid)
+        if before == after:
+            break
+    else:
+        raise AssertionError(f"the states of {pid}'s threads never held still: {before} {after}")
+    rts = [r for r in doc["processes"][0]["runtimes"] if r["impl"] == impl]
+    assert len(rts) == 1, doc["processes"][0]["runtimes"]
+    workers = {t: st for t, st in before.items() if t != pid}
+    return rts[0], workers
+
+
+def test_running_pool_threads_are_the_threads_proc_says_run():
+    """Pool threads computing (state R) are running pool threads, and sleeping ones are not:
+    OpenBLAS (pthreads) and libgomp, each busy and idle. A running thread has no stack pointer
+    to scan, so the pool is known from its start routine (issue 4: inverted counts)."""
+    cases = [("openblas", ["pool_threads", "blas", "busy"], {}, True),
+             ("openblas", ["pool_threads", "blas", "idle"], {}, False),
+             ("libgomp", ["pool_threads", "omp", "busy", "4"], {}, True),
+             ("libgomp", ["pool_threads", "omp", "idle", "4"], {"OMP_WAIT_POLICY": "passive"},
+              False)]
+    for impl, argv, env, busy in cases:
+        with Fixture(argv, env=env) as fx:
+            if not busy:
+                wait_idle(fx.pid)
+            rt, workers = _pool_counts(fx.pid, impl)
+            if impl == "openblas" and not workers:
+                raise Skip("one CPU: OpenBLAS starts no pool threads")
+            running = sum(st == "R" for st in workers.values())
+            assert rt["pool_threads"] == len(workers), (argv, rt, workers)
+            assert rt["pool_threads_running"] == running, (argv, rt, workers)
+            assert running == (len(workers) if busy else 0), (argv, workers)
+            if impl == "libgomp":
+                assert len(workers) == 3, workers
+            text = dlscope("check", fx.pid, check=None).stdout
+            n = len(workers)
+            want = f", {n} pool thread{'' if n == 1 else 's'} ({n if busy else 0} running)"
+            assert want in text, (want, text)
+
+
 def test_two_openblas_builds_are_a_second_blas():
     with Fixture(["two_blas"]) as fx:
         f = only(check_json(fx.pid)[0], "dup-blas")[0]
@@ -319,6 +377,65 @@ def test_lint_kernel_cache_duplicate_text():
     defects = [f for f in doc["findings"] if f["id"] == "elf-defects"]
     assert len(defects) == 1 and "kernel_dup_text.o: two .text sections" in defects[0]["title"]
     assert "flags AX" in defects[0]["evidence"][0] and "flags AW" in defects[0]["evidence"][0]
+
+
+def test_lint_an_empty_section_conflicts_with_nothing():
+    """compiler-rt's crtbegin.o: an empty writable .eh_frame (the __EH_FRAME_LIST__ marker) beside
+    the real read-only one is no defect; the same marker holding a word is two conflicting
+    .eh_frame sections, as the kernel cache's two .text sections are."""
+    p = dlscope("lint", "--json", fixture_path("ehlist"), check=1)
+    doc = json.loads(p.stdout)
+    assert doc["objects_checked"] == 2, doc
+    titles = [f["title"] for f in doc["findings"] if f["id"] == "elf-defects"]
+    assert titles == [f"{fixture_path('ehlist/filled/crtbegin_filled.o')}: two .eh_frame "
+                      "sections with conflicting flags"], titles
+    p = dlscope("lint", fixture_path("ehlist/crtbegin_like.o"), check=0)
+    assert "1 ELF object checked, 0 unreadable, 0 findings" in p.stdout, p.stdout
+
+
+def _elf32(path, machine=3):
+    """A 32-bit ELF header (i386 by default): enough for lint to know it is not x86-64."""
+    hdr = bytearray(52)
+    hdr[0:4] = b"\x7fELF"
+    hdr[4], hdr[5], hdr[6] = 1, 1, 1          # ELFCLASS32, little-endian, version 1
+    struct.pack_into("<HHI", hdr, 16, 1, machine, 1)  # ET_REL, e_machine, e_version
+    struct.pack_into("<H", hdr, 40, 52)        # e_ehsize
+    with open(path, "wb") as f:
+        f.write(hdr)
+
+
+def test_lint_skips_32_bit_objects_without_calling_them_unreadable():
+    """A multilib tree's i386 objects are skipped and counted as such; only files that could not
+    be read are unreadable, and the exit status follows the summary line."""
+    d = tempfile.mkdtemp(prefix="dlscope-lint32-")
+    try:
+        shutil.copy(fixture_path("libplain.so"), f"{d}/libplain.so")
+        _elf32(f"{d}/crtbegin-i386.o")
+        _elf32(f"{d}/libarm.so", machine=40)
+        p = dlscope("lint", d, check=0)
+        assert p.stdout == "lint: 3 files, 1 ELF object checked, 2 skipped (not x86-64), " \
+                           "0 unreadable, 0 findings\n", p.stdout
+        assert p.stderr == "", p.stderr  # normal in a tree: counted, not warned about
+        doc = json.loads(dlscope("lint", "--json", d, check=0).stdout)
+        assert doc["unreadable"] == [], doc
+        assert sorted((os.path.basename(x["path"]), x["machine"]) for x in doc["skipped"]) == \
+            [("crtbegin-i386.o", "i386"), ("libarm.so", "ARM")], doc["skipped"]
+        # Named, it is said in a line, and is no error beside an object that was checked.
+        p = dlscope("lint", f"{d}/crtbegin-i386.o", f"{d}/libplain.so", check=0)
+        assert "crtbegin-i386.o: a 32-bit i386 object, not x86-64; skipped" in p.stderr, p.stderr
+        assert "1 skipped (not x86-64), 0 unreadable" in p.stdout, p.stdout
+        # Alone, nothing was checked: exit 3, saying why.
+        p = dlscope("lint", f"{d}/crtbegin-i386.o", check=3)
+        assert "nothing checked: the 1 ELF object found is not x86-64" in p.stderr, p.stderr
+        # A file that really cannot be read is still unreadable.
+        with open(f"{d}/broken.so", "wb") as f:
+            f.write(b"\x7fELF\x02\x01\x01" + bytes(9))
+        p = dlscope("lint", d, check=0)
+        assert "1 ELF object checked, 2 skipped (not x86-64), 1 unreadable, 0 findings" \
+            in p.stdout, p.stdout
+        assert "broken.so" in p.stderr and "crtbegin" not in p.stderr, p.stderr
+    finally:
+        shutil.rmtree(d)
 
 
 def test_lint_static_libstdcxx():

@@ -468,3 +468,105 @@ def test_lint_finds_no_corrupt_file_among_debian_objects():
     assert doc["objects_checked"] > 1000, doc["objects_checked"]
     corrupt = [u for u in doc["unreadable"] if u["error"].startswith("corrupt")]
     assert corrupt == [], corrupt
+
+
+def _thread_states(pid):
+    states = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states[int(tid)] = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            pass
+    return states
+
+
+# Octave's A*A and R's %*% call Debian's OpenBLAS (pthreads): in a loop its pool threads compute
+# (state R), after one multiply they sleep. The first multiply is done before "ready".
+DGEMM_PROGRAMS = {
+    "octave": ("/usr/bin/octave-cli",
+               lambda loop: ["/usr/bin/octave-cli", "--norc", "--no-history", "--eval",
+                             "crash_dumps_octave_core(false); A = rand(1000); B = A * A; "
+                             "printf('ready %d\\n', getpid()); fflush(stdout); " +
+                             ("while true, B = A * A; end" if loop else "pause(600)")]),
+    "R": ("/usr/bin/Rscript",
+          lambda loop: ["/usr/bin/Rscript", "-e",
+                        "A <- matrix(runif(1000^2), 1000); B <- A %*% A; "
+                        "cat('ready', Sys.getpid(), '\\n'); flush(stdout()); " +
+                        ("repeat { B <- A %*% A }" if loop else "Sys.sleep(600)")]),
+}
+
+
+def _dgemm_pool(program, loop):
+    exe, argv = DGEMM_PROGRAMS[program]
+    if not os.path.exists(exe):
+        raise Skip(f"{exe} is not installed")
+    with Fixture(argv(loop), ready_timeout=60) as fx:
+        if not loop:
+            harness.wait_idle(fx.pid, timeout=10)
+        before = _thread_states(fx.pid)
+        p = dlscope("check", "--json", fx.pid, check=None, timeout=120)
+        after = _thread_states(fx.pid)
+        text = dlscope("check", fx.pid, check=None, timeout=120).stdout
+    proc = json.loads(p.stdout)["processes"][0]
+    blas = runtimes_by_impl(proc)["openblas"][0]
+    if not blas["num_threads"] or blas["num_threads"] < 2:
+        raise Skip("one CPU: OpenBLAS starts no pool threads")
+    return blas, before, after, text, fx.pid
+
+
+def _check_dgemm_pool(program):
+    """Issue 4: `check` said 0 pool threads running while they computed, 1 once they slept."""
+    blas, before, after, text, pid = _dgemm_pool(program, loop=True)
+    # OpenBLAS's pool is its thread count less the caller, computing in every multiply.
+    pool = blas["num_threads"] - 1
+    assert blas["pool_threads"] == pool, (program, blas)
+    assert blas["pool_threads_running"] == pool, (program, blas, before, after)
+    for states in (before, after):
+        assert sum(st == "R" for t, st in states.items() if t != pid) >= pool, (states, blas)
+    assert f", {pool} pool thread{'' if pool == 1 else 's'} ({pool} running)" in text, text
+
+    blas, before, after, text, pid = _dgemm_pool(program, loop=False)
+    assert blas["pool_threads"] == pool and blas["pool_threads_running"] == 0, (program, blas)
+    assert "R" not in before.values() and "R" not in after.values(), (before, after)
+    assert f", {pool} pool thread{'' if pool == 1 else 's'} (0 running)" in text, text
+
+
+def test_octave_dgemm_loop_pool_threads_running():
+    _check_dgemm_pool("octave")
+
+
+def test_r_matmul_loop_pool_threads_running():
+    _check_dgemm_pool("R")
+
+
+def test_lint_llvm_libs_crtbegin_is_no_defect_and_i386_is_skipped():
+    """Issue 6: lint of LLVM's lib/ said clang_rt.crtbegin-x86_64.o had two conflicting .eh_frame
+    sections (one is the empty __EH_FRAME_LIST__ marker) and called its i386 objects
+    unreadable."""
+    libs = [d for d in ("/usr/lib/llvm-15/lib", "/usr/lib/llvm-14/lib")
+            if os.path.isdir(d) and subprocess.run(["find", d, "-name", "clang_rt.crtbegin-*"],
+                                                   capture_output=True, text=True).stdout]
+    if not libs:
+        raise Skip("no LLVM lib/ with compiler-rt's crtbegin objects")
+    for d in libs:
+        elf32 = set()
+        for root, _, files in os.walk(d, followlinks=False):
+            for name in files:
+                path = os.path.join(root, name)
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                with open(path, "rb") as f:
+                    if f.read(5) == b"\x7fELF\x01":
+                        elf32.add(os.path.realpath(path))
+        p = dlscope("lint", "--json", d, check=None, timeout=120)
+        doc = json.loads(p.stdout)
+        defects = [f for f in doc["findings"] if f["id"] == "elf-defects"]
+        assert defects == [], defects
+        assert doc["unreadable"] == [], doc["unreadable"]
+        assert {os.path.realpath(s["path"]) for s in doc["skipped"]} == elf32, doc["skipped"]
+        assert all(s["reason"] == "not x86-64" for s in doc["skipped"]), doc["skipped"]
+        errors = [f for f in doc["findings"] if f["severity"] == "error"]
+        assert p.returncode == (1 if errors else 0), (p.returncode, doc["findings"])
+        text = dlscope("lint", d, check=p.returncode, timeout=120).stdout
+        assert f", {len(elf32)} skipped (not x86-64), 0 unreadable, " in text, text

@@ -69,7 +69,7 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 	in->ts_err = in->lw_err = in->stacks_err = -ENODATA;
 	in->py_err = libgraph__find_python(in->g, &in->py, in->py_why, sizeof(in->py_why));
 	if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT | INSPECT_STACKS))
-		in->ts_err = threadscan__scan(t, in->am, &in->ts);
+		in->ts_err = threadscan__scan(t, in->g, in->am, &in->ts);
 	phase__mark("addrmap, python, threadscan");
 	if (what & INSPECT_STACKS) {
 		pid_t *tids = in->ts ? scanned_tids(in->ts) : NULL;

@@ -45,29 +45,39 @@ static bool needs(const struct libgraph *g, unsigned int a, unsigned int b)
 	return r;
 }
 
-/* Pool threads of @obj: threads whose outermost runtime frame of this kind lies in @obj. */
-static int pool_threads(const struct libgraph *g, const struct threadscan *ts, pid_t main_tid,
-			unsigned int obj, enum role_kind kind)
+/*
+ * The runtime of kind @kind whose pool thread @ti is, or UINT32_MAX: the object its start routine
+ * lies in when that is such a runtime (its pool started it; the same whether the thread computes
+ * or sleeps now), else the outermost frame of that kind on its stack. A running thread has no
+ * stack read, so without glibc's thread list (a static program) it is nobody's.
+ */
+static unsigned int pool_owner(const struct libgraph *g, const struct thread_info *ti,
+			       enum role_kind kind)
 {
-	int count = 0;
+	if (ti->start_obj < g->n && obj_roles__find(lg_object__roles(g->objs[ti->start_obj]), kind))
+		return ti->start_obj;
+	for (size_t k = 0; k < ti->n_frames; k++)
+		if (obj_roles__find(lg_object__roles(g->objs[ti->frames[k].obj]), kind))
+			return ti->frames[k].obj;
+	return UINT32_MAX;
+}
 
+/* The pool threads of @obj into @r: how many, and how many of them /proc says are running. */
+static void pool_threads(const struct libgraph *g, const struct threadscan *ts, pid_t main_tid,
+			 unsigned int obj, enum role_kind kind, struct runtime *r)
+{
+	r->pool_threads = r->pool_running = -1;
 	if (!ts)
-		return -1;
+		return;
+	r->pool_threads = r->pool_running = 0;
 	for (size_t i = 0; i < ts->n; i++) {
 		const struct thread_info *ti = &ts->t[i];
 
-		if (ti->tid == main_tid)
+		if (ti->tid == main_tid || pool_owner(g, ti, kind) != obj)
 			continue;
-		for (size_t k = 0; k < ti->n_frames; k++) {
-			const struct lg_object *o = g->objs[ti->frames[k].obj];
-
-			if (obj_roles__find(lg_object__roles(o), kind)) {
-				count += ti->frames[k].obj == obj;
-				break;
-			}
-		}
+		r->pool_threads++;
+		r->pool_running += ti->state == 'R';
 	}
-	return count;
 }
 
 struct sym_lookup {
@@ -364,7 +374,7 @@ static int collect(const struct libgraph *g, const struct target *t, const struc
 				continue;
 			if (front_of_another(g, o->id, r.role.kind, &to))
 				continue; /* listed as a front of @to below */
-			r.pool_threads = pool_threads(g, ts, t ? t->pid : 0, o->id, r.role.kind);
+			pool_threads(g, ts, t ? t->pid : 0, o->id, r.role.kind, &r);
 			live_values(g, t, &r);
 			r.real_path = real_path(t, o);
 			if (!r.real_path || push(out, &cap, &r))
@@ -376,7 +386,8 @@ static int collect(const struct libgraph *g, const struct target *t, const struc
 			struct runtime r = { .obj = o->id,
 					     .static_copy = true,
 					     .num_threads = -1,
-					     .pool_threads = -1 };
+					     .pool_threads = -1,
+					     .pool_running = -1 };
 
 			r.role.kind = ROLE_CXX_RUNTIME;
 			r.role.impl = IMPL_LIBSTDCXX;
@@ -485,8 +496,8 @@ static void describe(const struct runtime *r, const struct libgraph *g, char *bu
 	if (r->pool_threads >= 0 && role_kind__is_runtime(r->role.kind) &&
 	    (r->role.kind == ROLE_OPENMP || r->role.kind == ROLE_BLAS || r->role.kind == ROLE_TBB))
 		used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
-					 ", %d pool thread%s running", r->pool_threads,
-					 r->pool_threads == 1 ? "" : "s");
+					 ", %d pool thread%s (%d running)", r->pool_threads,
+					 r->pool_threads == 1 ? "" : "s", r->pool_running);
 	for (size_t f = 0; f < r->n_fronts && used < len; f++)
 		used += (size_t)snprintf(buf + used, len - used, "%s%s", f ? ", " : "; front: ",
 					 lg_object__basename(g->objs[r->fronts[f]]));
@@ -535,7 +546,7 @@ json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g
 		json_array_append_new(
 			arr,
 			json_pack(
-				"{s:s, s:s, s:s, s:s?, s:I, s:s, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o, s:o}",
+				"{s:s, s:s, s:s, s:s?, s:I, s:s, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o, s:o, s:o}",
 				"kind", role_kind__id(r->role.kind), "impl",
 				role_impl__id(r->role.impl), "name", role_impl__name(r->role.impl),
 				"version", r->role.version[0] ? r->role.version : NULL, "object",
@@ -548,6 +559,8 @@ json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g
 						      json_null(),
 				"pool_threads",
 				r->pool_threads >= 0 ? json_integer(r->pool_threads) : json_null(),
+				"pool_threads_running",
+				r->pool_running >= 0 ? json_integer(r->pool_running) : json_null(),
 				"fronts", fronts ? fronts : json_array(), "package",
 				pkg_owner__to_json(o->pkg)));
 	}

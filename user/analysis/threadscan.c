@@ -16,6 +16,7 @@
 #include "procmaps.h"
 #include "target.h"
 #include "threadscan.h"
+#include "tls.h"
 
 #define STACK_SCAN_MAX (512 * 1024)
 
@@ -103,7 +104,45 @@ static int scan_stack(const struct target *t, const struct addrmap *cm, struct t
 	return 0;
 }
 
-int threadscan__scan(const struct target *t, const struct addrmap *am, struct threadscan **out)
+static int cmp_listed(const void *a, const void *b)
+{
+	const struct tls_thread *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/*
+ * Each thread's start routine from glibc's thread list: what started it (blas_thread_server,
+ * gomp_thread_start, a std::thread's trampoline), the same whether it runs or sleeps now.
+ */
+static void start_routines(const struct target *t, const struct libgraph *g,
+			   const struct addrmap *am, struct threadscan *ts)
+{
+	struct tls_thread *v;
+	size_t n;
+
+	if (!g || tls__threads(t, g, &v, &n))
+		return;
+	qsort(v, n, sizeof(*v), cmp_listed);
+	for (size_t i = 0; i < ts->n; i++) {
+		struct thread_info *ti = &ts->t[i];
+		struct tls_thread key = { .tid = ti->tid };
+		const struct tls_thread *e = n ? bsearch(&key, v, n, sizeof(*v), cmp_listed) : NULL;
+		int obj;
+
+		if (!e)
+			continue;
+		ti->start_known = true;
+		ti->start_routine = e->start_routine;
+		obj = e->start_routine ? code_lookup(am, e->start_routine) : -1;
+		if (obj >= 0)
+			ti->start_obj = (unsigned int)obj;
+	}
+	free(v);
+}
+
+int threadscan__scan(const struct target *t, const struct libgraph *g, const struct addrmap *am,
+		     struct threadscan **out)
 {
 	struct threadscan *ts = NULL;
 	struct dirent *de;
@@ -143,6 +182,7 @@ int threadscan__scan(const struct target *t, const struct addrmap *am, struct th
 		memset(ti, 0, sizeof(*ti));
 		ti->tid = tid;
 		ti->pc_obj = UINT32_MAX;
+		ti->start_obj = UINT32_MAX;
 		/* A thread that exits between readdir and here is simply left out. */
 		if (proc__read_stat(t->pid, tid, ti->comm, sizeof(ti->comm), &ti->state, NULL) ||
 		    read_syscall(t->pid, ti))
@@ -164,6 +204,7 @@ out:
 		threadscan__free(ts);
 		return err;
 	}
+	start_routines(t, g, am, ts);
 	*out = ts;
 	return 0;
 }

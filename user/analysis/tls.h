@@ -21,4 +21,19 @@ struct libgraph;
  */
 int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t tid, uint64_t *tp);
 
+/* A thread as glibc lists it. */
+struct tls_thread {
+	pid_t tid;
+	uint64_t descriptor;	/* its struct pthread */
+	uint64_t start_routine; /* what pthread_create was given; 0 for the main thread */
+};
+
+/*
+ * Every thread of glibc's lists in @t, in list order (malloc'd into @out): read without stopping
+ * the process, so a thread that starts or ends meanwhile may be missing. Returns 0, -ENOTSUP as
+ * tls__thread_pointer, or -ENOMEM.
+ */
+int tls__threads(const struct target *t, const struct libgraph *g, struct tls_thread **out,
+		 size_t *n);
+
 #endif

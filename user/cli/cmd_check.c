@@ -825,11 +825,12 @@ struct lint_state {
 	struct lint_file *files;
 	size_t n, cap;
 	size_t seen, unreadable, again;
+	size_t foreign;	     /* ELF objects of another machine (32-bit i386, ARM...): skipped */
 	struct file_id *ids; /* an open-addressing set; ino 0 marks a free slot */
 	size_t n_ids, cap_ids;
 	bool progress, oom;
 	struct timespec last;
-	json_t *bad;
+	json_t *bad, *skipped;
 };
 
 static size_t file_id_hash(dev_t dev, ino_t ino)
@@ -929,13 +930,45 @@ static void link_trouble(const char *path, int err, char *buf, size_t len)
 }
 
 /*
+ * An ELF object that is not x86-64's (the 32-bit i386 objects of a multilib tree): its machine
+ * ("i386") into @buf; false when @id (the file's first 20 bytes, @got of them read) is a 64-bit
+ * object, which the checks read. Such a file is not unreadable: lint skips it, counted apart.
+ */
+static bool foreign_object(const unsigned char *id, ssize_t got, char *buf, size_t len)
+{
+	unsigned int machine;
+	const char *name;
+
+	if (got < EI_NIDENT + 4 || id[EI_CLASS] != ELFCLASS32)
+		return false;
+	machine = id[EI_DATA] == ELFDATA2MSB ? (unsigned)id[18] << 8 | id[19] :
+					       (unsigned)id[19] << 8 | id[18];
+	switch (machine) {
+	case EM_386: name = "i386"; break;
+	case EM_X86_64: name = "x32"; break;
+	case EM_ARM: name = "ARM"; break;
+	case EM_MIPS: name = "MIPS"; break;
+	case EM_PPC: name = "PowerPC"; break;
+	case EM_RISCV: name = "RISC-V"; break;
+	default: name = NULL; break;
+	}
+	if (name)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "machine %u", machine);
+	return true;
+}
+
+/*
  * Check @path if it is an ELF object. Returns 0, 1 when it was skipped for a reason the user
- * should hear about when they named it (not ELF, unreadable, corrupt), or -ENOMEM.
+ * should hear about when they named it (not ELF, unreadable, corrupt), or -ENOMEM. An object of
+ * another machine is skipped, not unreadable: counted apart, said when named, not an error.
  */
 static int lint_add(struct lint_state *s, const char *path, bool named)
 {
 	struct elf_object *elf;
-	char magic[4], why[256];
+	unsigned char magic[EI_NIDENT + 4];
+	char why[256];
 	ssize_t got;
 	int fd;
 
@@ -947,9 +980,9 @@ static int lint_add(struct lint_state *s, const char *path, bool named)
 		lint_skip(s, path, strerror(errno));
 		return 1;
 	}
-	got = pread(fd, magic, 4, 0);
+	got = pread(fd, magic, sizeof(magic), 0);
 	close(fd);
-	if (got != 4 || memcmp(magic, "\177ELF", 4)) {
+	if (got < 4 || memcmp(magic, "\177ELF", 4)) {
 		/* Inside a tree, other files are normal; a file named on its own is said. */
 		if (named)
 			dls_warn("lint: %s: not an ELF object (%s)", path,
@@ -957,6 +990,17 @@ static int lint_add(struct lint_state *s, const char *path, bool named)
 				 got < 0  ? strerror(errno) :
 					    "no ELF magic");
 		return named;
+	}
+	if (foreign_object(magic, got, why, sizeof(why))) {
+		/* A multilib tree holds them as a matter of course: counted, said when named. */
+		if (named)
+			dls_warn("lint: %s: a 32-bit %s object, not x86-64; skipped", path, why);
+		s->foreign++;
+		if (s->skipped)
+			json_array_append_new(s->skipped,
+					      json_pack("{s:s, s:s, s:s}", "path", path, "reason",
+							"not x86-64", "machine", why));
+		return 0;
 	}
 	elf = elfobj__open(path);
 	if (!elf) {
@@ -1106,8 +1150,12 @@ static void lint_usage(FILE *f)
 		"  -P, --progress        a progress line on stderr (default when it is a terminal)\n"
 		"  -h, --help\n"
 		"\n"
+		"Objects of another machine (32-bit i386, ARM) are skipped and counted as such.\n"
+		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
-		"3 a path could not be read, or no ELF object was found to check.\n");
+		"3 a path named on the command line could not be read, or no ELF object was\n"
+		"found to check. Files inside a tree that could not be read are warned about,\n"
+		"counted as unreadable and skipped; they do not change the exit status.\n");
 }
 
 int cmd_lint(int argc, char **argv)
@@ -1134,6 +1182,7 @@ int cmd_lint(int argc, char **argv)
 	if (o.json) {
 		doc = json_object();
 		s.bad = json_array();
+		s.skipped = json_array();
 	}
 	for (int i = optind; i < argc; i++) {
 		struct stat st;
@@ -1181,13 +1230,18 @@ int cmd_lint(int argc, char **argv)
 		json_object_set_new(doc, "reached_again", json_integer((json_int_t)s.again));
 		json_object_set_new(doc, "objects_checked", json_integer((json_int_t)s.n));
 		json_object_set_new(doc, "unreadable", s.bad);
+		json_object_set_new(doc, "skipped", s.skipped);
 		json_object_set_new(doc, "findings", findings__to_json(&fs));
 	} else if (s.n || failed) {
 		printf("lint: %zu file%s", s.seen, s.seen == 1 ? "" : "s");
 		if (s.again)
 			printf(" (and %zu more path%s to them)", s.again, s.again == 1 ? "" : "s");
-		printf(", %zu ELF object%s checked, %zu unreadable, %zu finding%s\n", s.n,
-		       s.n == 1 ? "" : "s", s.unreadable, fs.n, fs.n == 1 ? "" : "s");
+		printf(", %zu ELF object%s checked", s.n, s.n == 1 ? "" : "s");
+		/* Skipped, not unreadable: other machines' objects are no error (exit status). */
+		if (s.foreign)
+			printf(", %zu skipped (not x86-64)", s.foreign);
+		printf(", %zu unreadable, %zu finding%s\n", s.unreadable, fs.n,
+		       fs.n == 1 ? "" : "s");
 		if (fs.n) {
 			putchar('\n');
 			findings__print(&fs, stdout);
@@ -1195,7 +1249,11 @@ int cmd_lint(int argc, char **argv)
 	}
 	/* A run that checked nothing must not pass for a clean one. */
 	if (!s.n && !failed) {
-		if (s.seen)
+		if (s.foreign)
+			dls_err("lint: nothing checked: the %zu ELF object%s found %s not x86-64%s",
+				s.foreign, s.foreign == 1 ? "" : "s", s.foreign == 1 ? "is" : "are",
+				s.unreadable ? " (the others were skipped, see above)" : "");
+		else if (s.seen)
 			dls_err("lint: nothing checked: no ELF object among the %zu file%s found%s",
 				s.seen, s.seen == 1 ? "" : "s",
 				s.unreadable ? " (the others were skipped, see above)" : "");

@@ -1687,7 +1687,7 @@ static int pool_most(struct proc_state *ps, const char *runtime, int n)
 	return n;
 }
 
-/* A pool's threads: those with its runtime on their stacks, found without stopping them. */
+/* A pool's threads: those its runtime started (or parked in it), found without stopping them. */
 static int pool_of(const struct runtime_list *rl, const struct libgraph *g, const char *path)
 {
 	for (size_t i = 0; i < rl->n; i++)
@@ -1731,7 +1731,7 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 	/* Maps read now: the pools' thread stacks are younger than the collector's copy. */
 	maps = procmaps__read(b[0].pid);
 	am = maps ? addrmap__build(maps, ps->g) : NULL;
-	if (am && !threadscan__scan(t, am, &ts) && !runtimes__collect(ps->g, t, ts, &rl)) {
+	if (am && !threadscan__scan(t, ps->g, am, &ts) && !runtimes__collect(ps->g, t, ts, &rl)) {
 		if (n > 8)
 			n = 8;
 		for (size_t i = 0; i < n; i++) {

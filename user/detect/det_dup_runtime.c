@@ -100,8 +100,9 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 	if (ctx->ts) {
 		size_t running = 0;
 
+		/* A running thread has no stack read: only its start routine can place it. */
 		for (size_t i = 0; i < ctx->ts->n; i++)
-			running += ctx->ts->t[i].syscall == -2;
+			running += ctx->ts->t[i].syscall == -2 && !ctx->ts->t[i].start_known;
 		if (running)
 			finding__evidence(f, "%zu thread%s running, not attributed to a pool",
 					  running, running == 1 ? " was" : "s were");

@@ -2,7 +2,9 @@
 /*
  * elf-defects: sections sharing one name with conflicting flags (which JIT linkers mishandle:
  * the quack/CUTLASS .o with two .text sections), segments both writable and executable, and an
- * executable stack.
+ * executable stack. An empty section conflicts with nothing: it holds no byte to map with the
+ * wrong permissions (compiler-rt's crtbegin.o opens its .eh_frame list with an empty writable
+ * .eh_frame beside the real read-only one, and every linker takes it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,11 @@ static int cmp_section(const void *a, const void *b)
 	return c ? c : (x->index > y->index) - (x->index < y->index);
 }
 
-/* Sort the allocated sections by name, so that objects with thousands of sections stay cheap. */
+/*
+ * Sort the allocated sections by name, so that objects with thousands of sections stay cheap.
+ * Only sections with a size count: an empty one (a marker such as __EH_FRAME_LIST__'s) has no
+ * contents whose permissions could be wrong.
+ */
 static void dup_sections(const char *path, Elf *elf, pid_t pid, struct findings *out)
 {
 	const uint64_t mask = SHF_WRITE | SHF_ALLOC | SHF_EXECINSTR;
@@ -52,7 +58,7 @@ static void dup_sections(const char *path, Elf *elf, pid_t pid, struct findings 
 		GElf_Shdr sh;
 		const char *name;
 
-		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) || !sh.sh_size)
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && *name)

@@ -227,10 +227,15 @@ static size_t kind_count(const json_t *runtimes, const char *kind)
 static void runtime_row(FILE *f, const char *proc, const json_t *rt, bool dup)
 {
 	char pkg[256], threads[64] = "";
-	const json_t *pool = json_object_get(rt, "pool_threads");
+	const json_t *pool = json_object_get(rt, "pool_threads"),
+		     *running = json_object_get(rt, "pool_threads_running");
 
 	package_text(json_object_get(rt, "package"), pkg, sizeof(pkg));
-	if (json_is_integer(pool))
+	if (json_is_integer(pool) && json_is_integer(running))
+		snprintf(threads, sizeof(threads), "%lld (%lld running)",
+			 (long long)json_integer_value(pool),
+			 (long long)json_integer_value(running));
+	else if (json_is_integer(pool))
 		snprintf(threads, sizeof(threads), "%lld", (long long)json_integer_value(pool));
 	fprintf(f, "| %s | %s%s | ", proc, dup ? "**" : "", str(rt, "kind"));
 	fprintf(f, "%s | ", dup ? "** (duplicate)" : "");

@@ -51,6 +51,9 @@ void py_import__cfg(const struct py_interp *pi, struct dlw_pycfg *cfg)
 		.co_func = l->co_qualname >= 0 ? l->co_qualname : l->co_name,
 		.str_hash = STR_HASH,
 		.str_ascii = l->str_ascii_size,
+		.str_compact = l->str_compact_size,
+		.str_length = l->str_length,
+		.str_state = l->str_state,
 	};
 }
 
@@ -169,24 +172,102 @@ static bool named(const struct dlw_pyframe *rf)
 	return n > 0;
 }
 
+/* Is @function what the kernel copied of the name (all of it, or the part it had room for)? */
+static bool name_agrees(const struct dlw_pyframe *rf, const char *function)
+{
+	size_t n = strnlen(rf->name, sizeof(rf->name));
+
+	if (!named(rf))
+		return true; /* nothing copied to compare with */
+	return n < sizeof(rf->name) - 1 ? !strcmp(function, rf->name) :
+					  !strncmp(function, rf->name, n);
+}
+
+static bool mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	return addr && process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+/* The next DLW_STR_PART bytes into *@h, as the kernel's str_part(): @n at @at, zero-padded. */
+static bool str_part(pid_t pid, uint64_t *h, uint64_t at, uint64_t n)
+{
+	uint64_t part[DLW_STR_PART / 8] = { 0 };
+
+	if (n > DLW_STR_PART)
+		n = DLW_STR_PART;
+	if (n && !mem_read(pid, at, part, n))
+		return false;
+	for (size_t i = 0; i < DLW_STR_PART / 8; i++)
+		*h = dlw_str_mix(*h, part[i]);
+	return true;
+}
+
+uint64_t py_import__str_digest(const struct py_interp *pi, pid_t pid, uint64_t addr)
+{
+	const struct py_layout *l = pi->layout;
+	uint64_t len, bytes, data, h;
+	uint32_t state, kind;
+
+	if (!mem_read(pid, addr + (uint64_t)l->str_state, &state, sizeof(state)) ||
+	    !mem_read(pid, addr + (uint64_t)l->str_length, &len, sizeof(len)))
+		return 0;
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4) || len > (1ULL << 32))
+		return 0;
+	data = addr + (uint64_t)((state >> 6) & 1 ? l->str_ascii_size : l->str_compact_size);
+	bytes = len * kind;
+	h = dlw_str_start(len, state);
+	if (!str_part(pid, &h, data, bytes) || !str_part(pid, &h, data + bytes - DLW_STR_PART,
+							 bytes > DLW_STR_PART ? DLW_STR_PART : 0))
+		return 0;
+	return h ? h : 1;
+}
+
 /*
- * Is the str at @addr still the one whose cached hash was @hash? (A file name's hash is often
- * never computed, -1 on both sides: then its being a str at all is the check left.)
+ * Is the str at @addr, read now, the one the kernel saw there? What it took then: @hash, the
+ * str's cached hash (-1 when never computed), and @digest, its fingerprint (0: none). A freed
+ * str's memory is soon another object's, often another str's; any str never hashed also has
+ * -1 there, so -1 on both sides proves nothing. Only real evidence counts: a hash computed then
+ * and equal now, and a fingerprint, when one was taken, equal to the str's now. Without either,
+ * the str is refused.
  */
-static bool same_str(pid_t pid, uint64_t addr, uint64_t hash)
+static bool same_str(const struct py_interp *pi, pid_t pid, uint64_t addr, uint64_t hash,
+		     uint64_t digest)
 {
 	uint64_t now;
-	struct iovec local = { &now, sizeof(now) },
-		     remote = { (void *)(uintptr_t)(addr + STR_HASH), sizeof(now) };
 
-	return addr && process_vm_readv(pid, &local, 1, &remote, 1, 0) == sizeof(now) &&
-	       now == hash;
+	if (!addr || (hash == (uint64_t)-1 && !digest) || !mem_read(pid, addr, &now, sizeof(now)) ||
+	    !py_refcnt_live(now))
+		return false;
+	if (hash != (uint64_t)-1 &&
+	    (!mem_read(pid, addr + STR_HASH, &now, sizeof(now)) || now != hash))
+		return false;
+	return !digest || py_import__str_digest(pi, pid, addr) == digest;
+}
+
+/* The str at @addr read now, when same_str() holds before and after the read; else NULL. */
+static char *read_same_str(const struct py_interp *pi, pid_t pid, uint64_t addr, uint64_t hash,
+			   uint64_t digest)
+{
+	char *s;
+
+	if (!same_str(pi, pid, addr, hash, digest))
+		return NULL;
+	s = py_str__read(pi, pid, addr);
+	if (s && !same_str(pi, pid, addr, hash, digest)) {
+		free(s);
+		return NULL;
+	}
+	return s;
 }
 
 #define CACHE_CAP 4096 /* a power of two */
 
 struct cached_code {
-	uint64_t code, func, file; /* as captured: all three equal, the same code object */
+	uint64_t code, func, file; /* as captured: all equal, the same code object */
+	uint64_t file_digest;	   /* the file name's fingerprint when it was read */
 	struct py_code_info info;
 };
 
@@ -234,7 +315,14 @@ static struct cached_code *cache_slot(struct py_code_cache *c, const struct dlw_
 	return &c->e[h];
 }
 
-/* The code of @rf, from @cache or read now (and kept): 0, or py_code__read's error. */
+/*
+ * The code of @rf, from @cache or read now (and kept): 0, or py_code__read's error (-ESTALE: the
+ * code at that address now is another, or freed). A module's top-level code is freed once the
+ * module has run, often before the event is read, and freed memory keeps its old fields until
+ * reused: the code is the one captured when it is alive (a reference count), its name and file
+ * are the str objects captured, the name says what the kernel copied, and the file still has
+ * the fingerprint taken with the frame.
+ */
 static int code_info(const struct py_interp *pi, pid_t pid, struct py_code_cache *cache,
 		     const struct dlw_pyframe *rf, struct py_code_info *tmp,
 		     const struct py_code_info **info)
@@ -244,12 +332,21 @@ static int code_info(const struct py_interp *pi, pid_t pid, struct py_code_cache
 
 	if (cache) {
 		slot = cache_slot(cache, rf);
-		if (slot->code && slot->func == rf->func && slot->file == rf->file) {
+		if (slot->code && slot->func == rf->func && slot->file == rf->file &&
+		    slot->file_digest == rf->file_digest && name_agrees(rf, slot->info.function)) {
 			*info = &slot->info;
 			return 0;
 		}
 	}
-	err = py_code__read(pi, pid, rf->code, rf->func, tmp);
+	err = py_code__read(pi, pid, rf->code, rf->func, rf->file, tmp);
+	/* Checked after the read: the name read is the one the kernel copied, and the file str
+	 * the one that still has the fingerprint. */
+	if (!err && (!name_agrees(rf, tmp->function) ||
+		     ((rf->file_digest || rf->file_hash != (uint64_t)-1) &&
+		      !same_str(pi, pid, rf->file, rf->file_hash, rf->file_digest)))) {
+		py_code_info__clear(tmp);
+		err = -ESTALE;
+	}
 	*info = tmp;
 	if (err || !cache)
 		return err;
@@ -260,7 +357,7 @@ static int code_info(const struct py_interp *pi, pid_t pid, struct py_code_cache
 		slot = cache_slot(cache, rf);
 	}
 	cache->n += !slot->code;
-	*slot = (struct cached_code){ rf->code, rf->func, rf->file, *tmp };
+	*slot = (struct cached_code){ rf->code, rf->func, rf->file, rf->file_digest, *tmp };
 	memset(tmp, 0, sizeof(*tmp));
 	*info = &slot->info;
 	return 0;
@@ -317,11 +414,9 @@ int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_p
 		} else if (named(rf)) {
 			/* The code is gone (a module's top-level code, once the module has run,
 			 * or the process): the name copied with the frame, the file when its str
-			 * is still the same. */
+			 * is provably still the same. */
 			function = strndup(rf->name, sizeof(rf->name));
-			file = same_str(pid, rf->file, rf->file_hash) ?
-				       py_str__read(pi, pid, rf->file) :
-				       NULL;
+			file = read_same_str(pi, pid, rf->file, rf->file_hash, rf->file_digest);
 			if (!file)
 				file = strdup("?");
 			err = function && file ? 0 : -ENOMEM;
@@ -338,7 +433,9 @@ int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_p
 		/* importlib's _find_and_load(name, import_): the outermost names the import. */
 		if (!err && !strcmp(function, "_find_and_load") &&
 		    !strcmp(file, "<frozen importlib._bootstrap>")) {
-			char *mod = py_str__read(pi, pid, rf->local0);
+			/* The name was looked up in sys.modules, so hashed, by then: the hash
+			 * taken with the frame must be the str's now (else it is freed). */
+			char *mod = read_same_str(pi, pid, rf->local0, rf->local0_hash, 0);
 
 			if (mod) {
 				free(out->module);

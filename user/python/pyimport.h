@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "dlwatch.h"
@@ -50,6 +51,12 @@ void py_import__cfg(const struct py_interp *pi, struct dlw_pycfg *cfg);
  */
 int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_pystack *raw,
 		       struct py_code_cache *cache, struct py_import *out);
+
+/*
+ * The fingerprint (dlwatch.h: dlw_str_start, dlw_str_mix) of the str at @addr of @pid, read now,
+ * as the kernel takes it with each frame; 0 when it is no compact str or cannot be read.
+ */
+uint64_t py_import__str_digest(const struct py_interp *pi, pid_t pid, uint64_t addr);
 
 /* "import sklearn at train.py:3", "CDLL.__init__ at train.py:4"; "" when there are no frames. */
 void py_import__describe(const struct py_import *imp, char *buf, size_t len);

@@ -427,7 +427,7 @@ static const struct py_code *code_of(struct py_strings *st, const struct py_inte
 	c = &st->codes[h];
 	c->addr = addr;
 	st->n++;
-	c->bad = py_code__read(pi, pid, addr, 0, &c->info) != 0;
+	c->bad = py_code__read(pi, pid, addr, 0, 0, &c->info) != 0;
 	return c;
 }
 
@@ -724,7 +724,7 @@ void py_snapshot__free(struct py_snapshot *s)
 /* ---- one code object named from outside a snapshot (the collector's dlopen stacks) ---- */
 
 int py_code__read(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t name_check,
-		  struct py_code_info *out)
+		  uint64_t file_check, struct py_code_info *out)
 {
 	const struct py_layout *l = pi->layout;
 	unsigned char buf[CODE_HEADER];
@@ -735,8 +735,13 @@ int py_code__read(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t
 	    (pi->code_type && word_at(buf, l->ob_type) != pi->code_type))
 		return -EFAULT;
 	/* The name the code had when captured: another code object at a reused address fails. */
-	if (name_check &&
-	    word_at(buf, l->co_qualname >= 0 ? l->co_qualname : l->co_name) != name_check)
+	if ((name_check &&
+	     word_at(buf, l->co_qualname >= 0 ? l->co_qualname : l->co_name) != name_check) ||
+	    (file_check && word_at(buf, l->co_filename) != file_check))
+		return -ESTALE;
+	/* A freed object whose memory nothing reused yet keeps its fields, and a reference count
+	 * of 0 (or, in a pymalloc pool, the next free block's address there): not the code. */
+	if ((name_check || file_check) && !py_refcnt_live(word_at(buf, 0)))
 		return -ESTALE;
 	memcpy(&first, buf + l->co_firstlineno, sizeof(first));
 	out->firstlineno = first;

@@ -101,13 +101,26 @@ struct py_code_info {
 
 /*
  * The code object at @code of @pid, read now, for a frame captured elsewhere (the kernel, at a
- * dlopen). @name_check, when not 0, is the code's co_qualname (3.11+) or co_name pointer when
- * captured: a code object freed since and its address reused by another fails it. Returns 0;
- * -ESTALE for a reused address; -EFAULT when not a readable code object.
+ * dlopen). @name_check and @file_check, when not 0, are the code's co_qualname (3.11+) or
+ * co_name pointer and its co_filename pointer when captured: a code object freed since and its
+ * address reused by another fails them, and with them a freed one whose memory nothing reused
+ * yet (its reference count 0). Its name and file may have been freed and reused too: the caller
+ * compares them with what it captured. Returns 0; -ESTALE for a reused address or a freed code;
+ * -EFAULT when not a readable code object.
  */
 int py_code__read(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t name_check,
-		  struct py_code_info *out);
+		  uint64_t file_check, struct py_code_info *out);
 void py_code_info__clear(struct py_code_info *c);
+/*
+ * Can @refcnt, an object's first word, be a live object's reference count? A freed object's
+ * memory keeps 0 there until reused, or a free list's pointer (pymalloc); immortal objects
+ * (3.12+) count 2^30 - 1 or 2^32 - 1, far below 2^40.
+ */
+static inline bool py_refcnt_live(uint64_t refcnt)
+{
+	return refcnt && refcnt < 1ULL << 40;
+}
+
 /* The str object at @addr of @pid as UTF-8 (malloc'd); NULL when it is not a readable str. */
 char *py_str__read(const struct py_interp *pi, pid_t pid, uint64_t addr);
 #endif
