@@ -16,8 +16,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 build = sys.argv[1] if len(sys.argv) > 1 else "build"
-dlscope = os.path.join(ROOT, "dlscope") if build.rstrip("/").endswith("build") else \
-    os.path.join(build, "dlscope")
+# The build folder's own binary (another build's, to compare), else the checkout's ./dlscope.
+dlscope = os.path.join(build, "dlscope") if os.path.exists(os.path.join(build, "dlscope")) \
+    else os.path.join(ROOT, "dlscope")
 PY = "/usr/bin/python3"
 JAVA = "/usr/lib/jvm/java-17-openjdk-amd64/bin"
 
