@@ -118,17 +118,23 @@ def is_root():
     return os.geteuid() == 0
 
 
+def thread_states(pid):
+    """{tid: state letter} of every thread of PID, from /proc."""
+    states = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states[int(tid)] = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            pass
+    return states
+
+
 def wait_idle(pid, timeout=5.0):
     """Wait until no thread of PID is running (spinning pool threads go to sleep)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        states = []
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                    states.append(f.read().rsplit(")", 1)[1].split()[0])
-            except OSError:
-                pass
+        states = list(thread_states(pid).values())
         if states and "R" not in states:
             return
         time.sleep(0.02)

@@ -42,26 +42,14 @@ def test_two_openmp_runtimes_are_an_error_with_both_named():
         assert "error dup-openmp: 2 OpenMP runtimes" in text and "  fix: " in text
 
 
-def _thread_states(pid):
-    """{tid: state} of every thread of PID, from /proc."""
-    states = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                states[int(tid)] = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            pass
-    return states
-
-
 def _pool_counts(pid, impl):
     """check --json's pool threads of runtime IMPL, with /proc's states of the pool's threads read
     before and after (every thread but the main one is a pool thread in these fixtures): taken
     again until both reads agree, so that a thread that changed state meanwhile cannot count."""
     for _ in range(10):
-        before = _thread_states(pid)
+        before = harness.thread_states(pid)
         doc = json.loads(dlscope("check", "--json", pid, check=None).stdout)
-        after = _thread_states(pid)
+        after = harness.thread_states(pid)
         if before == after:
             break
     else:

@@ -349,6 +349,21 @@ def test_pocl_is_the_icd_loaders_dlopen_not_under_its_device_plugin():
         assert_forest_follows_the_link_map(objs)
 
 
+def assert_agrees_with_threadpoolctl(tp, proc, what=""):
+    """Every runtime threadpoolctl lists (TP) is in check's inventory (PROC) with its file,
+    version, thread count and threading layer."""
+    by_file = {r["real_path"]: r for r in proc["runtimes"]}
+    assert tp, "threadpoolctl found nothing"
+    for entry in tp:
+        r = by_file.get(entry["filepath"])
+        assert r, f"{entry} missing from {proc['runtimes']}"
+        if entry.get("version"):
+            assert r["version"] == entry["version"], (entry, r)
+        assert r["num_threads"] == entry["num_threads"], (what, entry, r)
+        if entry.get("threading_layer"):
+            assert r["threading_layer"] == entry["threading_layer"], (entry, r)
+
+
 def test_threadpoolctl_agrees():
     """Every runtime threadpoolctl lists is in the inventory with its file, version, threads."""
     cases = [
@@ -370,16 +385,7 @@ def test_threadpoolctl_agrees():
             p = dlscope("check", "--json", fx.pid, check=None)
             proc = json.loads(p.stdout)["processes"][0]
             assert_clean(proc["findings"], f"{imports} {env}")
-            by_file = {r["real_path"]: r for r in proc["runtimes"]}
-            assert tp, "threadpoolctl found nothing"
-            for entry in tp:
-                r = by_file.get(entry["filepath"])
-                assert r, f"{entry} missing from {proc['runtimes']}"
-                if entry.get("version"):
-                    assert r["version"] == entry["version"], (entry, r)
-                assert r["num_threads"] == entry["num_threads"], (env, entry, r)
-                if entry.get("threading_layer"):
-                    assert r["threading_layer"] == entry["threading_layer"], (entry, r)
+            assert_agrees_with_threadpoolctl(tp, proc, env)
 
 
 def test_torch_beside_numba_is_clean():
@@ -470,17 +476,6 @@ def test_lint_finds_no_corrupt_file_among_debian_objects():
     assert corrupt == [], corrupt
 
 
-def _thread_states(pid):
-    states = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                states[int(tid)] = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            pass
-    return states
-
-
 # Octave's A*A and R's %*% call Debian's OpenBLAS (pthreads): in a loop its pool threads compute
 # (state R), after one multiply they sleep. The first multiply is done before "ready".
 DGEMM_PROGRAMS = {
@@ -504,9 +499,9 @@ def _dgemm_pool(program, loop):
     with Fixture(argv(loop), ready_timeout=60) as fx:
         if not loop:
             harness.wait_idle(fx.pid, timeout=10)
-        before = _thread_states(fx.pid)
+        before = harness.thread_states(fx.pid)
         p = dlscope("check", "--json", fx.pid, check=None, timeout=120)
-        after = _thread_states(fx.pid)
+        after = harness.thread_states(fx.pid)
         text = dlscope("check", fx.pid, check=None, timeout=120).stdout
     proc = json.loads(p.stdout)["processes"][0]
     blas = runtimes_by_impl(proc)["openblas"][0]

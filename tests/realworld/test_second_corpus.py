@@ -109,14 +109,7 @@ def test_numba_torch_numpy_scipy_sklearn_agree_with_threadpoolctl():
         p = dlscope("check", "--json", fx.pid, check=None, timeout=120)
         proc = json.loads(p.stdout)["processes"][0]
         assert_no_warning(proc["findings"], "numba, torch, numpy, scipy, sklearn")
-        by_file = {r["real_path"]: r for r in proc["runtimes"]}
-        assert tp, "threadpoolctl found nothing"
-        for entry in tp:
-            r = by_file.get(entry["filepath"])
-            assert r, f"{entry} missing from {proc['runtimes']}"
-            if entry.get("version"):
-                assert r["version"] == entry["version"], (entry, r)
-            assert r["num_threads"] == entry["num_threads"], (entry, r)
+        rw.assert_agrees_with_threadpoolctl(tp, proc, "numba, torch, numpy, scipy, sklearn")
         # One OpenMP runtime shared by numba's omppool and torch: threadpoolctl saw one too.
         omp = [r for r in proc["runtimes"] if r["kind"] == "openmp"]
         assert len(omp) == len([e for e in tp if e["user_api"] == "openmp"]) == 1, omp
