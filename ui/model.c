@@ -403,7 +403,7 @@ static int apply_loaded(struct model *m, const json_t *rec)
 		names[i] = json_string_value(v) ? json_string_value(v) : "?";
 	json_array_foreach (roles, i, v) {
 		const char *name = str_of(v, "name"), *ver = str_of(v, "version");
-		const char *front = str_of(v, "front_of");
+		const char *front = str_of(v, "front_of"), *label = str_of(v, "label");
 
 		snprintf(r[i].kind, sizeof(r[i].kind), "%s",
 			 str_of(v, "kind") ? str_of(v, "kind") : "?");
@@ -412,6 +412,8 @@ static int apply_loaded(struct model *m, const json_t *rec)
 		r[i].front = front != NULL;
 		if (front)
 			snprintf(r[i].label, sizeof(r[i].label), "front of %s", front);
+		else if (label) /* its versions named (a trace of an older dlscope has none) */
+			snprintf(r[i].label, sizeof(r[i].label), "%s", label);
 		else
 			snprintf(r[i].label, sizeof(r[i].label), "%s%s%s", name ? name : r[i].impl,
 				 ver ? " " : "", ver ? ver : "");

@@ -88,6 +88,41 @@ def test_running_pool_threads_are_the_threads_proc_says_run():
             assert want in text, (want, text)
 
 
+def deb_version(pkg):
+    return subprocess.run(["dpkg-query", "-W", "-f", "${Version}", pkg], capture_output=True,
+                          text=True).stdout
+
+
+def test_versions_name_releases_apart_from_openmp_levels():
+    """libgomp's 5.1 is its OpenMP version node and libomp's 5.0.20140926 its KMP banner, not
+    releases: each runtime names the release it belongs to (read from the object, here Debian's
+    GCC and LLVM packages) apart from the OpenMP level, and libstdc++ its GLIBCXX_ node with the
+    GCC it came with. JSON keeps "version" as it was (threadpoolctl compares it)."""
+    gcc = deb_version("libgomp1").split(".")[0]
+    llvm = ".".join(deb_version("libomp5-14").split(":")[-1].split(".")[:2])
+    if not gcc or not llvm:
+        raise Skip("libgomp1 or libomp5-14 is not installed")
+    with Fixture(["dlopen_list", "libgomp.so.1", "libomp.so.5", f"{LIB}/libstdc++.so.6"]) as fx:
+        wait_idle(fx.pid)
+        text = dlscope("check", fx.pid, check=1).stdout
+        _, doc = check_json(fx.pid)
+    rt = {r["impl"]: r for r in doc["processes"][0]["runtimes"]}
+    gomp, omp, cxx = rt["libgomp"], rt["libomp"], rt["libstdc++"]
+    assert gomp["version"] == "5.1" and gomp["version_kind"] == "symbol-version", gomp
+    assert (gomp["release_of"], gomp["release"], gomp["openmp_version"]) == \
+        ("GCC", gcc, "5.1"), gomp
+    assert omp["version"] == "5.0.20140926" and omp["version_kind"] == "kmp", omp
+    assert (omp["release_of"], omp["release"], omp["openmp_version"]) == \
+        ("LLVM", llvm, "5.0"), omp
+    assert cxx["version"] == "3.4.30" and (cxx["release_of"], cxx["release"]) == ("GCC", gcc)
+    for label in (f"GNU libgomp (GCC {gcc}), OpenMP 5.1", f"LLVM libomp (LLVM {llvm}), OpenMP 5.0",
+                  f"GNU libstdc++ GLIBCXX_3.4.30 (GCC {gcc})"):
+        assert label in text, (label, text)
+        assert any(r["label"] == label for r in rt.values()), (label, rt)
+    # No OpenMP level or banner date reads as a release anywhere in the text.
+    assert "libgomp 5.1" not in text and "20140926" not in text, text
+
+
 def test_two_openblas_builds_are_a_second_blas():
     with Fixture(["two_blas"]) as fx:
         f = only(check_json(fx.pid)[0], "dup-blas")[0]
@@ -133,7 +168,7 @@ def test_static_libstdcxx_beside_shared():
                   fixture_path("libcxx_ext_static.so")]) as fx:
         f = only(check_json(fx.pid)[0], "dup-cxx-runtime")[0]
         ev = "\n".join(f["evidence"])
-        assert "libstdc++.so.6: GNU libstdc++ GLIBCXX_3.4.30 (shared)" in ev, ev
+        assert "libstdc++.so.6: GNU libstdc++ GLIBCXX_3.4.30 (GCC 12), shared" in ev, ev
         assert "libcxx_ext_static.so: a statically linked libstdc++ (GCC 12" in ev, ev
         assert "with hidden symbols" in ev
 

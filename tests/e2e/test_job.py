@@ -3,6 +3,7 @@ exec'd with RANK/LOCAL_RANK/WORLD_SIZE) and on a real torchrun job (Debian's pyt
 gloo on CPU) in which one rank stops before the collective."""
 import json
 import os
+import re
 import socket
 import subprocess
 import tempfile
@@ -140,8 +141,11 @@ def test_check_job_reports_rank_2s_extra_libgomp():
         ids = [f["id"] for f in doc["job_findings"]]
         assert "rank-objects" in ids and "rank-environment" not in ids, ids
         f = [f for f in doc["job_findings"] if f["id"] == "rank-objects"][0]
-        assert f["evidence"] == [f"{vendored} (version 5.1, build-id {objs[0]['build_id'][:12]}): "
-                                 "in rank 2, not in ranks 0-1,3"], f["evidence"]
+        # The copy named with its release and OpenMP level, not "version 5.1" (its GOMP_ node).
+        assert re.fullmatch(r"GNU libgomp \(GCC \d+\), OpenMP 5\.1", objs[0]["label"]), objs
+        assert f["evidence"] == [f"{vendored} ({objs[0]['label']}, build-id "
+                                 f"{objs[0]['build_id'][:12]}): in rank 2, not in ranks 0-1,3"], \
+            f["evidence"]
         assert doc["diff"]["environment"] == []
         text = dlscope("check", "--job", ranks[3], check=1).stdout
         assert "\nrank 2, process %d (job_launcher)" % ranks[2] in text

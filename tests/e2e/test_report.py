@@ -1,5 +1,6 @@
 """dlscope report: one Markdown file for a bug report, checked section by section on the seed
 fixtures (two OpenMP runtimes, a deadlock, a crash, a trace), its size limit and --redact."""
+import json
 import os
 import re
 import shutil
@@ -7,6 +8,63 @@ import socket
 import tempfile
 
 from harness import Fixture, Skip, dlscope, fixture_path, is_root, wait_idle
+
+
+def md_cells(row):
+    """The cells of a Markdown table row: split at the pipes that no backslash escapes."""
+    cells, cur, i = [], "", 0
+    while i < len(row):
+        if row[i] == "\\" and i + 1 < len(row):
+            cur += row[i:i + 2]
+            i += 2
+            continue
+        if row[i] == "|":
+            cells.append(cur)
+            cur = ""
+        else:
+            cur += row[i]
+        i += 1
+    return cells[1:]
+
+
+def assert_tables(md):
+    """Every table of the report: each row has its header's cells, and every bold or code span
+    opens and closes inside one cell (no literal asterisks on GitHub). Rendered too, when a
+    Markdown renderer with tables is installed."""
+    lines, i, tables = md.splitlines(), 0, 0
+    while i < len(lines):
+        if not (lines[i].startswith("|") and i + 1 < len(lines) and
+                re.match(r"^\|( *:?-+:? *\|)+$", lines[i + 1])):
+            i += 1
+            continue
+        tables += 1
+        n = len(md_cells(lines[i]))
+        j = i + 1
+        while j < len(lines) and lines[j].startswith("|"):
+            cells = md_cells(lines[j])
+            assert len(cells) == n, (n, lines[i], lines[j])
+            for c in cells:
+                plain = re.sub(r"\\.", "", c)
+                plain = re.sub(r"(`+)(.+?)\1", "", plain)      # code spans
+                assert plain.count("`") == 0, ("a code span across cells", lines[j])
+                assert plain.count("**") % 2 == 0, ("bold across cells", lines[j])
+            j += 1
+        i = j
+    try:
+        import markdown  # noqa: F401 (python3-markdown, when installed)
+    except ImportError:
+        return tables
+    html = markdown.markdown(md, extensions=["tables"])
+    for table in re.findall(r"<table>.*?</table>", html, re.S):
+        widths = {len(re.findall(r"<t[hd]", tr)) for tr in re.findall(r"<tr>.*?</tr>", table, re.S)}
+        assert len(widths) == 1, table
+    return tables
+
+
+def runtime_rows(md, who):
+    """The rows of the Runtimes table for process label @who: [cells]."""
+    return [md_cells(l) for l in sections(md)["Runtimes"].splitlines()
+            if l.startswith(f"| {who} ")]
 
 
 def sections(md):
@@ -36,6 +94,63 @@ def test_report_on_two_openmp_runtimes():
     assert len(rows) >= 2 and all("(duplicate)" in r for r in rows[:2]), rows
     assert "openmp" in rows[0] and "openmp" in rows[1], rows
     assert f"dlscope check {fx.pid}" in s["Reproduce"]
+    assert assert_tables(md) == 2
+    # The versions are named: the releases apart from the OpenMP levels, no KMP date.
+    cells = {c[3].strip(): c[4].strip() for c in runtime_rows(md, f"{fx.pid} (two_omp)")}
+    assert re.fullmatch(r"GCC \d+(\.\d+)*, OpenMP \d\.\d", cells["GNU libgomp"]), cells
+    assert re.fullmatch(r"LLVM \d+\.\d+(\.\d+)?, OpenMP \d\.\d", cells["LLVM libomp"]), cells
+
+
+def test_report_escapes_what_the_data_says():
+    """A process named with Markdown's metacharacters: its name is escaped in every cell and
+    line, and the tables keep their cells."""
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "md|*_x`")
+        shutil.copy(fixture_path("two_omp"), exe)
+        with Fixture([exe]) as fx:
+            wait_idle(fx.pid)
+            md = dlscope("report", fx.pid, check=0).stdout
+    assert md.startswith(f"# dlscope report: process {fx.pid} (md\\|\\*\\_x\\`)\n"), md[:200]
+    assert assert_tables(md) == 2
+    rows = runtime_rows(md, f"{fx.pid} (md\\|\\*\\_x\\`)")
+    assert len(rows) == 2 and all(r[1].strip() == "**openmp**" and
+                                  r[2].strip() == "(duplicate)" for r in rows), rows
+    assert f"In process {fx.pid} (md\\|\\*\\_x\\`)." in sections(md)["Findings"]
+
+
+def test_report_on_a_trace_counts_runtimes_as_check_does():
+    """numpy loads OpenBLAS through Debian's fronts libblas.so.3 and liblapack.so.3: the report
+    of a trace of it lists one BLAS runtime with its two fronts, as check says of the same
+    process, runtime by runtime, and names the process by the comm the trace has."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    code = "import numpy, time; print('ready', flush=True); time.sleep(600)"
+    with Fixture(["/usr/bin/python3", "-c", code]) as fx, tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "numpy.jsonl")
+        # Attached to: the trace starts with the process's whole graph, and no event names it.
+        dlscope("record", "-o", trace, "--duration", "1", "-p", fx.pid, check=0, timeout=60)
+        live = json.loads(dlscope("check", "--json", fx.pid, check=None).stdout)
+        # libs counts them as check does: one BLAS runtime and its fronts.
+        assert "BLAS/LAPACK x1 (+2 fronts)" in dlscope("libs", fx.pid, check=0).stdout
+        md = dlscope("report", trace, check=0).stdout
+        doc = json.loads(dlscope("check", "--json", trace, check=0).stdout)
+    s = sections(md)
+    assert "(?)" not in md, md
+    assert assert_tables(md) >= 2
+    rows = [md_cells(l) for l in s["Runtimes"].splitlines() if re.match(r"\| \d", l)]
+    assert rows and all(r[0] == f" {fx.pid} (python3) " for r in rows), rows
+    blas = [r for r in rows if r[1].strip() == "blas"]
+    assert len(blas) == 1 and blas[0][2].strip() == "" and "OpenBLAS" in blas[0][3], rows
+    assert "fronts: `libblas.so.3`, `liblapack.so.3`" in blas[0][5], blas
+    assert "(duplicate)" not in s["Runtimes"], s["Runtimes"]
+    want = sorted((r["kind"], r["path"], sorted(os.path.basename(f) for f in r["fronts"]))
+                  for r in live["processes"][0]["runtimes"])
+    got = sorted((r[1].strip().strip("*"), re.match(r" `([^`]*)`", r[5]).group(1),
+                  sorted(re.findall(r"`([^`]*)`", r[5].split("; fronts:")[1]))
+                  if "; fronts:" in r[5] else []) for r in rows)
+    assert got == want, (got, want)
+    # check TRACE lists only processes with a finding: none here, but it saw this one.
+    assert doc["processes_seen"] >= 1 and doc["processes"] == [], doc
 
 
 def test_report_on_a_deadlock_shows_the_threads_and_the_verdict():

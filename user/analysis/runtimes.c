@@ -305,6 +305,11 @@ bool runtimes__one_runtime(const struct libgraph *g, unsigned int a, unsigned in
 	return implementation(g, a, kind) == implementation(g, b, kind);
 }
 
+bool runtimes__is_front(const struct libgraph *g, unsigned int id, enum role_kind kind)
+{
+	return implementation(g, id, kind) != id;
+}
+
 int runtimes__front_of(const struct libgraph *g, unsigned int id)
 {
 	const struct obj_roles *r = lg_object__roles(g->objs[id]);
@@ -324,19 +329,35 @@ void runtimes__describe_role(const struct libgraph *g, unsigned int id, unsigned
 	const struct obj_role *r = &lg_object__roles(g->objs[id])->r[k];
 	unsigned int impl = implementation(g, id, r->kind);
 	const struct obj_role *ir;
+	char label[256];
 
 	if (impl == id || !(ir = obj_roles__find(lg_object__roles(g->objs[impl]), r->kind))) {
 		obj_role__describe(r, buf, len);
 		return;
 	}
-	snprintf(buf, len, "%s: front of %s (%s%s%s)", role_kind__label(r->kind),
-		 lg_object__basename(g->objs[impl]), role_impl__name(ir->impl),
-		 ir->version[0] ? " " : "", ir->version);
+	obj_role__label(ir, label, sizeof(label));
+	snprintf(buf, len, "%s: front of %s (%s)", role_kind__label(r->kind),
+		 lg_object__basename(g->objs[impl]), label);
+}
+
+/* A libstdc++ linked into @o, as a role: released with the GCC its .comment names. */
+static bool static_cxx_role(const struct lg_object *o, struct obj_role *r)
+{
+	if (!o->elf || !roles__static_libstdcxx(o->elf, NULL, 0))
+		return false;
+	*r = (struct obj_role){ .kind = ROLE_CXX_RUNTIME, .impl = IMPL_LIBSTDCXX };
+	roles__static_libstdcxx(o->elf, r->release, sizeof(r->release));
+	if (r->release[0]) {
+		snprintf(r->release_of, sizeof(r->release_of), "GCC");
+		r->release_from = RELEASE_COMMENT;
+	}
+	return true;
 }
 
 json_t *runtimes__roles_json(const struct libgraph *g, unsigned int id)
 {
 	const struct obj_roles *r = lg_object__roles(g->objs[id]);
+	struct obj_roles copy = { .n = 1 };
 	json_t *arr = obj_roles__to_json(r), *v;
 	size_t i;
 
@@ -346,16 +367,47 @@ json_t *runtimes__roles_json(const struct libgraph *g, unsigned int id)
 		if (impl != id)
 			json_object_set_new(v, "front_of", json_string(g->objs[impl]->path));
 	}
+	/* A libstdc++ linked into the object: the C++ runtime of its own that check counts. */
+	if (arr && !obj_roles__find(r, ROLE_CXX_RUNTIME) &&
+	    static_cxx_role(g->objs[id], &copy.r[0])) {
+		json_t *one = obj_roles__to_json(&copy);
+
+		v = json_array_get(one, 0);
+		if (v) {
+			json_object_set_new(v, "static", json_true());
+			json_array_append(arr, v);
+		}
+		json_decref(one);
+	}
 	return arr;
+}
+
+void runtimes__group(const struct rt_ref *refs, size_t n, size_t *owner)
+{
+	for (size_t i = 0; i < n; i++) {
+		owner[i] = i;
+		if (refs[i].impl == refs[i].self)
+			continue;
+		/* A front: the runtime of its kind on the object it forwards to. */
+		for (size_t j = 0; j < n; j++)
+			if (refs[j].kind == refs[i].kind && refs[j].self == refs[i].impl &&
+			    refs[j].impl == refs[j].self) {
+				owner[i] = j;
+				break;
+			}
+	}
 }
 
 /* The inventory, or with @only >= 0 its runtimes of that kind alone (no other kind's cost). */
 static int collect(const struct libgraph *g, const struct target *t, const struct threadscan *ts,
 		   int only, struct runtime_list *out)
 {
-	size_t cap = 0;
+	struct rt_ref *refs = NULL;
+	struct runtime *rs = NULL;
+	size_t n = 0, cap = 0, rcap = 0, *owner = NULL, *at = NULL;
 
 	memset(out, 0, sizeof(*out));
+	/* Every runtime role of every object, with the object it forwards to. */
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
 		const struct obj_roles *roles = lg_object__roles(o);
@@ -363,70 +415,216 @@ static int collect(const struct libgraph *g, const struct target *t, const struc
 
 		if (o->gone)
 			continue;
-		for (unsigned k = 0; k < roles->n; k++) {
-			struct runtime r = { .obj = o->id, .role = roles->r[k], .num_threads = -1 };
-			unsigned int to;
-
-			if (!role_kind__is_runtime(r.role.kind))
-				continue;
-			cxx |= r.role.kind == ROLE_CXX_RUNTIME;
-			if (only >= 0 && r.role.kind != (enum role_kind)only)
-				continue;
-			if (front_of_another(g, o->id, r.role.kind, &to))
-				continue; /* listed as a front of @to below */
-			pool_threads(g, ts, t ? t->pid : 0, o->id, r.role.kind, &r);
-			live_values(g, t, &r);
-			r.real_path = real_path(t, o);
-			if (!r.real_path || push(out, &cap, &r))
-				goto nomem;
-		}
-		/* A libstdc++ linked into an extension is a C++ runtime of its own. */
-		if (!cxx && (only < 0 || only == ROLE_CXX_RUNTIME) && o->elf &&
-		    roles__static_libstdcxx(o->elf, NULL, 0)) {
+		for (unsigned k = 0; k <= roles->n; k++) {
 			struct runtime r = { .obj = o->id,
-					     .static_copy = true,
 					     .num_threads = -1,
 					     .pool_threads = -1,
 					     .pool_running = -1 };
 
-			r.role.kind = ROLE_CXX_RUNTIME;
-			r.role.impl = IMPL_LIBSTDCXX;
-			roles__static_libstdcxx(o->elf, r.role.detail, sizeof(r.role.detail));
-			r.real_path = real_path(t, o);
-			if (!r.real_path || push(out, &cap, &r))
-				goto nomem;
-		}
-	}
-	/* Attach each front to the runtime it forwards to. */
-	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
-		const struct obj_roles *roles = lg_object__roles(o);
-
-		for (unsigned k = 0; !o->gone && k < roles->n; k++) {
-			unsigned int to;
-
-			if (!role_kind__is_runtime(roles->r[k].kind) ||
-			    !front_of_another(g, o->id, roles->r[k].kind, &to))
-				continue;
-			for (size_t j = 0; j < out->n; j++) {
-				struct runtime *r = &out->r[j];
-				unsigned int *nf;
-
-				if (r->role.kind != roles->r[k].kind || !needs(g, o->id, r->obj))
+			if (k < roles->n) {
+				r.role = roles->r[k];
+				if (!role_kind__is_runtime(r.role.kind))
 					continue;
-				nf = realloc(r->fronts, (r->n_fronts + 1) * sizeof(*nf));
-				if (!nf)
-					goto nomem;
-				r->fronts = nf;
-				r->fronts[r->n_fronts++] = o->id;
-				break;
+				cxx |= r.role.kind == ROLE_CXX_RUNTIME;
+			} else {
+				/* A libstdc++ linked into an extension is a C++ runtime of its own. */
+				if (cxx || (only >= 0 && only != ROLE_CXX_RUNTIME) ||
+				    !static_cxx_role(o, &r.role))
+					continue;
+				r.static_copy = true;
 			}
+			if (only >= 0 && r.role.kind != (enum role_kind)only)
+				continue;
+			if (n == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				struct rt_ref *nr = realloc(refs, ncap * sizeof(*nr));
+				struct runtime *nrs = realloc(rs, ncap * sizeof(*nrs));
+
+				if (nr)
+					refs = nr;
+				if (nrs)
+					rs = nrs;
+				if (!nr || !nrs)
+					goto nomem;
+				cap = ncap;
+			}
+			refs[n] = (struct rt_ref){
+				.kind = r.role.kind,
+				.self = o->id,
+				.impl = r.static_copy ? o->id :
+							implementation(g, o->id, r.role.kind)
+			};
+			rs[n++] = r;
 		}
 	}
+	owner = calloc(n ? n : 1, sizeof(*owner));
+	at = calloc(n ? n : 1, sizeof(*at));
+	if (!owner || !at)
+		goto nomem;
+	runtimes__group(refs, n, owner);
+	/* The runtimes, with their live values; then each front with its runtime. */
+	for (size_t i = 0; i < n; i++) {
+		struct runtime *r = &rs[i];
+		const struct lg_object *o = g->objs[r->obj];
+
+		if (owner[i] != i)
+			continue;
+		if (!r->static_copy) {
+			pool_threads(g, ts, t ? t->pid : 0, o->id, r->role.kind, r);
+			live_values(g, t, r);
+		}
+		r->real_path = real_path(t, o);
+		if (!r->real_path || push(out, &rcap, r)) {
+			free(r->real_path);
+			goto nomem;
+		}
+		at[i] = out->n - 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct runtime *r;
+		unsigned int *nf;
+
+		if (owner[i] == i)
+			continue;
+		r = &out->r[at[owner[i]]];
+		nf = realloc(r->fronts, (r->n_fronts + 1) * sizeof(*nf));
+		if (!nf)
+			goto nomem;
+		r->fronts = nf;
+		r->fronts[r->n_fronts++] = rs[i].obj;
+	}
+	free(refs);
+	free(rs);
+	free(owner);
+	free(at);
 	return 0;
 nomem:
+	free(refs);
+	free(rs);
+	free(owner);
+	free(at);
 	runtimes__free(out);
 	return -ENOMEM;
+}
+
+/* The loaded record (an index into @recs) whose path is @path, in namespace @ns if one is. */
+static long record_of(const json_t *recs, const char *path, json_int_t ns)
+{
+	const json_t *rec;
+	long any = -1;
+	size_t i;
+
+	json_array_foreach (recs, i, rec) {
+		if (!path || strcmp(json_string_value(json_object_get(rec, "path")) ?: "", path))
+			continue;
+		if (json_integer_value(json_object_get(rec, "namespace")) == ns)
+			return (long)i;
+		if (any < 0)
+			any = (long)i;
+	}
+	return any;
+}
+
+static json_t *copy_or_null(const json_t *v)
+{
+	return v ? json_copy((json_t *)v) : json_null();
+}
+
+json_t *runtimes__from_loaded(const json_t *recs)
+{
+	struct rt_ref *refs = calloc(1, sizeof(*refs));
+	const json_t **roles = calloc(1, sizeof(*roles));
+	size_t n = 0, cap = 1, *owner = NULL, i;
+	json_t *out = json_array(), *rec, *role, **made = NULL;
+
+	if (!refs || !roles || !out)
+		goto nomem;
+	json_array_foreach (recs, i, rec) {
+		size_t k;
+
+		json_array_foreach (json_object_get(rec, "roles"), k, role) {
+			int kind =
+				role_kind__parse(json_string_value(json_object_get(role, "kind")));
+			const char *front = json_string_value(json_object_get(role, "front_of"));
+			long impl = (long)i;
+
+			if (kind < 0 || !json_is_true(json_object_get(role, "runtime")))
+				continue;
+			/* The trace says what it forwards to: the path of that object. */
+			if (front)
+				impl = record_of(
+					recs, front,
+					json_integer_value(json_object_get(rec, "namespace")));
+			if (n == cap) {
+				struct rt_ref *nr = realloc(refs, cap * 2 * sizeof(*nr));
+				const json_t **nro = realloc(roles, cap * 2 * sizeof(*nro));
+
+				if (nr)
+					refs = nr;
+				if (nro)
+					roles = nro;
+				if (!nr || !nro)
+					goto nomem;
+				cap *= 2;
+			}
+			/* A front of an object the trace never loaded is shown as what it is. */
+			refs[n] = (struct rt_ref){ .kind = (enum role_kind)kind,
+						   .self = (long)i,
+						   .impl = impl < 0 ? (long)i : impl };
+			roles[n++] = role;
+		}
+	}
+	owner = calloc(n ? n : 1, sizeof(*owner));
+	made = calloc(n ? n : 1, sizeof(*made));
+	if (!owner || !made)
+		goto nomem;
+	runtimes__group(refs, n, owner);
+	for (i = 0; i < n; i++) {
+		const json_t *r = roles[i], *v;
+		const char *key;
+		json_t *one;
+
+		rec = json_array_get(recs, (size_t)refs[i].self);
+		if (owner[i] != i)
+			continue;
+		/* RUNTIME's form: the role's fields, and null for what only a live process has. */
+		one = json_pack(
+			"{s:O, s:O, s:O, s:o, s:n, s:O, s:n, s:b, s:n, s:n, s:n, s:n, s:[], "
+			"s:o}",
+			"kind", json_object_get(r, "kind"), "impl", json_object_get(r, "impl"),
+			"name", json_object_get(r, "name"), "version",
+			copy_or_null(json_object_get(r, "version")), "object", "path",
+			json_object_get(rec, "path"), "real_path", "static",
+			json_is_true(json_object_get(r, "static")), "threading_layer",
+			"num_threads", "num_threads_from", "pool_threads", "fronts", "package",
+			copy_or_null(json_object_get(rec, "package")));
+		if (!one || json_array_append_new(out, one))
+			goto nomem;
+		json_object_foreach ((json_t *)r, key, v)
+			if (!json_object_get(one, key) && strcmp(key, "detail") &&
+			    strcmp(key, "runtime") && strcmp(key, "front_of"))
+				json_object_set(one, key, (json_t *)v);
+		made[i] = one;
+	}
+	/* Then each front under its runtime, as a live inventory lists them. */
+	for (i = 0; i < n; i++)
+		if (owner[i] != i &&
+		    json_array_append(json_object_get(made[owner[i]], "fronts"),
+				      json_object_get(json_array_get(recs, (size_t)refs[i].self),
+						      "path")))
+			goto nomem;
+	free(refs);
+	free(roles);
+	free(owner);
+	free(made);
+	return out;
+nomem:
+	free(refs);
+	free(roles);
+	free(owner);
+	free(made);
+	json_decref(out);
+	return NULL;
 }
 
 int runtimes__collect(const struct libgraph *g, const struct target *t, const struct threadscan *ts,
@@ -472,17 +670,13 @@ static void describe(const struct runtime *r, const struct libgraph *g, char *bu
 	const struct lg_object *o = g->objs[r->obj];
 	size_t used;
 
-	used = (size_t)snprintf(buf, len, "%s%s%s", role_impl__name(r->role.impl),
-				r->role.version[0] ? " " : "", r->role.version);
+	obj_role__label(&r->role, buf, len);
+	used = strlen(buf);
 	if (r->static_copy)
 		used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
-					 ", linked statically into %s%s%s", o->path,
-					 r->role.detail[0] ? " (GCC " : "",
-					 r->role.detail[0] ? r->role.detail : "");
+					 ", linked statically into %s", o->path);
 	else
 		used += (size_t)snprintf(buf + used, used < len ? len - used : 0, ": %s", o->path);
-	if (r->static_copy && r->role.detail[0])
-		used += (size_t)snprintf(buf + used, used < len ? len - used : 0, ")");
 	if (!r->static_copy && r->real_path && strcmp(r->real_path, o->path))
 		used += (size_t)snprintf(buf + used, used < len ? len - used : 0, " -> %s",
 					 r->real_path);
@@ -539,30 +733,27 @@ json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g
 	for (size_t i = 0; arr && i < l->n; i++) {
 		const struct runtime *r = &l->r[i];
 		const struct lg_object *o = g->objs[r->obj];
-		json_t *fronts = json_array();
+		json_t *fronts = json_array(), *one;
 
 		for (size_t f = 0; fronts && f < r->n_fronts; f++)
 			json_array_append_new(fronts, json_string(g->objs[r->fronts[f]]->path));
-		json_array_append_new(
-			arr,
-			json_pack(
-				"{s:s, s:s, s:s, s:s?, s:I, s:s, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o, s:o, s:o}",
-				"kind", role_kind__id(r->role.kind), "impl",
-				role_impl__id(r->role.impl), "name", role_impl__name(r->role.impl),
-				"version", r->role.version[0] ? r->role.version : NULL, "object",
-				(json_int_t)o->id, "path", o->path, "real_path", r->real_path,
-				"static", r->static_copy, "threading_layer",
-				r->threading[0] ? r->threading : NULL, "num_threads",
-				r->num_threads > 0 ? json_integer(r->num_threads) : json_null(),
-				"num_threads_from",
-				r->num_threads_from ? json_string(r->num_threads_from) :
-						      json_null(),
-				"pool_threads",
-				r->pool_threads >= 0 ? json_integer(r->pool_threads) : json_null(),
-				"pool_threads_running",
-				r->pool_running >= 0 ? json_integer(r->pool_running) : json_null(),
-				"fronts", fronts ? fronts : json_array(), "package",
-				pkg_owner__to_json(o->pkg)));
+		one = json_pack(
+			"{s:s, s:s, s:s, s:s?, s:I, s:s, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o, s:o, s:o}",
+			"kind", role_kind__id(r->role.kind), "impl", role_impl__id(r->role.impl),
+			"name", role_impl__name(r->role.impl), "version",
+			r->role.version[0] ? r->role.version : NULL, "object", (json_int_t)o->id,
+			"path", o->path, "real_path", r->real_path, "static", r->static_copy,
+			"threading_layer", r->threading[0] ? r->threading : NULL, "num_threads",
+			r->num_threads > 0 ? json_integer(r->num_threads) : json_null(),
+			"num_threads_from",
+			r->num_threads_from ? json_string(r->num_threads_from) : json_null(),
+			"pool_threads",
+			r->pool_threads >= 0 ? json_integer(r->pool_threads) : json_null(),
+			"pool_threads_running",
+			r->pool_running >= 0 ? json_integer(r->pool_running) : json_null(), "fronts",
+			fronts ? fronts : json_array(), "package", pkg_owner__to_json(o->pkg));
+		obj_role__json_versions(&r->role, one);
+		json_array_append_new(arr, one);
 	}
 	return arr;
 }

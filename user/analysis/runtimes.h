@@ -46,6 +46,9 @@ struct runtime_list {
 bool runtimes__one_runtime(const struct libgraph *g, unsigned int a, unsigned int b,
 			   enum role_kind kind);
 
+/* Does object @id forward its role of kind @kind to another object (a front)? */
+bool runtimes__is_front(const struct libgraph *g, unsigned int id, enum role_kind kind);
+
 /* The object @id is a front for (libblas.so.3 -> libopenblas.so.0), or -1 when it is none. */
 int runtimes__front_of(const struct libgraph *g, unsigned int id);
 
@@ -58,6 +61,28 @@ void runtimes__describe_role(const struct libgraph *g, unsigned int id, unsigned
 
 /* Object @id's roles as JSON (graph_export's form), a front's with "front_of": the path. */
 json_t *runtimes__roles_json(const struct libgraph *g, unsigned int id);
+
+/*
+ * The rule that makes an inventory of roles, the one check, libs, watch, report and check TRACE
+ * decide by: a role of an object that forwards to another object of its kind (a front: @impl,
+ * the key of that object, differs from @self) belongs to the runtime of that kind on that
+ * object; every other role is a runtime. The keys are the caller's (graph ids, trace records).
+ */
+struct rt_ref {
+	enum role_kind kind;
+	long self, impl;
+};
+/* Fills @owner[i]: the index of the runtime that @refs[i] belongs to (i for a runtime itself, and
+ * for a front whose runtime is not in @refs). */
+void runtimes__group(const struct rt_ref *refs, size_t n, size_t *owner);
+
+/*
+ * The inventory of a process of a trace, from its `loaded` records (@recs, JSON array, one per
+ * object: docs/trace-format.md): RUNTIME[] of docs/check-schema.md, each front (a role with
+ * `front_of`) under the runtime it forwards to, by runtimes__group as a live check; what only a
+ * live process shows (threads, real path, object id) is null. NULL without memory.
+ */
+json_t *runtimes__from_loaded(const json_t *recs);
 
 /*
  * The inventory of @g. @t (for live values: pool sizes, environment) and @ts (pool threads)

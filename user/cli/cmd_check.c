@@ -539,15 +539,15 @@ static void print_job_diff(const json_t *diff, size_t n_ranks)
 		printf("  objects not in every rank:\n");
 	json_array_foreach (objs, i, x) {
 		const char *bid = json_string_value(json_object_get(x, "build_id"));
-		const char *ver = json_string_value(json_object_get(x, "version"));
+		const char *label = json_string_value(json_object_get(x, "label"));
 		char in[256], notin[256];
 
 		ranks_text(json_object_get(x, "ranks"), in, sizeof(in));
 		ranks_text(json_object_get(x, "missing_in"), notin, sizeof(notin));
-		printf("    %s (version %s, build-id %.12s): in rank%s %s, not in rank%s %s\n",
-		       json_string_value(json_object_get(x, "path")), ver && *ver ? ver : "unknown",
-		       bid ? bid : "none", strpbrk(in, ",-") ? "s" : "", in,
-		       strpbrk(notin, ",-") ? "s" : "", notin);
+		printf("    %s (%s, build-id %.12s): in rank%s %s, not in rank%s %s\n",
+		       json_string_value(json_object_get(x, "path")),
+		       label ? label : "version unknown", bid ? bid : "none",
+		       strpbrk(in, ",-") ? "s" : "", in, strpbrk(notin, ",-") ? "s" : "", notin);
 	}
 	if (!json_array_size(env))
 		printf("  environment (*_NUM_THREADS, LD_*, NCCL_*, CUDA_VISIBLE_DEVICES): the same in every rank\n");

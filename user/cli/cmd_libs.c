@@ -163,7 +163,7 @@ static void print_header(const struct libgraph *g, FILE *f)
 
 static void print_summary(const struct libgraph *g, FILE *f)
 {
-	unsigned counts[ROLE__COUNT] = { 0 };
+	unsigned counts[ROLE__COUNT] = { 0 }, fronts[ROLE__COUNT] = { 0 };
 	bool any = false;
 
 	for (size_t i = 0; i < g->n; i++) {
@@ -171,13 +171,20 @@ static void print_summary(const struct libgraph *g, FILE *f)
 
 		if (g->objs[i]->gone)
 			continue;
-		for (unsigned k = 0; k < r->n; k++)
-			counts[r->r[k].kind]++;
+		/* A front is no runtime of its own: counted as check's inventory counts it. */
+		for (unsigned k = 0; k < r->n; k++) {
+			if (runtimes__is_front(g, g->objs[i]->id, r->r[k].kind))
+				fronts[r->r[k].kind]++;
+			else
+				counts[r->r[k].kind]++;
+		}
 	}
 	for (int k = 0; k < ROLE__COUNT; k++) {
 		if (!counts[k] || k == ROLE_LIBC || k == ROLE_LOADER)
 			continue;
 		fprintf(f, "%s%s x%u", any ? ", " : "runtimes: ", role_kind__label(k), counts[k]);
+		if (fronts[k])
+			fprintf(f, " (+%u front%s)", fronts[k], fronts[k] == 1 ? "" : "s");
 		any = true;
 	}
 	if (any)

@@ -179,47 +179,37 @@ static json_t *environment(pid_t pid, const json_t *stacks)
 	return env;
 }
 
-/* A trace: its header's host, its objects' runtimes, its findings, and a timeline. */
+/* A trace: its header's host and a timeline; its processes as check TRACE reads them. */
 struct from_trace {
 	json_t *env, *check, *timeline;
 	char host[256];
 	json_t *hosts; /* a merged trace's host names (dlscope merge), for --redact */
 };
 
-static bool is_runtime(const json_t *roles, const json_t **role)
+/* A runtime role of a loaded record, in words: "GNU libgomp (GCC 12), OpenMP 5.1 arrived",
+ * a front as what it forwards to ("front of /lib/.../libopenblas.so.0 arrived"). */
+static bool runtime_arrival(const json_t *rec, char *text, size_t len)
 {
 	const json_t *r;
 	size_t i;
 
-	json_array_foreach (roles, i, r)
-		if (json_is_true(json_object_get(r, "runtime"))) {
-			*role = r;
-			return true;
-		}
+	json_array_foreach (json_object_get(rec, "roles"), i, r) {
+		const char *front = json_string_value(json_object_get(r, "front_of"));
+
+		if (!json_is_true(json_object_get(r, "runtime")))
+			continue;
+		if (front)
+			snprintf(text, len, "front of %s arrived: %s", front,
+				 json_string_value(json_object_get(rec, "path")) ?: "?");
+		else
+			snprintf(text, len, "%s arrived: %s",
+				 json_string_value(json_object_get(r, "label"))	       ?:
+					 json_string_value(json_object_get(r, "name")) ?:
+											 "runtime",
+				 json_string_value(json_object_get(rec, "path")) ?: "?");
+		return true;
+	}
 	return false;
-}
-
-/* A process of the trace; in a merged one, PIDs of two hosts are two processes. */
-static json_t *process_of(json_t *procs, const json_t *rec)
-{
-	json_int_t pid = json_integer_value(json_object_get(rec, "pid"));
-	const json_t *host = json_object_get(rec, "host"), *rank = json_object_get(rec, "rank");
-	json_t *p;
-	size_t i;
-
-	json_array_foreach (procs, i, p)
-		if (json_integer_value(json_object_get(p, "pid")) == pid &&
-		    json_equal(json_object_get(p, "host") ?: json_null(), host ?: json_null()))
-			return p;
-	p = json_pack("{s:I, s:s, s:[], s:[]}", "pid", pid, "comm",
-		      json_string_value(json_object_get(rec, "comm")) ?: "?", "runtimes",
-		      "findings");
-	if (p && json_is_string(host))
-		json_object_set(p, "host", (json_t *)host);
-	if (p && json_is_integer(rank))
-		json_object_set(p, "rank", (json_t *)rank);
-	json_array_append_new(procs, p);
-	return p;
 }
 
 static int read_trace(const char *path, struct from_trace *tr, char *why, size_t whylen)
@@ -229,12 +219,10 @@ static int read_trace(const char *path, struct from_trace *tr, char *why, size_t
 	size_t cap = 0;
 	ssize_t len;
 	uint64_t t0 = 0;
-	json_t *procs = json_array();
 	bool header = false;
 
 	if (!f) {
 		snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
-		json_decref(procs);
 		return -errno;
 	}
 	tr->timeline = json_array();
@@ -257,7 +245,6 @@ static int read_trace(const char *path, struct from_trace *tr, char *why, size_t
 				json_decref(rec);
 				free(line);
 				fclose(f);
-				json_decref(procs);
 				json_decref(tr->timeline);
 				tr->timeline = NULL;
 				return -EINVAL;
@@ -291,24 +278,8 @@ static int read_trace(const char *path, struct from_trace *tr, char *why, size_t
 		}
 		t = (double)((uint64_t)json_integer_value(json_object_get(rec, "t")) - t0) / 1e9;
 		if (!strcmp(type, "loaded")) {
-			const json_t *role;
-
-			if (is_runtime(json_object_get(rec, "roles"), &role)) {
-				json_array_append_new(
-					json_object_get(process_of(procs, rec), "runtimes"),
-					json_pack("{s:O, s:O, s:O, s:O, s:O}", "kind",
-						  json_object_get(role, "kind"), "name",
-						  json_object_get(role, "name"), "version",
-						  json_object_get(role, "version"), "path",
-						  json_object_get(rec, "path"), "package",
-						  json_object_get(rec, "package") ?: json_null()));
-				snprintf(text, sizeof(text), "%s arrived: %s",
-					 json_string_value(json_object_get(role, "name")) ?:
-											    "runtime",
-					 json_string_value(json_object_get(rec, "path")) ?: "?");
-			}
+			runtime_arrival(rec, text, sizeof(text));
 		} else if (!strcmp(type, "finding")) {
-			json_array_append(json_object_get(process_of(procs, rec), "findings"), rec);
 			snprintf(text, sizeof(text), "finding %s: %s",
 				 json_string_value(json_object_get(rec, "id")) ?: "?",
 				 json_string_value(json_object_get(rec, "title")) ?: "");
@@ -334,12 +305,17 @@ static int read_trace(const char *path, struct from_trace *tr, char *why, size_t
 	fclose(f);
 	if (!header) {
 		snprintf(why, whylen, "%s is empty, not a dlscope trace", path);
-		json_decref(procs);
 		json_decref(tr->timeline);
 		tr->timeline = NULL;
 		return -EINVAL;
 	}
-	tr->check = json_pack("{s:o}", "processes", procs);
+	/* The processes, their names, runtimes and findings: what check TRACE says of them. */
+	tr->check = check__trace_doc(path, true, NULL, NULL, why, whylen);
+	if (!tr->check) {
+		json_decref(tr->timeline);
+		tr->timeline = NULL;
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -485,7 +461,7 @@ int cmd_report(int argc, char **argv)
 	struct report_in in = { .version = DLSCOPE_VERSION };
 	struct from_trace tr = { 0 };
 	char why[512] = "", title[512], captured[64], companion[4096], svgpath[4096], *invocation,
-	     *md = NULL, *extra = NULL;
+	     *md = NULL, *extra = NULL, *command = NULL;
 	char *users[64] = { 0 }, *hosts[64] = { 0 };
 	pid_t first_pid = 0;
 	int c, code, ret = DLS_EXIT_INSPECT;
@@ -570,11 +546,12 @@ int cmd_report(int argc, char **argv)
 			free(cmd);
 			goto fail;
 		}
-		snprintf(title, sizeof(title), "command `%s`", cmd);
+		snprintf(title, sizeof(title), "command");
+		in.title_code = cmd;
 		json_array_append_new(in.reproduce, json_sprintf("dlscope check -- %s", cmd));
 		json_array_append_new(in.reproduce,
 				      json_sprintf("dlscope record -o trace.jsonl -- %s", cmd));
-		free(cmd);
+		command = cmd; /* the title's, freed at the end */
 	} else if (optind + 1 == argc && !stat(argv[optind], &st) && S_ISREG(st.st_mode)) {
 		if (read_trace(argv[optind], &tr, why, sizeof(why)))
 			goto fail;
@@ -710,6 +687,7 @@ out:
 	free(md);
 	free(extra);
 	free(invocation);
+	free(command);
 	json_decref(in.check);
 	json_decref(in.stacks);
 	json_decref(in.env);

@@ -37,5 +37,14 @@ int cmd_merge(int argc, char **argv);
  */
 int check__trace(const char *path, bool json, int fail_on,
 		 bool (*selected)(const void *ctx, const char *id), const void *ctx);
+/*
+ * The document of check TRACE --json (docs/check-schema.md): each process with its name, host,
+ * rank, runtime inventory (runtimes__from_loaded, the rule of a live check) and findings (those
+ * @selected keeps); with @all every process seen, else those with a finding. NULL, with @why.
+ */
+struct json_t;
+struct json_t *check__trace_doc(const char *path, bool all,
+				bool (*selected)(const void *ctx, const char *id), const void *ctx,
+				char *why, size_t whylen);
 
 #endif

@@ -64,11 +64,12 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 	if (n < 2)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		const struct obj_role *r = &rt->r[idx[i]].role;
+		char label[256];
 		size_t used = strlen(names);
 
-		snprintf(names + used, sizeof(names) - used, "%s%s%s%s", i ? ", " : "",
-			 role_impl__name(r->impl), r->version[0] ? " " : "", r->version);
+		obj_role__label(&rt->r[idx[i]].role, label, sizeof(label));
+		/* "; " between runtimes: a label has commas of its own (", OpenMP 5.1"). */
+		snprintf(names + used, sizeof(names) - used, "%s%s", i ? "; " : "", label);
 	}
 	/* Two pools fight over the CPUs; one pool beside a plain BLAS only shadows symbols. */
 	f = findings__add(out, id, pools >= 2 ? SEV_ERROR : SEV_WARNING, g->pid,
@@ -76,7 +77,7 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 	for (size_t i = 0; i < n; i++) {
 		const struct runtime *r = &rt->r[idx[i]];
 		const struct lg_object *o = g->objs[r->obj];
-		char chain[512], fronts[256] = "", pkg[600];
+		char chain[512], fronts[256] = "", pkg[600], label[256];
 		size_t used = 0;
 
 		char pool[32] = "";
@@ -92,9 +93,8 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 		if (r->pool_threads >= 0)
 			snprintf(pool, sizeof(pool), ", %d pool thread%s", r->pool_threads,
 				 r->pool_threads == 1 ? "" : "s");
-		finding__evidence(f, "#%u %s: %s%s%s%s%s, loaded by %s%s%s%s%s", o->id, o->path,
-				  role_impl__name(r->role.impl), r->role.version[0] ? " " : "",
-				  r->role.version, r->role.detail[0] ? ", " : "", r->role.detail,
+		obj_role__label(&r->role, label, sizeof(label));
+		finding__evidence(f, "#%u %s: %s, loaded by %s%s%s%s%s", o->id, o->path, label,
 				  chain, pool, fronts, pkg[0] ? "; " : "", pkg);
 	}
 	if (ctx->ts) {
@@ -278,11 +278,13 @@ static void dup_cxx(const struct libgraph *g, const struct live_ctx *lc, int ski
 				gccs[i][0] ? ")" : "",
 				r ? " with its symbols exported" : " with hidden symbols", origin,
 				pkg[0] ? "; " : "", pkg);
-		else
-			finding__evidence(f, "#%u %s: %s%s%s (shared), loaded by %s%s%s", o->id,
-					  o->path, role_impl__name(r->impl),
-					  r->version[0] ? " GLIBCXX_" : "", r->version, origin,
-					  pkg[0] ? "; " : "", pkg);
+		else {
+			char label[256];
+
+			obj_role__label(r, label, sizeof(label));
+			finding__evidence(f, "#%u %s: %s, shared, loaded by %s%s%s", o->id, o->path,
+					  label, origin, pkg[0] ? "; " : "", pkg);
+		}
 	}
 	finding__explain(f, cxx_why, cxx_fix);
 	owners__remedy(f, g, ids, n);

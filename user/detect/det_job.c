@@ -42,17 +42,22 @@ static size_t readable(const struct job_ctx *ctx, int *ranks)
 
 struct obj_entry {
 	const char *path, *build_id, *version;
+	char label[160]; /* the role with its versions named, for the text: "" none */
 	int *ranks;
 	size_t n;
 };
 
-static const char *object_version(const struct lg_object *o)
+/* The first role that has a version: its version (the JSON's) and its label (the text's). */
+static const char *object_version(const struct lg_object *o, char *label, size_t len)
 {
 	const struct obj_roles *roles = lg_object__roles(o);
 
+	label[0] = '\0';
 	for (unsigned int k = 0; roles && k < roles->n; k++)
-		if (roles->r[k].version[0])
+		if (roles->r[k].version[0] || roles->r[k].release[0]) {
+			obj_role__label(&roles->r[k], label, len);
 			return roles->r[k].version;
+		}
 	return "";
 }
 
@@ -95,8 +100,10 @@ void rank_objects__job(const struct job_ctx *ctx, struct findings *out)
 					e = n2;
 					cap = ncap;
 				}
-				e[ne] = (struct obj_entry){ o->path, bid, object_version(o),
-							    calloc(ctx->n, sizeof(int)), 0 };
+				e[ne] = (struct obj_entry){ .path = o->path,
+							    .build_id = bid,
+							    .ranks = calloc(ctx->n, sizeof(int)) };
+				e[ne].version = object_version(o, e[ne].label, sizeof(e[ne].label));
 				if (!e[ne].ranks)
 					goto out;
 				ne++;
@@ -128,20 +135,22 @@ void rank_objects__job(const struct job_ctx *ctx, struct findings *out)
 		rs = rank_set(e[m].ranks, e[m].n, in, sizeof(in));
 		ms = rank_set(missing, nm, notin, sizeof(notin));
 		free(missing);
-		json_array_append_new(
-			diff, json_pack("{s:s, s:o, s:s, s:o, s:o}", "path", e[m].path, "build_id",
-					e[m].build_id ? json_string(e[m].build_id) : json_null(),
-					"version", e[m].version, "ranks", rs, "missing_in", ms));
+		json_array_append_new(diff, json_pack("{s:s, s:o, s:s, s:s?, s:o, s:o}", "path",
+						      e[m].path, "build_id",
+						      e[m].build_id ? json_string(e[m].build_id) :
+								      json_null(),
+						      "version", e[m].version, "label",
+						      e[m].label[0] ? e[m].label : NULL, "ranks",
+						      rs, "missing_in", ms));
 		if (!f)
 			f = findings__add(out, "rank-objects", SEV_WARNING, ctx->launcher,
 					  "ranks of job %d load different objects", ctx->launcher);
 		if (f)
-			finding__evidence(
-				f,
-				"%s (version %s, build-id %.12s): in rank%s %s, not in rank%s %s",
-				e[m].path, e[m].version[0] ? e[m].version : "unknown",
-				e[m].build_id ? e[m].build_id : "none", e[m].n == 1 ? "" : "s", in,
-				nm == 1 ? "" : "s", notin);
+			finding__evidence(f,
+					  "%s (%s, build-id %.12s): in rank%s %s, not in rank%s %s",
+					  e[m].path, e[m].label[0] ? e[m].label : "version unknown",
+					  e[m].build_id ? e[m].build_id : "none",
+					  e[m].n == 1 ? "" : "s", in, nm == 1 ? "" : "s", notin);
 		ndiff++;
 	}
 	if (f)

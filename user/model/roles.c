@@ -91,6 +91,14 @@ const char *role_kind__id(enum role_kind k)
 	return k < ROLE__COUNT ? kinds[k].id : "?";
 }
 
+int role_kind__parse(const char *id)
+{
+	for (int k = 0; id && k < ROLE__COUNT; k++)
+		if (!strcmp(kinds[k].id, id))
+			return k;
+	return -1;
+}
+
 const char *role_kind__label(enum role_kind k)
 {
 	return k < ROLE__COUNT ? kinds[k].label : "?";
@@ -264,6 +272,9 @@ static bool rodata_token(const struct elf_object *o, const char *needle, char *o
 			continue;
 		while (v + n < end && n < len - 1 && (isalnum((unsigned char)v[n]) || v[n] == '.'))
 			n++;
+		/* "stable release version 2.36." ends a sentence. */
+		while (n && v[n - 1] == '.')
+			n--;
 		memcpy(out, v, n);
 		out[n] = '\0';
 		return true;
@@ -308,6 +319,258 @@ static void constant_version(const struct elf_object *o, const char *func, bool 
 	snprintf(out, len, "%s", s);
 }
 
+/* The next "X.Y.Z" at @p (digits and dots, at most @len - 1), or "". */
+static void version_at(const char *p, const char *end, char *out, size_t len)
+{
+	size_t n = 0;
+
+	while (p + n < end && n < len - 1 && (isdigit((unsigned char)p[n]) || p[n] == '.'))
+		n++;
+	while (n && p[n - 1] == '.')
+		n--;
+	memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+/* Keep @v in @best when it is the newer version. */
+static void keep_newest(char *best, size_t len, const char *v)
+{
+	if (v[0] && (!best[0] || version_cmp(v, best) > 0))
+		snprintf(best, len, "%s", v);
+}
+
+void roles__comment_compilers(const char *comment, size_t len, char *gcc, size_t gcclen,
+			      char *clang, size_t clanglen)
+{
+	const char *end = comment + len;
+	char v[32];
+
+	if (gcc)
+		gcc[0] = '\0';
+	if (clang)
+		clang[0] = '\0';
+	/* Strings one after another, each NUL-terminated. */
+	for (const char *s = comment; s && s < end; s += strnlen(s, (size_t)(end - s)) + 1) {
+		const char *e = s + strnlen(s, (size_t)(end - s)), *p;
+
+		/* "GCC: (Debian 12.2.0-14) 12.2.0", "GCC: (GNU) 9.3.1 20200408 (Red Hat 9.3.1-2)". */
+		if (gcc && e - s > 5 && !strncmp(s, "GCC: ", 5)) {
+			p = s + 5;
+			if (*p == '(') {
+				int depth = 0;
+
+				for (; p < e; p++) {
+					depth += (*p == '(') - (*p == ')');
+					if (!depth && *p == ')')
+						break;
+				}
+				p += p < e;
+				while (p < e && *p == ' ') /* the section's end may be no NUL */
+					p++;
+			}
+			version_at(p, e, v, sizeof(v));
+			if (strchr(v, '.'))
+				keep_newest(gcc, gcclen, v);
+		}
+		/* "Debian clang version 14.0.6", "clang version 17.0.6 (https://...)". */
+		if (clang && (p = memmem(s, (size_t)(e - s), "clang version ", 14))) {
+			version_at(p + 14, e, v, sizeof(v));
+			if (strchr(v, '.'))
+				keep_newest(clang, clanglen, v);
+		}
+	}
+}
+
+/*
+ * libstdc++'s newest GLIBCXX_ node and the GCC releases that have it as their newest (the
+ * libstdc++ manual, "ABI Policy and Guidelines": GCC 12.1.0 brought GLIBCXX_3.4.30, 13.1.0
+ * 3.4.31, 13.2.0 3.4.32, 14.1.0 3.4.33).
+ */
+static const struct {
+	const char *node, *gcc;
+} glibcxx_gcc[] = {
+	{ "3.4.9", "4.2" },
+	{ "3.4.10", "4.3" },
+	{ "3.4.11", "4.4.0" },
+	{ "3.4.12", "4.4.1" },
+	{ "3.4.13", "4.4.2 to 4.4.7" },
+	{ "3.4.14", "4.5" },
+	{ "3.4.15", "4.6.0" },
+	{ "3.4.16", "4.6.1 to 4.6.4" },
+	{ "3.4.17", "4.7" },
+	{ "3.4.18", "4.8.0 to 4.8.2" },
+	{ "3.4.19", "4.8.3 to 4.8.5" },
+	{ "3.4.20", "4.9" },
+	{ "3.4.21", "5" },
+	{ "3.4.22", "6" },
+	{ "3.4.23", "7.1" },
+	{ "3.4.24", "7.2 to 7.5" },
+	{ "3.4.25", "8" },
+	{ "3.4.26", "9.1" },
+	{ "3.4.27", "9.2" },
+	{ "3.4.28", "9.3 to 10" },
+	{ "3.4.29", "11" },
+	{ "3.4.30", "12" },
+	{ "3.4.31", "13.1" },
+	{ "3.4.32", "13.2 or a later 13" },
+	{ "3.4.33", "14" },
+};
+
+const char *roles__glibcxx_gcc(const char *node)
+{
+	size_t n = sizeof(glibcxx_gcc) / sizeof(glibcxx_gcc[0]);
+
+	if (!node || !node[0])
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(node, glibcxx_gcc[i].node))
+			return glibcxx_gcc[i].gcc;
+	/* Past the table: a release after the newest it knows. */
+	if (version_cmp(node, glibcxx_gcc[n - 1].node) > 0)
+		return "15 or later";
+	return NULL;
+}
+
+/*
+ * The GCC releases that added libgomp version nodes, and what a libgomp whose newest node came
+ * with that release can be (GCC 7 added none: a GCC 6 or 7 libgomp looks the same). From
+ * Debian's libgomp1 symbols file (the release each node first shipped in) and GCC's libgomp.map
+ * for the nodes GCC 13 added.
+ */
+static const char *const gomp_releases[][2] = {
+	{ "4.2", "4.2 or 4.3" },
+	{ "4.4", "4.4 to 4.6" },
+	{ "4.7", "4.7 or 4.8" },
+	{ "4.9", "4.9" },
+	{ "5", "5" },
+	{ "6", "6 or 7" },
+	{ "8", "8" },
+	{ "9", "9" },
+	{ "10", "10" },
+	{ "11", "11" },
+	{ "12", "12" },
+	{ "13", "13 or later" },
+};
+
+static const struct {
+	const char *node;
+	unsigned char rel; /* index in gomp_releases */
+} gomp_nodes[] = {
+	{ "OMP_1.0", 0 },	  { "OMP_2.0", 0 },	    { "OMP_3.0", 1 },
+	{ "OMP_3.1", 2 },	  { "OMP_4.0", 3 },	    { "OMP_4.5", 5 },
+	{ "OMP_5.0", 7 },	  { "OMP_5.0.1", 9 },	    { "OMP_5.0.2", 10 },
+	{ "OMP_5.1", 10 },	  { "OMP_5.1.1", 11 },	    { "OMP_5.2", 11 },
+	{ "GOMP_1.0", 0 },	  { "GOMP_2.0", 1 },	    { "GOMP_3.0", 2 },
+	{ "GOMP_4.0", 3 },	  { "GOMP_4.0.1", 4 },	    { "GOMP_4.5", 5 },
+	{ "GOMP_5.0", 7 },	  { "GOMP_5.0.1", 9 },	    { "GOMP_5.1", 10 },
+	{ "GOMP_5.1.1", 11 },	  { "OACC_2.0", 4 },	    { "OACC_2.0.1", 6 },
+	{ "OACC_2.5", 7 },	  { "OACC_2.5.1", 8 },	    { "OACC_2.6", 8 },
+	{ "GOACC_2.0", 4 },	  { "GOACC_2.0.1", 5 },	    { "GOACC_2.0.2", 10 },
+	{ "GOMP_PLUGIN_1.0", 4 }, { "GOMP_PLUGIN_1.1", 5 }, { "GOMP_PLUGIN_1.2", 7 },
+	{ "GOMP_PLUGIN_1.3", 8 },
+};
+
+void roles__libgomp_gcc(const char *const *nodes, size_t n, char *out, size_t len)
+{
+	int best = -1;
+	bool unknown = false;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		if (!nodes[i] || strstr(nodes[i], ".so")) /* the base definition: the SONAME */
+			continue;
+		for (k = 0; k < sizeof(gomp_nodes) / sizeof(gomp_nodes[0]); k++)
+			if (!strcmp(nodes[i], gomp_nodes[k].node))
+				break;
+		if (k == sizeof(gomp_nodes) / sizeof(gomp_nodes[0]))
+			unknown = true;
+		else if (gomp_nodes[k].rel > best)
+			best = gomp_nodes[k].rel;
+	}
+	if (best < 0)
+		return;
+	/* A node the table does not know came with a release after the ones it names. */
+	if (unknown && best + 1 < (int)(sizeof(gomp_releases) / sizeof(gomp_releases[0])))
+		snprintf(out, len, "%s or later", gomp_releases[best][0]);
+	else
+		snprintf(out, len, "%s", gomp_releases[best][1]);
+}
+
+static void set_release(struct obj_role *r, const char *of, const char *release,
+			enum release_from from)
+{
+	size_t n;
+
+	if (!release || !release[0])
+		return;
+	/* @release may be r->version: a copy of bytes, not snprintf between members. */
+	n = strnlen(release, sizeof(r->release) - 1);
+	memmove(r->release, release, n);
+	r->release[n] = '\0';
+	snprintf(r->release_of, sizeof(r->release_of), "%s", of);
+	r->release_from = (unsigned char)from;
+}
+
+/* The compilers .comment names: the GCC and clang that built the object (crt files included). */
+static void comment_compilers(const struct elf_object *o, char *gcc, size_t gcclen, char *clang,
+			      size_t clanglen)
+{
+	size_t size;
+	const char *c = elfobj__section(o, ".comment", &size);
+
+	gcc[0] = '\0';
+	if (clang)
+		clang[0] = '\0';
+	if (c)
+		roles__comment_compilers(c, size, gcc, gcclen, clang, clanglen);
+}
+
+/* GCC's runtimes: built by the GCC they ship with; else what their version nodes tell. */
+static void gcc_release(const struct elf_object *o, struct obj_role *r)
+{
+	char gcc[32];
+
+	comment_compilers(o, gcc, sizeof(gcc), NULL, 0);
+	if (gcc[0]) {
+		set_release(r, "GCC", gcc, RELEASE_COMMENT);
+	} else if (r->impl == IMPL_LIBSTDCXX) {
+		set_release(r, "GCC", roles__glibcxx_gcc(r->version), RELEASE_SYMVER);
+	} else if (r->impl == IMPL_GNU_LIBGOMP) {
+		const char *nodes[128];
+		size_t n = 0;
+
+		for (size_t i = 0; i < elfobj__n_verdefs(o) && n < 128; i++)
+			nodes[n++] = elfobj__verdef(o, i);
+		roles__libgomp_gcc(nodes, n, gcc, sizeof(gcc));
+		set_release(r, "GCC", gcc, RELEASE_SYMVER);
+	}
+}
+
+/* The library's own release: the version it reports is its release. */
+static void own_release(struct obj_role *r, enum release_from from)
+{
+	if (!r->version[0])
+		return;
+	r->version_kind = VERSION_RELEASE;
+	set_release(r, "", r->version, from);
+}
+
+/* The major version a SONAME carries ("libcudart.so.12" -> "12"), when it is @stem's. */
+static void soname_release(const struct elf_object *o, struct obj_role *r, const char *stem,
+			   const char *of)
+{
+	const char *so = elfobj__soname(o);
+	size_t n = strlen(stem);
+	char v[32];
+
+	if (r->release[0] || !so || strncmp(so, stem, n) || !isdigit((unsigned char)so[n]))
+		return;
+	version_at(so + n, so + strlen(so), v, sizeof(v));
+	set_release(r, of, v, RELEASE_SONAME);
+}
+
 static struct obj_role *add(struct obj_roles *out, enum role_impl impl)
 {
 	struct obj_role *r;
@@ -330,13 +593,36 @@ static void classify_openmp(const struct elf_object *o, const struct scan *s, st
 		bool intel = rodata_has(o, "Intel(R) OMP") && !rodata_has(o, "LLVM OMP");
 
 		r = add(out, intel ? IMPL_INTEL_LIBIOMP5 : IMPL_LLVM_LIBOMP);
-		if (r)
-			rodata_token(o, intel ? "Intel(R) OMP version: " : "LLVM OMP version: ",
-				     r->version, sizeof(r->version));
+		if (!r)
+			return;
+		/* "5.0.20140926": the OpenMP level and a date LLVM has not changed since 2014. */
+		if (rodata_token(o, intel ? "Intel(R) OMP version: " : "LLVM OMP version: ",
+				 r->version, sizeof(r->version)))
+			r->version_kind = VERSION_KMP;
+		if (!rodata_token(o,
+				  intel ? "Intel(R) OMP API version: " : "LLVM OMP API version: ",
+				  r->openmp, sizeof(r->openmp)))
+			highest_verdef(o, "OMP_", r->openmp, sizeof(r->openmp));
+		if (!intel) {
+			char gcc[32], clang[32];
+
+			/* LLVM builds libomp with the clang of its own release. */
+			comment_compilers(o, gcc, sizeof(gcc), clang, sizeof(clang));
+			if (clang[0])
+				set_release(r, "LLVM", clang, RELEASE_COMMENT);
+			else if (rodata_token(o, "LLVM OMP build compiler: Clang ", clang,
+					      sizeof(clang)))
+				set_release(r, "LLVM", clang, RELEASE_BUILD_COMPILER);
+		}
 	} else if (s->has[M_GOMP_PARALLEL]) {
 		r = add(out, IMPL_GNU_LIBGOMP);
-		if (r)
-			highest_verdef(o, "GOMP_", r->version, sizeof(r->version));
+		if (!r)
+			return;
+		highest_verdef(o, "GOMP_", r->version, sizeof(r->version));
+		if (r->version[0])
+			r->version_kind = VERSION_NODE;
+		highest_verdef(o, "OMP_", r->openmp, sizeof(r->openmp));
+		gcc_release(o, r);
 	}
 }
 
@@ -356,10 +642,21 @@ static void classify_blas(const struct elf_object *o, const struct scan *s, stru
 					  "USE64BITINT", 11))
 				snprintf(r->detail, sizeof(r->detail), "64-bit integers");
 		}
+		if (r)
+			own_release(r, RELEASE_RODATA);
 	} else if (s->has[M_MKL_VERSION]) {
-		add(out, IMPL_MKL);
+		/* "Intel(R) oneAPI Math Kernel Library Version 2023.1-Product Build 20230303". */
+		r = add(out, IMPL_MKL);
+		if (r &&
+		    rodata_token(o, "Math Kernel Library Version ", r->version, sizeof(r->version)))
+			own_release(r, RELEASE_RODATA);
 	} else if (s->has[M_BLIS_VERSION]) {
-		add(out, IMPL_BLIS);
+		r = add(out, IMPL_BLIS);
+		if (r) {
+			constant_version(o, "bli_info_get_version_str", false, r->version,
+					 sizeof(r->version));
+			own_release(r, RELEASE_FUNCTION);
+		}
 	} else if (s->has[M_FLEXIBLAS]) {
 		add(out, IMPL_FLEXIBLAS);
 	} else if (s->has[M_CBLAS_DGEMM] || s->has[M_DGEMM]) {
@@ -382,29 +679,42 @@ static void roles__classify(const struct elf_object *o, struct obj_roles *out)
 	classify_blas(o, &s, out);
 	if (s.has[M_STDCXX_IOS_INIT]) {
 		r = add(out, IMPL_LIBSTDCXX);
-		if (r)
+		if (r) {
 			highest_verdef(o, "GLIBCXX_", r->version, sizeof(r->version));
+			if (r->version[0])
+				r->version_kind = VERSION_NODE;
+			gcc_release(o, r);
+		}
 	} else if (s.has[M_LIBCXX_COUT]) {
 		add(out, IMPL_LIBCXX);
 	}
+	/* GPU libraries carry their major version in their SONAME (libcuda.so.1's is no CUDA's). */
 	if (s.has[M_CU_MODULE_LOAD])
 		add(out, IMPL_CUDA_DRIVER);
-	else if (s.has[M_CUDA_MALLOC])
-		add(out, IMPL_CUDA_RUNTIME);
-	if (s.has[M_NVRTC])
-		add(out, IMPL_NVRTC);
-	if (s.has[M_CUBLAS])
-		add(out, IMPL_CUBLAS);
-	if (s.has[M_NCCL])
-		add(out, IMPL_NCCL);
-	if (s.has[M_CUDNN])
-		add(out, IMPL_CUDNN);
-	if (s.has[M_HIP_MODULE_LOAD])
-		add(out, IMPL_HIP);
-	if (s.has[M_TBB] && (r = add(out, IMPL_TBB)))
+	else if (s.has[M_CUDA_MALLOC] && (r = add(out, IMPL_CUDA_RUNTIME)))
+		soname_release(o, r, "libcudart.so.", "CUDA");
+	if (s.has[M_NVRTC] && (r = add(out, IMPL_NVRTC)))
+		soname_release(o, r, "libnvrtc.so.", "CUDA");
+	if (s.has[M_CUBLAS] && (r = add(out, IMPL_CUBLAS)))
+		soname_release(o, r, "libcublas.so.", "");
+	if (s.has[M_NCCL] && (r = add(out, IMPL_NCCL))) {
+		/* "NCCL version 2.18.1+cuda12.1" */
+		if (rodata_token(o, "NCCL version ", r->version, sizeof(r->version)))
+			own_release(r, RELEASE_RODATA);
+		soname_release(o, r, "libnccl.so.", "");
+	}
+	if (s.has[M_CUDNN] && (r = add(out, IMPL_CUDNN)))
+		soname_release(o, r, "libcudnn.so.", "");
+	if (s.has[M_HIP_MODULE_LOAD] && (r = add(out, IMPL_HIP)))
+		soname_release(o, r, "libamdhip64.so.", "");
+	if (s.has[M_TBB] && (r = add(out, IMPL_TBB))) {
 		constant_version(o, "TBB_runtime_version", false, r->version, sizeof(r->version));
-	if (s.has[M_DNNL] && (r = add(out, IMPL_ONEDNN)))
+		own_release(r, RELEASE_FUNCTION);
+	}
+	if (s.has[M_DNNL] && (r = add(out, IMPL_ONEDNN))) {
 		constant_version(o, "dnnl_version", true, r->version, sizeof(r->version));
+		own_release(r, RELEASE_FUNCTION);
+	}
 	if (s.has[M_PY_INITIALIZE]) {
 		add(out, IMPL_PYTHON_INTERP);
 	} else if (s.has[M_PYINIT]) {
@@ -414,8 +724,16 @@ static void roles__classify(const struct elf_object *o, struct obj_roles *out)
 	}
 	if (s.has[M_LIBC_START]) {
 		r = add(out, IMPL_GLIBC);
-		if (r)
+		if (r) {
+			char rel[32];
+
 			highest_verdef(o, "GLIBC_", r->version, sizeof(r->version));
+			if (r->version[0])
+				r->version_kind = VERSION_NODE;
+			/* "GNU C Library (Debian GLIBC 2.36-9) stable release version 2.36." */
+			if (rodata_token(o, "release version ", rel, sizeof(rel)))
+				set_release(r, "", rel, RELEASE_RODATA);
+		}
 	}
 	if (s.has[M_R_DEBUG])
 		add(out, IMPL_GLIBC_RTLD);
@@ -478,7 +796,11 @@ static bool load(const struct elf_object *o, struct role_cache *c)
 
 		if ((unsigned)r->kind >= ROLE__COUNT || (unsigned)r->impl >= IMPL__COUNT ||
 		    impls[r->impl].kind != r->kind || !terminated(r->version, sizeof(r->version)) ||
-		    !terminated(r->detail, sizeof(r->detail)))
+		    !terminated(r->detail, sizeof(r->detail)) || r->version_kind > VERSION_KMP ||
+		    r->release_from > RELEASE_SONAME ||
+		    !terminated(r->release_of, sizeof(r->release_of)) ||
+		    !terminated(r->release, sizeof(r->release)) ||
+		    !terminated(r->openmp, sizeof(r->openmp)))
 			return false;
 	}
 	c->roles.n = b.n;
@@ -514,14 +836,134 @@ const struct obj_roles *roles__of(const struct elf_object *o)
 	return c ? &c->roles : &none;
 }
 
+/* The version node a text shows: libstdc++'s GLIBCXX_ (what binaries require) always, the others
+ * only when nothing better names the library. */
+static const char *shown_node(const struct obj_role *r)
+{
+	if (r->version_kind != VERSION_NODE ||
+	    (r->impl != IMPL_LIBSTDCXX && (r->release[0] || r->openmp[0])))
+		return NULL;
+	return r->impl == IMPL_LIBSTDCXX   ? "GLIBCXX_" :
+	       r->impl == IMPL_GNU_LIBGOMP ? "GOMP_" :
+	       r->impl == IMPL_GLIBC	   ? "GLIBC_" :
+					     "";
+}
+
+/* The library's own release ("OpenBLAS 0.3.21"), not a toolchain's ("GCC 12"). */
+static bool own(const struct obj_role *r)
+{
+	return r->release[0] && !r->release_of[0];
+}
+
+void obj_role__version_text(const struct obj_role *r, char *buf, size_t len)
+{
+	const char *node = shown_node(r);
+	char rel[64] = "";
+	size_t n;
+
+	if (own(r)) {
+		snprintf(buf, len, "%s", r->release);
+		return;
+	}
+	if (r->release[0])
+		snprintf(rel, sizeof(rel), "%s %s", r->release_of, r->release);
+	if (node)
+		snprintf(buf, len, "%s%s%s%s%s", node, r->version, rel[0] ? " (" : "", rel,
+			 rel[0] ? ")" : "");
+	else
+		snprintf(buf, len, "%s", rel);
+	n = strlen(buf);
+	if (r->openmp[0] && n < len)
+		snprintf(buf + n, len - n, "%sOpenMP %s", n ? ", " : "", r->openmp);
+}
+
+/* Appends to @buf (@len bytes, *@n of them used), cutting what does not fit. */
+static void append(char *buf, size_t len, size_t *n, const char *a, const char *b, const char *c)
+{
+	if (*n < len)
+		*n += (size_t)snprintf(buf + *n, len - *n, "%s%s%s", a, b, c);
+}
+
+void obj_role__label(const struct obj_role *r, char *buf, size_t len)
+{
+	const char *node = shown_node(r);
+	size_t n = 0;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	append(buf, len, &n, role_impl__name(r->impl), "", "");
+	if (own(r)) {
+		append(buf, len, &n, " ", r->release, "");
+	} else {
+		if (node)
+			append(buf, len, &n, " ", node, r->version);
+		if (r->release[0]) {
+			append(buf, len, &n, " (", r->release_of, " ");
+			append(buf, len, &n, r->release, ")", "");
+		}
+		if (r->openmp[0])
+			append(buf, len, &n, ", OpenMP ", r->openmp, "");
+	}
+	if (r->detail[0])
+		append(buf, len, &n, " (", r->detail, ")");
+}
+
 void obj_role__describe(const struct obj_role *r, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s: %s", role_kind__label(r->kind), role_impl__name(r->impl));
+	int n = snprintf(buf, len, "%s: ", role_kind__label(r->kind));
 
-	if (r->version[0] && n > 0 && (size_t)n < len)
-		n += snprintf(buf + n, len - (size_t)n, " %s", r->version);
-	if (r->detail[0] && n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, " (%s)", r->detail);
+	if (n > 0 && (size_t)n < len)
+		obj_role__label(r, buf + n, len - (size_t)n);
+}
+
+static const char *const version_kinds[] = {
+	[VERSION_NONE] = NULL,
+	[VERSION_RELEASE] = "release",
+	[VERSION_NODE] = "symbol-version",
+	[VERSION_KMP] = "kmp",
+};
+
+static const char *const release_froms[] = {
+	[RELEASE_NONE] = NULL,
+	[RELEASE_COMMENT] = "comment",
+	[RELEASE_RODATA] = "rodata",
+	[RELEASE_SYMVER] = "symbol-versions",
+	[RELEASE_BUILD_COMPILER] = "build-compiler",
+	[RELEASE_FUNCTION] = "function",
+	[RELEASE_SONAME] = "soname",
+};
+
+static json_t *str_or_null(const char *s)
+{
+	return s && s[0] ? json_string(s) : json_null();
+}
+
+void obj_role__json_versions(const struct obj_role *r, json_t *obj)
+{
+	char text[256];
+
+	if (!obj)
+		return;
+	json_object_set_new(obj, "version_kind",
+			    str_or_null(r->version_kind <= VERSION_KMP ?
+						version_kinds[r->version_kind] :
+						NULL));
+	json_object_set_new(obj, "release", str_or_null(r->release));
+	json_object_set_new(obj, "release_of",
+			    r->release[0] ?
+				    json_string(r->release_of[0] ? r->release_of :
+								   role_impl__name(r->impl)) :
+				    json_null());
+	json_object_set_new(obj, "release_from",
+			    str_or_null(r->release_from <= RELEASE_SONAME ?
+						release_froms[r->release_from] :
+						NULL));
+	json_object_set_new(obj, "openmp_version", str_or_null(r->openmp));
+	obj_role__version_text(r, text, sizeof(text));
+	json_object_set_new(obj, "version_text", str_or_null(text));
+	obj_role__label(r, text, sizeof(text));
+	json_object_set_new(obj, "label", json_string(text));
 }
 
 json_t *obj_roles__to_json(const struct obj_roles *roles)
@@ -530,14 +972,15 @@ json_t *obj_roles__to_json(const struct obj_roles *roles)
 
 	for (unsigned i = 0; arr && i < roles->n; i++) {
 		const struct obj_role *r = &roles->r[i];
-
-		json_array_append_new(
-			arr,
+		json_t *one =
 			json_pack("{s:s, s:s, s:s, s:o, s:o, s:b}", "kind", role_kind__id(r->kind),
 				  "impl", role_impl__id(r->impl), "name", role_impl__name(r->impl),
 				  "version", r->version[0] ? json_string(r->version) : json_null(),
 				  "detail", r->detail[0] ? json_string(r->detail) : json_null(),
-				  "runtime", role_kind__is_runtime(r->kind)));
+				  "runtime", role_kind__is_runtime(r->kind));
+
+		obj_role__json_versions(r, one);
+		json_array_append_new(arr, one);
 	}
 	return arr;
 }
@@ -563,20 +1006,12 @@ static bool find_static_libstdcxx(const struct elf_object *o, char *gcc, size_t 
 			found = memmem(data, size, markers[i], strlen(markers[i])) != NULL;
 	}
 	if (found && gcc) {
-		/* The copy's GCC: the last "GCC: (...) X.Y.Z" of .comment. */
-		const char *c = elfobj__section(o, ".comment", &size), *p, *best = NULL;
+		/* The copy's GCC: the newest that .comment names. */
+		const char *c = elfobj__section(o, ".comment", &size);
 
 		gcc[0] = '\0';
-		for (p = c; p && (p = memmem(p, size - (size_t)(p - c), "GCC: ", 5)); p += 5)
-			best = p;
-		if (best) {
-			const char *end = memchr(best, '\0', size - (size_t)(best - c));
-			const char *sp = end ? end : best;
-
-			while (sp > best && sp[-1] != ' ')
-				sp--;
-			snprintf(gcc, gcclen, "%.*s", end ? (int)(end - sp) : 0, sp);
-		}
+		if (c)
+			roles__comment_compilers(c, size, gcc, gcclen, NULL, 0);
 	}
 	return found;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The Markdown of dlscope report, from check's, stacks' and a trace's JSON; and --redact. */
+#include <ctype.h>
 #include <errno.h>
 #include <regex.h>
 #include <stdbool.h>
@@ -26,17 +27,60 @@ static const char *str(const json_t *o, const char *key)
 	return s ? s : "";
 }
 
-/* Markdown table cells: no pipe or newline inside. */
-static void cell(FILE *f, const char *s)
+/*
+ * Text from data (names, paths, titles) as Markdown that shows it as it is, in a table cell or in
+ * running text: the characters that would start emphasis, code, a link or HTML are escaped, a
+ * pipe too (GitHub splits cells on it even inside code), a newline is a space. An underscore
+ * inside a word (lock_a) starts nothing and is left as it is.
+ */
+static void md_text(FILE *f, const char *s)
 {
+	const char *start = s;
+
+	for (; s && *s; s++) {
+		if (*s == '_') {
+			/* A run of underscores that could open emphasis: none of it a word's inside. */
+			size_t run = strspn(s, "_");
+			char next = s[run];
+			bool open = next && !isspace((unsigned char)next) &&
+				    !(s > start && isalnum((unsigned char)s[-1]));
+
+			for (size_t i = 0; i < run; i++)
+				fputs(open ? "\\_" : "_", f);
+			s += run - 1;
+		} else if (*s == '\n' || *s == '\r') {
+			fputc(' ', f);
+		} else if (strchr("\\`*[]<>|~&", *s)) {
+			fprintf(f, "\\%c", *s);
+		} else {
+			fputc(*s, f);
+		}
+	}
+}
+
+/* Data as a code span: fenced with more backticks than it holds, a pipe escaped for tables. */
+static void md_code(FILE *f, const char *s)
+{
+	size_t run = 0, longest = 0;
+
+	for (const char *p = s; p && *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		longest = run > longest ? run : longest;
+	}
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', f);
+	if (longest)
+		fputc(' ', f);
 	for (; s && *s; s++) {
 		if (*s == '|')
 			fputs("\\|", f);
-		else if (*s == '\n')
-			fputc(' ', f);
 		else
-			fputc(*s, f);
+			fputc(*s == '\n' ? ' ' : *s, f);
 	}
+	if (longest)
+		fputc(' ', f);
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', f);
 }
 
 static void package_text(const json_t *pkg, char *buf, size_t len)
@@ -125,6 +169,18 @@ static void process_label(const json_t *p, char *buf, size_t len)
 			 (long long)json_integer_value(json_object_get(p, "pid")), str(p, "comm"));
 }
 
+/* "- **error** `dup-openmp`: 2 OpenMP runtimes ..." */
+static void summary_line(FILE *f, const json_t *fd)
+{
+	fprintf(f, "- **");
+	md_text(f, str(fd, "severity"));
+	fprintf(f, "** ");
+	md_code(f, str(fd, "id"));
+	fprintf(f, ": ");
+	md_text(f, str(fd, "title"));
+	fprintf(f, "\n");
+}
+
 static char *summary_section(const struct report_in *in)
 {
 	size_t len = 0, n = 0, errors = 0, warnings = 0;
@@ -135,9 +191,15 @@ static char *summary_section(const struct report_in *in)
 
 	if (!f)
 		return NULL;
-	fprintf(f, "# dlscope report: %s\n\n", in->title);
-	fprintf(f, "Captured %s by dlscope %s: `%s`.\n\n", in->captured, in->version,
-		in->invocation);
+	fprintf(f, "# dlscope report: ");
+	md_text(f, in->title);
+	if (in->title_code) {
+		fputc(' ', f);
+		md_code(f, in->title_code);
+	}
+	fprintf(f, "\n\nCaptured %s by dlscope %s: ", in->captured, in->version);
+	md_code(f, in->invocation);
+	fprintf(f, ".\n\n");
 	json_array_foreach (procs, i, p)
 		json_array_foreach (json_object_get(p, "findings"), k, fd) {
 			n++;
@@ -157,11 +219,9 @@ static char *summary_section(const struct report_in *in)
 			warnings == 1 ? "" : "s");
 	json_array_foreach (procs, i, p)
 		json_array_foreach (json_object_get(p, "findings"), k, fd)
-			fprintf(f, "- **%s** `%s`: %s\n", str(fd, "severity"), str(fd, "id"),
-				str(fd, "title"));
+			summary_line(f, fd);
 	json_array_foreach (in->check ? json_object_get(in->check, "job_findings") : NULL, k, fd)
-		fprintf(f, "- **%s** `%s`: %s\n", str(fd, "severity"), str(fd, "id"),
-			str(fd, "title"));
+		summary_line(f, fd);
 	fclose(f);
 	return s;
 }
@@ -181,11 +241,14 @@ static char *environment_section(const struct report_in *in)
 	char *s = NULL;
 	FILE *f = open_memstream(&s, &len);
 	const json_t *procs = processes(in), *p, *rt;
+	json_t *seen = json_object();
 	size_t i, k;
 	bool any = false;
 
-	if (!f)
+	if (!f) {
+		json_decref(seen);
 		return NULL;
+	}
 	fprintf(f, "## Environment\n\n| | |\n| --- | --- |\n");
 	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
 		const json_t *v = json_object_get(in->env, rows[r][0]);
@@ -193,7 +256,7 @@ static char *environment_section(const struct report_in *in)
 		if (!json_is_string(v) || !json_string_length(v))
 			continue;
 		fprintf(f, "| %s | ", rows[r][1]);
-		cell(f, json_string_value(v));
+		md_text(f, json_string_value(v));
 		fprintf(f, " |\n");
 	}
 	/* The packages that brought the runtimes, once each. */
@@ -203,13 +266,15 @@ static char *environment_section(const struct report_in *in)
 			char pkg[256];
 
 			package_text(json_object_get(rt, "package"), pkg, sizeof(pkg));
-			if (!pkg[0])
+			if (!pkg[0] || (seen && json_object_get(seen, pkg)))
 				continue;
+			json_object_set_new(seen, pkg, json_true());
 			fprintf(f, "%s", any ? ", " : "");
-			cell(f, pkg);
+			md_text(f, pkg);
 			any = true;
 		}
 	fprintf(f, "%s |\n", any ? "" : "none known");
+	json_decref(seen);
 	fclose(f);
 	return s;
 }
@@ -228,7 +293,8 @@ static void runtime_row(FILE *f, const char *proc, const json_t *rt, bool dup)
 {
 	char pkg[256], threads[64] = "";
 	const json_t *pool = json_object_get(rt, "pool_threads"),
-		     *running = json_object_get(rt, "pool_threads_running");
+		     *running = json_object_get(rt, "pool_threads_running"), *front;
+	size_t i;
 
 	package_text(json_object_get(rt, "package"), pkg, sizeof(pkg));
 	if (json_is_integer(pool) && json_is_integer(running))
@@ -237,15 +303,26 @@ static void runtime_row(FILE *f, const char *proc, const json_t *rt, bool dup)
 			 (long long)json_integer_value(running));
 	else if (json_is_integer(pool))
 		snprintf(threads, sizeof(threads), "%lld", (long long)json_integer_value(pool));
-	fprintf(f, "| %s | %s%s | ", proc, dup ? "**" : "", str(rt, "kind"));
-	fprintf(f, "%s | ", dup ? "** (duplicate)" : "");
-	cell(f, str(rt, "name"));
+	/* Every span opens and closes inside its cell. */
+	fprintf(f, "| ");
+	md_text(f, proc);
+	fprintf(f, " | %s", dup ? "**" : "");
+	md_text(f, str(rt, "kind"));
+	fprintf(f, "%s | %s | ", dup ? "**" : "", dup ? "(duplicate)" : "");
+	md_text(f, str(rt, "name"));
 	fprintf(f, " | ");
-	cell(f, str(rt, "version"));
-	fprintf(f, " | `");
-	cell(f, str(rt, "path"));
-	fprintf(f, "` | ");
-	cell(f, pkg);
+	/* The versions, each named ("GCC 12, OpenMP 5.1"); a record of an older dlscope: as is. */
+	md_text(f, *str(rt, "version_text") ? str(rt, "version_text") : str(rt, "version"));
+	fprintf(f, " | ");
+	md_code(f, str(rt, "path"));
+	json_array_foreach (json_object_get(rt, "fronts"), i, front) {
+		const char *fp = json_string_value(front) ? json_string_value(front) : "?";
+
+		fprintf(f, "%s", i ? ", " : "; fronts: ");
+		md_code(f, strrchr(fp, '/') ? strrchr(fp, '/') + 1 : fp);
+	}
+	fprintf(f, " | ");
+	md_text(f, pkg);
 	fprintf(f, " | %s |\n", threads);
 }
 
@@ -286,19 +363,35 @@ static void finding_md(FILE *f, const char *proc, const json_t *fd)
 	const json_t *ev, *stack = json_object_get(fd, "stack");
 	size_t i;
 
-	fprintf(f, "### %s `%s`: ", str(fd, "severity"), str(fd, "id"));
-	cell(f, str(fd, "title"));
+	fprintf(f, "### ");
+	md_text(f, str(fd, "severity"));
+	fputc(' ', f);
+	md_code(f, str(fd, "id"));
+	fprintf(f, ": ");
+	md_text(f, str(fd, "title"));
 	fprintf(f, "\n\n");
-	if (proc)
-		fprintf(f, "In process %s.\n\n", proc);
-	json_array_foreach (json_object_get(fd, "evidence"), i, ev)
-		fprintf(f, "- %s\n", json_string_value(ev) ? json_string_value(ev) : "");
+	if (proc) {
+		fprintf(f, "In process ");
+		md_text(f, proc);
+		fprintf(f, ".\n\n");
+	}
+	json_array_foreach (json_object_get(fd, "evidence"), i, ev) {
+		fprintf(f, "- ");
+		md_text(f, json_string_value(ev) ? json_string_value(ev) : "");
+		fprintf(f, "\n");
+	}
 	if (json_array_size(json_object_get(fd, "evidence")))
 		fprintf(f, "\n");
-	if (*str(fd, "why"))
-		fprintf(f, "**Why:** %s\n\n", str(fd, "why"));
-	if (*str(fd, "remedy"))
-		fprintf(f, "**Fix:** %s\n\n", str(fd, "remedy"));
+	if (*str(fd, "why")) {
+		fprintf(f, "**Why:** ");
+		md_text(f, str(fd, "why"));
+		fprintf(f, "\n\n");
+	}
+	if (*str(fd, "remedy")) {
+		fprintf(f, "**Fix:** ");
+		md_text(f, str(fd, "remedy"));
+		fprintf(f, "\n\n");
+	}
 	if (json_array_size(stack)) {
 		const json_t *fr;
 
@@ -351,13 +444,17 @@ static char *findings_section(const struct report_in *in)
 		if (json_is_object(crash)) {
 			const json_t *pc = json_object_get(crash, "pc");
 
-			fprintf(f, "%s (%s) in thread %lld at %s+0x%llx in `%s`.\n\n",
-				str(crash, "signal"), str(crash, "reason"),
-				(long long)json_integer_value(json_object_get(crash, "tid")),
-				str(pc, "symbol"),
+			md_text(f, str(crash, "signal"));
+			fprintf(f, " (");
+			md_text(f, str(crash, "reason"));
+			fprintf(f, ") in thread %lld at ",
+				(long long)json_integer_value(json_object_get(crash, "tid")));
+			md_text(f, str(pc, "symbol"));
+			fprintf(f, "+0x%llx in ",
 				(unsigned long long)json_integer_value(
-					json_object_get(pc, "offset")),
-				str(pc, "object"));
+					json_object_get(pc, "offset")));
+			md_code(f, str(pc, "object"));
+			fprintf(f, ".\n\n");
 			fprintf(f, "```\n");
 			json_array_foreach (json_object_get(crash, "stack"), k, fr)
 				fprintf(f, "#%-3zu %s at %s:%lld (%s)\n", k, str(fr, "function"),
@@ -422,20 +519,31 @@ static void stacks_of_process(FILE *f, const json_t *doc)
 	size_t i, k, shown = 0;
 	char *seen = calloc(json_array_size(threads) + 1, 1);
 
-	fprintf(f, "### Process %lld (%s)\n\n",
-		(long long)json_integer_value(json_object_get(doc, "pid")), str(doc, "comm"));
+	fprintf(f, "### Process %lld (",
+		(long long)json_integer_value(json_object_get(doc, "pid")));
+	md_text(f, str(doc, "comm"));
+	fprintf(f, ")\n\n");
 	json_array_foreach (json_object_get(doc, "verdicts"), i, v) {
-		fprintf(f, "**Verdict:** %s\n\n", str(v, "text"));
-		if (*str(v, "remedy"))
-			fprintf(f, "**What to do:** %s\n\n", str(v, "remedy"));
+		fprintf(f, "**Verdict:** ");
+		md_text(f, str(v, "text"));
+		fprintf(f, "\n\n");
+		if (*str(v, "remedy")) {
+			fprintf(f, "**What to do:** ");
+			md_text(f, str(v, "remedy"));
+			fprintf(f, "\n\n");
+		}
 	}
 	if (json_array_size(json_object_get(doc, "edges"))) {
 		fprintf(f, "Lock-wait graph:\n\n");
-		json_array_foreach (json_object_get(doc, "edges"), i, e)
-			fprintf(f, "- %lld waits for %lld (%s: %s)\n",
+		json_array_foreach (json_object_get(doc, "edges"), i, e) {
+			fprintf(f, "- %lld waits for %lld (",
 				(long long)json_integer_value(json_object_get(e, "from")),
-				(long long)json_integer_value(json_object_get(e, "to")),
-				str(e, "kind"), str(e, "what"));
+				(long long)json_integer_value(json_object_get(e, "to")));
+			md_text(f, str(e, "kind"));
+			fprintf(f, ": ");
+			md_text(f, str(e, "what"));
+			fprintf(f, ")\n");
+		}
 		fprintf(f, "\n");
 	}
 	/* Threads with the same stack are shown once, with all their TIDs. */
@@ -466,7 +574,9 @@ static void stacks_of_process(FILE *f, const json_t *doc)
 			free(other);
 			other = NULL;
 		}
-		fprintf(f, ": waits for %s\n\n```\n%s```\n\n", str(t, "waits_for"), text);
+		fprintf(f, ": waits for ");
+		md_text(f, str(t, "waits_for"));
+		fprintf(f, "\n\n```\n%s```\n\n", text);
 		free(text);
 		shown++;
 	}
@@ -480,10 +590,15 @@ static void stacks_of_job(FILE *f, const json_t *doc)
 	const json_t *v = json_object_get(doc, "verdict"), *g, *fr;
 	size_t i, k;
 
-	fprintf(f, "**Verdict:** %s\n\n", str(v, "text"));
+	fprintf(f, "**Verdict:** ");
+	md_text(f, str(v, "text"));
+	fprintf(f, "\n\n");
 	json_array_foreach (json_object_get(doc, "groups"), i, g) {
-		fprintf(f, "Ranks %s (%zu threads): %s\n\n```\n", str(g, "ranks_text"),
-			json_array_size(json_object_get(g, "threads")), str(g, "where"));
+		fprintf(f, "Ranks ");
+		md_text(f, str(g, "ranks_text"));
+		fprintf(f, " (%zu threads): ", json_array_size(json_object_get(g, "threads")));
+		md_text(f, str(g, "where"));
+		fprintf(f, "\n\n```\n");
 		json_array_foreach (json_object_get(g, "frames"), k, fr) {
 			if (!strcmp(str(fr, "kind"), "python"))
 				fprintf(f, "        [py] %s (%s:%lld)\n", str(fr, "function"),
@@ -529,10 +644,11 @@ static char *timeline_section(const struct report_in *in)
 	json_array_foreach (in->timeline, i, row) {
 		if (i == TIMELINE_ROWS)
 			break;
-		fprintf(w.body, "| %.3f | %s%s%lld | ", json_real_value(json_object_get(row, "t")),
-			str(row, "host")[0] ? str(row, "host") : "", str(row, "host")[0] ? " " : "",
+		fprintf(w.body, "| %.3f | ", json_real_value(json_object_get(row, "t")));
+		md_text(w.body, str(row, "host"));
+		fprintf(w.body, "%s%lld | ", str(row, "host")[0] ? " " : "",
 			(long long)json_integer_value(json_object_get(row, "pid")));
-		cell(w.body, str(row, "text"));
+		md_text(w.body, str(row, "text"));
 		fprintf(w.body, " |\n");
 	}
 	return folded_close(&w, "Events", NULL);
@@ -548,11 +664,12 @@ static char *reproduce_section(const struct report_in *in)
 
 	if (!f)
 		return NULL;
-	if (in->svg)
-		fprintf(f,
-			"## Library graph\n\nThe runtimes and the chains that loaded them, "
-			"grouped by package, collisions in red: `%s` (attach it to the issue).\n\n",
-			in->svg);
+	if (in->svg) {
+		fprintf(f, "## Library graph\n\nThe runtimes and the chains that loaded them, "
+			   "grouped by package, collisions in red: ");
+		md_code(f, in->svg);
+		fprintf(f, " (attach it to the issue).\n\n");
+	}
 	fprintf(f, "## Reproduce\n\n```sh\n");
 	json_array_foreach (in->reproduce, i, c)
 		fprintf(f, "%s\n", json_string_value(c));
@@ -597,18 +714,25 @@ int report__write(const struct report_in *in, size_t limit, char **main, char **
 	*main = *extra = NULL;
 	for (size_t m = 0; text && strlen(text) > limit && m < 3; m++) {
 		int i = move_order[m];
-		char note[512];
+		char *note = NULL;
+		size_t note_len = 0;
+		FILE *nf;
 
 		if (!sec[i].text)
 			continue;
 		/* The companion keeps the full section; the report, a line saying where it is. */
-		snprintf(note, sizeof(note),
-			 "## %s\n\n_Left out to stay under GitHub's %zu-character limit (%zu "
-			 "characters): see %s._\n",
-			 sec[i].name, limit, strlen(sec[i].text),
-			 in->companion ? in->companion : "the companion file");
+		nf = open_memstream(&note, &note_len);
+		if (nf) {
+			fprintf(nf,
+				"## %s\n\n_Left out to stay under GitHub's %zu-character limit (%zu "
+				"characters): see ",
+				sec[i].name, limit, strlen(sec[i].text));
+			md_text(nf, in->companion ? in->companion : "the companion file");
+			fprintf(nf, "._\n");
+			fclose(nf);
+		}
 		full[i] = sec[i].text;
-		sec[i].text = strdup(note);
+		sec[i].text = note;
 		any_moved = true;
 		free(text);
 		text = join(sec, N);
@@ -638,7 +762,13 @@ int report__write(const struct report_in *in, size_t limit, char **main, char **
 			err = -ENOMEM;
 			goto out;
 		}
-		fprintf(f, "# dlscope report (continued): %s\n", in->title);
+		fprintf(f, "# dlscope report (continued): ");
+		md_text(f, in->title);
+		if (in->title_code) {
+			fputc(' ', f);
+			md_code(f, in->title_code);
+		}
+		fprintf(f, "\n");
 		for (int i = 0; i < N; i++)
 			if (full[i] && i)
 				fprintf(f, "\n%s", full[i]);

@@ -16,7 +16,8 @@
 #define REPORT_LIMIT 65536
 
 struct report_in {
-	const char *title;	/* "process 1234 (python3)", "trace run.jsonl" */
+	const char *title;	/* "process 1234 (python3)", "trace run.jsonl": plain text */
+	const char *title_code; /* shown after it as code (the command of "command CMD"), or NULL */
 	const char *invocation; /* the dlscope command that made the report */
 	const char *captured;	/* when, in UTC */
 	const char *version;	/* dlscope's */
