@@ -750,8 +750,9 @@ json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g
 			"pool_threads",
 			r->pool_threads >= 0 ? json_integer(r->pool_threads) : json_null(),
 			"pool_threads_running",
-			r->pool_running >= 0 ? json_integer(r->pool_running) : json_null(), "fronts",
-			fronts ? fronts : json_array(), "package", pkg_owner__to_json(o->pkg));
+			r->pool_running >= 0 ? json_integer(r->pool_running) : json_null(),
+			"fronts", fronts ? fronts : json_array(), "package",
+			pkg_owner__to_json(o->pkg));
 		obj_role__json_versions(&r->role, one);
 		json_array_append_new(arr, one);
 	}
