@@ -44,6 +44,8 @@ def test_record_on_a_full_filesystem_counts_what_was_not_written_and_check_says_
         assert "the trace is cut: no summary record" in c.stdout, c.stdout
         doc = json.loads(dlscope("check", "--json", trace, timeout=60).stdout)
         assert doc["complete"] is False and doc["cut"].startswith("the trace is cut"), doc
+        md = dlscope("report", trace, check=0, timeout=60).stdout
+        assert "**Incomplete:** the trace is cut: no summary record" in md, md[:1000]
     finally:
         subprocess.run(["umount", "-l", d])
 

@@ -200,6 +200,16 @@ static char *summary_section(const struct report_in *in)
 	fprintf(f, "\n\nCaptured %s by dlscope %s: ", in->captured, in->version);
 	md_code(f, in->invocation);
 	fprintf(f, ".\n\n");
+	/* A trace that ended early holds less than happened: said before what it holds. */
+	if (in->check && json_is_string(json_object_get(in->check, "cut"))) {
+		fprintf(f, "**Incomplete:** ");
+		md_text(f, json_string_value(json_object_get(in->check, "cut")));
+		fprintf(f, ".\n\n");
+	} else if (in->check && json_integer_value(json_object_get(in->check, "lost")) > 0) {
+		fprintf(f,
+			"**Incomplete:** the recorder lost %lld events (its summary says so).\n\n",
+			(long long)json_integer_value(json_object_get(in->check, "lost")));
+	}
 	json_array_foreach (procs, i, p)
 		json_array_foreach (json_object_get(p, "findings"), k, fd) {
 			n++;
