@@ -27,7 +27,6 @@ struct {
 	__type(value, u8);
 } targets SEC(".maps");
 
-
 /* Calls in progress, per thread (dlopen and dlsym may nest: a constructor calling dlsym). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -651,7 +650,8 @@ SEC("uprobe")
 int BPF_KPROBE(cuda_load_enter, void *handle, const void *image)
 {
 	u64 fn = bpf_get_attach_cookie(ctx);
-	bool by_name = fn == CUDA_MODULE_LOAD || fn == CUDA_LIBRARY_LOAD_FILE || fn == HIP_MODULE_LOAD;
+	bool by_name = fn == CUDA_MODULE_LOAD || fn == CUDA_LIBRARY_LOAD_FILE ||
+		       fn == HIP_MODULE_LOAD;
 
 	return call_enter(DLW_CUDA_LOAD, by_name ? image : NULL, fn,
 			  by_name ? 0 : image_size(image));
@@ -661,6 +661,107 @@ SEC("uretprobe")
 int BPF_KRETPROBE(cuda_load_exit, long ret)
 {
 	return call_exit(ctx, DLW_CUDA_LOAD, ret);
+}
+
+/*
+ * The hold at the loader's consistent link map (DLW_HOLD): the threads waiting, by tid, for
+ * user space to write their hold's number here once it attached the new objects' probes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u64);
+} released SEC(".maps");
+
+/* The processes (tgid) whose start-up link map was seen: a later one outside dlopen is not. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u8);
+} started SEC(".maps");
+
+/* Holds go on a ring of their own, which the collector reads before any other event. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 10);
+} holds SEC(".maps");
+
+__u64 hold_seq;
+
+struct hold_wait {
+	u32 tid;
+	bool done;
+	u64 seq, deadline, pc;
+};
+
+static long hold_poll(u64 i, void *ctx)
+{
+	struct hold_wait *h = ctx;
+	u64 *v = bpf_map_lookup_elem(&released, &h->tid);
+	u8 byte;
+
+	if (v && *v >= h->seq) {
+		h->done = true;
+		return 1;
+	}
+	/*
+	 * A read of the thread's own code through the page tables (get_user_pages): it calls
+	 * cond_resched(), so that a kernel without preemption (PREEMPT_NONE) runs the collector
+	 * meanwhile, even on this CPU; the wait is a busy one otherwise.
+	 */
+	bpf_copy_from_user_task(&byte, 1, (void *)h->pc, bpf_get_current_task_btf(), 0);
+	return bpf_ktime_get_ns() > h->deadline;
+}
+
+/*
+ * _dl_debug_state, the loader's r_brk: called with r_state RT_CONSISTENT once the objects a
+ * dlopen maps (or those of the start-up) are in the link map, before they are relocated and
+ * before any of their constructors runs. The cookie is where r_state (_r_debug) is from the
+ * probed function, so that RT_ADD and RT_DELETE pass. The thread then waits here, in the
+ * kernel (no stop a parent or debugger could see), until user space has attached what the new
+ * objects need, at most DLW_HOLD_MAX_NS. Sleepable: outside RCU's read side, since attaching
+ * a uprobe waits for an RCU grace period (the dup_mmap_sem write), which a program spinning
+ * under rcu_read_lock() would hold back until its hold ran out.
+ */
+SEC("uprobe.s")
+int BPF_KPROBE(linkmap_consistent)
+{
+	u64 id = bpf_get_current_pid_tgid(), delta = bpf_get_attach_cookie(ctx);
+	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
+	struct hold_wait h = { .tid = tid, .pc = PT_REGS_IP(ctx) };
+	struct dlw_event *e;
+	u8 yes = 1;
+
+	if (!traced(tgid))
+		return 0;
+	if (delta &&
+	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + (s64)delta)) &&
+	    state != 0 /* RT_CONSISTENT */)
+		return 0;
+	/* Outside dlopen only the start-up's link map is news (then a dlclose's is not). */
+	if (!depth && bpf_map_update_elem(&started, &tgid, &yes, BPF_NOEXIST))
+		return 0;
+	h.seq = __sync_fetch_and_add(&hold_seq, 1) + 1;
+	e = bpf_ringbuf_reserve(&holds, __builtin_offsetof(struct dlw_event, path), 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	init_event(e, DLW_HOLD, false);
+	e->arg0 = h.seq;
+	e->arg1 = depth ? DLW_HOLD_DLOPEN : DLW_HOLD_STARTUP;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	h.deadline = bpf_ktime_get_ns() + DLW_HOLD_MAX_NS;
+	/* bpf_loop's turns (8M, some 100 ms here) in rounds, until the deadline or the release
+	 * (bpf_loop cannot nest). */
+	for (int k = 0; k < 256 && !h.done && bpf_ktime_get_ns() <= h.deadline; k++)
+		bpf_loop(1 << 23, hold_poll, &h, 0);
+	if (!h.done)
+		count_lost_as(DLW_LOST_HOLD);
+	bpf_map_delete_elem(&released, &tid);
+	return 0;
 }
 
 SEC("raw_tp/sched_process_exec")
@@ -683,6 +784,8 @@ int handle_exec(struct bpf_raw_tracepoint_args *ctx)
 		}
 		bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
 	}
+	/* A new image: its start-up link map is news again. */
+	bpf_map_delete_elem(&started, &tgid);
 	if (!traced(tgid))
 		return 0;
 	e = reserve(DLW_EXEC);
@@ -742,6 +845,8 @@ int handle_exit(struct bpf_raw_tracepoint_args *ctx)
 
 	bpf_map_delete_elem(&in_dlopen, &tid);
 	bpf_map_delete_elem(&regions, &tid);
+	if (tid == tgid)
+		bpf_map_delete_elem(&started, &tgid);
 	if (!traced(tgid) || tid != tgid)
 		return 0;
 	e = reserve(DLW_EXIT);
