@@ -526,16 +526,18 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 	return 0;
 }
 
+/*
+ * dlopen(file, flags) and, with the cookie DLW_AT_DLMOPEN, dlmopen(lmid, file, flags): one
+ * program, verified once (its Python stack walk is most of the object's verification time).
+ */
 SEC("uprobe")
-int BPF_KPROBE(dlopen_enter, const char *file, int flags)
+int BPF_KPROBE(dlopen_enter)
 {
-	return call_enter(DLW_DLOPEN, file, flags, 0);
-}
+	/* All three read at their fixed offsets: the verifier refuses a computed one. */
+	u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	bool m = bpf_get_attach_cookie(ctx) == DLW_AT_DLMOPEN;
 
-SEC("uprobe")
-int BPF_KPROBE(dlmopen_enter, long lmid, const char *file, int flags)
-{
-	return call_enter(DLW_DLOPEN, file, flags, lmid);
+	return call_enter(DLW_DLOPEN, (const void *)(m ? a2 : a1), m ? a3 : a2, m ? a1 : 0);
 }
 
 SEC("uretprobe")
@@ -690,6 +692,11 @@ struct {
 
 __u64 hold_seq;
 
+/* The open-coded number iterator (kernel 6.4): verified once, whatever its count. */
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+
 struct hold_wait {
 	u32 tid;
 	bool done;
@@ -731,6 +738,7 @@ int BPF_KPROBE(linkmap_consistent)
 	u64 id = bpf_get_current_pid_tgid(), delta = bpf_get_attach_cookie(ctx);
 	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
 	struct hold_wait h = { .tid = tid, .pc = PT_REGS_IP(ctx) };
+	struct bpf_iter_num it;
 	struct dlw_event *e;
 	u8 yes = 1;
 
@@ -754,10 +762,14 @@ int BPF_KPROBE(linkmap_consistent)
 	e->arg1 = depth ? DLW_HOLD_DLOPEN : DLW_HOLD_STARTUP;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	h.deadline = bpf_ktime_get_ns() + DLW_HOLD_MAX_NS;
-	/* bpf_loop's turns (8M, some 100 ms here) in rounds, until the deadline or the release
-	 * (bpf_loop cannot nest). */
-	for (int k = 0; k < 256 && !h.done && bpf_ktime_get_ns() <= h.deadline; k++)
+	/*
+	 * bpf_loop's turns (8M, some 100 ms here) in rounds, until the deadline or the release:
+	 * bpf_loop cannot nest, and a bounded loop would be verified once per round.
+	 */
+	bpf_iter_num_new(&it, 0, 1024);
+	while (bpf_iter_num_next(&it) && !h.done && bpf_ktime_get_ns() <= h.deadline)
 		bpf_loop(1 << 23, hold_poll, &h, 0);
+	bpf_iter_num_destroy(&it);
 	if (!h.done)
 		count_lost_as(DLW_LOST_HOLD);
 	bpf_map_delete_elem(&released, &tid);

@@ -111,6 +111,8 @@ enum dlw_lost {
 
 /* The attach cookie of a return probe placed on a ret instruction (not a uretprobe). */
 #define DLW_AT_RET 0x100
+/* The attach cookie of dlopen_enter on dlmopen, whose arguments start with the namespace. */
+#define DLW_AT_DLMOPEN 0x200
 
 /* Loader cookies for DLW_CUDA_LOAD (arg0) and the uprobes' attach cookies. */
 enum dlw_cuda_fn {

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -125,6 +126,7 @@ struct watch {
 	size_t n_files;
 	int *links; /* uprobe_multi links (fds) */
 	size_t n_links;
+	size_t n_probes;	     /* the uprobes in them */
 	struct activity_counts *act; /* --hot: the kernel's counts, read each second */
 	unsigned long long last_activity;
 	/* The runtimes that ran regions in the interval being read, per process. */
@@ -259,6 +261,7 @@ static int attach_multi(struct watch *w, struct bpf_program *prog, const char *p
 	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, buf, sizeof(a));
 	if (fd < 0)
 		return -errno;
+	w->n_probes += n;
 	return add_link(w, fd);
 }
 
@@ -399,7 +402,7 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	if (want & PROBE_LOADER) {
 		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlopen", false, 0);
 		attach_returns(w, s->progs.dlopen_exit, path, o->elf, "dlopen");
-		attach_fn(w, s->progs.dlmopen_enter, path, o->elf, "dlmopen", false, 0);
+		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlmopen", false, DLW_AT_DLMOPEN);
 		attach_returns(w, s->progs.dlopen_exit, path, o->elf, "dlmopen");
 		attach_fn(w, s->progs.dlclose_enter, path, o->elf, "dlclose", false, 0);
 		attach_returns(w, s->progs.dlclose_exit, path, o->elf, "dlclose");
@@ -1569,11 +1572,44 @@ static void write_header(struct watch *w)
  * table full), and the probe hits the kernel did not run a program for. Nothing generated goes
  * uncounted: generated = recorded + lost.
  */
-/* Every probe off; the program and its maps stay until the end, for the counts. */
+/* The links a closing thread takes: fds[i] for i = first, first + step, ... */
+struct closer {
+	const int *fds;
+	size_t n, first, step;
+};
+
+static void *close_some(void *arg)
+{
+	const struct closer *c = arg;
+
+	for (size_t i = c->first; i < c->n; i += c->step)
+		close(c->fds[i]);
+	return NULL;
+}
+
+/*
+ * Every probe off; the program and its maps stay until the end, for the counts. Each link's
+ * close waits for an RCU-tasks-trace grace period (handlers in progress), some 20-100 ms: the
+ * closes run on CLOSERS threads at once and share their grace periods.
+ */
+#define CLOSERS 32
+
 static void detach_all(struct watch *w)
 {
-	for (size_t i = 0; i < w->n_links; i++)
-		close(w->links[i]);
+	struct closer c[CLOSERS];
+	pthread_t t[CLOSERS];
+	bool started[CLOSERS] = { false };
+	size_t n = w->n_links < CLOSERS ? w->n_links : CLOSERS;
+
+	for (size_t i = 0; i < n; i++) {
+		c[i] = (struct closer){ w->links, w->n_links, i, n };
+		started[i] = !pthread_create(&t[i], NULL, close_some, &c[i]);
+		if (!started[i])
+			close_some(&c[i]);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (started[i])
+			pthread_join(t[i], NULL);
 	free(w->links);
 	w->links = NULL;
 	w->n_links = 0;
@@ -1667,6 +1703,15 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 	w->skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
 	if (o->ring_mb)
 		bpf_map__set_max_entries(w->skel->maps.events, o->ring_mb << 20);
+	/* What the options leave out is not loaded (nor verified): the start is that much faster. */
+	if (!o->futex_ms) {
+		bpf_program__set_autoload(w->skel->progs.handle_futex_enter, false);
+		bpf_program__set_autoload(w->skel->progs.handle_futex_exit, false);
+	}
+	if (!o->hot) {
+		bpf_program__set_autoload(w->skel->progs.omp_fork_enter, false);
+		bpf_program__set_autoload(w->skel->progs.blas_thread_enter, false);
+	}
 	/* Every uprobe program goes through uprobe_multi links (attach_multi). */
 	bpf_object__for_each_program (prog, w->skel->obj)
 		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE)
@@ -1684,8 +1729,7 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 	 * and everything else still works.
 	 */
 	if (!o->futex_ms) {
-		bpf_program__set_autoattach(w->skel->progs.handle_futex_enter, false);
-		bpf_program__set_autoattach(w->skel->progs.handle_futex_exit, false);
+		/* Not loaded. */
 	} else if (access("/sys/kernel/tracing/events/syscalls", F_OK) &&
 		   mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
 		dls_warn(
@@ -2011,6 +2055,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	err = check_capabilities(why, whylen);
 	if (err)
 		return err;
+	/* "Attached in": until events can flow, the BPF object's load and verification too. */
+	t_attach = mono_ns(CLOCK_MONOTONIC);
 	w.cache = elf_cache__new();
 	w.pkgs = pkg_cache__new();
 	if (!w.cache || !w.pkgs) {
@@ -2027,15 +2073,16 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		goto out;
 	w.t0 = mono_ns(CLOCK_MONOTONIC);
 	write_header(&w);
-	t_attach = mono_ns(CLOCK_MONOTONIC);
 	err = add_targets(&w, &release_fd, why, whylen);
 	if (err)
 		goto out;
 	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
 	/* Tests and scripts wait for this line before they make the target act. */
-	fprintf(stderr, "dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms\n",
+	fprintf(stderr,
+		"dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms (%zu uprobes)\n",
 		w.n_procs, w.n_procs == 1 ? "" : "es", o->comm ? " named " : "",
-		o->comm ? o->comm : "", o->comm ? " and those that start" : "", st->attach_ms);
+		o->comm ? o->comm : "", o->comm ? " and those that start" : "", st->attach_ms,
+		w.n_probes);
 	if (release_fd >= 0) {
 		if (write(release_fd, "g", 1) != 1)
 			dls_warn("cannot release '%s'", o->command[0]);
