@@ -131,7 +131,7 @@ static __always_inline void init_event(struct dlw_event *e, u32 type, bool full)
 	e->tid = (u32)id;
 	e->type = type;
 	e->duration_ns = 0;
-	e->arg0 = e->arg1 = 0;
+	e->arg0 = e->arg1 = e->arg2 = 0;
 	e->ret = 0;
 	e->in_dlopen = dlopen_depth((u32)id);
 	e->str_state = DLW_STR_READ;
@@ -420,7 +420,7 @@ static __always_inline void py_capture(u32 tgid, u64 key)
 	w.ps->more = w.frame != 0;
 }
 
-static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1)
+static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1, u64 arg2)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u64 key = dlw_call_key((u32)id, type, type == DLW_DLOPEN ? dlopen_depth((u32)id) : 0);
@@ -439,6 +439,7 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 	p->ts = bpf_ktime_get_ns();
 	p->arg0 = arg0;
 	p->arg1 = arg1;
+	p->arg2 = arg2;
 	p->type = type;
 	p->pid = id >> 32;
 	p->strptr = (u64)str;
@@ -485,6 +486,7 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 		e->ts_ns = p->ts;
 		e->arg0 = p->arg0;
 		e->arg1 = p->arg1;
+		e->arg2 = p->arg2;
 		e->ret = ret;
 		__builtin_memcpy(e->str, p->str, sizeof(e->str));
 		e->str_state = p->str_state;
@@ -537,7 +539,7 @@ int BPF_KPROBE(dlopen_enter)
 	u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 	bool m = bpf_get_attach_cookie(ctx) == DLW_AT_DLMOPEN;
 
-	return call_enter(DLW_DLOPEN, (const void *)(m ? a2 : a1), m ? a3 : a2, m ? a1 : 0);
+	return call_enter(DLW_DLOPEN, (const void *)(m ? a2 : a1), m ? a3 : a2, m ? a1 : 0, 0);
 }
 
 SEC("uretprobe")
@@ -549,7 +551,7 @@ int BPF_KRETPROBE(dlopen_exit, long ret)
 SEC("uprobe")
 int BPF_KPROBE(dlclose_enter, void *handle)
 {
-	return call_enter(DLW_DLCLOSE, NULL, (u64)handle, 0);
+	return call_enter(DLW_DLCLOSE, NULL, (u64)handle, 0, 0);
 }
 
 SEC("uretprobe")
@@ -561,7 +563,7 @@ int BPF_KRETPROBE(dlclose_exit, long ret)
 SEC("uprobe")
 int BPF_KPROBE(dlsym_enter, void *handle, const char *name)
 {
-	return call_enter(DLW_DLSYM, name, (u64)handle, 0);
+	return call_enter(DLW_DLSYM, name, (u64)handle, 0, 0);
 }
 
 SEC("uretprobe")
@@ -656,7 +658,7 @@ int BPF_KPROBE(cuda_load_enter, void *handle, const void *image)
 		       fn == HIP_MODULE_LOAD;
 
 	return call_enter(DLW_CUDA_LOAD, by_name ? image : NULL, fn,
-			  by_name ? 0 : image_size(image));
+			  by_name ? 0 : image_size(image), by_name ? 0 : (u64)image);
 }
 
 SEC("uretprobe")
@@ -697,20 +699,35 @@ extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 
+/*
+ * A held thread's wait, by tid: kept in a map rather than on the program's stack, which a
+ * sleepable program preempted on its CPU has been seen to find overwritten (a per-CPU private
+ * stack), ending the wait at once.
+ */
 struct hold_wait {
-	u32 tid;
-	bool done;
 	u64 seq, deadline, pc;
+	u32 done, pad;
 };
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct hold_wait);
+} holding SEC(".maps");
+
+/* One turn of the wait: released, or past the deadline, ends it (1). */
 static long hold_poll(u64 i, void *ctx)
 {
-	struct hold_wait *h = ctx;
-	u64 *v = bpf_map_lookup_elem(&released, &h->tid);
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
+	u64 *v = bpf_map_lookup_elem(&released, &tid);
 	u8 byte;
 
+	if (!h)
+		return 1;
 	if (v && *v >= h->seq) {
-		h->done = true;
+		h->done = 1;
 		return 1;
 	}
 	/*
@@ -720,6 +737,15 @@ static long hold_poll(u64 i, void *ctx)
 	 */
 	bpf_copy_from_user_task(&byte, 1, (void *)h->pc, bpf_get_current_task_btf(), 0);
 	return bpf_ktime_get_ns() > h->deadline;
+}
+
+/* Whether the wait goes on: neither released nor past its deadline. */
+static __always_inline bool hold_waiting(void)
+{
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
+
+	return h && !h->done && bpf_ktime_get_ns() <= h->deadline;
 }
 
 /*
@@ -737,8 +763,9 @@ int BPF_KPROBE(linkmap_consistent)
 {
 	u64 id = bpf_get_current_pid_tgid(), delta = bpf_get_attach_cookie(ctx);
 	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
-	struct hold_wait h = { .tid = tid, .pc = PT_REGS_IP(ctx) };
+	struct hold_wait h = { .pc = PT_REGS_IP(ctx) }, *hp;
 	struct bpf_iter_num it;
+	int dummy = 0;
 	struct dlw_event *e;
 	u8 yes = 1;
 
@@ -762,16 +789,22 @@ int BPF_KPROBE(linkmap_consistent)
 	e->arg1 = depth ? DLW_HOLD_DLOPEN : DLW_HOLD_STARTUP;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	h.deadline = bpf_ktime_get_ns() + DLW_HOLD_MAX_NS;
+	if (bpf_map_update_elem(&holding, &tid, &h, BPF_ANY))
+		return 0;
 	/*
 	 * bpf_loop's turns (8M, some 100 ms here) in rounds, until the deadline or the release:
 	 * bpf_loop cannot nest, and a bounded loop would be verified once per round.
 	 */
 	bpf_iter_num_new(&it, 0, 1024);
-	while (bpf_iter_num_next(&it) && !h.done && bpf_ktime_get_ns() <= h.deadline)
-		bpf_loop(1 << 23, hold_poll, &h, 0);
+	while (bpf_iter_num_next(&it) && hold_waiting())
+		bpf_loop(1 << 23, hold_poll, &dummy, 0);
 	bpf_iter_num_destroy(&it);
-	if (!h.done)
+	/* The thread's own, not what the stack may hold by now. */
+	tid = (u32)bpf_get_current_pid_tgid();
+	hp = bpf_map_lookup_elem(&holding, &tid);
+	if (hp && !hp->done)
 		count_lost_as(DLW_LOST_HOLD);
+	bpf_map_delete_elem(&holding, &tid);
 	bpf_map_delete_elem(&released, &tid);
 	return 0;
 }

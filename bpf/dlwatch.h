@@ -22,7 +22,8 @@ enum dlw_type {
 			  * ret: the runtime (dlw_cookie's id); sent for a process's first region
 			  * in each runtime and for each one started inside dlopen */
 	DLW_BLAS_THREAD, /* a BLAS pool thread starts */
-	DLW_CUDA_LOAD,	 /* arg0: which loader, arg1: image size, str: file, ret: CUresult */
+	DLW_CUDA_LOAD,	 /* arg0: which loader, arg1: image size, arg2: the image's address (a
+			  * loader from memory), str: file, ret: CUresult or hipError_t */
 	DLW_EXEC,	 /* str: file name */
 	DLW_FORK,	 /* arg0: child pid, arg1: enum dlw_fork_kind */
 	DLW_EXIT,	 /* arg0: exit code (process exit: tid == pid) */
@@ -132,7 +133,7 @@ enum dlw_cuda_fn {
  */
 struct dlw_call {
 	unsigned long long ts;
-	unsigned long long arg0, arg1;
+	unsigned long long arg0, arg1, arg2;
 	unsigned long long strptr; /* read again at return when the page was not yet faulted in */
 	unsigned int type;
 	unsigned int pid;
@@ -231,7 +232,7 @@ struct dlw_regs {
 struct dlw_event {
 	unsigned long long ts_ns;
 	unsigned long long duration_ns;
-	unsigned long long arg0, arg1;
+	unsigned long long arg0, arg1, arg2;
 	long long ret;
 	unsigned int pid, tid;
 	unsigned int type;
