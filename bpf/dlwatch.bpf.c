@@ -27,7 +27,6 @@ struct {
 	__type(value, u8);
 } targets SEC(".maps");
 
-
 /* Calls in progress, per thread (dlopen and dlsym may nest: a constructor calling dlsym). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -132,7 +131,7 @@ static __always_inline void init_event(struct dlw_event *e, u32 type, bool full)
 	e->tid = (u32)id;
 	e->type = type;
 	e->duration_ns = 0;
-	e->arg0 = e->arg1 = 0;
+	e->arg0 = e->arg1 = e->arg2 = 0;
 	e->ret = 0;
 	e->in_dlopen = dlopen_depth((u32)id);
 	e->str_state = DLW_STR_READ;
@@ -458,7 +457,7 @@ static __always_inline void py_capture(u32 tgid, u64 key)
 	w.ps->more = w.frame != 0;
 }
 
-static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1)
+static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1, u64 arg2)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u64 key = dlw_call_key((u32)id, type, type == DLW_DLOPEN ? dlopen_depth((u32)id) : 0);
@@ -477,6 +476,7 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 	p->ts = bpf_ktime_get_ns();
 	p->arg0 = arg0;
 	p->arg1 = arg1;
+	p->arg2 = arg2;
 	p->type = type;
 	p->pid = id >> 32;
 	p->strptr = (u64)str;
@@ -523,6 +523,7 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 		e->ts_ns = p->ts;
 		e->arg0 = p->arg0;
 		e->arg1 = p->arg1;
+		e->arg2 = p->arg2;
 		e->ret = ret;
 		__builtin_memcpy(e->str, p->str, sizeof(e->str));
 		e->str_state = p->str_state;
@@ -564,16 +565,18 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 	return 0;
 }
 
+/*
+ * dlopen(file, flags) and, with the cookie DLW_AT_DLMOPEN, dlmopen(lmid, file, flags): one
+ * program, verified once (its Python stack walk is most of the object's verification time).
+ */
 SEC("uprobe")
-int BPF_KPROBE(dlopen_enter, const char *file, int flags)
+int BPF_KPROBE(dlopen_enter)
 {
-	return call_enter(DLW_DLOPEN, file, flags, 0);
-}
+	/* All three read at their fixed offsets: the verifier refuses a computed one. */
+	u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	bool m = bpf_get_attach_cookie(ctx) == DLW_AT_DLMOPEN;
 
-SEC("uprobe")
-int BPF_KPROBE(dlmopen_enter, long lmid, const char *file, int flags)
-{
-	return call_enter(DLW_DLOPEN, file, flags, lmid);
+	return call_enter(DLW_DLOPEN, (const void *)(m ? a2 : a1), m ? a3 : a2, m ? a1 : 0, 0);
 }
 
 SEC("uretprobe")
@@ -585,7 +588,7 @@ int BPF_KRETPROBE(dlopen_exit, long ret)
 SEC("uprobe")
 int BPF_KPROBE(dlclose_enter, void *handle)
 {
-	return call_enter(DLW_DLCLOSE, NULL, (u64)handle, 0);
+	return call_enter(DLW_DLCLOSE, NULL, (u64)handle, 0, 0);
 }
 
 SEC("uretprobe")
@@ -597,7 +600,7 @@ int BPF_KRETPROBE(dlclose_exit, long ret)
 SEC("uprobe")
 int BPF_KPROBE(dlsym_enter, void *handle, const char *name)
 {
-	return call_enter(DLW_DLSYM, name, (u64)handle, 0);
+	return call_enter(DLW_DLSYM, name, (u64)handle, 0, 0);
 }
 
 SEC("uretprobe")
@@ -688,16 +691,159 @@ SEC("uprobe")
 int BPF_KPROBE(cuda_load_enter, void *handle, const void *image)
 {
 	u64 fn = bpf_get_attach_cookie(ctx);
-	bool by_name = fn == CUDA_MODULE_LOAD || fn == CUDA_LIBRARY_LOAD_FILE || fn == HIP_MODULE_LOAD;
+	bool by_name = fn == CUDA_MODULE_LOAD || fn == CUDA_LIBRARY_LOAD_FILE ||
+		       fn == HIP_MODULE_LOAD;
 
 	return call_enter(DLW_CUDA_LOAD, by_name ? image : NULL, fn,
-			  by_name ? 0 : image_size(image));
+			  by_name ? 0 : image_size(image), by_name ? 0 : (u64)image);
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(cuda_load_exit, long ret)
 {
 	return call_exit(ctx, DLW_CUDA_LOAD, ret);
+}
+
+/*
+ * The hold at the loader's consistent link map (DLW_HOLD): the threads waiting, by tid, for
+ * user space to write their hold's number here once it attached the new objects' probes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u64);
+} released SEC(".maps");
+
+/* The processes (tgid) whose start-up link map was seen: a later one outside dlopen is not. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u8);
+} started SEC(".maps");
+
+/* Holds go on a ring of their own, which the collector reads before any other event. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 10);
+} holds SEC(".maps");
+
+__u64 hold_seq;
+
+/* The open-coded number iterator (kernel 6.4): verified once, whatever its count. */
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+
+/*
+ * A held thread's wait, by tid: kept in a map rather than on the program's stack, which a
+ * sleepable program preempted on its CPU has been seen to find overwritten (a per-CPU private
+ * stack), ending the wait at once.
+ */
+struct hold_wait {
+	u64 seq, deadline, pc;
+	u32 done, pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct hold_wait);
+} holding SEC(".maps");
+
+/* One turn of the wait: released, or past the deadline, ends it (1). */
+static long hold_poll(u64 i, void *ctx)
+{
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
+	u64 *v = bpf_map_lookup_elem(&released, &tid);
+	u8 byte;
+
+	if (!h)
+		return 1;
+	if (v && *v >= h->seq) {
+		h->done = 1;
+		return 1;
+	}
+	/*
+	 * A read of the thread's own code through the page tables (get_user_pages): it calls
+	 * cond_resched(), so that a kernel without preemption (PREEMPT_NONE) runs the collector
+	 * meanwhile, even on this CPU; the wait is a busy one otherwise.
+	 */
+	bpf_copy_from_user_task(&byte, 1, (void *)h->pc, bpf_get_current_task_btf(), 0);
+	return bpf_ktime_get_ns() > h->deadline;
+}
+
+/* Whether the wait goes on: neither released nor past its deadline. */
+static __always_inline bool hold_waiting(void)
+{
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
+
+	return h && !h->done && bpf_ktime_get_ns() <= h->deadline;
+}
+
+/*
+ * _dl_debug_state, the loader's r_brk: called with r_state RT_CONSISTENT once the objects a
+ * dlopen maps (or those of the start-up) are in the link map, before they are relocated and
+ * before any of their constructors runs. The cookie is where r_state (_r_debug) is from the
+ * probed function, so that RT_ADD and RT_DELETE pass. The thread then waits here, in the
+ * kernel (no stop a parent or debugger could see), until user space has attached what the new
+ * objects need, at most DLW_HOLD_MAX_NS. Sleepable: outside RCU's read side, since attaching
+ * a uprobe waits for an RCU grace period (the dup_mmap_sem write), which a program spinning
+ * under rcu_read_lock() would hold back until its hold ran out.
+ */
+SEC("uprobe.s")
+int BPF_KPROBE(linkmap_consistent)
+{
+	u64 id = bpf_get_current_pid_tgid(), delta = bpf_get_attach_cookie(ctx);
+	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
+	struct hold_wait h = { .pc = PT_REGS_IP(ctx) }, *hp;
+	struct bpf_iter_num it;
+	int dummy = 0;
+	struct dlw_event *e;
+	u8 yes = 1;
+
+	if (!traced(tgid))
+		return 0;
+	if (delta &&
+	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + (s64)delta)) &&
+	    state != 0 /* RT_CONSISTENT */)
+		return 0;
+	/* Outside dlopen only the start-up's link map is news (then a dlclose's is not). */
+	if (!depth && bpf_map_update_elem(&started, &tgid, &yes, BPF_NOEXIST))
+		return 0;
+	h.seq = __sync_fetch_and_add(&hold_seq, 1) + 1;
+	e = bpf_ringbuf_reserve(&holds, __builtin_offsetof(struct dlw_event, path), 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	init_event(e, DLW_HOLD, false);
+	e->arg0 = h.seq;
+	e->arg1 = depth ? DLW_HOLD_DLOPEN : DLW_HOLD_STARTUP;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	h.deadline = bpf_ktime_get_ns() + DLW_HOLD_MAX_NS;
+	if (bpf_map_update_elem(&holding, &tid, &h, BPF_ANY))
+		return 0;
+	/*
+	 * bpf_loop's turns (8M, some 100 ms here) in rounds, until the deadline or the release:
+	 * bpf_loop cannot nest, and a bounded loop would be verified once per round.
+	 */
+	bpf_iter_num_new(&it, 0, 1024);
+	while (bpf_iter_num_next(&it) && hold_waiting())
+		bpf_loop(1 << 23, hold_poll, &dummy, 0);
+	bpf_iter_num_destroy(&it);
+	/* The thread's own, not what the stack may hold by now. */
+	tid = (u32)bpf_get_current_pid_tgid();
+	hp = bpf_map_lookup_elem(&holding, &tid);
+	if (hp && !hp->done)
+		count_lost_as(DLW_LOST_HOLD);
+	bpf_map_delete_elem(&holding, &tid);
+	bpf_map_delete_elem(&released, &tid);
+	return 0;
 }
 
 SEC("raw_tp/sched_process_exec")
@@ -720,6 +866,8 @@ int handle_exec(struct bpf_raw_tracepoint_args *ctx)
 		}
 		bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
 	}
+	/* A new image: its start-up link map is news again. */
+	bpf_map_delete_elem(&started, &tgid);
 	if (!traced(tgid))
 		return 0;
 	e = reserve(DLW_EXEC);
@@ -779,6 +927,8 @@ int handle_exit(struct bpf_raw_tracepoint_args *ctx)
 
 	bpf_map_delete_elem(&in_dlopen, &tid);
 	bpf_map_delete_elem(&regions, &tid);
+	if (tid == tgid)
+		bpf_map_delete_elem(&started, &tgid);
 	if (!traced(tgid) || tid != tgid)
 		return 0;
 	e = reserve(DLW_EXIT);

@@ -22,14 +22,28 @@ enum dlw_type {
 			  * ret: the runtime (dlw_cookie's id); sent for a process's first region
 			  * in each runtime and for each one started inside dlopen */
 	DLW_BLAS_THREAD, /* a BLAS pool thread starts */
-	DLW_CUDA_LOAD,	 /* arg0: which loader, arg1: image size, str: file, ret: CUresult */
+	DLW_CUDA_LOAD,	 /* arg0: which loader, arg1: image size, arg2: the image's address (a
+			  * loader from memory), str: file, ret: CUresult or hipError_t */
 	DLW_EXEC,	 /* str: file name */
 	DLW_FORK,	 /* arg0: child pid, arg1: enum dlw_fork_kind */
 	DLW_EXIT,	 /* arg0: exit code (process exit: tid == pid) */
 	DLW_SIGNAL,	 /* arg0: signal, arg1: fault address */
 	DLW_FUTEX_WAIT,	 /* arg0: futex address, arg1: enum dlw_futex_kind, duration_ns: how
 			  * long it waited (DLW_FUTEX_ENDED) */
+	DLW_HOLD,	 /* the loader's link map is consistent with new objects in it, before
+			  * their relocation and constructors: the thread waits (arg0: the
+			  * hold's number) until user space attached their probes and wrote
+			  * that number into the released map; arg1: enum dlw_hold_at */
 };
+
+/* Where a thread is held (DLW_HOLD arg1). */
+enum dlw_hold_at {
+	DLW_HOLD_STARTUP = 0, /* the start-up objects, before the first constructor and main */
+	DLW_HOLD_DLOPEN = 1,  /* the objects a dlopen maps, before it relocates them */
+};
+
+/* How long a held thread waits for user space at most: then it goes on, counted late. */
+#define DLW_HOLD_MAX_NS (3000ULL * 1000 * 1000)
 
 /* The parallel-region entry points probed (DLW_OMP_FORK arg0, their attach cookies). */
 enum dlw_fork_entry {
@@ -59,7 +73,7 @@ enum dlw_fork_kind {
 };
 
 enum dlw_futex_kind {
-	DLW_FUTEX_ENDED = 0,		 /* a wait that ended, after duration_ns */
+	DLW_FUTEX_ENDED = 0,		/* a wait that ended, after duration_ns */
 	DLW_FUTEX_BEGINS_IN_DLOPEN = 1, /* a wait that began inside dlopen, sent as it begins */
 	/* Made by user space, which samples calls in progress: a thread found blocked in a futex
 	 * inside dlopen or dlsym (str: the call's file or symbol). */
@@ -92,11 +106,14 @@ enum dlw_lost {
 	DLW_LOST_RING,
 	DLW_LOST_CALLS,
 	DLW_LOST_ACTIVITY, /* not an event: a region not counted, the activity map full */
+	DLW_LOST_HOLD,	   /* not an event: a hold given up (user space too slow), probes late */
 	DLW_LOST__COUNT,
 };
 
 /* The attach cookie of a return probe placed on a ret instruction (not a uretprobe). */
 #define DLW_AT_RET 0x100
+/* The attach cookie of dlopen_enter on dlmopen, whose arguments start with the namespace. */
+#define DLW_AT_DLMOPEN 0x200
 
 /* Loader cookies for DLW_CUDA_LOAD (arg0) and the uprobes' attach cookies. */
 enum dlw_cuda_fn {
@@ -116,7 +133,7 @@ enum dlw_cuda_fn {
  */
 struct dlw_call {
 	unsigned long long ts;
-	unsigned long long arg0, arg1;
+	unsigned long long arg0, arg1, arg2;
 	unsigned long long strptr; /* read again at return when the page was not yet faulted in */
 	unsigned int type;
 	unsigned int pid;
@@ -127,7 +144,7 @@ struct dlw_call {
 
 /* A constructor may dlopen inside dlopen: each nesting level has its own pending call. */
 #define dlw_call_key(tid, type, depth) \
-	(((unsigned long long)(tid) << 16) | ((unsigned long long)(type) << 8) | ((depth) & 0xff))
+	(((unsigned long long)(tid) << 16) | ((unsigned long long)(type) << 8) | ((depth)&0xff))
 
 /*
  * str[] of a call: the kernel cannot fault a page in, so a name on a page the process has not
@@ -147,10 +164,10 @@ enum dlw_str_state {
  * per process); the program records per frame the code object, the instruction offset and
  * what user space needs to resolve them later: names and lines are read there.
  */
-#define DLW_PY_INNER 48	 /* innermost frames kept */
-#define DLW_PY_OUTER 16	 /* outermost frames kept (a ring) when the chain is longer */
+#define DLW_PY_INNER 48 /* innermost frames kept */
+#define DLW_PY_OUTER 16 /* outermost frames kept (a ring) when the chain is longer */
 #define DLW_PY_FRAMES (DLW_PY_INNER + DLW_PY_OUTER)
-#define DLW_PY_WALK 192	 /* frames walked at most */
+#define DLW_PY_WALK 192	  /* frames walked at most */
 #define DLW_PY_THREADS 64 /* thread states searched for the calling thread */
 #define DLW_PY_NAME 32	  /* bytes of a function's name copied with its frame */
 
@@ -165,20 +182,20 @@ struct dlw_pycfg {
 	int ts_frame;		   /* the first frame: *(tstate + ts_frame) ... */
 	int ts_frame2;		   /* ... then *(that + ts_frame2) when >= 0 (a _PyCFrame) */
 	int fr_code, fr_previous;
-	int fr_lasti;	  /* int f_lasti (3.9, 3.10), else -1 */
-	int lasti_scale;  /* f_lasti to the line table's unit: 1 (3.9), 2 (3.10) */
-	int fr_instr;	  /* a pointer into the code (3.11+), else -1 */
-	int co_code;	  /* ... whose start is code + co_code_adaptive */
-	int fr_owner;	  /* char owner (3.12+: 3 is an eval call's C-stack shim), else -1 */
-	int fr_local0;	  /* the frame's first local (localsplus[0]) */
-	int co_filename;  /* a code object's file name (a str) */
-	int co_func;	  /* its co_qualname (3.11+) or co_name: the pointer also checks that the
+	int fr_lasti;	 /* int f_lasti (3.9, 3.10), else -1 */
+	int lasti_scale; /* f_lasti to the line table's unit: 1 (3.9), 2 (3.10) */
+	int fr_instr;	 /* a pointer into the code (3.11+), else -1 */
+	int co_code;	 /* ... whose start is code + co_code_adaptive */
+	int fr_owner;	 /* char owner (3.12+: 3 is an eval call's C-stack shim), else -1 */
+	int fr_local0;	 /* the frame's first local (localsplus[0]) */
+	int co_filename; /* a code object's file name (a str) */
+	int co_func;	 /* its co_qualname (3.11+) or co_name: the pointer also checks that the
 			   * code at the address is still the one captured */
-	int str_hash;	  /* a str's cached hash */
-	int str_ascii;	  /* where a compact ASCII str's characters start */
-	int str_compact;  /* ... a compact non-ASCII one's */
-	int str_length;	  /* its length in characters */
-	int str_state;	  /* its state bits: kind (2-4), compact (5), ascii (6) */
+	int str_hash;	 /* a str's cached hash */
+	int str_ascii;	 /* where a compact ASCII str's characters start */
+	int str_compact; /* ... a compact non-ASCII one's */
+	int str_length;	 /* its length in characters */
+	int str_state;	 /* its state bits: kind (2-4), compact (5), ascii (6) */
 };
 
 /*
@@ -222,8 +239,8 @@ struct dlw_pyframe {
 enum dlw_py_status {
 	DLW_PY_NONE = 0, /* not a Python process, or nothing read */
 	DLW_PY_OK,
-	DLW_PY_NO_THREAD, /* no thread state of this thread: not a Python thread, or no GIL */
-	DLW_PY_UNREADABLE,/* a pointer of the interpreter could not be read */
+	DLW_PY_NO_THREAD,  /* no thread state of this thread: not a Python thread, or no GIL */
+	DLW_PY_UNREADABLE, /* a pointer of the interpreter could not be read */
 };
 
 struct dlw_pystack {
@@ -244,7 +261,7 @@ struct dlw_regs {
 struct dlw_event {
 	unsigned long long ts_ns;
 	unsigned long long duration_ns;
-	unsigned long long arg0, arg1;
+	unsigned long long arg0, arg1, arg2;
 	long long ret;
 	unsigned int pid, tid;
 	unsigned int type;
@@ -253,11 +270,11 @@ struct dlw_event {
 	char comm[16];
 	char str[DLW_STR_LEN];
 	/* Only in full-size events (dlopen, GPU loads, fork, signal, omp_fork); others end here. */
-	char path[DLW_STR_LEN];	/* dlopen: l_name of the returned link_map, the file loaded */
-	struct dlw_pystack py;	/* dlopen: the Python stack at its entry */
-	unsigned int stack_size; /* bytes of user stack that follow, from regs.sp & ~4095 */
+	char path[DLW_STR_LEN];	   /* dlopen: l_name of the returned link_map, the file loaded */
+	struct dlw_pystack py;	   /* dlopen: the Python stack at its entry */
+	unsigned int stack_size;   /* bytes of user stack that follow, from regs.sp & ~4095 */
 	unsigned int stack_absent; /* bit i: page i of them could not be read (zeros) */
-	struct dlw_regs regs;	/* the user registers where the stack was taken */
+	struct dlw_regs regs;	   /* the user registers where the stack was taken */
 };
 
 /*

@@ -16,6 +16,7 @@
 #include "outfile.h"
 #include "output.h"
 #include "target.h"
+#include "dlwatch.h"
 #include "watch.h"
 
 static void watch_usage(FILE *f, const char *cmd)
@@ -361,10 +362,25 @@ static int run(int argc, char **argv, bool record)
 		dls_err("%s: %s", cmd, why);
 		return DLS_EXIT_INSPECT;
 	}
+	/* "0 lost" only when nothing can have been missed: no late probes, no running start. */
 	fprintf(stderr,
-		"dlscope: %llu events, %llu lost, %llu findings; probes attached in %.1f ms; "
+		"dlscope: %llu events, %llu lost%s, %llu findings; probes attached in %.1f ms; "
 		"collector CPU %.2f s\n",
-		st.events, st.lost, st.findings, st.attach_ms, st.cpu_s);
+		st.events, st.lost,
+		st.holds_late	    ? " (and probes late, below)" :
+		st.attached_running ? " since the attach (what ran before it is not seen)" :
+				      "",
+		st.findings, st.attach_ms, st.cpu_s);
+	if (st.holds)
+		fprintf(stderr,
+			"dlscope: %llu arrivals held until their probes were in place (%.1f ms each "
+			"on average, %.1f ms at most)\n",
+			st.holds, st.hold_ms_total / (double)st.holds, st.hold_ms_max);
+	if (st.holds_late)
+		fprintf(stderr,
+			"dlscope: uncounted: %llu arrivals whose probes came late (dlscope did not "
+			"answer within %.0f s): their first calls may be missing\n",
+			st.holds_late, DLW_HOLD_MAX_NS / 1e9);
 	if (st.lost)
 		fprintf(stderr,
 			"dlscope: lost: %llu with the ring buffer full (a larger --ring-mb, or fewer "

@@ -8,12 +8,15 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -105,6 +108,7 @@ enum probe_group {
 	PROBE_OPENMP = 1 << 1,
 	PROBE_BLAS = 1 << 2,
 	PROBE_GPU = 1 << 3,
+	PROBE_LINKMAP = 1 << 4, /* the loader's r_brk: the hold before new objects run */
 };
 
 struct watch {
@@ -114,12 +118,15 @@ struct watch {
 	struct watch_stats *st;
 	struct dlwatch_bpf *skel;
 	struct ring_buffer *rb;
+	struct ring_buffer *hrb; /* the holds (DLW_HOLD), read before any other event */
+	int epfd;		 /* both rings' */
 	struct proc_state *procs;
 	size_t n_procs;
 	struct attached_file *files;
 	size_t n_files;
-	struct bpf_link **links;
+	int *links; /* uprobe_multi links (fds) */
 	size_t n_links;
+	size_t n_probes;	     /* the uprobes in them */
 	struct activity_counts *act; /* --hot: the kernel's counts, read each second */
 	unsigned long long last_activity;
 	/* The runtimes that ran regions in the interval being read, per process. */
@@ -201,41 +208,76 @@ static struct proc_state *proc_find(struct watch *w, pid_t pid)
 	return NULL;
 }
 
-static int add_link(struct watch *w, struct bpf_link *l)
+static int add_link(struct watch *w, int fd)
 {
-	struct bpf_link **nl;
+	int *nl;
 
 	/* The run is ending and its probes are off: none is added back. */
 	if (w->draining) {
-		bpf_link__destroy(l);
+		close(fd);
 		return 0;
 	}
 	nl = realloc(w->links, (w->n_links + 1) * sizeof(*nl));
 	if (!nl) {
-		bpf_link__destroy(l);
+		close(fd);
 		return -ENOMEM;
 	}
 	w->links = nl;
-	w->links[w->n_links++] = l;
+	w->links[w->n_links++] = fd;
 	return 0;
+}
+
+/* The kernel's uprobe_multi link (6.6), which the system's linux/bpf.h and libbpf 1.1 lack. */
+#define DLW_TRACE_UPROBE_MULTI 48
+#define DLW_F_UPROBE_MULTI_RETURN 1U
+
+struct uprobe_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, um_flags, pid, pad;
+};
+
+/*
+ * @n probes of @prog in @path, at file offsets @offs with @cookies, as one link: attached
+ * without the perf and trace-event layer (no event_mutex, which a detach elsewhere holds
+ * while it waits for a held thread) and detached with one grace period for all of them.
+ */
+static int attach_multi(struct watch *w, struct bpf_program *prog, const char *path,
+			const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+{
+	char buf[sizeof(struct uprobe_multi_attr) + 64] = { 0 };
+	struct uprobe_multi_attr a = {
+		.prog_fd = (uint32_t)bpf_program__fd(prog),
+		.attach_type = DLW_TRACE_UPROBE_MULTI,
+		.path = (uint64_t)(uintptr_t)path,
+		.offsets = (uint64_t)(uintptr_t)offs,
+		.cookies = (uint64_t)(uintptr_t)cookies,
+		.cnt = (uint32_t)n,
+		.um_flags = ret ? DLW_F_UPROBE_MULTI_RETURN : 0,
+	};
+	int fd;
+
+	memcpy(buf, &a, sizeof(a));
+	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, buf, sizeof(a));
+	if (fd < 0)
+		return -errno;
+	w->n_probes += n;
+	return add_link(w, fd);
 }
 
 /* One uprobe by file offset: libbpf 1.1 refuses versioned names such as dlopen@GLIBC_2.2.5. */
 static int attach_fn(struct watch *w, struct bpf_program *prog, const char *path,
 		     const struct elf_object *elf, const char *fn, bool ret, uint64_t cookie)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = ret, .bpf_cookie = cookie);
-	struct bpf_link *l;
 	uint64_t off;
+	int err;
 
 	if (elfobj__func_offset(elf, fn, &off))
 		return -ENOENT;
-	l = bpf_program__attach_uprobe_opts(prog, -1, path, off, &uo);
-	if (!l) {
-		dls_warn("cannot attach to %s in %s: %s", fn, path, strerror(errno));
-		return -errno;
-	}
-	return add_link(w, l);
+	err = attach_multi(w, prog, path, &off, &cookie, 1, ret);
+	if (err)
+		dls_warn("cannot attach to %s in %s: %s", fn, path, strerror(-err));
+	return err;
 }
 
 /* The place in w->files of the entry whose mask is @mask. */
@@ -270,8 +312,7 @@ static unsigned int *attached_mask(struct watch *w, uint64_t inode)
 static int attach_returns(struct watch *w, struct bpf_program *prog, const char *path,
 			  const struct elf_object *elf, const char *fn)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = DLW_AT_RET);
-	uint64_t offs[16];
+	uint64_t offs[16], cookies[16];
 	size_t n;
 	int err = elfobj__func_returns(elf, path, fn, offs, 16, &n);
 
@@ -283,19 +324,30 @@ static int attach_returns(struct watch *w, struct bpf_program *prog, const char 
 				fn, path, strerror(-err));
 		return err;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, path, offs[i], &uo);
+	for (size_t i = 0; i < n; i++)
+		cookies[i] = DLW_AT_RET;
+	err = attach_multi(w, prog, path, offs, cookies, n, false);
+	if (err)
+		dls_warn("cannot attach to %s's return in %s: %s", fn, path, strerror(-err));
+	return err;
+}
 
-		if (!l) {
-			dls_warn("cannot attach to %s's return in %s: %s", fn, path,
-				 strerror(errno));
-			return -errno;
-		}
-		err = add_link(w, l);
-		if (err)
-			return err;
-	}
-	return 0;
+/*
+ * The loader's r_brk (_dl_debug_state), where a thread is held until the probes of the objects
+ * it just mapped are in place (bpf/dlwatch.bpf.c: linkmap_consistent). The cookie is where
+ * _r_debug.r_state is from the function, so that the program holds at RT_CONSISTENT only.
+ */
+static void attach_linkmap(struct watch *w, const char *path, const struct elf_object *elf)
+{
+	GElf_Sym fn, rd;
+	uint64_t delta = 0;
+
+	if (elfobj__lookup(elf, "_dl_debug_state", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &fn))
+		return;
+	/* struct r_debug: int r_version; struct link_map *r_map; ElfW(Addr) r_brk; r_state. */
+	if (!elfobj__lookup(elf, "_r_debug", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &rd))
+		delta = rd.st_value + 24 - fn.st_value;
+	attach_fn(w, w->skel->progs.linkmap_consistent, path, elf, "_dl_debug_state", false, delta);
 }
 
 /* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
@@ -335,6 +387,8 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		want |= PROBE_BLAS;
 	if (obj_roles__find(r, ROLE_CUDA))
 		want |= PROBE_GPU;
+	if (o->origin == LG_INTERPRETER)
+		want |= PROBE_LINKMAP;
 	mask = want ? attached_mask(w, elfobj__inode(o->elf)) : NULL;
 	if (!mask || !(want & ~*mask))
 		return;
@@ -348,7 +402,7 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	if (want & PROBE_LOADER) {
 		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlopen", false, 0);
 		attach_returns(w, s->progs.dlopen_exit, path, o->elf, "dlopen");
-		attach_fn(w, s->progs.dlmopen_enter, path, o->elf, "dlmopen", false, 0);
+		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlmopen", false, DLW_AT_DLMOPEN);
 		attach_returns(w, s->progs.dlopen_exit, path, o->elf, "dlmopen");
 		attach_fn(w, s->progs.dlclose_enter, path, o->elf, "dlclose", false, 0);
 		attach_returns(w, s->progs.dlclose_exit, path, o->elf, "dlclose");
@@ -357,6 +411,8 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		attach_fn(w, s->progs.dlsym_enter, path, o->elf, "dlvsym", false, 0);
 		attach_returns(w, s->progs.dlsym_exit, path, o->elf, "dlvsym");
 	}
+	if (want & PROBE_LINKMAP)
+		attach_linkmap(w, path, o->elf);
 	for (size_t i = 0; (want & PROBE_OPENMP) && i < sizeof(omp_fns) / sizeof(omp_fns[0]); i++)
 		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i].fn, false,
 			  dlw_cookie(omp_fns[i].entry, rt));
@@ -797,6 +853,7 @@ static int refresh(struct watch *w, struct proc_state *ps)
 		unsigned long long now = mono_ns(CLOCK_MONOTONIC);
 
 		ps->seen_all = true;
+		w->st->attached_running++;
 		for (size_t i = 0; i < g->n; i++) {
 			mark_seen(ps, g->objs[i]);
 			loaded(w, ps, g->objs[i], now, true);
@@ -1126,6 +1183,57 @@ static void detect_on_event(struct watch *w, struct proc_state *ps, const struct
 	findings_of(w, ps, e, &fs);
 }
 
+/*
+ * A thread held at its loader's consistent link map (bpf/dlwatch.bpf.c: linkmap_consistent):
+ * its link map read now, the probes its new objects call for attached, then the thread let go.
+ * The model is not touched: the exec or the dlopen that brought the objects reports them, in
+ * the stream's order. The kernel made the process a target, even one not in the model yet.
+ */
+static int read_hold(void *ctx, void *data, size_t size)
+{
+	struct watch *w = ctx;
+	const struct dlw_event *e = data;
+	uint32_t tid = e->tid;
+	uint64_t seq = e->arg0;
+	struct target *t;
+	struct libgraph *g;
+	char why[128];
+	double ms;
+
+	struct sched_param rt = { .sched_priority = 1 }, was_param;
+	int was = sched_getscheduler(0);
+	bool boosted;
+
+	if (size < offsetof(struct dlw_event, path) || e->type != DLW_HOLD)
+		return 0;
+	/*
+	 * The held thread waits busily on its CPU: this work runs at the lowest real-time
+	 * priority, so that a collector started at nice 19 on that CPU is not held back by the
+	 * very thread waiting for it; then back to what it was (its nice value too).
+	 */
+	boosted = was == SCHED_OTHER && !sched_getparam(0, &was_param) &&
+		  !sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &rt);
+	if (!w->draining && !target__open((pid_t)e->pid, &t, why, sizeof(why))) {
+		if (!libgraph__snapshot_cached(t, w->cache, &g, why, sizeof(why))) {
+			for (size_t i = 0; i < g->n; i++)
+				attach_object(w, (pid_t)e->pid, g->objs[i]);
+			libgraph__free(g);
+		}
+		target__free(t);
+	}
+	if (w->skel)
+		bpf_map__update_elem(w->skel->maps.released, &tid, sizeof(tid), &seq, sizeof(seq),
+				     BPF_ANY);
+	if (boosted)
+		sched_setscheduler(0, was, &was_param);
+	ms = (double)(mono_ns(CLOCK_MONOTONIC) - e->ts_ns) / 1e6;
+	w->st->holds++;
+	w->st->hold_ms_total += ms;
+	if (ms > w->st->hold_ms_max)
+		w->st->hold_ms_max = ms;
+	return 0;
+}
+
 /* One raw record: decode, update the model, run the live detectors, tell the sinks. */
 static void handle_event(struct watch *w, const void *data, size_t size)
 {
@@ -1208,6 +1316,8 @@ static int read_event(void *ctx, void *data, size_t size)
 		w->st->lost_unread++;
 		return 0;
 	}
+	/* A thread waits for each hold: none waits behind the stream. */
+	ring_buffer__consume(w->hrb);
 	handle_event(w, data, size);
 	if (w->draining && w->drain_all)
 		return stop ? BATCH_OVER : 0;
@@ -1462,11 +1572,44 @@ static void write_header(struct watch *w)
  * table full), and the probe hits the kernel did not run a program for. Nothing generated goes
  * uncounted: generated = recorded + lost.
  */
-/* Every probe off; the program and its maps stay until the end, for the counts. */
+/* The links a closing thread takes: fds[i] for i = first, first + step, ... */
+struct closer {
+	const int *fds;
+	size_t n, first, step;
+};
+
+static void *close_some(void *arg)
+{
+	const struct closer *c = arg;
+
+	for (size_t i = c->first; i < c->n; i += c->step)
+		close(c->fds[i]);
+	return NULL;
+}
+
+/*
+ * Every probe off; the program and its maps stay until the end, for the counts. Each link's
+ * close waits for an RCU-tasks-trace grace period (handlers in progress), some 20-100 ms: the
+ * closes run on CLOSERS threads at once and share their grace periods.
+ */
+#define CLOSERS 32
+
 static void detach_all(struct watch *w)
 {
-	for (size_t i = 0; i < w->n_links; i++)
-		bpf_link__destroy(w->links[i]);
+	struct closer c[CLOSERS];
+	pthread_t t[CLOSERS];
+	bool started[CLOSERS] = { false };
+	size_t n = w->n_links < CLOSERS ? w->n_links : CLOSERS;
+
+	for (size_t i = 0; i < n; i++) {
+		c[i] = (struct closer){ w->links, w->n_links, i, n };
+		started[i] = !pthread_create(&t[i], NULL, close_some, &c[i]);
+		if (!started[i])
+			close_some(&c[i]);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (started[i])
+			pthread_join(t[i], NULL);
 	free(w->links);
 	w->links = NULL;
 	w->n_links = 0;
@@ -1477,7 +1620,7 @@ static void count_lost(struct watch *w, struct watch_stats *st)
 	int ncpu = libbpf_num_possible_cpus();
 	unsigned long long *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*vals)) : NULL;
 	unsigned long long *by[DLW_LOST__COUNT] = { &st->lost_ring, &st->lost_calls,
-						    &st->activity_uncounted };
+						    &st->activity_uncounted, &st->holds_late };
 	struct bpf_program *prog;
 
 	for (uint32_t k = 0; vals && k < DLW_LOST__COUNT; k++)
@@ -1513,6 +1656,9 @@ static void watch_release(struct watch *w)
 	free(w->procs);
 	activity_counts__free(w->act);
 	ring_buffer__free(w->rb);
+	ring_buffer__free(w->hrb);
+	if (w->epfd > 0)
+		close(w->epfd);
 	dlwatch_bpf__destroy(w->skel);
 	elf_cache__put(w->cache);
 	pkg_cache__free(w->pkgs);
@@ -1539,6 +1685,7 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 {
 	const struct watch_opts *o = w->o;
 	int ncpu = libbpf_num_possible_cpus(), err;
+	struct bpf_program *prog;
 
 	libbpf_set_print(libbpf_quiet);
 	w->skel = dlwatch_bpf__open();
@@ -1556,6 +1703,19 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 	w->skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
 	if (o->ring_mb)
 		bpf_map__set_max_entries(w->skel->maps.events, o->ring_mb << 20);
+	/* What the options leave out is not loaded (nor verified): the start is that much faster. */
+	if (!o->futex_ms) {
+		bpf_program__set_autoload(w->skel->progs.handle_futex_enter, false);
+		bpf_program__set_autoload(w->skel->progs.handle_futex_exit, false);
+	}
+	if (!o->hot) {
+		bpf_program__set_autoload(w->skel->progs.omp_fork_enter, false);
+		bpf_program__set_autoload(w->skel->progs.blas_thread_enter, false);
+	}
+	/* Every uprobe program goes through uprobe_multi links (attach_multi). */
+	bpf_object__for_each_program (prog, w->skel->obj)
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE)
+			bpf_program__set_expected_attach_type(prog, DLW_TRACE_UPROBE_MULTI);
 	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
 	bpf_map__set_max_entries(w->skel->maps.scratch, 2 * (ncpu > 0 ? ncpu : 1));
 	err = dlwatch_bpf__load(w->skel);
@@ -1569,8 +1729,7 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 	 * and everything else still works.
 	 */
 	if (!o->futex_ms) {
-		bpf_program__set_autoattach(w->skel->progs.handle_futex_enter, false);
-		bpf_program__set_autoattach(w->skel->progs.handle_futex_exit, false);
+		/* Not loaded. */
 	} else if (access("/sys/kernel/tracing/events/syscalls", F_OK) &&
 		   mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
 		dls_warn(
@@ -1586,7 +1745,18 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 		return err;
 	}
 	w->rb = ring_buffer__new(bpf_map__fd(w->skel->maps.events), read_event, w, NULL);
-	if (!w->rb) {
+	w->hrb = ring_buffer__new(bpf_map__fd(w->skel->maps.holds), read_hold, w, NULL);
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->rb && w->hrb && w->epfd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->rb), &ev) ||
+		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->hrb), &ev)) {
+			ring_buffer__free(w->rb);
+			w->rb = NULL;
+		}
+	}
+	if (!w->rb || !w->hrb || w->epfd < 0) {
 		err = -errno;
 		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
 		return err;
@@ -1795,10 +1965,12 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 	while (!stopping(w)) {
 		int n;
 
-		w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
-		n = ring_buffer__poll(w->rb, 100);
-		/* Events submitted without a wake-up (dlsym) wait for this, after a wait that
-		 * may have used the batch's time. */
+		struct epoll_event ev;
+
+		/* Either ring, at most 100 ms; the holds first, then a batch of the stream.
+		 * Events submitted without a wake-up (dlsym) wait for this. */
+		n = epoll_wait(w->epfd, &ev, 1, 100) < 0 ? -errno : 0;
+		ring_buffer__consume(w->hrb);
 		if (n >= 0) {
 			w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 			n = ring_buffer__consume(w->rb);
@@ -1829,8 +2001,11 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
  */
 static void drain(struct watch *w)
 {
-	detach_all(w);
+	/* Threads held now go at once (nothing more is attached), before the detach, which
+	 * waits for every uprobe handler in progress. */
 	w->draining = true;
+	ring_buffer__consume(w->hrb);
+	detach_all(w);
 	w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 	if (ring_buffer__consume(w->rb) == BATCH_OVER) {
 		w->counting = true;
@@ -1880,6 +2055,8 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	err = check_capabilities(why, whylen);
 	if (err)
 		return err;
+	/* "Attached in": until events can flow, the BPF object's load and verification too. */
+	t_attach = mono_ns(CLOCK_MONOTONIC);
 	w.cache = elf_cache__new();
 	w.pkgs = pkg_cache__new();
 	if (!w.cache || !w.pkgs) {
@@ -1896,15 +2073,16 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		goto out;
 	w.t0 = mono_ns(CLOCK_MONOTONIC);
 	write_header(&w);
-	t_attach = mono_ns(CLOCK_MONOTONIC);
 	err = add_targets(&w, &release_fd, why, whylen);
 	if (err)
 		goto out;
 	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
 	/* Tests and scripts wait for this line before they make the target act. */
-	fprintf(stderr, "dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms\n",
+	fprintf(stderr,
+		"dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms (%zu uprobes)\n",
 		w.n_procs, w.n_procs == 1 ? "" : "es", o->comm ? " named " : "",
-		o->comm ? o->comm : "", o->comm ? " and those that start" : "", st->attach_ms);
+		o->comm ? o->comm : "", o->comm ? " and those that start" : "", st->attach_ms,
+		w.n_probes);
 	if (release_fd >= 0) {
 		if (write(release_fd, "g", 1) != 1)
 			dls_warn("cannot release '%s'", o->command[0]);

@@ -58,6 +58,48 @@ const char *event__gpu_fn(unsigned int fn)
 	return fn < N_GPU_FNS ? gpu_fns[fn] : "?";
 }
 
+/* The results a module load may return (cuda.h's CUresult, hip_runtime_api.h's hipError_t). */
+static const struct gpu_result {
+	int code;
+	const char *cuda, *hip;
+} gpu_results[] = {
+	{ 0, "CUDA_SUCCESS", "hipSuccess" },
+	{ 1, "CUDA_ERROR_INVALID_VALUE", "hipErrorInvalidValue" },
+	{ 2, "CUDA_ERROR_OUT_OF_MEMORY", "hipErrorOutOfMemory" },
+	{ 3, "CUDA_ERROR_NOT_INITIALIZED", "hipErrorNotInitialized" },
+	{ 4, "CUDA_ERROR_DEINITIALIZED", "hipErrorDeinitialized" },
+	{ 35, NULL, "hipErrorInsufficientDriver" },
+	{ 100, "CUDA_ERROR_NO_DEVICE", "hipErrorNoDevice" },
+	{ 101, "CUDA_ERROR_INVALID_DEVICE", "hipErrorInvalidDevice" },
+	{ 200, "CUDA_ERROR_INVALID_IMAGE", "hipErrorInvalidImage" },
+	{ 201, "CUDA_ERROR_INVALID_CONTEXT", "hipErrorInvalidContext" },
+	{ 209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "hipErrorNoBinaryForGpu" },
+	{ 218, "CUDA_ERROR_INVALID_PTX", "hipErrorInvalidKernelFile" },
+	{ 221, "CUDA_ERROR_JIT_COMPILER_NOT_FOUND", NULL },
+	{ 222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", NULL },
+	{ 300, "CUDA_ERROR_INVALID_SOURCE", "hipErrorInvalidSource" },
+	{ 301, "CUDA_ERROR_FILE_NOT_FOUND", "hipErrorFileNotFound" },
+	{ 302, "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND", "hipErrorSharedObjectSymbolNotFound" },
+	{ 303, "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED", "hipErrorSharedObjectInitFailed" },
+	{ 304, "CUDA_ERROR_OPERATING_SYSTEM", "hipErrorOperatingSystem" },
+	{ 400, "CUDA_ERROR_INVALID_HANDLE", "hipErrorInvalidHandle" },
+	{ 500, "CUDA_ERROR_NOT_FOUND", "hipErrorNotFound" },
+	{ 801, "CUDA_ERROR_NOT_SUPPORTED", "hipErrorNotSupported" },
+	{ 999, "CUDA_ERROR_UNKNOWN", "hipErrorUnknown" },
+};
+
+const char *event__gpu_result(unsigned int fn, int64_t result)
+{
+	bool hip = fn < N_GPU_FNS && !strncmp(gpu_fns[fn], "hip", 3);
+
+	if (!fn || fn >= N_GPU_FNS)
+		return NULL;
+	for (size_t i = 0; i < sizeof(gpu_results) / sizeof(gpu_results[0]); i++)
+		if (gpu_results[i].code == result)
+			return hip ? gpu_results[i].hip : gpu_results[i].cuda;
+	return NULL;
+}
+
 /* A fixed-size string of the raw record, always terminated. */
 static void copy_str(char *dst, size_t len, const char *src, size_t srclen)
 {
@@ -120,6 +162,7 @@ int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, ch
 		ev->u.gpu_load.function = raw->arg0 < N_GPU_FNS ? (unsigned int)raw->arg0 : 0;
 		copy_str(ev->u.gpu_load.file, DLW_STR_LEN, raw->str, sizeof(raw->str));
 		ev->u.gpu_load.image_size = raw->arg1;
+		ev->u.gpu_load.image = raw->arg2;
 		ev->u.gpu_load.result = raw->ret;
 		break;
 	case EVENT_EXEC: copy_str(ev->u.exec.file, DLW_STR_LEN, raw->str, sizeof(raw->str)); break;
@@ -218,18 +261,26 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 	case EVENT_BLAS_THREAD: snprintf(buf, len, "BLAS pool thread starts"); break;
 	case EVENT_GPU_LOAD: {
 		const char *file = ev->u.gpu_load.file;
+		const char *res = event__gpu_result(ev->u.gpu_load.function, ev->u.gpu_load.result);
+		char image[40] = "";
 
+		/* A load from memory: where the image is, to match it with the code that built it. */
+		if (ev->u.gpu_load.image)
+			snprintf(image, sizeof(image), "image 0x%llx,",
+				 (unsigned long long)ev->u.gpu_load.image);
 		if (resolved)
-			snprintf(buf, len, "%s(%s) size %lld = %lld",
-				 event__gpu_fn(ev->u.gpu_load.function), file,
+			snprintf(buf, len, "%s(%s%s) size %lld = %lld%s%s%s",
+				 event__gpu_fn(ev->u.gpu_load.function), file, image,
 				 (long long)ev->u.gpu_load.image_size,
-				 (long long)ev->u.gpu_load.result);
+				 (long long)ev->u.gpu_load.result, res ? " (" : "", res ? res : "",
+				 res ? ")" : "");
 		else
-			snprintf(buf, len, "%s(%s%s%s size %llu) = %lld",
+			snprintf(buf, len, "%s(%s%s%s%s size %llu) = %lld%s%s%s",
 				 event__gpu_fn(ev->u.gpu_load.function), file[0] ? "\"" : "", file,
-				 file[0] ? "\"," : "",
+				 file[0] ? "\"," : "", image,
 				 (unsigned long long)ev->u.gpu_load.image_size,
-				 (long long)ev->u.gpu_load.result);
+				 (long long)ev->u.gpu_load.result, res ? " (" : "", res ? res : "",
+				 res ? ")" : "");
 		break;
 	}
 	case EVENT_EXEC: snprintf(buf, len, "exec %s", ev->u.exec.file); break;
@@ -383,7 +434,13 @@ json_t *event__to_json(const struct event *ev)
 		set(j, "function", json_string(event__gpu_fn(ev->u.gpu_load.function)));
 		set(j, "file", json_string(ev->u.gpu_load.file));
 		set(j, "image_size", jint(ev->u.gpu_load.image_size));
+		if (ev->u.gpu_load.image)
+			set(j, "image", jint(ev->u.gpu_load.image));
 		set(j, "result", json_integer(ev->u.gpu_load.result));
+		if (event__gpu_result(ev->u.gpu_load.function, ev->u.gpu_load.result))
+			set(j, "result_name",
+			    json_string(event__gpu_result(ev->u.gpu_load.function,
+							  ev->u.gpu_load.result)));
 		break;
 	case EVENT_EXEC: set(j, "file", json_string(ev->u.exec.file)); break;
 	case EVENT_FORK:
@@ -610,6 +667,7 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 				ev->u.gpu_load.function = k;
 		get_str(&r, "file", false, ev->u.gpu_load.file, DLW_STR_LEN);
 		ev->u.gpu_load.image_size = get_int(&r, "image_size", false);
+		ev->u.gpu_load.image = get_int(&r, "image", false);
 		ev->u.gpu_load.result = (int64_t)get_int(&r, "result", false);
 		break;
 	}

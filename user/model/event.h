@@ -97,6 +97,7 @@ struct event {
 			unsigned int function; /* enum dlw_cuda_fn */
 			char file[DLW_STR_LEN];
 			uint64_t image_size;
+			uint64_t image; /* the image's address (a load from memory), else 0 */
 			int64_t result;
 		} gpu_load;
 		struct {
@@ -138,6 +139,9 @@ const char *event_kind__id(enum event_kind k);
 enum event_kind event_kind__parse(const char *id);
 /* The GPU loader's function name ("cuModuleLoad"), "?" when unknown. */
 const char *event__gpu_fn(unsigned int fn);
+/* The name of a GPU loader's result in its runtime's terms (CUDA_ERROR_INVALID_IMAGE,
+ * hipErrorInvalidDevice); NULL when unknown. */
+const char *event__gpu_result(unsigned int fn, int64_t result);
 
 /* Text styles: watch prints the call as made; the TUI names what a dlopen resolved to. */
 #define EVENT_TEXT_RESOLVED 1u

@@ -59,6 +59,15 @@ struct watch_stats {
 	const struct activity *activity;
 	size_t n_activity;
 	unsigned long long activity_uncounted;
+	/*
+	 * Threads held at the loader's consistent link map until the new objects' probes were in
+	 * place (their total and longest wait), and holds given up because the collector did not
+	 * answer in time: the probes of those arrivals may have come after their first calls.
+	 */
+	unsigned long long holds, holds_late;
+	double hold_ms_total, hold_ms_max;
+	/* Processes watched from a running state: what they did before the attach is not seen. */
+	unsigned long long attached_running;
 };
 
 struct trace_header {
