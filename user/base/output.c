@@ -1,11 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "output.h"
 
 static bool json_mode;
 static void (*msg_sink)(const char *level, const char *msg);
+static const char *command;
+
+void output__set_command(const char *name)
+{
+	command = name;
+}
+
+/* True when @msg already names the command: "check: ..." or "check --job: ...". */
+static bool names_command(const char *msg)
+{
+	size_t n = command ? strlen(command) : 0;
+
+	return !n || (!strncmp(msg, command, n) && (msg[n] == ':' || msg[n] == ' '));
+}
 
 void output__set_json(bool json)
 {
@@ -32,7 +47,10 @@ static void emit(const char *level, const char *fmt, va_list ap)
 		return;
 	}
 	/* stderr stays plain text even with --json: the document on stdout remains parseable. */
-	if (level[0] == 'e')
+	/* Every error says which command it is about: "dlscope: CMD: reason". */
+	if (level[0] == 'e' && !names_command(msg))
+		fprintf(stderr, "dlscope: %s: %s\n", command, msg);
+	else if (level[0] == 'e')
 		fprintf(stderr, "dlscope: %s\n", msg);
 	else
 		fprintf(stderr, "dlscope: %s: %s\n", level, msg);

@@ -16,6 +16,8 @@ enum dls_exit {
 
 /* When set, errors are also collected for the JSON document instead of only going to stderr. */
 void output__set_json(bool json);
+/* The command errors are about: dls_err() prefixes it unless the message starts with it. */
+void output__set_command(const char *name);
 bool output__json(void);
 /* A sink the TUI installs so that messages land on its status line, not on a curses screen. */
 void output__set_sink(void (*sink)(const char *level, const char *msg));

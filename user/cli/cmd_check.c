@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "crash.h"
 #include "detector.h"
@@ -437,10 +438,16 @@ static json_t *outcome_to_json(const struct cmd_outcome *res)
 			 res->crash ? crash__to_json(res->crash) : json_null());
 }
 
+/*
+ * The options of check and lint (lint has no -p, --job or command). Returns -1 to go on, or the
+ * exit status (DLS_EXIT_OK + 100 after --help).
+ */
 static int parse_common(int argc, char **argv, struct check_opts *o, const char *cmd,
-			void (*usage)(FILE *), bool *list)
+			void (*usage)(FILE *), bool *list, struct cliopt *cl, pid_t **pids,
+			size_t *n_pids)
 {
 	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "fail-on", required_argument, NULL, 'f' },
 		{ "only", required_argument, NULL, 'o' },
@@ -450,42 +457,49 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	int c;
+	static const struct option lint_opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "fail-on", required_argument, NULL, 'f' },
+		{ "only", required_argument, NULL, 'o' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "progress", no_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	bool lint = !strcmp(cmd, "lint");
+	int c, err;
 
 	o->fail_on = SEV_ERROR;
 	o->progress = isatty(STDERR_FILENO);
-	optind = 1;
-	/* "+": stop at the first non-option, so "check -- CMD ARGS" keeps CMD's options. */
-	while ((c = getopt_long(argc, argv, "+jf:o:lPh", opts, NULL)) != -1) {
+	/* --fail-on, --only and --progress are long only: -f follows, -o writes, -P elsewhere. */
+	cliopt__init(cl, cmd, argc, argv, lint ? "jlh" : "p:jlh", lint ? lint_opts : opts, !lint);
+	while ((c = cliopt__next(cl)) != -1) {
+		const char *arg = cl->arg;
+
 		switch (c) {
+		case 'p':
+			err = cliopt__pids(cmd, arg, pids, n_pids);
+			if (err)
+				return err;
+			break;
 		case 'j': o->json = true; break;
 		case 'f':
-			o->fail_on = severity__parse(optarg);
-			if (o->fail_on < 0) {
-				dls_err("%s: --fail-on takes info, warning or error, not '%s'", cmd,
-					optarg);
-				return DLS_EXIT_USAGE;
-			}
+			o->fail_on = severity__parse(arg);
+			if (o->fail_on < 0)
+				return cliopt__usage(
+					cmd, "--fail-on takes info, warning or error, not '%s'",
+					arg);
 			break;
 		case 'o':
-			o->only = optarg;
-			if (validate_only(optarg))
+			o->only = arg;
+			if (validate_only(arg))
 				return DLS_EXIT_USAGE;
 			break;
 		case 'l': *list = true; break;
-		case 'J':
-			if (strcmp(cmd, "check")) {
-				usage(stderr);
-				return DLS_EXIT_USAGE;
-			}
-			o->job = true;
-			break;
-		case 'P':
-			o->progress = true;
-			break;
-			break;
+		case 'J': o->job = true; break;
+		case 'P': o->progress = true; break;
 		case 'h': usage(stdout); return DLS_EXIT_OK + 100;
-		default: usage(stderr); return DLS_EXIT_USAGE;
+		default: return DLS_EXIT_USAGE;
 		}
 	}
 	output__set_json(o->json);
@@ -688,11 +702,13 @@ static void check_usage(FILE *f)
 		"thread's stack; the signal is still delivered. Each finding has an id, a\n"
 		"severity, the evidence, why it breaks and what to do.\n"
 		"\n"
+		"  -p, --pid PID         a process (as an operand; a comma list \"1,2\" for several)\n"
 		"  -j, --json            one JSON document (docs/check-schema.md)\n"
-		"  -f, --fail-on LEVEL   exit 1 when a finding at or above LEVEL (info, warning,\n"
+		"      --fail-on LEVEL   exit 1 when a finding at or above LEVEL (info, warning,\n"
 		"                        error; default error) is found\n"
-		"  -o, --only IDS        run only these detectors (comma-separated)\n"
+		"      --only IDS        run only these detectors (comma-separated)\n"
 		"  -l, --list            list the detectors\n"
+		"      --progress        a progress line on stderr (default when it is a terminal)\n"
 		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
 		"                        any member), then what differs between the ranks:\n"
 		"                        objects, versions and builds, environment (*_NUM_THREADS,\n"
@@ -716,39 +732,44 @@ int cmd_check(int argc, char **argv)
 	json_t *doc = NULL, *procs = NULL;
 	struct cmd_outcome res = { 0 };
 	bool list = false, failed = false, cmd_failed = false;
+	struct cliopt cl;
+	pid_t *pids = NULL;
+	size_t n_pids = 0;
 	int ret;
 
-	ret = parse_common(argc, argv, &o, "check", check_usage, &list);
-	if (ret >= 0)
+	ret = parse_common(argc, argv, &o, "check", check_usage, &list, &cl, &pids, &n_pids);
+	if (ret >= 0) {
+		free(pids);
 		return ret == 100 ? DLS_EXIT_OK : ret;
+	}
 	if (list) {
+		free(pids);
 		list_detectors();
 		return DLS_EXIT_OK;
 	}
-	if (optind >= argc) {
-		dls_err("check: no PID or command given (usage: dlscope check PID... | -- CMD)");
-		return DLS_EXIT_USAGE;
-	}
-	if (o.job && (optind + 1 != argc || !strcmp(argv[optind - 1], "--"))) {
-		dls_err("check: --job takes one process ID, any member of the job (usage: dlscope "
-			"check --job PID)");
-		return DLS_EXIT_USAGE;
+	if (cl.command && (!cl.command[0] || n_pids || cl.n_ops || o.job)) {
+		free(pids);
+		return cliopt__usage("check",
+				     !cl.command[0] ?
+					     "no command after --" :
+					     "-- COMMAND runs a command: no PID or --job with it");
 	}
 	/* A trace rather than processes: what its live detectors found. */
-	if (!o.job && optind + 1 == argc && strcmp(argv[optind - 1], "--") &&
-	    is_trace_arg(argv[optind]))
-		return check__trace(argv[optind], o.json, o.fail_on, selected_cb, &o);
-	if (strcmp(argv[optind - 1], "--"))
-		for (int i = optind; i < argc; i++) {
-			pid_t pid;
-
-			if (parse_pid(argv[i], &pid)) {
-				dls_err("check: '%s' is not a process ID (to run a command, put it "
-					"after --)",
-					argv[i]);
-				return DLS_EXIT_USAGE;
-			}
+	if (!cl.command && !o.job && !n_pids && cl.n_ops == 1 && is_trace_arg(cl.ops[0]))
+		return check__trace(cl.ops[0], o.json, o.fail_on, selected_cb, &o);
+	if (!cl.command) {
+		ret = cliopt__pid_operands(&cl, &pids, &n_pids);
+		if (ret) {
+			free(pids);
+			return ret;
 		}
+		if (!n_pids)
+			return cliopt__usage("check", "no PID or command given");
+	}
+	if (o.job && n_pids != 1) {
+		free(pids);
+		return cliopt__usage("check", "--job takes one process ID, any member of the job");
+	}
 	if (o.json) {
 		doc = json_object();
 		procs = json_array();
@@ -757,10 +778,8 @@ int cmd_check(int argc, char **argv)
 	o.pkgs = pkg_cache__new();
 	if (o.job) {
 		struct findings jfs = { 0 };
-		pid_t pid;
 
-		parse_pid(argv[optind], &pid);
-		failed = check_job(pid, &o, &fs, &jfs, doc);
+		failed = check_job(pids[0], &o, &fs, &jfs, doc);
 		ret = finish(&fs, &o, doc, failed);
 		/* The cross-rank findings count for the exit status like a rank's own. */
 		if (ret == DLS_EXIT_OK && findings__max_severity(&jfs) >= o.fail_on)
@@ -768,13 +787,14 @@ int cmd_check(int argc, char **argv)
 		findings__free(&jfs);
 		pkg_cache__free(o.pkgs);
 		findings__free(&fs);
+		free(pids);
 		return ret;
 	}
-	if (!strcmp(argv[optind - 1], "--")) {
-		failed = check_command(argv + optind, &o, &fs, procs, &res) != 0;
+	if (cl.command) {
+		failed = check_command(cl.command, &o, &fs, procs, &res) != 0;
 		cmd_failed = res.ended && (res.signo || res.exit_status);
 		if (!o.json && res.ended)
-			print_outcome(argv[optind], &res);
+			print_outcome(cl.command[0], &res);
 		if (doc && res.ended) {
 			json_object_set_new(doc, "command_status",
 					    json_integer(res.signo ? 128 + res.signo :
@@ -783,18 +803,16 @@ int cmd_check(int argc, char **argv)
 		}
 		crash__free(res.crash);
 	} else {
-		for (int i = optind; i < argc; i++) {
+		for (size_t i = 0; i < n_pids; i++) {
 			struct inspection *in;
 			char why[512];
-			pid_t pid;
 
-			parse_pid(argv[i], &pid);
-			if (inspection__new(pid, &in, why, sizeof(why))) {
+			if (inspection__new(pids[i], &in, why, sizeof(why))) {
 				dls_err("%s", why);
 				failed = true;
 				continue;
 			}
-			if (!o.json && i > optind)
+			if (!o.json && i)
 				putchar('\n');
 			if (check_process(in, &o, &fs, procs, NULL))
 				failed = true;
@@ -807,6 +825,7 @@ int cmd_check(int argc, char **argv)
 	if (cmd_failed && ret != DLS_EXIT_USAGE)
 		ret = DLS_EXIT_COMMAND;
 	findings__free(&fs);
+	free(pids);
 	return ret;
 }
 
@@ -1145,9 +1164,10 @@ static void lint_usage(FILE *f)
 		"followed; a file reached by several paths is checked once.\n"
 		"\n"
 		"  -j, --json            one JSON document\n"
-		"  -f, --fail-on LEVEL   info, warning or error (default error)\n"
-		"  -o, --only IDS        run only these detectors\n"
-		"  -P, --progress        a progress line on stderr (default when it is a terminal)\n"
+		"      --fail-on LEVEL   info, warning or error (default error)\n"
+		"      --only IDS        run only these detectors\n"
+		"  -l, --list            list the detectors\n"
+		"      --progress        a progress line on stderr (default when it is a terminal)\n"
 		"  -h, --help\n"
 		"\n"
 		"Objects of another machine (32-bit i386, ARM) are skipped and counted as such.\n"
@@ -1165,26 +1185,27 @@ int cmd_lint(int argc, char **argv)
 	struct lint_state s = { 0 };
 	bool list = false, failed = false;
 	json_t *doc = NULL;
+	struct cliopt cl;
 	int ret;
 
-	ret = parse_common(argc, argv, &o, "lint", lint_usage, &list);
+	ret = parse_common(argc, argv, &o, "lint", lint_usage, &list, &cl, NULL, NULL);
 	if (ret >= 0)
 		return ret == 100 ? DLS_EXIT_OK : ret;
 	if (list) {
 		list_detectors();
 		return DLS_EXIT_OK;
 	}
-	if (optind >= argc) {
-		dls_err("lint: no file or directory given (usage: dlscope lint PATH...)");
-		return DLS_EXIT_USAGE;
-	}
+	if (!cl.n_ops)
+		return cliopt__usage("lint", "no file or directory given");
+	argc = cl.n_ops;
+	argv = cl.ops;
 	s.progress = o.progress && !o.json;
 	if (o.json) {
 		doc = json_object();
 		s.bad = json_array();
 		s.skipped = json_array();
 	}
-	for (int i = optind; i < argc; i++) {
+	for (int i = 0; i < argc; i++) {
 		struct stat st;
 
 		if (stat(argv[i], &st)) {
