@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,7 +35,8 @@
 struct check_opts {
 	bool json;
 	bool progress;
-	bool job; /* check --job */
+	bool job;	/* check --job */
+	bool no_follow; /* check --no-follow -- CMD: CMD only, not the processes it runs */
 	int fail_on;
 	const char *only; /* comma-separated detector ids, or NULL for all */
 	/* The package databases read so far, shared by the processes of the run (one root each). */
@@ -187,12 +189,31 @@ struct cmd_outcome {
 struct tracees {
 	struct tracee {
 		pid_t tid;
+		pid_t tgid;   /* the process it is a thread of */
 		bool started; /* its first stop (the SIGSTOP of a new thread) was seen */
 		bool caught;  /* it had a fault that a handler of the program caught */
 		siginfo_t fault;
 	} * t;
 	size_t n;
 };
+
+/* The process @tid is a thread of, from /proc (0 when it is gone). */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t tgid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
 
 static struct tracee *tracee_get(struct tracees *ts, pid_t tid)
 {
@@ -205,7 +226,9 @@ static struct tracee *tracee_get(struct tracees *ts, pid_t tid)
 	if (!nt)
 		return NULL;
 	ts->t = nt;
-	ts->t[ts->n] = (struct tracee){ .tid = tid };
+	ts->t[ts->n] = (struct tracee){ .tid = tid, .tgid = tgid_of(tid) };
+	if (!ts->t[ts->n].tgid)
+		ts->t[ts->n].tgid = tid;
 	return &ts->t[ts->n++];
 }
 
@@ -218,29 +241,133 @@ static void tracee_drop(struct tracees *ts, pid_t tid)
 		}
 }
 
-/* Check the command, its main thread at PTRACE_EVENT_EXIT and its other threads gone. */
-static void check_at_exit(pid_t pid, const struct check_opts *o, struct findings *fs, json_t *procs,
-			  bool *checked, int *err)
+static size_t tracee_count(const struct tracees *ts, pid_t tgid)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ts->n; i++)
+		n += ts->t[i].tgid == tgid;
+	return n;
+}
+
+/* A process of the command's tree: the command, or one it ran (fork and exec). */
+struct traced_proc {
+	pid_t pid;
+	bool execd; /* it ran a program of its own: checked at its exit */
+	bool held;  /* its main thread waits at PTRACE_EVENT_EXIT for its other threads */
+	bool checked;
+	char *cmdline;
+};
+
+struct traced_procs {
+	struct traced_proc *p;
+	size_t n;
+	size_t checked; /* the descendants checked */
+};
+
+static struct traced_proc *proc_get(struct traced_procs *ps, pid_t pid)
+{
+	struct traced_proc *np;
+
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->p[i].pid == pid)
+			return &ps->p[i];
+	np = realloc(ps->p, (ps->n + 1) * sizeof(*np));
+	if (!np)
+		return NULL;
+	ps->p = np;
+	ps->p[ps->n] = (struct traced_proc){ .pid = pid };
+	return &ps->p[ps->n++];
+}
+
+/* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read). */
+static char *read_cmdline(pid_t pid)
+{
+	char path[64], *buf = malloc(4096);
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	n = read(fd, buf, 4095);
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return NULL;
+	}
+	while (n > 0 && !buf[n - 1])
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return buf;
+}
+
+static bool top_checked(const struct traced_procs *ps, pid_t pid)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->p[i].pid == pid)
+			return ps->p[i].checked;
+	return false;
+}
+
+/* The command's arguments with spaces between them. */
+static char *joined_args(char **argv)
+{
+	size_t len = 1;
+	char *s;
+
+	for (size_t i = 0; argv[i]; i++)
+		len += strlen(argv[i]) + 1;
+	s = malloc(len);
+	if (!s)
+		return NULL;
+	s[0] = '\0';
+	for (size_t i = 0; argv[i]; i++) {
+		if (i)
+			strcat(s, " ");
+		strcat(s, argv[i]);
+	}
+	return s;
+}
+
+/*
+ * Check a process of the command's tree, its main thread at PTRACE_EVENT_EXIT and its other
+ * threads gone; one the command ran is named by PID and command line.
+ */
+static void check_at_exit(struct traced_proc *tp, bool descendant, const struct check_opts *o,
+			  struct findings *fs, json_t *procs, int *err)
 {
 	struct inspection *in;
 	char why[512];
+	int e;
 
-	*checked = true;
-	*err = inspection__new(pid, &in, why, sizeof(why));
-	if (*err)
+	tp->checked = true;
+	e = inspection__new(tp->pid, &in, why, sizeof(why));
+	if (e) {
 		dls_err("%s", why);
-	else {
-		*err = check_process(in, o, fs, procs, NULL);
-		inspection__free(in);
+		*err = e;
+		return;
 	}
-}
-
-static bool is_thread_of(pid_t pid, pid_t tid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
-	return !access(path, F_OK);
+	if (descendant && !o->json)
+		printf("process %d, run by the command: %s\n", tp->pid,
+		       tp->cmdline ? tp->cmdline : "?");
+	e = check_process(in, o, fs, procs, NULL);
+	if (e)
+		*err = e;
+	else if (procs)
+		json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "cmdline",
+				    tp->cmdline ? json_string(tp->cmdline) : json_null());
+	if (descendant && !o->json)
+		putchar('\n');
+	inspection__free(in);
 }
 
 /*
@@ -253,8 +380,10 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 			 json_t *procs, struct cmd_outcome *res)
 {
 	struct tracees ts = { 0 };
+	struct traced_procs ps = { 0 };
+	struct traced_proc *top;
 	int status, err = 0, pipefd[2];
-	bool checked = false, leader_held = false;
+	bool checked = false, draining = false;
 	pid_t pid, parent;
 
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -305,77 +434,122 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		return -ECHILD;
 	}
 	close(pipefd[0]);
-	/* Later execs report PTRACE_EVENT_EXEC: every SIGTRAP after this one is the program's. */
+	/*
+	 * Later execs report PTRACE_EVENT_EXEC: every SIGTRAP after this one is the program's.
+	 * Unless --no-follow, the processes it forks are traced too, and each that runs a program
+	 * of its own is checked at its exit: CI jobs run wrappers, make, pytest, tox.
+	 */
 	ptrace(PTRACE_SETOPTIONS, pid, NULL,
 	       (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE |
-			      PTRACE_O_TRACEEXEC));
-	if (!tracee_get(&ts, pid)) {
+			      PTRACE_O_TRACEEXEC |
+			      (o->no_follow ? 0 : PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)));
+	top = proc_get(&ps, pid);
+	if (!tracee_get(&ts, pid) || !top) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
+		free(ts.t);
+		free(ps.p);
 		return -ENOMEM;
 	}
+	top->execd = true;
+	top->cmdline = joined_args(argv);
 	ts.t[0].started = true;
 	ptrace(PTRACE_CONT, pid, NULL, NULL);
-	for (;;) {
+	while (ts.n) {
 		struct tracee *tr;
+		struct traced_proc *tp;
 		unsigned long msg;
 		siginfo_t si;
 		int sig = 0, event;
-		pid_t w = waitpid(-1, &status, __WALL);
+		pid_t w = waitpid(-1, &status, __WALL), tgid;
 
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			err = -errno;
+			if (errno != ECHILD)
+				err = -errno;
 			break;
 		}
+		tr = tracee_get(&ts, w);
+		tgid = tr ? tr->tgid : w;
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			if (w != pid) {
-				tracee_drop(&ts, w);
-				if (leader_held && ts.n == 1) {
-					check_at_exit(pid, o, fs, procs, &checked, &err);
-					leader_held = false;
-					ptrace(PTRACE_CONT, pid, NULL, NULL);
+			tracee_drop(&ts, w);
+			if (w == pid) {
+				res->ended = true;
+				if (WIFEXITED(status)) {
+					res->exit_status = WEXITSTATUS(status);
+				} else {
+					res->signo = WTERMSIG(status);
+					res->core_dumped = WCOREDUMP(status);
 				}
+				/* What it left running is let go, untraced and unchecked. */
+				for (size_t i = 0; i < ps.n; i++)
+					if (ps.p[i].held) {
+						ptrace(PTRACE_DETACH, ps.p[i].pid, NULL, NULL);
+						tracee_drop(&ts, ps.p[i].pid);
+					}
+				for (size_t i = 0; i < ts.n; i++) {
+					syscall(SYS_tgkill, ts.t[i].tgid, ts.t[i].tid, SIGSTOP);
+					ts.t[i].started = false;
+				}
+				if (ts.n)
+					dls_warn(
+						"check: %zu thread%s of processes '%s' started are "
+						"still running: not checked",
+						ts.n, ts.n == 1 ? "" : "s", argv[0]);
+				draining = true;
 				continue;
 			}
-			res->ended = true;
-			if (WIFEXITED(status)) {
-				res->exit_status = WEXITSTATUS(status);
-			} else {
-				res->signo = WTERMSIG(status);
-				res->core_dumped = WCOREDUMP(status);
+			tp = w == tgid ? NULL : proc_get(&ps, tgid);
+			if (!draining && tp && tp->held && tracee_count(&ts, tgid) == 1) {
+				check_at_exit(tp, tgid != pid, o, fs, procs, &err);
+				ps.checked += tgid != pid;
+				tp->held = false;
+				ptrace(PTRACE_CONT, tgid, NULL, NULL);
 			}
-			break;
+			continue;
 		}
 		if (!WIFSTOPPED(status))
 			continue;
+		if (draining) {
+			ptrace(PTRACE_DETACH, w, NULL, NULL);
+			tracee_drop(&ts, w);
+			continue;
+		}
 		event = status >> 16;
-		tr = tracee_get(&ts, w);
-		if (event == PTRACE_EVENT_CLONE) {
-			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) &&
-			    is_thread_of(pid, (pid_t)msg))
+		if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
+		    event == PTRACE_EVENT_VFORK) {
+			/* A new thread or process: traced from its first stop. */
+			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg))
 				tracee_get(&ts, (pid_t)msg);
 		} else if (event == PTRACE_EVENT_EXIT) {
-			/* The main thread is held there until the other threads are gone. */
-			if (w == pid && !checked) {
-				if (ts.n > 1) {
-					leader_held = true;
+			/* A main thread is held there until its other threads are gone. */
+			tp = w == tgid ? proc_get(&ps, tgid) : NULL;
+			if (tp && tp->execd && !tp->checked) {
+				if (tracee_count(&ts, tgid) > 1) {
+					tp->held = true;
 					continue;
 				}
-				check_at_exit(pid, o, fs, procs, &checked, &err);
+				check_at_exit(tp, tgid != pid, o, fs, procs, &err);
+				ps.checked += tgid != pid;
 			}
 		} else if (event == PTRACE_EVENT_EXEC) {
 			/* A thread that execs takes the main thread's ID; its own ID just ends. */
-			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && (pid_t)msg != pid)
+			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && (pid_t)msg != tgid)
 				tracee_drop(&ts, (pid_t)msg);
+			tp = proc_get(&ps, tgid);
+			if (tp && tgid != pid) {
+				tp->execd = true;
+				free(tp->cmdline);
+				tp->cmdline = read_cmdline(tgid);
+			}
 		} else if (event) {
 			/* Nothing to pass on. */
 		} else if (tr && !tr->started && WSTOPSIG(status) == SIGSTOP) {
-			/* A new thread's first stop, not a signal of the program. */
+			/* A new thread's or process's first stop, not a signal of the program. */
 			tr->started = true;
-			if (!is_thread_of(pid, w)) {
-				/* A clone that is a process of its own: not ours to trace. */
+			if (tr->tgid == w && tr->tgid != pid && o->no_follow) {
+				/* A clone that is a process of its own, not followed. */
 				ptrace(PTRACE_DETACH, w, NULL, NULL);
 				tracee_drop(&ts, w);
 				continue;
@@ -383,8 +557,11 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		} else if (!ptrace(PTRACE_GETSIGINFO, w, NULL, &si)) {
 			/* A signal-delivery stop (a group-stop has no siginfo): pass it on. */
 			sig = WSTOPSIG(status);
-			if (res->crash) {
-				/* The first fatal signal is the one that ends it. */
+			if (tgid != pid || res->crash) {
+				/*
+				 * The first fatal signal is the one that ends it; the processes it
+				 * runs get theirs as they come.
+				 */
 			} else if (crash__signal_kills(pid, w, &si)) {
 				if (crash__capture(pid, w, &si,
 						   tr && tr->caught ? &tr->fault : NULL,
@@ -398,6 +575,14 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		ptrace(PTRACE_CONT, w, NULL, (void *)(long)sig);
 	}
 	free(ts.t);
+	checked = top_checked(&ps, pid);
+	if (!o->no_follow && !o->json && ps.checked)
+		printf("(%zu process%s run by the command checked at their exit; --no-follow "
+		       "checks the command only)\n",
+		       ps.checked, ps.checked == 1 ? "" : "es");
+	for (size_t i = 0; i < ps.n; i++)
+		free(ps.p[i].cmdline);
+	free(ps.p);
 	/* Details taken at a stop whose signal did not end it after all (a handler appeared). */
 	if (res->crash && res->crash->signo != res->signo) {
 		crash__free(res->crash);
@@ -454,6 +639,7 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 		{ "list", no_argument, NULL, 'l' },
 		{ "progress", no_argument, NULL, 'P' },
 		{ "job", no_argument, NULL, 'J' },
+		{ "no-follow", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -497,6 +683,7 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 			break;
 		case 'l': *list = true; break;
 		case 'J': o->job = true; break;
+		case 'N': o->no_follow = true; break;
 		case 'P': o->progress = true; break;
 		case 'h': usage(stdout); return DLS_EXIT_OK + 100;
 		default: return DLS_EXIT_USAGE;
@@ -697,10 +884,12 @@ static void check_usage(FILE *f)
 		"\n"
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
-		"with, and let it exit. A command killed by a signal is reported with the signal,\n"
-		"the faulting address, the function and object of the pc, and the crashing\n"
-		"thread's stack; the signal is still delivered. Each finding has an id, a\n"
-		"severity, the evidence, why it breaks and what to do.\n"
+		"with, and let it exit; each process COMMAND runs (fork and exec: a wrapper's,\n"
+		"make's, pytest's) is checked the same way at its exit, named by PID and command\n"
+		"line. A command killed by a signal is reported with the signal, the faulting\n"
+		"address, the function and object of the pc, and the crashing thread's stack; the\n"
+		"signal is still delivered. Each finding has an id, a severity, the evidence, why\n"
+		"it breaks and what to do.\n"
 		"\n"
 		"  -p, --pid PID         a process (as an operand; a comma list \"1,2\" for several)\n"
 		"  -j, --json            one JSON document (docs/check-schema.md)\n"
@@ -709,6 +898,7 @@ static void check_usage(FILE *f)
 		"      --only IDS        run only these detectors (comma-separated)\n"
 		"  -l, --list            list the detectors\n"
 		"      --progress        a progress line on stderr (default when it is a terminal)\n"
+		"      --no-follow       with -- COMMAND: check COMMAND only, not the processes it runs\n"
 		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
 		"                        any member), then what differs between the ranks:\n"
 		"                        objects, versions and builds, environment (*_NUM_THREADS,\n"
