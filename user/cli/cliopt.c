@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cliopt.h"
 #include "commands.h"
@@ -181,4 +183,47 @@ int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n)
 			return err;
 	}
 	return 0;
+}
+
+static int runnable_path(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode) || access(path, X_OK))
+		return -EACCES;
+	return 0;
+}
+
+int cliopt__runnable(const char *file)
+{
+	const char *path = getenv("PATH"), *p;
+	int err = -ENOENT;
+
+	if (!*file)
+		return -ENOENT;
+	if (strchr(file, '/'))
+		return runnable_path(file);
+	/* execvp's default search path when PATH is unset. */
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (p = path;; p += strcspn(p, ":") + 1) {
+		size_t n = strcspn(p, ":");
+		char full[4096];
+		int e;
+
+		snprintf(full, sizeof(full), "%.*s%s%s", (int)n, n ? p : ".", "/", file);
+		e = runnable_path(full);
+		if (!e)
+			return 0;
+		/* As execvp: EACCES when a match was not executable, else ENOENT. */
+		if (e == -EACCES)
+			err = e;
+		if (!p[n])
+			break;
+	}
+	return err;
 }

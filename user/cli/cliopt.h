@@ -44,4 +44,10 @@ int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n);
 /* The operands of @c, each a PID or a comma list, appended to @pids (as cliopt__pids). */
 int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n);
 
+/*
+ * Whether execvp(@file) could run: a path that is an executable file, or a name found so in
+ * $PATH. 0, or -errno (ENOENT, EACCES, EISDIR) as execvp would fail.
+ */
+int cliopt__runnable(const char *file);
+
 #endif

@@ -705,10 +705,14 @@ static int finish(const struct findings *fs, const struct check_opts *o, json_t 
 		putchar('\n');
 		json_decref(doc);
 	}
-	if (inspect_failed)
-		ret = DLS_EXIT_INSPECT;
+	/*
+	 * The most severe outcome: a finding at or above --fail-on (1) is a result about the
+	 * processes that were read, which a process or path that could not be (3) must not hide.
+	 */
+	if (findings__max_severity(fs) >= o->fail_on)
+		ret = DLS_EXIT_FINDINGS;
 	else
-		ret = findings__max_severity(fs) >= o->fail_on ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
+		ret = inspect_failed ? DLS_EXIT_INSPECT : DLS_EXIT_OK;
 	return ret;
 }
 
@@ -908,7 +912,8 @@ static void check_usage(FILE *f)
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
 		"3 a process could not be inspected, 4 COMMAND exited non-zero or was killed by\n"
-		"a signal (4 wins over 1 and 3: the findings are still printed).\n"
+		"a signal. When several apply, the most severe: 4, then 1, then 3 (the findings\n"
+		"and the errors are all printed).\n"
 		"\n"
 		"With TRACE.jsonl (of 'dlscope record', or 'dlscope merge' of several nodes), the\n"
 		"findings the live detectors recorded in it, by process (a merged trace's by host\n"
@@ -972,7 +977,7 @@ int cmd_check(int argc, char **argv)
 		failed = check_job(pids[0], &o, &fs, &jfs, doc);
 		ret = finish(&fs, &o, doc, failed);
 		/* The cross-rank findings count for the exit status like a rank's own. */
-		if (ret == DLS_EXIT_OK && findings__max_severity(&jfs) >= o.fail_on)
+		if (ret != DLS_EXIT_FINDINGS && findings__max_severity(&jfs) >= o.fail_on)
 			ret = DLS_EXIT_FINDINGS;
 		findings__free(&jfs);
 		pkg_cache__free(o.pkgs);
@@ -1365,7 +1370,8 @@ static void lint_usage(FILE *f)
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
 		"3 a path named on the command line could not be read, or no ELF object was\n"
 		"found to check. Files inside a tree that could not be read are warned about,\n"
-		"counted as unreadable and skipped; they do not change the exit status.\n");
+		"counted as unreadable and skipped; they do not change the exit status. Findings\n"
+		"at or above --fail-on (1) win over a path that could not be read (3).\n");
 }
 
 int cmd_lint(int argc, char **argv)
@@ -1376,6 +1382,7 @@ int cmd_lint(int argc, char **argv)
 	bool list = false, failed = false;
 	json_t *doc = NULL;
 	struct cliopt cl;
+	size_t named_bad = 0; /* paths named on the command line that could not be checked */
 	int ret;
 
 	ret = parse_common(argc, argv, &o, "lint", lint_usage, &list, &cl, NULL, NULL);
@@ -1409,6 +1416,7 @@ int cmd_lint(int argc, char **argv)
 				snprintf(why, sizeof(why), "%s", strerror(err));
 			dls_err("lint: cannot read %s: %s", argv[i], why);
 			failed = true;
+			named_bad++;
 			continue;
 		}
 		if (S_ISDIR(st.st_mode)) {
@@ -1417,12 +1425,15 @@ int cmd_lint(int argc, char **argv)
 		} else if (!S_ISREG(st.st_mode)) {
 			dls_err("lint: %s is not a regular file or a directory", argv[i]);
 			failed = true;
+			named_bad++;
 		} else {
+			size_t unreadable = s.unreadable;
 			int err = lint_file(&s, argv[i], &st, true);
 
 			/* Named on the command line, a file that could not be checked is an error. */
 			s.oom |= err < 0;
 			failed |= err > 0;
+			named_bad += err > 0 && s.unreadable == unreadable;
 		}
 	}
 	if (s.oom) {
@@ -1451,8 +1462,15 @@ int cmd_lint(int argc, char **argv)
 		/* Skipped, not unreadable: other machines' objects are no error (exit status). */
 		if (s.foreign)
 			printf(", %zu skipped (not x86-64)", s.foreign);
-		printf(", %zu unreadable, %zu finding%s\n", s.unreadable, fs.n,
-		       fs.n == 1 ? "" : "s");
+		/* The line agrees with the exit status: a named path that failed is said too. */
+		printf(", %zu unreadable", s.unreadable);
+		if (named_bad)
+			printf(", %zu named path%s not checked", named_bad,
+			       named_bad == 1 ? "" : "s");
+		printf(", %zu finding%s", fs.n, fs.n == 1 ? "" : "s");
+		if (fs.n && findings__max_severity(&fs) < o.fail_on)
+			printf(" (none at or above %s)", severity__name(o.fail_on));
+		putchar('\n');
 		if (fs.n) {
 			putchar('\n');
 			findings__print(&fs, stdout);

@@ -25,6 +25,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "event.h"
+#include "job.h"
 #include "outfile.h"
 #include "output.h"
 #include "procfs.h"
@@ -606,6 +607,17 @@ int cmd_report(int argc, char **argv)
 			cliopt__usage("report", "--job takes one process ID and nothing else");
 			goto usage;
 		}
+		/* A PID in no job is an error, as in check --job and stacks --job: no report. */
+		{
+			struct job *j;
+
+			if (job__find(pid, &j, why, sizeof(why))) {
+				dls_err("report: --job: %s", why);
+				ret = DLS_EXIT_INSPECT;
+				goto out;
+			}
+			job__free(j);
+		}
 		in.check = self_json((char *[]){ "check", "--job", "--json", (char *)job, NULL },
 				     &code);
 		in.stacks = self_json((char *[]){ "stacks", "--job", "--json", (char *)job, NULL },
@@ -697,7 +709,10 @@ int cmd_report(int argc, char **argv)
 		else
 			snprintf(title, sizeof(title), "processes %s", list ? list : "");
 		json_array_append_new(in.reproduce, json_sprintf("dlscope check %s", list));
-		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks %s", list));
+		/* stacks takes one process: a line each. */
+		for (int i = 0; i < n_pid_args; i++)
+			json_array_append_new(in.reproduce,
+					      json_sprintf("dlscope stacks %s", pid_args[i]));
 		json_array_append_new(in.reproduce,
 				      json_sprintf("dlscope record -o trace.jsonl -p %s", list));
 		free(list);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <sys/utsname.h>
 
@@ -330,6 +331,12 @@ static int run(int argc, char **argv, bool record)
 			return err;
 		}
 	}
+	/* A command that cannot run is an error now, not an empty watch and a bogus exit. */
+	if (o.command && (err = cliopt__runnable(o.command[0]))) {
+		dls_err("%s: cannot run '%s': %s", cmd, o.command[0], strerror(-err));
+		free(o.pids);
+		return DLS_EXIT_INSPECT;
+	}
 	if (out_path) {
 		if (expand_output_path(out_path, out_buf, sizeof(out_buf))) {
 			dls_err("%s: -o %s: a %% is followed by h (the host name) or %%, and the "
@@ -377,7 +384,12 @@ static int run(int argc, char **argv, bool record)
 		werr = trace_file__close(&tf);
 	free(o.pids);
 	if (err) {
+		struct stat st;
+
 		dls_err("%s: %s", cmd, why);
+		/* No trace of nothing is left behind (a FIFO or device named is left alone). */
+		if (trace_fd >= 0 && !stat(out_path, &st) && S_ISREG(st.st_mode))
+			unlink(out_path);
 		return DLS_EXIT_INSPECT;
 	}
 	fprintf(stderr,
