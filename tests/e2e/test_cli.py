@@ -129,3 +129,92 @@ def test_cli_help():
             raise AssertionError(f"{cmd} has no -p/--pid")
     if texts["watch"] == texts["record"]:
         raise AssertionError("watch --help and record --help are the same text")
+
+
+MAN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "dlscope.1.md")
+
+
+def man_sections():
+    """{"## NAME": text} of docs/dlscope.1.md."""
+    text = open(MAN).read()
+    parts = re.split(r"^(## .+)$", text, flags=re.M)
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def man_options():
+    """{command: {(letter or "", long)}} from the man page's OPTIONS, one ### per command."""
+    opts = {}
+    for sub in re.split(r"^### ", man_sections()["## OPTIONS"], flags=re.M)[1:]:
+        name, body = sub.split("\n", 1)
+        opts[name.strip()] = set(re.findall(r"^(?:\*\*-(\w)\*\*, )?\*\*--([\w-]+)\*\*", body,
+                                            re.M))
+    return opts
+
+
+def test_cli_help_and_man_page_agree():
+    """Every option of CMD --help is in the man page's OPTIONS for CMD, with the same letter,
+    and the other way round (as bpftool's test does); SYNOPSIS fits 80 columns."""
+    man = man_options()
+    for cmd in COMMANDS:
+        helped = set(help_options(cmd)[0])
+        if cmd not in man:
+            raise AssertionError(f"the man page's OPTIONS has no '### {cmd}'")
+        if helped != man[cmd]:
+            raise AssertionError(f"{cmd}: only in --help: {sorted(helped - man[cmd])}; only in "
+                                 f"the man page: {sorted(man[cmd] - helped)}")
+    if set(man) != set(COMMANDS):
+        raise AssertionError(f"man page OPTIONS for unknown commands: {set(man) - set(COMMANDS)}")
+    sections = man_sections()
+    wide = [line for line in sections["## SYNOPSIS"].splitlines() if len(line) > 80]
+    if wide:
+        raise AssertionError(f"SYNOPSIS lines over 80 columns: {wide}")
+    if "## EXAMPLES" not in sections or sections["## EXAMPLES"].count("dlscope ") < 3:
+        raise AssertionError("the man page has no EXAMPLES")
+    # Every command of the SYNOPSIS exists, and every command is in it.
+    named = set(re.findall(r"^dlscope (\w+)", sections["## SYNOPSIS"], re.M)) - {"help"}
+    if named != set(COMMANDS):
+        raise AssertionError(f"SYNOPSIS names {sorted(named)}")
+
+
+def test_cli_bash_completion():
+    """scripts/dlscope-completion.bash (installed by make install) offers each command's
+    options as its --help lists them, PIDs after -p, the levels after --fail-on."""
+    script = os.path.join(os.path.dirname(MAN), "..", "scripts", "dlscope-completion.bash")
+    from harness import dlscope_path
+
+    def complete(*words):
+        words = [dlscope_path(), *words]
+        line = " ".join(f"'{w}'" for w in words)
+        out = subprocess.run(["bash", "-c", f"source '{script}'; COMP_WORDS=({line}); "
+                              f"COMP_CWORD={len(words) - 1}; _dlscope; "
+                              "printf '%s\\n' \"${COMPREPLY[@]}\""],
+                             capture_output=True, text=True, check=True).stdout
+        return set(out.split())
+
+    for cmd in COMMANDS:
+        want = {f"--{long}" for _, long in help_options(cmd)[0]}
+        got = complete(cmd, "--")
+        if got != want:
+            raise AssertionError(f"{cmd}: completion {sorted(got)}, --help {sorted(want)}")
+    assert complete("") >= set(COMMANDS), complete("")
+    assert str(os.getpid()) in complete("libs", "-p", "")
+    assert complete("check", "--fail-on", "") == {"info", "warning", "error"}
+
+
+def test_cli_readme_quick_start_and_command_table():
+    """The README opens with a quick start (three situations, one command each) and its command
+    table has one short line per command; every command is in it."""
+    readme = open(os.path.join(os.path.dirname(MAN), "..", "README.md")).read()
+    sections = re.split(r"^## ", readme, flags=re.M)
+    assert sections[1].startswith("Quick start"), "the README does not open with a quick start"
+    quick = sections[1]
+    for situation in ("My process hangs", "My CI job should fail on a collision",
+                      "What is this process loading, live"):
+        assert f"**{situation}" in quick, situation
+    assert len(re.findall(r"^    \$ dlscope ", quick, re.M)) == 3, quick
+    table = next(s for s in sections if s.startswith("Commands"))
+    rows = [line for line in table.splitlines() if line.startswith("| `dlscope")]
+    named = {re.match(r"\| `dlscope (\w+)", r).group(1) for r in rows}
+    assert named == set(COMMANDS), sorted(named)
+    long = [r for r in rows if len(r) > 110]
+    assert not long, long
