@@ -545,7 +545,7 @@ def test_check_command_crash_in_a_library_function():
     assert crash["stack"][0]["module"] == lib and crash["stack"][0]["pc"] == crash["pc"]["address"]
     assert crash["stack"][0]["file"].endswith("crash_lib.c") and crash["stack_error"] is None
     # The checks still ran on what it had loaded.
-    assert doc["processes"][0]["objects"] >= 4 and doc["processes"][0]["findings"] == []
+    assert doc["processes"][0]["object_count"] >= 4 and doc["processes"][0]["findings"] == []
 
     text = dlscope("check", "--", fixture_path("crash_cmd"), "lib", check=4).stdout
     assert "crash_cmd was killed by SIGSEGV (Segmentation fault)" in text, text

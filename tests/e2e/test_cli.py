@@ -218,3 +218,29 @@ def test_cli_readme_quick_start_and_command_table():
     assert named == set(COMMANDS), sorted(named)
     long = [r for r in rows if len(r) > 110]
     assert not long, long
+
+
+def test_cli_json_shapes():
+    """One shape per concept: check's object count is named as a count (libs --json has the
+    objects themselves); lint's findings name their files; stacks --json fails as a document."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        check = json.loads(dlscope("check", "-j", sleeper.pid, check=0).stdout)["processes"][0]
+        libs = json.loads(dlscope("libs", "-j", sleeper.pid, check=0).stdout)["processes"][0]
+        assert "objects" not in check and check["object_count"] == len(libs["objects"]), check
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    from harness import BUILD
+    doc = json.loads(dlscope("lint", "--json", os.path.join(BUILD, "fixtures"), check=1).stdout)
+    by_id = {}
+    for f in doc["findings"]:
+        assert isinstance(f["paths"], list), f
+        by_id.setdefault(f["id"], []).append(f["paths"])
+    assert any(p and all(x.endswith("libcxx_ext_static.so") for x in p)
+               for p in by_id["dup-cxx-runtime"]), by_id
+    assert all(p for p in by_id["elf-defects"]), by_id
+    p = dlscope("stacks", "--json", 2, check=3)
+    err = json.loads(p.stdout)
+    assert err["pid"] == 2 and "kernel thread" in err["error"] and "dlscope" in err, err
+    assert p.stderr.startswith("dlscope: stacks: "), p.stderr

@@ -8,6 +8,12 @@
 static bool json_mode;
 static void (*msg_sink)(const char *level, const char *msg);
 static const char *command;
+static char last_error[1024];
+
+const char *output__last_error(void)
+{
+	return last_error;
+}
 
 void output__set_command(const char *name)
 {
@@ -42,6 +48,8 @@ static void emit(const char *level, const char *fmt, va_list ap)
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (level[0] == 'e')
+		snprintf(last_error, sizeof(last_error), "%s", msg);
 	if (msg_sink) {
 		msg_sink(level, msg);
 		return;

@@ -18,6 +18,8 @@ enum dls_exit {
 void output__set_json(bool json);
 /* The command errors are about: dls_err() prefixes it unless the message starts with it. */
 void output__set_command(const char *name);
+/* The last error's message ("" before any): a --json command's error document says it. */
+const char *output__last_error(void);
 bool output__json(void);
 /* A sink the TUI installs so that messages land on its status line, not on a curses screen. */
 void output__set_sink(void (*sink)(const char *level, const char *msg));

@@ -149,7 +149,7 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 
 		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:o, s:o}", "pid",
 						       (json_int_t)t->pid, "comm", t->comm, "exe",
-						       t->exe, "objects", (json_int_t)g->n,
+						       t->exe, "object_count", (json_int_t)g->n,
 						       "threads", (json_int_t)(ts ? ts->n : 0),
 						       "runtimes", runtimes__to_json(&rt, g),
 						       "findings", findings__to_json(&mine)));
@@ -1347,6 +1347,46 @@ static int lint_dir(struct lint_state *s, const char *dir)
 	return err;
 }
 
+/* Whether @text names @path whole (not a prefix of a longer path). */
+static bool names_path(const char *text, const char *path)
+{
+	size_t len = strlen(path);
+
+	for (const char *hit = text; hit && (hit = strstr(hit, path)); hit++)
+		if ((hit == text || strchr(" :(", hit[-1])) &&
+		    (!hit[len] || strchr(": ,)", hit[len])))
+			return true;
+	return false;
+}
+
+/*
+ * lint's findings as check's, each with "paths": the checked files its evidence names (a
+ * script reads which files to fix without parsing the evidence's text).
+ */
+static json_t *lint_findings_json(const struct findings *fs, const struct lint_file *files,
+				  size_t n)
+{
+	json_t *arr = findings__to_json(fs), *f;
+	size_t i;
+
+	json_array_foreach (arr, i, f) {
+		json_t *paths = json_array(), *ev;
+		size_t k;
+
+		for (size_t j = 0; j < n; j++) {
+			const char *title = json_string_value(json_object_get(f, "title"));
+			bool named = names_path(title, files[j].path);
+
+			json_array_foreach (json_object_get(f, "evidence"), k, ev)
+				named = named || names_path(json_string_value(ev), files[j].path);
+			if (named)
+				json_array_append_new(paths, json_string(files[j].path));
+		}
+		json_object_set_new(f, "paths", paths);
+	}
+	return arr;
+}
+
 static void lint_usage(FILE *f)
 {
 	fprintf(f,
@@ -1453,7 +1493,7 @@ int cmd_lint(int argc, char **argv)
 		json_object_set_new(doc, "objects_checked", json_integer((json_int_t)s.n));
 		json_object_set_new(doc, "unreadable", s.bad);
 		json_object_set_new(doc, "skipped", s.skipped);
-		json_object_set_new(doc, "findings", findings__to_json(&fs));
+		json_object_set_new(doc, "findings", lint_findings_json(&fs, s.files, s.n));
 	} else if (s.n || failed) {
 		printf("lint: %zu file%s", s.seen, s.seen == 1 ? "" : "s");
 		if (s.again)

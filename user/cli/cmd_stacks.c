@@ -666,6 +666,17 @@ out:
 	return ret;
 }
 
+/* {"dlscope": ..., "pid": PID, "error": the message also on stderr}. */
+static void print_json_error(pid_t pid)
+{
+	json_t *doc = json_pack("{s:s, s:i, s:s}", "dlscope", DLSCOPE_VERSION, "pid",
+				(json_int_t)pid, "error", output__last_error());
+
+	if (doc && json_dumpf(doc, stdout, JSON_INDENT(2)) >= 0)
+		putchar('\n');
+	json_decref(doc);
+}
+
 int cmd_stacks(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -744,6 +755,8 @@ int cmd_stacks(int argc, char **argv)
 	err = inspection__new(pid, &in, why, sizeof(why));
 	if (err) {
 		dls_err("%s", why);
+		if (json)
+			print_json_error(pid);
 		return DLS_EXIT_INSPECT;
 	}
 	t = in->t;
@@ -787,6 +800,9 @@ int cmd_stacks(int argc, char **argv)
 	phase__mark("printed");
 	ret = r && r->n_cycles ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 out:
+	/* With --json a failure is a document too, as parseable as a result. */
+	if (json && ret == DLS_EXIT_INSPECT)
+		print_json_error(pid);
 	inspection__free(in);
 	phase__mark("freed");
 	/* A thread that did not stop in time is held; our exit lets it go, this a moment earlier. */
