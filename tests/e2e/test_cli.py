@@ -244,3 +244,55 @@ def test_cli_json_shapes():
     err = json.loads(p.stdout)
     assert err["pid"] == 2 and "kernel thread" in err["error"] and "dlscope" in err, err
     assert p.stderr.startswith("dlscope: stacks: "), p.stderr
+
+
+def run_on_terminal(args, cols, env=None):
+    """dlscope ARGS with its stdout on a pseudo-terminal COLS wide; the text written."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    from harness import dlscope_path
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    full = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    full.update(env or {})
+    proc = subprocess.Popen([dlscope_path(), *args], stdout=slave, stderr=subprocess.DEVNULL,
+                            env=full)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait()
+    os.close(master)
+    return out.decode().replace("\r\n", "\n")
+
+
+def test_cli_terminal_width():
+    """why/fix wrap at the terminal's width (TIOCGWINSZ), at $COLUMNS when set, and not at all
+    when piped."""
+    from harness import fixture_path
+    args = ["check", "--", fixture_path("two_omp")]
+    env = {"FIXTURE_EXIT": "0"}
+
+    def paragraph_lines(text):
+        lines = text.splitlines()
+        i = next(k for k, line in enumerate(lines) if line.lstrip().startswith("why:"))
+        j = next(k for k, line in enumerate(lines) if line.lstrip().startswith("fix:"))
+        return lines[i:j]
+
+    for cols in (60, 140):
+        why = paragraph_lines(run_on_terminal(args, cols, env))
+        assert len(why) > 1 and all(len(line) <= cols for line in why), (cols, why)
+        if cols == 140:
+            assert max(len(line) for line in why) > 100, why
+    piped = dlscope(*args, env={**env, "COLUMNS": ""}, check=1).stdout
+    assert len(paragraph_lines(piped)) == 1, paragraph_lines(piped)
+    narrow = dlscope(*args, env={**env, "COLUMNS": "70"}, check=1).stdout
+    assert all(len(line) <= 70 for line in paragraph_lines(narrow)), paragraph_lines(narrow)

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "output.h"
 
@@ -9,6 +12,29 @@ static bool json_mode;
 static void (*msg_sink)(const char *level, const char *msg);
 static const char *command;
 static char last_error[1024];
+
+int output__columns(FILE *out)
+{
+	const char *env = getenv("COLUMNS");
+	struct winsize ws;
+	long n;
+	/* stdout and stderr are termsafe's cookie streams, with no descriptor of their own. */
+	int fd = out == stdout ? STDOUT_FILENO : out == stderr ? STDERR_FILENO : fileno(out);
+
+	/* COLUMNS set by the user wins, as in ls and many others; then the terminal's width. */
+	if (env && *env) {
+		char *end;
+
+		n = strtol(env, &end, 10);
+		if (!*end && n > 0 && n < 10000)
+			return (int)n;
+	}
+	if (fd < 0 || !isatty(fd))
+		return 0; /* piped: lines whole, for grep and scripts */
+	if (!ioctl(fd, TIOCGWINSZ, &ws) && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
 
 const char *output__last_error(void)
 {

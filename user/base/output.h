@@ -4,6 +4,7 @@
 #define DLSCOPE_OUTPUT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Exit codes, documented in --help and docs/dlscope.1.md. */
 enum dls_exit {
@@ -18,6 +19,11 @@ enum dls_exit {
 void output__set_json(bool json);
 /* The command errors are about: dls_err() prefixes it unless the message starts with it. */
 void output__set_command(const char *name);
+/*
+ * The width to wrap text written to @out at: $COLUMNS when set, else the terminal's width
+ * (TIOCGWINSZ), else 80 on a terminal; 0 (no wrapping) when @out is no terminal.
+ */
+int output__columns(FILE *out);
 /* The last error's message ("" before any): a --json command's error document says it. */
 const char *output__last_error(void);
 bool output__json(void);
