@@ -296,3 +296,46 @@ def test_cli_terminal_width():
     assert len(paragraph_lines(piped)) == 1, paragraph_lines(piped)
     narrow = dlscope(*args, env={**env, "COLUMNS": "70"}, check=1).stdout
     assert all(len(line) <= 70 for line in paragraph_lines(narrow)), paragraph_lines(narrow)
+
+
+def validate(name, doc):
+    """Validate @doc against docs/schema/NAME.schema.json; the error, or None."""
+    if not os.path.exists("/usr/bin/python3"):
+        raise AssertionError("Debian's python3 (and python3-jsonschema) is needed")
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = subprocess.run(["/usr/bin/python3", "-W", "ignore", os.path.join(here, "validate_json.py"),
+                        name], input=json.dumps(doc), capture_output=True, text=True)
+    return p.stderr if p.returncode else None
+
+
+def test_cli_json_documents_match_their_schemas():
+    """libs, check (PIDs and -- CMD, a crash included), lint and a failed stacks --json, on
+    real programs, validate against docs/schema/; a document of the old shape does not."""
+    from harness import BUILD, fixture_path
+    py = subprocess.Popen(["/usr/bin/python3", "-c",
+                           "import numpy, sys; print('ready', flush=True); sys.stdin.read()"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        py.stdout.readline()
+        docs = [("libs", json.loads(dlscope("libs", "-j", py.pid, check=0).stdout)),
+                ("check", json.loads(dlscope("check", "-j", py.pid, check=0).stdout))]
+    finally:
+        py.kill()
+        py.wait()
+    docs.append(("check", json.loads(dlscope("check", "-j", "--", fixture_path("two_omp"),
+                                             check=1, env={"FIXTURE_EXIT": "0"}).stdout)))
+    docs.append(("check", json.loads(dlscope("check", "-j", "--", fixture_path("crash_cmd"),
+                                             "lib", check=4).stdout)))
+    docs.append(("lint", json.loads(dlscope("lint", "-j", os.path.join(BUILD, "fixtures"),
+                                            check=1).stdout)))
+    docs.append(("error", json.loads(dlscope("stacks", "-j", 2, check=3).stdout)))
+    for name, doc in docs:
+        err = validate(name, doc)
+        assert err is None, err
+    # The schema can fail: check's old "objects" count, an address as an integer.
+    old = json.loads(json.dumps(docs[1][1]))
+    old["processes"][0]["objects"] = old["processes"][0].pop("object_count")
+    assert validate("check", old), "an old-shape check document validated"
+    bad = json.loads(json.dumps(docs[0][1]))
+    bad["processes"][0]["objects"][0]["base"] = 4096
+    assert validate("libs", bad), "an integer address validated"
