@@ -51,7 +51,7 @@ DEB_BUILD := make clang clang-format llvm gcc bpftool libbpf-dev libelf-dev libd
 	     liblzma-dev libbz2-dev libjansson-dev libncurses-dev pkg-config
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
-	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg
+	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg python3-jsonschema
 # The real software of tests/realworld: Debian's ML stack, Qt5, ICU, Boost, TBB, oneDNN and
 # the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts); numba (LLVM 14),
 # pyopencl, matplotlib, a JVM, Node.js and GCC's runtimes, on which dup-library stays silent.
@@ -113,6 +113,7 @@ $(OUTPUT)/dlscope-static: $(STATIC_OBJS)
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 INSTALL ?= install
 
 # The page's "# dlscope(1)" is its title, its "##" headings the man sections. --columns: no
@@ -121,7 +122,7 @@ DLSCOPE_VERSION := $(shell sed -n 's/.*DLSCOPE_VERSION "\(.*\)"/\1/p' user/base/
 $(OUTPUT)/dlscope.1: docs/dlscope.1.md user/base/version.h
 	@scripts/install-deps.sh $(DEB_DOC)
 	@mkdir -p $(dir $@)
-	pandoc --standalone --from markdown --to man --shift-heading-level-by=-1 --columns=1000 \
+	pandoc --standalone --from markdown-smart --to man --shift-heading-level-by=-1 --columns=1000 \
 		-M title=dlscope -M section=1 -M header="User Commands" \
 		-M footer="dlscope $(DLSCOPE_VERSION)" $< -o $@.tmp && mv -f $@.tmp $@
 
@@ -129,6 +130,8 @@ install: dlscope $(OUTPUT)/dlscope.1
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 0755 dlscope $(DESTDIR)$(BINDIR)/dlscope
 	$(INSTALL) -m 0644 $(OUTPUT)/dlscope.1 $(DESTDIR)$(MANDIR)/man1/dlscope.1
+	$(INSTALL) -d $(DESTDIR)$(BASHCOMPDIR)
+	$(INSTALL) -m 0644 scripts/dlscope-completion.bash $(DESTDIR)$(BASHCOMPDIR)/dlscope
 
 $(OUTPUT)/vmlinux.h:
 	@mkdir -p $(OUTPUT)

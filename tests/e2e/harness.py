@@ -1,6 +1,7 @@
 """Helpers shared by the end-to-end tests: live fixture processes and the dlscope binary."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -83,6 +84,14 @@ def dlscope(*args, check=None, timeout=60, env=None):
         raise AssertionError(f"dlscope {' '.join(map(str, args))}: exit {proc.returncode}, "
                              f"wanted {check}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
+
+
+def error_lines(proc):
+    """The lines of stderr, less the "try 'dlscope CMD --help'" that ends a usage error."""
+    lines = proc.stderr.splitlines()
+    if proc.returncode == 2 and lines and re.fullmatch(r"try 'dlscope \w+ --help'", lines[-1]):
+        lines.pop()
+    return len(lines)
 
 
 def dlscope_json(*args, check=0, env=None):

@@ -2,6 +2,7 @@
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -567,7 +568,7 @@ def test_check_command_crash_in_a_library_function():
     assert crash["stack"][0]["module"] == lib and crash["stack"][0]["pc"] == crash["pc"]["address"]
     assert crash["stack"][0]["file"].endswith("crash_lib.c") and crash["stack_error"] is None
     # The checks still ran on what it had loaded.
-    assert doc["processes"][0]["objects"] >= 4 and doc["processes"][0]["findings"] == []
+    assert doc["processes"][0]["object_count"] >= 4 and doc["processes"][0]["findings"] == []
 
     text = dlscope("check", "--", fixture_path("crash_cmd"), "lib", check=4).stdout
     assert "crash_cmd was killed by SIGSEGV (Segmentation fault)" in text, text
@@ -863,3 +864,32 @@ def test_live_parallel_region_inside_dlopen_is_the_finding_check_makes():
     assert len(live) == 1, (live, err)
     _assert_same(live[0], batch)
     assert live[0]["tid"] == fx.pid, live[0]
+
+
+def test_check_follows_the_commands_descendants():
+    """check -- CMD checks each process CMD runs (fork and exec) at its exit, by PID and command
+    line: a CI job's wrapper (sh, make, pytest) is not what loads the runtimes."""
+    two = fixture_path("two_omp")
+    env = {"FIXTURE_EXIT": "0"}
+    p = dlscope("check", "--json", "--", "/bin/sh", "-c", f"{two} one; true", check=1,
+                timeout=60, env=env)
+    doc = json.loads(p.stdout)
+    by_cmd = {proc.get("cmdline"): proc for proc in doc["processes"]}
+    assert by_cmd.get(f"{two} one"), list(by_cmd)
+    assert [f["id"] for f in by_cmd[f"{two} one"]["findings"]] == ["dup-openmp"], by_cmd
+    assert doc["processes"][-1]["comm"] == "sh" and doc["command_status"] == 0, doc
+    text = dlscope("check", "--", "/bin/sh", "-c", f"{two}; true", check=1, timeout=60,
+                   env=env).stdout
+    assert re.search(rf"process \d+, run by the command: {re.escape(two)}\n", text), text
+    assert "error dup-openmp" in text, text
+    # --no-follow: the command only, as before.
+    doc = json.loads(dlscope("check", "--json", "--no-follow", "--", "/bin/sh", "-c",
+                             f"{two}; true", check=0, timeout=60, env=env).stdout)
+    assert [proc["comm"] for proc in doc["processes"]] == ["sh"], doc
+    # Real software: the Python a shell runs, with its OpenBLAS.
+    doc = json.loads(dlscope("check", "--json", "--", "/bin/sh", "-c",
+                             "/usr/bin/python3 -c 'import numpy'; true", check=0,
+                             timeout=120).stdout)
+    py = [proc for proc in doc["processes"] if proc["comm"].startswith("python")]
+    assert py and py[0]["cmdline"] == "/usr/bin/python3 -c import numpy", doc["processes"]
+    assert any(r["kind"] == "blas" for r in py[0]["runtimes"]), py[0]["runtimes"]

@@ -102,8 +102,9 @@ def test_export_errors_are_one_line():
         proc = dlscope("export", "--perfetto", f.name, "-o", f.name + ".json", check=3)
         assert "is not a dlscope trace this dlscope reads" in proc.stderr, proc.stderr
         assert not os.path.exists(f.name + ".json"), "a failed export left its file behind"
-    proc = dlscope("export", "/tmp/x.jsonl", check=2)
-    assert "give --perfetto and one trace" in proc.stderr
+    # --perfetto is the default, the only format; one trace and no more.
+    proc = dlscope("export", "/tmp/a.jsonl", "/tmp/b.jsonl", check=2)
+    assert proc.stderr == "dlscope: export: give one trace\ntry 'dlscope export --help'\n"
 
 
 def trace_engine():

@@ -122,7 +122,7 @@ def test_watch_job_names_the_first_rank_to_die_in_a_dlopened_object():
         w.wait_for(r"FINDING error rank-died")
         status, out, err = w.stop()
     assert status == 1, (status, out, err)
-    assert re.search(rf"\] \[rank 1\] {ranks[1]}/{ranks[1]} job_launcher fatal signal 11, "
+    assert re.search(rf"\] \[rank 1\] {ranks[1]}/{ranks[1]} job_launcher fatal signal SIGSEGV, "
                      r"fault address 0x10, at crash_lib_store\+0x[0-9a-f]+ \(libcrash.so\)",
                      out), out
     assert re.search(rf"\[rank 1\] {ranks[1]}/{ranks[1]} job_launcher FINDING error rank-died: "

@@ -5,7 +5,7 @@ import re
 import subprocess
 import time
 
-from harness import (Fixture, Skip, dlscope, dlscope_json, fixture_path, is_root,
+from harness import (Fixture, Skip, dlscope, dlscope_json, error_lines, fixture_path, is_root,
                      mapped_objects)
 
 
@@ -410,7 +410,7 @@ def test_libs_depth_one_on_torch_shows_only_direct_needs():
             {i for i in in_tree if objs[i]["depth"] == 0} and all(d == 0 for d, *_ in lines0)
         for bad in ("-1", "x", ""):
             p = dlscope("libs", "--depth", bad, fx.pid, check=2)
-            assert "--depth wants a number" in p.stderr and p.stderr.count("\n") == 1
+            assert "--depth wants a number" in p.stderr and error_lines(p) == 1
 
 
 ROLE_LINE = re.compile(r"^#(\d+) (\S+)(?: \[ns \d+\])?((?:  \[[^\]]*\])*) ((?: <- \S+)*) "
@@ -467,7 +467,7 @@ def test_torch_roles_with_chains():
         every = parse_roles(dlscope("libs", "--roles=python,libc", fx.pid, check=0).stdout)
         assert torch_c in every and "libc.so.6" in every and "libgomp.so.1" not in every
         p = dlscope("libs", "--roles=gpus", fx.pid, check=2)
-        assert "unknown role kind 'gpus'" in p.stderr and p.stderr.count("\n") == 1
+        assert "unknown role kind 'gpus'" in p.stderr and error_lines(p) == 1
         p = dlscope("libs", "--roles", "--json", fx.pid, check=2)
         assert "--json always has the whole graph" in p.stderr
 

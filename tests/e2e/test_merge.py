@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import ROOT, Skip, dlscope, dlscope_path, fixture_path, is_root
+from harness import ROOT, Skip, dlscope, error_lines, dlscope_path, fixture_path, is_root
 from test_export import check_format
 from test_ui import Tui, have_tmux
 
@@ -149,7 +149,7 @@ def test_merge_two_nodes_aligns_clocks_keeps_hosts_apart_and_every_reader_reads_
 
 
 def one_line_error(proc, *words):
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("dlscope: merge: "), proc
+    assert error_lines(proc) == 1 and proc.stderr.startswith("dlscope: merge: "), proc
     for w in words:
         assert w in proc.stderr, (w, proc.stderr)
 

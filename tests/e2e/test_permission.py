@@ -1,4 +1,5 @@
 """A refused process is refused for the kernel's real reason, and dlscope names it."""
+import re
 import shutil
 import subprocess
 
@@ -23,7 +24,8 @@ def one_error(p):
     """Exit 3 and exactly one line, the permission error."""
     assert p.returncode == 3, (p.returncode, p.stderr)
     lines = p.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dlscope: permission denied "), lines
+    # "dlscope: CMD: permission denied ...": every error names its command.
+    assert len(lines) == 1 and re.match(r"dlscope: \w+: permission denied ", lines[0]), lines
     return lines[0]
 
 
@@ -61,7 +63,7 @@ def test_already_traced_names_the_tracer():
         child = int(fx.output[-1].split()[1])
         assert proc_status(child)["TracerPid"] == str(fx.pid)
         p = dlscope("stacks", child, check=3)
-        assert p.stderr == f"dlscope: permission denied stopping process {child} " \
+        assert p.stderr == f"dlscope: stacks: permission denied stopping process {child} " \
                            f"(ptrace_holder): it is already traced by process {fx.pid} " \
                            "(ptrace_holder), and a process has one tracer at a time; detach " \
                            "that one (quit strace or gdb) and try again\n", p.stderr

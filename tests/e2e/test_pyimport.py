@@ -114,7 +114,7 @@ def _check_numpy_import(recs, umath, train):
     assert recs[0]["format"] == "dlscope-trace/3", recs[0]
 
 
-UMATH_LINE = (r'dlopen\("\S+_multiarray_umath\S+", 0x2\) = 0x[0-9a-f]+ \(\S+ ms\) '
+UMATH_LINE = (r'dlopen\("\S+_multiarray_umath\S+", RTLD_NOW\) = 0x[0-9a-f]+ \(\S+ ms\) '
               r'from `import numpy` at train.py:3\n((?:        .*\n)+)')
 
 

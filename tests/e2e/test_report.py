@@ -267,12 +267,16 @@ def test_report_redact_leaves_no_home_user_host_or_address():
 
 
 def test_report_errors_are_one_line():
+    # A usage error is one line and the hint (test_cli has the shape for every command).
     proc = dlscope("report", check=2)
-    assert proc.stderr.count("\n") == 1 and "name what to report on" in proc.stderr
+    assert proc.stderr.count("\n") == 2 and "name what to report on" in proc.stderr
+    assert proc.stderr.endswith("try 'dlscope report --help'\n")
     proc = dlscope("report", "notapid", check=2)
-    assert "neither a process ID nor a trace file" in proc.stderr
+    assert "'notapid' is not a process ID" in proc.stderr
+    proc = dlscope("report", "no/such.jsonl", check=3)
+    assert "cannot read no/such.jsonl" in proc.stderr
     proc = dlscope("report", "999999999", check=3)
-    assert proc.stderr.count("\n") == 1 and "no process could be inspected" in proc.stderr
+    assert proc.stderr == "dlscope: report: no process with PID 999999999\n", proc.stderr
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
         f.write("not json\n")
         f.flush()

@@ -137,6 +137,8 @@ def test_make_install_with_prefix_and_destdir():
             exe = os.path.join(root, "bin/dlscope")
             page = os.path.join(root, "share/man/man1/dlscope.1")
             assert os.stat(exe).st_mode & 0o777 == 0o755 and os.stat(page).st_mode & 0o777 == 0o644
+            comp = os.path.join(root, "share/bash-completion/completions/dlscope")
+            assert os.stat(comp).st_mode & 0o777 == 0o644, "no bash completion installed"
             v = subprocess.run([exe, "--version"], capture_output=True, text=True)
             assert re.fullmatch(r"dlscope \d+\.\d+\.\d+\n", v.stdout), v.stdout
             for width in ("80", "120"):

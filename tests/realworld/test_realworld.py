@@ -126,7 +126,7 @@ def test_llvm_clang_is_clean():
     # clang-14 links libLLVM-14 and libclang-cpp: thousands of C++ templates and statics.
     findings, proc = check_cmd("clang-14", "--version")
     assert_clean(findings, "clang-14 --version")
-    assert proc["objects"] >= 10, proc
+    assert proc["object_count"] >= 10, proc
     assert runtimes_by_impl(proc)["libstdc++"], proc["runtimes"]
 
 

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #include "event.h"
@@ -196,7 +197,7 @@ static void test_decode_raw(void)
 		      ev.u.dlopen.lmid == 3 && ev.u.dlopen.handle == 0x1000,
 	      "a raw dlmopen: argument, file, flags, namespace and handle");
 	event__text(&ev, 0, line, sizeof(line));
-	CHECK(!strcmp(line, "dlmopen(\"libfoo.so\", 0x102) = 0x1000 (2.000 ms)"),
+	CHECK(!strcmp(line, "dlmopen(\"libfoo.so\", RTLD_NOW|RTLD_GLOBAL) = 0x1000 (2.000 ms)"),
 	      "watch's line names dlmopen");
 	event__text(&ev, EVENT_TEXT_RESOLVED, line, sizeof(line));
 	CHECK(!strcmp(line, "dlmopen(\"libfoo.so\") = /opt/libfoo.so (2.000 ms)"),
@@ -263,8 +264,32 @@ static void test_python_stack(void)
 	event__clear(&ev);
 }
 
+/* Names, not raw values: signals, wait statuses, dlopen modes, dlsym's special handles. */
+static void test_names(void)
+{
+	char buf[128];
+
+	CHECK(!strcmp(event__signal_name(11, buf, sizeof(buf)), "SIGSEGV"), buf);
+	CHECK(!strcmp(event__signal_name(SIGRTMIN + 2, buf, sizeof(buf)), "SIGRTMIN+2"), buf);
+	event__wait_status(0x100, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "exit, status 1"), buf);
+	event__wait_status(0x8b, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "exit, killed by SIGSEGV (core dumped)"), buf);
+	event__dlopen_flags(0x101, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "RTLD_LAZY|RTLD_GLOBAL"), buf);
+	event__dlopen_flags(0x1000a, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "RTLD_NOW|RTLD_DEEPBIND|0x10000"), buf);
+	event__dl_handle(0xffffffffffffffffULL, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "RTLD_NEXT"), buf);
+	event__dl_handle(0, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "RTLD_DEFAULT"), buf);
+	event__dl_handle(0x1000, buf, sizeof(buf));
+	CHECK(!strcmp(buf, "0x1000"), buf);
+}
+
 int main(void)
 {
+	test_names();
 	test_round_trip();
 	test_python_stack();
 	test_record_bytes();

@@ -440,10 +440,10 @@ static const struct {
 	{ "{\"type\":\"signal\",\"t\":2262292782083,\"pid\":13339,\"tid\":13339,\"comm\":"
 	  "\"two_blas\",\"in_dlopen\":0,\"at\":\"main+0x77 (two_blas)\",\"signal\":11,"
 	  "\"address\":16,\"where\":\"0x10\",\"stack\":[\"main+0x77 (two_blas)\"]}",
-	  "fatal signal 11, fault address 0x10, at main+0x77 (two_blas)", NULL },
+	  "fatal signal SIGSEGV, fault address 0x10, at main+0x77 (two_blas)", NULL },
 	{ "{\"type\":\"exit\",\"t\":2262294636024,\"pid\":13339,\"tid\":13339,\"comm\":"
 	  "\"two_blas\",\"in_dlopen\":0,\"exit_code\":11}",
-	  "exit, status 0xb", NULL },
+	  "exit, killed by SIGSEGV", NULL },
 };
 
 static void test_event_lines_as_watch_prints_them(void)

@@ -4,6 +4,7 @@
 #define DLSCOPE_OUTPUT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Exit codes, documented in --help and docs/dlscope.1.md. */
 enum dls_exit {
@@ -16,6 +17,15 @@ enum dls_exit {
 
 /* When set, errors are also collected for the JSON document instead of only going to stderr. */
 void output__set_json(bool json);
+/* The command errors are about: dls_err() prefixes it unless the message starts with it. */
+void output__set_command(const char *name);
+/*
+ * The width to wrap text written to @out at: $COLUMNS when set, else the terminal's width
+ * (TIOCGWINSZ), else 80 on a terminal; 0 (no wrapping) when @out is no terminal.
+ */
+int output__columns(FILE *out);
+/* The last error's message ("" before any): a --json command's error document says it. */
+const char *output__last_error(void);
 bool output__json(void);
 /* A sink the TUI installs so that messages land on its status line, not on a curses screen. */
 void output__set_sink(void (*sink)(const char *level, const char *msg));

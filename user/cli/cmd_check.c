@@ -11,10 +11,12 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "crash.h"
 #include "detector.h"
@@ -33,7 +35,8 @@
 struct check_opts {
 	bool json;
 	bool progress;
-	bool job; /* check --job */
+	bool job;	/* check --job */
+	bool no_follow; /* check --no-follow -- CMD: CMD only, not the processes it runs */
 	int fail_on;
 	const char *only; /* comma-separated detector ids, or NULL for all */
 	/* The package databases read so far, shared by the processes of the run (one root each). */
@@ -146,7 +149,7 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 
 		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:o, s:o}", "pid",
 						       (json_int_t)t->pid, "comm", t->comm, "exe",
-						       t->exe, "objects", (json_int_t)g->n,
+						       t->exe, "object_count", (json_int_t)g->n,
 						       "threads", (json_int_t)(ts ? ts->n : 0),
 						       "runtimes", runtimes__to_json(&rt, g),
 						       "findings", findings__to_json(&mine)));
@@ -186,12 +189,31 @@ struct cmd_outcome {
 struct tracees {
 	struct tracee {
 		pid_t tid;
+		pid_t tgid;   /* the process it is a thread of */
 		bool started; /* its first stop (the SIGSTOP of a new thread) was seen */
 		bool caught;  /* it had a fault that a handler of the program caught */
 		siginfo_t fault;
 	} * t;
 	size_t n;
 };
+
+/* The process @tid is a thread of, from /proc (0 when it is gone). */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t tgid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
 
 static struct tracee *tracee_get(struct tracees *ts, pid_t tid)
 {
@@ -204,7 +226,9 @@ static struct tracee *tracee_get(struct tracees *ts, pid_t tid)
 	if (!nt)
 		return NULL;
 	ts->t = nt;
-	ts->t[ts->n] = (struct tracee){ .tid = tid };
+	ts->t[ts->n] = (struct tracee){ .tid = tid, .tgid = tgid_of(tid) };
+	if (!ts->t[ts->n].tgid)
+		ts->t[ts->n].tgid = tid;
 	return &ts->t[ts->n++];
 }
 
@@ -217,29 +241,133 @@ static void tracee_drop(struct tracees *ts, pid_t tid)
 		}
 }
 
-/* Check the command, its main thread at PTRACE_EVENT_EXIT and its other threads gone. */
-static void check_at_exit(pid_t pid, const struct check_opts *o, struct findings *fs, json_t *procs,
-			  bool *checked, int *err)
+static size_t tracee_count(const struct tracees *ts, pid_t tgid)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ts->n; i++)
+		n += ts->t[i].tgid == tgid;
+	return n;
+}
+
+/* A process of the command's tree: the command, or one it ran (fork and exec). */
+struct traced_proc {
+	pid_t pid;
+	bool execd; /* it ran a program of its own: checked at its exit */
+	bool held;  /* its main thread waits at PTRACE_EVENT_EXIT for its other threads */
+	bool checked;
+	char *cmdline;
+};
+
+struct traced_procs {
+	struct traced_proc *p;
+	size_t n;
+	size_t checked; /* the descendants checked */
+};
+
+static struct traced_proc *proc_get(struct traced_procs *ps, pid_t pid)
+{
+	struct traced_proc *np;
+
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->p[i].pid == pid)
+			return &ps->p[i];
+	np = realloc(ps->p, (ps->n + 1) * sizeof(*np));
+	if (!np)
+		return NULL;
+	ps->p = np;
+	ps->p[ps->n] = (struct traced_proc){ .pid = pid };
+	return &ps->p[ps->n++];
+}
+
+/* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read). */
+static char *read_cmdline(pid_t pid)
+{
+	char path[64], *buf = malloc(4096);
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	n = read(fd, buf, 4095);
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return NULL;
+	}
+	while (n > 0 && !buf[n - 1])
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return buf;
+}
+
+static bool top_checked(const struct traced_procs *ps, pid_t pid)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->p[i].pid == pid)
+			return ps->p[i].checked;
+	return false;
+}
+
+/* The command's arguments with spaces between them. */
+static char *joined_args(char **argv)
+{
+	size_t len = 1;
+	char *s;
+
+	for (size_t i = 0; argv[i]; i++)
+		len += strlen(argv[i]) + 1;
+	s = malloc(len);
+	if (!s)
+		return NULL;
+	s[0] = '\0';
+	for (size_t i = 0; argv[i]; i++) {
+		if (i)
+			strcat(s, " ");
+		strcat(s, argv[i]);
+	}
+	return s;
+}
+
+/*
+ * Check a process of the command's tree, its main thread at PTRACE_EVENT_EXIT and its other
+ * threads gone; one the command ran is named by PID and command line.
+ */
+static void check_at_exit(struct traced_proc *tp, bool descendant, const struct check_opts *o,
+			  struct findings *fs, json_t *procs, int *err)
 {
 	struct inspection *in;
 	char why[512];
+	int e;
 
-	*checked = true;
-	*err = inspection__new(pid, &in, why, sizeof(why));
-	if (*err)
+	tp->checked = true;
+	e = inspection__new(tp->pid, &in, why, sizeof(why));
+	if (e) {
 		dls_err("%s", why);
-	else {
-		*err = check_process(in, o, fs, procs, NULL);
-		inspection__free(in);
+		*err = e;
+		return;
 	}
-}
-
-static bool is_thread_of(pid_t pid, pid_t tid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
-	return !access(path, F_OK);
+	if (descendant && !o->json)
+		printf("process %d, run by the command: %s\n", tp->pid,
+		       tp->cmdline ? tp->cmdline : "?");
+	e = check_process(in, o, fs, procs, NULL);
+	if (e)
+		*err = e;
+	else if (procs)
+		json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "cmdline",
+				    tp->cmdline ? json_string(tp->cmdline) : json_null());
+	if (descendant && !o->json)
+		putchar('\n');
+	inspection__free(in);
 }
 
 /*
@@ -252,8 +380,10 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 			 json_t *procs, struct cmd_outcome *res)
 {
 	struct tracees ts = { 0 };
+	struct traced_procs ps = { 0 };
+	struct traced_proc *top;
 	int status, err = 0, pipefd[2];
-	bool checked = false, leader_held = false;
+	bool checked = false, draining = false;
 	pid_t pid, parent;
 
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -304,77 +434,122 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		return -ECHILD;
 	}
 	close(pipefd[0]);
-	/* Later execs report PTRACE_EVENT_EXEC: every SIGTRAP after this one is the program's. */
+	/*
+	 * Later execs report PTRACE_EVENT_EXEC: every SIGTRAP after this one is the program's.
+	 * Unless --no-follow, the processes it forks are traced too, and each that runs a program
+	 * of its own is checked at its exit: CI jobs run wrappers, make, pytest, tox.
+	 */
 	ptrace(PTRACE_SETOPTIONS, pid, NULL,
 	       (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE |
-			      PTRACE_O_TRACEEXEC));
-	if (!tracee_get(&ts, pid)) {
+			      PTRACE_O_TRACEEXEC |
+			      (o->no_follow ? 0 : PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)));
+	top = proc_get(&ps, pid);
+	if (!tracee_get(&ts, pid) || !top) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
+		free(ts.t);
+		free(ps.p);
 		return -ENOMEM;
 	}
+	top->execd = true;
+	top->cmdline = joined_args(argv);
 	ts.t[0].started = true;
 	ptrace(PTRACE_CONT, pid, NULL, NULL);
-	for (;;) {
+	while (ts.n) {
 		struct tracee *tr;
+		struct traced_proc *tp;
 		unsigned long msg;
 		siginfo_t si;
 		int sig = 0, event;
-		pid_t w = waitpid(-1, &status, __WALL);
+		pid_t w = waitpid(-1, &status, __WALL), tgid;
 
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			err = -errno;
+			if (errno != ECHILD)
+				err = -errno;
 			break;
 		}
+		tr = tracee_get(&ts, w);
+		tgid = tr ? tr->tgid : w;
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			if (w != pid) {
-				tracee_drop(&ts, w);
-				if (leader_held && ts.n == 1) {
-					check_at_exit(pid, o, fs, procs, &checked, &err);
-					leader_held = false;
-					ptrace(PTRACE_CONT, pid, NULL, NULL);
+			tracee_drop(&ts, w);
+			if (w == pid) {
+				res->ended = true;
+				if (WIFEXITED(status)) {
+					res->exit_status = WEXITSTATUS(status);
+				} else {
+					res->signo = WTERMSIG(status);
+					res->core_dumped = WCOREDUMP(status);
 				}
+				/* What it left running is let go, untraced and unchecked. */
+				for (size_t i = 0; i < ps.n; i++)
+					if (ps.p[i].held) {
+						ptrace(PTRACE_DETACH, ps.p[i].pid, NULL, NULL);
+						tracee_drop(&ts, ps.p[i].pid);
+					}
+				for (size_t i = 0; i < ts.n; i++) {
+					syscall(SYS_tgkill, ts.t[i].tgid, ts.t[i].tid, SIGSTOP);
+					ts.t[i].started = false;
+				}
+				if (ts.n)
+					dls_warn(
+						"check: %zu thread%s of processes '%s' started are "
+						"still running: not checked",
+						ts.n, ts.n == 1 ? "" : "s", argv[0]);
+				draining = true;
 				continue;
 			}
-			res->ended = true;
-			if (WIFEXITED(status)) {
-				res->exit_status = WEXITSTATUS(status);
-			} else {
-				res->signo = WTERMSIG(status);
-				res->core_dumped = WCOREDUMP(status);
+			tp = w == tgid ? NULL : proc_get(&ps, tgid);
+			if (!draining && tp && tp->held && tracee_count(&ts, tgid) == 1) {
+				check_at_exit(tp, tgid != pid, o, fs, procs, &err);
+				ps.checked += tgid != pid;
+				tp->held = false;
+				ptrace(PTRACE_CONT, tgid, NULL, NULL);
 			}
-			break;
+			continue;
 		}
 		if (!WIFSTOPPED(status))
 			continue;
+		if (draining) {
+			ptrace(PTRACE_DETACH, w, NULL, NULL);
+			tracee_drop(&ts, w);
+			continue;
+		}
 		event = status >> 16;
-		tr = tracee_get(&ts, w);
-		if (event == PTRACE_EVENT_CLONE) {
-			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) &&
-			    is_thread_of(pid, (pid_t)msg))
+		if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
+		    event == PTRACE_EVENT_VFORK) {
+			/* A new thread or process: traced from its first stop. */
+			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg))
 				tracee_get(&ts, (pid_t)msg);
 		} else if (event == PTRACE_EVENT_EXIT) {
-			/* The main thread is held there until the other threads are gone. */
-			if (w == pid && !checked) {
-				if (ts.n > 1) {
-					leader_held = true;
+			/* A main thread is held there until its other threads are gone. */
+			tp = w == tgid ? proc_get(&ps, tgid) : NULL;
+			if (tp && tp->execd && !tp->checked) {
+				if (tracee_count(&ts, tgid) > 1) {
+					tp->held = true;
 					continue;
 				}
-				check_at_exit(pid, o, fs, procs, &checked, &err);
+				check_at_exit(tp, tgid != pid, o, fs, procs, &err);
+				ps.checked += tgid != pid;
 			}
 		} else if (event == PTRACE_EVENT_EXEC) {
 			/* A thread that execs takes the main thread's ID; its own ID just ends. */
-			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && (pid_t)msg != pid)
+			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && (pid_t)msg != tgid)
 				tracee_drop(&ts, (pid_t)msg);
+			tp = proc_get(&ps, tgid);
+			if (tp && tgid != pid) {
+				tp->execd = true;
+				free(tp->cmdline);
+				tp->cmdline = read_cmdline(tgid);
+			}
 		} else if (event) {
 			/* Nothing to pass on. */
 		} else if (tr && !tr->started && WSTOPSIG(status) == SIGSTOP) {
-			/* A new thread's first stop, not a signal of the program. */
+			/* A new thread's or process's first stop, not a signal of the program. */
 			tr->started = true;
-			if (!is_thread_of(pid, w)) {
-				/* A clone that is a process of its own: not ours to trace. */
+			if (tr->tgid == w && tr->tgid != pid && o->no_follow) {
+				/* A clone that is a process of its own, not followed. */
 				ptrace(PTRACE_DETACH, w, NULL, NULL);
 				tracee_drop(&ts, w);
 				continue;
@@ -382,8 +557,11 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		} else if (!ptrace(PTRACE_GETSIGINFO, w, NULL, &si)) {
 			/* A signal-delivery stop (a group-stop has no siginfo): pass it on. */
 			sig = WSTOPSIG(status);
-			if (res->crash) {
-				/* The first fatal signal is the one that ends it. */
+			if (tgid != pid || res->crash) {
+				/*
+				 * The first fatal signal is the one that ends it; the processes it
+				 * runs get theirs as they come.
+				 */
 			} else if (crash__signal_kills(pid, w, &si)) {
 				if (crash__capture(pid, w, &si,
 						   tr && tr->caught ? &tr->fault : NULL,
@@ -397,6 +575,14 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		ptrace(PTRACE_CONT, w, NULL, (void *)(long)sig);
 	}
 	free(ts.t);
+	checked = top_checked(&ps, pid);
+	if (!o->no_follow && !o->json && ps.checked)
+		printf("(%zu process%s run by the command checked at their exit; --no-follow "
+		       "checks the command only)\n",
+		       ps.checked, ps.checked == 1 ? "" : "es");
+	for (size_t i = 0; i < ps.n; i++)
+		free(ps.p[i].cmdline);
+	free(ps.p);
 	/* Details taken at a stop whose signal did not end it after all (a handler appeared). */
 	if (res->crash && res->crash->signo != res->signo) {
 		crash__free(res->crash);
@@ -437,55 +623,70 @@ static json_t *outcome_to_json(const struct cmd_outcome *res)
 			 res->crash ? crash__to_json(res->crash) : json_null());
 }
 
+/*
+ * The options of check and lint (lint has no -p, --job or command). Returns -1 to go on, or the
+ * exit status (DLS_EXIT_OK + 100 after --help).
+ */
 static int parse_common(int argc, char **argv, struct check_opts *o, const char *cmd,
-			void (*usage)(FILE *), bool *list)
+			void (*usage)(FILE *), bool *list, struct cliopt *cl, pid_t **pids,
+			size_t *n_pids)
 {
 	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "fail-on", required_argument, NULL, 'f' },
 		{ "only", required_argument, NULL, 'o' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "progress", no_argument, NULL, 'P' },
 		{ "job", no_argument, NULL, 'J' },
+		{ "no-follow", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	int c;
+	static const struct option lint_opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "fail-on", required_argument, NULL, 'f' },
+		{ "only", required_argument, NULL, 'o' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "progress", no_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	bool lint = !strcmp(cmd, "lint");
+	int c, err;
 
 	o->fail_on = SEV_ERROR;
 	o->progress = isatty(STDERR_FILENO);
-	optind = 1;
-	/* "+": stop at the first non-option, so "check -- CMD ARGS" keeps CMD's options. */
-	while ((c = getopt_long(argc, argv, "+jf:o:lPh", opts, NULL)) != -1) {
+	/* --fail-on, --only and --progress are long only: -f follows, -o writes, -P elsewhere. */
+	cliopt__init(cl, cmd, argc, argv, lint ? "jlh" : "p:jlh", lint ? lint_opts : opts, !lint);
+	while ((c = cliopt__next(cl)) != -1) {
+		const char *arg = cl->arg;
+
 		switch (c) {
+		case 'p':
+			err = cliopt__pids(cmd, arg, pids, n_pids);
+			if (err)
+				return err;
+			break;
 		case 'j': o->json = true; break;
 		case 'f':
-			o->fail_on = severity__parse(optarg);
-			if (o->fail_on < 0) {
-				dls_err("%s: --fail-on takes info, warning or error, not '%s'", cmd,
-					optarg);
-				return DLS_EXIT_USAGE;
-			}
+			o->fail_on = severity__parse(arg);
+			if (o->fail_on < 0)
+				return cliopt__usage(
+					cmd, "--fail-on takes info, warning or error, not '%s'",
+					arg);
 			break;
 		case 'o':
-			o->only = optarg;
-			if (validate_only(optarg))
+			o->only = arg;
+			if (validate_only(arg))
 				return DLS_EXIT_USAGE;
 			break;
 		case 'l': *list = true; break;
-		case 'J':
-			if (strcmp(cmd, "check")) {
-				usage(stderr);
-				return DLS_EXIT_USAGE;
-			}
-			o->job = true;
-			break;
-		case 'P':
-			o->progress = true;
-			break;
-			break;
+		case 'J': o->job = true; break;
+		case 'N': o->no_follow = true; break;
+		case 'P': o->progress = true; break;
 		case 'h': usage(stdout); return DLS_EXIT_OK + 100;
-		default: usage(stderr); return DLS_EXIT_USAGE;
+		default: return DLS_EXIT_USAGE;
 		}
 	}
 	output__set_json(o->json);
@@ -504,10 +705,14 @@ static int finish(const struct findings *fs, const struct check_opts *o, json_t 
 		putchar('\n');
 		json_decref(doc);
 	}
-	if (inspect_failed)
-		ret = DLS_EXIT_INSPECT;
+	/*
+	 * The most severe outcome: a finding at or above --fail-on (1) is a result about the
+	 * processes that were read, which a process or path that could not be (3) must not hide.
+	 */
+	if (findings__max_severity(fs) >= o->fail_on)
+		ret = DLS_EXIT_FINDINGS;
 	else
-		ret = findings__max_severity(fs) >= o->fail_on ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
+		ret = inspect_failed ? DLS_EXIT_INSPECT : DLS_EXIT_OK;
 	return ret;
 }
 
@@ -683,16 +888,21 @@ static void check_usage(FILE *f)
 		"\n"
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
-		"with, and let it exit. A command killed by a signal is reported with the signal,\n"
-		"the faulting address, the function and object of the pc, and the crashing\n"
-		"thread's stack; the signal is still delivered. Each finding has an id, a\n"
-		"severity, the evidence, why it breaks and what to do.\n"
+		"with, and let it exit; each process COMMAND runs (fork and exec: a wrapper's,\n"
+		"make's, pytest's) is checked the same way at its exit, named by PID and command\n"
+		"line. A command killed by a signal is reported with the signal, the faulting\n"
+		"address, the function and object of the pc, and the crashing thread's stack; the\n"
+		"signal is still delivered. Each finding has an id, a severity, the evidence, why\n"
+		"it breaks and what to do.\n"
 		"\n"
+		"  -p, --pid PID         a process (as an operand; a comma list \"1,2\" for several)\n"
 		"  -j, --json            one JSON document (docs/check-schema.md)\n"
-		"  -f, --fail-on LEVEL   exit 1 when a finding at or above LEVEL (info, warning,\n"
+		"      --fail-on LEVEL   exit 1 when a finding at or above LEVEL (info, warning,\n"
 		"                        error; default error) is found\n"
-		"  -o, --only IDS        run only these detectors (comma-separated)\n"
+		"      --only IDS        run only these detectors (comma-separated)\n"
 		"  -l, --list            list the detectors\n"
+		"      --progress        a progress line on stderr (default when it is a terminal)\n"
+		"      --no-follow       with -- COMMAND: check COMMAND only, not the processes it runs\n"
 		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
 		"                        any member), then what differs between the ranks:\n"
 		"                        objects, versions and builds, environment (*_NUM_THREADS,\n"
@@ -702,7 +912,8 @@ static void check_usage(FILE *f)
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
 		"3 a process could not be inspected, 4 COMMAND exited non-zero or was killed by\n"
-		"a signal (4 wins over 1 and 3: the findings are still printed).\n"
+		"a signal. When several apply, the most severe: 4, then 1, then 3 (the findings\n"
+		"and the errors are all printed).\n"
 		"\n"
 		"With TRACE.jsonl (of 'dlscope record', or 'dlscope merge' of several nodes), the\n"
 		"findings the live detectors recorded in it, by process (a merged trace's by host\n"
@@ -716,39 +927,44 @@ int cmd_check(int argc, char **argv)
 	json_t *doc = NULL, *procs = NULL;
 	struct cmd_outcome res = { 0 };
 	bool list = false, failed = false, cmd_failed = false;
+	struct cliopt cl;
+	pid_t *pids = NULL;
+	size_t n_pids = 0;
 	int ret;
 
-	ret = parse_common(argc, argv, &o, "check", check_usage, &list);
-	if (ret >= 0)
+	ret = parse_common(argc, argv, &o, "check", check_usage, &list, &cl, &pids, &n_pids);
+	if (ret >= 0) {
+		free(pids);
 		return ret == 100 ? DLS_EXIT_OK : ret;
+	}
 	if (list) {
+		free(pids);
 		list_detectors();
 		return DLS_EXIT_OK;
 	}
-	if (optind >= argc) {
-		dls_err("check: no PID or command given (usage: dlscope check PID... | -- CMD)");
-		return DLS_EXIT_USAGE;
-	}
-	if (o.job && (optind + 1 != argc || !strcmp(argv[optind - 1], "--"))) {
-		dls_err("check: --job takes one process ID, any member of the job (usage: dlscope "
-			"check --job PID)");
-		return DLS_EXIT_USAGE;
+	if (cl.command && (!cl.command[0] || n_pids || cl.n_ops || o.job)) {
+		free(pids);
+		return cliopt__usage("check",
+				     !cl.command[0] ?
+					     "no command after --" :
+					     "-- COMMAND runs a command: no PID or --job with it");
 	}
 	/* A trace rather than processes: what its live detectors found. */
-	if (!o.job && optind + 1 == argc && strcmp(argv[optind - 1], "--") &&
-	    is_trace_arg(argv[optind]))
-		return check__trace(argv[optind], o.json, o.fail_on, selected_cb, &o);
-	if (strcmp(argv[optind - 1], "--"))
-		for (int i = optind; i < argc; i++) {
-			pid_t pid;
-
-			if (parse_pid(argv[i], &pid)) {
-				dls_err("check: '%s' is not a process ID (to run a command, put it "
-					"after --)",
-					argv[i]);
-				return DLS_EXIT_USAGE;
-			}
+	if (!cl.command && !o.job && !n_pids && cl.n_ops == 1 && is_trace_arg(cl.ops[0]))
+		return check__trace(cl.ops[0], o.json, o.fail_on, selected_cb, &o);
+	if (!cl.command) {
+		ret = cliopt__pid_operands(&cl, &pids, &n_pids);
+		if (ret) {
+			free(pids);
+			return ret;
 		}
+		if (!n_pids)
+			return cliopt__usage("check", "no PID or command given");
+	}
+	if (o.job && n_pids != 1) {
+		free(pids);
+		return cliopt__usage("check", "--job takes one process ID, any member of the job");
+	}
 	if (o.json) {
 		doc = json_object();
 		procs = json_array();
@@ -757,24 +973,23 @@ int cmd_check(int argc, char **argv)
 	o.pkgs = pkg_cache__new();
 	if (o.job) {
 		struct findings jfs = { 0 };
-		pid_t pid;
 
-		parse_pid(argv[optind], &pid);
-		failed = check_job(pid, &o, &fs, &jfs, doc);
+		failed = check_job(pids[0], &o, &fs, &jfs, doc);
 		ret = finish(&fs, &o, doc, failed);
 		/* The cross-rank findings count for the exit status like a rank's own. */
-		if (ret == DLS_EXIT_OK && findings__max_severity(&jfs) >= o.fail_on)
+		if (ret != DLS_EXIT_FINDINGS && findings__max_severity(&jfs) >= o.fail_on)
 			ret = DLS_EXIT_FINDINGS;
 		findings__free(&jfs);
 		pkg_cache__free(o.pkgs);
 		findings__free(&fs);
+		free(pids);
 		return ret;
 	}
-	if (!strcmp(argv[optind - 1], "--")) {
-		failed = check_command(argv + optind, &o, &fs, procs, &res) != 0;
+	if (cl.command) {
+		failed = check_command(cl.command, &o, &fs, procs, &res) != 0;
 		cmd_failed = res.ended && (res.signo || res.exit_status);
 		if (!o.json && res.ended)
-			print_outcome(argv[optind], &res);
+			print_outcome(cl.command[0], &res);
 		if (doc && res.ended) {
 			json_object_set_new(doc, "command_status",
 					    json_integer(res.signo ? 128 + res.signo :
@@ -783,18 +998,16 @@ int cmd_check(int argc, char **argv)
 		}
 		crash__free(res.crash);
 	} else {
-		for (int i = optind; i < argc; i++) {
+		for (size_t i = 0; i < n_pids; i++) {
 			struct inspection *in;
 			char why[512];
-			pid_t pid;
 
-			parse_pid(argv[i], &pid);
-			if (inspection__new(pid, &in, why, sizeof(why))) {
+			if (inspection__new(pids[i], &in, why, sizeof(why))) {
 				dls_err("%s", why);
 				failed = true;
 				continue;
 			}
-			if (!o.json && i > optind)
+			if (!o.json && i)
 				putchar('\n');
 			if (check_process(in, &o, &fs, procs, NULL))
 				failed = true;
@@ -807,6 +1020,7 @@ int cmd_check(int argc, char **argv)
 	if (cmd_failed && ret != DLS_EXIT_USAGE)
 		ret = DLS_EXIT_COMMAND;
 	findings__free(&fs);
+	free(pids);
 	return ret;
 }
 
@@ -1133,6 +1347,46 @@ static int lint_dir(struct lint_state *s, const char *dir)
 	return err;
 }
 
+/* Whether @text names @path whole (not a prefix of a longer path). */
+static bool names_path(const char *text, const char *path)
+{
+	size_t len = strlen(path);
+
+	for (const char *hit = text; hit && (hit = strstr(hit, path)); hit++)
+		if ((hit == text || strchr(" :(", hit[-1])) &&
+		    (!hit[len] || strchr(": ,)", hit[len])))
+			return true;
+	return false;
+}
+
+/*
+ * lint's findings as check's, each with "paths": the checked files its evidence names (a
+ * script reads which files to fix without parsing the evidence's text).
+ */
+static json_t *lint_findings_json(const struct findings *fs, const struct lint_file *files,
+				  size_t n)
+{
+	json_t *arr = findings__to_json(fs), *f;
+	size_t i;
+
+	json_array_foreach (arr, i, f) {
+		json_t *paths = json_array(), *ev;
+		size_t k;
+
+		for (size_t j = 0; j < n; j++) {
+			const char *title = json_string_value(json_object_get(f, "title"));
+			bool named = names_path(title, files[j].path);
+
+			json_array_foreach (json_object_get(f, "evidence"), k, ev)
+				named = named || names_path(json_string_value(ev), files[j].path);
+			if (named)
+				json_array_append_new(paths, json_string(files[j].path));
+		}
+		json_object_set_new(f, "paths", paths);
+	}
+	return arr;
+}
+
 static void lint_usage(FILE *f)
 {
 	fprintf(f,
@@ -1145,9 +1399,10 @@ static void lint_usage(FILE *f)
 		"followed; a file reached by several paths is checked once.\n"
 		"\n"
 		"  -j, --json            one JSON document\n"
-		"  -f, --fail-on LEVEL   info, warning or error (default error)\n"
-		"  -o, --only IDS        run only these detectors\n"
-		"  -P, --progress        a progress line on stderr (default when it is a terminal)\n"
+		"      --fail-on LEVEL   info, warning or error (default error)\n"
+		"      --only IDS        run only these detectors\n"
+		"  -l, --list            list the detectors\n"
+		"      --progress        a progress line on stderr (default when it is a terminal)\n"
 		"  -h, --help\n"
 		"\n"
 		"Objects of another machine (32-bit i386, ARM) are skipped and counted as such.\n"
@@ -1155,7 +1410,8 @@ static void lint_usage(FILE *f)
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
 		"3 a path named on the command line could not be read, or no ELF object was\n"
 		"found to check. Files inside a tree that could not be read are warned about,\n"
-		"counted as unreadable and skipped; they do not change the exit status.\n");
+		"counted as unreadable and skipped; they do not change the exit status. Findings\n"
+		"at or above --fail-on (1) win over a path that could not be read (3).\n");
 }
 
 int cmd_lint(int argc, char **argv)
@@ -1165,26 +1421,28 @@ int cmd_lint(int argc, char **argv)
 	struct lint_state s = { 0 };
 	bool list = false, failed = false;
 	json_t *doc = NULL;
+	struct cliopt cl;
+	size_t named_bad = 0; /* paths named on the command line that could not be checked */
 	int ret;
 
-	ret = parse_common(argc, argv, &o, "lint", lint_usage, &list);
+	ret = parse_common(argc, argv, &o, "lint", lint_usage, &list, &cl, NULL, NULL);
 	if (ret >= 0)
 		return ret == 100 ? DLS_EXIT_OK : ret;
 	if (list) {
 		list_detectors();
 		return DLS_EXIT_OK;
 	}
-	if (optind >= argc) {
-		dls_err("lint: no file or directory given (usage: dlscope lint PATH...)");
-		return DLS_EXIT_USAGE;
-	}
+	if (!cl.n_ops)
+		return cliopt__usage("lint", "no file or directory given");
+	argc = cl.n_ops;
+	argv = cl.ops;
 	s.progress = o.progress && !o.json;
 	if (o.json) {
 		doc = json_object();
 		s.bad = json_array();
 		s.skipped = json_array();
 	}
-	for (int i = optind; i < argc; i++) {
+	for (int i = 0; i < argc; i++) {
 		struct stat st;
 
 		if (stat(argv[i], &st)) {
@@ -1198,6 +1456,7 @@ int cmd_lint(int argc, char **argv)
 				snprintf(why, sizeof(why), "%s", strerror(err));
 			dls_err("lint: cannot read %s: %s", argv[i], why);
 			failed = true;
+			named_bad++;
 			continue;
 		}
 		if (S_ISDIR(st.st_mode)) {
@@ -1206,12 +1465,15 @@ int cmd_lint(int argc, char **argv)
 		} else if (!S_ISREG(st.st_mode)) {
 			dls_err("lint: %s is not a regular file or a directory", argv[i]);
 			failed = true;
+			named_bad++;
 		} else {
+			size_t unreadable = s.unreadable;
 			int err = lint_file(&s, argv[i], &st, true);
 
 			/* Named on the command line, a file that could not be checked is an error. */
 			s.oom |= err < 0;
 			failed |= err > 0;
+			named_bad += err > 0 && s.unreadable == unreadable;
 		}
 	}
 	if (s.oom) {
@@ -1231,7 +1493,7 @@ int cmd_lint(int argc, char **argv)
 		json_object_set_new(doc, "objects_checked", json_integer((json_int_t)s.n));
 		json_object_set_new(doc, "unreadable", s.bad);
 		json_object_set_new(doc, "skipped", s.skipped);
-		json_object_set_new(doc, "findings", findings__to_json(&fs));
+		json_object_set_new(doc, "findings", lint_findings_json(&fs, s.files, s.n));
 	} else if (s.n || failed) {
 		printf("lint: %zu file%s", s.seen, s.seen == 1 ? "" : "s");
 		if (s.again)
@@ -1240,8 +1502,15 @@ int cmd_lint(int argc, char **argv)
 		/* Skipped, not unreadable: other machines' objects are no error (exit status). */
 		if (s.foreign)
 			printf(", %zu skipped (not x86-64)", s.foreign);
-		printf(", %zu unreadable, %zu finding%s\n", s.unreadable, fs.n,
-		       fs.n == 1 ? "" : "s");
+		/* The line agrees with the exit status: a named path that failed is said too. */
+		printf(", %zu unreadable", s.unreadable);
+		if (named_bad)
+			printf(", %zu named path%s not checked", named_bad,
+			       named_bad == 1 ? "" : "s");
+		printf(", %zu finding%s", fs.n, fs.n == 1 ? "" : "s");
+		if (fs.n && findings__max_severity(&fs) < o.fail_on)
+			printf(" (none at or above %s)", severity__name(o.fail_on));
+		putchar('\n');
 		if (fs.n) {
 			putchar('\n');
 			findings__print(&fs, stdout);

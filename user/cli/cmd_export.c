@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "outfile.h"
 #include "output.h"
@@ -13,7 +14,7 @@
 static void export_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope export --perfetto TRACE.jsonl [-o FILE.json]\n"
+		"Usage: dlscope export [OPTIONS] TRACE.jsonl\n"
 		"\n"
 		"Convert a trace of 'dlscope record' into Chrome trace-event JSON, which\n"
 		"ui.perfetto.dev and chrome://tracing open: a track per process (named with its\n"
@@ -21,7 +22,7 @@ static void export_usage(FILE *f)
 		"loads, signals, findings and arriving objects as instants; parallel regions as\n"
 		"counters.\n"
 		"\n"
-		"  -p, --perfetto        Chrome trace-event JSON (the only format for now)\n"
+		"      --perfetto        Chrome trace-event JSON (the default: the only format)\n"
 		"  -o, --output FILE     write there (default: standard output)\n"
 		"  -s, --stats           say what was converted, on standard error\n"
 		"  -h, --help\n"
@@ -33,7 +34,7 @@ static void export_usage(FILE *f)
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "perfetto", no_argument, NULL, 'p' },
+		{ "perfetto", no_argument, NULL, 'P' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
@@ -44,28 +45,28 @@ int cmd_export(int argc, char **argv)
 	struct perfetto_stats st;
 	char why[512];
 	FILE *out = stdout;
+	struct cliopt cl;
 	int c, err;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "po:sh", opts, NULL)) != -1) {
+	/* --perfetto is long only (-p is a process) and the default: the only format so far. */
+	cliopt__init(&cl, "export", argc, argv, "o:sh", opts, false);
+	while ((c = cliopt__next(&cl)) != -1) {
 		switch (c) {
-		case 'p': perfetto = true; break;
-		case 'o': output = optarg; break;
+		case 'P': perfetto = true; break;
+		case 'o': output = cl.arg; break;
 		case 's': stats = true; break;
 		case 'h': export_usage(stdout); return DLS_EXIT_OK;
-		default: export_usage(stderr); return DLS_EXIT_USAGE;
+		default: return DLS_EXIT_USAGE;
 		}
 	}
-	if (!perfetto || optind + 1 != argc) {
-		dls_err("export: give --perfetto and one trace (usage: dlscope export --perfetto "
-			"TRACE.jsonl [-o FILE.json])");
-		return DLS_EXIT_USAGE;
-	}
+	(void)perfetto;
+	if (cl.n_ops != 1)
+		return cliopt__usage("export", "give one trace");
 	if (output && !(out = outfile__fopen("export", output, why, sizeof(why)))) {
 		dls_err("export: %s", why);
 		return DLS_EXIT_INSPECT;
 	}
-	err = perfetto__export(argv[optind], out, &st, why, sizeof(why));
+	err = perfetto__export(cl.ops[0], out, &st, why, sizeof(why));
 	if (output && fclose(out) && !err) {
 		err = -EIO;
 		snprintf(why, sizeof(why), "cannot write %s: %s", output, strerror(errno));

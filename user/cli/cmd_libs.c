@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "elfobj.h"
 #include "graph_export.h"
@@ -23,8 +24,7 @@ enum libs_format { FMT_TEXT, FMT_JSON, FMT_DOT };
 static void libs_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope libs [--depth N | --roles[=KINDS] | --runtimes] [--json | --dot]\n"
-		"                   [--no-packages] PID...\n"
+		"Usage: dlscope libs [OPTIONS] PID...\n"
 		"\n"
 		"Print the library graph of each process, read from the dynamic loader's link maps\n"
 		"(every dlmopen namespace) and cross-checked with /proc/PID/maps, without stopping it.\n"
@@ -34,10 +34,11 @@ static void libs_usage(FILE *f)
 		"The tree shows each object once, under the object whose DT_NEEDED loaded it, with the\n"
 		"number of other objects that need it.\n"
 		"\n"
+		"  -p, --pid PID    a process (as an operand; a comma list \"1,2\" for several)\n"
 		"  -j, --json       one JSON document (schema: docs/libs-schema.md)\n"
-		"  -d, --dot        a Graphviz digraph; roles as colours\n"
+		"      --dot        a Graphviz digraph; roles as colours\n"
 		"  -D, --depth N    cut the tree N levels below each root (0: the roots only)\n"
-		"  -r, --roles[=KINDS]\n"
+		"      --roles[=KINDS]\n"
 		"                   only the objects with a runtime role, each with the chain that\n"
 		"                   loaded it; with --dot, those objects and chains as a small graph.\n"
 		"                   KINDS: 'all' or a comma list of openmp, blas, cxx-runtime, cuda,\n"
@@ -294,6 +295,7 @@ static int print_roles(const struct libgraph *g, const struct lv_kinds *ks, FILE
 int cmd_libs(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "dot", no_argument, NULL, 'd' },
 		{ "depth", required_argument, NULL, 'D' },
@@ -311,14 +313,22 @@ int cmd_libs(int argc, char **argv)
 	struct lv_kinds kinds;
 	char why[512];
 	struct libgraph **graphs = NULL;
-	size_t n_graphs = 0;
+	size_t n_graphs = 0, n_pids = 0;
+	pid_t *pids = NULL;
 	int c, ret = DLS_EXIT_OK;
 	json_t *doc = NULL;
+	struct cliopt cl;
 
-	optind = 1;
 	lv_kinds__parse(&kinds, NULL, why, sizeof(why));
-	while ((c = getopt_long(argc, argv, "jdD:r::RPh", opts, NULL)) != -1) {
+	cliopt__init(&cl, "libs", argc, argv, "p:jD:RPh", opts, false);
+	while ((c = cliopt__next(&cl)) != -1) {
+		optarg = (char *)cl.arg;
 		switch (c) {
+		case 'p':
+			ret = cliopt__pids("libs", optarg, &pids, &n_pids);
+			if (ret)
+				goto out_pids;
+			break;
 		case 'j': fmt = FMT_JSON; break;
 		case 'd': fmt = FMT_DOT; break;
 		case 'D': {
@@ -328,75 +338,82 @@ int cmd_libs(int argc, char **argv)
 			errno = 0;
 			d = strtoul(optarg, &end, 10);
 			if (!*optarg || *end || optarg[0] == '-' || errno || d >= LV_NONE) {
-				dls_err("libs: --depth wants a number of levels (0 or more), not '%s'",
-					optarg);
-				return DLS_EXIT_USAGE;
+				ret = cliopt__usage("libs",
+						    "--depth wants a number of levels (0 or more), "
+						    "not '%s'",
+						    optarg);
+				goto out_pids;
 			}
 			max_depth = (unsigned int)d;
 			break;
 		}
 		case 'r':
 			roles = true;
+			/* "--roles openmp PID": a word that is no PID but a list of kinds is KINDS. */
+			if (!optarg && optind < cl.end && parse_pid(argv[optind], &(pid_t){ 0 }) &&
+			    argv[optind][0] != '-' &&
+			    !lv_kinds__parse(&kinds, argv[optind], why, sizeof(why))) {
+				optind++;
+				break;
+			}
 			if (lv_kinds__parse(&kinds, optarg, why, sizeof(why))) {
-				dls_err("libs: --roles: %s", why);
-				return DLS_EXIT_USAGE;
+				ret = cliopt__usage("libs", "--roles: %s", why);
+				goto out_pids;
 			}
 			break;
 		case 'R': runtimes = true; break;
 		case 'P': packages = false; break;
 		case 'h': libs_usage(stdout); return DLS_EXIT_OK;
-		default: libs_usage(stderr); return DLS_EXIT_USAGE;
+		default: ret = DLS_EXIT_USAGE; goto out_pids;
 		}
 	}
-	if (optind >= argc) {
-		dls_err("libs: no PID given (usage: dlscope libs [--depth N | --roles] "
-			"[--json|--dot] PID...)");
-		return DLS_EXIT_USAGE;
+	ret = cliopt__pid_operands(&cl, &pids, &n_pids);
+	if (ret)
+		goto out_pids;
+	if (!n_pids) {
+		ret = cliopt__usage("libs", "no PID given");
+		goto out_pids;
 	}
 	/* JSON is the whole graph, with the fields these views are made from (loaded_by, depth). */
 	if (fmt == FMT_JSON && (roles || max_depth != LV_NONE)) {
-		dls_err("libs: --json always has the whole graph; --depth and --roles shape the "
-			"text and --dot views");
-		return DLS_EXIT_USAGE;
+		ret = cliopt__usage(
+			"libs", "--json always has the whole graph; --depth and --roles shape the "
+				"text and --dot views");
+		goto out_pids;
 	}
 	if (runtimes && (roles || max_depth != LV_NONE || fmt == FMT_DOT)) {
-		dls_err("libs: --runtimes is a view of its own, in text or --json");
-		return DLS_EXIT_USAGE;
+		ret = cliopt__usage("libs", "--runtimes is a view of its own, in text or --json");
+		goto out_pids;
 	}
 	if (roles && max_depth != LV_NONE) {
-		dls_err("libs: --depth cuts the tree and --roles lists runtimes: use one of them");
-		return DLS_EXIT_USAGE;
+		ret = cliopt__usage(
+			"libs",
+			"--depth cuts the tree and --roles lists runtimes: use one of them");
+		goto out_pids;
 	}
 	if (fmt == FMT_DOT && max_depth != LV_NONE) {
-		dls_err("libs: --depth cuts the text tree; for a small graph use --dot --roles");
-		return DLS_EXIT_USAGE;
-	}
-	for (int i = optind; i < argc; i++) {
-		pid_t pid;
-
-		if (parse_pid(argv[i], &pid)) {
-			dls_err("libs: '%s' is not a process ID", argv[i]);
-			return DLS_EXIT_USAGE;
-		}
+		ret = cliopt__usage(
+			"libs", "--depth cuts the text tree; for a small graph use --dot --roles");
+		goto out_pids;
 	}
 	output__set_json(fmt == FMT_JSON);
-	graphs = calloc((size_t)(argc - optind), sizeof(*graphs));
-	inventories = calloc((size_t)(argc - optind), sizeof(*inventories));
+	graphs = calloc(n_pids, sizeof(*graphs));
+	inventories = calloc(n_pids, sizeof(*inventories));
 	/* One cache for all the PIDs: processes sharing a root read its databases once. */
 	pkgs = packages ? pkg_cache__new() : NULL;
 	if (!graphs || !inventories || (packages && !pkgs)) {
 		pkg_cache__free(pkgs);
 		free(graphs);
 		free(inventories);
+		free(pids);
 		dls_err("out of memory");
 		return DLS_EXIT_INSPECT;
 	}
-	for (int i = optind; i < argc; i++) {
+	for (size_t i = 0; i < n_pids; i++) {
 		struct target *t;
-		pid_t pid;
+		pid_t pid = pids[i];
 		int err;
 
-		parse_pid(argv[i], &pid);
 		phase__mark("start");
 		err = target__open(pid, &t, why, sizeof(why));
 		phase__mark("target");
@@ -477,5 +494,7 @@ int cmd_libs(int argc, char **argv)
 	pkg_cache__free(pkgs);
 	free(inventories);
 	free(graphs);
+out_pids:
+	free(pids);
 	return ret;
 }

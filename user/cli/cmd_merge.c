@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "output.h"
 #include "tracemerge.h"
@@ -11,7 +12,7 @@
 static void merge_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope merge TRACE.jsonl... -o MERGED.jsonl\n"
+		"Usage: dlscope merge [OPTIONS] -o MERGED.jsonl TRACE.jsonl...\n"
 		"\n"
 		"Merge the traces that 'dlscope record' wrote on several nodes (one each) into\n"
 		"one trace: every time moves to the common wall clock (CLOCK_REALTIME, through\n"
@@ -42,24 +43,22 @@ int cmd_merge(int argc, char **argv)
 	struct merge_stats st;
 	bool stats = false;
 	char why[1024];
+	struct cliopt cl;
 	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:sh", opts, NULL)) != -1) {
+	cliopt__init(&cl, "merge", argc, argv, "o:sh", opts, false);
+	while ((c = cliopt__next(&cl)) != -1) {
 		switch (c) {
-		case 'o': output = optarg; break;
+		case 'o': output = cl.arg; break;
 		case 's': stats = true; break;
 		case 'h': merge_usage(stdout); return DLS_EXIT_OK;
-		default: merge_usage(stderr); return DLS_EXIT_USAGE;
+		default: return DLS_EXIT_USAGE;
 		}
 	}
-	if (!output || optind >= argc) {
-		dls_err("merge: give the traces and -o (usage: dlscope merge TRACE.jsonl... -o "
-			"MERGED.jsonl)");
-		return DLS_EXIT_USAGE;
-	}
-	if (trace__merge((const char *const *)argv + optind, (size_t)(argc - optind), output, &st,
-			 why, sizeof(why))) {
+	if (!output || !cl.n_ops)
+		return cliopt__usage("merge", "give the traces and -o MERGED.jsonl");
+	if (trace__merge((const char *const *)cl.ops, (size_t)cl.n_ops, output, &st, why,
+			 sizeof(why))) {
 		dls_err("merge: %s", why);
 		return DLS_EXIT_INSPECT;
 	}

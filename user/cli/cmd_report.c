@@ -22,8 +22,10 @@
 #include <unistd.h>
 
 #include "account.h"
+#include "cliopt.h"
 #include "commands.h"
 #include "event.h"
+#include "job.h"
 #include "outfile.h"
 #include "output.h"
 #include "procfs.h"
@@ -35,8 +37,10 @@ extern char **environ;
 static void report_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope report [-o FILE.md] [--redact] [--limit CHARS]\n"
-		"                      (PID... | --job PID | -- COMMAND [ARGS...] | TRACE.jsonl)\n"
+		"Usage: dlscope report [OPTIONS] PID...\n"
+		"       dlscope report [OPTIONS] --job PID\n"
+		"       dlscope report [OPTIONS] TRACE.jsonl\n"
+		"       dlscope report [OPTIONS] -- COMMAND [ARGS...]\n"
 		"\n"
 		"Write one Markdown file to paste into a bug report (a GitHub issue): what was\n"
 		"inspected and when, the environment, the runtimes (duplicates first, with their\n"
@@ -45,13 +49,14 @@ static void report_usage(FILE *f)
 		"It stays under GitHub's 65,536-character limit; what does not fit goes to a\n"
 		"companion file, named in the report.\n"
 		"\n"
+		"  -p, --pid PID         a process (as an operand; a comma list \"1,2\" for several)\n"
 		"  -o, --output FILE     write there (default: standard output)\n"
-		"  -s, --svg             also draw the runtimes' library graph (libs --dot --roles,\n"
+		"      --svg             also draw the runtimes' library graph (libs --dot --roles,\n"
 		"                        collisions in red) with graphviz into FILE.svg\n"
-		"  -r, --redact          replace home directories, user names, host names and IP\n"
+		"      --redact          replace home directories, user names, host names and IP\n"
 		"                        addresses, one placeholder per value, everywhere\n"
-		"  -l, --limit CHARS     the size limit (default 65536)\n"
-		"  -j, --job PID         a multi-rank job, named by any member's PID\n"
+		"      --limit CHARS     the size limit (default 65536)\n"
+		"      --job PID         a multi-rank job, named by any member's PID\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 written, 2 usage error, 3 nothing could be inspected or written.\n");
@@ -447,13 +452,10 @@ static int write_out(const char *path, const char *text, char *why, size_t whyle
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "redact", no_argument, NULL, 'r' },
-		{ "limit", required_argument, NULL, 'l' },
-		{ "job", required_argument, NULL, 'j' },
-		{ "svg", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+		{ "pid", required_argument, NULL, 'p' }, { "output", required_argument, NULL, 'o' },
+		{ "redact", no_argument, NULL, 'r' },	 { "limit", required_argument, NULL, 'l' },
+		{ "job", required_argument, NULL, 'j' }, { "svg", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },	 {},
 	};
 	const char *output = NULL, *job = NULL;
 	bool redact = false, svg = false;
@@ -467,10 +469,25 @@ int cmd_report(int argc, char **argv)
 	int c, code, ret = DLS_EXIT_INSPECT;
 	time_t now = time(NULL);
 	struct stat st;
+	struct cliopt cl;
+	pid_t *pids = NULL;
+	size_t n_pids = 0;
+	char **pid_args = NULL;
+	int n_pid_args = 0;
+	const char *optarg;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:rsl:j:h", opts, NULL)) != -1) {
+	/* --redact, --svg, --limit and --job are long only: -r, -s, -l, -j mean others elsewhere. */
+	cliopt__init(&cl, "report", argc, argv, "p:o:h", opts, true);
+	while ((c = cliopt__next(&cl)) != -1) {
+		optarg = cl.arg;
 		switch (c) {
+		case 'p':
+			code = cliopt__pids("report", optarg, &pids, &n_pids);
+			if (code) {
+				free(pids);
+				return code;
+			}
+			break;
 		case 'o': output = optarg; break;
 		case 'r': redact = true; break;
 		case 's': svg = true; break;
@@ -479,17 +496,74 @@ int cmd_report(int argc, char **argv)
 
 			limit = strtoul(optarg, &end, 10);
 			if (*end || limit < 1024) {
-				dls_err("report: --limit takes a number of characters (at least "
+				free(pids);
+				return cliopt__usage(
+					"report",
+					"--limit takes a number of characters (at least "
 					"1024), not '%s'",
 					optarg);
-				return DLS_EXIT_USAGE;
 			}
 			break;
 		}
 		case 'j': job = optarg; break;
-		case 'h': report_usage(stdout); return DLS_EXIT_OK;
-		default: report_usage(stderr); return DLS_EXIT_USAGE;
+		case 'h':
+			free(pids);
+			report_usage(stdout);
+			return DLS_EXIT_OK;
+		default: free(pids); return DLS_EXIT_USAGE;
 		}
+	}
+	if (cl.command && (!cl.command[0] || cl.n_ops || n_pids || job)) {
+		free(pids);
+		return cliopt__usage(
+			"report",
+			!cl.command[0] ?
+				"no command after --" :
+				"-- COMMAND runs a command: no PID, trace or --job with it");
+	}
+	/* A trace is one operand that is a file; otherwise the operands are PIDs ("1,2" too). */
+	if (!cl.command &&
+	    !(cl.n_ops == 1 && !n_pids && !stat(cl.ops[0], &st) && S_ISREG(st.st_mode))) {
+		for (int i = 0; i < cl.n_ops; i++) {
+			/* A word like a path is a trace that cannot be read, not a bad PID. */
+			if (cl.n_ops == 1 && !n_pids && strpbrk(cl.ops[i], "./")) {
+				dls_err("report: cannot read %s: %s", cl.ops[i],
+					stat(cl.ops[i], &st) ? strerror(errno) :
+							       "not a regular file");
+				free(pids);
+				return DLS_EXIT_INSPECT;
+			}
+			code = cliopt__pids("report", cl.ops[i], &pids, &n_pids);
+			if (code) {
+				free(pids);
+				return code;
+			}
+		}
+		/* Every PID is in the report or none is: a gone one is no silent omission. */
+		for (size_t i = 0; i < n_pids; i++) {
+			char proc[32];
+
+			snprintf(proc, sizeof(proc), "/proc/%d", pids[i]);
+			if (access(proc, F_OK)) {
+				dls_err("report: no process with PID %d", pids[i]);
+				free(pids);
+				return DLS_EXIT_INSPECT;
+			}
+		}
+		pid_args = calloc(n_pids + 1, sizeof(*pid_args));
+		for (size_t i = 0; pid_args && i < n_pids; i++)
+			if (asprintf(&pid_args[n_pid_args], "%d", pids[i]) > 0)
+				n_pid_args++;
+		free(pids);
+		if (!pid_args || n_pid_args != (int)n_pids) {
+			dls_err("report: out of memory");
+			for (int i = 0; pid_args && i < n_pid_args; i++)
+				free(pid_args[i]);
+			free(pid_args);
+			return DLS_EXIT_INSPECT;
+		}
+	} else {
+		free(pids);
 	}
 	invocation = joined_command(argc + 1, argv - 1);
 	strftime(captured, sizeof(captured), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
@@ -505,9 +579,20 @@ int cmd_report(int argc, char **argv)
 	if (job) {
 		pid_t pid;
 
-		if (optind != argc || parse_pid(job, &pid)) {
-			dls_err("report: --job takes one process ID and nothing else");
+		if (cl.n_ops || n_pid_args || parse_pid(job, &pid)) {
+			cliopt__usage("report", "--job takes one process ID and nothing else");
 			goto usage;
+		}
+		/* A PID in no job is an error, as in check --job and stacks --job: no report. */
+		{
+			struct job *j;
+
+			if (job__find(pid, &j, why, sizeof(why))) {
+				dls_err("report: --job: %s", why);
+				ret = DLS_EXIT_INSPECT;
+				goto out;
+			}
+			job__free(j);
 		}
 		in.check = self_json((char *[]){ "check", "--job", "--json", (char *)job, NULL },
 				     &code);
@@ -524,10 +609,11 @@ int cmd_report(int argc, char **argv)
 				"");
 		json_array_append_new(in.reproduce, json_sprintf("dlscope check --job %s", job));
 		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks --job %s", job));
-	} else if (optind < argc && !strcmp(argv[optind - 1], "--")) {
+	} else if (cl.command) {
 		/* -- COMMAND: run it under check to its end. */
-		char **args = calloc((size_t)(argc - optind) + 4, sizeof(*args));
-		char *cmd = joined_command(argc - optind, argv + optind);
+		int n_cmd = cl.argc - (int)(cl.command - cl.argv);
+		char **args = calloc((size_t)n_cmd + 4, sizeof(*args));
+		char *cmd = joined_command(n_cmd, cl.command);
 
 		if (!args || !cmd) {
 			free(args);
@@ -537,8 +623,8 @@ int cmd_report(int argc, char **argv)
 		args[0] = "check";
 		args[1] = "--json";
 		args[2] = "--";
-		for (int i = optind; i < argc; i++)
-			args[3 + i - optind] = argv[i];
+		for (int i = 0; i < n_cmd; i++)
+			args[3 + i] = cl.command[i];
 		in.check = self_json(args, &code);
 		free(args);
 		if (!in.check) {
@@ -552,58 +638,47 @@ int cmd_report(int argc, char **argv)
 		json_array_append_new(in.reproduce,
 				      json_sprintf("dlscope record -o trace.jsonl -- %s", cmd));
 		command = cmd; /* the title's, freed at the end */
-	} else if (optind + 1 == argc && !stat(argv[optind], &st) && S_ISREG(st.st_mode)) {
-		if (read_trace(argv[optind], &tr, why, sizeof(why)))
+	} else if (!n_pid_args && cl.n_ops == 1) {
+		if (read_trace(cl.ops[0], &tr, why, sizeof(why)))
 			goto fail;
 		in.check = tr.check;
 		in.timeline = tr.timeline;
-		snprintf(title, sizeof(title), "trace %s", argv[optind]);
+		snprintf(title, sizeof(title), "trace %s", cl.ops[0]);
 		json_array_append_new(in.reproduce,
-				      json_sprintf("dlscope ui --replay %s", argv[optind]));
+				      json_sprintf("dlscope ui --replay %s", cl.ops[0]));
 		json_array_append_new(in.reproduce,
 				      json_sprintf("dlscope export --perfetto %s -o trace.json",
-						   argv[optind]));
-	} else if (optind < argc) {
-		char **args = calloc((size_t)(argc - optind) + 3, sizeof(*args));
+						   cl.ops[0]));
+	} else if (n_pid_args) {
+		char **args = calloc((size_t)n_pid_args + 3, sizeof(*args));
 		char *list;
 
-		for (int i = optind; i < argc; i++) {
-			pid_t pid;
-
-			if (parse_pid(argv[i], &pid)) {
-				dls_err("report: '%s' is neither a process ID nor a trace file",
-					argv[i]);
-				free(args);
-				goto usage;
-			}
-			if (!first_pid)
-				first_pid = pid;
-		}
+		parse_pid(pid_args[0], &first_pid);
 		if (!args)
 			goto fail;
 		args[0] = "check";
 		args[1] = "--json";
-		for (int i = optind; i < argc; i++)
-			args[2 + i - optind] = argv[i];
+		for (int i = 0; i < n_pid_args; i++)
+			args[2 + i] = pid_args[i];
 		in.check = self_json(args, &code);
 		free(args);
 		if (!in.check || !json_array_size(json_object_get(in.check, "processes"))) {
 			snprintf(why, sizeof(why),
 				 "no process could be inspected (run 'dlscope check "
 				 "%s' to see why)",
-				 argv[optind]);
+				 pid_args[0]);
 			goto fail;
 		}
 		in.stacks = json_array();
-		for (int i = optind; i < argc; i++) {
-			json_t *doc =
-				self_json((char *[]){ "stacks", "--json", argv[i], NULL }, &code);
+		for (int i = 0; i < n_pid_args; i++) {
+			json_t *doc = self_json((char *[]){ "stacks", "--json", pid_args[i], NULL },
+						&code);
 
 			if (doc)
 				json_array_append_new(in.stacks, doc);
 		}
-		list = joined_command(argc - optind, argv + optind);
-		if (argc - optind == 1)
+		list = joined_command(n_pid_args, pid_args);
+		if (n_pid_args == 1)
 			snprintf(
 				title, sizeof(title), "process %s (%s)", list ? list : "",
 				json_string_value(json_object_get(json_array_get(json_object_get(in.check, "processes"), 0), "comm")) ?:
@@ -611,12 +686,17 @@ int cmd_report(int argc, char **argv)
 		else
 			snprintf(title, sizeof(title), "processes %s", list ? list : "");
 		json_array_append_new(in.reproduce, json_sprintf("dlscope check %s", list));
-		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks %s", list));
+		/* stacks takes one process: a line each. */
+		for (int i = 0; i < n_pid_args; i++)
+			json_array_append_new(in.reproduce,
+					      json_sprintf("dlscope stacks %s", pid_args[i]));
 		json_array_append_new(in.reproduce,
 				      json_sprintf("dlscope record -o trace.jsonl -p %s", list));
 		free(list);
 	} else {
-		dls_err("report: name what to report on: PID..., --job PID, -- COMMAND or a trace");
+		cliopt__usage("report",
+			      "name what to report on: PID..., --job PID, -- COMMAND or a "
+			      "trace");
 		goto usage;
 	}
 	if (svg && first_pid > 0) {
@@ -694,5 +774,8 @@ out:
 	json_decref(in.timeline);
 	json_decref(in.reproduce);
 	json_decref(tr.hosts);
+	for (int i = 0; i < n_pid_args; i++)
+		free(pid_args[i]);
+	free(pid_args);
 	return ret;
 }

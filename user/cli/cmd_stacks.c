@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "inspect.h"
 #include "job.h"
@@ -40,8 +41,8 @@ struct thread_extra {
 static void stacks_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope stacks [--json] [--python] [--max-frames N] [--stats] PID\n"
-		"       dlscope stacks --job [--json] [--python] PID\n"
+		"Usage: dlscope stacks [OPTIONS] PID\n"
+		"       dlscope stacks --job [OPTIONS] PID\n"
 		"\n"
 		"Print the stack of every thread like gdb's 'thread apply all bt' (CFI unwinding,\n"
 		"symbols from .symtab/.dynsym and separate debug info, inline frames, source lines),\n"
@@ -52,8 +53,9 @@ static void stacks_usage(FILE *f)
 		"The threads are stopped only to copy their registers and stacks (PTRACE_SEIZE and\n"
 		"PTRACE_INTERRUPT: a killed dlscope leaves nothing stopped or traced).\n"
 		"\n"
+		"  -p, --pid PID         the process (or as the operand)\n"
 		"  -j, --json            one JSON document\n"
-		"  -p, --python          Python frames only (like py-spy dump)\n"
+		"      --python          Python frames only (like py-spy dump)\n"
 		"  -n, --max-frames N    frames per thread (default %d)\n"
 		"  -s, --stats           say how long the process was stopped\n"
 		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
@@ -664,11 +666,23 @@ out:
 	return ret;
 }
 
+/* {"dlscope": ..., "pid": PID, "error": the message also on stderr}. */
+static void print_json_error(pid_t pid)
+{
+	json_t *doc = json_pack("{s:s, s:i, s:s}", "dlscope", DLSCOPE_VERSION, "pid",
+				(json_int_t)pid, "error", output__last_error());
+
+	if (doc && json_dumpf(doc, stdout, JSON_INDENT(2)) >= 0)
+		putchar('\n');
+	json_decref(doc);
+}
+
 int cmd_stacks(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
-		{ "python", no_argument, NULL, 'p' },
+		{ "python", no_argument, NULL, 'y' },
 		{ "max-frames", required_argument, NULL, 'n' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "job", no_argument, NULL, 'J' },
@@ -684,36 +698,56 @@ int cmd_stacks(int argc, char **argv)
 	bool json = false, stats = false, python_only = false, job = false;
 	int c, err, ret = DLS_EXIT_INSPECT;
 	char why[512];
-	pid_t pid;
+	struct cliopt cl;
+	pid_t pid, *pids = NULL;
+	size_t n_pids = 0;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "jpn:sh", opts, NULL)) != -1) {
+	/* --python is long only: -p is a process in every command. */
+	cliopt__init(&cl, "stacks", argc, argv, "p:jn:sh", opts, false);
+	while ((c = cliopt__next(&cl)) != -1) {
+		const char *optarg = cl.arg;
+
 		switch (c) {
+		case 'p':
+			err = cliopt__pids("stacks", optarg, &pids, &n_pids);
+			if (err) {
+				free(pids);
+				return err;
+			}
+			break;
 		case 'j': json = true; break;
-		case 'p': python_only = true; break;
+		case 'y': python_only = true; break;
 		case 'n': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (*end || !v || v > 100000) {
-				dls_err("stacks: --max-frames takes a number from 1 to 100000, not "
-					"'%s'",
+				free(pids);
+				return cliopt__usage(
+					"stacks",
+					"--max-frames takes a number from 1 to 100000, "
+					"not '%s'",
 					optarg);
-				return DLS_EXIT_USAGE;
 			}
 			max_frames = (unsigned int)v;
 			break;
 		}
 		case 's': stats = true; break;
 		case 'J': job = true; break;
-		case 'h': stacks_usage(stdout); return DLS_EXIT_OK;
-		default: stacks_usage(stderr); return DLS_EXIT_USAGE;
+		case 'h':
+			free(pids);
+			stacks_usage(stdout);
+			return DLS_EXIT_OK;
+		default: free(pids); return DLS_EXIT_USAGE;
 		}
 	}
-	if (optind + 1 != argc || parse_pid(argv[optind], &pid)) {
-		dls_err("stacks: give one process ID (usage: dlscope stacks [--json] [--job] PID)");
-		return DLS_EXIT_USAGE;
-	}
+	err = cliopt__pid_operands(&cl, &pids, &n_pids);
+	pid = n_pids ? pids[0] : 0;
+	free(pids);
+	if (err)
+		return err;
+	if (n_pids != 1)
+		return cliopt__usage("stacks", "give one process ID");
 	output__set_json(json);
 	phase__mark("stacks start");
 	if (job)
@@ -721,6 +755,8 @@ int cmd_stacks(int argc, char **argv)
 	err = inspection__new(pid, &in, why, sizeof(why));
 	if (err) {
 		dls_err("%s", why);
+		if (json)
+			print_json_error(pid);
 		return DLS_EXIT_INSPECT;
 	}
 	t = in->t;
@@ -764,6 +800,9 @@ int cmd_stacks(int argc, char **argv)
 	phase__mark("printed");
 	ret = r && r->n_cycles ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 out:
+	/* With --json a failure is a document too, as parseable as a result. */
+	if (json && ret == DLS_EXIT_INSPECT)
+		print_json_error(pid);
 	inspection__free(in);
 	phase__mark("freed");
 	/* A thread that did not stop in time is held; our exit lets it go, this a moment earlier. */

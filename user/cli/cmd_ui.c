@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "outfile.h"
 #include "output.h"
@@ -22,11 +23,11 @@
 static void ui_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: dlscope ui [OPTIONS] -p PID [-p PID...]\n"
+		"Usage: dlscope ui [OPTIONS] PID...\n"
 		"       dlscope ui [OPTIONS] -- COMMAND [ARGS...]\n"
 		"       dlscope ui [OPTIONS] --job PID\n"
 		"       dlscope ui --replay FILE\n"
-		"       dlscope ui --snapshot -p PID [-p PID...]\n"
+		"       dlscope ui --snapshot PID...\n"
 		"\n"
 		"A terminal UI over everything dlscope sees: the process tree with ranks, each\n"
 		"process's library graph with runtime roles and collisions, threads with what they\n"
@@ -34,7 +35,7 @@ static void ui_usage(FILE *f)
 		"needs root (eBPF); without root, -p PID falls back to a snapshot (libraries,\n"
 		"findings, threads and stacks; no events). Press ? in the UI for the keys.\n"
 		"\n"
-		"  -p, --pid PID         this process (repeatable)\n"
+		"  -p, --pid PID         this process (repeatable, a comma list, or operands)\n"
 		"  -f, --follow          also the children they fork (live)\n"
 		"      --job PID         every rank of the job PID belongs to, and ranks its\n"
 		"                        launcher starts later (live; events show their rank)\n"
@@ -52,7 +53,7 @@ static void ui_usage(FILE *f)
 		"                        read as it plays; bad lines (a cut last line of a killed\n"
 		"                        record) are left out and counted on the status line\n"
 		"      --strict          with --replay: refuse a trace with a bad line\n"
-		"  -s, --snapshot        no events: what libs, check and stacks see, without root\n"
+		"      --snapshot       no events: what libs, check and stacks see, without root\n"
 		"  -h, --help\n"
 		"\n"
 		"The NO_COLOR environment variable turns colours off.\n"
@@ -142,17 +143,19 @@ int cmd_ui(int argc, char **argv)
 	int c, ret = DLS_EXIT_USAGE;
 	pid_t job_pid = 0;
 	char why[512], warn[512];
+	struct cliopt cl;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:fr:so:h", opts, NULL)) != -1) {
+	/* --snapshot is long only: -s is --stats in the other commands. */
+	cliopt__init(&cl, "ui", argc, argv, "p:fr:o:h", opts, true);
+	while ((c = cliopt__next(&cl)) != -1) {
+		const char *optarg = cl.arg;
+
 		switch (c) {
 		case 'p': {
-			int err = parse_pid_append(optarg, &o.pids, &o.n_pids);
-
-			if (err == -EINVAL)
-				dls_err("ui: '%s' is not a process ID", optarg);
-			if (err)
+			ret = cliopt__pids("ui", optarg, &o.pids, &o.n_pids);
+			if (ret)
 				goto out;
+			ret = DLS_EXIT_USAGE;
 			break;
 		}
 		case 'f': o.follow = true; break;
@@ -182,26 +185,19 @@ int cmd_ui(int argc, char **argv)
 			ui_usage(stdout);
 			ret = DLS_EXIT_OK;
 			goto out;
-		default: ui_usage(stderr); goto out;
+		default: goto out;
 		}
 	}
-	if (optind < argc && !strcmp(argv[optind - 1], "--"))
-		o.command = argv + optind;
-	else if (optind < argc && !o.n_pids && !replay_path) {
-		/* "dlscope ui --snapshot PID", like "dlscope stacks PID". */
-		for (; optind < argc; optind++) {
-			int err = parse_pid_append(argv[optind], &o.pids, &o.n_pids);
-
-			if (err == -EINVAL)
-				dls_err("ui: unexpected '%s' (a command goes after --)",
-					argv[optind]);
-			if (err)
-				goto out;
-		}
-	} else if (optind < argc) {
-		dls_err("ui: unexpected '%s' (a command goes after --)", argv[optind]);
+	/* "dlscope ui --snapshot PID", like "dlscope stacks PID"; a command goes after "--". */
+	ret = cliopt__pid_operands(&cl, &o.pids, &o.n_pids);
+	if (ret)
+		goto out;
+	ret = DLS_EXIT_USAGE;
+	if (cl.command && !cl.command[0]) {
+		dls_err("ui: no command after --");
 		goto out;
 	}
+	o.command = cl.command;
 	if (job_pid && (replay_path || o.command || snapshot)) {
 		dls_err("ui: --job watches a running job live: not with --replay, --snapshot or "
 			"-- COMMAND");

@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <sys/utsname.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "job.h"
 #include "jobwatch.h"
@@ -21,12 +23,14 @@
 
 static void watch_usage(FILE *f, const char *cmd)
 {
+	bool record = !strcmp(cmd, "record");
+
 	fprintf(f,
-		"Usage: dlscope %s [OPTIONS] -p PID [-p PID...]\n"
-		"       dlscope %s [OPTIONS] --comm NAME\n"
-		"       dlscope %s [OPTIONS] -- COMMAND [ARGS...]\n"
-		"       dlscope %s [OPTIONS] --job PID\n"
-		"\n"
+		"Usage: dlscope %s [OPTIONS]%s PID...\n"
+		"       dlscope %s [OPTIONS]%s --comm NAME\n"
+		"       dlscope %s [OPTIONS]%s -- COMMAND [ARGS...]\n"
+		"       dlscope %s [OPTIONS]%s --job PID\n"
+		"\n%s"
 		"Stream the loader's calls (dlopen, dlmopen, dlclose, dlsym, dlvsym), GPU module\n"
 		"loads (cuModuleLoad*, cuLibraryLoad*, hipModuleLoad*), exec/fork/exit, fatal\n"
 		"signals with the faulting object, from eBPF probes; keep each\n"
@@ -34,7 +38,8 @@ static void watch_usage(FILE *f, const char *cmd)
 		"arriving and threads created, waiting or starting parallel regions inside dlopen.\n"
 		"Needs root, kernel BTF and uprobes.\n"
 		"\n"
-		"  -p, --pid PID         watch this process (repeatable)\n"
+		"  -p, --pid PID         watch this process (repeatable, a comma list \"1,2\", or PIDs\n"
+		"                        as operands)\n"
 		"  -c, --comm NAME       every process named NAME (its comm), running or started\n"
 		"                        later, until --duration or Ctrl-C\n"
 		"  -f, --follow          also the children they fork (torchrun's ranks)\n"
@@ -61,7 +66,7 @@ static void watch_usage(FILE *f, const char *cmd)
 		"                        is still found, by sampling, within 0.1 s)\n"
 		"      --ring-mb N       the ring buffer, N MiB (a power of two; default 16); what\n"
 		"                        does not fit is counted lost, never dropped unsaid\n"
-		"  -o, --output FILE     (record) the JSON Lines trace (docs/trace-format.md); %%h in\n"
+		"  -o, --output FILE     %s the JSON Lines trace (docs/trace-format.md); %%h in\n"
 		"                        FILE is the host name (one file per node), %%%% a %%\n"
 		"  -q, --quiet           no line per event\n"
 		"  -h, --help\n"
@@ -72,7 +77,14 @@ static void watch_usage(FILE *f, const char *cmd)
 		"is a rank-died finding with the other ranks' state, a hung rank rank-hung.\n"
 		"\n"
 		"Exit status: 0 fine, 1 live findings, 2 usage error, 3 could not watch.\n",
-		cmd, cmd, cmd, cmd);
+		cmd, record ? " -o FILE" : "", cmd, record ? " -o FILE" : "", cmd,
+		record ? " -o FILE" : "", cmd, record ? " -o FILE" : "",
+		record ?
+			"Write what 'dlscope watch' sees, every event and finding, to FILE as a JSON\n"
+			"Lines trace for 'dlscope ui --replay', 'check', 'report' and 'export'; no\n"
+			"line per event on the terminal (the counts at the end).\n\n" :
+			"",
+		record ? "(required)" : "also write");
 }
 
 static volatile sig_atomic_t stop_requested;
@@ -217,17 +229,20 @@ static int run(int argc, char **argv, bool record)
 	struct watch_stats st;
 	char why[512];
 	int c, err, ret;
+	struct cliopt cl;
 	double v;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:c:fd:o:qh", opts, NULL)) != -1) {
+	cliopt__init(&cl, cmd, argc, argv, "p:c:fd:o:qh", opts, true);
+	while ((c = cliopt__next(&cl)) != -1) {
+		const char *optarg = cl.arg;
+
 		switch (c) {
 		case 'p':
-			err = parse_pid_append(optarg, &o.pids, &o.n_pids);
-			if (err == -EINVAL)
-				dls_err("%s: '%s' is not a process ID", cmd, optarg);
-			if (err)
-				goto usage;
+			err = cliopt__pids(cmd, optarg, &o.pids, &o.n_pids);
+			if (err) {
+				free(o.pids);
+				return err;
+			}
 			break;
 		case 'c':
 			if (!optarg[0] || strlen(optarg) > 15) {
@@ -283,15 +298,20 @@ static int run(int argc, char **argv, bool record)
 			watch_usage(stdout, cmd);
 			free(o.pids);
 			return DLS_EXIT_OK;
-		default: watch_usage(stderr, cmd); goto usage;
+		default: goto usage;
 		}
 	}
-	if (optind < argc && !strcmp(argv[optind - 1], "--"))
-		o.command = argv + optind;
-	else if (optind < argc) {
-		dls_err("%s: unexpected '%s' (a command goes after --)", cmd, argv[optind]);
+	/* PIDs as operands, as in libs and stacks; a command goes after "--". */
+	err = cliopt__pid_operands(&cl, &o.pids, &o.n_pids);
+	if (err) {
+		free(o.pids);
+		return err;
+	}
+	if (cl.command && !cl.command[0]) {
+		dls_err("%s: no command after --", cmd);
 		goto usage;
 	}
+	o.command = cl.command;
 	if (job_pid && (o.command || o.comm)) {
 		dls_err("%s: --job watches a running job: not with -- COMMAND or --comm", cmd);
 		goto usage;
@@ -311,6 +331,12 @@ static int run(int argc, char **argv, bool record)
 			free(o.pids);
 			return err;
 		}
+	}
+	/* A command that cannot run is an error now, not an empty watch and a bogus exit. */
+	if (o.command && (err = cliopt__runnable(o.command[0]))) {
+		dls_err("%s: cannot run '%s': %s", cmd, o.command[0], strerror(-err));
+		free(o.pids);
+		return DLS_EXIT_INSPECT;
 	}
 	if (out_path) {
 		if (expand_output_path(out_path, out_buf, sizeof(out_buf))) {
@@ -359,7 +385,12 @@ static int run(int argc, char **argv, bool record)
 		werr = trace_file__close(&tf);
 	free(o.pids);
 	if (err) {
+		struct stat st;
+
 		dls_err("%s: %s", cmd, why);
+		/* No trace of nothing is left behind (a FIFO or device named is left alone). */
+		if (trace_fd >= 0 && !stat(out_path, &st) && S_ISREG(st.st_mode))
+			unlink(out_path);
 		return DLS_EXIT_INSPECT;
 	}
 	/* "0 lost" only when nothing can have been missed: no late probes, no running start. */

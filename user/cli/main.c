@@ -84,6 +84,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return DLS_EXIT_USAGE;
 	}
+	/* "dlscope help CMD" is "dlscope CMD --help". */
+	if (!strcmp(argv[1], "help") && argc > 2) {
+		argv[1] = argv[2];
+		argv[2] = "--help";
+		argc = 3;
+	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return DLS_EXIT_OK;
@@ -93,8 +99,14 @@ int main(int argc, char **argv)
 		return DLS_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+		if (!strcmp(argv[1], commands[i].name)) {
+			int ret = commands[i].run(argc - 1, argv + 1);
+
+			/* Every usage error is one line, then where the whole story is. */
+			if (ret == DLS_EXIT_USAGE)
+				fprintf(stderr, "try 'dlscope %s --help'\n", argv[1]);
+			return ret;
+		}
 	dls_err("unknown command '%s' (try 'dlscope --help')", argv[1]);
 	return DLS_EXIT_USAGE;
 }

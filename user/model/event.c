@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The typed watch event: raw BPF record in, text line and trace record out, and back. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "event.h"
 #include "termsafe.h"
@@ -199,9 +202,77 @@ static const char *futex_blocked_in(const struct event *ev)
 								NULL;
 }
 
+const char *event__signal_name(int signo, char *buf, size_t len)
+{
+	const char *abbrev = signo > 0 ? sigabbrev_np(signo) : NULL;
+
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else if (signo >= SIGRTMIN && signo <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMIN+%d", signo - SIGRTMIN);
+	else
+		snprintf(buf, len, "signal %d", signo);
+	return buf;
+}
+
+void event__wait_status(unsigned long long status, char *buf, size_t len)
+{
+	int st = (int)status;
+	char sig[32];
+
+	if (WIFEXITED(st))
+		snprintf(buf, len, "exit, status %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, len, "exit, killed by %s%s",
+			 event__signal_name(WTERMSIG(st), sig, sizeof(sig)),
+			 WCOREDUMP(st) ? " (core dumped)" : "");
+	else
+		snprintf(buf, len, "exit, status 0x%llx", status);
+}
+
+void event__dlopen_flags(unsigned long long flags, char *buf, size_t len)
+{
+	static const struct {
+		unsigned long long bit;
+		const char *name;
+	} named[] = {
+		{ RTLD_NOLOAD, "RTLD_NOLOAD" },
+		{ RTLD_GLOBAL, "RTLD_GLOBAL" },
+		{ RTLD_NODELETE, "RTLD_NODELETE" },
+		{ RTLD_DEEPBIND, "RTLD_DEEPBIND" },
+	};
+	unsigned long long rest = flags & ~(unsigned long long)(RTLD_BINDING_MASK);
+	size_t n;
+
+	/* The binding is a 2-bit field: RTLD_LAZY (1) or RTLD_NOW (2); 0 names neither. */
+	n = (size_t)snprintf(buf, len, "%s",
+			     (flags & RTLD_BINDING_MASK) == RTLD_NOW  ? "RTLD_NOW" :
+			     (flags & RTLD_BINDING_MASK) == RTLD_LAZY ? "RTLD_LAZY" :
+									"0");
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]) && n < len; i++)
+		if (rest & named[i].bit) {
+			n += (size_t)snprintf(buf + n, len - n, "|%s", named[i].name);
+			rest &= ~named[i].bit;
+		}
+	if (rest && n < len)
+		snprintf(buf + n, len - n, "|0x%llx", rest);
+}
+
+void event__dl_handle(unsigned long long handle, char *buf, size_t len)
+{
+	/* <dlfcn.h>: RTLD_NEXT is (void *)-1, RTLD_DEFAULT (void *)0. */
+	if (handle == (unsigned long long)(uintptr_t)RTLD_NEXT)
+		snprintf(buf, len, "RTLD_NEXT");
+	else if (handle == (unsigned long long)(uintptr_t)RTLD_DEFAULT)
+		snprintf(buf, len, "RTLD_DEFAULT");
+	else
+		snprintf(buf, len, "0x%llx", handle);
+}
+
 void event__text(const struct event *ev, unsigned int style, char *buf, size_t len)
 {
 	bool resolved = style & EVENT_TEXT_RESOLVED;
+	char sig[32];
 
 	switch (ev->kind) {
 	case EVENT_DLOPEN: {
@@ -216,14 +287,17 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 				 ev->u.dlopen.handle  ? "the main program" :
 							"NULL",
 				 (double)ev->u.dlopen.duration_ns / 1e6);
-		else
-			snprintf(buf, len, "%s(%s%s%s, 0x%llx) = 0x%llx (%.3f ms)", fn,
+		else {
+			char flags[128];
+
+			event__dlopen_flags(ev->u.dlopen.flags, flags, sizeof(flags));
+			snprintf(buf, len, "%s(%s%s%s, %s) = 0x%llx (%.3f ms)", fn,
 				 ev->u.dlopen.path_null ? "NULL" : "\"",
 				 ev->u.dlopen.path_null ? "" : ev->u.dlopen.path,
-				 ev->u.dlopen.path_null ? "" : "\"",
-				 (unsigned long long)ev->u.dlopen.flags,
+				 ev->u.dlopen.path_null ? "" : "\"", flags,
 				 (unsigned long long)ev->u.dlopen.handle,
 				 (double)ev->u.dlopen.duration_ns / 1e6);
+		}
 		if (ev->has_python) {
 			char imp[600];
 			size_t used = strlen(buf);
@@ -238,11 +312,14 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 		snprintf(buf, len, "dlclose(0x%llx) = %lld",
 			 (unsigned long long)ev->u.dlclose.handle, (long long)ev->u.dlclose.result);
 		break;
-	case EVENT_DLSYM:
-		snprintf(buf, len, "dlsym(0x%llx, \"%s\") = 0x%llx",
-			 (unsigned long long)ev->u.dlsym.handle, ev->u.dlsym.symbol,
+	case EVENT_DLSYM: {
+		char handle[32];
+
+		event__dl_handle(ev->u.dlsym.handle, handle, sizeof(handle));
+		snprintf(buf, len, "dlsym(%s, \"%s\") = 0x%llx", handle, ev->u.dlsym.symbol,
 			 (unsigned long long)ev->u.dlsym.address);
 		break;
+	}
 	case EVENT_OMP_FORK: {
 		const char *what = ev->u.omp_fork.entry == DLW_ENTRY_BLAS_DISPATCH ?
 					   "BLAS parallel dispatch (exec_blas)" :
@@ -289,11 +366,10 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 			 (unsigned long long)ev->u.fork.child,
 			 ev->in_dlopen ? " (inside dlopen)" : "");
 		break;
-	case EVENT_EXIT:
-		snprintf(buf, len, "exit, status 0x%llx", (unsigned long long)ev->u.exit.exit_code);
-		break;
+	case EVENT_EXIT: event__wait_status(ev->u.exit.exit_code, buf, len); break;
 	case EVENT_SIGNAL:
-		snprintf(buf, len, "fatal signal %u, fault address %s, at %s", ev->u.signal.signo,
+		snprintf(buf, len, "fatal signal %s, fault address %s, at %s",
+			 event__signal_name((int)ev->u.signal.signo, sig, sizeof(sig)),
 			 ev->u.signal.where[0] ? ev->u.signal.where : "?",
 			 ev->u.signal.at[0] ? ev->u.signal.at : "?");
 		break;

@@ -148,6 +148,14 @@ const char *event__gpu_result(unsigned int fn, int64_t result);
 
 /* The one-line text of @ev (without time, pid/tid and comm). */
 void event__text(const struct event *ev, unsigned int style, char *buf, size_t len);
+/* Names where raw values were printed: "SIGSEGV", "signal 77". Returns @buf. */
+const char *event__signal_name(int signo, char *buf, size_t len);
+/* A wait status: "exit, status 1" or "exit, killed by SIGSEGV (core dumped)". */
+void event__wait_status(unsigned long long status, char *buf, size_t len);
+/* dlopen's mode: "RTLD_NOW|RTLD_GLOBAL" (an unknown bit as hex). */
+void event__dlopen_flags(unsigned long long flags, char *buf, size_t len);
+/* A dlsym handle: "RTLD_NEXT", "RTLD_DEFAULT" or its hex address. */
+void event__dl_handle(unsigned long long handle, char *buf, size_t len);
 /* The object @ev concerns (a path), for the TUI's library filter; NULL when none. */
 const char *event__object(const struct event *ev);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "finding.h"
+#include "output.h"
 
 static const char
 	*sev_names[] = { [SEV_INFO] = "info", [SEV_WARNING] = "warning", [SEV_ERROR] = "error" };
@@ -111,16 +112,23 @@ int findings__max_severity(const struct findings *fs)
 	return max;
 }
 
-/* Wrap @text at 100 columns under its label, for the why/fix paragraphs. */
+/*
+ * Wrap @text under its label at the terminal's width (output__columns), for the why/fix
+ * paragraphs; piped, each paragraph is one line.
+ */
 static void print_wrapped(FILE *out, const char *indent, const char *label, const char *text)
 {
 	int start = fprintf(out, "%s  %s: ", indent, label), col = start;
+	int width = output__columns(out);
 	const char *p = text;
 
+	/* A terminal too narrow for the label still gets a few words a line. */
+	if (width && width < start + 20)
+		width = start + 20;
 	while (*p) {
 		size_t word = strcspn(p, " ");
 
-		if (col > start && col + 1 + (int)word > 100) {
+		if (width && col > start && col + 1 + (int)word > width) {
 			fprintf(out, "\n%*s", start, "");
 			col = start;
 		} else if (col > start) {

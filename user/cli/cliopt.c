@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The command-line grammar shared by every command; see cliopt.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cliopt.h"
+#include "commands.h"
+#include "output.h"
+#include "target.h"
+
+/* Whether short option @ch takes a value that must be the next argument when not attached. */
+static bool short_wants_value(const char *shortopts, char ch)
+{
+	const char *p = strchr(shortopts, ch);
+
+	return ch != ':' && p && p[1] == ':' && p[2] != ':';
+}
+
+static const struct option *long_find(const struct option *opts, const char *name, size_t len)
+{
+	const struct option *hit = NULL;
+
+	for (; opts && opts->name; opts++) {
+		if (strncmp(opts->name, name, len))
+			continue;
+		if (strlen(opts->name) == len)
+			return opts;
+		/* getopt_long takes a unique prefix: so does the scan for "--". */
+		hit = hit ? NULL : opts;
+	}
+	return hit;
+}
+
+/* The "--" that ends the options: not one that is an option's value ("-o --"). */
+static int find_end(int argc, char **argv, const char *shortopts, const struct option *opts)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--"))
+			return i;
+		if (a[0] != '-' || !a[1])
+			continue;
+		if (a[1] == '-') {
+			const struct option *o = long_find(opts, a + 2, strcspn(a + 2, "="));
+
+			if (o && o->has_arg == required_argument && !strchr(a, '='))
+				i++;
+			continue;
+		}
+		for (const char *p = a + 1; *p; p++) {
+			const char *q = strchr(shortopts, *p);
+
+			if (!q || q[1] != ':')
+				continue;
+			/* The rest of the word is the value; a last letter takes the next word. */
+			if (!p[1] && short_wants_value(shortopts, *p))
+				i++;
+			break;
+		}
+	}
+	return argc;
+}
+
+void cliopt__init(struct cliopt *c, const char *cmd, int argc, char **argv, const char *shortopts,
+		  const struct option *longopts, bool takes_command)
+{
+	*c = (struct cliopt){ .cmd = cmd,
+			      .argc = argc,
+			      .argv = argv,
+			      .longopts = longopts,
+			      .takes_command = takes_command };
+	/* ':' first: a missing value is told apart from an unknown option. */
+	snprintf(c->shortopts, sizeof(c->shortopts), ":%s", shortopts);
+	c->end = find_end(argc, argv, shortopts, longopts);
+	output__set_command(cmd);
+	optind = 0; /* glibc: start afresh, permutation state included */
+	opterr = 0;
+}
+
+int cliopt__usage(const char *cmd, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "dlscope: %s: %s\n", cmd, msg);
+	return DLS_EXIT_USAGE;
+}
+
+/* The options' end: operands gathered, the command (or more operands) after "--". */
+static void finish(struct cliopt *c)
+{
+	int first = optind;
+
+	if (c->end < c->argc && !c->takes_command) {
+		/* "--" only ends the options: what follows is operands ("lint -- -odd-name"). */
+		memmove(c->argv + c->end, c->argv + c->end + 1,
+			(size_t)(c->argc - c->end) * sizeof(*c->argv));
+		c->argc--;
+		c->end = c->argc;
+	}
+	c->ops = c->argv + first;
+	c->n_ops = c->end - first;
+	c->command = c->end < c->argc ? c->argv + c->end + 1 : NULL;
+}
+
+int cliopt__next(struct cliopt *c)
+{
+	const char *word;
+	int ch;
+
+	ch = getopt_long(c->end, c->argv, c->shortopts, c->longopts, NULL);
+	c->arg = optarg;
+	if (ch == -1) {
+		finish(c);
+		return -1;
+	}
+	if (ch != '?' && ch != ':')
+		return ch;
+	word = c->argv[optind - 1];
+	if (ch == ':') {
+		if (word[0] == '-' && word[1] == '-')
+			cliopt__usage(c->cmd, "option '%s' needs a value", word);
+		else
+			cliopt__usage(c->cmd, "option '-%c' needs a value", optopt);
+		return CLIOPT_ERR;
+	}
+	if (word[0] == '-' && word[1] == '-') {
+		size_t len = strcspn(word + 2, "=");
+		const struct option *o = long_find(c->longopts, word + 2, len);
+
+		if (o && o->has_arg == no_argument && word[2 + len])
+			cliopt__usage(c->cmd, "option '--%s' takes no value", o->name);
+		else
+			cliopt__usage(c->cmd, "unknown option '%.*s'", (int)len + 2, word);
+	} else {
+		cliopt__usage(c->cmd, "unknown option '-%c'", optopt);
+	}
+	return CLIOPT_ERR;
+}
+
+int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n)
+{
+	const char *p = s;
+
+	do {
+		size_t len = strcspn(p, ",");
+		char word[32];
+		int err;
+
+		if (len >= sizeof(word)) {
+			return cliopt__usage(cmd, "'%.*s' is not a process ID",
+					     (int)(len > 40 ? 40 : len), p);
+		}
+		memcpy(word, p, len);
+		word[len] = '\0';
+		err = parse_pid_append(word, pids, n);
+		if (err == -EINVAL)
+			return cliopt__usage(cmd, "'%s' is not a process ID", word);
+		if (err) {
+			dls_err("%s: out of memory", cmd);
+			return DLS_EXIT_INSPECT;
+		}
+		p += len;
+	} while (*p++ == ',');
+	return 0;
+}
+
+int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n)
+{
+	for (int i = 0; i < c->n_ops; i++) {
+		int err = cliopt__pids(c->cmd, c->ops[i], pids, n);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int runnable_path(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode) || access(path, X_OK))
+		return -EACCES;
+	return 0;
+}
+
+int cliopt__runnable(const char *file)
+{
+	const char *path = getenv("PATH"), *p;
+	int err = -ENOENT;
+
+	if (!*file)
+		return -ENOENT;
+	if (strchr(file, '/'))
+		return runnable_path(file);
+	/* execvp's default search path when PATH is unset. */
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (p = path;; p += strcspn(p, ":") + 1) {
+		size_t n = strcspn(p, ":");
+		char full[4096];
+		int e;
+
+		snprintf(full, sizeof(full), "%.*s%s%s", (int)n, n ? p : ".", "/", file);
+		e = runnable_path(full);
+		if (!e)
+			return 0;
+		/* As execvp: EACCES when a match was not executable, else ENOENT. */
+		if (e == -EACCES)
+			err = e;
+		if (!p[n])
+			break;
+	}
+	return err;
+}

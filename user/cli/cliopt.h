@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one command-line grammar of every command: options anywhere before "--" (GNU order),
+ * "--opt=value" and "--opt value", "--" ends the options (and starts the command of check,
+ * watch, record, ui and report; for the others what follows is operands). Errors are one line,
+ * "dlscope: CMD: reason"; main() adds "try 'dlscope CMD --help'" to every usage error (exit 2).
+ */
+#ifndef DLSCOPE_CLIOPT_H
+#define DLSCOPE_CLIOPT_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define CLIOPT_ERR (-2)
+
+struct cliopt {
+	const char *cmd;
+	int argc;
+	char **argv;
+	char shortopts[64];
+	const struct option *longopts;
+	bool takes_command;
+	int end;	 /* the index of the "--" that ends the options, or argc */
+	const char *arg; /* the value of the option cliopt__next() returned */
+	/* After the last cliopt__next(): the operands, and the command after "--" (NULL: none). */
+	char **ops;
+	int n_ops;
+	char **command;
+};
+
+/* @shortopts as getopt's, with no leading '+' or ':'. */
+void cliopt__init(struct cliopt *c, const char *cmd, int argc, char **argv, const char *shortopts,
+		  const struct option *longopts, bool takes_command);
+/* The next option's value, -1 at the end of the options, or CLIOPT_ERR after one line. */
+int cliopt__next(struct cliopt *c);
+/* "dlscope: CMD: reason" on stderr; returns DLS_EXIT_USAGE. */
+int cliopt__usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * A PID or a comma list of them ("1,2") appended to @pids; 0, or DLS_EXIT_USAGE after
+ * "dlscope: CMD: 'x' is not a process ID", or DLS_EXIT_INSPECT when out of memory.
+ */
+int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n);
+/* The operands of @c, each a PID or a comma list, appended to @pids (as cliopt__pids). */
+int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n);
+
+/*
+ * Whether execvp(@file) could run: a path that is an executable file, or a name found so in
+ * $PATH. 0, or -errno (ENOENT, EACCES, EISDIR) as execvp would fail.
+ */
+int cliopt__runnable(const char *file);
+
+#endif
