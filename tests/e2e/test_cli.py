@@ -211,7 +211,8 @@ def test_cli_readme_quick_start_and_command_table():
     for situation in ("My process hangs", "My CI job should fail on a collision",
                       "What is this process loading, live"):
         assert f"**{situation}" in quick, situation
-    assert len(re.findall(r"^    \$ dlscope ", quick, re.M)) == 3, quick
+    # As typed in a checkout: ./dlscope, with sudo or an environment variable before it.
+    assert len(re.findall(r"^    \$ (\w+=\S+ )?(sudo )?\./dlscope ", quick, re.M)) == 3, quick
     table = next(s for s in sections if s.startswith("Commands"))
     rows = [line for line in table.splitlines() if line.startswith("| `dlscope")]
     named = {re.match(r"\| `dlscope (\w+)", r).group(1) for r in rows}
