@@ -47,6 +47,17 @@ def assert_no_warning(findings, what):
     assert bad == [], f"{what}: false findings\n{json.dumps(bad, indent=1)}"
 
 
+def checked(out, exe_suffix):
+    """The process of `check --json -- CMD`'s document (OUT) whose executable ends with
+    EXE_SUFFIX; every process CMD ran (check follows them) must be clean as well."""
+    doc = json.loads(out)
+    for p in doc["processes"]:
+        assert_no_warning(p["findings"], f"{p['comm']} ({p.get('cmdline', '')})")
+    procs = [p for p in doc["processes"] if p.get("exe", "").endswith(exe_suffix)]
+    assert len(procs) == 1, [(p["pid"], p.get("exe")) for p in doc["processes"]]
+    return procs[0]
+
+
 def write(path, text):
     with open(path, "w") as f:
         f.write(text)
@@ -78,8 +89,7 @@ def test_numba_threading_layers_are_clean():
         script = write(os.path.join(d, "nb.py"), NUMBA_PARALLEL)
         for layer in ("omp", "workqueue"):
             p = dlscope("check", "--json", "--", PY, script, layer, check=0, timeout=180)
-            doc = json.loads(p.stdout)
-            proc = doc["processes"][0]
+            proc = checked(p.stdout, "/python3.11")
             assert_no_warning(proc["findings"], f"numba {layer}")
             impls = [r["impl"] for r in proc["runtimes"]]
             # The omp layer is numba's omppool extension over Debian's libgomp; workqueue is
@@ -137,7 +147,7 @@ def test_pyopencl_on_pocl_builds_a_kernel_and_its_cache_lints_clean():
         cache = os.path.join(d, "pocl-cache")
         env = {"POCL_CACHE_DIR": cache, "PYOPENCL_NO_CACHE": "1"}
         p = dlscope("check", "--json", "--", PY, script, check=0, timeout=240, env=env)
-        proc = json.loads(p.stdout)["processes"][0]
+        proc = checked(p.stdout, "/python3.11")
         # pocl brings libLLVM-15 and libclang-cpp-15 beside pyopencl's own libstdc++ users:
         # their read-only constexpr tables are no split statics.
         assert_no_warning(proc["findings"], "pyopencl kernel build on pocl")
@@ -171,7 +181,7 @@ def test_java_command_is_clean():
                        capture_output=True, timeout=120)
         p = dlscope("check", "--json", "--", f"{JAVA_HOME}/bin/java", "-cp", d, "Hello",
                     check=0, timeout=120)
-        proc = json.loads(p.stdout)["processes"][0]
+        proc = checked(p.stdout, "/bin/java")
         # libjvm's many internal statics (one copy per translation unit, hidden in one
         # object) are what C++ defines, not a split.
         assert_no_warning(proc["findings"], "java Hello")
@@ -185,8 +195,7 @@ def test_octave_matrix_multiply_is_clean():
     # Octave 7 prints "error: ignoring const execution_exception& while preparing to exit"
     # and exits 0 on its own; dlscope reports the status it saw.
     assert p.returncode in (0, 4), p.stderr
-    proc = json.loads(p.stdout)["processes"][0]
-    assert_no_warning(proc["findings"], "octave A*A")
+    proc = checked(p.stdout, "/octave-cli")
     kinds = [r["kind"] for r in proc["runtimes"]]
     assert kinds.count("blas") == 1 and kinds.count("openmp") == 1, proc["runtimes"]
 
@@ -197,7 +206,7 @@ def test_r_with_data_table_is_clean():
             "x <- d[, .(m = mean(b)), by = a %% 10]; stopifnot(nrow(x) == 10); "
             "A <- matrix(runif(250000), 500); B <- A %*% A; cat('ok\\n')")
     p = dlscope("check", "--json", "--", "Rscript", "-e", code, check=0, timeout=180)
-    proc = json.loads(p.stdout)["processes"][0]
+    proc = checked(p.stdout, "/bin/exec/R")
     assert_no_warning(proc["findings"], "R data.table")
     impls = [r["impl"] for r in proc["runtimes"]]
     # data.table's OpenMP is Debian's libgomp; R's BLAS is OpenBLAS behind libblas.so.3.
@@ -238,6 +247,7 @@ def test_hip_runtime_program_has_only_its_true_warning():
     p = dlscope("check", "--json", "--", exe, check=None, timeout=120)
     assert p.returncode == 0, p.stderr
     proc = json.loads(p.stdout)["processes"][0]
+    assert len(json.loads(p.stdout)["processes"]) == 1, p.stdout
     gpu = [r for r in proc["runtimes"] if r["impl"] == "hip"]
     assert [r["real_path"] for r in gpu] == [
         "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5.2.21153"], proc["runtimes"]
@@ -255,14 +265,14 @@ def test_gnuradio_blocks_are_clean():
     need("gnuradio")
     p = dlscope("check", "--json", "--", PY, "-c",
                 "from gnuradio import gr, blocks, analog, filter, fft", check=0, timeout=180)
-    assert_no_warning(json.loads(p.stdout)["processes"][0]["findings"], "gnuradio")
+    checked(p.stdout, "/python3.11")
 
 
 def test_torch_beside_vtk_is_clean():
     # 575 objects: torch's and VTK's C++ stacks (Qt, OpenMP, TBB, HDF5) in one process.
     need("python3-torch", "python3-vtk9")
     p = dlscope("check", "--json", "--", PY, "-c", "import torch, vtk", check=0, timeout=240)
-    proc = json.loads(p.stdout)["processes"][0]
+    proc = checked(p.stdout, "/python3.11")
     assert_no_warning(proc["findings"], "torch, vtk")
     assert [r["kind"] for r in proc["runtimes"]].count("openmp") == 1, proc["runtimes"]
 
