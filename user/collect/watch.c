@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/openat2.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -350,6 +351,31 @@ static void attach_linkmap(struct watch *w, const char *path, const struct elf_o
 	attach_fn(w, w->skel->progs.linkmap_consistent, path, elf, "_dl_debug_state", false, delta);
 }
 
+/*
+ * @path of process @pid opened through its root, its absolute links resolved in that root too
+ * (RESOLVE_IN_ROOT: /lib64/ld-linux-x86-64.so.2 links to /lib/..., which /proc/PID/root/...
+ * would resolve in dlscope's own root, another one in a chroot or container). The descriptor,
+ * named in @out as /proc/self/fd/N, or -errno.
+ */
+static int open_in_root(pid_t pid, const char *path, char *out, size_t len)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	char root[64];
+	int rfd, fd;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, rfd, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(rfd);
+	if (fd >= 0)
+		snprintf(out, len, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
 /* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
 static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 {
@@ -376,6 +402,7 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	struct dlwatch_bpf *s = w->skel;
 	char path[PATH_MAX + 64];
 	unsigned int *mask, want = 0, rt;
+	int fd;
 
 	if (!o->elf || o->gone || !s)
 		return;
@@ -398,7 +425,9 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	rt = (unsigned int)(container_of_mask(w, mask) + 1);
 	if ((want & (PROBE_OPENMP | PROBE_BLAS)) && w->act)
 		activity_counts__name(w->act, rt, o->path, want & PROBE_BLAS ? "blas" : "openmp");
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, o->path);
+	fd = open_in_root(pid, o->path, path, sizeof(path));
+	if (fd < 0)
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, o->path);
 	if (want & PROBE_LOADER) {
 		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlopen", false, 0);
 		attach_returns(w, s->progs.dlopen_exit, path, o->elf, "dlopen");
@@ -427,6 +456,8 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		if (!attach_fn(w, s->progs.cuda_load_enter, path, o->elf, gpu_fns[i].fn, false,
 			       gpu_fns[i].cookie))
 			attach_fn(w, s->progs.cuda_load_exit, path, o->elf, gpu_fns[i].fn, true, 0);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* "fn+0x12 (libfoo.so)" for an address of process @ps. */
