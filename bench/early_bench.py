@@ -15,18 +15,12 @@ import sys
 import tempfile
 import time
 
-args = sys.argv[1:]
-runs, builds = 200, []
-while "--runs" in args or "--dlscope" in args:
-    i = args.index("--runs") if "--runs" in args else args.index("--dlscope")
-    if args[i] == "--runs":
-        runs = int(args[i + 1])
-    else:
-        builds.append(os.path.abspath(args[i + 1]))
-    del args[i:i + 2]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import builds_and_runs  # noqa: E402
+
+args, runs, builds = builds_and_runs(sys.argv[1:], 200)
 build = os.path.abspath(args[0] if args else "build")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-builds = builds or [os.path.join(root, "dlscope")]
 fx = os.path.join(build, "fixtures")
 if os.geteuid() != 0:
     print("early bench: needs root (BPF); skipped")

@@ -7,6 +7,21 @@ import subprocess
 import time
 
 
+def builds_and_runs(argv, default_runs):
+    """The benches that compare builds: `[--runs N] [--dlscope PATH]...` out of @argv.
+    Returns (the other arguments, runs, the binaries: each --dlscope, else ./dlscope)."""
+    args, runs, builds = list(argv), default_runs, []
+    while "--runs" in args or "--dlscope" in args:
+        i = args.index("--runs") if "--runs" in args else args.index("--dlscope")
+        if args[i] == "--runs":
+            runs = int(args[i + 1])
+        else:
+            builds.append(os.path.abspath(args[i + 1]))
+        del args[i:i + 2]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return args, runs, builds or [os.path.join(root, "dlscope")]
+
+
 def timed(argv, runs, ok=None):
     """Median seconds of @runs runs of @argv (output dropped); @ok: the exit codes allowed."""
     times = []
