@@ -22,6 +22,22 @@ def builds_and_runs(argv, default_runs):
     return args, runs, builds or [os.path.join(root, "dlscope")]
 
 
+def tmux_screen(name):
+    """The text on tmux session @name's screen."""
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True,
+                          text=True).stdout
+
+
+def tmux_wait(name, text, timeout=60):
+    """Wait until @text is on session @name's screen; returns the monotonic time it was seen."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in tmux_screen(name):
+            return time.monotonic()
+        time.sleep(0.002)
+    raise SystemExit(f"{text!r} never appeared:\n{tmux_screen(name)}")
+
+
 def timed(argv, runs, ok=None):
     """Median seconds of @runs runs of @argv (output dropped); @ok: the exit codes allowed."""
     times = []

@@ -10,6 +10,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import tmux_screen, tmux_wait  # noqa: E402
+
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 dlscope = os.path.join(root, "dlscope") if build.endswith("/build") else \
@@ -37,21 +40,6 @@ def make_trace(path):
     return n
 
 
-def pane(name):
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True,
-                          text=True).stdout
-
-
-def wait_for(name, text, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        s = pane(name)
-        if text in s:
-            return s
-        time.sleep(0.002)
-    raise SystemExit(f"ui bench: {text!r} never appeared:\n{pane(name)}")
-
-
 def main():
     with tempfile.TemporaryDirectory() as d:
         trace = os.path.join(d, "flood.jsonl")
@@ -66,10 +54,10 @@ def main():
                         f"2>{log}; echo EXIT=$?; sleep 600"], check=True)
         try:
             t = time.monotonic()
-            wait_for(name, "replay", timeout=120)
+            tmux_wait(name, "replay", timeout=120)
             print(f"trace loaded and first screen in {time.monotonic() - t:.2f} s")
             subprocess.run(["tmux", "send-keys", "-t", name, "4", "Space"], check=True)
-            wait_for(name, "playing")
+            tmux_wait(name, "playing")
             lat = []
             views = ["1 Processes", "2 Libraries", "3 Threads", "4 Events", "5 Findings"]
             for k in range(KEYS):
@@ -77,13 +65,13 @@ def main():
                 key = target[0]
                 t = time.monotonic()
                 subprocess.run(["tmux", "send-keys", "-t", name, key], check=True)
-                wait_for(name, f"[{target}]", timeout=10)
+                tmux_wait(name, f"[{target}]", timeout=10)
                 lat.append((time.monotonic() - t) * 1000)
                 time.sleep(0.05)
-            s = pane(name)
+            s = tmux_screen(name)
             playing = "playing" in s
             subprocess.run(["tmux", "send-keys", "-t", name, "q"], check=True)
-            wait_for(name, "EXIT=")
+            tmux_wait(name, "EXIT=")
             stats = open(log).read().strip()
         finally:
             subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)

@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import builds_and_runs  # noqa: E402
+from timing import builds_and_runs, tmux_wait  # noqa: E402
 
 args, runs, builds = builds_and_runs(sys.argv[1:], 5)
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -25,20 +25,6 @@ target = subprocess.Popen(["/usr/bin/python3", "-c", "import numpy, scipy.linalg
 assert target.stdout.readline().startswith("ready")
 
 
-def pane(name):
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True,
-                          text=True).stdout
-
-
-def wait_for(name, text, timeout=60):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if text in pane(name):
-            return time.monotonic()
-        time.sleep(0.002)
-    raise TimeoutError(text)
-
-
 try:
     for dls in builds:
         times = []
@@ -48,11 +34,11 @@ try:
                             "sh", "-c", f"{dls} ui -p {target.pid}; echo EXIT=$?; sleep 600"],
                            check=True)
             try:
-                wait_for(name, "1 Processes")
+                tmux_wait(name, "1 Processes")
                 time.sleep(1.0)
                 t = time.monotonic()
                 subprocess.run(["tmux", "send-keys", "-t", name, "q"], check=True)
-                times.append(wait_for(name, "EXIT=") - t)
+                times.append(tmux_wait(name, "EXIT=") - t)
             finally:
                 subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
         print(f"{dls}: q to exit, median {statistics.median(times) * 1e3:.0f} ms, "
