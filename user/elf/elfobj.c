@@ -53,6 +53,8 @@ struct elf_object {
 	/* The annotation's bytes as the persistent cache held them, or NULL. */
 	void *blob;
 	size_t blob_len;
+	/* Symbols by address for elfobj__symbol_at, built on first ask; names live in @elf. */
+	struct addr_index *by_addr[2]; /* [0] data objects, [1] functions */
 };
 
 static bool libelf_ready;
@@ -440,8 +442,14 @@ static int pread_full(int fd, void *buf, size_t len, off_t off)
 	return 0;
 }
 
+static void addr_index__free(struct addr_index *ix);
+
 static void drop_elf(struct elf_object *o)
 {
+	for (int i = 0; i < 2; i++) {
+		addr_index__free(o->by_addr[i]);
+		o->by_addr[i] = NULL;
+	}
 	if (o->elf)
 		elf_end(o->elf);
 	o->elf = NULL;
@@ -1650,48 +1658,182 @@ int elfobj__foreach_undefined(const struct elf_object *o, elfobj_undef_cb cb, vo
 	return foreach_versioned(o, false, undef_adapt, &a);
 }
 
-struct symbol_at {
-	uint64_t vaddr;
-	bool func;
-	const char *best;
-	uint64_t best_value;
-	bool exact;
+/*
+ * Symbols by address. A query asks: the first symbol, in table order (.symtab before .dynsym),
+ * whose [value, value + size) holds the address; else, for functions, the nearest sizeless one
+ * below it. Sorting once per object and binary searching makes each query O(log n) instead of
+ * a walk of both tables (perf and libbpf-tools keep the same kind of index).
+ */
+struct addr_sym {
+	uint64_t value, end; /* end == value for a sizeless symbol */
+	uint64_t max_end;    /* the largest end among this entry and all before it (sized only) */
+	uint32_t order;	     /* its place in the tables: .symtab first, then .dynsym */
+	const char *name;
 };
 
-static int match_symbol_at(const char *name, const GElf_Sym *sym, void *ctx)
-{
-	struct symbol_at *q = ctx;
-	unsigned type = GELF_ST_TYPE(sym->st_info);
+struct addr_index {
+	struct addr_sym *sized, *sizeless;
+	size_t n_sized, n_sizeless;
+};
 
-	if (q->func ? (type != STT_FUNC && type != STT_GNU_IFUNC) :
+static void addr_index__free(struct addr_index *ix)
+{
+	if (!ix)
+		return;
+	free(ix->sized);
+	free(ix->sizeless);
+	free(ix);
+}
+
+struct index_build {
+	struct addr_index *ix;
+	size_t cap_sized, cap_sizeless;
+	uint32_t order;
+	bool func;
+	bool failed;
+};
+
+static int push_addr_sym(struct addr_sym **v, size_t *n, size_t *cap, struct addr_sym e)
+{
+	if (*n == *cap) {
+		size_t cap2 = *cap ? *cap * 2 : 256;
+		struct addr_sym *nv = realloc(*v, cap2 * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = cap2;
+	}
+	(*v)[(*n)++] = e;
+	return 0;
+}
+
+static int collect_addr_sym(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct index_build *b = ctx;
+	unsigned type = GELF_ST_TYPE(sym->st_info);
+	struct addr_sym e = { .value = sym->st_value, .order = b->order++, .name = name };
+	int err;
+
+	if (b->func ? (type != STT_FUNC && type != STT_GNU_IFUNC) :
 		      (type != STT_OBJECT && type != STT_TLS))
 		return 0;
-	if (sym->st_value > q->vaddr)
+	if (sym->st_size) {
+		e.end = sym->st_value + sym->st_size;
+		err = push_addr_sym(&b->ix->sized, &b->ix->n_sized, &b->cap_sized, e);
+	} else if (b->func) {
+		e.end = e.value;
+		err = push_addr_sym(&b->ix->sizeless, &b->ix->n_sizeless, &b->cap_sizeless, e);
+	} else {
 		return 0;
-	if (sym->st_size && q->vaddr < sym->st_value + sym->st_size) {
-		q->best = name;
-		q->best_value = sym->st_value;
-		q->exact = true;
-		return 1;
 	}
-	if (q->func && !sym->st_size && !q->exact && (!q->best || sym->st_value > q->best_value)) {
-		q->best = name;
-		q->best_value = sym->st_value;
+	if (err)
+		b->failed = true;
+	return err ? 1 : 0;
+}
+
+/* By value; sized ties by table order, sizeless ties by table order reversed (see lookup). */
+static int by_value_then_order(const void *a, const void *b)
+{
+	const struct addr_sym *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int by_value_then_order_desc(const void *a, const void *b)
+{
+	const struct addr_sym *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return x->order > y->order ? -1 : x->order < y->order;
+}
+
+static struct addr_index *build_addr_index(const struct elf_object *o, bool func)
+{
+	struct index_build b = { .func = func };
+	uint64_t max_end = 0;
+
+	b.ix = calloc(1, sizeof(*b.ix));
+	if (!b.ix)
+		return NULL;
+	elfobj__foreach_defined(o, ELFOBJ_SYMTAB, collect_addr_sym, &b);
+	elfobj__foreach_defined(o, ELFOBJ_DYNSYM, collect_addr_sym, &b);
+	if (b.failed) {
+		addr_index__free(b.ix);
+		return NULL;
 	}
-	return 0;
+	qsort(b.ix->sized, b.ix->n_sized, sizeof(struct addr_sym), by_value_then_order);
+	qsort(b.ix->sizeless, b.ix->n_sizeless, sizeof(struct addr_sym), by_value_then_order_desc);
+	for (size_t i = 0; i < b.ix->n_sized; i++) {
+		if (b.ix->sized[i].end > max_end)
+			max_end = b.ix->sized[i].end;
+		b.ix->sized[i].max_end = max_end;
+	}
+	return b.ix;
+}
+
+/* The number of entries whose value is <= @vaddr (they come first: sorted by value). */
+static size_t count_at_or_below(const struct addr_sym *v, size_t n, uint64_t vaddr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].value <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static const struct addr_sym *addr_index__lookup(const struct addr_index *ix, uint64_t vaddr)
+{
+	const struct addr_sym *best = NULL;
+	size_t i = count_at_or_below(ix->sized, ix->n_sized, vaddr);
+
+	/* Walk down while some symbol at or below could still reach past vaddr. */
+	while (i-- > 0 && ix->sized[i].max_end > vaddr)
+		if (ix->sized[i].end > vaddr && (!best || ix->sized[i].order < best->order))
+			best = &ix->sized[i];
+	if (best)
+		return best;
+	/* The highest sizeless value below; among equal values the first in table order. */
+	i = count_at_or_below(ix->sizeless, ix->n_sizeless, vaddr);
+	return i ? &ix->sizeless[i - 1] : NULL;
 }
 
 int elfobj__symbol_at(const struct elf_object *o, uint64_t vaddr, bool func, const char **name,
 		      uint64_t *offset)
 {
-	struct symbol_at q = { .vaddr = vaddr, .func = func };
+	struct elf_object *m = (struct elf_object *)o; /* the index is a cache of what it says */
+	const struct addr_sym *hit;
 
-	elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_symbol_at, &q);
-	if (!q.exact)
-		elfobj__foreach_defined(o, ELFOBJ_DYNSYM, match_symbol_at, &q);
-	if (!q.best)
+	struct addr_index *fresh = NULL;
+
+	if (!loaded(o))
 		return -ENOENT;
-	*name = q.best;
-	*offset = vaddr - q.best_value;
-	return 0;
+	pthread_mutex_lock(&load_lock);
+	if (!m->by_addr[func]) {
+		/* Built outside the lock (the walk takes it); the first to finish installs it. */
+		pthread_mutex_unlock(&load_lock);
+		fresh = build_addr_index(o, func);
+		pthread_mutex_lock(&load_lock);
+		if (!m->by_addr[func] && o->elf) {
+			m->by_addr[func] = fresh;
+			fresh = NULL;
+		}
+	}
+	hit = m->by_addr[func] ? addr_index__lookup(m->by_addr[func], vaddr) : NULL;
+	if (hit) {
+		*name = hit->name;
+		*offset = vaddr - hit->value;
+	}
+	pthread_mutex_unlock(&load_lock);
+	addr_index__free(fresh);
+	return hit ? 0 : -ENOENT;
 }
