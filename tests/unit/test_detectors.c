@@ -2,6 +2,7 @@
 /* Detectors and graph linking on synthetic library graphs built from the system's objects. */
 #include <string.h>
 
+#include "static_identity.h"
 #include "detector.h"
 #include "libgraph.h"
 #include "tap.h"
@@ -322,31 +323,31 @@ static void test_static_identity_table(void)
 {
 	const char *why = NULL;
 
-	CHECK(dup_library__identity("_ZN3agg14sRGB_conv_baseIfE3lutE", &why) == ID_WRITABLE && !why,
+	CHECK(static_identity__of("_ZN3agg14sRGB_conv_baseIfE3lutE", &why) == ID_WRITABLE && !why,
 	      "a static in no entry is judged by whether it can be written");
-	CHECK(dup_library__identity("_ZTV3Foo", NULL) == ID_CONTENTS &&
-		      dup_library__identity("_ZGVZ1fvE1x", NULL) == ID_CONTENTS,
+	CHECK(static_identity__of("_ZTV3Foo", NULL) == ID_CONTENTS &&
+		      static_identity__of("_ZGVZ1fvE1x", NULL) == ID_CONTENTS,
 	      "vtables and guard variables: copies are harmless");
-	CHECK(dup_library__identity("_ZTI3Foo", NULL) == ID_ADDRESS_LIBCXX &&
-		      dup_library__identity("_ZTS3Foo", NULL) == ID_ADDRESS_LIBCXX,
+	CHECK(static_identity__of("_ZTI3Foo", NULL) == ID_ADDRESS_LIBCXX &&
+		      static_identity__of("_ZTS3Foo", NULL) == ID_ADDRESS_LIBCXX,
 	      "typeinfo is compared by address under libc++ only");
-	CHECK(dup_library__identity("_ZZNSt19_Sp_make_shared_tag5_S_tiEvE5__tag", &why) ==
+	CHECK(static_identity__of("_ZZNSt19_Sp_make_shared_tag5_S_tiEvE5__tag", &why) ==
 			      ID_CONTENTS &&
 		      why && strstr(why, "_M_get_deleter"),
 	      "libstdc++'s make_shared tag: _M_get_deleter also accepts its typeid");
-	CHECK(dup_library__identity("_ZN5boost6system6detail10cat_holderIvE25generic_category_"
-				    "instanceE",
-				    &why) == ID_CONTENTS &&
+	CHECK(static_identity__of("_ZN5boost6system6detail10cat_holderIvE25generic_category_"
+				  "instanceE",
+				  &why) == ID_CONTENTS &&
 		      why && strstr(why, "id"),
 	      "Boost.System categories are compared by id");
-	CHECK(dup_library__identity("_ZN4mlir6detail14TypeIDResolverINS_7DialectEE2idE", NULL) ==
+	CHECK(static_identity__of("_ZN4mlir6detail14TypeIDResolverINS_7DialectEE2idE", NULL) ==
 			      ID_ADDRESS &&
-		      dup_library__identity("_ZZN4mlir6detail14TypeIDExported3getINS_7DialectEEENS_"
-					    "6TypeIDEvE8instance",
-					    NULL) == ID_ADDRESS &&
-		      dup_library__identity("_ZN6TypeIDI7DialectE2idE", NULL) == ID_ADDRESS,
+		      static_identity__of("_ZZN4mlir6detail14TypeIDExported3getINS_7DialectEEENS_"
+					  "6TypeIDEvE8instance",
+					  NULL) == ID_ADDRESS &&
+		      static_identity__of("_ZN6TypeIDI7DialectE2idE", NULL) == ID_ADDRESS,
 	      "MLIR TypeIDs and the TypeID idiom are compared by address");
-	CHECK(dup_library__identity("_ZN3Foo16TypeIDIsNotThisE", NULL) == ID_WRITABLE,
+	CHECK(static_identity__of("_ZN3Foo16TypeIDIsNotThisE", NULL) == ID_WRITABLE,
 	      "a longer name that contains TypeID is not the idiom");
 }
 

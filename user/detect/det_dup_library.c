@@ -15,6 +15,7 @@
 #include "libgraph.h"
 #include "owners.h"
 #include "procmaps.h"
+#include "static_identity.h"
 #include "symdigest.h"
 #include "target.h"
 
@@ -146,87 +147,6 @@ static void same_file_in_namespaces(const struct check_ctx *ctx, struct findings
  * (one copy per translation unit, as the language defines; the digests leave it out), copies
  * within one object (the same), and copies whose symbol versions never bind to each other.
  */
-
-/*
- * The statics whose identity a runtime or library decides, with the reason: ONE table, read by
- * the split rules below and by the symbol digests (which leave out ID_CONTENTS names: a change
- * to those entries changes what a digest holds, so bump SD_FORMAT in symdigest.c with it).
- * A pattern is a prefix of the mangled name, or with a leading '*' a part of it that begins a
- * source name. Names in no entry are ID_WRITABLE.
- */
-static const struct identity_entry {
-	const char *pattern;
-	enum static_identity id;
-	const char *label; /* for the evidence */
-	const char *why;
-} identity_table[] = {
-	{ "_ZTV", ID_CONTENTS, "vtable",
-	  "vtables are called through, never compared, and every copy holds the same entries" },
-	{ "_ZTT", ID_CONTENTS, "VTT", "VTTs are tables of vtable pointers: read, never compared" },
-	{ "_ZTC", ID_CONTENTS, "construction vtable",
-	  "construction vtables are read while a base is built, never compared" },
-	{ "_ZGV", ID_CONTENTS, "guard variable",
-	  "a guard variable guards its own object's copy of a static: the static's split is the "
-	  "one that counts" },
-	{ "_ZTI", ID_ADDRESS_LIBCXX, "typeinfo under libc++",
-	  "libc++ on ELF compares type_info by the address of its name; libstdc++ compares the "
-	  "names' characters, so there two copies are one type" },
-	{ "_ZTS", ID_ADDRESS_LIBCXX, "typeinfo name under libc++",
-	  "the address libc++ compares two type_info by (libstdc++ compares the characters)" },
-	{ "_ZZNSt19_Sp_make_shared_tag5_S_tiEvE5__tag", ID_CONTENTS, "make_shared tag",
-	  "libstdc++'s _Sp_counted_ptr_inplace::_M_get_deleter accepts typeid(_Sp_make_shared_tag) "
-	  "as well as this tag's address, so a shared_ptr made through one copy is recognised "
-	  "through the other" },
-	{ "_ZN5boost6system6detail10cat_holder", ID_CONTENTS, "Boost.System category",
-	  "Boost.System compares error categories by the 64-bit id they hold "
-	  "(error_category::operator== in Boost 1.74's error_code.hpp), not by address" },
-	{ "_ZN5boost6system6detail18generic_cat_holder", ID_CONTENTS, "Boost.System category",
-	  "Boost.System compares error categories by the 64-bit id they hold, not by address" },
-	{ "_ZN5boost6system6detail17system_cat_holder", ID_CONTENTS, "Boost.System category",
-	  "Boost.System compares error categories by the 64-bit id they hold, not by address" },
-	{ "_ZZN5boost6system6detail15to_std_category", ID_CONTENTS,
-	  "Boost.System std::error_category bridge",
-	  "to_std_category's wrappers (and its map of them, under its own mutex) are a per-copy "
-	  "cache: each wrapper's equivalent() compares the Boost categories it wraps by their id, "
-	  "so every copy converts and matches the same codes (Boost 1.74 std_interoperability.hpp)" },
-	{ "_ZZN4mlir6detail14TypeIDExported3get", ID_ADDRESS, "MLIR TypeID",
-	  "MLIR's TypeID (LLVM 14 and before) is the address of TypeIDExported::get<T>()'s static: "
-	  "isa/dyn_cast, the dialect and interface registries compare it" },
-	{ "_ZN4mlir6detail14TypeIDResolver", ID_ADDRESS, "MLIR TypeID",
-	  "MLIR's TypeID (LLVM 15 and later) is the address of TypeIDResolver<T>::id: isa/dyn_cast "
-	  "and the registries compare it" },
-	{ "*6TypeIDI", ID_ADDRESS, "TypeID idiom",
-	  "a class template TypeID<T> whose static's address is T's identity (MLIR's idiom, and "
-	  "dlscope's seed fixture)" },
-};
-
-static bool pattern_match(const char *pattern, const char *name)
-{
-	if (pattern[0] != '*')
-		return !strncmp(name, pattern, strlen(pattern));
-	/* Where a source name starts: not inside a longer length ("16TypeID..."). */
-	for (const char *at = strstr(name, pattern + 1); at; at = strstr(at + 1, pattern + 1))
-		if (at == name || at[-1] < '0' || at[-1] > '9')
-			return true;
-	return false;
-}
-
-static const struct identity_entry *identity_entry(const char *mangled)
-{
-	for (size_t i = 0; i < sizeof(identity_table) / sizeof(identity_table[0]); i++)
-		if (pattern_match(identity_table[i].pattern, mangled))
-			return &identity_table[i];
-	return NULL;
-}
-
-enum static_identity dup_library__identity(const char *mangled, const char **why)
-{
-	const struct identity_entry *e = identity_entry(mangled);
-
-	if (why)
-		*why = e ? e->why : NULL;
-	return e ? e->id : ID_WRITABLE;
-}
 
 /* Where a split is judged: every object of a check, or those the live collector reported. */
 struct split_scope {
@@ -394,8 +314,8 @@ static bool names_any(const struct elf_object *o, const uint64_t *hashes, size_t
 /* A name defined more than once whose copies' identity shows (copies_matter). */
 struct split_name {
 	const char *name;
-	size_t first, n;		   /* its definitions in the sorted vague_list */
-	const struct identity_entry *rule; /* the table's entry; NULL: by the section */
+	size_t first, n;		  /* its definitions in the sorted vague_list */
+	const struct identity_rule *rule; /* the table's entry; NULL: by the section */
 };
 
 /*
@@ -405,9 +325,9 @@ struct split_name {
  * COPY relocation's place in the executable's .bss does not make it less so).
  */
 static bool copies_matter(const struct vague_list *l, size_t first, size_t n, bool libcxx,
-			  const struct identity_entry **rule)
+			  const struct identity_rule **rule)
 {
-	const struct identity_entry *e = identity_entry(l->d[first].name);
+	const struct identity_rule *e = static_identity__rule(l->d[first].name);
 
 	*rule = e;
 	if (e)
@@ -762,7 +682,7 @@ static void split_exported(const struct split_scope *sc, struct findings *out)
 	if (!names)
 		goto out;
 	for (size_t i = 0, j; i < l.n; i = j) {
-		const struct identity_entry *rule;
+		const struct identity_rule *rule;
 		bool libcxx = false;
 
 		for (j = i; j < l.n && !strcmp(l.d[j].name, l.d[i].name); j++)
@@ -832,9 +752,9 @@ out:
  * purpose (a lookup table such as agg's sRGB_conv_base<T>::lut, a runtime's own state). Only a
  * static whose address the table says is an identity (a TypeID) is reported, as a warning.
  */
-static bool hidden_matters(const char *name, const struct identity_entry **rule)
+static bool hidden_matters(const char *name, const struct identity_rule **rule)
 {
-	*rule = identity_entry(name);
+	*rule = static_identity__rule(name);
 	return *rule && (*rule)->id == ID_ADDRESS;
 }
 
@@ -854,7 +774,7 @@ static void split_hidden(const struct split_scope *sc, struct findings *out)
 
 	collect_loaded(sc, &l);
 	for (size_t i = 0, j; i < l.n; i = j) {
-		const struct identity_entry *rule;
+		const struct identity_rule *rule;
 		bool added = false;
 
 		for (j = i; j < l.n && !strcmp(l.d[j].name, l.d[i].name); j++)
@@ -953,7 +873,7 @@ void dup_library__on_object(const struct live_ctx *lc, const struct lg_object *o
 			    struct findings *out)
 {
 	struct split_scope sc = { .g = lc->g, .added = o ? (int)o->id : -1 };
-	const struct identity_entry *rule;
+	const struct identity_rule *rule;
 	const struct symdigest *d;
 	struct target *t = NULL;
 	bool *reported;
@@ -1008,7 +928,7 @@ static void split_statics_files(const struct lint_file *files, size_t n, struct 
 	if (l.n)
 		qsort(l.d, l.n, sizeof(*l.d), cmp_def);
 	for (size_t i = 0; i < l.n;) {
-		const struct identity_entry *rule;
+		const struct identity_rule *rule;
 		size_t j = i + 1, copies = 0, first = l.n;
 
 		while (j < l.n && !strcmp(l.d[j].name, l.d[i].name))

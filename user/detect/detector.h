@@ -148,19 +148,6 @@ void dup_library__process(const struct check_ctx *ctx, struct findings *out);
 void dup_library__files(const struct lint_file *files, size_t n, struct findings *out);
 void dup_library__on_object(const struct live_ctx *lc, const struct lg_object *o,
 			    struct findings *out);
-/*
- * Whether two copies of a vague-linkage static can make a program behave differently, as
- * dup-library's identity table (det_dup_library.c) knows it from the static's mangled name:
- * the default is ID_WRITABLE. @why, when not NULL, gets the table's reason (NULL for the
- * default). The symbol digests leave out ID_CONTENTS names, and typeinfo unless asked.
- */
-enum static_identity {
-	ID_WRITABLE,	   /* its copies are apart when they can be written at run time */
-	ID_ADDRESS,	   /* its address is an identity the program compares: always apart */
-	ID_ADDRESS_LIBCXX, /* compared by address where libc++ is the C++ runtime (typeinfo) */
-	ID_CONTENTS,	   /* compared by contents or by an id it holds, or never: copies are one */
-};
-enum static_identity dup_library__identity(const char *mangled, const char **why);
 void abi_mismatch__process(const struct check_ctx *ctx, struct findings *out);
 void abi_mismatch__files(const struct lint_file *files, size_t n, struct findings *out);
 void loader_lock__process(const struct check_ctx *ctx, struct findings *out);
@@ -171,8 +158,6 @@ void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
 			struct findings *out);
 void elf_defects__process(const struct check_ctx *ctx, struct findings *out);
 void elf_defects__files(const struct lint_file *files, size_t n, struct findings *out);
-/* elf-defects on one file (@path as findings name it); the symbol digest's verdict too. */
-void elf_defects__object(const char *path, struct elf_object *o, pid_t pid, struct findings *out);
 
 void rank_objects__job(const struct job_ctx *ctx, struct findings *out);
 void rank_environment__job(const struct job_ctx *ctx, struct findings *out);
@@ -194,8 +179,5 @@ struct live_pools {
 	const char *cpus_list; /* "0-3" */
 };
 void oversubscription__live(const struct live_pools *lp, struct findings *out);
-
-/* Shared by detectors: "libgomp.so.1 (needed by two_omp)" / "(dlopen)" for evidence lines. */
-void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf, size_t len);
 
 #endif

@@ -63,29 +63,3 @@ void detectors__on_event(const struct live_ctx *lc, const struct live_event *e,
 		if (detectors[i].on_event)
 			detectors[i].on_event(lc, e, out);
 }
-
-void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf, size_t len)
-{
-	const struct lg_object *o = g->objs[id];
-	unsigned int by[16];
-	size_t used, n;
-
-	switch (o->origin) {
-	case LG_NEEDED:
-		/* The objects that needed it when it came, the one that loaded it first. */
-		n = libgraph__needed_by(g, id, by, sizeof(by) / sizeof(by[0]));
-		if (!n) {
-			snprintf(buf, len, "DT_NEEDED of an object unloaded since");
-			break;
-		}
-		used = (size_t)snprintf(buf, len, "DT_NEEDED of ");
-		for (size_t i = 0; i < n && i < sizeof(by) / sizeof(by[0]) && used < len; i++)
-			used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
-						 lg_object__basename(g->objs[by[i]]));
-		break;
-	case LG_DLOPEN:
-		snprintf(buf, len, o->ns ? "dlmopen into namespace %u" : "dlopen", o->ns);
-		break;
-	default: snprintf(buf, len, "%s", lg_origin__id(o->origin)); break;
-	}
-}

@@ -9,9 +9,10 @@
 #include <unistd.h>
 
 #include "cachefile.h"
-#include "detector.h"
+#include "elfdefects.h"
 #include "elfobj.h"
 #include "objcache.h"
+#include "static_identity.h"
 #include "symdigest.h"
 
 /*
@@ -21,7 +22,7 @@
 #define SD_MAGIC "DLSSYMD\n"
 /*
  * 3: each vague candidate carries its version and whether it is writable at run time; internal
- * linkage, a file's twice-defined hidden names and what dup_library__identity says is harmless
+ * linkage, a file's twice-defined hidden names and what static_identity__of says is harmless
  * are left out. 4: Boost.System's std::error_category bridge joined that table. 5: elf-defects'
  * verdict no longer counts empty sections (a cached verdict may say yes wrongly). Bump it
  * whenever what a digest holds changes (that table's ID_CONTENTS entries included): a record of
@@ -131,7 +132,7 @@ bool symdigest__vague_candidate(const char *name, const GElf_Sym *sym, bool hidd
 	 */
 	if (strchr(name, '.') || symdigest__internal_linkage(name))
 		return false;
-	id = dup_library__identity(name, NULL);
+	id = static_identity__of(name, NULL);
 	return id != ID_CONTENTS && (typeinfo || id != ID_ADDRESS_LIBCXX);
 }
 
@@ -339,7 +340,6 @@ static int add_ref(const char *name, uint64_t offset, unsigned type, unsigned sy
 static struct symdigest *compute(const struct elf_object *o)
 {
 	struct build b = { .d = calloc(1, sizeof(*b.d)), .o = o };
-	struct findings scratch = { 0 };
 
 	if (!b.d)
 		return NULL;
@@ -365,10 +365,8 @@ static struct symdigest *compute(const struct elf_object *o)
 		qsort(b.d->defs, b.d->n_defs, sizeof(uint64_t), cmp_u64);
 	if (b.d->n_undefs)
 		qsort(b.d->undefs, b.d->n_undefs, sizeof(uint64_t), cmp_u64);
-	/* elf-defects' verdict on the file, so that a sound one is not opened again. */
-	elf_defects__object("", (struct elf_object *)o, 0, &scratch);
-	b.d->elf_defects = scratch.n > 0;
-	findings__free(&scratch);
+	/* Whether the file has layout defects, so that a sound one is not opened again. */
+	b.d->elf_defects = elfdefects__scan(o, NULL, NULL) > 0;
 	return b.d;
 }
 

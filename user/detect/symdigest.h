@@ -69,7 +69,7 @@ uint64_t symdigest__entry(const char *name, const char *version, bool weak);
  * Whether dup-library keeps this symbol as a candidate: an object with a size and a C++ name,
  * weak or unique when exported, local when @hidden, and never with internal linkage
  * (symdigest__internal_linkage) or a compiler's local suffix (".lto_priv.0", ".constprop.0");
- * nor what dup-library's identity table (dup_library__identity) says copies of are harmless
+ * nor what dup-library's identity table (static_identity__of) says copies of are harmless
  * (vtables, VTTs, guard variables ...); typeinfo only with @typeinfo (libc++ compares it by
  * address). A file's hidden names with two copies in it are dropped by the digest itself.
  */

@@ -904,3 +904,29 @@ int libgraph__find_python(const struct libgraph *g, struct py_interp *out, char 
 	free(refs);
 	return err;
 }
+
+void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf, size_t len)
+{
+	const struct lg_object *o = g->objs[id];
+	unsigned int by[16];
+	size_t used, n;
+
+	switch (o->origin) {
+	case LG_NEEDED:
+		/* The objects that needed it when it came, the one that loaded it first. */
+		n = libgraph__needed_by(g, id, by, sizeof(by) / sizeof(by[0]));
+		if (!n) {
+			snprintf(buf, len, "DT_NEEDED of an object unloaded since");
+			break;
+		}
+		used = (size_t)snprintf(buf, len, "DT_NEEDED of ");
+		for (size_t i = 0; i < n && i < sizeof(by) / sizeof(by[0]) && used < len; i++)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+						 lg_object__basename(g->objs[by[i]]));
+		break;
+	case LG_DLOPEN:
+		snprintf(buf, len, o->ns ? "dlmopen into namespace %u" : "dlopen", o->ns);
+		break;
+	default: snprintf(buf, len, "%s", lg_origin__id(o->origin)); break;
+	}
+}

@@ -169,5 +169,7 @@ int libgraph__find_python(const struct libgraph *g, struct py_interp *out, char 
 const char *lg_object__basename(const struct lg_object *o);
 const struct obj_roles *lg_object__roles(const struct lg_object *o);
 const char *lg_origin__id(enum lg_origin o);
+/* How object @id came, for evidence lines: "DT_NEEDED of two_omp, libfoo.so" or "dlopen". */
+void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf, size_t len);
 
 #endif
