@@ -37,6 +37,16 @@ def test_cli_bad_options_same_everywhere():
         usage_error(cmd, dlscope(cmd, "--help=yes"), "option '--help' takes no value")
 
 
+def test_cli_futex_ms_is_whole_milliseconds_everywhere():
+    """--futex-ms 0.5 used to pass watch's check and become 0 (no futex waits at all), while ui
+    refused it: one parser now, and the same line for the same value in every command."""
+    for cmd in ("watch", "record", "ui"):
+        extra = ["-o", "/tmp/cli-unused.jsonl"] if cmd == "record" else []
+        for bad in ("0.5", "0", "-3", "2ms", "1e9"):
+            usage_error(cmd, dlscope(cmd, *extra, "--futex-ms", bad, "-p", "1"),
+                        f"--futex-ms takes a whole number of milliseconds, not '{bad}'")
+
+
 def test_cli_bad_pids_same_everywhere():
     pid_max = int(open("/proc/sys/kernel/pid_max").read())
     gone = pid_max + 1 if pid_max < 2**22 else 4194304

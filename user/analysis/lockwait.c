@@ -32,19 +32,6 @@ const char *wait_kind__id(enum wait_kind k)
 	return kind_ids[k];
 }
 
-static bool is_system(const struct libgraph *g, unsigned int id)
-{
-	const struct obj_roles *r = lg_object__roles(g->objs[id]);
-
-	return obj_roles__find(r, ROLE_LIBC) || obj_roles__find(r, ROLE_LOADER) ||
-	       g->objs[id]->origin == LG_VDSO;
-}
-
-static bool is_loader(const struct libgraph *g, unsigned int id)
-{
-	return obj_roles__find(lg_object__roles(g->objs[id]), ROLE_LOADER) != NULL;
-}
-
 static bool is_parallel_runtime(const struct libgraph *g, unsigned int id)
 {
 	const struct obj_roles *r = lg_object__roles(g->objs[id]);
@@ -112,7 +99,7 @@ static int runtime_of(const struct libgraph *g, const struct thread_info *ti, bo
 	for (size_t k = 0; k < ti->n_frames; k++) {
 		unsigned int obj = ti->frames[k].obj;
 
-		if (first_user < 0 && !is_system(g, obj))
+		if (first_user < 0 && !lg_object__is_system(g->objs[obj]))
 			first_user = (ssize_t)k;
 		if (is_parallel_runtime(g, obj))
 			inner_rt = (ssize_t)k;
@@ -126,7 +113,8 @@ static int runtime_of(const struct libgraph *g, const struct thread_info *ti, bo
 	for (size_t k = (size_t)inner_rt + 1; k < ti->n_frames; k++) {
 		unsigned int obj = ti->frames[k].obj;
 
-		if ((!is_system(g, obj) && !is_parallel_runtime(g, obj)) || is_loader(g, obj))
+		if ((!lg_object__is_system(g->objs[obj]) && !is_parallel_runtime(g, obj)) ||
+		    lg_object__is_loader(g->objs[obj]))
 			*busy_elsewhere = true;
 	}
 	if (*worker && inner_rt >= 0) {
@@ -134,8 +122,8 @@ static int runtime_of(const struct libgraph *g, const struct thread_info *ti, bo
 		for (size_t k = (size_t)first_user + 1; k < ti->n_frames; k++) {
 			unsigned int obj = ti->frames[k].obj;
 
-			if ((!is_system(g, obj) && !is_parallel_runtime(g, obj)) ||
-			    is_loader(g, obj))
+			if ((!lg_object__is_system(g->objs[obj]) && !is_parallel_runtime(g, obj)) ||
+			    lg_object__is_loader(g->objs[obj]))
 				*busy_elsewhere = true;
 		}
 	}
@@ -325,7 +313,8 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 	/* A locked pthread mutex: __lock is nonzero and __owner holds the owner's TID. */
 	o = object_at(maps, w->addr, &vaddr);
 	if (word[0] != 0 && word[2] > 0 && find_thread(ts, word[2])) {
-		bool loader = o && is_loader(g, o->id) && symbol && !strcmp(symbol, "_rtld_global");
+		bool loader = o && lg_object__is_loader(o) && symbol &&
+			      !strcmp(symbol, "_rtld_global");
 		char what[240];
 
 		w->kind = loader ? WAIT_LOADER_LOCK : WAIT_MUTEX;
@@ -357,7 +346,8 @@ static int team_edges(const struct libgraph *g, const struct threadscan *ts,
 
 	if (rt < 0 || worker)
 		return 0;
-	if (ti->pc_obj != UINT32_MAX && ti->pc_obj != (unsigned)rt && !is_system(g, ti->pc_obj))
+	if (ti->pc_obj != UINT32_MAX && ti->pc_obj != (unsigned)rt &&
+	    !lg_object__is_system(g->objs[ti->pc_obj]))
 		return 0;
 	snprintf(what, sizeof(what), "the end of a %s parallel region (its team's workers)",
 		 role_impl__name(
@@ -536,7 +526,7 @@ static const char *constructor_of(const struct libgraph *g, const struct thread_
 	for (size_t k = ti->n_frames; k-- > 1;) {
 		unsigned int obj = ti->frames[k].obj, outer = ti->frames[k - 1].obj;
 
-		if (!is_system(g, obj) && is_loader(g, outer))
+		if (!lg_object__is_system(g->objs[obj]) && lg_object__is_loader(g->objs[outer]))
 			return g->objs[obj]->path;
 	}
 	return NULL;

@@ -198,6 +198,19 @@ static int runnable_path(const char *path)
 	return 0;
 }
 
+int cliopt__number(const char *s, double max, bool whole, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > max || (whole && v != (double)(long)v))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 int cliopt__runnable(const char *file)
 {
 	const char *path = getenv("PATH"), *p;

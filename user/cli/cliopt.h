@@ -45,6 +45,12 @@ int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n);
 int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n);
 
 /*
+ * An option's number: above 0 and at most @max, whole when @whole ("0.5" ms of a futex wait
+ * would be 0, which means off). 0, or -EINVAL: the caller names the option in its error.
+ */
+int cliopt__number(const char *s, double max, bool whole, double *out);
+
+/*
  * Whether execvp(@file) could run: a path that is an executable file, or a name found so in
  * $PATH. 0, or -errno (ENOENT, EACCES, EISDIR) as execvp would fail.
  */

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "cliopt.h"
 #include "commands.h"
 #include "inspect.h"
@@ -116,7 +117,7 @@ static void format_syscall(const struct thread_info *ti, char *buf, size_t len)
 		snprintf(buf, len, "running");
 	else if (ti->syscall == -1)
 		snprintf(buf, len, "not in a system call");
-	else if (ti->syscall == 202)
+	else if (ti->syscall == arch_syscall_futex())
 		snprintf(buf, len, "futex(0x%" PRIx64 ", %s, %" PRIu64 ")", ti->args[0],
 			 futex_op(ti->args[1], op, sizeof(op)), ti->args[2]);
 	else

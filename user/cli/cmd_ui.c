@@ -167,11 +167,11 @@ int cmd_ui(int argc, char **argv)
 			break;
 		case 'H': o.hot = true; break;
 		case 'F': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
+			double v;
 
-			if (*end || !v || v > 3600000) {
-				dls_err("ui: --futex-ms takes a positive number, not '%s'", optarg);
+			if (cliopt__number(optarg, 3600000, true, &v)) {
+				dls_err("ui: --futex-ms takes a whole number of milliseconds, not '%s'",
+					optarg);
 				goto out;
 			}
 			o.futex_ms = (unsigned int)v;

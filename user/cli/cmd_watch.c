@@ -109,19 +109,6 @@ static void install_stop_handlers(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-static int parse_number(const char *s, double max, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || v <= 0 || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /*
  * -o's name with %h replaced by this host's name (as the trace's header gives it) and %% by %,
  * so that one command line on every node of a job (srun) writes one file per node.
@@ -256,16 +243,16 @@ static int run(int argc, char **argv, bool record)
 		case 'f': o.follow = true; break;
 		case 'H': o.hot = true; break;
 		case 'd':
-			if (parse_number(optarg, 86400 * 365, &o.duration_s)) {
+			if (cliopt__number(optarg, 86400 * 365, false, &o.duration_s)) {
 				dls_err("%s: --duration takes a positive number of seconds, not '%s'",
 					cmd, optarg);
 				goto usage;
 			}
 			break;
 		case 'F':
-			if (parse_number(optarg, 3600000, &v)) {
-				dls_err("%s: --futex-ms takes a positive number, not '%s'", cmd,
-					optarg);
+			if (cliopt__number(optarg, 3600000, true, &v)) {
+				dls_err("%s: --futex-ms takes a whole number of milliseconds, not '%s'",
+					cmd, optarg);
 				goto usage;
 			}
 			o.futex_ms = (unsigned int)v;
@@ -273,7 +260,7 @@ static int run(int argc, char **argv, bool record)
 		case 'o': out_path = optarg; break;
 		case 'q': quiet = true; break;
 		case 'R':
-			if (parse_number(optarg, 4096, &v) || v < 1 || (unsigned)v != v ||
+			if (cliopt__number(optarg, 4096, true, &v) || v < 1 || (unsigned)v != v ||
 			    ((unsigned)v & ((unsigned)v - 1))) {
 				dls_err("%s: --ring-mb takes a power of two from 1 to 4096, not '%s'",
 					cmd, optarg);
@@ -288,7 +275,7 @@ static int run(int argc, char **argv, bool record)
 			}
 			break;
 		case 'G':
-			if (parse_number(optarg, 86400, &hang_secs)) {
+			if (cliopt__number(optarg, 86400, false, &hang_secs)) {
 				dls_err("%s: --hang-secs takes a positive number of seconds, not '%s'",
 					cmd, optarg);
 				goto usage;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "detector.h"
 #include "elfobj.h"
 #include "libgraph.h"
@@ -17,26 +18,12 @@
 #include "target.h"
 #include "threadscan.h"
 
-#define NR_FUTEX 202
-
-static bool is_loader(const struct libgraph *g, unsigned int id)
-{
-	return obj_roles__find(lg_object__roles(g->objs[id]), ROLE_LOADER) != NULL;
-}
-
 static const struct obj_role *parallel_role(const struct libgraph *g, unsigned int id)
 {
 	const struct obj_roles *r = lg_object__roles(g->objs[id]);
 	const struct obj_role *role = obj_roles__find(r, ROLE_OPENMP);
 
 	return role ? role : obj_roles__find(r, ROLE_BLAS);
-}
-
-static bool is_system(const struct libgraph *g, unsigned int id)
-{
-	const struct obj_roles *r = lg_object__roles(g->objs[id]);
-
-	return obj_roles__find(r, ROLE_LIBC) || obj_roles__find(r, ROLE_LOADER);
 }
 
 /*
@@ -49,7 +36,7 @@ static bool enters_loader(const struct libgraph *g, const struct thread_frame *f
 	const char *name = NULL;
 	uint64_t off;
 
-	if (is_loader(g, fr->obj))
+	if (lg_object__is_loader(g->objs[fr->obj]))
 		return true;
 	if (!obj_roles__find(lg_object__roles(o), ROLE_LIBC) || !o->elf ||
 	    elfobj__symbol_at(o->elf, fr->addr - o->base, true, &name, &off))
@@ -72,7 +59,7 @@ static void loader_call_site(const struct check_ctx *ctx, const struct thread_in
 
 	buf[0] = '\0';
 	for (size_t k = from; k < ti->n_frames; k++) {
-		if (is_system(g, ti->frames[k].obj))
+		if (lg_object__is_system(g->objs[ti->frames[k].obj]))
 			break;
 		site = (ssize_t)k;
 	}
@@ -185,10 +172,11 @@ void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 		for (size_t k = 0; k < ti->n_frames; k++) {
 			unsigned int obj = ti->frames[k].obj;
 
-			if (is_loader(g, obj) && runtime_at < 0) {
+			if (lg_object__is_loader(g->objs[obj]) && runtime_at < 0) {
 				loader_at = (ssize_t)k;
 				ctor_at = -1;
-			} else if (loader_at >= 0 && ctor_at < 0 && !is_system(g, obj)) {
+			} else if (loader_at >= 0 && ctor_at < 0 &&
+				   !lg_object__is_system(g->objs[obj])) {
 				ctor_at = (ssize_t)k; /* first object the loader called into */
 			}
 			if (loader_at >= 0 && runtime_at < 0 && (role = parallel_role(g, obj)))
@@ -208,7 +196,8 @@ void loader_lock__process(const struct check_ctx *ctx, struct findings *out)
 				  ctor_at >= 0 ? g->objs[ti->frames[ctor_at].obj]->path : "?",
 				  lg_object__basename(g->objs[ti->frames[runtime_at].obj]),
 				  role_impl__name(role->impl),
-				  ti->syscall == NR_FUTEX ? ", blocked in futex wait" : "");
+				  ti->syscall == arch_syscall_futex() ? ", blocked in futex wait" :
+									"");
 		if (waiting)
 			finding__evidence(
 				f,

@@ -92,6 +92,17 @@ const struct obj_roles *lg_object__roles(const struct lg_object *o)
 	return o->elf ? roles__of(o->elf) : &none;
 }
 
+bool lg_object__is_loader(const struct lg_object *o)
+{
+	return obj_roles__find(lg_object__roles(o), ROLE_LOADER) != NULL;
+}
+
+bool lg_object__is_system(const struct lg_object *o)
+{
+	return lg_object__is_loader(o) || obj_roles__find(lg_object__roles(o), ROLE_LIBC) ||
+	       o->origin == LG_VDSO;
+}
+
 /* Drop the oldest analyses no graph holds, down to ELF_CACHE_IDLE / 2 idle ones. */
 static void cache_trim(struct elf_cache *c)
 {

@@ -168,6 +168,10 @@ int libgraph__find_python(const struct libgraph *g, struct py_interp *out, char 
 /* The file name part of the path ("libgomp.so.1"). */
 const char *lg_object__basename(const struct lg_object *o);
 const struct obj_roles *lg_object__roles(const struct lg_object *o);
+/* The dynamic loader (ld.so), by its role. */
+bool lg_object__is_loader(const struct lg_object *o);
+/* The system's own code in a stack: the loader, the C library, the vDSO. */
+bool lg_object__is_system(const struct lg_object *o);
 const char *lg_origin__id(enum lg_origin o);
 /* How object @id came, for evidence lines: "DT_NEEDED of two_omp, libfoo.so" or "dlopen". */
 void lg_object__describe_origin(const struct libgraph *g, unsigned int id, char *buf, size_t len);
