@@ -31,7 +31,7 @@ _dlscope()
 	-p | --pid | --job)
 		COMPREPLY=($(compgen -W "$(ps -e -o pid= 2>/dev/null)" -- "$cur"))
 		return ;;
-	-o | --output | --replay)
+	-o | --output | --replay | --core | --exe)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--fail-on)
@@ -45,7 +45,7 @@ _dlscope()
 		COMPREPLY=($(compgen -W "$(_dlscope_options "${COMP_WORDS[0]}" "$cmd")" -- "$cur"))
 	else
 		case $cmd in
-		lint | export | merge | report | check) COMPREPLY=($(compgen -f -- "$cur")) ;;
+		lint | export | merge | report | check | stacks) COMPREPLY=($(compgen -f -- "$cur")) ;;
 		esac
 		case $cmd in
 		libs | check | stacks | watch | record | ui | report)

@@ -18,6 +18,8 @@ int cmd_libs(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_lint(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
+/* stacks CORE (cmd_core.c): @exe NULL for the one the core names. */
+int cmd_stacks_core(const char *path, const char *exe, bool json, unsigned int max_frames);
 int cmd_watch(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 struct watch_opts;

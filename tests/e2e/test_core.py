@@ -1,0 +1,193 @@
+"""Post-mortem: dlscope on core files, the kernel's and gcore's, compared with gdb on the same
+core and with dlscope on the live process the core was taken from."""
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+
+from harness import Fixture, Skip, dlscope, error_lines, fixture_path, is_root, wait_idle
+
+
+def gcore(pid, d):
+    """A core of live process @pid by gdb's gcore (the process runs on)."""
+    prefix = os.path.join(d, "core")
+    p = subprocess.run(["gcore", "-o", prefix, str(pid)], capture_output=True, text=True,
+                       timeout=120)
+    path = f"{prefix}.{pid}"
+    assert p.returncode == 0 and os.path.exists(path), p.stderr
+    return path
+
+
+def kernel_core(argv, d):
+    """Run @argv in @d until the kernel dumps its core there; returns the core's path. The
+    system's core_pattern is left as it is when it writes a plain file in the working
+    directory; otherwise (a pipe to systemd-coredump, apport) it is set to "core" for the
+    crash and restored at once."""
+    with open("/proc/sys/kernel/core_pattern") as f:
+        pattern = f.read().strip()
+    plain = not pattern.startswith("|") and "/" not in pattern and "%" not in pattern
+    if not plain and not is_root():
+        raise Skip(f"core_pattern is {pattern!r}, and only root may point it at a file")
+
+    def unlimited():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,
+                                                  resource.RLIM_INFINITY))
+
+    try:
+        if not plain:
+            with open("/proc/sys/kernel/core_pattern", "w") as f:
+                f.write("core")
+        p = subprocess.run(argv, cwd=d, preexec_fn=unlimited, capture_output=True, timeout=60)
+    finally:
+        if not plain:
+            with open("/proc/sys/kernel/core_pattern", "w") as f:
+                f.write(pattern)
+    assert p.returncode < 0, (argv, p.returncode, p.stderr)
+    name = pattern if plain else "core"
+    cores = [f for f in os.listdir(d) if f == name or f.startswith(name + ".")]
+    assert len(cores) == 1, (os.listdir(d), pattern)
+    return os.path.join(d, cores[0])
+
+
+def gdb_core_functions(exe, core):
+    """{tid: [(function, has_address)]} from gdb's 'thread apply all bt' on a core."""
+    out = subprocess.run(["gdb", "-nx", "-batch", "-ex", "thread apply all bt", exe, core],
+                         capture_output=True, text=True, timeout=120).stdout
+    threads, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r'^Thread \d+ \(.*LWP (\d+)\)', line)
+        if m:
+            cur = threads.setdefault(int(m.group(1)), [])
+            continue
+        m = re.match(r'^#\d+\s+(0x[0-9a-f]+ in )?(\S+) \(', line)
+        if m and cur is not None:
+            cur.append((m.group(2), bool(m.group(1))))
+    return threads
+
+
+def norm(name):
+    return re.sub(r"@.*$", "", name or "??").lstrip("_")
+
+
+# As in test_stacks: libdwfl 0.188 unwinds glibc's futex wait in pthread_join one frame too far
+# where gdb does not, and gdb adds tail-call frames (no address) from DWARF call sites.
+LIBDWFL_SKIPS = {"__GI___futex_abstimed_wait_cancelable64", "___pthread_join"}
+
+
+def assert_frames_match_gdb(ours, theirs, what):
+    assert set(ours) == set(theirs), (what, ours.keys(), theirs.keys())
+    for tid, frames in theirs.items():
+        mine, k = ours[tid], 0
+        for name, has_address in frames:
+            if k < len(mine) and (name == "??" or norm(mine[k]) == norm(name)):
+                k += 1
+                continue
+            assert not has_address or name in LIBDWFL_SKIPS, (what, tid, name, mine, frames)
+        assert k == len(mine) or frames[-1][0] in ("main", "clone3", "start_thread"), \
+            (what, mine, frames)
+        assert k >= 3, (what, tid, mine, frames)
+
+
+def core_json(core, *args, check=0):
+    return json.loads(dlscope("stacks", "--json", *args, core, check=check).stdout)
+
+
+def functions(doc):
+    return {t["tid"]: [f["function"] for f in t["frames"]] for t in doc["threads"]}
+
+
+def test_gcore_of_a_hung_process_gives_its_live_stacks():
+    """gcore a deadlocked process: `stacks CORE` names every thread's frames as `stacks PID`
+    did on the same process just before, and as gdb names them on the core."""
+    for argv in (["hang_abba"], ["dlopen_list", fixture_path("libhang_ctor_omp_dlsym.so")]):
+        with Fixture(argv) as fx, tempfile.TemporaryDirectory() as d:
+            wait_idle(fx.pid)
+            live = json.loads(dlscope("stacks", "--json", fx.pid, check=1).stdout)
+            core = gcore(fx.pid, d)
+            doc = core_json(core)
+            assert doc["pid"] == fx.pid and doc["signal"] is None, doc["signal"]
+            assert doc["executable"] == fixture_path(argv[0]), doc["executable"]
+            assert functions(doc) == functions(live), (functions(doc), functions(live))
+            for t in doc["threads"]:
+                assert t["error"] is None and t["frames"][0]["pc"], t
+            assert_frames_match_gdb(functions(doc), gdb_core_functions(argv[0] if
+                                    os.path.isabs(argv[0]) else fixture_path(argv[0]), core),
+                                    argv)
+            text = dlscope("stacks", core, check=0).stdout
+            assert text.startswith(f"Core file {core}: process {fx.pid} ("), text
+            assert "no fatal signal" in text and f"Thread 1 (LWP {fx.pid})" in text, text
+            assert re.search(r"#\d+ +0x[0-9a-f]{16} in main\+0x[0-9a-f]+ from "
+                             + re.escape(fixture_path(argv[0])), text), text
+
+
+def test_kernel_core_of_a_crash_names_signal_address_and_thread():
+    """A thread faults in a library: the kernel's core says which thread, what signal and
+    where, and its stack is the one gdb gives."""
+    with tempfile.TemporaryDirectory() as d:
+        exe = fixture_path("crash_cmd")
+        core = kernel_core([exe, "thread-lib"], d)
+        doc = core_json(core)
+        sig = doc["signal"]
+        assert sig and sig["name"] == "SIGSEGV" and sig["code_name"] == "SEGV_MAPERR", sig
+        # crash_lib_run(7) stores through the null pointer + 16 (crash_lib.c).
+        assert sig["address"] == 0x10, sig
+        first = doc["threads"][0]
+        assert sig["tid"] == first["tid"] != doc["pid"], (sig, first["tid"], doc["pid"])
+        names = [f["function"] for f in first["frames"]]
+        assert names[:3] == ["crash_lib_store", "crash_lib_run", "crash_thread"], names
+        assert first["frames"][0]["module"] == fixture_path("libcrash.so"), first["frames"][0]
+        # The crashing thread's frames as gdb's; the main thread may be anywhere in
+        # pthread_create or pthread_join when the fault comes, so it is left out.
+        theirs = gdb_core_functions(exe, core)
+        assert set(theirs) == set(functions(doc)), (theirs, functions(doc))
+        assert_frames_match_gdb({sig["tid"]: names}, {sig["tid"]: theirs[sig["tid"]]},
+                                "thread-lib")
+        text = dlscope("stacks", "--core", core, check=0).stdout
+        assert f"Crash: thread {sig['tid']} took SIGSEGV (SEGV_MAPERR) at address 0x10\n" \
+            in text, text
+        assert f"Thread 1 (LWP {sig['tid']}): took SIGSEGV\n#0 " in text, text
+
+
+def test_abort_core_names_the_sender():
+    with tempfile.TemporaryDirectory() as d:
+        doc = core_json(kernel_core([fixture_path("crash_cmd"), "abort"], d))
+        sig = doc["signal"]
+        assert sig["name"] == "SIGABRT" and sig["address"] is None, sig
+        assert sig["text"] == f"thread {doc['pid']} took SIGABRT (SI_TKILL) sent by process " \
+                              f"{doc['pid']}", sig
+        names = [norm(f) for f in functions(doc)[doc["pid"]]]
+        assert "GI_abort" in names and names[-4:-3] == ["main"], names
+
+
+def test_executable_moved_away():
+    """The core names its executable by path: moved, its frames lose their names and a
+    warning says to give --exe; --exe gives them back; an --exe that is not there is refused."""
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "crash_cmd")
+        shutil.copy(fixture_path("crash_cmd"), exe)
+        shutil.copy(fixture_path("libcrash.so"), d)
+        core = kernel_core([exe, "thread-lib"], d)
+        moved = os.path.join(d, "moved")
+        os.rename(exe, moved)
+        p = dlscope("stacks", "--json", core, check=0)
+        assert f"the core's executable {exe} is not here" in p.stderr, p.stderr
+        assert "crash_thread" not in p.stdout
+        doc = json.loads(dlscope("stacks", "--json", "--exe", moved, core, check=0).stdout)
+        assert "crash_thread" in functions(doc)[doc["signal"]["tid"]], doc
+        p = dlscope("stacks", "--exe", os.path.join(d, "nothing"), core, check=3)
+        assert p.stderr.startswith("dlscope: stacks: cannot read the executable ") and \
+            error_lines(p) == 1, p.stderr
+
+
+def test_core_operands_and_usage():
+    with tempfile.TemporaryDirectory() as d:
+        core = kernel_core([fixture_path("crash_cmd"), "lib"], d)
+        assert error_lines(dlscope("stacks", "--exe", "/bin/true", "1", check=2)) == 1
+        assert error_lines(dlscope("stacks", "--core", core, "1", check=2)) == 1
+        assert error_lines(dlscope("stacks", "--job", core, check=2)) == 1
+        p = dlscope("stacks", "--core", fixture_path("crash_cmd"), check=3)
+        assert p.stderr == f"dlscope: stacks: {fixture_path('crash_cmd')} is an ELF file but " \
+                           "not a core file\n", p.stderr
