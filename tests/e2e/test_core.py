@@ -191,3 +191,107 @@ def test_core_operands_and_usage():
         p = dlscope("stacks", "--core", fixture_path("crash_cmd"), check=3)
         assert p.stderr == f"dlscope: stacks: {fixture_path('crash_cmd')} is an ELF file but " \
                            "not a core file\n", p.stderr
+
+
+def test_bad_cores_are_one_line_each():
+    """A core cut short, one whose notes are zeroed, another machine's, an empty file: each is
+    refused in one line with exit status 3, never a crash."""
+    with tempfile.TemporaryDirectory() as d:
+        core = kernel_core([fixture_path("crash_cmd"), "lib"], d)
+        with open(core, "rb") as f:
+            data = bytearray(f.read())
+        phoff = int.from_bytes(data[32:40], "little")
+        phentsize = int.from_bytes(data[54:56], "little")
+        phnum = int.from_bytes(data[56:58], "little")
+        notes = []
+        for i in range(phnum):
+            ph = data[phoff + i * phentsize:phoff + (i + 1) * phentsize]
+            if int.from_bytes(ph[0:4], "little") == 4:  # PT_NOTE
+                notes.append((int.from_bytes(ph[8:16], "little"),
+                              int.from_bytes(ph[32:40], "little")))
+        assert notes, "the kernel's core has no PT_NOTE"
+        zeroed = bytearray(data)
+        for off, size in notes:
+            zeroed[off:off + size] = bytes(size)
+        other = bytearray(data)
+        other[18:20] = (183).to_bytes(2, "little")  # EM_AARCH64
+        cases = {
+            "truncated": (data[:len(data) // 2], "is truncated: its segments need"),
+            "zeroed": (zeroed, "names no thread (no NT_PRSTATUS note): its notes are missing "
+                               "or zeroed"),
+            "aarch64": (other, "is of another machine (AArch64); this dlscope reads x86-64 "
+                               "cores"),
+            "empty": (b"", "is not an ELF file"),
+            "header": (data[:64], "has no program headers"),
+        }
+        for name, (content, want) in cases.items():
+            path = os.path.join(d, f"bad-{name}")
+            with open(path, "wb") as f:
+                f.write(content)
+            for args in (("--core", path), ("--json", "--core", path)):
+                p = dlscope("stacks", *args, check=3)
+                assert p.stderr.startswith("dlscope: stacks: ") and want in p.stderr and \
+                    error_lines(p) == 1, (name, p.stderr)
+                if "--json" in args:
+                    doc = json.loads(p.stdout)
+                    assert doc["error"] == p.stderr.split(": ", 2)[2].strip(), doc
+        # As an operand, a file is taken for a core by its ELF header: the cut one is one.
+        p = dlscope("stacks", os.path.join(d, "bad-truncated"), check=3)
+        assert "is truncated" in p.stderr and error_lines(p) == 1, p.stderr
+
+
+OBJECT_FIELDS = ("path", "soname", "build_id", "base", "link_map", "namespace", "origin",
+                 "parents", "children", "needed", "roles", "in_link_map", "loaded_by", "error")
+
+
+def test_libs_and_check_of_a_core_say_what_they_say_live():
+    """The two-OpenMP process: libs CORE has the live graph's objects, roles and edges (from
+    the core's link map, r_debug found through DT_DEBUG in its memory), and check CORE the same
+    dup-openmp finding as check PID."""
+    with Fixture(["two_omp"]) as fx, tempfile.TemporaryDirectory() as d:
+        wait_idle(fx.pid)
+        live_libs = json.loads(dlscope("libs", "--json", fx.pid, check=0).stdout)
+        live_check = json.loads(dlscope("check", "--json", fx.pid, check=1).stdout)
+        core = gcore(fx.pid, d)
+        fx.kill()
+        libs = json.loads(dlscope("libs", "--json", core, check=0).stdout)
+        [lp], [cp] = live_libs["processes"], libs["processes"]
+        assert cp["pid"] == fx.pid and cp["source"] == lp["source"], (cp, lp)
+        assert cp["r_debug"] == lp["r_debug"] and cp["exe"] == lp["exe"], (cp, lp)
+        pick = lambda p: [{k: o[k] for k in OBJECT_FIELDS} for o in p["objects"]]
+        assert pick(cp) == pick(lp), (pick(cp), pick(lp))
+        roles = [r for o in cp["objects"] for r in o["roles"]]
+        assert len([r for r in roles if "openmp" in json.dumps(r).lower()]) >= 2, roles
+        check = json.loads(dlscope("check", "--json", core, check=1).stdout)
+        ours = [f for p in check["processes"] for f in p["findings"]]
+        theirs = [f for p in live_check["processes"] for f in p["findings"]]
+        assert [f["id"] for f in ours] == [f["id"] for f in theirs] == ["dup-openmp"], ours
+        strip = lambda ev: [re.sub(r", \d+ pool threads?", "", e) for e in ev]
+        assert strip(ours[0]["evidence"]) == strip(theirs[0]["evidence"]), \
+            (ours[0]["evidence"], theirs[0]["evidence"])
+        text = dlscope("check", core, check=1).stdout
+        assert "error dup-openmp: 2 OpenMP runtimes in process %d (two_omp)" % fx.pid in text
+
+
+def test_a_library_changed_since_the_core_is_said_by_build_id():
+    """Replace a library the crashed process had mapped: every command on its core says, in
+    one line with both build-ids, that the file here is not the one the process had."""
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "crash_cmd")
+        lib = os.path.join(d, "libcrash.so")
+        shutil.copy(fixture_path("crash_cmd"), exe)
+        shutil.copy(fixture_path("libcrash.so"), lib)
+        core = kernel_core([exe, "lib"], d)
+        before = json.loads(dlscope("libs", "--json", core, check=0).stdout)
+        old_id = [o["build_id"] for o in before["processes"][0]["objects"]
+                  if o["path"] == lib][0]
+        os.unlink(lib)
+        shutil.copy(fixture_path("libplain.so"), lib)
+        notes = subprocess.run(["readelf", "-n", lib], capture_output=True, text=True).stdout
+        new_id = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
+        for cmd, status in (("stacks", 0), ("libs", 0), ("check", None)):
+            p = dlscope(cmd, core, check=status)
+            lines = [l for l in p.stderr.splitlines() if lib in l]
+            assert len(lines) == 1, (cmd, p.stderr)
+            assert f"{lib} changed since the core was written: build-id {old_id}" in lines[0] \
+                and f", {new_id} on disk" in lines[0], (cmd, lines)

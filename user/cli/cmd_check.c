@@ -18,6 +18,7 @@
 
 #include "cliopt.h"
 #include "commands.h"
+#include "corefile.h"
 #include "crash.h"
 #include "detector.h"
 #include "elfobj.h"
@@ -129,13 +130,13 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 			 t->pid, t->comm);
 	g = in->g;
 	ts = in->ts;
-	err = in->ts_err;
+	err = t->core ? 0 : in->ts_err; /* a core has no live threads to read */
 	if (err)
 		dls_warn("process %d (%s): cannot read its threads (%s); thread counts and the "
 			 "loader-lock check are left out",
 			 t->pid, t->comm, strerror(-err));
 	phase__mark("packages");
-	if (runtimes__collect(g, t, ts, &rt))
+	if (runtimes__collect(g, t->core ? NULL : t, ts, &rt))
 		dls_warn("process %d (%s): out of memory listing its runtimes", t->pid, t->comm);
 	phase__mark("runtimes");
 	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts, .rt = &rt, .lw = in->lw };
@@ -885,6 +886,7 @@ static void check_usage(FILE *f)
 		"       dlscope check [OPTIONS] -- COMMAND [ARGS...]\n"
 		"       dlscope check --job [OPTIONS] PID\n"
 		"       dlscope check [OPTIONS] TRACE.jsonl\n"
+		"       dlscope check [OPTIONS] CORE\n"
 		"\n"
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
@@ -927,6 +929,7 @@ int cmd_check(int argc, char **argv)
 	json_t *doc = NULL, *procs = NULL;
 	struct cmd_outcome res = { 0 };
 	bool list = false, failed = false, cmd_failed = false;
+	const char *core = NULL;
 	struct cliopt cl;
 	pid_t *pids = NULL;
 	size_t n_pids = 0;
@@ -949,10 +952,13 @@ int cmd_check(int argc, char **argv)
 					     "no command after --" :
 					     "-- COMMAND runs a command: no PID or --job with it");
 	}
+	/* A core file: the process it holds, checked as a live one. */
+	if (!cl.command && !o.job && !n_pids)
+		core = cliopt__core_operand(&cl);
 	/* A trace rather than processes: what its live detectors found. */
-	if (!cl.command && !o.job && !n_pids && cl.n_ops == 1 && is_trace_arg(cl.ops[0]))
+	if (!core && !cl.command && !o.job && !n_pids && cl.n_ops == 1 && is_trace_arg(cl.ops[0]))
 		return check__trace(cl.ops[0], o.json, o.fail_on, selected_cb, &o);
-	if (!cl.command) {
+	if (!cl.command && !core) {
 		ret = cliopt__pid_operands(&cl, &pids, &n_pids);
 		if (ret) {
 			free(pids);
@@ -997,6 +1003,20 @@ int cmd_check(int argc, char **argv)
 			json_object_set_new(doc, "command", outcome_to_json(&res));
 		}
 		crash__free(res.crash);
+	} else if (core) {
+		struct corefile *cf;
+		struct inspection *in;
+		struct target *t;
+
+		failed = true;
+		if (!core_target__open(core, NULL, &cf, &t)) {
+			in = inspection__from_target(t);
+			if (!in)
+				target__free(t);
+			failed = !in || check_process(in, &o, &fs, procs, NULL);
+			inspection__free(in);
+			corefile__free(cf);
+		}
 	} else {
 		for (size_t i = 0; i < n_pids; i++) {
 			struct inspection *in;

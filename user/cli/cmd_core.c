@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,7 +16,9 @@
 
 #include "commands.h"
 #include "corefile.h"
+#include "elfobj.h"
 #include "output.h"
+#include "target.h"
 #include "unwind.h"
 
 /* "SIGSEGV", or "signal 77" in @buf. */
@@ -117,13 +120,12 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 }
 
 /* The executable to read: @given (which must be readable), else the one the core names. */
-static int pick_exe(const char *cmd, const struct corefile *c, const char *given, const char **exe)
+static int pick_exe(const struct corefile *c, const char *given, const char **exe)
 {
 	*exe = given;
 	if (given) {
 		if (access(given, R_OK)) {
-			dls_err("%s: cannot read the executable %s: %s", cmd, given,
-				strerror(errno));
+			dls_err("cannot read the executable %s: %s", given, strerror(errno));
 			return -errno;
 		}
 		return 0;
@@ -138,6 +140,77 @@ static int pick_exe(const char *cmd, const struct corefile *c, const char *given
 	return 0;
 }
 
+/*
+ * Each file the core mapped whose file here is not the one the process had: its build-id in the
+ * core's memory differs from the file's, or the file is gone. One line each; returns how many.
+ */
+static size_t warn_changed_files(const struct corefile *c)
+{
+	size_t changed = 0;
+
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct core_file_map *f = &c->files[i];
+		char mem_id[256], path[PATH_MAX];
+		struct elf_object *o;
+		const char *disk_id;
+		bool seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = !strcmp(c->files[k].path, f->path);
+		if (seen || f->offset ||
+		    !corefile__build_id_at(c, f->start, mem_id, sizeof(mem_id)))
+			continue;
+		snprintf(path, sizeof(path), "%s", f->path);
+		if (strlen(path) > 10 && !strcmp(path + strlen(path) - 10, " (deleted)"))
+			path[strlen(path) - 10] = '\0';
+		o = elfobj__open(path);
+		disk_id = o ? elfobj__build_id(o) : NULL;
+		if (!o && corefile__exe(c) && !strcmp(corefile__exe(c), f->path))
+			continue; /* pick_exe said so */
+		if (!o)
+			dls_warn("%s, mapped with build-id %s, is no longer here: its symbols and "
+				 "findings are missing",
+				 path, mem_id);
+		else if (!disk_id || strcmp(disk_id, mem_id))
+			dls_warn(
+				"%s changed since the core was written: build-id %s in the core, %s "
+				"on disk; the file here is not the one the process had",
+				path, mem_id, disk_id ? disk_id : "none");
+		changed += !o || !disk_id || strcmp(disk_id, mem_id);
+		elfobj__free(o);
+	}
+	return changed;
+}
+
+int core_target__open(const char *path, const char *exe_opt, struct corefile **cp,
+		      struct target **tp)
+{
+	const char *exe;
+	char why[512];
+
+	*cp = NULL;
+	*tp = NULL;
+	if (corefile__open(path, cp, why, sizeof(why))) {
+		dls_err("%s", why);
+		return DLS_EXIT_INSPECT;
+	}
+	if (pick_exe(*cp, exe_opt, &exe) || !(*tp = target__from_core(*cp, exe))) {
+		if (!*tp && exe)
+			dls_err("out of memory");
+		corefile__free(*cp);
+		*cp = NULL;
+		return DLS_EXIT_INSPECT;
+	}
+	warn_changed_files(*cp);
+	return 0;
+}
+
+void core_target__close(struct corefile *c, struct target *t)
+{
+	target__free(t);
+	corefile__free(c);
+}
+
 int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned int max_frames)
 {
 	struct corefile *c = NULL;
@@ -148,13 +221,14 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 
 	output__set_json(json);
 	if (corefile__open(path, &c, why, sizeof(why))) {
-		dls_err("stacks: %s", why);
-		return DLS_EXIT_INSPECT;
-	}
-	if (pick_exe("stacks", c, exe_opt, &exe))
+		dls_err("%s", why);
 		goto out;
+	}
+	if (pick_exe(c, exe_opt, &exe))
+		goto out;
+	warn_changed_files(c);
 	if (stacks__from_core(c, exe, max_frames, &s, why, sizeof(why))) {
-		dls_err("stacks: %s", why);
+		dls_err("%s", why);
 		goto out;
 	}
 	if (json) {
@@ -169,6 +243,15 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 	}
 	ret = DLS_EXIT_OK;
 out:
+	/* With --json a failure is a document too (error.schema.json), as stacks PID gives it. */
+	if (json && ret != DLS_EXIT_OK) {
+		json_t *doc = json_pack("{s:s, s:s}", "dlscope", DLSCOPE_VERSION, "error",
+					output__last_error());
+
+		if (doc && json_dumpf(doc, stdout, JSON_INDENT(2)) >= 0)
+			putchar('\n');
+		json_decref(doc);
+	}
 	stacks__free(s);
 	corefile__free(c);
 	return ret;

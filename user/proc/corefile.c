@@ -366,6 +366,54 @@ const char *corefile__exe(const struct corefile *c)
 	return f ? f->path : NULL;
 }
 
+size_t corefile__build_id_at(const struct corefile *c, uint64_t base, char *hex, size_t hexlen)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[32];
+	uint64_t bias = base;
+	size_t n;
+
+	if (corefile__read(c, base, &eh, sizeof(eh)) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(ph[0]) || !eh.e_phnum)
+		return 0;
+	n = eh.e_phnum < 32 ? eh.e_phnum : 32;
+	if (corefile__read(c, base + eh.e_phoff, ph, n * sizeof(ph[0])) != n * sizeof(ph[0]))
+		return 0;
+	/* The load bias: the object's first PT_LOAD (file offset 0) lies at @base. */
+	for (size_t i = 0; i < n; i++)
+		if (ph[i].p_type == PT_LOAD) {
+			bias = base - (ph[i].p_vaddr - ph[i].p_offset);
+			break;
+		}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char notes[1024];
+		size_t len = ph[i].p_filesz < sizeof(notes) ? ph[i].p_filesz : sizeof(notes);
+
+		if (ph[i].p_type != PT_NOTE ||
+		    corefile__read(c, bias + ph[i].p_vaddr, notes, len) != len)
+			continue;
+		for (size_t off = 0; off + sizeof(Elf64_Nhdr) <= len;) {
+			Elf64_Nhdr nh;
+			size_t name = off + sizeof(nh), desc;
+
+			memcpy(&nh, notes + off, sizeof(nh));
+			desc = name + ((nh.n_namesz + 3) & ~3U);
+			if (nh.n_namesz > len || nh.n_descsz > len || desc + nh.n_descsz > len)
+				break;
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp(notes + name, "GNU", 4) && nh.n_descsz &&
+			    nh.n_descsz * 2 < hexlen) {
+				for (size_t k = 0; k < nh.n_descsz; k++)
+					snprintf(hex + 2 * k, 3, "%02x", notes[desc + k]);
+				return nh.n_descsz;
+			}
+			off = desc + ((nh.n_descsz + 3) & ~3U);
+		}
+	}
+	return 0;
+}
+
 bool corefile__fatal_signal(int signo)
 {
 	switch (signo) {

@@ -78,6 +78,12 @@ const struct core_file_map *corefile__file_at(const struct corefile *c, uint64_t
  * core does not say.
  */
 const char *corefile__exe(const struct corefile *c);
+/*
+ * The GNU build-id of the ELF object mapped at @base in the core's memory (its ELF header and
+ * notes, which the kernel dumps with the first page of every mapped ELF file), as lowercase
+ * hex in @hex. Returns its length in bytes, or 0 when the core does not hold it.
+ */
+size_t corefile__build_id_at(const struct corefile *c, uint64_t base, char *hex, size_t hexlen);
 /* Whether @signo is one whose default action dumps core (a crash, not a request). */
 bool corefile__fatal_signal(int signo);
 /* "SEGV_MAPERR"-style name of @c's si_code for its signal, or NULL. */
