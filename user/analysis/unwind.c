@@ -1239,9 +1239,35 @@ static int find_elf_for_core(Dwfl_Module *mod, void **userdata, const char *name
 	return fd;
 }
 
+struct core_walk {
+	struct stacks *s;
+	unsigned int max;
+	size_t seen;
+};
+
+static int core_thread_cb(Dwfl_Thread *thread, void *arg)
+{
+	struct core_walk *cw = arg;
+	pid_t tid = dwfl_thread_tid(thread);
+
+	for (size_t i = 0; i < cw->s->n; i++) {
+		struct thread_stack *ts = &cw->s->t[i];
+		struct walk w = { .ts = ts, .max = cw->max };
+
+		if (ts->tid != tid || ts->n_frames || ts->error)
+			continue;
+		cw->seen++;
+		if (dwfl_thread_getframes(thread, frame_cb, &w) && !ts->error && !ts->n_frames)
+			ts->error = strdup(dwfl_errmsg(-1));
+		break;
+	}
+	return DWARF_CB_OK;
+}
+
 int stacks__from_core(const struct corefile *core, const char *exe, unsigned int max_frames,
 		      struct stacks **out, char *why, size_t whylen)
 {
+	struct core_walk cw;
 	static char *debuginfo_path;
 	static const Dwfl_Callbacks core_callbacks = {
 		.find_elf = find_elf_for_core,
@@ -1275,15 +1301,21 @@ int stacks__from_core(const struct corefile *core, const char *exe, unsigned int
 		err = -EINVAL;
 		goto out;
 	}
+	/* Every thread in one pass: dwfl_getthread_frames on a core leaked 16 bytes a call
+	 * (elfutils 0.188, seen under LeakSanitizer). */
+	for (size_t i = 0; i < core->n_threads; i++)
+		s->t[s->n++].tid = core->threads[i].tid;
+	cw = (struct core_walk){ .s = s, .max = max_frames };
+	if (dwfl_getthreads(dwfl, core_thread_cb, &cw) && !cw.seen)
+		for (size_t i = 0; i < s->n; i++)
+			s->t[i].error = strdup(dwfl_errmsg(-1));
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->t[i].n_frames && !s->t[i].error)
+			s->t[i].error = strdup("libdwfl read no registers for this thread");
 	fc = framecache__new();
-	for (size_t i = 0; i < core->n_threads && !err; i++) {
-		struct thread_stack *ts = &s->t[s->n++];
-		struct walk w = { .ts = ts, .max = max_frames };
+	for (size_t i = 0; i < s->n && !err; i++) {
+		struct thread_stack *ts = &s->t[i];
 
-		ts->tid = core->threads[i].tid;
-		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
-		    !ts->n_frames)
-			ts->error = strdup(dwfl_errmsg(-1));
 		err = symbolize(dwfl, fc, &memo, ts);
 		while (!err && ts->n_frames > max_frames) {
 			struct stack_frame *f = &ts->frames[--ts->n_frames];
