@@ -40,6 +40,7 @@ int cmd_ui(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 
 /*
  * check TRACE.jsonl: the findings recorded in a trace, by process (host and PID in a merged
