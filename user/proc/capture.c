@@ -29,6 +29,7 @@
 /* A run of pages to write, copied while the threads are stopped. */
 struct range {
 	uint64_t lo, hi;
+	uint64_t file_off; /* --full: where its bytes go in the core, written in the stop */
 	unsigned char *data;
 	uint64_t got; /* bytes read from lo; the rest is left out of the core */
 };
@@ -125,6 +126,36 @@ static void copy_range(pid_t pid, struct range *r)
 		r->got += (uint64_t)n;
 	}
 	r->got &= ~(PAGE - 1);
+}
+
+/*
+ * --full: a range read in chunks and written straight to its place in the core, while the
+ * threads are stopped (as gcore does): dlscope never holds a whole mapping. A page that cannot
+ * be read ends the range, as in copy_range. -errno when the file cannot be written.
+ */
+static int stream_range(pid_t pid, int fd, struct range *r, unsigned char *buf, size_t buflen)
+{
+	uint64_t len = r->hi - r->lo;
+
+	r->got = 0;
+	while (r->got < len) {
+		size_t want = len - r->got < buflen ? (size_t)(len - r->got) : buflen;
+		struct iovec local = { buf, want };
+		struct iovec remote = { (void *)(uintptr_t)(r->lo + r->got), want };
+		ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0), w;
+
+		if (n <= 0)
+			break;
+		for (ssize_t done = 0; done < n; done += w) {
+			w = pwrite(fd, buf + done, (size_t)(n - done),
+				   (off_t)(r->file_off + r->got + (uint64_t)done));
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
+		}
+		r->got += (uint64_t)n;
+	}
+	r->got &= ~(PAGE - 1);
+	return 0;
 }
 
 static bool is_loader_or_libc(const struct mapping *mp, uint64_t interp_base,
@@ -264,13 +295,19 @@ static bool collect(struct cthread *c)
  * stack pointer's mapping) and every range of @rs, and let every thread go.
  */
 static int freeze_and_copy(pid_t pid, struct cthread *c, size_t n, const struct procmaps *maps,
-			   struct ranges *rs, bool full, struct capture_stats *st)
+			   struct ranges *rs, bool full, int fd, int *werr,
+			   struct capture_stats *st)
 {
+	size_t buflen = 1 << 20;
+	unsigned char *buf = fd >= 0 ? malloc(buflen) : NULL;
+
 	uint64_t t0 = now_ns();
 	size_t pending = 0;
 	long delay = 20000;
 	int err = 0;
 
+	if (fd >= 0 && !buf)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		if (ptrace(PTRACE_SEIZE, c[i].tid, NULL, NULL)) {
 			if (errno == EPERM && c[i].tid == pid) {
@@ -313,13 +350,17 @@ static int freeze_and_copy(pid_t pid, struct cthread *c, size_t n, const struct 
 	if (!err && !full)
 		merge(rs, maps);
 	for (size_t i = 0; !err && i < rs->n; i++)
-		copy_range(pid, &rs->r[i]);
+		if (fd < 0)
+			copy_range(pid, &rs->r[i]);
+		else if ((err = stream_range(pid, fd, &rs->r[i], buf, buflen)))
+			*werr = err;
 	/* A thread that never stopped cannot be detached: our exit releases it. */
 	for (size_t i = 0; i < n; i++)
 		if (c[i].seized && !c[i].gone)
 			ptrace(PTRACE_DETACH, c[i].tid, NULL, NULL);
 	st->stopped_ns = now_ns() - t0;
-	return err;
+	free(buf);
+	return *werr ? 0 : err;
 }
 
 /* Notes: a growing buffer of ELF notes, each 4-byte aligned. */
@@ -517,17 +558,33 @@ static int build_phdrs(const struct procmaps *maps, const struct ranges *rs, Elf
 	return 0;
 }
 
+/* Where segment data starts after the ELF header and @phnum program headers. */
+static uint64_t data_start(size_t phnum)
+{
+	return (sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr) + PAGE - 1) & ~(PAGE - 1);
+}
+
+static void elf_header(Elf64_Ehdr *eh, size_t phnum)
+{
+	*eh = (Elf64_Ehdr){ .e_type = ET_CORE,
+			    .e_machine = EM_X86_64,
+			    .e_version = EV_CURRENT,
+			    .e_phoff = sizeof(Elf64_Ehdr),
+			    .e_ehsize = sizeof(Elf64_Ehdr),
+			    .e_phentsize = sizeof(Elf64_Phdr),
+			    .e_phnum = (uint16_t)phnum };
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_ident[EI_OSABI] = ELFOSABI_NONE;
+}
+
 static int write_core(int fd, const struct notes *ns, const Elf64_Phdr *lph, size_t n_load,
 		      const struct range **data, struct capture_stats *st)
 {
 	size_t phnum = n_load + 1;
-	Elf64_Ehdr eh = { .e_type = ET_CORE,
-			  .e_machine = EM_X86_64,
-			  .e_version = EV_CURRENT,
-			  .e_phoff = sizeof(Elf64_Ehdr),
-			  .e_ehsize = sizeof(Elf64_Ehdr),
-			  .e_phentsize = sizeof(Elf64_Phdr),
-			  .e_phnum = phnum < PN_XNUM ? (uint16_t)phnum : PN_XNUM };
+	Elf64_Ehdr eh;
 	Elf64_Phdr *ph = calloc(phnum, sizeof(*ph));
 	uint64_t off = sizeof(eh) + phnum * sizeof(*ph);
 	int err = 0;
@@ -538,11 +595,7 @@ static int write_core(int fd, const struct notes *ns, const Elf64_Phdr *lph, siz
 		free(ph);
 		return -E2BIG;
 	}
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
+	elf_header(&eh, phnum);
 	ph[0] = (Elf64_Phdr){
 		.p_type = PT_NOTE, .p_offset = off, .p_filesz = ns->len, .p_align = 4
 	};
@@ -568,6 +621,55 @@ static int write_core(int fd, const struct notes *ns, const Elf64_Phdr *lph, siz
 	return err;
 }
 
+/*
+ * --full, after the stop: the segments are in the file already; the notes go after them, the
+ * ELF header and the program headers (one per range read, its bytes as far as they could be
+ * read) at the start.
+ */
+static int write_full_headers(int fd, const struct notes *ns, const struct procmaps *maps,
+			      const struct ranges *rs, struct capture_stats *st)
+{
+	Elf64_Phdr *ph = calloc(rs->n + 1, sizeof(*ph));
+	uint64_t end = data_start(rs->n + 1);
+	size_t k = 1;
+	Elf64_Ehdr eh;
+	int err;
+
+	if (!ph)
+		return -ENOMEM;
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct range *r = &rs->r[i];
+		const struct mapping *mp = procmaps__find(maps, r->lo);
+
+		if (r->file_off + (r->hi - r->lo) > end)
+			end = r->file_off + (r->hi - r->lo);
+		if (!r->got || !mp)
+			continue;
+		ph[k++] = (Elf64_Phdr){ .p_type = PT_LOAD,
+					.p_flags = seg_flags(mp),
+					.p_offset = r->file_off,
+					.p_vaddr = r->lo,
+					.p_filesz = r->got,
+					.p_memsz = r->got,
+					.p_align = PAGE };
+		st->dumped += r->got;
+		st->segments++;
+	}
+	ph[0] = (Elf64_Phdr){
+		.p_type = PT_NOTE, .p_offset = end, .p_filesz = ns->len, .p_align = 4
+	};
+	elf_header(&eh, k);
+	err = k >= PN_XNUM ? -E2BIG : 0;
+	err = err ?: pwrite_all(fd, &eh, sizeof(eh), 0);
+	err = err ?: pwrite_all(fd, ph, k * sizeof(*ph), sizeof(eh));
+	err = err ?: pwrite_all(fd, ns->b, ns->len, end);
+	if (!err && ftruncate(fd, (off_t)(end + ns->len)))
+		err = -errno;
+	st->file_size = end + ns->len;
+	free(ph);
+	return err;
+}
+
 int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char *why, size_t whylen)
 {
 	struct ranges rs = { 0 };
@@ -584,7 +686,7 @@ int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char 
 	ssize_t auxv_len;
 	char path[64], stat[1024], *p;
 	pid_t ppid = 0, pgrp = 0, sid = 0;
-	int err;
+	int err, werr = 0;
 
 	memset(st, 0, sizeof(*st));
 	err = target__open(pid, &t, why, whylen);
@@ -622,7 +724,17 @@ int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char 
 			 pid, t->comm);
 		goto out;
 	}
-	err = freeze_and_copy(pid, c, n, maps, &rs, full, st);
+	/* --full: each mapping's place in the core is set now; its bytes go there in the stop. */
+	for (size_t i = 0, at = full ? data_start(rs.n + 1) : 0; full && i < rs.n; i++) {
+		rs.r[i].file_off = at;
+		at += rs.r[i].hi - rs.r[i].lo;
+	}
+	err = freeze_and_copy(pid, c, n, maps, &rs, full, full ? fd : -1, &werr, st);
+	if (werr) {
+		snprintf(why, whylen, "cannot write the core: %s", strerror(-werr));
+		err = werr;
+		goto out;
+	}
 	if (err) {
 		snprintf(why, whylen,
 			 err == -EPERM ? "permission denied stopping process %d (%s)" :
@@ -649,14 +761,15 @@ int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char 
 		err = -ESRCH;
 		goto out;
 	}
-	for (size_t i = 0; !ns.failed && i < rs.n; i++)
+	for (size_t i = 0; !ns.failed && !full && i < rs.n; i++)
 		ns.failed = !rs.r[i].data;
-	if (ns.failed || build_phdrs(maps, &rs, &ph, &n_ph, &data)) {
+	if (ns.failed || (!full && build_phdrs(maps, &rs, &ph, &n_ph, &data))) {
 		snprintf(why, whylen, "out of memory");
 		err = -ENOMEM;
 		goto out;
 	}
-	err = write_core(fd, &ns, ph, n_ph, data, st);
+	err = full ? write_full_headers(fd, &ns, maps, &rs, st) :
+		     write_core(fd, &ns, ph, n_ph, data, st);
 	if (err)
 		snprintf(why, whylen, "cannot write the core: %s", strerror(-err));
 out:

@@ -6,9 +6,10 @@
  * from its stack pointer up, the loader's and libc's writable data, the pages of every
  * link_map entry and name, each object's dynamic section and first page (ELF header, build-id
  * note), and the vDSO. Code and read-only data stay in the files NT_FILE names (gdb, eu-stack
- * and dlscope read them there). With full, every readable mapping is written, as gcore does.
- * The threads are stopped (PTRACE_SEIZE + PTRACE_INTERRUPT) only while their registers and
- * the writable memory are copied; the file is written after they run again.
+ * and dlscope read them there). The threads are stopped (PTRACE_SEIZE + PTRACE_INTERRUPT) only
+ * while their registers and that memory are copied; the file is written after they run again.
+ * With full, every readable mapping is written, as gcore does, and as gcore does while the
+ * threads are stopped: streamed to the file in 1 MiB pieces, never held whole.
  */
 #ifndef DLSCOPE_CAPTURE_H
 #define DLSCOPE_CAPTURE_H
