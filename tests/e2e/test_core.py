@@ -269,6 +269,7 @@ def test_libs_and_check_of_a_core_say_what_they_say_live():
         strip = lambda ev: [re.sub(r", \d+ pool threads?", "", e) for e in ev]
         assert strip(ours[0]["evidence"]) == strip(theirs[0]["evidence"]), \
             (ours[0]["evidence"], theirs[0]["evidence"])
+        assert check["processes"][0]["threads"] == live_check["processes"][0]["threads"]
         text = dlscope("check", core, check=1).stdout
         assert "error dup-openmp: 2 OpenMP runtimes in process %d (two_omp)" % fx.pid in text
 

@@ -112,7 +112,7 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 	const struct libgraph *g;
 	struct runtime_list rt = { 0 };
 	struct check_ctx ctx;
-	size_t first = fs->n;
+	size_t first = fs->n, n_threads;
 	char why[512];
 	int err;
 
@@ -145,21 +145,23 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 			detectors[i].process(&ctx, fs);
 			phase__mark(detectors[i].id);
 		}
+	/* A core's threads are its NT_PRSTATUS notes. */
+	n_threads = ts ? ts->n : t->core ? t->core->n_threads : 0;
 	if (procs) {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
 		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:o, s:o}", "pid",
 						       (json_int_t)t->pid, "comm", t->comm, "exe",
 						       t->exe, "object_count", (json_int_t)g->n,
-						       "threads", (json_int_t)(ts ? ts->n : 0),
-						       "runtimes", runtimes__to_json(&rt, g),
-						       "findings", findings__to_json(&mine)));
+						       "threads", (json_int_t)n_threads, "runtimes",
+						       runtimes__to_json(&rt, g), "findings",
+						       findings__to_json(&mine)));
 	} else {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
 		printf("process %d (%s): %zu object%s, %zu thread%s, %zu finding%s\n", t->pid,
-		       t->comm, g->n, g->n == 1 ? "" : "s", ts ? ts->n : 0,
-		       ts && ts->n == 1 ? "" : "s", mine.n, mine.n == 1 ? "" : "s");
+		       t->comm, g->n, g->n == 1 ? "" : "s", n_threads, n_threads == 1 ? "" : "s",
+		       mine.n, mine.n == 1 ? "" : "s");
 		if (rt.n) {
 			printf("runtimes:\n");
 			runtimes__print(&rt, g, "  ", stdout);
