@@ -75,9 +75,8 @@ try:
             print(f"  capture{' --full' if flags else '       '}: stopped {g:8.2f} ms  wall "
                   f"{w:6.3f} s  core {s / 2**20:8.2f} MiB  (its own figure {med(own):.2f} ms, "
                   f"max {max(own):.2f})  [{dls}]")
-            print(f"      vs gcore: stop {med(x[0] for x in gcore) / g:.1f}x shorter, wall "
-                  f"{med(x[1] for x in gcore) / w:.1f}x, size {med(x[2] for x in gcore) / s:.1f}x "
-                  "smaller")
+            print(f"      gcore / capture: stop {med(x[0] for x in gcore) / g:.1f}x, wall "
+                  f"{med(x[1] for x in gcore) / w:.1f}x, size {med(x[2] for x in gcore) / s:.1f}x")
 finally:
     target.kill()
     gap.close()
