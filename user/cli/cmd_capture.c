@@ -114,11 +114,11 @@ int cmd_capture(int argc, char **argv)
 	}
 	if (stats)
 		fprintf(stderr,
-			"dlscope: capture: process %d: %zu threads%s, stopped %.3f ms; %zu segments, "
+			"dlscope: capture: process %d: %zu thread%s%s, stopped %.3f ms; %zu segments, "
 			"%" PRIu64 " KiB of memory, %" PRIu64 " KiB written to %s\n",
-			pids[0], st.threads, st.left_out ? " (some left out)" : "",
-			(double)st.stopped_ns / 1e6, st.segments, st.dumped / 1024,
-			st.file_size / 1024, output);
+			pids[0], st.threads, st.threads == 1 ? "" : "s",
+			st.left_out ? " (some left out)" : "", (double)st.stopped_ns / 1e6,
+			st.segments, st.dumped / 1024, st.file_size / 1024, output);
 	free(pids);
 	return DLS_EXIT_OK;
 }
