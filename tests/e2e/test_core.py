@@ -394,3 +394,20 @@ def test_capture_errors_are_one_line():
                 p = dlscope("capture", "-o", os.path.join(d, "link"), fx.pid, check=3)
                 assert error_lines(p) == 1 and "symbolic link" in p.stderr, p.stderr
                 assert open("/etc/passwd").read().startswith("root:")
+
+
+def test_report_of_a_crash_core():
+    """report CORE: check's and stacks' view of the core, the crash as the verdict and the
+    thread that took it with its frames."""
+    with tempfile.TemporaryDirectory() as d:
+        core = kernel_core([fixture_path("crash_cmd"), "thread-lib"], d)
+        out = os.path.join(d, "r.md")
+        dlscope("report", core, "-o", out, check=0)
+        md = open(out).read()
+        doc = core_json(core)
+        tid = doc["signal"]["tid"]
+        assert md.startswith(f"# dlscope report: core file {core} (crash_cmd)"), md[:200]
+        assert f"**Verdict:** thread {tid} took SIGSEGV (SEGV_MAPERR) at address 0x10" in md
+        block = md.split(f"Thread {tid}: waits for nothing: it took SIGSEGV", 1)[1]
+        assert "crash_lib_store (libcrash.so)" in block.split("```")[1], block[:400]
+        assert f"dlscope stacks {core}" in md

@@ -91,21 +91,28 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 	json_t *threads = json_array(), *sig = json_null();
 	char name[32], crash[256];
 
+	crash_line(c, crash, sizeof(crash));
 	for (size_t i = 0; i < s->n; i++) {
 		const struct thread_stack *st = &s->t[i];
+		bool took = is_crash(c) && st->tid == c->signal_tid;
 		json_t *frames = json_array();
+		char took_text[300];
 
+		snprintf(took_text, sizeof(took_text), "nothing: it %s", strstr(crash, "took"));
 		for (size_t k = 0; k < st->n_frames; k++)
 			json_array_append_new(frames, stack_frame__to_json(&st->frames[k]));
-		json_array_append_new(threads,
-				      json_pack("{s:i, s:o, s:b, s:o}", "tid", st->tid, "frames",
-						frames, "truncated", st->truncated, "error",
-						st->error ? json_string(st->error) : json_null()));
+		/* wait and waits_for as stacks PID has them, from what a core can tell. */
+		json_array_append_new(
+			threads, json_pack("{s:i, s:o, s:b, s:o, s:s, s:s}", "tid", st->tid,
+					   "frames", frames, "truncated", st->truncated, "error",
+					   st->error ? json_string(st->error) : json_null(), "wait",
+					   took ? "signal" : "core", "waits_for",
+					   took ? took_text :
+						  "unknown (a core file has no lock-wait graph)"));
 	}
 	if (is_crash(c)) {
 		const char *code = corefile__si_code_name(c->signo, c->si_code);
 
-		crash_line(c, crash, sizeof(crash));
 		sig = json_pack("{s:i, s:s, s:i, s:o, s:o, s:i, s:s}", "number", c->signo, "name",
 				signal_name(c->signo, name, sizeof(name)), "code", c->si_code,
 				"code_name", code ? json_string(code) : json_null(), "address",
@@ -113,10 +120,10 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 						 json_null(),
 				"tid", c->signal_tid, "text", crash);
 	}
-	return json_pack("{s:s, s:s, s:i, s:s, s:s, s:o, s:o, s:o}", "dlscope", DLSCOPE_VERSION,
-			 "core", c->path, "pid", c->pid, "comm", c->comm, "args", c->args,
-			 "executable", exe ? json_string(exe) : json_null(), "signal", sig,
-			 "threads", threads);
+	return json_pack("{s:s, s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:[{s:s, s:n}]}", "dlscope",
+			 DLSCOPE_VERSION, "core", c->path, "pid", c->pid, "comm", c->comm, "args",
+			 c->args, "executable", exe ? json_string(exe) : json_null(), "signal", sig,
+			 "threads", threads, "verdicts", "text", crash, "remedy");
 }
 
 /* The executable to read: @given (which must be readable), else the one the core names. */
