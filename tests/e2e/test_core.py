@@ -411,3 +411,27 @@ def test_report_of_a_crash_core():
         block = md.split(f"Thread {tid}: waits for nothing: it took SIGSEGV", 1)[1]
         assert "crash_lib_store (libcrash.so)" in block.split("```")[1], block[:400]
         assert f"dlscope stacks {core}" in md
+
+
+def test_check_command_writes_a_core_before_the_signal_is_delivered():
+    """check --core FILE -- CMD: at the fatal signal's delivery stop the crashing thread is in
+    a core that stacks and gdb read, with its signal and faulting address; a command that
+    does not crash writes none."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "crash.core")
+        p = dlscope("check", "--core", out, "--", fixture_path("crash_cmd"), "thread-lib",
+                    check=4)
+        assert re.search(r"the core at SIGSEGV of thread \d+ is in " + re.escape(out), p.stderr), \
+            p.stderr
+        doc = core_json(out)
+        sig = doc["signal"]
+        assert sig["name"] == "SIGSEGV" and sig["address"] == 0x10, sig
+        [t] = doc["threads"]
+        assert t["tid"] == sig["tid"] and [f["function"] for f in t["frames"]][:3] == \
+            ["crash_lib_store", "crash_lib_run", "crash_thread"], t
+        gdb = subprocess.run(["gdb", "-nx", "-batch", "-ex", "bt", fixture_path("crash_cmd"),
+                              out], capture_output=True, text=True, timeout=120).stdout
+        assert "terminated with signal SIGSEGV" in gdb and "crash_lib_store" in gdb, gdb
+        none = os.path.join(d, "none.core")
+        dlscope("check", "--core", none, "--", "/bin/true", check=0)
+        assert not os.path.exists(none)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dlscope check (live processes, or a command run to its exit) and dlscope lint (files). */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <getopt.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "cliopt.h"
 #include "commands.h"
 #include "corefile.h"
@@ -27,6 +29,7 @@
 #include "libgraph.h"
 #include "phase.h"
 #include "runtimes.h"
+#include "outfile.h"
 #include "output.h"
 #include "pkgowner.h"
 #include "target.h"
@@ -36,8 +39,9 @@
 struct check_opts {
 	bool json;
 	bool progress;
-	bool job;	/* check --job */
-	bool no_follow; /* check --no-follow -- CMD: CMD only, not the processes it runs */
+	bool job;	  /* check --job */
+	bool no_follow;	  /* check --no-follow -- CMD: CMD only, not the processes it runs */
+	const char *core; /* check --core FILE -- CMD: a core at its fatal signal, written there */
 	int fail_on;
 	const char *only; /* comma-separated detector ids, or NULL for all */
 	/* The package databases read so far, shared by the processes of the run (one root each). */
@@ -373,6 +377,30 @@ static void check_at_exit(struct traced_proc *tp, bool descendant, const struct 
 	inspection__free(in);
 }
 
+/* check --core FILE -- CMD: the core of @pid at @tid's fatal signal, held in its stop. */
+static void write_crash_core(const char *path, pid_t pid, pid_t tid, const siginfo_t *si)
+{
+	struct capture_stats st;
+	char why[1024];
+	int fd = outfile__open("check", path, 0, why, sizeof(why));
+
+	if (fd < 0) {
+		dls_warn("check: --core: %s", why);
+		return;
+	}
+	if (capture__write_stopped(pid, tid, si, fd, &st, why, sizeof(why))) {
+		dls_warn("check: --core: %s", why);
+		if (ftruncate(fd, 0))
+			dls_warn("check: --core: cannot empty %s", path);
+	} else {
+		fprintf(stderr,
+			"dlscope: check: the core at SIG%s of thread %d is in %s (%" PRIu64
+			" KiB)\n",
+			sigabbrev_np(si->si_signo) ?: "?", tid, path, st.file_size / 1024);
+	}
+	close(fd);
+}
+
 /*
  * Run @argv under ptrace, every thread traced (a crash in any of them is seen at its
  * signal-delivery stop), check it at its main thread's exit (PTRACE_EVENT_EXIT: its memory is
@@ -570,6 +598,8 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 						   tr && tr->caught ? &tr->fault : NULL,
 						   &res->crash))
 					dls_warn("check: out of memory describing the crash");
+				if (o->core)
+					write_crash_core(o->core, pid, w, &si);
 			} else if (tr && crash__is_fault(&si)) {
 				tr->fault = si;
 				tr->caught = true;
@@ -643,6 +673,7 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 		{ "progress", no_argument, NULL, 'P' },
 		{ "job", no_argument, NULL, 'J' },
 		{ "no-follow", no_argument, NULL, 'N' },
+		{ "core", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -687,6 +718,7 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 		case 'l': *list = true; break;
 		case 'J': o->job = true; break;
 		case 'N': o->no_follow = true; break;
+		case 'C': o->core = arg; break;
 		case 'P': o->progress = true; break;
 		case 'h': usage(stdout); return DLS_EXIT_OK + 100;
 		default: return DLS_EXIT_USAGE;
@@ -907,6 +939,9 @@ static void check_usage(FILE *f)
 		"  -l, --list            list the detectors\n"
 		"      --progress        a progress line on stderr (default when it is a terminal)\n"
 		"      --no-follow       with -- COMMAND: check COMMAND only, not the processes it runs\n"
+		"      --core FILE       with -- COMMAND: at its fatal signal, before the signal is\n"
+		"                        delivered, write a core of it there (as capture: the\n"
+		"                        crashing thread, its signal and the memory it needs)\n"
 		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
 		"                        any member), then what differs between the ranks:\n"
 		"                        objects, versions and builds, environment (*_NUM_THREADS,\n"

@@ -258,6 +258,21 @@ static int list_threads(pid_t pid, struct cthread **out, size_t *n)
 	return 0;
 }
 
+/* The registers of @c, in a ptrace stop of ours. */
+static void take_regs(struct cthread *c)
+{
+	c->stopped = true;
+	c->have_regs = !ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs);
+	if (c->have_regs) {
+		struct iovec iov = { c->xstate, sizeof(c->xstate) };
+
+		if (ptrace(PTRACE_GETFPREGS, c->tid, NULL, &c->fpregs))
+			memset(&c->fpregs, 0, sizeof(c->fpregs));
+		if (!ptrace(PTRACE_GETREGSET, c->tid, (void *)NT_X86_XSTATE, &iov))
+			c->xstate_len = iov.iov_len;
+	}
+}
+
 /* One look at a seized thread: true once it is stopped (registers taken) or gone. */
 static bool collect(struct cthread *c)
 {
@@ -277,16 +292,7 @@ static bool collect(struct cthread *c)
 		ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)(si.si_status & 0xff));
 		return false;
 	}
-	c->stopped = true;
-	c->have_regs = !ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs);
-	if (c->have_regs) {
-		struct iovec iov = { c->xstate, sizeof(c->xstate) };
-
-		if (ptrace(PTRACE_GETFPREGS, c->tid, NULL, &c->fpregs))
-			memset(&c->fpregs, 0, sizeof(c->fpregs));
-		if (!ptrace(PTRACE_GETREGSET, c->tid, (void *)NT_X86_XSTATE, &iov))
-			c->xstate_len = iov.iov_len;
-	}
+	take_regs(c);
 	return true;
 }
 
@@ -295,7 +301,7 @@ static bool collect(struct cthread *c)
  * stack pointer's mapping) and every range of @rs, and let every thread go.
  */
 static int freeze_and_copy(pid_t pid, struct cthread *c, size_t n, const struct procmaps *maps,
-			   struct ranges *rs, bool full, int fd, int *werr,
+			   struct ranges *rs, bool full, int fd, int *werr, bool held,
 			   struct capture_stats *st)
 {
 	size_t buflen = 1 << 20;
@@ -308,7 +314,12 @@ static int freeze_and_copy(pid_t pid, struct cthread *c, size_t n, const struct 
 
 	if (fd >= 0 && !buf)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
+	/* One thread the caller holds in a stop of its own: nothing to seize or let go. */
+	if (held) {
+		take_regs(&c[0]);
+		n = 1;
+	}
+	for (size_t i = 0; i < n && !held; i++) {
 		if (ptrace(PTRACE_SEIZE, c[i].tid, NULL, NULL)) {
 			if (errno == EPERM && c[i].tid == pid) {
 				err = -EPERM;
@@ -355,7 +366,7 @@ static int freeze_and_copy(pid_t pid, struct cthread *c, size_t n, const struct 
 		else if ((err = stream_range(pid, fd, &rs->r[i], buf, buflen)))
 			*werr = err;
 	/* A thread that never stopped cannot be detached: our exit releases it. */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && !held; i++)
 		if (c[i].seized && !c[i].gone)
 			ptrace(PTRACE_DETACH, c[i].tid, NULL, NULL);
 	st->stopped_ns = now_ns() - t0;
@@ -430,9 +441,9 @@ static void file_note(struct notes *ns, const struct procmaps *maps)
 	free(d);
 }
 
-static void process_notes(struct notes *ns, const struct target *t, pid_t pid,
-			  const struct cthread *first, const unsigned char *auxv, size_t auxv_len,
-			  const struct procmaps *maps, pid_t ppid, pid_t pgrp, pid_t sid)
+static void process_notes(struct notes *ns, const struct target *t, pid_t pid, const siginfo_t *si,
+			  const unsigned char *auxv, size_t auxv_len, const struct procmaps *maps,
+			  pid_t ppid, pid_t pgrp, pid_t sid)
 {
 	struct elf_prpsinfo ps = { 0 };
 	char path[64], args[4096];
@@ -454,18 +465,25 @@ static void process_notes(struct notes *ns, const struct target *t, pid_t pid,
 		n--;
 	memcpy(ps.pr_psargs, args,
 	       n > 0 ? (size_t)n < sizeof(ps.pr_psargs) ? (size_t)n : sizeof(ps.pr_psargs) - 1 : 0);
-	(void)first;
 	note(ns, "CORE", NT_PRPSINFO, &ps, sizeof(ps));
+	if (si)
+		note(ns, "CORE", NT_SIGINFO, si, sizeof(*si));
 	if (auxv_len)
 		note(ns, "CORE", NT_AUXV, auxv, auxv_len);
 	file_note(ns, maps);
 }
 
-static void thread_notes(struct notes *ns, const struct cthread *c, pid_t ppid, pid_t pgrp,
-			 pid_t sid)
+static void thread_notes(struct notes *ns, const struct cthread *c, const siginfo_t *si, pid_t ppid,
+			 pid_t pgrp, pid_t sid)
 {
 	struct elf_prstatus pr = { 0 };
 
+	if (si) {
+		pr.pr_cursig = (short)si->si_signo;
+		pr.pr_info.si_signo = si->si_signo;
+		pr.pr_info.si_code = si->si_code;
+		pr.pr_info.si_errno = si->si_errno;
+	}
 	pr.pr_pid = c->tid;
 	pr.pr_ppid = ppid;
 	pr.pr_pgrp = pgrp;
@@ -670,7 +688,8 @@ static int write_full_headers(int fd, const struct notes *ns, const struct procm
 	return err;
 }
 
-int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char *why, size_t whylen)
+static int capture(pid_t pid, pid_t held, const siginfo_t *si, int fd, bool full,
+		   struct capture_stats *st, char *why, size_t whylen)
 {
 	struct ranges rs = { 0 };
 	struct notes ns = { 0 };
@@ -716,7 +735,15 @@ int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char 
 		sscanf(p + 2, "%*c %d %d %d", &ppid, &pgrp, &sid);
 	linkmap__read(t, maps, &lm); /* none (a static program): the core has no link map */
 	err = plan(t, maps, lm, interp_base, vdso, full, &rs);
-	err = err ?: list_threads(pid, &c, &n);
+	if (!err && held) {
+		c = calloc(1, sizeof(*c));
+		if (c)
+			c[n++].tid = held;
+		else
+			err = -ENOMEM;
+	} else if (!err) {
+		err = list_threads(pid, &c, &n);
+	}
 	if (err) {
 		snprintf(why, whylen,
 			 err == -ENOMEM ? "out of memory" :
@@ -729,7 +756,7 @@ int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char 
 		rs.r[i].file_off = at;
 		at += rs.r[i].hi - rs.r[i].lo;
 	}
-	err = freeze_and_copy(pid, c, n, maps, &rs, full, full ? fd : -1, &werr, st);
+	err = freeze_and_copy(pid, c, n, maps, &rs, full, full ? fd : -1, &werr, held > 0, st);
 	if (werr) {
 		snprintf(why, whylen, "cannot write the core: %s", strerror(-werr));
 		err = werr;
@@ -749,10 +776,10 @@ int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char 
 			continue;
 		}
 		st->threads++;
-		thread_notes(&ns, &c[i], ppid, pgrp, sid);
+		thread_notes(&ns, &c[i], si, ppid, pgrp, sid);
 		/* The kernel's order: the process's notes after the first thread's status. */
 		if (st->threads == 1)
-			process_notes(&ns, t, pid, &c[i], auxv, (size_t)auxv_len, maps, ppid, pgrp,
+			process_notes(&ns, t, pid, si, auxv, (size_t)auxv_len, maps, ppid, pgrp,
 				      sid);
 	}
 	if (!st->threads) {
@@ -784,4 +811,15 @@ out:
 	procmaps__free(maps);
 	target__free(t);
 	return err;
+}
+
+int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char *why, size_t whylen)
+{
+	return capture(pid, 0, NULL, fd, full, st, why, whylen);
+}
+
+int capture__write_stopped(pid_t pid, pid_t tid, const siginfo_t *si, int fd,
+			   struct capture_stats *st, char *why, size_t whylen)
+{
+	return capture(pid, tid, si, fd, false, st, why, whylen);
 }

@@ -14,6 +14,7 @@
 #ifndef DLSCOPE_CAPTURE_H
 #define DLSCOPE_CAPTURE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -34,5 +35,13 @@ struct capture_stats {
  */
 int capture__write(pid_t pid, int fd, bool full, struct capture_stats *st, char *why,
 		   size_t whylen);
+
+/*
+ * The same core of process @pid at a fatal signal's delivery stop of its thread @tid, which the
+ * caller holds as its tracer (check -- CMD): @tid's registers, and NT_SIGINFO from @si; the
+ * other threads run on and are not in it. Nothing is seized or let go here.
+ */
+int capture__write_stopped(pid_t pid, pid_t tid, const siginfo_t *si, int fd,
+			   struct capture_stats *st, char *why, size_t whylen);
 
 #endif
