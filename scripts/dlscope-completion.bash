@@ -23,7 +23,7 @@ _dlscope()
 		esac
 	done
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W "libs check lint stacks watch record ui report export merge
+		COMPREPLY=($(compgen -W "libs check lint stacks watch record ui report export merge capture
 			help --help --version --no-cache" -- "$cur"))
 		return
 	fi
@@ -31,7 +31,7 @@ _dlscope()
 	-p | --pid | --job)
 		COMPREPLY=($(compgen -W "$(ps -e -o pid= 2>/dev/null)" -- "$cur"))
 		return ;;
-	-o | --output | --replay)
+	-o | --output | --replay | --core | --exe)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--fail-on)
@@ -39,16 +39,16 @@ _dlscope()
 		return ;;
 	esac
 	if [[ $cmd == help ]]; then
-		COMPREPLY=($(compgen -W "libs check lint stacks watch record ui report export merge" \
+		COMPREPLY=($(compgen -W "libs check lint stacks watch record ui report export merge capture" \
 			-- "$cur"))
 	elif [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "$(_dlscope_options "${COMP_WORDS[0]}" "$cmd")" -- "$cur"))
 	else
 		case $cmd in
-		lint | export | merge | report | check) COMPREPLY=($(compgen -f -- "$cur")) ;;
+		lint | export | merge | report | check | stacks) COMPREPLY=($(compgen -f -- "$cur")) ;;
 		esac
 		case $cmd in
-		libs | check | stacks | watch | record | ui | report)
+		libs | check | stacks | watch | record | ui | report | capture)
 			COMPREPLY+=($(compgen -W "$(ps -e -o pid= 2>/dev/null)" -- "$cur")) ;;
 		esac
 	fi

@@ -11,13 +11,13 @@ import tempfile
 from harness import dlscope
 
 COMMANDS = ["libs", "check", "lint", "stacks", "watch", "record", "ui", "report", "export",
-            "merge"]
+            "merge", "capture"]
 # The commands that name processes, with -p/--pid and PIDs as operands.
-PID_COMMANDS = ["libs", "check", "stacks", "watch", "record", "ui", "report"]
+PID_COMMANDS = ["libs", "check", "stacks", "watch", "record", "ui", "report", "capture"]
 # An option of each command that takes a value.
 VALUE_OPT = {"libs": "--depth", "check": "--fail-on", "lint": "--only", "stacks": "--max-frames",
              "watch": "--duration", "record": "--output", "ui": "--replay", "report": "--output",
-             "export": "--output", "merge": "--output"}
+             "export": "--output", "merge": "--output", "capture": "--output"}
 
 
 def usage_error(cmd, proc, reason):
@@ -51,7 +51,7 @@ def test_cli_bad_pids_same_everywhere():
     pid_max = int(open("/proc/sys/kernel/pid_max").read())
     gone = pid_max + 1 if pid_max < 2**22 else 4194304
     for cmd in PID_COMMANDS:
-        extra = ["-o", "/tmp/cli-unused.jsonl"] if cmd == "record" else []
+        extra = ["-o", "/tmp/cli-unused.jsonl"] if cmd in ("record", "capture") else []
         usage_error(cmd, dlscope(cmd, *extra, "-p", "abc"), "'abc' is not a process ID")
         usage_error(cmd, dlscope(cmd, *extra, "--pid=12x"), "'12x' is not a process ID")
         usage_error(cmd, dlscope(cmd, *extra, "-p", "1,x"), "'x' is not a process ID")

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Seed corpora for the fuzzers, made fresh into OUT/{elf,linkmap,trace}.
+"""Seed corpora for the fuzzers, made fresh into OUT/{elf,linkmap,trace,core}.
 
 elf: the fixtures' objects and a few of the system's small libraries (real layouts to mutate);
 linkmap: loader link maps laid out as glibc does (r_debug_extended and link_map chains: one
-namespace, two namespaces, a loop, a name without its NUL); trace: the committed traces.
+namespace, two namespaces, a loop, a name without its NUL); trace: the committed traces;
+core: small x86-64 core files laid out as the kernel writes them (threads, signal, files, auxv,
+a stack segment).
 """
 import os
 import shutil
@@ -12,7 +14,7 @@ import sys
 
 out, build = sys.argv[1], sys.argv[2]
 here = os.path.dirname(os.path.abspath(__file__))
-for d in ("elf", "linkmap", "trace"):
+for d in ("elf", "linkmap", "trace", "core"):
     os.makedirs(os.path.join(out, d), exist_ok=True)
 
 fixtures = os.path.join(build, "fixtures")
@@ -70,5 +72,63 @@ for name, data in seeds.items():
         f.write(data)
 for name in os.listdir(os.path.join(here, "corpus", "trace")):
     shutil.copy(os.path.join(here, "corpus", "trace", name), os.path.join(out, "trace", name))
-print(f"seeds: {picked} ELF objects, {len(seeds)} link maps, "
+
+
+def note(ntype, desc, name=b"CORE"):
+    pad = lambda b: b + bytes(-len(b) % 4)
+    return struct.pack("<III", len(name) + 1, len(desc), ntype) + pad(name + b"\0") + pad(desc)
+
+
+def core(threads, signo=11, addr=0x10, files=(), stack_words=()):
+    """An ELF core: a PT_NOTE (PRSTATUS per thread, PRPSINFO, SIGINFO, AUXV, FILE) and one
+    PT_LOAD holding a stack at 0x7ffd0000."""
+    stack_at = 0x7ffd0000
+    notes = b""
+    for i, tid in enumerate(threads):
+        regs = [0] * 27
+        regs[16] = 0x401000 + i  # rip
+        regs[19] = stack_at + 0x100  # rsp
+        regs[4] = stack_at + 0x200  # rbp
+        prstatus = struct.pack("<iiih", signo, 1, 0, signo) + bytes(18) + \
+            struct.pack("<iiii", tid, 1, tid, tid) + bytes(64) + \
+            struct.pack("<27Q", *regs) + struct.pack("<i", 1) + bytes(4)
+        notes += note(1, prstatus)  # NT_PRSTATUS
+        if i == 0:
+            psinfo = bytes(24) + struct.pack("<iiii", threads[0], 1, threads[0], 1) + \
+                b"fuzzed".ljust(16, b"\0") + b"fuzzed --core".ljust(80, b"\0")
+            notes += note(3, psinfo)  # NT_PRPSINFO
+            notes += note(0x53494749, struct.pack("<iiiiQ", signo, 0, 1, 0, addr) +
+                          bytes(104))  # NT_SIGINFO
+            notes += note(6, struct.pack("<6Q", 3, 0x400040, 9, 0x401000, 0, 0))  # NT_AUXV
+            if files:
+                desc = struct.pack("<QQ", len(files), 4096)
+                for start, end, pgoff, _ in files:
+                    desc += struct.pack("<QQQ", start, end, pgoff)
+                desc += b"".join(f[3].encode() + b"\0" for f in files)
+                notes += note(0x46494c45, desc)  # NT_FILE
+    stack = struct.pack(f"<{len(stack_words)}Q", *stack_words).ljust(0x1000, b"\0")
+    phoff, phnum = 64, 2
+    note_off = phoff + phnum * 56
+    load_off = (note_off + len(notes) + 4095) & ~4095
+    ehdr = b"\x7fELF\x02\x01\x01" + bytes(9) + struct.pack(
+        "<HHIQQQIHHHHHH", 4, 62, 1, 0, phoff, 0, 0, 64, 56, phnum, 0, 0, 0)
+    phdrs = struct.pack("<IIQQQQQQ", 4, 0, note_off, 0, 0, len(notes), 0, 4) + \
+        struct.pack("<IIQQQQQQ", 1, 6, load_off, stack_at, 0, len(stack), len(stack), 4096)
+    body = ehdr + phdrs + notes
+    return body + bytes(load_off - len(body)) + stack
+
+
+exe = os.path.join(fixtures, "crash_cmd")
+cores = {
+    "one_thread": core([100]),
+    "three_threads": core([100, 101, 102], signo=6, addr=0),
+    "files": core([100], files=[(0x400000, 0x402000, 0, exe),
+                                (0x7f0000000000, 0x7f0000010000, 0, "/lib/x86_64-linux-gnu/"
+                                 "libc.so.6")]),
+    "frames": core([100], stack_words=[0x401005, 0x7ffd0300, 0x401010, 0]),
+}
+for name, data in cores.items():
+    with open(os.path.join(out, "core", name), "wb") as f:
+        f.write(data)
+print(f"seeds: {len(cores)} cores, {picked} ELF objects, {len(seeds)} link maps, "
       f"{len(os.listdir(os.path.join(out, 'trace')))} traces")

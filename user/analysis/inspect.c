@@ -32,6 +32,15 @@ int inspection__new(pid_t pid, struct inspection **out, char *why, size_t whylen
 	return 0;
 }
 
+struct inspection *inspection__from_target(struct target *t)
+{
+	struct inspection *in = calloc(1, sizeof(*in));
+
+	if (in)
+		in->t = t;
+	return in;
+}
+
 /* The threads' TIDs as the scan found them: the stacks are taken of the same threads. */
 static pid_t *scanned_tids(const struct threadscan *ts)
 {
@@ -50,7 +59,7 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 
 	/* Everything that needs no stop first: mappings, objects, threads, the lock-wait graph. */
 	phase__mark("inspect start");
-	in->maps = procmaps__read(t->pid);
+	in->maps = t->core ? procmaps__from_core(t->core) : procmaps__read(t->pid);
 	phase__mark("procmaps");
 	if (!in->maps) {
 		err = -errno;
@@ -68,6 +77,11 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 	}
 	in->ts_err = in->lw_err = in->stacks_err = -ENODATA;
 	in->py_err = libgraph__find_python(in->g, &in->py, in->py_why, sizeof(in->py_why));
+	/* A core file: nothing of the live process (its threads are in stacks CORE). */
+	if (t->core) {
+		in->ts_err = in->lw_err = in->stacks_err = -ENOTSUP;
+		return 0;
+	}
 	if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT | INSPECT_STACKS))
 		in->ts_err = threadscan__scan(t, in->g, in->am, &in->ts);
 	phase__mark("addrmap, python, threadscan");

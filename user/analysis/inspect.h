@@ -47,6 +47,11 @@ struct inspection {
  */
 int inspection__new(pid_t pid, struct inspection **out, char *why, size_t whylen);
 /*
+ * An inspection of @t, which it owns from now on (a core file's target__from_core): what
+ * needs the live process (threads, lock-wait graph, stacks) stays out, its _err -ENOTSUP.
+ */
+struct inspection *inspection__from_target(struct target *t);
+/*
  * Read what @what names (enum inspect_what), after the mappings and the objects, which are
  * always read. Stacks have at most @max_frames frames. Returns 0 when the objects could be
  * read (a missing part says why in its _err), or -errno with a one-line reason in @why.

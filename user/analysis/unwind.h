@@ -71,6 +71,15 @@ int stacks__capture(pid_t pid, const struct procmaps *maps, const struct py_inte
  */
 int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struct stacks **out,
 			    char *why, size_t whylen);
+struct corefile;
+/*
+ * The stacks of every thread of @core (as corefile__open read it), in its notes' order (a kernel
+ * core's first thread is the one that took the signal), unwound and named as stacks__capture's;
+ * @exe is the executable's file (NULL: the one the core's NT_FILE names). Returns 0, or -errno
+ * with a one-line reason in @why.
+ */
+int stacks__from_core(const struct corefile *core, const char *exe, unsigned int max_frames,
+		      struct stacks **out, char *why, size_t whylen);
 /*
  * A thread that does not reach its stop within a capture's deadline (an uninterruptible sleep,
  * a parent waiting in vfork) is left out of the stacks, but stays seized with its interrupt

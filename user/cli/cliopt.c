@@ -10,6 +10,7 @@
 
 #include "cliopt.h"
 #include "commands.h"
+#include "corefile.h"
 #include "output.h"
 #include "target.h"
 
@@ -183,6 +184,15 @@ int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n)
 			return err;
 	}
 	return 0;
+}
+
+const char *cliopt__core_operand(const struct cliopt *c)
+{
+	const char *op = c->n_ops == 1 ? c->ops[0] : NULL;
+
+	if (!op || !op[strspn(op, "0123456789,")])
+		return NULL;
+	return corefile__probe(op) == 1 ? op : NULL;
 }
 
 static int runnable_path(const char *path)

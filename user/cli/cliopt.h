@@ -51,6 +51,12 @@ int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n);
 int cliopt__number(const char *s, double max, bool whole, double *out);
 
 /*
+ * The operand of @c that names a core file (an ELF ET_CORE file, not a number): NULL when there
+ * is none, or when there is more than one operand.
+ */
+const char *cliopt__core_operand(const struct cliopt *c);
+
+/*
  * Whether execvp(@file) could run: a path that is an executable file, or a name found so in
  * $PATH. 0, or -errno (ENOENT, EACCES, EISDIR) as execvp would fail.
  */

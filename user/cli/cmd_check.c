@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dlscope check (live processes, or a command run to its exit) and dlscope lint (files). */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <getopt.h>
@@ -16,8 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "cliopt.h"
 #include "commands.h"
+#include "corefile.h"
 #include "crash.h"
 #include "detector.h"
 #include "elfobj.h"
@@ -26,6 +29,7 @@
 #include "libgraph.h"
 #include "phase.h"
 #include "runtimes.h"
+#include "outfile.h"
 #include "output.h"
 #include "pkgowner.h"
 #include "target.h"
@@ -35,8 +39,9 @@
 struct check_opts {
 	bool json;
 	bool progress;
-	bool job;	/* check --job */
-	bool no_follow; /* check --no-follow -- CMD: CMD only, not the processes it runs */
+	bool job;	  /* check --job */
+	bool no_follow;	  /* check --no-follow -- CMD: CMD only, not the processes it runs */
+	const char *core; /* check --core FILE -- CMD: a core at its fatal signal, written there */
 	int fail_on;
 	const char *only; /* comma-separated detector ids, or NULL for all */
 	/* The package databases read so far, shared by the processes of the run (one root each). */
@@ -111,7 +116,7 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 	const struct libgraph *g;
 	struct runtime_list rt = { 0 };
 	struct check_ctx ctx;
-	size_t first = fs->n;
+	size_t first = fs->n, n_threads;
 	char why[512];
 	int err;
 
@@ -129,13 +134,13 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 			 t->pid, t->comm);
 	g = in->g;
 	ts = in->ts;
-	err = in->ts_err;
+	err = t->core ? 0 : in->ts_err; /* a core has no live threads to read */
 	if (err)
 		dls_warn("process %d (%s): cannot read its threads (%s); thread counts and the "
 			 "loader-lock check are left out",
 			 t->pid, t->comm, strerror(-err));
 	phase__mark("packages");
-	if (runtimes__collect(g, t, ts, &rt))
+	if (runtimes__collect(g, t->core ? NULL : t, ts, &rt))
 		dls_warn("process %d (%s): out of memory listing its runtimes", t->pid, t->comm);
 	phase__mark("runtimes");
 	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts, .rt = &rt, .lw = in->lw };
@@ -144,21 +149,23 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 			detectors[i].process(&ctx, fs);
 			phase__mark(detectors[i].id);
 		}
+	/* A core's threads are its NT_PRSTATUS notes. */
+	n_threads = ts ? ts->n : t->core ? t->core->n_threads : 0;
 	if (procs) {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
 		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:o, s:o}", "pid",
 						       (json_int_t)t->pid, "comm", t->comm, "exe",
 						       t->exe, "object_count", (json_int_t)g->n,
-						       "threads", (json_int_t)(ts ? ts->n : 0),
-						       "runtimes", runtimes__to_json(&rt, g),
-						       "findings", findings__to_json(&mine)));
+						       "threads", (json_int_t)n_threads, "runtimes",
+						       runtimes__to_json(&rt, g), "findings",
+						       findings__to_json(&mine)));
 	} else {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
 		printf("process %d (%s): %zu object%s, %zu thread%s, %zu finding%s\n", t->pid,
-		       t->comm, g->n, g->n == 1 ? "" : "s", ts ? ts->n : 0,
-		       ts && ts->n == 1 ? "" : "s", mine.n, mine.n == 1 ? "" : "s");
+		       t->comm, g->n, g->n == 1 ? "" : "s", n_threads, n_threads == 1 ? "" : "s",
+		       mine.n, mine.n == 1 ? "" : "s");
 		if (rt.n) {
 			printf("runtimes:\n");
 			runtimes__print(&rt, g, "  ", stdout);
@@ -370,6 +377,30 @@ static void check_at_exit(struct traced_proc *tp, bool descendant, const struct 
 	inspection__free(in);
 }
 
+/* check --core FILE -- CMD: the core of @pid at @tid's fatal signal, held in its stop. */
+static void write_crash_core(const char *path, pid_t pid, pid_t tid, const siginfo_t *si)
+{
+	struct capture_stats st;
+	char why[1024];
+	int fd = outfile__open("check", path, 0, why, sizeof(why));
+
+	if (fd < 0) {
+		dls_warn("check: --core: %s", why);
+		return;
+	}
+	if (capture__write_stopped(pid, tid, si, fd, &st, why, sizeof(why))) {
+		dls_warn("check: --core: %s", why);
+		if (ftruncate(fd, 0))
+			dls_warn("check: --core: cannot empty %s", path);
+	} else {
+		fprintf(stderr,
+			"dlscope: check: the core at SIG%s of thread %d is in %s (%" PRIu64
+			" KiB)\n",
+			sigabbrev_np(si->si_signo) ?: "?", tid, path, st.file_size / 1024);
+	}
+	close(fd);
+}
+
 /*
  * Run @argv under ptrace, every thread traced (a crash in any of them is seen at its
  * signal-delivery stop), check it at its main thread's exit (PTRACE_EVENT_EXIT: its memory is
@@ -567,6 +598,8 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 						   tr && tr->caught ? &tr->fault : NULL,
 						   &res->crash))
 					dls_warn("check: out of memory describing the crash");
+				if (o->core)
+					write_crash_core(o->core, pid, w, &si);
 			} else if (tr && crash__is_fault(&si)) {
 				tr->fault = si;
 				tr->caught = true;
@@ -640,6 +673,7 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 		{ "progress", no_argument, NULL, 'P' },
 		{ "job", no_argument, NULL, 'J' },
 		{ "no-follow", no_argument, NULL, 'N' },
+		{ "core", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -684,6 +718,7 @@ static int parse_common(int argc, char **argv, struct check_opts *o, const char 
 		case 'l': *list = true; break;
 		case 'J': o->job = true; break;
 		case 'N': o->no_follow = true; break;
+		case 'C': o->core = arg; break;
 		case 'P': o->progress = true; break;
 		case 'h': usage(stdout); return DLS_EXIT_OK + 100;
 		default: return DLS_EXIT_USAGE;
@@ -885,6 +920,7 @@ static void check_usage(FILE *f)
 		"       dlscope check [OPTIONS] -- COMMAND [ARGS...]\n"
 		"       dlscope check --job [OPTIONS] PID\n"
 		"       dlscope check [OPTIONS] TRACE.jsonl\n"
+		"       dlscope check [OPTIONS] CORE\n"
 		"\n"
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
@@ -903,6 +939,9 @@ static void check_usage(FILE *f)
 		"  -l, --list            list the detectors\n"
 		"      --progress        a progress line on stderr (default when it is a terminal)\n"
 		"      --no-follow       with -- COMMAND: check COMMAND only, not the processes it runs\n"
+		"      --core FILE       with -- COMMAND: at its fatal signal, before the signal is\n"
+		"                        delivered, write a core of it there (as capture: the\n"
+		"                        crashing thread, its signal and the memory it needs)\n"
 		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
 		"                        any member), then what differs between the ranks:\n"
 		"                        objects, versions and builds, environment (*_NUM_THREADS,\n"
@@ -927,6 +966,7 @@ int cmd_check(int argc, char **argv)
 	json_t *doc = NULL, *procs = NULL;
 	struct cmd_outcome res = { 0 };
 	bool list = false, failed = false, cmd_failed = false;
+	const char *core = NULL;
 	struct cliopt cl;
 	pid_t *pids = NULL;
 	size_t n_pids = 0;
@@ -949,10 +989,13 @@ int cmd_check(int argc, char **argv)
 					     "no command after --" :
 					     "-- COMMAND runs a command: no PID or --job with it");
 	}
+	/* A core file: the process it holds, checked as a live one. */
+	if (!cl.command && !o.job && !n_pids)
+		core = cliopt__core_operand(&cl);
 	/* A trace rather than processes: what its live detectors found. */
-	if (!cl.command && !o.job && !n_pids && cl.n_ops == 1 && is_trace_arg(cl.ops[0]))
+	if (!core && !cl.command && !o.job && !n_pids && cl.n_ops == 1 && is_trace_arg(cl.ops[0]))
 		return check__trace(cl.ops[0], o.json, o.fail_on, selected_cb, &o);
-	if (!cl.command) {
+	if (!cl.command && !core) {
 		ret = cliopt__pid_operands(&cl, &pids, &n_pids);
 		if (ret) {
 			free(pids);
@@ -997,6 +1040,20 @@ int cmd_check(int argc, char **argv)
 			json_object_set_new(doc, "command", outcome_to_json(&res));
 		}
 		crash__free(res.crash);
+	} else if (core) {
+		struct corefile *cf;
+		struct inspection *in;
+		struct target *t;
+
+		failed = true;
+		if (!core_target__open(core, NULL, &cf, &t)) {
+			in = inspection__from_target(t);
+			if (!in)
+				target__free(t);
+			failed = !in || check_process(in, &o, &fs, procs, NULL);
+			inspection__free(in);
+			corefile__free(cf);
+		}
 	} else {
 		for (size_t i = 0; i < n_pids; i++) {
 			struct inspection *in;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cliopt.h"
+#include "corefile.h"
 #include "commands.h"
 #include "elfobj.h"
 #include "graph_export.h"
@@ -25,6 +26,7 @@ static void libs_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: dlscope libs [OPTIONS] PID...\n"
+		"       dlscope libs [OPTIONS] CORE\n"
 		"\n"
 		"Print the library graph of each process, read from the dynamic loader's link maps\n"
 		"(every dlmopen namespace) and cross-checked with /proc/PID/maps, without stopping it.\n"
@@ -318,6 +320,8 @@ int cmd_libs(int argc, char **argv)
 	int c, ret = DLS_EXIT_OK;
 	json_t *doc = NULL;
 	struct cliopt cl;
+	const char *core;
+	struct corefile *cf = NULL;
 
 	lv_kinds__parse(&kinds, NULL, why, sizeof(why));
 	cliopt__init(&cl, "libs", argc, argv, "p:jD:RPh", opts, false);
@@ -367,9 +371,12 @@ int cmd_libs(int argc, char **argv)
 		default: ret = DLS_EXIT_USAGE; goto out_pids;
 		}
 	}
-	ret = cliopt__pid_operands(&cl, &pids, &n_pids);
+	/* A core file, in place of the PIDs: the process it holds. */
+	core = n_pids ? NULL : cliopt__core_operand(&cl);
+	ret = core ? 0 : cliopt__pid_operands(&cl, &pids, &n_pids);
 	if (ret)
 		goto out_pids;
+	n_pids += core != NULL;
 	if (!n_pids) {
 		ret = cliopt__usage("libs", "no PID given");
 		goto out_pids;
@@ -411,11 +418,13 @@ int cmd_libs(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n_pids; i++) {
 		struct target *t;
-		pid_t pid = pids[i];
+		pid_t pid = core ? 0 : pids[i];
 		int err;
 
 		phase__mark("start");
-		err = target__open(pid, &t, why, sizeof(why));
+		if (core && (ret = core_target__open(core, NULL, &cf, &t)))
+			break;
+		err = core ? 0 : target__open(pid, &t, why, sizeof(why));
 		phase__mark("target");
 		if (!err) {
 			err = libgraph__snapshot(t, &graphs[n_graphs], why, sizeof(why));
@@ -494,6 +503,7 @@ int cmd_libs(int argc, char **argv)
 	pkg_cache__free(pkgs);
 	free(inventories);
 	free(graphs);
+	corefile__free(cf);
 out_pids:
 	free(pids);
 	return ret;

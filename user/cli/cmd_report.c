@@ -40,6 +40,7 @@ static void report_usage(FILE *f)
 		"Usage: dlscope report [OPTIONS] PID...\n"
 		"       dlscope report [OPTIONS] --job PID\n"
 		"       dlscope report [OPTIONS] TRACE.jsonl\n"
+		"       dlscope report [OPTIONS] CORE\n"
 		"       dlscope report [OPTIONS] -- COMMAND [ARGS...]\n"
 		"\n"
 		"Write one Markdown file to paste into a bug report (a GitHub issue): what was\n"
@@ -638,6 +639,27 @@ int cmd_report(int argc, char **argv)
 		json_array_append_new(in.reproduce,
 				      json_sprintf("dlscope record -o trace.jsonl -- %s", cmd));
 		command = cmd; /* the title's, freed at the end */
+	} else if (!n_pid_args && cl.n_ops == 1 && cliopt__core_operand(&cl)) {
+		/* A core file: check and stacks on it, as on a process. */
+		const char *core = cl.ops[0];
+		json_t *doc =
+			self_json((char *[]){ "stacks", "--json", (char *)core, NULL }, &code);
+
+		in.check = self_json((char *[]){ "check", "--json", (char *)core, NULL }, &code);
+		if (!in.check || !doc) {
+			json_decref(doc);
+			snprintf(
+				why, sizeof(why),
+				"core file %s could not be read (run 'dlscope stacks %s' to see why)",
+				core, core);
+			goto fail;
+		}
+		in.stacks = json_array();
+		json_array_append_new(in.stacks, doc);
+		snprintf(title, sizeof(title), "core file %s (%s)", core,
+			 json_string_value(json_object_get(doc, "comm")) ?: "?");
+		json_array_append_new(in.reproduce, json_sprintf("dlscope check %s", core));
+		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks %s", core));
 	} else if (!n_pid_args && cl.n_ops == 1) {
 		if (read_trace(cl.ops[0], &tr, why, sizeof(why)))
 			goto fail;

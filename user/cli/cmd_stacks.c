@@ -44,6 +44,7 @@ static void stacks_usage(FILE *f)
 	fprintf(f,
 		"Usage: dlscope stacks [OPTIONS] PID\n"
 		"       dlscope stacks --job [OPTIONS] PID\n"
+		"       dlscope stacks [OPTIONS] CORE | --core CORE [--exe PATH]\n"
 		"\n"
 		"Print the stack of every thread like gdb's 'thread apply all bt' (CFI unwinding,\n"
 		"symbols from .symtab/.dynsym and separate debug info, inline frames, source lines),\n"
@@ -64,6 +65,11 @@ static void stacks_usage(FILE *f)
 		"                        once, read in parallel, then merged: identical stacks\n"
 		"                        grouped with the ranks that share them, outliers first,\n"
 		"                        and the verdict naming the rank that is elsewhere\n"
+		"      --core FILE       a core file (kernel's, gcore's, dlscope capture's) in place\n"
+		"                        of a process: each thread's stack, and the signal, the\n"
+		"                        faulting address and the thread of a crash (a CORE\n"
+		"                        operand is recognized as such too)\n"
+		"      --exe PATH        the core's executable, when not where the core says\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 no deadlock, 1 a deadlock was found, 2 usage error,\n"
@@ -687,6 +693,8 @@ int cmd_stacks(int argc, char **argv)
 		{ "max-frames", required_argument, NULL, 'n' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "job", no_argument, NULL, 'J' },
+		{ "core", required_argument, NULL, 'C' },
+		{ "exe", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -702,6 +710,8 @@ int cmd_stacks(int argc, char **argv)
 	struct cliopt cl;
 	pid_t pid, *pids = NULL;
 	size_t n_pids = 0;
+	const char *core = NULL, *exe = NULL;
+	bool core_op;
 
 	/* --python is long only: -p is a process in every command. */
 	cliopt__init(&cl, "stacks", argc, argv, "p:jn:sh", opts, false);
@@ -735,12 +745,23 @@ int cmd_stacks(int argc, char **argv)
 		}
 		case 's': stats = true; break;
 		case 'J': job = true; break;
+		case 'C': core = optarg; break;
+		case 'E': exe = optarg; break;
 		case 'h':
 			free(pids);
 			stacks_usage(stdout);
 			return DLS_EXIT_OK;
 		default: free(pids); return DLS_EXIT_USAGE;
 		}
+	}
+	/* A core file, as the operand or --core FILE, in place of the process. */
+	core_op = !core && !n_pids && (core = cliopt__core_operand(&cl));
+	if (core || exe) {
+		free(pids);
+		if (!core || n_pids || cl.n_ops > core_op || job)
+			return cliopt__usage("stacks", core ? "give one core file, alone" :
+							      "--exe goes with a core file");
+		return cmd_stacks_core(core, exe, json, max_frames);
 	}
 	err = cliopt__pid_operands(&cl, &pids, &n_pids);
 	pid = n_pids ? pids[0] : 0;

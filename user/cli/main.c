@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{ "report", cmd_report, "one Markdown file for a bug report: findings, runtimes, stacks" },
 	{ "export", cmd_export, "a recorded trace as Chrome trace-event JSON, for Perfetto" },
 	{ "merge", cmd_merge, "several nodes' traces as one, on one clock, hosts kept apart" },
+	{ "capture", cmd_capture, "a small core file of a live process, to attach to an issue" },
 };
 
 #ifdef DLSCOPE_STATIC

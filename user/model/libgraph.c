@@ -745,7 +745,7 @@ int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why,
 int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
 			      struct libgraph **out, char *why, size_t whylen)
 {
-	struct procmaps *maps = procmaps__read(t->pid);
+	struct procmaps *maps = t->core ? procmaps__from_core(t->core) : procmaps__read(t->pid);
 	int err;
 
 	*out = NULL;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "elfobj.h"
+#include "corefile.h"
 #include "linkmap.h"
 #include "output.h"
 
@@ -266,7 +267,16 @@ int linkmap__read(const struct target *t, const struct procmaps *maps, struct li
 	int err;
 
 	*out = NULL;
-	err = read_auxv(t->task, &ai);
+	if (t->core) {
+		/* A core's NT_AUXV note. */
+		ai = (struct auxv_info){ corefile__auxv(t->core, AT_PHDR),
+					 corefile__auxv(t->core, AT_PHNUM),
+					 corefile__auxv(t->core, AT_BASE),
+					 corefile__auxv(t->core, AT_ENTRY) };
+		err = ai.phdr && ai.phnum ? 0 : -ENOENT;
+	} else {
+		err = read_auxv(t->task, &ai);
+	}
 	if (err)
 		return err;
 	lm = calloc(1, sizeof(*lm));

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "corefile.h"
 #include "procfs.h"
 #include "procmaps.h"
 
@@ -125,6 +128,92 @@ struct procmaps *procmaps__read(pid_t pid)
 		return NULL;
 	m = procmaps__parse(text);
 	free(text);
+	return m;
+}
+
+/* A stand-in inode for @path when it is gone: one per path, never 0. */
+static uint64_t path_inode(const char *path)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *path; path++)
+		h = (h ^ (unsigned char)*path) * 1099511628211ULL;
+	return h >> 1 | 1;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+struct procmaps *procmaps__from_core(const struct corefile *c)
+{
+	struct procmaps *m = calloc(1, sizeof(*m));
+	uint64_t vdso = corefile__auxv(c, AT_SYSINFO_EHDR);
+	size_t cap = c->n_segs + c->n_files;
+
+	if (!m || !(m->maps = calloc(cap ? cap : 1, sizeof(*m->maps)))) {
+		free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < c->n_segs; i++) {
+		const struct core_segment *s = &c->segs[i];
+		const struct core_file_map *f = corefile__file_at(c, s->vaddr);
+		struct mapping *mp = &m->maps[m->n++];
+
+		mp->start = s->vaddr;
+		mp->end = s->vaddr + s->memsz;
+		snprintf(mp->perms, sizeof(mp->perms), "%c%c%cp", s->flags & PF_R ? 'r' : '-',
+			 s->flags & PF_W ? 'w' : '-', s->flags & PF_X ? 'x' : '-');
+		if (f) {
+			mp->offset = f->offset + (s->vaddr - f->start);
+			mp->path = strdup(f->path);
+		} else if (vdso && s->vaddr == vdso) {
+			mp->path = strdup("[vdso]");
+		}
+	}
+	/* Files the core names but did not dump (gcore leaves some out). */
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct core_file_map *f = &c->files[i];
+		bool dumped = false;
+
+		for (size_t k = 0; k < c->n_segs && !dumped; k++)
+			dumped = c->segs[k].vaddr == f->start;
+		if (!dumped)
+			m->maps[m->n++] = (struct mapping){ .start = f->start,
+							    .end = f->end,
+							    .offset = f->offset,
+							    .perms = "r--p",
+							    .path = strdup(f->path) };
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		struct mapping *mp = &m->maps[i];
+		size_t plen;
+
+		if (!mp->path)
+			continue;
+		plen = strlen(mp->path);
+		if (plen > 10 && !strcmp(mp->path + plen - 10, " (deleted)")) {
+			mp->deleted = true;
+			mp->path[plen - 10] = '\0';
+		}
+		if (mp->path[0] == '/') {
+			struct stat st;
+
+			mp->inode = stat(mp->path, &st) ? path_inode(mp->path) :
+							  (uint64_t)st.st_ino;
+		}
+	}
+	qsort(m->maps, m->n, sizeof(*m->maps), cmp_start);
+	for (size_t i = 0; i < m->n; i++)
+		if (m->maps[i].path == NULL && corefile__file_at(c, m->maps[i].start)) {
+			procmaps__free(m);
+			errno = ENOMEM; /* a strdup failed */
+			return NULL;
+		}
 	return m;
 }
 

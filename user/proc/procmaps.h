@@ -24,6 +24,14 @@ struct procmaps {
 
 /* Read /proc/PID/maps. Returns NULL and sets errno on failure. */
 struct procmaps *procmaps__read(pid_t pid);
+struct corefile;
+/*
+ * The mappings of the process a core file holds: its PT_LOAD segments (permissions from their
+ * flags), named by its NT_FILE note (file offset too), [vdso] at AT_SYSINFO_EHDR; a file's
+ * inode is the one of the file at that path here (a stand-in, one per path, when it is gone).
+ * NULL with errno on failure.
+ */
+struct procmaps *procmaps__from_core(const struct corefile *c);
 /* Parse maps text (exposed for unit tests). */
 struct procmaps *procmaps__parse(const char *text);
 void procmaps__free(struct procmaps *m);

@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "corefile.h"
 #include "permission.h"
 #include "procfs.h"
 #include "elfobj.h"
@@ -167,6 +168,28 @@ struct target *target__from_image(const void *mem, size_t len, uint64_t base)
 	return t;
 }
 
+struct target *target__from_core(const struct corefile *core, const char *exe)
+{
+	struct target *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->mem_fd = t->exe_fd = -1;
+	t->core = core;
+	t->pid = core->pid;
+	t->task = -1;
+	t->state = 'C';
+	snprintf(t->comm, sizeof(t->comm), "%s", core->comm);
+	if (!exe)
+		exe = corefile__exe(core);
+	snprintf(t->exe, sizeof(t->exe), "%s", exe ? exe : "");
+	/* Paths are this host's: through our own root, and the executable held open. */
+	t->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (exe)
+		t->exe_fd = open(exe, O_PATH | O_CLOEXEC);
+	return t;
+}
+
 int target__read(const struct target *t, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { .iov_base = buf, .iov_len = len };
@@ -180,6 +203,8 @@ int target__read(const struct target *t, uint64_t addr, void *buf, size_t len)
 		memcpy(buf, t->image + (addr - t->image_base), len);
 		return 0;
 	}
+	if (t->core)
+		return corefile__read(t->core, addr, buf, len) == len ? 0 : -EFAULT;
 
 	n = process_vm_readv(t->task, &local, 1, &remote, 1, 0);
 	if (n == (ssize_t)len)
@@ -246,6 +271,8 @@ bool target__alive(const struct target *t)
 {
 	char state;
 
+	if (t->core)
+		return true; /* its memory does not go away */
 	if (proc__read_stat(t->task, 0, NULL, 0, &state, NULL))
 		return false;
 	return state != 'Z' && state != 'X';
@@ -258,6 +285,8 @@ int target__getenv(const struct target *t, const char *name, char *buf, size_t l
 	int fd, err = -ENOENT;
 	ssize_t n;
 
+	if (t->core)
+		return -ENOENT; /* a core keeps no environment we read */
 	snprintf(path, sizeof(path), "/proc/%d/environ", t->task);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -30,6 +30,8 @@ struct target {
 	const unsigned char *image;
 	size_t image_len;
 	uint64_t image_base;
+	/* A core file instead of a process (target__from_core): its memory, auxv and files. */
+	const struct corefile *core;
 };
 
 /*
@@ -43,6 +45,15 @@ void target__free(struct target *t);
  * @base, and every other read fails with -EFAULT. For feeding the readers bytes (fuzzing).
  */
 struct target *target__from_image(const void *mem, size_t len, uint64_t base);
+
+struct corefile;
+/*
+ * A target that is the process a core file holds (the caller keeps @core open while the target
+ * lives): its memory is the core's, its executable @exe (NULL: the one the core names), its
+ * files are named from this host's root, its environment is unknown, and it has no /proc
+ * entry (task -1). NULL when out of memory.
+ */
+struct target *target__from_core(const struct corefile *core, const char *exe);
 
 /* Read @len bytes at @addr in the target. Returns 0, or -EFAULT/-ESRCH/-EPERM. */
 int target__read(const struct target *t, uint64_t addr, void *buf, size_t len);

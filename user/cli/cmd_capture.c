@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dlscope capture: a small core file of a live process, to attach to an issue. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "cliopt.h"
+#include "commands.h"
+#include "outfile.h"
+#include "output.h"
+#include "target.h"
+
+static void capture_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: dlscope capture [OPTIONS] -o FILE PID\n"
+		"\n"
+		"Write an ELF core file of a live process, small enough to attach to an issue,\n"
+		"that gdb, eu-stack and 'dlscope stacks|libs|check FILE' read: every thread's\n"
+		"registers, the process's auxv and mapped files, and of its memory what the\n"
+		"stacks and the library graph need (each thread's stack from its stack pointer\n"
+		"up, the loader's and libc's writable data, the link maps, each object's first\n"
+		"page with its build-id, the vDSO); code and read-only data stay in the files\n"
+		"the core names. The threads are stopped (PTRACE_SEIZE) only while that memory\n"
+		"is copied, and run again before the file is written.\n"
+		"\n"
+		"  -p, --pid PID         the process (or as the operand)\n"
+		"  -o, --output FILE     write the core there (required)\n"
+		"      --full            every readable mapping, as gcore writes it\n"
+		"  -s, --stats           say how long the process was stopped, on standard error\n"
+		"  -h, --help\n"
+		"\n"
+		"Exit status: 0 written, 2 usage error, 3 the process could not be read or the\n"
+		"file written.\n");
+}
+
+int cmd_capture(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' }, { "output", required_argument, NULL, 'o' },
+		{ "full", no_argument, NULL, 'F' },	 { "stats", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },	 {},
+	};
+	const char *output = NULL;
+	bool full = false, stats = false;
+	struct capture_stats st;
+	pid_t *pids = NULL;
+	size_t n_pids = 0;
+	struct target *t;
+	struct stat sb;
+	struct cliopt cl;
+	char why[1024];
+	int c, fd, err;
+
+	cliopt__init(&cl, "capture", argc, argv, "p:o:sh", opts, false);
+	while ((c = cliopt__next(&cl)) != -1) {
+		switch (c) {
+		case 'p':
+			err = cliopt__pids("capture", cl.arg, &pids, &n_pids);
+			if (err) {
+				free(pids);
+				return err;
+			}
+			break;
+		case 'o': output = cl.arg; break;
+		case 'F': full = true; break;
+		case 's': stats = true; break;
+		case 'h':
+			free(pids);
+			capture_usage(stdout);
+			return DLS_EXIT_OK;
+		default: free(pids); return DLS_EXIT_USAGE;
+		}
+	}
+	err = cliopt__pid_operands(&cl, &pids, &n_pids);
+	if (!err && n_pids != 1)
+		err = cliopt__usage("capture", "give one process ID");
+	if (!err && !output)
+		err = cliopt__usage("capture", "give the file to write with -o FILE");
+	if (err) {
+		free(pids);
+		return err;
+	}
+	/* A process that cannot be read is said before any file is made. */
+	if (target__open(pids[0], &t, why, sizeof(why))) {
+		free(pids);
+		dls_err("%s", why);
+		return DLS_EXIT_INSPECT;
+	}
+	target__free(t);
+	fd = outfile__open("capture", output, 0, why, sizeof(why));
+	if (fd < 0) {
+		free(pids);
+		dls_err("%s", why);
+		return DLS_EXIT_INSPECT;
+	}
+	err = capture__write(pids[0], fd, full, &st, why, sizeof(why));
+	/* What was written of a failed capture is no core: nothing is left to take for one. */
+	if (err && !fstat(fd, &sb) && S_ISREG(sb.st_mode) && ftruncate(fd, 0))
+		dls_warn("capture: cannot empty %s: %m", output);
+	if (close(fd) && !err) {
+		snprintf(why, sizeof(why), "cannot write %s: %m", output);
+		err = -1;
+	}
+	if (err) {
+		dls_err("%s", why);
+		free(pids);
+		return DLS_EXIT_INSPECT;
+	}
+	if (stats)
+		fprintf(stderr,
+			"dlscope: capture: process %d: %zu thread%s%s, stopped %.3f ms; %zu segments, "
+			"%" PRIu64 " KiB of memory, %" PRIu64 " KiB written to %s\n",
+			pids[0], st.threads, st.threads == 1 ? "" : "s",
+			st.left_out ? " (some left out)" : "", (double)st.stopped_ns / 1e6,
+			st.segments, st.dumped / 1024, st.file_size / 1024, output);
+	free(pids);
+	return DLS_EXIT_OK;
+}

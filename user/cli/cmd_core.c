@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The post-mortem side of the commands: `stacks CORE` gives every thread of a core file as
+ * `stacks PID` gives a live one's, with the signal that ended the process, its faulting address
+ * and the thread that took it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "corefile.h"
+#include "elfobj.h"
+#include "output.h"
+#include "target.h"
+#include "unwind.h"
+
+/* "SIGSEGV", or "signal 77" in @buf. */
+static const char *signal_name(int signo, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(signo);
+
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", signo);
+	return buf;
+}
+
+/* One line on how the process ended, or that it did not: "thread 12 took SIGSEGV ...". */
+static void crash_line(const struct corefile *c, char *buf, size_t len)
+{
+	const char *code = corefile__si_code_name(c->signo, c->si_code);
+	char name[32];
+	int n;
+
+	if (!c->have_siginfo || !corefile__fatal_signal(c->signo)) {
+		snprintf(buf, len, "no fatal signal: the core was taken from a running process");
+		return;
+	}
+	n = snprintf(buf, len, "thread %d took %s", c->signal_tid,
+		     signal_name(c->signo, name, sizeof(name)));
+	if (code && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " (%s)", code);
+	if (c->si_code > 0 && c->signo != SIGABRT && c->signo != SIGQUIT && n >= 0 &&
+	    (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " at address 0x%" PRIx64, c->fault_addr);
+	else if (c->si_code <= 0 && c->sender_pid && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " sent by process %d", c->sender_pid);
+}
+
+static bool is_crash(const struct corefile *c)
+{
+	return c->have_siginfo && corefile__fatal_signal(c->signo);
+}
+
+static void print_text(const struct corefile *c, const char *exe, const struct stacks *s)
+{
+	char crash[256];
+
+	crash_line(c, crash, sizeof(crash));
+	printf("Core file %s: process %d (%s)", c->path, c->pid, c->comm);
+	if (c->args[0])
+		printf(", \"%s\"", c->args);
+	printf("\nExecutable: %s\n", exe ? exe : "unknown (give --exe PATH)");
+	printf("%s%s\n", is_crash(c) ? "Crash: " : "", crash);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct thread_stack *st = &s->t[i];
+		char name[32];
+
+		printf("\nThread %zu (LWP %d)", i + 1, st->tid);
+		if (is_crash(c) && st->tid == c->signal_tid)
+			printf(": took %s", signal_name(c->signo, name, sizeof(name)));
+		putchar('\n');
+		for (size_t k = 0; k < st->n_frames; k++)
+			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "",
+					   stdout);
+		if (st->error)
+			printf("    (%s)\n", st->error);
+	}
+}
+
+static json_t *to_json(const struct corefile *c, const char *exe, const struct stacks *s)
+{
+	json_t *threads = json_array(), *sig = json_null();
+	char name[32], crash[256];
+
+	crash_line(c, crash, sizeof(crash));
+	for (size_t i = 0; i < s->n; i++) {
+		const struct thread_stack *st = &s->t[i];
+		bool took = is_crash(c) && st->tid == c->signal_tid;
+		json_t *frames = json_array();
+		char took_text[300];
+
+		snprintf(took_text, sizeof(took_text), "nothing: it %s", strstr(crash, "took"));
+		for (size_t k = 0; k < st->n_frames; k++)
+			json_array_append_new(frames, stack_frame__to_json(&st->frames[k]));
+		/* wait and waits_for as stacks PID has them, from what a core can tell. */
+		json_array_append_new(
+			threads, json_pack("{s:i, s:o, s:b, s:o, s:s, s:s}", "tid", st->tid,
+					   "frames", frames, "truncated", st->truncated, "error",
+					   st->error ? json_string(st->error) : json_null(), "wait",
+					   took ? "signal" : "core", "waits_for",
+					   took ? took_text :
+						  "unknown (a core file has no lock-wait graph)"));
+	}
+	if (is_crash(c)) {
+		const char *code = corefile__si_code_name(c->signo, c->si_code);
+
+		sig = json_pack("{s:i, s:s, s:i, s:o, s:o, s:i, s:s}", "number", c->signo, "name",
+				signal_name(c->signo, name, sizeof(name)), "code", c->si_code,
+				"code_name", code ? json_string(code) : json_null(), "address",
+				c->si_code > 0 ? json_integer((json_int_t)c->fault_addr) :
+						 json_null(),
+				"tid", c->signal_tid, "text", crash);
+	}
+	return json_pack("{s:s, s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:[{s:s, s:n}]}", "dlscope",
+			 DLSCOPE_VERSION, "core", c->path, "pid", c->pid, "comm", c->comm, "args",
+			 c->args, "executable", exe ? json_string(exe) : json_null(), "signal", sig,
+			 "threads", threads, "verdicts", "text", crash, "remedy");
+}
+
+/* The executable to read: @given (which must be readable), else the one the core names. */
+static int pick_exe(const struct corefile *c, const char *given, const char **exe)
+{
+	*exe = given;
+	if (given) {
+		if (access(given, R_OK)) {
+			dls_err("cannot read the executable %s: %s", given, strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	*exe = corefile__exe(c);
+	if (*exe && access(*exe, R_OK)) {
+		dls_warn("the core's executable %s is not here (%s); its frames are unnamed: "
+			 "give --exe PATH",
+			 *exe, strerror(errno));
+		*exe = NULL;
+	}
+	return 0;
+}
+
+/*
+ * Each file the core mapped whose file here is not the one the process had: its build-id in the
+ * core's memory differs from the file's, or the file is gone. One line each; returns how many.
+ */
+static size_t warn_changed_files(const struct corefile *c)
+{
+	size_t changed = 0;
+
+	for (size_t i = 0; i < c->n_files; i++) {
+		const struct core_file_map *f = &c->files[i];
+		char mem_id[256], path[PATH_MAX];
+		struct elf_object *o;
+		const char *disk_id;
+		bool seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = !strcmp(c->files[k].path, f->path);
+		if (seen || f->offset ||
+		    !corefile__build_id_at(c, f->start, mem_id, sizeof(mem_id)))
+			continue;
+		snprintf(path, sizeof(path), "%s", f->path);
+		if (strlen(path) > 10 && !strcmp(path + strlen(path) - 10, " (deleted)"))
+			path[strlen(path) - 10] = '\0';
+		o = elfobj__open(path);
+		disk_id = o ? elfobj__build_id(o) : NULL;
+		if (!o && corefile__exe(c) && !strcmp(corefile__exe(c), f->path))
+			continue; /* pick_exe said so */
+		if (!o)
+			dls_warn("%s, mapped with build-id %s, is no longer here: its symbols and "
+				 "findings are missing",
+				 path, mem_id);
+		else if (!disk_id || strcmp(disk_id, mem_id))
+			dls_warn(
+				"%s changed since the core was written: build-id %s in the core, %s "
+				"on disk; the file here is not the one the process had",
+				path, mem_id, disk_id ? disk_id : "none");
+		changed += !o || !disk_id || strcmp(disk_id, mem_id);
+		elfobj__free(o);
+	}
+	return changed;
+}
+
+int core_target__open(const char *path, const char *exe_opt, struct corefile **cp,
+		      struct target **tp)
+{
+	const char *exe;
+	char why[512];
+
+	*cp = NULL;
+	*tp = NULL;
+	if (corefile__open(path, cp, why, sizeof(why))) {
+		dls_err("%s", why);
+		return DLS_EXIT_INSPECT;
+	}
+	if (pick_exe(*cp, exe_opt, &exe) || !(*tp = target__from_core(*cp, exe))) {
+		if (!*tp && exe)
+			dls_err("out of memory");
+		corefile__free(*cp);
+		*cp = NULL;
+		return DLS_EXIT_INSPECT;
+	}
+	warn_changed_files(*cp);
+	return 0;
+}
+
+void core_target__close(struct corefile *c, struct target *t)
+{
+	target__free(t);
+	corefile__free(c);
+}
+
+int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned int max_frames)
+{
+	struct corefile *c = NULL;
+	struct stacks *s = NULL;
+	const char *exe;
+	char why[512];
+	int ret = DLS_EXIT_INSPECT;
+
+	output__set_json(json);
+	if (corefile__open(path, &c, why, sizeof(why))) {
+		dls_err("%s", why);
+		goto out;
+	}
+	if (pick_exe(c, exe_opt, &exe))
+		goto out;
+	warn_changed_files(c);
+	if (stacks__from_core(c, exe, max_frames, &s, why, sizeof(why))) {
+		dls_err("%s", why);
+		goto out;
+	}
+	if (json) {
+		json_t *doc = to_json(c, exe, s);
+
+		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+			dls_err("stacks: cannot write the JSON document");
+		putchar('\n');
+		json_decref(doc);
+	} else {
+		print_text(c, exe, s);
+	}
+	ret = DLS_EXIT_OK;
+out:
+	/* With --json a failure is a document too (error.schema.json), as stacks PID gives it. */
+	if (json && ret != DLS_EXIT_OK) {
+		json_t *doc = json_pack("{s:s, s:s}", "dlscope", DLSCOPE_VERSION, "error",
+					output__last_error());
+
+		if (doc && json_dumpf(doc, stdout, JSON_INDENT(2)) >= 0)
+			putchar('\n');
+		json_decref(doc);
+	}
+	stacks__free(s);
+	corefile__free(c);
+	return ret;
+}
