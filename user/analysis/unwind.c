@@ -1584,9 +1584,12 @@ void stack_frame__print(const struct stack_frame *f, const struct stack_frame *p
 
 json_t *stack_frame__to_json(const struct stack_frame *f)
 {
-	return json_pack("{s:I, s:b, s:o, s:I, s:o, s:o, s:i}", "pc", (json_int_t)f->pc, "inlined",
-			 f->inlined, "function",
-			 f->function ? json_string(f->function) : json_null(), "offset",
+	char pc[24];
+
+	/* An address is a hex string in every document (docs/schema/common.schema.json). */
+	snprintf(pc, sizeof(pc), "0x%" PRIx64, (uint64_t)f->pc);
+	return json_pack("{s:s, s:b, s:o, s:I, s:o, s:o, s:i}", "pc", pc, "inlined", f->inlined,
+			 "function", f->function ? json_string(f->function) : json_null(), "offset",
 			 (json_int_t)f->offset, "module",
 			 f->module ? json_string(f->module) : json_null(), "file",
 			 f->file ? json_string(f->file) : json_null(), "line", f->line);

@@ -27,6 +27,7 @@
 #include "phase.h"
 #include "runtimes.h"
 #include "output.h"
+#include "procfs.h"
 #include "pkgowner.h"
 #include "target.h"
 #include "termsafe.h"
@@ -147,12 +148,18 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 	if (procs) {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
-		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:o, s:o}", "pid",
-						       (json_int_t)t->pid, "comm", t->comm, "exe",
-						       t->exe, "object_count", (json_int_t)g->n,
-						       "threads", (json_int_t)(ts ? ts->n : 0),
-						       "runtimes", runtimes__to_json(&rt, g),
-						       "findings", findings__to_json(&mine)));
+		char *cmdline = proc__cmdline(t->pid);
+
+		/* The command line: a report says how to run the program again, elsewhere. */
+		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:o*, s:i, s:i, s:o, s:o}",
+						       "pid", (json_int_t)t->pid, "comm", t->comm,
+						       "exe", t->exe, "cmdline",
+						       cmdline ? json_string(cmdline) : json_null(),
+						       "object_count", (json_int_t)g->n, "threads",
+						       (json_int_t)(ts ? ts->n : 0), "runtimes",
+						       runtimes__to_json(&rt, g), "findings",
+						       findings__to_json(&mine)));
+		free(cmdline);
 	} else {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
@@ -278,36 +285,6 @@ static struct traced_proc *proc_get(struct traced_procs *ps, pid_t pid)
 	ps->p = np;
 	ps->p[ps->n] = (struct traced_proc){ .pid = pid };
 	return &ps->p[ps->n++];
-}
-
-/* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read). */
-static char *read_cmdline(pid_t pid)
-{
-	char path[64], *buf = malloc(4096);
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (!buf || fd < 0) {
-		free(buf);
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	n = read(fd, buf, 4095);
-	close(fd);
-	if (n <= 0) {
-		free(buf);
-		return NULL;
-	}
-	while (n > 0 && !buf[n - 1])
-		n--;
-	for (ssize_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	buf[n] = '\0';
-	return buf;
 }
 
 static bool top_checked(const struct traced_procs *ps, pid_t pid)
@@ -541,7 +518,7 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 			if (tp && tgid != pid) {
 				tp->execd = true;
 				free(tp->cmdline);
-				tp->cmdline = read_cmdline(tgid);
+				tp->cmdline = proc__cmdline(tgid);
 			}
 		} else if (event) {
 			/* Nothing to pass on. */
@@ -700,6 +677,7 @@ static int finish(const struct findings *fs, const struct check_opts *o, json_t 
 
 	if (doc) {
 		json_object_set_new(doc, "dlscope", json_string(DLSCOPE_VERSION));
+		json_object_set_new(doc, "errors", output__errors_json());
 		if (json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
 			inspect_failed = true;
 		putchar('\n');
@@ -966,7 +944,8 @@ int cmd_check(int argc, char **argv)
 		return cliopt__usage("check", "--job takes one process ID, any member of the job");
 	}
 	if (o.json) {
-		doc = json_object();
+		/* "dlscope" first, as in every document; finish() sets it again, to the same. */
+		doc = json_pack("{s:s}", "dlscope", DLSCOPE_VERSION);
 		procs = json_array();
 		json_object_set_new(doc, "processes", procs);
 	}
@@ -1438,7 +1417,7 @@ int cmd_lint(int argc, char **argv)
 	argv = cl.ops;
 	s.progress = o.progress && !o.json;
 	if (o.json) {
-		doc = json_object();
+		doc = json_pack("{s:s}", "dlscope", DLSCOPE_VERSION);
 		s.bad = json_array();
 		s.skipped = json_array();
 	}

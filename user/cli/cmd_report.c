@@ -674,8 +674,12 @@ int cmd_report(int argc, char **argv)
 			json_t *doc = self_json((char *[]){ "stacks", "--json", pid_args[i], NULL },
 						&code);
 
-			if (doc)
-				json_array_append_new(in.stacks, doc);
+			/* stacks --json: {"processes": [PROCESS]}, none when it could not be read. */
+			json_t *proc = json_array_get(json_object_get(doc, "processes"), 0);
+
+			if (proc)
+				json_array_append(in.stacks, proc);
+			json_decref(doc);
 		}
 		list = joined_command(n_pid_args, pid_args);
 		if (n_pid_args == 1)
