@@ -160,6 +160,15 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 						       runtimes__to_json(&rt, g), "findings",
 						       findings__to_json(&mine)));
 		free(cmdline);
+		/* The executable's build-id: which build of the program this is. */
+		for (size_t k = 0; k < g->n; k++)
+			if (g->objs[k]->origin == LG_EXECUTABLE && g->objs[k]->elf &&
+			    elfobj__build_id(g->objs[k]->elf)) {
+				json_object_set_new(
+					json_array_get(procs, json_array_size(procs) - 1),
+					"build_id", json_string(elfobj__build_id(g->objs[k]->elf)));
+				break;
+			}
 	} else {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
