@@ -31,11 +31,16 @@ def test_report_refuses_a_pid_that_does_not_exist():
         p = dlscope("report", fx.pid, gone, "-o", out, check=3)
         assert p.stderr == f"dlscope: report: no process with PID {gone}\n", p.stderr
         assert not os.path.exists(out)
-        # Two live ones: every Reproduce line is one dlscope accepts (stacks takes one PID).
+        # Two live ones: each started again by its command line (no PID of this machine),
+        # each dlscope line one that dlscope accepts.
         with Fixture(["two_omp"]) as fx2:
             md = dlscope("report", fx.pid, fx2.pid, check=0).stdout
-            assert f"dlscope stacks {fx.pid} {fx2.pid}" not in md, md
-            assert f"dlscope stacks {fx.pid}" in md and f"dlscope stacks {fx2.pid}" in md, md
+            repro = md.split("## Reproduce")[1]
+            cmds = [l for l in repro.splitlines() if l and not l.startswith(("#", "`"))]
+            assert cmds.count(f"{fx.proc.args[0]} &") == 2, repro
+            assert all(str(pid) not in l for l in cmds for pid in (fx.pid, fx2.pid)), repro
+            assert {l.split()[1] for l in cmds if l.startswith("dlscope ")} == \
+                {"report", "record"}, repro
 
 
 def test_watch_and_record_of_a_command_that_cannot_run():
