@@ -474,10 +474,16 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 						ptrace(PTRACE_DETACH, ps.p[i].pid, NULL, NULL);
 						tracee_drop(&ts, ps.p[i].pid);
 					}
-				for (size_t i = 0; i < ts.n; i++) {
-					syscall(SYS_tgkill, ts.t[i].tgid, ts.t[i].tid, SIGSTOP);
-					ts.t[i].started = false;
-				}
+				/*
+				 * Each is stopped once more, to be detached at that SIGSTOP with
+				 * no signal, which swallows it. One whose first stop (its own
+				 * SIGSTOP) has not come yet gets none: a second SIGSTOP pending
+				 * after the detach would leave it stopped.
+				 */
+				for (size_t i = 0; i < ts.n; i++)
+					if (ts.t[i].started)
+						syscall(SYS_tgkill, ts.t[i].tgid, ts.t[i].tid,
+							SIGSTOP);
 				if (ts.n)
 					dls_warn(
 						"check: %zu thread%s of processes '%s' started are "
@@ -498,8 +504,18 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		if (!WIFSTOPPED(status))
 			continue;
 		if (draining) {
-			ptrace(PTRACE_DETACH, w, NULL, NULL);
-			tracee_drop(&ts, w);
+			/* Any other stop (an event, the program's own signal) goes on: its
+			 * signal passed on; the SIGSTOP sent above comes next. */
+			if (!(status >> 16) && WSTOPSIG(status) == SIGSTOP) {
+				ptrace(PTRACE_DETACH, w, NULL, NULL);
+				tracee_drop(&ts, w);
+			} else {
+				ptrace(PTRACE_CONT, w, NULL,
+				       (void *)(long)(status >> 16 || WSTOPSIG(status) ==
+									      (SIGTRAP | 0x80) ?
+							      0 :
+							      WSTOPSIG(status)));
+			}
 			continue;
 		}
 		event = status >> 16;
