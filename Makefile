@@ -51,7 +51,8 @@ DEB_BUILD := make clang clang-format llvm gcc bpftool libbpf-dev libelf-dev libd
 	     liblzma-dev libbz2-dev libjansson-dev libncurses-dev pkg-config
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
-	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg python3-jsonschema
+	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg python3-jsonschema \
+	    cmark-gfm
 # The real software of tests/realworld: Debian's ML stack, Qt5, ICU, Boost, TBB, oneDNN and
 # the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts); numba (LLVM 14),
 # pyopencl, matplotlib, a JVM, Node.js and GCC's runtimes, on which dup-library stays silent.

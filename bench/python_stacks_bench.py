@@ -41,6 +41,7 @@ def bench(python, gdb_too):
         for _ in range(20):
             doc = json.loads(subprocess.run([dlscope, "stacks", "--json", str(proc.pid)],
                                             capture_output=True, text=True).stdout)
+            doc = doc["processes"][0]
             stops.append(doc["stopped_ms"])
             pyframes = sum(len(t["python"]["frames"]) for t in doc["threads"] if t["python"])
         ours = timed([dlscope, "stacks", str(proc.pid)], 10)

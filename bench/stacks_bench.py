@@ -64,6 +64,7 @@ def bench(proc, mode):
     for _ in range(20):
         doc = json.loads(subprocess.run([dlscope, "stacks", "--json", str(proc.pid)],
                                         capture_output=True, text=True).stdout)
+        doc = doc["processes"][0]
         stops.append(doc["stopped_ms"])
         frames = sum(len(t["frames"]) for t in doc["threads"])
     ours = timed([dlscope, "stacks", str(proc.pid)], 10)

@@ -506,7 +506,7 @@ static void apply_process_event(struct model *m, const struct event *ev)
 		snprintf(p->comm, sizeof(p->comm), "%s", ev->comm);
 	if (ev->kind == EVENT_EXIT) {
 		p->exited = true;
-		p->exit_code = (int)ev->u.exit.exit_code;
+		p->exit_code = (int)ev->u.exit.wait_status;
 	}
 	if (ev->kind == EVENT_FORK && !ev->u.fork.thread) {
 		struct m_proc *c = model__proc_get(m, ev->u.fork.child);

@@ -42,7 +42,7 @@ static const char help_text[] =
 	"                Enter: the thread's stack; r: take a new snapshot\n"
 	"  4 Events      the event stream; space: pause/follow; t: filter by kind;\n"
 	"                p: only the selected process; l: filter by library; c: clear filters\n"
-	"  5 Findings    the detectors' findings with evidence, why and remedy\n"
+	"  5 Findings    the detectors' findings with evidence, why and fix\n"
 	"\n"
 	"Keys\n"
 	"  Tab / S-Tab   next / previous view        1-5   a view\n"
@@ -86,6 +86,80 @@ void rows__add(struct rows *rs, enum ui_color color, long ref, const char *fmt, 
 	rs->n++;
 }
 
+size_t wrap_cut(const char *s, size_t width)
+{
+	size_t len = strcspn(s, "\n"), cut;
+
+	if (len <= width)
+		return len;
+	for (cut = width; cut > width / 2 && s[cut] != ' '; cut--)
+		;
+	return cut > width / 2 ? cut : width;
+}
+
+void rows__add_wrapped(struct rows *rs, enum ui_color color, long ref, int width, const char *first,
+		       const char *cont, const char *text)
+{
+	const char *prefix = first;
+
+	do {
+		size_t room = width > (int)strlen(prefix) + 10 ? (size_t)width - strlen(prefix) :
+								 40;
+		size_t cut = wrap_cut(text, room > sizeof(rs->r[0].text) - 80 ?
+						    sizeof(rs->r[0].text) - 80 :
+						    room);
+
+		rows__add(rs, color, ref, "%s%.*s", prefix, (int)cut, text);
+		text += cut;
+		while (*text == ' ' || *text == '\n')
+			text++;
+		prefix = cont;
+	} while (*text);
+}
+
+/*
+ * Rows longer than the screen, wrapped: each piece a row of its own with the row's colour and
+ * ref, indented under the text after the row's label ("why: ") or its leading spaces.
+ */
+static void rows__wrap(struct rows *rs, int width)
+{
+	struct rows out = { 0 };
+	bool any = false;
+
+	for (size_t i = 0; i < rs->n && !any; i++)
+		any = (int)strlen(rs->r[i].text) > width;
+	if (!any || width < 30)
+		return;
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct row *r = &rs->r[i];
+		const char *colon = strstr(r->text, ": ");
+		size_t lead = strspn(r->text, " "), hang = lead + 2;
+		char cont[64], first[1];
+
+		if ((int)strlen(r->text) <= width) {
+			rows__add(&out, r->color, r->ref, "%s", r->text);
+			continue;
+		}
+		if (colon && (size_t)(colon - r->text) < 24 &&
+		    !memchr(r->text + lead, ' ', (size_t)(colon - r->text) - lead))
+			hang = (size_t)(colon - r->text) + 2;
+		if (hang > (size_t)width / 2)
+			hang = lead + 2 < (size_t)width / 2 ? lead + 2 : 2;
+		snprintf(cont, sizeof(cont), "%*s", (int)hang, "");
+		first[0] = '\0';
+		rows__add_wrapped(&out, r->color, r->ref, width, first, cont, r->text);
+	}
+	free(rs->r);
+	*rs = out;
+}
+
+/* A view's rows as drawn: wrapped at the screen's width. */
+static void view_rows(struct ui *ui, const struct view *v, struct rows *rs)
+{
+	v->rows(ui, rs);
+	rows__wrap(rs, ui->cols);
+}
+
 /* The collector's thread may report too: the status line is guarded. */
 static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
 static char pending_msg[512];
@@ -127,6 +201,7 @@ void ui__popup(struct ui *ui, const char *title, const char *text)
 	ui->popup_text = strdup(text ? text : "");
 	snprintf(ui->popup_title, sizeof(ui->popup_title), "%s", title);
 	ui->popup_top = 0;
+	ui->popup_lines = 0;
 }
 
 void ui__prompt(struct ui *ui, const char *label, void (*done)(struct ui *ui, const char *text))
@@ -255,13 +330,18 @@ static void draw_rows(struct ui *ui, const struct rows *rs, struct list_state *l
 
 static void draw_header(struct ui *ui)
 {
+	/* Under 100 columns the tabs are packed, so that the source still shows at 80. */
+	bool narrow = ui->cols < 100;
 	char line[512], clock[160] = "";
-	int n = snprintf(line, sizeof(line), " dlscope ui ");
+	int n = snprintf(line, sizeof(line), narrow ? " dlscope " : " dlscope ui ");
 	struct m_proc *p = ui__proc(ui);
 
 	for (int v = 0; v < VIEW__COUNT; v++)
 		n += snprintf(line + n, sizeof(line) - (size_t)n,
-			      v == (int)ui->view ? "[%d %s] " : " %d %s  ", v + 1, views[v]->name);
+			      v == (int)ui->view ? "[%d %s]%s" :
+			      narrow		 ? " %d %s " :
+						   " %d %s  ",
+			      v + 1, views[v]->name, narrow ? "" : " ");
 	snprintf(line + n, sizeof(line) - (size_t)n, " %s",
 		 ui->src == SRC_LIVE   ? "live" :
 		 ui->src == SRC_REPLAY ? "replay" :
@@ -270,13 +350,18 @@ static void draw_header(struct ui *ui)
 	if (ui->src == SRC_REPLAY) {
 		const struct replay *r = ui->replay;
 
-		snprintf(clock, sizeof(clock), "%s %s  t=%.3fs / %.3fs  record %zu/%zu",
+		snprintf(clock, sizeof(clock),
+			 narrow ? "%s%s t=%.3f/%.3fs #%zu/%zu" :
+				  "%s %s  t=%.3fs / %.3fs  record %zu/%zu",
 			 r->paused ? (replay__at_end(r) ? "ended" : "paused") : "playing",
-			 r->speed > 0 ? "" : "max", (double)(r->now - r->t_first) / 1e9,
+			 r->speed > 0 ? "" :
+			 narrow	      ? " max" :
+					"max",
+			 (double)(r->now - r->t_first) / 1e9,
 			 (double)(r->t_last - r->t_first) / 1e9, r->pos, r->n);
 		if (r->speed > 0)
 			snprintf(clock + strlen(clock), sizeof(clock) - strlen(clock),
-				 "  speed %gx", r->speed);
+				 narrow ? " %gx" : "  speed %gx", r->speed);
 	} else if (ui->src == SRC_LIVE) {
 		unsigned long long dropped = ui->live ? live__dropped(ui->live) : 0;
 
@@ -291,12 +376,13 @@ static void draw_header(struct ui *ui)
 			 "snapshot: libraries, findings, threads and stacks; "
 			 "no events");
 	}
-	snprintf(line, sizeof(line), " process %s%d %s%s%s  |  %s", p ? "" : "-", p ? p->pid : 0,
+	snprintf(line, sizeof(line), " process %s%d %s%s%s%s%s", p ? "" : "-", p ? p->pid : 0,
 		 p ? p->comm : "", p && p->exited ? " (exited)" : "",
-		 p && p->rank[0] ? " rank " : "", clock);
+		 p && p->rank[0] ? " rank " : "", narrow ? " | " : "  |  ", clock);
 	if (p && p->rank[0])
-		snprintf(line, sizeof(line), " process %d %s rank %s%s%s  |  %s", p->pid, p->comm,
-			 p->rank, p->local_rank[0] ? " local " : "", p->local_rank, clock);
+		snprintf(line, sizeof(line), " process %d %s rank %s%s%s%s%s", p->pid, p->comm,
+			 p->rank, p->local_rank[0] ? " local " : "", p->local_rank,
+			 narrow ? " | " : "  |  ", clock);
 	put_line(ui, 1, C_HEADER, false, line);
 }
 
@@ -305,7 +391,14 @@ static void draw_popup(struct ui *ui)
 	int h = ui->lines - 4, w = ui->cols - 4, line = 0;
 	const char *s = ui->popup_text;
 	WINDOW *win = newwin(h, w, 2, 2);
-	size_t skip = ui->popup_top;
+	size_t skip, total = 0;
+
+	/* Not past the last page: the end of the text stays on the box's last line. */
+	if (ui->popup_lines > (size_t)h - 2 && ui->popup_top > ui->popup_lines - ((size_t)h - 2))
+		ui->popup_top = ui->popup_lines - ((size_t)h - 2);
+	else if (ui->popup_lines && ui->popup_lines <= (size_t)h - 2)
+		ui->popup_top = 0;
+	skip = ui->popup_top;
 
 	if (!win)
 		return;
@@ -318,17 +411,41 @@ static void draw_popup(struct ui *ui)
 		snprintf(title, sizeof(title), " %.*s ", w - 8 > 0 ? w - 8 : 0, ui->popup_title);
 		ui__addnstr(win, 0, 2, title, (int)strlen(title));
 	}
-	while (*s && line < h - 2) {
-		size_t len = strcspn(s, "\n");
+	/* Every line wrapped to the box, under its own indentation: nothing is cut at the edge. */
+	while (*s) {
+		size_t len = strcspn(s, "\n"), lead = strspn(s, " "), room = (size_t)w - 4;
+		size_t hang = lead + 2 < room / 2 ? lead + 2 : 0, at = 0;
 
-		if (skip)
-			skip--;
-		else
-			ui__addnstr(win, 1 + line++, 2, s,
-				    (int)(len < (size_t)w - 4 ? len : (size_t)w - 4));
+		do {
+			size_t indent = at ? hang : 0,
+			       cut = wrap_cut(s + at, room - indent > 10 ? room - indent : 10);
+
+			if (cut > len - at)
+				cut = len - at;
+			if (skip) {
+				skip--;
+			} else {
+				if (line < h - 2)
+					ui__addnstr(win, 1 + line, 2 + (int)indent, s + at,
+						    (int)cut);
+				line++;
+			}
+			total++;
+			at += cut;
+			while (at < len && s[at] == ' ')
+				at++;
+		} while (at < len);
 		s += len + (s[len] == '\n');
 	}
-	mvwprintw(win, h - 1, 2, " Esc/q/Enter: close  Up/Down PgUp/PgDn: scroll ");
+	/* The lines past the box: say that it scrolls, and keep the last page in reach. */
+	ui->popup_lines = total;
+	mvwprintw(win, h - 1, 2, " Esc/q/Enter: close  %s",
+		  total > (size_t)h - 2 ? "Up/Down PgUp/PgDn: scroll " : "");
+	if (total > (size_t)h - 2)
+		wprintw(win, "(%zu-%zu of %zu) ", ui->popup_top + 1,
+			ui->popup_top + (size_t)h - 2 < total ? ui->popup_top + (size_t)h - 2 :
+								total,
+			total);
 	wnoutrefresh(win);
 	delwin(win);
 }
@@ -352,7 +469,7 @@ static void draw(struct ui *ui)
 	if (v->rows) {
 		struct rows rs = { 0 };
 
-		v->rows(ui, &rs);
+		view_rows(ui, v, &rs);
 		draw_rows(ui, &rs, &ui->list[ui->view], 2, h);
 		free(rs.r);
 	} else {
@@ -366,10 +483,12 @@ static void draw(struct ui *ui)
 	} else {
 		char line[600];
 
-		snprintf(line, sizeof(line), " %s",
-			 ui->status[0] ?
-				 ui->status :
-				 "?: help  Tab: next view  /: search  Enter: open  q: quit");
+		/* "?: help" first, whatever the status says: the way to every key stays in sight. */
+		if (ui->status[0])
+			snprintf(line, sizeof(line), " ?: help  q: quit | %s", ui->status);
+		else
+			snprintf(line, sizeof(line),
+				 " ?: help  Tab: next view  /: search  Enter: open  q: quit");
 		put_line(ui, ui->lines - 1, ui->status_error ? C_ERROR : C_STATUS, false, line);
 	}
 	wnoutrefresh(stdscr);
@@ -395,7 +514,7 @@ static void search_rows(struct ui *ui)
 		v->key(ui, UI_KEY_SEARCH, NULL); /* the events view searches its own ring */
 		return;
 	}
-	v->rows(ui, &rs);
+	view_rows(ui, v, &rs);
 	for (size_t i = 1; i <= rs.n; i++) {
 		size_t k = (ls->sel + i) % rs.n;
 
@@ -560,7 +679,7 @@ static enum key_result handle_key(struct ui *ui, int ch)
 		struct rows rs = { 0 };
 		const struct row *sel;
 
-		v->rows(ui, &rs);
+		view_rows(ui, v, &rs);
 		skip_title(&ui->list[ui->view], &rs);
 		fix_scroll(&ui->list[ui->view], rs.n, ui->lines - 3);
 		res = list_key(ui, ch, rs.n, ui->lines - 3);
@@ -859,10 +978,14 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 					0; /* a key is answered at once, not at the next frame */
 			}
 			nodelay(stdscr, TRUE);
-			ch = getch();
+			if (!quit)
+				ch = getch();
 		}
 		if (sfd >= 0 && read(sfd, &si, sizeof(si)) == sizeof(si))
 			quit = true;
+		/* q: the terminal back at once; the sources are stopped after the screen. */
+		if (quit)
+			break;
 		if (pump(ui, &failed, &backlog, why, whylen))
 			dirty = true;
 		/* A thread a snapshot could not stop is let go as soon as it stops. */

@@ -45,6 +45,15 @@ struct rows {
 void rows__add(struct rows *rs, enum ui_color color, long ref, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/*
+ * @text word-wrapped to @width columns: the first row starts with @first, the others with
+ * @cont (a hanging indent); each row at most @width wide. Any length of text.
+ */
+void rows__add_wrapped(struct rows *rs, enum ui_color color, long ref, int width, const char *first,
+		       const char *cont, const char *text);
+/* How much of @s (up to a newline) goes on a line @width wide: cut at a space when one is there. */
+size_t wrap_cut(const char *s, size_t width);
+
 struct ui;
 
 /* Key handler results, as htop's: the loop redraws or quits on them. */
@@ -100,6 +109,7 @@ struct ui {
 	char popup_title[128];
 	char *popup_text;
 	size_t popup_top;
+	size_t popup_lines; /* the popup's text as wrapped when last drawn */
 
 	/* a one-line prompt on the bottom row */
 	bool prompting;

@@ -66,6 +66,8 @@ static void events_draw(struct ui *ui, int y, int h)
 	uint64_t sel = 0, s;
 	char filt[256], line[1024];
 	int attr_sel = A_REVERSE;
+	bool narrow, ranks = false;
+	char rank[16] = "";
 
 	filter_text(ui, filt, sizeof(filt));
 	if (ui->follow || !model__event(ui->m, ui->sel_seq) || !match_at(ui, ui->sel_seq)) {
@@ -107,8 +109,19 @@ static void events_draw(struct ui *ui, int y, int h)
 	attrset(ui__attr(ui, C_HEADER));
 	mvaddnstr(y, 0, line, ui->cols);
 	clrtoeol();
-	snprintf(line, sizeof(line), "%12s %-7s %-7s %-4s %-15s %-11s %s", "TIME", "PID", "TID",
-		 "RANK", "COMM", "KIND", "WHAT (Enter: details)");
+	/*
+	 * Under 120 columns: no TID (Enter shows it), COMM cut to 10, RANK only for a job; WHAT
+	 * keeps 38 columns at 80.
+	 */
+	narrow = ui->cols < 120;
+	for (size_t i = 0; i < ui->m->n_procs && !ranks; i++)
+		ranks = ui->m->procs[i].rank[0];
+	if (narrow)
+		snprintf(line, sizeof(line), "%10s %-7s %s%-10s %-11s %s", "TIME", "PID",
+			 ranks ? "RANK " : "", "COMM", "KIND", "WHAT (Enter: details)");
+	else
+		snprintf(line, sizeof(line), "%12s %-7s %-7s %-4s %-15s %-11s %s", "TIME", "PID",
+			 "TID", "RANK", "COMM", "KIND", "WHAT (Enter: details)");
 	mvaddnstr(y + 1, 0, line, ui->cols);
 	clrtoeol();
 	attrset(A_NORMAL);
@@ -127,9 +140,17 @@ static void events_draw(struct ui *ui, int y, int h)
 		else if (e->kind == EV_LOADED)
 			c = C_DIM;
 		/* A rank's events say which rank (the trace's "rank", or its environment). */
-		snprintf(line, sizeof(line), "%12.6f %-7d %-7d %-4s %-15s %-11s %s",
-			 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid,
-			 p && p->rank[0] ? p->rank : "-", e->comm, ev_kind__id(e->kind), e->text);
+		if (ranks)
+			snprintf(rank, sizeof(rank), "%-4.4s ", p && p->rank[0] ? p->rank : "-");
+		if (narrow)
+			snprintf(line, sizeof(line), "%10.6f %-7d %s%-10.10s %-11s %s",
+				 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, rank,
+				 e->comm, ev_kind__id(e->kind), e->text);
+		else
+			snprintf(line, sizeof(line), "%12.6f %-7d %-7d %-4s %-15s %-11s %s",
+				 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid,
+				 p && p->rank[0] ? p->rank : "-", e->comm, ev_kind__id(e->kind),
+				 e->text);
 		attrset(ui__attr(ui, c) | (i == sel_row ? attr_sel : 0));
 		ui__addnstr(stdscr, y + 2 + i, 0, line, ui->cols);
 		if (i == sel_row)

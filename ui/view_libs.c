@@ -53,9 +53,15 @@ static void libs_rows(struct ui *ui, struct rows *out)
 	}
 	for (size_t i = 0; i < p->n_libs; i++)
 		collisions += p->libs[i].collision;
-	rows__add(out, C_HEADER, -1, "%zu objects in process %d (%s)%s%zu%s", p->n_libs, p->pid,
-		  p->comm, collisions ? ": " : "", collisions,
-		  collisions ? " hold a runtime another object also holds (marked !!)" : "");
+	/* No collision, no count: "(churn)0" was the 0 printed anyway. */
+	if (collisions)
+		rows__add(out, C_HEADER, -1,
+			  "%zu objects in process %d (%s): %zu hold a runtime another object also "
+			  "holds (marked !!)",
+			  p->n_libs, p->pid, p->comm, collisions);
+	else
+		rows__add(out, C_HEADER, -1, "%zu objects in process %d (%s)", p->n_libs, p->pid,
+			  p->comm);
 	n = model__lib_tree(p, is_collapsed, ui, &tree);
 	for (ssize_t i = 0; i < n; i++) {
 		const struct m_lib *l = &p->libs[tree[i].lib];

@@ -30,9 +30,15 @@ static void procs_rows(struct ui *ui, struct rows *out)
 	size_t *order = NULL;
 	unsigned int *depth = NULL;
 	ssize_t n = model__proc_tree(ui->m, &order, &depth);
+	bool ranks = false;
+	char rank[96];
 
-	rows__add(out, C_HEADER, -1, "%-8s %-8s %-5s %-6s %8s %5s %8s %9s  %s", "PID", "PPID",
-		  "RANK", "LOCAL", "EVENTS", "LIBS", "THREADS", "FINDINGS", "COMMAND");
+	/* RANK and LOCAL only for a job: at 80 columns COMMAND keeps the room. */
+	for (size_t i = 0; i < ui->m->n_procs; i++)
+		ranks |= ui->m->procs[i].rank[0] || ui->m->procs[i].local_rank[0];
+	snprintf(rank, sizeof(rank), ranks ? "%-5s %-6s " : "", "RANK", "LOCAL");
+	rows__add(out, C_HEADER, -1, "%-8s %-8s %s%7s %5s %7s %8s  %s", "PID", "PPID", rank,
+		  "EVENTS", "LIBS", "THREADS", "FINDINGS", "COMMAND");
 	for (ssize_t i = 0; i < n; i++) {
 		const struct m_proc *p = &ui->m->procs[order[i]];
 		size_t nf = findings_of(ui->m, p->pid), nc = collisions_of(p);
@@ -45,12 +51,14 @@ static void procs_rows(struct ui *ui, struct rows *out)
 			snprintf(ppid, sizeof(ppid), "%d", p->ppid);
 		if (p->threads_known)
 			snprintf(threads, sizeof(threads), "%zu", p->n_threads);
+		if (ranks)
+			snprintf(rank, sizeof(rank), "%-5s %-6s ", p->rank[0] ? p->rank : "-",
+				 p->local_rank[0] ? p->local_rank : "-");
 		rows__add(out,
 			  nf || nc  ? C_COLLISION :
 			  p->exited ? C_DIM :
 				      C_NORMAL,
-			  p->pid, "%-8d %-8s %-5s %-6s %8llu %5zu %8s %9zu  %s%s%s%s", p->pid, ppid,
-			  p->rank[0] ? p->rank : "-", p->local_rank[0] ? p->local_rank : "-",
+			  p->pid, "%-8d %-8s %s%7llu %5zu %7s %8zu  %s%s%s%s", p->pid, ppid, rank,
 			  (unsigned long long)p->n_events, p->n_libs, threads, nf, indent,
 			  p->comm[0] ? p->comm : "?", p->exited ? " (exited)" : "",
 			  nc ? "  !! runtime collision" : "");

@@ -562,7 +562,7 @@ def test_check_command_crash_in_a_library_function():
     assert crash["pc"]["object"] == lib and crash["pc"]["symbol"] == "crash_lib_store", crash
     assert crash["pc"]["perms"] == "r-xp"
     fa = crash["fault_address"]
-    assert fa["address"] == 0x10 and not fa["mapped"] and fa["object"] is None, fa
+    assert fa["address"] == "0x10" and not fa["mapped"] and fa["object"] is None, fa
     fns = functions(crash)
     assert fns[:3] == ["crash_lib_store", "crash_lib_run", "main"], fns
     assert crash["stack"][0]["module"] == lib and crash["stack"][0]["pc"] == crash["pc"]["address"]
@@ -649,7 +649,7 @@ def test_check_command_fault_behind_a_handler():
                                  "import ctypes; ctypes.string_at(8)")
     assert cmd["signal"] == "SIGSEGV" and crash["code_name"] == "SI_TKILL", crash
     assert crash["caught_fault"]["code_name"] == "SEGV_MAPERR", crash["caught_fault"]
-    assert crash["fault_address"]["address"] == 8 and not crash["fault_address"]["mapped"]
+    assert crash["fault_address"]["address"] == "0x8" and not crash["fault_address"]["mapped"]
     # Through the signal frame down to the faulting strlen.
     fns = functions(crash)
     assert "__restore_rt" in fns and "strlen" in fns[fns.index("__restore_rt") + 1], fns

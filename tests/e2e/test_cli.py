@@ -8,7 +8,7 @@ import re
 import subprocess
 import tempfile
 
-from harness import dlscope
+from harness import Fixture, dlscope, fixture_path, wait_idle
 
 COMMANDS = ["libs", "check", "lint", "stacks", "watch", "record", "ui", "report", "export",
             "merge", "capture"]
@@ -251,10 +251,13 @@ def test_cli_json_shapes():
     assert any(p and all(x.endswith("libcxx_ext_static.so") for x in p)
                for p in by_id["dup-cxx-runtime"]), by_id
     assert all(p for p in by_id["elf-defects"]), by_id
-    p = dlscope("stacks", "--json", 2, check=3)
-    err = json.loads(p.stdout)
-    assert err["pid"] == 2 and "kernel thread" in err["error"] and "dlscope" in err, err
-    assert p.stderr.startswith("dlscope: stacks: "), p.stderr
+    # A failure is the same document, with no process and the error as on stderr.
+    for cmd in ("stacks", "libs", "check"):
+        p = dlscope(cmd, "--json", 2, check=3)
+        err = json.loads(p.stdout)
+        assert err["processes"] == [] and "dlscope" in err, err
+        assert p.stderr == f"dlscope: {cmd}: {err['errors'][0]}\n", (p.stderr, err)
+        assert "kernel thread" in err["errors"][0], err
 
 
 def run_on_terminal(args, cols, env=None):
@@ -339,7 +342,15 @@ def test_cli_json_documents_match_their_schemas():
                                              "lib", check=4).stdout)))
     docs.append(("lint", json.loads(dlscope("lint", "-j", os.path.join(BUILD, "fixtures"),
                                             check=1).stdout)))
-    docs.append(("error", json.loads(dlscope("stacks", "-j", 2, check=3).stdout)))
+    docs.append(("stacks", json.loads(dlscope("stacks", "-j", 2, check=3).stdout)))
+    with Fixture(["hang_abba"]) as fx:
+        wait_idle(fx.pid)
+        live = json.loads(dlscope("stacks", "-j", fx.pid, check=1).stdout)
+        # One shape for a process in libs, check and stacks: pid, comm, exe, cmdline.
+        proc = live["processes"][0]
+        assert (proc["pid"], proc["exe"]) == (fx.pid, fixture_path("hang_abba")), proc
+        assert proc["cmdline"] == fixture_path("hang_abba"), proc
+        docs.append(("stacks", live))
     for name, doc in docs:
         err = validate(name, doc)
         assert err is None, err
@@ -350,3 +361,9 @@ def test_cli_json_documents_match_their_schemas():
     bad = json.loads(json.dumps(docs[0][1]))
     bad["processes"][0]["objects"][0]["base"] = 4096
     assert validate("libs", bad), "an integer address validated"
+    bad = json.loads(json.dumps(live))
+    bad["processes"][0]["threads"][0]["frames"][0]["pc"] = 4096
+    assert validate("stacks", bad), "an integer pc validated"
+    crash = docs[3][1]["command"]["crash"]
+    assert crash["pc"]["address"] == crash["stack"][0]["pc"], crash
+    assert validate("stacks", {"dlscope": "0.1.0", "pid": 2, "error": "x"}), "old error shape"

@@ -95,7 +95,12 @@ def assert_frames_match_gdb(ours, theirs, what):
 
 
 def core_json(core, *args, check=0):
-    return json.loads(dlscope("stacks", "--json", *args, core, check=check).stdout)
+    """The one process of `stacks --json CORE` (the document of every --json command)."""
+    return json.loads(dlscope("stacks", "--json", *args, core, check=check).stdout)["processes"][0]
+
+
+def live_json(pid):
+    return json.loads(dlscope("stacks", "--json", pid, check=1).stdout)["processes"][0]
 
 
 def functions(doc):
@@ -108,11 +113,11 @@ def test_gcore_of_a_hung_process_gives_its_live_stacks():
     for argv in (["hang_abba"], ["dlopen_list", fixture_path("libhang_ctor_omp_dlsym.so")]):
         with Fixture(argv) as fx, tempfile.TemporaryDirectory() as d:
             wait_idle(fx.pid)
-            live = json.loads(dlscope("stacks", "--json", fx.pid, check=1).stdout)
+            live = live_json(fx.pid)
             core = gcore(fx.pid, d)
             doc = core_json(core)
             assert doc["pid"] == fx.pid and doc["signal"] is None, doc["signal"]
-            assert doc["executable"] == fixture_path(argv[0]), doc["executable"]
+            assert doc["exe"] == fixture_path(argv[0]), doc["exe"]
             assert functions(doc) == functions(live), (functions(doc), functions(live))
             for t in doc["threads"]:
                 assert t["error"] is None and t["frames"][0]["pc"], t
@@ -136,7 +141,7 @@ def test_kernel_core_of_a_crash_names_signal_address_and_thread():
         sig = doc["signal"]
         assert sig and sig["name"] == "SIGSEGV" and sig["code_name"] == "SEGV_MAPERR", sig
         # crash_lib_run(7) stores through the null pointer + 16 (crash_lib.c).
-        assert sig["address"] == 0x10, sig
+        assert sig["address"] == "0x10", sig
         first = doc["threads"][0]
         assert sig["tid"] == first["tid"] != doc["pid"], (sig, first["tid"], doc["pid"])
         names = [f["function"] for f in first["frames"]]
@@ -178,7 +183,7 @@ def test_executable_moved_away():
         p = dlscope("stacks", "--json", core, check=0)
         assert f"the core's executable {exe} is not here" in p.stderr, p.stderr
         assert "crash_thread" not in p.stdout
-        doc = json.loads(dlscope("stacks", "--json", "--exe", moved, core, check=0).stdout)
+        doc = core_json(core, "--exe", moved)
         assert "crash_thread" in functions(doc)[doc["signal"]["tid"]], doc
         p = dlscope("stacks", "--exe", os.path.join(d, "nothing"), core, check=3)
         assert p.stderr.startswith("dlscope: stacks: cannot read the executable ") and \
@@ -237,7 +242,8 @@ def test_bad_cores_are_one_line_each():
                     error_lines(p) == 1, (name, p.stderr)
                 if "--json" in args:
                     doc = json.loads(p.stdout)
-                    assert doc["error"] == p.stderr.split(": ", 2)[2].strip(), doc
+                    assert doc["processes"] == [] and \
+                        doc["errors"] == [p.stderr.split(": ", 2)[2].strip()], doc
         # As an operand, a file is taken for a core by its ELF header: the cut one is one.
         p = dlscope("stacks", os.path.join(d, "bad-truncated"), check=3)
         assert "is truncated" in p.stderr and error_lines(p) == 1, p.stderr
@@ -335,7 +341,7 @@ def test_capture_is_a_small_core_gdb_eu_stack_and_dlscope_read():
     exe = fixture_path(argv[0])
     with Fixture(argv) as fx, tempfile.TemporaryDirectory() as d:
         wait_idle(fx.pid)
-        live = json.loads(dlscope("stacks", "--json", fx.pid, check=1).stdout)
+        live = live_json(fx.pid)
         live_libs = json.loads(dlscope("libs", "--json", fx.pid, check=0).stdout)
         small = os.path.join(d, "small.core")
         p = dlscope("capture", "--stats", "-o", small, fx.pid, check=0)
@@ -352,7 +358,7 @@ def test_capture_is_a_small_core_gdb_eu_stack_and_dlscope_read():
         theirs = eu_stack_pcs(small, exe)
         assert set(theirs) == set(functions(doc)), theirs
         for t in doc["threads"]:
-            ours = [f["pc"] for k, f in enumerate(t["frames"])
+            ours = [int(f["pc"], 16) for k, f in enumerate(t["frames"])
                     if not k or f["pc"] != t["frames"][k - 1]["pc"]]
             assert theirs[t["tid"]] == ours, (t["tid"], theirs[t["tid"]], ours)
         pick = lambda p: [{k: o[k] for k in OBJECT_FIELDS} for o in p["objects"]]
@@ -425,7 +431,7 @@ def test_check_command_writes_a_core_before_the_signal_is_delivered():
             p.stderr
         doc = core_json(out)
         sig = doc["signal"]
-        assert sig["name"] == "SIGSEGV" and sig["address"] == 0x10, sig
+        assert sig["name"] == "SIGSEGV" and sig["address"] == "0x10", sig
         [t] = doc["threads"]
         assert t["tid"] == sig["tid"] and [f["function"] for f in t["frames"]][:3] == \
             ["crash_lib_store", "crash_lib_run", "crash_thread"], t

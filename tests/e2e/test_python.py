@@ -29,7 +29,9 @@ def interpreters():
 
 
 def stacks_json(pid, *extra, status=0):
-    return json.loads(dlscope("stacks", "--json", *extra, pid, check=status).stdout)
+    """stacks --json's one process."""
+    return json.loads(dlscope("stacks", "--json", *extra, pid,
+                              check=status).stdout)["processes"][0]
 
 
 def faulthandler_frames(path, pid):
@@ -139,7 +141,7 @@ def test_gil_against_mutex_deadlock_is_a_cycle_with_a_verdict():
                 break
             time.sleep(0.1)
         assert proc.returncode == 1, proc.stdout[-3000:]
-        doc = json.loads(proc.stdout)
+        doc = json.loads(proc.stdout)["processes"][0]
         worker = [t["tid"] for t in doc["threads"] if t["tid"] != fx.pid][0]
         edges = {(e["from"], e["to"]): e["kind"] for e in doc["edges"]}
         assert edges == {(fx.pid, worker): "mutex", (worker, fx.pid): "gil"}, edges

@@ -30,7 +30,8 @@ def md_cells(row):
 def assert_tables(md):
     """Every table of the report: each row has its header's cells, and every bold or code span
     opens and closes inside one cell (no literal asterisks on GitHub). Rendered too, when a
-    Markdown renderer with tables is installed."""
+    GitHub's own renderer (cmark-gfm, its table extension) makes the same tables, each row with
+    its header's number of cells, and no literal ** survives outside code."""
     lines, i, tables = md.splitlines(), 0, 0
     while i < len(lines):
         if not (lines[i].startswith("|") and i + 1 < len(lines) and
@@ -50,15 +51,25 @@ def assert_tables(md):
                 assert plain.count("**") % 2 == 0, ("bold across cells", lines[j])
             j += 1
         i = j
-    try:
-        import markdown  # noqa: F401 (python3-markdown, when installed)
-    except ImportError:
-        return tables
-    html = markdown.markdown(md, extensions=["tables"])
-    for table in re.findall(r"<table>.*?</table>", html, re.S):
-        widths = {len(re.findall(r"<t[hd]", tr)) for tr in re.findall(r"<tr>.*?</tr>", table, re.S)}
-        assert len(widths) == 1, table
+    html = render_gfm(md)
+    rendered = re.findall(r"<table>.*?</table>", html, re.S)
+    assert len(rendered) == tables, (tables, len(rendered), html)
+    for table in rendered:
+        rows = re.findall(r"<tr>.*?</tr>", table, re.S)
+        widths = [len(re.findall(r"<t[hd][ >]", tr)) for tr in rows]
+        assert len(set(widths)) == 1, table
+    text = re.sub(r"<pre>.*?</pre>|<code>.*?</code>", "", html, flags=re.S)
+    assert "**" not in text, [l for l in text.splitlines() if "**" in l]
     return tables
+
+
+def render_gfm(md):
+    """@md as GitHub renders it: cmark-gfm with its table extension (make test installs it)."""
+    import subprocess
+    if not shutil.which("cmark-gfm"):
+        raise AssertionError("cmark-gfm is needed (Debian package cmark-gfm; make test installs it)")
+    return subprocess.run(["cmark-gfm", "--extension", "table", "--unsafe"], input=md,
+                          capture_output=True, text=True, check=True).stdout
 
 
 def runtime_rows(md, who):
@@ -93,8 +104,9 @@ def test_report_on_two_openmp_runtimes():
     rows = [l for l in s["Runtimes"].splitlines() if l.startswith(f"| {fx.pid} ")]
     assert len(rows) >= 2 and all("(duplicate)" in r for r in rows[:2]), rows
     assert "openmp" in rows[0] and "openmp" in rows[1], rows
-    assert f"dlscope check {fx.pid}" in s["Reproduce"]
-    assert assert_tables(md) == 2
+    assert f"{fixture_path('two_omp')} &\ndlscope" not in s["Reproduce"]
+    assert f"{fixture_path('two_omp')} &\n" in s["Reproduce"], s["Reproduce"]
+    assert assert_tables(md) == 3   # program, environment, runtimes
     # The versions are named: the releases apart from the OpenMP levels, no KMP date.
     cells = {c[3].strip(): c[4].strip() for c in runtime_rows(md, f"{fx.pid} (two_omp)")}
     assert re.fullmatch(r"GCC \d+(\.\d+)*, OpenMP \d\.\d", cells["GNU libgomp"]), cells
@@ -111,7 +123,7 @@ def test_report_escapes_what_the_data_says():
             wait_idle(fx.pid)
             md = dlscope("report", fx.pid, check=0).stdout
     assert md.startswith(f"# dlscope report: process {fx.pid} (md\\|\\*\\_x\\`)\n"), md[:200]
-    assert assert_tables(md) == 2
+    assert assert_tables(md) == 3
     rows = runtime_rows(md, f"{fx.pid} (md\\|\\*\\_x\\`)")
     assert len(rows) == 2 and all(r[1].strip() == "**openmp**" and
                                   r[2].strip() == "(duplicate)" for r in rows), rows
@@ -200,7 +212,60 @@ def test_report_on_a_command_that_crashes():
     s = sections(md)
     assert "### The command was killed by SIGSEGV" in s["Findings"], s["Findings"]
     assert "crash_lib_store" in s["Findings"] and "libcrash.so" in s["Findings"], s["Findings"]
-    assert "dlscope check -- " in s["Reproduce"]
+    assert "dlscope report -- " in s["Reproduce"]
+
+
+def module_base(pid, module):
+    """The lowest address @module is mapped at in @pid: its load bias for a library."""
+    starts = [int(line.split("-")[0], 16) for line in open(f"/proc/{pid}/maps")
+              if line.rstrip().endswith(" " + module)]
+    return min(starts)
+
+
+def test_report_summary_names_the_program_and_reproduces_without_pids():
+    """The top says what ran (executable, command line, build-ids) and what went wrong (the
+    hung threads, the crash); a frame with no name is module+offset, as addr2line takes it;
+    Reproduce gives the command line, quoted for the shell, and no PID of this machine."""
+    with Fixture(["hang_abba", "x y"]) as fx:
+        wait_idle(fx.pid)
+        md = dlscope("report", fx.pid, check=0).stdout
+        bid = [o["build_id"] for o in json.loads(dlscope("libs", "-j", fx.pid, check=0).stdout)
+               ["processes"][0]["objects"] if o["path"] == fixture_path("hang_abba")][0]
+    assert_tables(md)
+    top = md.split("\n## ")[0]
+    row = [l for l in top.splitlines() if l.startswith(f"| {fx.pid} (hang_abba) |")]
+    assert row and md_cells(row[0])[1:] == [f" `{fixture_path('hang_abba')}` ",
+                                            f" `{fixture_path('hang_abba')} x y` ",
+                                            f" `{bid}` "], row
+    assert "**Hung:** Deadlock between 2 threads" in top, top
+    repro = sections(md)["Reproduce"]
+    assert f"{fixture_path('hang_abba')} 'x y' &\n" in repro, repro
+    assert "dlscope report $!" in repro and str(fx.pid) not in re.sub(r"#.*", "", repro), repro
+
+    md = dlscope("report", "--", fixture_path("crash_cmd"), "lib", check=0).stdout
+    assert_tables(md)
+    top = md.split("\n## ")[0]
+    assert re.search(r"\*\*Crash:\*\* SIGSEGV \(address not mapped\) in thread \d+ at "
+                     r"`crash_lib_store\+0x[0-9a-f]+` in `libcrash.so`, `[^`]*crash_lib.c:\d+`",
+                     top), top
+    assert re.search(r"^\| \d+ \(crash_cmd\) \| `[^`]*crash_cmd` \| `[^`]*crash_cmd lib` \| "
+                     r"`[0-9a-f]{40}` \|$", top, re.M), top
+
+    # libgomp's pool thread waits in its stripped idle loop: frames with no name.
+    with Fixture(["two_omp"]) as fx:
+        wait_idle(fx.pid)
+        md = dlscope("report", fx.pid, check=0).stdout
+        gomp = [l for l in open(f"/proc/{fx.pid}/maps") if "libgomp" in l][0].split()[-1]
+        base = module_base(fx.pid, gomp)
+        doc = json.loads(dlscope("stacks", "-j", fx.pid, check=0).stdout)["processes"][0]
+    unnamed = [f for t in doc["threads"] for f in t["frames"]
+               if f["function"] is None and f["module"] == gomp]
+    assert unnamed, doc["threads"]
+    for f in unnamed:
+        assert int(f["module_offset"], 16) == int(f["pc"], 16) - base, (f, hex(base))
+        line = f"{os.path.basename(gomp)}+{f['module_offset']}"
+        assert line in sections(md)["Threads that matter"], (line, md)
+    assert "??" not in sections(md)["Threads that matter"], md
 
 
 def record_trace(path):

@@ -31,11 +31,16 @@ def test_report_refuses_a_pid_that_does_not_exist():
         p = dlscope("report", fx.pid, gone, "-o", out, check=3)
         assert p.stderr == f"dlscope: report: no process with PID {gone}\n", p.stderr
         assert not os.path.exists(out)
-        # Two live ones: every Reproduce line is one dlscope accepts (stacks takes one PID).
+        # Two live ones: each started again by its command line (no PID of this machine),
+        # each dlscope line one that dlscope accepts.
         with Fixture(["two_omp"]) as fx2:
             md = dlscope("report", fx.pid, fx2.pid, check=0).stdout
-            assert f"dlscope stacks {fx.pid} {fx2.pid}" not in md, md
-            assert f"dlscope stacks {fx.pid}" in md and f"dlscope stacks {fx2.pid}" in md, md
+            repro = md.split("## Reproduce")[1]
+            cmds = [l for l in repro.splitlines() if l and not l.startswith(("#", "`"))]
+            assert cmds.count(f"{fx.proc.args[0]} &") == 2, repro
+            assert all(str(pid) not in l for l in cmds for pid in (fx.pid, fx2.pid)), repro
+            assert {l.split()[1] for l in cmds if l.startswith("dlscope ")} == \
+                {"report", "record"}, repro
 
 
 def test_watch_and_record_of_a_command_that_cannot_run():
@@ -91,3 +96,42 @@ def test_check_exits_with_the_most_severe_outcome():
         dlscope("check", gone, check=3)
     assert "the most severe: 4, then 1, then 3" in " ".join(
         dlscope("check", "--help", check=0).stdout.split())
+
+
+def test_trace_exit_record_says_the_exit_status_and_the_signal():
+    """A trace's exit record says exit(3) as 3, not the raw wait status (768), and a process
+    killed by a signal by its name, as check --json's COMMAND does; report reads it, and reads
+    an older trace's raw "exit_code" the same."""
+    import json
+    from harness import fixture_path
+    if not is_root():
+        raise Skip("BPF tests need root")
+    with tempfile.TemporaryDirectory() as d:
+        runs = {"status": (["sh", "-c", "exit 3"], {}, 0),
+                "signal": ([fixture_path("two_blas")], {"FIXTURE_EXIT": "fault"}, 1)}
+        for name, (cmd, env, status) in runs.items():
+            path = os.path.join(d, name + ".jsonl")
+            dlscope("record", "-o", path, "--", *cmd, env=env, check=status, timeout=120)
+            recs = [json.loads(line) for line in open(path)]
+            exits = [r for r in recs if r["type"] == "exit"]
+            assert len(exits) == 1, exits
+            e = exits[0]
+            if name == "status":
+                assert (e["exit_status"], e["signal"], e["wait_status"]) == (3, None, 768), e
+                want = "exit, status 3"
+            else:
+                assert (e["exit_status"], e["signal"]) == (None, "SIGSEGV"), e
+                assert e["wait_status"] & 0x7f == 11, e
+                want = "exit, killed by SIGSEGV"
+            assert "exit_code" not in e, e
+            old = os.path.join(d, name + "-old.jsonl")
+            with open(old, "w") as f:
+                for r in recs:
+                    if r["type"] == "exit":
+                        r = {k: v for k, v in r.items()
+                             if k not in ("exit_status", "signal", "core_dumped", "wait_status")}
+                        r["exit_code"] = e["wait_status"]
+                    f.write(json.dumps(r) + "\n")
+            for trace in (path, old):
+                out = dlscope("report", trace, check=0).stdout
+                assert re.search(rf"\| {e['pid']} \| {re.escape(want)} \|", out), (trace, out)

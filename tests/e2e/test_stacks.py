@@ -17,8 +17,11 @@ def hung(argv):
     return fx
 
 
-def stacks_json(pid, status=1):
-    return json.loads(dlscope("stacks", "--json", pid, check=status).stdout)
+def stacks_json(pid, status=1, *extra, env=None):
+    """stacks --json's one process (the document is {"dlscope", "processes": [it], "errors"})."""
+    doc = json.loads(dlscope("stacks", "--json", *extra, pid, check=status, env=env).stdout)
+    assert len(doc["processes"]) == 1 and doc["errors"] == [], doc
+    return doc["processes"][0]
 
 
 def tids(pid):
@@ -176,7 +179,7 @@ def test_frame_limit_and_bad_input():
     with hung(["hang_abba"]) as fx:
         doc = stacks_json(fx.pid, status=1)
         assert all(len(t["frames"]) > 3 for t in doc["threads"])
-        doc = json.loads(dlscope("stacks", "--json", "--max-frames", "3", fx.pid, check=1).stdout)
+        doc = stacks_json(fx.pid, 1, "--max-frames", "3")
         assert all(len(t["frames"]) == 3 and t["truncated"] for t in doc["threads"]), doc
         assert "more than 3 frames" in doc["threads"][0]["error"]
     dlscope("stacks", check=2)
@@ -270,16 +273,14 @@ def test_frame_cache_names_pcs_as_dwarf_does():
     with tempfile.TemporaryDirectory() as cache, Fixture(["busy_threads", "64", "idle"]) as fx:
         wait_idle(fx.pid)
         env = {"DLSCOPE_CACHE_DIR": cache}
-        cold = _names_by_pc(json.loads(dlscope("stacks", "--json", fx.pid, check=0,
-                                               env=env).stdout))
+        cold = _names_by_pc(stacks_json(fx.pid, 0, env=env))
         files = os.listdir(os.path.join(cache, "frames"))
         assert files and all(re.fullmatch(r"[0-9a-f]{40}", f) for f in files), files
-        warm = _names_by_pc(json.loads(dlscope("stacks", "--json", fx.pid, check=0,
-                                               env=env).stdout))
+        warm = _names_by_pc(stacks_json(fx.pid, 0, env=env))
         common = set(cold) & set(warm)
         assert len(common) >= 5, (cold.keys(), warm.keys())
         for pc in common:
-            assert cold[pc] == warm[pc], (hex(pc), cold[pc], warm[pc])
+            assert cold[pc] == warm[pc], (pc, cold[pc], warm[pc])
         flat = [f for pc in common for f in warm[pc]]
         # libc6-dbg gives glibc's inline frames; the fixture's own frames have their lines.
         assert any(f[0] for f in flat), flat
@@ -290,10 +291,9 @@ def test_frame_cache_names_pcs_as_dwarf_does():
             with open(os.path.join(cache, "frames", name), "w") as f:
                 f.write(["garbage\n\x00\x01", "dlscope frames 1 " + name + "\nE 1 0 1\nF 9\n",
                          "dlscope frames 1 0000\n"][i % 3])
-        again = _names_by_pc(json.loads(dlscope("stacks", "--json", fx.pid, check=0,
-                                                env=env).stdout))
+        again = _names_by_pc(stacks_json(fx.pid, 0, env=env))
         for pc in set(again) & set(cold):
-            assert again[pc] == cold[pc], (hex(pc), again[pc], cold[pc])
+            assert again[pc] == cold[pc], (pc, again[pc], cold[pc])
 
 
 def test_a_deep_recursion_is_unwound_whole_as_eu_stack_does():
@@ -329,9 +329,8 @@ def test_a_corrupt_return_address_ends_the_unwind_with_its_reason():
         out = dlscope("stacks", fx.pid, check=0).stdout
         assert "0xdead00000000beef is no user-space address (a corrupt stack)" in out, out
         assert "?? from" not in out, out
-        doc = json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout)
-        t = doc["threads"][0]
-        assert all(0 <= f["pc"] < 1 << 56 for f in t["frames"]), t["frames"]
+        t = stacks_json(fx.pid, 0)["threads"][0]
+        assert all(int(f["pc"], 16) < 1 << 56 for f in t["frames"]), t["frames"]
         assert "corrupt stack" in t.get("error", ""), t
 
 

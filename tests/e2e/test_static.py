@@ -103,7 +103,7 @@ def test_static_binary_in_an_empty_chroot():
         # stacks: the ABBA deadlock, both edges named from the fixture's symbols.
         with Fixture(["hang_abba"]) as fx:
             wait_idle(fx.pid)
-            doc = json.loads(bare.run("stacks", "--json", fx.pid, status=1).stdout)
+            doc = json.loads(bare.run("stacks", "--json", fx.pid, status=1).stdout)["processes"][0]
             other = [int(t) for t in os.listdir(f"/proc/{fx.pid}/task") if int(t) != fx.pid][0]
             edges = {(e["from"], e["to"]): e["what"] for e in doc["edges"]}
             assert edges == {(fx.pid, other): "mutex lock_b in hang_abba",

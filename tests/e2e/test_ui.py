@@ -67,12 +67,14 @@ class Tui:
 
 
 def event_rows(screen):
-    """The event rows on screen: (kind, what)."""
-    rows = []
+    """The event rows on screen: (kind, what), at the columns the header line names (they
+    narrow on a narrow screen)."""
+    rows, kind = [], None
     for line in screen.splitlines():
-        # Columns as the view prints them: "%12.6f %-7d %-7d %-4s %-15s %-11s %s".
-        if re.match(r"\s*\d+\.\d{6} \d", line):
-            rows.append((line[50:61].strip(), line[62:]))
+        if re.match(r"\s*TIME PID ", line):
+            kind, what = line.index("KIND"), line.index("WHAT")
+        elif kind and re.match(r"\s*\d+\.\d{6} \d", line):
+            rows.append((line[kind:what].strip(), line[what:]))
     return rows
 
 
@@ -196,8 +198,10 @@ def test_live_command_collision_and_finding():
         ui.keys("5")
         s = ui.wait_for("dup-openmp")
         # The live finding as check makes it: its severity, why and fix, and when it came.
-        assert re.search(r"error\s+dup-openmp\s+process \d+: 2 OpenMP runtimes", s), s
-        assert "why: Each OpenMP runtime" in s and "remedy: Make every package" in s, s
+        assert re.search(r"error\s+dup-openmp, process \d+: 2 OpenMP runtimes", s), s
+        # The collector's messages share the footer with the help key, never replace it.
+        assert s.splitlines()[-1].startswith(" ?: help"), s.splitlines()[-1]
+        assert "why: Each OpenMP runtime" in s and "fix: Make every package" in s, s
         assert re.search(r"at: \d+\.\d+ s", s), s
         ui.keys("4")
         s = ui.wait_for("dlopen(\"libomp.so.5\")")
@@ -220,7 +224,7 @@ def test_live_pid_snapshot_findings_and_target_left_running():
         assert re.search(r"!!.*libomp\.so\.5.*COLLISION", s), s
         ui.keys("5")
         s = ui.wait_for("dup-openmp")
-        assert "remedy:" in s and "evidence:" in s, s
+        assert "fix:" in s and "evidence:" in s, s
         ui.keys("3")
         s = ui.wait_for("TID")
         assert str(fx.pid) in s, s
@@ -684,3 +688,93 @@ def test_sigterm_ends_the_live_ui_and_its_command():
         while os.path.exists(f"/proc/{cmd[0]}"):
             assert time.monotonic() < deadline, f"the command {cmd[0]} outlived the UI"
             time.sleep(0.05)
+
+
+def words(text):
+    """@text with its whitespace collapsed: wrapped lines read as one."""
+    return " ".join(text.split())
+
+
+def popup_text(ui, width, height):
+    """The whole text of the open box, paged through with PgDn: its lines, wrapped as drawn."""
+    got = {}
+    while True:
+        s = ui.screen()
+        lines = s.splitlines()
+        m = re.search(r"\((\d+)-(\d+) of (\d+)\)", lines[height - 3])
+        body = [ln[4:width - 4] for ln in lines[3:height - 3]]
+        first = int(m.group(1)) if m else 1
+        for i, ln in enumerate(body):
+            got.setdefault(first + i, ln)
+        if not m or m.group(2) == m.group(3):
+            return [got[k] for k in sorted(got) if not m or k <= int(m.group(3))]
+        ui.keys("NPage")
+        ui.wait_for(re.compile(r"\((?!%s-)\d+-\d+ of" % first))
+
+
+def test_every_view_fits_80x24_and_120x40():
+    """At 80x24 and 120x40: the header whole, '?: help' on the footer, the Events WHAT column
+    wide enough to read, the Libraries header without a stray count, and the finding's title,
+    evidence, why and fix whole (wrapped in the view; in its box, paged at 80x24); q gives the
+    terminal back at once."""
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "two_omp.jsonl")
+        record_two_omp(trace)
+        f = json.loads(dlscope("check", "--json", trace, check=1).stdout)["processes"][0]
+        f = [x for x in f["findings"] if x["id"] == "dup-openmp"][0]
+        whole = [f["title"], f["why"], f["remedy"], *f["evidence"]]
+        for width, height in ((80, 24), (120, 40)):
+            with Tui(["--replay", trace], width=width, height=height) as ui:
+                ui.wait_for("replay")
+                ui.keys("}")
+                s = ui.wait_for("ended")
+                lines = s.splitlines()
+                assert lines[0].rstrip().endswith(" replay"), lines[0]
+                assert lines[-1].startswith(" ?: help"), lines[-1]
+                ui.keys("2")
+                s = ui.wait_for("[2 Libraries]")
+                assert re.fullmatch(r"6 objects in process \d+ \(two_omp\): 2 hold a runtime "
+                                    r"another object also holds \(marked !!\)",
+                                    words(" ".join(s.splitlines()[2:4]).split(" !! ")[0])
+                                    .split(" [-] ")[0]), s
+                ui.keys("4")
+                s = ui.wait_for("[4 Events]")
+                head = [ln for ln in s.splitlines() if re.match(r"\s*TIME PID ", ln)][0]
+                assert width - head.index("WHAT") >= 38, head
+                opens = [w for k, w in event_rows(s) if k == "dlopen"]
+                assert any(w.startswith('dlopen("libomp.so.5") = /lib/x86_64-li')
+                           for w in opens), s
+                assert s.splitlines()[-1].startswith(" ?: help"), s
+                ui.keys("5")
+                s = ui.wait_for("[5 Findings]")
+                if width == 120:
+                    seen = words(" ".join(s.splitlines()[2:-1]))
+                else:
+                    # The view goes on below the screen: the box has it all, paged.
+                    ui.keys("Enter")
+                    ui.wait_for("+- dup-openmp ")
+                    seen = words(" ".join(popup_text(ui, width, height)))
+                    ui.keys("Escape")
+                for text in whole:
+                    assert words(text) in seen, (text, seen)
+                # q: the terminal is given back before anything is torn down.
+                t = time.monotonic()
+                ui.keys("q")
+                while "5 Findings" in ui.screen():
+                    assert time.monotonic() - t < 2.0, (width, ui.screen())
+                    time.sleep(0.01)
+                ui.wait_for(re.compile(r"EXIT=0"))
+    # A process with no collision: its Libraries header ends with its name, no count after it.
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        with Tui(["-p", sleeper.pid], width=80, height=24) as ui:
+            ui.wait_for("[1 Processes]")
+            ui.keys("2")
+            s = ui.wait_for("[2 Libraries]")
+            assert re.fullmatch(rf"\d+ objects in process {sleeper.pid} \(sleep\)",
+                                s.splitlines()[2].rstrip()), s
+            assert s.splitlines()[-1].startswith(" ?: help"), s
+            assert ui.quit_and_status()[0] == 0
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -64,7 +64,8 @@ def frames(out):
     """What stacks --json names: every thread's frames (not its state or cpu, which move)."""
     return [(t["tid"], t.get("error"),
              [(f["pc"], f["inlined"], f["function"], f["offset"], f["module"], f["file"],
-               f["line"]) for f in t["frames"]]) for t in json.loads(out)["threads"]]
+               f["line"]) for f in t["frames"]])
+            for t in json.loads(out)["processes"][0]["threads"]]
 
 
 def functions(answer):

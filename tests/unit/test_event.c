@@ -41,7 +41,7 @@ static size_t sample_events(struct event *ev, size_t cap)
 	    ev[n].u.gpu_load.result = 200);
 	ADD(ev[n].kind = EVENT_EXEC, strcpy(ev[n].u.exec.file, "/usr/bin/python3"));
 	ADD(ev[n].kind = EVENT_FORK, ev[n].u.fork.child = 44, ev[n].u.fork.thread = true);
-	ADD(ev[n].kind = EVENT_EXIT, ev[n].u.exit.exit_code = 0x100);
+	ADD(ev[n].kind = EVENT_EXIT, ev[n].u.exit.wait_status = 0x100);
 	ADD(ev[n].kind = EVENT_SIGNAL, ev[n].u.signal.signo = 11, ev[n].u.signal.address = 16,
 	    strcpy(ev[n].u.signal.where, "0x10"), strcpy(ev[n].u.signal.at, "main+0x77 (app)"));
 	ADD(ev[n].kind = EVENT_FUTEX_WAIT, ev[n].u.futex.what = EVENT_FUTEX_ENDED,

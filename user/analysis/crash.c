@@ -337,10 +337,12 @@ void crash__print(const struct crash *c, FILE *out)
 
 static json_t *place__to_json(const struct crash_place *p)
 {
-	return json_pack("{s:I, s:b, s:o, s:o, s:o, s:o, s:I}", "address", (json_int_t)p->addr,
-			 "mapped", p->mapped, "perms",
-			 p->mapped ? json_string(p->perms) : json_null(), "object",
-			 p->object ? json_string(p->object) : json_null(), "region",
+	char addr[24];
+
+	snprintf(addr, sizeof(addr), "0x%" PRIx64, (uint64_t)p->addr);
+	return json_pack("{s:s, s:b, s:o, s:o, s:o, s:o, s:I}", "address", addr, "mapped",
+			 p->mapped, "perms", p->mapped ? json_string(p->perms) : json_null(),
+			 "object", p->object ? json_string(p->object) : json_null(), "region",
 			 p->region ? json_string(p->region) : json_null(), "symbol",
 			 p->symbol ? json_string(p->symbol) : json_null(), "offset",
 			 (json_int_t)p->offset);

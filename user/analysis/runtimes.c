@@ -754,6 +754,9 @@ json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g
 			"fronts", fronts ? fronts : json_array(), "package",
 			pkg_owner__to_json(o->pkg));
 		obj_role__json_versions(&r->role, one);
+		/* Which build of it: what a maintainer matches debug symbols with. */
+		if (one && o->elf && elfobj__build_id(o->elf))
+			json_object_set_new(one, "build_id", json_string(elfobj__build_id(o->elf)));
 		json_array_append_new(arr, one);
 	}
 	return arr;

@@ -820,6 +820,20 @@ static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_sta
 	return 0;
 }
 
+/* The pc of @raw as an address of its object's file, on each frame @one names it with. */
+static void set_module_offset(Dwfl *dwfl, const struct stack_frame *raw, struct thread_stack *one)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, raw->activation ? raw->pc : raw->pc - 1);
+	Dwarf_Addr bias = 0;
+
+	if (!mod || !dwfl_module_getelf(mod, &bias))
+		return;
+	for (size_t k = 0; k < one->n_frames; k++) {
+		one->frames[k].module_offset = raw->pc - bias;
+		one->frames[k].has_module_offset = true;
+	}
+}
+
 static int symbolize(Dwfl *dwfl, struct framecache *fc, struct pc_memo *memo,
 		     struct thread_stack *ts)
 {
@@ -853,6 +867,7 @@ static int symbolize(Dwfl *dwfl, struct framecache *fc, struct pc_memo *memo,
 				free_frames(one.frames, one.n_frames);
 				break;
 			}
+			set_module_offset(dwfl, &raw[i], &one);
 			memo->e[memo->n].pc = raw[i].pc;
 			memo->e[memo->n].activation = raw[i].activation;
 			memo->e[memo->n].named = one;
@@ -1687,6 +1702,11 @@ void stack_frame__print(const struct stack_frame *f, const struct stack_frame *p
 			f->function ? f->function : "??");
 	if (f->function && f->offset && !f->inlined)
 		fprintf(out, "+0x%" PRIx64, f->offset);
+	/* No name: where in its file, as addr2line takes it. */
+	if (!f->function && f->module && f->has_module_offset)
+		fprintf(out, " (%s+0x%" PRIx64 ")",
+			strrchr(f->module, '/') ? strrchr(f->module, '/') + 1 : f->module,
+			f->module_offset);
 	if (f->module)
 		fprintf(out, " from %s", f->module);
 	if (f->file)
@@ -1696,10 +1716,16 @@ void stack_frame__print(const struct stack_frame *f, const struct stack_frame *p
 
 json_t *stack_frame__to_json(const struct stack_frame *f)
 {
-	return json_pack("{s:I, s:b, s:o, s:I, s:o, s:o, s:i}", "pc", (json_int_t)f->pc, "inlined",
+	char pc[24], moff[24];
+
+	/* An address is a hex string in every document (docs/schema/common.schema.json). */
+	snprintf(pc, sizeof(pc), "0x%" PRIx64, (uint64_t)f->pc);
+	snprintf(moff, sizeof(moff), "0x%" PRIx64, f->module_offset);
+	return json_pack("{s:s, s:b, s:o, s:I, s:o, s:o, s:o, s:i}", "pc", pc, "inlined",
 			 f->inlined, "function",
 			 f->function ? json_string(f->function) : json_null(), "offset",
 			 (json_int_t)f->offset, "module",
-			 f->module ? json_string(f->module) : json_null(), "file",
+			 f->module ? json_string(f->module) : json_null(), "module_offset",
+			 f->has_module_offset ? json_string(moff) : json_null(), "file",
 			 f->file ? json_string(f->file) : json_null(), "line", f->line);
 }

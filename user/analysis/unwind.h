@@ -22,7 +22,10 @@ struct stack_frame {
 	char *function;	 /* NULL when unknown */
 	uint64_t offset; /* from the start of the function's symbol */
 	char *module;	 /* path of the object */
-	char *file;	 /* source file, NULL when unknown */
+	/* pc as an address of the object's file (addr2line -e MODULE): libfoo.so+0x1234 */
+	uint64_t module_offset;
+	bool has_module_offset;
+	char *file; /* source file, NULL when unknown */
 	int line;
 };
 

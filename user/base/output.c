@@ -6,12 +6,15 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "output.h"
 
 static bool json_mode;
 static void (*msg_sink)(const char *level, const char *msg);
 static const char *command;
-static char last_error[1024];
+/* With --json, every error message, for the document's "errors". */
+static json_t *errors;
 
 int output__columns(FILE *out)
 {
@@ -36,9 +39,9 @@ int output__columns(FILE *out)
 	return 80;
 }
 
-const char *output__last_error(void)
+json_t *output__errors_json(void)
 {
-	return last_error;
+	return errors ? json_copy(errors) : json_array();
 }
 
 void output__set_command(const char *name)
@@ -74,8 +77,11 @@ static void emit(const char *level, const char *fmt, va_list ap)
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (level[0] == 'e')
-		snprintf(last_error, sizeof(last_error), "%s", msg);
+	if (level[0] == 'e' && json_mode) {
+		if (!errors)
+			errors = json_array();
+		json_array_append_new(errors, json_string(msg));
+	}
 	if (msg_sink) {
 		msg_sink(level, msg);
 		return;

@@ -24,9 +24,13 @@ void output__set_command(const char *name);
  * (TIOCGWINSZ), else 80 on a terminal; 0 (no wrapping) when @out is no terminal.
  */
 int output__columns(FILE *out);
-/* The last error's message ("" before any): a --json command's error document says it. */
-const char *output__last_error(void);
 bool output__json(void);
+/*
+ * A --json document's "errors": every error message said since output__set_json(true), as on
+ * stderr (without "dlscope: CMD: "). A new reference; an empty array when there was none.
+ */
+struct json_t;
+struct json_t *output__errors_json(void);
 /* A sink the TUI installs so that messages land on its status line, not on a curses screen. */
 void output__set_sink(void (*sink)(const char *level, const char *msg));
 

@@ -31,6 +31,7 @@
 #include "runtimes.h"
 #include "outfile.h"
 #include "output.h"
+#include "procfs.h"
 #include "pkgowner.h"
 #include "target.h"
 #include "termsafe.h"
@@ -154,12 +155,27 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 	if (procs) {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
-		json_array_append_new(procs, json_pack("{s:i, s:s, s:s, s:i, s:i, s:o, s:o}", "pid",
-						       (json_int_t)t->pid, "comm", t->comm, "exe",
-						       t->exe, "object_count", (json_int_t)g->n,
-						       "threads", (json_int_t)n_threads, "runtimes",
-						       runtimes__to_json(&rt, g), "findings",
-						       findings__to_json(&mine)));
+		/* A core's process is gone: its command line is the one the core kept. */
+		char *cmdline = t->core ? strdup(t->core->args) : proc__cmdline(t->pid);
+
+		/* The command line: a report says how to run the program again, elsewhere. */
+		json_array_append_new(
+			procs,
+			json_pack("{s:i, s:s, s:s, s:o*, s:i, s:i, s:o, s:o}", "pid",
+				  (json_int_t)t->pid, "comm", t->comm, "exe", t->exe, "cmdline",
+				  cmdline ? json_string(cmdline) : json_null(), "object_count",
+				  (json_int_t)g->n, "threads", (json_int_t)n_threads, "runtimes",
+				  runtimes__to_json(&rt, g), "findings", findings__to_json(&mine)));
+		free(cmdline);
+		/* The executable's build-id: which build of the program this is. */
+		for (size_t k = 0; k < g->n; k++)
+			if (g->objs[k]->origin == LG_EXECUTABLE && g->objs[k]->elf &&
+			    elfobj__build_id(g->objs[k]->elf)) {
+				json_object_set_new(
+					json_array_get(procs, json_array_size(procs) - 1),
+					"build_id", json_string(elfobj__build_id(g->objs[k]->elf)));
+				break;
+			}
 	} else {
 		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
 
@@ -285,36 +301,6 @@ static struct traced_proc *proc_get(struct traced_procs *ps, pid_t pid)
 	ps->p = np;
 	ps->p[ps->n] = (struct traced_proc){ .pid = pid };
 	return &ps->p[ps->n++];
-}
-
-/* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read). */
-static char *read_cmdline(pid_t pid)
-{
-	char path[64], *buf = malloc(4096);
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (!buf || fd < 0) {
-		free(buf);
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	n = read(fd, buf, 4095);
-	close(fd);
-	if (n <= 0) {
-		free(buf);
-		return NULL;
-	}
-	while (n > 0 && !buf[n - 1])
-		n--;
-	for (ssize_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	buf[n] = '\0';
-	return buf;
 }
 
 static bool top_checked(const struct traced_procs *ps, pid_t pid)
@@ -519,10 +505,16 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 						ptrace(PTRACE_DETACH, ps.p[i].pid, NULL, NULL);
 						tracee_drop(&ts, ps.p[i].pid);
 					}
-				for (size_t i = 0; i < ts.n; i++) {
-					syscall(SYS_tgkill, ts.t[i].tgid, ts.t[i].tid, SIGSTOP);
-					ts.t[i].started = false;
-				}
+				/*
+				 * Each is stopped once more, to be detached at that SIGSTOP with
+				 * no signal, which swallows it. One whose first stop (its own
+				 * SIGSTOP) has not come yet gets none: a second SIGSTOP pending
+				 * after the detach would leave it stopped.
+				 */
+				for (size_t i = 0; i < ts.n; i++)
+					if (ts.t[i].started)
+						syscall(SYS_tgkill, ts.t[i].tgid, ts.t[i].tid,
+							SIGSTOP);
 				if (ts.n)
 					dls_warn(
 						"check: %zu thread%s of processes '%s' started are "
@@ -543,8 +535,18 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 		if (!WIFSTOPPED(status))
 			continue;
 		if (draining) {
-			ptrace(PTRACE_DETACH, w, NULL, NULL);
-			tracee_drop(&ts, w);
+			/* Any other stop (an event, the program's own signal) goes on: its
+			 * signal passed on; the SIGSTOP sent above comes next. */
+			if (!(status >> 16) && WSTOPSIG(status) == SIGSTOP) {
+				ptrace(PTRACE_DETACH, w, NULL, NULL);
+				tracee_drop(&ts, w);
+			} else {
+				ptrace(PTRACE_CONT, w, NULL,
+				       (void *)(long)(status >> 16 || WSTOPSIG(status) ==
+									      (SIGTRAP | 0x80) ?
+							      0 :
+							      WSTOPSIG(status)));
+			}
 			continue;
 		}
 		event = status >> 16;
@@ -572,7 +574,7 @@ static int check_command(char **argv, const struct check_opts *o, struct finding
 			if (tp && tgid != pid) {
 				tp->execd = true;
 				free(tp->cmdline);
-				tp->cmdline = read_cmdline(tgid);
+				tp->cmdline = proc__cmdline(tgid);
 			}
 		} else if (event) {
 			/* Nothing to pass on. */
@@ -735,6 +737,7 @@ static int finish(const struct findings *fs, const struct check_opts *o, json_t 
 
 	if (doc) {
 		json_object_set_new(doc, "dlscope", json_string(DLSCOPE_VERSION));
+		json_object_set_new(doc, "errors", output__errors_json());
 		if (json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
 			inspect_failed = true;
 		putchar('\n');
@@ -1009,7 +1012,8 @@ int cmd_check(int argc, char **argv)
 		return cliopt__usage("check", "--job takes one process ID, any member of the job");
 	}
 	if (o.json) {
-		doc = json_object();
+		/* "dlscope" first, as in every document; finish() sets it again, to the same. */
+		doc = json_pack("{s:s}", "dlscope", DLSCOPE_VERSION);
 		procs = json_array();
 		json_object_set_new(doc, "processes", procs);
 	}
@@ -1495,7 +1499,7 @@ int cmd_lint(int argc, char **argv)
 	argv = cl.ops;
 	s.progress = o.progress && !o.json;
 	if (o.json) {
-		doc = json_object();
+		doc = json_pack("{s:s}", "dlscope", DLSCOPE_VERSION);
 		s.bad = json_array();
 		s.skipped = json_array();
 	}

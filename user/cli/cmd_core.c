@@ -102,13 +102,16 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 		for (size_t k = 0; k < st->n_frames; k++)
 			json_array_append_new(frames, stack_frame__to_json(&st->frames[k]));
 		/* wait and waits_for as stacks PID has them, from what a core can tell. */
+		/* A core holds no thread name, state or wait channel: empty, as schema allows. */
 		json_array_append_new(
-			threads, json_pack("{s:i, s:o, s:b, s:o, s:s, s:s}", "tid", st->tid,
-					   "frames", frames, "truncated", st->truncated, "error",
-					   st->error ? json_string(st->error) : json_null(), "wait",
-					   took ? "signal" : "core", "waits_for",
-					   took ? took_text :
-						  "unknown (a core file has no lock-wait graph)"));
+			threads,
+			json_pack("{s:i, s:s, s:s, s:n, s:n, s:n, s:o, s:b, s:o, s:s, s:s, s:n}",
+				  "tid", st->tid, "name", "", "state", "", "cpu", "wchan",
+				  "syscall", "frames", frames, "truncated", st->truncated, "error",
+				  st->error ? json_string(st->error) : json_null(), "wait",
+				  took ? "signal" : "core", "waits_for",
+				  took ? took_text : "unknown (a core file has no lock-wait graph)",
+				  "python"));
 	}
 	if (is_crash(c)) {
 		const char *code = corefile__si_code_name(c->signo, c->si_code);
@@ -116,14 +119,17 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 		sig = json_pack("{s:i, s:s, s:i, s:o, s:o, s:i, s:s}", "number", c->signo, "name",
 				signal_name(c->signo, name, sizeof(name)), "code", c->si_code,
 				"code_name", code ? json_string(code) : json_null(), "address",
-				c->si_code > 0 ? json_integer((json_int_t)c->fault_addr) :
-						 json_null(),
+				c->si_code > 0 ?
+					json_sprintf("0x%llx", (unsigned long long)c->fault_addr) :
+					json_null(),
 				"tid", c->signal_tid, "text", crash);
 	}
-	return json_pack("{s:s, s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:[{s:s, s:n}]}", "dlscope",
-			 DLSCOPE_VERSION, "core", c->path, "pid", c->pid, "comm", c->comm, "args",
-			 c->args, "executable", exe ? json_string(exe) : json_null(), "signal", sig,
-			 "threads", threads, "verdicts", "text", crash, "remedy");
+	/* A process of the stacks document (stacks.schema.json), with the core it came from. */
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:n, s:o, s:o, s:[], s:[], "
+			 "s:[{s:s, s:n}]}",
+			 "pid", c->pid, "comm", c->comm, "exe", exe ? exe : "", "cmdline", c->args,
+			 "core", c->path, "stopped_ms", 0, "python", "signal", sig, "threads",
+			 threads, "edges", "cycles", "verdicts", "text", crash, "remedy");
 }
 
 /* The executable to read: @given (which must be readable), else the one the core names. */
@@ -239,7 +245,9 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 		goto out;
 	}
 	if (json) {
-		json_t *doc = to_json(c, exe, s);
+		json_t *doc = json_pack("{s:s, s:[o*], s:o}", "dlscope", DLSCOPE_VERSION,
+					"processes", to_json(c, exe, s), "errors",
+					output__errors_json());
 
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
 			dls_err("stacks: cannot write the JSON document");
@@ -250,10 +258,10 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 	}
 	ret = DLS_EXIT_OK;
 out:
-	/* With --json a failure is a document too (error.schema.json), as stacks PID gives it. */
+	/* With --json a failure is a document too: no process, and why (as stacks PID). */
 	if (json && ret != DLS_EXIT_OK) {
-		json_t *doc = json_pack("{s:s, s:s}", "dlscope", DLSCOPE_VERSION, "error",
-					output__last_error());
+		json_t *doc = json_pack("{s:s, s:[], s:o}", "dlscope", DLSCOPE_VERSION, "processes",
+					"errors", output__errors_json());
 
 		if (doc && json_dumpf(doc, stdout, JSON_INDENT(2)) >= 0)
 			putchar('\n');

@@ -479,7 +479,8 @@ int cmd_libs(int argc, char **argv)
 						    runtimes__to_json(&inventories[i], graphs[i]));
 			json_array_append_new(procs, p);
 		}
-		doc = json_pack("{s:s, s:o}", "dlscope", DLSCOPE_VERSION, "processes", procs);
+		doc = json_pack("{s:s, s:o, s:o}", "dlscope", DLSCOPE_VERSION, "processes", procs,
+				"errors", output__errors_json());
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0) {
 			dls_err("libs: cannot write the JSON document");
 			ret = DLS_EXIT_INSPECT;

@@ -339,6 +339,57 @@ static char *joined_command(int argc, char **argv)
 	return s;
 }
 
+/* @argv as one shell line that runs it again: each argument quoted where the shell would split it. */
+static char *shell_line(int argc, char *const *argv)
+{
+	size_t len = 0;
+	char *s = NULL;
+	FILE *f = open_memstream(&s, &len);
+
+	if (!f)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		fputs(i ? " " : "", f);
+		if (*a && strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				    "0123456789_./:=@%+,-") == strlen(a)) {
+			fputs(a, f);
+			continue;
+		}
+		fputc('\'', f);
+		for (; *a; a++)
+			if (*a == '\'')
+				fputs("'\\''", f);
+			else
+				fputc(*a, f);
+		fputc('\'', f);
+	}
+	fclose(f);
+	return s;
+}
+
+/* The command line process @pid runs, as a shell line (NULL when it cannot be read). */
+static char *pid_command(const char *pid)
+{
+	char path[64], buf[8192], *argv[256];
+	int argc = 0, fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	for (char *p = buf; p < buf + n && argc < 256; p += strlen(p) + 1)
+		argv[argc++] = p;
+	return shell_line(argc, argv);
+}
+
 /* Adds @name (owned) to @users unless it is root or there is no room. */
 static void add_user(char **users, size_t *nu, size_t maxu, char *name)
 {
@@ -608,8 +659,26 @@ int cmd_report(int argc, char **argv)
 			title, sizeof(title), "the job of process %s (%s)", job,
 			json_string_value(json_object_get(json_object_get(in.check, "job"), "description")) ?:
 				"");
-		json_array_append_new(in.reproduce, json_sprintf("dlscope check --job %s", job));
-		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks --job %s", job));
+		{
+			/* The launcher's command line, not a PID of this machine. */
+			const char *launcher = json_string_value(json_object_get(
+				json_object_get(json_object_get(in.check, "job"), "launcher"),
+				"cmdline"));
+
+			if (launcher && *launcher) {
+				json_array_append_new(in.reproduce,
+						      json_string("# the job's launcher ran:"));
+				json_array_append_new(in.reproduce, json_sprintf("%s &", launcher));
+				json_array_append_new(
+					in.reproduce,
+					json_string("# then, once it shows the problem:"));
+				json_array_append_new(in.reproduce,
+						      json_string("dlscope report --job $!"));
+			} else {
+				json_array_append_new(in.reproduce,
+						      json_sprintf("dlscope report --job %s", job));
+			}
+		}
 	} else if (cl.command) {
 		/* -- COMMAND: run it under check to its end. */
 		int n_cmd = cl.argc - (int)(cl.command - cl.argv);
@@ -635,9 +704,16 @@ int cmd_report(int argc, char **argv)
 		}
 		snprintf(title, sizeof(title), "command");
 		in.title_code = cmd;
-		json_array_append_new(in.reproduce, json_sprintf("dlscope check -- %s", cmd));
-		json_array_append_new(in.reproduce,
-				      json_sprintf("dlscope record -o trace.jsonl -- %s", cmd));
+		{
+			char *line = shell_line(n_cmd, cl.command);
+
+			json_array_append_new(in.reproduce,
+					      json_sprintf("dlscope report -- %s", line ?: cmd));
+			json_array_append_new(in.reproduce,
+					      json_sprintf("dlscope record -o trace.jsonl -- %s",
+							   line ?: cmd));
+			free(line);
+		}
 		command = cmd; /* the title's, freed at the end */
 	} else if (!n_pid_args && cl.n_ops == 1 && cliopt__core_operand(&cl)) {
 		/* A core file: check and stacks on it, as on a process. */
@@ -654,10 +730,15 @@ int cmd_report(int argc, char **argv)
 				core, core);
 			goto fail;
 		}
+		/* stacks --json: {"processes": [PROCESS]}, as for a PID. */
+		json_t *proc = json_array_get(json_object_get(doc, "processes"), 0);
+
 		in.stacks = json_array();
-		json_array_append_new(in.stacks, doc);
+		if (proc)
+			json_array_append(in.stacks, proc);
 		snprintf(title, sizeof(title), "core file %s (%s)", core,
-			 json_string_value(json_object_get(doc, "comm")) ?: "?");
+			 json_string_value(json_object_get(proc, "comm")) ?: "?");
+		json_decref(doc);
 		json_array_append_new(in.reproduce, json_sprintf("dlscope check %s", core));
 		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks %s", core));
 	} else if (!n_pid_args && cl.n_ops == 1) {
@@ -696,8 +777,12 @@ int cmd_report(int argc, char **argv)
 			json_t *doc = self_json((char *[]){ "stacks", "--json", pid_args[i], NULL },
 						&code);
 
-			if (doc)
-				json_array_append_new(in.stacks, doc);
+			/* stacks --json: {"processes": [PROCESS]}, none when it could not be read. */
+			json_t *proc = json_array_get(json_object_get(doc, "processes"), 0);
+
+			if (proc)
+				json_array_append(in.stacks, proc);
+			json_decref(doc);
 		}
 		list = joined_command(n_pid_args, pid_args);
 		if (n_pid_args == 1)
@@ -707,13 +792,38 @@ int cmd_report(int argc, char **argv)
 					"?");
 		else
 			snprintf(title, sizeof(title), "processes %s", list ? list : "");
-		json_array_append_new(in.reproduce, json_sprintf("dlscope check %s", list));
-		/* stacks takes one process: a line each. */
-		for (int i = 0; i < n_pid_args; i++)
-			json_array_append_new(in.reproduce,
-					      json_sprintf("dlscope stacks %s", pid_args[i]));
-		json_array_append_new(in.reproduce,
-				      json_sprintf("dlscope record -o trace.jsonl -p %s", list));
+		/*
+		 * A PID means nothing on another machine: the command line each process runs,
+		 * started again, then the report of it ($! the process just started).
+		 */
+		for (int i = 0; i < n_pid_args; i++) {
+			char *line = pid_command(pid_args[i]);
+
+			if (line) {
+				json_array_append_new(
+					in.reproduce,
+					json_sprintf("# process %s ran (from its directory):",
+						     pid_args[i]));
+				json_array_append_new(in.reproduce, json_sprintf("%s &", line));
+				json_array_append_new(
+					in.reproduce,
+					json_string("# then, once it shows the problem:"));
+				json_array_append_new(in.reproduce,
+						      json_string("dlscope report $!"));
+				json_array_append_new(in.reproduce,
+						      json_string("# or, from its start:"));
+				json_array_append_new(
+					in.reproduce,
+					json_sprintf("dlscope record -o trace.jsonl -- %s", line));
+			} else {
+				json_array_append_new(
+					in.reproduce,
+					json_sprintf("dlscope report %s  # its command line "
+						     "could not be read",
+						     pid_args[i]));
+			}
+			free(line);
+		}
 		free(list);
 	} else {
 		cliopt__usage("report",

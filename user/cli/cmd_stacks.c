@@ -316,7 +316,8 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 {
 	const struct target *t = in->t;
 	json_t *threads = json_array(), *edges = json_array(), *cycles = json_array(),
-	       *verdicts = json_array();
+	       *verdicts = json_array(), *doc;
+	char *cmdline;
 
 	for (size_t i = 0; i < s->n; i++) {
 		const struct thread_stack *st = &s->t[i];
@@ -359,10 +360,29 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 				      json_pack("{s:s, s:o}", "text", r->verdicts[v], "remedy",
 						r->remedies[v] ? json_string(r->remedies[v]) :
 								 json_null()));
-	return json_pack("{s:s, s:i, s:s, s:f, s:o, s:o, s:o, s:o, s:o}", "dlscope",
-			 DLSCOPE_VERSION, "pid", t->pid, "comm", t->comm, "stopped_ms",
-			 (double)s->stopped_ns / 1e6, "python", python_json(in, s), "threads",
-			 threads, "edges", edges, "cycles", cycles, "verdicts", verdicts);
+	cmdline = proc__cmdline(t->pid);
+	doc = json_pack("{s:i, s:s, s:s, s:o*, s:f, s:o, s:o, s:o, s:o, s:o}", "pid", t->pid,
+			"comm", t->comm, "exe", t->exe, "cmdline",
+			cmdline ? json_string(cmdline) : json_null(), "stopped_ms",
+			(double)s->stopped_ns / 1e6, "python", python_json(in, s), "threads",
+			threads, "edges", edges, "cycles", cycles, "verdicts", verdicts);
+	free(cmdline);
+	return doc;
+}
+
+/*
+ * The document of every --json command: {"dlscope", "processes": [PROCESS...], "errors":
+ * [message...]}; stacks has one process, or none when it could not be read.
+ */
+static int print_json(json_t *proc)
+{
+	json_t *doc = json_pack("{s:s, s:[o*], s:o}", "dlscope", DLSCOPE_VERSION, "processes", proc,
+				"errors", output__errors_json());
+	int ret = doc && json_dumpf(doc, stdout, JSON_INDENT(2)) >= 0 ? 0 : -EIO;
+
+	putchar('\n');
+	json_decref(doc);
+	return ret;
 }
 
 /*
@@ -673,17 +693,6 @@ out:
 	return ret;
 }
 
-/* {"dlscope": ..., "pid": PID, "error": the message also on stderr}. */
-static void print_json_error(pid_t pid)
-{
-	json_t *doc = json_pack("{s:s, s:i, s:s}", "dlscope", DLSCOPE_VERSION, "pid",
-				(json_int_t)pid, "error", output__last_error());
-
-	if (doc && json_dumpf(doc, stdout, JSON_INDENT(2)) >= 0)
-		putchar('\n');
-	json_decref(doc);
-}
-
 int cmd_stacks(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -778,7 +787,7 @@ int cmd_stacks(int argc, char **argv)
 	if (err) {
 		dls_err("%s", why);
 		if (json)
-			print_json_error(pid);
+			print_json(NULL);
 		return DLS_EXIT_INSPECT;
 	}
 	t = in->t;
@@ -805,12 +814,8 @@ int cmd_stacks(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_t *doc = to_json(in, s, ts, r);
-
-		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+		if (print_json(to_json(in, s, ts, r)))
 			dls_err("stacks: cannot write the JSON document");
-		putchar('\n');
-		json_decref(doc);
 	} else {
 		if (python_only && in->py_err) {
 			dls_err("stacks: process %d (%s) %s", pid, t->comm,
@@ -824,7 +829,7 @@ int cmd_stacks(int argc, char **argv)
 out:
 	/* With --json a failure is a document too, as parseable as a result. */
 	if (json && ret == DLS_EXIT_INSPECT)
-		print_json_error(pid);
+		print_json(NULL);
 	inspection__free(in);
 	phase__mark("freed");
 	/* A thread that did not stop in time is held; our exit lets it go, this a moment earlier. */

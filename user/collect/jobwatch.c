@@ -252,7 +252,7 @@ static void others_state(struct jobwatch *jw, const struct jw_proc *self, struct
 /* @p, a rank, ended with wait status @status: said once, the first death as a finding. */
 static void rank_ended(struct jobwatch *jw, struct jw_proc *p, const struct event *ev)
 {
-	unsigned int status = (unsigned int)ev->u.exit.exit_code;
+	unsigned int status = (unsigned int)ev->u.exit.wait_status;
 	unsigned int sig = status & 0x7f, code = (status >> 8) & 0xff;
 	struct findings fs = { 0 };
 	struct finding *f;

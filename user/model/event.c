@@ -173,7 +173,7 @@ int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, ch
 		ev->u.fork.child = (pid_t)raw->arg0;
 		ev->u.fork.thread = raw->arg1 == DLW_FORK_THREAD;
 		break;
-	case EVENT_EXIT: ev->u.exit.exit_code = raw->arg0; break;
+	case EVENT_EXIT: ev->u.exit.wait_status = raw->arg0; break;
 	case EVENT_SIGNAL:
 		ev->u.signal.signo = (unsigned int)raw->arg0;
 		ev->u.signal.address = raw->arg1;
@@ -366,7 +366,7 @@ void event__text(const struct event *ev, unsigned int style, char *buf, size_t l
 			 (unsigned long long)ev->u.fork.child,
 			 ev->in_dlopen ? " (inside dlopen)" : "");
 		break;
-	case EVENT_EXIT: event__wait_status(ev->u.exit.exit_code, buf, len); break;
+	case EVENT_EXIT: event__wait_status(ev->u.exit.wait_status, buf, len); break;
 	case EVENT_SIGNAL:
 		snprintf(buf, len, "fatal signal %s, fault address %s, at %s",
 			 event__signal_name((int)ev->u.signal.signo, sig, sizeof(sig)),
@@ -523,7 +523,20 @@ json_t *event__to_json(const struct event *ev)
 		set(j, "child", json_integer(ev->u.fork.child));
 		set(j, "thread", json_boolean(ev->u.fork.thread));
 		break;
-	case EVENT_EXIT: set(j, "exit_code", jint(ev->u.exit.exit_code)); break;
+	case EVENT_EXIT: {
+		/* check --json's COMMAND form: exit_status or signal; the raw status beside. */
+		int st = (int)ev->u.exit.wait_status;
+		char sig[32];
+
+		set(j, "exit_status", WIFEXITED(st) ? json_integer(WEXITSTATUS(st)) : json_null());
+		set(j, "signal",
+		    WIFSIGNALED(st) ?
+			    json_string(event__signal_name(WTERMSIG(st), sig, sizeof(sig))) :
+			    json_null());
+		set(j, "core_dumped", json_boolean(WIFSIGNALED(st) && WCOREDUMP(st)));
+		set(j, "wait_status", jint(ev->u.exit.wait_status));
+		break;
+	}
 	case EVENT_SIGNAL:
 		set(j, "at", json_string(ev->u.signal.at));
 		set(j, "signal", jint(ev->u.signal.signo));
@@ -752,7 +765,12 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 		ev->u.fork.child = (pid_t)get_int(&r, "child", false);
 		ev->u.fork.thread = json_is_true(field(&r, "thread", false, "a boolean", is_bool));
 		break;
-	case EVENT_EXIT: ev->u.exit.exit_code = get_int(&r, "exit_code", false); break;
+	case EVENT_EXIT:
+		/* "exit_code" in traces before wait_status: the same raw status. */
+		ev->u.exit.wait_status = json_object_get(rec, "wait_status") ?
+						 get_int(&r, "wait_status", false) :
+						 get_int(&r, "exit_code", false);
+		break;
 	case EVENT_SIGNAL:
 		get_str(&r, "at", false, ev->u.signal.at, sizeof(ev->u.signal.at));
 		ev->u.signal.signo = (unsigned int)get_int(&r, "signal", false);

@@ -108,7 +108,8 @@ struct event {
 			bool thread;
 		} fork;
 		struct {
-			uint64_t exit_code;
+			/* the raw wait status (256 for exit(1)); the trace also says it in words */
+			uint64_t wait_status;
 		} exit;
 		struct {
 			unsigned int signo;

@@ -169,6 +169,179 @@ static void process_label(const json_t *p, char *buf, size_t len)
 			 (long long)json_integer_value(json_object_get(p, "pid")), str(p, "comm"));
 }
 
+/* A native frame as a line: "name (module) at file:line"; an unnamed one "module+0xOFF". */
+static void frame_line(FILE *f, size_t k, const json_t *fr)
+{
+	const char *slash = strrchr(str(fr, "module"), '/');
+	const char *mod = slash ? slash + 1 : str(fr, "module");
+
+	if (*str(fr, "function"))
+		fprintf(f, "#%-3zu %s (%s)", k, str(fr, "function"), *mod ? mod : "??");
+	else if (*mod && *str(fr, "module_offset"))
+		fprintf(f, "#%-3zu %s+%s", k, mod, str(fr, "module_offset"));
+	else
+		fprintf(f, "#%-3zu %s (%s)", k, *str(fr, "pc") ? str(fr, "pc") : "??",
+			*mod ? mod : "no object");
+	if (*str(fr, "file"))
+		fprintf(f, " at %s:%lld", str(fr, "file"),
+			(long long)json_integer_value(json_object_get(fr, "line")));
+	fputc('\n', f);
+}
+
+/* The file name of a path, as code. */
+static void md_base(FILE *f, const char *path)
+{
+	md_code(f, strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+}
+
+#define PROGRAM_ROWS 8
+
+/*
+ * What ran, for one who was not there: each process's executable, command line and build-id,
+ * and the build-ids of its runtimes (the objects a maintainer needs the symbols of).
+ */
+static void program_table(FILE *f, const struct report_in *in)
+{
+	const json_t *procs = processes(in), *p, *rt;
+	size_t i, k, rows = 0;
+
+	json_array_foreach (procs, i, p)
+		if (*str(p, "exe"))
+			break;
+	if (i == json_array_size(procs))
+		return; /* a trace: no executable recorded */
+	fprintf(f, "| Process | Program | Command line | Build-id |\n| --- | --- | --- | --- |\n");
+	json_array_foreach (procs, i, p) {
+		char label[128];
+
+		if (rows >= PROGRAM_ROWS) {
+			fprintf(f, "| and %zu more | | | |\n", json_array_size(procs) - i);
+			break;
+		}
+		process_label(p, label, sizeof(label));
+		fprintf(f, "| ");
+		md_text(f, label);
+		fprintf(f, " | ");
+		md_code(f, str(p, "exe"));
+		fprintf(f, " | ");
+		if (*str(p, "cmdline"))
+			md_code(f, str(p, "cmdline"));
+		fprintf(f, " | ");
+		if (*str(p, "build_id"))
+			md_code(f, str(p, "build_id"));
+		else
+			fprintf(f, "none");
+		fprintf(f, " |\n");
+		rows++;
+		json_array_foreach (json_object_get(p, "runtimes"), k, rt) {
+			if (!*str(rt, "build_id"))
+				continue;
+			fprintf(f, "| | ");
+			md_base(f, str(rt, "path"));
+			fprintf(f, " (");
+			md_text(f, str(rt, "kind"));
+			fprintf(f, ") | | ");
+			md_code(f, str(rt, "build_id"));
+			fprintf(f, " |\n");
+		}
+	}
+	fputc('\n', f);
+}
+
+/* The crash, or how the command ended when it did not succeed; one paragraph. */
+static void crash_line(FILE *f, const struct report_in *in)
+{
+	const json_t *cmd = in->check ? json_object_get(in->check, "command") : NULL;
+	const json_t *crash = json_object_get(cmd, "crash"), *pc = json_object_get(crash, "pc");
+	const json_t *top = json_array_get(json_object_get(crash, "stack"), 0);
+
+	if (!json_is_object(cmd))
+		return;
+	if (json_is_object(crash)) {
+		fprintf(f, "**Crash:** ");
+		md_text(f, str(crash, "signal"));
+		if (*str(crash, "reason")) {
+			fprintf(f, " (");
+			md_text(f, str(crash, "reason"));
+			fprintf(f, ")");
+		}
+		fprintf(f, " in thread %lld at ",
+			(long long)json_integer_value(json_object_get(crash, "tid")));
+		if (*str(pc, "symbol")) {
+			char at[512];
+
+			snprintf(at, sizeof(at), "%s+0x%llx", str(pc, "symbol"),
+				 (unsigned long long)json_integer_value(
+					 json_object_get(pc, "offset")));
+			md_code(f, at);
+		} else {
+			md_code(f, str(pc, "address"));
+		}
+		if (*str(pc, "object")) {
+			fprintf(f, " in ");
+			md_base(f, str(pc, "object"));
+		}
+		if (*str(top, "file")) {
+			char at[512];
+
+			snprintf(at, sizeof(at), "%s:%lld", str(top, "file"),
+				 (long long)json_integer_value(json_object_get(top, "line")));
+			fprintf(f, ", ");
+			md_code(f, at);
+		}
+		fprintf(f, ".\n\n");
+	} else if (json_is_string(json_object_get(cmd, "signal"))) {
+		fprintf(f, "**Ended:** killed by ");
+		md_text(f, str(cmd, "signal"));
+		fprintf(f, ".\n\n");
+	} else if (json_integer_value(json_object_get(cmd, "exit_status"))) {
+		fprintf(f, "**Ended:** exit status %lld.\n\n",
+			(long long)json_integer_value(json_object_get(cmd, "exit_status")));
+	}
+}
+
+/* A hang: the deadlock verdicts, else the threads waiting for another, else a job's verdict. */
+static void hang_lines(FILE *f, const struct report_in *in)
+{
+	const json_t *doc, *v, *e;
+	size_t i, k, said = 0;
+
+	if (json_is_object(in->stacks)) {
+		v = json_object_get(in->stacks, "verdict");
+		if (*str(v, "text")) {
+			fprintf(f, "**Job:** ");
+			md_text(f, str(v, "text"));
+			fprintf(f, ".\n\n");
+		}
+		return;
+	}
+	json_array_foreach (in->stacks, i, doc) {
+		if (json_array_size(json_object_get(doc, "cycles")))
+			json_array_foreach (json_object_get(doc, "verdicts"), k, v) {
+				fprintf(f, "**Hung:** ");
+				md_text(f, str(v, "text"));
+				fprintf(f, "\n\n");
+				said++;
+			}
+		else
+			json_array_foreach (json_object_get(doc, "edges"), k, e) {
+				if (k == 3)
+					break;
+				fprintf(f,
+					"**Waiting:** in process %lld, thread %lld waits for thread "
+					"%lld (",
+					(long long)json_integer_value(json_object_get(doc, "pid")),
+					(long long)json_integer_value(json_object_get(e, "from")),
+					(long long)json_integer_value(json_object_get(e, "to")));
+				md_text(f, str(e, "what"));
+				fprintf(f, ").\n\n");
+				said++;
+			}
+		if (said >= 6)
+			break;
+	}
+}
+
 /* "- **error** `dup-openmp`: 2 OpenMP runtimes ..." */
 static void summary_line(FILE *f, const json_t *fd)
 {
@@ -200,6 +373,9 @@ static char *summary_section(const struct report_in *in)
 	fprintf(f, "\n\nCaptured %s by dlscope %s: ", in->captured, in->version);
 	md_code(f, in->invocation);
 	fprintf(f, ".\n\n");
+	program_table(f, in);
+	crash_line(f, in);
+	hang_lines(f, in);
 	/* A trace that ended early holds less than happened: said before what it holds. */
 	if (in->check && json_is_string(json_object_get(in->check, "cut"))) {
 		fprintf(f, "**Incomplete:** ");
@@ -467,10 +643,7 @@ static char *findings_section(const struct report_in *in)
 			fprintf(f, ".\n\n");
 			fprintf(f, "```\n");
 			json_array_foreach (json_object_get(crash, "stack"), k, fr)
-				fprintf(f, "#%-3zu %s at %s:%lld (%s)\n", k, str(fr, "function"),
-					str(fr, "file"),
-					(long long)json_integer_value(json_object_get(fr, "line")),
-					str(fr, "module"));
+				frame_line(f, k, fr);
 			fprintf(f, "```\n\n");
 		}
 	}
@@ -490,14 +663,7 @@ static void thread_frames(FILE *f, const json_t *t)
 		fprintf(f, "(no stack: %s)\n",
 			*str(t, "error") ? str(t, "error") : "none was read");
 	json_array_foreach (frames, k, fr) {
-		const char *mod = strrchr(str(fr, "module"), '/');
-
-		fprintf(f, "#%-3zu %s (%s)", k, *str(fr, "function") ? str(fr, "function") : "??",
-			mod ? mod + 1 : str(fr, "module"));
-		if (*str(fr, "file"))
-			fprintf(f, " at %s:%lld", str(fr, "file"),
-				(long long)json_integer_value(json_object_get(fr, "line")));
-		fprintf(f, "\n");
+		frame_line(f, k, fr);
 		json_array_foreach (pyframes, j, pf)
 			if (json_integer_value(json_object_get(pf, "native_frame")) ==
 				    (json_int_t)k &&

@@ -102,3 +102,33 @@ pid_t proc__live_task(pid_t pid)
 	closedir(d);
 	return live;
 }
+
+/* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read). */
+char *proc__cmdline(pid_t pid)
+{
+	char path[64], *buf = malloc(4096);
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	n = read(fd, buf, 4095);
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return NULL;
+	}
+	while (n > 0 && !buf[n - 1])
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return buf;
+}

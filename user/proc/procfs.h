@@ -25,4 +25,7 @@ pid_t proc__live_task(pid_t pid);
  */
 bool proc__in_child_pidns(void);
 
+/* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read); free it. */
+char *proc__cmdline(pid_t pid);
+
 #endif
