@@ -26,9 +26,11 @@ struct runtime {
 	char threading[16];   /* "pthreads", "openmp", "disabled" (sequential); "" unknown */
 	int num_threads;      /* threads its next parallel call would use; -1 unknown */
 	const char *num_threads_from; /* where that was read: a variable, the environment... */
-	int pool_threads; /* threads of its pool (its start routine started them, or parked in it);
+	int pool_threads;  /* threads of its pool (its start routine started them, or parked in it);
 			   * -1 when threads were not read */
-	int pool_running; /* of them, those /proc said were running (state R); -1 as above */
+	int pool_running;  /* of them, those /proc said were running (state R); -1 as above */
+	char *vendor_file; /* an OpenCL ICD driver: the vendor file that named it (the loader's
+			    * /etc/OpenCL/vendors/pocl.icd, as the target sees it); NULL none */
 	unsigned int *fronts; /* objects of the same kind that forward to it */
 	size_t n_fronts;
 };
