@@ -133,3 +133,22 @@ def test_cuda_12_libraries_on_a_cuda_11_8_driver_are_an_error():
             "libnccl.so.2 is built for CUDA 12.1; the driver provides CUDA 11.8"], hits
         assert all(f["severity"] == "error" for f in hits)
         assert "CUDA driver (CUDA 11.8)" in "\n".join(hits[0]["evidence"])
+
+
+def test_stacks_names_ncclS_threads_and_the_collective_main_waits_in():
+    # ncclCommInitRank starts two proxy threads: one named "NCCL Service  0" as NCCL names it,
+    # one left with the process's name, placed by its start routine in libnccl.so.2.
+    libs = gpu("cu12/libcudart.so.12", "cu12/libnccl.so.2")
+    with Fixture(["gpu_stack", *libs], env={"GPU_NCCL": "1"}) as fx:
+        wait_idle(fx.pid)
+        doc = json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout)
+        named = {t["name"]: t["gpu_thread"] for t in doc["threads"]}
+        assert named["NCCL Service  0"] == "NCCL's proxy service thread", named
+        main = [t for t in doc["threads"] if t["tid"] == fx.pid][0]
+        assert main["gpu_thread"] is None, main
+        assert [f["function"] for f in main["frames"]][1] == "ncclAllReduce", main["frames"]
+        others = [t for t in doc["threads"] if t["tid"] != fx.pid and t["name"] == "gpu_stack"]
+        assert [t["gpu_thread"] for t in others] == [
+            "started by NCCL 2.18.1 (built for CUDA 12.1) (libnccl.so.2)"], others
+        text = dlscope("stacks", fx.pid, check=0).stdout
+        assert '"NCCL Service  0", NCCL\'s proxy service thread)' in text, text

@@ -81,6 +81,40 @@ static void pool_threads(const struct libgraph *g, const struct threadscan *ts, 
 	}
 }
 
+/* Names GPU runtimes give their threads (pthread_setname_np), the longest prefix first. */
+static const struct {
+	const char *prefix, *what;
+} gpu_threads[] = {
+	{ "cuda-EvtHandlr", "the CUDA driver's event handler thread" },
+	{ "cuda-", "a CUDA driver thread" },
+	{ "NCCL Service", "NCCL's proxy service thread" },
+	{ "NCCL Progress", "NCCL's proxy progress thread" },
+	{ "NCCL", "an NCCL thread" },
+	{ "pt_nccl_watchdg", "PyTorch's NCCL watchdog (ProcessGroupNCCL)" },
+	{ "pt_nccl_heartbt", "PyTorch's NCCL heartbeat monitor (ProcessGroupNCCL)" },
+	{ "hip", "a HIP runtime thread" },
+};
+
+bool runtimes__gpu_thread(const struct libgraph *g, const struct thread_info *ti, char *buf,
+			  size_t len)
+{
+	const struct obj_role *r;
+	char label[160];
+
+	for (size_t i = 0; i < sizeof(gpu_threads) / sizeof(gpu_threads[0]); i++)
+		if (!strncmp(ti->comm, gpu_threads[i].prefix, strlen(gpu_threads[i].prefix))) {
+			snprintf(buf, len, "%s", gpu_threads[i].what);
+			return true;
+		}
+	if (!g || ti->start_obj >= g->n ||
+	    !(r = obj_roles__find(lg_object__roles(g->objs[ti->start_obj]), ROLE_CUDA)))
+		return false;
+	obj_role__label(r, label, sizeof(label));
+	snprintf(buf, len, "started by %s (%s)", label,
+		 lg_object__basename(g->objs[ti->start_obj]));
+	return true;
+}
+
 struct sym_lookup {
 	const char *name;
 	uint64_t value;
