@@ -240,3 +240,37 @@ def test_torchrun_job_names_the_rank_that_stopped_before_all_reduce():
             assert doc["diff"]["objects"] == [] and doc["diff"]["environment"] == [], doc["diff"]
             print(f"    torchrun job: ranks ready in {started:.1f}s, whole test "
                   f"{time.monotonic() - start:.1f}s")
+
+
+def test_check_job_names_the_rank_with_another_nccl():
+    # Every rank loads the CUDA 12 runtime and NCCL 2.18.1; rank 1 NCCL 2.19.3 instead.
+    gpu = fixture_path("gpu")
+    libs = f"{gpu}/cu12/libcudart.so.12:{gpu}/cu12/libnccl.so.2"
+    other = f"{gpu}/cu12/libcudart.so.12:{gpu}/nccl219/libnccl.so.2"
+    fx, ranks = launcher(4, env={"JOB_GPU_LIBS": libs, "JOB_RANK_ENV": f"1:JOB_GPU_LIBS={other}"})
+    with fx:
+        doc = check_job(fx.pid)
+        hits = [f for f in doc["job_findings"] if f["id"] == "rank-gpu-versions"]
+        assert len(hits) == 1 and hits[0]["severity"] == "error", doc["job_findings"]
+        assert hits[0]["title"] == f"ranks of job {fx.pid} load 2 versions of NCCL", hits
+        ev = "\n".join(hits[0]["evidence"])
+        assert "NCCL 2.18.1 (built for CUDA 12.1)" in ev and "in ranks 0,2-3" in ev, ev
+        assert "NCCL 2.19.3 (built for CUDA 12.1)" in ev, ev
+        assert ev.endswith("nccl219/libnccl.so.2): in rank 1"), ev
+        gpu_diff = doc["diff"]["gpu"]
+        assert [(d["impl"], [(v["version"], v["ranks"]) for v in d["versions"]])
+                for d in gpu_diff] == [("nccl", [("2.18.1", [0, 2, 3]), ("2.19.3", [1])])]
+
+
+def test_check_job_is_silent_on_ranks_with_one_gpu_set():
+    gpu = fixture_path("gpu")
+    fx, ranks = launcher(4, env={"JOB_GPU_LIBS": f"{gpu}/cu12/libcudart.so.12:"
+                                                 f"{gpu}/cu12/libnccl.so.2"})
+    with fx:
+        doc = check_job(fx.pid)
+        assert not [f for f in doc["job_findings"] if f["id"] == "rank-gpu-versions"]
+        assert doc["diff"]["gpu"] == []
+        # The inventory of each rank names the NCCL it loaded.
+        for proc in doc["processes"]:
+            assert any(r["label"] == "NCCL 2.18.1 (built for CUDA 12.1)"
+                       for r in proc["runtimes"]), proc["runtimes"]

@@ -37,12 +37,14 @@ static json_t *merge(const char **inner, size_t n, const char *py_file)
 	json_t *m;
 
 	for (size_t i = 0; i < n; i++)
-		r[i] = (struct rank_stacks){
-			(int)i, (pid_t)(100 + 10 * i),
-			rank_doc((pid_t)(100 + 10 * i), inner[i],
-				 py_file && !strcmp(inner[i], "sleeper") ? py_file : NULL, 7),
-			NULL
-		};
+		r[i] = (struct rank_stacks){ (int)i, (pid_t)(100 + 10 * i),
+					     rank_doc((pid_t)(100 + 10 * i), inner[i],
+						      py_file && (!strcmp(inner[i], "sleeper") ||
+								  !strncmp(inner[i], "nccl", 4)) ?
+							      py_file :
+							      NULL,
+						      7),
+					     NULL };
 	m = stackmerge__merge(r, n, false);
 	for (size_t i = 0; i < n; i++)
 		json_decref(r[i].doc);
@@ -61,6 +63,7 @@ int main(void)
 	const char *one_off[] = { "allreduce", "allreduce", "allreduce", "stuck", "allreduce" };
 	const char *split[] = { "a", "a", "b", "b" };
 	const char *py[] = { "allreduce", "sleeper", "allreduce" };
+	const char *nccl[] = { "allreduce", "ncclAllReduce", "allreduce" };
 	json_t *m, *g0;
 
 	job__format_ranks(ranks, 9, buf, sizeof(buf));
@@ -97,6 +100,11 @@ int main(void)
 	CHECK(!strcmp(verdict_text(m),
 		      "rank 1 is in <module> (/job/train.py:7); the 2 others wait in allreduce in app"),
 	      "a Python line names where a Python rank is");
+	json_decref(m);
+	m = merge(nccl, 3, "/job/train.py");
+	CHECK(!strcmp(verdict_text(m), "rank 1 is in <module> (/job/train.py:7), waiting in "
+				       "ncclAllReduce; the 2 others wait in allreduce in app"),
+	      "a Python rank's line is named with the collective it waits in");
 	json_decref(m);
 	return tap_done();
 }

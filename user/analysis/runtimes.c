@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -78,6 +79,40 @@ static void pool_threads(const struct libgraph *g, const struct threadscan *ts, 
 		r->pool_threads++;
 		r->pool_running += ti->state == 'R';
 	}
+}
+
+/* Names GPU runtimes give their threads (pthread_setname_np), the longest prefix first. */
+static const struct {
+	const char *prefix, *what;
+} gpu_threads[] = {
+	{ "cuda-EvtHandlr", "the CUDA driver's event handler thread" },
+	{ "cuda-", "a CUDA driver thread" },
+	{ "NCCL Service", "NCCL's proxy service thread" },
+	{ "NCCL Progress", "NCCL's proxy progress thread" },
+	{ "NCCL", "an NCCL thread" },
+	{ "pt_nccl_watchdg", "PyTorch's NCCL watchdog (ProcessGroupNCCL)" },
+	{ "pt_nccl_heartbt", "PyTorch's NCCL heartbeat monitor (ProcessGroupNCCL)" },
+	{ "hip", "a HIP runtime thread" },
+};
+
+bool runtimes__gpu_thread(const struct libgraph *g, const struct thread_info *ti, char *buf,
+			  size_t len)
+{
+	const struct obj_role *r;
+	char label[160];
+
+	for (size_t i = 0; i < sizeof(gpu_threads) / sizeof(gpu_threads[0]); i++)
+		if (!strncmp(ti->comm, gpu_threads[i].prefix, strlen(gpu_threads[i].prefix))) {
+			snprintf(buf, len, "%s", gpu_threads[i].what);
+			return true;
+		}
+	if (!g || ti->start_obj >= g->n ||
+	    !(r = obj_roles__find(lg_object__roles(g->objs[ti->start_obj]), ROLE_CUDA)))
+		return false;
+	obj_role__label(r, label, sizeof(label));
+	snprintf(buf, len, "started by %s (%s)", label,
+		 lg_object__basename(g->objs[ti->start_obj]));
+	return true;
 }
 
 struct sym_lookup {
@@ -249,6 +284,72 @@ static char *real_path(const struct target *t, const struct lg_object *o)
 	if (rn > 1 && !strncmp(real, root, (size_t)rn) && real[rn] == '/')
 		return strdup(real + rn);
 	return strdup(real);
+}
+
+/* Does the first line of vendor file @file (in directory @dir) name object @o? */
+static bool names_object(int dir, const char *file, const struct lg_object *o, const char *real)
+{
+	char line[PATH_MAX];
+	const char *so = o->elf ? elfobj__soname(o->elf) : NULL;
+	const char *base = strrchr(o->path, '/');
+	size_t n;
+	int fd = openat(dir, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t got;
+
+	if (fd < 0)
+		return false;
+	got = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (got <= 0)
+		return false;
+	line[got] = '\0';
+	n = strcspn(line, "\r\n");
+	while (n && isspace((unsigned char)line[n - 1]))
+		n--;
+	line[n] = '\0';
+	if (!n)
+		return false;
+	/* A path is opened as such; a bare name is found by the loader's search. */
+	if (strchr(line, '/'))
+		return !strcmp(line, o->path) || (real && !strcmp(line, real));
+	base = base ? base + 1 : o->path;
+	real = real && strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	return !strcmp(line, base) || (so && !strcmp(line, so)) || (real && !strcmp(line, real));
+}
+
+/*
+ * The vendor file that made the OpenCL ICD loader load driver @o: a *.icd file of
+ * OCL_ICD_VENDORS (a directory, as ocl-icd reads it) or else /etc/OpenCL/vendors, in the
+ * target's root, whose line names the driver. NULL when none does.
+ */
+static char *vendor_file(const struct target *t, const struct lg_object *o, const char *real)
+{
+	char env[PATH_MAX] = "", dirpath[PATH_MAX * 2], *found = NULL;
+	const char *dirname = "/etc/OpenCL/vendors";
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (t && !target__getenv(t, "OCL_ICD_VENDORS", env, sizeof(env)) && env[0] == '/')
+		dirname = env;
+	if (t)
+		snprintf(dirpath, sizeof(dirpath), "/proc/%d/root%s", t->pid, dirname);
+	else
+		snprintf(dirpath, sizeof(dirpath), "%s", dirname);
+	d = opendir(dirpath);
+	if (!d)
+		return NULL;
+	fd = dirfd(d);
+	while (!found && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		if (n > 4 && !strcmp(de->d_name + n - 4, ".icd") &&
+		    names_object(fd, de->d_name, o, real) &&
+		    asprintf(&found, "%s/%s", dirname, de->d_name) < 0)
+			found = NULL;
+	}
+	closedir(d);
+	return found;
 }
 
 static int push(struct runtime_list *l, size_t *cap, const struct runtime *r)
@@ -474,8 +575,11 @@ static int collect(const struct libgraph *g, const struct target *t, const struc
 			live_values(g, t, r);
 		}
 		r->real_path = real_path(t, o);
+		if (r->real_path && (r->role.impl == IMPL_POCL || r->role.impl == IMPL_OPENCL_ICD))
+			r->vendor_file = vendor_file(t, o, r->real_path);
 		if (!r->real_path || push(out, &rcap, r)) {
 			free(r->real_path);
+			free(r->vendor_file);
 			goto nomem;
 		}
 		at[i] = out->n - 1;
@@ -642,6 +746,7 @@ void runtimes__free(struct runtime_list *l)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		free(l->r[i].real_path);
+		free(l->r[i].vendor_file);
 		free(l->r[i].fronts);
 	}
 	free(l->r);
@@ -692,6 +797,8 @@ static void describe(const struct runtime *r, const struct libgraph *g, char *bu
 		used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
 					 ", %d pool thread%s (%d running)", r->pool_threads,
 					 r->pool_threads == 1 ? "" : "s", r->pool_running);
+	if (r->vendor_file && used < len)
+		used += (size_t)snprintf(buf + used, len - used, "; named by %s", r->vendor_file);
 	for (size_t f = 0; f < r->n_fronts && used < len; f++)
 		used += (size_t)snprintf(buf + used, len - used, "%s%s", f ? ", " : "; front: ",
 					 lg_object__basename(g->objs[r->fronts[f]]));
@@ -753,6 +860,8 @@ json_t *runtimes__to_json(const struct runtime_list *l, const struct libgraph *g
 			r->pool_running >= 0 ? json_integer(r->pool_running) : json_null(),
 			"fronts", fronts ? fronts : json_array(), "package",
 			pkg_owner__to_json(o->pkg));
+		json_object_set_new(one, "vendor_file",
+				    r->vendor_file ? json_string(r->vendor_file) : json_null());
 		obj_role__json_versions(&r->role, one);
 		/* Which build of it: what a maintainer matches debug symbols with. */
 		if (one && o->elf && elfobj__build_id(o->elf))

@@ -26,9 +26,11 @@ struct runtime {
 	char threading[16];   /* "pthreads", "openmp", "disabled" (sequential); "" unknown */
 	int num_threads;      /* threads its next parallel call would use; -1 unknown */
 	const char *num_threads_from; /* where that was read: a variable, the environment... */
-	int pool_threads; /* threads of its pool (its start routine started them, or parked in it);
+	int pool_threads;  /* threads of its pool (its start routine started them, or parked in it);
 			   * -1 when threads were not read */
-	int pool_running; /* of them, those /proc said were running (state R); -1 as above */
+	int pool_running;  /* of them, those /proc said were running (state R); -1 as above */
+	char *vendor_file; /* an OpenCL ICD driver: the vendor file that named it (the loader's
+			    * /etc/OpenCL/vendors/pocl.icd, as the target sees it); NULL none */
 	unsigned int *fronts; /* objects of the same kind that forward to it */
 	size_t n_fronts;
 };
@@ -96,6 +98,16 @@ void runtimes__free(struct runtime_list *l);
 
 /* The runtimes of kind @k: fills @idx (indexes into @l) and returns how many. */
 size_t runtimes__of_kind(const struct runtime_list *l, enum role_kind k, size_t *idx, size_t max);
+
+struct thread_info;
+/*
+ * What a GPU runtime's thread is, in words, or false: by the name the runtime gives it
+ * ("cuda-EvtHandlr": the CUDA driver's event handler; NCCL's "NCCL Service"/"NCCL Progress"
+ * proxy threads; PyTorch's "pt_nccl_watchdg" watchdog), else by the GPU runtime its start
+ * routine lies in ("started by NCCL 2.18.1 (libnccl.so.2)").
+ */
+bool runtimes__gpu_thread(const struct libgraph *g, const struct thread_info *ti, char *buf,
+			  size_t len);
 
 /* One line per runtime, duplicated kinds first; @indent before each line. */
 void runtimes__print(const struct runtime_list *l, const struct libgraph *g, const char *indent,

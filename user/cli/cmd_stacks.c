@@ -26,6 +26,7 @@
 #include "phase.h"
 #include "procfs.h"
 #include "pystate.h"
+#include "runtimes.h"
 #include "stackmerge.h"
 #include "target.h"
 #include "threadscan.h"
@@ -224,7 +225,7 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 		const struct thread_info *ti = info_of(ts, st->tid);
 		const struct thread_wait *w = wait_of(r, st->tid);
 		struct thread_extra x;
-		char sc[160];
+		char sc[160], gpu[256];
 
 		if (python_only && !st->py)
 			continue;
@@ -233,6 +234,8 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 			format_syscall(ti, sc, sizeof(sc));
 		fprintf(out, "%sThread %zu (LWP %d \"%s\"", i ? "\n" : "", i + 1, st->tid,
 			ti ? ti->comm : "?");
+		if (ti && runtimes__gpu_thread(in->g, ti, gpu, sizeof(gpu)))
+			fprintf(out, ", %s", gpu);
 		if (st->py && st->py->name)
 			fprintf(out, ", Python \"%s\"", st->py->name);
 		fprintf(out, "): state %c, cpu %d%s%s%s\n", ti ? ti->state : '?', x.cpu,
@@ -326,22 +329,26 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 		json_t *frames = json_array();
 		struct thread_extra x;
 		char sc[160] = "";
-		char state[2] = { ti ? ti->state : '?', 0 };
+		char state[2] = { ti ? ti->state : '?', 0 }, gpu[256];
+		json_t *one;
 
 		read_extra(t->pid, st->tid, &x);
 		if (ti)
 			format_syscall(ti, sc, sizeof(sc));
 		for (size_t k = 0; k < st->n_frames; k++)
 			json_array_append_new(frames, stack_frame__to_json(&st->frames[k]));
-		json_array_append_new(
-			threads,
-			json_pack("{s:i, s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:o}",
-				  "tid", st->tid, "name", ti ? ti->comm : "", "state", state, "cpu",
-				  x.cpu, "wchan", x.wchan, "syscall", sc, "wait",
-				  w ? wait_kind__id(w->kind) : "unknown", "waits_for",
-				  w ? w->what : "", "frames", frames, "truncated", st->truncated,
-				  "error", st->error ? json_string(st->error) : json_null(),
-				  "python", python_thread_json(s, st)));
+		one = json_pack("{s:i, s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:o}",
+				"tid", st->tid, "name", ti ? ti->comm : "", "state", state, "cpu",
+				x.cpu, "wchan", x.wchan, "syscall", sc, "wait",
+				w ? wait_kind__id(w->kind) : "unknown", "waits_for",
+				w ? w->what : "", "frames", frames, "truncated", st->truncated,
+				"error", st->error ? json_string(st->error) : json_null(), "python",
+				python_thread_json(s, st));
+		json_object_set_new(one, "gpu_thread",
+				    ti && runtimes__gpu_thread(in->g, ti, gpu, sizeof(gpu)) ?
+					    json_string(gpu) :
+					    json_null());
+		json_array_append_new(threads, one);
 	}
 	for (size_t e = 0; r && e < r->n_edges; e++)
 		json_array_append_new(edges, json_pack("{s:i, s:i, s:s, s:s}", "from",

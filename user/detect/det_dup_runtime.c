@@ -323,3 +323,131 @@ void dup_cxx__files(const struct lint_file *files, size_t n, struct findings *ou
 	}
 	finding__explain(f, cxx_why, cxx_fix);
 }
+
+/*
+ * dup-gpu-runtime: GPU libraries that must be one version per process. The CUDA runtime by its
+ * major (a framework built for CUDA 11 beside one built for 12), cuDNN, cuBLAS, NCCL and RCCL
+ * by their release. Other GPU libraries (the driver, cuFFT, OpenCL's loader and drivers) may
+ * be several at once or are not told apart by version.
+ */
+static const enum role_impl gpu_single[] = { IMPL_CUDA_RUNTIME, IMPL_CUDNN, IMPL_CUBLAS, IMPL_NCCL,
+					     IMPL_RCCL };
+
+/* What two copies of @r must share: the CUDA runtime's major, the others' release. */
+static void gpu_key(const struct obj_role *r, char *key, size_t len)
+{
+	const char *v = r->release[0] ? r->release : r->version;
+
+	snprintf(key, len, "%s", v);
+	if (r->impl == IMPL_CUDA_RUNTIME)
+		key[strcspn(key, ".")] = '\0';
+}
+
+static const char gpu_why[] =
+	"Each of these libraries keeps process-wide state (a context, handles, a library of "
+	"kernels) and exports the same entry points in every version. The loader binds each "
+	"caller to whichever copy it finds first, so code built for one version is served by the "
+	"other: structures and enums changed between them, and what follows is a crash, a wrong "
+	"result or an error such as \"loaded runtime CuDNN library 8.x but source was compiled "
+	"with 9.x\"; two CUDA runtimes also hold two primary contexts on one device.";
+static const char gpu_fix[] =
+	"Install one set of GPU libraries: the frameworks of one environment must be built for "
+	"the same CUDA (torch and tensorflow wheels for cu11 and cu12 do not mix); keep one of the "
+	"wheels named above (or the nvidia-*-cu11/-cu12 packages they pull in), or import the "
+	"framework whose copy should serve both first and rebuild the other against it.";
+
+/*
+ * The copies of @impl among @rt (with @lc, those reported live) when they have two versions:
+ * one finding; live, only when @skip (the object just reported) brought the second version.
+ */
+static void dup_gpu_impl(const struct libgraph *g, const struct runtime_list *rt,
+			 const struct live_ctx *lc, int skip, enum role_impl impl,
+			 struct findings *out)
+{
+	size_t idx[32], n = 0, distinct = 0, before = 0;
+	char keys[32][48], names[512] = "";
+	unsigned int ids[32];
+	struct finding *f;
+
+	for (size_t i = 0; i < rt->n && n < 32; i++) {
+		const struct runtime *r = &rt->r[i];
+
+		if (r->role.impl != impl || (lc && !lc->reported(lc, g->objs[r->obj])))
+			continue;
+		gpu_key(&r->role, keys[n], sizeof(keys[n]));
+		idx[n++] = i;
+	}
+	/* Versions, counted once each: a copy of unknown version is no second version. */
+	for (size_t i = 0; i < n; i++) {
+		bool seen = !keys[i][0],
+		     seen_before = !keys[i][0] || (int)rt->r[idx[i]].obj == skip;
+
+		for (size_t j = 0; j < i; j++) {
+			seen |= !strcmp(keys[j], keys[i]);
+			seen_before |= !strcmp(keys[j], keys[i]) && (int)rt->r[idx[j]].obj != skip;
+		}
+		distinct += !seen;
+		before += !seen_before;
+	}
+	if (distinct < 2 || (lc && before >= 2))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char label[256];
+		size_t used = strlen(names);
+
+		obj_role__label(&rt->r[idx[i]].role, label, sizeof(label));
+		snprintf(names + used, sizeof(names) - used, "%s%s", i ? "; " : "", label);
+	}
+	f = findings__add(out, "dup-gpu-runtime", SEV_ERROR, g->pid,
+			  "%zu versions of %s in process %d (%s): %s", distinct,
+			  role_impl__name(impl), g->pid, g->comm, names);
+	for (size_t i = 0; i < n; i++) {
+		const struct runtime *r = &rt->r[idx[i]];
+		const struct lg_object *o = g->objs[r->obj];
+		char chain[512], pkg[600], label[256];
+
+		ids[i] = o->id;
+		describe_chain(g, o->id, chain, sizeof(chain));
+		owners__describe(g, o->id, pkg, sizeof(pkg));
+		obj_role__label(&r->role, label, sizeof(label));
+		finding__evidence(f, "#%u %s: %s, loaded by %s%s%s", o->id, o->path, label, chain,
+				  pkg[0] ? "; " : "", pkg);
+	}
+	if (lc && lc->arrived_through && skip >= 0)
+		finding__evidence(f, "%s arrived through %s", lg_object__basename(g->objs[skip]),
+				  lc->arrived_through);
+	finding__explain(f, gpu_why, gpu_fix);
+	owners__remedy(f, g, ids, n);
+}
+
+static void dup_gpu(const struct libgraph *g, const struct runtime_list *rt,
+		    const struct live_ctx *lc, int skip, struct findings *out)
+{
+	for (size_t k = 0; k < sizeof(gpu_single) / sizeof(gpu_single[0]); k++)
+		dup_gpu_impl(g, rt, lc, skip, gpu_single[k], out);
+}
+
+void dup_gpu__process(const struct check_ctx *ctx, struct findings *out)
+{
+	struct runtime_list own = { 0 };
+
+	if (ctx->rt) {
+		dup_gpu(ctx->g, ctx->rt, NULL, -1, out);
+		return;
+	}
+	if (runtimes__collect_kind(ctx->g, ROLE_CUDA, &own))
+		return;
+	dup_gpu(ctx->g, &own, NULL, -1, out);
+	runtimes__free(&own);
+}
+
+void dup_gpu__on_object(const struct live_ctx *lc, const struct lg_object *o, struct findings *out)
+{
+	struct runtime_list all;
+
+	if (!lc->g || !obj_roles__find(lg_object__roles(o), ROLE_CUDA) ||
+	    runtimes__collect_kind(lc->g, ROLE_CUDA, &all))
+		return;
+	dup_gpu(lc->g, &all, lc, (int)o->id, out);
+	runtimes__free(&all);
+}

@@ -430,3 +430,110 @@ void oversubscription__live(const struct live_pools *lp, struct findings *out)
 		"OMP_NUM_THREADS and OPENBLAS_NUM_THREADS (or threadpoolctl's limits) so that together "
 		"they fit the CPUs; OMP_WAIT_POLICY=passive stops idle pools from spinning.");
 }
+
+/*
+ * rank-gpu-versions: a GPU library whose version differs between ranks. NCCL first (the ranks'
+ * NCCLs must agree on the wire protocol: a mismatch hangs at the first collective), then RCCL,
+ * the CUDA runtime, cuDNN and cuBLAS (ranks that compute differently).
+ */
+static const enum role_impl rank_gpu[] = { IMPL_NCCL, IMPL_RCCL, IMPL_CUDA_RUNTIME, IMPL_CUDNN,
+					   IMPL_CUBLAS };
+
+struct gpu_version {
+	char version[48], label[160];
+	const char *path;
+	int *ranks;
+	size_t n;
+};
+
+/* Each version of @impl across the ranks, with the ranks that load it: returns how many. */
+static size_t gpu_versions(const struct job_ctx *ctx, enum role_impl impl, struct gpu_version *v,
+			   size_t max)
+{
+	size_t nv = 0;
+
+	for (size_t i = 0; i < ctx->n; i++) {
+		const struct runtime_list *rt = ctx->r[i].rt;
+
+		for (size_t k = 0; ctx->r[i].g && rt && k < rt->n; k++) {
+			const struct obj_role *r = &rt->r[k].role;
+			const char *ver = r->release[0] ? r->release : r->version;
+			size_t m;
+
+			if (r->impl != impl || !ver[0])
+				continue;
+			for (m = 0; m < nv; m++)
+				if (!strcmp(v[m].version, ver))
+					break;
+			if (m == nv) {
+				if (nv == max)
+					continue;
+				v[nv] = (struct gpu_version){
+					.path = ctx->r[i].g->objs[rt->r[k].obj]->path,
+					.ranks = calloc(ctx->n, sizeof(int)),
+				};
+				snprintf(v[nv].version, sizeof(v[nv].version), "%s", ver);
+				obj_role__label(r, v[nv].label, sizeof(v[nv].label));
+				if (!v[nv].ranks)
+					continue;
+				nv++;
+			}
+			if (!v[m].n || v[m].ranks[v[m].n - 1] != ctx->r[i].rank)
+				v[m].ranks[v[m].n++] = ctx->r[i].rank;
+		}
+	}
+	return nv;
+}
+
+void rank_gpu__job(const struct job_ctx *ctx, struct findings *out)
+{
+	json_t *diff = json_array();
+
+	for (size_t k = 0; k < sizeof(rank_gpu) / sizeof(rank_gpu[0]); k++) {
+		struct gpu_version v[16];
+		size_t nv = gpu_versions(ctx, rank_gpu[k], v, 16);
+		json_t *versions = json_array();
+		struct finding *f = NULL;
+
+		for (size_t m = 0; nv >= 2 && m < nv; m++) {
+			char in[256];
+			json_t *rs = rank_set(v[m].ranks, v[m].n, in, sizeof(in));
+
+			json_array_append_new(versions, json_pack("{s:s, s:s, s:s, s:o}", "version",
+								  v[m].version, "label", v[m].label,
+								  "path", v[m].path, "ranks", rs));
+			if (!f)
+				f = findings__add(out, "rank-gpu-versions", SEV_ERROR,
+						  ctx->launcher,
+						  "ranks of job %d load %zu versions of %s",
+						  ctx->launcher, nv, role_impl__name(rank_gpu[k]));
+			finding__evidence(f, "%s (%s): in rank%s %s", v[m].label, v[m].path,
+					  v[m].n == 1 ? "" : "s", in);
+		}
+		if (f) {
+			finding__explain(
+				f,
+				rank_gpu[k] == IMPL_NCCL || rank_gpu[k] == IMPL_RCCL ?
+					"The ranks of a job talk through NCCL, whose versions need not "
+					"agree on the protocol, buffer sizes and algorithms they pick: "
+					"ranks with different NCCLs hang at their first collective or "
+					"exchange garbage." :
+					"The ranks of one job are meant to compute the same thing: another "
+					"CUDA runtime, cuDNN or cuBLAS picks other kernels and algorithms, "
+					"so ranks diverge or disagree in results.",
+				"Start every rank from the same environment: the same wheels (torch and "
+				"the nvidia-nccl-cu12 it pins), the same LD_LIBRARY_PATH and container "
+				"image on every node; the paths above say which installation each rank "
+				"loaded from.");
+			json_array_append_new(diff, json_pack("{s:s, s:s, s:o}", "impl",
+							      role_impl__id(rank_gpu[k]), "name",
+							      role_impl__name(rank_gpu[k]),
+							      "versions", versions));
+		} else {
+			json_decref(versions);
+		}
+		for (size_t m = 0; m < nv; m++)
+			free(v[m].ranks);
+	}
+	json_object_set_new(ctx->diff, "gpu", diff);
+}

@@ -138,6 +138,9 @@ void detectors__on_event(const struct live_ctx *lc, const struct live_event *e,
 void dup_openmp__process(const struct check_ctx *ctx, struct findings *out);
 void dup_openmp__on_object(const struct live_ctx *lc, const struct lg_object *o,
 			   struct findings *out);
+void dup_gpu__process(const struct check_ctx *ctx, struct findings *out);
+void dup_gpu__on_object(const struct live_ctx *lc, const struct lg_object *o, struct findings *out);
+void cuda_driver__process(const struct check_ctx *ctx, struct findings *out);
 void dup_blas__process(const struct check_ctx *ctx, struct findings *out);
 void dup_blas__on_object(const struct live_ctx *lc, const struct lg_object *o,
 			 struct findings *out);
@@ -159,6 +162,7 @@ void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
 void elf_defects__process(const struct check_ctx *ctx, struct findings *out);
 void elf_defects__files(const struct lint_file *files, size_t n, struct findings *out);
 
+void rank_gpu__job(const struct job_ctx *ctx, struct findings *out);
 void rank_objects__job(const struct job_ctx *ctx, struct findings *out);
 void rank_environment__job(const struct job_ctx *ctx, struct findings *out);
 void oversubscription__job(const struct job_ctx *ctx, struct findings *out);

@@ -30,6 +30,15 @@ enum marker {
 	M_NCCL,
 	M_CUDNN,
 	M_HIP_MODULE_LOAD,
+	M_CUFFT,
+	M_CUSPARSE,
+	M_NVJITLINK,
+	M_ROCBLAS,
+	M_MIOPEN,
+	M_CL_PLATFORMS, /* clGetPlatformIDs: the API an ICD loader exports */
+	M_CL_ICD,	/* clIcdGetPlatformIDsKHR, or pocl's POclIcdGetPlatformIDsKHR: an ICD */
+	M_ZE_LOADER,	/* zelLoaderGetVersions */
+	M_ZE_DRIVER,	/* zeGetDriverProcAddrTable: what the Level Zero loader asks a driver */
 	M_PY_INITIALIZE,
 	M_PYINIT,
 	M_LIBC_START,
@@ -64,6 +73,17 @@ static const struct {
 	[IMPL_NCCL] = { "nccl", "NCCL", ROLE_CUDA },
 	[IMPL_CUDNN] = { "cudnn", "cuDNN", ROLE_CUDA },
 	[IMPL_HIP] = { "hip", "HIP runtime", ROLE_CUDA },
+	[IMPL_CUFFT] = { "cufft", "cuFFT", ROLE_CUDA },
+	[IMPL_CUSPARSE] = { "cusparse", "cuSPARSE", ROLE_CUDA },
+	[IMPL_NVJITLINK] = { "nvjitlink", "nvJitLink", ROLE_CUDA },
+	[IMPL_ROCBLAS] = { "rocblas", "rocBLAS", ROLE_CUDA },
+	[IMPL_MIOPEN] = { "miopen", "MIOpen", ROLE_CUDA },
+	[IMPL_RCCL] = { "rccl", "RCCL", ROLE_CUDA },
+	[IMPL_OPENCL_LOADER] = { "opencl-loader", "OpenCL ICD loader", ROLE_CUDA },
+	[IMPL_POCL] = { "pocl", "PoCL OpenCL driver", ROLE_CUDA },
+	[IMPL_OPENCL_ICD] = { "opencl-icd", "OpenCL ICD driver", ROLE_CUDA },
+	[IMPL_LEVEL_ZERO] = { "level-zero", "Level Zero loader", ROLE_CUDA },
+	[IMPL_LEVEL_ZERO_DRIVER] = { "level-zero-driver", "Level Zero driver", ROLE_CUDA },
 	[IMPL_TBB] = { "tbb", "oneTBB", ROLE_TBB },
 	[IMPL_ONEDNN] = { "onednn", "oneDNN", ROLE_ONEDNN },
 	[IMPL_PYTHON_INTERP] = { "python", "Python interpreter", ROLE_PYTHON },
@@ -182,6 +202,22 @@ static int scan_symbol(const char *name, const GElf_Sym *sym, void *ctx)
 			s->has[M_CUBLAS] = true;
 		else if (!strcmp(name, "cudnnCreate"))
 			s->has[M_CUDNN] = true;
+		else if (!strcmp(name, "cufftPlan1d"))
+			s->has[M_CUFFT] = true;
+		else if (!strcmp(name, "cusparseCreate"))
+			s->has[M_CUSPARSE] = true;
+		else if (!strcmp(name, "clGetPlatformIDs"))
+			s->has[M_CL_PLATFORMS] = true;
+		break;
+	case 'r':
+		if (!strcmp(name, "rocblas_create_handle"))
+			s->has[M_ROCBLAS] = true;
+		break;
+	case 'z':
+		if (!strcmp(name, "zelLoaderGetVersions"))
+			s->has[M_ZE_LOADER] = true;
+		else if (!strcmp(name, "zeGetDriverProcAddrTable"))
+			s->has[M_ZE_DRIVER] = true;
 		break;
 	case 'd':
 		if (!strcmp(name, "dgemm_"))
@@ -199,6 +235,8 @@ static int scan_symbol(const char *name, const GElf_Sym *sym, void *ctx)
 	case 'M':
 		if (!strcmp(name, "mkl_get_version") || !strcmp(name, "MKL_Get_Version"))
 			s->has[M_MKL_VERSION] = true;
+		else if (!strcmp(name, "miopenCreate"))
+			s->has[M_MIOPEN] = true;
 		break;
 	case 'b':
 		if (!strcmp(name, "bli_info_get_version_str"))
@@ -211,6 +249,8 @@ static int scan_symbol(const char *name, const GElf_Sym *sym, void *ctx)
 	case 'n':
 		if (!strcmp(name, "nvrtcCompileProgram"))
 			s->has[M_NVRTC] = true;
+		else if (!strcmp(name, "nvJitLinkCreate"))
+			s->has[M_NVJITLINK] = true;
 		else if (!strcmp(name, "ncclCommInitRank"))
 			s->has[M_NCCL] = true;
 		break;
@@ -232,6 +272,8 @@ static int scan_symbol(const char *name, const GElf_Sym *sym, void *ctx)
 		s->has[M_OPENBLAS_CONFIG] = true;
 	else if (strstr(name, "cblas_dgemm"))
 		s->has[M_CBLAS_DGEMM] = true;
+	else if (strstr(name, "IcdGetPlatformIDsKHR"))
+		s->has[M_CL_ICD] = true;
 	return 0;
 }
 
@@ -667,6 +709,207 @@ static void classify_blas(const struct elf_object *o, const struct scan *s, stru
 	}
 }
 
+/*
+ * The major version a GPU library's symbols are versioned with ("libcudart.so.12" -> "12"):
+ * its version definitions keep the name a wheel's renamed copy (libcudart-8a0bfc3c.so.12) lost;
+ * else its SONAME's.
+ */
+static void library_major(const struct elf_object *o, struct obj_role *r, const char *stem,
+			  const char *of)
+{
+	size_t n = strlen(stem);
+	char v[32];
+
+	if (r->release[0])
+		return;
+	for (size_t i = 0; i < elfobj__n_verdefs(o); i++) {
+		const char *d = elfobj__verdef(o, i);
+
+		if (strncmp(d, stem, n) || !isdigit((unsigned char)d[n]))
+			continue;
+		/* The major alone: every CUDA 11 runtime's node is libcudart.so.11.0. */
+		version_at(d + n, d + strlen(d), v, sizeof(v));
+		v[strcspn(v, ".")] = '\0';
+		set_release(r, of, v, RELEASE_SYMVER);
+		return;
+	}
+	soname_release(o, r, stem, of);
+}
+
+/*
+ * The constant a version getter stores through its pointer argument, read off its code:
+ * cudaRuntimeGetVersion(int *v) and cuDriverGetVersion(int *v) are "movl $imm32, (%rdi)",
+ * after an endbr64 and a NULL test at most. False for any other shape.
+ */
+static bool stored_constant(const struct elf_object *o, const char *func, int32_t *out)
+{
+	unsigned char c[32];
+	uint64_t at;
+	size_t i = 0;
+
+	if (elfobj__func_code(o, func, c, sizeof(c), &at))
+		return false;
+	if (!memcmp(c, "\xf3\x0f\x1e\xfa", 4)) /* endbr64 */
+		i += 4;
+	if (!memcmp(c + i, "\x48\x85\xff", 3) && (c[i + 3] == 0x74 || c[i + 3] == 0x75))
+		i += 5; /* test %rdi,%rdi; je/jne rel8 */
+	if (c[i] != 0xc7 || c[i + 1] != 0x07)
+		return false;
+	memcpy(out, c + i + 2, sizeof(*out));
+	return *out > 0;
+}
+
+/* CUDA's version numbers: 12010 is 12.1 (cudaRuntimeGetVersion, cuDriverGetVersion). */
+static void cuda_version_text(int32_t v, char *out, size_t len)
+{
+	snprintf(out, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+/* The string that follows the string @label in .rodata, when it is a version: ocl-icd's
+ * "OpenCL ICD Loader\0" "2.3.1\0". */
+static bool rodata_after(const struct elf_object *o, const char *label, char *out, size_t len)
+{
+	size_t size, n = strlen(label) + 1;
+	const char *data = elfobj__section(o, ".rodata", &size);
+	const char *hit;
+
+	if (!data)
+		return false;
+	for (const char *p = data; (hit = memmem(p, size - (size_t)(p - data), label, n));
+	     p = hit + 1) {
+		const char *v = hit + n, *end = data + size;
+
+		if (hit > data && hit[-1] != '\0')
+			continue;
+		while (v < end && !*v) /* alignment padding */
+			v++;
+		if (v < end && isdigit((unsigned char)*v)) {
+			version_at(v, end, out, len);
+			return strchr(out, '.') != NULL;
+		}
+	}
+	return false;
+}
+
+static void classify_cuda(const struct elf_object *o, const struct scan *s, struct obj_roles *out)
+{
+	struct obj_role *r;
+	int32_t v;
+	int64_t imm;
+	uint64_t unused;
+	char ver[32];
+
+	/* libcuda's own SONAME major (1) is no CUDA's: the CUDA it provides is its getter's. */
+	if (s->has[M_CU_MODULE_LOAD] && (r = add(out, IMPL_CUDA_DRIVER))) {
+		if (stored_constant(o, "cuDriverGetVersion", &v)) {
+			cuda_version_text(v, ver, sizeof(ver));
+			set_release(r, "CUDA", ver, RELEASE_FUNCTION);
+		}
+	} else if (s->has[M_CUDA_MALLOC] && (r = add(out, IMPL_CUDA_RUNTIME))) {
+		if (stored_constant(o, "cudaRuntimeGetVersion", &v)) {
+			cuda_version_text(v, ver, sizeof(ver));
+			set_release(r, "CUDA", ver, RELEASE_FUNCTION);
+		}
+		library_major(o, r, "libcudart.so.", "CUDA");
+	}
+	if (s->has[M_NVRTC] && (r = add(out, IMPL_NVRTC)))
+		library_major(o, r, "libnvrtc.so.", "CUDA");
+	if (s->has[M_NVJITLINK] && (r = add(out, IMPL_NVJITLINK)))
+		library_major(o, r, "libnvJitLink.so.", "CUDA");
+	if (s->has[M_CUBLAS] && (r = add(out, IMPL_CUBLAS)))
+		library_major(o, r, "libcublas.so.", "");
+	if (s->has[M_CUFFT] && (r = add(out, IMPL_CUFFT)))
+		library_major(o, r, "libcufft.so.", "");
+	if (s->has[M_CUSPARSE] && (r = add(out, IMPL_CUSPARSE)))
+		library_major(o, r, "libcusparse.so.", "");
+	if (s->has[M_NCCL]) {
+		/* RCCL is NCCL's API built for ROCm: "RCCL version" is its banner. */
+		bool rccl = rodata_has(o, "RCCL version");
+
+		r = add(out, rccl ? IMPL_RCCL : IMPL_NCCL);
+		/* "NCCL version 2.18.1+cuda12.1": its release and the CUDA it was built for. */
+		if (r && rodata_token(o, rccl ? "RCCL version " : "NCCL version ", r->version,
+				      sizeof(r->version))) {
+			size_t size;
+			const char *data = elfobj__section(o, ".rodata", &size);
+			const char *b = data ? memmem(data, size, "NCCL version ", 13) : NULL;
+			const char *cu =
+				b ? memmem(b, strnlen(b, (size_t)(data + size - b)), "+cuda", 5) :
+				    NULL;
+
+			own_release(r, RELEASE_RODATA);
+			if (cu) {
+				version_at(cu + 5, data + size, ver, sizeof(ver));
+				snprintf(r->detail, sizeof(r->detail), "built for CUDA %s", ver);
+			}
+		}
+		if (r)
+			library_major(o, r, rccl ? "librccl.so." : "libnccl.so.", "");
+	}
+	if (s->has[M_CUDNN] && (r = add(out, IMPL_CUDNN))) {
+		/* cudnnGetVersion() returns CUDNN_VERSION: 8902 is 8.9.2, 90100 is 9.1.0. */
+		if (elfobj__func_constant(o, "cudnnGetVersion", &imm, &unused) == 1 && imm > 0) {
+			if (imm >= 90000)
+				snprintf(r->version, sizeof(r->version), "%d.%d.%d",
+					 (int)(imm / 10000), (int)(imm % 10000 / 100),
+					 (int)(imm % 100));
+			else
+				snprintf(r->version, sizeof(r->version), "%d.%d.%d",
+					 (int)(imm / 1000), (int)(imm % 1000 / 100),
+					 (int)(imm % 100));
+			own_release(r, RELEASE_FUNCTION);
+		}
+		library_major(o, r, "libcudnn.so.", "");
+	}
+}
+
+static void classify_gpu(const struct elf_object *o, const struct scan *s, struct obj_roles *out)
+{
+	struct obj_role *r;
+
+	classify_cuda(o, s, out);
+	/* HIP's symbols are versioned by release: hip_5.2 is the newest node of ROCm 5.2's. */
+	if (s->has[M_HIP_MODULE_LOAD] && (r = add(out, IMPL_HIP))) {
+		highest_verdef(o, "hip_", r->version, sizeof(r->version));
+		if (r->version[0]) {
+			r->version_kind = VERSION_NODE;
+			set_release(r, "", r->version, RELEASE_SYMVER);
+		}
+		soname_release(o, r, "libamdhip64.so.", "");
+	}
+	if (s->has[M_ROCBLAS] && (r = add(out, IMPL_ROCBLAS)))
+		library_major(o, r, "librocblas.so.", "");
+	if (s->has[M_MIOPEN] && (r = add(out, IMPL_MIOPEN)))
+		library_major(o, r, "libMIOpen.so.", "");
+	/* An ICD loader exports the OpenCL API and reads the vendor files; an ICD driver is what
+	 * it finds there (some drivers export the API too). */
+	if (s->has[M_CL_ICD]) {
+		bool pocl = rodata_has(o, "PoCL ") || rodata_has(o, "pocl ");
+
+		r = add(out, pocl ? IMPL_POCL : IMPL_OPENCL_ICD);
+		/* "OpenCL 3.0 PoCL 3.1+debian Linux, ..." */
+		if (r && pocl &&
+		    (rodata_token(o, "PoCL ", r->version, sizeof(r->version)) ||
+		     rodata_token(o, "pocl ", r->version, sizeof(r->version))))
+			own_release(r, RELEASE_RODATA);
+	} else if (s->has[M_CL_PLATFORMS] && rodata_has(o, "OpenCL/vendors") &&
+		   (r = add(out, IMPL_OPENCL_LOADER))) {
+		char api[16] = "";
+
+		/* ocl-icd's name and release: "OpenCL ICD Loader\0" "2.3.1\0". */
+		if (rodata_after(o, "OpenCL ICD Loader", r->version, sizeof(r->version)))
+			own_release(r, RELEASE_RODATA);
+		highest_verdef(o, "OPENCL_", api, sizeof(api));
+		if (api[0])
+			snprintf(r->detail, sizeof(r->detail), "OpenCL %s", api);
+		soname_release(o, r, "libOpenCL.so.", "");
+	}
+	if (s->has[M_ZE_LOADER] && (r = add(out, IMPL_LEVEL_ZERO)))
+		library_major(o, r, "libze_loader.so.", "");
+	else if (s->has[M_ZE_DRIVER])
+		add(out, IMPL_LEVEL_ZERO_DRIVER);
+}
+
 static void roles__classify(const struct elf_object *o, struct obj_roles *out)
 {
 	struct scan s = { 0 };
@@ -688,25 +931,7 @@ static void roles__classify(const struct elf_object *o, struct obj_roles *out)
 	} else if (s.has[M_LIBCXX_COUT]) {
 		add(out, IMPL_LIBCXX);
 	}
-	/* GPU libraries carry their major version in their SONAME (libcuda.so.1's is no CUDA's). */
-	if (s.has[M_CU_MODULE_LOAD])
-		add(out, IMPL_CUDA_DRIVER);
-	else if (s.has[M_CUDA_MALLOC] && (r = add(out, IMPL_CUDA_RUNTIME)))
-		soname_release(o, r, "libcudart.so.", "CUDA");
-	if (s.has[M_NVRTC] && (r = add(out, IMPL_NVRTC)))
-		soname_release(o, r, "libnvrtc.so.", "CUDA");
-	if (s.has[M_CUBLAS] && (r = add(out, IMPL_CUBLAS)))
-		soname_release(o, r, "libcublas.so.", "");
-	if (s.has[M_NCCL] && (r = add(out, IMPL_NCCL))) {
-		/* "NCCL version 2.18.1+cuda12.1" */
-		if (rodata_token(o, "NCCL version ", r->version, sizeof(r->version)))
-			own_release(r, RELEASE_RODATA);
-		soname_release(o, r, "libnccl.so.", "");
-	}
-	if (s.has[M_CUDNN] && (r = add(out, IMPL_CUDNN)))
-		soname_release(o, r, "libcudnn.so.", "");
-	if (s.has[M_HIP_MODULE_LOAD] && (r = add(out, IMPL_HIP)))
-		soname_release(o, r, "libamdhip64.so.", "");
+	classify_gpu(o, &s, out);
 	if (s.has[M_TBB] && (r = add(out, IMPL_TBB))) {
 		constant_version(o, "TBB_runtime_version", false, r->version, sizeof(r->version));
 		own_release(r, RELEASE_FUNCTION);

@@ -114,14 +114,50 @@ static void describe_frame(const json_t *fr, char *buf, size_t len)
  * The innermost frame that says where a thread is: its innermost Python line when it runs
  * Python, else its innermost named frame outside the C library and the loader.
  */
+/*
+ * The collective a GPU rank waits in, from the innermost frame of NCCL's or RCCL's API or of
+ * PyTorch's NCCL work: "ncclAllReduce", "c10d::ProcessGroupNCCL::WorkNCCL::wait"; NULL none.
+ */
+static const char *collective(const json_t *frames, char *buf, size_t len)
+{
+	static const char *const calls[] = { "ncclAllReduce",  "ncclBroadcast",
+					     "ncclReduce",     "ncclAllGather",
+					     "ncclSend",       "ncclRecv",
+					     "ncclGroupEnd",   "ncclCommInit",
+					     "WorkNCCL::wait", "WorkNCCL::synchronize" };
+	const json_t *fr;
+	size_t i;
+
+	json_array_foreach (frames, i, fr) {
+		const char *fn = json_string_value(json_object_get(fr, "function"));
+
+		if (!fn || !strcmp(json_string_value(json_object_get(fr, "kind")) ?: "", "python"))
+			continue;
+		for (size_t k = 0; k < sizeof(calls) / sizeof(calls[0]); k++)
+			if (strstr(fn, calls[k])) {
+				/* The name without its parameters. */
+				snprintf(buf, len, "%.*s", (int)strcspn(fn, "("), fn);
+				return buf;
+			}
+	}
+	return NULL;
+}
+
 static void meaningful_frame(const json_t *frames, char *buf, size_t len)
 {
 	const json_t *named = NULL, *fr;
+	char call[160];
 	size_t i;
 
 	json_array_foreach (frames, i, fr) {
 		if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python")) {
+			size_t n;
+
 			describe_frame(fr, buf, len);
+			/* A Python line hides the collective under it: name both. */
+			n = strlen(buf);
+			if (collective(frames, call, sizeof(call)) && n < len)
+				snprintf(buf + n, len - n, ", waiting in %s", call);
 			return;
 		}
 	}
