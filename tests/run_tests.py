@@ -55,16 +55,17 @@ def load_modules():
 
 
 def e2e_tests(mods, only):
-    """[(full name, serial)] of the e2e tests selected."""
+    """[(full name, serial, plain)] of the e2e tests selected."""
     out = []
     for mname, mod in mods.items():
         for name in sorted(n for n in dir(mod) if n.startswith("test_")):
             full = f"{mname}.{name}"
             if only and not any(o in full for o in only):
                 continue
-            serial = bool(getattr(mod, "SERIAL", False) or
-                          getattr(getattr(mod, name), "serial", False))
-            out.append((full, serial))
+            fn = getattr(mod, name)
+            serial = bool(getattr(mod, "SERIAL", False) or getattr(fn, "serial", False))
+            plain = bool(getattr(mod, "PLAIN", False) or getattr(fn, "plain", False))
+            out.append((full, serial, plain))
     return out
 
 
@@ -222,14 +223,26 @@ def run_pool(build, tasks, jobs, report):
         t.join()
 
 
+def read_json(path, default):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def write_json(path, what):
+    try:
+        with open(path + ".tmp", "w") as f:
+            json.dump(what, f, indent=0)
+        os.replace(path + ".tmp", path)
+    except OSError:
+        pass
+
+
 def load_times(build):
-    times = {}
-    for path in (TIMES_SEED, os.path.join(build, "test-times.json")):
-        try:
-            with open(path) as f:
-                times.update(json.load(f))
-        except (OSError, ValueError):
-            pass
+    times = read_json(TIMES_SEED, {})
+    times.update(read_json(os.path.join(build, "test-times.json"), {}))
     return times
 
 
@@ -247,6 +260,10 @@ def main():
                     or 2 * ncpu, help="tests at once (default: TEST_JOBS, or 2 per CPU)")
     ap.add_argument("--serial-only", action="store_true",
                     help="run only the tests that must run alone")
+    ap.add_argument("--plain-after", metavar="DIR",
+                    help="after the suite ran against the sanitizer build DIR: only what differs "
+                    "in this build (the unit binaries, tests marked harness.plain, the tests "
+                    "DIR's run skipped)")
     ap.add_argument("--slowest", type=int, default=10, help="list the N slowest tests")
     ap.add_argument("only", nargs="*", help="run only tests whose name contains one of these")
     args = ap.parse_args()
@@ -256,15 +273,18 @@ def main():
 
     units = [] if args.serial_only else unit_tests(build, args.only)
     tests = e2e_tests(load_modules(), args.only)
-    parallel = [("unit", u) for u in units] + [("e2e", n) for n, s in tests
+    if args.plain_after:
+        skipped = set(read_json(os.path.join(ROOT, args.plain_after, "test-skipped.json"), []))
+        tests = [t for t in tests if t[2] or t[0] in skipped]
+    parallel = [("unit", u) for u in units] + [("e2e", n) for n, s, _ in tests
                                                 if not s and not args.serial_only]
-    serial = [("e2e", n) for n, s in tests if s]
+    serial = [("e2e", n) for n, s, _ in tests if s]
     # The longest first: the last to finish is then a short one.
     parallel.sort(key=lambda t: -times.get(t[1] if t[0] == "e2e" else
                                            f"unit {os.path.basename(t[1])}", 1.0))
 
     counts = {"passed": 0, "failed": 0, "skipped": 0}
-    seen = {}
+    seen, skipped = {}, []
     lock = threading.Lock()
 
     def report(res):
@@ -272,6 +292,8 @@ def main():
             for k in counts:
                 counts[k] += res[k]
             seen[res["name"]] = res.get("secs", 0.0)
+            if res["skipped"] and not res["name"].startswith("unit "):
+                skipped.append(res["name"])
             for line in res["lines"]:
                 print(line, flush=True)
 
@@ -281,11 +303,12 @@ def main():
     run_pool(build, serial, 1, report)
     wall = time.monotonic() - start
 
-    try:
-        with open(os.path.join(build, "test-times.json"), "w") as f:
-            json.dump({k: round(v, 2) for k, v in sorted(seen.items())}, f, indent=0)
-    except OSError:
-        pass
+    # A run of some tests adds to what the last ones said.
+    times = read_json(os.path.join(build, "test-times.json"), {})
+    times.update({k: round(v, 2) for k, v in seen.items()})
+    write_json(os.path.join(build, "test-times.json"), dict(sorted(times.items())))
+    if not args.only and not args.plain_after and not args.serial_only:
+        write_json(os.path.join(build, "test-skipped.json"), sorted(skipped))
     if args.slowest and seen:
         slow = sorted(seen.items(), key=lambda kv: -kv[1])[:args.slowest]
         print(f"{len(seen)} tests in {wall:.0f}s ({len(parallel)} on {args.jobs} workers: "

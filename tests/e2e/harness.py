@@ -23,6 +23,13 @@ def serial(test):
     return test
 
 
+def plain(test):
+    """Marks a test that says something of the plain build the sanitizer build cannot (a time,
+    a memory figure): CI runs it again against build/ after the suite ran under ASan."""
+    test.plain = True
+    return test
+
+
 def wait_until(pred, timeout, what, interval=0.02):
     """Polls PRED until it returns a true value, which is returned; AssertionError naming WHAT
     (a string, or a function of nothing giving one) after TIMEOUT seconds."""

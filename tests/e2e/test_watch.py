@@ -8,8 +8,8 @@ import tempfile
 import time
 
 import harness
-from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, serial, \
-    wait_until
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, plain, \
+    serial, wait_until
 
 
 def watch(*args, env=None, status=None, timeout=60):
@@ -553,6 +553,7 @@ def test_lost_events_are_counted_exactly_on_a_storm():
     assert "with the ring buffer full" in err, err
 
 
+@plain
 @serial  # times a record on one CPU
 def test_duration_and_sigint_end_a_record_whose_target_sends_faster_than_it_reads():
     # One CPU shared with a dlsym loop, at a lower priority: the collector reads slower than
