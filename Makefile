@@ -203,8 +203,14 @@ FUZZ_SECONDS ?= 30
 fuzz-smoke: fixtures fuzz
 	@scripts/fuzz-smoke.sh build-fuzz $(OUTPUT) $(FUZZ_SECONDS)
 
+# The fixtures do not depend on the build's flags: one set, in build/fixtures, that the
+# sanitizer build's folder links to.
 fixtures:
-	@$(MAKE) -s -C tests/fixtures OUTPUT=$(abspath $(OUTPUT))/fixtures
+	@$(MAKE) -s -C tests/fixtures OUTPUT=$(abspath build)/fixtures
+ifneq ($(OUTPUT),build)
+	@[ -L $(OUTPUT)/fixtures ] || rm -rf $(OUTPUT)/fixtures
+	@mkdir -p $(OUTPUT) && ln -sfn ../build/fixtures $(OUTPUT)/fixtures
+endif
 
 unit: $(UNIT_BINS)
 
@@ -213,10 +219,11 @@ unit: $(UNIT_BINS)
 # --plain-after build-san: what CI runs again plain after the sanitizer run, see .ci/run).
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 TEST_ARGS ?=
-TEST_NEEDS := all unit fixtures check-layers $(OUTPUT)/bench/libs/list.txt
+TEST_NEEDS := all unit fixtures check-layers build/bench/libs/list.txt
 
-# The 500 generated objects of the cache tests (and the benches): built once, in parallel.
-$(OUTPUT)/bench/libs/list.txt: bench/gen_libs.sh
+# The 500 generated objects of the cache tests (and the benches): built once, in parallel, for
+# every build (build/bench/libs).
+build/bench/libs/list.txt: bench/gen_libs.sh
 	@bench/gen_libs.sh $(dir $@) 500
 
 test: deps
@@ -225,7 +232,7 @@ test: deps
 
 # The whole suite against an ASan+UBSan build (build-san/).
 test-san: deps
-	@$(MAKE) -s -j$(NPROC) SAN=1 $(TEST_NEEDS:$(OUTPUT)/%=build-san/%)
+	@$(MAKE) -s -j$(NPROC) SAN=1 $(TEST_NEEDS)
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0 \
 		LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
