@@ -25,7 +25,7 @@ def serial(test):
 
 def plain(test):
     """Marks a test that says something of the plain build the sanitizer build cannot (a time,
-    a memory figure): CI runs it again against build/ after the suite ran under ASan."""
+    a memory figure): skipped against a sanitizer build, CI runs it against build/."""
     test.plain = True
     return test
 
