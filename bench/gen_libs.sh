@@ -7,6 +7,7 @@ set -euo pipefail
 dir=${1:?usage: gen_libs.sh DIR [N]}
 n=${2:-500}
 mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)  # absolute: the list, the rpaths and -L name it from anywhere
 exec 9> "$dir/.lock"
 flock 9
 [ -f "$dir/list.txt" ] && [ "$(wc -l < "$dir/list.txt")" -eq "$n" ] && exit 0
