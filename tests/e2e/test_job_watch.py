@@ -185,6 +185,7 @@ def test_watch_job_all_ranks_waiting_is_a_job_wide_wait_not_a_hang():
     assert "job: all 4 ranks made no CPU progress for 1 s at once: a job-wide wait" in p.stdout
 
 
+@serial  # CPU progress over 2 s (--hang-secs 2): beside other tests, a rank may make none
 def test_ranks_that_go_idle_after_the_hung_one_wait_for_it_and_are_not_hung_too():
     """Rank 3 stops; ranks 0, 1, 2 compute 8, 9, 10 s more, then wait for it one after another
     (as torchrun's ranks enter all_reduce): rank 3 alone is hung, then the job waits as a whole."""
