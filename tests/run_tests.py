@@ -151,6 +151,17 @@ def worker_main():
     answer = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    parent = os.getppid()
+
+    def orphaned():
+        # The runner was killed: end the test's fixtures, then this worker's process group
+        # (the dlscope runs of the test), instead of running on under init.
+        while os.getppid() == parent:
+            time.sleep(1)
+        harness.reap_all()
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=orphaned, daemon=True).start()
     mods = load_modules()
     for line in sys.stdin:
         res = run_one(mods, line.strip())
