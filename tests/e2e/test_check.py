@@ -10,8 +10,8 @@ import tempfile
 import time
 
 import harness
-from harness import Skip, Fixture, dlscope, dlscope_path, fixture_path, is_root, serial, \
-    wait_idle, wait_until
+from harness import Skip, Fixture, dlscope, dlscope_path, fixture_path, is_root, wait_idle, \
+    wait_until
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 
@@ -666,9 +666,6 @@ def test_check_command_signals_are_passed_on():
     assert cmd["signal"] == "SIGKILL" and cmd["crash"] is None, cmd
 
 
-# Alone: beside other tests (two `check --` at once in a loop: 6 of 12 runs) the command's shell
-# and its child are left stopped (T), a bug of check -- that this test, run alone, does not see.
-@serial
 def test_check_command_leaves_no_process_traced():
     """A child the command leaves behind runs on untraced and unstopped."""
     script = "sleep 30 </dev/null >/dev/null 2>&1 & echo child $!; kill -SEGV $$"
