@@ -196,7 +196,7 @@ $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(UI_LIB) $(CORE_LIB)
 # its seed corpus (tests/fuzz/make_seeds.py), as CI does. A crash leaves crash-* files in
 # build-fuzz/findings and fails the run.
 fuzz:
-	@$(MAKE) -s FUZZ=1 fuzz-build
+	@$(MAKE) -s -j$(NPROC) FUZZ=1 fuzz-build
 
 fuzz-build: $(FUZZERS)
 
@@ -204,22 +204,40 @@ FUZZ_SECONDS ?= 30
 fuzz-smoke: fixtures fuzz
 	@scripts/fuzz-smoke.sh build-fuzz $(OUTPUT) $(FUZZ_SECONDS)
 
+# The fixtures do not depend on the build's flags: one set, in build/fixtures, that the
+# sanitizer build's folder links to.
 fixtures:
-	@$(MAKE) -s -C tests/fixtures OUTPUT=$(abspath $(OUTPUT))/fixtures
+	@$(MAKE) -s -C tests/fixtures OUTPUT=$(abspath build)/fixtures
+ifneq ($(OUTPUT),build)
+	@[ -L $(OUTPUT)/fixtures ] || rm -rf $(OUTPUT)/fixtures
+	@mkdir -p $(OUTPUT) && ln -sfn ../build/fixtures $(OUTPUT)/fixtures
+endif
 
 unit: $(UNIT_BINS)
 
+# The suite runs in parallel (tests/run_tests.py -j, TEST_JOBS, default 2 per CPU); what it
+# needs is built first, in parallel too. TEST_ARGS goes to tests/run_tests.py (names to run,
+# --plain-after build-san: what CI runs again plain after the sanitizer run, see .ci/run).
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+TEST_ARGS ?=
+TEST_NEEDS := all unit fixtures check-layers build/bench/libs/list.txt
+
+# The 500 generated objects of the cache tests (and the benches): built once, in parallel, for
+# every build (build/bench/libs).
+build/bench/libs/list.txt: bench/gen_libs.sh
+	@bench/gen_libs.sh $(dir $@) 500
+
 test: deps
-	@$(MAKE) -s all static unit fixtures check-layers
-	@python3 tests/run_tests.py --build $(OUTPUT)
+	@$(MAKE) -s -j$(NPROC) $(TEST_NEEDS) static
+	@python3 tests/run_tests.py --build $(OUTPUT) $(TEST_ARGS)
 
 # The whole suite against an ASan+UBSan build (build-san/).
 test-san: deps
-	@$(MAKE) -s SAN=1 all unit fixtures check-layers
+	@$(MAKE) -s -j$(NPROC) SAN=1 $(TEST_NEEDS)
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0 \
 		LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		python3 tests/run_tests.py --build build-san
+		python3 tests/run_tests.py --build build-san $(TEST_ARGS)
 
 # The demo needs no real-world stack: it installs only what the build and the fixtures need.
 # The kill-and-race campaign (tests/stress): STRESS_TRIALS trials, figures on stdout.

@@ -1,4 +1,5 @@
 """Helpers shared by the end-to-end tests: live fixture processes and the dlscope binary."""
+import fcntl
 import json
 import os
 import re
@@ -13,6 +14,50 @@ _live = []
 
 class Skip(Exception):
     """Raised by a test that cannot run here (e.g. needs root)."""
+
+
+def serial(test):
+    """Marks a test that must run alone (tests/run_tests.py runs it after the parallel ones):
+    one that measures time or memory, or sees every process of the machine (--comm NAME)."""
+    test.serial = True
+    return test
+
+
+def plain(test):
+    """Marks a test that says something of the plain build the sanitizer build cannot (a time,
+    a memory figure): skipped against a sanitizer build, CI runs it against build/."""
+    test.plain = True
+    return test
+
+
+def wait_until(pred, timeout, what, interval=0.02):
+    """Polls PRED until it returns a true value, which is returned; AssertionError naming WHAT
+    (a string, or a function of nothing giving one) after TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not after {timeout}s: {what() if callable(what) else what}")
+        time.sleep(interval)
+
+
+def build_once(out, argv, sources):
+    """Runs ARGV, which writes OUT, unless OUT is newer than every one of SOURCES; under a lock
+    and through a temporary name (ARGV holds OUT), so that tests running at once never run a
+    half-written file or build it twice. Returns OUT."""
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(out) and \
+                all(os.path.getmtime(out) >= os.path.getmtime(s) for s in sources):
+            return out
+        tmp = f"{out}.tmp{os.getpid()}"
+        subprocess.run([tmp if a == out else a for a in argv], check=True, capture_output=True,
+                       text=True)
+        os.replace(tmp, out)
+    return out
 
 
 def fixture_path(name):
@@ -141,10 +186,8 @@ def thread_states(pid):
 
 def wait_idle(pid, timeout=5.0):
     """Wait until no thread of PID is running (spinning pool threads go to sleep)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def idle():
         states = list(thread_states(pid).values())
-        if states and "R" not in states:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"threads of {pid} still running after {timeout}s")
+        return states and "R" not in states
+
+    wait_until(idle, timeout, lambda: f"threads of {pid} idle: {thread_states(pid)}")

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import tempfile
 
-import harness
 from harness import ROOT, Fixture, dlscope, fixture_path
 
 CACHE_FILE = os.path.join("dlscope", "elf-v1.cache")
@@ -55,7 +54,8 @@ def assert_same_cold_warm_off(pid, commands):
 
 
 def bench_libs():
-    libdir = os.path.join(harness.BUILD, "bench", "libs")
+    # The same objects for every build: made once (make test makes them beforehand).
+    libdir = os.path.join(ROOT, "build", "bench", "libs")
     subprocess.run([os.path.join(ROOT, "bench", "gen_libs.sh"), libdir, "500"], check=True)
     return os.path.join(libdir, "list.txt")
 

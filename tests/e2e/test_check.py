@@ -10,7 +10,8 @@ import tempfile
 import time
 
 import harness
-from harness import Skip, Fixture, dlscope, dlscope_path, fixture_path, is_root, wait_idle
+from harness import Skip, Fixture, dlscope, dlscope_path, fixture_path, is_root, wait_idle, \
+    wait_until
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 
@@ -262,12 +263,12 @@ def test_loader_lock_fix_names_the_worker_call_and_skips_env_when_code_sets_thre
     # code sizes its team itself and the environment variable cannot be the fix.
     lib = fixture_path("libhang_ctor_omp_dlsym.so")
     with Fixture(["dlopen_list", lib], env={"OMP_NUM_THREADS": "1"}, wait_ready=False) as fx:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        def hazard_with_worker_call():
             findings = check_json("--only", "loader-lock-hazard", fx.pid, status=None)[0]
-            if findings and len(findings[0]["evidence"]) > 1:
-                break
-            time.sleep(0.1)
+            return findings if findings and len(findings[0]["evidence"]) > 1 else None
+
+        findings = wait_until(hazard_with_worker_call, 10, "the hazard names the worker call",
+                              interval=0.1)
         f = only(findings, "loader-lock-hazard")[0]
         assert "from hang_ctor_init._omp_fn.0 (libhang_ctor_omp_dlsym.so)" in f["evidence"][1], f
         assert "OMP_NUM_THREADS=1" not in f["remedy"], f["remedy"]
@@ -309,11 +310,8 @@ def test_check_command_killed_early_never_leaves_the_command_behind():
         time.sleep(rng.uniform(0, 0.02))
         p.kill()
         p.wait()
-        deadline = time.monotonic() + 5
-        while _procs_with_arg(marker) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        left = _procs_with_arg(marker)
-        assert not left, f"trial {trial}: left behind {left}"
+        wait_until(lambda: not _procs_with_arg(marker), 5,
+                   lambda: f"trial {trial}: left behind {_procs_with_arg(marker)}")
 
 
 def test_check_command_under_strace_says_why():

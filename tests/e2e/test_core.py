@@ -1,5 +1,6 @@
 """Post-mortem: dlscope on core files, the kernel's and gcore's, compared with gdb on the same
 core and with dlscope on the live process the core was taken from."""
+import fcntl
 import json
 import os
 import re
@@ -25,7 +26,14 @@ def kernel_core(argv, d):
     """Run @argv in @d until the kernel dumps its core there; returns the core's path. The
     system's core_pattern is left as it is when it writes a plain file in the working
     directory; otherwise (a pipe to systemd-coredump, apport) it is set to "core" for the
-    crash and restored at once."""
+    crash and restored at once. The suite runs tests side by side: one lock keeps two of them
+    from setting and restoring the machine's pattern under each other."""
+    with open("/tmp/dlscope-tests-core_pattern.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return kernel_core_locked(argv, d)
+
+
+def kernel_core_locked(argv, d):
     with open("/proc/sys/kernel/core_pattern") as f:
         pattern = f.read().strip()
     plain = not pattern.startswith("|") and "/" not in pattern and "%" not in pattern

@@ -11,7 +11,7 @@ import tempfile
 import threading
 import time
 
-from harness import Skip, dlscope, dlscope_path, fixture_path, is_root
+from harness import Skip, dlscope, dlscope_path, fixture_path, is_root, serial, wait_until
 from test_job import launcher
 
 LINE = re.compile(r"^\[\s*\d+\.\d+\] (?:\[rank (\d+)\] )?(\d+)(?:/\d+)? ")
@@ -185,6 +185,7 @@ def test_watch_job_all_ranks_waiting_is_a_job_wide_wait_not_a_hang():
     assert "job: all 4 ranks made no CPU progress for 1 s at once: a job-wide wait" in p.stdout
 
 
+@serial  # CPU progress over 2 s (--hang-secs 2): beside other tests, a rank may make none
 def test_ranks_that_go_idle_after_the_hung_one_wait_for_it_and_are_not_hung_too():
     """Rank 3 stops; ranks 0, 1, 2 compute 8, 9, 10 s more, then wait for it one after another
     (as torchrun's ranks enter all_reduce): rank 3 alone is hung, then the job waits as a whole."""
@@ -211,12 +212,8 @@ def test_record_job_trace_records_carry_rank():
                 return [json.loads(l) for l in t if l.endswith("\n")]
 
         def wait_record(pred):
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                if any(pred(r) for r in records()):
-                    return
-                time.sleep(0.05)
-            raise AssertionError(records())
+            wait_until(lambda: any(pred(r) for r in records()), 60,
+                       lambda: f"a record wanted among {records()}", interval=0.05)
 
         os.kill(ranks[1], signal.SIGUSR1)
         wait_record(lambda r: r["type"] == "loaded" and r["path"].endswith("/libcrash.so"))
@@ -311,6 +308,7 @@ def test_watch_job_errors_are_one_line():
             assert not p.stdout, p.stdout
 
 
+@serial  # --comm job_launcher: every launcher of the machine
 def test_record_by_comm_labels_the_ranks_it_finds_running():
     """Processes found by name (or -p) are looked up when first seen, not only at exec."""
     if not is_root():

@@ -12,7 +12,8 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import ROOT, Skip, dlscope, error_lines, dlscope_path, fixture_path, is_root
+from harness import ROOT, Skip, dlscope, error_lines, dlscope_path, fixture_path, is_root, \
+    serial
 from test_export import check_format
 from test_ui import Tui, have_tmux
 
@@ -278,6 +279,9 @@ def test_kubernetes_daemonset_has_what_record_needs():
                e["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName" for e in c["env"])
 
 
+# Alone: the job exits right after its dlopen, and under ASan beside three other tests the
+# recorder read the path after the process was gone (path null, twice in two runs here).
+@serial
 def test_slurm_script_parses_and_records_beside_the_job():
     """bash -n, then a run on one 'node': srun is a stand-in that runs its command here, the
     recorder is the real dlscope record, the job a Python that dlopens a library, run through a

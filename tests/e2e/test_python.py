@@ -8,9 +8,8 @@ import re
 import signal
 import subprocess
 import tempfile
-import time
 
-from harness import BUILD, Fixture, Skip, dlscope, fixture_path, wait_idle
+from harness import BUILD, Fixture, Skip, dlscope, fixture_path, wait_idle, wait_until
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python")
 DEBIAN = "/usr/bin/python3.11"
@@ -37,14 +36,14 @@ def stacks_json(pid, *extra, status=0):
 def faulthandler_frames(path, pid):
     """{thread ident: [(name, file, line)]} from faulthandler's dump, innermost first."""
     os.kill(pid, signal.SIGUSR1)
-    deadline = time.monotonic() + 10
-    text = ""
-    while time.monotonic() < deadline:
+
+    def dumped():
         text = open(path).read()
-        if text.count("Thread 0x") >= 5 and text.endswith("\n\n") or \
-                text.count("File ") >= 12 and text.rstrip().endswith(">"):
-            break
-        time.sleep(0.05)
+        return text if (text.count("Thread 0x") >= 5 and text.endswith("\n\n") or
+                        text.count("File ") >= 12 and text.rstrip().endswith(">")) else None
+
+    text = wait_until(dumped, 10, lambda: f"faulthandler's dump: {open(path).read()}",
+                      interval=0.05)
     threads, cur = {}, None
     for line in text.splitlines():
         m = re.match(r"(?:Current thread|Thread) (0x[0-9a-f]+)", line)
@@ -133,14 +132,12 @@ def test_gil_against_mutex_deadlock_is_a_cycle_with_a_verdict():
     ext = fixture_path("python")
     with Fixture([DEBIAN, os.path.join(HERE, "gil_mutex.py"), ext]) as fx:
         # The worker sleeps 200 ms holding the mutex before it wants the GIL: poll.
-        deadline = time.monotonic() + 20
-        while True:
+        def cycle():
             wait_idle(fx.pid)
             proc = dlscope("stacks", "--json", fx.pid)
-            if proc.returncode == 1 or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        assert proc.returncode == 1, proc.stdout[-3000:]
+            return proc if proc.returncode == 1 else None
+
+        proc = wait_until(cycle, 20, "stacks exits 1 (a deadlock)", interval=0.1)
         doc = json.loads(proc.stdout)["processes"][0]
         worker = [t["tid"] for t in doc["threads"] if t["tid"] != fx.pid][0]
         edges = {(e["from"], e["to"]): e["kind"] for e in doc["edges"]}

@@ -8,7 +8,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle, \
+    wait_until
 
 
 def hung(argv):
@@ -70,9 +71,18 @@ def test_abba_mutexes_give_both_edges_and_the_lock_order_remedy():
         assert "one global order" in doc["verdicts"][0]["remedy"]
 
 
+def all_threads_ran(pid):
+    """Every thread of @pid has been on a CPU (its schedstat run time is not 0)."""
+    ran = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+            ran.append(int(f.read().split()[0]) > 0)
+    return ran and all(ran)
+
+
 def test_busy_process_gets_no_verdict():
     with Fixture(["busy_threads", "64"]) as fx:
-        time.sleep(0.2)
+        wait_until(lambda: all_threads_ran(fx.pid), 10, "every thread of busy_threads ran")
         doc = stacks_json(fx.pid, status=0)
         assert len(doc["threads"]) == 64 and doc["cycles"] == []
         assert doc["verdicts"][0]["text"].startswith("No deadlock cycle.")
@@ -150,10 +160,8 @@ def test_target_left_running_and_untraced():
             time.sleep(rng.uniform(0, 0.03))
             p.send_signal(signal.SIGKILL)
             p.wait()
-            deadline = time.monotonic() + 2
-            while traced_or_stopped(fx.pid) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert traced_or_stopped(fx.pid) is None, traced_or_stopped(fx.pid)
+            wait_until(lambda: traced_or_stopped(fx.pid) is None, 2,
+                       lambda: f"left traced or stopped: {traced_or_stopped(fx.pid)}")
         # And it is still working: the main thread keeps signalling, its workers keep running.
         with open(f"/proc/{fx.pid}/stat") as f:
             assert f.read().rsplit(")", 1)[1].split()[0] in "RS"

@@ -7,7 +7,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle, \
+    wait_until
 
 
 def have_tmux():
@@ -35,15 +36,12 @@ class Tui:
 
     def wait_for(self, what, timeout=20.0, escapes=False):
         """Wait until the screen contains @what (a string or a compiled regex); return it."""
-        deadline = time.monotonic() + timeout
-        while True:
+        def shown():
             s = self.screen(escapes)
-            found = what.search(s) if hasattr(what, "search") else what in s
-            if found:
-                return s
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what!r} not on screen after {timeout}s:\n{s}")
-            time.sleep(0.05)
+            return s if (what.search(s) if hasattr(what, "search") else what in s) else None
+
+        return wait_until(shown, timeout, lambda: f"{what!r} on screen:\n{self.screen()}",
+                          interval=0.05)
 
     def keys(self, *keys):
         subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
@@ -92,10 +90,8 @@ def record_two_omp(path):
 def wait_command_ready(ui, d):
     """Until the command the UI runs has said "ready" in its output file under @d (the
     status line that shows it is transient, the file is not)."""
-    deadline = time.monotonic() + 20
-    while not any("ready" in open(os.path.join(d, n)).read() for n in os.listdir(d)):
-        assert time.monotonic() < deadline, (os.listdir(d), ui.screen())
-        time.sleep(0.05)
+    wait_until(lambda: any("ready" in open(os.path.join(d, n)).read() for n in os.listdir(d)),
+               20, lambda: f"the command ready: {os.listdir(d)}\n{ui.screen()}")
 
 
 def test_replay_views_filter_seek_and_quit():
@@ -322,8 +318,7 @@ def test_errors_are_one_line_and_non_zero():
 
 def ui_pid(ui, timeout=10.0):
     """The dlscope process in the tmux pane: the pane's shell started it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def found():
         pane = subprocess.run(["tmux", "list-panes", "-t", ui.name, "-F", "#{pane_pid}"],
                               capture_output=True, text=True).stdout.split()
         for shell in pane:
@@ -335,8 +330,10 @@ def ui_pid(ui, timeout=10.0):
                                 return int(child)
             except OSError:
                 pass
-        time.sleep(0.05)
-    raise AssertionError(f"no dlscope process in {ui.name}:\n{ui.screen()}")
+        return None
+
+    return wait_until(found, timeout, lambda: f"a dlscope process in {ui.name}:\n{ui.screen()}",
+                      interval=0.05)
 
 
 def bpf_links(pid):
@@ -593,13 +590,9 @@ def test_snapshot_releases_a_thread_that_stops_after_it():
                 task_states(fx.pid)
             open(go, "w").close()
             # Still held (D, traced) until the vfork child exits; then it must run untraced.
-            deadline = time.monotonic() + 5
-            while True:
-                states = task_states(fx.pid)
-                if all(st not in "tTD" and tracer == 0 for st, tracer in states):
-                    break
-                assert time.monotonic() < deadline, states
-                time.sleep(0.05)
+            wait_until(lambda: all(st not in "tTD" and tracer == 0
+                                   for st, tracer in task_states(fx.pid)), 5,
+                       lambda: f"let go: {task_states(fx.pid)}")
             assert fx.proc.stdout.readline() == "released\n"  # it ran on past vfork
             assert "EXIT=" not in ui.screen()  # the UI still runs
             status, s = ui.quit_and_status()
@@ -618,14 +611,10 @@ def test_live_snapshot_of_the_command_lets_go_of_it_once_it_stops():
         go = os.path.join(d, "go")
         with Tui(["--", fixture_path("vfork_held"), "--release-on", go],
                  env={"TMPDIR": d}) as ui:
-            deadline = time.monotonic() + 20
-            while True:
-                out = [os.path.join(d, n) for n in os.listdir(d)]
-                ready = [p for p in out if open(p).read().startswith("ready")]
-                if ready:
-                    break
-                assert time.monotonic() < deadline, (out, ui.screen())
-                time.sleep(0.05)
+            ready = wait_until(
+                lambda: [p for p in (os.path.join(d, n) for n in os.listdir(d))
+                         if open(p).read().startswith("ready")], 20,
+                lambda: f"the command ready: {os.listdir(d)}\n{ui.screen()}")
             pid = int(open(ready[0]).read().split()[1])
             ui.keys("1")
             ui.wait_for("vfork_held")
@@ -634,17 +623,11 @@ def test_live_snapshot_of_the_command_lets_go_of_it_once_it_stops():
             assert all(st == "D" and tracer for st, tracer in task_states(pid)), \
                 (task_states(pid), s)
             open(go, "w").close()
-            deadline = time.monotonic() + 5
-            while True:
-                states = task_states(pid)
-                if all(st not in "tTD" and tracer == 0 for st, tracer in states):
-                    break
-                assert time.monotonic() < deadline, (states, ui.screen())
-                time.sleep(0.05)
-            deadline = time.monotonic() + 5
-            while "released" not in open(ready[0]).read():
-                assert time.monotonic() < deadline, open(ready[0]).read()
-                time.sleep(0.05)
+            wait_until(lambda: all(st not in "tTD" and tracer == 0
+                                   for st, tracer in task_states(pid)), 5,
+                       lambda: f"let go: {task_states(pid)}\n{ui.screen()}")
+            wait_until(lambda: "released" in open(ready[0]).read(), 5,
+                       lambda: f"released: {open(ready[0]).read()}")
             s = ui.screen()
             assert "events stopped" not in s and "EXIT=" not in s, s
             status, s = ui.quit_and_status()
@@ -684,10 +667,8 @@ def test_sigterm_ends_the_live_ui_and_its_command():
         assert re.search(r"EXIT=0\b", s), s
         assert_sane_terminal(s)
         # Not left behind: neither running nor an unreaped zombie.
-        deadline = time.monotonic() + 5
-        while os.path.exists(f"/proc/{cmd[0]}"):
-            assert time.monotonic() < deadline, f"the command {cmd[0]} outlived the UI"
-            time.sleep(0.05)
+        wait_until(lambda: not os.path.exists(f"/proc/{cmd[0]}"), 5,
+                   f"the command {cmd[0]} gone with the UI")
 
 
 def words(text):

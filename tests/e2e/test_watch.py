@@ -8,7 +8,8 @@ import tempfile
 import time
 
 import harness
-from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, plain, \
+    serial, wait_until
 
 
 def watch(*args, env=None, status=None, timeout=60):
@@ -234,6 +235,7 @@ def test_dlopen_inside_a_constructor():
                      r"\n(.*\n)*\s+#\d+ main\+0x[0-9a-f]+ \(dlopen_list\)", out), out
 
 
+@serial  # --comm two_omp: any two_omp of the machine is watched
 def test_processes_by_name():
     """--comm: a process that starts later under that name is watched from its exec."""
     if not is_root():
@@ -498,9 +500,7 @@ def _dlsym_loop():
     out = os.path.join(harness.BUILD, "dlsym_loop")
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "bench", "dlsym_loop.c")
-    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
-        subprocess.run(["cc", "-O2", "-o", out, src, "-ldl"], check=True)
-    return out
+    return harness.build_once(out, ["cc", "-O2", "-o", out, src, "-ldl"], [src])
 
 
 def _exit_line(path, pid):
@@ -540,14 +540,10 @@ def test_lost_events_are_counted_exactly_on_a_storm():
         # Stop the collector once the command runs (it is released after that line).
         with open(f"/proc/{p.pid}/task/{p.pid}/children") as c:
             child = int(c.read().split()[0])
-        deadline = time.monotonic() + 20
-        while open(f"/proc/{child}/comm").read().strip() != os.path.basename(loop)[:15]:
-            assert time.monotonic() < deadline, "the command never started"
-            time.sleep(0.005)
+        wait_until(lambda: open(f"/proc/{child}/comm").read().strip() ==
+                   os.path.basename(loop)[:15], 20, "the command started", interval=0.005)
         p.send_signal(signal.SIGSTOP)
-        while os.path.exists(f"/proc/{child}") and \
-                open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
-            time.sleep(0.05)
+        wait_until(lambda: _gone_or_zombie(child), 120, "the command ended")
         p.send_signal(signal.SIGCONT)
         _, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
@@ -557,6 +553,8 @@ def test_lost_events_are_counted_exactly_on_a_storm():
     assert "with the ring buffer full" in err, err
 
 
+@plain
+@serial  # times a record on one CPU
 def test_duration_and_sigint_end_a_record_whose_target_sends_faster_than_it_reads():
     # One CPU shared with a dlsym loop, at a lower priority: the collector reads slower than
     # the target sends, so libbpf alone would read for ever (a stress trial hung so).
@@ -569,7 +567,9 @@ def test_duration_and_sigint_end_a_record_whose_target_sends_faster_than_it_read
                               stdout=subprocess.DEVNULL)
     try:
         pid = target.pid
-        time.sleep(0.2)  # past its dlopen of libm: the loop of dlsym calls runs
+        # Past its dlopen of libm: the loop of dlsym calls runs.
+        wait_until(lambda: "/libm.so.6" in open(f"/proc/{pid}/maps").read(), 20,
+                   "the dlsym loop has libm")
         with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
             argv = ["nice", "-n", "10", "taskset", "-c", "0", dlscope_path(), "record",
                     "-o", f.name, "-p", str(pid)]
@@ -585,7 +585,8 @@ def test_duration_and_sigint_end_a_record_whose_target_sends_faster_than_it_read
             p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
             assert "watching 1 process" in p.stderr.readline()
-            time.sleep(1)
+            # Events flow: the collector wrote some (and the loop keeps the ring full).
+            wait_until(lambda: os.path.getsize(f.name) > 0, 20, "a record of the dlsym loop")
             t0 = time.monotonic()
             p.send_signal(signal.SIGINT)
             p.communicate(timeout=60)
@@ -597,6 +598,7 @@ def test_duration_and_sigint_end_a_record_whose_target_sends_faster_than_it_read
         target.wait()
 
 
+@serial  # --comm and two busy loops of its own: exact counts under a known load
 def test_two_processes_by_name_and_one_under_load_lose_nothing_unsaid():
     # The counts the issue saw fall short with "lost": 0: two processes under --comm, and one
     # under CPU load, each call recorded or counted lost.
@@ -616,10 +618,8 @@ def test_two_processes_by_name_and_one_under_load_lose_nothing_unsaid():
                 q.wait(timeout=120)
             # ^C once the trace has both exits: the collector has read every event by then (a
             # ^C while it is behind ends the run and counts the rest unread_at_stop).
-            deadline = time.monotonic() + 120
-            while not all(_exit_line(f.name, q) for q in pids):
-                assert time.monotonic() < deadline, "the exits never reached the trace"
-                time.sleep(0.1)
+            wait_until(lambda: all(_exit_line(f.name, q) for q in pids), 120,
+                       "both exits in the trace", interval=0.1)
             p.send_signal(signal.SIGINT)
             p.communicate(timeout=60)
         finally:
@@ -782,10 +782,7 @@ def test_duration_ends_the_command_and_every_process_below_it():
     try:
         p = dlscope("watch", "-q", "--duration", "2", "--", "sh", "-c", script, timeout=60)
         assert p.returncode == 0, p.stderr
-        deadline = time.monotonic() + 5
-        while sleepers() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert sleepers() == [], f"left running: {sleepers()}"
+        wait_until(lambda: sleepers() == [], 5, lambda: f"left running: {sleepers()}")
         assert bystander.poll() is None, "a process dlscope did not start was killed"
     finally:
         bystander.kill()
@@ -821,10 +818,7 @@ def test_a_killed_watch_or_record_ends_its_command_and_leaks_no_descriptor():
                 assert trace not in fds, fds
                 p.kill()
                 p.wait()
-                deadline = time.monotonic() + 5
-                while not _gone_or_zombie(child) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                assert _gone_or_zombie(child), f"{cmd}: sleep {child} runs on"
+                wait_until(lambda: _gone_or_zombie(child), 5, f"{cmd}: sleep {child} ended")
             finally:
                 p.kill()
                 p.wait()

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 
@@ -30,12 +29,10 @@ def build(name, lang, flags):
     os.makedirs(out_dir, exist_ok=True)
     exe = os.path.join(out_dir, name)
     src = os.path.join(SRC, name + (".cpp" if lang == "c++" else ".c"))
-    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
-        cc = ["g++", "-std=c++17"] if lang == "c++" else ["cc"]
-        # --no-as-needed: keep every library in DT_NEEDED even where main does not call it.
-        subprocess.run([*cc, "-O1", "-o", exe, src, "-Wl,--no-as-needed", *flags], check=True,
-                       capture_output=True, text=True)
-    return exe
+    cc = ["g++", "-std=c++17"] if lang == "c++" else ["cc"]
+    # --no-as-needed: keep every library in DT_NEEDED even where main does not call it.
+    return harness.build_once(exe, [*cc, "-O1", "-o", exe, src, "-Wl,--no-as-needed", *flags],
+                              [src])
 
 
 def pkg_flags(*pkgs):

@@ -1,4 +1,5 @@
 """Helpers of the security tests: a second, unprivileged user, and root-only files."""
+import fcntl
 import os
 import pwd
 import subprocess
@@ -13,12 +14,15 @@ def other_user():
     """The unprivileged user the tests act as (made once); Skip when not root."""
     if not is_root():
         raise Skip("the security tests run as root, with a second user they make")
-    try:
-        return pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/bin/sh", USER],
-                       check=True, capture_output=True)
-        return pwd.getpwnam(USER)
+    # One test at a time makes it: tests run in parallel (tests/run_tests.py -j).
+    with open("/run/dlscope-sec-user.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return pwd.getpwnam(USER)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/bin/sh",
+                            USER], check=True, capture_output=True)
+            return pwd.getpwnam(USER)
 
 
 def as_user(argv, **kw):
