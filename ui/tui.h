@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The TUI: a small main loop (tui.c) and one file per view. Views read the model and the
- * selection state here; sources fill the model; nothing in a view collects data.
+ * The TUI: a small main loop (tui.c), what views draw with (widgets.c) and one file per view.
+ * Views read the model and the selection state here; sources fill the model; nothing in a view
+ * collects data: a view asks (ui__request_snapshot) and the loop does it.
  */
 #ifndef DLSCOPE_UI_TUI_H
 #define DLSCOPE_UI_TUI_H
@@ -122,6 +123,7 @@ struct ui {
 	bool colors;
 	int lines, cols;
 	unsigned long redraws;
+	pid_t snapshot_pid; /* a view's request for the loop (ui__request_snapshot); 0: none */
 };
 
 /* The process the views show: the selected one, or the first the model knows. */
@@ -133,8 +135,11 @@ void ui__prompt(struct ui *ui, const char *label, void (*done)(struct ui *ui, co
 int ui__attr(const struct ui *ui, enum ui_color c);
 /* At most @n bytes of @s at (@y, @x) of @win, control characters shown as '?'. */
 void ui__addnstr(WINDOW *win, int y, int x, const char *s, int n);
-/* Take a snapshot of @pid now (threads, stacks, findings); says how it went on the status line. */
-void ui__snapshot(struct ui *ui, pid_t pid);
+/*
+ * Ask the loop for a snapshot of @pid (threads, stacks, findings) once the key is handled: it
+ * says how it went on the status line. Views ask; only the loop collects.
+ */
+void ui__request_snapshot(struct ui *ui, pid_t pid);
 
 /* Run the TUI until the user quits. Returns a dls_exit value; the terminal is restored. */
 int tui__run(struct ui *ui, char *why, size_t whylen);

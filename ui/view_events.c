@@ -277,7 +277,7 @@ static enum key_result events_key(struct ui *ui, int ch, const struct row *unuse
 		return KEY_HANDLED;
 	case 'r':
 		if (ui__proc(ui) && ui->src != SRC_REPLAY) {
-			ui__snapshot(ui, ui__proc(ui)->pid);
+			ui__request_snapshot(ui, ui__proc(ui)->pid);
 			return KEY_HANDLED;
 		}
 		return KEY_IGNORED;

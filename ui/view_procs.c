@@ -83,7 +83,7 @@ static enum key_result procs_key(struct ui *ui, int ch, const struct row *sel)
 		return KEY_HANDLED;
 	}
 	if (ch == 'r' && ui->src != SRC_REPLAY) {
-		ui__snapshot(ui, (pid_t)sel->ref);
+		ui__request_snapshot(ui, (pid_t)sel->ref);
 		return KEY_HANDLED;
 	}
 	return KEY_IGNORED;

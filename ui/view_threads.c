@@ -74,7 +74,7 @@ static enum key_result threads_key(struct ui *ui, int ch, const struct row *sel)
 	const struct m_proc *p = ui__proc(ui);
 
 	if (ch == 'r' && p) {
-		ui__snapshot(ui, p->pid);
+		ui__request_snapshot(ui, p->pid);
 		return KEY_HANDLED;
 	}
 	if ((ch == '\n' || ch == KEY_ENTER) && p && sel && sel->ref > 0) {
