@@ -9,11 +9,12 @@ BPFTOOL ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
-# The layers of user/, lowest first (scripts/check-layers.py holds the same order): the core
+# The layers of user/, lowest first (scripts/check-layers.py takes LAYERS from here): the core
 # (up to out/; pkg/ knows package managers, python/ CPython's memory) needs neither libbpf nor
 # ncurses; collect/ adds the eBPF collector, ui/ the TUI, cli/ the commands.
 CORE_LAYERS := base arch elf proc pkg python model analysis detect out
 USER_LAYERS := $(CORE_LAYERS) collect cli
+LAYERS := $(addprefix user/,$(CORE_LAYERS) collect) ui user/cli
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 	  -I$(OUTPUT) $(addprefix -Iuser/,$(USER_LAYERS)) -Iui -Ibpf $(EXTRA_CFLAGS)
 CORE_LDLIBS := -ldw -lelf -lz -ljansson -lpthread -lstdc++
@@ -178,14 +179,14 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(UI_LIB) $(COLLECT_LIB) $(CORE_LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_LIBS) $(CORE_LIB) -Wl,--as-needed $(UNIT_LDLIBS) \
 		$(CORE_LDLIBS)
 
-# The whole core linked without libbpf and ncurses, and no include reaching up a layer or
-# round in a cycle (scripts/check-layers.py).
-check-layers: $(CORE_LIB)
+# The whole core linked without libbpf and ncurses; no call or include reaching up a layer, and
+# no modules calling each other round a cycle, as nm of the objects shows (check-layers.py).
+check-layers: $(CORE_LIB) $(USER_OBJS)
 	@printf 'int main(void) { return 0; }\n' > $(OUTPUT)/core_link.c
 	@$(CC) $(LDFLAGS) -o $(OUTPUT)/core_link $(OUTPUT)/core_link.c \
 		-Wl,--whole-archive $(CORE_LIB) -Wl,--no-whole-archive $(CORE_LDLIBS) \
 		|| { echo "check-layers: the core needs more than $(CORE_LDLIBS)" >&2; exit 1; }
-	@python3 scripts/check-layers.py
+	@python3 scripts/check-layers.py --build $(OUTPUT) --layers "$(LAYERS)"
 
 FUZZERS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(UI_LIB) $(CORE_LIB)

@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """The layers of dlscope's C code, checked (`make check-layers`, run by `make test`).
 
-A module is a .c file with its .h (user/proc/target.c + target.h). A module depends on another
-when it includes that one's header. Fails, naming what, when:
-  - two modules depend on each other, directly or through others (a cycle);
-  - a module includes a header of a folder above its own in LAYERS (a layer reaching up).
+A module is a .c file with its .h (user/proc/target.c + target.h). Two views of who depends on
+whom, and both must agree with the layers (lowest first, as the Makefile lists them in LAYERS):
+  - links: module A depends on B when A's object file (nm) leaves undefined a symbol that B's
+    defines. This is what the program really calls, whatever the headers say;
+  - includes: A includes B's header (a struct or an inline function reaches A without a call).
+Fails, naming what and the symbols or header, when:
+  - a module depends on one in a folder above its own (a layer reaching up);
+  - modules call each other in a cycle (more than one file), in the linked objects.
 """
+import argparse
 import os
 import re
+import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Lowest first: a folder may include its own headers and those of the folders before it.
-LAYERS = ["user/base", "user/arch", "user/elf", "user/proc", "user/pkg", "user/python",
-          "user/model", "user/analysis",
-          "user/detect", "user/out", "user/collect", "ui", "user/cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -26,56 +28,137 @@ def sources():
                     yield os.path.relpath(os.path.join(d, f), ROOT)
 
 
-def main():
-    files = sorted(sources())
+def module(path):
+    return os.path.splitext(path)[0]
+
+
+def include_edges(files):
+    """{module: {module: header}} from the #include lines."""
     header_dir = {}
     for f in files:
         if f.endswith(".h"):
             header_dir.setdefault(os.path.basename(f), os.path.dirname(f))
-    module = lambda f: os.path.splitext(f)[0]
-    deps, errors = {}, []
+    deps = {}
     for f in files:
-        m = module(f)
-        folder = os.path.dirname(f)
-        if folder not in LAYERS:
-            errors.append(f"{f}: folder {folder} is not in scripts/check-layers.py's LAYERS")
+        with open(os.path.join(ROOT, f)) as src:
+            for inc in INCLUDE.findall(src.read()):
+                name = os.path.basename(inc)
+                if name not in header_dir:
+                    continue  # a generated header (the BPF skeleton) or one of bpf/
+                dep = module(os.path.join(header_dir[name], name))
+                if dep != module(f):
+                    deps.setdefault(module(f), {}).setdefault(dep, inc)
+    return deps
+
+
+def link_edges(build, files):
+    """{module: {module: [symbols]}} from nm of each module's object under @build."""
+    objs = {}
+    for f in files:
+        if f.endswith(".c"):
+            o = os.path.join(build, module(f) + ".o")
+            if os.path.exists(o):
+                objs[o] = module(f)
+    if not objs:
+        return None
+    out = subprocess.run(["nm", "-A", "-P"] + sorted(objs), capture_output=True, text=True,
+                         check=True).stdout
+    defined, undefined = {}, {}
+    for line in out.splitlines():
+        where, _, rest = line.partition(": ")
+        fields = rest.split()
+        if len(fields) < 2 or where not in objs:
             continue
-        for inc in INCLUDE.findall(open(os.path.join(ROOT, f)).read()):
-            name = os.path.basename(inc)
-            if name not in header_dir:
-                continue  # a generated header (the BPF skeleton) or one of bpf/
-            dep = module(os.path.join(header_dir[name], name))
-            if dep == m:
+        name, kind = fields[0], fields[1]
+        if kind == "U":
+            undefined.setdefault(objs[where], set()).add(name)
+        elif kind in "TDBRGSVWi":  # global definitions (upper case, and weak/indirect ones)
+            defined.setdefault(name, objs[where])
+    deps = {}
+    for m, names in undefined.items():
+        for name in names:
+            dep = defined.get(name)
+            if dep and dep != m:
+                deps.setdefault(m, {}).setdefault(dep, []).append(name)
+    return deps
+
+
+def cycles(deps):
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out, n = {}, {}, set(), [], [], [0]
+    for root in sorted(deps):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(deps.get(root, ()))))]
+        index[root] = low[root] = n[0]
+        n[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = n[0]
+                    n[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(deps.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
                 continue
-            deps.setdefault(m, set()).add(dep)
-            other = os.path.dirname(dep)
-            if other in LAYERS and LAYERS.index(other) > LAYERS.index(folder):
-                errors.append(f"{f}: includes {inc} of {other}, a layer above {folder}")
-    # Cycles between modules: depth-first search, each cycle said once.
-    state, stack, seen = {}, [], set()
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
 
-    def visit(m):
-        state[m] = 1
-        stack.append(m)
-        for d in sorted(deps.get(m, ())):
-            if state.get(d) == 1:
-                cycle = stack[stack.index(d):] + [d]
-                key = frozenset(cycle)
-                if key not in seen:
-                    seen.add(key)
-                    errors.append("cycle: " + " -> ".join(cycle))
-            elif d not in state:
-                visit(d)
-        stack.pop()
-        state[m] = 2
 
-    for m in sorted(deps):
-        if m not in state:
-            visit(m)
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build", help="where the objects are (OUTPUT)")
+    ap.add_argument("--layers", required=True,
+                    help="the folders, lowest first, space-separated (the Makefile's LAYERS)")
+    args = ap.parse_args()
+    layers = args.layers.split()
+    files = sorted(sources())
+    errors = []
+    for f in files:
+        if os.path.dirname(f) not in layers:
+            errors.append(f"{f}: folder {os.path.dirname(f)} is not in the Makefile's LAYERS")
+    rank = lambda m: layers.index(os.path.dirname(m)) if os.path.dirname(m) in layers else -1
+    for m, deps in sorted(include_edges(files).items()):
+        for dep, inc in sorted(deps.items()):
+            if rank(dep) > rank(m):
+                errors.append(f"{m}: includes {inc} of {os.path.dirname(dep)}, "
+                              f"a layer above {os.path.dirname(m)}")
+    links = link_edges(os.path.join(ROOT, args.build), files)
+    if links is None:
+        errors.append(f"no object files under {args.build}: build first")
+        links = {}
+    for m, deps in sorted(links.items()):
+        for dep, names in sorted(deps.items()):
+            if rank(dep) > rank(m):
+                errors.append(f"{m}: calls {', '.join(sorted(names)[:3])} of {dep}, "
+                              f"a layer above {os.path.dirname(m)}")
+    for comp in cycles(links):
+        inside = [f"{a} -> {b} ({', '.join(sorted(links[a][b])[:2])})"
+                  for a in comp for b in sorted(links.get(a, ())) if b in comp]
+        errors.append(f"cycle of {len(comp)} modules: " + "; ".join(inside))
     for e in errors:
         print(f"check-layers: {e}", file=sys.stderr)
     n = len({module(f) for f in files})
-    print(f"check-layers: {n} modules in {len(LAYERS)} layers, "
+    print(f"check-layers: {n} modules in {len(layers)} layers, "
+          f"{sum(len(d) for d in links.values())} link edges, "
           f"{'no' if not errors else len(errors)} violation{'s' if len(errors) != 1 else ''}")
     return 1 if errors else 0
 
