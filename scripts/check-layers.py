@@ -126,9 +126,12 @@ def cycles(deps):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build", help="where the objects are (OUTPUT)")
+    ap.add_argument("--root", help="the tree to check (default: this checkout; for its test)")
     ap.add_argument("--layers", required=True,
                     help="the folders, lowest first, space-separated (the Makefile's LAYERS)")
     args = ap.parse_args()
+    global ROOT
+    ROOT = os.path.abspath(args.root) if args.root else ROOT
     layers = args.layers.split()
     files = sorted(sources())
     errors = []

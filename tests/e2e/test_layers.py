@@ -1,0 +1,45 @@
+"""scripts/check-layers.py on small trees made here: it must fail on what it exists to catch (a
+call up a layer, a cycle of calls that no #include shows) and pass a tree that has neither."""
+import os
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "scripts", "check-layers.py")
+
+
+def check(files):
+    """Writes @files ({path: C source}) under a new tree, compiles each .c into build/, runs the
+    script with layers user/low then user/high; returns (exit status, output)."""
+    with tempfile.TemporaryDirectory() as d:
+        for path, text in files.items():
+            full = os.path.join(d, path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w") as f:
+                f.write(text)
+            if path.endswith(".c"):
+                obj = os.path.join(d, "build", path[:-2] + ".o")
+                os.makedirs(os.path.dirname(obj), exist_ok=True)
+                subprocess.run(["cc", "-c", "-o", obj, full], check=True)
+        p = subprocess.run(["python3", SCRIPT, "--root", d, "--build", "build",
+                            "--layers", "user/low user/high"], capture_output=True, text=True)
+        return p.returncode, p.stdout + p.stderr
+
+
+def test_check_layers_passes_a_clean_tree():
+    rc, out = check({"user/low/a.c": "int a(void) { return 1; }\n",
+                     "user/high/b.c": "int a(void);\nint b(void) { return a(); }\n"})
+    assert rc == 0 and "no violations" in out and "1 link edges" in out, out
+
+
+def test_check_layers_fails_on_a_call_up_a_layer_without_an_include():
+    rc, out = check({"user/low/a.c": "int b(void);\nint a(void) { return b(); }\n",
+                     "user/high/b.c": "int b(void) { return 2; }\n"})
+    assert rc == 1 and "user/low/a: calls b of user/high/b, a layer above user/low" in out, out
+
+
+def test_check_layers_fails_on_a_cycle_the_includes_do_not_show():
+    rc, out = check({"user/low/a.c": "int c(void);\nint a(void) { return c(); }\n",
+                     "user/low/c.c": "int a(void);\nint c(void) { return a(); }\n"})
+    assert rc == 1 and "cycle of 2 modules: user/low/a -> user/low/c (c); " \
+        "user/low/c -> user/low/a (a)" in out, out
