@@ -39,6 +39,7 @@
 #include "graph_export.h"
 #include "job.h"
 #include "libgraph.h"
+#include "phase.h"
 #include "sink.h"
 #include "output.h"
 #include "pkgowner.h"
@@ -1738,6 +1739,7 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 	if (!o->futex_ms) {
 		bpf_program__set_autoload(w->skel->progs.handle_futex_enter, false);
 		bpf_program__set_autoload(w->skel->progs.handle_futex_exit, false);
+		bpf_map__set_autocreate(w->skel->maps.futex_start, false);
 	}
 	if (!o->hot) {
 		bpf_program__set_autoload(w->skel->progs.omp_fork_enter, false);
@@ -1749,7 +1751,9 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 			bpf_program__set_expected_attach_type(prog, DLW_TRACE_UPROBE_MULTI);
 	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
 	bpf_map__set_max_entries(w->skel->maps.scratch, 2 * (ncpu > 0 ? ncpu : 1));
+	phase__mark("watch: BPF object opened");
 	err = dlwatch_bpf__load(w->skel);
+	phase__mark("watch: BPF object loaded");
 	if (err) {
 		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
 		return err;
@@ -2099,14 +2103,17 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		err = -ENOMEM;
 		goto out;
 	}
+	phase__mark("watch: caches");
 	err = load_programs(&w, why, whylen);
 	if (err)
 		goto out;
+	phase__mark("watch: BPF object loaded and attached");
 	w.t0 = mono_ns(CLOCK_MONOTONIC);
 	write_header(&w);
 	err = add_targets(&w, &release_fd, why, whylen);
 	if (err)
 		goto out;
+	phase__mark("watch: targets added");
 	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
 	/* Tests and scripts wait for this line before they make the target act. */
 	fprintf(stderr,
