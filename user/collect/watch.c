@@ -1978,15 +1978,20 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 	target__free(t);
 }
 
-static void read_activity(struct watch *w)
+/*
+ * The counts since the last read, as activity records stamped @t. @last: the read after the run
+ * ended (the probes are off), stamped with the run's end, not the later moment of the read, and
+ * without the scan of the busy pools' threads (a finding after the end would be news to no one).
+ */
+static void read_activity(struct watch *w, unsigned long long t, bool last)
 {
-	w->last_activity = mono_ns(CLOCK_MONOTONIC);
+	w->last_activity = t;
 	w->n_busy = 0;
 	if (activity_counts__read(w->act, bpf_map__fd(w->skel->maps.activity), w->last_activity,
 				  emit_activity, w))
 		dls_warn("cannot read the activity counts: out of memory");
 	/* The busy runtimes come grouped by process. */
-	for (size_t i = 0, j; i < w->n_busy; i = j) {
+	for (size_t i = 0, j; i < w->n_busy && !last; i = j) {
 		for (j = i + 1; j < w->n_busy && w->busy[j].pid == w->busy[i].pid; j++)
 			;
 		if (j - i >= 2)
@@ -2014,18 +2019,20 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
 			return n;
 		}
-		if (w->act && mono_ns(CLOCK_MONOTONIC) - w->last_activity >= ACTIVITY_NS)
-			read_activity(w);
-		/* A trace being written can be followed (tail -f) batch by batch. */
-		SINKS(w, flush);
-		SINKS(w, tick, mono_ns(CLOCK_MONOTONIC));
-		scan_stuck_in_dlopen(w);
+		/* The end first: past it, no second's activity read (nor its pool scan) delays
+		 * the stop; the last read after the drain has the rest. */
 		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
 			break;
 		if (targets_done(w)) {
 			w->drain_all = true;
 			break;
 		}
+		if (w->act && mono_ns(CLOCK_MONOTONIC) - w->last_activity >= ACTIVITY_NS)
+			read_activity(w, mono_ns(CLOCK_MONOTONIC), false);
+		/* A trace being written can be followed (tail -f) batch by batch. */
+		SINKS(w, flush);
+		SINKS(w, tick, mono_ns(CLOCK_MONOTONIC));
+		scan_stuck_in_dlopen(w);
 	}
 	return 0;
 }
@@ -2082,7 +2089,7 @@ static void end_command(struct watch *w)
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
 {
 	struct watch w = { .o = o, .st = st };
-	unsigned long long deadline = 0, t_attach;
+	unsigned long long deadline = 0, t_attach, t_end;
 	int err, release_fd = -1;
 
 	memset(st, 0, sizeof(*st));
@@ -2126,22 +2133,31 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			dls_warn("cannot release '%s'", o->command[0]);
 		close(release_fd);
 	}
+	/* --duration counts from the start, the attach included: `--duration 1` ends about a
+	 * second after the command was typed, not a second after a load of unknown length. */
 	if (o->duration_s > 0)
-		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
+		deadline = t_attach + (unsigned long long)(o->duration_s * 1e9);
 	st->cpu_s = -cpu_seconds();
 	err = read_until_done(&w, deadline, why, whylen);
+	t_end = mono_ns(CLOCK_MONOTONIC);
+	if (deadline && t_end > deadline)
+		t_end = deadline;
+	phase__mark("watch: run");
 	drain(&w);
+	phase__mark("watch: drained");
 	/* The probes are off: this read has the run's last regions. */
 	if (w.act) {
-		read_activity(&w);
+		read_activity(&w, t_end, true);
 		st->activity = activity_counts__totals(w.act, w.last_activity, &st->n_activity);
 	}
 	st->cpu_s += cpu_seconds();
 	count_lost(&w, st);
 	SINKS(&w, summary, st);
+	phase__mark("watch: summary");
 out:
 	end_command(&w);
 	watch_release(&w);
+	phase__mark("watch: released");
 	return err;
 }
 
