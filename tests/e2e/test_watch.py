@@ -988,3 +988,26 @@ def test_duration_ends_on_time_with_nothing_after_its_end():
     finally:
         fx.kill()
         fx.wait()
+
+
+def test_text_and_trace_come_in_time_order():
+    """A constructor's threads are born inside dlopen, whose record is sent at its return and
+    stamped with its entry: the text and the trace still come in time order, run after run."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    cmd = ["--", fixture_path("dlopen_list"), fixture_path("libctor_thread.so"),
+           fixture_path("libplain.so"), fixture_path("libctor_thread.so")]
+    env = {"FIXTURE_EXIT": "0"}
+    for _ in range(8):
+        p = watch(*cmd, env=env, status=0)
+        stamps = [float(m.group(1)) for m in re.finditer(r"^\[\s*([\d.]+)\]", p.stdout, re.M)]
+        threads = p.stdout.count("(inside dlopen)")
+        assert threads == 3 and len(stamps) >= 10, p.stdout
+        assert stamps == sorted(stamps), p.stdout
+        with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+            dlscope("record", "-o", f.name, *cmd, env=env, check=0)
+            recs = [json.loads(line) for line in open(f.name)]
+        ts = [r["t"] for r in recs if r.get("t")]
+        assert sum(r["type"] == "fork" for r in recs) == 3, recs
+        assert ts == sorted(ts), [(r["type"], r.get("t")) for r in recs]
+

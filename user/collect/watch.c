@@ -149,6 +149,8 @@ struct watch {
 	bool draining;	/* the last read, after the loop */
 	bool drain_all; /* the targets ended by themselves: that read takes every event */
 	bool counting;	/* past that read: what is left is counted, not handled */
+	/* Time order (order.h): the horizon the sinks were given, the latest record read. */
+	unsigned long long horizon, last_read;
 	struct stuck {
 		pid_t tid;
 		unsigned long long since; /* the dlopen's start: one report per dlopen */
@@ -1350,6 +1352,13 @@ static int read_event(void *ctx, void *data, size_t size)
 	}
 	/* A thread waits for each hold: none waits behind the stream. */
 	ring_buffer__consume(w->hrb);
+	if (size >= offsetof(struct dlw_event, path)) {
+		const struct dlw_event *e = data;
+
+		/* When it was sent: a call's record is stamped with the call's entry. */
+		if (e->ts_ns + e->duration_ns > w->last_read)
+			w->last_read = e->ts_ns + e->duration_ns;
+	}
 	handle_event(w, data, size);
 	if (w->draining && w->drain_all)
 		return stop ? BATCH_OVER : 0;
@@ -1999,6 +2008,47 @@ static void read_activity(struct watch *w, unsigned long long t, bool last)
 	}
 }
 
+/*
+ * Time order. The ring is in the order records were sent, each stamped when its program ran,
+ * a few microseconds before (ORDER_SKEW_NS is a wide margin); but a call's record (dlopen,
+ * dlsym, a GPU load) is sent at its return, stamped with its entry, after what happened inside
+ * it (a constructor's thread). So nothing older than the oldest call in progress can come yet,
+ * nor than the moment before the read, less the margin; a call in progress longer than
+ * ORDER_WAIT_NS (one stuck, a thread killed in it) holds nothing back any more.
+ */
+#define ORDER_SKEW_NS (10ULL * 1000 * 1000)
+#define ORDER_WAIT_NS (2ULL * 1000 * 1000 * 1000)
+
+static unsigned long long oldest_call(struct watch *w, unsigned long long now)
+{
+	const struct bpf_map *calls = w->skel->maps.calls;
+	unsigned long long key, next, *prev = NULL, oldest = now;
+	struct dlw_call c;
+
+	while (!bpf_map__get_next_key(calls, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (!bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0) &&
+		    c.ts < oldest && now - c.ts < ORDER_WAIT_NS)
+			oldest = c.ts;
+	}
+	return oldest;
+}
+
+/* The sinks told what can go out: @before, read before the batch; @whole: the ring was read
+ * to its end (else no later than the last record read). */
+static void release_ordered(struct watch *w, unsigned long long before, bool whole)
+{
+	unsigned long long h = before > ORDER_SKEW_NS ? before - ORDER_SKEW_NS : 0;
+
+	if (!whole && w->last_read < h + ORDER_SKEW_NS)
+		h = w->last_read > ORDER_SKEW_NS ? w->last_read - ORDER_SKEW_NS : 0;
+	if (h > w->horizon) {
+		w->horizon = h;
+		SINKS(w, horizon, h);
+	}
+}
+
 /* Read batch after batch until the deadline (0: none), a stop, or the targets' end. */
 static int read_until_done(struct watch *w, unsigned long long deadline, char *why, size_t whylen)
 {
@@ -2007,13 +2057,23 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 
 		struct epoll_event ev;
 
-		/* Either ring, at most 100 ms; the holds first, then a batch of the stream.
-		 * Events submitted without a wake-up (dlsym) wait for this. */
-		n = epoll_wait(w->epfd, &ev, 1, 100) < 0 ? -errno : 0;
+		unsigned long long before;
+		int wait_ms;
+
+		/* Either ring, at most 100 ms (20 while records wait for their turn); the holds
+		 * first, then a batch of the stream. Events submitted without a wake-up (dlsym)
+		 * wait for this. */
+		wait_ms = w->last_read > w->horizon ? 20 : 100;
+		n = epoll_wait(w->epfd, &ev, 1, wait_ms) < 0 ? -errno : 0;
 		ring_buffer__consume(w->hrb);
 		if (n >= 0) {
+			/* The calls in progress first, then the ring: a call that ended before
+			 * the look is in the ring, read below. */
+			before = oldest_call(w, mono_ns(CLOCK_MONOTONIC));
 			w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 			n = ring_buffer__consume(w->rb);
+			if (n >= 0 || n == -EINTR || n == BATCH_OVER)
+				release_ordered(w, before, n != BATCH_OVER);
 		}
 		if (n < 0 && n != -EINTR && n != BATCH_OVER) {
 			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
