@@ -1011,3 +1011,17 @@ def test_text_and_trace_come_in_time_order():
         assert sum(r["type"] == "fork" for r in recs) == 3, recs
         assert ts == sorted(ts), [(r["type"], r.get("t")) for r in recs]
 
+
+def test_hot_first_blas_dispatch_has_its_stack_in_the_text():
+    """--hot: the line of a runtime's first BLAS dispatch is followed by the stack that ran it,
+    as the trace's record has it (a region inside dlopen has its finding's stack instead)."""
+    p = watch("--hot", "--", "/usr/bin/python3", "-c",
+              "import numpy; a = numpy.ones((400, 400)); b = a @ a",
+              env={"OPENBLAS_NUM_THREADS": "2"}, status=0)
+    m = re.search(r"python3 first BLAS parallel dispatch \(exec_blas\) of \S+libopenblas\S* "
+                  r"\(#1 of this thread\)\n((\s+#\d+ .*\n)+)", p.stdout)
+    assert m, p.stdout
+    frames = m.group(1).splitlines()
+    assert re.match(r"\s+#0 exec_blas\+0x0 \(libopenblas\S*\)", frames[0]), frames
+    assert any("cblas_dgemm+" in f for f in frames), frames
+    assert any("(python3.11)" in f for f in frames), frames

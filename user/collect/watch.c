@@ -1315,8 +1315,9 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 		ev.has_python = true;
 		py_import__describe(&ev.py, w->cur.python, sizeof(w->cur.python));
 	}
-	/* A record says it carried a stack even when the stack could not be unwound. */
-	if (w->cur.stack && sinks_want_stacks(w)) {
+	/* A record says it carried a stack even when the stack could not be unwound. A
+	 * runtime's first region (or BLAS dispatch) shows its stack in the text too. */
+	if (w->cur.stack && (sinks_want_stacks(w) || ev.kind == EVENT_OMP_FORK)) {
 		ev.has_stack = true;
 		stack_of(w, ps, e, &ev.stack);
 	}

@@ -109,6 +109,13 @@ static void text_event(struct event_sink *s, const struct event *ev)
 			fprintf(out, "%s\n", py);
 		free(py);
 	}
+	/* A runtime's first region: where it started (one inside dlopen has its finding's). */
+	if (ev->kind == EVENT_OMP_FORK && !ev->in_dlopen && ev->has_stack) {
+		for (size_t i = 0; i < ev->stack.n; i++)
+			fprintf(out, "        #%zu %s\n", i, ev->stack.frames[i]);
+		if (ev->stack.end)
+			fprintf(out, "        (%s)\n", ev->stack.end);
+	}
 	rec_end(TEXT(s), &r, ev->t);
 }
 
