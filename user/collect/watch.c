@@ -366,10 +366,14 @@ static int open_in_root(pid_t pid, const char *path, char *out, size_t len)
 	char root[64];
 	int rfd, fd;
 
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	/* A relative name (dlopen("build/libx.so")) is the process's: from its working
+	 * directory. */
+	snprintf(root, sizeof(root), "/proc/%d/%s", pid, path[0] == '/' ? "root" : "cwd");
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
+	if (path[0] != '/')
+		how.resolve = 0;
 	fd = (int)syscall(SYS_openat2, rfd, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
 	if (fd < 0)
 		fd = -errno;
@@ -430,7 +434,8 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		activity_counts__name(w->act, rt, o->path, want & PROBE_BLAS ? "blas" : "openmp");
 	fd = open_in_root(pid, o->path, path, sizeof(path));
 	if (fd < 0)
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, o->path);
+		snprintf(path, sizeof(path), "/proc/%d/%s%s", pid,
+			 o->path[0] == '/' ? "root" : "cwd/", o->path);
 	if (want & PROBE_LOADER) {
 		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlopen", false, 0);
 		attach_returns(w, s->progs.dlopen_exit, path, o->elf, "dlopen");
