@@ -149,6 +149,15 @@ struct watch {
 	bool draining;	/* the last read, after the loop */
 	bool drain_all; /* the targets ended by themselves: that read takes every event */
 	bool counting;	/* past that read: what is left is counted, not handled */
+	/*
+	 * The holds' reader (hold_reader): a thread at real-time priority that waits on the holds'
+	 * ring and answers them under @lock, which the loop holds but while it waits and between
+	 * two records. Priority-inheriting: a loop started at nice 19 that holds it when a hold
+	 * comes runs at the reader's priority until it lets go.
+	 */
+	pthread_mutex_t lock;
+	pthread_t reader;
+	bool reader_on, reader_stop;
 	/* Time order (order.h): the horizon the sinks were given, the latest record read. */
 	unsigned long long horizon, last_read;
 	struct stuck {
@@ -1357,6 +1366,10 @@ static int read_event(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	/* A thread waits for each hold: none waits behind the stream. */
+	if (w->reader_on) {
+		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_lock(&w->lock);
+	}
 	ring_buffer__consume(w->hrb);
 	if (size >= offsetof(struct dlw_event, path)) {
 		const struct dlw_event *e = data;
@@ -2055,6 +2068,60 @@ static void release_ordered(struct watch *w, unsigned long long before, bool who
 	}
 }
 
+/*
+ * The holds' reader. A held thread spins on its CPU until it is answered; the loop, started at
+ * nice 19 beside 1000 runnable threads, could take seconds to be scheduled at all, and the hold
+ * ran out (3 s). This thread sleeps in epoll at SCHED_FIFO 1 (it costs nothing while no hold
+ * comes) and answers at once; it takes no signal (they are the loop's).
+ */
+static void *hold_reader(void *arg)
+{
+	struct watch *w = arg;
+	struct sched_param rt = { .sched_priority = 1 };
+	struct epoll_event ev;
+
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+	while (!__atomic_load_n(&w->reader_stop, __ATOMIC_ACQUIRE)) {
+		if (epoll_wait(ring_buffer__epoll_fd(w->hrb), &ev, 1, 50) <= 0)
+			continue;
+		pthread_mutex_lock(&w->lock);
+		ring_buffer__consume(w->hrb);
+		pthread_mutex_unlock(&w->lock);
+	}
+	return NULL;
+}
+
+static void reader_start(struct watch *w)
+{
+	pthread_mutexattr_t a;
+	sigset_t all, was;
+
+	if (pthread_mutexattr_init(&a) || pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) ||
+	    pthread_mutex_init(&w->lock, &a))
+		return;
+	pthread_mutexattr_destroy(&a);
+	pthread_mutex_lock(&w->lock);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
+	w->reader_on = !pthread_create(&w->reader, NULL, hold_reader, w);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (!w->reader_on) {
+		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_destroy(&w->lock);
+	}
+}
+
+static void reader_stop(struct watch *w)
+{
+	if (!w->reader_on)
+		return;
+	__atomic_store_n(&w->reader_stop, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->reader, NULL);
+	pthread_mutex_destroy(&w->lock);
+	w->reader_on = false;
+}
+
 /* Read batch after batch until the deadline (0: none), a stop, or the targets' end. */
 static int read_until_done(struct watch *w, unsigned long long deadline, char *why, size_t whylen)
 {
@@ -2070,7 +2137,11 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 		 * first, then a batch of the stream. Events submitted without a wake-up (dlsym)
 		 * wait for this. */
 		wait_ms = w->last_read > w->horizon ? 20 : 100;
+		if (w->reader_on)
+			pthread_mutex_unlock(&w->lock);
 		n = epoll_wait(w->epfd, &ev, 1, wait_ms) < 0 ? -errno : 0;
+		if (w->reader_on)
+			pthread_mutex_lock(&w->lock);
 		ring_buffer__consume(w->hrb);
 		if (n >= 0) {
 			/* The calls in progress first, then the ring: a call that ended before
@@ -2180,6 +2251,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	err = load_programs(&w, why, whylen);
 	if (err)
 		goto out;
+	reader_start(&w);
 	phase__mark("watch: BPF object loaded and attached");
 	w.t0 = mono_ns(CLOCK_MONOTONIC);
 	write_header(&w);
@@ -2221,6 +2293,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	SINKS(&w, summary, st);
 	phase__mark("watch: summary");
 out:
+	reader_stop(&w);
 	end_command(&w);
 	watch_release(&w);
 	phase__mark("watch: released");
