@@ -2271,10 +2271,11 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			dls_warn("cannot release '%s'", o->command[0]);
 		close(release_fd);
 	}
-	/* --duration counts from the start, the attach included: `--duration 1` ends about a
-	 * second after the command was typed, not a second after a load of unknown length. */
+	/* --duration counts on the run's clock (t0: 0.000000 in the text, a trace's t0), from
+	 * the BPF object's load on: the attach to the targets is part of it, no record is
+	 * stamped past it. */
 	if (o->duration_s > 0)
-		deadline = t_attach + (unsigned long long)(o->duration_s * 1e9);
+		deadline = w.t0 + (unsigned long long)(o->duration_s * 1e9);
 	st->cpu_s = -cpu_seconds();
 	err = read_until_done(&w, deadline, why, whylen);
 	t_end = mono_ns(CLOCK_MONOTONIC);
