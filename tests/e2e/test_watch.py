@@ -994,7 +994,9 @@ def test_text_and_trace_come_in_time_order():
            fixture_path("libplain.so"), fixture_path("libctor_thread.so")]
     env = {"FIXTURE_EXIT": "0"}
     for _ in range(8):
-        p = watch(*cmd, env=env, status=0)
+        # Threads slow to join (a loaded machine) are a loader-lock-hazard finding: status 1.
+        p = watch(*cmd, env=env)
+        assert p.returncode in (0, 1), p.stderr
         stamps = [float(m.group(1)) for m in re.finditer(r"^\[\s*([\d.]+)\]", p.stdout, re.M)]
         threads = p.stdout.count("(inside dlopen)")
         assert threads == 3 and len(stamps) >= 10, p.stdout

@@ -39,6 +39,8 @@ void order__release(struct order_queue *q, uint64_t horizon, void (*out)(void *c
 
 	while (k < q->n && q->v[k].t <= horizon)
 		out(ctx, q->v[k++].p);
+	if (!k)
+		return;
 	memmove(q->v, &q->v[k], (q->n - k) * sizeof(*q->v));
 	q->n -= k;
 }
