@@ -2271,11 +2271,10 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			dls_warn("cannot release '%s'", o->command[0]);
 		close(release_fd);
 	}
-	/* --duration counts on the run's clock (t0: 0.000000 in the text, a trace's t0), from
-	 * the BPF object's load on: the attach to the targets is part of it, no record is
-	 * stamped past it. */
+	/* --duration counts from the moment events can flow (the window is whole however long
+	 * the start took); no activity record is stamped past its end. */
 	if (o->duration_s > 0)
-		deadline = w.t0 + (unsigned long long)(o->duration_s * 1e9);
+		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
 	st->cpu_s = -cpu_seconds();
 	err = read_until_done(&w, deadline, why, whylen);
 	t_end = mono_ns(CLOCK_MONOTONIC);
