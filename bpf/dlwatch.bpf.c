@@ -27,9 +27,14 @@ struct {
 	__type(value, u8);
 } targets SEC(".maps");
 
+/*
+ * The big per-thread maps are allocated as entries come (BPF_F_NO_PREALLOC): preallocated,
+ * their 10 MiB were a good part of the object's load at every start.
+ */
 /* Calls in progress, per thread (dlopen and dlsym may nest: a constructor calling dlsym). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, u64); /* call_key(): tid, type and, for dlopen, the nesting depth */
 	__type(value, struct dlw_call);
@@ -37,6 +42,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, u32);
 	__type(value, u32);
@@ -45,6 +51,7 @@ struct {
 /* Parallel regions started per thread: counted here, not sent one by one. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, u32);
 	__type(value, u64);
@@ -54,6 +61,7 @@ struct {
  * (entries outlive their thread: user space drops them once read after the thread ended). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, DLW_ACTIVITY_MAX);
 	__type(key, struct dlw_activity_key);
 	__type(value, u64);
@@ -69,6 +77,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, u32);
 	__type(value, struct dlw_call);
@@ -243,11 +252,34 @@ static __always_inline void stack_submit(struct dlw_event *e, u32 *busy, u64 fla
  * a big alloca not yet written; or past the top of the stack's mapping) is marked absent and
  * the copy goes on; it ends after the last page read.
  */
+/* The walk of take_stack's pages, one bpf_loop turn a page. */
+struct stack_walk {
+	struct dlw_stack_event *se;
+	u64 base;
+};
+
+/*
+ * One page. What the turns learn goes to the event (a map value, which the verifier does not
+ * track), not to the walk on the stack: a known count there makes each turn a new state, and
+ * the verifier would walk the loop once per page and per combination of pages read.
+ */
+static long stack_page(u64 i, void *ctx)
+{
+	struct stack_walk *w = ctx;
+	struct dlw_stack_event *se = w->se;
+	u32 k = (u32)i & (DLW_STACK_BYTES / PAGE - 1);
+
+	if (bpf_probe_read_user(se->stack + k * PAGE, PAGE, (void *)(w->base + k * PAGE)))
+		se->e.stack_absent |= 1u << k;
+	else
+		se->e.stack_size = (k + 1) * PAGE;
+	return 0;
+}
+
 static __always_inline void take_stack(struct dlw_event *e, const struct pt_regs *regs)
 {
-	struct dlw_stack_event *se = (struct dlw_stack_event *)e;
-	u64 base;
-	u32 end = 0, absent = 0;
+	struct stack_walk w = { .se = (struct dlw_stack_event *)e };
+	u32 end;
 
 	/* Field by field: a copy of pt_regs would not fit beside a caller's locals. */
 	e->regs.ip = BPF_CORE_READ(regs, ip);
@@ -258,18 +290,14 @@ static __always_inline void take_stack(struct dlw_event *e, const struct pt_regs
 	e->regs.r13 = BPF_CORE_READ(regs, r13);
 	e->regs.r14 = BPF_CORE_READ(regs, r14);
 	e->regs.r15 = BPF_CORE_READ(regs, r15);
+	e->stack_size = 0;
+	e->stack_absent = 0;
 	if (!e->regs.sp)
 		return;
-	base = e->regs.sp & ~(u64)(PAGE - 1);
-#pragma unroll
-	for (int i = 0; i < DLW_STACK_BYTES / PAGE; i++) {
-		if (bpf_probe_read_user(se->stack + i * PAGE, PAGE, (void *)(base + i * PAGE)))
-			absent |= 1u << i;
-		else
-			end = (i + 1) * PAGE;
-	}
-	e->stack_size = end;
-	e->stack_absent = absent & ((1u << (end / PAGE)) - 1);
+	w.base = e->regs.sp & ~(u64)(PAGE - 1);
+	bpf_loop(DLW_STACK_BYTES / PAGE, stack_page, &w, 0);
+	end = e->stack_size / PAGE;
+	e->stack_absent &= end >= 32 ? ~0u : (1u << end) - 1;
 }
 
 /* The user registers of the current task, from a tracepoint (not taken at a user pc). */
@@ -310,7 +338,6 @@ struct py_walk {
 	const struct dlw_pycfg *c;
 	struct dlw_pystack *ps;
 	u64 self, ts, frame;
-	u32 n;
 };
 
 static long py_find_thread(u64 i, void *ctx)
@@ -383,7 +410,7 @@ static long py_frame(u64 i, void *ctx)
 	const struct dlw_pycfg *c = w->c;
 	u64 frame = w->frame, code;
 	struct dlw_pyframe *f;
-	u32 slot;
+	u32 slot, n;
 	u8 owner = 0;
 
 	if (!frame)
@@ -394,7 +421,10 @@ static long py_frame(u64 i, void *ctx)
 	if (owner == 3)
 		return 0;
 	code = user_word(frame + c->fr_code);
-	slot = w->n < DLW_PY_INNER ? w->n : DLW_PY_INNER + (w->n - DLW_PY_INNER) % DLW_PY_OUTER;
+	/* The count is kept in the map value, which the verifier does not track: on the stack,
+	 * each known count would be a new state, and the walk verified once per frame. */
+	n = w->ps->n;
+	slot = n < DLW_PY_INNER ? n : DLW_PY_INNER + (n - DLW_PY_INNER) % DLW_PY_OUTER;
 	f = &w->ps->f[slot & (DLW_PY_FRAMES - 1)];
 	f->code = code;
 	if (c->fr_lasti >= 0) {
@@ -417,7 +447,7 @@ static long py_frame(u64 i, void *ctx)
 	if (f->func)
 		bpf_probe_read_user_str(f->name, sizeof(f->name),
 					(const void *)(f->func + c->str_ascii));
-	w->n++;
+	w->ps->n = n + 1;
 	return 0;
 }
 
@@ -453,7 +483,6 @@ static __always_inline void py_capture(u32 tgid, u64 key)
 	w.frame = frame;
 	bpf_loop(DLW_PY_WALK, py_frame, &w, 0);
 	w.ps->status = DLW_PY_OK;
-	w.ps->n = w.n;
 	w.ps->more = w.frame != 0;
 }
 

@@ -124,6 +124,7 @@ int live__start(const struct watch_opts *o, struct live **out)
 	l->o = *o;
 	l->hang_secs = 10;
 	json_sink__init(&l->sink, queue_record, NULL, l);
+	json_sink__order(&l->sink);
 	l->sinks[0] = &l->sink.s;
 	l->o.sinks = l->sinks;
 	l->o.n_sinks = 1;

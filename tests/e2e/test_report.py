@@ -290,6 +290,27 @@ def test_report_on_a_trace_has_a_timeline():
     assert f"dlscope ui --replay {trace}" in s["Reproduce"]
 
 
+def test_report_timeline_has_gpu_loads_in_their_runtime_terms():
+    """A HIP module load and a CUDA one (on the stub libcuda) in the timeline, each with its
+    runtime's result name: HIP is never called CUDA."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5"):
+        raise Skip("libamdhip64-5 is not installed")
+    cases = [((fixture_path("early_gpu"), "hip"),
+              r"hipModuleLoadData\(image 0x[0-9a-f]+, size \d+\) = 101 \(hipErrorInvalidDevice\)"),
+             ((fixture_path("early_gpu"), "cuda", fixture_path("stubcuda/libcuda.so.1")),
+              r"cuModuleLoadData\(image 0x[0-9a-f]+, size \d+\) = 0 \(CUDA_SUCCESS\)")]
+    for cmd, row in cases:
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, "run.jsonl")
+            dlscope("record", "-o", trace, "--", *cmd, check=0, timeout=120)
+            tl = sections(dlscope("report", trace, check=0).stdout)["Timeline"]
+        assert re.search(r"\| [0-9.]+ \| \d+ \| " + row + r" \|", tl), tl
+        if cmd[1] == "hip":
+            assert "HIP runtime" in tl and "CUDA" not in tl, tl
+
+
 def test_report_limit_moves_sections_to_the_companion():
     with Fixture(["hang_abba"]) as fx, tempfile.TemporaryDirectory() as d:
         wait_idle(fx.pid)

@@ -291,7 +291,9 @@ static int read_trace(const char *path, struct from_trace *tr, char *why, size_t
 				 json_string_value(json_object_get(rec, "title")) ?: "");
 		} else if (event_kind__parse(type) == EVENT_SIGNAL ||
 			   event_kind__parse(type) == EVENT_EXEC ||
-			   event_kind__parse(type) == EVENT_EXIT) {
+			   event_kind__parse(type) == EVENT_EXIT ||
+			   event_kind__parse(type) == EVENT_GPU_LOAD) {
+			/* A GPU module load in its runtime's terms (HIP's or CUDA's result name). */
 			struct event ev;
 			char err[128];
 

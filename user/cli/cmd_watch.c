@@ -344,10 +344,12 @@ static int run(int argc, char **argv, bool record)
 	o.sinks = sinks;
 	if (!quiet) {
 		text_sink__init(&text, stdout);
+		text_sink__order(&text);
 		sinks[o.n_sinks++] = &text.s;
 	}
 	if (trace_fd >= 0) {
 		json_sink__init_file(&trace, &tf, trace_fd);
+		json_sink__order(&trace);
 		sinks[o.n_sinks++] = &trace.s;
 	}
 	/* The job layer labels ranks' lines and names the first to die and a hung one. */

@@ -384,6 +384,11 @@ static void jw_note(struct event_sink *s, const char *line)
 	DOWN(JW(s), note, line);
 }
 
+static void jw_horizon(struct event_sink *s, uint64_t horizon)
+{
+	DOWN(JW(s), horizon, horizon);
+}
+
 static void jw_flush(struct event_sink *s)
 {
 	DOWN(JW(s), flush);
@@ -596,6 +601,7 @@ struct jobwatch *jobwatch__new(struct event_sink *const *down, size_t n_down, do
 		.summary = jw_summary,
 		.activity = jw_activity,
 		.flush = jw_flush,
+		.horizon = jw_horizon,
 		.tick = jw_tick,
 	};
 	for (size_t i = 0; i < n_down; i++)

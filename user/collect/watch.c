@@ -39,6 +39,7 @@
 #include "graph_export.h"
 #include "job.h"
 #include "libgraph.h"
+#include "phase.h"
 #include "sink.h"
 #include "output.h"
 #include "pkgowner.h"
@@ -148,6 +149,17 @@ struct watch {
 	bool draining;	/* the last read, after the loop */
 	bool drain_all; /* the targets ended by themselves: that read takes every event */
 	bool counting;	/* past that read: what is left is counted, not handled */
+	/*
+	 * The holds' reader (hold_reader): a thread at real-time priority that waits on the holds'
+	 * ring and answers them under @lock, which the loop holds but while it waits and between
+	 * two records. Priority-inheriting: a loop started at nice 19 that holds it when a hold
+	 * comes runs at the reader's priority until it lets go.
+	 */
+	pthread_mutex_t lock;
+	pthread_t reader;
+	bool reader_on, reader_stop;
+	/* Time order (order.h): the horizon the sinks were given, the latest record read. */
+	unsigned long long horizon, last_read;
 	struct stuck {
 		pid_t tid;
 		unsigned long long since; /* the dlopen's start: one report per dlopen */
@@ -363,10 +375,14 @@ static int open_in_root(pid_t pid, const char *path, char *out, size_t len)
 	char root[64];
 	int rfd, fd;
 
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	/* A relative name (dlopen("build/libx.so")) is the process's: from its working
+	 * directory. */
+	snprintf(root, sizeof(root), "/proc/%d/%s", pid, path[0] == '/' ? "root" : "cwd");
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
+	if (path[0] != '/')
+		how.resolve = 0;
 	fd = (int)syscall(SYS_openat2, rfd, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
 	if (fd < 0)
 		fd = -errno;
@@ -427,7 +443,8 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		activity_counts__name(w->act, rt, o->path, want & PROBE_BLAS ? "blas" : "openmp");
 	fd = open_in_root(pid, o->path, path, sizeof(path));
 	if (fd < 0)
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, o->path);
+		snprintf(path, sizeof(path), "/proc/%d/%s%s", pid,
+			 o->path[0] == '/' ? "root" : "cwd/", o->path);
 	if (want & PROBE_LOADER) {
 		attach_fn(w, s->progs.dlopen_enter, path, o->elf, "dlopen", false, 0);
 		attach_returns(w, s->progs.dlopen_exit, path, o->elf, "dlopen");
@@ -1312,8 +1329,9 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 		ev.has_python = true;
 		py_import__describe(&ev.py, w->cur.python, sizeof(w->cur.python));
 	}
-	/* A record says it carried a stack even when the stack could not be unwound. */
-	if (w->cur.stack && sinks_want_stacks(w)) {
+	/* A record says it carried a stack even when the stack could not be unwound. A
+	 * runtime's first region (or BLAS dispatch) shows its stack in the text too. */
+	if (w->cur.stack && (sinks_want_stacks(w) || ev.kind == EVENT_OMP_FORK)) {
 		ev.has_stack = true;
 		stack_of(w, ps, e, &ev.stack);
 	}
@@ -1348,7 +1366,18 @@ static int read_event(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	/* A thread waits for each hold: none waits behind the stream. */
+	if (w->reader_on) {
+		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_lock(&w->lock);
+	}
 	ring_buffer__consume(w->hrb);
+	if (size >= offsetof(struct dlw_event, path)) {
+		const struct dlw_event *e = data;
+
+		/* When it was sent: a call's record is stamped with the call's entry. */
+		if (e->ts_ns + e->duration_ns > w->last_read)
+			w->last_read = e->ts_ns + e->duration_ns;
+	}
 	handle_event(w, data, size);
 	if (w->draining && w->drain_all)
 		return stop ? BATCH_OVER : 0;
@@ -1738,6 +1767,7 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 	if (!o->futex_ms) {
 		bpf_program__set_autoload(w->skel->progs.handle_futex_enter, false);
 		bpf_program__set_autoload(w->skel->progs.handle_futex_exit, false);
+		bpf_map__set_autocreate(w->skel->maps.futex_start, false);
 	}
 	if (!o->hot) {
 		bpf_program__set_autoload(w->skel->progs.omp_fork_enter, false);
@@ -1749,7 +1779,9 @@ static int load_programs(struct watch *w, char *why, size_t whylen)
 			bpf_program__set_expected_attach_type(prog, DLW_TRACE_UPROBE_MULTI);
 	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
 	bpf_map__set_max_entries(w->skel->maps.scratch, 2 * (ncpu > 0 ? ncpu : 1));
+	phase__mark("watch: BPF object opened");
 	err = dlwatch_bpf__load(w->skel);
+	phase__mark("watch: BPF object loaded");
 	if (err) {
 		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
 		return err;
@@ -1974,20 +2006,120 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 	target__free(t);
 }
 
-static void read_activity(struct watch *w)
+/*
+ * The counts since the last read, as activity records stamped @t. @last: the read after the run
+ * ended (the probes are off), stamped with the run's end, not the later moment of the read, and
+ * without the scan of the busy pools' threads (a finding after the end would be news to no one).
+ */
+static void read_activity(struct watch *w, unsigned long long t, bool last)
 {
-	w->last_activity = mono_ns(CLOCK_MONOTONIC);
+	w->last_activity = t;
 	w->n_busy = 0;
 	if (activity_counts__read(w->act, bpf_map__fd(w->skel->maps.activity), w->last_activity,
 				  emit_activity, w))
 		dls_warn("cannot read the activity counts: out of memory");
 	/* The busy runtimes come grouped by process. */
-	for (size_t i = 0, j; i < w->n_busy; i = j) {
+	for (size_t i = 0, j; i < w->n_busy && !last; i = j) {
 		for (j = i + 1; j < w->n_busy && w->busy[j].pid == w->busy[i].pid; j++)
 			;
 		if (j - i >= 2)
 			check_pools(w, &w->busy[i], j - i);
 	}
+}
+
+/*
+ * Time order. The ring is in the order records were sent, each stamped when its program ran,
+ * a few microseconds before (ORDER_SKEW_NS is a wide margin); but a call's record (dlopen,
+ * dlsym, a GPU load) is sent at its return, stamped with its entry, after what happened inside
+ * it (a constructor's thread). So nothing older than the oldest call in progress can come yet,
+ * nor than the moment before the read, less the margin; a call in progress longer than
+ * ORDER_WAIT_NS (one stuck, a thread killed in it) holds nothing back any more.
+ */
+#define ORDER_SKEW_NS (10ULL * 1000 * 1000)
+#define ORDER_WAIT_NS (2ULL * 1000 * 1000 * 1000)
+
+static unsigned long long oldest_call(struct watch *w, unsigned long long now)
+{
+	const struct bpf_map *calls = w->skel->maps.calls;
+	unsigned long long key, next, *prev = NULL, oldest = now;
+	struct dlw_call c;
+
+	while (!bpf_map__get_next_key(calls, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (!bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0) &&
+		    c.ts < oldest && now - c.ts < ORDER_WAIT_NS)
+			oldest = c.ts;
+	}
+	return oldest;
+}
+
+/* The sinks told what can go out: @before, read before the batch; @whole: the ring was read
+ * to its end (else no later than the last record read). */
+static void release_ordered(struct watch *w, unsigned long long before, bool whole)
+{
+	unsigned long long h = before > ORDER_SKEW_NS ? before - ORDER_SKEW_NS : 0;
+
+	if (!whole && w->last_read < h + ORDER_SKEW_NS)
+		h = w->last_read > ORDER_SKEW_NS ? w->last_read - ORDER_SKEW_NS : 0;
+	if (h > w->horizon) {
+		w->horizon = h;
+		SINKS(w, horizon, h);
+	}
+}
+
+/*
+ * The holds' reader. A held thread spins on its CPU until it is answered; the loop, started at
+ * nice 19 beside 1000 runnable threads, could take seconds to be scheduled at all, and the hold
+ * ran out (3 s). This thread sleeps in epoll at SCHED_FIFO 1 (it costs nothing while no hold
+ * comes) and answers at once; it takes no signal (they are the loop's).
+ */
+static void *hold_reader(void *arg)
+{
+	struct watch *w = arg;
+	struct sched_param rt = { .sched_priority = 1 };
+	struct epoll_event ev;
+
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+	while (!__atomic_load_n(&w->reader_stop, __ATOMIC_ACQUIRE)) {
+		if (epoll_wait(ring_buffer__epoll_fd(w->hrb), &ev, 1, 50) <= 0)
+			continue;
+		pthread_mutex_lock(&w->lock);
+		ring_buffer__consume(w->hrb);
+		pthread_mutex_unlock(&w->lock);
+	}
+	return NULL;
+}
+
+static void reader_start(struct watch *w)
+{
+	pthread_mutexattr_t a;
+	sigset_t all, was;
+
+	if (pthread_mutexattr_init(&a) || pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) ||
+	    pthread_mutex_init(&w->lock, &a))
+		return;
+	pthread_mutexattr_destroy(&a);
+	pthread_mutex_lock(&w->lock);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
+	w->reader_on = !pthread_create(&w->reader, NULL, hold_reader, w);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (!w->reader_on) {
+		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_destroy(&w->lock);
+	}
+}
+
+static void reader_stop(struct watch *w)
+{
+	if (!w->reader_on)
+		return;
+	__atomic_store_n(&w->reader_stop, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->reader, NULL);
+	pthread_mutex_destroy(&w->lock);
+	w->reader_on = false;
 }
 
 /* Read batch after batch until the deadline (0: none), a stop, or the targets' end. */
@@ -1998,30 +2130,46 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 
 		struct epoll_event ev;
 
-		/* Either ring, at most 100 ms; the holds first, then a batch of the stream.
-		 * Events submitted without a wake-up (dlsym) wait for this. */
-		n = epoll_wait(w->epfd, &ev, 1, 100) < 0 ? -errno : 0;
+		unsigned long long before;
+		int wait_ms;
+
+		/* Either ring, at most 100 ms (20 while records wait for their turn); the holds
+		 * first, then a batch of the stream. Events submitted without a wake-up (dlsym)
+		 * wait for this. */
+		wait_ms = w->last_read > w->horizon ? 20 : 100;
+		if (w->reader_on)
+			pthread_mutex_unlock(&w->lock);
+		n = epoll_wait(w->epfd, &ev, 1, wait_ms) < 0 ? -errno : 0;
+		if (w->reader_on)
+			pthread_mutex_lock(&w->lock);
 		ring_buffer__consume(w->hrb);
 		if (n >= 0) {
+			/* The calls in progress first, then the ring: a call that ended before
+			 * the look is in the ring, read below. */
+			before = oldest_call(w, mono_ns(CLOCK_MONOTONIC));
 			w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 			n = ring_buffer__consume(w->rb);
+			if (n >= 0 || n == -EINTR || n == BATCH_OVER)
+				release_ordered(w, before, n != BATCH_OVER);
 		}
 		if (n < 0 && n != -EINTR && n != BATCH_OVER) {
 			snprintf(why, whylen, "reading events failed: %s", strerror(-n));
 			return n;
 		}
-		if (w->act && mono_ns(CLOCK_MONOTONIC) - w->last_activity >= ACTIVITY_NS)
-			read_activity(w);
-		/* A trace being written can be followed (tail -f) batch by batch. */
-		SINKS(w, flush);
-		SINKS(w, tick, mono_ns(CLOCK_MONOTONIC));
-		scan_stuck_in_dlopen(w);
+		/* The end first: past it, no second's activity read (nor its pool scan) delays
+		 * the stop; the last read after the drain has the rest. */
 		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
 			break;
 		if (targets_done(w)) {
 			w->drain_all = true;
 			break;
 		}
+		if (w->act && mono_ns(CLOCK_MONOTONIC) - w->last_activity >= ACTIVITY_NS)
+			read_activity(w, mono_ns(CLOCK_MONOTONIC), false);
+		/* A trace being written can be followed (tail -f) batch by batch. */
+		SINKS(w, flush);
+		SINKS(w, tick, mono_ns(CLOCK_MONOTONIC));
+		scan_stuck_in_dlopen(w);
 	}
 	return 0;
 }
@@ -2078,7 +2226,7 @@ static void end_command(struct watch *w)
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
 {
 	struct watch w = { .o = o, .st = st };
-	unsigned long long deadline = 0, t_attach;
+	unsigned long long deadline = 0, t_attach, t_end;
 	int err, release_fd = -1;
 
 	memset(st, 0, sizeof(*st));
@@ -2099,14 +2247,18 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		err = -ENOMEM;
 		goto out;
 	}
+	phase__mark("watch: caches");
 	err = load_programs(&w, why, whylen);
 	if (err)
 		goto out;
+	reader_start(&w);
+	phase__mark("watch: BPF object loaded and attached");
 	w.t0 = mono_ns(CLOCK_MONOTONIC);
 	write_header(&w);
 	err = add_targets(&w, &release_fd, why, whylen);
 	if (err)
 		goto out;
+	phase__mark("watch: targets added");
 	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
 	/* Tests and scripts wait for this line before they make the target act. */
 	fprintf(stderr,
@@ -2119,22 +2271,32 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 			dls_warn("cannot release '%s'", o->command[0]);
 		close(release_fd);
 	}
+	/* --duration counts from the moment events can flow (the window is whole however long
+	 * the start took); no activity record is stamped past its end. */
 	if (o->duration_s > 0)
 		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
 	st->cpu_s = -cpu_seconds();
 	err = read_until_done(&w, deadline, why, whylen);
+	t_end = mono_ns(CLOCK_MONOTONIC);
+	if (deadline && t_end > deadline)
+		t_end = deadline;
+	phase__mark("watch: run");
 	drain(&w);
+	phase__mark("watch: drained");
 	/* The probes are off: this read has the run's last regions. */
 	if (w.act) {
-		read_activity(&w);
+		read_activity(&w, t_end, true);
 		st->activity = activity_counts__totals(w.act, w.last_activity, &st->n_activity);
 	}
 	st->cpu_s += cpu_seconds();
 	count_lost(&w, st);
 	SINKS(&w, summary, st);
+	phase__mark("watch: summary");
 out:
+	reader_stop(&w);
 	end_command(&w);
 	watch_release(&w);
+	phase__mark("watch: released");
 	return err;
 }
 

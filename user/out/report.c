@@ -813,8 +813,8 @@ static char *timeline_section(const struct report_in *in)
 	if (!n || !folded_open(&w))
 		return NULL;
 	fprintf(w.head,
-		"## Timeline\n\nRuntime arrivals, findings, signals and process events from the "
-		"trace%s.\n\n",
+		"## Timeline\n\nRuntime arrivals, GPU module loads, findings, signals and process "
+		"events from the trace%s.\n\n",
 		n > TIMELINE_ROWS ? " (the first ones)" : "");
 	fprintf(w.body, "| Time (s) | PID | Event |\n| --- | --- | --- |\n");
 	json_array_foreach (in->timeline, i, row) {

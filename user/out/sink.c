@@ -10,6 +10,7 @@
 
 #include "finding.h"
 #include "libgraph.h"
+#include "order.h"
 #include "paths.h"
 #include "pkgindex.h"
 #include "procfs.h"
@@ -37,6 +38,54 @@ static const char *rank_tag(bool has, int rank, char *buf, size_t len)
 	return buf;
 }
 
+/* Where a record's lines go: the output, or (ordered) a buffer that waits for its turn. */
+struct text_rec {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+
+static FILE *rec_begin(struct text_sink *t, struct text_rec *r)
+{
+	*r = (struct text_rec){ .f = t->out };
+	if (t->ordered) {
+		FILE *m = open_memstream(&r->buf, &r->len);
+
+		if (m)
+			r->f = m;
+	}
+	return r->f;
+}
+
+static void text_write(void *ctx, void *p)
+{
+	fputs(p, ((struct text_sink *)ctx)->out);
+	free(p);
+}
+
+/* The record stamped @ts (0: after the latest) written, or queued until the horizon passes. */
+static void rec_end(struct text_sink *t, struct text_rec *r, uint64_t ts)
+{
+	if (r->f == t->out) {
+		fflush(t->out);
+		return;
+	}
+	fclose(r->f);
+	if (order__push(&t->q, ts, r->buf)) {
+		text_write(t, r->buf);
+		fflush(t->out);
+	}
+}
+
+static void text_horizon(struct event_sink *s, uint64_t horizon)
+{
+	size_t before = TEXT(s)->q.n;
+
+	order__release(&TEXT(s)->q, horizon, text_write, s);
+	if (TEXT(s)->q.n != before)
+		fflush(TEXT(s)->out);
+}
+
 static void text_header(struct event_sink *s, const struct trace_header *h)
 {
 	TEXT(s)->t0 = h->t0;
@@ -45,25 +94,35 @@ static void text_header(struct event_sink *s, const struct trace_header *h)
 static void text_event(struct event_sink *s, const struct event *ev)
 {
 	char t[32], line[PATH_MAX + 256], rk[32];
+	struct text_rec r;
+	FILE *out = rec_begin(TEXT(s), &r);
 
 	rel_time(TEXT(s), ev->t, t, sizeof(t));
 	event__text(ev, 0, line, sizeof(line));
-	fprintf(TEXT(s)->out, "[%s] %s%d/%d %s %s\n", t,
-		rank_tag(ev->has_rank, ev->rank, rk, sizeof(rk)), ev->pid, ev->tid, ev->comm, line);
+	fprintf(out, "[%s] %s%d/%d %s %s\n", t, rank_tag(ev->has_rank, ev->rank, rk, sizeof(rk)),
+		ev->pid, ev->tid, ev->comm, line);
 	/* A Python thread's dlopen: the import chain (its frames outside importlib). */
 	if (ev->has_python) {
 		char *py = py_import__lines(&ev->py, true, "        ");
 
 		if (py)
-			fprintf(TEXT(s)->out, "%s\n", py);
+			fprintf(out, "%s\n", py);
 		free(py);
 	}
-	fflush(TEXT(s)->out);
+	/* A runtime's first region: where it started (one inside dlopen has its finding's). */
+	if (ev->kind == EVENT_OMP_FORK && !ev->in_dlopen && ev->has_stack) {
+		for (size_t i = 0; i < ev->stack.n; i++)
+			fprintf(out, "        #%zu %s\n", i, ev->stack.frames[i]);
+		if (ev->stack.end)
+			fprintf(out, "        (%s)\n", ev->stack.end);
+	}
+	rec_end(TEXT(s), &r, ev->t);
 }
 
 static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
 {
 	char desc[160] = "", t[32], pkg[256] = "", rk[32];
+	struct text_rec r;
 
 	if (l->baseline)
 		return;
@@ -78,28 +137,33 @@ static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
 		strcat(desc, "]");
 	}
 	rel_time(TEXT(s), l->t, t, sizeof(t));
-	fprintf(TEXT(s)->out, "[%s] %s%d + %s%s (%s)%s\n", t,
+	fprintf(rec_begin(TEXT(s), &r), "[%s] %s%d + %s%s (%s)%s\n", t,
 		rank_tag(l->has_rank, l->rank, rk, sizeof(rk)), l->pid, l->o->path, desc,
 		lg_origin__id(l->o->origin), pkg);
-	fflush(TEXT(s)->out);
+	rec_end(TEXT(s), &r, l->t);
 }
 
 static void text_unloaded(struct event_sink *s, pid_t pid, const char *path)
 {
-	fprintf(TEXT(s)->out, "        %d - %s\n", pid, path);
-	fflush(TEXT(s)->out);
+	struct text_rec r;
+
+	fprintf(rec_begin(TEXT(s), &r), "        %d - %s\n", pid, path);
+	rec_end(TEXT(s), &r, 0);
 }
 
 static void text_note(struct event_sink *s, const char *line)
 {
-	fprintf(TEXT(s)->out, "%s\n", line);
-	fflush(TEXT(s)->out);
+	struct text_rec r;
+
+	fprintf(rec_begin(TEXT(s), &r), "%s\n", line);
+	rec_end(TEXT(s), &r, 0);
 }
 
 /* The finding, and under it the stack of the event that caused it. */
 static void text_finding(struct event_sink *s, const struct live_finding *f)
 {
-	FILE *out = TEXT(s)->out;
+	struct text_rec r;
+	FILE *out = rec_begin(TEXT(s), &r);
 	char t[32], rk[32];
 
 	rel_time(TEXT(s), f->t, t, sizeof(t));
@@ -111,7 +175,7 @@ static void text_finding(struct event_sink *s, const struct live_finding *f)
 		fprintf(out, "        #%zu %s\n", i, f->stack->frames[i]);
 	if (f->stack && f->stack->end)
 		fprintf(out, "        (%s)\n", f->stack->end);
-	fflush(out);
+	rec_end(TEXT(s), &r, f->t);
 }
 
 /* "libgomp.so.1" of "/usr/lib/x86_64-linux-gnu/libgomp.so.1": lines stay short. */
@@ -124,7 +188,8 @@ static const char *activity_unit(const struct activity *a)
 /* One line per process and runtime and second: the regions, and which threads started them. */
 static void text_activity(struct event_sink *s, const struct activity *a)
 {
-	FILE *out = TEXT(s)->out;
+	struct text_rec r;
+	FILE *out = rec_begin(TEXT(s), &r);
 	char t[32], rk[32];
 
 	rel_time(TEXT(s), a->t, t, sizeof(t));
@@ -134,7 +199,7 @@ static void text_activity(struct event_sink *s, const struct activity *a)
 	for (size_t i = 0; i < a->n_threads; i++)
 		fprintf(out, " %d:%llu", a->threads[i].tid, (unsigned long long)a->threads[i].n);
 	fputc('\n', out);
-	fflush(out);
+	rec_end(TEXT(s), &r, a->t);
 }
 
 /* --hot: the run's totals per runtime, then per thread. */
@@ -142,6 +207,9 @@ static void text_summary(struct event_sink *s, const struct watch_stats *st)
 {
 	FILE *out = TEXT(s)->out;
 
+	/* Everything held goes first: the run is over. */
+	text_horizon(s, UINT64_MAX);
+	order__free(&TEXT(s)->q);
 	for (size_t i = 0; i < st->n_activity; i++) {
 		const struct activity *a = &st->activity[i];
 
@@ -168,9 +236,15 @@ void text_sink__init(struct text_sink *t, FILE *out)
 		       .note = text_note,
 		       .finding = text_finding,
 		       .activity = text_activity,
+		       .horizon = text_horizon,
 		       .summary = text_summary },
 		.out = out,
 	};
+}
+
+void text_sink__order(struct text_sink *t)
+{
+	t->ordered = true;
 }
 
 /* ---- trace records ---- */
@@ -185,11 +259,28 @@ static json_t *with_rank(json_t *rec, bool has, int rank)
 	return rec;
 }
 
+static void json_write(void *ctx, void *p)
+{
+	struct json_sink *j = ctx;
+
+	j->emit(j->ctx, p);
+	json_decref(p);
+}
+
+/* The record now, or (ordered) once the horizon passes its "t" (none: after the latest). */
 static void emit(struct event_sink *s, json_t *rec)
 {
-	if (rec)
-		JSON(s)->emit(JSON(s)->ctx, rec);
-	json_decref(rec);
+	if (!rec)
+		return;
+	if (JSON(s)->ordered &&
+	    !order__push(&JSON(s)->q, (uint64_t)json_integer_value(json_object_get(rec, "t")), rec))
+		return;
+	json_write(s, rec);
+}
+
+static void json_horizon(struct event_sink *s, uint64_t horizon)
+{
+	order__release(&JSON(s)->q, horizon, json_write, s);
 }
 
 static void json_header(struct event_sink *s, const struct trace_header *h)
@@ -287,6 +378,10 @@ static void json_summary(struct event_sink *s, const struct watch_stats *st)
 {
 	json_t *act = json_array();
 
+	/* Everything held goes first: the run is over. */
+	json_horizon(s, UINT64_MAX);
+	order__free(&JSON(s)->q);
+	JSON(s)->ordered = false;
 	for (size_t i = 0; act && i < st->n_activity; i++)
 		json_array_append_new(act, activity_json(&st->activity[i]));
 	emit(s,
@@ -316,6 +411,7 @@ void json_sink__init(struct json_sink *j, void (*emit_fn)(void *ctx, json_t *rec
 		       .finding = json_finding,
 		       .summary = json_summary,
 		       .activity = json_activity,
+		       .horizon = json_horizon,
 		       .flush = json_flush,
 		       .wants_stacks = true },
 		.emit = emit_fn,
@@ -392,6 +488,11 @@ void json_sink__init_file(struct json_sink *j, struct trace_file *tf, int fd)
 		tf->err = ENOMEM;
 	}
 	json_sink__init(j, file_emit, file_flush, tf);
+}
+
+void json_sink__order(struct json_sink *j)
+{
+	j->ordered = true;
 }
 
 int trace_file__close(struct trace_file *tf)

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "event.h"
+#include "order.h"
 
 struct finding;
 struct libgraph;
@@ -119,6 +120,11 @@ struct event_sink {
 	void (*activity)(struct event_sink *s, const struct activity *a);
 	/* A batch of events was handled: a trace being written can be followed (tail -f). */
 	void (*flush)(struct event_sink *s);
+	/*
+	 * No record stamped at or before @horizon (CLOCK_MONOTONIC ns) can come any more: an
+	 * ordered sink writes those it holds, oldest first. The summary writes every one.
+	 */
+	void (*horizon)(struct event_sink *s, uint64_t horizon);
 	/* About every 100 ms on the collector's thread, events or not (@now CLOCK_MONOTONIC). */
 	void (*tick)(struct event_sink *s, uint64_t now);
 	/* Events' stacks are unwound only when a sink keeps them (text shows a finding's). */
@@ -130,8 +136,12 @@ struct text_sink {
 	struct event_sink s;
 	FILE *out;
 	uint64_t t0;
+	bool ordered;
+	struct order_queue q;
 };
 void text_sink__init(struct text_sink *t, FILE *out);
+/* Records held until the collector's horizon passes them (order.h), written in time order. */
+void text_sink__order(struct text_sink *t);
 
 /* Trace records (docs/trace-format.md), each handed to @emit, which borrows it. */
 struct json_sink {
@@ -139,6 +149,8 @@ struct json_sink {
 	void (*emit)(void *ctx, json_t *rec);
 	void (*flush)(void *ctx);
 	void *ctx;
+	bool ordered;
+	struct order_queue q;
 };
 void json_sink__init(struct json_sink *j, void (*emit)(void *ctx, json_t *rec),
 		     void (*flush)(void *ctx), void *ctx);
@@ -154,6 +166,8 @@ struct trace_file {
 	int err; /* the first write's errno, 0 while every record went out */
 	unsigned long long written, unwritten; /* records */
 };
+/* Records held until the collector's horizon passes them (order.h), emitted in time order. */
+void json_sink__order(struct json_sink *j);
 /* A JSON sink that writes JSON Lines through @tf to @fd (owned: trace_file__close). */
 void json_sink__init_file(struct json_sink *j, struct trace_file *tf, int fd);
 /* Writes what is buffered and closes the descriptor: 0, or -errno of the first failure. */
