@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,20 +111,26 @@ static int list_threads(pid_t pid, const pid_t *tids, size_t n_tids, struct capt
 	return 0;
 }
 
-/* Copy the live part of a stopped thread's stack: from below its red zone to the mapping end. */
+/*
+ * Copy the live part of a stopped thread's stack: from below its red zone to the mapping end,
+ * or to its thread pointer when that lies above sp in the same mapping (a thread glibc started:
+ * its struct pthread tops the mapping, above the stack's first frame, and no unwind reads it).
+ */
 static void copy_stack(pid_t pid, const struct procmaps *maps, struct captured *c)
 {
 	uint64_t sp = arch_regs__sp(&c->regs), lo = sp > ARCH_RED_ZONE ? sp - ARCH_RED_ZONE : 0;
+	uint64_t tp = arch_regs__thread_pointer(&c->regs);
 	const struct mapping *mp = procmaps__find(maps, sp);
 	struct iovec local, remote;
-	uint64_t hi;
+	uint64_t hi, end;
 	ssize_t n;
 
 	if (!mp)
 		return;
 	if (lo < mp->start)
 		lo = mp->start;
-	hi = mp->end - lo > STACK_COPY_MAX ? lo + STACK_COPY_MAX : mp->end;
+	end = tp > sp && tp < mp->end ? tp : mp->end;
+	hi = end - lo > STACK_COPY_MAX ? lo + STACK_COPY_MAX : end;
 	c->stack = malloc(hi - lo);
 	if (!c->stack)
 		return;
@@ -319,26 +326,52 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
 }
 
 /*
- * The only window in which the target is stopped: seize and interrupt every thread, wait for
- * each to stop, take its registers and stack, release them all.
+ * While the target is stopped, this thread runs ahead of it: with every CPU taken by the
+ * target's own busy threads (and those released first), a thread of normal priority waits its
+ * turn behind each of them between two ptrace calls, and the stop lasts as long as they make it.
+ * The lowest real-time priority, for the stop only; without the right to it (CAP_SYS_NICE or
+ * RLIMIT_RTPRIO), the stop runs at the priority it has. Returns whether it was raised.
+ */
+static bool stop_priority_raise(int *policy, struct sched_param *param)
+{
+	*policy = sched_getscheduler(0);
+	if (*policy < 0 || sched_getparam(0, param))
+		return false;
+	if (*policy == SCHED_FIFO || *policy == SCHED_RR)
+		return false;
+	return !sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){ .sched_priority = 1 });
+}
+
+static void stop_priority_restore(bool raised, int policy, const struct sched_param *param)
+{
+	if (raised)
+		sched_setscheduler(0, policy, param);
+}
+
+/*
+ * The only window in which the target is stopped: seize every thread, interrupt them all, wait
+ * for each to stop, take its registers and stack, release them all. The stop reported is the
+ * one the target sees: from the first interrupt to the last thread released.
  */
 static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			   const struct py_interp *py, unsigned int max_frames, struct stacks *out,
 			   char *why, size_t whylen)
 {
-	uint64_t t0 = now_ns(), delay_ns = 20000;
+	uint64_t t0, delay_ns = 20000;
+	struct sched_param param;
 	size_t pending = 0;
-	int err = 0;
+	bool raised;
+	int err = 0, policy;
 
 	/* Threads an earlier capture could not stop and that stopped since are let go first. */
 	held_pass();
+	/* Seizing stops nothing: every thread is seized first, then all are interrupted at once. */
 	for (size_t i = 0; i < cs->n; i++) {
 		struct captured *c = &cs->c[i];
 
 		/* Still held from an earlier capture: seized already (a second seize is EPERM). */
 		if (held_take(c->tid)) {
 			c->seized = true;
-			ptrace(PTRACE_INTERRUPT, c->tid, NULL, NULL);
 			continue;
 		}
 		if (ptrace(PTRACE_SEIZE, c->tid, NULL, NULL)) {
@@ -358,8 +391,14 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			continue;
 		}
 		c->seized = true;
-		ptrace(PTRACE_INTERRUPT, c->tid, NULL, NULL);
 	}
+	raised = !err && stop_priority_raise(&policy, &param);
+	t0 = now_ns();
+	for (size_t i = 0; !err && i < cs->n; i++)
+		if (cs->c[i].seized) {
+			ptrace(PTRACE_INTERRUPT, cs->c[i].tid, NULL, NULL);
+			pending++;
+		}
 	/*
 	 * Collect the stops in whatever order they come: a thread group leader killed meanwhile
 	 * is reported only after the other threads, which we must reap first. A thread that does
@@ -367,8 +406,6 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 	 * threads seized here are waited for: a wait for any child could take the exit status of
 	 * a command the caller runs.
 	 */
-	for (size_t i = 0; i < cs->n; i++)
-		pending += cs->c[i].seized;
 	while (!err && pending) {
 		bool progress = false;
 
@@ -386,12 +423,11 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 		}
 		if (!pending || now_ns() - t0 >= STOP_TIMEOUT_NS)
 			break;
-		if (!progress) {
-			nanosleep(&(struct timespec){ 0, (long)delay_ns }, NULL);
+		/* Always a pause: at real-time priority, a pass never gives up its CPU otherwise. */
+		delay_ns = progress ? 20000 : delay_ns;
+		nanosleep(&(struct timespec){ 0, (long)delay_ns }, NULL);
+		if (!progress)
 			delay_ns = delay_ns * 2 > 1000000 ? 1000000 : delay_ns * 2;
-		} else {
-			delay_ns = 20000;
-		}
 	}
 	/* The interpreter's state is read while every thread stands still: one consistent view. */
 	if (!err && py && py_snapshot__read(py, cs->pid, max_frames, &out->py))
@@ -406,7 +442,9 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 		if (c->seized && !c->gone && ptrace(PTRACE_DETACH, c->tid, NULL, NULL))
 			held_add(c->tid, c->tid == cs->pid && cs->own_child);
 	}
-	out->stopped_ns = now_ns() - t0;
+	if (!err)
+		out->stopped_ns = now_ns() - t0;
+	stop_priority_restore(raised, policy, &param);
 	return err;
 }
 
@@ -866,6 +904,13 @@ static int symbolize(Dwfl *dwfl, struct framecache *fc, struct pc_memo *memo,
 		}
 	}
 	free(raw);
+	/* Thousands of threads keep their frames to the end (the output): no room to spare. */
+	if (!err && ts->n_frames && ts->n_frames < cap) {
+		struct stack_frame *fit = realloc(ts->frames, ts->n_frames * sizeof(*fit));
+
+		if (fit)
+			ts->frames = fit;
+	}
 	return err;
 }
 
@@ -1086,6 +1131,9 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
 		    !ts->n_frames)
 			ts->error = strdup(dwfl_errmsg(-1));
+		/* Unwound: its copy is done with (thousands of threads never hold all at once). */
+		free(cs->c[i].stack);
+		cs->c[i].stack = NULL;
 		if (symbolize(dwfl, fc, &memo, ts)) {
 			err = -ENOMEM;
 			break;
