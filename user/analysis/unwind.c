@@ -1307,6 +1307,9 @@ static void memo_drop_unnamed(struct pc_memo *memo)
 /* Samples: one Dwfl per process, its modules reported from the caller's model. */
 struct sample_unwinder {
 	pid_t pid;
+	unsigned int refs; /* processes that share it (sample_unwinder__share) */
+	dev_t root_dev;	   /* the root its objects' paths resolve in */
+	ino_t root_ino;
 	Dwfl *dwfl;
 	bool attached;
 	struct sample_module *mods; /* as reported: name, file and bias owned here */
@@ -1394,10 +1397,18 @@ struct sample_unwinder *sample_unwinder__new(pid_t pid)
 		.debuginfo_path = &debuginfo_path,
 	};
 	struct sample_unwinder *u = calloc(1, sizeof(*u));
+	char root[64];
+	struct stat st;
 
 	if (!u)
 		return NULL;
 	u->pid = pid;
+	u->refs = 1;
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	if (!stat(root, &st)) {
+		u->root_dev = st.st_dev;
+		u->root_ino = st.st_ino;
+	}
 	u->dwfl = dwfl_begin(&callbacks);
 	if (!u->dwfl) {
 		free(u);
@@ -1417,7 +1428,7 @@ static void free_modules(struct sample_module *m, size_t n)
 
 void sample_unwinder__free(struct sample_unwinder *u)
 {
-	if (!u)
+	if (!u || --u->refs)
 		return;
 	dwfl_end(u->dwfl);
 	free_modules(u->mods, u->n_mods);
@@ -1440,6 +1451,34 @@ static bool has_module(const struct sample_module *m, size_t n, const struct sam
 		if (same_module(&m[i], x))
 			return true;
 	return false;
+}
+
+bool sample_unwinder__serves(const struct sample_unwinder *u, pid_t pid,
+			     const struct sample_module *m, size_t n)
+{
+	char root[64];
+	struct stat st;
+
+	if (n != u->n_mods)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!has_module(u->mods, u->n_mods, &m[i], i))
+			return false;
+	if (pid == u->pid)
+		return true;
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	return !stat(root, &st) && st.st_dev == u->root_dev && st.st_ino == u->root_ino;
+}
+
+struct sample_unwinder *sample_unwinder__share(struct sample_unwinder *u)
+{
+	u->refs++;
+	return u;
+}
+
+bool sample_unwinder__shared(const struct sample_unwinder *u)
+{
+	return u->refs > 1;
 }
 
 int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_module *m, size_t n)

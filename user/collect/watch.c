@@ -562,11 +562,9 @@ static void unwind_sample(struct watch *w, struct proc_state *ps, const struct d
 	size_t n = 0;
 	const size_t flen = PATH_MAX + 32;
 
-	if (!ps->uw)
-		ps->uw = sample_unwinder__new(ps->pid);
 	mods = calloc(ps->g && ps->g->n ? ps->g->n : 1, sizeof(*mods));
 	files = malloc((ps->g && ps->g->n ? ps->g->n : 1) * flen);
-	if (!ps->uw || !mods || !files)
+	if (!mods || !files)
 		goto out;
 	/* Each object through the process's root; the unwinder falls back to the path itself. */
 	for (size_t i = 0; ps->g && i < ps->g->n; i++) {
@@ -581,9 +579,21 @@ static void unwind_sample(struct watch *w, struct proc_state *ps, const struct d
 		snprintf(file, flen, "/proc/%d/root%s", ps->pid, o->path);
 		mods[n++] = (struct sample_module){ o->path, file, o->base };
 	}
-	if (sample_unwinder__set_modules(ps->uw, mods, n))
+	/* An unwinder shared with processes laid out alike, while this one still is. */
+	if (ps->uw && sample_unwinder__shared(ps->uw) &&
+	    !sample_unwinder__serves(ps->uw, ps->pid, mods, n)) {
+		sample_unwinder__free(ps->uw);
+		ps->uw = NULL;
+	}
+	for (size_t i = 0; !ps->uw && n && i < w->n_procs; i++)
+		if (w->procs[i].uw && sample_unwinder__serves(w->procs[i].uw, ps->pid, mods, n))
+			ps->uw = sample_unwinder__share(w->procs[i].uw);
+	if (!ps->uw)
+		ps->uw = sample_unwinder__new(ps->pid);
+	if (!ps->uw || sample_unwinder__set_modules(ps->uw, mods, n))
 		goto out;
 	sample_unwinder__unwind(ps->uw, &smp, &acc, EVENT_MAX_FRAMES, &w->cur.ts);
+	w->cur.ts.tid = ps->pid;
 out:
 	free(mods);
 	free(files);
