@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Scale (issue 21): dlscope beside the old build, gdb and eu-stack, in the same run.
 
-    scale_bench.py [--runs N] [--dlscope PATH]... [stop] [idle] [record] [libs]
+    scale_bench.py [--runs N] [--dlscope PATH]... [stop] [idle] [record|record-only] [libs]
 
 stop:   stacks of 200 threads on 2 CPUs (tests/fixtures/stop_gaps 200 busy: one in three
         computes, the others tick): the stop each build reports against the one the target saw
@@ -153,7 +153,7 @@ def idle():
         os.killpg(fx.pid, signal.SIGKILL)
 
 
-def record():
+def record(cmds=(["record", "-o", "/tmp/scale_bench.jsonl"], ["watch", "-q"])):
     if os.geteuid() != 0:
         print("record: needs root (BPF); skipped")
         return
@@ -164,7 +164,7 @@ def record():
         print(f"== 200 busy processes ({'each its own exec' if mode else 'forked'}),"
               " --duration 10, one run each")
         for dls in builds:
-            for cmd in (["record", "-o", "/tmp/scale_bench.jsonl"], ["watch", "-q"]):
+            for cmd in cmds:
                 fx = start([exe, "200", *mode])
                 try:
                     time.sleep(1)
@@ -177,4 +177,5 @@ def record():
 
 
 for part in parts:
-    {"stop": stop, "idle": idle, "record": record, "libs": libs}[part]()
+    {"stop": stop, "idle": idle, "record": record, "libs": libs,
+     "record-only": lambda: record([["record", "-o", "/tmp/scale_bench.jsonl"]])}[part]()
