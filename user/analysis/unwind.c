@@ -1324,6 +1324,170 @@ struct sample_unwinder {
 /* The symbol memo is dropped when it grows past this (or the modules change). */
 #define SAMPLE_MEMO_MAX 4096
 
+static char *sample_debuginfo_path;
+static const Dwfl_Callbacks sample_dwfl_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = debuginfo_cache__find,
+	.debuginfo_path = &sample_debuginfo_path,
+};
+
+/*
+ * Pcs of samples are named in one session for every process: each object (its name and
+ * build-id) is reported there once, at an address of its own above any user address, and a
+ * pc is named at its offset in it. Each process's session only unwinds (CFI); names, source
+ * lines and the debug info behind them are read once, however many processes load the
+ * object where. (A session per process held glibc's debug info once per process: 200 busy
+ * processes, 690 MiB.) A fixed-address executable (ET_EXEC) cannot be moved: its pcs are
+ * named in its process's own session.
+ */
+#define NAMER_BASE (1ULL << 48)
+#define NAMER_ALIGN (1ULL << 20)
+
+static struct {
+	pthread_mutex_t lock;
+	unsigned int users; /* live sample unwinders */
+	Dwfl *dwfl;
+	struct namer_object {
+		char *key;     /* the name, then its build-id (or its file) */
+		uint64_t bias; /* where it is reported here */
+	} * o;
+	size_t n;
+	uint64_t next;
+	struct pc_memo memo;
+} namer = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void namer_release(void)
+{
+	pthread_mutex_lock(&namer.lock);
+	if (!--namer.users) {
+		if (namer.dwfl)
+			dwfl_end(namer.dwfl);
+		namer.dwfl = NULL;
+		for (size_t i = 0; i < namer.n; i++)
+			free(namer.o[i].key);
+		free(namer.o);
+		namer.o = NULL;
+		namer.n = 0;
+		pc_memo__free(&namer.memo);
+	}
+	pthread_mutex_unlock(&namer.lock);
+}
+
+/*
+ * Where @mod of a process is reported in the namer: @off is added to a pc of @mod to name it
+ * there. False when it cannot be (an ET_EXEC, a file that cannot be read). Under namer.lock.
+ */
+static bool namer_place(Dwfl_Module *mod, uint64_t *off)
+{
+	const unsigned char *bits;
+	const char *name, *file;
+	Dwarf_Addr low, high, bias;
+	GElf_Addr vaddr;
+	GElf_Ehdr eh;
+	char *key;
+	int len = dwfl_module_build_id(mod, &bits, &vaddr);
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	size_t kl;
+
+	name = dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, &file, NULL);
+	if (!elf || !name || !file || !gelf_getehdr(elf, &eh) || eh.e_type != ET_DYN || high < bias)
+		return false;
+	kl = strlen(name) + 2 + (len > 0 ? 2 * (size_t)len : strlen(file));
+	key = malloc(kl);
+	if (!key)
+		return false;
+	if (len > 0) {
+		char *p = key + sprintf(key, "%s", name) + 1;
+
+		key[strlen(name)] = '\0';
+		for (int i = 0; i < len; i++)
+			p += sprintf(p, "%02x", bits[i]);
+	} else {
+		sprintf(key, "%s", name);
+		strcpy(key + strlen(name) + 1, file);
+	}
+	for (size_t i = 0; i < namer.n; i++)
+		if (!strcmp(namer.o[i].key, key) &&
+		    !strcmp(namer.o[i].key + strlen(key) + 1, key + strlen(key) + 1)) {
+			free(key);
+			*off = namer.o[i].bias - bias;
+			return true;
+		}
+	if (!namer.dwfl) {
+		namer.dwfl = dwfl_begin(&sample_dwfl_callbacks);
+		namer.next = NAMER_BASE;
+	}
+	void *no = realloc(namer.o, (namer.n + 1) * sizeof(*namer.o));
+
+	if (!namer.dwfl || !no) {
+		free(key);
+		return false;
+	}
+	namer.o = no;
+	dwfl_report_begin_add(namer.dwfl);
+	if (!dwfl_report_elf(namer.dwfl, name, file, -1, namer.next, true)) {
+		dwfl_report_end(namer.dwfl, NULL, NULL);
+		free(key);
+		return false;
+	}
+	dwfl_report_end(namer.dwfl, NULL, NULL);
+	namer.o[namer.n++] = (struct namer_object){ key, namer.next };
+	*off = namer.next - bias;
+	namer.next += (high - bias + 2 * NAMER_ALIGN - 1) & ~(NAMER_ALIGN - 1);
+	return true;
+}
+
+/*
+ * Name the frames of @ts, unwound in @u's session: in the namer when their object can be
+ * placed there, else in @u's own. Each frame may become several (inline frames).
+ */
+static int name_sample(struct sample_unwinder *u, struct thread_stack *ts)
+{
+	struct stack_frame *raw = ts->frames;
+	size_t n = ts->n_frames;
+	int err = 0;
+
+	ts->frames = NULL;
+	ts->n_frames = 0;
+	pthread_mutex_lock(&namer.lock);
+	if (namer.memo.n > SAMPLE_MEMO_MAX)
+		pc_memo__clear(&namer.memo);
+	if (u->memo.n > SAMPLE_MEMO_MAX)
+		pc_memo__clear(&u->memo);
+	for (size_t i = 0; i < n && !err; i++) {
+		uint64_t lookup = raw[i].activation ? raw[i].pc : raw[i].pc - 1, off = 0;
+		Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, lookup);
+		bool shared = mod && namer_place(mod, &off);
+		struct thread_stack one = { .frames = malloc(sizeof(*raw)), .n_frames = 1 };
+		void *grown;
+
+		if (!one.frames) {
+			err = -ENOMEM;
+			break;
+		}
+		one.frames[0] = raw[i];
+		one.frames[0].pc += off;
+		err = shared ? symbolize(namer.dwfl, NULL, &namer.memo, &one) :
+			       symbolize(u->dwfl, NULL, &u->memo, &one);
+		grown = err ? NULL :
+			      realloc(ts->frames, (ts->n_frames + one.n_frames) * sizeof(*raw));
+		if (!grown) {
+			free_frames(one.frames, one.n_frames);
+			err = -ENOMEM;
+			break;
+		}
+		ts->frames = grown;
+		for (size_t k = 0; k < one.n_frames; k++) {
+			one.frames[k].pc = raw[i].pc;
+			ts->frames[ts->n_frames++] = one.frames[k];
+		}
+		free(one.frames);
+	}
+	pthread_mutex_unlock(&namer.lock);
+	free(raw);
+	return err;
+}
+
 static pid_t sample_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 {
 	struct sample_unwinder *u = arg;
@@ -1390,12 +1554,6 @@ static const Dwfl_Thread_Callbacks sample_callbacks = {
 
 struct sample_unwinder *sample_unwinder__new(pid_t pid)
 {
-	static char *debuginfo_path;
-	static const Dwfl_Callbacks callbacks = {
-		.find_elf = dwfl_build_id_find_elf,
-		.find_debuginfo = debuginfo_cache__find,
-		.debuginfo_path = &debuginfo_path,
-	};
 	struct sample_unwinder *u = calloc(1, sizeof(*u));
 	char root[64];
 	struct stat st;
@@ -1409,11 +1567,14 @@ struct sample_unwinder *sample_unwinder__new(pid_t pid)
 		u->root_dev = st.st_dev;
 		u->root_ino = st.st_ino;
 	}
-	u->dwfl = dwfl_begin(&callbacks);
+	u->dwfl = dwfl_begin(&sample_dwfl_callbacks);
 	if (!u->dwfl) {
 		free(u);
 		return NULL;
 	}
+	pthread_mutex_lock(&namer.lock);
+	namer.users++;
+	pthread_mutex_unlock(&namer.lock);
 	return u;
 }
 
@@ -1434,6 +1595,7 @@ void sample_unwinder__free(struct sample_unwinder *u)
 	free_modules(u->mods, u->n_mods);
 	pc_memo__free(&u->memo);
 	free(u);
+	namer_release();
 }
 
 static bool same_module(const struct sample_module *a, const struct sample_module *b)
@@ -1468,6 +1630,16 @@ bool sample_unwinder__serves(const struct sample_unwinder *u, pid_t pid,
 		return true;
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	return !stat(root, &st) && st.st_dev == u->root_dev && st.st_ino == u->root_ino;
+}
+
+size_t sample_unwinder__live(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&namer.lock);
+	n = namer.users;
+	pthread_mutex_unlock(&namer.lock);
+	return n;
 }
 
 struct sample_unwinder *sample_unwinder__share(struct sample_unwinder *u)
@@ -1584,9 +1756,7 @@ int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample
 	}
 	u->s = NULL;
 	u->acc = NULL;
-	if (u->memo.n > SAMPLE_MEMO_MAX)
-		pc_memo__clear(&u->memo);
-	err = symbolize(u->dwfl, NULL, &u->memo, out);
+	err = name_sample(u, out);
 	while (!err && out->n_frames > max_frames) {
 		struct stack_frame *f = &out->frames[--out->n_frames];
 

@@ -143,6 +143,8 @@ int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_
 bool sample_unwinder__serves(const struct sample_unwinder *u, pid_t pid,
 			     const struct sample_module *m, size_t n);
 struct sample_unwinder *sample_unwinder__share(struct sample_unwinder *u);
+/* How many unwinders are alive (each a libdwfl session and its objects' CFI). */
+size_t sample_unwinder__live(void);
 bool sample_unwinder__shared(const struct sample_unwinder *u);
 /*
  * Unwind and name @s into @out (frames innermost first, as stacks__capture gives them; error
