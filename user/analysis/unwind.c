@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,20 +112,26 @@ static int list_threads(pid_t pid, const pid_t *tids, size_t n_tids, struct capt
 	return 0;
 }
 
-/* Copy the live part of a stopped thread's stack: from below its red zone to the mapping end. */
+/*
+ * Copy the live part of a stopped thread's stack: from below its red zone to the mapping end,
+ * or to its thread pointer when that lies above sp in the same mapping (a thread glibc started:
+ * its struct pthread tops the mapping, above the stack's first frame, and no unwind reads it).
+ */
 static void copy_stack(pid_t pid, const struct procmaps *maps, struct captured *c)
 {
 	uint64_t sp = arch_regs__sp(&c->regs), lo = sp > ARCH_RED_ZONE ? sp - ARCH_RED_ZONE : 0;
+	uint64_t tp = arch_regs__thread_pointer(&c->regs);
 	const struct mapping *mp = procmaps__find(maps, sp);
 	struct iovec local, remote;
-	uint64_t hi;
+	uint64_t hi, end;
 	ssize_t n;
 
 	if (!mp)
 		return;
 	if (lo < mp->start)
 		lo = mp->start;
-	hi = mp->end - lo > STACK_COPY_MAX ? lo + STACK_COPY_MAX : mp->end;
+	end = tp > sp && tp < mp->end ? tp : mp->end;
+	hi = end - lo > STACK_COPY_MAX ? lo + STACK_COPY_MAX : end;
 	c->stack = malloc(hi - lo);
 	if (!c->stack)
 		return;
@@ -320,26 +327,52 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
 }
 
 /*
- * The only window in which the target is stopped: seize and interrupt every thread, wait for
- * each to stop, take its registers and stack, release them all.
+ * While the target is stopped, this thread runs ahead of it: with every CPU taken by the
+ * target's own busy threads (and those released first), a thread of normal priority waits its
+ * turn behind each of them between two ptrace calls, and the stop lasts as long as they make it.
+ * The lowest real-time priority, for the stop only; without the right to it (CAP_SYS_NICE or
+ * RLIMIT_RTPRIO), the stop runs at the priority it has. Returns whether it was raised.
+ */
+static bool stop_priority_raise(int *policy, struct sched_param *param)
+{
+	*policy = sched_getscheduler(0);
+	if (*policy < 0 || sched_getparam(0, param))
+		return false;
+	if (*policy == SCHED_FIFO || *policy == SCHED_RR)
+		return false;
+	return !sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){ .sched_priority = 1 });
+}
+
+static void stop_priority_restore(bool raised, int policy, const struct sched_param *param)
+{
+	if (raised)
+		sched_setscheduler(0, policy, param);
+}
+
+/*
+ * The only window in which the target is stopped: seize every thread, interrupt them all, wait
+ * for each to stop, take its registers and stack, release them all. The stop reported is the
+ * one the target sees: from the first interrupt to the last thread released.
  */
 static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			   const struct py_interp *py, unsigned int max_frames, struct stacks *out,
 			   char *why, size_t whylen)
 {
-	uint64_t t0 = now_ns(), delay_ns = 20000;
+	uint64_t t0, delay_ns = 20000;
+	struct sched_param param;
 	size_t pending = 0;
-	int err = 0;
+	bool raised;
+	int err = 0, policy;
 
 	/* Threads an earlier capture could not stop and that stopped since are let go first. */
 	held_pass();
+	/* Seizing stops nothing: every thread is seized first, then all are interrupted at once. */
 	for (size_t i = 0; i < cs->n; i++) {
 		struct captured *c = &cs->c[i];
 
 		/* Still held from an earlier capture: seized already (a second seize is EPERM). */
 		if (held_take(c->tid)) {
 			c->seized = true;
-			ptrace(PTRACE_INTERRUPT, c->tid, NULL, NULL);
 			continue;
 		}
 		if (ptrace(PTRACE_SEIZE, c->tid, NULL, NULL)) {
@@ -359,8 +392,14 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			continue;
 		}
 		c->seized = true;
-		ptrace(PTRACE_INTERRUPT, c->tid, NULL, NULL);
 	}
+	raised = !err && stop_priority_raise(&policy, &param);
+	t0 = now_ns();
+	for (size_t i = 0; !err && i < cs->n; i++)
+		if (cs->c[i].seized) {
+			ptrace(PTRACE_INTERRUPT, cs->c[i].tid, NULL, NULL);
+			pending++;
+		}
 	/*
 	 * Collect the stops in whatever order they come: a thread group leader killed meanwhile
 	 * is reported only after the other threads, which we must reap first. A thread that does
@@ -368,8 +407,6 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 	 * threads seized here are waited for: a wait for any child could take the exit status of
 	 * a command the caller runs.
 	 */
-	for (size_t i = 0; i < cs->n; i++)
-		pending += cs->c[i].seized;
 	while (!err && pending) {
 		bool progress = false;
 
@@ -387,12 +424,11 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 		}
 		if (!pending || now_ns() - t0 >= STOP_TIMEOUT_NS)
 			break;
-		if (!progress) {
-			nanosleep(&(struct timespec){ 0, (long)delay_ns }, NULL);
+		/* Always a pause: at real-time priority, a pass never gives up its CPU otherwise. */
+		delay_ns = progress ? 20000 : delay_ns;
+		nanosleep(&(struct timespec){ 0, (long)delay_ns }, NULL);
+		if (!progress)
 			delay_ns = delay_ns * 2 > 1000000 ? 1000000 : delay_ns * 2;
-		} else {
-			delay_ns = 20000;
-		}
 	}
 	/* The interpreter's state is read while every thread stands still: one consistent view. */
 	if (!err && py && py_snapshot__read(py, cs->pid, max_frames, &out->py))
@@ -407,7 +443,9 @@ static int freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 		if (c->seized && !c->gone && ptrace(PTRACE_DETACH, c->tid, NULL, NULL))
 			held_add(c->tid, c->tid == cs->pid && cs->own_child);
 	}
-	out->stopped_ns = now_ns() - t0;
+	if (!err)
+		out->stopped_ns = now_ns() - t0;
+	stop_priority_restore(raised, policy, &param);
 	return err;
 }
 
@@ -882,6 +920,13 @@ static int symbolize(Dwfl *dwfl, struct framecache *fc, struct pc_memo *memo,
 		}
 	}
 	free(raw);
+	/* Thousands of threads keep their frames to the end (the output): no room to spare. */
+	if (!err && ts->n_frames && ts->n_frames < cap) {
+		struct stack_frame *fit = realloc(ts->frames, ts->n_frames * sizeof(*fit));
+
+		if (fit)
+			ts->frames = fit;
+	}
 	return err;
 }
 
@@ -1102,6 +1147,9 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 		if (dwfl_getthread_frames(dwfl, ts->tid, frame_cb, &w) && !ts->error &&
 		    !ts->n_frames)
 			ts->error = strdup(dwfl_errmsg(-1));
+		/* Unwound: its copy is done with (thousands of threads never hold all at once). */
+		free(cs->c[i].stack);
+		cs->c[i].stack = NULL;
 		if (symbolize(dwfl, fc, &memo, ts)) {
 			err = -ENOMEM;
 			break;
@@ -1386,6 +1434,9 @@ static void memo_drop_unnamed(struct pc_memo *memo)
 /* Samples: one Dwfl per process, its modules reported from the caller's model. */
 struct sample_unwinder {
 	pid_t pid;
+	unsigned int refs; /* processes that share it (sample_unwinder__share) */
+	dev_t root_dev;	   /* the root its objects' paths resolve in */
+	ino_t root_ino;
 	Dwfl *dwfl;
 	bool attached;
 	struct sample_module *mods; /* as reported: name, file and bias owned here */
@@ -1399,6 +1450,170 @@ struct sample_unwinder {
 
 /* The symbol memo is dropped when it grows past this (or the modules change). */
 #define SAMPLE_MEMO_MAX 4096
+
+static char *sample_debuginfo_path;
+static const Dwfl_Callbacks sample_dwfl_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = debuginfo_cache__find,
+	.debuginfo_path = &sample_debuginfo_path,
+};
+
+/*
+ * Pcs of samples are named in one session for every process: each object (its name and
+ * build-id) is reported there once, at an address of its own above any user address, and a
+ * pc is named at its offset in it. Each process's session only unwinds (CFI); names, source
+ * lines and the debug info behind them are read once, however many processes load the
+ * object where. (A session per process held glibc's debug info once per process: 200 busy
+ * processes, 690 MiB.) A fixed-address executable (ET_EXEC) cannot be moved: its pcs are
+ * named in its process's own session.
+ */
+#define NAMER_BASE (1ULL << 48)
+#define NAMER_ALIGN (1ULL << 20)
+
+static struct {
+	pthread_mutex_t lock;
+	unsigned int users; /* live sample unwinders */
+	Dwfl *dwfl;
+	struct namer_object {
+		char *key;     /* the name, then its build-id (or its file) */
+		uint64_t bias; /* where it is reported here */
+	} * o;
+	size_t n;
+	uint64_t next;
+	struct pc_memo memo;
+} namer = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void namer_release(void)
+{
+	pthread_mutex_lock(&namer.lock);
+	if (!--namer.users) {
+		if (namer.dwfl)
+			dwfl_end(namer.dwfl);
+		namer.dwfl = NULL;
+		for (size_t i = 0; i < namer.n; i++)
+			free(namer.o[i].key);
+		free(namer.o);
+		namer.o = NULL;
+		namer.n = 0;
+		pc_memo__free(&namer.memo);
+	}
+	pthread_mutex_unlock(&namer.lock);
+}
+
+/*
+ * Where @mod of a process is reported in the namer: @off is added to a pc of @mod to name it
+ * there. False when it cannot be (an ET_EXEC, a file that cannot be read). Under namer.lock.
+ */
+static bool namer_place(Dwfl_Module *mod, uint64_t *off)
+{
+	const unsigned char *bits;
+	const char *name, *file;
+	Dwarf_Addr low, high, bias;
+	GElf_Addr vaddr;
+	GElf_Ehdr eh;
+	char *key;
+	int len = dwfl_module_build_id(mod, &bits, &vaddr);
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	size_t kl;
+
+	name = dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, &file, NULL);
+	if (!elf || !name || !file || !gelf_getehdr(elf, &eh) || eh.e_type != ET_DYN || high < bias)
+		return false;
+	kl = strlen(name) + 2 + (len > 0 ? 2 * (size_t)len : strlen(file));
+	key = malloc(kl);
+	if (!key)
+		return false;
+	if (len > 0) {
+		char *p = key + sprintf(key, "%s", name) + 1;
+
+		key[strlen(name)] = '\0';
+		for (int i = 0; i < len; i++)
+			p += sprintf(p, "%02x", bits[i]);
+	} else {
+		sprintf(key, "%s", name);
+		strcpy(key + strlen(name) + 1, file);
+	}
+	for (size_t i = 0; i < namer.n; i++)
+		if (!strcmp(namer.o[i].key, key) &&
+		    !strcmp(namer.o[i].key + strlen(key) + 1, key + strlen(key) + 1)) {
+			free(key);
+			*off = namer.o[i].bias - bias;
+			return true;
+		}
+	if (!namer.dwfl) {
+		namer.dwfl = dwfl_begin(&sample_dwfl_callbacks);
+		namer.next = NAMER_BASE;
+	}
+	void *no = realloc(namer.o, (namer.n + 1) * sizeof(*namer.o));
+
+	if (!namer.dwfl || !no) {
+		free(key);
+		return false;
+	}
+	namer.o = no;
+	dwfl_report_begin_add(namer.dwfl);
+	if (!dwfl_report_elf(namer.dwfl, name, file, -1, namer.next, true)) {
+		dwfl_report_end(namer.dwfl, NULL, NULL);
+		free(key);
+		return false;
+	}
+	dwfl_report_end(namer.dwfl, NULL, NULL);
+	namer.o[namer.n++] = (struct namer_object){ key, namer.next };
+	*off = namer.next - bias;
+	namer.next += (high - bias + 2 * NAMER_ALIGN - 1) & ~(NAMER_ALIGN - 1);
+	return true;
+}
+
+/*
+ * Name the frames of @ts, unwound in @u's session: in the namer when their object can be
+ * placed there, else in @u's own. Each frame may become several (inline frames).
+ */
+static int name_sample(struct sample_unwinder *u, struct thread_stack *ts)
+{
+	struct stack_frame *raw = ts->frames;
+	size_t n = ts->n_frames;
+	int err = 0;
+
+	ts->frames = NULL;
+	ts->n_frames = 0;
+	pthread_mutex_lock(&namer.lock);
+	if (namer.memo.n > SAMPLE_MEMO_MAX)
+		pc_memo__clear(&namer.memo);
+	if (u->memo.n > SAMPLE_MEMO_MAX)
+		pc_memo__clear(&u->memo);
+	for (size_t i = 0; i < n && !err; i++) {
+		uint64_t lookup = raw[i].activation ? raw[i].pc : raw[i].pc - 1, off = 0;
+		Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, lookup);
+		bool shared = mod && namer_place(mod, &off);
+		struct thread_stack one = { .frames = malloc(sizeof(*raw)), .n_frames = 1 };
+		void *grown;
+
+		if (!one.frames) {
+			err = -ENOMEM;
+			break;
+		}
+		one.frames[0] = raw[i];
+		one.frames[0].pc += off;
+		err = shared ? symbolize(namer.dwfl, NULL, &namer.memo, &one) :
+			       symbolize(u->dwfl, NULL, &u->memo, &one);
+		grown = err ? NULL :
+			      realloc(ts->frames, (ts->n_frames + one.n_frames) * sizeof(*raw));
+		if (!grown) {
+			free_frames(one.frames, one.n_frames);
+			err = -ENOMEM;
+			break;
+		}
+		ts->frames = grown;
+		for (size_t k = 0; k < one.n_frames; k++) {
+			one.frames[k].pc = raw[i].pc;
+			ts->frames[ts->n_frames++] = one.frames[k];
+		}
+		free(one.frames);
+	}
+	pthread_mutex_unlock(&namer.lock);
+	free(raw);
+	return err;
+}
 
 static pid_t sample_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 {
@@ -1466,22 +1681,27 @@ static const Dwfl_Thread_Callbacks sample_callbacks = {
 
 struct sample_unwinder *sample_unwinder__new(pid_t pid)
 {
-	static char *debuginfo_path;
-	static const Dwfl_Callbacks callbacks = {
-		.find_elf = dwfl_build_id_find_elf,
-		.find_debuginfo = debuginfo_cache__find,
-		.debuginfo_path = &debuginfo_path,
-	};
 	struct sample_unwinder *u = calloc(1, sizeof(*u));
+	char root[64];
+	struct stat st;
 
 	if (!u)
 		return NULL;
 	u->pid = pid;
-	u->dwfl = dwfl_begin(&callbacks);
+	u->refs = 1;
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	if (!stat(root, &st)) {
+		u->root_dev = st.st_dev;
+		u->root_ino = st.st_ino;
+	}
+	u->dwfl = dwfl_begin(&sample_dwfl_callbacks);
 	if (!u->dwfl) {
 		free(u);
 		return NULL;
 	}
+	pthread_mutex_lock(&namer.lock);
+	namer.users++;
+	pthread_mutex_unlock(&namer.lock);
 	return u;
 }
 
@@ -1496,12 +1716,13 @@ static void free_modules(struct sample_module *m, size_t n)
 
 void sample_unwinder__free(struct sample_unwinder *u)
 {
-	if (!u)
+	if (!u || --u->refs)
 		return;
 	dwfl_end(u->dwfl);
 	free_modules(u->mods, u->n_mods);
 	pc_memo__free(&u->memo);
 	free(u);
+	namer_release();
 }
 
 static bool same_module(const struct sample_module *a, const struct sample_module *b)
@@ -1519,6 +1740,44 @@ static bool has_module(const struct sample_module *m, size_t n, const struct sam
 		if (same_module(&m[i], x))
 			return true;
 	return false;
+}
+
+bool sample_unwinder__serves(const struct sample_unwinder *u, pid_t pid,
+			     const struct sample_module *m, size_t n)
+{
+	char root[64];
+	struct stat st;
+
+	if (n != u->n_mods)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!has_module(u->mods, u->n_mods, &m[i], i))
+			return false;
+	if (pid == u->pid)
+		return true;
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	return !stat(root, &st) && st.st_dev == u->root_dev && st.st_ino == u->root_ino;
+}
+
+size_t sample_unwinder__live(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&namer.lock);
+	n = namer.users;
+	pthread_mutex_unlock(&namer.lock);
+	return n;
+}
+
+struct sample_unwinder *sample_unwinder__share(struct sample_unwinder *u)
+{
+	u->refs++;
+	return u;
+}
+
+bool sample_unwinder__shared(const struct sample_unwinder *u)
+{
+	return u->refs > 1;
 }
 
 int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_module *m, size_t n)
@@ -1624,9 +1883,7 @@ int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample
 	}
 	u->s = NULL;
 	u->acc = NULL;
-	if (u->memo.n > SAMPLE_MEMO_MAX)
-		pc_memo__clear(&u->memo);
-	err = symbolize(u->dwfl, NULL, &u->memo, out);
+	err = name_sample(u, out);
 	while (!err && out->n_frames > max_frames) {
 		struct stack_frame *f = &out->frames[--out->n_frames];
 

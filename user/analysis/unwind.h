@@ -136,6 +136,7 @@ struct sample_module {
 struct sample_unwinder;
 
 struct sample_unwinder *sample_unwinder__new(pid_t pid);
+/* Let go of @u: freed when its last user lets go. */
 void sample_unwinder__free(struct sample_unwinder *u);
 /*
  * The objects of the process now. Objects already known are kept (with their CFI and symbols
@@ -143,6 +144,20 @@ void sample_unwinder__free(struct sample_unwinder *u);
  */
 int sample_unwinder__set_modules(struct sample_unwinder *u, const struct sample_module *m,
 				 size_t n);
+/*
+ * Processes laid out alike (the children of one fork: the same objects at the same addresses,
+ * in the same root) share one unwinder, its CFI, symbols and names read once: 200 such
+ * processes held 200 copies of glibc's debug info otherwise. serves: whether @u has exactly
+ * the objects @m at the same places, for @pid's root; share: one more user (each calls
+ * sample_unwinder__free); shared: whether another uses it too (then set_modules must not
+ * change it: its user takes an unwinder of its own instead).
+ */
+bool sample_unwinder__serves(const struct sample_unwinder *u, pid_t pid,
+			     const struct sample_module *m, size_t n);
+struct sample_unwinder *sample_unwinder__share(struct sample_unwinder *u);
+/* How many unwinders are alive (each a libdwfl session and its objects' CFI). */
+size_t sample_unwinder__live(void);
+bool sample_unwinder__shared(const struct sample_unwinder *u);
 /*
  * Unwind and name @s into @out (frames innermost first, as stacks__capture gives them; error
  * says why it ended early). Returns 0, or -errno when nothing could be unwound.

@@ -80,6 +80,7 @@ struct proc_state {
 	/* Its exec (no stack): the cause of start-up objects first seen after it. */
 	struct dlw_event start;
 	struct sample_unwinder *uw; /* its objects' CFI and symbols, for the stacks events carry */
+	uint64_t uw_used;	    /* when uw last unwound (w->uw_clock), for UNWINDERS_MAX */
 	/* Its CPython interpreter, once found among its objects: the kernel then reads the
 	 * Python stack of each dlopen. */
 	bool python;
@@ -124,6 +125,7 @@ struct watch {
 	int epfd;		 /* both rings' */
 	struct proc_state *procs;
 	size_t n_procs;
+	uint64_t uw_clock;
 	struct attached_file *files;
 	size_t n_files;
 	int *links; /* uprobe_multi links (fds) */
@@ -557,6 +559,13 @@ static bool uw_read(void *ctx, uint64_t addr, uint64_t *word)
 	return !elfobj__read_vaddr(o->elf, addr - o->base, word, sizeof(*word));
 }
 
+/*
+ * Unwinders (libdwfl sessions, their objects' files and CFI) kept alive at once: beyond, the
+ * one used least recently is let go, and read again if its process sends another stack. Names
+ * are kept apart from them (unwind.h), so one read again costs its CFI only.
+ */
+#define UNWINDERS_MAX 32
+
 static void unwind_sample(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
 {
 	struct stack_sample smp = {
@@ -579,11 +588,9 @@ static void unwind_sample(struct watch *w, struct proc_state *ps, const struct d
 	size_t n = 0;
 	const size_t flen = PATH_MAX + 32;
 
-	if (!ps->uw)
-		ps->uw = sample_unwinder__new(ps->pid);
 	mods = calloc(ps->g && ps->g->n ? ps->g->n : 1, sizeof(*mods));
 	files = malloc((ps->g && ps->g->n ? ps->g->n : 1) * flen);
-	if (!ps->uw || !mods || !files)
+	if (!mods || !files)
 		goto out;
 	/* Each object through the process's root; the unwinder falls back to the path itself. */
 	for (size_t i = 0; ps->g && i < ps->g->n; i++) {
@@ -598,9 +605,36 @@ static void unwind_sample(struct watch *w, struct proc_state *ps, const struct d
 		snprintf(file, flen, "/proc/%d/root%s", ps->pid, o->path);
 		mods[n++] = (struct sample_module){ o->path, file, o->base };
 	}
-	if (sample_unwinder__set_modules(ps->uw, mods, n))
+	/* An unwinder shared with processes laid out alike, while this one still is. */
+	if (ps->uw && sample_unwinder__shared(ps->uw) &&
+	    !sample_unwinder__serves(ps->uw, ps->pid, mods, n)) {
+		sample_unwinder__free(ps->uw);
+		ps->uw = NULL;
+	}
+	for (size_t i = 0; !ps->uw && n && i < w->n_procs; i++)
+		if (w->procs[i].uw && sample_unwinder__serves(w->procs[i].uw, ps->pid, mods, n))
+			ps->uw = sample_unwinder__share(w->procs[i].uw);
+	/* The least recently used let go first: a few hundred processes, a bounded memory. */
+	while (!ps->uw && sample_unwinder__live() >= UNWINDERS_MAX) {
+		struct proc_state *lru = NULL;
+
+		for (size_t i = 0; i < w->n_procs; i++)
+			if (w->procs[i].uw && &w->procs[i] != ps &&
+			    (!lru || w->procs[i].uw_used < lru->uw_used))
+				lru = &w->procs[i];
+		if (!lru)
+			break;
+		sample_unwinder__free(lru->uw);
+		lru->uw = NULL;
+	}
+	if (!ps->uw)
+		ps->uw = sample_unwinder__new(ps->pid);
+	if (ps->uw)
+		ps->uw_used = ++w->uw_clock;
+	if (!ps->uw || sample_unwinder__set_modules(ps->uw, mods, n))
 		goto out;
 	sample_unwinder__unwind(ps->uw, &smp, &acc, EVENT_MAX_FRAMES, &w->cur.ts);
+	w->cur.ts.tid = ps->pid;
 out:
 	free(mods);
 	free(files);
