@@ -33,14 +33,6 @@ const char *ev_kind__id(enum ev_kind k)
 	return k < EV__COUNT ? kind_ids[k] : "?";
 }
 
-int ev_kind__parse(const char *id)
-{
-	for (int k = 0; id && k < EV__COUNT; k++)
-		if (!strcmp(id, kind_ids[k]))
-			return k;
-	return -1;
-}
-
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;

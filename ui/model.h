@@ -168,8 +168,6 @@ bool event_filter__match(const struct event_filter *f, const struct m_event *e);
 bool event_filter__active(const struct event_filter *f);
 
 const char *ev_kind__id(enum ev_kind k);
-/* "dlopen" -> EV_DLOPEN; -1 when unknown. */
-int ev_kind__parse(const char *id);
 
 /* One row of the library tree: an object, how deep, whether it has children. */
 struct lib_row {

@@ -76,7 +76,6 @@ size_t live__drain(struct live *l, struct model *m, size_t budget);
 bool live__finished(struct live *l, int *err, char *why, size_t whylen);
 /* Records dropped because the UI fell behind (plain events only; graph records are kept). */
 unsigned long long live__dropped(struct live *l);
-size_t live__queued(struct live *l);
 /* Stop the collector, wait for it and free everything. */
 void live__free(struct live *l);
 

@@ -198,16 +198,6 @@ unsigned long long live__dropped(struct live *l)
 	return d;
 }
 
-size_t live__queued(struct live *l)
-{
-	size_t n;
-
-	pthread_mutex_lock(&l->lock);
-	n = l->n;
-	pthread_mutex_unlock(&l->lock);
-	return n;
-}
-
 void live__free(struct live *l)
 {
 	if (!l)

@@ -108,21 +108,6 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 	return 0;
 }
 
-int inspection__open(pid_t pid, unsigned int what, unsigned int max_frames, struct inspection **out,
-		     char *why, size_t whylen)
-{
-	int err = inspection__new(pid, out, why, whylen);
-
-	if (err)
-		return err;
-	err = inspection__read(*out, what, max_frames, why, whylen);
-	if (err) {
-		inspection__free(*out);
-		*out = NULL;
-	}
-	return err;
-}
-
 void inspection__free(struct inspection *in)
 {
 	if (!in)

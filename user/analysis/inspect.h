@@ -58,9 +58,6 @@ struct inspection *inspection__from_target(struct target *t);
  */
 int inspection__read(struct inspection *in, unsigned int what, unsigned int max_frames, char *why,
 		     size_t whylen);
-/* inspection__new and inspection__read; on failure nothing is left to free. */
-int inspection__open(pid_t pid, unsigned int what, unsigned int max_frames, struct inspection **out,
-		     char *why, size_t whylen);
 void inspection__free(struct inspection *in);
 
 #endif

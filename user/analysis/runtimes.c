@@ -400,12 +400,6 @@ static unsigned int implementation(const struct libgraph *g, unsigned int id, en
 	return id;
 }
 
-bool runtimes__one_runtime(const struct libgraph *g, unsigned int a, unsigned int b,
-			   enum role_kind kind)
-{
-	return implementation(g, a, kind) == implementation(g, b, kind);
-}
-
 bool runtimes__is_front(const struct libgraph *g, unsigned int id, enum role_kind kind)
 {
 	return implementation(g, id, kind) != id;

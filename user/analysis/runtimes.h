@@ -40,14 +40,6 @@ struct runtime_list {
 	size_t n;
 };
 
-/*
- * Are objects @a and @b, both of kind @kind, one runtime: one a front of the other, or both
- * fronts of one implementation? Debian's libblas.so.3 and liblapack.so.3 forward to
- * libopenblas.so.0; FlexiBLAS to its backend.
- */
-bool runtimes__one_runtime(const struct libgraph *g, unsigned int a, unsigned int b,
-			   enum role_kind kind);
-
 /* Does object @id forward its role of kind @kind to another object (a front)? */
 bool runtimes__is_front(const struct libgraph *g, unsigned int id, enum role_kind kind);
 

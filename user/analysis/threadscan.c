@@ -218,13 +218,3 @@ void threadscan__free(struct threadscan *ts)
 	free(ts->t);
 	free(ts);
 }
-
-bool thread_info__uses(const struct thread_info *ti, unsigned int obj)
-{
-	if (ti->pc_obj == obj)
-		return true;
-	for (size_t i = 0; i < ti->n_frames; i++)
-		if (ti->frames[i].obj == obj)
-			return true;
-	return false;
-}

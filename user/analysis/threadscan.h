@@ -53,7 +53,4 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, const str
 		     struct threadscan **out);
 void threadscan__free(struct threadscan *ts);
 
-/* Does @ti have @obj on its stack (or its pc in it)? */
-bool thread_info__uses(const struct thread_info *ti, unsigned int obj);
-
 #endif

@@ -62,11 +62,6 @@ void output__set_json(bool json)
 	json_mode = json;
 }
 
-bool output__json(void)
-{
-	return json_mode;
-}
-
 void output__set_sink(void (*sink)(const char *level, const char *msg))
 {
 	msg_sink = sink;

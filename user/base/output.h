@@ -24,7 +24,6 @@ void output__set_command(const char *name);
  * (TIOCGWINSZ), else 80 on a terminal; 0 (no wrapping) when @out is no terminal.
  */
 int output__columns(FILE *out);
-bool output__json(void);
 /*
  * A --json document's "errors": every error message said since output__set_json(true), as on
  * stderr (without "dlscope: CMD: "). A new reference; an empty array when there was none.

@@ -218,12 +218,6 @@ int core_target__open(const char *path, const char *exe_opt, struct corefile **c
 	return 0;
 }
 
-void core_target__close(struct corefile *c, struct target *t)
-{
-	target__free(t);
-	corefile__free(c);
-}
-
 int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned int max_frames)
 {
 	struct corefile *c = NULL;

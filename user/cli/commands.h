@@ -27,7 +27,6 @@ int cmd_stacks_core(const char *path, const char *exe, bool json, unsigned int m
 struct corefile;
 struct target;
 int core_target__open(const char *path, const char *exe, struct corefile **c, struct target **t);
-void core_target__close(struct corefile *c, struct target *t);
 int cmd_watch(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 struct watch_opts;

@@ -134,11 +134,6 @@ const char *role_impl__id(enum role_impl i)
 	return i < IMPL__COUNT ? impls[i].id : "?";
 }
 
-enum role_kind role_impl__kind(enum role_impl i)
-{
-	return impls[i].kind;
-}
-
 bool role_kind__is_runtime(enum role_kind k)
 {
 	return k < ROLE__COUNT && k != ROLE_LIBC && k != ROLE_LOADER && k != ROLE_PYTHON;

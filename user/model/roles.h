@@ -110,7 +110,6 @@ int role_kind__parse(const char *id);		/* the kind of an id, or -1 */
 const char *role_kind__label(enum role_kind k); /* "OpenMP runtime", ... (text) */
 const char *role_impl__name(enum role_impl i);	/* "GNU libgomp", ... */
 const char *role_impl__id(enum role_impl i);	/* "libgomp", ... */
-enum role_kind role_impl__kind(enum role_impl i);
 /* The kinds that are runtimes (not the interpreter, libc or the loader): inventories, --roles. */
 bool role_kind__is_runtime(enum role_kind k);
 

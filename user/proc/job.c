@@ -29,11 +29,6 @@ const char *job_scheme__name(enum job_scheme s)
 	return s < JOB_SCHEME_NONE ? schemes[s].name : "none";
 }
 
-const char *job_scheme__rank_var(enum job_scheme s)
-{
-	return s < JOB_SCHEME_NONE ? schemes[s].rank : "";
-}
-
 /* The whole initial environment of @pid, NUL-separated, NUL-terminated. */
 static int read_environ(pid_t pid, char **out, size_t *size)
 {

@@ -68,8 +68,6 @@ json_t *job__to_json(const struct job *j);
 
 /* "torchrun", "OpenMPI", "PMIx", "PMI", "Slurm". */
 const char *job_scheme__name(enum job_scheme s);
-/* The variable that carries the rank in @s: "RANK", "OMPI_COMM_WORLD_RANK"... */
-const char *job_scheme__rank_var(enum job_scheme s);
 
 /*
  * "4 ranks (WORLD_SIZE 4)" or "4 of WORLD_SIZE 8 ranks on this host": how much of the job is
