@@ -141,7 +141,7 @@ def test_stacks_names_ncclS_threads_and_the_collective_main_waits_in():
     libs = gpu("cu12/libcudart.so.12", "cu12/libnccl.so.2")
     with Fixture(["gpu_stack", *libs], env={"GPU_NCCL": "1"}) as fx:
         wait_idle(fx.pid)
-        doc = json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout)
+        doc = json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout)["processes"][0]
         named = {t["name"]: t["gpu_thread"] for t in doc["threads"]}
         assert named["NCCL Service  0"] == "NCCL's proxy service thread", named
         main = [t for t in doc["threads"] if t["tid"] == fx.pid][0]
