@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "tui.h"
 
 void rows__add(struct rows *rs, enum ui_color color, long ref, const char *fmt, ...)
@@ -17,13 +18,8 @@ void rows__add(struct rows *rs, enum ui_color color, long ref, const char *fmt, 
 	va_list ap;
 
 	if (rs->n == rs->cap) {
-		size_t ncap = rs->cap ? rs->cap * 2 : 64;
-		struct row *nr = realloc(rs->r, ncap * sizeof(*nr));
-
-		if (!nr)
+		if (ARRAY_GROW(rs->r, rs->cap, 64))
 			return;
-		rs->r = nr;
-		rs->cap = ncap;
 	}
 	va_start(ap, fmt);
 	vsnprintf(rs->r[rs->n].text, sizeof(rs->r[rs->n].text), fmt, ap);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "cachefile.h"
 #include "framecache.h"
 
@@ -60,13 +61,8 @@ static void free_entries(struct fc_object *o)
 static int add_entry(struct fc_object *o, struct fc_entry *e)
 {
 	if (o->n == o->cap) {
-		size_t ncap = o->cap ? o->cap * 2 : 64;
-		struct fc_entry *ne = realloc(o->e, ncap * sizeof(*ne));
-
-		if (!ne)
+		if (ARRAY_GROW(o->e, o->cap, 64))
 			return -ENOMEM;
-		o->e = ne;
-		o->cap = ncap;
 	}
 	o->e[o->n++] = *e;
 	return 0;

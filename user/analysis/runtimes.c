@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "arch.h"
 #include "elfobj.h"
 #include "libgraph.h"
@@ -355,13 +356,8 @@ static char *vendor_file(const struct target *t, const struct lg_object *o, cons
 static int push(struct runtime_list *l, size_t *cap, const struct runtime *r)
 {
 	if (l->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct runtime *nr = realloc(l->r, ncap * sizeof(*nr));
-
-		if (!nr)
+		if (ARRAY_GROW(l->r, *cap, 16))
 			return -ENOMEM;
-		l->r = nr;
-		*cap = ncap;
 	}
 	l->r[l->n++] = *r;
 	return 0;

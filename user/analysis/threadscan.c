@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "addrmap.h"
 #include "arch.h"
 #include "libgraph.h"
@@ -89,13 +90,8 @@ static int scan_stack(const struct target *t, const struct addrmap *cm, struct t
 		if (obj < 0 || !after_call(t, words[i]))
 			continue;
 		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			struct thread_frame *nf = realloc(ti->frames, ncap * sizeof(*nf));
-
-			if (!nf)
+			if (ARRAY_GROW(ti->frames, cap, 32))
 				break;
-			ti->frames = nf;
-			cap = ncap;
 		}
 		ti->frames[n++] = (struct thread_frame){ words[i], (unsigned int)obj };
 	}
@@ -168,15 +164,10 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, const str
 		if (parse_pid(de->d_name, &tid))
 			continue;
 		if (ts->n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct thread_info *nt = realloc(ts->t, ncap * sizeof(*nt));
-
-			if (!nt) {
+			if (ARRAY_GROW(ts->t, cap, 16)) {
 				err = -ENOMEM;
 				goto out;
 			}
-			ts->t = nt;
-			cap = ncap;
 		}
 		ti = &ts->t[ts->n];
 		memset(ti, 0, sizeof(*ti));

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "arch.h"
 #include "debuginfo_cache.h"
 #include "corefile.h"
@@ -95,15 +96,10 @@ static int list_threads(pid_t pid, const pid_t *tids, size_t n_tids, struct capt
 		if (parse_pid(de->d_name, &tid))
 			continue;
 		if (cs->n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct captured *nc = realloc(cs->c, ncap * sizeof(*nc));
-
-			if (!nc) {
+			if (ARRAY_GROW(cs->c, cap, 16)) {
 				closedir(d);
 				return -ENOMEM;
 			}
-			cs->c = nc;
-			cap = ncap;
 		}
 		memset(&cs->c[cs->n], 0, sizeof(cs->c[0]));
 		cs->c[cs->n++].tid = tid;
@@ -580,13 +576,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		return DWARF_CB_ABORT;
 	}
 	if (ts->n_frames == w->cap) {
-		size_t ncap = w->cap ? w->cap * 2 : 32;
-		struct stack_frame *nf = realloc(ts->frames, ncap * sizeof(*nf));
-
-		if (!nf)
+		if (ARRAY_GROW(ts->frames, w->cap, 32))
 			return DWARF_CB_ABORT;
-		ts->frames = nf;
-		w->cap = ncap;
 	}
 	memset(&ts->frames[ts->n_frames], 0, sizeof(ts->frames[0]));
 	ts->frames[ts->n_frames].pc = pc;
@@ -633,13 +624,8 @@ static char *call_site(Dwarf_Die *cudie, Dwarf_Die *die, int *line)
 static int push_frame(struct thread_stack *ts, size_t *cap, const struct stack_frame *f)
 {
 	if (ts->n_frames == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 32;
-		struct stack_frame *nf = realloc(ts->frames, ncap * sizeof(*nf));
-
-		if (!nf)
+		if (ARRAY_GROW(ts->frames, *cap, 32))
 			return -ENOMEM;
-		ts->frames = nf;
-		*cap = ncap;
 	}
 	ts->frames[ts->n_frames++] = *f;
 	return 0;

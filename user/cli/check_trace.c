@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "commands.h"
 #include "finding.h"
 #include "output.h"
@@ -93,13 +94,8 @@ static struct tproc *proc_of(struct tstate *s, size_t host, pid_t pid)
 			return p;
 	}
 	if (s->n == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 64;
-		struct tproc *np = realloc(s->p, ncap * sizeof(*np));
-
-		if (!np)
+		if (ARRAY_GROW(s->p, s->cap, 64))
 			return NULL;
-		s->p = np;
-		s->cap = ncap;
 	}
 	s->p[s->n] = (struct tproc){
 		.host = host, .pid = pid, .findings = json_array(), .loaded = json_array()

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "check_opts.h"
 #include "cliopt.h"
 #include "commands.h"
@@ -223,15 +224,10 @@ static int lint_add(struct lint_state *s, const char *path, bool named)
 		return 1;
 	}
 	if (s->n == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 256;
-		struct lint_file *nf = realloc(s->files, ncap * sizeof(*nf));
-
-		if (!nf) {
+		if (ARRAY_GROW(s->files, s->cap, 256)) {
 			elfobj__free(elf);
 			return -ENOMEM;
 		}
-		s->files = nf;
-		s->cap = ncap;
 	}
 	s->files[s->n].path = strdup(path);
 	s->files[s->n++].elf = elf;

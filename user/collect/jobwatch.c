@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "finding.h"
 #include "job.h"
 #include "jobwatch.h"
@@ -96,13 +97,8 @@ static struct jw_proc *slot(struct jobwatch *jw, pid_t pid)
 	if (p)
 		return p;
 	if (jw->n == jw->cap) {
-		size_t cap = jw->cap ? jw->cap * 2 : 16;
-		struct jw_proc *np = realloc(jw->p, cap * sizeof(*np));
-
-		if (!np)
+		if (ARRAY_GROW(jw->p, jw->cap, 16))
 			return NULL; /* unlabelled, not wrong */
-		jw->p = np;
-		jw->cap = cap;
 	}
 	p = &jw->p[jw->n++];
 	*p = (struct jw_proc){ .pid = pid };

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "array.h"
 #include "demangle.h"
 #include "detector.h"
 #include "elfobj.h"
@@ -38,13 +39,8 @@ static int collect_def(const char *name, const char *version, const GElf_Sym *sy
 	struct defs *ds = ctx;
 
 	if (ds->n == ds->cap) {
-		size_t ncap = ds->cap ? ds->cap * 2 : 4096;
-		struct def *nd = realloc(ds->d, ncap * sizeof(*nd));
-
-		if (!nd)
+		if (ARRAY_GROW(ds->d, ds->cap, 4096))
 			return -1;
-		ds->d = nd;
-		ds->cap = ncap;
 	}
 	ds->d[ds->n++] = (struct def){ name, version, ds->obj };
 	return 0;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "demangle.h"
 #include "detector.h"
 #include "elfobj.h"
@@ -183,13 +184,8 @@ struct vague_list {
 static int push_def(struct vague_list *l, const struct symd_vague *v)
 {
 	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 256;
-		struct vague_def *nd = realloc(l->d, ncap * sizeof(*nd));
-
-		if (!nd)
+		if (ARRAY_GROW(l->d, l->cap, 256))
 			return -1;
-		l->d = nd;
-		l->cap = ncap;
 	}
 	l->d[l->n++] = (struct vague_def){ v->name, v->version,	  l->obj,     l->base + v->value,
 					   v->size, v->binds_own, v->writable };
@@ -363,13 +359,8 @@ static int cmp_split_name(const void *key, const void *elem)
 static int push_use(struct use_scan *s, size_t name, unsigned int obj, uint64_t addr, bool own)
 {
 	if (s->n == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 64;
-		struct static_use *nu = realloc(s->u, ncap * sizeof(*nu));
-
-		if (!nu)
+		if (ARRAY_GROW(s->u, s->cap, 64))
 			return -1;
-		s->u = nu;
-		s->cap = ncap;
 	}
 	s->u[s->n++] = (struct static_use){ name, obj, addr, own };
 	return 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "detector.h"
 #include "elfobj.h"
 #include "job.h"
@@ -92,13 +93,8 @@ void rank_objects__job(const struct job_ctx *ctx, struct findings *out)
 					break;
 			if (m == ne) {
 				if (ne == cap) {
-					size_t ncap = cap ? cap * 2 : 256;
-					struct obj_entry *n2 = realloc(e, ncap * sizeof(*n2));
-
-					if (!n2)
+					if (ARRAY_GROW(e, cap, 256))
 						goto out;
-					e = n2;
-					cap = ncap;
 				}
 				e[ne] = (struct obj_entry){ .path = o->path,
 							    .build_id = bid,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "cachefile.h"
 #include "elfdefects.h"
 #include "elfobj.h"
@@ -611,13 +612,8 @@ static bool store_add(const struct store_rec *r)
 		return true;
 	}
 	if (store.n == store.cap) {
-		size_t ncap = store.cap ? store.cap * 2 : 512;
-		struct store_rec *nr = realloc(store.recs, ncap * sizeof(*nr));
-
-		if (!nr)
+		if (ARRAY_GROW(store.recs, store.cap, 512))
 			return false;
-		store.recs = nr;
-		store.cap = ncap;
 	}
 	if (2 * (store.n + 1) > store.nslots) {
 		size_t nn = store.nslots ? store.nslots * 2 : 1024;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "arch.h"
 #include "elfobj.h"
 #include "objcache.h"
@@ -1696,13 +1697,8 @@ struct index_build {
 static int push_addr_sym(struct addr_sym **v, size_t *n, size_t *cap, struct addr_sym e)
 {
 	if (*n == *cap) {
-		size_t cap2 = *cap ? *cap * 2 : 256;
-		struct addr_sym *nv = realloc(*v, cap2 * sizeof(*nv));
-
-		if (!nv)
+		if (ARRAY_GROW(*v, *cap, 256))
 			return -ENOMEM;
-		*v = nv;
-		*cap = cap2;
 	}
 	(*v)[(*n)++] = e;
 	return 0;

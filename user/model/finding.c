@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "finding.h"
 #include "output.h"
 
@@ -30,13 +31,8 @@ struct finding *findings__add(struct findings *fs, const char *id, enum severity
 	va_list ap;
 
 	if (fs->n == fs->cap) {
-		size_t ncap = fs->cap ? fs->cap * 2 : 16;
-		struct finding *nf = realloc(fs->f, ncap * sizeof(*nf));
-
-		if (!nf)
+		if (ARRAY_GROW(fs->f, fs->cap, 16))
 			return NULL;
-		fs->f = nf;
-		fs->cap = ncap;
 	}
 	f = &fs->f[fs->n];
 	memset(f, 0, sizeof(*f));

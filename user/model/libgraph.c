@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "elfobj.h"
 #include "libgraph.h"
 #include "linkmap.h"
@@ -161,16 +162,11 @@ static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
 	}
 	cache_trim(c);
 	if (c->n == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 64;
-		struct elf_cache_entry *ne = realloc(c->e, ncap * sizeof(*ne));
-
-		if (!ne) {
+		if (ARRAY_GROW(c->e, c->cap, 64)) {
 			elfobj__free(elf);
 			*error = strdup("out of memory");
 			return NULL;
 		}
-		c->e = ne;
-		c->cap = ncap;
 	}
 	c->e[c->n++] = (struct elf_cache_entry){ elfobj__inode(elf), elfobj__size(elf), elf };
 	/*

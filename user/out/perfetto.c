@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "event.h"
 #include "paths.h"
 #include "perfetto.h"
@@ -88,13 +89,8 @@ static struct track *track_of(struct exporter *e, size_t host, pid_t pid, pid_t 
 		if (e->tracks[i].pid == pid && e->tracks[i].tid == tid && e->tracks[i].host == host)
 			return &e->tracks[i];
 	if (e->n_tracks == e->cap_tracks) {
-		size_t ncap = e->cap_tracks ? e->cap_tracks * 2 : 64;
-		struct track *nt = realloc(e->tracks, ncap * sizeof(*nt));
-
-		if (!nt)
+		if (ARRAY_GROW(e->tracks, e->cap_tracks, 64))
 			return NULL;
-		e->tracks = nt;
-		e->cap_tracks = ncap;
 	}
 	memset(&e->tracks[e->n_tracks], 0, sizeof(e->tracks[0]));
 	e->tracks[e->n_tracks].host = host;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "job.h"
 #include "paths.h"
 #include "stackmerge.h"
@@ -358,13 +359,8 @@ json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_onl
 			if (python_only && !json_is_object(json_object_get(th, "python")))
 				continue;
 			if (nt == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				struct mthread *nt2 = realloc(t, ncap * sizeof(*nt2));
-
-				if (!nt2)
+				if (ARRAY_GROW(t, cap, 64))
 					goto out;
-				t = nt2;
-				cap = ncap;
 			}
 			frames = thread_frames(th, python_only);
 			t[nt] = (struct mthread){

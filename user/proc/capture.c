@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "capture.h"
 #include "linkmap.h"
 #include "procfs.h"
@@ -63,13 +64,8 @@ static int want(struct ranges *rs, uint64_t lo, uint64_t hi)
 	if (lo >= hi)
 		return 0;
 	if (rs->n == rs->cap) {
-		size_t ncap = rs->cap ? rs->cap * 2 : 64;
-		struct range *nr = realloc(rs->r, ncap * sizeof(*nr));
-
-		if (!nr)
+		if (ARRAY_GROW(rs->r, rs->cap, 64))
 			return -ENOMEM;
-		rs->r = nr;
-		rs->cap = ncap;
 	}
 	rs->r[rs->n++] = (struct range){ .lo = lo, .hi = hi };
 	return 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "job.h"
 #include "procfs.h"
 
@@ -158,15 +159,10 @@ static int ptable_read(struct ptable *t)
 		if (pid <= 0 || read_ppid(pid, &ppid, NULL, 0))
 			continue;
 		if (t->n == cap) {
-			size_t ncap = cap ? cap * 2 : 512;
-			struct pent *np = realloc(t->p, ncap * sizeof(*np));
-
-			if (!np) {
+			if (ARRAY_GROW(t->p, cap, 512)) {
 				closedir(d);
 				return -ENOMEM;
 			}
-			t->p = np;
-			cap = ncap;
 		}
 		t->p[t->n++] = (struct pent){ pid, ppid };
 	}

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "elfobj.h"
 #include "corefile.h"
 #include "linkmap.h"
@@ -175,15 +176,10 @@ static void clear_entries(struct linkmap *lm)
 static int push_entry(struct linkmap *lm, size_t *cap, const struct lm_entry *e)
 {
 	if (lm->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		struct lm_entry *ne = realloc(lm->e, ncap * sizeof(*ne));
-
-		if (!ne) {
+		if (ARRAY_GROW(lm->e, *cap, 64)) {
 			free(e->name);
 			return -ENOMEM;
 		}
-		lm->e = ne;
-		*cap = ncap;
 	}
 	lm->e[lm->n++] = *e;
 	return 0;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "corefile.h"
 #include "procfs.h"
 #include "procmaps.h"
@@ -87,15 +88,10 @@ struct procmaps *procmaps__parse(const char *text)
 				goto err;
 		}
 		if (m->n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct mapping *nm = realloc(m->maps, ncap * sizeof(*nm));
-
-			if (!nm) {
+			if (ARRAY_GROW(m->maps, cap, 256)) {
 				free(mp.path);
 				goto err;
 			}
-			m->maps = nm;
-			cap = ncap;
 		}
 		m->maps[m->n++] = mp;
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "array.h"
 #include "elfobj.h"
 #include "pylines.h"
 #include "pystate.h"
@@ -434,13 +435,8 @@ static const struct py_code *code_of(struct py_strings *st, const struct py_inte
 static int push_frame(struct py_thread *t, size_t *cap, const struct py_frame *f)
 {
 	if (t->n_frames == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 32;
-		struct py_frame *nf = realloc(t->frames, ncap * sizeof(*nf));
-
-		if (!nf)
+		if (ARRAY_GROW(t->frames, *cap, 32))
 			return -ENOMEM;
-		t->frames = nf;
-		*cap = ncap;
 	}
 	t->frames[t->n_frames++] = *f;
 	return 0;
@@ -570,13 +566,8 @@ static int walk_frames(struct py_snapshot *s, pid_t pid, uint64_t frame, unsigne
 static int push_thread(struct py_snapshot *s, size_t *cap)
 {
 	if (s->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct py_thread *nt = realloc(s->t, ncap * sizeof(*nt));
-
-		if (!nt)
+		if (ARRAY_GROW(s->t, *cap, 16))
 			return -ENOMEM;
-		s->t = nt;
-		*cap = ncap;
 	}
 	memset(&s->t[s->n], 0, sizeof(s->t[0]));
 	s->n++;
