@@ -435,3 +435,34 @@ def test_check_command_writes_a_core_before_the_signal_is_delivered():
         none = os.path.join(d, "none.core")
         dlscope("check", "--core", none, "--", "/bin/true", check=0)
         assert not os.path.exists(none)
+
+
+def python_frames(doc):
+    return {t["tid"]: [(f["function"], f["file"], f["line"]) for f in t["python"]["frames"]]
+            for t in doc["threads"] if t.get("python")}
+
+
+def test_python_frames_from_a_core_are_the_live_ones():
+    """gcore a CPython 3.11 process whose threads sleep and wait in known functions: `stacks
+    CORE` reads each thread's Python frames from the core's memory, the same frames `stacks
+    PID` read live; capture --full's core holds them too, capture's small one says why not."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python")
+    with tempfile.TemporaryDirectory() as d, \
+            Fixture(["/usr/bin/python3", os.path.join(here, "threads.py"),
+                     os.path.join(d, "dump")]) as fx:
+        wait_idle(fx.pid)
+        live = python_frames(json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout))
+        assert len(live) == 5 and any(fr and fr[0][0] == "nap" for fr in live.values()), live
+        core = gcore(fx.pid, d)
+        assert python_frames(core_json(core)) == live
+        text = dlscope("stacks", core, check=0).stdout
+        assert re.search(r"\nPython 3\.11\.\d+ \(python3\.11\), 5 Python threads\n", text), text
+        assert re.search(r"in _PyEval_EvalFrameDefault.*\n        \[py\] nap \(.*threads\.py:19\)"
+                         r"\n        \[py\] Worker\.run \(.*threads\.py:24\)", text), text
+        full, small = os.path.join(d, "full.core"), os.path.join(d, "small.core")
+        dlscope("capture", "--full", fx.pid, "-o", full)
+        assert python_frames(core_json(full)) == live
+        dlscope("capture", fx.pid, "-o", small)
+        text = dlscope("stacks", small, check=0).stdout
+        assert "only native frames are shown" in text and "capture --full" in text, text
+        assert "[py]" not in text and "in _PyEval_EvalFrameDefault" in text, text

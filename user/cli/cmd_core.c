@@ -18,6 +18,7 @@
 #include "corefile.h"
 #include "elfobj.h"
 #include "output.h"
+#include "pystate.h"
 #include "target.h"
 #include "unwind.h"
 
@@ -60,7 +61,31 @@ static bool is_crash(const struct corefile *c)
 	return c->have_siginfo && corefile__fatal_signal(c->signo);
 }
 
-static void print_text(const struct corefile *c, const char *exe, const struct stacks *s)
+/* The interpreter's line, as stacks PID has it; nothing for other programs. */
+static void print_python(int py_err, const char *py_why, const struct py_interp *pi,
+			 const struct stacks *s)
+{
+	if (py_err == -ENOTSUP)
+		printf("Python: no Python frames: %s\n", py_why);
+	if (py_err)
+		return;
+	printf("Python %u.%u", pi->major, pi->minor);
+	if (pi->micro_known)
+		printf(".%u", pi->micro);
+	printf(" (%s)", pi->object);
+	if (!s->py)
+		printf(": its state could not be read\n");
+	else if (s->py->error)
+		printf(": %s%s\n", s->py->error,
+		       s->py->n ? "" :
+				  "; only native frames are shown (a core without the heap: "
+				  "take it with gcore or dlscope capture --full)");
+	else
+		printf(", %zu Python threads\n", s->py->n);
+}
+
+static void print_text(const struct corefile *c, const char *exe, const struct stacks *s,
+		       int py_err, const char *py_why, const struct py_interp *pi)
 {
 	char crash[256];
 
@@ -70,17 +95,19 @@ static void print_text(const struct corefile *c, const char *exe, const struct s
 		printf(", \"%s\"", c->args);
 	printf("\nExecutable: %s\n", exe ? exe : "unknown (give --exe PATH)");
 	printf("%s%s\n", is_crash(c) ? "Crash: " : "", crash);
+	print_python(py_err, py_why, pi, s);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct thread_stack *st = &s->t[i];
 		char name[32];
 
-		printf("\nThread %zu (LWP %d)", i + 1, st->tid);
+		printf("\nThread %zu (LWP %d", i + 1, st->tid);
+		if (st->py && st->py->name)
+			printf(", Python \"%s\"", st->py->name);
+		putchar(')');
 		if (is_crash(c) && st->tid == c->signal_tid)
 			printf(": took %s", signal_name(c->signo, name, sizeof(name)));
 		putchar('\n');
-		for (size_t k = 0; k < st->n_frames; k++)
-			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "",
-					   stdout);
+		stacks_print_thread_frames(st, stdout);
 		if (st->error)
 			printf("    (%s)\n", st->error);
 	}
@@ -103,12 +130,13 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 			json_array_append_new(frames, stack_frame__to_json(&st->frames[k]));
 		/* wait and waits_for as stacks PID has them, from what a core can tell. */
 		json_array_append_new(
-			threads, json_pack("{s:i, s:o, s:b, s:o, s:s, s:s}", "tid", st->tid,
-					   "frames", frames, "truncated", st->truncated, "error",
-					   st->error ? json_string(st->error) : json_null(), "wait",
-					   took ? "signal" : "core", "waits_for",
-					   took ? took_text :
-						  "unknown (a core file has no lock-wait graph)"));
+			threads,
+			json_pack("{s:i, s:o, s:b, s:o, s:s, s:s, s:o}", "tid", st->tid, "frames",
+				  frames, "truncated", st->truncated, "error",
+				  st->error ? json_string(st->error) : json_null(), "wait",
+				  took ? "signal" : "core", "waits_for",
+				  took ? took_text : "unknown (a core file has no lock-wait graph)",
+				  "python", stacks_python_thread_json(s, st)));
 	}
 	if (is_crash(c)) {
 		const char *code = corefile__si_code_name(c->signo, c->si_code);
@@ -222,9 +250,10 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 {
 	struct corefile *c = NULL;
 	struct stacks *s = NULL;
+	struct py_interp pi;
 	const char *exe;
-	char why[512];
-	int ret = DLS_EXIT_INSPECT;
+	char why[512], py_why[512] = "";
+	int ret = DLS_EXIT_INSPECT, py_err;
 
 	output__set_json(json);
 	if (corefile__open(path, &c, why, sizeof(why))) {
@@ -238,6 +267,11 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 		dls_err("%s", why);
 		goto out;
 	}
+	py_err = stacks__core_python(s, c, exe, max_frames, &pi, py_why, sizeof(py_why));
+	if (py_err == -ENOMEM) {
+		dls_err("out of memory reading the Python state of core file %s", path);
+		goto out;
+	}
 	if (json) {
 		json_t *doc = to_json(c, exe, s);
 
@@ -246,7 +280,7 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		print_text(c, exe, s);
+		print_text(c, exe, s, py_err, py_why, &pi);
 	}
 	ret = DLS_EXIT_OK;
 out:

@@ -831,3 +831,14 @@ out:
 	stacks__release_pending(RELEASE_WAIT_MS);
 	return ret;
 }
+
+/* For stacks CORE (cmd_core.c): a thread's frames and its Python frames, as stacks PID's. */
+void stacks_print_thread_frames(const struct thread_stack *st, FILE *out)
+{
+	print_frames(st, false, out);
+}
+
+json_t *stacks_python_thread_json(const struct stacks *s, const struct thread_stack *st)
+{
+	return python_thread_json(s, st);
+}

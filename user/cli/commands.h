@@ -4,6 +4,7 @@
 #define DLSCOPE_COMMANDS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "version.h"
@@ -28,6 +29,12 @@ struct corefile;
 struct target;
 int core_target__open(const char *path, const char *exe, struct corefile **c, struct target **t);
 void core_target__close(struct corefile *c, struct target *t);
+/* stacks PID's text and JSON of one thread's frames, Python's among them (cmd_stacks.c). */
+struct stacks;
+struct thread_stack;
+struct json_t;
+void stacks_print_thread_frames(const struct thread_stack *st, FILE *out);
+struct json_t *stacks_python_thread_json(const struct stacks *s, const struct thread_stack *st);
 int cmd_watch(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 struct watch_opts;
