@@ -466,3 +466,23 @@ def test_python_frames_from_a_core_are_the_live_ones():
         text = dlscope("stacks", small, check=0).stdout
         assert "only native frames are shown" in text and "capture --full" in text, text
         assert "[py]" not in text and "in _PyEval_EvalFrameDefault" in text, text
+
+
+def test_check_of_a_core_gives_the_live_deadlock_verdicts():
+    """gcore a process hung in an ABBA mutex deadlock, and two hung in glibc's loader lock:
+    `check CORE` derives each thread's futex wait from its registers in the core (orig_rax and
+    the syscall's arguments) and the mutex and loader-lock owners from its memory, and gives
+    the findings `check PID` gave live, word for word."""
+    for argv in (["hang_abba"],
+                 ["dlopen_list", fixture_path("libhang_ctor_thread.so")],
+                 ["dlopen_list", fixture_path("libhang_ctor_omp_dlsym.so")]):
+        with Fixture(argv) as fx, tempfile.TemporaryDirectory() as d:
+            wait_idle(fx.pid)
+            live = dlscope("check", fx.pid, check=1).stdout
+            core = gcore(fx.pid, d)
+            text = dlscope("check", core, check=1).stdout
+            assert "error deadlock: 2 threads of process" in text, text
+            # The pool count of an OpenMP runtime is read from /proc live only.
+            keep = [ln for ln in live.splitlines() if "OpenMP runtime" not in ln]
+            assert [ln for ln in text.splitlines() if "OpenMP runtime" not in ln] == keep, \
+                (live, text)
