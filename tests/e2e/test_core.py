@@ -468,18 +468,28 @@ def test_python_frames_from_a_core_are_the_live_ones():
         assert "[py]" not in text and "in _PyEval_EvalFrameDefault" in text, text
 
 
-def test_check_of_a_core_gives_the_live_deadlock_verdicts():
+def test_stacks_and_check_of_a_core_give_the_live_deadlock_verdicts():
     """gcore a process hung in an ABBA mutex deadlock, and two hung in glibc's loader lock:
-    `check CORE` derives each thread's futex wait from its registers in the core (orig_rax and
+    `stacks CORE` and `check CORE` derive each thread's futex wait from its registers in the core (orig_rax and
     the syscall's arguments) and the mutex and loader-lock owners from its memory, and gives
-    the findings `check PID` gave live, word for word."""
+    the lock-wait graph `stacks PID` and the findings `check PID` gave live, word for word."""
     for argv in (["hang_abba"],
                  ["dlopen_list", fixture_path("libhang_ctor_thread.so")],
                  ["dlopen_list", fixture_path("libhang_ctor_omp_dlsym.so")]):
         with Fixture(argv) as fx, tempfile.TemporaryDirectory() as d:
             wait_idle(fx.pid)
             live = dlscope("check", fx.pid, check=1).stdout
+            live_stacks = json.loads(dlscope("stacks", "--json", fx.pid, check=1).stdout)
             core = gcore(fx.pid, d)
+            doc = core_json(core)
+            # stacks CORE: the same graph, cycle and verdict, after the core's own line.
+            for key in ("edges", "cycles"):
+                assert doc[key] == live_stacks[key] and doc[key], (key, doc[key])
+            assert doc["verdicts"][1:] == live_stacks["verdicts"], doc["verdicts"]
+            assert {t["tid"]: t["waits_for"] for t in doc["threads"]} == \
+                {t["tid"]: t["waits_for"] for t in live_stacks["threads"]}
+            text = dlscope("stacks", core, check=0).stdout
+            assert "\nVerdict:\n    Deadlock between 2 threads:" in text, text
             text = dlscope("check", core, check=1).stdout
             assert "error deadlock: 2 threads of process" in text, text
             # The pool count of an OpenMP runtime is read from /proc live only.

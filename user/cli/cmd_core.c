@@ -17,6 +17,8 @@
 #include "commands.h"
 #include "corefile.h"
 #include "elfobj.h"
+#include "inspect.h"
+#include "lockwait.h"
 #include "output.h"
 #include "pystate.h"
 #include "target.h"
@@ -84,8 +86,36 @@ static void print_python(int py_err, const char *py_why, const struct py_interp 
 		printf(", %zu Python threads\n", s->py->n);
 }
 
+/* What thread @tid waited for when the core was taken, from the lock-wait graph; or NULL. */
+static const struct thread_wait *wait_of(const struct lockwait_report *r, pid_t tid)
+{
+	for (size_t i = 0; r && i < r->n_threads; i++)
+		if (r->threads[i].tid == tid)
+			return r->threads[i].kind == WAIT_RUNNING ? NULL : &r->threads[i];
+	return NULL;
+}
+
+/* The lock-wait graph and its verdicts, as stacks PID prints them. */
+static void print_lockwait(const struct lockwait_report *r)
+{
+	printf("\nLock-wait graph:\n");
+	if (!r || !r->n_edges)
+		printf("    %s\n", r ? "no thread waits for another" :
+				       "unknown (the core's threads could not be read)");
+	for (size_t e = 0; r && e < r->n_edges; e++)
+		printf("    %d -> %d  %s: %s\n", r->edges[e].from, r->edges[e].to,
+		       wait_kind__id(r->edges[e].kind), r->edges[e].what);
+	printf("\nVerdict:\n");
+	for (size_t v = 0; r && v < r->n_verdicts; v++) {
+		printf("    %s\n", r->verdicts[v]);
+		if (r->remedies[v])
+			printf("    What to do: %s\n", r->remedies[v]);
+	}
+}
+
 static void print_text(const struct corefile *c, const char *exe, const struct stacks *s,
-		       int py_err, const char *py_why, const struct py_interp *pi)
+		       int py_err, const char *py_why, const struct py_interp *pi,
+		       const struct lockwait_report *r)
 {
 	char crash[256];
 
@@ -107,21 +137,27 @@ static void print_text(const struct corefile *c, const char *exe, const struct s
 		if (is_crash(c) && st->tid == c->signal_tid)
 			printf(": took %s", signal_name(c->signo, name, sizeof(name)));
 		putchar('\n');
+		if (wait_of(r, st->tid))
+			printf("    waits for %s\n", wait_of(r, st->tid)->what);
 		stacks_print_thread_frames(st, stdout);
 		if (st->error)
 			printf("    (%s)\n", st->error);
 	}
+	print_lockwait(r);
 }
 
-static json_t *to_json(const struct corefile *c, const char *exe, const struct stacks *s)
+static json_t *to_json(const struct corefile *c, const char *exe, const struct stacks *s,
+		       const struct lockwait_report *r)
 {
-	json_t *threads = json_array(), *sig = json_null();
+	json_t *threads = json_array(), *sig = json_null(), *edges = json_array(),
+	       *cycles = json_array(), *verdicts;
 	char name[32], crash[256];
 
 	crash_line(c, crash, sizeof(crash));
 	for (size_t i = 0; i < s->n; i++) {
 		const struct thread_stack *st = &s->t[i];
 		bool took = is_crash(c) && st->tid == c->signal_tid;
+		const struct thread_wait *w = wait_of(r, st->tid);
 		json_t *frames = json_array();
 		char took_text[300];
 
@@ -130,13 +166,17 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 			json_array_append_new(frames, stack_frame__to_json(&st->frames[k]));
 		/* wait and waits_for as stacks PID has them, from what a core can tell. */
 		json_array_append_new(
-			threads,
-			json_pack("{s:i, s:o, s:b, s:o, s:s, s:s, s:o}", "tid", st->tid, "frames",
-				  frames, "truncated", st->truncated, "error",
-				  st->error ? json_string(st->error) : json_null(), "wait",
-				  took ? "signal" : "core", "waits_for",
-				  took ? took_text : "unknown (a core file has no lock-wait graph)",
-				  "python", stacks_python_thread_json(s, st)));
+			threads, json_pack("{s:i, s:o, s:b, s:o, s:s, s:s, s:o}", "tid", st->tid,
+					   "frames", frames, "truncated", st->truncated, "error",
+					   st->error ? json_string(st->error) : json_null(), "wait",
+					   took ? "signal" :
+					   w	? wait_kind__id(w->kind) :
+						  "core",
+					   "waits_for",
+					   took ? took_text :
+					   w	? w->what :
+						  "nothing another thread holds",
+					   "python", stacks_python_thread_json(s, st)));
 	}
 	if (is_crash(c)) {
 		const char *code = corefile__si_code_name(c->signo, c->si_code);
@@ -148,10 +188,29 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 						 json_null(),
 				"tid", c->signal_tid, "text", crash);
 	}
-	return json_pack("{s:s, s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:[{s:s, s:n}]}", "dlscope",
+	verdicts = json_pack("[{s:s, s:n}]", "text", crash, "remedy");
+	for (size_t e = 0; r && e < r->n_edges; e++)
+		json_array_append_new(edges, json_pack("{s:i, s:i, s:s, s:s}", "from",
+						       r->edges[e].from, "to", r->edges[e].to,
+						       "kind", wait_kind__id(r->edges[e].kind),
+						       "what", r->edges[e].what));
+	for (size_t k = 0; r && k < r->n_cycles; k++) {
+		json_t *cyc = json_array();
+
+		for (size_t j = 0; j < r->cycle_len[k]; j++)
+			json_array_append_new(cyc, json_integer(r->cycles[k][j]));
+		json_array_append_new(cycles, cyc);
+	}
+	for (size_t v = 0; r && v < r->n_verdicts; v++)
+		json_array_append_new(verdicts,
+				      json_pack("{s:s, s:o}", "text", r->verdicts[v], "remedy",
+						r->remedies[v] ? json_string(r->remedies[v]) :
+								 json_null()));
+	return json_pack("{s:s, s:s, s:i, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "dlscope",
 			 DLSCOPE_VERSION, "core", c->path, "pid", c->pid, "comm", c->comm, "args",
 			 c->args, "executable", exe ? json_string(exe) : json_null(), "signal", sig,
-			 "threads", threads, "verdicts", "text", crash, "remedy");
+			 "threads", threads, "edges", edges, "cycles", cycles, "verdicts",
+			 verdicts);
 }
 
 /* The executable to read: @given (which must be readable), else the one the core names. */
@@ -250,6 +309,8 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 {
 	struct corefile *c = NULL;
 	struct stacks *s = NULL;
+	struct inspection *in = NULL;
+	struct target *t;
 	struct py_interp pi;
 	const char *exe;
 	char why[512], py_why[512] = "";
@@ -272,15 +333,21 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 		dls_err("out of memory reading the Python state of core file %s", path);
 		goto out;
 	}
+	/* The lock-wait graph from the threads' registers and the core's memory, as check's. */
+	t = target__from_core(c, exe);
+	if (t && !(in = inspection__from_target(t)))
+		target__free(t);
+	if (in && inspection__read(in, INSPECT_LOCKWAIT, 1, why, sizeof(why)))
+		dls_warn("no lock-wait graph: %s", why);
 	if (json) {
-		json_t *doc = to_json(c, exe, s);
+		json_t *doc = to_json(c, exe, s, in ? in->lw : NULL);
 
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
 			dls_err("stacks: cannot write the JSON document");
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		print_text(c, exe, s, py_err, py_why, &pi);
+		print_text(c, exe, s, py_err, py_why, &pi, in ? in->lw : NULL);
 	}
 	ret = DLS_EXIT_OK;
 out:
@@ -293,6 +360,7 @@ out:
 			putchar('\n');
 		json_decref(doc);
 	}
+	inspection__free(in);
 	stacks__free(s);
 	corefile__free(c);
 	return ret;
