@@ -137,8 +137,8 @@ static void print_text(const struct corefile *c, const char *exe, const struct s
 		if (is_crash(c) && st->tid == c->signal_tid)
 			printf(": took %s", signal_name(c->signo, name, sizeof(name)));
 		putchar('\n');
-		if (wait_of(r, st->tid))
-			printf("    waits for %s\n", wait_of(r, st->tid)->what);
+		if (wait_of(r, st->tid) && !(is_crash(c) && st->tid == c->signal_tid))
+			printf("    wait: %s\n", wait_of(r, st->tid)->what);
 		stacks_print_thread_frames(st, stdout);
 		if (st->error)
 			printf("    (%s)\n", st->error);
