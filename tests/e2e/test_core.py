@@ -496,3 +496,18 @@ def test_stacks_and_check_of_a_core_give_the_live_deadlock_verdicts():
             keep = [ln for ln in live.splitlines() if "OpenMP runtime" not in ln]
             assert [ln for ln in text.splitlines() if "OpenMP runtime" not in ln] == keep, \
                 (live, text)
+
+
+def test_coredump_without_systemd_is_refused_in_one_line():
+    """--coredump reads systemd-coredump's store through coredumpctl: where systemd does not
+    run, it says so in one line and exits non-zero, whatever the match."""
+    if os.path.exists("/run/systemd/system"):
+        raise Skip("systemd runs here: the refusal cannot be seen")
+    for match in ("latest", "1", "hang_abba"):
+        p = dlscope("stacks", "--coredump", match, check=3)
+        assert p.stdout == "" and p.stderr == (
+            f"dlscope: stacks: --coredump {match}: systemd is not running here (no "
+            "/run/systemd/system), so there is no systemd-coredump store to read: give the "
+            "core file itself\n"), p.stderr
+    p = dlscope("stacks", "--coredump", "latest", "1", check=2)
+    assert "--coredump goes alone" in p.stderr, p.stderr

@@ -5,6 +5,7 @@
  * and the thread that took it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <jansson.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -363,5 +365,67 @@ out:
 	inspection__free(in);
 	stacks__free(s);
 	corefile__free(c);
+	return ret;
+}
+
+/*
+ * systemd-coredump's core for @match (a PID, "latest", or any coredumpctl match), copied by
+ * `coredumpctl -o FILE dump MATCH` into a temporary file whose path goes in @path. Refused, in
+ * one line, where systemd does not run or coredumpctl is missing. 0, or an exit status.
+ */
+static int coredump_fetch(const char *match, char *path, size_t len)
+{
+	const char *tool = "/usr/bin/coredumpctl";
+	int fd, status;
+	pid_t child;
+
+	if (access("/run/systemd/system", F_OK)) {
+		dls_err("--coredump %s: systemd is not running here (no /run/systemd/system), so "
+			"there is no systemd-coredump store to read: give the core file itself",
+			match);
+		return DLS_EXIT_INSPECT;
+	}
+	if (access(tool, X_OK)) {
+		dls_err("--coredump %s: coredumpctl is not installed (%s: %s)", match, tool,
+			strerror(errno));
+		return DLS_EXIT_INSPECT;
+	}
+	snprintf(path, len, "/tmp/dlscope-coredump-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0) {
+		dls_err("--coredump %s: cannot make a temporary file: %s", match, strerror(errno));
+		return DLS_EXIT_INSPECT;
+	}
+	close(fd);
+	child = fork();
+	if (child == 0) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (null >= 0)
+			dup2(null, STDOUT_FILENO), dup2(null, STDERR_FILENO);
+		if (!strcmp(match, "latest"))
+			execl(tool, tool, "-q", "-o", path, "dump", (char *)NULL);
+		else
+			execl(tool, tool, "-q", "-o", path, "dump", match, (char *)NULL);
+		_exit(127);
+	}
+	if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		dls_err("--coredump %s: coredumpctl found no core to dump for it", match);
+		unlink(path);
+		return DLS_EXIT_INSPECT;
+	}
+	return 0;
+}
+
+int cmd_stacks_coredump(const char *match, const char *exe, bool json, unsigned int max_frames)
+{
+	char path[64];
+	int ret = coredump_fetch(match, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	ret = cmd_stacks_core(path, exe, json, max_frames);
+	unlink(path);
 	return ret;
 }

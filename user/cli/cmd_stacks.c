@@ -70,6 +70,8 @@ static void stacks_usage(FILE *f)
 		"                        faulting address and the thread of a crash (a CORE\n"
 		"                        operand is recognized as such too)\n"
 		"      --exe PATH        the core's executable, when not where the core says\n"
+		"      --coredump MATCH  systemd-coredump's core of MATCH (a PID, latest, or a\n"
+		"                        coredumpctl match), read through coredumpctl\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 no deadlock, 1 a deadlock was found, 2 usage error,\n"
@@ -695,6 +697,7 @@ int cmd_stacks(int argc, char **argv)
 		{ "job", no_argument, NULL, 'J' },
 		{ "core", required_argument, NULL, 'C' },
 		{ "exe", required_argument, NULL, 'E' },
+		{ "coredump", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -710,7 +713,7 @@ int cmd_stacks(int argc, char **argv)
 	struct cliopt cl;
 	pid_t pid, *pids = NULL;
 	size_t n_pids = 0;
-	const char *core = NULL, *exe = NULL;
+	const char *core = NULL, *exe = NULL, *coredump = NULL;
 	bool core_op;
 
 	/* --python is long only: -p is a process in every command. */
@@ -747,12 +750,19 @@ int cmd_stacks(int argc, char **argv)
 		case 'J': job = true; break;
 		case 'C': core = optarg; break;
 		case 'E': exe = optarg; break;
+		case 'D': coredump = optarg; break;
 		case 'h':
 			free(pids);
 			stacks_usage(stdout);
 			return DLS_EXIT_OK;
 		default: free(pids); return DLS_EXIT_USAGE;
 		}
+	}
+	if (coredump) {
+		free(pids);
+		if (core || n_pids || cl.n_ops || job)
+			return cliopt__usage("stacks", "--coredump goes alone");
+		return cmd_stacks_coredump(coredump, exe, json, max_frames);
 	}
 	/* A core file, as the operand or --core FILE, in place of the process. */
 	core_op = !core && !n_pids && (core = cliopt__core_operand(&cl));
