@@ -462,7 +462,10 @@ def test_python_frames_from_a_core_are_the_live_ones():
         full, small = os.path.join(d, "full.core"), os.path.join(d, "small.core")
         dlscope("capture", "--full", fx.pid, "-o", full)
         assert python_frames(core_json(full)) == live
-        dlscope("capture", fx.pid, "-o", small)
+        err = dlscope("capture", "--stats", fx.pid, "-o", small).stderr
+        assert f"process {fx.pid} runs Python: its frames are in the heap" in err, err
+        assert "runs Python" not in dlscope("capture", "--stats", "--full", fx.pid, "-o",
+                                            full).stderr
         text = dlscope("stacks", small, check=0).stdout
         assert "only native frames are shown" in text and "capture --full" in text, text
         assert "[py]" not in text and "in _PyEval_EvalFrameDefault" in text, text
