@@ -514,3 +514,17 @@ def test_coredump_without_systemd_is_refused_in_one_line():
             "core file itself\n"), p.stderr
     p = dlscope("stacks", "--coredump", "latest", "1", check=2)
     assert "--coredump goes alone" in p.stderr, p.stderr
+
+
+def test_python_frames_from_a_core_of_the_debug_interpreter():
+    """The same with Debian's debug interpreter (python3.11d, another layout of objects)."""
+    if not os.path.exists("/usr/bin/python3.11d"):
+        raise Skip("no /usr/bin/python3.11d (python3.11-dbg)")
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python")
+    with tempfile.TemporaryDirectory() as d, \
+            Fixture(["/usr/bin/python3.11d", os.path.join(here, "threads.py"),
+                     os.path.join(d, "dump")]) as fx:
+        wait_idle(fx.pid)
+        live = python_frames(json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout))
+        assert len(live) == 5 and any(fr and fr[0][0] == "nap" for fr in live.values()), live
+        assert python_frames(core_json(gcore(fx.pid, d))) == live
