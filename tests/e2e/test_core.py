@@ -449,3 +449,96 @@ def test_check_command_writes_a_core_before_the_signal_is_delivered():
         none = os.path.join(d, "none.core")
         dlscope("check", "--core", none, "--", "/bin/true", check=0)
         assert not os.path.exists(none)
+
+
+def python_frames(doc):
+    return {t["tid"]: [(f["function"], f["file"], f["line"]) for f in t["python"]["frames"]]
+            for t in doc["threads"] if t.get("python")}
+
+
+def test_python_frames_from_a_core_are_the_live_ones():
+    """gcore a CPython 3.11 process whose threads sleep and wait in known functions: `stacks
+    CORE` reads each thread's Python frames from the core's memory, the same frames `stacks
+    PID` read live; capture --full's core holds them too, capture's small one says why not."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python")
+    with tempfile.TemporaryDirectory() as d, \
+            Fixture(["/usr/bin/python3", os.path.join(here, "threads.py"),
+                     os.path.join(d, "dump")]) as fx:
+        wait_idle(fx.pid)
+        live = python_frames(json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout)["processes"][0])
+        assert len(live) == 5 and any(fr and fr[0][0] == "nap" for fr in live.values()), live
+        core = gcore(fx.pid, d)
+        assert python_frames(core_json(core)) == live
+        text = dlscope("stacks", core, check=0).stdout
+        assert re.search(r"\nPython 3\.11\.\d+ \(python3\.11\), 5 Python threads\n", text), text
+        assert re.search(r"in _PyEval_EvalFrameDefault.*\n        \[py\] nap \(.*threads\.py:19\)"
+                         r"\n        \[py\] Worker\.run \(.*threads\.py:24\)", text), text
+        full, small = os.path.join(d, "full.core"), os.path.join(d, "small.core")
+        dlscope("capture", "--full", fx.pid, "-o", full)
+        assert python_frames(core_json(full)) == live
+        err = dlscope("capture", "--stats", fx.pid, "-o", small).stderr
+        assert f"process {fx.pid} runs Python: its frames are in the heap" in err, err
+        assert "runs Python" not in dlscope("capture", "--stats", "--full", fx.pid, "-o",
+                                            full).stderr
+        text = dlscope("stacks", small, check=0).stdout
+        assert "only native frames are shown" in text and "capture --full" in text, text
+        assert "[py]" not in text and "in _PyEval_EvalFrameDefault" in text, text
+
+
+def test_stacks_and_check_of_a_core_give_the_live_deadlock_verdicts():
+    """gcore a process hung in an ABBA mutex deadlock, and two hung in glibc's loader lock:
+    `stacks CORE` and `check CORE` derive each thread's futex wait from its registers in the core (orig_rax and
+    the syscall's arguments) and the mutex and loader-lock owners from its memory, and gives
+    the lock-wait graph `stacks PID` and the findings `check PID` gave live, word for word."""
+    for argv in (["hang_abba"],
+                 ["dlopen_list", fixture_path("libhang_ctor_thread.so")],
+                 ["dlopen_list", fixture_path("libhang_ctor_omp_dlsym.so")]):
+        with Fixture(argv) as fx, tempfile.TemporaryDirectory() as d:
+            wait_idle(fx.pid)
+            live = dlscope("check", fx.pid, check=1).stdout
+            live_stacks = live_json(fx.pid)
+            core = gcore(fx.pid, d)
+            doc = core_json(core)
+            # stacks CORE: the same graph, cycle and verdict, after the core's own line.
+            for key in ("edges", "cycles"):
+                assert doc[key] == live_stacks[key] and doc[key], (key, doc[key])
+            assert doc["verdicts"][1:] == live_stacks["verdicts"], doc["verdicts"]
+            assert {t["tid"]: t["waits_for"] for t in doc["threads"]} == \
+                {t["tid"]: t["waits_for"] for t in live_stacks["threads"]}
+            text = dlscope("stacks", core, check=0).stdout
+            assert "\nVerdict:\n    Deadlock between 2 threads:" in text, text
+            text = dlscope("check", core, check=1).stdout
+            assert "error deadlock: 2 threads of process" in text, text
+            # The pool count of an OpenMP runtime is read from /proc live only.
+            keep = [ln for ln in live.splitlines() if "OpenMP runtime" not in ln]
+            assert [ln for ln in text.splitlines() if "OpenMP runtime" not in ln] == keep, \
+                (live, text)
+
+
+def test_coredump_without_systemd_is_refused_in_one_line():
+    """--coredump reads systemd-coredump's store through coredumpctl: where systemd does not
+    run, it says so in one line and exits non-zero, whatever the match."""
+    if os.path.exists("/run/systemd/system"):
+        raise Skip("systemd runs here: the refusal cannot be seen")
+    for match in ("latest", "1", "hang_abba"):
+        p = dlscope("stacks", "--coredump", match, check=3)
+        assert p.stdout == "" and p.stderr == (
+            f"dlscope: stacks: --coredump {match}: systemd is not running here (no "
+            "/run/systemd/system), so there is no systemd-coredump store to read: give the "
+            "core file itself\n"), p.stderr
+    p = dlscope("stacks", "--coredump", "latest", "1", check=2)
+    assert "--coredump goes alone" in p.stderr, p.stderr
+
+
+def test_python_frames_from_a_core_of_the_debug_interpreter():
+    """The same with Debian's debug interpreter (python3.11d, another layout of objects)."""
+    if not os.path.exists("/usr/bin/python3.11d"):
+        raise Skip("no /usr/bin/python3.11d (python3.11-dbg)")
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python")
+    with tempfile.TemporaryDirectory() as d, \
+            Fixture(["/usr/bin/python3.11d", os.path.join(here, "threads.py"),
+                     os.path.join(d, "dump")]) as fx:
+        wait_idle(fx.pid)
+        live = python_frames(json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout)["processes"][0])
+        assert len(live) == 5 and any(fr and fr[0][0] == "nap" for fr in live.values()), live
+        assert python_frames(core_json(gcore(fx.pid, d))) == live

@@ -77,9 +77,20 @@ int inspection__read(struct inspection *in, unsigned int what, unsigned int max_
 	}
 	in->ts_err = in->lw_err = in->stacks_err = -ENODATA;
 	in->py_err = libgraph__find_python(in->g, &in->py, in->py_why, sizeof(in->py_why));
-	/* A core file: nothing of the live process (its threads are in stacks CORE). */
+	/*
+	 * A core file: its threads' system calls and stacks from its registers and memory, and
+	 * the lock-wait graph from them (its unwound stacks are stacks CORE's).
+	 */
 	if (t->core) {
-		in->ts_err = in->lw_err = in->stacks_err = -ENOTSUP;
+		in->stacks_err = -ENOTSUP;
+		if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT | INSPECT_STACKS))
+			in->ts_err = threadscan__from_core(t, in->g, in->am, &in->ts);
+		if ((what & INSPECT_LOCKWAIT) && in->ts) {
+			if (!in->py_err)
+				py_snapshot__read_core(&in->py, t->core, 1, &in->py_live);
+			in->lw_err = lockwait__analyze(t, in->g, in->am, in->ts, in->py_live, NULL,
+						       &in->lw);
+		}
 		return 0;
 	}
 	if (what & (INSPECT_THREADS | INSPECT_LOCKWAIT | INSPECT_STACKS))

@@ -12,6 +12,7 @@
 #include "array.h"
 #include "addrmap.h"
 #include "arch.h"
+#include "corefile.h"
 #include "libgraph.h"
 #include "procfs.h"
 #include "procmaps.h"
@@ -191,6 +192,45 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, const str
 	}
 out:
 	closedir(dir);
+	if (err) {
+		threadscan__free(ts);
+		return err;
+	}
+	start_routines(t, g, am, ts);
+	*out = ts;
+	return 0;
+}
+
+int threadscan__from_core(const struct target *t, const struct libgraph *g,
+			  const struct addrmap *am, struct threadscan **out)
+{
+	const struct corefile *c = t->core;
+	struct threadscan *ts = calloc(1, sizeof(*ts));
+	int err = 0;
+
+	*out = NULL;
+	if (!ts || !(ts->t = calloc(c->n_threads ? c->n_threads : 1, sizeof(*ts->t)))) {
+		free(ts);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->n_threads && !err; i++) {
+		struct thread_info *ti = &ts->t[ts->n++];
+		const arch_regs *r = &c->threads[i].regs;
+		int obj;
+
+		ti->tid = c->threads[i].tid;
+		snprintf(ti->comm, sizeof(ti->comm), "%s", c->comm);
+		ti->pc_obj = ti->start_obj = UINT32_MAX;
+		/* Its system call, if it stopped in one, and where: as /proc/TID/syscall says. */
+		ti->syscall = arch_regs__syscall(r, ti->args);
+		ti->state = ti->syscall >= 0 ? 'S' : 't';
+		ti->sp = arch_regs__sp(r);
+		ti->pc = arch_regs__pc(r);
+		obj = code_lookup(am, ti->pc);
+		if (obj >= 0)
+			ti->pc_obj = (unsigned int)obj;
+		err = scan_stack(t, am, ti);
+	}
 	if (err) {
 		threadscan__free(ts);
 		return err;

@@ -51,6 +51,12 @@ struct threadscan {
  */
 int threadscan__scan(const struct target *t, const struct libgraph *g, const struct addrmap *am,
 		     struct threadscan **out);
+/*
+ * The same of the process a core file holds (@t from target__from_core): each thread's system
+ * call and stack pointer from its registers in the core, its stack from the core's memory.
+ */
+int threadscan__from_core(const struct target *t, const struct libgraph *g,
+			  const struct addrmap *am, struct threadscan **out);
 void threadscan__free(struct threadscan *ts);
 
 #endif

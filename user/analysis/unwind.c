@@ -26,6 +26,7 @@
 #include "corefile.h"
 #include "cu_lookup.h"
 #include "demangle.h"
+#include "elfobj.h"
 #include "framecache.h"
 #include "permission.h"
 #include "phase.h"
@@ -1388,6 +1389,49 @@ out:
 		*out = s;
 	return err;
 }
+
+int stacks__core_python(struct stacks *s, const struct corefile *core, const char *exe,
+			unsigned int max_frames, struct py_interp *pi, char *why, size_t whylen)
+{
+	const char *core_exe = corefile__exe(core);
+	struct py_object_ref refs[8];
+	struct elf_object *objs[8];
+	size_t n = 0;
+	int err;
+
+	/* The executable first (a static embedding), then any object named like libpython. */
+	for (size_t i = 0; i < core->n_files && n < 8; i++) {
+		const struct core_file_map *f = &core->files[i];
+		const char *base = strrchr(f->path, '/');
+		bool is_exe = core_exe && !strcmp(f->path, core_exe), seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = !strcmp(core->files[k].path, f->path);
+		if (seen || f->offset || (!is_exe && !strstr(base ? base : f->path, "python")))
+			continue;
+		if (!(objs[n] = elfobj__open(is_exe && exe ? exe : f->path)))
+			continue;
+		refs[n] = (struct py_object_ref){ f->path, objs[n],
+						  elfobj__type(objs[n]) == ET_EXEC ? 0 : f->start };
+		if (is_exe && n) { /* keep the executable at 0 */
+			struct py_object_ref r = refs[0];
+			struct elf_object *o = objs[0];
+
+			refs[0] = refs[n], objs[0] = objs[n];
+			refs[n] = r, objs[n] = o;
+		}
+		n++;
+	}
+	err = py_interp__find(refs, n, pi, why, whylen);
+	if (!err && py_snapshot__read_core(pi, core, max_frames, &s->py))
+		err = -ENOMEM;
+	if (!err)
+		link_python(s);
+	for (size_t i = 0; i < n; i++)
+		elfobj__free(objs[i]);
+	return err;
+}
+
 void thread_stack__clear(struct thread_stack *ts)
 {
 	free_frames(ts->frames, ts->n_frames);

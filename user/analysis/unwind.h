@@ -84,6 +84,14 @@ struct corefile;
 int stacks__from_core(const struct corefile *core, const char *exe, unsigned int max_frames,
 		      struct stacks **out, char *why, size_t whylen);
 /*
+ * The Python frames of @s, stacks__from_core's stacks of @core: its interpreter found in @pi
+ * (which must outlive @s), each thread's frames read from the core's memory into s->py and
+ * linked to its thread. Returns 0; -ENOENT when the core is not a Python process; -ENOTSUP with
+ * a reason in @why for a version without a layout; -ENOMEM.
+ */
+int stacks__core_python(struct stacks *s, const struct corefile *core, const char *exe,
+			unsigned int max_frames, struct py_interp *pi, char *why, size_t whylen);
+/*
  * A thread that does not reach its stop within a capture's deadline (an uninterruptible sleep,
  * a parent waiting in vfork) is left out of the stacks, but stays seized with its interrupt
  * pending: it would stop when it leaves that wait and stay stopped while dlscope lives. Such

@@ -27,6 +27,12 @@ uint64_t arch_regs__thread_pointer(const arch_regs *r);
 /* @r in DWARF order, registers 0 .. ARCH_DWARF_REGS - 1, into @out. */
 void arch_regs__dwarf(const arch_regs *r, uint64_t out[ARCH_DWARF_REGS]);
 
+/*
+ * The system call a thread stopped in, from its registers at the stop (a core's NT_PRSTATUS):
+ * its number, with its arguments in @args; -1 when it was not inside one (or had returned).
+ */
+long arch_regs__syscall(const arch_regs *r, uint64_t args[6]);
+
 /* DWARF numbers of the registers a BPF probe copies with a stack (struct dlw_regs). */
 #define ARCH_DWARF_BX 3
 #define ARCH_DWARF_BP 6

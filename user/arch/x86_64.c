@@ -16,6 +16,26 @@ uint64_t arch_regs__sp(const arch_regs *r)
 	return r->rsp;
 }
 
+long arch_regs__syscall(const arch_regs *r, uint64_t args[6])
+{
+	long ret = (long)r->rax;
+
+	/*
+	 * In a system call when stopped (ptrace, a fatal signal): orig_rax holds its number and
+	 * rax the restart code the interrupted wait returns (-EINTR, -ERESTARTSYS ..
+	 * -ERESTART_RESTARTBLOCK), or -ENOSYS when stopped at its entry.
+	 */
+	if ((long)r->orig_rax < 0 || (ret != -4 && ret != -38 && (ret < -516 || ret > -512)))
+		return -1;
+	args[0] = r->rdi;
+	args[1] = r->rsi;
+	args[2] = r->rdx;
+	args[3] = r->r10;
+	args[4] = r->r8;
+	args[5] = r->r9;
+	return (long)r->orig_rax;
+}
+
 uint64_t arch_regs__thread_pointer(const arch_regs *r)
 {
 	return r->fs_base;

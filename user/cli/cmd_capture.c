@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "outfile.h"
 #include "output.h"
+#include "procmaps.h"
 #include "target.h"
 
 static void capture_usage(FILE *f)
@@ -37,6 +38,22 @@ static void capture_usage(FILE *f)
 		"\n"
 		"Exit status: 0 written, 2 usage error, 3 the process could not be read or the\n"
 		"file written.\n");
+}
+
+/* Does @pid map a CPython interpreter (python3.11, libpython3.12.so.1.0)? */
+static bool runs_python(pid_t pid)
+{
+	struct procmaps *m = procmaps__read(pid);
+	bool py = false;
+
+	for (size_t i = 0; m && i < m->n && !py; i++) {
+		const char *base = m->maps[i].path ? strrchr(m->maps[i].path, '/') : NULL;
+
+		py = base &&
+		     (!strncmp(base + 1, "python", 6) || !strncmp(base + 1, "libpython", 9));
+	}
+	procmaps__free(m);
+	return py;
 }
 
 int cmd_capture(int argc, char **argv)
@@ -112,6 +129,11 @@ int cmd_capture(int argc, char **argv)
 		free(pids);
 		return DLS_EXIT_INSPECT;
 	}
+	if (stats && !full && runs_python(pids[0]))
+		fprintf(stderr,
+			"dlscope: capture: process %d runs Python: its frames are in the heap, which "
+			"a capture without --full leaves out; take it with --full for them\n",
+			pids[0]);
 	if (stats)
 		fprintf(stderr,
 			"dlscope: capture: process %d: %zu thread%s%s, stopped %.3f ms; %zu segments, "

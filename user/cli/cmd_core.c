@@ -5,6 +5,7 @@
  * and the thread that took it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <jansson.h>
@@ -12,13 +13,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "corefile.h"
 #include "elfobj.h"
+#include "inspect.h"
+#include "lockwait.h"
 #include "output.h"
+#include "pystate.h"
 #include "target.h"
+#include "threadtext.h"
 #include "unwind.h"
 
 /* "SIGSEGV", or "signal 77" in @buf. */
@@ -60,7 +66,59 @@ static bool is_crash(const struct corefile *c)
 	return c->have_siginfo && corefile__fatal_signal(c->signo);
 }
 
-static void print_text(const struct corefile *c, const char *exe, const struct stacks *s)
+/* The interpreter's line, as stacks PID has it; nothing for other programs. */
+static void print_python(int py_err, const char *py_why, const struct py_interp *pi,
+			 const struct stacks *s)
+{
+	if (py_err == -ENOTSUP)
+		printf("Python: no Python frames: %s\n", py_why);
+	if (py_err)
+		return;
+	printf("Python %u.%u", pi->major, pi->minor);
+	if (pi->micro_known)
+		printf(".%u", pi->micro);
+	printf(" (%s)", pi->object);
+	if (!s->py)
+		printf(": its state could not be read\n");
+	else if (s->py->error)
+		printf(": %s%s\n", s->py->error,
+		       s->py->n ? "" :
+				  "; only native frames are shown (a core without the heap: "
+				  "take it with gcore or dlscope capture --full)");
+	else
+		printf(", %zu Python threads\n", s->py->n);
+}
+
+/* What thread @tid waited for when the core was taken, from the lock-wait graph; or NULL. */
+static const struct thread_wait *wait_of(const struct lockwait_report *r, pid_t tid)
+{
+	for (size_t i = 0; r && i < r->n_threads; i++)
+		if (r->threads[i].tid == tid)
+			return r->threads[i].kind == WAIT_RUNNING ? NULL : &r->threads[i];
+	return NULL;
+}
+
+/* The lock-wait graph and its verdicts, as stacks PID prints them. */
+static void print_lockwait(const struct lockwait_report *r)
+{
+	printf("\nLock-wait graph:\n");
+	if (!r || !r->n_edges)
+		printf("    %s\n", r ? "no thread waits for another" :
+				       "unknown (the core's threads could not be read)");
+	for (size_t e = 0; r && e < r->n_edges; e++)
+		printf("    %d -> %d  %s: %s\n", r->edges[e].from, r->edges[e].to,
+		       wait_kind__id(r->edges[e].kind), r->edges[e].what);
+	printf("\nVerdict:\n");
+	for (size_t v = 0; r && v < r->n_verdicts; v++) {
+		printf("    %s\n", r->verdicts[v]);
+		if (r->remedies[v])
+			printf("    What to do: %s\n", r->remedies[v]);
+	}
+}
+
+static void print_text(const struct corefile *c, const char *exe, const struct stacks *s,
+		       int py_err, const char *py_why, const struct py_interp *pi,
+		       const struct lockwait_report *r)
 {
 	char crash[256];
 
@@ -70,48 +128,61 @@ static void print_text(const struct corefile *c, const char *exe, const struct s
 		printf(", \"%s\"", c->args);
 	printf("\nExecutable: %s\n", exe ? exe : "unknown (give --exe PATH)");
 	printf("%s%s\n", is_crash(c) ? "Crash: " : "", crash);
+	print_python(py_err, py_why, pi, s);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct thread_stack *st = &s->t[i];
 		char name[32];
 
-		printf("\nThread %zu (LWP %d)", i + 1, st->tid);
+		printf("\nThread %zu (LWP %d", i + 1, st->tid);
+		if (st->py && st->py->name)
+			printf(", Python \"%s\"", st->py->name);
+		putchar(')');
 		if (is_crash(c) && st->tid == c->signal_tid)
 			printf(": took %s", signal_name(c->signo, name, sizeof(name)));
 		putchar('\n');
-		for (size_t k = 0; k < st->n_frames; k++)
-			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "",
-					   stdout);
+		if (wait_of(r, st->tid) && !(is_crash(c) && st->tid == c->signal_tid))
+			printf("    wait: %s\n", wait_of(r, st->tid)->what);
+		thread_stack__print(st, false, stdout);
 		if (st->error)
 			printf("    (%s)\n", st->error);
 	}
+	print_lockwait(r);
 }
 
-static json_t *to_json(const struct corefile *c, const char *exe, const struct stacks *s)
+static json_t *to_json(const struct corefile *c, const char *exe, const struct stacks *s,
+		       const struct lockwait_report *r)
 {
-	json_t *threads = json_array(), *sig = json_null();
+	json_t *threads = json_array(), *sig = json_null(), *edges = json_array(),
+	       *cycles = json_array(), *verdicts;
 	char name[32], crash[256];
 
 	crash_line(c, crash, sizeof(crash));
 	for (size_t i = 0; i < s->n; i++) {
 		const struct thread_stack *st = &s->t[i];
 		bool took = is_crash(c) && st->tid == c->signal_tid;
+		const struct thread_wait *w = wait_of(r, st->tid);
 		json_t *frames = json_array();
 		char took_text[300];
 
 		snprintf(took_text, sizeof(took_text), "nothing: it %s", strstr(crash, "took"));
 		for (size_t k = 0; k < st->n_frames; k++)
 			json_array_append_new(frames, stack_frame__to_json(&st->frames[k]));
-		/* wait and waits_for as stacks PID has them, from what a core can tell. */
-		/* A core holds no thread name, state or wait channel: empty, as schema allows. */
+		/* wait and waits_for as stacks PID has them, from what a core can tell; a core
+		 * holds no thread name, state or wait channel: empty, as the schema allows. */
 		json_array_append_new(
 			threads,
-			json_pack("{s:i, s:s, s:s, s:n, s:n, s:n, s:o, s:b, s:o, s:s, s:s, s:n}",
+			json_pack("{s:i, s:s, s:s, s:n, s:n, s:n, s:o, s:b, s:o, s:s, s:s, s:o}",
 				  "tid", st->tid, "name", "", "state", "", "cpu", "wchan",
 				  "syscall", "frames", frames, "truncated", st->truncated, "error",
 				  st->error ? json_string(st->error) : json_null(), "wait",
-				  took ? "signal" : "core", "waits_for",
-				  took ? took_text : "unknown (a core file has no lock-wait graph)",
-				  "python"));
+				  took ? "signal" :
+				  w    ? wait_kind__id(w->kind) :
+					 "core",
+				  "waits_for",
+				  took ? took_text :
+				  w    ? w->what :
+					 "nothing another thread holds",
+				  "python", thread_stack__python_json(s, st)));
 	}
 	if (is_crash(c)) {
 		const char *code = corefile__si_code_name(c->signo, c->si_code);
@@ -124,12 +195,29 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 					json_null(),
 				"tid", c->signal_tid, "text", crash);
 	}
+	verdicts = json_pack("[{s:s, s:n}]", "text", crash, "remedy");
+	for (size_t e = 0; r && e < r->n_edges; e++)
+		json_array_append_new(edges, json_pack("{s:i, s:i, s:s, s:s}", "from",
+						       r->edges[e].from, "to", r->edges[e].to,
+						       "kind", wait_kind__id(r->edges[e].kind),
+						       "what", r->edges[e].what));
+	for (size_t k = 0; r && k < r->n_cycles; k++) {
+		json_t *cyc = json_array();
+
+		for (size_t j = 0; j < r->cycle_len[k]; j++)
+			json_array_append_new(cyc, json_integer(r->cycles[k][j]));
+		json_array_append_new(cycles, cyc);
+	}
+	for (size_t v = 0; r && v < r->n_verdicts; v++)
+		json_array_append_new(verdicts,
+				      json_pack("{s:s, s:o}", "text", r->verdicts[v], "remedy",
+						r->remedies[v] ? json_string(r->remedies[v]) :
+								 json_null()));
 	/* A process of the stacks document (stacks.schema.json), with the core it came from. */
-	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:n, s:o, s:o, s:[], s:[], "
-			 "s:[{s:s, s:n}]}",
-			 "pid", c->pid, "comm", c->comm, "exe", exe ? exe : "", "cmdline", c->args,
-			 "core", c->path, "stopped_ms", 0, "python", "signal", sig, "threads",
-			 threads, "edges", "cycles", "verdicts", "text", crash, "remedy");
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:n, s:o, s:o, s:o, s:o, s:o}", "pid",
+			 c->pid, "comm", c->comm, "exe", exe ? exe : "", "cmdline", c->args, "core",
+			 c->path, "stopped_ms", 0, "python", "signal", sig, "threads", threads,
+			 "edges", edges, "cycles", cycles, "verdicts", verdicts);
 }
 
 /* The executable to read: @given (which must be readable), else the one the core names. */
@@ -222,9 +310,12 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 {
 	struct corefile *c = NULL;
 	struct stacks *s = NULL;
+	struct inspection *in = NULL;
+	struct target *t;
+	struct py_interp pi;
 	const char *exe;
-	char why[512];
-	int ret = DLS_EXIT_INSPECT;
+	char why[512], py_why[512] = "";
+	int ret = DLS_EXIT_INSPECT, py_err;
 
 	output__set_json(json);
 	if (corefile__open(path, &c, why, sizeof(why))) {
@@ -238,17 +329,28 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 		dls_err("%s", why);
 		goto out;
 	}
+	py_err = stacks__core_python(s, c, exe, max_frames, &pi, py_why, sizeof(py_why));
+	if (py_err == -ENOMEM) {
+		dls_err("out of memory reading the Python state of core file %s", path);
+		goto out;
+	}
+	/* The lock-wait graph from the threads' registers and the core's memory, as check's. */
+	t = target__from_core(c, exe);
+	if (t && !(in = inspection__from_target(t)))
+		target__free(t);
+	if (in && inspection__read(in, INSPECT_LOCKWAIT, 1, why, sizeof(why)))
+		dls_warn("no lock-wait graph: %s", why);
 	if (json) {
 		json_t *doc = json_pack("{s:s, s:[o*], s:o}", "dlscope", DLSCOPE_VERSION,
-					"processes", to_json(c, exe, s), "errors",
-					output__errors_json());
+					"processes", to_json(c, exe, s, in ? in->lw : NULL),
+					"errors", output__errors_json());
 
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
 			dls_err("stacks: cannot write the JSON document");
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		print_text(c, exe, s);
+		print_text(c, exe, s, py_err, py_why, &pi, in ? in->lw : NULL);
 	}
 	ret = DLS_EXIT_OK;
 out:
@@ -261,7 +363,70 @@ out:
 			putchar('\n');
 		json_decref(doc);
 	}
+	inspection__free(in);
 	stacks__free(s);
 	corefile__free(c);
+	return ret;
+}
+
+/*
+ * systemd-coredump's core for @match (a PID, "latest", or any coredumpctl match), copied by
+ * `coredumpctl -o FILE dump MATCH` into a temporary file whose path goes in @path. Refused, in
+ * one line, where systemd does not run or coredumpctl is missing. 0, or an exit status.
+ */
+static int coredump_fetch(const char *match, char *path, size_t len)
+{
+	const char *tool = "/usr/bin/coredumpctl";
+	int fd, status;
+	pid_t child;
+
+	if (access("/run/systemd/system", F_OK)) {
+		dls_err("--coredump %s: systemd is not running here (no /run/systemd/system), so "
+			"there is no systemd-coredump store to read: give the core file itself",
+			match);
+		return DLS_EXIT_INSPECT;
+	}
+	if (access(tool, X_OK)) {
+		dls_err("--coredump %s: coredumpctl is not installed (%s: %s)", match, tool,
+			strerror(errno));
+		return DLS_EXIT_INSPECT;
+	}
+	snprintf(path, len, "/tmp/dlscope-coredump-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0) {
+		dls_err("--coredump %s: cannot make a temporary file: %s", match, strerror(errno));
+		return DLS_EXIT_INSPECT;
+	}
+	close(fd);
+	child = fork();
+	if (child == 0) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (null >= 0)
+			dup2(null, STDOUT_FILENO), dup2(null, STDERR_FILENO);
+		if (!strcmp(match, "latest"))
+			execl(tool, tool, "-q", "-o", path, "dump", (char *)NULL);
+		else
+			execl(tool, tool, "-q", "-o", path, "dump", match, (char *)NULL);
+		_exit(127);
+	}
+	if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		dls_err("--coredump %s: coredumpctl found no core to dump for it", match);
+		unlink(path);
+		return DLS_EXIT_INSPECT;
+	}
+	return 0;
+}
+
+int cmd_stacks_coredump(const char *match, const char *exe, bool json, unsigned int max_frames)
+{
+	char path[64];
+	int ret = coredump_fetch(match, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	ret = cmd_stacks_core(path, exe, json, max_frames);
+	unlink(path);
 	return ret;
 }

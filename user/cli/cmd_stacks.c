@@ -30,6 +30,7 @@
 #include "stackmerge.h"
 #include "target.h"
 #include "threadscan.h"
+#include "threadtext.h"
 #include "unwind.h"
 
 #define DEFAULT_MAX_FRAMES 256
@@ -71,6 +72,8 @@ static void stacks_usage(FILE *f)
 		"                        faulting address and the thread of a crash (a CORE\n"
 		"                        operand is recognized as such too)\n"
 		"      --exe PATH        the core's executable, when not where the core says\n"
+		"      --coredump MATCH  systemd-coredump's core of MATCH (a PID, latest, or a\n"
+		"                        coredumpctl match), read through coredumpctl\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 no deadlock, 1 a deadlock was found, 2 usage error,\n"
@@ -148,49 +151,6 @@ static const struct thread_info *info_of(const struct threadscan *ts, pid_t tid)
 	return NULL;
 }
 
-/* "    worker (/tmp/t.py:12)": one Python frame, as py-bt and py-spy name it. */
-static void print_py_frame(const struct py_frame *f, const char *indent, FILE *out)
-{
-	if (f->line >= 0)
-		fprintf(out, "%s%s (%s:%d)\n", indent, f->function, f->file, f->line);
-	else
-		fprintf(out, "%s%s (%s)\n", indent, f->function, f->file);
-}
-
-/* Native frames with each eval frame's Python frames under it; or the Python frames alone. */
-static void print_frames(const struct thread_stack *st, bool python_only, FILE *out)
-{
-	size_t n_py = st->py ? st->py->n_frames : 0;
-	long *at = calloc(n_py ? n_py : 1, sizeof(*at));
-	size_t j = 0;
-
-	if (!at)
-		return;
-	thread_stack__place_python(st, at);
-	if (python_only) {
-		for (j = 0; j < n_py; j++)
-			print_py_frame(&st->py->frames[j], "    ", out);
-	} else {
-		for (size_t k = 0; k < st->n_frames; k++) {
-			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "",
-					   out);
-			for (; j < n_py && at[j] == (long)k; j++)
-				print_py_frame(&st->py->frames[j], "        [py] ", out);
-		}
-		/* Frames whose eval call lies past where the native unwind ended. */
-		if (j < n_py)
-			fprintf(out, "    (%zu Python frames below the last native frame:)\n",
-				n_py - j);
-		for (; j < n_py; j++)
-			print_py_frame(&st->py->frames[j], "        [py] ", out);
-	}
-	if (st->py && st->py->truncated)
-		fprintf(out, "    (more Python frames: raise --max-frames)\n");
-	if (st->py && st->py->error)
-		fprintf(out, "    (Python frames stop early: %s)\n", st->py->error);
-	free(at);
-}
-
 /* One line on the interpreter, or on why its frames are missing; nothing for other programs. */
 static void print_python_header(const struct inspection *in, const struct stacks *s, FILE *out)
 {
@@ -244,7 +204,7 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 		if (ti)
 			fprintf(out, "    %s%s%s\n", sc, w && w->kind != WAIT_RUNNING ? ": " : "",
 				w && w->kind != WAIT_RUNNING ? w->what : "");
-		print_frames(st, python_only, out);
+		thread_stack__print(st, python_only, out);
 		if (st->error && !python_only)
 			fprintf(out, "    (%s)\n", st->error);
 	}
@@ -264,35 +224,6 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 		fprintf(out,
 			"\nstopped for %.3f ms (%zu threads, %" PRIu64 " KiB of stack copied)\n",
 			(double)s->stopped_ns / 1e6, s->n, s->stack_bytes / 1024);
-}
-
-static json_t *python_thread_json(const struct stacks *s, const struct thread_stack *st)
-{
-	size_t n = st->py ? st->py->n_frames : 0;
-	long *at = calloc(n ? n : 1, sizeof(*at));
-	json_t *frames = json_array();
-
-	if (!st->py || !at) {
-		free(at);
-		json_decref(frames);
-		return json_null();
-	}
-	thread_stack__place_python(st, at);
-	for (size_t j = 0; j < n; j++) {
-		const struct py_frame *f = &st->py->frames[j];
-
-		json_array_append_new(
-			frames,
-			json_pack("{s:s, s:s, s:o, s:o}", "function", f->function, "file", f->file,
-				  "line", f->line >= 0 ? json_integer(f->line) : json_null(),
-				  "native_frame", at[j] >= 0 ? json_integer(at[j]) : json_null()));
-	}
-	free(at);
-	return json_pack("{s:I, s:o, s:o, s:b, s:b, s:o}", "thread_id",
-			 (json_int_t)st->py->pthread_id, "name",
-			 st->py->name ? json_string(st->py->name) : json_null(), "frames", frames,
-			 "holds_gil", stacks__holds_gil(s, st), "truncated", st->py->truncated,
-			 "error", st->py->error ? json_string(st->py->error) : json_null());
 }
 
 static json_t *python_json(const struct inspection *in, const struct stacks *s)
@@ -343,7 +274,7 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 				w ? wait_kind__id(w->kind) : "unknown", "waits_for",
 				w ? w->what : "", "frames", frames, "truncated", st->truncated,
 				"error", st->error ? json_string(st->error) : json_null(), "python",
-				python_thread_json(s, st));
+				thread_stack__python_json(s, st));
 		json_object_set_new(one, "gpu_thread",
 				    ti && runtimes__gpu_thread(in->g, ti, gpu, sizeof(gpu)) ?
 					    json_string(gpu) :
@@ -711,6 +642,7 @@ int cmd_stacks(int argc, char **argv)
 		{ "job", no_argument, NULL, 'J' },
 		{ "core", required_argument, NULL, 'C' },
 		{ "exe", required_argument, NULL, 'E' },
+		{ "coredump", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -726,7 +658,7 @@ int cmd_stacks(int argc, char **argv)
 	struct cliopt cl;
 	pid_t pid, *pids = NULL;
 	size_t n_pids = 0;
-	const char *core = NULL, *exe = NULL;
+	const char *core = NULL, *exe = NULL, *coredump = NULL;
 	bool core_op;
 
 	/* --python is long only: -p is a process in every command. */
@@ -763,12 +695,19 @@ int cmd_stacks(int argc, char **argv)
 		case 'J': job = true; break;
 		case 'C': core = optarg; break;
 		case 'E': exe = optarg; break;
+		case 'D': coredump = optarg; break;
 		case 'h':
 			free(pids);
 			stacks_usage(stdout);
 			return DLS_EXIT_OK;
 		default: free(pids); return DLS_EXIT_USAGE;
 		}
+	}
+	if (coredump) {
+		free(pids);
+		if (core || n_pids || cl.n_ops || job)
+			return cliopt__usage("stacks", "--coredump goes alone");
+		return cmd_stacks_coredump(coredump, exe, json, max_frames);
 	}
 	/* A core file, as the operand or --core FILE, in place of the process. */
 	core_op = !core && !n_pids && (core = cliopt__core_operand(&cl));

@@ -4,6 +4,7 @@
 #define DLSCOPE_COMMANDS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "version.h"
@@ -20,6 +21,8 @@ int cmd_lint(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 /* stacks CORE (cmd_core.c): @exe NULL for the one the core names. */
 int cmd_stacks_core(const char *path, const char *exe, bool json, unsigned int max_frames);
+/* stacks --coredump MATCH: systemd-coredump's core, through coredumpctl (cmd_core.c). */
+int cmd_stacks_coredump(const char *match, const char *exe, bool json, unsigned int max_frames);
 /*
  * The process a core file holds, as a target (target__from_core) for libs and check, after a
  * line for each mapped file that changed since; 0, or the exit status after one line.

@@ -73,7 +73,9 @@ static int add_thread(struct corefile *c, const void *desc, size_t len)
 	if (!nt)
 		return -ENOMEM;
 	c->threads = nt;
-	nt[c->n_threads++] = (struct core_thread){ .tid = st.pr_pid, .cursig = st.pr_cursig };
+	nt[c->n_threads] = (struct core_thread){ .tid = st.pr_pid, .cursig = st.pr_cursig };
+	_Static_assert(sizeof(st.pr_reg) == sizeof(arch_regs), "pr_reg is not arch_regs");
+	memcpy(&nt[c->n_threads++].regs, &st.pr_reg, sizeof(arch_regs));
 	return 0;
 }
 
@@ -207,7 +209,7 @@ int corefile__open(const char *path, struct corefile **out, char *why, size_t wh
 
 	*out = NULL;
 	if (c)
-		c->fd = -1;
+		c->fd = c->file_fd = -1;
 	if (!c || !(c->path = strdup(path))) {
 		free(c);
 		return fail(-ENOMEM, why, whylen, "out of memory reading %s", path);
@@ -313,8 +315,44 @@ void corefile__free(struct corefile *c)
 		elf_end(c->elf);
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->file_fd >= 0)
+		close(c->file_fd);
 	free(c->path);
 	free(c);
+}
+
+/*
+ * Memory the core left out of a file mapping (gcore and the kernel skip read-only code): read
+ * from the file itself, as gdb and libdwfl do. Returns the bytes read at @a, up to @len.
+ */
+static size_t read_mapped_file(const struct corefile *cc, uint64_t a, void *buf, size_t len)
+{
+	struct corefile *c = (struct corefile *)cc; /* the descriptor cache only */
+	const struct core_file_map *f = corefile__file_at(c, a);
+	struct stat st;
+	uint64_t in;
+	ssize_t n;
+
+	if (!f)
+		return 0;
+	if (c->file_fd_map != f &&
+	    (!c->file_fd_map || strcmp(c->file_fd_map->path, f->path) || c->file_fd < 0)) {
+		if (c->file_fd >= 0)
+			close(c->file_fd);
+		/* A regular file only: a core may name a FIFO or a device. */
+		c->file_fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (c->file_fd >= 0 && (fstat(c->file_fd, &st) || !S_ISREG(st.st_mode))) {
+			close(c->file_fd);
+			c->file_fd = -1;
+		}
+	}
+	c->file_fd_map = f;
+	if (c->file_fd < 0)
+		return 0;
+	in = f->end - a;
+	n = pread(c->file_fd, buf, len < in ? len : (size_t)in,
+		  (off_t)(f->offset + (a - f->start)));
+	return n > 0 ? (size_t)n : 0;
 }
 
 size_t corefile__read(const struct corefile *c, uint64_t addr, void *buf, size_t len)
@@ -329,8 +367,21 @@ size_t corefile__read(const struct corefile *c, uint64_t addr, void *buf, size_t
 		for (size_t i = 0; i < c->n_segs && !s; i++)
 			if (a >= c->segs[i].vaddr && a - c->segs[i].vaddr < c->segs[i].filesz)
 				s = &c->segs[i];
-		if (!s)
-			break;
+		if (!s) {
+			bool dumped_part = false;
+
+			/* Only where the core has no bytes at all: not the zeroed tail of .bss. */
+			for (size_t i = 0; i < c->n_segs && !dumped_part; i++)
+				dumped_part = a >= c->segs[i].vaddr &&
+					      a - c->segs[i].vaddr < c->segs[i].memsz &&
+					      c->segs[i].flags & PF_W;
+			n = dumped_part ? 0 :
+					  read_mapped_file(c, a, (char *)buf + done, len - done);
+			if (!n)
+				break;
+			done += n;
+			continue;
+		}
 		in = s->filesz - (a - s->vaddr);
 		n = len - done < in ? len - done : (size_t)in;
 		if (pread(c->fd, (char *)buf + done, n, (off_t)(s->offset + (a - s->vaddr))) !=

@@ -13,9 +13,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "arch.h"
+
 struct core_thread {
 	pid_t tid;
-	int cursig; /* pr_cursig: the signal being delivered when it was dumped, 0 for none */
+	int cursig;	/* pr_cursig: the signal being delivered when it was dumped, 0 for none */
+	arch_regs regs; /* pr_reg: its registers when dumped */
 };
 
 /* One NT_FILE entry: [start, end) maps @path from file page offset @offset (in bytes). */
@@ -49,6 +52,9 @@ struct corefile {
 	size_t n_files;
 	struct core_segment *segs;
 	size_t n_segs;
+	/* The mapped file last read for memory the core left out (its code), held open. */
+	int file_fd;
+	const struct core_file_map *file_fd_map;
 	uint64_t auxv[64]; /* NT_AUXV as (type, value) pairs, up to 32 */
 	size_t n_auxv;	   /* pairs */
 };

@@ -2,6 +2,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,38 @@ static int cmp_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/*
+ * The permissions a file mapping the core left out had: those of the file's PT_LOAD that maps
+ * its page offset (its code, "r-xp"), or "r--p" when the file does not say.
+ */
+static void undumped_perms(const struct core_file_map *f, char perms[5])
+{
+	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	size_t phnum;
+	Elf *e;
+
+	snprintf(perms, 5, "r--p");
+	if (fd < 0)
+		return;
+	e = !fstat(fd, &st) && S_ISREG(st.st_mode) && elf_version(EV_CURRENT) != EV_NONE ?
+		    elf_begin(fd, ELF_C_READ_MMAP, NULL) :
+		    NULL;
+	for (size_t i = 0; e && !elf_getphdrnum(e, &phnum) && i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    (ph.p_offset & ~0xfffULL) != f->offset)
+			continue;
+		snprintf(perms, 5, "%c%c%cp", ph.p_flags & PF_R ? 'r' : '-',
+			 ph.p_flags & PF_W ? 'w' : '-', ph.p_flags & PF_X ? 'x' : '-');
+		break;
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+}
+
 struct procmaps *procmaps__from_core(const struct corefile *c)
 {
 	struct procmaps *m = calloc(1, sizeof(*m));
@@ -178,12 +211,13 @@ struct procmaps *procmaps__from_core(const struct corefile *c)
 
 		for (size_t k = 0; k < c->n_segs && !dumped; k++)
 			dumped = c->segs[k].vaddr == f->start;
-		if (!dumped)
-			m->maps[m->n++] = (struct mapping){ .start = f->start,
-							    .end = f->end,
-							    .offset = f->offset,
-							    .perms = "r--p",
-							    .path = strdup(f->path) };
+		if (!dumped) {
+			m->maps[m->n] = (struct mapping){ .start = f->start,
+							  .end = f->end,
+							  .offset = f->offset,
+							  .path = strdup(f->path) };
+			undumped_perms(f, m->maps[m->n++].perms);
+		}
 	}
 	for (size_t i = 0; i < m->n; i++) {
 		struct mapping *mp = &m->maps[i];

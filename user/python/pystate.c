@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 
 #include "array.h"
+#include "corefile.h"
 #include "elfobj.h"
 #include "pylines.h"
 #include "pystate.h"
@@ -35,12 +36,17 @@ struct py_strings {
 	size_t n, cap;
 };
 
+/* Set while py_snapshot__read_core reads: the memory is the core's, not a process's. */
+static __thread const struct corefile *mem_core;
+
 static int mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
 
 	if (!addr)
 		return -EFAULT;
+	if (mem_core)
+		return corefile__read(mem_core, addr, buf, len) == len ? 0 : -EFAULT;
 	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
 }
 
@@ -671,6 +677,17 @@ int py_snapshot__read(const struct py_interp *pi, pid_t pid, unsigned int max_fr
 		interp = next_interp;
 	}
 	return 0;
+}
+
+int py_snapshot__read_core(const struct py_interp *pi, const struct corefile *core,
+			   unsigned int max_frames, struct py_snapshot **out)
+{
+	int err;
+
+	mem_core = core;
+	err = py_snapshot__read(pi, 0, max_frames, out);
+	mem_core = NULL;
+	return err;
 }
 
 const struct py_thread *py_snapshot__thread(const struct py_snapshot *s, uint64_t tstate)

@@ -84,6 +84,10 @@ struct py_snapshot {
  */
 int py_snapshot__read(const struct py_interp *pi, pid_t pid, unsigned int max_frames,
 		      struct py_snapshot **out);
+struct corefile;
+/* The same, of the process a core file holds: its memory is the core's segments. */
+int py_snapshot__read_core(const struct py_interp *pi, const struct corefile *core,
+			   unsigned int max_frames, struct py_snapshot **out);
 void py_snapshot__free(struct py_snapshot *s);
 /* The thread of @s whose thread state is @tstate, or NULL. */
 const struct py_thread *py_snapshot__thread(const struct py_snapshot *s, uint64_t tstate);
