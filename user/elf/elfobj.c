@@ -1761,8 +1761,12 @@ static struct addr_index *build_addr_index(const struct elf_object *o, bool func
 		addr_index__free(b.ix);
 		return NULL;
 	}
-	qsort(b.ix->sized, b.ix->n_sized, sizeof(struct addr_sym), by_value_then_order);
-	qsort(b.ix->sizeless, b.ix->n_sizeless, sizeof(struct addr_sym), by_value_then_order_desc);
+	/* qsort of an empty (NULL) array is undefined: an object may have no sized symbol. */
+	if (b.ix->n_sized)
+		qsort(b.ix->sized, b.ix->n_sized, sizeof(struct addr_sym), by_value_then_order);
+	if (b.ix->n_sizeless)
+		qsort(b.ix->sizeless, b.ix->n_sizeless, sizeof(struct addr_sym),
+		      by_value_then_order_desc);
 	for (size_t i = 0; i < b.ix->n_sized; i++) {
 		if (b.ix->sized[i].end > max_end)
 			max_end = b.ix->sized[i].end;
