@@ -211,6 +211,7 @@ void live__free(struct live *l)
 		l->n--;
 	}
 	free(l->q);
+	json_sink__drop_held(&l->sink); /* a collector that failed sent no summary */
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 }

@@ -370,8 +370,13 @@ static int run(int argc, char **argv, bool record)
 	err = watch__run(&o, &st, why, sizeof(why));
 	st.findings += jobwatch__findings(jw);
 	jobwatch__free(jw);
-	if (trace_fd >= 0)
+	/* A run that failed sent no summary: what the sinks still hold goes unwritten. */
+	if (!quiet)
+		text_sink__drop_held(&text);
+	if (trace_fd >= 0) {
+		json_sink__drop_held(&trace);
 		werr = trace_file__close(&tf);
+	}
 	free(o.pids);
 	if (err) {
 		struct stat st;

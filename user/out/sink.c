@@ -247,6 +247,17 @@ void text_sink__order(struct text_sink *t)
 	t->ordered = true;
 }
 
+static void drop_line(void *ctx, void *p)
+{
+	free(p);
+}
+
+void text_sink__drop_held(struct text_sink *t)
+{
+	order__release(&t->q, UINT64_MAX, drop_line, NULL);
+	order__free(&t->q);
+}
+
 /* ---- trace records ---- */
 
 #define JSON(s) ((struct json_sink *)(s))
@@ -493,6 +504,17 @@ void json_sink__init_file(struct json_sink *j, struct trace_file *tf, int fd)
 void json_sink__order(struct json_sink *j)
 {
 	j->ordered = true;
+}
+
+static void drop_record(void *ctx, void *p)
+{
+	json_decref(p);
+}
+
+void json_sink__drop_held(struct json_sink *j)
+{
+	order__release(&j->q, UINT64_MAX, drop_record, NULL);
+	order__free(&j->q);
 }
 
 int trace_file__close(struct trace_file *tf)

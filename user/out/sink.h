@@ -142,6 +142,7 @@ struct text_sink {
 void text_sink__init(struct text_sink *t, FILE *out);
 /* Records held until the collector's horizon passes them (order.h), written in time order. */
 void text_sink__order(struct text_sink *t);
+void text_sink__drop_held(struct text_sink *t); /* as json_sink__drop_held */
 
 /* Trace records (docs/trace-format.md), each handed to @emit, which borrows it. */
 struct json_sink {
@@ -168,6 +169,11 @@ struct trace_file {
 };
 /* Records held until the collector's horizon passes them (order.h), emitted in time order. */
 void json_sink__order(struct json_sink *j);
+/*
+ * A run that ended without its summary (an error before or while watching): what an ordered
+ * sink still holds is dropped, unwritten. Nothing after a summary, which writes every record.
+ */
+void json_sink__drop_held(struct json_sink *j);
 /* A JSON sink that writes JSON Lines through @tf to @fd (owned: trace_file__close). */
 void json_sink__init_file(struct json_sink *j, struct trace_file *tf, int fd);
 /* Writes what is buffered and closes the descriptor: 0, or -errno of the first failure. */
