@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle, \
-    wait_until
+    wait_until, serial
 
 
 def hung(argv):
@@ -368,6 +368,7 @@ def seen_stop(fx, run):
     return out, {k: float(v) for k, v in (w.split("=") for w in line.split()[1:])}
 
 
+@serial
 def test_reported_stop_is_the_one_the_target_sees():
     # 200 threads on 2 CPUs, one in three computing: the stop was reported as 90-570 ms, from
     # before the first seize to the last detach, while the threads were stopped and released
