@@ -61,7 +61,9 @@ def build_once(out, argv, sources):
 
 
 def fixture_path(name):
-    return os.path.join(BUILD, "fixtures", name)
+    """A fixture by the path the kernel gives it (/proc/PID/exe, maps), which is what dlscope
+    prints: build-san/fixtures is a link to build/fixtures (one set for every build)."""
+    return os.path.join(os.path.realpath(os.path.join(BUILD, "fixtures")), name)
 
 
 def dlscope_path():
