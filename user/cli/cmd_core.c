@@ -196,23 +196,7 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 				"tid", c->signal_tid, "text", crash);
 	}
 	verdicts = json_pack("[{s:s, s:n}]", "text", crash, "remedy");
-	for (size_t e = 0; r && e < r->n_edges; e++)
-		json_array_append_new(edges, json_pack("{s:i, s:i, s:s, s:s}", "from",
-						       r->edges[e].from, "to", r->edges[e].to,
-						       "kind", wait_kind__id(r->edges[e].kind),
-						       "what", r->edges[e].what));
-	for (size_t k = 0; r && k < r->n_cycles; k++) {
-		json_t *cyc = json_array();
-
-		for (size_t j = 0; j < r->cycle_len[k]; j++)
-			json_array_append_new(cyc, json_integer(r->cycles[k][j]));
-		json_array_append_new(cycles, cyc);
-	}
-	for (size_t v = 0; r && v < r->n_verdicts; v++)
-		json_array_append_new(verdicts,
-				      json_pack("{s:s, s:o}", "text", r->verdicts[v], "remedy",
-						r->remedies[v] ? json_string(r->remedies[v]) :
-								 json_null()));
+	lockwait_report__to_json(r, edges, cycles, verdicts);
 	/* A process of the stacks document (stacks.schema.json), with the core it came from. */
 	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:n, s:o, s:o, s:o, s:o, s:o}", "pid",
 			 c->pid, "comm", c->comm, "exe", exe ? exe : "", "cmdline", c->args, "core",

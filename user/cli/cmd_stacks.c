@@ -281,23 +281,7 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 					    json_null());
 		json_array_append_new(threads, one);
 	}
-	for (size_t e = 0; r && e < r->n_edges; e++)
-		json_array_append_new(edges, json_pack("{s:i, s:i, s:s, s:s}", "from",
-						       r->edges[e].from, "to", r->edges[e].to,
-						       "kind", wait_kind__id(r->edges[e].kind),
-						       "what", r->edges[e].what));
-	for (size_t c = 0; r && c < r->n_cycles; c++) {
-		json_t *cyc = json_array();
-
-		for (size_t k = 0; k < r->cycle_len[c]; k++)
-			json_array_append_new(cyc, json_integer(r->cycles[c][k]));
-		json_array_append_new(cycles, cyc);
-	}
-	for (size_t v = 0; r && v < r->n_verdicts; v++)
-		json_array_append_new(verdicts,
-				      json_pack("{s:s, s:o}", "text", r->verdicts[v], "remedy",
-						r->remedies[v] ? json_string(r->remedies[v]) :
-								 json_null()));
+	lockwait_report__to_json(r, edges, cycles, verdicts);
 	cmdline = proc__cmdline(t->pid);
 	doc = json_pack("{s:i, s:s, s:s, s:o*, s:f, s:o, s:o, s:o, s:o, s:o}", "pid", t->pid,
 			"comm", t->comm, "exe", t->exe, "cmdline",

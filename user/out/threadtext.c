@@ -2,6 +2,7 @@
 /* One thread's stack as stacks prints it, for a process and a core alike (threadtext.h). */
 #include <stdlib.h>
 
+#include "lockwait.h"
 #include "pystate.h"
 #include "threadtext.h"
 #include "unwind.h"
@@ -76,4 +77,26 @@ json_t *thread_stack__python_json(const struct stacks *s, const struct thread_st
 			 st->py->name ? json_string(st->py->name) : json_null(), "frames", frames,
 			 "holds_gil", stacks__holds_gil(s, st), "truncated", st->py->truncated,
 			 "error", st->py->error ? json_string(st->py->error) : json_null());
+}
+
+void lockwait_report__to_json(const struct lockwait_report *r, json_t *edges, json_t *cycles,
+			      json_t *verdicts)
+{
+	for (size_t e = 0; r && e < r->n_edges; e++)
+		json_array_append_new(edges, json_pack("{s:i, s:i, s:s, s:s}", "from",
+						       r->edges[e].from, "to", r->edges[e].to,
+						       "kind", wait_kind__id(r->edges[e].kind),
+						       "what", r->edges[e].what));
+	for (size_t k = 0; r && k < r->n_cycles; k++) {
+		json_t *cyc = json_array();
+
+		for (size_t j = 0; j < r->cycle_len[k]; j++)
+			json_array_append_new(cyc, json_integer(r->cycles[k][j]));
+		json_array_append_new(cycles, cyc);
+	}
+	for (size_t v = 0; r && v < r->n_verdicts; v++)
+		json_array_append_new(verdicts,
+				      json_pack("{s:s, s:o}", "text", r->verdicts[v], "remedy",
+						r->remedies[v] ? json_string(r->remedies[v]) :
+								 json_null()));
 }

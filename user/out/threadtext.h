@@ -16,5 +16,12 @@ struct thread_stack;
 void thread_stack__print(const struct thread_stack *st, bool python_only, FILE *out);
 /* The thread's Python object of the stacks document, or JSON null when it runs no Python. */
 json_t *thread_stack__python_json(const struct stacks *s, const struct thread_stack *st);
+/*
+ * The lock-wait graph's part of the stacks document: its edges, cycles and verdicts appended to
+ * the three arrays (@r NULL: none), for a process and a core alike.
+ */
+struct lockwait_report;
+void lockwait_report__to_json(const struct lockwait_report *r, json_t *edges, json_t *cycles,
+			      json_t *verdicts);
 
 #endif
