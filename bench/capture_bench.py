@@ -14,25 +14,16 @@ import statistics
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import builds_and_runs  # noqa: E402
+from timing import start_heartbeat, builds_and_runs  # noqa: E402
 
 args, runs, builds = builds_and_runs(sys.argv[1:], 7)
 threads = int(args[args.index("--threads") + 1]) if "--threads" in args else 64
-root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-work = tempfile.mkdtemp(prefix="capture-bench-")
-exe = os.path.join(work, "heartbeat")
-subprocess.run(["cc", "-O2", "-g", "-pthread", "-o", exe, f"{root}/bench/heartbeat.c"],
-               check=True)
-shm = os.path.join(work, "gap")
-with open(shm, "wb") as f:
-    f.write(bytes(4096))
+work, exe, shm, target = start_heartbeat(threads, "capture-bench-")
 fd = os.open(shm, os.O_RDWR)
 gap = mmap.mmap(fd, 4096)
-target = subprocess.Popen([exe, shm, str(threads)], stdout=subprocess.PIPE, text=True)
 assert target.stdout.readline().startswith("ready")
 time.sleep(0.3)
 

@@ -10,23 +10,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import builds_and_runs, timed  # noqa: E402
+from timing import start_heartbeat, builds_and_runs, timed  # noqa: E402
 
 args, runs, builds = builds_and_runs(sys.argv[1:], 5)
 threads = int(args[args.index("--threads") + 1]) if "--threads" in args else 64
-root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-work = tempfile.mkdtemp(prefix="core-stacks-bench-")
-exe = os.path.join(work, "heartbeat")
-subprocess.run(["cc", "-O2", "-g", "-pthread", "-o", exe, f"{root}/bench/heartbeat.c"],
-               check=True)
-shm = os.path.join(work, "gap")
-with open(shm, "wb") as f:
-    f.write(bytes(4096))
-target = subprocess.Popen([exe, shm, str(threads)], stdout=subprocess.PIPE, text=True)
+work, exe, shm, target = start_heartbeat(threads, "core-stacks-bench-")
 try:
     assert target.stdout.readline().startswith("ready")
     time.sleep(0.3)
@@ -41,8 +32,9 @@ try:
     for argv in [gdb, eu] + [[b, "stacks", core] for b in builds]:
         subprocess.run(argv, capture_output=True)
     t_gdb, t_eu = timed(gdb, runs), timed(eu, runs)
-    n = len(json.loads(subprocess.run([builds[0], "stacks", "--json", core], capture_output=True,
-                                      text=True).stdout)["threads"])
+    doc = json.loads(subprocess.run([builds[0], "stacks", "--json", core], capture_output=True,
+                                    text=True).stdout)
+    n = len(doc["processes"][0]["threads"])
     print(f"core of {n} threads ({os.path.getsize(core) / 2**20:.1f} MiB), "
           f"{runs} runs each, median wall")
     print(f"  gdb thread apply all bt: {t_gdb * 1000:8.1f} ms")

@@ -89,3 +89,19 @@ def make_trace(path, n, host="bench", offset=0, pid=100, fmt="dlscope-trace/3"):
                 t += 50
             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
         f.write(json.dumps({"type": "summary", "events": n, "lost": 0, "findings": 0}) + "\n")
+
+
+def start_heartbeat(threads, prefix):
+    """bench/heartbeat.c built in a new folder and started with @threads threads; it writes the
+    longest gap its threads saw into a shared page. Returns (folder, exe, page path, process)."""
+    import tempfile
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    work = tempfile.mkdtemp(prefix=prefix)
+    exe = os.path.join(work, "heartbeat")
+    subprocess.run(["cc", "-O2", "-g", "-pthread", "-o", exe, f"{root}/bench/heartbeat.c"],
+                   check=True)
+    shm = os.path.join(work, "gap")
+    with open(shm, "wb") as f:
+        f.write(bytes(4096))
+    target = subprocess.Popen([exe, shm, str(threads)], stdout=subprocess.PIPE, text=True)
+    return work, exe, shm, target

@@ -193,3 +193,30 @@ def wait_idle(pid, timeout=5.0):
         return states and "R" not in states
 
     wait_until(idle, timeout, lambda: f"threads of {pid} idle: {thread_states(pid)}")
+
+
+def gdb_backtraces(*gdb_args):
+    """{tid: [(function, has_address)]} from gdb's 'thread apply all bt' on @gdb_args (a live
+    process: "-p", PID; a core: EXE, CORE), for comparing dlscope's frames with gdb's."""
+    out = subprocess.run(["gdb", "-nx", "-batch", *gdb_args, "-ex", "thread apply all bt"],
+                         capture_output=True, text=True, timeout=120).stdout
+    threads, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r'^Thread \d+ \(.*LWP (\d+)\)', line)
+        if m:
+            cur = threads.setdefault(int(m.group(1)), [])
+            continue
+        m = re.match(r'^#\d+\s+(0x[0-9a-f]+ in )?(\S+) \(', line)
+        if m and cur is not None:
+            cur.append((m.group(2), bool(m.group(1))))
+    return threads
+
+
+def norm_function(name):
+    """A function's name as both debuggers can agree on it: no @version, no leading _."""
+    return re.sub(r"@.*$", "", name or "??").lstrip("_")
+
+
+# libdwfl 0.188 (eu-stack too) unwinds glibc's futex wait in pthread_join one frame too far
+# at two places where gdb does not: the frames of these two functions are missing on our side.
+LIBDWFL_SKIPS = {"__GI___futex_abstimed_wait_cancelable64", "___pthread_join"}

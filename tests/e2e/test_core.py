@@ -9,7 +9,9 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import Fixture, Skip, dlscope, error_lines, fixture_path, is_root, wait_idle
+from harness import (
+    LIBDWFL_SKIPS, gdb_backtraces, norm_function, Fixture, Skip, dlscope, error_lines,
+    fixture_path, is_root, wait_idle)
 
 
 def gcore(pid, d):
@@ -64,28 +66,10 @@ def kernel_core_locked(argv, d):
 
 
 def gdb_core_functions(exe, core):
-    """{tid: [(function, has_address)]} from gdb's 'thread apply all bt' on a core."""
-    out = subprocess.run(["gdb", "-nx", "-batch", "-ex", "thread apply all bt", exe, core],
-                         capture_output=True, text=True, timeout=120).stdout
-    threads, cur = {}, None
-    for line in out.splitlines():
-        m = re.match(r'^Thread \d+ \(.*LWP (\d+)\)', line)
-        if m:
-            cur = threads.setdefault(int(m.group(1)), [])
-            continue
-        m = re.match(r'^#\d+\s+(0x[0-9a-f]+ in )?(\S+) \(', line)
-        if m and cur is not None:
-            cur.append((m.group(2), bool(m.group(1))))
-    return threads
+    return gdb_backtraces(exe, core)
 
 
-def norm(name):
-    return re.sub(r"@.*$", "", name or "??").lstrip("_")
-
-
-# As in test_stacks: libdwfl 0.188 unwinds glibc's futex wait in pthread_join one frame too far
-# where gdb does not, and gdb adds tail-call frames (no address) from DWARF call sites.
-LIBDWFL_SKIPS = {"__GI___futex_abstimed_wait_cancelable64", "___pthread_join"}
+norm = norm_function
 
 
 def assert_frames_match_gdb(ours, theirs, what):

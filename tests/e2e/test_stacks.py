@@ -8,8 +8,9 @@ import subprocess
 import tempfile
 import time
 
-from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle, \
-    wait_until, serial
+from harness import (
+    LIBDWFL_SKIPS, gdb_backtraces, norm_function, Fixture, Skip, dlscope, dlscope_path,
+    fixture_path, is_root, wait_idle, wait_until, serial)
 
 
 def hung(argv):
@@ -90,28 +91,10 @@ def test_busy_process_gets_no_verdict():
 
 
 def gdb_functions(pid):
-    """{tid: [(function, has_address)]} from gdb's 'thread apply all bt'."""
-    out = subprocess.run(["gdb", "-nx", "-batch", "-p", str(pid), "-ex", "thread apply all bt"],
-                         capture_output=True, text=True, timeout=120).stdout
-    threads, cur = {}, None
-    for line in out.splitlines():
-        m = re.match(r'^Thread \d+ \(.*LWP (\d+)\)', line)
-        if m:
-            cur = threads.setdefault(int(m.group(1)), [])
-            continue
-        m = re.match(r'^#\d+\s+(0x[0-9a-f]+ in )?(\S+) \(', line)
-        if m and cur is not None:
-            cur.append((m.group(2), bool(m.group(1))))
-    return threads
+    return gdb_backtraces("-p", str(pid))
 
 
-def norm(name):
-    return re.sub(r"@.*$", "", name or "??").lstrip("_")
-
-
-# libdwfl 0.188 (eu-stack too) unwinds glibc's futex wait in pthread_join one frame too far
-# at two places where gdb does not: the frames of these two functions are missing on our side.
-LIBDWFL_SKIPS = {"__GI___futex_abstimed_wait_cancelable64", "___pthread_join"}
+norm = norm_function
 
 
 def test_function_names_match_gdb_frame_by_frame():

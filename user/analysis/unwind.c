@@ -1381,13 +1381,7 @@ int stacks__from_core(const struct corefile *core, const char *exe, unsigned int
 out:
 	pc_memo__free(&memo);
 	framecache__close(fc);
-	if (dwfl)
-		dwfl_end(dwfl);
-	if (err)
-		stacks__free(s);
-	else
-		*out = s;
-	return err;
+	return capture_end(s, NULL, dwfl, err, out);
 }
 
 int stacks__core_python(struct stacks *s, const struct corefile *core, const char *exe,
