@@ -32,6 +32,7 @@
 #include "phase.h"
 #include "procfs.h"
 #include "procmaps.h"
+#include "tracee.h"
 #include "target.h"
 #include "pystate.h"
 #include "unwind.h"
@@ -209,21 +210,17 @@ static bool held_take(pid_t tid)
  */
 static bool held_release(const struct held *h)
 {
-	siginfo_t si = { 0 };
-	int options = WEXITED | WNOHANG | __WALL;
+	int status = 0;
 
-	if (waitid(P_PID, (id_t)h->tid, &si, WSTOPPED | WNOHANG | __WALL))
-		return true; /* no longer ours (ECHILD): exited and reaped */
-	if (si.si_pid == h->tid) {
-		long sig = (si.si_status >> 8) == PTRACE_EVENT_STOP ? 0 : si.si_status & 0xff;
-
-		/* ESRCH: killed after the stop was reported; its exit comes next. */
-		return !ptrace(PTRACE_DETACH, h->tid, NULL, (void *)sig) || errno != ESRCH;
+	switch (tracee__look(h->tid, h->keep_exit, &status)) {
+	case TRACEE_NOTHING: return false;
+	case TRACEE_STOPPED: break;
+	default: return true; /* exited, or no longer ours (reaped) */
 	}
-	if (h->keep_exit)
-		options |= WNOWAIT;
-	si.si_pid = 0;
-	return !waitid(P_PID, (id_t)h->tid, &si, options) && si.si_pid == h->tid;
+	/* ESRCH: killed after the stop was reported; its exit comes next. */
+	return !ptrace(PTRACE_DETACH, h->tid, NULL,
+		       (void *)(long)(tracee__is_interrupt_stop(status) ? 0 : status & 0xff)) ||
+	       errno != ESRCH;
 }
 
 /* One pass over this thread's held threads; returns how many are still held. */
@@ -286,41 +283,31 @@ static bool is_own_child(pid_t pid)
 static int collect_one(struct capture_set *cs, struct captured *c, const struct procmaps *maps,
 		       struct stacks *out)
 {
-	siginfo_t si = { 0 };
-	int options = WEXITED | WNOHANG | __WALL;
-
-	/* Stops first: waiting for stops alone never reaps a thread that exits meanwhile. */
-	if (waitid(P_PID, (id_t)c->tid, &si, WSTOPPED | WNOHANG | __WALL)) {
-		c->gone = true; /* no longer ours to wait for (ECHILD) */
-		return 1;
-	}
-	if (si.si_pid == c->tid) {
-		if ((si.si_status >> 8) != PTRACE_EVENT_STOP) {
-			/* A signal arrived first: let it be delivered, our stop comes next. */
-			ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)(si.si_status & 0xff));
-			return 0;
-		}
-		c->stopped = true;
-		if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
-			c->have_regs = true;
-			if (!cs->regs_only) {
-				copy_stack(cs->mem_pid, maps, c);
-				out->stack_bytes += c->stack_len;
-			}
-		} else {
-			c->regs_errno = errno;
-		}
-		return 1;
-	}
 	/* The leader of our own child is left unreaped: its parent in us collects its status. */
-	if (c->tid == cs->pid && cs->own_child)
-		options |= WNOWAIT;
-	si.si_pid = 0;
-	if (!waitid(P_PID, (id_t)c->tid, &si, options) && si.si_pid == c->tid) {
-		c->gone = true;
-		return 1;
+	bool keep_exit = c->tid == cs->pid && cs->own_child;
+	int status = 0;
+
+	switch (tracee__look(c->tid, keep_exit, &status)) {
+	case TRACEE_NOTHING: return -1;
+	case TRACEE_STOPPED: break;
+	default: c->gone = true; return 1;
 	}
-	return -1;
+	if (!tracee__is_interrupt_stop(status)) {
+		/* A signal arrived first: let it be delivered, our stop comes next. */
+		ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)(status & 0xff));
+		return 0;
+	}
+	c->stopped = true;
+	if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
+		c->have_regs = true;
+		if (!cs->regs_only) {
+			copy_stack(cs->mem_pid, maps, c);
+			out->stack_bytes += c->stack_len;
+		}
+	} else {
+		c->regs_errno = errno;
+	}
+	return 1;
 }
 
 /*

@@ -21,6 +21,7 @@
 #include "procfs.h"
 #include "procmaps.h"
 #include "target.h"
+#include "tracee.h"
 
 #define PAGE 4096ULL
 #define STOP_TIMEOUT_NS (3 * 1000000000ULL)
@@ -272,20 +273,16 @@ static void take_regs(struct cthread *c)
 /* One look at a seized thread: true once it is stopped (registers taken) or gone. */
 static bool collect(struct cthread *c)
 {
-	siginfo_t si = { 0 };
+	int status = 0;
 
-	if (waitid(P_PID, (id_t)c->tid, &si, WSTOPPED | WNOHANG | __WALL))
-		return c->gone = true;
-	if (si.si_pid != c->tid) {
-		si.si_pid = 0;
-		if (!waitid(P_PID, (id_t)c->tid, &si, WEXITED | WNOHANG | __WALL) &&
-		    si.si_pid == c->tid)
-			return c->gone = true;
-		return false;
+	switch (tracee__look(c->tid, false, &status)) {
+	case TRACEE_NOTHING: return false;
+	case TRACEE_STOPPED: break;
+	default: return c->gone = true;
 	}
-	if ((si.si_status >> 8) != PTRACE_EVENT_STOP) {
+	if (!tracee__is_interrupt_stop(status)) {
 		/* A signal came first: let it be delivered; our stop follows. */
-		ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)(si.si_status & 0xff));
+		ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)(status & 0xff));
 		return false;
 	}
 	take_regs(c);
