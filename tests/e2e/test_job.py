@@ -93,7 +93,7 @@ def test_stacks_job_from_a_rank_and_from_a_ranks_child():
         doc = stacks_job(worker[0])
         assert doc["job"]["asked"]["role"] == "a child of rank 0", doc["job"]
         assert [r["pid"] for r in doc["ranks"]] == [ranks[r] for r in range(4)]
-        assert doc["verdict"]["outliers"] == [3]
+        assert doc["verdict"]["outliers"] == [3], doc
 
 
 def test_stacks_job_part_of_the_world_and_other_launchers():

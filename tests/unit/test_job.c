@@ -14,21 +14,32 @@ static json_t *frame(const char *fn, const char *module)
 			 0);
 }
 
-/* A rank's stacks document: main thread in @inner (called from main), one pool thread. */
+/*
+ * A rank's stacks document: main thread in @inner (called from main), one pool thread. An
+ * empty @inner: a main thread that could not be read (no frames, its reason).
+ */
 static json_t *rank_doc(pid_t pid, const char *inner, const char *py_line_file, int py_line)
 {
 	json_t *main_frames = json_pack("[o, o, o, o]", frame("__GI___libc_read", "/lib/libc.so.6"),
 					frame(inner, "/opt/app"), frame("main", "/opt/app"),
 					frame("_start", "/opt/app"));
-	json_t *py = json_null();
+	json_t *py = json_null(), *doc;
 
 	if (py_line_file)
 		py = json_pack("{s:[{s:s, s:s, s:i, s:i}]}", "frames", "function", "<module>",
 			       "file", py_line_file, "line", py_line, "native_frame", 1);
-	return json_pack("{s:[{s:i, s:s, s:o, s:o}, {s:i, s:s, s:[o], s:n}]}", "threads", "tid",
-			 pid, "name", "app", "frames", main_frames, "python", py, "tid", pid + 1,
-			 "name", "pool", "frames", frame("gomp_thread_start", "/lib/libgomp.so.1"),
-			 "python");
+	if (!*inner) {
+		json_decref(main_frames);
+		main_frames = json_array();
+	}
+	doc = json_pack("{s:[{s:i, s:s, s:o, s:o}, {s:i, s:s, s:[o], s:n}]}", "threads", "tid", pid,
+			"name", "app", "frames", main_frames, "python", py, "tid", pid + 1, "name",
+			"pool", "frames", frame("gomp_thread_start", "/lib/libgomp.so.1"),
+			"python");
+	if (!*inner)
+		json_object_set_new(json_array_get(json_object_get(doc, "threads"), 0), "error",
+				    json_string("the thread did not stop within 3 s"));
+	return doc;
 }
 
 static json_t *merge(const char **inner, size_t n, const char *py_file)
@@ -64,6 +75,7 @@ int main(void)
 	const char *split[] = { "a", "a", "b", "b" };
 	const char *py[] = { "allreduce", "sleeper", "allreduce" };
 	const char *nccl[] = { "allreduce", "ncclAllReduce", "allreduce" };
+	const char *unread[] = { "allreduce", "", "allreduce", "stuck" };
 	json_t *m, *g0;
 
 	job__format_ranks(ranks, 9, buf, sizeof(buf));
@@ -105,6 +117,20 @@ int main(void)
 	CHECK(!strcmp(verdict_text(m), "rank 1 is in <module> (/job/train.py:7), waiting in "
 				       "ncclAllReduce; the 2 others wait in allreduce in app"),
 	      "a Python rank's line is named with the collective it waits in");
+	json_decref(m);
+
+	/* A main thread without frames is no place to group by: its rank is said unread, why. */
+	m = merge(unread, 4, NULL);
+	CHECK(!strcmp(verdict_text(m),
+		      "rank 3 is in stuck in app; the 2 others wait in allreduce in app; the main "
+		      "thread of rank 1 could not be read (the thread did not stop within 3 s)"),
+	      "an unread main thread is no outlier and no group of 'no frames'");
+	g0 = json_object_get(json_object_get(m, "verdict"), "outliers");
+	CHECK(json_array_size(g0) == 1 && json_integer_value(json_array_get(g0, 0)) == 3,
+	      "the outlier is rank 3 alone");
+	g0 = json_object_get(json_object_get(m, "verdict"), "unreadable");
+	CHECK(json_array_size(g0) == 1 && json_integer_value(json_array_get(g0, 0)) == 1,
+	      "rank 1 is unreadable");
 	json_decref(m);
 	return tap_done();
 }

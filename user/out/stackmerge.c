@@ -13,6 +13,7 @@ struct mthread {
 	int rank;
 	json_int_t tid;
 	const char *name;
+	const char *error; /* why the thread has no frames (or fewer than it should) */
 	bool main;
 	char *sig;
 	json_t *frames;
@@ -241,7 +242,7 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 	char *text = NULL, rtext[256], where[512];
 	size_t ng = 0, tlen = 0, n_main = 0;
 	FILE *f = open_memstream(&text, &tlen);
-	int *bad = calloc(n ? n : 1, sizeof(*bad));
+	int *bad = calloc(n + nt + 1, sizeof(*bad));
 	size_t nbad = 0;
 
 	if (!g || !f || !bad) {
@@ -260,6 +261,12 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 
 		if (!t[i].main)
 			continue;
+		/* A main thread that could not be read is nowhere: no group of "no frames". */
+		if (!json_array_size(t[i].frames)) {
+			bad[nbad++] = t[i].rank;
+			json_array_append_new(unreadable, json_integer(t[i].rank));
+			continue;
+		}
 		n_main++;
 		for (k = 0; k < ng && strcmp(g[k].sig, t[i].sig); k++)
 			;
@@ -311,6 +318,18 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 		else
 			fprintf(f, "; the %zu others wait in %s", g[0].n, where);
 	}
+	if (nbad) {
+		/* Their main threads: each with its reason, the first one's said. */
+		job__format_ranks(bad, nbad, rtext, sizeof(rtext));
+		fprintf(f, "; the main thread%s of rank%s %s could not be read",
+			nbad == 1 ? "" : "s", nbad == 1 ? "" : "s", rtext);
+		for (size_t i = 0; i < nt; i++)
+			if (t[i].main && !json_array_size(t[i].frames) && t[i].error) {
+				fprintf(f, " (%s)", t[i].error);
+				break;
+			}
+	}
+	nbad = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!r[i].doc) {
 			bad[nbad++] = r[i].rank;
@@ -367,6 +386,7 @@ json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_onl
 				.rank = r[i].rank,
 				.tid = json_integer_value(json_object_get(th, "tid")),
 				.name = json_string_value(json_object_get(th, "name")),
+				.error = json_string_value(json_object_get(th, "error")),
 				.frames = frames,
 				.sig = signature(frames),
 			};
@@ -404,10 +424,10 @@ json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_onl
 			const struct mthread *x = &t[gs[g].first + m];
 
 			ranks[m] = x->rank;
-			json_array_append_new(threads,
-					      json_pack("{s:i, s:I, s:s, s:b}", "rank", x->rank,
-							"tid", x->tid, "name",
-							x->name ? x->name : "", "main", x->main));
+			json_array_append_new(
+				threads, json_pack("{s:i, s:I, s:s, s:b, s:s?}", "rank", x->rank,
+						   "tid", x->tid, "name", x->name ? x->name : "",
+						   "main", x->main, "error", x->error));
 		}
 		rs = ranks_json(ranks, gs[g].n, rtext, sizeof(rtext));
 		meaningful_frame(t[gs[g].first].frames, where, sizeof(where));
@@ -452,6 +472,12 @@ void stackmerge__print_groups(const json_t *merged, FILE *out)
 		else
 			fprintf(out, "%zu threads%s\n", nthreads,
 				nthreads == nranks ? ", one per rank" : "");
+		if (!json_array_size(json_object_get(g, "frames"))) {
+			const char *why = json_string_value(
+				json_object_get(json_array_get(threads, 0), "error"));
+
+			fprintf(out, "    no frames%s%s\n", why ? ": " : "", why ? why : "");
+		}
 		json_array_foreach (json_object_get(g, "frames"), k, fr) {
 			const char *fn = json_string_value(json_object_get(fr, "function"));
 			const char *file = json_string_value(json_object_get(fr, "file"));
