@@ -553,9 +553,12 @@ def systemd_coredump():
         if not is_root() or not shutil.which("apt-get"):
             raise Skip("coredumpctl is missing and cannot be installed here (needs root and "
                        "apt-get)")
-        p = subprocess.run(["apt-get", "install", "-y", "-q", "systemd-coredump"],
-                           capture_output=True, text=True, timeout=600,
-                           env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        try:
+            p = subprocess.run(["apt-get", "install", "-y", "-q", "systemd-coredump"],
+                               capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        except subprocess.TimeoutExpired:
+            raise Skip("apt-get install systemd-coredump did not finish in 300 s")
         if p.returncode or not shutil.which("coredumpctl"):
             raise Skip(f"apt-get could not install systemd-coredump: {p.stderr.strip()[-200:]}")
     return shutil.which("coredumpctl")
