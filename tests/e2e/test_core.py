@@ -281,13 +281,24 @@ def test_a_library_rebuilt_since_the_core_is_refused_by_build_id():
     stacks, libs, check and report of its core refuse it in one line naming the file and both
     build-ids (with --json the document's one error, and no process), since every frame and
     finding in it would be the new file's; --ignore-build-id reads it anyway, that line a
-    warning. A file gone since is not refused: one line for it, and the core read."""
+    warning. gcore's core and capture's of a live process that loaded it are refused alike.
+    A file gone since is not refused: one line for it, and the core read."""
     with tempfile.TemporaryDirectory() as d:
         exe = os.path.join(d, "crash_cmd")
         lib = os.path.join(d, "libcrash.so")
         shutil.copy(fixture_path("crash_cmd"), exe)
         shutil.copy(fixture_path("libcrash.so"), lib)
         core = kernel_core([exe, "lib"], d)
+        live = subprocess.Popen(["/usr/bin/python3", "-c", "import ctypes, sys, time; "
+                                 "ctypes.CDLL(sys.argv[1]); print(flush=True); time.sleep(60)",
+                                 lib], stdout=subprocess.PIPE)
+        try:
+            live.stdout.readline()
+            others = [gcore(live.pid, d), os.path.join(d, "capture.core")]
+            dlscope("capture", "-o", others[1], live.pid, check=0)
+        finally:
+            live.kill()
+            live.wait()
         before = json.loads(dlscope("libs", "--json", core, check=0).stdout)
         old_id = [o["build_id"] for o in before["processes"][0]["objects"]
                   if o["path"] == lib][0]
@@ -302,6 +313,9 @@ def test_a_library_rebuilt_since_the_core_is_refused_by_build_id():
         for cmd in ("stacks", "libs", "check", "report"):
             p = dlscope(cmd, core, check=3)
             assert p.stdout == "" and p.stderr == f"dlscope: {cmd}: {refusal}\n", (cmd, p.stderr)
+        for other in others:
+            p = dlscope("libs", other, check=3)
+            assert p.stderr == "dlscope: libs: " + refusal.replace(core, other) + "\n", p.stderr
         for cmd in ("stacks", "libs", "check"):
             doc = json.loads(dlscope(cmd, "--json", core, check=3).stdout)
             assert doc["processes"] == [] and doc["errors"] == [refusal], (cmd, doc)
