@@ -165,7 +165,8 @@ def test_abort_core_names_the_sender():
 
 def test_executable_moved_away():
     """The core names its executable by path: moved, its frames lose their names and a
-    warning says to give --exe; --exe gives them back; an --exe that is not there is refused."""
+    warning says to give --exe; --exe gives them back; an --exe that is not there is refused,
+    and so is one that is another program (by build-id, unless --ignore-build-id)."""
     with tempfile.TemporaryDirectory() as d:
         exe = os.path.join(d, "crash_cmd")
         shutil.copy(fixture_path("crash_cmd"), exe)
@@ -181,6 +182,15 @@ def test_executable_moved_away():
         p = dlscope("stacks", "--exe", os.path.join(d, "nothing"), core, check=3)
         assert p.stderr.startswith("dlscope: stacks: cannot read the executable ") and \
             error_lines(p) == 1, p.stderr
+        other = fixture_path("hang_abba")
+        for cmd in ("stacks", "libs", "check"):
+            p = dlscope(cmd, "--exe", other, core, check=3)
+            assert p.stdout == "" and error_lines(p) == 1 and p.stderr.startswith(
+                f"dlscope: {cmd}: core file {core}: {other} is not the executable the process "
+                "ran (build-id "), (cmd, p.stderr)
+        # Read anyway, the other program's symbols name nothing of the crash.
+        doc = core_json(core, "--exe", other, "--ignore-build-id")
+        assert "crash_thread" not in functions(doc)[doc["signal"]["tid"]], doc
 
 
 def test_core_operands_and_usage():

@@ -239,20 +239,19 @@ static void live_path(const char *path, char *buf, size_t len)
 }
 
 /*
- * How the file core @c mapped at @f compares with the one here: 0 the same (or the core does
- * not hold its build-id), 1 changed (its build-id in @mem, the file's in @disk), -ENOENT gone.
+ * How the file core @c mapped at @f compares with @path, the one here: 0 the same (or the core
+ * does not hold its build-id), 1 changed (its build-id in @mem, the file's in @disk), -ENOENT
+ * gone.
  */
-static int file_changed(const struct corefile *c, const struct core_file_map *f, char *mem,
-			char *disk, size_t len)
+static int file_changed(const struct corefile *c, const struct core_file_map *f, const char *path,
+			char *mem, char *disk, size_t len)
 {
-	char path[PATH_MAX];
 	struct elf_object *o;
 	const char *id;
 	int ret;
 
 	if (f->offset || !corefile__build_id_at(c, f->start, mem, len))
 		return 0;
-	live_path(f->path, path, sizeof(path));
 	o = elfobj__open(path);
 	if (!o)
 		return -ENOENT;
@@ -271,33 +270,38 @@ static int file_changed(const struct corefile *c, const struct core_file_map *f,
 static int check_files(const struct corefile *c, const struct core_opts *o)
 {
 	char first[PATH_MAX + 600] = "", path[PATH_MAX], mem[256], disk[256];
+	const char *exe = corefile__exe(c), *what;
 	size_t changed = 0;
 
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct core_file_map *f = &c->files[i];
-		bool seen = false;
+		/* --exe stands for the executable: it must be the file the process ran. */
+		bool is_exe = exe && !strcmp(exe, f->path), seen = false;
 		int r;
 
 		for (size_t k = 0; k < i && !seen; k++)
 			seen = !strcmp(c->files[k].path, f->path);
-		r = seen ? 0 : file_changed(c, f, mem, disk, sizeof(mem));
-		live_path(f->path, path, sizeof(path));
-		if (r == -ENOENT && !(corefile__exe(c) && !strcmp(corefile__exe(c), f->path)))
+		if (is_exe && o->exe)
+			snprintf(path, sizeof(path), "%s", o->exe);
+		else
+			live_path(f->path, path, sizeof(path));
+		r = seen ? 0 : file_changed(c, f, path, mem, disk, sizeof(mem));
+		if (r == -ENOENT && !is_exe)
 			dls_warn("%s, mapped with build-id %s, is no longer here: its symbols and "
 				 "findings are missing",
 				 path, mem); /* the executable's: pick_exe said so */
 		if (r != 1)
 			continue;
+		what = is_exe && o->exe ? "is not the executable the process ran" :
+					  "changed since the core was written";
 		if (o->any_build_id)
-			dls_warn("%s changed since the core was written (build-id %s in the core, "
-				 "%s on disk); read anyway (--ignore-build-id): its symbols and "
-				 "findings may be wrong",
-				 path, mem, disk);
+			dls_warn("%s %s (build-id %s in the core, %s on disk); read anyway "
+				 "(--ignore-build-id): its symbols and findings may be wrong",
+				 path, what, mem, disk);
 		else if (!changed++)
 			snprintf(first, sizeof(first),
-				 "%s changed since the core was written (build-id %s in the core, "
-				 "%s on disk)",
-				 path, mem, disk);
+				 "%s %s (build-id %s in the core, %s on disk)", path, what, mem,
+				 disk);
 	}
 	if (!changed)
 		return 0;
