@@ -8,6 +8,7 @@ import resource
 import shutil
 import subprocess
 import tempfile
+import time
 
 from harness import (
     LIBDWFL_SKIPS, gdb_backtraces, norm_function, Fixture, Skip, dlscope, error_lines,
@@ -164,7 +165,8 @@ def test_abort_core_names_the_sender():
 
 def test_executable_moved_away():
     """The core names its executable by path: moved, its frames lose their names and a
-    warning says to give --exe; --exe gives them back; an --exe that is not there is refused."""
+    warning says to give --exe; --exe gives them back; an --exe that is not there is refused,
+    and so is one that is another program (by build-id, unless --ignore-build-id)."""
     with tempfile.TemporaryDirectory() as d:
         exe = os.path.join(d, "crash_cmd")
         shutil.copy(fixture_path("crash_cmd"), exe)
@@ -180,6 +182,15 @@ def test_executable_moved_away():
         p = dlscope("stacks", "--exe", os.path.join(d, "nothing"), core, check=3)
         assert p.stderr.startswith("dlscope: stacks: cannot read the executable ") and \
             error_lines(p) == 1, p.stderr
+        other = fixture_path("hang_abba")
+        for cmd in ("stacks", "libs", "check"):
+            p = dlscope(cmd, "--exe", other, core, check=3)
+            assert p.stdout == "" and error_lines(p) == 1 and p.stderr.startswith(
+                f"dlscope: {cmd}: core file {core}: {other} is not the executable the process "
+                "ran (build-id "), (cmd, p.stderr)
+        # Read anyway, the other program's symbols name nothing of the crash.
+        doc = core_json(core, "--exe", other, "--ignore-build-id")
+        assert "crash_thread" not in functions(doc)[doc["signal"]["tid"]], doc
 
 
 def test_core_operands_and_usage():
@@ -275,15 +286,29 @@ def test_libs_and_check_of_a_core_say_what_they_say_live():
         assert "error dup-openmp: 2 OpenMP runtimes in process %d (two_omp)" % fx.pid in text
 
 
-def test_a_library_changed_since_the_core_is_said_by_build_id():
-    """Replace a library the crashed process had mapped: every command on its core says, in
-    one line with both build-ids, that the file here is not the one the process had."""
+def test_a_library_rebuilt_since_the_core_is_refused_by_build_id():
+    """Rebuild a library the crashed process had mapped (the same path, another build-id):
+    stacks, libs, check and report of its core refuse it in one line naming the file and both
+    build-ids (with --json the document's one error, and no process), since every frame and
+    finding in it would be the new file's; --ignore-build-id reads it anyway, that line a
+    warning. gcore's core and capture's of a live process that loaded it are refused alike.
+    A file gone since is not refused: one line for it, and the core read."""
     with tempfile.TemporaryDirectory() as d:
         exe = os.path.join(d, "crash_cmd")
         lib = os.path.join(d, "libcrash.so")
         shutil.copy(fixture_path("crash_cmd"), exe)
         shutil.copy(fixture_path("libcrash.so"), lib)
         core = kernel_core([exe, "lib"], d)
+        live = subprocess.Popen(["/usr/bin/python3", "-c", "import ctypes, sys, time; "
+                                 "ctypes.CDLL(sys.argv[1]); print(flush=True); time.sleep(60)",
+                                 lib], stdout=subprocess.PIPE)
+        try:
+            live.stdout.readline()
+            others = [gcore(live.pid, d), os.path.join(d, "capture.core")]
+            dlscope("capture", "-o", others[1], live.pid, check=0)
+        finally:
+            live.kill()
+            live.wait()
         before = json.loads(dlscope("libs", "--json", core, check=0).stdout)
         old_id = [o["build_id"] for o in before["processes"][0]["objects"]
                   if o["path"] == lib][0]
@@ -291,12 +316,36 @@ def test_a_library_changed_since_the_core_is_said_by_build_id():
         shutil.copy(fixture_path("libplain.so"), lib)
         notes = subprocess.run(["readelf", "-n", lib], capture_output=True, text=True).stdout
         new_id = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
+        assert old_id and new_id != old_id, (old_id, new_id)
+        refusal = (f"core file {core}: {lib} changed since the core was written (build-id "
+                   f"{old_id} in the core, {new_id} on disk); give --ignore-build-id to read "
+                   "it anyway")
+        for cmd in ("stacks", "libs", "check", "report"):
+            p = dlscope(cmd, core, check=3)
+            assert p.stdout == "" and p.stderr == f"dlscope: {cmd}: {refusal}\n", (cmd, p.stderr)
+        for other in others:
+            p = dlscope("libs", other, check=3)
+            assert p.stderr == "dlscope: libs: " + refusal.replace(core, other) + "\n", p.stderr
+        for cmd in ("stacks", "libs", "check"):
+            doc = json.loads(dlscope(cmd, "--json", core, check=3).stdout)
+            assert doc["processes"] == [] and doc["errors"] == [refusal], (cmd, doc)
+        for cmd, status in (("stacks", 0), ("libs", 0), ("check", None)):
+            p = dlscope(cmd, "--ignore-build-id", core, check=status)
+            lines = [l for l in p.stderr.splitlines() if lib in l]
+            assert len(lines) == 1 and lines[0].startswith(f"dlscope: warning: {lib} changed") \
+                and f"(build-id {old_id} in the core, {new_id} on disk); read anyway" in lines[0], \
+                (cmd, p.stderr)
+            assert f"process {before['processes'][0]['pid']}" in p.stdout, (cmd, p.stdout)
+        out = os.path.join(d, "r.md")
+        dlscope("report", "--ignore-build-id", core, "-o", out, check=0)
+        assert open(out).read().startswith(f"# dlscope report: core file {core} (crash_cmd)")
+        os.unlink(lib)
+        gone = (f"dlscope: warning: {lib}, mapped with build-id {old_id}, is no longer here: its "
+                "symbols and findings are missing")
         for cmd, status in (("stacks", 0), ("libs", 0), ("check", None)):
             p = dlscope(cmd, core, check=status)
-            lines = [l for l in p.stderr.splitlines() if lib in l]
-            assert len(lines) == 1, (cmd, p.stderr)
-            assert f"{lib} changed since the core was written: build-id {old_id}" in lines[0] \
-                and f", {new_id} on disk" in lines[0], (cmd, lines)
+            assert [l for l in p.stderr.splitlines() if lib in l] == [gone], (cmd, p.stderr)
+            assert f"process {before['processes'][0]['pid']}" in p.stdout, (cmd, p.stdout)
 
 
 def eu_stack_pcs(core, exe):
@@ -501,17 +550,101 @@ def test_stacks_and_check_of_a_core_give_the_live_deadlock_verdicts():
 
 def test_coredump_without_systemd_is_refused_in_one_line():
     """--coredump reads systemd-coredump's store through coredumpctl: where systemd does not
-    run, it says so in one line and exits non-zero, whatever the match."""
+    run, libs, check, stacks and report say so in one line and exit non-zero, whatever the
+    match; with a core file or a PID beside it, it is a usage error."""
     if os.path.exists("/run/systemd/system"):
         raise Skip("systemd runs here: the refusal cannot be seen")
-    for match in ("latest", "1", "hang_abba"):
-        p = dlscope("stacks", "--coredump", match, check=3)
-        assert p.stdout == "" and p.stderr == (
-            f"dlscope: stacks: --coredump {match}: systemd is not running here (no "
-            "/run/systemd/system), so there is no systemd-coredump store to read: give the "
-            "core file itself\n"), p.stderr
-    p = dlscope("stacks", "--coredump", "latest", "1", check=2)
-    assert "--coredump goes alone" in p.stderr, p.stderr
+    for cmd in ("stacks", "libs", "check", "report"):
+        for match in ("latest", "1", "hang_abba"):
+            p = dlscope(cmd, "--coredump", match, check=3)
+            assert p.stdout == "" and p.stderr == (
+                f"dlscope: {cmd}: --coredump {match}: systemd is not running here (no "
+                "/run/systemd/system), so there is no systemd-coredump store to read: give "
+                "the core file itself\n"), p.stderr
+        p = dlscope(cmd, "--coredump", "latest", "1", check=2)
+        assert error_lines(p) == 1 and p.stderr.startswith(
+            f"dlscope: {cmd}: --coredump goes alone\n"), p.stderr
+
+
+def systemd_coredump():
+    """coredumpctl, installed with apt-get when it is missing and we may; else Skip, with why."""
+    if not os.path.exists("/run/systemd/system"):
+        with open("/proc/1/comm") as f:
+            init = f.read().strip()
+        raise Skip(f"systemd is not running here (PID 1 is {init!r}, no /run/systemd/system): "
+                   "there is no systemd-coredump to take a crash's core")
+    if not shutil.which("coredumpctl"):
+        if not is_root() or not shutil.which("apt-get"):
+            raise Skip("coredumpctl is missing and cannot be installed here (needs root and "
+                       "apt-get)")
+        try:
+            p = subprocess.run(["apt-get", "install", "-y", "-q", "systemd-coredump"],
+                               capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        except subprocess.TimeoutExpired:
+            raise Skip("apt-get install systemd-coredump did not finish in 300 s")
+        if p.returncode or not shutil.which("coredumpctl"):
+            raise Skip(f"apt-get could not install systemd-coredump: {p.stderr.strip()[-200:]}")
+    return shutil.which("coredumpctl")
+
+
+def test_coredump_reads_a_crash_through_coredumpctl():
+    """Where systemd runs: a crash fixture's core, taken by systemd-coredump (the machine's
+    core_pattern pointed at it for the crash, under the lock kernel_core takes), read by
+    libs, check, stacks and report --coredump PID and stacks --coredump latest, as from the
+    core file coredumpctl dumps; the temporary copy is gone afterwards."""
+    tool = systemd_coredump()
+    helper = next((h for h in ("/usr/lib/systemd/systemd-coredump",
+                               "/lib/systemd/systemd-coredump") if os.path.exists(h)), None)
+    if not helper:
+        raise Skip("systemd-coredump is installed but its helper is not where Debian puts it")
+    with tempfile.TemporaryDirectory() as d, \
+            open("/tmp/dlscope-tests-core_pattern.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with open("/proc/sys/kernel/core_pattern") as f:
+            pattern = f.read().strip()
+        try:
+            with open("/proc/sys/kernel/core_pattern", "w") as f:
+                f.write(f"|{helper} %P %u %g %s %t %c %h")
+            p = subprocess.Popen([fixture_path("crash_cmd"), "thread-lib"], cwd=d,
+                                 preexec_fn=lambda: resource.setrlimit(
+                                     resource.RLIMIT_CORE, (resource.RLIM_INFINITY,) * 2))
+            p.wait(timeout=60)
+        finally:
+            with open("/proc/sys/kernel/core_pattern", "w") as f:
+                f.write(pattern)
+        assert p.returncode < 0, p.returncode
+        pid = str(p.pid)
+        for _ in range(300):
+            if subprocess.run([tool, "-q", "list", pid], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        core = os.path.join(d, "dumped.core")
+        got = subprocess.run([tool, "-q", "-o", core, "dump", pid], capture_output=True,
+                             text=True, timeout=120)
+        if got.returncode:
+            raise Skip(f"systemd-coredump kept no core of the crash: {got.stderr.strip()}")
+        before = set(os.listdir("/tmp"))
+        want = core_json(core)
+        assert want["signal"]["name"] == "SIGSEGV" and want["pid"] == p.pid, want
+        for args in ((pid,), ("latest",)):
+            doc = json.loads(dlscope("stacks", "--json", "--coredump", *args,
+                                     check=0).stdout)["processes"][0]
+            assert doc["signal"] == want["signal"] and functions(doc) == functions(want), \
+                (args, doc, want)
+        libs = json.loads(dlscope("libs", "--json", "--coredump", pid, check=0).stdout)
+        ours = json.loads(dlscope("libs", "--json", core, check=0).stdout)
+        assert [o["path"] for o in libs["processes"][0]["objects"]] == \
+            [o["path"] for o in ours["processes"][0]["objects"]], (libs, ours)
+        check = dlscope("check", "--coredump", pid).stdout
+        assert check == dlscope("check", core).stdout, check
+        out = os.path.join(d, "r.md")
+        dlscope("report", "--coredump", pid, "-o", out, check=0)
+        md = open(out).read()
+        assert md.startswith(f"# dlscope report: systemd-coredump's core of {pid} (crash_cmd)")
+        assert f"dlscope stacks --coredump {pid}" in md, md
+        assert not [f for f in set(os.listdir("/tmp")) - before
+                    if f.startswith("dlscope-coredump-")]
 
 
 def test_python_frames_from_a_core_of_the_debug_interpreter():

@@ -79,6 +79,7 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 		{ "job", no_argument, NULL, 'J' },
 		{ "no-follow", no_argument, NULL, 'N' },
 		{ "core", required_argument, NULL, 'C' },
+		COREOPT_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -101,6 +102,8 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 	while ((c = cliopt__next(cl)) != -1) {
 		const char *arg = cl->arg;
 
+		if (!lint && core_opts__take(&o->read_core, c, arg))
+			continue;
 		switch (c) {
 		case 'p':
 			err = cliopt__pids(cmd, arg, pids, n_pids);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "corecmd.h"
+
 struct cliopt;
 struct findings;
 struct pkg_cache;
@@ -21,6 +23,7 @@ struct check_opts {
 	bool job;	  /* check --job */
 	bool no_follow;	  /* check --no-follow -- CMD: CMD only, not the processes it runs */
 	const char *core; /* check --core FILE -- CMD: a core at its fatal signal, written there */
+	struct core_opts read_core; /* check CORE: --exe, --coredump, --ignore-build-id */
 	int fail_on;
 	const char *only; /* comma-separated detector ids, or NULL for all */
 	/* The package databases read so far, shared by the processes of the run (one root each). */

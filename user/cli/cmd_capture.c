@@ -56,91 +56,106 @@ static bool runs_python(pid_t pid)
 	return py;
 }
 
-int cmd_capture(int argc, char **argv)
+struct capture_args {
+	pid_t pid;
+	const char *output;
+	bool full, stats;
+};
+
+/* The command line into @a: -1 to go on, or the exit status (after --help, or one line). */
+static int parse_args(int argc, char **argv, struct capture_args *a)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' }, { "output", required_argument, NULL, 'o' },
 		{ "full", no_argument, NULL, 'F' },	 { "stats", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },	 {},
 	};
-	const char *output = NULL;
-	bool full = false, stats = false;
-	struct capture_stats st;
 	pid_t *pids = NULL;
 	size_t n_pids = 0;
-	struct target *t;
-	struct stat sb;
 	struct cliopt cl;
-	char why[1024];
-	int c, fd, err;
+	bool help = false;
+	int c, err = 0;
 
 	cliopt__init(&cl, "capture", argc, argv, "p:o:sh", opts, false);
-	while ((c = cliopt__next(&cl)) != -1) {
+	while (!err && (c = cliopt__next(&cl)) != -1) {
 		switch (c) {
-		case 'p':
-			err = cliopt__pids("capture", cl.arg, &pids, &n_pids);
-			if (err) {
-				free(pids);
-				return err;
-			}
-			break;
-		case 'o': output = cl.arg; break;
-		case 'F': full = true; break;
-		case 's': stats = true; break;
+		case 'p': err = cliopt__pids("capture", cl.arg, &pids, &n_pids); break;
+		case 'o': a->output = cl.arg; break;
+		case 'F': a->full = true; break;
+		case 's': a->stats = true; break;
 		case 'h':
-			free(pids);
 			capture_usage(stdout);
-			return DLS_EXIT_OK;
-		default: free(pids); return DLS_EXIT_USAGE;
+			help = true;
+			err = -1;
+			break;
+		default: err = DLS_EXIT_USAGE; break;
 		}
 	}
-	err = cliopt__pid_operands(&cl, &pids, &n_pids);
+	err = err ?: cliopt__pid_operands(&cl, &pids, &n_pids);
 	if (!err && n_pids != 1)
 		err = cliopt__usage("capture", "give one process ID");
-	if (!err && !output)
+	if (!err && !a->output)
 		err = cliopt__usage("capture", "give the file to write with -o FILE");
-	if (err) {
-		free(pids);
-		return err;
-	}
+	a->pid = n_pids ? pids[0] : 0;
+	free(pids);
+	return help ? DLS_EXIT_OK : err ? err : -1;
+}
+
+/* The core of @a's process in its file; 0, or an exit status after one line. */
+static int write_file(const struct capture_args *a, struct capture_stats *st)
+{
+	struct target *t;
+	struct stat sb;
+	char why[1024];
+	int fd, err;
+
 	/* A process that cannot be read is said before any file is made. */
-	if (target__open(pids[0], &t, why, sizeof(why))) {
-		free(pids);
+	if (target__open(a->pid, &t, why, sizeof(why))) {
 		dls_err("%s", why);
 		return DLS_EXIT_INSPECT;
 	}
 	target__free(t);
-	fd = outfile__open("capture", output, 0, why, sizeof(why));
+	fd = outfile__open("capture", a->output, 0, why, sizeof(why));
 	if (fd < 0) {
-		free(pids);
 		dls_err("%s", why);
 		return DLS_EXIT_INSPECT;
 	}
-	err = capture__write(pids[0], fd, full, &st, why, sizeof(why));
+	err = capture__write(a->pid, fd, a->full, st, why, sizeof(why));
 	/* What was written of a failed capture is no core: nothing is left to take for one. */
 	if (err && !fstat(fd, &sb) && S_ISREG(sb.st_mode) && ftruncate(fd, 0))
-		dls_warn("capture: cannot empty %s: %m", output);
+		dls_warn("capture: cannot empty %s: %m", a->output);
 	if (close(fd) && !err) {
-		snprintf(why, sizeof(why), "cannot write %s: %m", output);
+		snprintf(why, sizeof(why), "cannot write %s: %m", a->output);
 		err = -1;
 	}
 	if (err) {
 		dls_err("%s", why);
-		free(pids);
 		return DLS_EXIT_INSPECT;
 	}
-	if (stats && !full && runs_python(pids[0]))
+	return 0;
+}
+
+int cmd_capture(int argc, char **argv)
+{
+	struct capture_args a = { 0 };
+	struct capture_stats st;
+	int ret = parse_args(argc, argv, &a);
+
+	if (ret >= 0)
+		return ret;
+	ret = write_file(&a, &st);
+	if (ret || !a.stats)
+		return ret;
+	if (!a.full && runs_python(a.pid))
 		fprintf(stderr,
 			"dlscope: capture: process %d runs Python: its frames are in the heap, which "
 			"a capture without --full leaves out; take it with --full for them\n",
-			pids[0]);
-	if (stats)
-		fprintf(stderr,
-			"dlscope: capture: process %d: %zu thread%s%s, stopped %.3f ms; %zu segments, "
-			"%" PRIu64 " KiB of memory, %" PRIu64 " KiB written to %s\n",
-			pids[0], st.threads, st.threads == 1 ? "" : "s",
-			st.left_out ? " (some left out)" : "", (double)st.stopped_ns / 1e6,
-			st.segments, st.dumped / 1024, st.file_size / 1024, output);
-	free(pids);
+			a.pid);
+	fprintf(stderr,
+		"dlscope: capture: process %d: %zu thread%s%s, stopped %.3f ms; %zu segments, "
+		"%" PRIu64 " KiB of memory, %" PRIu64 " KiB written to %s\n",
+		a.pid, st.threads, st.threads == 1 ? "" : "s",
+		st.left_out ? " (some left out)" : "", (double)st.stopped_ns / 1e6, st.segments,
+		st.dumped / 1024, st.file_size / 1024, a.output);
 	return DLS_EXIT_OK;
 }

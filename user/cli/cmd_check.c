@@ -18,6 +18,7 @@
 #include "check_opts.h"
 #include "cliopt.h"
 #include "commands.h"
+#include "corecmd.h"
 #include "corefile.h"
 #include "crash.h"
 #include "detector.h"
@@ -765,7 +766,7 @@ static void check_usage(FILE *f)
 		"       dlscope check [OPTIONS] -- COMMAND [ARGS...]\n"
 		"       dlscope check --job [OPTIONS] PID\n"
 		"       dlscope check [OPTIONS] TRACE.jsonl\n"
-		"       dlscope check [OPTIONS] CORE\n"
+		"       dlscope check [OPTIONS] CORE | --coredump MATCH\n"
 		"\n"
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
@@ -791,7 +792,7 @@ static void check_usage(FILE *f)
 		"                        any member), then what differs between the ranks:\n"
 		"                        objects, versions and builds, environment (*_NUM_THREADS,\n"
 		"                        LD_*, NCCL_*, CUDA_VISIBLE_DEVICES), and pool threads\n"
-		"                        against the CPUs the ranks may use (oversubscription)\n"
+		"                        against the CPUs the ranks may use (oversubscription)\n" COREOPT_USAGE
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
@@ -834,9 +835,12 @@ int cmd_check(int argc, char **argv)
 					     "no command after --" :
 					     "-- COMMAND runs a command: no PID or --job with it");
 	}
-	/* A core file: the process it holds, checked as a live one. */
-	if (!cl.command && !o.job && !n_pids)
-		core = cliopt__core_operand(&cl);
+	/* A core file (the operand, --coredump MATCH): the process it holds, checked as a live one. */
+	ret = core_opts__path(&o.read_core, &cl, NULL, cl.command || o.job || n_pids, &core);
+	if (ret) {
+		free(pids);
+		return ret;
+	}
 	/* A trace rather than processes: what its live detectors found. */
 	if (!core && !cl.command && !o.job && !n_pids && cl.n_ops == 1 && is_trace_arg(cl.ops[0]))
 		return check__trace(cl.ops[0], o.json, o.fail_on, check_opts__selected_cb, &o);
@@ -892,7 +896,7 @@ int cmd_check(int argc, char **argv)
 		struct target *t;
 
 		failed = true;
-		if (!core_target__open(core, NULL, &cf, &t)) {
+		if (!core_target__open(core, &o.read_core, &cf, &t)) {
 			in = inspection__from_target(t);
 			if (!in)
 				target__free(t);
@@ -900,6 +904,7 @@ int cmd_check(int argc, char **argv)
 			inspection__free(in);
 			corefile__free(cf);
 		}
+		core_opts__done(&o.read_core);
 	} else {
 		for (size_t i = 0; i < n_pids; i++) {
 			struct inspection *in;

@@ -16,7 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cliopt.h"
 #include "commands.h"
+#include "corecmd.h"
 #include "corefile.h"
 #include "elfobj.h"
 #include "inspect.h"
@@ -225,53 +227,98 @@ static int pick_exe(const struct corefile *c, const char *given, const char **ex
 	return 0;
 }
 
-/*
- * Each file the core mapped whose file here is not the one the process had: its build-id in the
- * core's memory differs from the file's, or the file is gone. One line each; returns how many.
- */
-static size_t warn_changed_files(const struct corefile *c)
+/* @path without the " (deleted)" the kernel adds to a file removed since it was mapped. */
+static void live_path(const char *path, char *buf, size_t len)
 {
+	size_t n;
+
+	snprintf(buf, len, "%s", path);
+	n = strlen(buf);
+	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+		buf[n - 10] = '\0';
+}
+
+/*
+ * How the file core @c mapped at @f compares with @path, the one here: 0 the same (or the core
+ * does not hold its build-id), 1 changed (its build-id in @mem, the file's in @disk), -ENOENT
+ * gone.
+ */
+static int file_changed(const struct corefile *c, const struct core_file_map *f, const char *path,
+			char *mem, char *disk, size_t len)
+{
+	struct elf_object *o;
+	const char *id;
+	int ret;
+
+	if (f->offset || !corefile__build_id_at(c, f->start, mem, len))
+		return 0;
+	o = elfobj__open(path);
+	if (!o)
+		return -ENOENT;
+	id = elfobj__build_id(o);
+	snprintf(disk, len, "%s", id ? id : "none");
+	ret = !id || strcmp(id, mem);
+	elfobj__free(o);
+	return ret;
+}
+
+/*
+ * Each file core @c mapped whose file here is not the one the process had: gone (a line each),
+ * or changed (its build-id in the core's memory differs from the file's): refused in one line
+ * naming the first, unless --ignore-build-id makes it a line each. 0, or an exit status.
+ */
+static int check_files(const struct corefile *c, const struct core_opts *o)
+{
+	char first[PATH_MAX + 600] = "", path[PATH_MAX], mem[256], disk[256];
+	const char *exe = corefile__exe(c), *what;
 	size_t changed = 0;
 
 	for (size_t i = 0; i < c->n_files; i++) {
 		const struct core_file_map *f = &c->files[i];
-		char mem_id[256], path[PATH_MAX];
-		struct elf_object *o;
-		const char *disk_id;
-		bool seen = false;
+		/* --exe stands for the executable: it must be the file the process ran. */
+		bool is_exe = exe && !strcmp(exe, f->path), seen = false;
+		int r;
 
 		for (size_t k = 0; k < i && !seen; k++)
 			seen = !strcmp(c->files[k].path, f->path);
-		if (seen || f->offset ||
-		    !corefile__build_id_at(c, f->start, mem_id, sizeof(mem_id)))
-			continue;
-		snprintf(path, sizeof(path), "%s", f->path);
-		if (strlen(path) > 10 && !strcmp(path + strlen(path) - 10, " (deleted)"))
-			path[strlen(path) - 10] = '\0';
-		o = elfobj__open(path);
-		disk_id = o ? elfobj__build_id(o) : NULL;
-		if (!o && corefile__exe(c) && !strcmp(corefile__exe(c), f->path))
-			continue; /* pick_exe said so */
-		if (!o)
+		if (is_exe && o->exe)
+			snprintf(path, sizeof(path), "%s", o->exe);
+		else
+			live_path(f->path, path, sizeof(path));
+		r = seen ? 0 : file_changed(c, f, path, mem, disk, sizeof(mem));
+		if (r == -ENOENT && !is_exe)
 			dls_warn("%s, mapped with build-id %s, is no longer here: its symbols and "
 				 "findings are missing",
-				 path, mem_id);
-		else if (!disk_id || strcmp(disk_id, mem_id))
-			dls_warn(
-				"%s changed since the core was written: build-id %s in the core, %s "
-				"on disk; the file here is not the one the process had",
-				path, mem_id, disk_id ? disk_id : "none");
-		changed += !o || !disk_id || strcmp(disk_id, mem_id);
-		elfobj__free(o);
+				 path, mem); /* the executable's: pick_exe said so */
+		if (r != 1)
+			continue;
+		what = is_exe && o->exe ? "is not the executable the process ran" :
+					  "changed since the core was written";
+		if (o->any_build_id)
+			dls_warn("%s %s (build-id %s in the core, %s on disk); read anyway "
+				 "(--ignore-build-id): its symbols and findings may be wrong",
+				 path, what, mem, disk);
+		else if (!changed++)
+			snprintf(first, sizeof(first),
+				 "%s %s (build-id %s in the core, %s on disk)", path, what, mem,
+				 disk);
 	}
-	return changed;
+	if (!changed)
+		return 0;
+	if (changed > 1)
+		snprintf(first + strlen(first), sizeof(first) - strlen(first),
+			 ", and %zu other file%s too", changed - 1, changed > 2 ? "s" : "");
+	dls_err("%s%s: %s; give --ignore-build-id to read it anyway",
+		o->coredump ? "" : "core file ", o->label ? o->label : c->path, first);
+	return DLS_EXIT_INSPECT;
 }
 
-int core_target__open(const char *path, const char *exe_opt, struct corefile **cp,
+int core_target__open(const char *path, const struct core_opts *o, struct corefile **cp,
 		      struct target **tp)
 {
 	const char *exe;
 	char why[512];
+	int ret;
 
 	*cp = NULL;
 	*tp = NULL;
@@ -279,18 +326,35 @@ int core_target__open(const char *path, const char *exe_opt, struct corefile **c
 		dls_err("%s", why);
 		return DLS_EXIT_INSPECT;
 	}
-	if (pick_exe(*cp, exe_opt, &exe) || !(*tp = target__from_core(*cp, exe))) {
-		if (!*tp && exe)
-			dls_err("out of memory");
+	ret = pick_exe(*cp, o->exe, &exe) ? DLS_EXIT_INSPECT : check_files(*cp, o);
+	if (!ret && !(*tp = target__from_core(*cp, exe))) {
+		dls_err("out of memory");
+		ret = DLS_EXIT_INSPECT;
+	}
+	if (ret) {
 		corefile__free(*cp);
 		*cp = NULL;
-		return DLS_EXIT_INSPECT;
 	}
-	warn_changed_files(*cp);
-	return 0;
+	return ret;
 }
 
-int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned int max_frames)
+int core_opts__check(const char *path, const struct core_opts *o)
+{
+	struct corefile *c;
+	const char *exe;
+	char why[512];
+	int ret;
+
+	if (corefile__open(path, &c, why, sizeof(why))) {
+		dls_err("%s", why);
+		return DLS_EXIT_INSPECT;
+	}
+	ret = pick_exe(c, o->exe, &exe) ? DLS_EXIT_INSPECT : check_files(c, o);
+	corefile__free(c);
+	return ret;
+}
+
+int cmd_stacks_core(const char *path, const struct core_opts *o, bool json, unsigned int max_frames)
 {
 	struct corefile *c = NULL;
 	struct stacks *s = NULL;
@@ -298,7 +362,7 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 	struct target *t;
 	struct py_interp pi;
 	const char *exe;
-	char why[512], py_why[512] = "";
+	char why[512], py_why[512] = "", *name;
 	int ret = DLS_EXIT_INSPECT, py_err;
 
 	output__set_json(json);
@@ -306,9 +370,13 @@ int cmd_stacks_core(const char *path, const char *exe_opt, bool json, unsigned i
 		dls_err("%s", why);
 		goto out;
 	}
-	if (pick_exe(c, exe_opt, &exe))
+	/* --coredump's copy is gone once this is read: the core is named by its match. */
+	if (o->coredump && o->label && (name = strdup(o->label))) {
+		free(c->path);
+		c->path = name;
+	}
+	if (pick_exe(c, o->exe, &exe) || check_files(c, o))
 		goto out;
-	warn_changed_files(c);
 	if (stacks__from_core(c, exe, max_frames, &s, why, sizeof(why))) {
 		dls_err("%s", why);
 		goto out;
@@ -403,14 +471,62 @@ static int coredump_fetch(const char *match, char *path, size_t len)
 	return 0;
 }
 
-int cmd_stacks_coredump(const char *match, const char *exe, bool json, unsigned int max_frames)
+bool core_opts__take(struct core_opts *o, int c, const char *arg)
 {
-	char path[64];
-	int ret = coredump_fetch(match, path, sizeof(path));
+	switch (c) {
+	case COREOPT_EXE: o->exe = arg; return true;
+	case COREOPT_COREDUMP: o->coredump = arg; return true;
+	case COREOPT_IGNORE_BUILD_ID: o->any_build_id = true; return true;
+	default: return false;
+	}
+}
 
-	if (ret)
+int core_opts__path(struct core_opts *o, const struct cliopt *cl, const char *given, bool others,
+		    const char **path)
+{
+	int ret;
+
+	*path = NULL;
+	if (o->coredump) {
+		if (given || others || cl->n_ops)
+			return cliopt__usage(cl->cmd, "--coredump goes alone");
+		snprintf(o->coredump_label, sizeof(o->coredump_label), "--coredump %.60s",
+			 o->coredump);
+		o->label = o->coredump_label;
+		ret = coredump_fetch(o->coredump, o->fetched, sizeof(o->fetched));
+		if (ret)
+			o->fetched[0] = '\0';
+		*path = ret ? NULL : o->fetched;
 		return ret;
-	ret = cmd_stacks_core(path, exe, json, max_frames);
-	unlink(path);
-	return ret;
+	}
+	*path = given ? given : others ? NULL : cliopt__core_operand(cl);
+	if (*path && (others || cl->n_ops > !given))
+		return cliopt__usage(cl->cmd, "give one core file, alone");
+	if (!*path && (o->exe || o->any_build_id))
+		return cliopt__usage(cl->cmd, "%s goes with a core file",
+				     o->exe ? "--exe" : "--ignore-build-id");
+	o->label = *path;
+	return 0;
+}
+
+void core_opts__done(struct core_opts *o)
+{
+	if (o->fetched[0])
+		unlink(o->fetched);
+	o->fetched[0] = '\0';
+}
+
+void core_opts__argv(const struct core_opts *o, const char *cmd, const char *path, char **argv)
+{
+	size_t n = 0;
+
+	argv[n++] = (char *)cmd;
+	argv[n++] = "--json";
+	argv[n++] = "--ignore-build-id";
+	if (o->exe) {
+		argv[n++] = "--exe";
+		argv[n++] = (char *)o->exe;
+	}
+	argv[n++] = (char *)path;
+	argv[n] = NULL;
 }

@@ -10,6 +10,7 @@
 #include "cliopt.h"
 #include "corefile.h"
 #include "commands.h"
+#include "corecmd.h"
 #include "elfobj.h"
 #include "graph_export.h"
 #include "libgraph.h"
@@ -26,7 +27,7 @@ static void libs_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: dlscope libs [OPTIONS] PID...\n"
-		"       dlscope libs [OPTIONS] CORE\n"
+		"       dlscope libs [OPTIONS] CORE | --coredump MATCH\n"
 		"\n"
 		"Print the library graph of each process, read from the dynamic loader's link maps\n"
 		"(every dlmopen namespace) and cross-checked with /proc/PID/maps, without stopping it.\n"
@@ -51,6 +52,13 @@ static void libs_usage(FILE *f)
 		"                   counts; with --json, a \"runtimes\" array in each process\n"
 		"  -P, --no-packages\n"
 		"                   do not look up the owning packages (\"package\": null in JSON)\n"
+		"      --exe PATH   with a core: its executable, when not the one it names\n"
+		"      --coredump MATCH\n"
+		"                   systemd-coredump's core of MATCH (a PID, latest, or a\n"
+		"                   coredumpctl match), read through coredumpctl\n"
+		"      --ignore-build-id\n"
+		"                   with a core: read it even when a file it mapped has changed\n"
+		"                   since (its symbols and findings may be wrong)\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 fine, 2 usage error, 3 a process could not be inspected.\n");
@@ -304,6 +312,7 @@ int cmd_libs(int argc, char **argv)
 		{ "roles", optional_argument, NULL, 'r' },
 		{ "runtimes", no_argument, NULL, 'R' },
 		{ "no-packages", no_argument, NULL, 'P' },
+		COREOPT_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -322,11 +331,14 @@ int cmd_libs(int argc, char **argv)
 	struct cliopt cl;
 	const char *core;
 	struct corefile *cf = NULL;
+	struct core_opts co = { 0 };
 
 	lv_kinds__parse(&kinds, NULL, why, sizeof(why));
 	cliopt__init(&cl, "libs", argc, argv, "p:jD:RPh", opts, false);
 	while ((c = cliopt__next(&cl)) != -1) {
 		optarg = (char *)cl.arg;
+		if (core_opts__take(&co, c, optarg))
+			continue;
 		switch (c) {
 		case 'p':
 			ret = cliopt__pids("libs", optarg, &pids, &n_pids);
@@ -372,8 +384,9 @@ int cmd_libs(int argc, char **argv)
 		}
 	}
 	/* A core file, in place of the PIDs: the process it holds. */
-	core = n_pids ? NULL : cliopt__core_operand(&cl);
-	ret = core ? 0 : cliopt__pid_operands(&cl, &pids, &n_pids);
+	ret = core_opts__path(&co, &cl, NULL, n_pids, &core);
+	if (!ret && !core)
+		ret = cliopt__pid_operands(&cl, &pids, &n_pids);
 	if (ret)
 		goto out_pids;
 	n_pids += core != NULL;
@@ -422,7 +435,7 @@ int cmd_libs(int argc, char **argv)
 		int err;
 
 		phase__mark("start");
-		if (core && (ret = core_target__open(core, NULL, &cf, &t)))
+		if (core && (ret = core_target__open(core, &co, &cf, &t)))
 			break;
 		err = core ? 0 : target__open(pid, &t, why, sizeof(why));
 		phase__mark("target");
@@ -506,6 +519,7 @@ int cmd_libs(int argc, char **argv)
 	free(graphs);
 	corefile__free(cf);
 out_pids:
+	core_opts__done(&co);
 	free(pids);
 	return ret;
 }

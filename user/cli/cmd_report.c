@@ -24,6 +24,7 @@
 #include "account.h"
 #include "cliopt.h"
 #include "commands.h"
+#include "corecmd.h"
 #include "event.h"
 #include "job.h"
 #include "outfile.h"
@@ -40,7 +41,7 @@ static void report_usage(FILE *f)
 		"Usage: dlscope report [OPTIONS] PID...\n"
 		"       dlscope report [OPTIONS] --job PID\n"
 		"       dlscope report [OPTIONS] TRACE.jsonl\n"
-		"       dlscope report [OPTIONS] CORE\n"
+		"       dlscope report [OPTIONS] CORE | --coredump MATCH\n"
 		"       dlscope report [OPTIONS] -- COMMAND [ARGS...]\n"
 		"\n"
 		"Write one Markdown file to paste into a bug report (a GitHub issue): what was\n"
@@ -57,7 +58,7 @@ static void report_usage(FILE *f)
 		"      --redact          replace home directories, user names, host names and IP\n"
 		"                        addresses, one placeholder per value, everywhere\n"
 		"      --limit CHARS     the size limit (default 65536)\n"
-		"      --job PID         a multi-rank job, named by any member's PID\n"
+		"      --job PID         a multi-rank job, named by any member's PID\n" COREOPT_USAGE
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 written, 2 usage error, 3 nothing could be inspected or written.\n");
@@ -506,10 +507,15 @@ static int write_out(const char *path, const char *text, char *why, size_t whyle
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' }, { "output", required_argument, NULL, 'o' },
-		{ "redact", no_argument, NULL, 'r' },	 { "limit", required_argument, NULL, 'l' },
-		{ "job", required_argument, NULL, 'j' }, { "svg", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },	 {},
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "redact", no_argument, NULL, 'r' },
+		{ "limit", required_argument, NULL, 'l' },
+		{ "job", required_argument, NULL, 'j' },
+		{ "svg", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		COREOPT_LONGOPTS,
+		{},
 	};
 	const char *output = NULL, *job = NULL;
 	bool redact = false, svg = false;
@@ -528,12 +534,15 @@ int cmd_report(int argc, char **argv)
 	size_t n_pids = 0;
 	char **pid_args = NULL;
 	int n_pid_args = 0;
-	const char *optarg;
+	const char *optarg, *core = NULL;
+	struct core_opts co = { 0 };
 
 	/* --redact, --svg, --limit and --job are long only: -r, -s, -l, -j mean others elsewhere. */
 	cliopt__init(&cl, "report", argc, argv, "p:o:h", opts, true);
 	while ((c = cliopt__next(&cl)) != -1) {
 		optarg = cl.arg;
+		if (core_opts__take(&co, c, optarg))
+			continue;
 		switch (c) {
 		case 'p':
 			code = cliopt__pids("report", optarg, &pids, &n_pids);
@@ -575,7 +584,13 @@ int cmd_report(int argc, char **argv)
 				"no command after --" :
 				"-- COMMAND runs a command: no PID, trace or --job with it");
 	}
-	/* A trace is one operand that is a file; otherwise the operands are PIDs ("1,2" too). */
+	/* A core file (the operand, --coredump MATCH); a trace is one operand that is a file;
+	 * otherwise the operands are PIDs ("1,2" too). */
+	code = core_opts__path(&co, &cl, NULL, cl.command || n_pids || job, &core);
+	if (code) {
+		free(pids);
+		return code;
+	}
 	if (!cl.command &&
 	    !(cl.n_ops == 1 && !n_pids && !stat(cl.ops[0], &st) && S_ISREG(st.st_mode))) {
 		for (int i = 0; i < cl.n_ops; i++) {
@@ -717,19 +732,24 @@ int cmd_report(int argc, char **argv)
 			free(line);
 		}
 		command = cmd; /* the title's, freed at the end */
-	} else if (!n_pid_args && cl.n_ops == 1 && cliopt__core_operand(&cl)) {
-		/* A core file: check and stacks on it, as on a process. */
-		const char *core = cl.ops[0];
-		json_t *doc =
-			self_json((char *[]){ "stacks", "--json", (char *)core, NULL }, &code);
+	} else if (core) {
+		/* A core file: check and stacks on it, as on a process, once its files are known. */
+		char *args[8];
+		json_t *doc;
 
-		in.check = self_json((char *[]){ "check", "--json", (char *)core, NULL }, &code);
+		if ((ret = core_opts__check(core, &co)))
+			goto out;
+		ret = DLS_EXIT_INSPECT;
+		core_opts__argv(&co, "stacks", core, args);
+		doc = self_json(args, &code);
+		core_opts__argv(&co, "check", core, args);
+		in.check = self_json(args, &code);
 		if (!in.check || !doc) {
 			json_decref(doc);
 			snprintf(
 				why, sizeof(why),
 				"core file %s could not be read (run 'dlscope stacks %s' to see why)",
-				core, core);
+				co.label, co.label);
 			goto fail;
 		}
 		/* stacks --json: {"processes": [PROCESS]}, as for a PID. */
@@ -738,11 +758,13 @@ int cmd_report(int argc, char **argv)
 		in.stacks = json_array();
 		if (proc)
 			json_array_append(in.stacks, proc);
-		snprintf(title, sizeof(title), "core file %s (%s)", core,
+		snprintf(title, sizeof(title),
+			 co.coredump ? "systemd-coredump's core of %s (%s)" : "core file %s (%s)",
+			 co.coredump ? co.coredump : core,
 			 json_string_value(json_object_get(proc, "comm")) ?: "?");
 		json_decref(doc);
-		json_array_append_new(in.reproduce, json_sprintf("dlscope check %s", core));
-		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks %s", core));
+		json_array_append_new(in.reproduce, json_sprintf("dlscope check %s", co.label));
+		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks %s", co.label));
 	} else if (!n_pid_args && cl.n_ops == 1) {
 		if (read_trace(cl.ops[0], &tr, why, sizeof(why)))
 			goto fail;
@@ -894,6 +916,7 @@ usage:
 fail:
 	dls_err("report: %s", why[0] ? why : "out of memory");
 out:
+	core_opts__done(&co);
 	for (size_t i = 0; users[i]; i++)
 		free(users[i]);
 	for (size_t i = 0; hosts[i]; i++)

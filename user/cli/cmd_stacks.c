@@ -18,6 +18,7 @@
 #include "arch.h"
 #include "cliopt.h"
 #include "commands.h"
+#include "corecmd.h"
 #include "inspect.h"
 #include "job.h"
 #include "libgraph.h"
@@ -74,6 +75,8 @@ static void stacks_usage(FILE *f)
 		"      --exe PATH        the core's executable, when not where the core says\n"
 		"      --coredump MATCH  systemd-coredump's core of MATCH (a PID, latest, or a\n"
 		"                        coredumpctl match), read through coredumpctl\n"
+		"      --ignore-build-id with a core: read it even when a file it mapped has\n"
+		"                        changed since (its frames may be wrong)\n"
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 no deadlock, 1 a deadlock was found, 2 usage error,\n"
@@ -625,8 +628,7 @@ int cmd_stacks(int argc, char **argv)
 		{ "stats", no_argument, NULL, 's' },
 		{ "job", no_argument, NULL, 'J' },
 		{ "core", required_argument, NULL, 'C' },
-		{ "exe", required_argument, NULL, 'E' },
-		{ "coredump", required_argument, NULL, 'D' },
+		COREOPT_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -642,14 +644,16 @@ int cmd_stacks(int argc, char **argv)
 	struct cliopt cl;
 	pid_t pid, *pids = NULL;
 	size_t n_pids = 0;
-	const char *core = NULL, *exe = NULL, *coredump = NULL;
-	bool core_op;
+	const char *core = NULL;
+	struct core_opts co = { 0 };
 
 	/* --python is long only: -p is a process in every command. */
 	cliopt__init(&cl, "stacks", argc, argv, "p:jn:sh", opts, false);
 	while ((c = cliopt__next(&cl)) != -1) {
 		const char *optarg = cl.arg;
 
+		if (core_opts__take(&co, c, optarg))
+			continue;
 		switch (c) {
 		case 'p':
 			err = cliopt__pids("stacks", optarg, &pids, &n_pids);
@@ -678,8 +682,6 @@ int cmd_stacks(int argc, char **argv)
 		case 's': stats = true; break;
 		case 'J': job = true; break;
 		case 'C': core = optarg; break;
-		case 'E': exe = optarg; break;
-		case 'D': coredump = optarg; break;
 		case 'h':
 			free(pids);
 			stacks_usage(stdout);
@@ -687,20 +689,13 @@ int cmd_stacks(int argc, char **argv)
 		default: free(pids); return DLS_EXIT_USAGE;
 		}
 	}
-	if (coredump) {
+	/* A core file (the operand, --core FILE, --coredump MATCH) in place of the process. */
+	err = core_opts__path(&co, &cl, core, n_pids || job, &core);
+	if (err || core) {
 		free(pids);
-		if (core || n_pids || cl.n_ops || job)
-			return cliopt__usage("stacks", "--coredump goes alone");
-		return cmd_stacks_coredump(coredump, exe, json, max_frames);
-	}
-	/* A core file, as the operand or --core FILE, in place of the process. */
-	core_op = !core && !n_pids && (core = cliopt__core_operand(&cl));
-	if (core || exe) {
-		free(pids);
-		if (!core || n_pids || cl.n_ops > core_op || job)
-			return cliopt__usage("stacks", core ? "give one core file, alone" :
-							      "--exe goes with a core file");
-		return cmd_stacks_core(core, exe, json, max_frames);
+		err = err ? err : cmd_stacks_core(core, &co, json, max_frames);
+		core_opts__done(&co);
+		return err;
 	}
 	err = cliopt__pid_operands(&cl, &pids, &n_pids);
 	pid = n_pids ? pids[0] : 0;

@@ -19,17 +19,6 @@ int cmd_libs(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_lint(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
-/* stacks CORE (cmd_core.c): @exe NULL for the one the core names. */
-int cmd_stacks_core(const char *path, const char *exe, bool json, unsigned int max_frames);
-/* stacks --coredump MATCH: systemd-coredump's core, through coredumpctl (cmd_core.c). */
-int cmd_stacks_coredump(const char *match, const char *exe, bool json, unsigned int max_frames);
-/*
- * The process a core file holds, as a target (target__from_core) for libs and check, after a
- * line for each mapped file that changed since; 0, or the exit status after one line.
- */
-struct corefile;
-struct target;
-int core_target__open(const char *path, const char *exe, struct corefile **c, struct target **t);
 int cmd_watch(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 struct watch_opts;

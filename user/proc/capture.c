@@ -681,118 +681,149 @@ static int write_full_headers(int fd, const struct notes *ns, const struct procm
 	return err;
 }
 
-static int capture(pid_t pid, pid_t held, const siginfo_t *si, int fd, bool full,
-		   struct capture_stats *st, char *why, size_t whylen)
-{
-	struct ranges rs = { 0 };
-	struct notes ns = { 0 };
-	struct target *t = NULL;
-	struct procmaps *maps = NULL;
-	struct linkmap *lm = NULL;
-	struct cthread *c = NULL;
-	Elf64_Phdr *ph = NULL;
-	const struct range **data = NULL;
+/* What capture reads of the process before it stops it: none of it changes while it runs. */
+struct facts {
+	struct target *t;
+	struct procmaps *maps;
+	struct linkmap *lm; /* NULL for a static program: the core has no link map */
 	unsigned char auxv[4096];
-	uint64_t interp_base = 0, vdso = 0;
-	size_t n = 0, n_ph = 0;
-	ssize_t auxv_len;
-	char path[64], stat[1024], *p;
-	pid_t ppid = 0, pgrp = 0, sid = 0;
-	int err, werr = 0;
+	size_t auxv_len;
+	uint64_t interp_base, vdso;
+	pid_t ppid, pgrp, sid;
+};
 
-	memset(st, 0, sizeof(*st));
-	err = target__open(pid, &t, why, whylen);
+static void facts__free(struct facts *f)
+{
+	linkmap__free(f->lm);
+	procmaps__free(f->maps);
+	target__free(f->t);
+}
+
+static int read_facts(pid_t pid, struct facts *f, char *why, size_t whylen)
+{
+	char path[64], stat[1024], *p;
+	ssize_t auxv_len;
+	int err;
+
+	err = target__open(pid, &f->t, why, whylen);
 	if (err)
 		return err;
-	/* Everything that does not change while it runs is read first. */
-	maps = procmaps__read(pid);
+	f->maps = procmaps__read(pid);
 	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
-	auxv_len = proc__read_small(path, (char *)auxv, sizeof(auxv));
-	if (!maps || auxv_len <= 0) {
-		snprintf(why, whylen, "process %d (%s) exited while being read", pid, t->comm);
-		err = -ESRCH;
-		goto out;
+	auxv_len = proc__read_small(path, (char *)f->auxv, sizeof(f->auxv));
+	if (!f->maps || auxv_len <= 0) {
+		snprintf(why, whylen, "process %d (%s) exited while being read", pid, f->t->comm);
+		return -ESRCH;
 	}
-	for (size_t i = 0; i + 16 <= (size_t)auxv_len; i += 16) {
+	f->auxv_len = (size_t)auxv_len;
+	for (size_t i = 0; i + 16 <= f->auxv_len; i += 16) {
 		uint64_t type, val;
 
-		memcpy(&type, auxv + i, 8);
-		memcpy(&val, auxv + i + 8, 8);
+		memcpy(&type, f->auxv + i, 8);
+		memcpy(&val, f->auxv + i + 8, 8);
 		if (type == AT_BASE)
-			interp_base = val;
+			f->interp_base = val;
 		else if (type == AT_SYSINFO_EHDR)
-			vdso = val;
+			f->vdso = val;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if (proc__read_small(path, stat, sizeof(stat)) > 0 && (p = strrchr(stat, ')')))
-		sscanf(p + 2, "%*c %d %d %d", &ppid, &pgrp, &sid);
-	linkmap__read(t, maps, &lm); /* none (a static program): the core has no link map */
-	err = plan(t, maps, lm, interp_base, vdso, full, &rs);
-	if (!err && held) {
-		c = calloc(1, sizeof(*c));
-		if (c)
-			c[n++].tid = held;
-		else
-			err = -ENOMEM;
-	} else if (!err) {
-		err = list_threads(pid, &c, &n);
-	}
-	if (err) {
-		snprintf(why, whylen,
-			 err == -ENOMEM ? "out of memory" :
-					  "process %d (%s) exited while being read",
-			 pid, t->comm);
-		goto out;
-	}
-	/* --full: each mapping's place in the core is set now; its bytes go there in the stop. */
-	for (size_t i = 0, at = full ? data_start(rs.n + 1) : 0; full && i < rs.n; i++) {
-		rs.r[i].file_off = at;
-		at += rs.r[i].hi - rs.r[i].lo;
-	}
-	err = freeze_and_copy(pid, c, n, maps, &rs, full, full ? fd : -1, &werr, held > 0, st);
-	if (werr) {
-		snprintf(why, whylen, "cannot write the core: %s", strerror(-werr));
-		err = werr;
-		goto out;
-	}
-	if (err) {
-		snprintf(why, whylen,
-			 err == -EPERM ? "permission denied stopping process %d (%s)" :
-					 "out of memory copying process %d (%s)",
-			 pid, t->comm);
-		goto out;
-	}
-	/* The threads run again: the file is made from the copies. */
+		sscanf(p + 2, "%*c %d %d %d", &f->ppid, &f->pgrp, &f->sid);
+	linkmap__read(f->t, f->maps, &f->lm);
+	return 0;
+}
+
+/* The threads to stop: @held alone (check --core holds it in its signal stop), else all. */
+static int pick_threads(pid_t pid, pid_t held, struct cthread **c, size_t *n)
+{
+	if (!held)
+		return list_threads(pid, c, n);
+	*c = calloc(1, sizeof(**c));
+	if (!*c)
+		return -ENOMEM;
+	(*c)[0].tid = held;
+	*n = 1;
+	return 0;
+}
+
+/* The notes from the copies, once the threads run again; -ESRCH when no thread was stopped. */
+static int make_notes(struct notes *ns, pid_t pid, const struct facts *f, const struct cthread *c,
+		      size_t n, const siginfo_t *si, struct capture_stats *st)
+{
 	for (size_t i = 0; i < n; i++) {
 		if (!c[i].have_regs) {
 			st->left_out++;
 			continue;
 		}
 		st->threads++;
-		thread_notes(&ns, &c[i], si, ppid, pgrp, sid);
+		thread_notes(ns, &c[i], si, f->ppid, f->pgrp, f->sid);
 		/* The kernel's order: the process's notes after the first thread's status. */
 		if (st->threads == 1)
-			process_notes(&ns, t, pid, si, auxv, (size_t)auxv_len, maps, ppid, pgrp,
-				      sid);
+			process_notes(ns, f->t, pid, si, f->auxv, f->auxv_len, f->maps, f->ppid,
+				      f->pgrp, f->sid);
 	}
-	if (!st->threads) {
+	return st->threads ? 0 : -ESRCH;
+}
+
+/* The stop, and the copies made in it; 0, or -errno with @why. */
+static int stop_and_copy(pid_t pid, pid_t held, const struct facts *f, struct cthread *c, size_t n,
+			 struct ranges *rs, bool full, int fd, struct capture_stats *st, char *why,
+			 size_t whylen)
+{
+	int err, werr = 0;
+
+	/* --full: each mapping's place in the core is set now; its bytes go there in the stop. */
+	for (size_t i = 0, at = full ? data_start(rs->n + 1) : 0; full && i < rs->n; i++) {
+		rs->r[i].file_off = at;
+		at += rs->r[i].hi - rs->r[i].lo;
+	}
+	err = freeze_and_copy(pid, c, n, f->maps, rs, full, full ? fd : -1, &werr, held > 0, st);
+	if (werr) {
+		snprintf(why, whylen, "cannot write the core: %s", strerror(-werr));
+		return werr;
+	}
+	if (err)
+		snprintf(why, whylen,
+			 err == -EPERM ? "permission denied stopping process %d (%s)" :
+					 "out of memory copying process %d (%s)",
+			 pid, f->t->comm);
+	return err;
+}
+
+static int capture(pid_t pid, pid_t held, const siginfo_t *si, int fd, bool full,
+		   struct capture_stats *st, char *why, size_t whylen)
+{
+	struct facts f = { 0 };
+	struct ranges rs = { 0 };
+	struct notes ns = { 0 };
+	struct cthread *c = NULL;
+	Elf64_Phdr *ph = NULL;
+	const struct range **data = NULL;
+	size_t n = 0, n_ph = 0;
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	err = read_facts(pid, &f, why, whylen);
+	if (!err && (err = plan(f.t, f.maps, f.lm, f.interp_base, f.vdso, full, &rs) ?:
+				   pick_threads(pid, held, &c, &n)))
+		snprintf(why, whylen,
+			 err == -ENOMEM ? "out of memory" :
+					  "process %d (%s) exited while being read",
+			 pid, f.t->comm);
+	err = err ?: stop_and_copy(pid, held, &f, c, n, &rs, full, fd, st, why, whylen);
+	/* The threads run again: the file is made from the copies. */
+	if (!err && (err = make_notes(&ns, pid, &f, c, n, si, st)))
 		snprintf(why, whylen, "no thread of process %d (%s) could be stopped", pid,
-			 t->comm);
-		err = -ESRCH;
-		goto out;
-	}
-	for (size_t i = 0; !ns.failed && !full && i < rs.n; i++)
+			 f.t->comm);
+	for (size_t i = 0; !err && !ns.failed && !full && i < rs.n; i++)
 		ns.failed = !rs.r[i].data;
-	if (ns.failed || (!full && build_phdrs(maps, &rs, &ph, &n_ph, &data))) {
+	if (!err && (ns.failed || (!full && build_phdrs(f.maps, &rs, &ph, &n_ph, &data)))) {
 		snprintf(why, whylen, "out of memory");
 		err = -ENOMEM;
-		goto out;
 	}
-	err = full ? write_full_headers(fd, &ns, maps, &rs, st) :
-		     write_core(fd, &ns, ph, n_ph, data, st);
-	if (err)
+	if (!err && (err = full ? write_full_headers(fd, &ns, f.maps, &rs, st) :
+				  write_core(fd, &ns, ph, n_ph, data, st)))
 		snprintf(why, whylen, "cannot write the core: %s", strerror(-err));
-out:
 	for (size_t i = 0; i < rs.n; i++)
 		free(rs.r[i].data);
 	free(rs.r);
@@ -800,9 +831,7 @@ out:
 	free(ph);
 	free(data);
 	free(c);
-	linkmap__free(lm);
-	procmaps__free(maps);
-	target__free(t);
+	facts__free(&f);
 	return err;
 }
 

@@ -199,12 +199,73 @@ static int fail(int err, char *why, size_t whylen, const char *fmt, const char *
 	return err;
 }
 
+/* The ELF header: a 64-bit core of this machine, or one line on what the file is instead. */
+static int check_header(struct corefile *c, const char *path, char *why, size_t whylen)
+{
+	const char *m;
+	GElf_Ehdr eh;
+
+	elf_version(EV_CURRENT);
+	c->elf = elf_begin(c->fd, ELF_C_READ_MMAP, NULL);
+	if (!c->elf || elf_kind(c->elf) != ELF_K_ELF || !gelf_getehdr(c->elf, &eh))
+		return fail(-EINVAL, why, whylen, "%s is not an ELF file", path);
+	if (eh.e_type != ET_CORE)
+		return fail(-EINVAL, why, whylen, "%s is an ELF file but not a core file", path);
+	if (eh.e_machine == CORE_MACHINE && gelf_getclass(c->elf) == ELFCLASS64)
+		return 0;
+	m = machine_name(eh.e_machine);
+	if (m)
+		snprintf(why, whylen,
+			 "core file %s is of another machine (%s%s); this dlscope reads %s cores",
+			 path, m, gelf_getclass(c->elf) == ELFCLASS32 ? ", 32-bit" : "",
+			 CORE_MACHINE_NAME);
+	else
+		snprintf(why, whylen,
+			 "core file %s is of another machine (ELF machine %u); this dlscope reads "
+			 "%s cores",
+			 path, eh.e_machine, CORE_MACHINE_NAME);
+	return -ENOEXEC;
+}
+
+/* The program headers: the PT_LOAD segments kept, the PT_NOTE ones read. */
+static int read_segments(struct corefile *c, const char *path, char *why, size_t whylen)
+{
+	size_t phnum = 0;
+	int err;
+
+	if (elf_getphdrnum(c->elf, &phnum) || !phnum)
+		return fail(-EINVAL, why, whylen, "core file %s has no program headers", path);
+	c->segs = calloc(phnum, sizeof(*c->segs));
+	if (!c->segs)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(c->elf, (int)i, &ph))
+			return fail(-EINVAL, why, whylen,
+				    "core file %s has a malformed program header", path);
+		if (ph.p_filesz && (ph.p_offset > c->size || ph.p_filesz > c->size - ph.p_offset)) {
+			snprintf(why, whylen,
+				 "core file %s is truncated: its segments need %llu bytes, the "
+				 "file has %llu (a dump cut short?)",
+				 path, (unsigned long long)(ph.p_offset + ph.p_filesz),
+				 (unsigned long long)c->size);
+			return -EINVAL;
+		}
+		if (ph.p_type == PT_LOAD)
+			c->segs[c->n_segs++] = (struct core_segment){ ph.p_vaddr, ph.p_memsz,
+								      ph.p_filesz, ph.p_offset,
+								      ph.p_flags };
+		else if (ph.p_type == PT_NOTE && (err = read_notes(c, &ph, why, whylen)))
+			return err;
+	}
+	return 0;
+}
+
 int corefile__open(const char *path, struct corefile **out, char *why, size_t whylen)
 {
 	struct corefile *c = calloc(1, sizeof(*c));
-	size_t phnum = 0;
 	struct stat st;
-	GElf_Ehdr eh;
 	int err = 0;
 
 	*out = NULL;
@@ -221,76 +282,15 @@ int corefile__open(const char *path, struct corefile **out, char *why, size_t wh
 		goto out;
 	}
 	c->size = (uint64_t)st.st_size;
-	elf_version(EV_CURRENT);
-	c->elf = elf_begin(c->fd, ELF_C_READ_MMAP, NULL);
-	if (!c->elf || elf_kind(c->elf) != ELF_K_ELF || !gelf_getehdr(c->elf, &eh)) {
-		err = fail(-EINVAL, why, whylen, "%s is not an ELF file", path);
-		goto out;
-	}
-	if (eh.e_type != ET_CORE) {
-		err = fail(-EINVAL, why, whylen, "%s is an ELF file but not a core file", path);
-		goto out;
-	}
-	if (eh.e_machine != CORE_MACHINE || gelf_getclass(c->elf) != ELFCLASS64) {
-		const char *m = machine_name(eh.e_machine);
-
-		if (m)
-			snprintf(why, whylen,
-				 "core file %s is of another machine (%s%s); this dlscope reads "
-				 "%s cores",
-				 path, m, gelf_getclass(c->elf) == ELFCLASS32 ? ", 32-bit" : "",
-				 CORE_MACHINE_NAME);
-		else
-			snprintf(
-				why, whylen,
-				"core file %s is of another machine (ELF machine %u); this dlscope "
-				"reads %s cores",
-				path, eh.e_machine, CORE_MACHINE_NAME);
-		err = -ENOEXEC;
-		goto out;
-	}
-	if (elf_getphdrnum(c->elf, &phnum) || !phnum) {
-		err = fail(-EINVAL, why, whylen, "core file %s has no program headers", path);
-		goto out;
-	}
-	c->segs = calloc(phnum, sizeof(*c->segs));
-	if (!c->segs) {
-		err = fail(-ENOMEM, why, whylen, "out of memory reading %s", path);
-		goto out;
-	}
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(c->elf, (int)i, &ph)) {
-			err = fail(-EINVAL, why, whylen,
-				   "core file %s has a malformed program header", path);
-			goto out;
-		}
-		if (ph.p_filesz && (ph.p_offset > c->size || ph.p_filesz > c->size - ph.p_offset)) {
-			snprintf(
-				why, whylen,
-				"core file %s is truncated: its segments need %llu bytes, the file "
-				"has %llu (a dump cut short?)",
-				path, (unsigned long long)(ph.p_offset + ph.p_filesz),
-				(unsigned long long)c->size);
-			err = -EINVAL;
-			goto out;
-		}
-		if (ph.p_type == PT_LOAD)
-			c->segs[c->n_segs++] = (struct core_segment){ ph.p_vaddr, ph.p_memsz,
-								      ph.p_filesz, ph.p_offset,
-								      ph.p_flags };
-		else if (ph.p_type == PT_NOTE && (err = read_notes(c, &ph, why, whylen)))
-			goto out;
-	}
-	if (!c->n_threads) {
+	err = check_header(c, path, why, whylen);
+	if (!err)
+		err = read_segments(c, path, why, whylen);
+	if (!err && !c->n_threads)
 		err = fail(-EINVAL, why, whylen,
 			   "core file %s names no thread (no NT_PRSTATUS note): its notes are "
 			   "missing or zeroed",
 			   path);
-		goto out;
-	}
-	if (!c->pid)
+	if (!err && !c->pid)
 		c->pid = c->threads[0].tid;
 out:
 	if (err == -ENOMEM)
@@ -355,7 +355,8 @@ static size_t read_mapped_file(const struct corefile *cc, uint64_t a, void *buf,
 	return n > 0 ? (size_t)n : 0;
 }
 
-size_t corefile__read(const struct corefile *c, uint64_t addr, void *buf, size_t len)
+/* Memory at @addr from the core's segments, and with @files from the files it mapped. */
+static size_t core_read(const struct corefile *c, uint64_t addr, void *buf, size_t len, bool files)
 {
 	size_t done = 0;
 
@@ -375,8 +376,9 @@ size_t corefile__read(const struct corefile *c, uint64_t addr, void *buf, size_t
 				dumped_part = a >= c->segs[i].vaddr &&
 					      a - c->segs[i].vaddr < c->segs[i].memsz &&
 					      c->segs[i].flags & PF_W;
-			n = dumped_part ? 0 :
-					  read_mapped_file(c, a, (char *)buf + done, len - done);
+			n = dumped_part || !files ?
+				    0 :
+				    read_mapped_file(c, a, (char *)buf + done, len - done);
 			if (!n)
 				break;
 			done += n;
@@ -390,6 +392,11 @@ size_t corefile__read(const struct corefile *c, uint64_t addr, void *buf, size_t
 		done += n;
 	}
 	return done;
+}
+
+size_t corefile__read(const struct corefile *c, uint64_t addr, void *buf, size_t len)
+{
+	return core_read(c, addr, buf, len, true);
 }
 
 uint64_t corefile__auxv(const struct corefile *c, uint64_t type)
@@ -424,12 +431,12 @@ size_t corefile__build_id_at(const struct corefile *c, uint64_t base, char *hex,
 	uint64_t bias = base;
 	size_t n;
 
-	if (corefile__read(c, base, &eh, sizeof(eh)) != sizeof(eh) ||
+	if (core_read(c, base, &eh, sizeof(eh), false) != sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_phentsize != sizeof(ph[0]) || !eh.e_phnum)
 		return 0;
 	n = eh.e_phnum < 32 ? eh.e_phnum : 32;
-	if (corefile__read(c, base + eh.e_phoff, ph, n * sizeof(ph[0])) != n * sizeof(ph[0]))
+	if (core_read(c, base + eh.e_phoff, ph, n * sizeof(ph[0]), false) != n * sizeof(ph[0]))
 		return 0;
 	/* The load bias: the object's first PT_LOAD (file offset 0) lies at @base. */
 	for (size_t i = 0; i < n; i++)
@@ -442,7 +449,7 @@ size_t corefile__build_id_at(const struct corefile *c, uint64_t base, char *hex,
 		size_t len = ph[i].p_filesz < sizeof(notes) ? ph[i].p_filesz : sizeof(notes);
 
 		if (ph[i].p_type != PT_NOTE ||
-		    corefile__read(c, bias + ph[i].p_vaddr, notes, len) != len)
+		    core_read(c, bias + ph[i].p_vaddr, notes, len, false) != len)
 			continue;
 		for (size_t off = 0; off + sizeof(Elf64_Nhdr) <= len;) {
 			Elf64_Nhdr nh;
