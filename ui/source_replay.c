@@ -78,53 +78,43 @@ static bool is_loaded(const json_t *rec)
 	return type && !strcmp(type, "loaded");
 }
 
-int replay__open(const char *path, bool strict, struct replay **out, char *why, size_t whylen)
+/* @path opened as r->f; only a regular file, since seeking back reads it again. */
+static int open_trace_file(struct replay *r, const char *path, char *why, size_t whylen)
 {
-	struct replay *r = calloc(1, sizeof(*r));
-	char *buf = malloc(REPLAY_MAX_LINE + 1);
-	size_t lineno = 0;
-
-	bool opening = true;
 	struct stat st;
-	const char *fmt;
-	json_t *rec;
-	uint64_t t = 0;
-	int err = 0;
 
-	*out = NULL;
-	why[0] = '\0';
-	if (r)
-		r->buf = buf;
-	if (!r || !buf) {
-		err = -ENOMEM;
-		snprintf(why, whylen, "%s: out of memory", path);
-		goto fail;
-	}
 	r->f = fopen(path, "r");
 	if (!r->f || fstat(fileno(r->f), &st)) {
-		err = -errno;
+		int err = -errno;
+
 		snprintf(why, whylen, "cannot read trace %s: %s", path, strerror(errno));
-		goto fail;
+		return err;
 	}
-	/* Seeking back reads the file again: only a regular file can be replayed. */
 	if (!S_ISREG(st.st_mode)) {
-		err = -EINVAL;
 		snprintf(why, whylen,
 			 "%s is %s, not a trace file (make one with 'dlscope record -o')", path,
 			 S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
-		goto fail;
+		return -EINVAL;
 	}
-	rec = next_record(r, buf, &lineno, true, why, whylen, path);
+	return 0;
+}
+
+/* The header: a format this dlscope reads. Its time is the replay's first and open time. */
+static int read_header(struct replay *r, char *buf, size_t *lineno, const char *path, char *why,
+		       size_t whylen)
+{
+	json_t *rec = next_record(r, buf, lineno, true, why, whylen, path);
+	const char *fmt;
+
 	if (!rec || !json_is_string(json_object_get(rec, "format"))) {
 		if (!why[0])
 			snprintf(why, whylen, "%s is not a dlscope trace: %s", path,
-				 lineno ?
+				 *lineno ?
 					 "its first line has no \"format\" (make one with 'dlscope "
 					 "record')" :
 					 "it is empty");
 		json_decref(rec);
-		err = -EINVAL;
-		goto fail;
+		return -EINVAL;
 	}
 	/* This format and the ones before it (their records are a subset; docs/trace-format.md). */
 	fmt = json_string_value(json_object_get(rec, "format"));
@@ -135,15 +125,23 @@ int replay__open(const char *path, bool strict, struct replay **out, char *why, 
 			 "not read (it reads %s, %s and %s)",
 			 path, fmt, TRACE_FORMAT_V1, TRACE_FORMAT_V2, TRACE_FORMAT);
 		json_decref(rec);
-		err = -EINVAL;
-		goto fail;
+		return -EINVAL;
 	}
-	t = record_time(rec);
-	r->t_first = r->t_open = t;
+	r->t_first = r->t_open = record_time(rec);
 	json_decref(rec);
 	r->n = 1;
-	/* Count and time every record once; keep none of them. */
-	while ((rec = next_record(r, buf, &lineno, strict, why, whylen, path))) {
+	return 0;
+}
+
+/* Count and time every record after the header once, keeping none of them: the last time. */
+static uint64_t scan_records(struct replay *r, char *buf, size_t *lineno, bool strict,
+			     const char *path, char *why, size_t whylen)
+{
+	uint64_t t = r->t_first;
+	bool opening = true;
+	json_t *rec;
+
+	while ((rec = next_record(r, buf, lineno, strict, why, whylen, path))) {
 		uint64_t rt = record_time(rec);
 
 		/* Records without a time (the summary) or out of order keep the clock monotonic. */
@@ -156,6 +154,31 @@ int replay__open(const char *path, bool strict, struct replay **out, char *why, 
 		r->n++;
 		json_decref(rec);
 	}
+	return t;
+}
+
+int replay__open(const char *path, bool strict, struct replay **out, char *why, size_t whylen)
+{
+	struct replay *r = calloc(1, sizeof(*r));
+	char *buf = malloc(REPLAY_MAX_LINE + 1);
+	size_t lineno = 0;
+	uint64_t t;
+	int err = 0;
+
+	*out = NULL;
+	why[0] = '\0';
+	if (r)
+		r->buf = buf;
+	if (!r || !buf) {
+		err = -ENOMEM;
+		snprintf(why, whylen, "%s: out of memory", path);
+		goto fail;
+	}
+	err = open_trace_file(r, path, why, whylen) ?:
+						      read_header(r, buf, &lineno, path, why, whylen);
+	if (err)
+		goto fail;
+	t = scan_records(r, buf, &lineno, strict, path, why, whylen);
 	if (strict && why[0]) {
 		err = -EINVAL;
 		goto fail;

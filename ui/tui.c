@@ -20,6 +20,7 @@
 
 #include "output.h"
 #include "tui.h"
+#include "tui_term.h"
 
 #define FRAME_MS 50	    /* at most 20 redraws a second */
 #define RELEASE_WAIT_MS 100 /* at the end, for threads a snapshot holds to stop */
@@ -106,19 +107,6 @@ static void view_rows(struct ui *ui, const struct view *v, struct rows *rs)
 {
 	v->rows(ui, rs);
 	rows__wrap(rs, ui->cols);
-}
-
-/* The collector's thread may report too: the status line is guarded. */
-static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
-static char pending_msg[512];
-static bool pending_error;
-
-static void output_sink(const char *level, const char *msg)
-{
-	pthread_mutex_lock(&msg_lock);
-	snprintf(pending_msg, sizeof(pending_msg), "%s: %s", level, msg);
-	pending_error = level[0] == 'e';
-	pthread_mutex_unlock(&msg_lock);
 }
 
 /* A view asked for a snapshot (ui->snapshot_pid): the loop takes it, views never collect. */
@@ -576,89 +564,6 @@ static enum key_result handle_key(struct ui *ui, int ch)
 }
 
 /*
- * The newest line of @buf (@n bytes, NUL-terminated), in place: after the last newline and the
- * last carriage return (a progress bar redraws with \r), control characters and escape
- * sequences dropped (colours would garble the status line). NULL when it is empty.
- */
-static char *newest_line(char *buf, size_t n)
-{
-	char *last, *cr, *out;
-
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		buf[--n] = '\0';
-	last = strrchr(buf, '\n');
-	last = last ? last + 1 : buf;
-	cr = strrchr(last, '\r');
-	last = cr ? cr + 1 : last;
-	out = last;
-	for (const char *p = last; *p; p++) {
-		if (*p == 27) { /* ESC [ ... final byte */
-			if (p[1] == '[')
-				for (p += 2; *p && !(*p >= 0x40 && *p <= 0x7e); p++)
-					;
-			if (!*p)
-				break;
-			continue;
-		}
-		*out++ = (unsigned char)*p < 32 ? ' ' : *p;
-	}
-	*out = '\0';
-	return *last ? last : NULL;
-}
-
-/* What the command wrote since last time: its newest line, and where all of it is. */
-static void read_command_output(struct ui *ui)
-{
-	char buf[4096], *line;
-	struct stat st;
-	off_t from;
-	ssize_t n;
-
-	if (!ui->cmd_out_path || fstat(ui->cmd_out_fd, &st))
-		return;
-	if (st.st_size < ui->cmd_out_off) /* truncated by someone else */
-		ui->cmd_out_off = 0;
-	if (st.st_size == ui->cmd_out_off)
-		return;
-	/* Only the newest line is shown: read no more than the tail of what is new. */
-	from = st.st_size - ui->cmd_out_off > (off_t)sizeof(buf) - 1 ?
-		       st.st_size - (off_t)sizeof(buf) + 1 :
-		       (off_t)ui->cmd_out_off;
-	n = pread(ui->cmd_out_fd, buf, sizeof(buf) - 1, from);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	ui->cmd_out_off = from + n;
-	line = newest_line(buf, (size_t)n);
-	if (line)
-		ui__status(ui, false, "%s  | output: %s", line, ui->cmd_out_path);
-}
-
-/* Messages from the collector, anything dlscope itself wrote to stderr/stdout, the command's. */
-static void read_messages(struct ui *ui, int out_fd)
-{
-	char buf[4096], *line;
-	ssize_t n;
-
-	pthread_mutex_lock(&msg_lock);
-	if (pending_msg[0]) {
-		ui__status(ui, pending_error, "%s", pending_msg);
-		pending_msg[0] = '\0';
-	}
-	pthread_mutex_unlock(&msg_lock);
-	while (out_fd >= 0 && (n = read(out_fd, buf, sizeof(buf) - 1)) > 0) {
-		buf[n] = '\0';
-		line = newest_line(buf, (size_t)n);
-		/* With a command, the name of its output file stays in sight. */
-		if (line)
-			ui__status(ui, !strncmp(line, "dlscope: error", 14), "%s%s%s", line,
-				   ui->cmd_out_path ? "  | output: " : "",
-				   ui->cmd_out_path ? ui->cmd_out_path : "");
-	}
-	read_command_output(ui);
-}
-
-/*
  * Pump the sources for at most PUMP_MS; true when the model changed. *backlog: stopped by the
  * time limit with records still waiting, so the loop should not sleep.
  */
@@ -685,7 +590,7 @@ static bool pump(struct ui *ui, bool *collector_failed, bool *backlog, char *why
 		live__free(ui->live);
 		ui->live = NULL;
 		/* The command has been reaped: its last words first, then what became of it. */
-		read_command_output(ui);
+		tui_term__read_command_output(ui);
 		if (err) {
 			*collector_failed = true;
 			ui__status(ui, true, "live events stopped: %s", why);
@@ -706,94 +611,15 @@ static void child_after_fork(void)
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 }
 
-struct term_state {
-	int saved_fd[3];
-	int out_read;
-	SCREEN *screen;
-	FILE *tty_out, *tty_in;
-};
-
 /*
- * curses gets its own copies of the terminal; fds 0-2 become /dev/null and a pipe we read, so
- * what dlscope itself prints (libbpf, the collector) lands on the status line, never on the
- * screen. A command has its own output file (watch_opts.command_stdio).
+ * Ctrl-C arrives as a key (raw mode); SIGTERM/SIGHUP/SIGINT from outside through the signalfd
+ * returned, so that every way out goes through endwin.
  */
-static int term_open(struct term_state *ts, char *why, size_t whylen)
+static int block_stop_signals(void)
 {
-	int p[2], null_fd, in_fd, out_fd;
-
-	for (int i = 0; i < 3; i++)
-		ts->saved_fd[i] = fcntl(i, F_DUPFD_CLOEXEC, 10);
-	in_fd = fcntl(0, F_DUPFD_CLOEXEC, 10);
-	out_fd = fcntl(1, F_DUPFD_CLOEXEC, 10);
-	if (in_fd < 0 || out_fd < 0 || pipe2(p, O_CLOEXEC)) {
-		snprintf(why, whylen, "cannot set up the terminal: %s", strerror(errno));
-		return -errno;
-	}
-	ts->tty_in = fdopen(in_fd, "r");
-	ts->tty_out = fdopen(out_fd, "w");
-	ts->screen = ts->tty_in && ts->tty_out ? newterm(NULL, ts->tty_out, ts->tty_in) : NULL;
-	if (!ts->screen) {
-		snprintf(why, whylen,
-			 "cannot start the screen: is TERM (%s) a terminal curses knows?",
-			 getenv("TERM") ? getenv("TERM") : "unset");
-		close(p[0]);
-		close(p[1]);
-		return -ENOTTY;
-	}
-	fcntl(p[0], F_SETFL, O_NONBLOCK);
-	ts->out_read = p[0];
-	null_fd = open("/dev/null", O_RDONLY);
-	if (null_fd >= 0) {
-		dup2(null_fd, 0);
-		close(null_fd);
-	}
-	dup2(p[1], 1);
-	dup2(p[1], 2);
-	close(p[1]);
-	return 0;
-}
-
-static void term_close(struct term_state *ts)
-{
-	if (ts->screen) {
-		endwin();
-		delscreen(ts->screen);
-		ts->screen = NULL;
-	}
-	fflush(stdout);
-	fflush(stderr);
-	for (int i = 0; i < 3; i++)
-		if (ts->saved_fd[i] >= 0) {
-			dup2(ts->saved_fd[i], i);
-			close(ts->saved_fd[i]);
-			ts->saved_fd[i] = -1;
-		}
-	if (ts->out_read >= 0)
-		close(ts->out_read);
-	ts->out_read = -1;
-	if (ts->tty_in)
-		fclose(ts->tty_in);
-	if (ts->tty_out)
-		fclose(ts->tty_out);
-	ts->tty_in = ts->tty_out = NULL;
-}
-
-int tui__run(struct ui *ui, char *why, size_t whylen)
-{
-	struct term_state ts = { .saved_fd = { -1, -1, -1 }, .out_read = -1 };
 	static bool atfork_done;
-	double last_draw = 0;
-	bool dirty = true, quit = false, failed = false, backlog = false;
-	double started = now_s();
-	uint64_t first_seq = ui->m->next_seq;
-	unsigned int status_gen = ui->status_gen;
-	int ret = DLS_EXIT_OK, sfd;
 	sigset_t stop_sigs;
 
-	why[0] = '\0';
-	/* Ctrl-C arrives as a key (raw mode); SIGTERM/SIGHUP/SIGINT from outside through a
-	 * signalfd, so that every way out goes through endwin. */
 	sigemptyset(&stop_sigs);
 	sigaddset(&stop_sigs, SIGINT);
 	sigaddset(&stop_sigs, SIGTERM);
@@ -804,21 +630,24 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 		pthread_atfork(NULL, NULL, child_after_fork);
 		atfork_done = true;
 	}
-	sfd = signalfd(-1, &stop_sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (term_open(&ts, why, whylen)) {
-		term_close(&ts);
-		ret = DLS_EXIT_INSPECT;
-		goto out;
+	return signalfd(-1, &stop_sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* The screen up, in raw mode, and the collector started; else a dls_exit value and @why. */
+static int start_screen(struct ui *ui, struct term_state *ts, char *why, size_t whylen)
+{
+	if (tui_term__open(ts, why, whylen)) {
+		tui_term__close(ts);
+		return DLS_EXIT_INSPECT;
 	}
 	getmaxyx(stdscr, ui->lines, ui->cols);
 	if (ui->lines < MIN_LINES || ui->cols < MIN_COLS) {
 		snprintf(why, whylen, "the terminal is too small (%dx%d): dlscope ui needs %dx%d",
 			 ui->cols, ui->lines, MIN_COLS, MIN_LINES);
-		term_close(&ts);
-		ret = DLS_EXIT_USAGE;
-		goto out;
+		tui_term__close(ts);
+		return DLS_EXIT_USAGE;
 	}
-	output__set_sink(output_sink);
+	output__set_sink(tui_term__sink);
 	/* Started only now: whatever the collector prints goes to the pipe, not over the screen. */
 	if (ui->live_opts) {
 		int err = live__start(ui->live_opts, &ui->live);
@@ -826,9 +655,8 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 		if (err) {
 			snprintf(why, whylen, "cannot start the collector: %s", strerror(-err));
 			output__set_sink(NULL);
-			term_close(&ts);
-			ret = DLS_EXIT_INSPECT;
-			goto out;
+			tui_term__close(ts);
+			return DLS_EXIT_INSPECT;
 		}
 	}
 	raw();
@@ -837,48 +665,60 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 	curs_set(0);
 	set_escdelay(25);
 	init_colors(ui);
-	ui->follow = true;
-	if (ui->replay)
-		replay__seek(ui->replay, ui->m, 0, now_s());
-	while (!quit) {
+	return DLS_EXIT_OK;
+}
+
+/* Every key waiting, first @ch, answered; true when one of them quits. */
+static bool answer_keys(struct ui *ui, int ch, bool *dirty, double *last_draw)
+{
+	bool quit = false;
+
+	while (ch != ERR && !quit) {
+		enum key_result r = handle_key(ui, ch);
+
+		quit = r == KEY_QUIT;
+		if (ui->snapshot_pid && !quit)
+			take_snapshot(ui, ui->snapshot_pid);
+		ui->snapshot_pid = 0;
+		if (r == KEY_HANDLED) {
+			*dirty = true;
+			*last_draw = 0; /* a key is answered at once, not at the next frame */
+		}
+		nodelay(stdscr, TRUE);
+		if (!quit)
+			ch = getch();
+	}
+	return quit;
+}
+
+/* Keys, then the sources, then a redraw, until the user quits: a dls_exit value. */
+static int main_loop(struct ui *ui, int sfd, int out_read, char *why, size_t whylen)
+{
+	double last_draw = 0;
+	bool dirty = true, failed = false, backlog = false;
+	unsigned int status_gen = ui->status_gen;
+
+	for (;;) {
 		double t = now_s(), wait_ms = FRAME_MS - (t - last_draw) * 1e3;
 		struct signalfd_siginfo si;
-		int ch;
+		bool quit;
 
 		timeout(backlog ? 0 : dirty ? (wait_ms > 0 ? (int)wait_ms : 0) : FRAME_MS);
-		ch = getch();
-		while (ch != ERR && !quit) {
-			enum key_result r = handle_key(ui, ch);
-
-			quit = r == KEY_QUIT;
-			if (ui->snapshot_pid && !quit)
-				take_snapshot(ui, ui->snapshot_pid);
-			ui->snapshot_pid = 0;
-			if (r == KEY_HANDLED) {
-				dirty = true;
-				last_draw =
-					0; /* a key is answered at once, not at the next frame */
-			}
-			nodelay(stdscr, TRUE);
-			if (!quit)
-				ch = getch();
-		}
+		quit = answer_keys(ui, getch(), &dirty, &last_draw);
 		if (sfd >= 0 && read(sfd, &si, sizeof(si)) == sizeof(si))
 			quit = true;
 		/* q: the terminal back at once; the sources are stopped after the screen. */
 		if (quit)
-			break;
+			return DLS_EXIT_OK;
 		if (pump(ui, &failed, &backlog, why, whylen))
 			dirty = true;
 		/* A thread a snapshot could not stop is let go as soon as it stops. */
 		snapshot__release(0);
-		if (failed && ui->src == SRC_LIVE && !ui->m->n_procs) {
-			/* Nothing to show: the collector never started (e.g. not root). */
-			ret = DLS_EXIT_INSPECT;
-			break;
-		}
+		/* Nothing to show: the collector never started (e.g. not root). */
+		if (failed && ui->src == SRC_LIVE && !ui->m->n_procs)
+			return DLS_EXIT_INSPECT;
 		failed = false;
-		read_messages(ui, ts.out_read);
+		tui_term__read_messages(ui, out_read);
 		if (ui->status_gen != status_gen) {
 			status_gen = ui->status_gen;
 			dirty = true;
@@ -890,10 +730,28 @@ int tui__run(struct ui *ui, char *why, size_t whylen)
 			dirty = false;
 		}
 	}
+}
+
+int tui__run(struct ui *ui, char *why, size_t whylen)
+{
+	struct term_state ts = { .saved_fd = { -1, -1, -1 }, .out_read = -1 };
+	double started = now_s();
+	uint64_t first_seq = ui->m->next_seq;
+	int ret, sfd;
+
+	why[0] = '\0';
+	sfd = block_stop_signals();
+	ret = start_screen(ui, &ts, why, whylen);
+	if (ret != DLS_EXIT_OK)
+		goto out;
+	ui->follow = true;
+	if (ui->replay)
+		replay__seek(ui->replay, ui->m, 0, now_s());
+	ret = main_loop(ui, sfd, ts.out_read, why, whylen);
 	if (ret == DLS_EXIT_OK)
 		why[0] = '\0';
 	output__set_sink(NULL);
-	term_close(&ts);
+	tui_term__close(&ts);
 	/* For bench/ui_bench.py: how often the screen was redrawn under load. */
 	if (getenv("DLSCOPE_UI_STATS"))
 		fprintf(stderr,

@@ -59,63 +59,63 @@ static void filter_text(const struct ui *ui, char *buf, size_t len)
 		snprintf(buf + n, len - n, "library~%s", f->lib);
 }
 
-static void events_draw(struct ui *ui, int y, int h)
+/* Under follow, the newest match; else the selection, moved to the nearest match if it left. */
+static void keep_selection(struct ui *ui)
 {
-	const struct m_event *shown[512];
-	int rows = h - 2 < 512 ? h - 2 : 512, n = 0, sel_row = -1;
-	uint64_t sel = 0, s;
+	uint64_t s, sel = 0;
+
+	if (!ui->follow && model__event(ui->m, ui->sel_seq) && match_at(ui, ui->sel_seq))
+		return;
+	if (!ui->follow) {
+		/* The selection left the ring or the filter: go to the nearest match. */
+		s = ui->sel_seq;
+		if (!step(ui, &s, 1) && !newest(ui, &s))
+			s = 0;
+		ui->sel_seq = s;
+	}
+	if (ui->follow && newest(ui, &sel))
+		ui->sel_seq = sel;
+}
+
+/* The matches to show in @rows rows (@shown), the selection's row in *@sel_row; how many. */
+static int visible_events(struct ui *ui, const struct m_event **shown, int rows, int *sel_row)
+{
+	/* As many after the selection as fit, then fill from before it. */
+	const struct m_event *after[512];
+	uint64_t sel = ui->sel_seq, s;
+	int na = 0, nb = 0, n = 0;
+
+	if (!match_at(ui, sel) || rows <= 0)
+		return 0;
+	after[na++] = match_at(ui, sel);
+	s = sel;
+	while (na < rows && step(ui, &s, 1))
+		after[na++] = match_at(ui, s);
+	s = sel;
+	while (nb + na < rows && step(ui, &s, -1))
+		nb++;
+	for (int i = 0; i < nb; i++) {
+		shown[n++] = match_at(ui, s);
+		step(ui, &s, 1);
+	}
+	*sel_row = n;
+	for (int i = 0; i < na; i++)
+		shown[n++] = after[i];
+	return n;
+}
+
+/* The view's two header lines: what is seen and filtered, and the columns. */
+static void draw_event_headers(struct ui *ui, int y, bool narrow, bool ranks)
+{
 	char filt[256], line[1024];
-	int attr_sel = A_REVERSE;
-	bool narrow, ranks = false;
-	char rank[16] = "";
 
 	filter_text(ui, filt, sizeof(filt));
-	if (ui->follow || !model__event(ui->m, ui->sel_seq) || !match_at(ui, ui->sel_seq)) {
-		if (!ui->follow) {
-			/* The selection left the ring or the filter: go to the nearest match. */
-			s = ui->sel_seq;
-			if (!step(ui, &s, 1) && !newest(ui, &s))
-				s = 0;
-			ui->sel_seq = s;
-		}
-		if (ui->follow && newest(ui, &sel))
-			ui->sel_seq = sel;
-	}
-	sel = ui->sel_seq;
-	if (match_at(ui, sel) && rows > 0) {
-		/* As many after the selection as fit, then fill from before it. */
-		const struct m_event *after[512];
-		int na = 0, nb = 0;
-
-		after[na++] = match_at(ui, sel);
-		s = sel;
-		while (na < rows && step(ui, &s, 1))
-			after[na++] = match_at(ui, s);
-		s = sel;
-		nb = 0;
-		while (nb + na < rows && step(ui, &s, -1))
-			nb++;
-		for (int i = 0; i < nb; i++) {
-			shown[n++] = match_at(ui, s);
-			step(ui, &s, 1);
-		}
-		sel_row = n;
-		for (int i = 0; i < na; i++)
-			shown[n++] = after[i];
-	}
 	snprintf(line, sizeof(line), "Events: %llu seen, ring holds %zu  |  %s  |  %s",
 		 (unsigned long long)ui->m->next_seq, ui->m->ring_n, filt,
 		 ui->follow ? "following (space: pause)" : "paused (space/End: follow)");
 	attrset(ui__attr(ui, C_HEADER));
 	mvaddnstr(y, 0, line, ui->cols);
 	clrtoeol();
-	/*
-	 * Under 120 columns: no TID (Enter shows it), COMM cut to 10, RANK only for a job; WHAT
-	 * keeps 38 columns at 80.
-	 */
-	narrow = ui->cols < 120;
-	for (size_t i = 0; i < ui->m->n_procs && !ranks; i++)
-		ranks = ui->m->procs[i].rank[0];
 	if (narrow)
 		snprintf(line, sizeof(line), "%10s %-7s %s%-10s %-11s %s", "TIME", "PID",
 			 ranks ? "RANK " : "", "COMM", "KIND", "WHAT (Enter: details)");
@@ -125,37 +125,60 @@ static void events_draw(struct ui *ui, int y, int h)
 	mvaddnstr(y + 1, 0, line, ui->cols);
 	clrtoeol();
 	attrset(A_NORMAL);
-	for (int i = 0; i < rows; i++) {
-		const struct m_event *e = i < n ? shown[i] : NULL;
-		uint64_t base = ui->m->t0 ? ui->m->t0 : e ? e->t : 0;
-		const struct m_proc *p = e ? model__proc(ui->m, e->pid) : NULL;
-		enum ui_color c = C_NORMAL;
+}
 
+/* One event's row at @y, in the columns draw_event_headers names. */
+static void draw_event_row(struct ui *ui, int y, const struct m_event *e, bool narrow, bool ranks,
+			   bool selected)
+{
+	uint64_t base = ui->m->t0 ? ui->m->t0 : e->t;
+	const struct m_proc *p = model__proc(ui->m, e->pid);
+	enum ui_color c = C_NORMAL;
+	char line[1024], rank[16] = "";
+
+	if (e->kind == EV_FINDING || e->kind == EV_SIGNAL)
+		c = C_COLLISION;
+	else if (e->kind == EV_LOADED)
+		c = C_DIM;
+	/* A rank's events say which rank (the trace's "rank", or its environment). */
+	if (ranks)
+		snprintf(rank, sizeof(rank), "%-4.4s ", p && p->rank[0] ? p->rank : "-");
+	if (narrow)
+		snprintf(line, sizeof(line), "%10.6f %-7d %s%-10.10s %-11s %s",
+			 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, rank, e->comm,
+			 ev_kind__id(e->kind), e->text);
+	else
+		snprintf(line, sizeof(line), "%12.6f %-7d %-7d %-4s %-15s %-11s %s",
+			 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid,
+			 p && p->rank[0] ? p->rank : "-", e->comm, ev_kind__id(e->kind), e->text);
+	attrset(ui__attr(ui, c) | (selected ? A_REVERSE : 0));
+	ui__addnstr(stdscr, y, 0, line, ui->cols);
+	if (selected)
+		chgat(-1, ui__attr(ui, c) | A_REVERSE, PAIR_NUMBER(ui__attr(ui, c)), NULL);
+	attrset(A_NORMAL);
+}
+
+static void events_draw(struct ui *ui, int y, int h)
+{
+	const struct m_event *shown[512];
+	int rows = h - 2 < 512 ? h - 2 : 512, n, sel_row = -1;
+	bool narrow, ranks = false;
+
+	keep_selection(ui);
+	n = visible_events(ui, shown, rows, &sel_row);
+	/*
+	 * Under 120 columns: no TID (Enter shows it), COMM cut to 10, RANK only for a job; WHAT
+	 * keeps 38 columns at 80.
+	 */
+	narrow = ui->cols < 120;
+	for (size_t i = 0; i < ui->m->n_procs && !ranks; i++)
+		ranks = ui->m->procs[i].rank[0];
+	draw_event_headers(ui, y, narrow, ranks);
+	for (int i = 0; i < rows; i++) {
 		move(y + 2 + i, 0);
 		clrtoeol();
-		if (!e)
-			continue;
-		if (e->kind == EV_FINDING || e->kind == EV_SIGNAL)
-			c = C_COLLISION;
-		else if (e->kind == EV_LOADED)
-			c = C_DIM;
-		/* A rank's events say which rank (the trace's "rank", or its environment). */
-		if (ranks)
-			snprintf(rank, sizeof(rank), "%-4.4s ", p && p->rank[0] ? p->rank : "-");
-		if (narrow)
-			snprintf(line, sizeof(line), "%10.6f %-7d %s%-10.10s %-11s %s",
-				 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, rank,
-				 e->comm, ev_kind__id(e->kind), e->text);
-		else
-			snprintf(line, sizeof(line), "%12.6f %-7d %-7d %-4s %-15s %-11s %s",
-				 e->t >= base ? (double)(e->t - base) / 1e9 : 0.0, e->pid, e->tid,
-				 p && p->rank[0] ? p->rank : "-", e->comm, ev_kind__id(e->kind),
-				 e->text);
-		attrset(ui__attr(ui, c) | (i == sel_row ? attr_sel : 0));
-		ui__addnstr(stdscr, y + 2 + i, 0, line, ui->cols);
-		if (i == sel_row)
-			chgat(-1, ui__attr(ui, c) | attr_sel, PAIR_NUMBER(ui__attr(ui, c)), NULL);
-		attrset(A_NORMAL);
+		if (i < n)
+			draw_event_row(ui, y + 2 + i, shown[i], narrow, ranks, i == sel_row);
 	}
 	if (!n) {
 		attrset(ui__attr(ui, C_DIM));
@@ -202,12 +225,36 @@ static void search(struct ui *ui)
 	ui__status(ui, true, "'%s' not found in older events", ui->search);
 }
 
+/* The kind filter's next step: one kind at a time, in the order of the trace format, then all. */
+static void next_kind_filter(struct ui *ui)
+{
+	int k = 0;
+
+	while (k < EV__COUNT && !(ui->filter.kinds & (1u << k)))
+		k++;
+	k = ui->filter.kinds ? k + 1 : 0;
+	ui->filter.kinds = k < EV__COUNT ? 1u << k : 0;
+}
+
+/* The selected event whole, in a box: its thread, object and stack. */
+static void show_event(struct ui *ui)
+{
+	const struct m_event *e = match_at(ui, ui->sel_seq);
+	char *text;
+
+	if (e &&
+	    asprintf(&text, "%s\npid %d, thread %d (%s), %s\n%s%s%s%s", e->text, e->pid, e->tid,
+		     e->comm, ev_kind__id(e->kind), e->lib ? "object: " : "", e->lib ? e->lib : "",
+		     e->stack ? "\n\nstack:\n" : "", e->stack ? e->stack : "") >= 0) {
+		ui__popup(ui, "event", text);
+		free(text);
+	}
+}
+
 static enum key_result events_key(struct ui *ui, int ch, const struct row *unused)
 {
 	int page = ui->lines - 6 > 1 ? ui->lines - 6 : 1;
-	const struct m_event *e;
 	uint64_t s;
-	int k;
 
 	switch (ch) {
 	case UI_KEY_SEARCH: search(ui); return KEY_HANDLED;
@@ -241,14 +288,7 @@ static enum key_result events_key(struct ui *ui, int ch, const struct row *unuse
 		else
 			ui->follow = true;
 		return KEY_HANDLED;
-	case 't':
-		/* One kind at a time, in the order of the trace format, then all again. */
-		k = 0;
-		while (k < EV__COUNT && !(ui->filter.kinds & (1u << k)))
-			k++;
-		k = ui->filter.kinds ? k + 1 : 0;
-		ui->filter.kinds = k < EV__COUNT ? 1u << k : 0;
-		return KEY_HANDLED;
+	case 't': next_kind_filter(ui); return KEY_HANDLED;
 	case 'p':
 		if (ui->filter.pid)
 			ui->filter.pid = 0;
@@ -260,21 +300,7 @@ static enum key_result events_key(struct ui *ui, int ch, const struct row *unuse
 		return KEY_HANDLED;
 	case 'c': memset(&ui->filter, 0, sizeof(ui->filter)); return KEY_HANDLED;
 	case '\n':
-	case KEY_ENTER:
-		e = match_at(ui, ui->sel_seq);
-		if (e) {
-			char *text;
-
-			if (asprintf(&text, "%s\npid %d, thread %d (%s), %s\n%s%s%s%s", e->text,
-				     e->pid, e->tid, e->comm, ev_kind__id(e->kind),
-				     e->lib ? "object: " : "", e->lib ? e->lib : "",
-				     e->stack ? "\n\nstack:\n" : "",
-				     e->stack ? e->stack : "") >= 0) {
-				ui__popup(ui, "event", text);
-				free(text);
-			}
-		}
-		return KEY_HANDLED;
+	case KEY_ENTER: show_event(ui); return KEY_HANDLED;
 	case 'r':
 		if (ui__proc(ui) && ui->src != SRC_REPLAY) {
 			ui__request_snapshot(ui, ui__proc(ui)->pid);

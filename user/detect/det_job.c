@@ -67,10 +67,93 @@ static bool same_str(const char *a, const char *b)
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
+/* Every object some rank maps, once per path and build: which ranks map it. */
+struct obj_table {
+	struct obj_entry *e;
+	size_t n, cap;
+};
+
+static int collect_objects(const struct job_ctx *ctx, struct obj_table *t)
+{
+	for (size_t i = 0; i < ctx->n; i++) {
+		const struct libgraph *g = ctx->r[i].g;
+
+		for (size_t k = 0; g && k < g->n; k++) {
+			const struct lg_object *o = g->objs[k];
+			const char *bid = o->elf ? elfobj__build_id(o->elf) : NULL;
+			struct obj_entry *e;
+			size_t m;
+
+			if (o->gone || o->origin == LG_VDSO || !o->path || !o->path[0])
+				continue;
+			for (m = 0; m < t->n; m++)
+				if (!strcmp(t->e[m].path, o->path) &&
+				    same_str(t->e[m].build_id, bid))
+					break;
+			if (m == t->n) {
+				if (t->n == t->cap && ARRAY_GROW(t->e, t->cap, 256))
+					return -1;
+				e = &t->e[t->n];
+				*e = (struct obj_entry){ .path = o->path,
+							 .build_id = bid,
+							 .ranks = calloc(ctx->n, sizeof(int)) };
+				e->version = object_version(o, e->label, sizeof(e->label));
+				if (!e->ranks)
+					return -1;
+				t->n++;
+			}
+			/* One rank may map a file twice (two namespaces): count it once. */
+			e = &t->e[m];
+			if (!e->n || e->ranks[e->n - 1] != ctx->r[i].rank)
+				e->ranks[e->n++] = ctx->r[i].rank;
+		}
+	}
+	return 0;
+}
+
+/* The ranks of @all[@nread] that do not map @e, into @missing: how many. */
+static size_t missing_ranks(const struct obj_entry *e, const int *all, size_t nread, int *missing)
+{
+	size_t nm = 0;
+
+	for (size_t a = 0; a < nread; a++) {
+		bool has = false;
+
+		for (size_t b = 0; b < e->n && !has; b++)
+			has = e->ranks[b] == all[a];
+		if (!has)
+			missing[nm++] = all[a];
+	}
+	return nm;
+}
+
+/* @e, which ranks @missing[@nm] lack, in the diff's objects and the finding's evidence. */
+static void report_object(const struct job_ctx *ctx, const struct obj_entry *e, const int *missing,
+			  size_t nm, json_t *diff, struct finding **f, struct findings *out)
+{
+	char in[256], notin[256];
+	json_t *rs = rank_set(e->ranks, e->n, in, sizeof(in));
+	json_t *ms = rank_set(missing, nm, notin, sizeof(notin));
+
+	json_array_append_new(
+		diff, json_pack("{s:s, s:o, s:s, s:s?, s:o, s:o}", "path", e->path, "build_id",
+				e->build_id ? json_string(e->build_id) : json_null(), "version",
+				e->version, "label", e->label[0] ? e->label : NULL, "ranks", rs,
+				"missing_in", ms));
+	if (!*f)
+		*f = findings__add(out, "rank-objects", SEV_WARNING, ctx->launcher,
+				   "ranks of job %d load different objects", ctx->launcher);
+	if (*f)
+		finding__evidence(*f, "%s (%s, build-id %.12s): in rank%s %s, not in rank%s %s",
+				  e->path, e->label[0] ? e->label : "version unknown",
+				  e->build_id ? e->build_id : "none", e->n == 1 ? "" : "s", in,
+				  nm == 1 ? "" : "s", notin);
+}
+
 void rank_objects__job(const struct job_ctx *ctx, struct findings *out)
 {
-	struct obj_entry *e = NULL;
-	size_t ne = 0, cap = 0, nread, ndiff = 0;
+	struct obj_table t = { 0 };
+	size_t nread;
 	int *all = calloc(ctx->n ? ctx->n : 1, sizeof(*all));
 	json_t *diff = json_array();
 	struct finding *f = NULL;
@@ -78,76 +161,20 @@ void rank_objects__job(const struct job_ctx *ctx, struct findings *out)
 	if (!all)
 		goto out;
 	nread = readable(ctx, all);
-	for (size_t i = 0; i < ctx->n; i++) {
-		const struct libgraph *g = ctx->r[i].g;
-
-		for (size_t k = 0; g && k < g->n; k++) {
-			const struct lg_object *o = g->objs[k];
-			const char *bid = o->elf ? elfobj__build_id(o->elf) : NULL;
-			size_t m;
-
-			if (o->gone || o->origin == LG_VDSO || !o->path || !o->path[0])
-				continue;
-			for (m = 0; m < ne; m++)
-				if (!strcmp(e[m].path, o->path) && same_str(e[m].build_id, bid))
-					break;
-			if (m == ne) {
-				if (ne == cap) {
-					if (ARRAY_GROW(e, cap, 256))
-						goto out;
-				}
-				e[ne] = (struct obj_entry){ .path = o->path,
-							    .build_id = bid,
-							    .ranks = calloc(ctx->n, sizeof(int)) };
-				e[ne].version = object_version(o, e[ne].label, sizeof(e[ne].label));
-				if (!e[ne].ranks)
-					goto out;
-				ne++;
-			}
-			/* One rank may map a file twice (two namespaces): count it once. */
-			if (!e[m].n || e[m].ranks[e[m].n - 1] != ctx->r[i].rank)
-				e[m].ranks[e[m].n++] = ctx->r[i].rank;
-		}
-	}
-	for (size_t m = 0; m < ne; m++) {
-		char in[256], notin[256];
+	if (collect_objects(ctx, &t))
+		goto out;
+	for (size_t m = 0; m < t.n; m++) {
 		int *missing;
-		size_t nm = 0;
-		json_t *rs, *ms;
+		size_t nm;
 
-		if (e[m].n == nread)
+		if (t.e[m].n == nread)
 			continue;
 		missing = calloc(nread, sizeof(*missing));
 		if (!missing)
 			break;
-		for (size_t a = 0; a < nread; a++) {
-			bool has = false;
-
-			for (size_t b = 0; b < e[m].n && !has; b++)
-				has = e[m].ranks[b] == all[a];
-			if (!has)
-				missing[nm++] = all[a];
-		}
-		rs = rank_set(e[m].ranks, e[m].n, in, sizeof(in));
-		ms = rank_set(missing, nm, notin, sizeof(notin));
+		nm = missing_ranks(&t.e[m], all, nread, missing);
+		report_object(ctx, &t.e[m], missing, nm, diff, &f, out);
 		free(missing);
-		json_array_append_new(diff, json_pack("{s:s, s:o, s:s, s:s?, s:o, s:o}", "path",
-						      e[m].path, "build_id",
-						      e[m].build_id ? json_string(e[m].build_id) :
-								      json_null(),
-						      "version", e[m].version, "label",
-						      e[m].label[0] ? e[m].label : NULL, "ranks",
-						      rs, "missing_in", ms));
-		if (!f)
-			f = findings__add(out, "rank-objects", SEV_WARNING, ctx->launcher,
-					  "ranks of job %d load different objects", ctx->launcher);
-		if (f)
-			finding__evidence(f,
-					  "%s (%s, build-id %.12s): in rank%s %s, not in rank%s %s",
-					  e[m].path, e[m].label[0] ? e[m].label : "version unknown",
-					  e[m].build_id ? e[m].build_id : "none",
-					  e[m].n == 1 ? "" : "s", in, nm == 1 ? "" : "s", notin);
-		ndiff++;
 	}
 	if (f)
 		finding__explain(
@@ -159,12 +186,11 @@ void rank_objects__job(const struct job_ctx *ctx, struct findings *out)
 			"Start every rank from the same installation and environment; each rank's own "
 			"findings above say where an extra copy came from and which package to fix.");
 out:
-	for (size_t m = 0; m < ne; m++)
-		free(e[m].ranks);
-	free(e);
+	for (size_t m = 0; m < t.n; m++)
+		free(t.e[m].ranks);
+	free(t.e);
 	free(all);
 	json_object_set_new(ctx->diff, "objects", diff);
-	(void)ndiff;
 }
 
 /* The value of @name in @r's environment, or NULL when unset. */
@@ -178,6 +204,91 @@ static const char *env_value(const struct rank_view *r, const char *name)
 	return NULL;
 }
 
+/* Every name some rank sets, once, into *@names (*@nn of them); -1 when out of memory. */
+static int env_names(const struct job_ctx *ctx, char ***names, size_t *nn)
+{
+	for (size_t i = 0; i < ctx->n; i++)
+		for (size_t k = 0; ctx->r[i].env_known && k < ctx->r[i].n_env; k++) {
+			size_t len = strcspn(ctx->r[i].env[k], "="), m;
+			char **n2;
+
+			for (m = 0; m < *nn; m++)
+				if (strlen((*names)[m]) == len &&
+				    !strncmp((*names)[m], ctx->r[i].env[k], len))
+					break;
+			if (m < *nn)
+				continue;
+			n2 = realloc(*names, (*nn + 1) * sizeof(*n2));
+			if (!n2)
+				return -1;
+			*names = n2;
+			if (!((*names)[*nn] = strndup(ctx->r[i].env[k], len)))
+				return -1;
+			(*nn)++;
+		}
+	return 0;
+}
+
+/* @name's value in each rank whose environment is known (@vals); whether two differ. */
+static bool values_differ(const struct job_ctx *ctx, const char *name, const char **vals)
+{
+	size_t first = ctx->n;
+	bool differ = false;
+
+	for (size_t i = 0; i < ctx->n; i++) {
+		if (!ctx->r[i].env_known)
+			continue;
+		vals[i] = env_value(&ctx->r[i], name);
+		if (first == ctx->n)
+			first = i;
+		else if (!same_str(vals[i], vals[first]))
+			differ = true;
+	}
+	return differ;
+}
+
+/*
+ * The ranks grouped by @name's value (@vals), in rank order of each value's first rank: as
+ * the diff's values, and as the evidence @line ("NAME: "v" in ranks 0-1; unset in rank 2").
+ */
+static json_t *group_by_value(const struct job_ctx *ctx, const char *name, const char **vals,
+			      int *ranks, char *line, size_t len)
+{
+	json_t *values = json_array();
+	size_t used = (size_t)snprintf(line, len, "%s:", name);
+
+	for (size_t i = 0; i < ctx->n; i++) {
+		bool seen = false;
+		char rtext[256];
+		size_t nk = 0;
+
+		if (!ctx->r[i].env_known)
+			continue;
+		for (size_t p = 0; p < i && !seen; p++)
+			seen = ctx->r[p].env_known && same_str(vals[p], vals[i]);
+		if (seen)
+			continue;
+		for (size_t p = i; p < ctx->n; p++)
+			if (ctx->r[p].env_known && same_str(vals[p], vals[i]))
+				ranks[nk++] = ctx->r[p].rank;
+		json_array_append_new(
+			values, json_pack("{s:o, s:o}", "value",
+					  vals[i] ? json_string(vals[i]) : json_null(), "ranks",
+					  rank_set(ranks, nk, rtext, sizeof(rtext))));
+		if (used >= len)
+			continue;
+		if (vals[i])
+			used += (size_t)snprintf(line + used, len - used, " \"%s\" in rank%s %s;",
+						 vals[i], nk == 1 ? "" : "s", rtext);
+		else
+			used += (size_t)snprintf(line + used, len - used, " unset in rank%s %s;",
+						 nk == 1 ? "" : "s", rtext);
+	}
+	if (used < len && line[used - 1] == ';')
+		line[used - 1] = '\0';
+	return values;
+}
+
 void rank_environment__job(const struct job_ctx *ctx, struct findings *out)
 {
 	json_t *diff = json_array();
@@ -188,81 +299,15 @@ void rank_environment__job(const struct job_ctx *ctx, struct findings *out)
 	char **names = NULL;
 	size_t nn = 0;
 
-	if (!ranks || !vals)
+	if (!ranks || !vals || env_names(ctx, &names, &nn))
 		goto out;
-	/* Every name some rank sets, once. */
-	for (size_t i = 0; i < ctx->n; i++)
-		for (size_t k = 0; ctx->r[i].env_known && k < ctx->r[i].n_env; k++) {
-			size_t len = strcspn(ctx->r[i].env[k], "="), m;
-			char **n2;
-
-			for (m = 0; m < nn; m++)
-				if (strlen(names[m]) == len &&
-				    !strncmp(names[m], ctx->r[i].env[k], len))
-					break;
-			if (m < nn)
-				continue;
-			n2 = realloc(names, (nn + 1) * sizeof(*n2));
-			if (!n2)
-				goto out;
-			names = n2;
-			if (!(names[nn] = strndup(ctx->r[i].env[k], len)))
-				goto out;
-			nn++;
-		}
 	for (size_t m = 0; m < nn; m++) {
-		size_t nk = 0, first = ctx->n;
-		bool differ = false;
-		json_t *values;
 		char line[1024];
-		size_t used = 0;
+		json_t *values;
 
-		for (size_t i = 0; i < ctx->n; i++) {
-			if (!ctx->r[i].env_known)
-				continue;
-			vals[i] = env_value(&ctx->r[i], names[m]);
-			if (first == ctx->n)
-				first = i;
-			else if (!same_str(vals[i], vals[first]))
-				differ = true;
-		}
-		if (!differ)
+		if (!values_differ(ctx, names[m], vals))
 			continue;
-		/* Group the ranks by value, in rank order of each value's first rank. */
-		values = json_array();
-		used = (size_t)snprintf(line, sizeof(line), "%s:", names[m]);
-		for (size_t i = 0; i < ctx->n; i++) {
-			bool seen = false;
-			char rtext[256];
-
-			if (!ctx->r[i].env_known)
-				continue;
-			for (size_t p = 0; p < i && !seen; p++)
-				seen = ctx->r[p].env_known && same_str(vals[p], vals[i]);
-			if (seen)
-				continue;
-			nk = 0;
-			for (size_t p = i; p < ctx->n; p++)
-				if (ctx->r[p].env_known && same_str(vals[p], vals[i]))
-					ranks[nk++] = ctx->r[p].rank;
-			json_array_append_new(
-				values,
-				json_pack("{s:o, s:o}", "value",
-					  vals[i] ? json_string(vals[i]) : json_null(), "ranks",
-					  rank_set(ranks, nk, rtext, sizeof(rtext))));
-			if (used < sizeof(line)) {
-				if (vals[i])
-					used += (size_t)snprintf(line + used, sizeof(line) - used,
-								 " \"%s\" in rank%s %s;", vals[i],
-								 nk == 1 ? "" : "s", rtext);
-				else
-					used += (size_t)snprintf(line + used, sizeof(line) - used,
-								 " unset in rank%s %s;",
-								 nk == 1 ? "" : "s", rtext);
-			}
-		}
-		if (used < sizeof(line) && line[used - 1] == ';')
-			line[used - 1] = '\0';
+		values = group_by_value(ctx, names[m], vals, ranks, line, sizeof(line));
 		json_array_append_new(diff,
 				      json_pack("{s:s, s:o}", "name", names[m], "values", values));
 		/* One device per rank is how GPU jobs are run: worth saying, not a warning. */

@@ -148,6 +148,8 @@ void dup_cxx__process(const struct check_ctx *ctx, struct findings *out);
 void dup_cxx__files(const struct lint_file *files, size_t n, struct findings *out);
 void dup_cxx__on_object(const struct live_ctx *lc, const struct lg_object *o, struct findings *out);
 void dup_library__process(const struct check_ctx *ctx, struct findings *out);
+/* Its findings of one library loaded more than once (det_dup_copies.c). */
+void dup_library__copies(const struct check_ctx *ctx, struct findings *out);
 void dup_library__files(const struct lint_file *files, size_t n, struct findings *out);
 void dup_library__on_object(const struct live_ctx *lc, const struct lg_object *o,
 			    struct findings *out);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "elf_cache.h"
 #include "elfobj.h"
 #include "libgraph.h"
 #include "linkmap.h"
@@ -18,57 +19,6 @@
 #include "procmaps.h"
 #include "pystate.h"
 #include "target.h"
-
-/*
- * One analysis per file: dlmopen namespaces and renamed copies map the same inode twice, and a
- * collector that re-reads a process after every dlopen meets the same files again. The cache
- * holds a reference to each analysis and every graph object one more; analyses no graph holds
- * any longer are dropped, oldest first, past ELF_CACHE_IDLE of them, so that a process loading
- * and unloading thousands of libraries does not grow a collector without bound.
- */
-#define ELF_CACHE_IDLE 64
-
-struct elf_cache_entry {
-	uint64_t inode;
-	uint64_t size;
-	struct elf_object *elf;
-};
-
-struct elf_cache {
-	struct elf_cache_entry *e;
-	size_t n, cap;
-	unsigned int refs;
-};
-
-struct elf_cache *elf_cache__new(void)
-{
-	struct elf_cache *c = calloc(1, sizeof(*c));
-
-	if (c)
-		c->refs = 1;
-	return c;
-}
-
-size_t elf_cache__size(const struct elf_cache *c)
-{
-	return c->n;
-}
-
-static struct elf_cache *elf_cache__get(struct elf_cache *c)
-{
-	c->refs++;
-	return c;
-}
-
-void elf_cache__put(struct elf_cache *c)
-{
-	if (!c || --c->refs)
-		return;
-	for (size_t i = 0; i < c->n; i++)
-		elfobj__free(c->e[i].elf);
-	free(c->e);
-	free(c);
-}
 
 static const char *origin_ids[] = {
 	[LG_EXECUTABLE] = "executable", [LG_INTERPRETER] = "interpreter", [LG_VDSO] = "vdso",
@@ -104,80 +54,6 @@ bool lg_object__is_system(const struct lg_object *o)
 	       o->origin == LG_VDSO;
 }
 
-/* Drop the oldest analyses no graph holds, down to ELF_CACHE_IDLE / 2 idle ones. */
-static void cache_trim(struct elf_cache *c)
-{
-	size_t idle = 0, kept = 0;
-
-	for (size_t i = 0; i < c->n; i++)
-		idle += !elfobj__shared(c->e[i].elf);
-	if (idle <= ELF_CACHE_IDLE)
-		return;
-	for (size_t i = 0; i < c->n; i++) {
-		if (idle > ELF_CACHE_IDLE / 2 && !elfobj__shared(c->e[i].elf)) {
-			elfobj__free(c->e[i].elf);
-			idle--;
-			continue;
-		}
-		c->e[kept++] = c->e[i];
-	}
-	c->n = kept;
-}
-
-static struct elf_object *cache_find(const struct elf_cache *c, uint64_t inode)
-{
-	for (size_t i = 0; i < c->n; i++)
-		if (c->e[i].inode == inode)
-			return c->e[i].elf;
-	return NULL;
-}
-
-/*
- * Open @host_path once per file; the cache owns the result. @inode, when known from the mapping,
- * finds a cached analysis without a system call and proves that the file on disk is still the
- * one mapped: a mismatch (the file was replaced) falls back to @mapped_path, the mapping itself.
- */
-static struct elf_object *cache_open(struct elf_cache *c, const char *host_path,
-				     const char *mapped_path, uint64_t inode, char **error)
-{
-	struct elf_object *elf = inode ? cache_find(c, inode) : NULL;
-
-	if (elf)
-		return elfobj__ref(elf);
-	elf = elfobj__open(host_path);
-	if ((!elf || (inode && elfobj__inode(elf) != inode)) && mapped_path) {
-		elfobj__free(elf);
-		elf = elfobj__open(mapped_path);
-	}
-	if (!elf) {
-		*error = strdup(elfobj__strerror(errno));
-		return NULL;
-	}
-	/* Opened by path because the mapping was not known yet: maybe analysed already. */
-	if (!inode && cache_find(c, elfobj__inode(elf))) {
-		struct elf_object *known = cache_find(c, elfobj__inode(elf));
-
-		elfobj__free(elf);
-		return elfobj__ref(known);
-	}
-	cache_trim(c);
-	if (c->n == c->cap) {
-		if (ARRAY_GROW(c->e, c->cap, 64)) {
-			elfobj__free(elf);
-			*error = strdup("out of memory");
-			return NULL;
-		}
-	}
-	c->e[c->n++] = (struct elf_cache_entry){ elfobj__inode(elf), elfobj__size(elf), elf };
-	/*
-	 * Its roles now, while its bytes are in memory; then the bytes go, so that the next
-	 * object's reuse this memory instead of faulting in pages of their own.
-	 */
-	roles__of(elf);
-	elfobj__drop_handle(elf);
-	return elfobj__ref(elf);
-}
-
 static struct lg_object *new_object(struct libgraph *g)
 {
 	struct lg_object *o, **nobjs;
@@ -197,7 +73,7 @@ static struct lg_object *new_object(struct libgraph *g)
 static void object_open_elf(struct libgraph *g, struct lg_object *o, const char *host_path,
 			    const char *mapped_path)
 {
-	o->elf = cache_open(g->cache, host_path, mapped_path, o->inode, &o->error);
+	o->elf = elf_cache__open(g->cache, host_path, mapped_path, o->inode, &o->error);
 	if (o->elf && elfobj__soname(o->elf))
 		o->soname = strdup(elfobj__soname(o->elf));
 }
@@ -414,6 +290,68 @@ static int replay_order(struct libgraph *g)
 	return 0;
 }
 
+/* Forget @o's edges and unresolved names: linking starts over. */
+static void unlink_object(struct lg_object *o)
+{
+	free(o->parents);
+	free(o->children);
+	for (size_t j = 0; j < o->n_unresolved; j++)
+		free(o->unresolved[j]);
+	free(o->unresolved);
+	o->parents = o->children = NULL;
+	o->unresolved = NULL;
+	o->n_parents = o->n_children = o->n_unresolved = 0;
+}
+
+/* An edge from @p to each object its DT_NEEDED names; the names no object answers kept. */
+static int link_needed(const struct name_index *ix, struct lg_object *p)
+{
+	for (size_t k = 0; k < elfobj__n_needed(p->elf); k++) {
+		const char *name = elfobj__needed(p->elf, k);
+		struct lg_object *c = index_get(ix, name, p->ns);
+		char **nu;
+		int err;
+
+		if (c && c != p) {
+			err = push_id(&p->children, &p->n_children, c->id) ?:
+				      push_id(&c->parents, &c->n_parents, p->id);
+			if (err)
+				return err;
+			continue;
+		}
+		if (c)
+			continue;
+		nu = realloc(p->unresolved, (p->n_unresolved + 1) * sizeof(*nu));
+		if (!nu || !(nu[p->n_unresolved] = strdup(name))) {
+			if (nu)
+				p->unresolved = nu;
+			return -ENOMEM;
+		}
+		p->unresolved = nu;
+		p->n_unresolved++;
+	}
+	return 0;
+}
+
+/* How a loaded object came in, from its edges: preloaded, needed, or dlopen'ed. */
+static void set_origin(const struct libgraph *g, struct lg_object *o)
+{
+	unsigned int by;
+
+	if (o->origin == LG_EXECUTABLE || o->origin == LG_INTERPRETER || o->origin == LG_VDSO ||
+	    o->origin == LG_MAPPED_ONLY)
+		return;
+	by = first_needer(g, o);
+	/* Preloads come right after the program, before anything it needs. */
+	if (o->ns == 0 && is_preloaded(g, o) &&
+	    (by == LG_NONE || g->objs[by]->origin == LG_EXECUTABLE || is_preloaded(g, g->objs[by])))
+		o->origin = LG_PRELOAD;
+	else if (by != LG_NONE && !o->dlopened)
+		o->origin = LG_NEEDED;
+	else
+		o->origin = LG_DLOPEN;
+}
+
 int libgraph__link(struct libgraph *g)
 {
 	struct name_index ix;
@@ -430,14 +368,7 @@ int libgraph__link(struct libgraph *g)
 	for (size_t i = 0; i < g->n; i++) {
 		struct lg_object *o = g->objs[i];
 
-		free(o->parents);
-		free(o->children);
-		for (size_t j = 0; j < o->n_unresolved; j++)
-			free(o->unresolved[j]);
-		free(o->unresolved);
-		o->parents = o->children = NULL;
-		o->unresolved = NULL;
-		o->n_parents = o->n_children = o->n_unresolved = 0;
+		unlink_object(o);
 		if (o->gone || !o->in_link_map)
 			continue;
 		if (o->soname)
@@ -448,52 +379,14 @@ int libgraph__link(struct libgraph *g)
 	for (size_t i = 0; i < g->n && !err; i++) {
 		struct lg_object *p = g->objs[i];
 
-		if (p->gone || !p->elf || !p->in_link_map)
-			continue;
-		for (size_t k = 0; k < elfobj__n_needed(p->elf) && !err; k++) {
-			const char *name = elfobj__needed(p->elf, k);
-			struct lg_object *c = index_get(&ix, name, p->ns);
-			char **nu;
-
-			if (c && c != p) {
-				err = push_id(&p->children, &p->n_children, c->id) ?:
-					      push_id(&c->parents, &c->n_parents, p->id);
-				continue;
-			}
-			if (c)
-				continue;
-			nu = realloc(p->unresolved, (p->n_unresolved + 1) * sizeof(*nu));
-			if (!nu || !(nu[p->n_unresolved] = strdup(name))) {
-				if (nu)
-					p->unresolved = nu;
-				err = -ENOMEM;
-				break;
-			}
-			p->unresolved = nu;
-			p->n_unresolved++;
-		}
+		if (!p->gone && p->elf && p->in_link_map)
+			err = link_needed(&ix, p);
 	}
 	free(ix.slot);
 	if (!err && g->unordered)
 		err = replay_order(g);
-	for (size_t i = 0; i < g->n && !err; i++) {
-		struct lg_object *o = g->objs[i];
-		unsigned int by;
-
-		if (o->origin == LG_EXECUTABLE || o->origin == LG_INTERPRETER ||
-		    o->origin == LG_VDSO || o->origin == LG_MAPPED_ONLY)
-			continue;
-		by = first_needer(g, o);
-		/* Preloads come right after the program, before anything it needs. */
-		if (o->ns == 0 && is_preloaded(g, o) &&
-		    (by == LG_NONE || g->objs[by]->origin == LG_EXECUTABLE ||
-		     is_preloaded(g, g->objs[by])))
-			o->origin = LG_PRELOAD;
-		else if (by != LG_NONE && !o->dlopened)
-			o->origin = LG_NEEDED;
-		else
-			o->origin = LG_DLOPEN;
-	}
+	for (size_t i = 0; i < g->n && !err; i++)
+		set_origin(g, g->objs[i]);
 	return err;
 }
 

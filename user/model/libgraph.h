@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "elf_cache.h"
 #include "roles.h"
 
 struct target;
@@ -85,14 +86,6 @@ struct libgraph {
 int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why, size_t whylen);
 void libgraph__free(struct libgraph *g);
 
-/*
- * The analysed ELF files, shared by graphs (refcounted): a collector that re-reads a process
- * after every dlopen analyses each file once. Keyed by inode.
- */
-struct elf_cache *elf_cache__new(void);
-void elf_cache__put(struct elf_cache *c);
-/* Analyses held: those some graph uses, and at most ELF_CACHE_IDLE (64) others, newest kept. */
-size_t elf_cache__size(const struct elf_cache *c);
 /* libgraph__snapshot with a shared cache (NULL: a private one). */
 int libgraph__snapshot_cached(const struct target *t, struct elf_cache *cache,
 			      struct libgraph **out, char *why, size_t whylen);

@@ -147,128 +147,89 @@ const struct obj_role *obj_roles__find(const struct obj_roles *r, enum role_kind
 	return NULL;
 }
 
-int version_cmp(const char *a, const char *b)
-{
-	while (*a || *b) {
-		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
-			unsigned long x = strtoul(a, (char **)&a, 10);
-			unsigned long y = strtoul(b, (char **)&b, 10);
+/*
+ * The marker symbols: a name (or a name's start, when @prefix) each implementation defines.
+ * Compared only when the first letters agree: a 100k-symbol libtorch costs little per symbol.
+ */
+static const struct {
+	const char *name;
+	enum marker marker;
+	bool prefix;
+} marker_names[] = {
+	{ "GOMP_parallel", M_GOMP_PARALLEL, false },
+	{ "__kmpc_fork_call", M_KMPC_FORK_CALL, false },
+	{ "_ZNSt8ios_base4InitC1Ev", M_STDCXX_IOS_INIT, false },
+	{ "_ZNSt3__14coutE", M_LIBCXX_COUT, false },
+	{ "__libc_start_main", M_LIBC_START, false },
+	{ "_r_debug", M_R_DEBUG, false },
+	{ "cuModuleLoadData", M_CU_MODULE_LOAD, true },
+	{ "cudaMalloc", M_CUDA_MALLOC, false },
+	{ "cublasCreate", M_CUBLAS, true },
+	{ "cudnnCreate", M_CUDNN, false },
+	{ "cufftPlan1d", M_CUFFT, false },
+	{ "cusparseCreate", M_CUSPARSE, false },
+	{ "clGetPlatformIDs", M_CL_PLATFORMS, false },
+	{ "rocblas_create_handle", M_ROCBLAS, false },
+	{ "zelLoaderGetVersions", M_ZE_LOADER, false },
+	{ "zeGetDriverProcAddrTable", M_ZE_DRIVER, false },
+	{ "dgemm_", M_DGEMM, false },
+	{ "dgetrf_", M_DGETRF, false },
+	{ "dnnl_version", M_DNNL, false },
+	{ "TBB_runtime_interface_version", M_TBB, false },
+	{ "mkl_get_version", M_MKL_VERSION, false },
+	{ "MKL_Get_Version", M_MKL_VERSION, false },
+	{ "miopenCreate", M_MIOPEN, false },
+	{ "bli_info_get_version_str", M_BLIS_VERSION, false },
+	{ "flexiblas_get_version", M_FLEXIBLAS, false },
+	{ "nvrtcCompileProgram", M_NVRTC, false },
+	{ "nvJitLinkCreate", M_NVJITLINK, false },
+	{ "ncclCommInitRank", M_NCCL, false },
+	{ "hipModuleLoadData", M_HIP_MODULE_LOAD, false },
+	{ "Py_Initialize", M_PY_INITIALIZE, false },
+};
 
-			if (x != y)
-				return x < y ? -1 : 1;
-			continue;
-		}
-		if (*a != *b)
-			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-		a++;
-		b++;
-	}
-	return 0;
+/*
+ * Markers found anywhere in a name, the first that matches: vendored BLAS copies rename with
+ * prefixes and suffixes (scipy_openblas_get_config64_).
+ */
+static const struct {
+	const char *part;
+	enum marker marker;
+} marker_parts[] = {
+	{ "openblas_get_config", M_OPENBLAS_CONFIG },
+	{ "cblas_dgemm", M_CBLAS_DGEMM },
+	{ "IcdGetPlatformIDsKHR", M_CL_ICD },
+};
+
+static bool marker_matches(const char *name, const char *marker, bool prefix)
+{
+	return name[0] == marker[0] &&
+	       (prefix ? !strncmp(name, marker, strlen(marker)) : !strcmp(name, marker));
 }
 
-/* Exact names first, by their first letter so a 100k-symbol libtorch costs one switch each. */
 static int scan_symbol(const char *name, const GElf_Sym *sym, void *ctx)
 {
 	struct scan *s = ctx;
+	size_t i;
 
-	switch (name[0]) {
-	case 'G':
-		if (!strcmp(name, "GOMP_parallel"))
-			s->has[M_GOMP_PARALLEL] = true;
-		break;
-	case '_':
-		if (!strcmp(name, "__kmpc_fork_call"))
-			s->has[M_KMPC_FORK_CALL] = true;
-		else if (!strcmp(name, "_ZNSt8ios_base4InitC1Ev"))
-			s->has[M_STDCXX_IOS_INIT] = true;
-		else if (!strcmp(name, "_ZNSt3__14coutE"))
-			s->has[M_LIBCXX_COUT] = true;
-		else if (!strcmp(name, "__libc_start_main"))
-			s->has[M_LIBC_START] = true;
-		else if (!strcmp(name, "_r_debug"))
-			s->has[M_R_DEBUG] = true;
-		break;
-	case 'c':
-		if (!strncmp(name, "cuModuleLoadData", 16))
-			s->has[M_CU_MODULE_LOAD] = true;
-		else if (!strcmp(name, "cudaMalloc"))
-			s->has[M_CUDA_MALLOC] = true;
-		else if (!strncmp(name, "cublasCreate", 12))
-			s->has[M_CUBLAS] = true;
-		else if (!strcmp(name, "cudnnCreate"))
-			s->has[M_CUDNN] = true;
-		else if (!strcmp(name, "cufftPlan1d"))
-			s->has[M_CUFFT] = true;
-		else if (!strcmp(name, "cusparseCreate"))
-			s->has[M_CUSPARSE] = true;
-		else if (!strcmp(name, "clGetPlatformIDs"))
-			s->has[M_CL_PLATFORMS] = true;
-		break;
-	case 'r':
-		if (!strcmp(name, "rocblas_create_handle"))
-			s->has[M_ROCBLAS] = true;
-		break;
-	case 'z':
-		if (!strcmp(name, "zelLoaderGetVersions"))
-			s->has[M_ZE_LOADER] = true;
-		else if (!strcmp(name, "zeGetDriverProcAddrTable"))
-			s->has[M_ZE_DRIVER] = true;
-		break;
-	case 'd':
-		if (!strcmp(name, "dgemm_"))
-			s->has[M_DGEMM] = true;
-		else if (!strcmp(name, "dgetrf_"))
-			s->has[M_DGETRF] = true;
-		else if (!strcmp(name, "dnnl_version"))
-			s->has[M_DNNL] = true;
-		break;
-	case 'T':
-		if (!strcmp(name, "TBB_runtime_interface_version"))
-			s->has[M_TBB] = true;
-		break;
-	case 'm':
-	case 'M':
-		if (!strcmp(name, "mkl_get_version") || !strcmp(name, "MKL_Get_Version"))
-			s->has[M_MKL_VERSION] = true;
-		else if (!strcmp(name, "miopenCreate"))
-			s->has[M_MIOPEN] = true;
-		break;
-	case 'b':
-		if (!strcmp(name, "bli_info_get_version_str"))
-			s->has[M_BLIS_VERSION] = true;
-		break;
-	case 'f':
-		if (!strcmp(name, "flexiblas_get_version"))
-			s->has[M_FLEXIBLAS] = true;
-		break;
-	case 'n':
-		if (!strcmp(name, "nvrtcCompileProgram"))
-			s->has[M_NVRTC] = true;
-		else if (!strcmp(name, "nvJitLinkCreate"))
-			s->has[M_NVJITLINK] = true;
-		else if (!strcmp(name, "ncclCommInitRank"))
-			s->has[M_NCCL] = true;
-		break;
-	case 'h':
-		if (!strcmp(name, "hipModuleLoadData"))
-			s->has[M_HIP_MODULE_LOAD] = true;
-		break;
-	case 'P':
-		if (!strcmp(name, "Py_Initialize"))
-			s->has[M_PY_INITIALIZE] = true;
-		else if (!strncmp(name, "PyInit_", 7) && GELF_ST_TYPE(sym->st_info) == STT_FUNC) {
-			s->has[M_PYINIT] = true;
-			snprintf(s->pyinit, sizeof(s->pyinit), "%s", name + 7);
+	for (i = 0; i < sizeof(marker_names) / sizeof(marker_names[0]); i++) {
+		if (marker_matches(name, marker_names[i].name, marker_names[i].prefix)) {
+			s->has[marker_names[i].marker] = true;
+			break;
 		}
-		break;
 	}
-	/* Vendored BLAS copies rename with prefixes and suffixes: scipy_openblas_get_config64_. */
-	if (strstr(name, "openblas_get_config"))
-		s->has[M_OPENBLAS_CONFIG] = true;
-	else if (strstr(name, "cblas_dgemm"))
-		s->has[M_CBLAS_DGEMM] = true;
-	else if (strstr(name, "IcdGetPlatformIDsKHR"))
-		s->has[M_CL_ICD] = true;
+	/* An extension module's init function names the module. */
+	if (i == sizeof(marker_names) / sizeof(marker_names[0]) && !strncmp(name, "PyInit_", 7) &&
+	    GELF_ST_TYPE(sym->st_info) == STT_FUNC) {
+		s->has[M_PYINIT] = true;
+		snprintf(s->pyinit, sizeof(s->pyinit), "%s", name + 7);
+	}
+	for (i = 0; i < sizeof(marker_parts) / sizeof(marker_parts[0]); i++) {
+		if (strstr(name, marker_parts[i].part)) {
+			s->has[marker_parts[i].marker] = true;
+			break;
+		}
+	}
 	return 0;
 }
 
@@ -356,185 +317,6 @@ static void constant_version(const struct elf_object *o, const char *func, bool 
 	snprintf(out, len, "%s", s);
 }
 
-/* The next "X.Y.Z" at @p (digits and dots, at most @len - 1), or "". */
-static void version_at(const char *p, const char *end, char *out, size_t len)
-{
-	size_t n = 0;
-
-	while (p + n < end && n < len - 1 && (isdigit((unsigned char)p[n]) || p[n] == '.'))
-		n++;
-	while (n && p[n - 1] == '.')
-		n--;
-	memcpy(out, p, n);
-	out[n] = '\0';
-}
-
-/* Keep @v in @best when it is the newer version. */
-static void keep_newest(char *best, size_t len, const char *v)
-{
-	if (v[0] && (!best[0] || version_cmp(v, best) > 0))
-		snprintf(best, len, "%s", v);
-}
-
-void roles__comment_compilers(const char *comment, size_t len, char *gcc, size_t gcclen,
-			      char *clang, size_t clanglen)
-{
-	const char *end = comment + len;
-	char v[32];
-
-	if (gcc)
-		gcc[0] = '\0';
-	if (clang)
-		clang[0] = '\0';
-	/* Strings one after another, each NUL-terminated. */
-	for (const char *s = comment; s && s < end; s += strnlen(s, (size_t)(end - s)) + 1) {
-		const char *e = s + strnlen(s, (size_t)(end - s)), *p;
-
-		/* "GCC: (Debian 12.2.0-14) 12.2.0", "GCC: (GNU) 9.3.1 20200408 (Red Hat 9.3.1-2)". */
-		if (gcc && e - s > 5 && !strncmp(s, "GCC: ", 5)) {
-			p = s + 5;
-			if (*p == '(') {
-				int depth = 0;
-
-				for (; p < e; p++) {
-					depth += (*p == '(') - (*p == ')');
-					if (!depth && *p == ')')
-						break;
-				}
-				p += p < e;
-				while (p < e && *p == ' ') /* the section's end may be no NUL */
-					p++;
-			}
-			version_at(p, e, v, sizeof(v));
-			if (strchr(v, '.'))
-				keep_newest(gcc, gcclen, v);
-		}
-		/* "Debian clang version 14.0.6", "clang version 17.0.6 (https://...)". */
-		if (clang && (p = memmem(s, (size_t)(e - s), "clang version ", 14))) {
-			version_at(p + 14, e, v, sizeof(v));
-			if (strchr(v, '.'))
-				keep_newest(clang, clanglen, v);
-		}
-	}
-}
-
-/*
- * libstdc++'s newest GLIBCXX_ node and the GCC releases that have it as their newest (the
- * libstdc++ manual, "ABI Policy and Guidelines": GCC 12.1.0 brought GLIBCXX_3.4.30, 13.1.0
- * 3.4.31, 13.2.0 3.4.32, 14.1.0 3.4.33).
- */
-static const struct {
-	const char *node, *gcc;
-} glibcxx_gcc[] = {
-	{ "3.4.9", "4.2" },
-	{ "3.4.10", "4.3" },
-	{ "3.4.11", "4.4.0" },
-	{ "3.4.12", "4.4.1" },
-	{ "3.4.13", "4.4.2 to 4.4.7" },
-	{ "3.4.14", "4.5" },
-	{ "3.4.15", "4.6.0" },
-	{ "3.4.16", "4.6.1 to 4.6.4" },
-	{ "3.4.17", "4.7" },
-	{ "3.4.18", "4.8.0 to 4.8.2" },
-	{ "3.4.19", "4.8.3 to 4.8.5" },
-	{ "3.4.20", "4.9" },
-	{ "3.4.21", "5" },
-	{ "3.4.22", "6" },
-	{ "3.4.23", "7.1" },
-	{ "3.4.24", "7.2 to 7.5" },
-	{ "3.4.25", "8" },
-	{ "3.4.26", "9.1" },
-	{ "3.4.27", "9.2" },
-	{ "3.4.28", "9.3 to 10" },
-	{ "3.4.29", "11" },
-	{ "3.4.30", "12" },
-	{ "3.4.31", "13.1" },
-	{ "3.4.32", "13.2 or a later 13" },
-	{ "3.4.33", "14" },
-};
-
-const char *roles__glibcxx_gcc(const char *node)
-{
-	size_t n = sizeof(glibcxx_gcc) / sizeof(glibcxx_gcc[0]);
-
-	if (!node || !node[0])
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(node, glibcxx_gcc[i].node))
-			return glibcxx_gcc[i].gcc;
-	/* Past the table: a release after the newest it knows. */
-	if (version_cmp(node, glibcxx_gcc[n - 1].node) > 0)
-		return "15 or later";
-	return NULL;
-}
-
-/*
- * The GCC releases that added libgomp version nodes, and what a libgomp whose newest node came
- * with that release can be (GCC 7 added none: a GCC 6 or 7 libgomp looks the same). From
- * Debian's libgomp1 symbols file (the release each node first shipped in) and GCC's libgomp.map
- * for the nodes GCC 13 added.
- */
-static const char *const gomp_releases[][2] = {
-	{ "4.2", "4.2 or 4.3" },
-	{ "4.4", "4.4 to 4.6" },
-	{ "4.7", "4.7 or 4.8" },
-	{ "4.9", "4.9" },
-	{ "5", "5" },
-	{ "6", "6 or 7" },
-	{ "8", "8" },
-	{ "9", "9" },
-	{ "10", "10" },
-	{ "11", "11" },
-	{ "12", "12" },
-	{ "13", "13 or later" },
-};
-
-static const struct {
-	const char *node;
-	unsigned char rel; /* index in gomp_releases */
-} gomp_nodes[] = {
-	{ "OMP_1.0", 0 },	  { "OMP_2.0", 0 },	    { "OMP_3.0", 1 },
-	{ "OMP_3.1", 2 },	  { "OMP_4.0", 3 },	    { "OMP_4.5", 5 },
-	{ "OMP_5.0", 7 },	  { "OMP_5.0.1", 9 },	    { "OMP_5.0.2", 10 },
-	{ "OMP_5.1", 10 },	  { "OMP_5.1.1", 11 },	    { "OMP_5.2", 11 },
-	{ "GOMP_1.0", 0 },	  { "GOMP_2.0", 1 },	    { "GOMP_3.0", 2 },
-	{ "GOMP_4.0", 3 },	  { "GOMP_4.0.1", 4 },	    { "GOMP_4.5", 5 },
-	{ "GOMP_5.0", 7 },	  { "GOMP_5.0.1", 9 },	    { "GOMP_5.1", 10 },
-	{ "GOMP_5.1.1", 11 },	  { "OACC_2.0", 4 },	    { "OACC_2.0.1", 6 },
-	{ "OACC_2.5", 7 },	  { "OACC_2.5.1", 8 },	    { "OACC_2.6", 8 },
-	{ "GOACC_2.0", 4 },	  { "GOACC_2.0.1", 5 },	    { "GOACC_2.0.2", 10 },
-	{ "GOMP_PLUGIN_1.0", 4 }, { "GOMP_PLUGIN_1.1", 5 }, { "GOMP_PLUGIN_1.2", 7 },
-	{ "GOMP_PLUGIN_1.3", 8 },
-};
-
-void roles__libgomp_gcc(const char *const *nodes, size_t n, char *out, size_t len)
-{
-	int best = -1;
-	bool unknown = false;
-
-	out[0] = '\0';
-	for (size_t i = 0; i < n; i++) {
-		size_t k;
-
-		if (!nodes[i] || strstr(nodes[i], ".so")) /* the base definition: the SONAME */
-			continue;
-		for (k = 0; k < sizeof(gomp_nodes) / sizeof(gomp_nodes[0]); k++)
-			if (!strcmp(nodes[i], gomp_nodes[k].node))
-				break;
-		if (k == sizeof(gomp_nodes) / sizeof(gomp_nodes[0]))
-			unknown = true;
-		else if (gomp_nodes[k].rel > best)
-			best = gomp_nodes[k].rel;
-	}
-	if (best < 0)
-		return;
-	/* A node the table does not know came with a release after the ones it names. */
-	if (unknown && best + 1 < (int)(sizeof(gomp_releases) / sizeof(gomp_releases[0])))
-		snprintf(out, len, "%s or later", gomp_releases[best][0]);
-	else
-		snprintf(out, len, "%s", gomp_releases[best][1]);
-}
-
 static void set_release(struct obj_role *r, const char *of, const char *release,
 			enum release_from from)
 {
@@ -604,7 +386,7 @@ static void soname_release(const struct elf_object *o, struct obj_role *r, const
 
 	if (r->release[0] || !so || strncmp(so, stem, n) || !isdigit((unsigned char)so[n]))
 		return;
-	version_at(so + n, so + strlen(so), v, sizeof(v));
+	roles__version_at(so + n, so + strlen(so), v, sizeof(v));
 	set_release(r, of, v, RELEASE_SONAME);
 }
 
@@ -723,7 +505,7 @@ static void library_major(const struct elf_object *o, struct obj_role *r, const 
 		if (strncmp(d, stem, n) || !isdigit((unsigned char)d[n]))
 			continue;
 		/* The major alone: every CUDA 11 runtime's node is libcudart.so.11.0. */
-		version_at(d + n, d + strlen(d), v, sizeof(v));
+		roles__version_at(d + n, d + strlen(d), v, sizeof(v));
 		v[strcspn(v, ".")] = '\0';
 		set_release(r, of, v, RELEASE_SYMVER);
 		return;
@@ -779,7 +561,7 @@ static bool rodata_after(const struct elf_object *o, const char *label, char *ou
 		while (v < end && !*v) /* alignment padding */
 			v++;
 		if (v < end && isdigit((unsigned char)*v)) {
-			version_at(v, end, out, len);
+			roles__version_at(v, end, out, len);
 			return strchr(out, '.') != NULL;
 		}
 	}
@@ -834,7 +616,7 @@ static void classify_cuda(const struct elf_object *o, const struct scan *s, stru
 
 			own_release(r, RELEASE_RODATA);
 			if (cu) {
-				version_at(cu + 5, data + size, ver, sizeof(ver));
+				roles__version_at(cu + 5, data + size, ver, sizeof(ver));
 				snprintf(r->detail, sizeof(r->detail), "built for CUDA %s", ver);
 			}
 		}
@@ -1054,155 +836,6 @@ const struct obj_roles *roles__of(const struct elf_object *o)
 	struct role_cache *c = cache_of(o);
 
 	return c ? &c->roles : &none;
-}
-
-/* The version node a text shows: libstdc++'s GLIBCXX_ (what binaries require) always, the others
- * only when nothing better names the library. */
-static const char *shown_node(const struct obj_role *r)
-{
-	if (r->version_kind != VERSION_NODE ||
-	    (r->impl != IMPL_LIBSTDCXX && (r->release[0] || r->openmp[0])))
-		return NULL;
-	return r->impl == IMPL_LIBSTDCXX   ? "GLIBCXX_" :
-	       r->impl == IMPL_GNU_LIBGOMP ? "GOMP_" :
-	       r->impl == IMPL_GLIBC	   ? "GLIBC_" :
-					     "";
-}
-
-/* The library's own release ("OpenBLAS 0.3.21"), not a toolchain's ("GCC 12"). */
-static bool own(const struct obj_role *r)
-{
-	return r->release[0] && !r->release_of[0];
-}
-
-void obj_role__version_text(const struct obj_role *r, char *buf, size_t len)
-{
-	const char *node = shown_node(r);
-	char rel[64] = "";
-	size_t n;
-
-	if (own(r)) {
-		snprintf(buf, len, "%s", r->release);
-		return;
-	}
-	if (r->release[0])
-		snprintf(rel, sizeof(rel), "%s %s", r->release_of, r->release);
-	if (node)
-		snprintf(buf, len, "%s%s%s%s%s", node, r->version, rel[0] ? " (" : "", rel,
-			 rel[0] ? ")" : "");
-	else
-		snprintf(buf, len, "%s", rel);
-	n = strlen(buf);
-	if (r->openmp[0] && n < len)
-		snprintf(buf + n, len - n, "%sOpenMP %s", n ? ", " : "", r->openmp);
-}
-
-/* Appends to @buf (@len bytes, *@n of them used), cutting what does not fit. */
-static void append(char *buf, size_t len, size_t *n, const char *a, const char *b, const char *c)
-{
-	if (*n < len)
-		*n += (size_t)snprintf(buf + *n, len - *n, "%s%s%s", a, b, c);
-}
-
-void obj_role__label(const struct obj_role *r, char *buf, size_t len)
-{
-	const char *node = shown_node(r);
-	size_t n = 0;
-
-	if (!len)
-		return;
-	buf[0] = '\0';
-	append(buf, len, &n, role_impl__name(r->impl), "", "");
-	if (own(r)) {
-		append(buf, len, &n, " ", r->release, "");
-	} else {
-		if (node)
-			append(buf, len, &n, " ", node, r->version);
-		if (r->release[0]) {
-			append(buf, len, &n, " (", r->release_of, " ");
-			append(buf, len, &n, r->release, ")", "");
-		}
-		if (r->openmp[0])
-			append(buf, len, &n, ", OpenMP ", r->openmp, "");
-	}
-	if (r->detail[0])
-		append(buf, len, &n, " (", r->detail, ")");
-}
-
-void obj_role__describe(const struct obj_role *r, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s: ", role_kind__label(r->kind));
-
-	if (n > 0 && (size_t)n < len)
-		obj_role__label(r, buf + n, len - (size_t)n);
-}
-
-static const char *const version_kinds[] = {
-	[VERSION_NONE] = NULL,
-	[VERSION_RELEASE] = "release",
-	[VERSION_NODE] = "symbol-version",
-	[VERSION_KMP] = "kmp",
-};
-
-static const char *const release_froms[] = {
-	[RELEASE_NONE] = NULL,
-	[RELEASE_COMMENT] = "comment",
-	[RELEASE_RODATA] = "rodata",
-	[RELEASE_SYMVER] = "symbol-versions",
-	[RELEASE_BUILD_COMPILER] = "build-compiler",
-	[RELEASE_FUNCTION] = "function",
-	[RELEASE_SONAME] = "soname",
-};
-
-static json_t *str_or_null(const char *s)
-{
-	return s && s[0] ? json_string(s) : json_null();
-}
-
-void obj_role__json_versions(const struct obj_role *r, json_t *obj)
-{
-	char text[256];
-
-	if (!obj)
-		return;
-	json_object_set_new(obj, "version_kind",
-			    str_or_null(r->version_kind <= VERSION_KMP ?
-						version_kinds[r->version_kind] :
-						NULL));
-	json_object_set_new(obj, "release", str_or_null(r->release));
-	json_object_set_new(obj, "release_of",
-			    r->release[0] ?
-				    json_string(r->release_of[0] ? r->release_of :
-								   role_impl__name(r->impl)) :
-				    json_null());
-	json_object_set_new(obj, "release_from",
-			    str_or_null(r->release_from <= RELEASE_SONAME ?
-						release_froms[r->release_from] :
-						NULL));
-	json_object_set_new(obj, "openmp_version", str_or_null(r->openmp));
-	obj_role__version_text(r, text, sizeof(text));
-	json_object_set_new(obj, "version_text", str_or_null(text));
-	obj_role__label(r, text, sizeof(text));
-	json_object_set_new(obj, "label", json_string(text));
-}
-
-json_t *obj_roles__to_json(const struct obj_roles *roles)
-{
-	json_t *arr = json_array();
-
-	for (unsigned i = 0; arr && i < roles->n; i++) {
-		const struct obj_role *r = &roles->r[i];
-		json_t *one =
-			json_pack("{s:s, s:s, s:s, s:o, s:o, s:b}", "kind", role_kind__id(r->kind),
-				  "impl", role_impl__id(r->impl), "name", role_impl__name(r->impl),
-				  "version", r->version[0] ? json_string(r->version) : json_null(),
-				  "detail", r->detail[0] ? json_string(r->detail) : json_null(),
-				  "runtime", role_kind__is_runtime(r->kind));
-
-		obj_role__json_versions(r, one);
-		json_array_append_new(arr, one);
-	}
-	return arr;
 }
 
 static bool find_static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen)

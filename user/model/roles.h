@@ -133,7 +133,7 @@ void obj_role__version_text(const struct obj_role *r, char *buf, size_t len);
 /* Adds the version fields of docs/libs-schema.md (ROLE) past version to @obj. */
 void obj_role__json_versions(const struct obj_role *r, json_t *obj);
 
-/* The pure parts of reading versions, for the unit tests. */
+/* The pure parts of reading versions (roles_release.c), for the unit tests. */
 /* The newest GCC and clang versions a .comment section names ("" when none). */
 void roles__comment_compilers(const char *comment, size_t len, char *gcc, size_t gcclen,
 			      char *clang, size_t clanglen);
@@ -144,5 +144,7 @@ void roles__libgomp_gcc(const char *const *nodes, size_t n, char *out, size_t le
 
 /* Compare dotted version strings numerically ("3.4.30" > "3.4.9"). */
 int version_cmp(const char *a, const char *b);
+/* The next "X.Y.Z" at @p (digits and dots, at most @len - 1) into @out, or "". */
+void roles__version_at(const char *p, const char *end, char *out, size_t len);
 
 #endif

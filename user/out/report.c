@@ -1,17 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The Markdown of dlscope report, from check's, stacks' and a trace's JSON; and --redact. */
-#include <ctype.h>
 #include <errno.h>
-#include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
+#include "report_md.h"
 
-/* Sections longer than this many lines fold into <details>. */
-#define FOLD_LINES 25
 /* Rows of the timeline excerpt. */
 #define TIMELINE_ROWS 200
 
@@ -27,62 +24,6 @@ static const char *str(const json_t *o, const char *key)
 	return s ? s : "";
 }
 
-/*
- * Text from data (names, paths, titles) as Markdown that shows it as it is, in a table cell or in
- * running text: the characters that would start emphasis, code, a link or HTML are escaped, a
- * pipe too (GitHub splits cells on it even inside code), a newline is a space. An underscore
- * inside a word (lock_a) starts nothing and is left as it is.
- */
-static void md_text(FILE *f, const char *s)
-{
-	const char *start = s;
-
-	for (; s && *s; s++) {
-		if (*s == '_') {
-			/* A run of underscores that could open emphasis: none of it a word's inside. */
-			size_t run = strspn(s, "_");
-			char next = s[run];
-			bool open = next && !isspace((unsigned char)next) &&
-				    !(s > start && isalnum((unsigned char)s[-1]));
-
-			for (size_t i = 0; i < run; i++)
-				fputs(open ? "\\_" : "_", f);
-			s += run - 1;
-		} else if (*s == '\n' || *s == '\r') {
-			fputc(' ', f);
-		} else if (strchr("\\`*[]<>|~&", *s)) {
-			fprintf(f, "\\%c", *s);
-		} else {
-			fputc(*s, f);
-		}
-	}
-}
-
-/* Data as a code span: fenced with more backticks than it holds, a pipe escaped for tables. */
-static void md_code(FILE *f, const char *s)
-{
-	size_t run = 0, longest = 0;
-
-	for (const char *p = s; p && *p; p++) {
-		run = *p == '`' ? run + 1 : 0;
-		longest = run > longest ? run : longest;
-	}
-	for (size_t i = 0; i <= longest; i++)
-		fputc('`', f);
-	if (longest)
-		fputc(' ', f);
-	for (; s && *s; s++) {
-		if (*s == '|')
-			fputs("\\|", f);
-		else
-			fputc(*s == '\n' ? ' ' : *s, f);
-	}
-	if (longest)
-		fputc(' ', f);
-	for (size_t i = 0; i <= longest; i++)
-		fputc('`', f);
-}
-
 static void package_text(const json_t *pkg, char *buf, size_t len)
 {
 	if (json_is_object(pkg))
@@ -90,57 +31,6 @@ static void package_text(const json_t *pkg, char *buf, size_t len)
 			 str(pkg, "manager"));
 	else
 		buf[0] = '\0';
-}
-
-static size_t count_lines(const char *s)
-{
-	size_t n = 0;
-
-	for (; s && *s; s++)
-		n += *s == '\n';
-	return n;
-}
-
-/* @body under @heading, folded into <details> when long. */
-static void fold(FILE *f, const char *summary, const char *body)
-{
-	if (count_lines(body) > FOLD_LINES)
-		fprintf(f, "<details><summary>%s</summary>\n\n%s\n</details>\n", summary, body);
-	else
-		fprintf(f, "%s", body);
-}
-
-/* A section whose body folds into <details> when long: a heading stream and a body stream. */
-struct folded {
-	FILE *head, *body;
-	char *head_text, *body_text;
-	size_t head_len, body_len;
-};
-
-static bool folded_open(struct folded *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->head = open_memstream(&w->head_text, &w->head_len);
-	w->body = w->head ? open_memstream(&w->body_text, &w->body_len) : NULL;
-	if (w->body)
-		return true;
-	if (w->head)
-		fclose(w->head);
-	free(w->head_text);
-	return false;
-}
-
-/* The heading part, then the body folded under @summary; or @instead when the body is empty. */
-static char *folded_close(struct folded *w, const char *summary, const char *instead)
-{
-	fclose(w->body);
-	if (instead)
-		fputs(instead, w->head);
-	else
-		fold(w->head, summary, w->body_text);
-	free(w->body_text);
-	fclose(w->head);
-	return w->head_text;
 }
 
 /* Each process document of a check (one, several, or a job's ranks). */
@@ -869,6 +759,67 @@ static char *join(struct section *sec, size_t n)
 	return s;
 }
 
+/* What a section moved to the companion leaves in the report: a line saying where it is. */
+static char *left_out_note(const struct report_in *in, const struct section *sec, size_t limit)
+{
+	char *note = NULL;
+	size_t note_len = 0;
+	FILE *nf = open_memstream(&note, &note_len);
+
+	if (!nf)
+		return NULL;
+	fprintf(nf,
+		"## %s\n\n_Left out to stay under GitHub's %zu-character limit (%zu "
+		"characters): see ",
+		sec->name, limit, strlen(sec->text));
+	md_text(nf, in->companion ? in->companion : "the companion file");
+	fprintf(nf, "._\n");
+	fclose(nf);
+	return note;
+}
+
+/*
+ * Still too long (the findings alone): @text cut at @limit with a line that says so, and every
+ * section not moved yet copied to @full for the companion. Whether any section was.
+ */
+static bool cut_to_limit(char *text, size_t limit, const struct section *sec, char **full, size_t n)
+{
+	static const char cut[] = "\n\n_(cut here: longer than the limit; the whole report "
+				  "is in the companion file)_\n";
+	bool any_moved = false;
+
+	for (size_t i = 0; i < n; i++)
+		if (!full[i] && sec[i].text && (full[i] = strdup(sec[i].text)))
+			any_moved = true;
+	if (limit > sizeof(cut)) {
+		text[limit - sizeof(cut)] = '\0';
+		strcat(text, cut);
+	}
+	return any_moved;
+}
+
+/* The companion: the title, then each section the report left out, whole (never the summary). */
+static int write_companion(const struct report_in *in, char *const *full, size_t n, char **extra)
+{
+	size_t len = 0;
+	FILE *f = open_memstream(extra, &len);
+
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "# dlscope report (continued): ");
+	md_text(f, in->title);
+	if (in->title_code) {
+		fputc(' ', f);
+		md_code(f, in->title_code);
+	}
+	fprintf(f, "\n");
+	for (size_t i = 1; i < n; i++)
+		if (full[i])
+			fprintf(f, "\n%s", full[i]);
+	fclose(f);
+	return 0;
+}
+
 int report__write(const struct report_in *in, size_t limit, char **main, char **extra)
 {
 	struct section sec[] = {
@@ -890,25 +841,12 @@ int report__write(const struct report_in *in, size_t limit, char **main, char **
 	*main = *extra = NULL;
 	for (size_t m = 0; text && strlen(text) > limit && m < 3; m++) {
 		int i = move_order[m];
-		char *note = NULL;
-		size_t note_len = 0;
-		FILE *nf;
 
 		if (!sec[i].text)
 			continue;
 		/* The companion keeps the full section; the report, a line saying where it is. */
-		nf = open_memstream(&note, &note_len);
-		if (nf) {
-			fprintf(nf,
-				"## %s\n\n_Left out to stay under GitHub's %zu-character limit (%zu "
-				"characters): see ",
-				sec[i].name, limit, strlen(sec[i].text));
-			md_text(nf, in->companion ? in->companion : "the companion file");
-			fprintf(nf, "._\n");
-			fclose(nf);
-		}
 		full[i] = sec[i].text;
-		sec[i].text = note;
+		sec[i].text = left_out_note(in, &sec[i], limit);
 		any_moved = true;
 		free(text);
 		text = join(sec, N);
@@ -917,39 +855,10 @@ int report__write(const struct report_in *in, size_t limit, char **main, char **
 		err = -ENOMEM;
 		goto out;
 	}
-	if (strlen(text) > limit) {
-		/* Still too long (the findings alone): the companion has it all. */
-		static const char cut[] = "\n\n_(cut here: longer than the limit; the whole report "
-					  "is in the companion file)_\n";
-
-		for (int i = 0; i < N; i++)
-			if (!full[i] && sec[i].text && (full[i] = strdup(sec[i].text)))
-				any_moved = true;
-		if (limit > sizeof(cut)) {
-			text[limit - sizeof(cut)] = '\0';
-			strcat(text, cut);
-		}
-	}
-	if (any_moved) {
-		size_t len = 0;
-		FILE *f = open_memstream(extra, &len);
-
-		if (!f) {
-			err = -ENOMEM;
-			goto out;
-		}
-		fprintf(f, "# dlscope report (continued): ");
-		md_text(f, in->title);
-		if (in->title_code) {
-			fputc(' ', f);
-			md_code(f, in->title_code);
-		}
-		fprintf(f, "\n");
-		for (int i = 0; i < N; i++)
-			if (full[i] && i)
-				fprintf(f, "\n%s", full[i]);
-		fclose(f);
-	}
+	if (strlen(text) > limit && cut_to_limit(text, limit, sec, full, N))
+		any_moved = true;
+	if (any_moved && (err = write_companion(in, full, N, extra)))
+		goto out;
 	*main = text;
 	text = NULL;
 out:
@@ -959,154 +868,4 @@ out:
 	}
 	free(text);
 	return err;
-}
-
-/* Placeholders, one per distinct value. */
-struct redactor {
-	struct {
-		char *value;
-		char *placeholder;
-	} * map;
-	size_t n;
-	unsigned int counts[4];
-};
-
-static const char *placeholder(struct redactor *r, const char *kind, int k, const char *value,
-			       size_t len)
-{
-	char ph[32];
-	void *nm;
-
-	for (size_t i = 0; i < r->n; i++)
-		if (strlen(r->map[i].value) == len && !strncmp(r->map[i].value, value, len))
-			return r->map[i].placeholder;
-	nm = realloc(r->map, (r->n + 1) * sizeof(*r->map));
-	if (!nm)
-		return NULL;
-	r->map = nm;
-	snprintf(ph, sizeof(ph), "<%s%u>", kind, ++r->counts[k]);
-	r->map[r->n].value = strndup(value, len);
-	r->map[r->n].placeholder = strdup(ph);
-	if (!r->map[r->n].value || !r->map[r->n].placeholder)
-		return NULL;
-	return r->map[r->n++].placeholder;
-}
-
-/* Replace every match of @re (group @group, or the whole match) in *@text. */
-static int replace_re(char **text, const char *re, int group, struct redactor *r, const char *kind,
-		      int k)
-{
-	regex_t rx;
-	regmatch_t m[4];
-	size_t len = 0;
-	char *out = NULL;
-	const char *p = *text;
-	FILE *f;
-
-	if (regcomp(&rx, re, REG_EXTENDED))
-		return -EINVAL;
-	f = open_memstream(&out, &len);
-	if (!f) {
-		regfree(&rx);
-		return -ENOMEM;
-	}
-	while (!regexec(&rx, p, 4, m, p == *text ? 0 : REG_NOTBOL)) {
-		regoff_t so = m[group].rm_so, eo = m[group].rm_eo;
-		const char *ph;
-
-		if (eo <= so) {
-			fwrite(p, 1, (size_t)m[0].rm_eo + 1, f);
-			p += m[0].rm_eo + 1;
-			if (!p[-1])
-				break;
-			continue;
-		}
-		ph = placeholder(r, kind, k, p + so, (size_t)(eo - so));
-		fwrite(p, 1, (size_t)so, f);
-		fputs(ph ? ph : "<redacted>", f);
-		fwrite(p + eo, 1, (size_t)(m[0].rm_eo - eo), f);
-		p += m[0].rm_eo;
-	}
-	fputs(p, f);
-	fclose(f);
-	regfree(&rx);
-	free(*text);
-	*text = out;
-	return out ? 0 : -ENOMEM;
-}
-
-/*
- * A literal @word wherever no letter or digit touches it: inside names made of it too
- * ("alice_job", "vm-worker", "alice@host"), never inside another word ("malice").
- */
-static int replace_word(char **text, const char *word, struct redactor *r, const char *kind, int k)
-{
-	char re[512];
-	size_t n = 0;
-
-	if (!word || strlen(word) < 2 || strlen(word) > 200)
-		return 0;
-	n += (size_t)snprintf(re, sizeof(re), "(^|[^A-Za-z0-9])(");
-	for (const char *c = word; *c && n + 4 < sizeof(re); c++) {
-		if (strchr(".[]()*+?{}|^$\\", *c))
-			re[n++] = '\\';
-		re[n++] = *c;
-	}
-	snprintf(re + n, sizeof(re) - n, ")([^A-Za-z0-9]|$)");
-	/* Matches overlap by their borders: run until nothing changes. */
-	for (int pass = 0; pass < 2; pass++)
-		if (replace_re(text, re, 2, r, kind, k))
-			return -ENOMEM;
-	return 0;
-}
-
-char *report__redact(const char *text, const struct redact_hints *h)
-{
-	struct redactor r = { 0 };
-	char *s = strdup(text);
-
-	/* Home directories first (their user names go with them), then names, then addresses. */
-	if (s &&
-	    replace_re(&s, "(/home/[A-Za-z0-9_.-]+|/root)(/|[^A-Za-z0-9_.-]|$)", 1, &r, "home", 0))
-		goto fail;
-	for (size_t i = 0; s && h && h->users && h->users[i]; i++)
-		if (replace_word(&s, h->users[i], &r, "user", 1))
-			goto fail;
-	for (size_t i = 0; s && h && h->hosts && h->hosts[i]; i++)
-		if (replace_word(&s, h->hosts[i], &r, "host", 2))
-			goto fail;
-	/* IPv4 (each part at most 255) and IPv6 (hex groups with at least two colons). */
-	if (s &&
-	    replace_re(&s,
-		       "(^|[^0-9.])((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|"
-		       "1?[0-9]?[0-9])){3})([^0-9.]|$)",
-		       2, &r, "ip", 3))
-		goto fail;
-	/*
-	 * Full IPv6, or compressed with three groups or more; with two, only where the first
-	 * group is of an assigned range (link-local fe80, unique-local fc/fd, multicast ff,
-	 * global 2000-3fff): "c10::add" is C++, no address.
-	 */
-	if (s && replace_re(&s,
-			    "(^|[^0-9A-Za-z_:])(([0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|"
-			    "([0-9A-Fa-f]{1,4}:){2,6}(:[0-9A-Fa-f]{1,4}){1,5}|"
-			    "([0-9A-Fa-f]{1,4}:){1,5}(:[0-9A-Fa-f]{1,4}){2,6}|"
-			    "([fF][cdefCDEF]|[23][0-9A-Fa-f])[0-9A-Fa-f]{0,2}::[0-9A-Fa-f]{1,4})"
-			    "([^0-9A-Za-z_:]|$)",
-			    2, &r, "ip", 3))
-		goto fail;
-	for (size_t i = 0; i < r.n; i++) {
-		free(r.map[i].value);
-		free(r.map[i].placeholder);
-	}
-	free(r.map);
-	return s;
-fail:
-	for (size_t i = 0; i < r.n; i++) {
-		free(r.map[i].value);
-		free(r.map[i].placeholder);
-	}
-	free(r.map);
-	free(s);
-	return NULL;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* STAT-style merge of the ranks' stacks: identical stacks grouped, outliers first, a verdict. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,39 +236,26 @@ static int cmp_vgroup(const void *a, const void *b)
 	return (x->ranks[0] > y->ranks[0]) - (x->ranks[0] < y->ranks[0]);
 }
 
-static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_stacks *r, size_t n)
+/*
+ * The main threads grouped by stack (@g, at most one group per rank): how many groups. One
+ * that could not be read is nowhere (no group of "no frames"): its rank goes to @bad and
+ * @unreadable.
+ */
+static size_t group_main_threads(const struct mthread *t, size_t nt, size_t n, struct vgroup *g,
+				 int *bad, size_t *nbad, json_t *unreadable)
 {
-	struct vgroup *g = calloc(n ? n : 1, sizeof(*g));
-	json_t *outliers = json_array(), *ofr = json_array(), *unreadable = json_array(), *v;
-	char *text = NULL, rtext[256], where[512];
-	size_t ng = 0, tlen = 0, n_main = 0;
-	FILE *f = open_memstream(&text, &tlen);
-	int *bad = calloc(n + nt + 1, sizeof(*bad));
-	size_t nbad = 0;
+	size_t ng = 0;
 
-	if (!g || !f || !bad) {
-		free(g);
-		free(bad);
-		if (f)
-			fclose(f);
-		free(text);
-		json_decref(outliers);
-		json_decref(ofr);
-		json_decref(unreadable);
-		return NULL;
-	}
 	for (size_t i = 0; i < nt; i++) {
 		size_t k;
 
 		if (!t[i].main)
 			continue;
-		/* A main thread that could not be read is nowhere: no group of "no frames". */
 		if (!json_array_size(t[i].frames)) {
-			bad[nbad++] = t[i].rank;
+			bad[(*nbad)++] = t[i].rank;
 			json_array_append_new(unreadable, json_integer(t[i].rank));
 			continue;
 		}
-		n_main++;
 		for (k = 0; k < ng && strcmp(g[k].sig, t[i].sig); k++)
 			;
 		if (k == ng) {
@@ -280,7 +268,18 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 		}
 		g[k].ranks[g[k].n++] = t[i].rank;
 	}
-	qsort(g, ng, sizeof(*g), cmp_vgroup);
+	return ng;
+}
+
+/*
+ * Where the groups (@g, largest first) are, said to @f: all in one place, split evenly, or the
+ * smaller groups (the outliers, into @outliers and @ofr) apart from the majority.
+ */
+static void say_where_groups_are(FILE *f, const struct vgroup *g, size_t ng, json_t *outliers,
+				 json_t *ofr)
+{
+	char rtext[256], where[512];
+
 	if (!ng) {
 		fprintf(f, "no rank's main thread could be read");
 	} else if (ng == 1) {
@@ -318,8 +317,19 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 		else
 			fprintf(f, "; the %zu others wait in %s", g[0].n, where);
 	}
+}
+
+/*
+ * What could not be read, said to @f: the main threads of ranks @bad[@nbad] (the first one's
+ * reason with them), then the ranks without a stacks document (into @unreadable too).
+ */
+static void say_what_was_unread(FILE *f, const struct mthread *t, size_t nt,
+				const struct rank_stacks *r, size_t n, int *bad, size_t nbad,
+				json_t *unreadable)
+{
+	char rtext[256];
+
 	if (nbad) {
-		/* Their main threads: each with its reason, the first one's said. */
 		job__format_ranks(bad, nbad, rtext, sizeof(rtext));
 		fprintf(f, "; the main thread%s of rank%s %s could not be read",
 			nbad == 1 ? "" : "s", nbad == 1 ? "" : "s", rtext);
@@ -339,6 +349,34 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 		job__format_ranks(bad, nbad, rtext, sizeof(rtext));
 		fprintf(f, "; rank%s %s could not be read", nbad == 1 ? "" : "s", rtext);
 	}
+}
+
+/* The main threads of the ranks, grouped by stack: the verdict's text and JSON. */
+static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_stacks *r, size_t n)
+{
+	struct vgroup *g = calloc(n ? n : 1, sizeof(*g));
+	json_t *outliers = json_array(), *ofr = json_array(), *unreadable = json_array(), *v;
+	char *text = NULL, rtext[256], where[512];
+	size_t ng = 0, tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	int *bad = calloc(n + nt + 1, sizeof(*bad));
+	size_t nbad = 0;
+
+	if (!g || !f || !bad) {
+		free(g);
+		free(bad);
+		if (f)
+			fclose(f);
+		free(text);
+		json_decref(outliers);
+		json_decref(ofr);
+		json_decref(unreadable);
+		return NULL;
+	}
+	ng = group_main_threads(t, nt, n, g, bad, &nbad, unreadable);
+	qsort(g, ng, sizeof(*g), cmp_vgroup);
+	say_where_groups_are(f, g, ng, outliers, ofr);
+	say_what_was_unread(f, t, nt, r, n, bad, nbad, unreadable);
 	fclose(f);
 	if (ng > 1 && g[0].n > g[1].n)
 		meaningful_frame(g[0].frames, where, sizeof(where));
@@ -355,34 +393,31 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 	free(g);
 	free(bad);
 	free(text);
-	(void)n_main;
 	return v;
 }
 
-json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_only)
+/* Every thread of every rank (@r[@n]) with its frames and their signature, into *@t. */
+static int collect_threads(const struct rank_stacks *r, size_t n, bool python_only,
+			   struct mthread **t, size_t *nt)
 {
-	struct mthread *t = NULL;
-	struct group *gs = NULL;
-	size_t nt = 0, cap = 0, ng = 0;
-	json_t *groups = json_array(), *out = NULL, *v;
-	int *ranks = NULL;
+	size_t cap = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const json_t *threads = json_object_get(r[i].doc, "threads"), *th;
 		size_t k;
 
 		json_array_foreach (threads, k, th) {
+			struct mthread *x;
 			json_t *frames;
 
 			/* --python: a thread that runs no Python has nothing to show. */
 			if (python_only && !json_is_object(json_object_get(th, "python")))
 				continue;
-			if (nt == cap) {
-				if (ARRAY_GROW(t, cap, 64))
-					goto out;
-			}
+			if (*nt == cap && ARRAY_GROW(*t, cap, 64))
+				return -ENOMEM;
 			frames = thread_frames(th, python_only);
-			t[nt] = (struct mthread){
+			x = &(*t)[*nt];
+			*x = (struct mthread){
 				.rank = r[i].rank,
 				.tid = json_integer_value(json_object_get(th, "tid")),
 				.name = json_string_value(json_object_get(th, "name")),
@@ -390,20 +425,22 @@ json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_onl
 				.frames = frames,
 				.sig = signature(frames),
 			};
-			t[nt].main = t[nt].tid == r[i].pid;
-			if (!t[nt].sig) {
+			x->main = x->tid == r[i].pid;
+			if (!x->sig) {
 				json_decref(frames);
-				goto out;
+				return -ENOMEM;
 			}
-			nt++;
+			(*nt)++;
 		}
 	}
-	if (nt)
-		qsort(t, nt, sizeof(*t), cmp_sig);
-	gs = calloc(nt ? nt : 1, sizeof(*gs));
-	ranks = calloc(nt ? nt : 1, sizeof(*ranks));
-	if (!gs || !ranks)
-		goto out;
+	return 0;
+}
+
+/* The threads (sorted by signature) in groups of one stack each, into @gs: how many. */
+static size_t group_by_stack(const struct mthread *t, size_t nt, struct group *gs)
+{
+	size_t ng = 0;
+
 	for (size_t i = 0; i < nt;) {
 		size_t k = i;
 
@@ -415,27 +452,50 @@ json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_onl
 		ng++;
 		i = k;
 	}
-	qsort(gs, ng, sizeof(*gs), cmp_group);
-	for (size_t g = 0; g < ng; g++) {
-		json_t *threads = json_array(), *rs;
-		char rtext[1024], where[512];
+	return ng;
+}
 
-		for (size_t m = 0; m < gs[g].n; m++) {
-			const struct mthread *x = &t[gs[g].first + m];
+/* One group as JSON: its ranks, threads, where it is and its frames; @ranks is scratch. */
+static json_t *group_json(const struct mthread *t, const struct group *gr, int *ranks)
+{
+	json_t *threads = json_array(), *rs;
+	char rtext[1024], where[512];
 
-			ranks[m] = x->rank;
-			json_array_append_new(
-				threads, json_pack("{s:i, s:I, s:s, s:b, s:s?}", "rank", x->rank,
-						   "tid", x->tid, "name", x->name ? x->name : "",
-						   "main", x->main, "error", x->error));
-		}
-		rs = ranks_json(ranks, gs[g].n, rtext, sizeof(rtext));
-		meaningful_frame(t[gs[g].first].frames, where, sizeof(where));
-		json_array_append_new(groups,
-				      json_pack("{s:o, s:s, s:o, s:s, s:O}", "ranks", rs,
-						"ranks_text", rtext, "threads", threads, "where",
-						where, "frames", t[gs[g].first].frames));
+	for (size_t m = 0; m < gr->n; m++) {
+		const struct mthread *x = &t[gr->first + m];
+
+		ranks[m] = x->rank;
+		json_array_append_new(threads,
+				      json_pack("{s:i, s:I, s:s, s:b, s:s?}", "rank", x->rank,
+						"tid", x->tid, "name", x->name ? x->name : "",
+						"main", x->main, "error", x->error));
 	}
+	rs = ranks_json(ranks, gr->n, rtext, sizeof(rtext));
+	meaningful_frame(t[gr->first].frames, where, sizeof(where));
+	return json_pack("{s:o, s:s, s:o, s:s, s:O}", "ranks", rs, "ranks_text", rtext, "threads",
+			 threads, "where", where, "frames", t[gr->first].frames);
+}
+
+json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_only)
+{
+	struct mthread *t = NULL;
+	struct group *gs = NULL;
+	size_t nt = 0, ng;
+	json_t *groups = json_array(), *out = NULL, *v;
+	int *ranks = NULL;
+
+	if (collect_threads(r, n, python_only, &t, &nt))
+		goto out;
+	if (nt)
+		qsort(t, nt, sizeof(*t), cmp_sig);
+	gs = calloc(nt ? nt : 1, sizeof(*gs));
+	ranks = calloc(nt ? nt : 1, sizeof(*ranks));
+	if (!gs || !ranks)
+		goto out;
+	ng = group_by_stack(t, nt, gs);
+	qsort(gs, ng, sizeof(*gs), cmp_group);
+	for (size_t g = 0; g < ng; g++)
+		json_array_append_new(groups, group_json(t, &gs[g], ranks));
 	v = verdict(t, nt, r, n);
 	if (v)
 		out = json_pack("{s:O, s:o}", "groups", groups, "verdict", v);

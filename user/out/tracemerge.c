@@ -380,44 +380,32 @@ static int merge_inputs(struct input *ins, size_t n, FILE *out, struct merge_sta
 	return err;
 }
 
-int trace__merge(const char *const *paths, size_t n, const char *out_path, struct merge_stats *st,
-		 char *why, size_t whylen)
+/* Writing over an input would read what is being written: refused. */
+static int refuse_overwriting_input(const struct input *ins, size_t n, const char *const *paths,
+				    const char *out_path, char *why, size_t whylen)
 {
-	struct input *ins = calloc(n ? n : 1, sizeof(*ins));
-	struct merge_host *hosts = calloc(n ? n : 1, sizeof(*hosts));
-	char **labels = calloc(n ? n : 1, sizeof(*labels)), *tmp = NULL;
 	struct stat ost;
-	size_t dup[2];
-	FILE *out = NULL;
-	int err = 0;
 
-	memset(st, 0, sizeof(*st));
-	if (!ins || !hosts || !labels) {
-		snprintf(why, whylen, "out of memory");
-		err = -ENOMEM;
-		goto out;
-	}
-	raise_fd_limit(n);
-	for (size_t i = 0; i < n && !err; i++) {
-		ins[i].path = paths[i];
-		err = open_input(&ins[i], why, whylen);
-	}
-	if (!err)
-		err = outfile__check_replace("merge", out_path, why, whylen);
-	if (err)
-		goto out;
-	/* Writing over an input would read what is being written. */
-	if (!stat(out_path, &ost))
-		for (size_t i = 0; i < n; i++)
-			if (ost.st_dev == ins[i].st.st_dev && ost.st_ino == ins[i].st.st_ino) {
-				snprintf(
-					why, whylen,
-					"-o %s is the input %s: the merge would overwrite it; write "
-					"to another file",
-					out_path, paths[i]);
-				err = -EINVAL;
-				goto out;
-			}
+	if (stat(out_path, &ost))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (ost.st_dev == ins[i].st.st_dev && ost.st_ino == ins[i].st.st_ino) {
+			snprintf(why, whylen,
+				 "-o %s is the input %s: the merge would overwrite it; write "
+				 "to another file",
+				 out_path, paths[i]);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* Each input's host label (ins[i].label); two inputs of one host and boot are refused. */
+static int label_hosts(struct input *ins, size_t n, const char *const *paths,
+		       struct merge_host *hosts, char **labels, char *why, size_t whylen)
+{
+	size_t dup[2];
+	int err;
+
 	for (size_t i = 0; i < n; i++) {
 		/* A header without a host name: the file's name stands for it. */
 		hosts[i].host = str_of(ins[i].hdr, "host") ?: paths[i];
@@ -433,28 +421,39 @@ int trace__merge(const char *const *paths, size_t n, const char *out_path, struc
 			 "whose PIDs would collide; merge one of them",
 			 paths[dup[0]], paths[dup[1]], hosts[dup[0]].host,
 			 both ? "the same boot" : "no boot id tells them apart");
-		goto out;
+		return err;
 	}
 	if (err) {
 		snprintf(why, whylen, "out of memory");
-		goto out;
+		return err;
 	}
 	for (size_t i = 0; i < n; i++)
 		ins[i].label = json_string(labels[i]);
-	/* A temporary file beside the output, renamed over it at the end. */
-	if (asprintf(&tmp, "%s.tmp.%d", out_path, (int)getpid()) < 0) {
-		tmp = NULL;
-		err = -ENOMEM;
+	return 0;
+}
+
+/*
+ * The merge written to a temporary file beside @out_path (*@tmp, for the caller to remove on
+ * failure), renamed over it at the end.
+ */
+static int write_merged(struct input *ins, size_t n, const char *out_path, struct merge_stats *st,
+			char **tmp, char *why, size_t whylen)
+{
+	FILE *out;
+	int err;
+
+	if (asprintf(tmp, "%s.tmp.%d", out_path, (int)getpid()) < 0) {
+		*tmp = NULL;
 		snprintf(why, whylen, "out of memory");
-		goto out;
+		return -ENOMEM;
 	}
-	out = fopen(tmp, "wx");
+	out = fopen(*tmp, "wx");
 	if (!out) {
 		err = -errno;
 		snprintf(why, whylen, "cannot write %s: %s", out_path, strerror(errno));
-		free(tmp);
-		tmp = NULL;
-		goto out;
+		free(*tmp);
+		*tmp = NULL;
+		return err;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
 	err = merge_inputs(ins, n, out, st);
@@ -465,18 +464,17 @@ int trace__merge(const char *const *paths, size_t n, const char *out_path, struc
 	if (err) {
 		snprintf(why, whylen, "cannot write %s: %s", out_path,
 			 strerror(err == -EIO ? (errno ? errno : EIO) : -err));
-		goto out;
+		return err;
 	}
-	if (rename(tmp, out_path)) {
+	if (rename(*tmp, out_path)) {
 		err = -errno;
 		snprintf(why, whylen, "cannot write %s: %s", out_path, strerror(errno));
 	}
-out:
-	if (tmp) {
-		if (err)
-			unlink(tmp);
-		free(tmp);
-	}
+	return err;
+}
+
+static void close_inputs(struct input *ins, char **labels, size_t n)
+{
 	for (size_t i = 0; ins && i < n; i++) {
 		if (ins[i].f)
 			fclose(ins[i].f);
@@ -489,7 +487,40 @@ out:
 			free(labels[i]);
 	}
 	free(ins);
-	free(hosts);
 	free(labels);
+}
+
+int trace__merge(const char *const *paths, size_t n, const char *out_path, struct merge_stats *st,
+		 char *why, size_t whylen)
+{
+	struct input *ins = calloc(n ? n : 1, sizeof(*ins));
+	struct merge_host *hosts = calloc(n ? n : 1, sizeof(*hosts));
+	char **labels = calloc(n ? n : 1, sizeof(*labels)), *tmp = NULL;
+	int err = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (!ins || !hosts || !labels) {
+		snprintf(why, whylen, "out of memory");
+		err = -ENOMEM;
+		goto out;
+	}
+	raise_fd_limit(n);
+	for (size_t i = 0; i < n && !err; i++) {
+		ins[i].path = paths[i];
+		err = open_input(&ins[i], why, whylen);
+	}
+	if (!err)
+		err = outfile__check_replace("merge", out_path, why, whylen);
+	err = err ?: refuse_overwriting_input(ins, n, paths, out_path, why, whylen);
+	err = err ?: label_hosts(ins, n, paths, hosts, labels, why, whylen);
+	err = err ?: write_merged(ins, n, out_path, st, &tmp, why, whylen);
+out:
+	if (tmp) {
+		if (err)
+			unlink(tmp);
+		free(tmp);
+	}
+	close_inputs(ins, labels, n);
+	free(hosts);
 	return err;
 }

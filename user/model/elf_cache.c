@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The analysed ELF files that graphs share (elf_cache.h); libgraph.c opens objects through it. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "elf_cache.h"
+#include "elfobj.h"
+#include "roles.h"
+
+/*
+ * One analysis per file: dlmopen namespaces and renamed copies map the same inode twice, and a
+ * collector that re-reads a process after every dlopen meets the same files again. The cache
+ * holds a reference to each analysis and every graph object one more; analyses no graph holds
+ * any longer are dropped, oldest first, past ELF_CACHE_IDLE of them, so that a process loading
+ * and unloading thousands of libraries does not grow a collector without bound.
+ */
+#define ELF_CACHE_IDLE 64
+
+struct elf_cache_entry {
+	uint64_t inode;
+	uint64_t size;
+	struct elf_object *elf;
+};
+
+struct elf_cache {
+	struct elf_cache_entry *e;
+	size_t n, cap;
+	unsigned int refs;
+};
+
+struct elf_cache *elf_cache__new(void)
+{
+	struct elf_cache *c = calloc(1, sizeof(*c));
+
+	if (c)
+		c->refs = 1;
+	return c;
+}
+
+size_t elf_cache__size(const struct elf_cache *c)
+{
+	return c->n;
+}
+
+struct elf_cache *elf_cache__get(struct elf_cache *c)
+{
+	c->refs++;
+	return c;
+}
+
+void elf_cache__put(struct elf_cache *c)
+{
+	if (!c || --c->refs)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		elfobj__free(c->e[i].elf);
+	free(c->e);
+	free(c);
+}
+
+/* Drop the oldest analyses no graph holds, down to ELF_CACHE_IDLE / 2 idle ones. */
+static void cache_trim(struct elf_cache *c)
+{
+	size_t idle = 0, kept = 0;
+
+	for (size_t i = 0; i < c->n; i++)
+		idle += !elfobj__shared(c->e[i].elf);
+	if (idle <= ELF_CACHE_IDLE)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		if (idle > ELF_CACHE_IDLE / 2 && !elfobj__shared(c->e[i].elf)) {
+			elfobj__free(c->e[i].elf);
+			idle--;
+			continue;
+		}
+		c->e[kept++] = c->e[i];
+	}
+	c->n = kept;
+}
+
+static struct elf_object *cache_find(const struct elf_cache *c, uint64_t inode)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->e[i].inode == inode)
+			return c->e[i].elf;
+	return NULL;
+}
+
+/*
+ * Open @host_path once per file; the cache owns the result. @inode, when known from the mapping,
+ * finds a cached analysis without a system call and proves that the file on disk is still the
+ * one mapped: a mismatch (the file was replaced) falls back to @mapped_path, the mapping itself.
+ */
+struct elf_object *elf_cache__open(struct elf_cache *c, const char *host_path,
+				   const char *mapped_path, uint64_t inode, char **error)
+{
+	struct elf_object *elf = inode ? cache_find(c, inode) : NULL;
+
+	if (elf)
+		return elfobj__ref(elf);
+	elf = elfobj__open(host_path);
+	if ((!elf || (inode && elfobj__inode(elf) != inode)) && mapped_path) {
+		elfobj__free(elf);
+		elf = elfobj__open(mapped_path);
+	}
+	if (!elf) {
+		*error = strdup(elfobj__strerror(errno));
+		return NULL;
+	}
+	/* Opened by path because the mapping was not known yet: maybe analysed already. */
+	if (!inode && cache_find(c, elfobj__inode(elf))) {
+		struct elf_object *known = cache_find(c, elfobj__inode(elf));
+
+		elfobj__free(elf);
+		return elfobj__ref(known);
+	}
+	cache_trim(c);
+	if (c->n == c->cap) {
+		if (ARRAY_GROW(c->e, c->cap, 64)) {
+			elfobj__free(elf);
+			*error = strdup("out of memory");
+			return NULL;
+		}
+	}
+	c->e[c->n++] = (struct elf_cache_entry){ elfobj__inode(elf), elfobj__size(elf), elf };
+	/*
+	 * Its roles now, while its bytes are in memory; then the bytes go, so that the next
+	 * object's reuse this memory instead of faulting in pages of their own.
+	 */
+	roles__of(elf);
+	elfobj__drop_handle(elf);
+	return elfobj__ref(elf);
+}
