@@ -25,6 +25,10 @@ buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostb
 prg.twice(queue, a.shape, None, buf)
 cl.enqueue_copy(queue, a, buf)
 print("kernel", [int(x) for x in a], flush=True)
+try:
+    cl.Program(ctx, "__kernel void broken(__global float *a) {{ a[0] = ; }}").build()
+except cl.RuntimeError:
+    print("the broken kernel did not build", flush=True)
 """
 
 
@@ -201,14 +205,19 @@ def test_pyopencl_program_build_on_pocl_cold_then_from_its_cache():
         assert build, out[-3000:]
         cold_ms = float(build.group(1))
         assert "CUDA" not in create.group(0) + build.group(0)
+        # A kernel that does not compile: its build's result by name.
+        assert "the broken kernel did not build" in out, out[-3000:]
+        assert re.search(r'python3 clBuildProgram\(program 0x[0-9a-f]+, all devices, "[^"]*"\) = '
+                         r"-11 \(CL_BUILD_PROGRAM_FAILURE\) \([\d.]+ ms\)", out), out[-3000:]
         # The second run: PoCL's cache has the kernel, the build is a lookup.
         trace = os.path.join(d, "warm.jsonl")
         dlscope("record", "-o", trace, "--", PYTHON, script, env=env, check=0, timeout=120)
         recs = [json.loads(line) for line in open(trace)]
         loads = [r for r in recs if r["type"] == "gpu_load"]
-        assert [r["function"] for r in loads] == ["clCreateProgramWithSource",
-                                                  "clBuildProgram"], loads
-        made, built = loads
+        assert [r["function"] for r in loads] == ["clCreateProgramWithSource", "clBuildProgram"] \
+            * 2, loads
+        made, built = loads[:2]
+        assert loads[3]["result_name"] == "CL_BUILD_PROGRAM_FAILURE", loads
         assert made["runtime"] == built["runtime"] == "OpenCL", loads
         assert made["result_name"] == built["result_name"] == "CL_SUCCESS", loads
         assert made["program"] == built["program"] != 0 and made["count"] == 1, loads
