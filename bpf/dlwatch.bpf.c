@@ -114,7 +114,7 @@ static __always_inline u32 dlopen_depth(u32 tid)
 /* Events with a stack or a resolved path are full size; the rest stop before path[]. */
 static __always_inline bool full_event(u32 type)
 {
-	return type == DLW_DLOPEN || type == DLW_CUDA_LOAD || type == DLW_OMP_FORK ||
+	return type == DLW_DLOPEN || type == DLW_GPU_LOAD || type == DLW_OMP_FORK ||
 	       type == DLW_FORK || type == DLW_SIGNAL;
 }
 
@@ -526,13 +526,36 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 	return 0;
 }
 
+/*
+ * A GPU call's result, at its return: cl_int and ze_result_t are 32 bits (the upper half of
+ * rax is not theirs); an OpenCL create call returns the program and leaves its result in
+ * *errcode_ret, whose address its entry kept in arg2.
+ */
+static __always_inline void gpu_result(struct dlw_event *e, long ret)
+{
+	u64 fn = e->arg0 & DLW_GPU_FN_MASK;
+	int code = 0;
+
+	if (fn == CL_CREATE_PROGRAM_WITH_SOURCE || fn == CL_CREATE_PROGRAM_WITH_BINARY ||
+	    fn == CL_CREATE_PROGRAM_WITH_IL || fn == CL_LINK_PROGRAM) {
+		if (!e->arg2 || bpf_probe_read_user(&code, sizeof(code), (void *)e->arg2))
+			e->arg0 |= DLW_GPU_NO_RESULT;
+		e->arg2 = ret;
+		e->ret = code;
+	} else if (fn == CL_BUILD_PROGRAM || fn == CL_COMPILE_PROGRAM) {
+		e->ret = (int)ret;
+	} else if (fn == ZE_MODULE_CREATE) {
+		e->ret = (u32)ret;
+	}
+}
+
 static __always_inline int call_exit(void *ctx, u32 type, long ret)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 depth = type == DLW_DLOPEN ? dlopen_depth((u32)id) : 0;
 	u64 key = dlw_call_key((u32)id, type, depth ? depth - 1 : 0);
 	struct dlw_call *p = bpf_map_lookup_elem(&calls, &key);
-	bool with_stack = type == DLW_DLOPEN || type == DLW_CUDA_LOAD;
+	bool with_stack = type == DLW_DLOPEN || type == DLW_GPU_LOAD;
 	struct dlw_event *e;
 	u32 *busy = NULL;
 
@@ -571,6 +594,8 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 			if (!bpf_probe_read_user(&name, sizeof(name), (void *)(ret + 8)) && name)
 				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)name);
 		}
+		if (type == DLW_GPU_LOAD)
+			gpu_result(e, ret);
 		if (type == DLW_DLOPEN) {
 			struct dlw_pystack *py = bpf_map_lookup_elem(&pystacks, &key);
 
@@ -723,14 +748,90 @@ int BPF_KPROBE(cuda_load_enter, void *handle, const void *image)
 	bool by_name = fn == CUDA_MODULE_LOAD || fn == CUDA_LIBRARY_LOAD_FILE ||
 		       fn == HIP_MODULE_LOAD;
 
-	return call_enter(DLW_CUDA_LOAD, by_name ? image : NULL, fn,
-			  by_name ? 0 : image_size(image), by_name ? 0 : (u64)image);
+	return call_enter(DLW_GPU_LOAD, by_name ? image : NULL, fn, by_name ? 0 : image_size(image),
+			  by_name ? 0 : (u64)image);
 }
 
+/* The return of every GPU function probed, CUDA's, HIP's, OpenCL's and Level Zero's. */
 SEC("uretprobe")
 int BPF_KRETPROBE(cuda_load_exit, long ret)
 {
-	return call_exit(ctx, DLW_CUDA_LOAD, ret);
+	return call_exit(ctx, DLW_GPU_LOAD, ret);
+}
+
+/* The sum of the first source strings' lengths (clCreateProgramWithSource's lengths[]). */
+static __always_inline u64 cl_source_bytes(const u64 *lengths, u64 count)
+{
+	u64 sum = 0, len;
+
+	for (int i = 0; i < 8; i++) {
+		if (i >= count || bpf_probe_read_user(&len, sizeof(len), &lengths[i]))
+			break;
+		sum += len;
+	}
+	return sum;
+}
+
+/* The x86-64 stack argument @n (7 for the seventh), at a function's entry. */
+static __always_inline u64 stack_arg(struct pt_regs *ctx, int n)
+{
+	u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
+	return v;
+}
+
+/*
+ * OpenCL's program calls, in the ICD loader, and Level Zero's zeModuleCreate, in its loader:
+ * the cookie says which. Their result is read at return (gpu_result): an OpenCL create call
+ * keeps its errcode_ret in arg2 until then.
+ *   clCreateProgramWithSource(ctx, count, strings, lengths, errcode_ret)
+ *   clCreateProgramWithBinary(ctx, ndev, devices, lengths, binaries, status, errcode_ret)
+ *   clCreateProgramWithIL(ctx, il, length, errcode_ret)
+ *   clBuildProgram(program, ndev, devices, options, notify, data)
+ *   clCompileProgram(program, ndev, devices, options, nheaders, headers, names, notify, data)
+ *   clLinkProgram(ctx, ndev, devices, options, ninputs, inputs, notify, data, errcode_ret)
+ *   zeModuleCreate(ctx, device, desc, module, build_log)
+ */
+SEC("uprobe")
+int BPF_KPROBE(gpu_build_enter)
+{
+	u64 fn = bpf_get_attach_cookie(ctx);
+	u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	u64 a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx);
+	struct {
+		u32 stype;
+		u32 pad;
+		u64 next;
+		u32 format;
+		u32 pad2;
+		u64 size, input, flags;
+	} zd = {};
+	u64 len = 0;
+
+	switch (fn) {
+	case CL_CREATE_PROGRAM_WITH_SOURCE:
+		return call_enter(DLW_GPU_LOAD, NULL, dlw_gpu_arg0(fn, a2),
+				  a4 ? cl_source_bytes((const u64 *)a4, a2) : 0, a5);
+	case CL_CREATE_PROGRAM_WITH_BINARY:
+		if (a4)
+			bpf_probe_read_user(&len, sizeof(len), (void *)a4);
+		return call_enter(DLW_GPU_LOAD, NULL, dlw_gpu_arg0(fn, a2), len, stack_arg(ctx, 7));
+	case CL_CREATE_PROGRAM_WITH_IL: return call_enter(DLW_GPU_LOAD, NULL, fn, a3, a4);
+	case CL_BUILD_PROGRAM:
+		return call_enter(DLW_GPU_LOAD, (const void *)a4, dlw_gpu_arg0(fn, a2), 0, a1);
+	case CL_COMPILE_PROGRAM:
+		return call_enter(DLW_GPU_LOAD, (const void *)a4, dlw_gpu_arg0(fn, a2), 0, a1);
+	case CL_LINK_PROGRAM:
+		return call_enter(DLW_GPU_LOAD, (const void *)a4, dlw_gpu_arg0(fn, a5), 0,
+				  stack_arg(ctx, 9));
+	case ZE_MODULE_CREATE:
+		if (a3)
+			bpf_probe_read_user(&zd, sizeof(zd), (void *)a3);
+		return call_enter(DLW_GPU_LOAD, (const void *)zd.flags, dlw_gpu_arg0(fn, zd.format),
+				  zd.size, zd.input);
+	default: return 0;
+	}
 }
 
 /*

@@ -22,8 +22,10 @@ enum dlw_type {
 			  * ret: the runtime (dlw_cookie's id); sent for a process's first region
 			  * in each runtime and for each one started inside dlopen */
 	DLW_BLAS_THREAD, /* a BLAS pool thread starts */
-	DLW_CUDA_LOAD,	 /* arg0: which loader, arg1: image size, arg2: the image's address (a
-			  * loader from memory), str: file, ret: CUresult or hipError_t */
+	DLW_GPU_LOAD,	 /* a GPU module load or program build: arg0: which function and a count
+			  * (dlw_gpu_arg0), arg1: image size, arg2: the image's address (a load
+			  * from memory) or the OpenCL program, str: file or build options, ret:
+			  * CUresult, hipError_t, cl_int or ze_result_t */
 	DLW_EXEC,	 /* str: file name */
 	DLW_FORK,	 /* arg0: child pid, arg1: enum dlw_fork_kind */
 	DLW_EXIT,	 /* arg0: exit code (process exit: tid == pid) */
@@ -115,8 +117,8 @@ enum dlw_lost {
 /* The attach cookie of dlopen_enter on dlmopen, whose arguments start with the namespace. */
 #define DLW_AT_DLMOPEN 0x200
 
-/* Loader cookies for DLW_CUDA_LOAD (arg0) and the uprobes' attach cookies. */
-enum dlw_cuda_fn {
+/* The GPU functions probed: DLW_GPU_LOAD's arg0 (low byte) and the uprobes' attach cookies. */
+enum dlw_gpu_fn {
 	CUDA_MODULE_LOAD = 1,
 	CUDA_MODULE_LOAD_DATA,
 	CUDA_MODULE_LOAD_DATA_EX,
@@ -125,7 +127,25 @@ enum dlw_cuda_fn {
 	CUDA_LIBRARY_LOAD_FILE,
 	HIP_MODULE_LOAD,
 	HIP_MODULE_LOAD_DATA,
+	CL_CREATE_PROGRAM_WITH_SOURCE, /* OpenCL, probed in the ICD loader */
+	CL_CREATE_PROGRAM_WITH_BINARY,
+	CL_CREATE_PROGRAM_WITH_IL,
+	CL_BUILD_PROGRAM,
+	CL_COMPILE_PROGRAM,
+	CL_LINK_PROGRAM,
+	ZE_MODULE_CREATE, /* Level Zero, probed in its loader */
+	DLW_GPU_FN__COUNT,
 };
+
+/*
+ * DLW_GPU_LOAD's arg0: the function in its low byte; DLW_GPU_NO_RESULT when an OpenCL create
+ * call was given no errcode_ret (ret is then not its result); in the high 32 bits a count: the
+ * source strings (clCreateProgramWithSource), devices (WithBinary, Build, Compile), input
+ * programs (Link), or Level Zero's module format (0 SPIR-V, 1 native).
+ */
+#define DLW_GPU_FN_MASK 0xffULL
+#define DLW_GPU_NO_RESULT 0x100ULL
+#define dlw_gpu_arg0(fn, count) ((unsigned long long)(fn) | ((unsigned long long)(count) << 32))
 
 /*
  * A call in progress (the calls map), keyed by dlw_call_key(); user space scans it for threads

@@ -161,3 +161,31 @@ def test_export_draws_hot_activity_as_counters():
             lib = "libgomp" if "libgomp" in c["name"] else "libomp"
             sums[lib] = sums.get(lib, 0) + c["args"]["count"]
     assert sums == {"libgomp": 1000, "libomp": 300}, sums
+
+
+def test_export_draws_gpu_loads_as_slices_on_a_gpu_load_track():
+    """A Level Zero module creation (libze1, no driver: it fails) is a slice as long as the
+    call, named by its function, on the GPU-load track of the thread that made it."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libze_loader.so.1"):
+        raise Skip("libze1 is not installed")
+    with tempfile.TemporaryDirectory() as d:
+        trace, out = os.path.join(d, "ze.jsonl"), os.path.join(d, "ze.json")
+        dlscope("record", "-o", trace, "--", fixture_path("ze_module"), check=0)
+        rec = [json.loads(line) for line in open(trace) if '"gpu_load"' in line][0]
+        dlscope("export", "--perfetto", trace, "-o", out, check=0)
+        doc = json.load(open(out))
+    by_ph = check_format(doc)
+    slices = [e for e in by_ph["X"] if e["cat"] == "gpu_load"]
+    assert len(slices) == 1, slices
+    s = slices[0]
+    assert s["name"] == "zeModuleCreate" and s["pid"] == rec["pid"], s
+    assert abs(s["dur"] - rec["duration_ns"] / 1e3) < 1e-3 and s["dur"] > 0, (s, rec)
+    assert s["args"]["result_name"] == "ZE_RESULT_ERROR_UNINITIALIZED" and \
+        s["args"]["runtime"] == "Level Zero" and s["args"]["thread"] == rec["tid"], s
+    # Its own track, named for the thread, not the thread's track.
+    names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in by_ph["M"]
+             if e["name"] == "thread_name"}
+    assert s["tid"] != rec["tid"], s
+    assert names[(s["pid"], s["tid"])] == f"GPU loads of thread {rec['tid']}", names

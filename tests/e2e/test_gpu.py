@@ -4,12 +4,32 @@ cuda-driver-too-old on gpu_lib.c's stand-ins for CUDA's libraries, which carry t
 version nodes, version getters and banners of the real ones."""
 import json
 import os
+import re
 import subprocess
+import tempfile
 
-from harness import Skip, Fixture, dlscope, fixture_path, wait_idle
+from harness import Skip, Fixture, dlscope, fixture_path, is_root, wait_idle
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 PYTHON = "/usr/bin/python3"
+
+# A kernel built by pyopencl on PoCL (OpenCL on the CPU), run, and its result printed.
+CL_KERNEL = "__kernel void twice(__global float *a) { int i = get_global_id(0); a[i] *= 2; }"
+CL_SCRIPT = f"""
+import numpy as np, pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+queue = cl.CommandQueue(ctx)
+prg = cl.Program(ctx, "{CL_KERNEL}").build()
+a = np.arange(8, dtype=np.float32)
+buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+prg.twice(queue, a.shape, None, buf)
+cl.enqueue_copy(queue, a, buf)
+print("kernel", [int(x) for x in a], flush=True)
+try:
+    cl.Program(ctx, "__kernel void broken(__global float *a) {{ a[0] = ; }}").build()
+except cl.RuntimeError:
+    print("the broken kernel did not build", flush=True)
+"""
 
 
 def gpu(*names):
@@ -152,3 +172,82 @@ def test_stacks_names_ncclS_threads_and_the_collective_main_waits_in():
             "started by NCCL 2.18.1 (built for CUDA 12.1) (libnccl.so.2)"], others
         text = dlscope("stacks", fx.pid, check=0).stdout
         assert '"NCCL Service  0", NCCL\'s proxy service thread)' in text, text
+
+
+def cl_env(cache):
+    """pyopencl on PoCL with PoCL's kernel cache in @cache, pyopencl's own cache off (it would
+    serve the second run a binary, not the source PoCL's cache is keyed by)."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    if not os.path.exists("/etc/OpenCL/vendors/pocl.icd") or subprocess.run(
+            [PYTHON, "-c", "import pyopencl"], capture_output=True).returncode:
+        raise Skip("python3-pyopencl or pocl-opencl-icd is not installed")
+    return {"POCL_CACHE_DIR": cache, "PYOPENCL_NO_CACHE": "1", "PYOPENCL_CTX": "0"}
+
+
+def test_pyopencl_program_build_on_pocl_cold_then_from_its_cache():
+    """watch shows clCreateProgramWithSource and clBuildProgram (in the ICD loader) with the
+    build's duration; a second run, recorded, is served from PoCL's kernel cache: its build is
+    shown too, shorter; report's timeline has it."""
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "cl_kernel.py")
+        with open(script, "w") as f:
+            f.write(CL_SCRIPT)
+        env = cl_env(os.path.join(d, "pocl-cache"))
+        p = dlscope("watch", "--", PYTHON, script, env=env, check=0, timeout=120)
+        out = p.stdout
+        assert "kernel [0, 2, 4, 6, 8, 10, 12, 14]" in out, out[-3000:]
+        create = re.search(r"python3 clCreateProgramWithSource\(1 string, (\d+) bytes\) = "
+                           r"program (0x[0-9a-f]+), errcode 0 \(CL_SUCCESS\) \([\d.]+ ms\)", out)
+        assert create and int(create.group(1)) == len(CL_KERNEL), out[-3000:]
+        build = re.search(rf"python3 clBuildProgram\(program {create.group(2)}, all devices, "
+                          r'"[^"]*"\) = 0 \(CL_SUCCESS\) \(([\d.]+) ms\)', out)
+        assert build, out[-3000:]
+        cold_ms = float(build.group(1))
+        assert "CUDA" not in create.group(0) + build.group(0)
+        # A kernel that does not compile: its build's result by name.
+        assert "the broken kernel did not build" in out, out[-3000:]
+        assert re.search(r'python3 clBuildProgram\(program 0x[0-9a-f]+, all devices, "[^"]*"\) = '
+                         r"-11 \(CL_BUILD_PROGRAM_FAILURE\) \([\d.]+ ms\)", out), out[-3000:]
+        # The second run: PoCL's cache has the kernel, the build is a lookup.
+        trace = os.path.join(d, "warm.jsonl")
+        dlscope("record", "-o", trace, "--", PYTHON, script, env=env, check=0, timeout=120)
+        recs = [json.loads(line) for line in open(trace)]
+        loads = [r for r in recs if r["type"] == "gpu_load"]
+        assert [r["function"] for r in loads] == ["clCreateProgramWithSource", "clBuildProgram"] \
+            * 2, loads
+        made, built = loads[:2]
+        assert loads[3]["result_name"] == "CL_BUILD_PROGRAM_FAILURE", loads
+        assert made["runtime"] == built["runtime"] == "OpenCL", loads
+        assert made["result_name"] == built["result_name"] == "CL_SUCCESS", loads
+        assert made["program"] == built["program"] != 0 and made["count"] == 1, loads
+        assert made["image_size"] == len(CL_KERNEL) and "-I" in built["options"], loads
+        warm_ms = built["duration_ns"] / 1e6
+        assert 0 < warm_ms < cold_ms, (cold_ms, warm_ms)
+        print(f"clBuildProgram on PoCL: {cold_ms:.1f} ms cold, {warm_ms:.1f} ms from its cache")
+        timeline = dlscope("report", trace, check=None).stdout
+        assert re.search(r"clBuildProgram\(program 0x[0-9a-f]+, all devices, \"[^\"]*\"\) = 0 "
+                         rf"\(CL_SUCCESS\) \({warm_ms:.3f} ms\)", timeline), timeline[-3000:]
+
+
+def test_level_zero_module_create_without_a_device_fails_by_name():
+    """zeModuleCreate through Debian's libze1 loader, no driver: the stream names the error
+    (ze_result_t), the module's format, size and build flags; in watch and record."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    if not os.path.exists(f"{LIB}/libze_loader.so.1"):
+        raise Skip("libze1 is not installed")
+    p = dlscope("watch", "--", fixture_path("ze_module"), check=0)
+    assert "zeModuleCreate 0x78000001" in p.stdout, p.stdout
+    line = re.search(r'ze_module zeModuleCreate\(SPIR-V, 20 bytes, "-ze-opt-level=2"\) = '
+                     r"0x78000001 \(ZE_RESULT_ERROR_UNINITIALIZED\) \([\d.]+ ms\)", p.stdout)
+    assert line and p.stdout.count("zeModuleCreate(") == 1, p.stdout
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        dlscope("record", "-o", f.name, "--", fixture_path("ze_module"), check=0)
+        loads = [json.loads(line) for line in open(f.name) if '"gpu_load"' in line]
+    assert len(loads) == 1, loads
+    z = loads[0]
+    assert (z["function"], z["runtime"], z["result"], z["result_name"], z["options"],
+            z["image_size"]) == ("zeModuleCreate", "Level Zero", 0x78000001,
+                                 "ZE_RESULT_ERROR_UNINITIALIZED", "-ze-opt-level=2", 20), z
+    assert z["image"] > 0 and z["duration_ns"] > 0 and z["stack"][0].startswith("main+"), z

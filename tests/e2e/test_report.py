@@ -306,9 +306,26 @@ def test_report_timeline_has_gpu_loads_in_their_runtime_terms():
             trace = os.path.join(d, "run.jsonl")
             dlscope("record", "-o", trace, "--", *cmd, check=0, timeout=120)
             tl = sections(dlscope("report", trace, check=0).stdout)["Timeline"]
-        assert re.search(r"\| [0-9.]+ \| \d+ \| " + row + r" \|", tl), tl
+        assert re.search(r"\| [0-9.]+ \| \d+ \| " + row + r" \(\d+\.\d{3} ms\) \|", tl), tl
         if cmd[1] == "hip":
             assert "HIP runtime" in tl and "CUDA" not in tl, tl
+
+
+def test_report_timeline_has_level_zero_module_creates_by_name():
+    """zeModuleCreate through Debian's libze1, no driver: the timeline row names its error in
+    Level Zero's terms, with the module's format, size, flags and the call's duration."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libze_loader.so.1"):
+        raise Skip("libze1 is not installed")
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "run.jsonl")
+        dlscope("record", "-o", trace, "--", fixture_path("ze_module"), check=0)
+        tl = sections(dlscope("report", trace, check=0).stdout)["Timeline"]
+    assert re.search(r'\| [0-9.]+ \| \d+ \| zeModuleCreate\(SPIR-V, 20 bytes, '
+                     r'"-ze-opt-level=2"\) = 0x78000001 \(ZE_RESULT_ERROR_UNINITIALIZED\) '
+                     r"\(\d+\.\d{3} ms\) \|", tl), tl
+    assert "Level Zero loader" in tl and "CUDA" not in tl, tl
 
 
 def test_report_limit_moves_sections_to_the_companion():

@@ -760,3 +760,26 @@ def test_every_view_fits_80x24_and_120x40():
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_replay_events_show_gpu_module_creates_by_name():
+    """The events view of a trace with a Level Zero zeModuleCreate (libze1, no driver): its row
+    is a gpu_load with the call, its error by name and its duration."""
+    if not is_root():
+        raise Skip("recording a trace needs root")
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libze_loader.so.1"):
+        raise Skip("libze1 is not installed")
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "ze.jsonl")
+        dlscope("record", "-o", trace, "--", fixture_path("ze_module"), check=0)
+        with Tui(["--replay", trace]) as ui:
+            ui.wait_for("replay")
+            ui.keys("}", "4")
+            ui.wait_for("[4 Events]")
+            ui.keys("g")
+            s = ui.wait_for("zeModuleCreate(")
+            rows = [w for k, w in event_rows(s) if k == "gpu_load"]
+            assert len(rows) == 1 and re.search(
+                r'zeModuleCreate\(SPIR-V, 20 bytes, "-ze-opt-level=2"\) = 0x78000001 '
+                r"\(ZE_RESULT_ERROR_UNINITIALIZED\) \(\d+\.\d{3} ms\)", rows[0]), s
+            assert ui.quit_and_status()[0] == 0

@@ -33,8 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Program names of bpf/dlwatch.bpf.c as the kernel lists them (15 characters at most).
 BPF_PROGS = {"dlopen_enter", "dlmopen_enter", "dlopen_exit", "dlclose_enter", "dlclose_exit",
              "dlsym_enter", "dlsym_exit", "omp_fork_enter", "blas_thread_ent", "cuda_load_enter",
-             "cuda_load_exit", "handle_exec", "handle_fork", "handle_exit", "handle_signal",
-             "handle_futex_en", "handle_futex_ex"}
+             "cuda_load_exit", "gpu_build_enter", "handle_exec", "handle_fork", "handle_exit",
+             "handle_signal", "handle_futex_en", "handle_futex_ex"}
 DOCUMENTED_EXITS = {0, 1, 3, 4}  # fine, findings, could not inspect, the command failed
 
 

@@ -39,6 +39,18 @@ static size_t sample_events(struct event *ev, size_t cap)
 	ADD(ev[n].kind = EVENT_GPU_LOAD, ev[n].u.gpu_load.function = CUDA_LIBRARY_LOAD_FILE,
 	    strcpy(ev[n].u.gpu_load.file, "/opt/k.cubin"), ev[n].u.gpu_load.image_size = 4096,
 	    ev[n].u.gpu_load.result = 200);
+	ADD(ev[n].kind = EVENT_GPU_LOAD, ev[n].u.gpu_load.function = CL_BUILD_PROGRAM,
+	    ev[n].u.gpu_load.program = 0x5000, ev[n].u.gpu_load.count = 1,
+	    strcpy(ev[n].u.gpu_load.options, "-cl-fast-relaxed-math"),
+	    ev[n].u.gpu_load.result = -11, ev[n].u.gpu_load.duration_ns = 812345678);
+	ADD(ev[n].kind = EVENT_GPU_LOAD, ev[n].u.gpu_load.function = CL_CREATE_PROGRAM_WITH_SOURCE,
+	    ev[n].u.gpu_load.program = 0x5000, ev[n].u.gpu_load.count = 2,
+	    ev[n].u.gpu_load.image_size = 85, ev[n].u.gpu_load.no_result = true,
+	    ev[n].u.gpu_load.duration_ns = 31000);
+	ADD(ev[n].kind = EVENT_GPU_LOAD, ev[n].u.gpu_load.function = ZE_MODULE_CREATE,
+	    strcpy(ev[n].u.gpu_load.options, "-ze-opt-level=2"), ev[n].u.gpu_load.image_size = 20,
+	    ev[n].u.gpu_load.image = 0x1000, ev[n].u.gpu_load.result = 0x78000001,
+	    ev[n].u.gpu_load.duration_ns = 7000);
 	ADD(ev[n].kind = EVENT_EXEC, strcpy(ev[n].u.exec.file, "/usr/bin/python3"));
 	ADD(ev[n].kind = EVENT_FORK, ev[n].u.fork.child = 44, ev[n].u.fork.thread = true);
 	ADD(ev[n].kind = EVENT_EXIT, ev[n].u.exit.wait_status = 0x100);
@@ -221,6 +233,70 @@ static void test_decode_raw(void)
 	      "a truncated raw record is refused with a reason");
 }
 
+/* GPU calls from raw records: the function and count in arg0, results in their runtime's terms. */
+static void test_decode_gpu(void)
+{
+	static const struct {
+		unsigned long long arg0, arg1, arg2;
+		long long ret;
+		const char *str, *line;
+	} cases[] = {
+		{ dlw_gpu_arg0(CL_CREATE_PROGRAM_WITH_SOURCE, 1), 85, 0x5000, 0, NULL,
+		  "clCreateProgramWithSource(1 string, 85 bytes) = program 0x5000, errcode 0 "
+		  "(CL_SUCCESS) (0.031 ms)" },
+		{ dlw_gpu_arg0(CL_CREATE_PROGRAM_WITH_BINARY, 2) | DLW_GPU_NO_RESULT, 4096, 0x6000,
+		  0, NULL,
+		  "clCreateProgramWithBinary(2 devices, 4096 bytes) = program 0x6000 (0.031 ms)" },
+		{ dlw_gpu_arg0(CL_BUILD_PROGRAM, 0), 0, 0x5000, -11, "-Werror",
+		  "clBuildProgram(program 0x5000, all devices, \"-Werror\") = -11 "
+		  "(CL_BUILD_PROGRAM_FAILURE) (0.031 ms)" },
+		{ dlw_gpu_arg0(CL_LINK_PROGRAM, 3), 0, 0, -17, "",
+		  "clLinkProgram(3 programs, \"\") = program 0x0, errcode -17 "
+		  "(CL_LINK_PROGRAM_FAILURE) (0.031 ms)" },
+		{ dlw_gpu_arg0(ZE_MODULE_CREATE, 1), 20, 0x1000, 0x78000001, "-ze-opt-level=2",
+		  "zeModuleCreate(native, 20 bytes, \"-ze-opt-level=2\") = 0x78000001 "
+		  "(ZE_RESULT_ERROR_UNINITIALIZED) (0.031 ms)" },
+		{ HIP_MODULE_LOAD_DATA, 4112, 0x1000, 101, NULL,
+		  "hipModuleLoadData(image 0x1000, size 4112) = 101 (hipErrorInvalidDevice) "
+		  "(0.031 ms)" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct dlw_event raw = { .type = DLW_GPU_LOAD,
+					 .pid = 5,
+					 .tid = 5,
+					 .arg0 = cases[i].arg0,
+					 .arg1 = cases[i].arg1,
+					 .arg2 = cases[i].arg2,
+					 .ret = cases[i].ret,
+					 .duration_ns = 31000,
+					 .str_state = cases[i].str ? DLW_STR_READ : DLW_STR_NULL };
+		struct event ev;
+		char why[128], line[600], name[900];
+		int err;
+
+		if (cases[i].str)
+			strcpy(raw.str, cases[i].str);
+		err = event__decode(&ev, &raw, sizeof(raw), why, sizeof(why));
+		event__text(&ev, 0, line, sizeof(line));
+		snprintf(name, sizeof(name), "raw GPU call %zu reads '%s' (got '%s')", i,
+			 cases[i].line, line);
+		CHECK(!err && !strcmp(line, cases[i].line), name);
+	}
+	CHECK(!strcmp(event__gpu_runtime(CL_BUILD_PROGRAM), "OpenCL") &&
+		      !strcmp(event__gpu_runtime(ZE_MODULE_CREATE), "Level Zero") &&
+		      !strcmp(event__gpu_runtime(HIP_MODULE_LOAD), "HIP") &&
+		      !strcmp(event__gpu_runtime(CUDA_MODULE_LOAD), "CUDA") &&
+		      !strcmp(event__gpu_runtime(99), "?"),
+	      "each GPU function is its runtime's, none labelled CUDA but CUDA's");
+	CHECK(!event__gpu_result(CL_BUILD_PROGRAM, -9999) &&
+		      !strcmp(event__gpu_result(CL_COMPILE_PROGRAM, -43),
+			      "CL_INVALID_BUILD_OPTIONS") &&
+		      !strcmp(event__gpu_result(ZE_MODULE_CREATE, 0x70000004),
+			      "ZE_RESULT_ERROR_MODULE_BUILD_FAILURE"),
+	      "OpenCL and Level Zero results by name, an unknown one unnamed");
+}
+
 /* A dlopen's Python stack: through its trace record and back, and on its text line. */
 static void test_python_stack(void)
 {
@@ -293,6 +369,7 @@ int main(void)
 	test_round_trip();
 	test_python_stack();
 	test_record_bytes();
+	test_decode_gpu();
 	test_rejected();
 	test_decode_raw();
 	return tap_done();

@@ -394,6 +394,14 @@ static int open_in_root(pid_t pid, const char *path, char *out, size_t len)
 	return fd;
 }
 
+static bool has_impl(const struct obj_roles *r, int impl)
+{
+	for (unsigned int i = 0; i < r->n; i++)
+		if ((int)r->r[i].impl == impl)
+			return true;
+	return false;
+}
+
 /* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
 static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 {
@@ -403,18 +411,28 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 	} omp_fns[] = { { "GOMP_parallel", DLW_ENTRY_GOMP_PARALLEL },
 			{ "GOMP_parallel_start", DLW_ENTRY_GOMP_PARALLEL_START },
 			{ "__kmpc_fork_call", DLW_ENTRY_KMPC_FORK_CALL } };
+	/* OpenCL's and Level Zero's API in their loaders only: an ICD driver or a layer that
+	 * defined the same names would report each call twice. */
 	static const struct {
 		const char *fn;
 		uint64_t cookie;
+		int impl; /* only in an object of this implementation; -1: any GPU one */
 	} gpu_fns[] = {
-		{ "cuModuleLoad", CUDA_MODULE_LOAD },
-		{ "cuModuleLoadData", CUDA_MODULE_LOAD_DATA },
-		{ "cuModuleLoadDataEx", CUDA_MODULE_LOAD_DATA_EX },
-		{ "cuModuleLoadFatBinary", CUDA_MODULE_LOAD_FATBIN },
-		{ "cuLibraryLoadData", CUDA_LIBRARY_LOAD_DATA },
-		{ "cuLibraryLoadFromFile", CUDA_LIBRARY_LOAD_FILE },
-		{ "hipModuleLoad", HIP_MODULE_LOAD },
-		{ "hipModuleLoadData", HIP_MODULE_LOAD_DATA },
+		{ "cuModuleLoad", CUDA_MODULE_LOAD, -1 },
+		{ "cuModuleLoadData", CUDA_MODULE_LOAD_DATA, -1 },
+		{ "cuModuleLoadDataEx", CUDA_MODULE_LOAD_DATA_EX, -1 },
+		{ "cuModuleLoadFatBinary", CUDA_MODULE_LOAD_FATBIN, -1 },
+		{ "cuLibraryLoadData", CUDA_LIBRARY_LOAD_DATA, -1 },
+		{ "cuLibraryLoadFromFile", CUDA_LIBRARY_LOAD_FILE, -1 },
+		{ "hipModuleLoad", HIP_MODULE_LOAD, -1 },
+		{ "hipModuleLoadData", HIP_MODULE_LOAD_DATA, -1 },
+		{ "clCreateProgramWithSource", CL_CREATE_PROGRAM_WITH_SOURCE, IMPL_OPENCL_LOADER },
+		{ "clCreateProgramWithBinary", CL_CREATE_PROGRAM_WITH_BINARY, IMPL_OPENCL_LOADER },
+		{ "clCreateProgramWithIL", CL_CREATE_PROGRAM_WITH_IL, IMPL_OPENCL_LOADER },
+		{ "clBuildProgram", CL_BUILD_PROGRAM, IMPL_OPENCL_LOADER },
+		{ "clCompileProgram", CL_COMPILE_PROGRAM, IMPL_OPENCL_LOADER },
+		{ "clLinkProgram", CL_LINK_PROGRAM, IMPL_OPENCL_LOADER },
+		{ "zeModuleCreate", ZE_MODULE_CREATE, IMPL_LEVEL_ZERO },
 	};
 	const struct obj_roles *r = lg_object__roles(o);
 	struct dlwatch_bpf *s = w->skel;
@@ -472,8 +490,12 @@ static void attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 		attach_fn(w, s->progs.blas_thread_enter, path, o->elf, "blas_thread_server", false,
 			  0);
 	for (size_t i = 0; (want & PROBE_GPU) && i < sizeof(gpu_fns) / sizeof(gpu_fns[0]); i++)
-		if (!attach_fn(w, s->progs.cuda_load_enter, path, o->elf, gpu_fns[i].fn, false,
-			       gpu_fns[i].cookie))
+		if ((gpu_fns[i].impl < 0 || has_impl(r, gpu_fns[i].impl)) &&
+		    !attach_fn(w,
+			       gpu_fns[i].cookie >= CL_CREATE_PROGRAM_WITH_SOURCE ?
+				       s->progs.gpu_build_enter :
+				       s->progs.cuda_load_enter,
+			       path, o->elf, gpu_fns[i].fn, false, gpu_fns[i].cookie))
 			attach_fn(w, s->progs.cuda_load_exit, path, o->elf, gpu_fns[i].fn, true, 0);
 	if (fd >= 0)
 		close(fd);

@@ -10,98 +10,13 @@
 #include <sys/wait.h>
 
 #include "event.h"
+#include "event_gpu.h"
 #include "termsafe.h"
 
 /* The BPF side names the fault signals without signal.h: they must be the kernel's. */
 _Static_assert(DLW_SIGILL == SIGILL && DLW_SIGTRAP == SIGTRAP && DLW_SIGABRT == SIGABRT &&
 		       DLW_SIGBUS == SIGBUS && DLW_SIGFPE == SIGFPE && DLW_SIGSEGV == SIGSEGV,
 	       "dlwatch.h's signal numbers");
-
-static const char *const kind_ids[EVENT__COUNT] = {
-	[EVENT_DLOPEN] = "dlopen",
-	[EVENT_DLCLOSE] = "dlclose",
-	[EVENT_DLSYM] = "dlsym",
-	[EVENT_OMP_FORK] = "omp_fork",
-	[EVENT_BLAS_THREAD] = "blas_thread",
-	[EVENT_GPU_LOAD] = "gpu_load",
-	[EVENT_EXEC] = "exec",
-	[EVENT_FORK] = "fork",
-	[EVENT_EXIT] = "exit",
-	[EVENT_SIGNAL] = "signal",
-	[EVENT_FUTEX_WAIT] = "futex_wait",
-};
-
-static const char *const gpu_fns[] = { "?",
-				       "cuModuleLoad",
-				       "cuModuleLoadData",
-				       "cuModuleLoadDataEx",
-				       "cuModuleLoadFatBinary",
-				       "cuLibraryLoadData",
-				       "cuLibraryLoadFromFile",
-				       "hipModuleLoad",
-				       "hipModuleLoadData" };
-
-#define N_GPU_FNS (sizeof(gpu_fns) / sizeof(gpu_fns[0]))
-
-const char *event_kind__id(enum event_kind k)
-{
-	return k > 0 && k < EVENT__COUNT ? kind_ids[k] : NULL;
-}
-
-enum event_kind event_kind__parse(const char *id)
-{
-	for (int k = 1; id && k < EVENT__COUNT; k++)
-		if (!strcmp(id, kind_ids[k]))
-			return (enum event_kind)k;
-	return 0;
-}
-
-const char *event__gpu_fn(unsigned int fn)
-{
-	return fn < N_GPU_FNS ? gpu_fns[fn] : "?";
-}
-
-/* The results a module load may return (cuda.h's CUresult, hip_runtime_api.h's hipError_t). */
-static const struct gpu_result {
-	int code;
-	const char *cuda, *hip;
-} gpu_results[] = {
-	{ 0, "CUDA_SUCCESS", "hipSuccess" },
-	{ 1, "CUDA_ERROR_INVALID_VALUE", "hipErrorInvalidValue" },
-	{ 2, "CUDA_ERROR_OUT_OF_MEMORY", "hipErrorOutOfMemory" },
-	{ 3, "CUDA_ERROR_NOT_INITIALIZED", "hipErrorNotInitialized" },
-	{ 4, "CUDA_ERROR_DEINITIALIZED", "hipErrorDeinitialized" },
-	{ 35, NULL, "hipErrorInsufficientDriver" },
-	{ 100, "CUDA_ERROR_NO_DEVICE", "hipErrorNoDevice" },
-	{ 101, "CUDA_ERROR_INVALID_DEVICE", "hipErrorInvalidDevice" },
-	{ 200, "CUDA_ERROR_INVALID_IMAGE", "hipErrorInvalidImage" },
-	{ 201, "CUDA_ERROR_INVALID_CONTEXT", "hipErrorInvalidContext" },
-	{ 209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "hipErrorNoBinaryForGpu" },
-	{ 218, "CUDA_ERROR_INVALID_PTX", "hipErrorInvalidKernelFile" },
-	{ 221, "CUDA_ERROR_JIT_COMPILER_NOT_FOUND", NULL },
-	{ 222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", NULL },
-	{ 300, "CUDA_ERROR_INVALID_SOURCE", "hipErrorInvalidSource" },
-	{ 301, "CUDA_ERROR_FILE_NOT_FOUND", "hipErrorFileNotFound" },
-	{ 302, "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND", "hipErrorSharedObjectSymbolNotFound" },
-	{ 303, "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED", "hipErrorSharedObjectInitFailed" },
-	{ 304, "CUDA_ERROR_OPERATING_SYSTEM", "hipErrorOperatingSystem" },
-	{ 400, "CUDA_ERROR_INVALID_HANDLE", "hipErrorInvalidHandle" },
-	{ 500, "CUDA_ERROR_NOT_FOUND", "hipErrorNotFound" },
-	{ 801, "CUDA_ERROR_NOT_SUPPORTED", "hipErrorNotSupported" },
-	{ 999, "CUDA_ERROR_UNKNOWN", "hipErrorUnknown" },
-};
-
-const char *event__gpu_result(unsigned int fn, int64_t result)
-{
-	bool hip = fn < N_GPU_FNS && !strncmp(gpu_fns[fn], "hip", 3);
-
-	if (!fn || fn >= N_GPU_FNS)
-		return NULL;
-	for (size_t i = 0; i < sizeof(gpu_results) / sizeof(gpu_results[0]); i++)
-		if (gpu_results[i].code == result)
-			return hip ? gpu_results[i].hip : gpu_results[i].cuda;
-	return NULL;
-}
 
 /* A fixed-size string of the raw record, always terminated. */
 static void copy_str(char *dst, size_t len, const char *src, size_t srclen)
@@ -110,89 +25,6 @@ static void copy_str(char *dst, size_t len, const char *src, size_t srclen)
 
 	memcpy(dst, src, n);
 	dst[n] = '\0';
-}
-
-int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, char *why,
-		  size_t whylen)
-{
-	/* Full-size events (dlopen...) also carry the link map's path. */
-	bool full = size >= offsetof(struct dlw_event, path) + sizeof(raw->path);
-
-	memset(ev, 0, sizeof(*ev));
-	if (size < offsetof(struct dlw_event, path)) {
-		snprintf(why, whylen, "a raw event of %zu bytes, shorter than its header", size);
-		return -EINVAL;
-	}
-	if (!event_kind__id((enum event_kind)raw->type)) {
-		snprintf(why, whylen, "a raw event of unknown type %u", raw->type);
-		return -EINVAL;
-	}
-	ev->kind = (enum event_kind)raw->type;
-	ev->t = raw->ts_ns;
-	ev->pid = (pid_t)raw->pid;
-	ev->tid = (pid_t)raw->tid;
-	ev->in_dlopen = raw->in_dlopen;
-	/* The thread names itself (prctl): shown escaped, a newline included. */
-	termsafe__escape(raw->comm, sizeof(raw->comm), ev->comm, sizeof(ev->comm));
-	switch (ev->kind) {
-	case EVENT_DLOPEN:
-		ev->u.dlopen.path_null = raw->str_state == DLW_STR_NULL;
-		if (!ev->u.dlopen.path_null)
-			copy_str(ev->u.dlopen.path, DLW_STR_LEN, raw->str, sizeof(raw->str));
-		if (full)
-			copy_str(ev->u.dlopen.file, DLW_STR_LEN, raw->path, sizeof(raw->path));
-		ev->u.dlopen.flags = raw->arg0;
-		ev->u.dlopen.lmid = raw->arg1;
-		ev->u.dlopen.handle = (uint64_t)raw->ret;
-		ev->u.dlopen.duration_ns = raw->duration_ns;
-		break;
-	case EVENT_DLCLOSE:
-		ev->u.dlclose.handle = raw->arg0;
-		ev->u.dlclose.result = raw->ret;
-		break;
-	case EVENT_DLSYM:
-		copy_str(ev->u.dlsym.symbol, DLW_STR_LEN, raw->str, sizeof(raw->str));
-		ev->u.dlsym.handle = raw->arg0;
-		ev->u.dlsym.address = (uint64_t)raw->ret;
-		break;
-	case EVENT_OMP_FORK:
-		ev->u.omp_fork.entry = (unsigned int)raw->arg0;
-		ev->u.omp_fork.regions = raw->arg1;
-		ev->u.omp_fork.runtime_id = (unsigned int)raw->ret;
-		break;
-	case EVENT_BLAS_THREAD: break;
-	case EVENT_GPU_LOAD:
-		ev->u.gpu_load.function = raw->arg0 < N_GPU_FNS ? (unsigned int)raw->arg0 : 0;
-		copy_str(ev->u.gpu_load.file, DLW_STR_LEN, raw->str, sizeof(raw->str));
-		ev->u.gpu_load.image_size = raw->arg1;
-		ev->u.gpu_load.image = raw->arg2;
-		ev->u.gpu_load.result = raw->ret;
-		break;
-	case EVENT_EXEC: copy_str(ev->u.exec.file, DLW_STR_LEN, raw->str, sizeof(raw->str)); break;
-	case EVENT_FORK:
-		ev->u.fork.child = (pid_t)raw->arg0;
-		ev->u.fork.thread = raw->arg1 == DLW_FORK_THREAD;
-		break;
-	case EVENT_EXIT: ev->u.exit.wait_status = raw->arg0; break;
-	case EVENT_SIGNAL:
-		ev->u.signal.signo = (unsigned int)raw->arg0;
-		ev->u.signal.address = raw->arg1;
-		break;
-	case EVENT_FUTEX_WAIT:
-		ev->u.futex.what =
-			raw->arg1 == DLW_FUTEX_BEGINS_IN_DLOPEN	 ? EVENT_FUTEX_BEGINS :
-			raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN ? EVENT_FUTEX_BLOCKED_DLOPEN :
-			raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM	 ? EVENT_FUTEX_BLOCKED_DLSYM :
-								   EVENT_FUTEX_ENDED;
-		ev->u.futex.futex = raw->arg0;
-		ev->u.futex.duration_ns = raw->duration_ns;
-		if (raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN ||
-		    raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM)
-			copy_str(ev->u.futex.call, DLW_STR_LEN, raw->str, sizeof(raw->str));
-		break;
-	default: break;
-	}
-	return 0;
 }
 
 static const char *futex_blocked_in(const struct event *ev)
@@ -269,170 +101,6 @@ void event__dl_handle(unsigned long long handle, char *buf, size_t len)
 		snprintf(buf, len, "0x%llx", handle);
 }
 
-void event__text(const struct event *ev, unsigned int style, char *buf, size_t len)
-{
-	bool resolved = style & EVENT_TEXT_RESOLVED;
-	char sig[32];
-
-	switch (ev->kind) {
-	case EVENT_DLOPEN: {
-		const char *fn = ev->u.dlopen.lmid ? "dlmopen" : "dlopen";
-		const char *q = ev->u.dlopen.path_null ? "" : "\"";
-		const char *arg = ev->u.dlopen.path_null ? "NULL" : ev->u.dlopen.path;
-
-		/* dlopen(NULL): the main program, not a file named "". */
-		if (resolved)
-			snprintf(buf, len, "%s(%s%s%s) = %s (%.3f ms)", fn, q, arg, q,
-				 ev->u.dlopen.file[0] ? ev->u.dlopen.file :
-				 ev->u.dlopen.handle  ? "the main program" :
-							"NULL",
-				 (double)ev->u.dlopen.duration_ns / 1e6);
-		else {
-			char flags[128];
-
-			event__dlopen_flags(ev->u.dlopen.flags, flags, sizeof(flags));
-			snprintf(buf, len, "%s(%s%s%s, %s) = 0x%llx (%.3f ms)", fn,
-				 ev->u.dlopen.path_null ? "NULL" : "\"",
-				 ev->u.dlopen.path_null ? "" : ev->u.dlopen.path,
-				 ev->u.dlopen.path_null ? "" : "\"", flags,
-				 (unsigned long long)ev->u.dlopen.handle,
-				 (double)ev->u.dlopen.duration_ns / 1e6);
-		}
-		if (ev->has_python) {
-			char imp[600];
-			size_t used = strlen(buf);
-
-			py_import__describe(&ev->py, imp, sizeof(imp));
-			if (imp[0] && used < len)
-				snprintf(buf + used, len - used, " from %s", imp);
-		}
-		break;
-	}
-	case EVENT_DLCLOSE:
-		snprintf(buf, len, "dlclose(0x%llx) = %lld",
-			 (unsigned long long)ev->u.dlclose.handle, (long long)ev->u.dlclose.result);
-		break;
-	case EVENT_DLSYM: {
-		char handle[32];
-
-		event__dl_handle(ev->u.dlsym.handle, handle, sizeof(handle));
-		snprintf(buf, len, "dlsym(%s, \"%s\") = 0x%llx", handle, ev->u.dlsym.symbol,
-			 (unsigned long long)ev->u.dlsym.address);
-		break;
-	}
-	case EVENT_OMP_FORK: {
-		const char *what = ev->u.omp_fork.entry == DLW_ENTRY_BLAS_DISPATCH ?
-					   "BLAS parallel dispatch (exec_blas)" :
-					   "parallel region";
-		const char *rt = ev->u.omp_fork.runtime;
-
-		if (ev->in_dlopen)
-			snprintf(buf, len, "%s #%llu started inside dlopen%s%s", what,
-				 (unsigned long long)ev->u.omp_fork.regions, *rt ? " in " : "", rt);
-		else
-			snprintf(buf, len, "first %s of %s (#%llu of this thread)", what,
-				 *rt ? rt : "a runtime",
-				 (unsigned long long)ev->u.omp_fork.regions);
-		break;
-	}
-	case EVENT_BLAS_THREAD: snprintf(buf, len, "BLAS pool thread starts"); break;
-	case EVENT_GPU_LOAD: {
-		const char *file = ev->u.gpu_load.file;
-		const char *res = event__gpu_result(ev->u.gpu_load.function, ev->u.gpu_load.result);
-		char image[40] = "";
-
-		/* A load from memory: where the image is, to match it with the code that built it. */
-		if (ev->u.gpu_load.image)
-			snprintf(image, sizeof(image), "image 0x%llx,",
-				 (unsigned long long)ev->u.gpu_load.image);
-		if (resolved)
-			snprintf(buf, len, "%s(%s%s) size %lld = %lld%s%s%s",
-				 event__gpu_fn(ev->u.gpu_load.function), file, image,
-				 (long long)ev->u.gpu_load.image_size,
-				 (long long)ev->u.gpu_load.result, res ? " (" : "", res ? res : "",
-				 res ? ")" : "");
-		else
-			snprintf(buf, len, "%s(%s%s%s%s size %llu) = %lld%s%s%s",
-				 event__gpu_fn(ev->u.gpu_load.function), file[0] ? "\"" : "", file,
-				 file[0] ? "\"," : "", image,
-				 (unsigned long long)ev->u.gpu_load.image_size,
-				 (long long)ev->u.gpu_load.result, res ? " (" : "", res ? res : "",
-				 res ? ")" : "");
-		break;
-	}
-	case EVENT_EXEC: snprintf(buf, len, "exec %s", ev->u.exec.file); break;
-	case EVENT_FORK:
-		snprintf(buf, len, "%s %llu%s", ev->u.fork.thread ? "new thread" : "fork, child",
-			 (unsigned long long)ev->u.fork.child,
-			 ev->in_dlopen ? " (inside dlopen)" : "");
-		break;
-	case EVENT_EXIT: event__wait_status(ev->u.exit.wait_status, buf, len); break;
-	case EVENT_SIGNAL:
-		snprintf(buf, len, "fatal signal %s, fault address %s, at %s",
-			 event__signal_name((int)ev->u.signal.signo, sig, sizeof(sig)),
-			 ev->u.signal.where[0] ? ev->u.signal.where : "?",
-			 ev->u.signal.at[0] ? ev->u.signal.at : "?");
-		break;
-	case EVENT_FUTEX_WAIT: {
-		const char *in = futex_blocked_in(ev);
-		unsigned long long futex = ev->u.futex.futex;
-
-		if (in)
-			snprintf(buf, len,
-				 "blocked in a futex wait on 0x%llx inside %s(\"%s\"), which began "
-				 "%.0f ms ago",
-				 futex, in, ev->u.futex.call,
-				 (double)ev->u.futex.duration_ns / 1e6);
-		else if (ev->u.futex.what == EVENT_FUTEX_BEGINS)
-			snprintf(buf, len, "futex wait on 0x%llx begins inside dlopen", futex);
-		else
-			snprintf(buf, len, "futex wait on 0x%llx for %.1f ms%s", futex,
-				 (double)ev->u.futex.duration_ns / 1e6,
-				 ev->in_dlopen ? " (inside dlopen)" : "");
-		break;
-	}
-	default: snprintf(buf, len, "?");
-	}
-}
-
-const char *event__object(const struct event *ev)
-{
-	const char *s = NULL;
-
-	switch (ev->kind) {
-	case EVENT_DLOPEN:
-		s = ev->u.dlopen.file[0]   ? ev->u.dlopen.file :
-		    ev->u.dlopen.path_null ? NULL :
-					     ev->u.dlopen.path;
-		break;
-	case EVENT_GPU_LOAD: s = ev->u.gpu_load.file; break;
-	case EVENT_OMP_FORK: s = ev->u.omp_fork.runtime; break;
-	case EVENT_EXEC: s = ev->u.exec.file; break;
-	case EVENT_SIGNAL: s = ev->u.signal.where; break;
-	case EVENT_FUTEX_WAIT:
-		/* Found blocked inside dlopen: the library filter finds it under that file. */
-		if (ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN)
-			s = ev->u.futex.call;
-		break;
-	default: break;
-	}
-	return s && *s ? s : NULL;
-}
-
-void event_stack__to_json(const struct event_stack *s, json_t *rec)
-{
-	json_t *text = json_array(), *pcs = json_array();
-
-	for (size_t i = 0; i < s->n; i++) {
-		json_array_append_new(text, json_string(s->frames[i]));
-		json_array_append_new(pcs, json_integer((json_int_t)s->pcs[i]));
-	}
-	json_object_set_new(rec, "stack", text);
-	json_object_set_new(rec, "stack_pc", pcs);
-	if (s->end)
-		json_object_set_new(rec, "stack_end", json_string(s->end));
-}
-
 /* Field setters that, as the collector always did, leave out a string that is not UTF-8. */
 static void set(json_t *rec, const char *key, json_t *v)
 {
@@ -467,97 +135,6 @@ static json_t *python_to_json(const struct py_import *py)
 	if (py->error)
 		json_object_set_new(o, "error", json_string(py->error));
 	return o;
-}
-
-json_t *event__to_json(const struct event *ev)
-{
-	json_t *j;
-
-	if (!event_kind__id(ev->kind))
-		return NULL;
-	j = json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_kind__id(ev->kind), "t",
-		      (json_int_t)ev->t, "pid", ev->pid, "tid", ev->tid, "comm", ev->comm,
-		      "in_dlopen", (int)ev->in_dlopen);
-	if (!j)
-		return NULL;
-	if (ev->has_rank)
-		set(j, "rank", json_integer(ev->rank));
-	switch (ev->kind) {
-	case EVENT_DLOPEN:
-		set(j, "path",
-		    ev->u.dlopen.path_null ? json_null() : json_string(ev->u.dlopen.path));
-		set(j, "file", json_string(ev->u.dlopen.file));
-		set(j, "flags", jint(ev->u.dlopen.flags));
-		set(j, "handle", jint(ev->u.dlopen.handle));
-		set(j, "duration_ns", jint(ev->u.dlopen.duration_ns));
-		break;
-	case EVENT_DLCLOSE:
-		set(j, "handle", jint(ev->u.dlclose.handle));
-		set(j, "result", json_integer(ev->u.dlclose.result));
-		break;
-	case EVENT_DLSYM:
-		set(j, "symbol", json_string(ev->u.dlsym.symbol));
-		set(j, "handle", jint(ev->u.dlsym.handle));
-		set(j, "address", jint(ev->u.dlsym.address));
-		break;
-	case EVENT_OMP_FORK:
-		set(j, "regions", jint(ev->u.omp_fork.regions));
-		set(j, "entry", jint(ev->u.omp_fork.entry));
-		if (ev->u.omp_fork.runtime[0])
-			set(j, "runtime", json_string(ev->u.omp_fork.runtime));
-		break;
-	case EVENT_GPU_LOAD:
-		set(j, "function", json_string(event__gpu_fn(ev->u.gpu_load.function)));
-		set(j, "file", json_string(ev->u.gpu_load.file));
-		set(j, "image_size", jint(ev->u.gpu_load.image_size));
-		if (ev->u.gpu_load.image)
-			set(j, "image", jint(ev->u.gpu_load.image));
-		set(j, "result", json_integer(ev->u.gpu_load.result));
-		if (event__gpu_result(ev->u.gpu_load.function, ev->u.gpu_load.result))
-			set(j, "result_name",
-			    json_string(event__gpu_result(ev->u.gpu_load.function,
-							  ev->u.gpu_load.result)));
-		break;
-	case EVENT_EXEC: set(j, "file", json_string(ev->u.exec.file)); break;
-	case EVENT_FORK:
-		set(j, "child", json_integer(ev->u.fork.child));
-		set(j, "thread", json_boolean(ev->u.fork.thread));
-		break;
-	case EVENT_EXIT: {
-		/* check --json's COMMAND form: exit_status or signal; the raw status beside. */
-		int st = (int)ev->u.exit.wait_status;
-		char sig[32];
-
-		set(j, "exit_status", WIFEXITED(st) ? json_integer(WEXITSTATUS(st)) : json_null());
-		set(j, "signal",
-		    WIFSIGNALED(st) ?
-			    json_string(event__signal_name(WTERMSIG(st), sig, sizeof(sig))) :
-			    json_null());
-		set(j, "core_dumped", json_boolean(WIFSIGNALED(st) && WCOREDUMP(st)));
-		set(j, "wait_status", jint(ev->u.exit.wait_status));
-		break;
-	}
-	case EVENT_SIGNAL:
-		set(j, "at", json_string(ev->u.signal.at));
-		set(j, "signal", jint(ev->u.signal.signo));
-		set(j, "address", jint(ev->u.signal.address));
-		set(j, "where", json_string(ev->u.signal.where));
-		break;
-	case EVENT_FUTEX_WAIT:
-		set(j, "futex", jint(ev->u.futex.futex));
-		if (futex_blocked_in(ev)) {
-			set(j, "blocked_in", json_string(futex_blocked_in(ev)));
-			set(j, "call", json_string(ev->u.futex.call));
-		}
-		set(j, "duration_ns", jint(ev->u.futex.duration_ns));
-		break;
-	default: break;
-	}
-	if (ev->has_stack)
-		event_stack__to_json(&ev->stack, j);
-	if (ev->has_python)
-		set(j, "python", python_to_json(&ev->py));
-	return j;
 }
 
 /* Reading a record: the first field that is missing or of the wrong type names the fault. */
@@ -692,6 +269,543 @@ static int read_python(struct reader *r, const json_t *o, struct py_import *py)
 	return 0;
 }
 
+/*
+ * Each kind: its raw record's fields, its text line, and its trace record's fields out and
+ * back (the header fields, stack and Python stack are common).
+ */
+struct kind_ops {
+	const char *id;
+	void (*decode)(struct event *ev, const struct dlw_event *raw, bool full);
+	void (*text)(const struct event *ev, bool resolved, char *buf, size_t len);
+	void (*to_json)(const struct event *ev, json_t *j);
+	void (*from_json)(struct reader *r, struct event *ev);
+};
+
+/* dlopen and dlmopen */
+
+static void dlopen_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	ev->u.dlopen.path_null = raw->str_state == DLW_STR_NULL;
+	if (!ev->u.dlopen.path_null)
+		copy_str(ev->u.dlopen.path, DLW_STR_LEN, raw->str, sizeof(raw->str));
+	if (full)
+		copy_str(ev->u.dlopen.file, DLW_STR_LEN, raw->path, sizeof(raw->path));
+	ev->u.dlopen.flags = raw->arg0;
+	ev->u.dlopen.lmid = raw->arg1;
+	ev->u.dlopen.handle = (uint64_t)raw->ret;
+	ev->u.dlopen.duration_ns = raw->duration_ns;
+}
+
+static void dlopen_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	const char *fn = ev->u.dlopen.lmid ? "dlmopen" : "dlopen";
+	const char *q = ev->u.dlopen.path_null ? "" : "\"";
+	const char *arg = ev->u.dlopen.path_null ? "NULL" : ev->u.dlopen.path;
+
+	/* dlopen(NULL): the main program, not a file named "". */
+	if (resolved)
+		snprintf(buf, len, "%s(%s%s%s) = %s (%.3f ms)", fn, q, arg, q,
+			 ev->u.dlopen.file[0] ? ev->u.dlopen.file :
+			 ev->u.dlopen.handle  ? "the main program" :
+						"NULL",
+			 (double)ev->u.dlopen.duration_ns / 1e6);
+	else {
+		char flags[128];
+
+		event__dlopen_flags(ev->u.dlopen.flags, flags, sizeof(flags));
+		snprintf(buf, len, "%s(%s%s%s, %s) = 0x%llx (%.3f ms)", fn, q, arg, q, flags,
+			 (unsigned long long)ev->u.dlopen.handle,
+			 (double)ev->u.dlopen.duration_ns / 1e6);
+	}
+	if (ev->has_python) {
+		char imp[600];
+		size_t used = strlen(buf);
+
+		py_import__describe(&ev->py, imp, sizeof(imp));
+		if (imp[0] && used < len)
+			snprintf(buf + used, len - used, " from %s", imp);
+	}
+}
+
+static void dlopen_to_json(const struct event *ev, json_t *j)
+{
+	set(j, "path", ev->u.dlopen.path_null ? json_null() : json_string(ev->u.dlopen.path));
+	set(j, "file", json_string(ev->u.dlopen.file));
+	set(j, "flags", jint(ev->u.dlopen.flags));
+	set(j, "handle", jint(ev->u.dlopen.handle));
+	set(j, "duration_ns", jint(ev->u.dlopen.duration_ns));
+}
+
+static void dlopen_from_json(struct reader *r, struct event *ev)
+{
+	const json_t *v = field(r, "path", false, "a string or null", is_str_or_null);
+
+	ev->u.dlopen.path_null = !json_is_string(v);
+	snprintf(ev->u.dlopen.path, DLW_STR_LEN, "%s",
+		 json_is_string(v) ? json_string_value(v) : "");
+	get_str(r, "file", false, ev->u.dlopen.file, DLW_STR_LEN);
+	ev->u.dlopen.flags = get_int(r, "flags", false);
+	ev->u.dlopen.handle = get_int(r, "handle", false);
+	ev->u.dlopen.duration_ns = get_int(r, "duration_ns", false);
+}
+
+/* dlclose */
+
+static void dlclose_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	ev->u.dlclose.handle = raw->arg0;
+	ev->u.dlclose.result = raw->ret;
+}
+
+static void dlclose_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	snprintf(buf, len, "dlclose(0x%llx) = %lld", (unsigned long long)ev->u.dlclose.handle,
+		 (long long)ev->u.dlclose.result);
+}
+
+static void dlclose_to_json(const struct event *ev, json_t *j)
+{
+	set(j, "handle", jint(ev->u.dlclose.handle));
+	set(j, "result", json_integer(ev->u.dlclose.result));
+}
+
+static void dlclose_from_json(struct reader *r, struct event *ev)
+{
+	ev->u.dlclose.handle = get_int(r, "handle", false);
+	ev->u.dlclose.result = (int64_t)get_int(r, "result", false);
+}
+
+/* dlsym and dlvsym */
+
+static void dlsym_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	copy_str(ev->u.dlsym.symbol, DLW_STR_LEN, raw->str, sizeof(raw->str));
+	ev->u.dlsym.handle = raw->arg0;
+	ev->u.dlsym.address = (uint64_t)raw->ret;
+}
+
+static void dlsym_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	char handle[32];
+
+	event__dl_handle(ev->u.dlsym.handle, handle, sizeof(handle));
+	snprintf(buf, len, "dlsym(%s, \"%s\") = 0x%llx", handle, ev->u.dlsym.symbol,
+		 (unsigned long long)ev->u.dlsym.address);
+}
+
+static void dlsym_to_json(const struct event *ev, json_t *j)
+{
+	set(j, "symbol", json_string(ev->u.dlsym.symbol));
+	set(j, "handle", jint(ev->u.dlsym.handle));
+	set(j, "address", jint(ev->u.dlsym.address));
+}
+
+static void dlsym_from_json(struct reader *r, struct event *ev)
+{
+	get_str(r, "symbol", false, ev->u.dlsym.symbol, DLW_STR_LEN);
+	ev->u.dlsym.handle = get_int(r, "handle", false);
+	ev->u.dlsym.address = get_int(r, "address", false);
+}
+
+/* A parallel region or BLAS dispatch */
+
+static void omp_fork_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	ev->u.omp_fork.entry = (unsigned int)raw->arg0;
+	ev->u.omp_fork.regions = raw->arg1;
+	ev->u.omp_fork.runtime_id = (unsigned int)raw->ret;
+}
+
+static void omp_fork_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	const char *what = ev->u.omp_fork.entry == DLW_ENTRY_BLAS_DISPATCH ?
+				   "BLAS parallel dispatch (exec_blas)" :
+				   "parallel region";
+	const char *rt = ev->u.omp_fork.runtime;
+
+	if (ev->in_dlopen)
+		snprintf(buf, len, "%s #%llu started inside dlopen%s%s", what,
+			 (unsigned long long)ev->u.omp_fork.regions, *rt ? " in " : "", rt);
+	else
+		snprintf(buf, len, "first %s of %s (#%llu of this thread)", what,
+			 *rt ? rt : "a runtime", (unsigned long long)ev->u.omp_fork.regions);
+}
+
+static void omp_fork_to_json(const struct event *ev, json_t *j)
+{
+	set(j, "regions", jint(ev->u.omp_fork.regions));
+	set(j, "entry", jint(ev->u.omp_fork.entry));
+	if (ev->u.omp_fork.runtime[0])
+		set(j, "runtime", json_string(ev->u.omp_fork.runtime));
+}
+
+static void omp_fork_from_json(struct reader *r, struct event *ev)
+{
+	ev->u.omp_fork.regions = get_int(r, "regions", false);
+	ev->u.omp_fork.entry = (unsigned int)get_int(r, "entry", false);
+	get_str(r, "runtime", false, ev->u.omp_fork.runtime, DLW_STR_LEN);
+}
+
+static void blas_thread_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	snprintf(buf, len, "BLAS pool thread starts");
+}
+
+/* A GPU module load or program build (event_gpu.c) */
+
+static void gpu_load_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	event_gpu__decode(ev, raw);
+}
+
+static void gpu_load_to_json(const struct event *ev, json_t *j)
+{
+	unsigned int fn = ev->u.gpu_load.function;
+	const char *res = event__gpu_result(fn, ev->u.gpu_load.result);
+
+	set(j, "function", json_string(event__gpu_fn(fn)));
+	set(j, "runtime", json_string(event__gpu_runtime(fn)));
+	set(j, "file", json_string(ev->u.gpu_load.file));
+	if (ev->u.gpu_load.options[0])
+		set(j, "options", json_string(ev->u.gpu_load.options));
+	set(j, "image_size", jint(ev->u.gpu_load.image_size));
+	if (ev->u.gpu_load.image)
+		set(j, "image", jint(ev->u.gpu_load.image));
+	if (ev->u.gpu_load.program || event_gpu__creates(fn))
+		set(j, "program", jint(ev->u.gpu_load.program));
+	if (!event_gpu__is_load(fn))
+		set(j, "count", jint(ev->u.gpu_load.count));
+	/* An OpenCL create call given no errcode_ret: no result to tell. */
+	if (!ev->u.gpu_load.no_result) {
+		set(j, "result", json_integer(ev->u.gpu_load.result));
+		if (res)
+			set(j, "result_name", json_string(res));
+	}
+	set(j, "duration_ns", jint(ev->u.gpu_load.duration_ns));
+}
+
+static void gpu_load_from_json(struct reader *r, struct event *ev)
+{
+	char fn[64];
+
+	get_str(r, "function", false, fn, sizeof(fn));
+	ev->u.gpu_load.function = event_gpu__parse_fn(fn);
+	get_str(r, "file", false, ev->u.gpu_load.file, DLW_STR_LEN);
+	get_str(r, "options", false, ev->u.gpu_load.options, DLW_STR_LEN);
+	ev->u.gpu_load.image_size = get_int(r, "image_size", false);
+	ev->u.gpu_load.image = get_int(r, "image", false);
+	ev->u.gpu_load.program = get_int(r, "program", false);
+	ev->u.gpu_load.count = (unsigned int)get_int(r, "count", false);
+	ev->u.gpu_load.no_result = !json_object_get(r->rec, "result");
+	ev->u.gpu_load.result = (int64_t)get_int(r, "result", false);
+	ev->u.gpu_load.duration_ns = get_int(r, "duration_ns", false);
+}
+
+/* exec */
+
+static void exec_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	copy_str(ev->u.exec.file, DLW_STR_LEN, raw->str, sizeof(raw->str));
+}
+
+static void exec_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	snprintf(buf, len, "exec %s", ev->u.exec.file);
+}
+
+static void exec_to_json(const struct event *ev, json_t *j)
+{
+	set(j, "file", json_string(ev->u.exec.file));
+}
+
+static void exec_from_json(struct reader *r, struct event *ev)
+{
+	get_str(r, "file", false, ev->u.exec.file, DLW_STR_LEN);
+}
+
+/* fork, and a thread created inside dlopen */
+
+static void fork_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	ev->u.fork.child = (pid_t)raw->arg0;
+	ev->u.fork.thread = raw->arg1 == DLW_FORK_THREAD;
+}
+
+static void fork_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %llu%s", ev->u.fork.thread ? "new thread" : "fork, child",
+		 (unsigned long long)ev->u.fork.child, ev->in_dlopen ? " (inside dlopen)" : "");
+}
+
+static void fork_to_json(const struct event *ev, json_t *j)
+{
+	set(j, "child", json_integer(ev->u.fork.child));
+	set(j, "thread", json_boolean(ev->u.fork.thread));
+}
+
+static void fork_from_json(struct reader *r, struct event *ev)
+{
+	ev->u.fork.child = (pid_t)get_int(r, "child", false);
+	ev->u.fork.thread = json_is_true(field(r, "thread", false, "a boolean", is_bool));
+}
+
+/* A process's exit */
+
+static void exit_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	ev->u.exit.wait_status = raw->arg0;
+}
+
+static void exit_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	event__wait_status(ev->u.exit.wait_status, buf, len);
+}
+
+static void exit_to_json(const struct event *ev, json_t *j)
+{
+	/* check --json's COMMAND form: exit_status or signal; the raw status beside. */
+	int st = (int)ev->u.exit.wait_status;
+	char sig[32];
+
+	set(j, "exit_status", WIFEXITED(st) ? json_integer(WEXITSTATUS(st)) : json_null());
+	set(j, "signal",
+	    WIFSIGNALED(st) ? json_string(event__signal_name(WTERMSIG(st), sig, sizeof(sig))) :
+			      json_null());
+	set(j, "core_dumped", json_boolean(WIFSIGNALED(st) && WCOREDUMP(st)));
+	set(j, "wait_status", jint(ev->u.exit.wait_status));
+}
+
+static void exit_from_json(struct reader *r, struct event *ev)
+{
+	/* "exit_code" in traces before wait_status: the same raw status. */
+	ev->u.exit.wait_status = json_object_get(r->rec, "wait_status") ?
+					 get_int(r, "wait_status", false) :
+					 get_int(r, "exit_code", false);
+}
+
+/* A fatal signal */
+
+static void signal_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	ev->u.signal.signo = (unsigned int)raw->arg0;
+	ev->u.signal.address = raw->arg1;
+}
+
+static void signal_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	char sig[32];
+
+	snprintf(buf, len, "fatal signal %s, fault address %s, at %s",
+		 event__signal_name((int)ev->u.signal.signo, sig, sizeof(sig)),
+		 ev->u.signal.where[0] ? ev->u.signal.where : "?",
+		 ev->u.signal.at[0] ? ev->u.signal.at : "?");
+}
+
+static void signal_to_json(const struct event *ev, json_t *j)
+{
+	set(j, "at", json_string(ev->u.signal.at));
+	set(j, "signal", jint(ev->u.signal.signo));
+	set(j, "address", jint(ev->u.signal.address));
+	set(j, "where", json_string(ev->u.signal.where));
+}
+
+static void signal_from_json(struct reader *r, struct event *ev)
+{
+	get_str(r, "at", false, ev->u.signal.at, sizeof(ev->u.signal.at));
+	ev->u.signal.signo = (unsigned int)get_int(r, "signal", false);
+	ev->u.signal.address = get_int(r, "address", false);
+	get_str(r, "where", false, ev->u.signal.where, sizeof(ev->u.signal.where));
+}
+
+/* A futex wait */
+
+static void futex_decode(struct event *ev, const struct dlw_event *raw, bool full)
+{
+	ev->u.futex.what = raw->arg1 == DLW_FUTEX_BEGINS_IN_DLOPEN  ? EVENT_FUTEX_BEGINS :
+			   raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN ? EVENT_FUTEX_BLOCKED_DLOPEN :
+			   raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM  ? EVENT_FUTEX_BLOCKED_DLSYM :
+								      EVENT_FUTEX_ENDED;
+	ev->u.futex.futex = raw->arg0;
+	ev->u.futex.duration_ns = raw->duration_ns;
+	if (raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN || raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM)
+		copy_str(ev->u.futex.call, DLW_STR_LEN, raw->str, sizeof(raw->str));
+}
+
+static void futex_text(const struct event *ev, bool resolved, char *buf, size_t len)
+{
+	const char *in = futex_blocked_in(ev);
+	unsigned long long futex = ev->u.futex.futex;
+
+	if (in)
+		snprintf(buf, len,
+			 "blocked in a futex wait on 0x%llx inside %s(\"%s\"), which began "
+			 "%.0f ms ago",
+			 futex, in, ev->u.futex.call, (double)ev->u.futex.duration_ns / 1e6);
+	else if (ev->u.futex.what == EVENT_FUTEX_BEGINS)
+		snprintf(buf, len, "futex wait on 0x%llx begins inside dlopen", futex);
+	else
+		snprintf(buf, len, "futex wait on 0x%llx for %.1f ms%s", futex,
+			 (double)ev->u.futex.duration_ns / 1e6,
+			 ev->in_dlopen ? " (inside dlopen)" : "");
+}
+
+static void futex_to_json(const struct event *ev, json_t *j)
+{
+	set(j, "futex", jint(ev->u.futex.futex));
+	if (futex_blocked_in(ev)) {
+		set(j, "blocked_in", json_string(futex_blocked_in(ev)));
+		set(j, "call", json_string(ev->u.futex.call));
+	}
+	set(j, "duration_ns", jint(ev->u.futex.duration_ns));
+}
+
+static void futex_from_json(struct reader *r, struct event *ev)
+{
+	char in[16];
+
+	ev->u.futex.futex = get_int(r, "futex", false);
+	ev->u.futex.duration_ns = get_int(r, "duration_ns", false);
+	get_str(r, "blocked_in", false, in, sizeof(in));
+	get_str(r, "call", false, ev->u.futex.call, DLW_STR_LEN);
+	/* docs/trace-format.md: duration 0 is a wait inside dlopen reported as it began. */
+	if (!strcmp(in, "dlopen"))
+		ev->u.futex.what = EVENT_FUTEX_BLOCKED_DLOPEN;
+	else if (!strcmp(in, "dlsym"))
+		ev->u.futex.what = EVENT_FUTEX_BLOCKED_DLSYM;
+	else if (in[0] && !r->bad) {
+		snprintf(r->why, r->whylen,
+			 "a \"futex_wait\" record blocked in \"%s\", neither dlopen nor dlsym", in);
+		r->bad = true;
+	} else
+		ev->u.futex.what = ev->u.futex.duration_ns ? EVENT_FUTEX_ENDED : EVENT_FUTEX_BEGINS;
+}
+
+static const struct kind_ops kinds[EVENT__COUNT] = {
+	[EVENT_DLOPEN] = { "dlopen", dlopen_decode, dlopen_text, dlopen_to_json, dlopen_from_json },
+	[EVENT_DLCLOSE] = { "dlclose", dlclose_decode, dlclose_text, dlclose_to_json,
+			    dlclose_from_json },
+	[EVENT_DLSYM] = { "dlsym", dlsym_decode, dlsym_text, dlsym_to_json, dlsym_from_json },
+	[EVENT_OMP_FORK] = { "omp_fork", omp_fork_decode, omp_fork_text, omp_fork_to_json,
+			     omp_fork_from_json },
+	[EVENT_BLAS_THREAD] = { "blas_thread", NULL, blas_thread_text, NULL, NULL },
+	[EVENT_GPU_LOAD] = { "gpu_load", gpu_load_decode, event_gpu__text, gpu_load_to_json,
+			     gpu_load_from_json },
+	[EVENT_EXEC] = { "exec", exec_decode, exec_text, exec_to_json, exec_from_json },
+	[EVENT_FORK] = { "fork", fork_decode, fork_text, fork_to_json, fork_from_json },
+	[EVENT_EXIT] = { "exit", exit_decode, exit_text, exit_to_json, exit_from_json },
+	[EVENT_SIGNAL] = { "signal", signal_decode, signal_text, signal_to_json, signal_from_json },
+	[EVENT_FUTEX_WAIT] = { "futex_wait", futex_decode, futex_text, futex_to_json,
+			       futex_from_json },
+};
+
+const char *event_kind__id(enum event_kind k)
+{
+	return k > 0 && k < EVENT__COUNT ? kinds[k].id : NULL;
+}
+
+enum event_kind event_kind__parse(const char *id)
+{
+	for (int k = 1; id && k < EVENT__COUNT; k++)
+		if (!strcmp(id, kinds[k].id))
+			return (enum event_kind)k;
+	return 0;
+}
+
+int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, char *why,
+		  size_t whylen)
+{
+	/* Full-size events (dlopen...) also carry the link map's path. */
+	bool full = size >= offsetof(struct dlw_event, path) + sizeof(raw->path);
+
+	memset(ev, 0, sizeof(*ev));
+	if (size < offsetof(struct dlw_event, path)) {
+		snprintf(why, whylen, "a raw event of %zu bytes, shorter than its header", size);
+		return -EINVAL;
+	}
+	if (!event_kind__id((enum event_kind)raw->type)) {
+		snprintf(why, whylen, "a raw event of unknown type %u", raw->type);
+		return -EINVAL;
+	}
+	ev->kind = (enum event_kind)raw->type;
+	ev->t = raw->ts_ns;
+	ev->pid = (pid_t)raw->pid;
+	ev->tid = (pid_t)raw->tid;
+	ev->in_dlopen = raw->in_dlopen;
+	/* The thread names itself (prctl): shown escaped, a newline included. */
+	termsafe__escape(raw->comm, sizeof(raw->comm), ev->comm, sizeof(ev->comm));
+	if (kinds[ev->kind].decode)
+		kinds[ev->kind].decode(ev, raw, full);
+	return 0;
+}
+
+void event__text(const struct event *ev, unsigned int style, char *buf, size_t len)
+{
+	if (event_kind__id(ev->kind))
+		kinds[ev->kind].text(ev, style & EVENT_TEXT_RESOLVED, buf, len);
+	else
+		snprintf(buf, len, "?");
+}
+
+const char *event__object(const struct event *ev)
+{
+	const char *s = NULL;
+
+	switch (ev->kind) {
+	case EVENT_DLOPEN:
+		s = ev->u.dlopen.file[0]   ? ev->u.dlopen.file :
+		    ev->u.dlopen.path_null ? NULL :
+					     ev->u.dlopen.path;
+		break;
+	case EVENT_GPU_LOAD: s = ev->u.gpu_load.file; break;
+	case EVENT_OMP_FORK: s = ev->u.omp_fork.runtime; break;
+	case EVENT_EXEC: s = ev->u.exec.file; break;
+	case EVENT_SIGNAL: s = ev->u.signal.where; break;
+	case EVENT_FUTEX_WAIT:
+		/* Found blocked inside dlopen: the library filter finds it under that file. */
+		if (ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN)
+			s = ev->u.futex.call;
+		break;
+	default: break;
+	}
+	return s && *s ? s : NULL;
+}
+
+void event_stack__to_json(const struct event_stack *s, json_t *rec)
+{
+	json_t *text = json_array(), *pcs = json_array();
+
+	for (size_t i = 0; i < s->n; i++) {
+		json_array_append_new(text, json_string(s->frames[i]));
+		json_array_append_new(pcs, json_integer((json_int_t)s->pcs[i]));
+	}
+	json_object_set_new(rec, "stack", text);
+	json_object_set_new(rec, "stack_pc", pcs);
+	if (s->end)
+		json_object_set_new(rec, "stack_end", json_string(s->end));
+}
+
+json_t *event__to_json(const struct event *ev)
+{
+	json_t *j;
+
+	if (!event_kind__id(ev->kind))
+		return NULL;
+	j = json_pack("{s:s, s:I, s:i, s:i, s:s, s:i}", "type", event_kind__id(ev->kind), "t",
+		      (json_int_t)ev->t, "pid", ev->pid, "tid", ev->tid, "comm", ev->comm,
+		      "in_dlopen", (int)ev->in_dlopen);
+	if (!j)
+		return NULL;
+	if (ev->has_rank)
+		set(j, "rank", json_integer(ev->rank));
+	if (kinds[ev->kind].to_json)
+		kinds[ev->kind].to_json(ev, j);
+	if (ev->has_stack)
+		event_stack__to_json(&ev->stack, j);
+	if (ev->has_python)
+		set(j, "python", python_to_json(&ev->py));
+	return j;
+}
+
 int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whylen)
 {
 	struct reader r = { .rec = rec, .why = why, .whylen = whylen };
@@ -722,86 +836,8 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 		ev->has_rank = true;
 		ev->rank = (int)json_integer_value(v);
 	}
-	switch (ev->kind) {
-	case EVENT_DLOPEN:
-		v = field(&r, "path", false, "a string or null", is_str_or_null);
-		ev->u.dlopen.path_null = !json_is_string(v);
-		snprintf(ev->u.dlopen.path, DLW_STR_LEN, "%s",
-			 json_is_string(v) ? json_string_value(v) : "");
-		get_str(&r, "file", false, ev->u.dlopen.file, DLW_STR_LEN);
-		ev->u.dlopen.flags = get_int(&r, "flags", false);
-		ev->u.dlopen.handle = get_int(&r, "handle", false);
-		ev->u.dlopen.duration_ns = get_int(&r, "duration_ns", false);
-		break;
-	case EVENT_DLCLOSE:
-		ev->u.dlclose.handle = get_int(&r, "handle", false);
-		ev->u.dlclose.result = (int64_t)get_int(&r, "result", false);
-		break;
-	case EVENT_DLSYM:
-		get_str(&r, "symbol", false, ev->u.dlsym.symbol, DLW_STR_LEN);
-		ev->u.dlsym.handle = get_int(&r, "handle", false);
-		ev->u.dlsym.address = get_int(&r, "address", false);
-		break;
-	case EVENT_OMP_FORK:
-		ev->u.omp_fork.regions = get_int(&r, "regions", false);
-		ev->u.omp_fork.entry = (unsigned int)get_int(&r, "entry", false);
-		get_str(&r, "runtime", false, ev->u.omp_fork.runtime, DLW_STR_LEN);
-		break;
-	case EVENT_GPU_LOAD: {
-		char fn[64];
-
-		get_str(&r, "function", false, fn, sizeof(fn));
-		for (unsigned int k = 1; k < N_GPU_FNS; k++)
-			if (!strcmp(fn, gpu_fns[k]))
-				ev->u.gpu_load.function = k;
-		get_str(&r, "file", false, ev->u.gpu_load.file, DLW_STR_LEN);
-		ev->u.gpu_load.image_size = get_int(&r, "image_size", false);
-		ev->u.gpu_load.image = get_int(&r, "image", false);
-		ev->u.gpu_load.result = (int64_t)get_int(&r, "result", false);
-		break;
-	}
-	case EVENT_EXEC: get_str(&r, "file", false, ev->u.exec.file, DLW_STR_LEN); break;
-	case EVENT_FORK:
-		ev->u.fork.child = (pid_t)get_int(&r, "child", false);
-		ev->u.fork.thread = json_is_true(field(&r, "thread", false, "a boolean", is_bool));
-		break;
-	case EVENT_EXIT:
-		/* "exit_code" in traces before wait_status: the same raw status. */
-		ev->u.exit.wait_status = json_object_get(rec, "wait_status") ?
-						 get_int(&r, "wait_status", false) :
-						 get_int(&r, "exit_code", false);
-		break;
-	case EVENT_SIGNAL:
-		get_str(&r, "at", false, ev->u.signal.at, sizeof(ev->u.signal.at));
-		ev->u.signal.signo = (unsigned int)get_int(&r, "signal", false);
-		ev->u.signal.address = get_int(&r, "address", false);
-		get_str(&r, "where", false, ev->u.signal.where, sizeof(ev->u.signal.where));
-		break;
-	case EVENT_FUTEX_WAIT: {
-		char in[16];
-
-		ev->u.futex.futex = get_int(&r, "futex", false);
-		ev->u.futex.duration_ns = get_int(&r, "duration_ns", false);
-		get_str(&r, "blocked_in", false, in, sizeof(in));
-		get_str(&r, "call", false, ev->u.futex.call, DLW_STR_LEN);
-		/* docs/trace-format.md: duration 0 is a wait inside dlopen reported as it began. */
-		if (!strcmp(in, "dlopen"))
-			ev->u.futex.what = EVENT_FUTEX_BLOCKED_DLOPEN;
-		else if (!strcmp(in, "dlsym"))
-			ev->u.futex.what = EVENT_FUTEX_BLOCKED_DLSYM;
-		else if (in[0] && !r.bad) {
-			snprintf(
-				why, whylen,
-				"a \"futex_wait\" record blocked in \"%s\", neither dlopen nor dlsym",
-				in);
-			r.bad = true;
-		} else
-			ev->u.futex.what = ev->u.futex.duration_ns ? EVENT_FUTEX_ENDED :
-								     EVENT_FUTEX_BEGINS;
-		break;
-	}
-	default: break;
-	}
+	if (kinds[ev->kind].from_json)
+		kinds[ev->kind].from_json(&r, ev);
 	ev->has_stack = json_object_get(rec, "stack") != NULL;
 	ev->py.site = -1;
 	if (!r.bad && json_object_get(rec, "python")) {

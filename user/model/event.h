@@ -31,7 +31,7 @@ enum event_kind {
 	EVENT_OMP_FORK,	   /* a parallel region or BLAS dispatch started inside dlopen, or the
 			    * first one of a runtime in a process (in_dlopen 0) */
 	EVENT_BLAS_THREAD, /* a BLAS pool thread starts */
-	EVENT_GPU_LOAD,	   /* a CUDA or HIP module load */
+	EVENT_GPU_LOAD,	   /* a GPU module load or program build (CUDA, HIP, OpenCL, Level Zero) */
 	EVENT_EXEC,
 	EVENT_FORK, /* a process forked, or a thread created inside dlopen */
 	EVENT_EXIT,
@@ -94,11 +94,18 @@ struct event {
 			char runtime[DLW_STR_LEN]; /* its object, named by the collector */
 		} omp_fork;
 		struct {
-			unsigned int function; /* enum dlw_cuda_fn */
-			char file[DLW_STR_LEN];
+			unsigned int function; /* enum dlw_gpu_fn */
+			/* Source strings, devices or input programs (OpenCL), the module's format
+			 * (Level Zero: 0 SPIR-V, 1 native); see dlw_gpu_arg0. */
+			unsigned int count;
+			bool no_result;		   /* an OpenCL create call without errcode_ret */
+			char file[DLW_STR_LEN];	   /* a load by file name */
+			char options[DLW_STR_LEN]; /* build options (OpenCL, Level Zero) */
 			uint64_t image_size;
-			uint64_t image; /* the image's address (a load from memory), else 0 */
+			uint64_t image;	  /* the image's address (a load from memory), else 0 */
+			uint64_t program; /* the OpenCL program created or built, else 0 */
 			int64_t result;
+			uint64_t duration_ns;
 		} gpu_load;
 		struct {
 			char file[DLW_STR_LEN];
@@ -138,10 +145,13 @@ int event__decode(struct event *ev, const struct dlw_event *raw, size_t size, ch
 const char *event_kind__id(enum event_kind k);
 /* The kind of a trace type; 0 when the type is not an event's. */
 enum event_kind event_kind__parse(const char *id);
-/* The GPU loader's function name ("cuModuleLoad"), "?" when unknown. */
+/* The GPU loader's function name ("cuModuleLoad", "clBuildProgram"), "?" when unknown. */
 const char *event__gpu_fn(unsigned int fn);
+/* Its runtime: "CUDA", "HIP", "OpenCL" or "Level Zero"; "?" when unknown. */
+const char *event__gpu_runtime(unsigned int fn);
 /* The name of a GPU loader's result in its runtime's terms (CUDA_ERROR_INVALID_IMAGE,
- * hipErrorInvalidDevice); NULL when unknown. */
+ * hipErrorInvalidDevice, CL_BUILD_PROGRAM_FAILURE, ZE_RESULT_ERROR_UNINITIALIZED); NULL when
+ * unknown. */
 const char *event__gpu_result(unsigned int fn, int64_t result);
 
 /* Text styles: watch prints the call as made; the TUI names what a dlopen resolved to. */

@@ -31,6 +31,12 @@ struct slot {
  */
 #define HOST_STRIDE (1L << 22)
 
+/*
+ * The GPU-load track of a thread: its module loads and program builds, as slices, on a track
+ * of their own beside the thread's (id GPU_TRACK + tid, above any real thread id).
+ */
+#define GPU_TRACK (1L << 30)
+
 /* Names of the tracks: a process's comm, rank and host, a thread's comm. */
 struct track {
 	size_t host;	/* index in exporter.hosts */
@@ -135,7 +141,10 @@ static int index_records(struct exporter *e, char *why, size_t whylen)
 
 			if (p && json_is_integer(tid) && json_integer_value(tid))
 				th = track_of(e, p->host, p->pid, (pid_t)json_integer_value(tid));
-			if (!p || (json_is_integer(tid) && json_integer_value(tid) && !th)) {
+			if (th && event_kind__parse(type) == EVENT_GPU_LOAD &&
+			    !track_of(e, p->host, p->pid, (pid_t)(GPU_TRACK + th->tid)))
+				err = -ENOMEM;
+			if (err || !p || (json_is_integer(tid) && json_integer_value(tid) && !th)) {
 				err = -ENOMEM;
 			} else {
 				/* The process is named by its main thread, or the first seen. */
@@ -221,6 +230,25 @@ static json_t *slice(const struct exporter *e, const struct event *ev, const cha
 			 "args", args ? args : json_object());
 }
 
+/* A GPU module load or program build: a slice, as long as the call, on the GPU-load track of
+ * the thread that made it, named by its function; the call's line and result in its args. */
+static void emit_gpu_load(struct exporter *e, const json_t *rec, const struct event *ev)
+{
+	char line[1024];
+	const char *res = event__gpu_result(ev->u.gpu_load.function, ev->u.gpu_load.result);
+
+	event__text(ev, 0, line, sizeof(line));
+	put(e,
+	    json_pack("{s:s, s:s, s:s, s:o, s:f, s:I, s:I, s:{s:s, s:s, s:O*, s:s?, s:I, s:o}}",
+		      "name", event__gpu_fn(ev->u.gpu_load.function), "cat", "gpu_load", "ph", "X",
+		      "ts", ts_of(e, ev->t), "dur", (double)ev->u.gpu_load.duration_ns / 1e3, "pid",
+		      (json_int_t)(e->base + ev->pid), "tid",
+		      (json_int_t)(e->base + GPU_TRACK + ev->tid), "args", "call", line, "runtime",
+		      event__gpu_runtime(ev->u.gpu_load.function), "result",
+		      json_object_get(rec, "result"), "result_name", res, "thread",
+		      (json_int_t)ev->tid, "stack", stack_args(rec)));
+}
+
 static void emit_event(struct exporter *e, const json_t *rec, const struct event *ev)
 {
 	char name[512];
@@ -267,6 +295,7 @@ static void emit_event(struct exporter *e, const json_t *rec, const struct event
 				 "args", series, (json_int_t)ev->u.omp_fork.regions));
 		break;
 	}
+	case EVENT_GPU_LOAD: emit_gpu_load(e, rec, ev); break;
 	case EVENT_SIGNAL:
 	case EVENT_EXEC:
 	case EVENT_FORK:
@@ -379,6 +408,13 @@ static void write_names(struct exporter *e)
 		json_int_t base = (json_int_t)t->host * HOST_STRIDE;
 		char name[400], host[300] = "";
 
+		if (t->tid >= GPU_TRACK) {
+			snprintf(name, sizeof(name), "GPU loads of thread %ld", t->tid - GPU_TRACK);
+			put(e, json_pack("{s:s, s:s, s:I, s:I, s:{s:s}}", "name", "thread_name",
+					 "ph", "M", "pid", base + t->pid, "tid", base + t->tid,
+					 "args", "name", name));
+			continue;
+		}
 		if (t->tid) {
 			snprintf(name, sizeof(name), "%s %d", t->comm[0] ? t->comm : "thread",
 				 t->tid);
