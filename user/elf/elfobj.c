@@ -271,45 +271,95 @@ static struct elf_object *new_object(const char *path, const struct stat *st)
 	return o;
 }
 
-struct elf_object *elfobj__open(const char *path)
+/*
+ * Analysed before (same device, inode, size, mtime and ctime): one stat, nothing opened and no
+ * section read until a caller asks for one (elfobj_loaded() checks the key again then). NULL
+ * with *@err 0 when the cache does not know the file, with *@err set when out of memory.
+ */
+static struct elf_object *open_cached(const char *path, int *err)
 {
 	struct elf_object *o = NULL;
 	struct objcache_rec *rec;
-	GElf_Ehdr eh;
+	struct objcache_key key;
+	struct stat st;
+	int fd;
+
+	*err = 0;
+	if (!objcache__enabled() || stat(path, &st) || !S_ISREG(st.st_mode))
+		return NULL;
+	key = elfobj_key_of(&st);
+	rec = objcache__find(&key);
+	if (!rec)
+		return NULL;
+	o = new_object(path, &st);
+	if (!o || from_record(o, rec)) {
+		elfobj__free(o);
+		*err = ENOMEM;
+		return NULL;
+	}
+	if (!elfobj_stable_path(o))
+		return o;
+	/* No path to come back by: the handle now, from a descriptor. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	o->elf_tried = o->keep_handle = true;
+	if (fd >= 0 && !fstat(fd, &st) && elfobj_same_key(&key, &o->key) &&
+	    !elfobj_begin_elf(o, fd))
+		elfobj_index_sections(o);
+	else if (fd >= 0)
+		close(fd);
+	return o;
+}
+
+/*
+ * What the open reads of the sections: .dynamic, the version definitions, the build-id note (its
+ * file offset in *@bid_off). 0 or ENOMEM.
+ */
+static int read_sections(struct elf_object *o, uint64_t *bid_off)
+{
 	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		size_t at;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		switch (sh.sh_type) {
+		case SHT_DYNAMIC:
+			if (read_dynamic(o, scn, &sh))
+				return ENOMEM;
+			break;
+		case SHT_GNU_verdef:
+			if (read_verdefs(o, scn, &sh))
+				return ENOMEM;
+			break;
+		case SHT_NOTE:
+			if (!o->has_build_id && elf_getdata(scn, NULL) &&
+			    note_build_id(elf_getdata(scn, NULL), o->build_id, &at)) {
+				o->has_build_id = true;
+				*bid_off = sh.sh_offset + at;
+			}
+			break;
+		}
+	}
+	return 0;
+}
+
+struct elf_object *elfobj__open(const char *path)
+{
+	struct elf_object *o = NULL;
+	GElf_Ehdr eh;
 	struct stat st;
 	uint64_t bid_off = UINT64_MAX;
 	int fd = -1, err = 0;
 
 	if (ensure_libelf())
 		return errno = EINVAL, NULL;
-	/*
-	 * Analysed before (same device, inode, size, mtime and ctime): one stat, nothing opened
-	 * and no section read until a caller asks for one (elfobj_loaded() checks the key again then).
-	 */
-	if (objcache__enabled() && !stat(path, &st) && S_ISREG(st.st_mode)) {
-		struct objcache_key key = elfobj_key_of(&st);
-
-		rec = objcache__find(&key);
-		if (rec) {
-			o = new_object(path, &st);
-			if (!o || from_record(o, rec)) {
-				err = ENOMEM;
-				goto err_free;
-			}
-			if (!elfobj_stable_path(o))
-				return o;
-			/* No path to come back by: the handle now, from a descriptor. */
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			o->elf_tried = o->keep_handle = true;
-			if (fd >= 0 && !fstat(fd, &st) && elfobj_same_key(&key, &o->key) &&
-			    !elfobj_begin_elf(o, fd))
-				elfobj_index_sections(o);
-			else if (fd >= 0)
-				close(fd);
-			return o;
-		}
-	}
+	o = open_cached(path, &err);
+	if (o)
+		return o;
+	if (err)
+		return errno = err, NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
@@ -339,37 +389,10 @@ struct elf_object *elfobj__open(const char *path)
 	}
 	o->type = eh.e_type;
 	err = check_bounds(o, &eh);
+	if (!err)
+		err = read_sections(o, &bid_off);
 	if (err)
 		goto err_free;
-
-	while ((scn = elf_nextscn(o->elf, scn))) {
-		GElf_Shdr sh;
-		size_t at;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		switch (sh.sh_type) {
-		case SHT_DYNAMIC:
-			if (read_dynamic(o, scn, &sh)) {
-				err = ENOMEM;
-				goto err_free;
-			}
-			break;
-		case SHT_GNU_verdef:
-			if (read_verdefs(o, scn, &sh)) {
-				err = ENOMEM;
-				goto err_free;
-			}
-			break;
-		case SHT_NOTE:
-			if (!o->has_build_id && elf_getdata(scn, NULL) &&
-			    note_build_id(elf_getdata(scn, NULL), o->build_id, &at)) {
-				o->has_build_id = true;
-				bid_off = sh.sh_offset + at;
-			}
-			break;
-		}
-	}
 	elfobj_index_sections(o);
 	{
 		/* read_interp reads the image, the held descriptor, or (mapped) the file again. */
