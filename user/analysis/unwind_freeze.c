@@ -174,23 +174,11 @@ static void stop_priority_restore(bool raised, int policy, const struct sched_pa
 }
 
 /*
- * The only window in which the target is stopped: seize every thread, interrupt them all, wait
- * for each to stop, take its registers and stack, release them all. The stop reported is the
- * one the target sees: from the first interrupt to the last thread released.
+ * Seizing stops nothing: every thread is seized first (then all are interrupted at once). 0, or
+ * -EPERM with @why when the process cannot be stopped at all.
  */
-int unwind_freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
-			   const struct py_interp *py, unsigned int max_frames, struct stacks *out,
-			   char *why, size_t whylen)
+static int seize_all(struct capture_set *cs, char *why, size_t whylen)
 {
-	uint64_t t0, delay_ns = 20000;
-	struct sched_param param;
-	size_t pending = 0;
-	bool raised;
-	int err = 0, policy;
-
-	/* Threads an earlier capture could not stop and that stopped since are let go first. */
-	held__pass();
-	/* Seizing stops nothing: every thread is seized first, then all are interrupted at once. */
 	for (size_t i = 0; i < cs->n; i++) {
 		struct captured *c = &cs->c[i];
 
@@ -209,29 +197,29 @@ int unwind_freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 				snprintf(why, whylen,
 					 "permission denied stopping process %d (%s): %s", cs->pid,
 					 comm, reason);
-				err = -EPERM;
-				break;
+				return -EPERM;
 			}
 			c->seize_errno = errno; /* the thread exited, or another tracer holds it */
 			continue;
 		}
 		c->seized = true;
 	}
-	raised = !err && stop_priority_raise(&policy, &param);
-	t0 = now_ns();
-	for (size_t i = 0; !err && i < cs->n; i++)
-		if (cs->c[i].seized) {
-			ptrace(PTRACE_INTERRUPT, cs->c[i].tid, NULL, NULL);
-			pending++;
-		}
-	/*
-	 * Collect the stops in whatever order they come: a thread group leader killed meanwhile
-	 * is reported only after the other threads, which we must reap first. A thread that does
-	 * not stop in time (uninterruptible sleep) is left out, not waited for forever. Only the
-	 * threads seized here are waited for: a wait for any child could take the exit status of
-	 * a command the caller runs.
-	 */
-	while (!err && pending) {
+	return 0;
+}
+
+/*
+ * Collect the stops of the @pending threads interrupted at @t0 in whatever order they come: a
+ * thread group leader killed meanwhile is reported only after the other threads, which we must
+ * reap first. A thread that does not stop in time (uninterruptible sleep) is left out, not
+ * waited for forever. Only the threads seized here are waited for: a wait for any child could
+ * take the exit status of a command the caller runs.
+ */
+static void collect_stops(struct capture_set *cs, const struct procmaps *maps, struct stacks *out,
+			  uint64_t t0, size_t pending)
+{
+	uint64_t delay_ns = 20000;
+
+	while (pending) {
 		bool progress = false;
 
 		for (size_t i = 0; i < cs->n; i++) {
@@ -254,19 +242,54 @@ int unwind_freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 		if (!progress)
 			delay_ns = delay_ns * 2 > 1000000 ? 1000000 : delay_ns * 2;
 	}
-	/* The interpreter's state is read while every thread stands still: one consistent view. */
-	if (!err && py && py_snapshot__read(py, cs->pid, max_frames, &out->py))
-		err = -ENOMEM;
-	/*
-	 * A thread that has not stopped (one that stops just now is detached here), or was killed
-	 * in its stop, cannot be detached: it is held, let go once it stops, its exit reaped.
-	 */
+}
+
+/*
+ * Every seized thread let go. One that has not stopped (one that stops just now is detached
+ * here), or was killed in its stop, cannot be detached: it is held, let go once it stops, its
+ * exit reaped.
+ */
+static void release_all(struct capture_set *cs)
+{
 	for (size_t i = 0; i < cs->n; i++) {
 		struct captured *c = &cs->c[i];
 
 		if (c->seized && !c->gone && ptrace(PTRACE_DETACH, c->tid, NULL, NULL))
 			held__add(c->tid, c->tid == cs->pid && cs->own_child);
 	}
+}
+
+/*
+ * The only window in which the target is stopped: seize every thread, interrupt them all, wait
+ * for each to stop, take its registers and stack, release them all. The stop reported is the
+ * one the target sees: from the first interrupt to the last thread released.
+ */
+int unwind_freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
+			   const struct py_interp *py, unsigned int max_frames, struct stacks *out,
+			   char *why, size_t whylen)
+{
+	struct sched_param param;
+	size_t pending = 0;
+	bool raised;
+	int err, policy;
+	uint64_t t0;
+
+	/* Threads an earlier capture could not stop and that stopped since are let go first. */
+	held__pass();
+	err = seize_all(cs, why, whylen);
+	raised = !err && stop_priority_raise(&policy, &param);
+	t0 = now_ns();
+	for (size_t i = 0; !err && i < cs->n; i++)
+		if (cs->c[i].seized) {
+			ptrace(PTRACE_INTERRUPT, cs->c[i].tid, NULL, NULL);
+			pending++;
+		}
+	if (!err)
+		collect_stops(cs, maps, out, t0, pending);
+	/* The interpreter's state is read while every thread stands still: one consistent view. */
+	if (!err && py && py_snapshot__read(py, cs->pid, max_frames, &out->py))
+		err = -ENOMEM;
+	release_all(cs);
 	if (!err)
 		out->stopped_ns = now_ns() - t0;
 	stop_priority_restore(raised, policy, &param);
