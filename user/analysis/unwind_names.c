@@ -61,6 +61,70 @@ static int push_frame(struct thread_stack *ts, size_t *cap, const struct stack_f
 }
 
 /*
+ * @f's source file and line at @lookup: from the unit the aranges scan found (@scanned), else
+ * through libdwfl when the module has DWARF (@dbg).
+ */
+static void frame_line(Dwfl_Module *mod, Dwarf_Die *cudie, bool scanned, bool dbg,
+		       Dwarf_Addr lookup, Dwarf_Addr bias, struct stack_frame *f)
+{
+	if (scanned) {
+		/* The same row dwfl_module_getsrc picks: the last one at or below the pc. */
+		Dwarf_Line *line = dwarf_getsrc_die(cudie, lookup - bias);
+		const char *src = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+
+		if (line)
+			dwarf_lineno(line, &f->line);
+		f->file = src ? strdup(src) : NULL;
+	} else if (dbg) {
+		Dwfl_Line *line = dwfl_module_getsrc(mod, lookup);
+		const char *src = line ? dwfl_lineinfo(line, NULL, &f->line, NULL, NULL, NULL) :
+					 NULL;
+
+		f->file = src ? strdup(src) : NULL;
+	}
+}
+
+/*
+ * Inline frames, innermost first, pushed onto @ts before the real frame of their pc; each outer
+ * one is at its callee's call site. The scopes after an inlined subroutine are those of its
+ * abstract definition: its callers come from the scopes that contain the inlined DIE itself.
+ * @*scopes (@nscopes of them) may be replaced; the caller frees the last. @f ends as the real
+ * frame, named by its subprogram when DWARF has one. 0 or -ENOMEM.
+ */
+static int push_inline_frames(struct thread_stack *ts, size_t *cap, Dwarf_Die *cudie,
+			      Dwarf_Die **scopes, int nscopes, struct stack_frame *f)
+{
+	for (int k = 0; k < nscopes;) {
+		Dwarf_Die *die = &(*scopes)[k], *outer = NULL;
+		int tag = dwarf_tag(die), nouter;
+
+		if (tag == DW_TAG_subprogram) {
+			f->function = die_function_name(die);
+			break;
+		}
+		if (tag != DW_TAG_inlined_subroutine) {
+			k++;
+			continue;
+		}
+		f->function = die_function_name(die);
+		/* Inline frames are printed before the real frame of their pc. */
+		f->inlined = true;
+		if (push_frame(ts, cap, f))
+			return -ENOMEM;
+		f->inlined = false;
+		f->function = NULL;
+		f->module = f->module ? strdup(f->module) : NULL;
+		f->file = call_site(cudie, die, &f->line);
+		nouter = dwarf_getscopes_die(die, &outer);
+		free(*scopes);
+		*scopes = outer;
+		nscopes = nouter;
+		k = 1; /* outer[0] is the inlined DIE itself */
+	}
+	return 0;
+}
+
+/*
  * Name each frame as gdb would: the DWARF subprogram (and the inline frames at that pc, innermost
  * first) when debug info is there, else the ELF symbol. Return addresses are looked up at pc - 1,
  * inside the call.
@@ -99,52 +163,11 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 		}
 		f.module = modname ? strdup(modname) : NULL;
 		f.offset = symname ? off + (lookup != f.pc) : 0;
-		if (scanned) {
-			/* The same row dwfl_module_getsrc picks: the last one at or below the pc. */
-			Dwarf_Line *line = dwarf_getsrc_die(cudie, lookup - bias);
-			const char *src = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
-
-			if (line)
-				dwarf_lineno(line, &f.line);
-			f.file = src ? strdup(src) : NULL;
-		} else if (dbg) {
-			Dwfl_Line *line = dwfl_module_getsrc(mod, lookup);
-			const char *src =
-				line ? dwfl_lineinfo(line, NULL, &f.line, NULL, NULL, NULL) : NULL;
-
-			f.file = src ? strdup(src) : NULL;
-		}
-		/*
-		 * Inline frames, innermost first; each outer one is at its callee's call site. The
-		 * scopes after an inlined subroutine are those of its abstract definition: its
-		 * callers come from the scopes that contain the inlined DIE itself.
-		 */
-		for (int k = 0; k < nscopes;) {
-			Dwarf_Die *die = &scopes[k], *outer = NULL;
-			int tag = dwarf_tag(die), nouter;
-
-			if (tag == DW_TAG_subprogram) {
-				f.function = die_function_name(die);
-				break;
-			}
-			if (tag != DW_TAG_inlined_subroutine) {
-				k++;
-				continue;
-			}
-			f.function = die_function_name(die);
-			/* Inline frames are printed before the real frame of their pc. */
-			f.inlined = true;
-			if (push_frame(ts, &cap, &f))
-				goto oom;
-			f.inlined = false;
-			f.function = NULL;
-			f.module = f.module ? strdup(f.module) : NULL;
-			f.file = call_site(cudie, die, &f.line);
-			nouter = dwarf_getscopes_die(die, &outer);
+		frame_line(mod, cudie, scanned, dbg != NULL, lookup, bias, &f);
+		if (push_inline_frames(ts, &cap, cudie, &scopes, nscopes, &f)) {
 			free(scopes);
-			scopes = outer;
-			nscopes = nouter;
-			k = 1; /* outer[0] is the inlined DIE itself */
+			free(raw);
+			return -ENOMEM;
 		}
 		if (!f.function && symname) {
 			char buf[1024];
@@ -153,13 +176,10 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 			f.function = strdup(buf);
 		}
 		free(scopes);
-		if (push_frame(ts, &cap, &f))
-			goto oom;
-		continue;
-	oom:
-		free(scopes);
-		free(raw);
-		return -ENOMEM;
+		if (push_frame(ts, &cap, &f)) {
+			free(raw);
+			return -ENOMEM;
+		}
 	}
 	free(raw);
 	return 0;
