@@ -550,118 +550,125 @@ static const char *runtime_name(const struct libgraph *g, const struct threadsca
 	return "the parallel runtime";
 }
 
+/* What to do about a cycle, from the kinds of wait in it (a new string, NULL: no memory). */
+static char *remedy_for(bool loader, bool team, bool join, bool gil)
+{
+	if (loader && team)
+		return strdup(
+			"Keep parallel work out of library constructors and import-time code: "
+			"import the module that runs it (e.g. numpy) before loading the "
+			"extension whose constructor triggers it, move the work out of the "
+			"constructor, or run it single-threaded there (OMP_NUM_THREADS=1, "
+			"MKL_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1).");
+	if (loader && join)
+		return strdup("Do not wait in a constructor for a thread that loads libraries "
+			      "or looks up symbols: start it after dlopen returns, or do "
+			      "not join it there.");
+	if (gil)
+		return strdup("A thread holds Python's GIL while it blocks on a lock that a thread "
+			      "waiting for the GIL holds: the C extension must release the GIL "
+			      "(Py_BEGIN_ALLOW_THREADS) before it blocks, or take that lock only "
+			      "with the GIL released.");
+	if (loader)
+		return strdup("Do not wait, while inside dlopen, for a thread that needs the "
+			      "loader lock (dlopen, dlsym, dlclose, dl_iterate_phdr).");
+	return strdup("Take the locks in one global order (or use pthread_mutex_"
+		      "trylock and back off), so no thread holds one while waiting "
+		      "for another that a waiter holds.");
+}
+
+/* The verdict on cycle @c of @r: each wait in it, who holds the loader lock and why. */
+static int cycle_verdict(const struct libgraph *g, const struct threadscan *ts,
+			 struct lockwait_report *r, size_t c)
+{
+	bool loader = false, team = false, join = false, gil = false;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	pid_t holder = 0;
+
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "Deadlock between %zu threads:", r->cycle_len[c] - 1);
+	for (size_t k = 0; k + 1 < r->cycle_len[c]; k++) {
+		pid_t a = r->cycles[c][k], b = r->cycles[c][k + 1];
+		const struct thread_wait *wa = &r->threads[thread_index(r, a)];
+		const struct thread_wait *wb = &r->threads[thread_index(r, b)];
+
+		for (size_t e = 0; e < r->n_edges; e++) {
+			const struct wait_edge *ed = &r->edges[e];
+
+			if (ed->from != a || ed->to != b)
+				continue;
+			fprintf(f, " thread %d (%s) waits for thread %d (%s): %s%s;", a, wa->comm,
+				b, wb->comm,
+				ed->kind == WAIT_TEAM ? "at " :
+				ed->kind == WAIT_JOIN ? "" :
+							"it holds ",
+				ed->what);
+			loader |= ed->kind == WAIT_LOADER_LOCK;
+			team |= ed->kind == WAIT_TEAM;
+			join |= ed->kind == WAIT_JOIN;
+			gil |= ed->kind == WAIT_GIL;
+			if (ed->kind == WAIT_LOADER_LOCK)
+				holder = b;
+			break;
+		}
+	}
+	if (holder) {
+		const struct thread_info *ti = find_thread(ts, holder);
+		const char *ctor = ti ? constructor_of(g, ti) : NULL;
+
+		fprintf(f, " thread %d holds the loader lock because it is inside dlopen", holder);
+		if (ctor)
+			fprintf(f, ", running the constructor of %s", ctor);
+		fprintf(f, ";");
+	}
+	if (team)
+		fprintf(f, " the runtime involved is %s;", runtime_name(g, ts));
+	fprintf(f, " none of them can proceed.");
+	fclose(f);
+	return add_verdict(r, text, remedy_for(loader, team, join, gil)) ? -ENOMEM : 0;
+}
+
+/* With no cycle, the one verdict says who waits for whom, or that no thread waits. */
+static int no_cycle_verdict(struct lockwait_report *r)
+{
+	size_t blocked = 0, len = 0;
+	char *text = NULL;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "No deadlock cycle.");
+	for (size_t i = 0; i < r->n_edges; i++, blocked++)
+		fprintf(f, " Thread %d waits for thread %d (%s).", r->edges[i].from, r->edges[i].to,
+			r->edges[i].what);
+	/* A wait whose holder cannot be known is still a wait, said as such. */
+	for (size_t i = 0; i < r->n_threads; i++, blocked++) {
+		const struct thread_wait *w = &r->threads[i];
+		bool has_edge = false;
+
+		for (size_t e = 0; e < r->n_edges && !has_edge; e++)
+			has_edge = r->edges[e].from == w->tid;
+		if (w->kind == WAIT_PYLOCK && !has_edge)
+			fprintf(f, " Thread %d waits for %s.", w->tid, w->what);
+		else
+			blocked--;
+	}
+	if (!blocked)
+		fprintf(f, " No thread waits for another one.");
+	fclose(f);
+	return add_verdict(r, text, NULL) ? -ENOMEM : 0;
+}
+
 static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
 			  struct lockwait_report *r)
 {
-	for (size_t c = 0; c < r->n_cycles; c++) {
-		bool loader = false, team = false, join = false, gil = false;
-		char *text = NULL, *remedy;
-		size_t len = 0;
-		FILE *f = open_memstream(&text, &len);
-		pid_t holder = 0;
-
-		if (!f)
+	for (size_t c = 0; c < r->n_cycles; c++)
+		if (cycle_verdict(g, ts, r, c))
 			return -ENOMEM;
-		fprintf(f, "Deadlock between %zu threads:", r->cycle_len[c] - 1);
-		for (size_t k = 0; k + 1 < r->cycle_len[c]; k++) {
-			pid_t a = r->cycles[c][k], b = r->cycles[c][k + 1];
-			const struct thread_wait *wa = &r->threads[thread_index(r, a)];
-			const struct thread_wait *wb = &r->threads[thread_index(r, b)];
-
-			for (size_t e = 0; e < r->n_edges; e++) {
-				const struct wait_edge *ed = &r->edges[e];
-
-				if (ed->from != a || ed->to != b)
-					continue;
-				fprintf(f, " thread %d (%s) waits for thread %d (%s): %s%s;", a,
-					wa->comm, b, wb->comm,
-					ed->kind == WAIT_TEAM ? "at " :
-					ed->kind == WAIT_JOIN ? "" :
-								"it holds ",
-					ed->what);
-				loader |= ed->kind == WAIT_LOADER_LOCK;
-				team |= ed->kind == WAIT_TEAM;
-				join |= ed->kind == WAIT_JOIN;
-				gil |= ed->kind == WAIT_GIL;
-				if (ed->kind == WAIT_LOADER_LOCK)
-					holder = b;
-				break;
-			}
-		}
-		if (holder) {
-			const struct thread_info *ti = find_thread(ts, holder);
-			const char *ctor = ti ? constructor_of(g, ti) : NULL;
-
-			fprintf(f, " thread %d holds the loader lock because it is inside dlopen",
-				holder);
-			if (ctor)
-				fprintf(f, ", running the constructor of %s", ctor);
-			fprintf(f, ";");
-		}
-		if (team)
-			fprintf(f, " the runtime involved is %s;", runtime_name(g, ts));
-		fprintf(f, " none of them can proceed.");
-		fclose(f);
-		if (loader && team)
-			remedy = strdup(
-				"Keep parallel work out of library constructors and import-time code: "
-				"import the module that runs it (e.g. numpy) before loading the "
-				"extension whose constructor triggers it, move the work out of the "
-				"constructor, or run it single-threaded there (OMP_NUM_THREADS=1, "
-				"MKL_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1).");
-		else if (loader && join)
-			remedy = strdup(
-				"Do not wait in a constructor for a thread that loads libraries "
-				"or looks up symbols: start it after dlopen returns, or do "
-				"not join it there.");
-		else if (gil)
-			remedy = strdup(
-				"A thread holds Python's GIL while it blocks on a lock that a thread "
-				"waiting for the GIL holds: the C extension must release the GIL "
-				"(Py_BEGIN_ALLOW_THREADS) before it blocks, or take that lock only "
-				"with the GIL released.");
-		else if (loader)
-			remedy = strdup(
-				"Do not wait, while inside dlopen, for a thread that needs the "
-				"loader lock (dlopen, dlsym, dlclose, dl_iterate_phdr).");
-		else
-			remedy = strdup(
-				"Take the locks in one global order (or use pthread_mutex_"
-				"trylock and back off), so no thread holds one while waiting "
-				"for another that a waiter holds.");
-		if (add_verdict(r, text, remedy))
-			return -ENOMEM;
-	}
-	if (!r->n_cycles) {
-		size_t blocked = 0, len = 0;
-		char *text = NULL;
-		FILE *f = open_memstream(&text, &len);
-
-		if (!f)
-			return -ENOMEM;
-		fprintf(f, "No deadlock cycle.");
-		for (size_t i = 0; i < r->n_edges; i++, blocked++)
-			fprintf(f, " Thread %d waits for thread %d (%s).", r->edges[i].from,
-				r->edges[i].to, r->edges[i].what);
-		/* A wait whose holder cannot be known is still a wait, said as such. */
-		for (size_t i = 0; i < r->n_threads; i++, blocked++) {
-			const struct thread_wait *w = &r->threads[i];
-			bool has_edge = false;
-
-			for (size_t e = 0; e < r->n_edges && !has_edge; e++)
-				has_edge = r->edges[e].from == w->tid;
-			if (w->kind == WAIT_PYLOCK && !has_edge)
-				fprintf(f, " Thread %d waits for %s.", w->tid, w->what);
-			else
-				blocked--;
-		}
-		if (!blocked)
-			fprintf(f, " No thread waits for another one.");
-		fclose(f);
-		if (add_verdict(r, text, NULL))
-			return -ENOMEM;
-	}
-	return 0;
+	return r->n_cycles ? 0 : no_cycle_verdict(r);
 }
 
 int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct addrmap *maps,

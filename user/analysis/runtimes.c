@@ -489,16 +489,15 @@ void runtimes__group(const struct rt_ref *refs, size_t n, size_t *owner)
 	}
 }
 
-/* The inventory, or with @only >= 0 its runtimes of that kind alone (no other kind's cost). */
-static int collect(const struct libgraph *g, const struct target *t, const struct threadscan *ts,
-		   int only, struct runtime_list *out)
+/*
+ * Every runtime role of every object (of kind @only when >= 0), each with the object it forwards
+ * to: @*refs and @*rs, @*n of them, grown here (kept for the caller to free, also on -ENOMEM).
+ */
+static int gather_roles(const struct libgraph *g, int only, struct rt_ref **refs,
+			struct runtime **rs, size_t *n)
 {
-	struct rt_ref *refs = NULL;
-	struct runtime *rs = NULL;
-	size_t n = 0, cap = 0, rcap = 0, *owner = NULL, *at = NULL;
+	size_t cap = 0;
 
-	memset(out, 0, sizeof(*out));
-	/* Every runtime role of every object, with the object it forwards to. */
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
 		const struct obj_roles *roles = lg_object__roles(o);
@@ -526,34 +525,41 @@ static int collect(const struct libgraph *g, const struct target *t, const struc
 			}
 			if (only >= 0 && r.role.kind != (enum role_kind)only)
 				continue;
-			if (n == cap) {
+			if (*n == cap) {
 				size_t ncap = cap ? cap * 2 : 16;
-				struct rt_ref *nr = realloc(refs, ncap * sizeof(*nr));
-				struct runtime *nrs = realloc(rs, ncap * sizeof(*nrs));
+				struct rt_ref *nr = realloc(*refs, ncap * sizeof(*nr));
+				struct runtime *nrs = realloc(*rs, ncap * sizeof(*nrs));
 
 				if (nr)
-					refs = nr;
+					*refs = nr;
 				if (nrs)
-					rs = nrs;
+					*rs = nrs;
 				if (!nr || !nrs)
-					goto nomem;
+					return -ENOMEM;
 				cap = ncap;
 			}
-			refs[n] = (struct rt_ref){
+			(*refs)[*n] = (struct rt_ref){
 				.kind = r.role.kind,
 				.self = o->id,
 				.impl = r.static_copy ? o->id :
 							implementation(g, o->id, r.role.kind)
 			};
-			rs[n++] = r;
+			(*rs)[(*n)++] = r;
 		}
 	}
-	owner = calloc(n ? n : 1, sizeof(*owner));
-	at = calloc(n ? n : 1, sizeof(*at));
-	if (!owner || !at)
-		goto nomem;
-	runtimes__group(refs, n, owner);
-	/* The runtimes, with their live values; then each front with its runtime. */
+	return 0;
+}
+
+/*
+ * The runtimes of @rs (those that own themselves in @owner) into @out, with their live values;
+ * @at[i] is where runtime i went.
+ */
+static int list_runtimes(const struct libgraph *g, const struct target *t,
+			 const struct threadscan *ts, struct runtime *rs, const size_t *owner,
+			 size_t *at, size_t n, struct runtime_list *out)
+{
+	size_t rcap = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		struct runtime *r = &rs[i];
 		const struct lg_object *o = g->objs[r->obj];
@@ -570,10 +576,32 @@ static int collect(const struct libgraph *g, const struct target *t, const struc
 		if (!r->real_path || push(out, &rcap, r)) {
 			free(r->real_path);
 			free(r->vendor_file);
-			goto nomem;
+			return -ENOMEM;
 		}
 		at[i] = out->n - 1;
 	}
+	return 0;
+}
+
+/* The inventory, or with @only >= 0 its runtimes of that kind alone (no other kind's cost). */
+static int collect(const struct libgraph *g, const struct target *t, const struct threadscan *ts,
+		   int only, struct runtime_list *out)
+{
+	struct rt_ref *refs = NULL;
+	struct runtime *rs = NULL;
+	size_t n = 0, *owner = NULL, *at = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (gather_roles(g, only, &refs, &rs, &n))
+		goto nomem;
+	owner = calloc(n ? n : 1, sizeof(*owner));
+	at = calloc(n ? n : 1, sizeof(*at));
+	if (!owner || !at)
+		goto nomem;
+	runtimes__group(refs, n, owner);
+	/* The runtimes, with their live values; then each front with its runtime. */
+	if (list_runtimes(g, t, ts, rs, owner, at, n, out))
+		goto nomem;
 	for (size_t i = 0; i < n; i++) {
 		struct runtime *r;
 		unsigned int *nf;
@@ -599,126 +627,6 @@ nomem:
 	free(at);
 	runtimes__free(out);
 	return -ENOMEM;
-}
-
-/* The loaded record (an index into @recs) whose path is @path, in namespace @ns if one is. */
-static long record_of(const json_t *recs, const char *path, json_int_t ns)
-{
-	const json_t *rec;
-	long any = -1;
-	size_t i;
-
-	json_array_foreach (recs, i, rec) {
-		if (!path || strcmp(json_string_value(json_object_get(rec, "path")) ?: "", path))
-			continue;
-		if (json_integer_value(json_object_get(rec, "namespace")) == ns)
-			return (long)i;
-		if (any < 0)
-			any = (long)i;
-	}
-	return any;
-}
-
-static json_t *copy_or_null(const json_t *v)
-{
-	return v ? json_copy((json_t *)v) : json_null();
-}
-
-json_t *runtimes__from_loaded(const json_t *recs)
-{
-	struct rt_ref *refs = calloc(1, sizeof(*refs));
-	const json_t **roles = calloc(1, sizeof(*roles));
-	size_t n = 0, cap = 1, *owner = NULL, i;
-	json_t *out = json_array(), *rec, *role, **made = NULL;
-
-	if (!refs || !roles || !out)
-		goto nomem;
-	json_array_foreach (recs, i, rec) {
-		size_t k;
-
-		json_array_foreach (json_object_get(rec, "roles"), k, role) {
-			int kind =
-				role_kind__parse(json_string_value(json_object_get(role, "kind")));
-			const char *front = json_string_value(json_object_get(role, "front_of"));
-			long impl = (long)i;
-
-			if (kind < 0 || !json_is_true(json_object_get(role, "runtime")))
-				continue;
-			/* The trace says what it forwards to: the path of that object. */
-			if (front)
-				impl = record_of(
-					recs, front,
-					json_integer_value(json_object_get(rec, "namespace")));
-			if (n == cap) {
-				struct rt_ref *nr = realloc(refs, cap * 2 * sizeof(*nr));
-				const json_t **nro = realloc(roles, cap * 2 * sizeof(*nro));
-
-				if (nr)
-					refs = nr;
-				if (nro)
-					roles = nro;
-				if (!nr || !nro)
-					goto nomem;
-				cap *= 2;
-			}
-			/* A front of an object the trace never loaded is shown as what it is. */
-			refs[n] = (struct rt_ref){ .kind = (enum role_kind)kind,
-						   .self = (long)i,
-						   .impl = impl < 0 ? (long)i : impl };
-			roles[n++] = role;
-		}
-	}
-	owner = calloc(n ? n : 1, sizeof(*owner));
-	made = calloc(n ? n : 1, sizeof(*made));
-	if (!owner || !made)
-		goto nomem;
-	runtimes__group(refs, n, owner);
-	for (i = 0; i < n; i++) {
-		const json_t *r = roles[i], *v;
-		const char *key;
-		json_t *one;
-
-		rec = json_array_get(recs, (size_t)refs[i].self);
-		if (owner[i] != i)
-			continue;
-		/* RUNTIME's form: the role's fields, and null for what only a live process has. */
-		one = json_pack(
-			"{s:O, s:O, s:O, s:o, s:n, s:O, s:n, s:b, s:n, s:n, s:n, s:n, s:[], "
-			"s:o}",
-			"kind", json_object_get(r, "kind"), "impl", json_object_get(r, "impl"),
-			"name", json_object_get(r, "name"), "version",
-			copy_or_null(json_object_get(r, "version")), "object", "path",
-			json_object_get(rec, "path"), "real_path", "static",
-			json_is_true(json_object_get(r, "static")), "threading_layer",
-			"num_threads", "num_threads_from", "pool_threads", "fronts", "package",
-			copy_or_null(json_object_get(rec, "package")));
-		if (!one || json_array_append_new(out, one))
-			goto nomem;
-		json_object_foreach ((json_t *)r, key, v)
-			if (!json_object_get(one, key) && strcmp(key, "detail") &&
-			    strcmp(key, "runtime") && strcmp(key, "front_of"))
-				json_object_set(one, key, (json_t *)v);
-		made[i] = one;
-	}
-	/* Then each front under its runtime, as a live inventory lists them. */
-	for (i = 0; i < n; i++)
-		if (owner[i] != i &&
-		    json_array_append(json_object_get(made[owner[i]], "fronts"),
-				      json_object_get(json_array_get(recs, (size_t)refs[i].self),
-						      "path")))
-			goto nomem;
-	free(refs);
-	free(roles);
-	free(owner);
-	free(made);
-	return out;
-nomem:
-	free(refs);
-	free(roles);
-	free(owner);
-	free(made);
-	json_decref(out);
-	return NULL;
 }
 
 int runtimes__collect(const struct libgraph *g, const struct target *t, const struct threadscan *ts,

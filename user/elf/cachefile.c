@@ -130,6 +130,53 @@ static void show_add(char *shown, size_t len, const char *comp)
 	snprintf(shown + at, len - at, "%s%s", at && shown[at - 1] == '/' ? "" : "/", comp);
 }
 
+/* Where a walk is: the folder reached, what is left of the path, and that path as shown. */
+struct walk_at {
+	int fd, links;
+	char rest[2 * PATH_MAX], shown[PATH_MAX];
+	const char *p;
+	struct stat st; /* of the last thing looked at */
+};
+
+/* walk_link's answer for a link that is neither ours nor root's: the walk stops there. */
+#define WALK_ABOVE 1
+
+/*
+ * The component @comp just reached is a symbolic link (@w->st): go on through its target, from
+ * "/" when it is absolute. 0 to go on, WALK_ABOVE, or -errno with @w->fd closed.
+ */
+static int walk_link(struct walk_at *w, const char *comp)
+{
+	char target[PATH_MAX], next[2 * PATH_MAX];
+	ssize_t n;
+
+	show_add(w->shown, sizeof(w->shown), comp);
+	if (!owner_ok(w->st.st_uid))
+		return WALK_ABOVE;
+	n = readlinkat(w->fd, comp, target, sizeof(target) - 1);
+	if (n <= 0 || ++w->links > MAX_LINKS) {
+		close(w->fd);
+		return n < 0 ? -errno : -ELOOP;
+	}
+	target[n] = '\0';
+	if (snprintf(next, sizeof(next), "%s/%s", target, w->p) >= (int)sizeof(w->rest)) {
+		close(w->fd);
+		return -ENAMETOOLONG;
+	}
+	memcpy(w->rest, next, strlen(next) + 1);
+	w->p = w->rest;
+	if (target[0] == '/') {
+		close(w->fd);
+		w->fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (w->fd < 0)
+			return -errno;
+		snprintf(w->shown, sizeof(w->shown), "/");
+	} else {
+		*strrchr(w->shown, '/') = '\0';
+	}
+	return 0;
+}
+
 /*
  * The folder @path opened (O_PATH) by walking from "/" through folders checked with above_ok,
  * following only links of ours or root's, making the missing ones (0700) when @create; the last
@@ -137,102 +184,79 @@ static void show_add(char *shown, size_t len, const char *comp)
  */
 static int walk(const char *path, bool create)
 {
-	char rest[2 * PATH_MAX], shown[PATH_MAX] = "/", comp[NAME_MAX + 1];
-	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), links = 0, err;
-	const char *p;
-	struct stat st;
+	struct walk_at w = { .fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), .shown = "/" };
+	char comp[NAME_MAX + 1];
+	int err;
 
-	if (fd < 0)
+	if (w.fd < 0)
 		return -errno;
-	if (fstat(fd, &st)) {
-		close(fd);
+	if (fstat(w.fd, &w.st)) {
+		close(w.fd);
 		return -EIO;
 	}
-	if (!above_ok(&st))
+	if (!above_ok(&w.st))
 		goto above;
-	snprintf(rest, sizeof(rest), "%s", path);
-	p = rest;
+	snprintf(w.rest, sizeof(w.rest), "%s", path);
+	w.p = w.rest;
 	for (;;) {
 		size_t clen;
 		int nfd;
 
-		while (*p == '/')
-			p++;
-		if (!*p)
+		while (*w.p == '/')
+			w.p++;
+		if (!*w.p)
 			break;
-		clen = strcspn(p, "/");
+		clen = strcspn(w.p, "/");
 		if (clen > NAME_MAX) {
-			close(fd);
+			close(w.fd);
 			return -ENAMETOOLONG;
 		}
-		memcpy(comp, p, clen);
+		memcpy(comp, w.p, clen);
 		comp[clen] = '\0';
-		p += clen;
+		w.p += clen;
 		if (!strcmp(comp, "."))
 			continue;
-		nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		nfd = openat(w.fd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		if (nfd < 0 && errno == ENOENT && create &&
-		    (!mkdirat(fd, comp, 0700) || errno == EEXIST))
-			nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		    (!mkdirat(w.fd, comp, 0700) || errno == EEXIST))
+			nfd = openat(w.fd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		err = nfd < 0 ? -errno : 0;
 		if ((err == -ENOTDIR || err == -ELOOP) &&
-		    !fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode)) {
-			char target[PATH_MAX], next[2 * PATH_MAX];
-			ssize_t n;
-
-			show_add(shown, sizeof(shown), comp);
-			if (!owner_ok(st.st_uid))
+		    !fstatat(w.fd, comp, &w.st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(w.st.st_mode)) {
+			err = walk_link(&w, comp);
+			if (err == WALK_ABOVE)
 				goto above;
-			n = readlinkat(fd, comp, target, sizeof(target) - 1);
-			if (n <= 0 || ++links > MAX_LINKS) {
-				close(fd);
-				return n < 0 ? -errno : -ELOOP;
-			}
-			target[n] = '\0';
-			if (snprintf(next, sizeof(next), "%s/%s", target, p) >= (int)sizeof(rest)) {
-				close(fd);
-				return -ENAMETOOLONG;
-			}
-			memcpy(rest, next, strlen(next) + 1);
-			p = rest;
-			if (target[0] == '/') {
-				close(fd);
-				fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-				if (fd < 0)
-					return -errno;
-				snprintf(shown, sizeof(shown), "/");
-			} else {
-				*strrchr(shown, '/') = '\0';
-			}
+			if (err)
+				return err;
 			continue;
 		}
 		if (nfd < 0) {
-			close(fd);
+			close(w.fd);
 			return err;
 		}
-		close(fd);
-		fd = nfd;
-		show_add(shown, sizeof(shown), comp);
-		if (fstat(fd, &st)) {
-			close(fd);
+		close(w.fd);
+		w.fd = nfd;
+		show_add(w.shown, sizeof(w.shown), comp);
+		if (fstat(w.fd, &w.st)) {
+			close(w.fd);
 			return -EIO;
 		}
-		if (!above_ok(&st))
+		if (!above_ok(&w.st))
 			goto above;
 	}
 	/* Of the folder reached (the last thing looked at may have been a link to "/"). */
-	if (fstat(fd, &st)) {
-		close(fd);
+	if (fstat(w.fd, &w.st)) {
+		close(w.fd);
 		return -EIO;
 	}
-	if (ours(&st))
-		return fd;
-	close(fd);
-	untrusted(path, shown, &st, st.st_uid != geteuid());
+	if (ours(&w.st))
+		return w.fd;
+	close(w.fd);
+	untrusted(path, w.shown, &w.st, w.st.st_uid != geteuid());
 	return -EPERM;
 above:
-	close(fd);
-	untrusted(path, shown, &st, !owner_ok(st.st_uid));
+	close(w.fd);
+	untrusted(path, w.shown, &w.st, !owner_ok(w.st.st_uid));
 	return -EPERM;
 }
 

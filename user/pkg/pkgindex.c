@@ -590,6 +590,43 @@ static bool may_list(const struct dpkg_lists *learnt, const char *name,
 	return !bloom;
 }
 
+/*
+ * The lines of dpkg's list @list, open on @lr: each an absolute path, and those @wanted (the
+ * @sieve first) recorded as the package's, made on the first one (*@o, also in @owners). With
+ * @bloom, every line's directory is learnt into it. 0 or -ENOMEM.
+ */
+static int read_list(struct pkg_index *ix, struct line_reader *lr, const char *list,
+		     const uint64_t *sieve, const struct pathmap *wanted, uint64_t *bloom,
+		     struct pathmap *owners, struct pkg_owner **o)
+{
+	size_t stem = strlen(list) - 5, len, name_len;
+	const char *line;
+	int err = 0;
+
+	while (!err && (line = lr_next(lr, &len))) {
+		unsigned int b = len ? sieve_bit(line, len) : 0;
+
+		if (bloom && len) {
+			unsigned int bits[2];
+
+			dir_bits(line, len, bits);
+			bloom_add(bloom, bits);
+		}
+		if (!len || !(sieve[b / 64] & (1ull << (b % 64))) ||
+		    !pathmap__get(wanted, line, len))
+			continue;
+		/* "libc6:amd64.list": a Multi-Arch: same package, named by its stem. */
+		name_len = strcspn(list, ":");
+		if (!*o && (!(*o = new_owner(ix, PKG_DEB, list, name_len < stem ? name_len : stem,
+					     "", 0)) ||
+			    pathmap__put(owners, list, stem, *o, 1) < 0))
+			err = -ENOMEM;
+		if (!err && pathmap__put(&ix->files, line, len, *o, 1) < 0)
+			err = -ENOMEM;
+	}
+	return err;
+}
+
 static int scan_dpkg_lists(struct pkg_index *ix, int root_fd, const char *admindir,
 			   const struct pathmap *wanted, struct dpkg_lists *learnt)
 {
@@ -621,15 +658,12 @@ static int scan_dpkg_lists(struct pkg_index *ix, int root_fd, const char *admind
 	}
 	lr.buf = malloc(lr.cap);
 	while (lr.buf && !err && (de = readdir(d))) {
-		size_t stem = strlen(de->d_name), len, name_len;
 		struct pkg_owner *o = NULL;
 		uint64_t *bloom = NULL;
-		const char *line;
 		int fd;
 
 		if (!ends_with(de->d_name, ".list") || !may_list(learnt, de->d_name, want, n_want))
 			continue;
-		stem -= 5;
 		fd = openat(info_fd, de->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			continue;
@@ -637,28 +671,7 @@ static int scan_dpkg_lists(struct pkg_index *ix, int root_fd, const char *admind
 		if (learnt && !pathmap__get(&learnt->blooms, de->d_name, strlen(de->d_name)))
 			bloom = calloc(BLOOM_WORDS, sizeof(*bloom));
 		lr_open(&lr, fd);
-		/* Each line an absolute path; only those asked for are kept. */
-		while (!err && (line = lr_next(&lr, &len))) {
-			unsigned int b = len ? sieve_bit(line, len) : 0;
-
-			if (bloom && len) {
-				unsigned int bits[2];
-
-				dir_bits(line, len, bits);
-				bloom_add(bloom, bits);
-			}
-			if (!len || !(sieve[b / 64] & (1ull << (b % 64))) ||
-			    !pathmap__get(wanted, line, len))
-				continue;
-			/* "libc6:amd64.list": a Multi-Arch: same package, named by its stem. */
-			name_len = strcspn(de->d_name, ":");
-			if (!o && (!(o = new_owner(ix, PKG_DEB, de->d_name,
-						   name_len < stem ? name_len : stem, "", 0)) ||
-				   pathmap__put(&owners, de->d_name, stem, o, 1) < 0))
-				err = -ENOMEM;
-			if (!err && pathmap__put(&ix->files, line, len, o, 1) < 0)
-				err = -ENOMEM;
-		}
+		err = read_list(ix, &lr, de->d_name, sieve, wanted, bloom, &owners, &o);
 		close(fd);
 		if (bloom && (err || pathmap__put(&learnt->blooms, de->d_name, strlen(de->d_name),
 						  bloom, 1) != 1))

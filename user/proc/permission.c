@@ -130,11 +130,72 @@ static const char *cap_remedy(const struct permission_facts *f)
 	return "run dlscope as root (or with CAP_SYS_PTRACE)";
 }
 
-void permission__reason(const struct permission_facts *f, enum ptrace_access mode, char *buf,
-			size_t len)
+/* Why the target's credentials keep out a dlscope without CAP_SYS_PTRACE (not all its own). */
+static void credentials_reason(const struct permission_facts *f, char *buf, size_t len)
 {
 	char who[96], me[96];
 
+	if (f->t_uid[0] != f->uid[0] && f->uid[1] == 0)
+		snprintf(buf, len,
+			 "it belongs to another user, %s, and dlscope runs as root but "
+			 "without CAP_SYS_PTRACE (a container or a capability bounding set "
+			 "dropped it): grant it (docker run --cap-add=SYS_PTRACE), or run "
+			 "dlscope as that user",
+			 account__describe(f->t_uid[0], who, sizeof(who)));
+	else if (f->t_uid[0] != f->uid[0])
+		snprintf(buf, len,
+			 "it belongs to another user, %s, and dlscope runs as %s; run dlscope "
+			 "as root (or with CAP_SYS_PTRACE) or as that user",
+			 account__describe(f->t_uid[0], who, sizeof(who)),
+			 account__describe(f->uid[0], me, sizeof(me)));
+	else if (f->t_uid[1] != f->uid[0] || f->t_uid[2] != f->uid[0])
+		snprintf(buf, len,
+			 "it runs with another user's credentials (effective uid %u, saved "
+			 "uid %u: a set-user-ID program); %s",
+			 (unsigned)f->t_uid[1], (unsigned)f->t_uid[2], cap_remedy(f));
+	else
+		snprintf(buf, len,
+			 "its groups differ from dlscope's (real, effective, saved gid %u, "
+			 "%u, %u: a set-group-ID program, or dlscope's own differ); %s",
+			 (unsigned)f->t_gid[0], (unsigned)f->t_gid[1], (unsigned)f->t_gid[2],
+			 cap_remedy(f));
+}
+
+/* Why Yama's ptrace_scope refuses @mode to dlscope, in @buf; false when it does not. */
+static bool yama_reason(const struct permission_facts *f, enum ptrace_access mode, char *buf,
+			size_t len)
+{
+	if (mode == ACCESS_READ)
+		return false;
+	if (f->yama == 3) {
+		snprintf(
+			buf, len,
+			"kernel.yama.ptrace_scope is 3: no process may be traced or read, not even "
+			"by root, until the next boot");
+		return true;
+	}
+	if (f->yama == 2 && !f->cap_sys_ptrace) {
+		snprintf(
+			buf, len,
+			"kernel.yama.ptrace_scope is 2: only a process with CAP_SYS_PTRACE may trace "
+			"or read another; %s",
+			cap_remedy(f));
+		return true;
+	}
+	if (f->yama == 1 && !f->cap_sys_ptrace && !f->descendant) {
+		snprintf(buf, len,
+			 "kernel.yama.ptrace_scope is 1: only its ancestors (or a tracer it names "
+			 "with PR_SET_PTRACER) may trace or read it; start it under dlscope "
+			 "(check -- CMD), or %s",
+			 cap_remedy(f));
+		return true;
+	}
+	return false;
+}
+
+void permission__reason(const struct permission_facts *f, enum ptrace_access mode, char *buf,
+			size_t len)
+{
 	if (!f->state) {
 		snprintf(buf, len, "it has exited");
 		return;
@@ -152,31 +213,7 @@ void permission__reason(const struct permission_facts *f, enum ptrace_access mod
 		return;
 	}
 	if (!f->cap_sys_ptrace && !same_credentials(f)) {
-		if (f->t_uid[0] != f->uid[0] && f->uid[1] == 0)
-			snprintf(buf, len,
-				 "it belongs to another user, %s, and dlscope runs as root but "
-				 "without CAP_SYS_PTRACE (a container or a capability bounding set "
-				 "dropped it): grant it (docker run --cap-add=SYS_PTRACE), or run "
-				 "dlscope as that user",
-				 account__describe(f->t_uid[0], who, sizeof(who)));
-		else if (f->t_uid[0] != f->uid[0])
-			snprintf(
-				buf, len,
-				"it belongs to another user, %s, and dlscope runs as %s; run dlscope "
-				"as root (or with CAP_SYS_PTRACE) or as that user",
-				account__describe(f->t_uid[0], who, sizeof(who)),
-				account__describe(f->uid[0], me, sizeof(me)));
-		else if (f->t_uid[1] != f->uid[0] || f->t_uid[2] != f->uid[0])
-			snprintf(buf, len,
-				 "it runs with another user's credentials (effective uid %u, saved "
-				 "uid %u: a set-user-ID program); %s",
-				 (unsigned)f->t_uid[1], (unsigned)f->t_uid[2], cap_remedy(f));
-		else
-			snprintf(buf, len,
-				 "its groups differ from dlscope's (real, effective, saved gid %u, "
-				 "%u, %u: a set-group-ID program, or dlscope's own differ); %s",
-				 (unsigned)f->t_gid[0], (unsigned)f->t_gid[1],
-				 (unsigned)f->t_gid[2], cap_remedy(f));
+		credentials_reason(f, buf, len);
 		return;
 	}
 	if (!f->cap_sys_ptrace && f->proc_owner != f->t_uid[1]) {
@@ -199,29 +236,8 @@ void permission__reason(const struct permission_facts *f, enum ptrace_access mod
 			 cap_remedy(f));
 		return;
 	}
-	if (mode != ACCESS_READ && f->yama == 3) {
-		snprintf(
-			buf, len,
-			"kernel.yama.ptrace_scope is 3: no process may be traced or read, not even "
-			"by root, until the next boot");
+	if (yama_reason(f, mode, buf, len))
 		return;
-	}
-	if (mode != ACCESS_READ && f->yama == 2 && !f->cap_sys_ptrace) {
-		snprintf(
-			buf, len,
-			"kernel.yama.ptrace_scope is 2: only a process with CAP_SYS_PTRACE may trace "
-			"or read another; %s",
-			cap_remedy(f));
-		return;
-	}
-	if (mode != ACCESS_READ && f->yama == 1 && !f->cap_sys_ptrace && !f->descendant) {
-		snprintf(buf, len,
-			 "kernel.yama.ptrace_scope is 1: only its ancestors (or a tracer it names "
-			 "with PR_SET_PTRACER) may trace or read it; start it under dlscope "
-			 "(check -- CMD), or %s",
-			 cap_remedy(f));
-		return;
-	}
 	snprintf(buf, len,
 		 "dlscope sees no reason in its credentials, the target's or Yama: a security "
 		 "module (SELinux, AppArmor) refused, the target is in another user namespace%s",

@@ -55,10 +55,41 @@ static int permission_reason(pid_t pid, const char *comm, enum ptrace_access mod
 		   reason);
 }
 
+/*
+ * @t's name and state, and the task its files are read through: the process itself, or a live
+ * thread of a main thread that exited. 0, or -errno with @reason said (no such process, a
+ * kernel thread, a zombie with nothing left).
+ */
+static int read_task(struct target *t, char *reason, size_t reasonlen)
+{
+	pid_t pid = t->pid;
+	unsigned long flags;
+	int err = proc__read_stat(pid, 0, t->comm, sizeof(t->comm), &t->state, &flags);
+
+	if (err == -ENOENT || err == -ESRCH)
+		return why(reason, reasonlen, ESRCH, "no process with PID %d", pid);
+	if (err)
+		return why(reason, reasonlen, -err, "cannot read /proc/%d/stat: %s", pid,
+			   strerror(-err));
+	if (flags & PF_KTHREAD)
+		return why(reason, reasonlen, EINVAL,
+			   "process %d (%s) is a kernel thread: it has no user-space libraries",
+			   pid, t->comm);
+	t->task = pid;
+	if (t->state == 'Z' || t->state == 'X') {
+		t->task = proc__live_task(pid);
+		if (t->task <= 0)
+			return why(reason, reasonlen, ESRCH,
+				   "process %d (%s) is a zombie: it has exited and its memory is "
+				   "gone",
+				   pid, t->comm);
+	}
+	return 0;
+}
+
 int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 {
 	struct target *t;
-	unsigned long flags;
 	char path[64], buf[PATH_MAX];
 	ssize_t n;
 	int err;
@@ -70,34 +101,9 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 	t->pid = pid;
 	t->mem_fd = t->root_fd = t->exe_fd = -1;
 
-	err = proc__read_stat(pid, 0, t->comm, sizeof(t->comm), &t->state, &flags);
-	if (err == -ENOENT || err == -ESRCH) {
-		err = why(reason, reasonlen, ESRCH, "no process with PID %d", pid);
+	err = read_task(t, reason, reasonlen);
+	if (err)
 		goto err_free;
-	}
-	if (err) {
-		err = why(reason, reasonlen, -err, "cannot read /proc/%d/stat: %s", pid,
-			  strerror(-err));
-		goto err_free;
-	}
-	if (flags & PF_KTHREAD) {
-		err = why(reason, reasonlen, EINVAL,
-			  "process %d (%s) is a kernel thread: it has no user-space libraries", pid,
-			  t->comm);
-		goto err_free;
-	}
-	t->task = pid;
-	if (t->state == 'Z' || t->state == 'X') {
-		t->task = proc__live_task(pid);
-		if (t->task <= 0) {
-			err = why(reason, reasonlen, ESRCH,
-				  "process %d (%s) is a zombie: it has exited and its memory is "
-				  "gone",
-				  pid, t->comm);
-			goto err_free;
-		}
-	}
-
 	snprintf(path, sizeof(path), "/proc/%d/exe", t->task);
 	n = readlink(path, buf, sizeof(buf) - 1);
 	if (n < 0) {

@@ -371,6 +371,42 @@ static const struct dlw_pyframe *raw_frame(const struct dlw_pystack *raw, unsign
 	return &raw->f[DLW_PY_INNER + (k - DLW_PY_INNER) % DLW_PY_OUTER];
 }
 
+/*
+ * The function, file and line of captured frame @rf: from its code object, else (the code is
+ * gone) from what was copied with the frame, counted in *@freed. 0, -ENOMEM, or code_info's
+ * error when the frame has no name either.
+ */
+static int frame_names(const struct py_interp *pi, pid_t pid, struct py_code_cache *cache,
+		       const struct dlw_pyframe *rf, char **function, char **file, int *line,
+		       unsigned int *freed)
+{
+	struct py_code_info tmp = { 0 };
+	const struct py_code_info *info;
+	int err = code_info(pi, pid, cache, rf, &tmp, &info);
+
+	if (!err) {
+		*function = strdup(info->function);
+		*file = strdup(info->file);
+		*line = info->lines ? py_line_of(pi->layout->lines, info->lines, info->n_lines,
+						 info->firstlineno, rf->offset) :
+				      -1;
+		err = *function && *file ? 0 : -ENOMEM;
+	} else if (named(rf)) {
+		/* The code is gone (a module's top-level code, once the module has run, or the
+		 * process): the name copied with the frame, the file when its str is provably
+		 * still the same. */
+		*function = strndup(rf->name, sizeof(rf->name));
+		*file = read_same_str(pi, pid, rf->file, rf->file_hash, rf->file_digest);
+		if (!*file)
+			*file = strdup("?");
+		err = *function && *file ? 0 : -ENOMEM;
+		*line = -1;
+		(*freed)++;
+	}
+	py_code_info__clear(&tmp);
+	return err;
+}
+
 int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_pystack *raw,
 		       struct py_code_cache *cache, struct py_import *out)
 {
@@ -394,36 +430,13 @@ int py_import__resolve(const struct py_interp *pi, pid_t pid, const struct dlw_p
 	}
 	for (unsigned int k = 0; k < n; k++) {
 		const struct dlw_pyframe *rf;
-		struct py_code_info tmp = { 0 };
-		const struct py_code_info *info;
 		char *function = NULL, *file = NULL;
 		int line = -1, err;
 
 		if (out->gap && k == DLW_PY_INNER)
 			k += (unsigned int)out->gap;
 		rf = raw_frame(raw, k);
-		err = code_info(pi, pid, cache, rf, &tmp, &info);
-		if (!err) {
-			function = strdup(info->function);
-			file = strdup(info->file);
-			line = info->lines ?
-				       py_line_of(pi->layout->lines, info->lines, info->n_lines,
-						  info->firstlineno, rf->offset) :
-				       -1;
-			err = function && file ? 0 : -ENOMEM;
-		} else if (named(rf)) {
-			/* The code is gone (a module's top-level code, once the module has run,
-			 * or the process): the name copied with the frame, the file when its str
-			 * is provably still the same. */
-			function = strndup(rf->name, sizeof(rf->name));
-			file = read_same_str(pi, pid, rf->file, rf->file_hash, rf->file_digest);
-			if (!file)
-				file = strdup("?");
-			err = function && file ? 0 : -ENOMEM;
-			line = -1;
-			freed++;
-		}
-		py_code_info__clear(&tmp);
+		err = frame_names(pi, pid, cache, rf, &function, &file, &line, &freed);
 		bad += err != 0;
 		if (py_import__push(out, err ? "?" : function, err ? "?" : file, err ? -1 : line)) {
 			free(function);

@@ -477,6 +477,38 @@ static void set_error(char **err, const char *msg)
 		*err = strdup(msg);
 }
 
+/* The bytecode offset the frame in @buf is at, in its code object at @code. */
+static uint64_t frame_offset(const struct py_layout *l, const unsigned char *buf, uint64_t code)
+{
+	uint64_t instr, start;
+
+	if (l->fr_lasti >= 0) {
+		int32_t lasti;
+
+		memcpy(&lasti, buf + l->fr_lasti, sizeof(lasti));
+		/* 3.10 counts code units, its table bytes. */
+		return lasti < 0 ? 0 : (uint64_t)lasti * (l->lines == PY_LINETABLE_310 ? 2 : 1);
+	}
+	instr = word_at(buf, l->fr_instr);
+	start = code + (uint64_t)l->co_code_adaptive;
+	return instr >= start ? (instr - start) / 2 : 0;
+}
+
+/* The frame in @buf, running code object @c (at @code): its function, file and line. */
+static struct py_frame python_frame(const struct py_layout *l, const unsigned char *buf,
+				    uint64_t code, const struct py_code *c)
+{
+	return (struct py_frame){
+		.code = code,
+		.function = c->info.function,
+		.file = c->info.file,
+		.line = py_line_of(l->lines, c->info.lines, c->info.n_lines, c->info.firstlineno,
+				   frame_offset(l, buf, code)),
+		.eval_entry = l->frames == PY_FRAME_OBJECTS ||
+			      (l->fr_is_entry >= 0 && buf[l->fr_is_entry]),
+	};
+}
+
 /* Walk one thread's frames, innermost first, with Brent's cycle check. */
 static int walk_frames(struct py_snapshot *s, pid_t pid, uint64_t frame, unsigned int max_frames,
 		       struct py_thread *t)
@@ -489,9 +521,9 @@ static int walk_frames(struct py_snapshot *s, pid_t pid, uint64_t frame, unsigne
 
 	while (frame) {
 		unsigned char buf[128];
-		struct py_frame f = { .line = -1 };
+		struct py_frame f;
 		const struct py_code *c;
-		uint64_t code, offset;
+		uint64_t code;
 		unsigned char owner = PY_OWNED_BY_THREAD;
 
 		if (steps++ >= MAX_FRAMES_HARD) {
@@ -528,27 +560,7 @@ static int walk_frames(struct py_snapshot *s, pid_t pid, uint64_t frame, unsigne
 				set_error(&t->error, msg);
 				break;
 			}
-			if (l->fr_lasti >= 0) {
-				int32_t lasti;
-
-				memcpy(&lasti, buf + l->fr_lasti, sizeof(lasti));
-				/* 3.10 counts code units, its table bytes. */
-				offset = lasti < 0 ? 0 :
-						     (uint64_t)lasti *
-							     (l->lines == PY_LINETABLE_310 ? 2 : 1);
-			} else {
-				uint64_t instr = word_at(buf, l->fr_instr),
-					 start = code + (uint64_t)l->co_code_adaptive;
-
-				offset = instr >= start ? (instr - start) / 2 : 0;
-			}
-			f.code = code;
-			f.function = c->info.function;
-			f.file = c->info.file;
-			f.line = py_line_of(l->lines, c->info.lines, c->info.n_lines,
-					    c->info.firstlineno, offset);
-			f.eval_entry = l->frames == PY_FRAME_OBJECTS ||
-				       (l->fr_is_entry >= 0 && buf[l->fr_is_entry]);
+			f = python_frame(l, buf, code, c);
 			if (push_frame(t, &cap, &f))
 				return -ENOMEM;
 		}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Segments and code: file offsets and addresses, a function's bytes and its returns. */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "elfobj.h"
+#include "elfobj_impl.h"
+
+struct find_func {
+	const char *name;
+	GElf_Sym sym;
+	bool found;
+};
+
+static int match_func(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct find_func *f = ctx;
+	size_t len = strlen(f->name);
+
+	/* .symtab spells versioned definitions "dlopen@@GLIBC_2.34"; both spellings are one. */
+	if (strncmp(name, f->name, len) || (name[len] && name[len] != '@'))
+		return 0;
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC && GELF_ST_TYPE(sym->st_info) != STT_GNU_IFUNC)
+		return 0;
+	f->sym = *sym;
+	f->found = true;
+	return 1;
+}
+
+/* The file offset of virtual address @vaddr, through the PT_LOAD that maps it. */
+static int vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t *offset)
+{
+	size_t nph;
+
+	if (!elfobj_loaded(o))
+		return -ERANGE;
+
+	if (elf_getphdrnum(o->elf, &nph))
+		return -ERANGE;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+			*offset = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -ERANGE;
+}
+
+bool elfobj__writable_at(const struct elf_object *o, uint64_t vaddr)
+{
+	bool writable = false;
+	size_t nph;
+
+	if (!elfobj_loaded(o) || elf_getphdrnum(o->elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(o->elf, (int)i, &ph) || vaddr < ph.p_vaddr ||
+		    vaddr - ph.p_vaddr >= ph.p_memsz)
+			continue;
+		/* The loader makes PT_GNU_RELRO read-only once it has relocated it. */
+		if (ph.p_type == PT_GNU_RELRO)
+			return false;
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W))
+			writable = true;
+	}
+	return writable;
+}
+
+int elfobj__offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_t *vaddr)
+{
+	size_t nph;
+
+	if (!elfobj_loaded(o))
+		return -ERANGE;
+
+	if (elf_getphdrnum(o->elf, &nph))
+		return -ERANGE;
+	/* The file bytes of a segment first, then its zero-filled tail (.bss past the file). */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			uint64_t size;
+
+			if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			size = pass ? ph.p_memsz : ph.p_filesz;
+			if (offset >= ph.p_offset && offset < ph.p_offset + size) {
+				*vaddr = offset - ph.p_offset + ph.p_vaddr;
+				return 0;
+			}
+		}
+	return -ERANGE;
+}
+
+/* A defined function named @name, from .dynsym first, then .symtab. */
+static bool find_function(const struct elf_object *o, const char *name, GElf_Sym *sym)
+{
+	struct find_func f = { .name = name };
+
+	elfobj__foreach_defined(o, ELFOBJ_DYNSYM, match_func, &f);
+	if (!f.found)
+		elfobj__foreach_defined(o, ELFOBJ_SYMTAB, match_func, &f);
+	*sym = f.sym;
+	return f.found;
+}
+
+int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *offset)
+{
+	GElf_Sym sym;
+
+	if (!find_function(o, name, &sym))
+		return -ENOENT;
+	return vaddr_to_offset(o, sym.st_value, offset);
+}
+
+/* True when the CFA rule of @frame is "the stack pointer + 8": nothing left on the stack. */
+static bool cfa_is_sp_plus_8(Dwarf_Frame *frame)
+{
+	Dwarf_Op *ops;
+	size_t nops;
+
+	return !dwarf_frame_cfa(frame, &ops, &nops) && nops == 1 && ops[0].atom == DW_OP_bregx &&
+	       ops[0].number == 7 /* rsp */ && ops[0].number2 == 8;
+}
+
+int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
+			 uint64_t *offsets, size_t max, size_t *n)
+{
+	Dwarf_CFI *cfi;
+	GElf_Sym sym;
+	GElf_Ehdr eh;
+	int fd;
+
+	if (!elfobj_loaded(o))
+		return -ENOENT;
+
+	*n = 0;
+	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
+		return -ENOTSUP;
+	if (!find_function(o, name, &sym) || !sym.st_size)
+		return -ENOENT;
+	/*
+	 * The code bytes are read from the file, not from libelf's mapping of it: the kernel
+	 * writes the int3 of every uprobe on the file (another dlscope's, or ours on an earlier
+	 * function) into each private mapping that may execute, ours included.
+	 */
+	fd = open(file ? file : o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	cfi = dwarf_getcfi_elf(o->elf);
+	if (!cfi) {
+		close(fd);
+		return -ENODATA;
+	}
+	for (uint64_t pc = sym.st_value; pc < sym.st_value + sym.st_size && *n < max;) {
+		Dwarf_Frame *frame;
+		Dwarf_Addr start, end;
+		unsigned char byte;
+		uint64_t off;
+
+		if (dwarf_cfi_addrframe(cfi, pc, &frame))
+			break;
+		if (dwarf_frame_info(frame, &start, &end, NULL) < 0 || end <= pc) {
+			free(frame);
+			break;
+		}
+		/* A row starts at an instruction; a ret there, with the frame popped, returns. */
+		if (start > sym.st_value && cfa_is_sp_plus_8(frame) &&
+		    !vaddr_to_offset(o, start, &off) && pread(fd, &byte, 1, (off_t)off) == 1 &&
+		    arch_is_ret(byte))
+			offsets[(*n)++] = off;
+		free(frame);
+		pc = end;
+	}
+	dwarf_cfi_end(cfi);
+	close(fd);
+	return *n ? 0 : -ENOENT;
+}
+
+/* @len bytes at virtual address @vaddr, read from the file (see func_returns for why). */
+int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, size_t len)
+{
+	uint64_t off, last;
+	ssize_t got;
+	int fd;
+
+	/* Both ends in one segment's file bytes. */
+	if (!len || vaddr_to_offset(o, vaddr, &off) || vaddr_to_offset(o, vaddr + len - 1, &last) ||
+	    last != off + len - 1)
+		return -ERANGE;
+	fd = open(o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* Opened through a target's descriptor (/proc/self/fd/N), closed since: the bytes
+		 * of libelf's mapping of the file (uprobes write only into executable mappings). */
+		size_t size = 0;
+		const char *raw = elf_rawfile(o->elf, &size);
+
+		if (!raw || off + len > size)
+			return -errno;
+		memcpy(buf, raw + off, len);
+		return 0;
+	}
+	got = pread(fd, buf, len, (off_t)off);
+	close(fd);
+	return got == (ssize_t)len ? 0 : -EIO;
+}
+
+int elfobj__func_code(const struct elf_object *o, const char *name, void *buf, size_t len,
+		      uint64_t *vaddr)
+{
+	GElf_Sym sym;
+	GElf_Ehdr eh;
+
+	if (!elfobj_loaded(o))
+		return -ENOENT;
+
+	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
+		return -ENOTSUP;
+	if (!find_function(o, name, &sym))
+		return -ENOENT;
+	*vaddr = sym.st_value;
+	return elfobj__read_vaddr(o, sym.st_value, buf, len) ? -EIO : 0;
+}
+
+int elfobj__func_constant(const struct elf_object *o, const char *name, int64_t *imm,
+			  uint64_t *vaddr)
+{
+	unsigned char code[16];
+	uint64_t entry;
+	int err = elfobj__func_code(o, name, code, sizeof(code), &entry);
+
+	return err ? err : arch_decode_return_constant(code, sizeof(code), entry, imm, vaddr);
+}
+
+const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!elfobj_loaded(o))
+		return NULL;
+
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		const char *sname;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		sname = elf_strptr(o->elf, shstrndx, sh.sh_name);
+		if (!sname || strcmp(sname, name))
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf)
+			return NULL;
+		*size = data->d_size;
+		return data->d_buf;
+	}
+	return NULL;
+}
