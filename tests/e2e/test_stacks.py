@@ -10,7 +10,7 @@ import time
 
 from harness import (
     LIBDWFL_SKIPS, gdb_backtraces, norm_function, Fixture, Skip, dlscope, dlscope_path,
-    fixture_path, is_root, wait_idle, wait_until, serial)
+    fixture_path, is_root, wait_idle, wait_until, serial, plain)
 
 
 def hung(argv):
@@ -352,6 +352,7 @@ def seen_stop(fx, run):
 
 
 @serial
+@plain
 def test_reported_stop_is_the_one_the_target_sees():
     # 200 threads on 2 CPUs, one in three computing: the stop was reported as 90-570 ms, from
     # before the first seize to the last detach, while the threads were stopped and released
