@@ -227,6 +227,78 @@ static void print_runtimes(const json_t *rts)
 		}
 }
 
+/* A record of the trace into its process's name, rank, objects and findings: 0, or -1 (OOM). */
+static int take_record(struct tstate *s, const json_t *rec,
+		       bool (*selected)(const void *ctx, const char *id), const void *ctx)
+{
+	const char *type = json_string_value(json_object_get(rec, "type")),
+		   *host = json_string_value(json_object_get(rec, "host")),
+		   *comm = json_string_value(json_object_get(rec, "comm"));
+	const json_t *pid = json_object_get(rec, "pid"), *rank = json_object_get(rec, "rank");
+	long h;
+	struct tproc *p;
+	int err = 0;
+
+	/* Every host is indexed as first seen, a record of no process's too. */
+	h = host ? host_index(s, host) : 0;
+	if (!type || !json_is_integer(pid) || !strcmp(type, "activity"))
+		return 0;
+	p = h < 0 ? NULL : proc_of(s, (size_t)h, (pid_t)json_integer_value(pid));
+	if (!p)
+		return -1;
+	/* Named by its main thread, else the first record that names it. */
+	if (comm && (!p->comm[0] || json_integer_value(json_object_get(rec, "tid")) == p->pid))
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	if (json_is_integer(rank) && !p->rank)
+		p->rank = json_incref((json_t *)rank);
+	/* A new program: the objects of the old one are gone. */
+	if (!strcmp(type, "exec"))
+		err = json_array_clear(p->loaded);
+	else if (!strcmp(type, "loaded"))
+		err = note_loaded(p, rec);
+	else if (!strcmp(type, "finding") &&
+		 (!selected || selected(ctx, json_string_value(json_object_get(rec, "id")) ?: "")))
+		err = json_array_append(p->findings, (json_t *)rec);
+	return err ? -1 : 0;
+}
+
+/* Process @p's entry (name, host, rank, runtimes, findings) appended to @procs: 0, or -1. */
+static int add_process(json_t *procs, const struct tstate *s, const struct tproc *p)
+{
+	json_t *rts = runtimes__from_loaded(p->loaded), *one;
+
+	one = json_pack("{s:I, s:s, s:s*, s:O*, s:o*, s:[]}", "pid", (json_int_t)p->pid, "comm",
+			p->comm[0] ? p->comm :
+			p->exe[0]  ? p->exe :
+				     "?",
+			"host", p->host ? s->hosts[p->host] : NULL, "rank", p->rank, "runtimes",
+			rts, "findings");
+	if (!one || !rts || json_array_append_new(procs, one))
+		return -1;
+	for (size_t k = 0; k < json_array_size(p->findings); k++) {
+		json_t *c = json_copy(json_array_get(p->findings, k));
+
+		json_object_del(c, "type");
+		if (json_array_append_new(json_object_get(one, "findings"), c))
+			return -1;
+	}
+	return 0;
+}
+
+static void tstate__free(struct tstate *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		json_decref(s->p[i].rank);
+		json_decref(s->p[i].findings);
+		json_decref(s->p[i].loaded);
+	}
+	for (size_t i = 0; i < s->n_hosts; i++)
+		free(s->hosts[i]);
+	free(s->hosts);
+	free(s->p);
+	free(s->slots);
+}
+
 json_t *check__trace_doc(const char *path, bool all,
 			 bool (*selected)(const void *ctx, const char *id), const void *ctx,
 			 char *why, size_t whylen)
@@ -247,40 +319,10 @@ json_t *check__trace_doc(const char *path, bool all,
 		goto oom;
 	while ((len = getline(&line, &cap, f)) > 0) {
 		json_t *rec = json_loadb(line, (size_t)len, 0, NULL);
-		const char *type = json_string_value(json_object_get(rec, "type")),
-			   *host = json_string_value(json_object_get(rec, "host")),
-			   *comm = json_string_value(json_object_get(rec, "comm"));
-		const json_t *pid = json_object_get(rec, "pid"),
-			     *rank = json_object_get(rec, "rank");
-		long h = host ? host_index(&s, host) : 0;
-		struct tproc *p;
-		int err = 0;
+		int err;
 
 		trace_end__see(&end, line, (size_t)len, rec);
-		if (!type || !json_is_integer(pid) || !strcmp(type, "activity")) {
-			json_decref(rec);
-			continue;
-		}
-		p = h < 0 ? NULL : proc_of(&s, (size_t)h, (pid_t)json_integer_value(pid));
-		if (!p) {
-			json_decref(rec);
-			goto oom;
-		}
-		/* Named by its main thread, else the first record that names it. */
-		if (comm &&
-		    (!p->comm[0] || json_integer_value(json_object_get(rec, "tid")) == p->pid))
-			snprintf(p->comm, sizeof(p->comm), "%s", comm);
-		if (json_is_integer(rank) && !p->rank)
-			p->rank = json_incref((json_t *)rank);
-		/* A new program: the objects of the old one are gone. */
-		if (!strcmp(type, "exec"))
-			err = json_array_clear(p->loaded);
-		else if (!strcmp(type, "loaded"))
-			err = note_loaded(p, rec);
-		else if (!strcmp(type, "finding") &&
-			 (!selected ||
-			  selected(ctx, json_string_value(json_object_get(rec, "id")) ?: "")))
-			err = json_array_append(p->findings, rec);
+		err = take_record(&s, rec, selected, ctx);
 		json_decref(rec);
 		if (err)
 			goto oom;
@@ -294,30 +336,9 @@ json_t *check__trace_doc(const char *path, bool all,
 	procs = json_object_get(doc, "processes");
 	if (!procs)
 		goto oom;
-	for (size_t i = 0; i < s.n; i++) {
-		struct tproc *p = &s.p[i];
-		json_t *one, *rts;
-
-		if (!all && !json_array_size(p->findings))
-			continue;
-		rts = runtimes__from_loaded(p->loaded);
-		one = json_pack("{s:I, s:s, s:s*, s:O*, s:o*, s:[]}", "pid", (json_int_t)p->pid,
-				"comm",
-				p->comm[0] ? p->comm :
-				p->exe[0]  ? p->exe :
-					     "?",
-				"host", p->host ? s.hosts[p->host] : NULL, "rank", p->rank,
-				"runtimes", rts, "findings");
-		if (!one || !rts || json_array_append_new(procs, one))
+	for (size_t i = 0; i < s.n; i++)
+		if ((all || json_array_size(s.p[i].findings)) && add_process(procs, &s, &s.p[i]))
 			goto oom;
-		for (size_t k = 0; k < json_array_size(p->findings); k++) {
-			json_t *c = json_copy(json_array_get(p->findings, k));
-
-			json_object_del(c, "type");
-			if (json_array_append_new(json_object_get(one, "findings"), c))
-				goto oom;
-		}
-	}
 	goto out;
 oom:
 	snprintf(why, whylen, "out of memory reading %s", path);
@@ -327,16 +348,7 @@ out:
 	fclose(f);
 	free(line);
 	json_decref(hdr);
-	for (size_t i = 0; i < s.n; i++) {
-		json_decref(s.p[i].rank);
-		json_decref(s.p[i].findings);
-		json_decref(s.p[i].loaded);
-	}
-	for (size_t i = 0; i < s.n_hosts; i++)
-		free(s.hosts[i]);
-	free(s.hosts);
-	free(s.p);
-	free(s.slots);
+	tstate__free(&s);
 	return doc;
 }
 

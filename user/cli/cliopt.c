@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The command-line grammar shared by every command; see cliopt.h. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,4 +250,15 @@ int cliopt__runnable(const char *file)
 			break;
 	}
 	return err;
+}
+
+int cliopt__print_processes(json_t *procs)
+{
+	json_t *doc = json_pack("{s:s, s:o, s:o}", "dlscope", DLSCOPE_VERSION, "processes", procs,
+				"errors", output__errors_json());
+	int ret = doc && json_dumpf(doc, stdout, JSON_INDENT(2)) >= 0 ? 0 : -EIO;
+
+	putchar('\n');
+	json_decref(doc);
+	return ret;
 }

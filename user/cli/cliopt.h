@@ -57,6 +57,14 @@ int cliopt__number(const char *s, double max, bool whole, double *out);
 const char *cliopt__core_operand(const struct cliopt *c);
 
 /*
+ * The document of the --json commands that list processes: {"dlscope": VERSION, "processes":
+ * @procs (taken; NULL fails), "errors": [message...]}, indented, then a newline, on stdout.
+ * 0, or -EIO.
+ */
+struct json_t;
+int cliopt__print_processes(struct json_t *procs);
+
+/*
  * Whether execvp(@file) could run: a path that is an executable file, or a name found so in
  * $PATH. 0, or -errno (ENOENT, EACCES, EISDIR) as execvp would fail.
  */

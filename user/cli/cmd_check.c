@@ -2,16 +2,11 @@
 /* dlscope check: live processes, core files, traces, or a command run to its exit. */
 #include <errno.h>
 #include <inttypes.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "capture.h"
@@ -32,6 +27,7 @@
 #include "output.h"
 #include "procfs.h"
 #include "pkgowner.h"
+#include "supervise.h"
 #include "target.h"
 #include "termsafe.h"
 #include "threadscan.h"
@@ -47,6 +43,50 @@ static bool is_trace_arg(const char *arg)
 	       (!stat(arg, &st) || strchr(arg, '/') || (n > 6 && !strcmp(arg + n - 6, ".jsonl")));
 }
 
+/* check --json: a process's entry in "processes", with @mine, its findings. */
+static void append_process(json_t *procs, const struct target *t, const struct libgraph *g,
+			   size_t n_threads, const struct runtime_list *rt,
+			   const struct findings *mine)
+{
+	/* A core's process is gone: its command line is the one the core kept. */
+	char *cmdline = t->core ? strdup(t->core->args) : proc__cmdline(t->pid);
+
+	/* The command line: a report says how to run the program again, elsewhere. */
+	json_array_append_new(
+		procs, json_pack("{s:i, s:s, s:s, s:o*, s:i, s:i, s:o, s:o}", "pid",
+				 (json_int_t)t->pid, "comm", t->comm, "exe", t->exe, "cmdline",
+				 cmdline ? json_string(cmdline) : json_null(), "object_count",
+				 (json_int_t)g->n, "threads", (json_int_t)n_threads, "runtimes",
+				 runtimes__to_json(rt, g), "findings", findings__to_json(mine)));
+	free(cmdline);
+	/* The executable's build-id: which build of the program this is. */
+	for (size_t k = 0; k < g->n; k++)
+		if (g->objs[k]->origin == LG_EXECUTABLE && g->objs[k]->elf &&
+		    elfobj__build_id(g->objs[k]->elf)) {
+			json_object_set_new(json_array_get(procs, json_array_size(procs) - 1),
+					    "build_id",
+					    json_string(elfobj__build_id(g->objs[k]->elf)));
+			break;
+		}
+}
+
+/* check's text: a process's counts, runtimes and @mine, its findings. */
+static void print_process(const struct target *t, const struct libgraph *g, size_t n_threads,
+			  const struct runtime_list *rt, const struct findings *mine)
+{
+	printf("process %d (%s): %zu object%s, %zu thread%s, %zu finding%s\n", t->pid, t->comm,
+	       g->n, g->n == 1 ? "" : "s", n_threads, n_threads == 1 ? "" : "s", mine->n,
+	       mine->n == 1 ? "" : "s");
+	if (rt->n) {
+		printf("runtimes:\n");
+		runtimes__print(rt, g, "  ", stdout);
+	}
+	if (mine->n) {
+		putchar('\n');
+		findings__print(mine, stdout);
+	}
+}
+
 /* All selected detectors on one process; findings are appended to @fs. */
 static int check_process(struct inspection *in, const struct check_opts *o, struct findings *fs,
 			 json_t *procs, struct runtime_list *keep_rt)
@@ -56,6 +96,7 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 	const struct libgraph *g;
 	struct runtime_list rt = { 0 };
 	struct check_ctx ctx;
+	struct findings mine;
 	size_t first = fs->n, n_threads;
 	char why[512];
 	int err;
@@ -91,45 +132,11 @@ static int check_process(struct inspection *in, const struct check_opts *o, stru
 		}
 	/* A core's threads are its NT_PRSTATUS notes. */
 	n_threads = ts ? ts->n : t->core ? t->core->n_threads : 0;
-	if (procs) {
-		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
-
-		/* A core's process is gone: its command line is the one the core kept. */
-		char *cmdline = t->core ? strdup(t->core->args) : proc__cmdline(t->pid);
-
-		/* The command line: a report says how to run the program again, elsewhere. */
-		json_array_append_new(
-			procs,
-			json_pack("{s:i, s:s, s:s, s:o*, s:i, s:i, s:o, s:o}", "pid",
-				  (json_int_t)t->pid, "comm", t->comm, "exe", t->exe, "cmdline",
-				  cmdline ? json_string(cmdline) : json_null(), "object_count",
-				  (json_int_t)g->n, "threads", (json_int_t)n_threads, "runtimes",
-				  runtimes__to_json(&rt, g), "findings", findings__to_json(&mine)));
-		free(cmdline);
-		/* The executable's build-id: which build of the program this is. */
-		for (size_t k = 0; k < g->n; k++)
-			if (g->objs[k]->origin == LG_EXECUTABLE && g->objs[k]->elf &&
-			    elfobj__build_id(g->objs[k]->elf)) {
-				json_object_set_new(
-					json_array_get(procs, json_array_size(procs) - 1),
-					"build_id", json_string(elfobj__build_id(g->objs[k]->elf)));
-				break;
-			}
-	} else {
-		struct findings mine = { .f = fs->f + first, .n = fs->n - first };
-
-		printf("process %d (%s): %zu object%s, %zu thread%s, %zu finding%s\n", t->pid,
-		       t->comm, g->n, g->n == 1 ? "" : "s", n_threads, n_threads == 1 ? "" : "s",
-		       mine.n, mine.n == 1 ? "" : "s");
-		if (rt.n) {
-			printf("runtimes:\n");
-			runtimes__print(&rt, g, "  ", stdout);
-		}
-		if (mine.n) {
-			putchar('\n');
-			findings__print(&mine, stdout);
-		}
-	}
+	mine = (struct findings){ .f = fs->f + first, .n = fs->n - first };
+	if (procs)
+		append_process(procs, t, g, n_threads, &rt, &mine);
+	else
+		print_process(t, g, n_threads, &rt, &mine);
 	/* check --job compares the ranks' runtimes after every rank is checked. */
 	if (keep_rt)
 		*keep_rt = rt;
@@ -147,159 +154,42 @@ struct cmd_outcome {
 	struct crash *crash; /* the fatal signal's details, when it had a delivery stop */
 };
 
-/* The threads of the command, which we trace from their first instruction. */
-struct tracees {
-	struct tracee {
-		pid_t tid;
-		pid_t tgid;   /* the process it is a thread of */
-		bool started; /* its first stop (the SIGSTOP of a new thread) was seen */
-		bool caught;  /* it had a fault that a handler of the program caught */
-		siginfo_t fault;
-	} * t;
-	size_t n;
+/* What check -- CMD keeps between the supervisor's calls. */
+struct command_check {
+	const struct check_opts *o;
+	struct findings *fs;
+	json_t *procs;
+	struct crash *crash; /* the first fatal signal's details */
 };
-
-/* The process @tid is a thread of, from /proc (0 when it is gone). */
-static pid_t tgid_of(pid_t tid)
-{
-	char path[64], line[128];
-	pid_t tgid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
-			break;
-	fclose(f);
-	return tgid;
-}
-
-static struct tracee *tracee_get(struct tracees *ts, pid_t tid)
-{
-	struct tracee *nt;
-
-	for (size_t i = 0; i < ts->n; i++)
-		if (ts->t[i].tid == tid)
-			return &ts->t[i];
-	nt = realloc(ts->t, (ts->n + 1) * sizeof(*nt));
-	if (!nt)
-		return NULL;
-	ts->t = nt;
-	ts->t[ts->n] = (struct tracee){ .tid = tid, .tgid = tgid_of(tid) };
-	if (!ts->t[ts->n].tgid)
-		ts->t[ts->n].tgid = tid;
-	return &ts->t[ts->n++];
-}
-
-static void tracee_drop(struct tracees *ts, pid_t tid)
-{
-	for (size_t i = 0; i < ts->n; i++)
-		if (ts->t[i].tid == tid) {
-			ts->t[i] = ts->t[--ts->n];
-			return;
-		}
-}
-
-static size_t tracee_count(const struct tracees *ts, pid_t tgid)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < ts->n; i++)
-		n += ts->t[i].tgid == tgid;
-	return n;
-}
-
-/* A process of the command's tree: the command, or one it ran (fork and exec). */
-struct traced_proc {
-	pid_t pid;
-	bool execd; /* it ran a program of its own: checked at its exit */
-	bool held;  /* its main thread waits at PTRACE_EVENT_EXIT for its other threads */
-	bool checked;
-	char *cmdline;
-};
-
-struct traced_procs {
-	struct traced_proc *p;
-	size_t n;
-	size_t checked; /* the descendants checked */
-};
-
-static struct traced_proc *proc_get(struct traced_procs *ps, pid_t pid)
-{
-	struct traced_proc *np;
-
-	for (size_t i = 0; i < ps->n; i++)
-		if (ps->p[i].pid == pid)
-			return &ps->p[i];
-	np = realloc(ps->p, (ps->n + 1) * sizeof(*np));
-	if (!np)
-		return NULL;
-	ps->p = np;
-	ps->p[ps->n] = (struct traced_proc){ .pid = pid };
-	return &ps->p[ps->n++];
-}
-
-static bool top_checked(const struct traced_procs *ps, pid_t pid)
-{
-	for (size_t i = 0; i < ps->n; i++)
-		if (ps->p[i].pid == pid)
-			return ps->p[i].checked;
-	return false;
-}
-
-/* The command's arguments with spaces between them. */
-static char *joined_args(char **argv)
-{
-	size_t len = 1;
-	char *s;
-
-	for (size_t i = 0; argv[i]; i++)
-		len += strlen(argv[i]) + 1;
-	s = malloc(len);
-	if (!s)
-		return NULL;
-	s[0] = '\0';
-	for (size_t i = 0; argv[i]; i++) {
-		if (i)
-			strcat(s, " ");
-		strcat(s, argv[i]);
-	}
-	return s;
-}
 
 /*
- * Check a process of the command's tree, its main thread at PTRACE_EVENT_EXIT and its other
- * threads gone; one the command ran is named by PID and command line.
+ * supervise_hooks.at_exit: check a process of the command's tree, its main thread at
+ * PTRACE_EVENT_EXIT and its other threads gone; one the command ran is named by PID and command
+ * line.
  */
-static void check_at_exit(struct traced_proc *tp, bool descendant, const struct check_opts *o,
-			  struct findings *fs, json_t *procs, int *err)
+static int check_at_exit(void *ctx, pid_t pid, bool descendant, const char *cmdline)
 {
+	const struct command_check *cc = ctx;
+	const struct check_opts *o = cc->o;
 	struct inspection *in;
 	char why[512];
 	int e;
 
-	tp->checked = true;
-	e = inspection__new(tp->pid, &in, why, sizeof(why));
+	e = inspection__new(pid, &in, why, sizeof(why));
 	if (e) {
 		dls_err("%s", why);
-		*err = e;
-		return;
+		return e;
 	}
 	if (descendant && !o->json)
-		printf("process %d, run by the command: %s\n", tp->pid,
-		       tp->cmdline ? tp->cmdline : "?");
-	e = check_process(in, o, fs, procs, NULL);
-	if (e)
-		*err = e;
-	else if (procs)
-		json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "cmdline",
-				    tp->cmdline ? json_string(tp->cmdline) : json_null());
+		printf("process %d, run by the command: %s\n", pid, cmdline ? cmdline : "?");
+	e = check_process(in, o, cc->fs, cc->procs, NULL);
+	if (!e && cc->procs)
+		json_object_set_new(json_array_get(cc->procs, json_array_size(cc->procs) - 1),
+				    "cmdline", cmdline ? json_string(cmdline) : json_null());
 	if (descendant && !o->json)
 		putchar('\n');
 	inspection__free(in);
+	return e;
 }
 
 /* check --core FILE -- CMD: the core of @pid at @tid's fatal signal, held in its stop. */
@@ -327,242 +217,57 @@ static void write_crash_core(const char *path, pid_t pid, pid_t tid, const sigin
 }
 
 /*
- * Run @argv under ptrace, every thread traced (a crash in any of them is seen at its
- * signal-delivery stop), check it at its main thread's exit (PTRACE_EVENT_EXIT: its memory is
- * still there) once its other threads are gone, and let it exit. Signals are passed on as they come: a fatal one still kills it,
- * after its details are taken. A child of ours may be traced without root.
+ * supervise_hooks.signal: the details of the command's fatal signal (and its core, --core),
+ * taken before it is delivered; a fault a handler catches is remembered for them.
  */
+static bool command_signal(void *ctx, pid_t pid, pid_t tid, const siginfo_t *si,
+			   const siginfo_t *caught)
+{
+	struct command_check *cc = ctx;
+
+	/* The first fatal signal is the one that ends it. */
+	if (cc->crash)
+		return false;
+	if (!crash__signal_kills(pid, tid, si))
+		return crash__is_fault(si);
+	if (crash__capture(pid, tid, si, caught, &cc->crash))
+		dls_warn("check: out of memory describing the crash");
+	if (cc->o->core)
+		write_crash_core(cc->o->core, pid, tid, si);
+	return false;
+}
+
+/* check -- CMD: run @argv under the supervisor (supervise.h), check it and what it runs. */
 static int check_command(char **argv, const struct check_opts *o, struct findings *fs,
 			 json_t *procs, struct cmd_outcome *res)
 {
-	struct tracees ts = { 0 };
-	struct traced_procs ps = { 0 };
-	struct traced_proc *top;
-	int status, err = 0, pipefd[2];
-	bool checked = false, draining = false;
-	pid_t pid, parent;
+	struct command_check cc = { .o = o, .fs = fs, .procs = procs };
+	struct supervise_hooks h = { .cmd = "check",
+				     .no_follow = o->no_follow,
+				     .stdout_to_stderr = o->json,
+				     .at_exit = check_at_exit,
+				     .signal = command_signal,
+				     .ctx = &cc };
+	struct supervise_result r = { 0 };
+	int err = supervise__run(argv, &h, &r);
 
-	if (pipe2(pipefd, O_CLOEXEC))
-		return -errno;
-	parent = getpid();
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		/* What failed before exec, for the parent: {step, errno}. */
-		int e[2] = { 0, 0 };
-
-		/*
-		 * The command never outlives the check: whenever dlscope dies, even before
-		 * PTRACE_O_EXITKILL is set, it is killed, never left in a tracing stop or
-		 * adopted (and traced) by the reaper. A parent already gone ends it here.
-		 */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
-			_exit(127);
-		/* With --json, stdout carries the document: the command writes to stderr. */
-		if (o->json)
-			dup2(STDERR_FILENO, STDOUT_FILENO);
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL)) {
-			e[0] = 1; /* already traced: strace -f, a debugger */
-		} else {
-			execvp(argv[0], argv);
-			e[0] = 2;
-		}
-		e[1] = errno;
-		if (write(pipefd[1], e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	/* The first stop is the exec's SIGTRAP (or the child died before it). */
-	if (waitpid(pid, &status, 0) < 0 || !WIFSTOPPED(status)) {
-		int e[2] = { 0, 0 };
-
-		if (read(pipefd[0], e, sizeof(e)) != sizeof(e))
-			dls_err("check: '%s' did not start", argv[0]);
-		else if (e[0] == 1)
-			dls_err("check: cannot trace '%s': %s (dlscope itself runs under a tracer "
-				"such as strace -f or a debugger, and a process has only one)",
-				argv[0], strerror(e[1]));
-		else
-			dls_err("check: cannot run '%s': %s", argv[0], strerror(e[1]));
-		close(pipefd[0]);
-		return -ECHILD;
-	}
-	close(pipefd[0]);
-	/*
-	 * Later execs report PTRACE_EVENT_EXEC: every SIGTRAP after this one is the program's.
-	 * Unless --no-follow, the processes it forks are traced too, and each that runs a program
-	 * of its own is checked at its exit: CI jobs run wrappers, make, pytest, tox.
-	 */
-	ptrace(PTRACE_SETOPTIONS, pid, NULL,
-	       (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE |
-			      PTRACE_O_TRACEEXEC |
-			      (o->no_follow ? 0 : PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)));
-	top = proc_get(&ps, pid);
-	if (!tracee_get(&ts, pid) || !top) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		free(ts.t);
-		free(ps.p);
-		return -ENOMEM;
-	}
-	top->execd = true;
-	top->cmdline = joined_args(argv);
-	ts.t[0].started = true;
-	ptrace(PTRACE_CONT, pid, NULL, NULL);
-	while (ts.n) {
-		struct tracee *tr;
-		struct traced_proc *tp;
-		unsigned long msg;
-		siginfo_t si;
-		int sig = 0, event;
-		pid_t w = waitpid(-1, &status, __WALL), tgid;
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != ECHILD)
-				err = -errno;
-			break;
-		}
-		tr = tracee_get(&ts, w);
-		tgid = tr ? tr->tgid : w;
-		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			tracee_drop(&ts, w);
-			if (w == pid) {
-				res->ended = true;
-				if (WIFEXITED(status)) {
-					res->exit_status = WEXITSTATUS(status);
-				} else {
-					res->signo = WTERMSIG(status);
-					res->core_dumped = WCOREDUMP(status);
-				}
-				/* What it left running is let go, untraced and unchecked. */
-				for (size_t i = 0; i < ps.n; i++)
-					if (ps.p[i].held) {
-						ptrace(PTRACE_DETACH, ps.p[i].pid, NULL, NULL);
-						tracee_drop(&ts, ps.p[i].pid);
-					}
-				/*
-				 * Each is stopped once more, to be detached at that SIGSTOP with
-				 * no signal, which swallows it. One whose first stop (its own
-				 * SIGSTOP) has not come yet gets none: a second SIGSTOP pending
-				 * after the detach would leave it stopped.
-				 */
-				for (size_t i = 0; i < ts.n; i++)
-					if (ts.t[i].started)
-						syscall(SYS_tgkill, ts.t[i].tgid, ts.t[i].tid,
-							SIGSTOP);
-				if (ts.n)
-					dls_warn(
-						"check: %zu thread%s of processes '%s' started are "
-						"still running: not checked",
-						ts.n, ts.n == 1 ? "" : "s", argv[0]);
-				draining = true;
-				continue;
-			}
-			tp = w == tgid ? NULL : proc_get(&ps, tgid);
-			if (!draining && tp && tp->held && tracee_count(&ts, tgid) == 1) {
-				check_at_exit(tp, tgid != pid, o, fs, procs, &err);
-				ps.checked += tgid != pid;
-				tp->held = false;
-				ptrace(PTRACE_CONT, tgid, NULL, NULL);
-			}
-			continue;
-		}
-		if (!WIFSTOPPED(status))
-			continue;
-		if (draining) {
-			/* Any other stop (an event, the program's own signal) goes on: its
-			 * signal passed on; the SIGSTOP sent above comes next. */
-			if (!(status >> 16) && WSTOPSIG(status) == SIGSTOP) {
-				ptrace(PTRACE_DETACH, w, NULL, NULL);
-				tracee_drop(&ts, w);
-			} else {
-				ptrace(PTRACE_CONT, w, NULL,
-				       (void *)(long)(status >> 16 || WSTOPSIG(status) ==
-									      (SIGTRAP | 0x80) ?
-							      0 :
-							      WSTOPSIG(status)));
-			}
-			continue;
-		}
-		event = status >> 16;
-		if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
-		    event == PTRACE_EVENT_VFORK) {
-			/* A new thread or process: traced from its first stop. */
-			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg))
-				tracee_get(&ts, (pid_t)msg);
-		} else if (event == PTRACE_EVENT_EXIT) {
-			/* A main thread is held there until its other threads are gone. */
-			tp = w == tgid ? proc_get(&ps, tgid) : NULL;
-			if (tp && tp->execd && !tp->checked) {
-				if (tracee_count(&ts, tgid) > 1) {
-					tp->held = true;
-					continue;
-				}
-				check_at_exit(tp, tgid != pid, o, fs, procs, &err);
-				ps.checked += tgid != pid;
-			}
-		} else if (event == PTRACE_EVENT_EXEC) {
-			/* A thread that execs takes the main thread's ID; its own ID just ends. */
-			if (!ptrace(PTRACE_GETEVENTMSG, w, NULL, &msg) && (pid_t)msg != tgid)
-				tracee_drop(&ts, (pid_t)msg);
-			tp = proc_get(&ps, tgid);
-			if (tp && tgid != pid) {
-				tp->execd = true;
-				free(tp->cmdline);
-				tp->cmdline = proc__cmdline(tgid);
-			}
-		} else if (event) {
-			/* Nothing to pass on. */
-		} else if (tr && !tr->started && WSTOPSIG(status) == SIGSTOP) {
-			/* A new thread's or process's first stop, not a signal of the program. */
-			tr->started = true;
-			if (tr->tgid == w && tr->tgid != pid && o->no_follow) {
-				/* A clone that is a process of its own, not followed. */
-				ptrace(PTRACE_DETACH, w, NULL, NULL);
-				tracee_drop(&ts, w);
-				continue;
-			}
-		} else if (!ptrace(PTRACE_GETSIGINFO, w, NULL, &si)) {
-			/* A signal-delivery stop (a group-stop has no siginfo): pass it on. */
-			sig = WSTOPSIG(status);
-			if (tgid != pid || res->crash) {
-				/*
-				 * The first fatal signal is the one that ends it; the processes it
-				 * runs get theirs as they come.
-				 */
-			} else if (crash__signal_kills(pid, w, &si)) {
-				if (crash__capture(pid, w, &si,
-						   tr && tr->caught ? &tr->fault : NULL,
-						   &res->crash))
-					dls_warn("check: out of memory describing the crash");
-				if (o->core)
-					write_crash_core(o->core, pid, w, &si);
-			} else if (tr && crash__is_fault(&si)) {
-				tr->fault = si;
-				tr->caught = true;
-			}
-		}
-		ptrace(PTRACE_CONT, w, NULL, (void *)(long)sig);
-	}
-	free(ts.t);
-	checked = top_checked(&ps, pid);
-	if (!o->no_follow && !o->json && ps.checked)
+	*res = (struct cmd_outcome){ .ended = r.ended,
+				     .exit_status = r.exit_status,
+				     .signo = r.signo,
+				     .core_dumped = r.core_dumped,
+				     .crash = cc.crash };
+	if (!r.started)
+		return err;
+	if (!o->no_follow && !o->json && r.descendants_checked)
 		printf("(%zu process%s run by the command checked at their exit; --no-follow "
 		       "checks the command only)\n",
-		       ps.checked, ps.checked == 1 ? "" : "es");
-	for (size_t i = 0; i < ps.n; i++)
-		free(ps.p[i].cmdline);
-	free(ps.p);
+		       r.descendants_checked, r.descendants_checked == 1 ? "" : "es");
 	/* Details taken at a stop whose signal did not end it after all (a handler appeared). */
 	if (res->crash && res->crash->signo != res->signo) {
 		crash__free(res->crash);
 		res->crash = NULL;
 	}
-	if (!checked && !err) {
+	if (!r.checked && !err) {
 		dls_err("check: '%s' exited before dlscope could stop it", argv[0]);
 		err = -ESRCH;
 	}
@@ -660,74 +365,70 @@ static void print_job_diff(const json_t *diff, size_t n_ranks)
 		       (long long)json_integer_value(json_object_get(cpus, "threads")));
 }
 
-/*
- * check --job: each rank checked as check PID would, then the job detectors across the ranks.
- * Nothing is stopped. Returns true when the job or a rank could not be inspected.
- */
-static bool check_job(pid_t pid, const struct check_opts *o, struct findings *fs,
-		      struct findings *jfs, json_t *doc)
+/* What check --job holds of each rank while the job detectors compare them. */
+struct rank_checks {
+	struct inspection **in;
+	struct runtime_list *rt;
+	struct rank_view *rv;
+};
+
+/* Rank @i of @j checked as check PID would, into @rc's views. False when it could not be. */
+static bool check_rank(const struct job *j, size_t i, const struct check_opts *o,
+		       struct findings *fs, json_t *procs, struct rank_checks *rc)
 {
-	struct inspection **in = NULL;
-	struct runtime_list *rt = NULL;
-	struct rank_view *rv = NULL;
-	json_t *procs = doc ? json_object_get(doc, "processes") : NULL, *diff = json_object();
-	struct job *j = NULL;
-	char why[512], desc[128];
-	bool failed = false;
+	struct rank_view *rv = &rc->rv[i];
+	pid_t rp = j->ranks[i].pid;
+	char why[512];
 
-	if (job__find(pid, &j, why, sizeof(why))) {
-		dls_err("check --job: %s", why);
-		json_decref(diff);
-		return true;
-	}
-	in = calloc(j->n, sizeof(*in));
-	rt = calloc(j->n, sizeof(*rt));
-	rv = calloc(j->n, sizeof(*rv));
-	if (!in || !rt || !rv) {
-		dls_err("check --job: out of memory");
-		failed = true;
-		goto out;
-	}
-	job__describe_ranks(j, desc, sizeof(desc));
+	*rv = (struct rank_view){ .rank = j->ranks[i].rank, .pid = rp, .comm = j->ranks[i].comm };
 	if (!o->json)
-		printf("%s job: launcher %d (%s: %s), %s; %d is %s\n\n",
-		       job_scheme__name(j->scheme), j->launcher, j->launcher_comm, j->launcher_cmd,
-		       desc, j->asked, j->asked_role);
-	for (size_t i = 0; i < j->n; i++) {
-		pid_t rp = j->ranks[i].pid;
-
-		rv[i] = (struct rank_view){ .rank = j->ranks[i].rank,
-					    .pid = rp,
-					    .comm = j->ranks[i].comm };
+		printf("%srank %d, ", i ? "\n" : "", j->ranks[i].rank);
+	if (inspection__new(rp, &rc->in[i], why, sizeof(why))) {
 		if (!o->json)
-			printf("%srank %d, ", i ? "\n" : "", j->ranks[i].rank);
-		if (inspection__new(rp, &in[i], why, sizeof(why))) {
-			if (!o->json)
-				printf("process %d: could not be inspected\n", rp);
-			dls_err("check --job: rank %d: %s", j->ranks[i].rank, why);
-			failed = true;
-			continue;
-		}
-		if (check_process(in[i], o, fs, procs, &rt[i])) {
-			failed = true;
-			continue;
-		}
-		if (procs)
-			json_object_set_new(json_array_get(procs, json_array_size(procs) - 1),
-					    "rank", json_integer(j->ranks[i].rank));
-		rv[i].g = in[i]->g;
-		rv[i].rt = &rt[i];
-		rv[i].env_known = !job__environment(rp, &rv[i].env, &rv[i].n_env);
-		rv[i].cpus_known = !job__cpus_allowed(rp, &rv[i].cpus, rv[i].cpus_list,
-						      sizeof(rv[i].cpus_list));
+			printf("process %d: could not be inspected\n", rp);
+		dls_err("check --job: rank %d: %s", j->ranks[i].rank, why);
+		return false;
 	}
-	{
-		struct job_ctx ctx = { .launcher = j->launcher, .r = rv, .n = j->n, .diff = diff };
+	if (check_process(rc->in[i], o, fs, procs, &rc->rt[i]))
+		return false;
+	if (procs)
+		json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "rank",
+				    json_integer(j->ranks[i].rank));
+	rv->g = rc->in[i]->g;
+	rv->rt = &rc->rt[i];
+	rv->env_known = !job__environment(rp, &rv->env, &rv->n_env);
+	rv->cpus_known = !job__cpus_allowed(rp, &rv->cpus, rv->cpus_list, sizeof(rv->cpus_list));
+	return true;
+}
 
-		for (size_t d = 0; d < n_detectors; d++)
-			if (detectors[d].job && check_opts__selected(o, detectors[d].id))
-				detectors[d].job(&ctx, jfs);
+static void rank_checks__free(struct rank_checks *rc, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (rc->rv) {
+			for (size_t k = 0; k < rc->rv[i].n_env; k++)
+				free(rc->rv[i].env[k]);
+			free(rc->rv[i].env);
+		}
+		if (rc->rt)
+			runtimes__free(&rc->rt[i]);
+		if (rc->in)
+			inspection__free(rc->in[i]);
 	}
+	free(rc->in);
+	free(rc->rt);
+	free(rc->rv);
+}
+
+/* The job detectors across the ranks of @rv, into @jfs and @diff; then said. */
+static void compare_ranks(const struct job *j, const struct rank_checks *rc,
+			  const struct check_opts *o, struct findings *jfs, json_t *diff,
+			  json_t *doc)
+{
+	struct job_ctx ctx = { .launcher = j->launcher, .r = rc->rv, .n = j->n, .diff = diff };
+
+	for (size_t d = 0; d < n_detectors; d++)
+		if (detectors[d].job && check_opts__selected(o, detectors[d].id))
+			detectors[d].job(&ctx, jfs);
 	if (doc) {
 		json_object_set_new(doc, "job", job__to_json(j));
 		json_object_set(doc, "diff", diff);
@@ -739,21 +440,45 @@ static bool check_job(pid_t pid, const struct check_opts *o, struct findings *fs
 			findings__print(jfs, stdout);
 		}
 	}
-out:
-	for (size_t i = 0; j && i < j->n; i++) {
-		if (rv) {
-			for (size_t k = 0; k < rv[i].n_env; k++)
-				free(rv[i].env[k]);
-			free(rv[i].env);
-		}
-		if (rt)
-			runtimes__free(&rt[i]);
-		if (in)
-			inspection__free(in[i]);
+}
+
+/*
+ * check --job: each rank checked as check PID would, then the job detectors across the ranks.
+ * Nothing is stopped. Returns true when the job or a rank could not be inspected.
+ */
+static bool check_job(pid_t pid, const struct check_opts *o, struct findings *fs,
+		      struct findings *jfs, json_t *doc)
+{
+	struct rank_checks rc = { 0 };
+	json_t *procs = doc ? json_object_get(doc, "processes") : NULL, *diff = json_object();
+	struct job *j = NULL;
+	char why[512], desc[128];
+	bool failed = false;
+
+	if (job__find(pid, &j, why, sizeof(why))) {
+		dls_err("check --job: %s", why);
+		json_decref(diff);
+		return true;
 	}
-	free(in);
-	free(rt);
-	free(rv);
+	rc.in = calloc(j->n, sizeof(*rc.in));
+	rc.rt = calloc(j->n, sizeof(*rc.rt));
+	rc.rv = calloc(j->n, sizeof(*rc.rv));
+	if (!rc.in || !rc.rt || !rc.rv) {
+		dls_err("check --job: out of memory");
+		failed = true;
+		goto out;
+	}
+	job__describe_ranks(j, desc, sizeof(desc));
+	if (!o->json)
+		printf("%s job: launcher %d (%s: %s), %s; %d is %s\n\n",
+		       job_scheme__name(j->scheme), j->launcher, j->launcher_comm, j->launcher_cmd,
+		       desc, j->asked, j->asked_role);
+	for (size_t i = 0; i < j->n; i++)
+		if (!check_rank(j, i, o, fs, procs, &rc))
+			failed = true;
+	compare_ranks(j, &rc, o, jfs, diff, doc);
+out:
+	rank_checks__free(&rc, j->n);
 	json_decref(diff);
 	job__free(j);
 	return failed;
@@ -805,129 +530,168 @@ static void check_usage(FILE *f)
 		"and PID); --only and --fail-on apply, 3 when the trace cannot be read.\n");
 }
 
-int cmd_check(int argc, char **argv)
-{
-	struct check_opts o = { 0 };
-	struct findings fs = { 0 };
-	json_t *doc = NULL, *procs = NULL;
-	struct cmd_outcome res = { 0 };
-	bool list = false, failed = false, cmd_failed = false;
-	const char *core = NULL;
+/* What check's command line names: processes, a command, a job, a core or a trace. */
+struct check_args {
+	struct check_opts o;
 	struct cliopt cl;
-	pid_t *pids = NULL;
-	size_t n_pids = 0;
-	int ret;
+	pid_t *pids;
+	size_t n_pids;
+	const char *core;  /* a core file operand */
+	const char *trace; /* a trace operand */
+};
 
-	ret = check_opts__parse(argc, argv, &o, "check", check_usage, &list, &cl, &pids, &n_pids);
-	if (ret >= 0) {
-		free(pids);
+/* The options and operands into @a: -1 to go on, or the exit status (after one line, or help). */
+static int check_parse(int argc, char **argv, struct check_args *a)
+{
+	const struct cliopt *cl = &a->cl;
+	bool list = false;
+	int ret = check_opts__parse(argc, argv, &a->o, "check", check_usage, &list, &a->cl,
+				    &a->pids, &a->n_pids);
+
+	if (ret >= 0)
 		return ret == 100 ? DLS_EXIT_OK : ret;
-	}
 	if (list) {
-		free(pids);
 		check_opts__list_detectors();
 		return DLS_EXIT_OK;
 	}
-	if (cl.command && (!cl.command[0] || n_pids || cl.n_ops || o.job)) {
-		free(pids);
+	if (cl->command && (!cl->command[0] || a->n_pids || cl->n_ops || a->o.job))
 		return cliopt__usage("check",
-				     !cl.command[0] ?
+				     !cl->command[0] ?
 					     "no command after --" :
 					     "-- COMMAND runs a command: no PID or --job with it");
-	}
 	/* A core file (the operand, --coredump MATCH): the process it holds, checked as a live one. */
-	ret = core_opts__path(&o.read_core, &cl, NULL, cl.command || o.job || n_pids, &core);
-	if (ret) {
-		free(pids);
+	ret = core_opts__path(&a->o.read_core, cl, NULL, cl->command || a->o.job || a->n_pids,
+			      &a->core);
+	if (ret)
 		return ret;
-	}
 	/* A trace rather than processes: what its live detectors found. */
-	if (!core && !cl.command && !o.job && !n_pids && cl.n_ops == 1 && is_trace_arg(cl.ops[0]))
-		return check__trace(cl.ops[0], o.json, o.fail_on, check_opts__selected_cb, &o);
-	if (!cl.command && !core) {
-		ret = cliopt__pid_operands(&cl, &pids, &n_pids);
-		if (ret) {
-			free(pids);
+	if (!a->core && !cl->command && !a->o.job && !a->n_pids && cl->n_ops == 1 &&
+	    is_trace_arg(cl->ops[0])) {
+		a->trace = cl->ops[0];
+		return -1;
+	}
+	if (!cl->command && !a->core) {
+		ret = cliopt__pid_operands(cl, &a->pids, &a->n_pids);
+		if (ret)
 			return ret;
-		}
-		if (!n_pids)
+		if (!a->n_pids)
 			return cliopt__usage("check", "no PID or command given");
 	}
-	if (o.job && n_pids != 1) {
-		free(pids);
+	if (a->o.job && a->n_pids != 1)
 		return cliopt__usage("check", "--job takes one process ID, any member of the job");
+	return -1;
+}
+
+/* check -- CMD, and how it ended said (in @doc with --json). True when it could not be checked. */
+static bool check_command_run(char **command, const struct check_opts *o, struct findings *fs,
+			      json_t *doc, json_t *procs, bool *cmd_failed)
+{
+	struct cmd_outcome res = { 0 };
+	bool failed = check_command(command, o, fs, procs, &res) != 0;
+
+	*cmd_failed = res.ended && (res.signo || res.exit_status);
+	if (!o->json && res.ended)
+		print_outcome(command[0], &res);
+	if (doc && res.ended) {
+		json_object_set_new(doc, "command_status",
+				    json_integer(res.signo ? 128 + res.signo : res.exit_status));
+		json_object_set_new(doc, "command", outcome_to_json(&res));
 	}
-	if (o.json) {
+	crash__free(res.crash);
+	return failed;
+}
+
+/* check CORE: the process the core holds. True when it could not be checked. */
+static bool check_core(const char *core, const struct check_opts *o, struct findings *fs,
+		       json_t *procs)
+{
+	struct corefile *cf;
+	struct inspection *in;
+	struct target *t;
+	bool failed = true;
+
+	if (!core_target__open(core, &o->read_core, &cf, &t)) {
+		in = inspection__from_target(t);
+		if (!in)
+			target__free(t);
+		failed = !in || check_process(in, o, fs, procs, NULL);
+		inspection__free(in);
+		corefile__free(cf);
+	}
+	return failed;
+}
+
+/* check PID...: each process. True when one could not be checked. */
+static bool check_pids(const pid_t *pids, size_t n_pids, const struct check_opts *o,
+		       struct findings *fs, json_t *procs)
+{
+	bool failed = false;
+
+	for (size_t i = 0; i < n_pids; i++) {
+		struct inspection *in;
+		char why[512];
+
+		if (inspection__new(pids[i], &in, why, sizeof(why))) {
+			dls_err("%s", why);
+			failed = true;
+			continue;
+		}
+		if (!o->json && i)
+			putchar('\n');
+		if (check_process(in, o, fs, procs, NULL))
+			failed = true;
+		inspection__free(in);
+	}
+	return failed;
+}
+
+/* The check @a names, and its exit status. */
+static int check_run(struct check_args *a)
+{
+	struct check_opts *o = &a->o;
+	struct findings fs = { 0 }, jfs = { 0 };
+	json_t *doc = NULL, *procs = NULL;
+	bool failed, cmd_failed = false;
+	int ret;
+
+	if (o->json) {
 		/* "dlscope" first, as in every document; check_opts__finish() sets it again, to the same. */
 		doc = json_pack("{s:s}", "dlscope", DLSCOPE_VERSION);
 		procs = json_array();
 		json_object_set_new(doc, "processes", procs);
 	}
-	o.pkgs = pkg_cache__new();
-	if (o.job) {
-		struct findings jfs = { 0 };
-
-		failed = check_job(pids[0], &o, &fs, &jfs, doc);
-		ret = check_opts__finish(&fs, &o, doc, failed);
-		/* The cross-rank findings count for the exit status like a rank's own. */
-		if (ret != DLS_EXIT_FINDINGS && findings__max_severity(&jfs) >= o.fail_on)
-			ret = DLS_EXIT_FINDINGS;
-		findings__free(&jfs);
-		pkg_cache__free(o.pkgs);
-		findings__free(&fs);
-		free(pids);
-		return ret;
-	}
-	if (cl.command) {
-		failed = check_command(cl.command, &o, &fs, procs, &res) != 0;
-		cmd_failed = res.ended && (res.signo || res.exit_status);
-		if (!o.json && res.ended)
-			print_outcome(cl.command[0], &res);
-		if (doc && res.ended) {
-			json_object_set_new(doc, "command_status",
-					    json_integer(res.signo ? 128 + res.signo :
-								     res.exit_status));
-			json_object_set_new(doc, "command", outcome_to_json(&res));
-		}
-		crash__free(res.crash);
-	} else if (core) {
-		struct corefile *cf;
-		struct inspection *in;
-		struct target *t;
-
-		failed = true;
-		if (!core_target__open(core, &o.read_core, &cf, &t)) {
-			in = inspection__from_target(t);
-			if (!in)
-				target__free(t);
-			failed = !in || check_process(in, &o, &fs, procs, NULL);
-			inspection__free(in);
-			corefile__free(cf);
-		}
-		core_opts__done(&o.read_core);
-	} else {
-		for (size_t i = 0; i < n_pids; i++) {
-			struct inspection *in;
-			char why[512];
-
-			if (inspection__new(pids[i], &in, why, sizeof(why))) {
-				dls_err("%s", why);
-				failed = true;
-				continue;
-			}
-			if (!o.json && i)
-				putchar('\n');
-			if (check_process(in, &o, &fs, procs, NULL))
-				failed = true;
-			inspection__free(in);
-		}
-	}
-	ret = check_opts__finish(&fs, &o, doc, failed);
-	pkg_cache__free(o.pkgs);
+	o->pkgs = pkg_cache__new();
+	if (o->job)
+		failed = check_job(a->pids[0], o, &fs, &jfs, doc);
+	else if (a->cl.command)
+		failed = check_command_run(a->cl.command, o, &fs, doc, procs, &cmd_failed);
+	else if (a->core)
+		failed = check_core(a->core, o, &fs, procs);
+	else
+		failed = check_pids(a->pids, a->n_pids, o, &fs, procs);
+	ret = check_opts__finish(&fs, o, doc, failed);
+	/* The cross-rank findings count for the exit status like a rank's own. */
+	if (o->job && ret != DLS_EXIT_FINDINGS && findings__max_severity(&jfs) >= o->fail_on)
+		ret = DLS_EXIT_FINDINGS;
 	/* The command's own failure comes first: findings and inspection errors are still shown. */
 	if (cmd_failed && ret != DLS_EXIT_USAGE)
 		ret = DLS_EXIT_COMMAND;
+	findings__free(&jfs);
+	pkg_cache__free(o->pkgs);
 	findings__free(&fs);
-	free(pids);
+	return ret;
+}
+
+int cmd_check(int argc, char **argv)
+{
+	struct check_args a = { 0 };
+	int ret = check_parse(argc, argv, &a);
+
+	if (ret < 0 && a.trace)
+		ret = check__trace(a.trace, a.o.json, a.o.fail_on, check_opts__selected_cb, &a.o);
+	else if (ret < 0)
+		ret = check_run(&a);
+	core_opts__done(&a.o.read_core);
+	free(a.pids);
 	return ret;
 }

@@ -302,7 +302,52 @@ static int print_roles(const struct libgraph *g, const struct lv_kinds *ks, FILE
 	return 0;
 }
 
-int cmd_libs(int argc, char **argv)
+/* What the command line of libs asks. */
+struct libs_opts {
+	enum libs_format fmt;
+	unsigned int max_depth; /* LV_NONE: the whole tree */
+	bool roles, runtimes, packages;
+	struct lv_kinds kinds; /* --roles=KINDS */
+	pid_t *pids;
+	size_t n_pids; /* with a core, 1 */
+	const char *core;
+	struct core_opts co; /* --exe, --coredump, --ignore-build-id */
+};
+
+/* --depth N into @o: 0, or the usage status after one line. */
+static int libs_depth(const char *arg, struct libs_opts *o)
+{
+	char *end;
+	unsigned long d;
+
+	errno = 0;
+	d = strtoul(arg, &end, 10);
+	if (!*arg || *end || arg[0] == '-' || errno || d >= LV_NONE)
+		return cliopt__usage("libs",
+				     "--depth wants a number of levels (0 or more), not '%s'", arg);
+	o->max_depth = (unsigned int)d;
+	return 0;
+}
+
+/* --roles[=KINDS] into @o, from @cl's next word when that is a list of kinds (not a PID). */
+static int libs_roles(const char *arg, struct cliopt *cl, char **argv, struct libs_opts *o)
+{
+	char why[512];
+
+	o->roles = true;
+	/* "--roles openmp PID": a word that is no PID but a list of kinds is KINDS. */
+	if (!arg && optind < cl->end && parse_pid(argv[optind], &(pid_t){ 0 }) &&
+	    argv[optind][0] != '-' && !lv_kinds__parse(&o->kinds, argv[optind], why, sizeof(why))) {
+		optind++;
+		return 0;
+	}
+	if (lv_kinds__parse(&o->kinds, arg, why, sizeof(why)))
+		return cliopt__usage("libs", "--roles: %s", why);
+	return 0;
+}
+
+/* The options into @o and @cl: -1 to go on, or the exit status (after one line, or help). */
+static int libs_options(int argc, char **argv, struct libs_opts *o, struct cliopt *cl)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -316,146 +361,113 @@ int cmd_libs(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	enum libs_format fmt = FMT_TEXT;
-	unsigned int max_depth = LV_NONE;
-	bool roles = false, runtimes = false, packages = true;
-	struct pkg_cache *pkgs = NULL;
-	struct runtime_list *inventories = NULL;
-	struct lv_kinds kinds;
-	char why[512];
-	struct libgraph **graphs = NULL;
-	size_t n_graphs = 0, n_pids = 0;
-	pid_t *pids = NULL;
-	int c, ret = DLS_EXIT_OK;
-	json_t *doc = NULL;
-	struct cliopt cl;
-	const char *core;
-	struct corefile *cf = NULL;
-	struct core_opts co = { 0 };
+	int c, ret = 0;
 
-	lv_kinds__parse(&kinds, NULL, why, sizeof(why));
-	cliopt__init(&cl, "libs", argc, argv, "p:jD:RPh", opts, false);
-	while ((c = cliopt__next(&cl)) != -1) {
-		optarg = (char *)cl.arg;
-		if (core_opts__take(&co, c, optarg))
+	cliopt__init(cl, "libs", argc, argv, "p:jD:RPh", opts, false);
+	while (!ret && (c = cliopt__next(cl)) != -1) {
+		const char *arg = cl->arg;
+
+		if (core_opts__take(&o->co, c, arg))
 			continue;
 		switch (c) {
-		case 'p':
-			ret = cliopt__pids("libs", optarg, &pids, &n_pids);
-			if (ret)
-				goto out_pids;
-			break;
-		case 'j': fmt = FMT_JSON; break;
-		case 'd': fmt = FMT_DOT; break;
-		case 'D': {
-			char *end;
-			unsigned long d;
-
-			errno = 0;
-			d = strtoul(optarg, &end, 10);
-			if (!*optarg || *end || optarg[0] == '-' || errno || d >= LV_NONE) {
-				ret = cliopt__usage("libs",
-						    "--depth wants a number of levels (0 or more), "
-						    "not '%s'",
-						    optarg);
-				goto out_pids;
-			}
-			max_depth = (unsigned int)d;
-			break;
-		}
-		case 'r':
-			roles = true;
-			/* "--roles openmp PID": a word that is no PID but a list of kinds is KINDS. */
-			if (!optarg && optind < cl.end && parse_pid(argv[optind], &(pid_t){ 0 }) &&
-			    argv[optind][0] != '-' &&
-			    !lv_kinds__parse(&kinds, argv[optind], why, sizeof(why))) {
-				optind++;
-				break;
-			}
-			if (lv_kinds__parse(&kinds, optarg, why, sizeof(why))) {
-				ret = cliopt__usage("libs", "--roles: %s", why);
-				goto out_pids;
-			}
-			break;
-		case 'R': runtimes = true; break;
-		case 'P': packages = false; break;
+		case 'p': ret = cliopt__pids("libs", arg, &o->pids, &o->n_pids); break;
+		case 'j': o->fmt = FMT_JSON; break;
+		case 'd': o->fmt = FMT_DOT; break;
+		case 'D': ret = libs_depth(arg, o); break;
+		case 'r': ret = libs_roles(arg, cl, argv, o); break;
+		case 'R': o->runtimes = true; break;
+		case 'P': o->packages = false; break;
 		case 'h': libs_usage(stdout); return DLS_EXIT_OK;
-		default: ret = DLS_EXIT_USAGE; goto out_pids;
+		default: return DLS_EXIT_USAGE;
 		}
 	}
-	/* A core file, in place of the PIDs: the process it holds. */
-	ret = core_opts__path(&co, &cl, NULL, n_pids, &core);
-	if (!ret && !core)
-		ret = cliopt__pid_operands(&cl, &pids, &n_pids);
+	return ret ? ret : -1;
+}
+
+/* The options and operands into @o, and whether the views asked go together. */
+static int libs_parse(int argc, char **argv, struct libs_opts *o)
+{
+	struct cliopt cl;
+	int ret = libs_options(argc, argv, o, &cl);
+
+	if (ret >= 0)
+		return ret;
+	/* A core file (the operand, --coredump MATCH), in place of the PIDs: the process it holds. */
+	ret = core_opts__path(&o->co, &cl, NULL, o->n_pids, &o->core);
+	if (!ret && !o->core)
+		ret = cliopt__pid_operands(&cl, &o->pids, &o->n_pids);
 	if (ret)
-		goto out_pids;
-	n_pids += core != NULL;
-	if (!n_pids) {
-		ret = cliopt__usage("libs", "no PID given");
-		goto out_pids;
-	}
+		return ret;
+	o->n_pids += o->core != NULL;
+	if (!o->n_pids)
+		return cliopt__usage("libs", "no PID given");
 	/* JSON is the whole graph, with the fields these views are made from (loaded_by, depth). */
-	if (fmt == FMT_JSON && (roles || max_depth != LV_NONE)) {
-		ret = cliopt__usage(
-			"libs", "--json always has the whole graph; --depth and --roles shape the "
-				"text and --dot views");
-		goto out_pids;
-	}
-	if (runtimes && (roles || max_depth != LV_NONE || fmt == FMT_DOT)) {
-		ret = cliopt__usage("libs", "--runtimes is a view of its own, in text or --json");
-		goto out_pids;
-	}
-	if (roles && max_depth != LV_NONE) {
-		ret = cliopt__usage(
+	if (o->fmt == FMT_JSON && (o->roles || o->max_depth != LV_NONE))
+		return cliopt__usage("libs", "--json always has the whole graph; --depth and "
+					     "--roles shape the text and --dot views");
+	if (o->runtimes && (o->roles || o->max_depth != LV_NONE || o->fmt == FMT_DOT))
+		return cliopt__usage("libs", "--runtimes is a view of its own, in text or --json");
+	if (o->roles && o->max_depth != LV_NONE)
+		return cliopt__usage(
 			"libs",
 			"--depth cuts the tree and --roles lists runtimes: use one of them");
-		goto out_pids;
-	}
-	if (fmt == FMT_DOT && max_depth != LV_NONE) {
-		ret = cliopt__usage(
+	if (o->fmt == FMT_DOT && o->max_depth != LV_NONE)
+		return cliopt__usage(
 			"libs", "--depth cuts the text tree; for a small graph use --dot --roles");
-		goto out_pids;
+	return -1;
+}
+
+/* The graphs read, with their packages and runtimes, and what they came from. */
+struct libs_graphs {
+	struct libgraph **g;
+	struct runtime_list *rt;
+	size_t n;
+	struct pkg_cache *pkgs; /* one for all the PIDs: a shared root's databases read once */
+	struct corefile *cf;
+};
+
+/* The graph of @t into @lg's next slot, its packages and runtimes: 0, or -errno with @why. */
+static int libs_snapshot(const struct libs_opts *o, struct libs_graphs *lg, struct target *t,
+			 char *why, size_t whylen)
+{
+	int err = libgraph__snapshot(t, &lg->g[lg->n], why, whylen);
+
+	phase__mark("libgraph snapshot");
+	if (!err && lg->pkgs && libgraph__find_packages(lg->g[lg->n], t, lg->pkgs)) {
+		libgraph__free(lg->g[lg->n]);
+		snprintf(why, whylen, "out of memory");
+		err = -ENOMEM;
 	}
-	output__set_json(fmt == FMT_JSON);
-	graphs = calloc(n_pids, sizeof(*graphs));
-	inventories = calloc(n_pids, sizeof(*inventories));
-	/* One cache for all the PIDs: processes sharing a root read its databases once. */
-	pkgs = packages ? pkg_cache__new() : NULL;
-	if (!graphs || !inventories || (packages && !pkgs)) {
-		pkg_cache__free(pkgs);
-		free(graphs);
-		free(inventories);
-		free(pids);
-		dls_err("out of memory");
-		return DLS_EXIT_INSPECT;
+	phase__mark("packages");
+	/* Live values (thread counts) are read while the target is open. */
+	/* --dot marks the collisions: the runtimes of one kind, two or more. */
+	if (!err && (o->runtimes || o->fmt == FMT_DOT) &&
+	    runtimes__collect(lg->g[lg->n], t, NULL, &lg->rt[lg->n])) {
+		libgraph__free(lg->g[lg->n]);
+		snprintf(why, whylen, "out of memory");
+		err = -ENOMEM;
 	}
-	for (size_t i = 0; i < n_pids; i++) {
+	return err;
+}
+
+/* Each process (or the core's) read into @lg: DLS_EXIT_OK, or the status of a failure. */
+static int libs_read(const struct libs_opts *o, struct libs_graphs *lg)
+{
+	int ret = DLS_EXIT_OK;
+	char why[512];
+
+	for (size_t i = 0; i < o->n_pids; i++) {
 		struct target *t;
-		pid_t pid = core ? 0 : pids[i];
+		pid_t pid = o->core ? 0 : o->pids[i];
 		int err;
 
 		phase__mark("start");
-		if (core && (ret = core_target__open(core, &co, &cf, &t)))
+		if (o->core && (ret = core_target__open(o->core, &o->co, &lg->cf, &t)))
 			break;
-		err = core ? 0 : target__open(pid, &t, why, sizeof(why));
+		err = o->core ? 0 : target__open(pid, &t, why, sizeof(why));
 		phase__mark("target");
 		if (!err) {
-			err = libgraph__snapshot(t, &graphs[n_graphs], why, sizeof(why));
-			phase__mark("libgraph snapshot");
-			if (!err && pkgs && libgraph__find_packages(graphs[n_graphs], t, pkgs)) {
-				libgraph__free(graphs[n_graphs]);
-				snprintf(why, sizeof(why), "out of memory");
-				err = -ENOMEM;
-			}
-			phase__mark("packages");
-			/* Live values (thread counts) are read while the target is open. */
-			/* --dot marks the collisions: the runtimes of one kind, two or more. */
-			if (!err && (runtimes || fmt == FMT_DOT) &&
-			    runtimes__collect(graphs[n_graphs], t, NULL, &inventories[n_graphs])) {
-				libgraph__free(graphs[n_graphs]);
-				snprintf(why, sizeof(why), "out of memory");
-				err = -ENOMEM;
-			}
+			err = libs_snapshot(o, lg, t, why, sizeof(why));
 			target__free(t);
 		}
 		if (err) {
@@ -463,63 +475,88 @@ int cmd_libs(int argc, char **argv)
 			ret = DLS_EXIT_INSPECT;
 			continue;
 		}
-		n_graphs++;
+		lg->n++;
 	}
+	return ret;
+}
 
-	switch (fmt) {
+/* The graphs in the view asked: the text tree, roles, runtimes, JSON or Graphviz. */
+static int libs_print(const struct libs_opts *o, const struct libs_graphs *lg, int ret)
+{
+	json_t *procs;
+
+	switch (o->fmt) {
 	case FMT_TEXT:
-		for (size_t i = 0; i < n_graphs; i++) {
+		for (size_t i = 0; i < lg->n; i++) {
 			if (i)
 				fputc('\n', stdout);
-			if (runtimes) {
-				print_header(graphs[i], stdout);
-				runtimes__print(&inventories[i], graphs[i], "  ", stdout);
-			} else if (roles ? print_roles(graphs[i], &kinds, stdout) :
-					   print_text(graphs[i], max_depth, stdout)) {
+			if (o->runtimes) {
+				print_header(lg->g[i], stdout);
+				runtimes__print(&lg->rt[i], lg->g[i], "  ", stdout);
+			} else if (o->roles ? print_roles(lg->g[i], &o->kinds, stdout) :
+					      print_text(lg->g[i], o->max_depth, stdout)) {
 				dls_err("out of memory");
 				ret = DLS_EXIT_INSPECT;
 			}
 		}
 		break;
-	case FMT_JSON: {
-		json_t *procs = json_array();
+	case FMT_JSON:
+		procs = json_array();
+		for (size_t i = 0; i < lg->n; i++) {
+			json_t *p = libgraph__to_json(lg->g[i]);
 
-		for (size_t i = 0; i < n_graphs; i++) {
-			json_t *p = libgraph__to_json(graphs[i]);
-
-			if (p && runtimes)
+			if (p && o->runtimes)
 				json_object_set_new(p, "runtimes",
-						    runtimes__to_json(&inventories[i], graphs[i]));
+						    runtimes__to_json(&lg->rt[i], lg->g[i]));
 			json_array_append_new(procs, p);
 		}
-		doc = json_pack("{s:s, s:o, s:o}", "dlscope", DLSCOPE_VERSION, "processes", procs,
-				"errors", output__errors_json());
-		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0) {
+		if (cliopt__print_processes(procs)) {
 			dls_err("libs: cannot write the JSON document");
 			ret = DLS_EXIT_INSPECT;
 		}
-		fputc('\n', stdout);
-		json_decref(doc);
 		break;
-	}
 	case FMT_DOT:
-		if (libgraph__print_dot((const struct libgraph *const *)graphs, n_graphs,
-					inventories, roles ? &kinds : NULL, stdout)) {
+		if (libgraph__print_dot((const struct libgraph *const *)lg->g, lg->n, lg->rt,
+					o->roles ? &o->kinds : NULL, stdout)) {
 			dls_err("out of memory");
 			ret = DLS_EXIT_INSPECT;
 		}
 		break;
 	}
-	for (size_t i = 0; i < n_graphs; i++) {
-		runtimes__free(&inventories[i]);
-		libgraph__free(graphs[i]);
+	return ret;
+}
+
+int cmd_libs(int argc, char **argv)
+{
+	struct libs_opts o = { .fmt = FMT_TEXT, .max_depth = LV_NONE, .packages = true };
+	struct libs_graphs lg = { 0 };
+	char why[512];
+	int ret;
+
+	lv_kinds__parse(&o.kinds, NULL, why, sizeof(why));
+	ret = libs_parse(argc, argv, &o);
+	if (ret >= 0)
+		goto out;
+	output__set_json(o.fmt == FMT_JSON);
+	lg.g = calloc(o.n_pids, sizeof(*lg.g));
+	lg.rt = calloc(o.n_pids, sizeof(*lg.rt));
+	lg.pkgs = o.packages ? pkg_cache__new() : NULL;
+	if (!lg.g || !lg.rt || (o.packages && !lg.pkgs)) {
+		dls_err("out of memory");
+		ret = DLS_EXIT_INSPECT;
+	} else {
+		ret = libs_print(&o, &lg, libs_read(&o, &lg));
 	}
-	pkg_cache__free(pkgs);
-	free(inventories);
-	free(graphs);
-	corefile__free(cf);
-out_pids:
-	core_opts__done(&co);
-	free(pids);
+	for (size_t i = 0; i < lg.n; i++) {
+		runtimes__free(&lg.rt[i]);
+		libgraph__free(lg.g[i]);
+	}
+	pkg_cache__free(lg.pkgs);
+	free(lg.rt);
+	free(lg.g);
+	corefile__free(lg.cf);
+out:
+	core_opts__done(&o.co);
+	free(o.pids);
 	return ret;
 }

@@ -405,6 +405,98 @@ static void lint_usage(FILE *f)
 		"at or above --fail-on (1) win over a path that could not be read (3).\n");
 }
 
+/*
+ * A path named on the command line: a tree walked, a file checked. Returns how many named paths
+ * could not be checked (0 or 1), after one line; *@failed set then.
+ */
+static size_t lint_named(struct lint_state *s, const char *path, bool *failed)
+{
+	struct stat st;
+
+	if (stat(path, &st)) {
+		char why[PATH_MAX + 64];
+		int err = errno;
+		struct stat lst;
+
+		if (!lstat(path, &lst) && S_ISLNK(lst.st_mode))
+			link_trouble(path, err, why, sizeof(why));
+		else
+			snprintf(why, sizeof(why), "%s", strerror(err));
+		dls_err("lint: cannot read %s: %s", path, why);
+		*failed = true;
+		return 1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (!lint_visited(s, &st) && lint_dir(s, path))
+			s->oom = true;
+	} else if (!S_ISREG(st.st_mode)) {
+		dls_err("lint: %s is not a regular file or a directory", path);
+		*failed = true;
+		return 1;
+	} else {
+		size_t unreadable = s->unreadable;
+		int err = lint_file(s, path, &st, true);
+
+		/* Named on the command line, a file that could not be checked is an error. */
+		s->oom |= err < 0;
+		*failed |= err > 0;
+		return err > 0 && s->unreadable == unreadable;
+	}
+	return 0;
+}
+
+/* lint's text: what was seen, checked, skipped and not read, then the findings. */
+static void print_lint(const struct lint_state *s, const struct findings *fs,
+		       const struct check_opts *o, size_t named_bad)
+{
+	printf("lint: %zu file%s", s->seen, s->seen == 1 ? "" : "s");
+	if (s->again)
+		printf(" (and %zu more path%s to them)", s->again, s->again == 1 ? "" : "s");
+	printf(", %zu ELF object%s checked", s->n, s->n == 1 ? "" : "s");
+	/* Skipped, not unreadable: other machines' objects are no error (exit status). */
+	if (s->foreign)
+		printf(", %zu skipped (not x86-64)", s->foreign);
+	/* The line agrees with the exit status: a named path that failed is said too. */
+	printf(", %zu unreadable", s->unreadable);
+	if (named_bad)
+		printf(", %zu named path%s not checked", named_bad, named_bad == 1 ? "" : "s");
+	printf(", %zu finding%s", fs->n, fs->n == 1 ? "" : "s");
+	if (fs->n && findings__max_severity(fs) < o->fail_on)
+		printf(" (none at or above %s)", severity__name(o->fail_on));
+	putchar('\n');
+	if (fs->n) {
+		putchar('\n');
+		findings__print(fs, stdout);
+	}
+}
+
+/* lint --json: the counts, the unreadable and skipped files, the findings, into @doc. */
+static void lint_doc(json_t *doc, const struct lint_state *s, const struct findings *fs)
+{
+	json_object_set_new(doc, "files_seen", json_integer((json_int_t)s->seen));
+	json_object_set_new(doc, "reached_again", json_integer((json_int_t)s->again));
+	json_object_set_new(doc, "objects_checked", json_integer((json_int_t)s->n));
+	json_object_set_new(doc, "unreadable", s->bad);
+	json_object_set_new(doc, "skipped", s->skipped);
+	json_object_set_new(doc, "findings", lint_findings_json(fs, s->files, s->n));
+}
+
+/* A run that checked nothing must not pass for a clean one: why, in one line. */
+static void say_nothing_checked(const struct lint_state *s)
+{
+	const char *others = s->unreadable ? " (the others were skipped, see above)" : "";
+
+	if (s->foreign)
+		dls_err("lint: nothing checked: the %zu ELF object%s found %s not x86-64%s",
+			s->foreign, s->foreign == 1 ? "" : "s", s->foreign == 1 ? "is" : "are",
+			others);
+	else if (s->seen)
+		dls_err("lint: nothing checked: no ELF object among the %zu file%s found%s",
+			s->seen, s->seen == 1 ? "" : "s", others);
+	else
+		dls_err("lint: nothing checked: no files found%s", others);
+}
+
 int cmd_lint(int argc, char **argv)
 {
 	struct check_opts o = { 0 };
@@ -425,48 +517,14 @@ int cmd_lint(int argc, char **argv)
 	}
 	if (!cl.n_ops)
 		return cliopt__usage("lint", "no file or directory given");
-	argc = cl.n_ops;
-	argv = cl.ops;
 	s.progress = o.progress && !o.json;
 	if (o.json) {
 		doc = json_pack("{s:s}", "dlscope", DLSCOPE_VERSION);
 		s.bad = json_array();
 		s.skipped = json_array();
 	}
-	for (int i = 0; i < argc; i++) {
-		struct stat st;
-
-		if (stat(argv[i], &st)) {
-			char why[PATH_MAX + 64];
-			int err = errno;
-			struct stat lst;
-
-			if (!lstat(argv[i], &lst) && S_ISLNK(lst.st_mode))
-				link_trouble(argv[i], err, why, sizeof(why));
-			else
-				snprintf(why, sizeof(why), "%s", strerror(err));
-			dls_err("lint: cannot read %s: %s", argv[i], why);
-			failed = true;
-			named_bad++;
-			continue;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			if (!lint_visited(&s, &st) && lint_dir(&s, argv[i]))
-				s.oom = true;
-		} else if (!S_ISREG(st.st_mode)) {
-			dls_err("lint: %s is not a regular file or a directory", argv[i]);
-			failed = true;
-			named_bad++;
-		} else {
-			size_t unreadable = s.unreadable;
-			int err = lint_file(&s, argv[i], &st, true);
-
-			/* Named on the command line, a file that could not be checked is an error. */
-			s.oom |= err < 0;
-			failed |= err > 0;
-			named_bad += err > 0 && s.unreadable == unreadable;
-		}
-	}
+	for (int i = 0; i < cl.n_ops; i++)
+		named_bad += lint_named(&s, cl.ops[i], &failed);
 	if (s.oom) {
 		dls_err("lint: out of memory");
 		failed = true;
@@ -478,48 +536,12 @@ int cmd_lint(int argc, char **argv)
 	for (size_t i = 0; i < n_detectors; i++)
 		if (detectors[i].files && check_opts__selected(&o, detectors[i].id))
 			detectors[i].files(s.files, s.n, &fs);
-	if (doc) {
-		json_object_set_new(doc, "files_seen", json_integer((json_int_t)s.seen));
-		json_object_set_new(doc, "reached_again", json_integer((json_int_t)s.again));
-		json_object_set_new(doc, "objects_checked", json_integer((json_int_t)s.n));
-		json_object_set_new(doc, "unreadable", s.bad);
-		json_object_set_new(doc, "skipped", s.skipped);
-		json_object_set_new(doc, "findings", lint_findings_json(&fs, s.files, s.n));
-	} else if (s.n || failed) {
-		printf("lint: %zu file%s", s.seen, s.seen == 1 ? "" : "s");
-		if (s.again)
-			printf(" (and %zu more path%s to them)", s.again, s.again == 1 ? "" : "s");
-		printf(", %zu ELF object%s checked", s.n, s.n == 1 ? "" : "s");
-		/* Skipped, not unreadable: other machines' objects are no error (exit status). */
-		if (s.foreign)
-			printf(", %zu skipped (not x86-64)", s.foreign);
-		/* The line agrees with the exit status: a named path that failed is said too. */
-		printf(", %zu unreadable", s.unreadable);
-		if (named_bad)
-			printf(", %zu named path%s not checked", named_bad,
-			       named_bad == 1 ? "" : "s");
-		printf(", %zu finding%s", fs.n, fs.n == 1 ? "" : "s");
-		if (fs.n && findings__max_severity(&fs) < o.fail_on)
-			printf(" (none at or above %s)", severity__name(o.fail_on));
-		putchar('\n');
-		if (fs.n) {
-			putchar('\n');
-			findings__print(&fs, stdout);
-		}
-	}
-	/* A run that checked nothing must not pass for a clean one. */
+	if (doc)
+		lint_doc(doc, &s, &fs);
+	else if (s.n || failed)
+		print_lint(&s, &fs, &o, named_bad);
 	if (!s.n && !failed) {
-		if (s.foreign)
-			dls_err("lint: nothing checked: the %zu ELF object%s found %s not x86-64%s",
-				s.foreign, s.foreign == 1 ? "" : "s", s.foreign == 1 ? "is" : "are",
-				s.unreadable ? " (the others were skipped, see above)" : "");
-		else if (s.seen)
-			dls_err("lint: nothing checked: no ELF object among the %zu file%s found%s",
-				s.seen, s.seen == 1 ? "" : "s",
-				s.unreadable ? " (the others were skipped, see above)" : "");
-		else
-			dls_err("lint: nothing checked: no files found%s",
-				s.unreadable ? " (the others were skipped, see above)" : "");
+		say_nothing_checked(&s);
 		failed = true;
 	}
 	ret = check_opts__finish(&fs, &o, doc, failed);

@@ -31,6 +31,7 @@
 #include "output.h"
 #include "procfs.h"
 #include "report.h"
+#include "report_trace.h"
 #include "target.h"
 
 extern char **environ;
@@ -184,148 +185,6 @@ static json_t *environment(pid_t pid, const json_t *stacks)
 		json_object_set_new(env, "python", json_string(text));
 	}
 	return env;
-}
-
-/* A trace: its header's host and a timeline; its processes as check TRACE reads them. */
-struct from_trace {
-	json_t *env, *check, *timeline;
-	char host[256];
-	json_t *hosts; /* a merged trace's host names (dlscope merge), for --redact */
-};
-
-/* A runtime role of a loaded record, in words: "GNU libgomp (GCC 12), OpenMP 5.1 arrived",
- * a front as what it forwards to ("front of /lib/.../libopenblas.so.0 arrived"). */
-static bool runtime_arrival(const json_t *rec, char *text, size_t len)
-{
-	const json_t *r;
-	size_t i;
-
-	json_array_foreach (json_object_get(rec, "roles"), i, r) {
-		const char *front = json_string_value(json_object_get(r, "front_of"));
-
-		if (!json_is_true(json_object_get(r, "runtime")))
-			continue;
-		if (front)
-			snprintf(text, len, "front of %s arrived: %s", front,
-				 json_string_value(json_object_get(rec, "path")) ?: "?");
-		else
-			snprintf(text, len, "%s arrived: %s",
-				 json_string_value(json_object_get(r, "label"))	       ?:
-					 json_string_value(json_object_get(r, "name")) ?:
-											 "runtime",
-				 json_string_value(json_object_get(rec, "path")) ?: "?");
-		return true;
-	}
-	return false;
-}
-
-static int read_trace(const char *path, struct from_trace *tr, char *why, size_t whylen)
-{
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	uint64_t t0 = 0;
-	bool header = false;
-
-	if (!f) {
-		snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	tr->timeline = json_array();
-	while ((len = getline(&line, &cap, f)) > 0) {
-		json_t *rec = json_loadb(line, (size_t)len, 0, NULL);
-		const char *type = json_string_value(json_object_get(rec, "type"));
-		double t = 0;
-		char text[1024] = "";
-
-		if (!header) {
-			const char *fmt = json_string_value(json_object_get(rec, "format"));
-
-			if (!type || strcmp(type, "header") || !fmt ||
-			    strncmp(fmt, "dlscope-trace/", 14)) {
-				snprintf(
-					why, whylen,
-					"%s is not a dlscope trace (its first line is no header; make "
-					"one with 'dlscope record')",
-					path);
-				json_decref(rec);
-				free(line);
-				fclose(f);
-				json_decref(tr->timeline);
-				tr->timeline = NULL;
-				return -EINVAL;
-			}
-			header = true;
-			t0 = (uint64_t)json_integer_value(json_object_get(rec, "t0"));
-			snprintf(tr->host, sizeof(tr->host), "%s",
-				 json_string_value(json_object_get(rec, "host")) ?: "");
-			/* A merged trace names its nodes' hosts in its inputs. */
-			if (json_is_array(json_object_get(rec, "inputs"))) {
-				const json_t *inp;
-				size_t k;
-
-				tr->hosts = json_array();
-				json_array_foreach (json_object_get(rec, "inputs"), k, inp)
-					if (json_is_string(json_object_get(inp, "hostname")))
-						json_array_append(tr->hosts,
-								  json_object_get(inp, "hostname"));
-			}
-			tr->env = json_pack("{s:s?, s:s?, s:s?}", "kernel",
-					    json_string_value(json_object_get(rec, "kernel")),
-					    "glibc",
-					    json_string_value(json_object_get(rec, "glibc")),
-					    "distribution", "");
-			json_decref(rec);
-			continue;
-		}
-		if (!type || !json_is_integer(json_object_get(rec, "pid"))) {
-			json_decref(rec);
-			continue;
-		}
-		t = (double)((uint64_t)json_integer_value(json_object_get(rec, "t")) - t0) / 1e9;
-		if (!strcmp(type, "loaded")) {
-			runtime_arrival(rec, text, sizeof(text));
-		} else if (!strcmp(type, "finding")) {
-			snprintf(text, sizeof(text), "finding %s: %s",
-				 json_string_value(json_object_get(rec, "id")) ?: "?",
-				 json_string_value(json_object_get(rec, "title")) ?: "");
-		} else if (event_kind__parse(type) == EVENT_SIGNAL ||
-			   event_kind__parse(type) == EVENT_EXEC ||
-			   event_kind__parse(type) == EVENT_EXIT ||
-			   event_kind__parse(type) == EVENT_GPU_LOAD) {
-			/* A GPU module load in its runtime's terms (HIP's or CUDA's result name). */
-			struct event ev;
-			char err[128];
-
-			if (!event__from_json(rec, &ev, err, sizeof(err))) {
-				event__text(&ev, 0, text, sizeof(text));
-				event__clear(&ev);
-			}
-		}
-		if (text[0])
-			json_array_append_new(tr->timeline,
-					      json_pack("{s:f, s:O, s:s, s:O*}", "t", t, "pid",
-							json_object_get(rec, "pid"), "text", text,
-							"host", json_object_get(rec, "host")));
-		json_decref(rec);
-	}
-	free(line);
-	fclose(f);
-	if (!header) {
-		snprintf(why, whylen, "%s is empty, not a dlscope trace", path);
-		json_decref(tr->timeline);
-		tr->timeline = NULL;
-		return -EINVAL;
-	}
-	/* The processes, their names, runtimes and findings: what check TRACE says of them. */
-	tr->check = check__trace_doc(path, true, NULL, NULL, why, whylen);
-	if (!tr->check) {
-		json_decref(tr->timeline);
-		tr->timeline = NULL;
-		return -EINVAL;
-	}
-	return 0;
 }
 
 static char *joined_command(int argc, char **argv)
@@ -504,7 +363,34 @@ static int write_out(const char *path, const char *text, char *why, size_t whyle
 	return 0;
 }
 
-int cmd_report(int argc, char **argv)
+/* What the command line asks of report. */
+struct report_opts {
+	const char *output, *job;
+	bool redact, svg;
+	unsigned long limit;
+	struct cliopt cl;
+	pid_t *pids; /* -p's and the operands' */
+	size_t n_pids;
+	char **pid_args; /* the same PIDs as text, for the commands run on them */
+	int n_pid_args;
+	const char *core;    /* a core file: the operand, or --coredump's copy */
+	struct core_opts co; /* --exe, --coredump, --ignore-build-id */
+};
+
+/* What a report is made of, and its title. */
+struct report_run {
+	struct report_in in;
+	struct from_trace tr;
+	char why[512], title[512], captured[64], companion[4096], svgpath[4096];
+	char *invocation, *command;
+	pid_t first_pid; /* the process --svg draws and the environment is read of */
+};
+
+/* A source failed: "dlscope: report: WHY" follows. Otherwise 0 or an exit status. */
+#define REPORT_FAIL (-1)
+
+/* The options into @o: -1 to go on, or the exit status (after one line, or the help). */
+static int report_parse(int argc, char **argv, struct report_opts *o)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -517,422 +403,436 @@ int cmd_report(int argc, char **argv)
 		COREOPT_LONGOPTS,
 		{},
 	};
-	const char *output = NULL, *job = NULL;
-	bool redact = false, svg = false;
-	unsigned long limit = REPORT_LIMIT;
-	struct report_in in = { .version = DLSCOPE_VERSION };
-	struct from_trace tr = { 0 };
-	char why[512] = "", title[512], captured[64], companion[4096], svgpath[4096], *invocation,
-	     *md = NULL, *extra = NULL, *command = NULL;
-	char *users[64] = { 0 }, *hosts[64] = { 0 };
-	pid_t first_pid = 0;
-	int c, code, ret = DLS_EXIT_INSPECT;
-	time_t now = time(NULL);
-	struct stat st;
-	struct cliopt cl;
-	pid_t *pids = NULL;
-	size_t n_pids = 0;
-	char **pid_args = NULL;
-	int n_pid_args = 0;
-	const char *optarg, *core = NULL;
-	struct core_opts co = { 0 };
+	char *end;
+	int c, code;
 
 	/* --redact, --svg, --limit and --job are long only: -r, -s, -l, -j mean others elsewhere. */
-	cliopt__init(&cl, "report", argc, argv, "p:o:h", opts, true);
-	while ((c = cliopt__next(&cl)) != -1) {
-		optarg = cl.arg;
-		if (core_opts__take(&co, c, optarg))
+	cliopt__init(&o->cl, "report", argc, argv, "p:o:h", opts, true);
+	while ((c = cliopt__next(&o->cl)) != -1) {
+		const char *optarg = o->cl.arg;
+
+		if (core_opts__take(&o->co, c, optarg))
 			continue;
 		switch (c) {
 		case 'p':
-			code = cliopt__pids("report", optarg, &pids, &n_pids);
-			if (code) {
-				free(pids);
+			code = cliopt__pids("report", optarg, &o->pids, &o->n_pids);
+			if (code)
 				return code;
-			}
 			break;
-		case 'o': output = optarg; break;
-		case 'r': redact = true; break;
-		case 's': svg = true; break;
-		case 'l': {
-			char *end;
-
-			limit = strtoul(optarg, &end, 10);
-			if (*end || limit < 1024) {
-				free(pids);
+		case 'o': o->output = optarg; break;
+		case 'r': o->redact = true; break;
+		case 's': o->svg = true; break;
+		case 'l':
+			o->limit = strtoul(optarg, &end, 10);
+			if (*end || o->limit < 1024)
 				return cliopt__usage(
 					"report",
 					"--limit takes a number of characters (at least "
 					"1024), not '%s'",
 					optarg);
-			}
 			break;
-		}
-		case 'j': job = optarg; break;
-		case 'h':
-			free(pids);
-			report_usage(stdout);
-			return DLS_EXIT_OK;
-		default: free(pids); return DLS_EXIT_USAGE;
+		case 'j': o->job = optarg; break;
+		case 'h': report_usage(stdout); return DLS_EXIT_OK;
+		default: return DLS_EXIT_USAGE;
 		}
 	}
-	if (cl.command && (!cl.command[0] || cl.n_ops || n_pids || job)) {
-		free(pids);
+	return -1;
+}
+
+/*
+ * The operands: a trace (one operand that is a file), a core, or PIDs ("1,2" too), each of which
+ * must exist, into @o->pid_args. -1 to go on, or the exit status after one line.
+ */
+static int report_targets(struct report_opts *o)
+{
+	const struct cliopt *cl = &o->cl;
+	struct stat st;
+	int code;
+
+	if (cl->command && (!cl->command[0] || cl->n_ops || o->n_pids || o->job))
 		return cliopt__usage(
 			"report",
-			!cl.command[0] ?
+			!cl->command[0] ?
 				"no command after --" :
 				"-- COMMAND runs a command: no PID, trace or --job with it");
-	}
-	/* A core file (the operand, --coredump MATCH); a trace is one operand that is a file;
-	 * otherwise the operands are PIDs ("1,2" too). */
-	code = core_opts__path(&co, &cl, NULL, cl.command || n_pids || job, &core);
-	if (code) {
-		free(pids);
+	/* A core file (the operand, --coredump MATCH), read as a process. */
+	code = core_opts__path(&o->co, cl, NULL, cl->command || o->n_pids || o->job, &o->core);
+	if (code)
 		return code;
-	}
-	if (!cl.command &&
-	    !(cl.n_ops == 1 && !n_pids && !stat(cl.ops[0], &st) && S_ISREG(st.st_mode))) {
-		for (int i = 0; i < cl.n_ops; i++) {
-			/* A word like a path is a trace that cannot be read, not a bad PID. */
-			if (cl.n_ops == 1 && !n_pids && strpbrk(cl.ops[i], "./")) {
-				dls_err("report: cannot read %s: %s", cl.ops[i],
-					stat(cl.ops[i], &st) ? strerror(errno) :
-							       "not a regular file");
-				free(pids);
-				return DLS_EXIT_INSPECT;
-			}
-			code = cliopt__pids("report", cl.ops[i], &pids, &n_pids);
-			if (code) {
-				free(pids);
-				return code;
-			}
-		}
-		/* Every PID is in the report or none is: a gone one is no silent omission. */
-		for (size_t i = 0; i < n_pids; i++) {
-			char proc[32];
-
-			snprintf(proc, sizeof(proc), "/proc/%d", pids[i]);
-			if (access(proc, F_OK)) {
-				dls_err("report: no process with PID %d", pids[i]);
-				free(pids);
-				return DLS_EXIT_INSPECT;
-			}
-		}
-		pid_args = calloc(n_pids + 1, sizeof(*pid_args));
-		for (size_t i = 0; pid_args && i < n_pids; i++)
-			if (asprintf(&pid_args[n_pid_args], "%d", pids[i]) > 0)
-				n_pid_args++;
-		free(pids);
-		if (!pid_args || n_pid_args != (int)n_pids) {
-			dls_err("report: out of memory");
-			for (int i = 0; pid_args && i < n_pid_args; i++)
-				free(pid_args[i]);
-			free(pid_args);
+	if (o->core || cl->command ||
+	    (cl->n_ops == 1 && !o->n_pids && !stat(cl->ops[0], &st) && S_ISREG(st.st_mode)))
+		return -1;
+	for (int i = 0; i < cl->n_ops; i++) {
+		/* A word like a path is a trace that cannot be read, not a bad PID. */
+		if (cl->n_ops == 1 && !o->n_pids && strpbrk(cl->ops[i], "./")) {
+			dls_err("report: cannot read %s: %s", cl->ops[i],
+				stat(cl->ops[i], &st) ? strerror(errno) : "not a regular file");
 			return DLS_EXIT_INSPECT;
 		}
-	} else {
-		free(pids);
+		code = cliopt__pids("report", cl->ops[i], &o->pids, &o->n_pids);
+		if (code)
+			return code;
 	}
-	invocation = joined_command(argc + 1, argv - 1);
-	strftime(captured, sizeof(captured), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
-	if (output) {
-		size_t n = strlen(output);
+	/* Every PID is in the report or none is: a gone one is no silent omission. */
+	for (size_t i = 0; i < o->n_pids; i++) {
+		char proc[32];
 
-		snprintf(companion, sizeof(companion), "%.*s.extra.md",
-			 (int)(n > 3 && !strcmp(output + n - 3, ".md") ? n - 3 : n), output);
-	} else {
-		snprintf(companion, sizeof(companion), "dlscope-report.extra.md");
+		snprintf(proc, sizeof(proc), "/proc/%d", o->pids[i]);
+		if (access(proc, F_OK)) {
+			dls_err("report: no process with PID %d", o->pids[i]);
+			return DLS_EXIT_INSPECT;
+		}
 	}
-	in.reproduce = json_array();
-	if (job) {
-		pid_t pid;
+	o->pid_args = calloc(o->n_pids + 1, sizeof(*o->pid_args));
+	for (size_t i = 0; o->pid_args && i < o->n_pids; i++)
+		if (asprintf(&o->pid_args[o->n_pid_args], "%d", o->pids[i]) > 0)
+			o->n_pid_args++;
+	if (!o->pid_args || o->n_pid_args != (int)o->n_pids) {
+		dls_err("report: out of memory");
+		return DLS_EXIT_INSPECT;
+	}
+	return -1;
+}
 
-		if (cl.n_ops || n_pid_args || parse_pid(job, &pid)) {
-			cliopt__usage("report", "--job takes one process ID and nothing else");
-			goto usage;
-		}
-		/* A PID in no job is an error, as in check --job and stacks --job: no report. */
-		{
-			struct job *j;
+/* --job PID: check --job and stacks --job of it; the launcher's command line to reproduce. */
+static int report_job(const struct report_opts *o, struct report_run *r)
+{
+	struct report_in *in = &r->in;
+	const char *launcher;
+	struct job *j;
+	pid_t pid;
+	int code;
 
-			if (job__find(pid, &j, why, sizeof(why))) {
-				dls_err("report: --job: %s", why);
-				ret = DLS_EXIT_INSPECT;
-				goto out;
-			}
-			job__free(j);
-		}
-		in.check = self_json((char *[]){ "check", "--job", "--json", (char *)job, NULL },
-				     &code);
-		in.stacks = self_json((char *[]){ "stacks", "--job", "--json", (char *)job, NULL },
-				      &code);
-		if (!in.check) {
-			snprintf(why, sizeof(why), "job of process %s could not be checked", job);
-			goto fail;
-		}
-		first_pid = pid;
-		snprintf(
-			title, sizeof(title), "the job of process %s (%s)", job,
-			json_string_value(json_object_get(json_object_get(in.check, "job"), "description")) ?:
-				"");
-		{
-			/* The launcher's command line, not a PID of this machine. */
-			const char *launcher = json_string_value(json_object_get(
-				json_object_get(json_object_get(in.check, "job"), "launcher"),
-				"cmdline"));
+	if (o->cl.n_ops || o->n_pid_args || parse_pid(o->job, &pid))
+		return cliopt__usage("report", "--job takes one process ID and nothing else");
+	/* A PID in no job is an error, as in check --job and stacks --job: no report. */
+	if (job__find(pid, &j, r->why, sizeof(r->why))) {
+		dls_err("report: --job: %s", r->why);
+		return DLS_EXIT_INSPECT;
+	}
+	job__free(j);
+	in->check =
+		self_json((char *[]){ "check", "--job", "--json", (char *)o->job, NULL }, &code);
+	in->stacks =
+		self_json((char *[]){ "stacks", "--job", "--json", (char *)o->job, NULL }, &code);
+	if (!in->check) {
+		snprintf(r->why, sizeof(r->why), "job of process %s could not be checked", o->job);
+		return REPORT_FAIL;
+	}
+	r->first_pid = pid;
+	snprintf(
+		r->title, sizeof(r->title), "the job of process %s (%s)", o->job,
+		json_string_value(json_object_get(json_object_get(in->check, "job"), "description")) ?:
+			"");
+	/* The launcher's command line, not a PID of this machine. */
+	launcher = json_string_value(json_object_get(
+		json_object_get(json_object_get(in->check, "job"), "launcher"), "cmdline"));
+	if (launcher && *launcher) {
+		json_array_append_new(in->reproduce, json_string("# the job's launcher ran:"));
+		json_array_append_new(in->reproduce, json_sprintf("%s &", launcher));
+		json_array_append_new(in->reproduce,
+				      json_string("# then, once it shows the problem:"));
+		json_array_append_new(in->reproduce, json_string("dlscope report --job $!"));
+	} else {
+		json_array_append_new(in->reproduce,
+				      json_sprintf("dlscope report --job %s", o->job));
+	}
+	return 0;
+}
 
-			if (launcher && *launcher) {
-				json_array_append_new(in.reproduce,
-						      json_string("# the job's launcher ran:"));
-				json_array_append_new(in.reproduce, json_sprintf("%s &", launcher));
-				json_array_append_new(
-					in.reproduce,
-					json_string("# then, once it shows the problem:"));
-				json_array_append_new(in.reproduce,
-						      json_string("dlscope report --job $!"));
-			} else {
-				json_array_append_new(in.reproduce,
-						      json_sprintf("dlscope report --job %s", job));
-			}
-		}
-	} else if (cl.command) {
-		/* -- COMMAND: run it under check to its end. */
-		int n_cmd = cl.argc - (int)(cl.command - cl.argv);
-		char **args = calloc((size_t)n_cmd + 4, sizeof(*args));
-		char *cmd = joined_command(n_cmd, cl.command);
+/* -- COMMAND: run it under check to its end. */
+static int report_command(const struct report_opts *o, struct report_run *r)
+{
+	int n_cmd = o->cl.argc - (int)(o->cl.command - o->cl.argv), code;
+	char **args = calloc((size_t)n_cmd + 4, sizeof(*args));
+	char *cmd = joined_command(n_cmd, o->cl.command), *line;
 
-		if (!args || !cmd) {
-			free(args);
-			free(cmd);
-			goto fail;
-		}
-		args[0] = "check";
-		args[1] = "--json";
-		args[2] = "--";
-		for (int i = 0; i < n_cmd; i++)
-			args[3 + i] = cl.command[i];
-		in.check = self_json(args, &code);
+	if (!args || !cmd) {
 		free(args);
-		if (!in.check) {
-			snprintf(why, sizeof(why), "the command could not be run under check");
-			free(cmd);
-			goto fail;
-		}
-		snprintf(title, sizeof(title), "command");
-		in.title_code = cmd;
-		{
-			char *line = shell_line(n_cmd, cl.command);
+		free(cmd);
+		return REPORT_FAIL;
+	}
+	args[0] = "check";
+	args[1] = "--json";
+	args[2] = "--";
+	for (int i = 0; i < n_cmd; i++)
+		args[3 + i] = o->cl.command[i];
+	r->in.check = self_json(args, &code);
+	free(args);
+	if (!r->in.check) {
+		snprintf(r->why, sizeof(r->why), "the command could not be run under check");
+		free(cmd);
+		return REPORT_FAIL;
+	}
+	snprintf(r->title, sizeof(r->title), "command");
+	r->in.title_code = cmd;
+	line = shell_line(n_cmd, o->cl.command);
+	json_array_append_new(r->in.reproduce, json_sprintf("dlscope report -- %s", line ?: cmd));
+	json_array_append_new(r->in.reproduce,
+			      json_sprintf("dlscope record -o trace.jsonl -- %s", line ?: cmd));
+	free(line);
+	r->command = cmd; /* the title's, freed at the end */
+	return 0;
+}
 
-			json_array_append_new(in.reproduce,
-					      json_sprintf("dlscope report -- %s", line ?: cmd));
-			json_array_append_new(in.reproduce,
-					      json_sprintf("dlscope record -o trace.jsonl -- %s",
-							   line ?: cmd));
-			free(line);
-		}
-		command = cmd; /* the title's, freed at the end */
-	} else if (core) {
-		/* A core file: check and stacks on it, as on a process, once its files are known. */
-		char *args[8];
-		json_t *doc;
+/* A core file: check and stacks on it, as on a process, once its files are known. */
+static int report_core(const struct report_opts *o, struct report_run *r)
+{
+	const struct core_opts *co = &o->co;
+	char *args[8];
+	json_t *doc, *proc;
+	int code;
 
-		if ((ret = core_opts__check(core, &co)))
-			goto out;
-		ret = DLS_EXIT_INSPECT;
-		core_opts__argv(&co, "stacks", core, args);
-		doc = self_json(args, &code);
-		core_opts__argv(&co, "check", core, args);
-		in.check = self_json(args, &code);
-		if (!in.check || !doc) {
-			json_decref(doc);
-			snprintf(
-				why, sizeof(why),
-				"core file %s could not be read (run 'dlscope stacks %s' to see why)",
-				co.label, co.label);
-			goto fail;
+	if ((code = core_opts__check(o->core, co)))
+		return code;
+	core_opts__argv(co, "stacks", o->core, args);
+	doc = self_json(args, &code);
+	core_opts__argv(co, "check", o->core, args);
+	r->in.check = self_json(args, &code);
+	if (!r->in.check || !doc) {
+		json_decref(doc);
+		snprintf(r->why, sizeof(r->why),
+			 "core file %s could not be read (run 'dlscope stacks %s' to see why)",
+			 co->label, co->label);
+		return REPORT_FAIL;
+	}
+	/* stacks --json: {"processes": [PROCESS]}, as for a PID. */
+	proc = json_array_get(json_object_get(doc, "processes"), 0);
+	r->in.stacks = json_array();
+	if (proc)
+		json_array_append(r->in.stacks, proc);
+	snprintf(r->title, sizeof(r->title),
+		 co->coredump ? "systemd-coredump's core of %s (%s)" : "core file %s (%s)",
+		 co->coredump ? co->coredump : o->core,
+		 json_string_value(json_object_get(proc, "comm")) ?: "?");
+	json_decref(doc);
+	json_array_append_new(r->in.reproduce, json_sprintf("dlscope check %s", co->label));
+	json_array_append_new(r->in.reproduce, json_sprintf("dlscope stacks %s", co->label));
+	return 0;
+}
+
+/* A trace: its processes as check TRACE reads them, and its timeline. */
+static int report_trace(const char *path, struct report_run *r)
+{
+	if (report_trace__read(path, &r->tr, r->why, sizeof(r->why)))
+		return REPORT_FAIL;
+	r->in.check = r->tr.check;
+	r->in.timeline = r->tr.timeline;
+	snprintf(r->title, sizeof(r->title), "trace %s", path);
+	json_array_append_new(r->in.reproduce, json_sprintf("dlscope ui --replay %s", path));
+	json_array_append_new(r->in.reproduce,
+			      json_sprintf("dlscope export --perfetto %s -o trace.json", path));
+	return 0;
+}
+
+/*
+ * A PID means nothing on another machine: the command line each process runs, started again,
+ * then the report of it ($! the process just started).
+ */
+static void reproduce_pids(json_t *reproduce, char **pid_args, int n_pid_args)
+{
+	for (int i = 0; i < n_pid_args; i++) {
+		char *line = pid_command(pid_args[i]);
+
+		if (!line) {
+			json_array_append_new(reproduce,
+					      json_sprintf("dlscope report %s  # its command line "
+							   "could not be read",
+							   pid_args[i]));
+			continue;
 		}
-		/* stacks --json: {"processes": [PROCESS]}, as for a PID. */
+		json_array_append_new(reproduce,
+				      json_sprintf("# process %s ran (from its directory):",
+						   pid_args[i]));
+		json_array_append_new(reproduce, json_sprintf("%s &", line));
+		json_array_append_new(reproduce, json_string("# then, once it shows the problem:"));
+		json_array_append_new(reproduce, json_string("dlscope report $!"));
+		json_array_append_new(reproduce, json_string("# or, from its start:"));
+		json_array_append_new(reproduce,
+				      json_sprintf("dlscope record -o trace.jsonl -- %s", line));
+		free(line);
+	}
+}
+
+/* PIDs: check of them all, stacks of each. */
+static int report_pids(const struct report_opts *o, struct report_run *r)
+{
+	char **args = calloc((size_t)o->n_pid_args + 3, sizeof(*args)), *list;
+	int code;
+
+	parse_pid(o->pid_args[0], &r->first_pid);
+	if (!args)
+		return REPORT_FAIL;
+	args[0] = "check";
+	args[1] = "--json";
+	for (int i = 0; i < o->n_pid_args; i++)
+		args[2 + i] = o->pid_args[i];
+	r->in.check = self_json(args, &code);
+	free(args);
+	if (!r->in.check || !json_array_size(json_object_get(r->in.check, "processes"))) {
+		snprintf(r->why, sizeof(r->why),
+			 "no process could be inspected (run 'dlscope check %s' to see why)",
+			 o->pid_args[0]);
+		return REPORT_FAIL;
+	}
+	r->in.stacks = json_array();
+	for (int i = 0; i < o->n_pid_args; i++) {
+		json_t *doc =
+			self_json((char *[]){ "stacks", "--json", o->pid_args[i], NULL }, &code);
+		/* stacks --json: {"processes": [PROCESS]}, none when it could not be read. */
 		json_t *proc = json_array_get(json_object_get(doc, "processes"), 0);
 
-		in.stacks = json_array();
 		if (proc)
-			json_array_append(in.stacks, proc);
-		snprintf(title, sizeof(title),
-			 co.coredump ? "systemd-coredump's core of %s (%s)" : "core file %s (%s)",
-			 co.coredump ? co.coredump : core,
-			 json_string_value(json_object_get(proc, "comm")) ?: "?");
+			json_array_append(r->in.stacks, proc);
 		json_decref(doc);
-		json_array_append_new(in.reproduce, json_sprintf("dlscope check %s", co.label));
-		json_array_append_new(in.reproduce, json_sprintf("dlscope stacks %s", co.label));
-	} else if (!n_pid_args && cl.n_ops == 1) {
-		if (read_trace(cl.ops[0], &tr, why, sizeof(why)))
-			goto fail;
-		in.check = tr.check;
-		in.timeline = tr.timeline;
-		snprintf(title, sizeof(title), "trace %s", cl.ops[0]);
-		json_array_append_new(in.reproduce,
-				      json_sprintf("dlscope ui --replay %s", cl.ops[0]));
-		json_array_append_new(in.reproduce,
-				      json_sprintf("dlscope export --perfetto %s -o trace.json",
-						   cl.ops[0]));
-	} else if (n_pid_args) {
-		char **args = calloc((size_t)n_pid_args + 3, sizeof(*args));
-		char *list;
+	}
+	list = joined_command(o->n_pid_args, o->pid_args);
+	if (o->n_pid_args == 1)
+		snprintf(
+			r->title, sizeof(r->title), "process %s (%s)", list ? list : "",
+			json_string_value(json_object_get(json_array_get(json_object_get(r->in.check, "processes"), 0), "comm")) ?:
+				"?");
+	else
+		snprintf(r->title, sizeof(r->title), "processes %s", list ? list : "");
+	reproduce_pids(r->in.reproduce, o->pid_args, o->n_pid_args);
+	free(list);
+	return 0;
+}
 
-		parse_pid(pid_args[0], &first_pid);
-		if (!args)
-			goto fail;
-		args[0] = "check";
-		args[1] = "--json";
-		for (int i = 0; i < n_pid_args; i++)
-			args[2 + i] = pid_args[i];
-		in.check = self_json(args, &code);
-		free(args);
-		if (!in.check || !json_array_size(json_object_get(in.check, "processes"))) {
-			snprintf(why, sizeof(why),
-				 "no process could be inspected (run 'dlscope check "
-				 "%s' to see why)",
-				 pid_args[0]);
-			goto fail;
-		}
-		in.stacks = json_array();
-		for (int i = 0; i < n_pid_args; i++) {
-			json_t *doc = self_json((char *[]){ "stacks", "--json", pid_args[i], NULL },
-						&code);
+/* The facts of what the command line names, into @r. */
+static int report_gather(const struct report_opts *o, struct report_run *r)
+{
+	if (o->job)
+		return report_job(o, r);
+	if (o->cl.command)
+		return report_command(o, r);
+	if (o->core)
+		return report_core(o, r);
+	if (!o->n_pid_args && o->cl.n_ops == 1)
+		return report_trace(o->cl.ops[0], r);
+	if (o->n_pid_args)
+		return report_pids(o, r);
+	return cliopt__usage("report",
+			     "name what to report on: PID..., --job PID, -- COMMAND or a trace");
+}
 
-			/* stacks --json: {"processes": [PROCESS]}, none when it could not be read. */
-			json_t *proc = json_array_get(json_object_get(doc, "processes"), 0);
+/* @path without its ".md", then @suffix: FILE.svg, FILE.extra.md beside FILE.md. */
+static void beside_output(char *buf, size_t len, const char *path, const char *suffix)
+{
+	size_t n = strlen(path);
 
-			if (proc)
-				json_array_append(in.stacks, proc);
-			json_decref(doc);
-		}
-		list = joined_command(n_pid_args, pid_args);
-		if (n_pid_args == 1)
-			snprintf(
-				title, sizeof(title), "process %s (%s)", list ? list : "",
-				json_string_value(json_object_get(json_array_get(json_object_get(in.check, "processes"), 0), "comm")) ?:
-					"?");
-		else
-			snprintf(title, sizeof(title), "processes %s", list ? list : "");
-		/*
-		 * A PID means nothing on another machine: the command line each process runs,
-		 * started again, then the report of it ($! the process just started).
-		 */
-		for (int i = 0; i < n_pid_args; i++) {
-			char *line = pid_command(pid_args[i]);
+	snprintf(buf, len, "%.*s%s", (int)(n > 3 && !strcmp(path + n - 3, ".md") ? n - 3 : n), path,
+		 suffix);
+}
 
-			if (line) {
-				json_array_append_new(
-					in.reproduce,
-					json_sprintf("# process %s ran (from its directory):",
-						     pid_args[i]));
-				json_array_append_new(in.reproduce, json_sprintf("%s &", line));
-				json_array_append_new(
-					in.reproduce,
-					json_string("# then, once it shows the problem:"));
-				json_array_append_new(in.reproduce,
-						      json_string("dlscope report $!"));
-				json_array_append_new(in.reproduce,
-						      json_string("# or, from its start:"));
-				json_array_append_new(
-					in.reproduce,
-					json_sprintf("dlscope record -o trace.jsonl -- %s", line));
-			} else {
-				json_array_append_new(
-					in.reproduce,
-					json_sprintf("dlscope report %s  # its command line "
-						     "could not be read",
-						     pid_args[i]));
-			}
-			free(line);
-		}
-		free(list);
+/* --redact: @md and @extra with the names of this machine, its users and the trace's hosts hidden. */
+static int report_redact(const struct report_run *r, char **md, char **extra)
+{
+	char *users[64] = { 0 }, *hosts[64] = { 0 }, *r1, *r2 = NULL;
+	struct redact_hints h = { (const char *const *)hosts, (const char *const *)users };
+	int ret = 0;
+
+	redact_names(r->first_pid, r->tr.host, users, 64, hosts, 64);
+	/* A merged trace's hosts too, as many as the list holds. */
+	for (size_t i = 0, n = 0; i < json_array_size(r->tr.hosts); i++) {
+		while (hosts[n])
+			n++;
+		if (n < 63)
+			hosts[n] = strdup(json_string_value(json_array_get(r->tr.hosts, i)));
+	}
+	r1 = report__redact(*md, &h);
+	if (*extra)
+		r2 = report__redact(*extra, &h);
+	if (!r1 || (*extra && !r2)) {
+		free(r1);
+		free(r2);
+		ret = -ENOMEM;
 	} else {
-		cliopt__usage("report",
-			      "name what to report on: PID..., --job PID, -- COMMAND or a "
-			      "trace");
-		goto usage;
+		free(*md);
+		free(*extra);
+		*md = r1;
+		*extra = r2;
 	}
-	if (svg && first_pid > 0) {
-		size_t n = output ? strlen(output) : 0;
-
-		snprintf(svgpath, sizeof(svgpath), "%.*s.svg",
-			 output ? (int)(n > 3 && !strcmp(output + n - 3, ".md") ? n - 3 : n) : 14,
-			 output ? output : "dlscope-report");
-		if (!draw_graph(first_pid, svgpath))
-			in.svg = svgpath;
-	} else if (svg) {
-		dls_warn("report: --svg draws a live process's graph; there is none here");
-	}
-	in.env = tr.env ? tr.env : environment(first_pid, in.stacks);
-	in.title = title;
-	in.invocation = invocation ? invocation : "dlscope report";
-	in.captured = captured;
-	in.companion = companion;
-	if (report__write(&in, limit, &md, &extra)) {
-		snprintf(why, sizeof(why), "out of memory");
-		goto fail;
-	}
-	if (redact) {
-		struct redact_hints h = { (const char *const *)hosts, (const char *const *)users };
-		char *r1, *r2 = NULL;
-
-		redact_names(first_pid, tr.host, users, 64, hosts, 64);
-		/* A merged trace's hosts too, as many as the list holds. */
-		for (size_t i = 0, n = 0; i < json_array_size(tr.hosts); i++) {
-			while (hosts[n])
-				n++;
-			if (n < 63)
-				hosts[n] = strdup(json_string_value(json_array_get(tr.hosts, i)));
-		}
-		r1 = report__redact(md, &h);
-		if (extra)
-			r2 = report__redact(extra, &h);
-		if (!r1 || (extra && !r2)) {
-			free(r1);
-			free(r2);
-			snprintf(why, sizeof(why), "out of memory");
-			goto fail;
-		}
-		free(md);
-		free(extra);
-		md = r1;
-		extra = r2;
-	}
-	if (write_out(output, md, why, sizeof(why)) ||
-	    (extra && write_out(companion, extra, why, sizeof(why))))
-		goto fail;
-	if (extra)
-		dls_warn(
-			"report: %zu characters did not fit the %lu-character limit: they are in %s",
-			strlen(extra), limit, companion);
-	ret = DLS_EXIT_OK;
-	goto out;
-usage:
-	ret = DLS_EXIT_USAGE;
-	goto out;
-fail:
-	dls_err("report: %s", why[0] ? why : "out of memory");
-out:
-	core_opts__done(&co);
 	for (size_t i = 0; users[i]; i++)
 		free(users[i]);
 	for (size_t i = 0; hosts[i]; i++)
 		free(hosts[i]);
+	return ret;
+}
+
+/* The graph (--svg), then the report and its companion, written. */
+static int report_finish(const struct report_opts *o, struct report_run *r)
+{
+	char *md = NULL, *extra = NULL;
+	int ret = REPORT_FAIL;
+
+	if (o->svg && r->first_pid > 0) {
+		beside_output(r->svgpath, sizeof(r->svgpath), o->output ?: "dlscope-report",
+			      ".svg");
+		if (!draw_graph(r->first_pid, r->svgpath))
+			r->in.svg = r->svgpath;
+	} else if (o->svg) {
+		dls_warn("report: --svg draws a live process's graph; there is none here");
+	}
+	r->in.env = r->tr.env ? r->tr.env : environment(r->first_pid, r->in.stacks);
+	r->in.title = r->title;
+	r->in.invocation = r->invocation ? r->invocation : "dlscope report";
+	r->in.captured = r->captured;
+	r->in.companion = r->companion;
+	if (report__write(&r->in, o->limit, &md, &extra) ||
+	    (o->redact && report_redact(r, &md, &extra))) {
+		snprintf(r->why, sizeof(r->why), "out of memory");
+		goto out;
+	}
+	if (write_out(o->output, md, r->why, sizeof(r->why)) ||
+	    (extra && write_out(r->companion, extra, r->why, sizeof(r->why))))
+		goto out;
+	if (extra)
+		dls_warn(
+			"report: %zu characters did not fit the %lu-character limit: they are in %s",
+			strlen(extra), o->limit, r->companion);
+	ret = DLS_EXIT_OK;
+out:
 	free(md);
 	free(extra);
-	free(invocation);
-	free(command);
-	json_decref(in.check);
-	json_decref(in.stacks);
-	json_decref(in.env);
-	json_decref(in.timeline);
-	json_decref(in.reproduce);
-	json_decref(tr.hosts);
-	for (int i = 0; i < n_pid_args; i++)
-		free(pid_args[i]);
-	free(pid_args);
+	return ret;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_opts o = { .limit = REPORT_LIMIT };
+	struct report_run r = { .in = { .version = DLSCOPE_VERSION } };
+	time_t now = time(NULL);
+	int ret = report_parse(argc, argv, &o);
+
+	if (ret < 0)
+		ret = report_targets(&o);
+	if (ret >= 0)
+		goto out;
+	r.invocation = joined_command(argc + 1, argv - 1);
+	strftime(r.captured, sizeof(r.captured), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+	beside_output(r.companion, sizeof(r.companion), o.output ?: "dlscope-report", ".extra.md");
+	r.in.reproduce = json_array();
+	ret = report_gather(&o, &r);
+	if (!ret)
+		ret = report_finish(&o, &r);
+	if (ret == REPORT_FAIL) {
+		dls_err("report: %s", r.why[0] ? r.why : "out of memory");
+		ret = DLS_EXIT_INSPECT;
+	}
+	free(r.invocation);
+	free(r.command);
+	json_decref(r.in.check);
+	json_decref(r.in.stacks);
+	json_decref(r.in.env);
+	json_decref(r.in.timeline);
+	json_decref(r.in.reproduce);
+	json_decref(r.tr.hosts);
+out:
+	core_opts__done(&o.co);
+	free(o.pids);
+	for (int i = 0; i < o.n_pid_args; i++)
+		free(o.pid_args[i]);
+	free(o.pid_args);
 	return ret;
 }

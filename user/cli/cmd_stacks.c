@@ -301,13 +301,7 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
  */
 static int print_json(json_t *proc)
 {
-	json_t *doc = json_pack("{s:s, s:[o*], s:o}", "dlscope", DLSCOPE_VERSION, "processes", proc,
-				"errors", output__errors_json());
-	int ret = doc && json_dumpf(doc, stdout, JSON_INDENT(2)) >= 0 ? 0 : -EIO;
-
-	putchar('\n');
-	json_decref(doc);
-	return ret;
+	return cliopt__print_processes(json_pack("[o*]", proc));
 }
 
 /*
@@ -509,13 +503,90 @@ static void read_ranks(const struct job *j, struct rank_stacks *rs, char **errs,
 	free(pfd);
 }
 
+/* The "ranks" of stacks --job: each rank's threads, stop time, deadlock or error. */
+static json_t *rank_table(const struct job *j, const struct rank_stacks *rs, char **errs,
+			  bool *deadlock, bool *unreadable)
+{
+	json_t *ranks = json_array();
+
+	for (size_t i = 0; i < j->n; i++) {
+		const json_t *d = rs[i].doc;
+		bool cyc = d && json_array_size(json_object_get(d, "cycles"));
+
+		*deadlock |= cyc;
+		*unreadable |= !d;
+		json_array_append_new(
+			ranks,
+			json_pack(
+				"{s:i, s:i, s:o, s:s, s:i, s:o, s:b, s:o}", "rank",
+				j->ranks[i].rank, "pid", j->ranks[i].pid, "local_rank",
+				j->ranks[i].local_rank >= 0 ? json_integer(j->ranks[i].local_rank) :
+							      json_null(),
+				"comm", j->ranks[i].comm, "threads",
+				d ? (int)json_array_size(json_object_get(d, "threads")) : 0,
+				"stopped_ms",
+				d ? json_deep_copy(json_object_get(d, "stopped_ms")) : json_null(),
+				"deadlock", cyc, "error",
+				errs[i] ? json_string(errs[i]) : json_null()));
+	}
+	return ranks;
+}
+
+/* stacks --job's text: the job, each rank, the verdict and the merged stacks. */
+static void print_job_text(const struct job *j, const json_t *ranks, const json_t *merged,
+			   char **errs, bool stats, double wall_ms)
+{
+	char desc[128];
+	const json_t *r;
+	size_t i;
+
+	job__describe_ranks(j, desc, sizeof(desc));
+	printf("%s job: launcher %d (%s: %s), %s; %d is %s\n", job_scheme__name(j->scheme),
+	       j->launcher, j->launcher_comm, j->launcher_cmd, desc, j->asked, j->asked_role);
+	json_array_foreach (ranks, i, r) {
+		printf("    rank %d: pid %d (%s)", j->ranks[i].rank, j->ranks[i].pid,
+		       j->ranks[i].comm);
+		if (errs[i])
+			printf(": could not be read: %s\n", errs[i]);
+		else
+			printf(", %lld threads%s\n",
+			       (long long)json_integer_value(json_object_get(r, "threads")),
+			       json_is_true(json_object_get(r, "deadlock")) ?
+				       ", deadlocked (see stacks PID)" :
+				       "");
+	}
+	printf("\nVerdict:\n    %s\n\nStacks merged across ranks, outliers first:\n\n",
+	       json_string_value(json_object_get(json_object_get(merged, "verdict"), "text")));
+	stackmerge__print_groups(merged, stdout);
+	if (stats)
+		printf("\n%zu ranks read in %.1f ms\n", j->n, wall_ms);
+}
+
+/* stacks --job --json: the job, @ranks (taken), the merged groups and the verdict. */
+static void print_job_json(const struct job *j, json_t *ranks, const json_t *merged, double wall_ms)
+{
+	json_t *doc = json_pack("{s:s, s:o, s:o, s:O, s:O, s:f}", "dlscope", DLSCOPE_VERSION, "job",
+				job__to_json(j), "ranks", ranks, "groups",
+				json_object_get(merged, "groups"), "verdict",
+				json_object_get(merged, "verdict"), "wall_ms", wall_ms);
+
+	if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+		dls_err("stacks --job: cannot write the JSON document");
+	putchar('\n');
+	json_decref(doc);
+}
+
+/*
+ * stacks --job: every rank read in parallel (each stopped once), the stacks merged, the ranks
+ * and the verdict said; 1 on a deadlock, 3 when a rank could not be read.
+ */
 static int stacks_job(pid_t pid, bool json, bool python_only, bool stats, unsigned int max_frames)
 {
 	struct rank_stacks *rs = NULL;
 	struct timespec t0;
 	struct job *j = NULL;
 	json_t *merged = NULL, *ranks;
-	char why[512], desc[128], **errs = NULL;
+	char why[512], **errs = NULL;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int ret = DLS_EXIT_INSPECT;
 	bool deadlock = false, unreadable = false;
@@ -542,63 +613,11 @@ static int stacks_job(pid_t pid, bool json, bool python_only, bool stats, unsign
 		goto out;
 	}
 	wall_ms = (double)ms_since(&t0);
-	ranks = json_array();
-	for (size_t i = 0; i < j->n; i++) {
-		const json_t *d = rs[i].doc;
-		bool cyc = d && json_array_size(json_object_get(d, "cycles"));
-
-		deadlock |= cyc;
-		unreadable |= !d;
-		json_array_append_new(
-			ranks,
-			json_pack(
-				"{s:i, s:i, s:o, s:s, s:i, s:o, s:b, s:o}", "rank",
-				j->ranks[i].rank, "pid", j->ranks[i].pid, "local_rank",
-				j->ranks[i].local_rank >= 0 ? json_integer(j->ranks[i].local_rank) :
-							      json_null(),
-				"comm", j->ranks[i].comm, "threads",
-				d ? (int)json_array_size(json_object_get(d, "threads")) : 0,
-				"stopped_ms",
-				d ? json_deep_copy(json_object_get(d, "stopped_ms")) : json_null(),
-				"deadlock", cyc, "error",
-				errs[i] ? json_string(errs[i]) : json_null()));
-	}
-	job__describe_ranks(j, desc, sizeof(desc));
+	ranks = rank_table(j, rs, errs, &deadlock, &unreadable);
 	if (json) {
-		json_t *doc = json_pack("{s:s, s:o, s:o, s:O, s:O, s:f}", "dlscope",
-					DLSCOPE_VERSION, "job", job__to_json(j), "ranks", ranks,
-					"groups", json_object_get(merged, "groups"), "verdict",
-					json_object_get(merged, "verdict"), "wall_ms", wall_ms);
-
-		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
-			dls_err("stacks --job: cannot write the JSON document");
-		putchar('\n');
-		json_decref(doc);
+		print_job_json(j, ranks, merged, wall_ms);
 	} else {
-		const json_t *r;
-		size_t i;
-
-		printf("%s job: launcher %d (%s: %s), %s; %d is %s\n", job_scheme__name(j->scheme),
-		       j->launcher, j->launcher_comm, j->launcher_cmd, desc, j->asked,
-		       j->asked_role);
-		json_array_foreach (ranks, i, r) {
-			printf("    rank %d: pid %d (%s)", j->ranks[i].rank, j->ranks[i].pid,
-			       j->ranks[i].comm);
-			if (errs[i])
-				printf(": could not be read: %s\n", errs[i]);
-			else
-				printf(", %lld threads%s\n",
-				       (long long)json_integer_value(json_object_get(r, "threads")),
-				       json_is_true(json_object_get(r, "deadlock")) ?
-					       ", deadlocked (see stacks PID)" :
-					       "");
-		}
-		printf("\nVerdict:\n    %s\n\nStacks merged across ranks, outliers first:\n\n",
-		       json_string_value(
-			       json_object_get(json_object_get(merged, "verdict"), "text")));
-		stackmerge__print_groups(merged, stdout);
-		if (stats)
-			printf("\n%zu ranks read in %.1f ms\n", j->n, wall_ms);
+		print_job_text(j, ranks, merged, errs, stats, wall_ms);
 		json_decref(ranks);
 	}
 	for (size_t i = 0; i < j->n; i++)
@@ -618,7 +637,18 @@ out:
 	return ret;
 }
 
-int cmd_stacks(int argc, char **argv)
+/* What the command line of stacks asks. */
+struct stacks_opts {
+	unsigned int max_frames;
+	bool json, stats, python_only, job;
+	const char *core;
+	struct core_opts co; /* --exe, --coredump, --ignore-build-id */
+	pid_t *pids;
+	size_t n_pids;
+};
+
+/* The options into @o and @cl: -1 to go on, or the exit status (after one line, or help). */
+static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cliopt *cl)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -632,86 +662,56 @@ int cmd_stacks(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	unsigned int max_frames = DEFAULT_MAX_FRAMES;
-	struct inspection *in = NULL;
-	const struct lockwait_report *r;
-	const struct threadscan *ts;
-	const struct stacks *s;
-	const struct target *t;
-	bool json = false, stats = false, python_only = false, job = false;
-	int c, err, ret = DLS_EXIT_INSPECT;
-	char why[512];
-	struct cliopt cl;
-	pid_t pid, *pids = NULL;
-	size_t n_pids = 0;
-	const char *core = NULL;
-	struct core_opts co = { 0 };
+	unsigned long v;
+	char *end;
+	int c, err;
 
 	/* --python is long only: -p is a process in every command. */
-	cliopt__init(&cl, "stacks", argc, argv, "p:jn:sh", opts, false);
-	while ((c = cliopt__next(&cl)) != -1) {
-		const char *optarg = cl.arg;
+	cliopt__init(cl, "stacks", argc, argv, "p:jn:sh", opts, false);
+	while ((c = cliopt__next(cl)) != -1) {
+		const char *arg = cl->arg;
 
-		if (core_opts__take(&co, c, optarg))
+		if (core_opts__take(&o->co, c, arg))
 			continue;
 		switch (c) {
 		case 'p':
-			err = cliopt__pids("stacks", optarg, &pids, &n_pids);
-			if (err) {
-				free(pids);
+			err = cliopt__pids("stacks", arg, &o->pids, &o->n_pids);
+			if (err)
 				return err;
-			}
 			break;
-		case 'j': json = true; break;
-		case 'y': python_only = true; break;
-		case 'n': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || !v || v > 100000) {
-				free(pids);
+		case 'j': o->json = true; break;
+		case 'y': o->python_only = true; break;
+		case 'n':
+			v = strtoul(arg, &end, 10);
+			if (*end || !v || v > 100000)
 				return cliopt__usage(
 					"stacks",
-					"--max-frames takes a number from 1 to 100000, "
-					"not '%s'",
-					optarg);
-			}
-			max_frames = (unsigned int)v;
+					"--max-frames takes a number from 1 to 100000, not '%s'",
+					arg);
+			o->max_frames = (unsigned int)v;
 			break;
-		}
-		case 's': stats = true; break;
-		case 'J': job = true; break;
-		case 'C': core = optarg; break;
-		case 'h':
-			free(pids);
-			stacks_usage(stdout);
-			return DLS_EXIT_OK;
-		default: free(pids); return DLS_EXIT_USAGE;
+		case 's': o->stats = true; break;
+		case 'J': o->job = true; break;
+		case 'C': o->core = arg; break;
+		case 'h': stacks_usage(stdout); return DLS_EXIT_OK;
+		default: return DLS_EXIT_USAGE;
 		}
 	}
-	/* A core file (the operand, --core FILE, --coredump MATCH) in place of the process. */
-	err = core_opts__path(&co, &cl, core, n_pids || job, &core);
-	if (err || core) {
-		free(pids);
-		err = err ? err : cmd_stacks_core(core, &co, json, max_frames);
-		core_opts__done(&co);
-		return err;
-	}
-	err = cliopt__pid_operands(&cl, &pids, &n_pids);
-	pid = n_pids ? pids[0] : 0;
-	free(pids);
-	if (err)
-		return err;
-	if (n_pids != 1)
-		return cliopt__usage("stacks", "give one process ID");
-	output__set_json(json);
-	phase__mark("stacks start");
-	if (job)
-		return stacks_job(pid, json, python_only, stats, max_frames);
-	err = inspection__new(pid, &in, why, sizeof(why));
-	if (err) {
+	return -1;
+}
+
+/* stacks PID: every thread's stack, the lock-wait graph and the verdict. */
+static int stacks_pid(pid_t pid, const struct stacks_opts *o)
+{
+	struct inspection *in = NULL;
+	const struct lockwait_report *r;
+	const struct target *t;
+	int ret = DLS_EXIT_INSPECT;
+	char why[512];
+
+	if (inspection__new(pid, &in, why, sizeof(why))) {
 		dls_err("%s", why);
-		if (json)
+		if (o->json)
 			print_json(NULL);
 		return DLS_EXIT_INSPECT;
 	}
@@ -719,12 +719,11 @@ int cmd_stacks(int argc, char **argv)
 	/* --python prints no native frame: none is unwound (unless --json wants them). */
 	if (inspection__read(in,
 			     INSPECT_LOCKWAIT | INSPECT_STACKS |
-				     (python_only && !json ? INSPECT_PYTHON_ONLY : 0),
-			     max_frames, why, sizeof(why))) {
+				     (o->python_only && !o->json ? INSPECT_PYTHON_ONLY : 0),
+			     o->max_frames, why, sizeof(why))) {
 		dls_err("%s", why);
 		goto out;
 	}
-	ts = in->ts;
 	r = in->lw;
 	if (in->ts_err || in->lw_err) {
 		if (!target__alive(t)) {
@@ -733,31 +732,66 @@ int cmd_stacks(int argc, char **argv)
 		}
 		dls_warn("process %d (%s): the lock-wait graph could not be built", pid, t->comm);
 	}
-	s = in->stacks;
 	if (in->stacks_err) {
 		dls_err("%s", in->stacks_why);
 		goto out;
 	}
-	if (json) {
-		if (print_json(to_json(in, s, ts, r)))
+	if (o->json) {
+		if (print_json(to_json(in, in->stacks, in->ts, r)))
 			dls_err("stacks: cannot write the JSON document");
 	} else {
-		if (python_only && in->py_err) {
+		if (o->python_only && in->py_err) {
 			dls_err("stacks: process %d (%s) %s", pid, t->comm,
 				in->py_err == -ENOTSUP ? in->py_why : "runs no Python interpreter");
 			goto out;
 		}
-		print_text(in, s, ts, r, stats, python_only, stdout);
+		print_text(in, in->stacks, in->ts, r, o->stats, o->python_only, stdout);
 	}
 	phase__mark("printed");
 	ret = r && r->n_cycles ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 out:
 	/* With --json a failure is a document too, as parseable as a result. */
-	if (json && ret == DLS_EXIT_INSPECT)
+	if (o->json && ret == DLS_EXIT_INSPECT)
 		print_json(NULL);
 	inspection__free(in);
 	phase__mark("freed");
 	/* A thread that did not stop in time is held; our exit lets it go, this a moment earlier. */
 	stacks__release_pending(RELEASE_WAIT_MS);
+	return ret;
+}
+
+/* What @o and @cl name: a systemd-coredump core, a core file, a job or one process. */
+static int stacks_run(struct stacks_opts *o, const struct cliopt *cl)
+{
+	pid_t pid;
+	int err;
+
+	/* A core file (the operand, --core FILE, --coredump MATCH) in place of the process. */
+	err = core_opts__path(&o->co, cl, o->core, o->n_pids || o->job, &o->core);
+	if (err || o->core)
+		return err ? err : cmd_stacks_core(o->core, &o->co, o->json, o->max_frames);
+	err = cliopt__pid_operands(cl, &o->pids, &o->n_pids);
+	pid = o->n_pids ? o->pids[0] : 0;
+	if (err)
+		return err;
+	if (o->n_pids != 1)
+		return cliopt__usage("stacks", "give one process ID");
+	output__set_json(o->json);
+	phase__mark("stacks start");
+	if (o->job)
+		return stacks_job(pid, o->json, o->python_only, o->stats, o->max_frames);
+	return stacks_pid(pid, o);
+}
+
+int cmd_stacks(int argc, char **argv)
+{
+	struct stacks_opts o = { .max_frames = DEFAULT_MAX_FRAMES };
+	struct cliopt cl;
+	int ret = stacks_parse(argc, argv, &o, &cl);
+
+	if (ret < 0)
+		ret = stacks_run(&o, &cl);
+	core_opts__done(&o.co);
+	free(o.pids);
 	return ret;
 }

@@ -118,14 +118,32 @@ static void command_output_done(const struct ui *ui, bool ours)
 		unlink(ui->cmd_out_path);
 }
 
-int cmd_ui(int argc, char **argv)
+/* What the command line of ui asks. */
+struct ui_cmd {
+	struct watch_opts o; /* futex_ms 0: no futex tracepoints unless asked, as in watch */
+	const char *replay_path, *out_path;
+	bool snapshot, strict;
+	pid_t job_pid;
+};
+
+/* The options of ui but the live ones (watch_live_option). */
+static int ui_option(struct ui_cmd *u, int c, const char *arg)
+{
+	switch (c) {
+	case 'o': u->out_path = arg; return 0;
+	case 'r': u->replay_path = arg; return 0;
+	case 's': u->snapshot = true; return 0;
+	case 'S': u->strict = true; return 0;
+	case 'h': ui_usage(stdout); return DLS_EXIT_OK;
+	default: return DLS_EXIT_USAGE;
+	}
+}
+
+/* The options and operands into @u: -1 to go on, or the exit status (after one line, or help). */
+static int ui_parse(int argc, char **argv, struct ui_cmd *u)
 {
 	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "follow", no_argument, NULL, 'f' },
-		{ "job", required_argument, NULL, 'J' },
-		{ "hot", no_argument, NULL, 'H' },
-		{ "futex-ms", required_argument, NULL, 'F' },
+		WATCH_LIVE_LONGOPTS,
 		{ "output", required_argument, NULL, 'o' },
 		{ "replay", required_argument, NULL, 'r' },
 		{ "snapshot", no_argument, NULL, 's' },
@@ -133,169 +151,173 @@ int cmd_ui(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	/* futex_ms 0: no futex tracepoints unless asked, as in watch. */
-	struct watch_opts o = { 0 };
-	struct ui ui = { .src = SRC_LIVE, .cmd_out_fd = -1 };
-	const char *replay_path = NULL, *out_path = NULL;
-	char tmp_path[PATH_MAX] = "";
-	int cmd_stdio[3] = { -1, -1, -1 };
-	bool snapshot = false, fallback = false, strict = false;
-	int c, ret = DLS_EXIT_USAGE;
-	pid_t job_pid = 0;
-	char why[512], warn[512];
 	struct cliopt cl;
+	int c, ret;
 
 	/* --snapshot is long only: -s is --stats in the other commands. */
 	cliopt__init(&cl, "ui", argc, argv, "p:fr:o:h", opts, true);
 	while ((c = cliopt__next(&cl)) != -1) {
-		const char *optarg = cl.arg;
-
-		switch (c) {
-		case 'p': {
-			ret = cliopt__pids("ui", optarg, &o.pids, &o.n_pids);
-			if (ret)
-				goto out;
-			ret = DLS_EXIT_USAGE;
-			break;
-		}
-		case 'f': o.follow = true; break;
-		case 'J':
-			if (parse_pid(optarg, &job_pid)) {
-				dls_err("ui: --job takes a process ID, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case 'H': o.hot = true; break;
-		case 'F': {
-			double v;
-
-			if (cliopt__number(optarg, 3600000, true, &v)) {
-				dls_err("ui: --futex-ms takes a whole number of milliseconds, not '%s'",
-					optarg);
-				goto out;
-			}
-			o.futex_ms = (unsigned int)v;
-			break;
-		}
-		case 'o': out_path = optarg; break;
-		case 'r': replay_path = optarg; break;
-		case 's': snapshot = true; break;
-		case 'S': strict = true; break;
-		case 'h':
-			ui_usage(stdout);
-			ret = DLS_EXIT_OK;
-			goto out;
-		default: goto out;
-		}
+		ret = watch_live_option("ui", c, cl.arg, &u->o, &u->job_pid);
+		if (ret == 1)
+			ret = ui_option(u, c, cl.arg);
+		if (ret || c == 'h')
+			return ret;
 	}
 	/* "dlscope ui --snapshot PID", like "dlscope stacks PID"; a command goes after "--". */
-	ret = cliopt__pid_operands(&cl, &o.pids, &o.n_pids);
+	ret = cliopt__pid_operands(&cl, &u->o.pids, &u->o.n_pids);
 	if (ret)
-		goto out;
-	ret = DLS_EXIT_USAGE;
+		return ret;
 	if (cl.command && !cl.command[0]) {
 		dls_err("ui: no command after --");
-		goto out;
+		return DLS_EXIT_USAGE;
 	}
-	o.command = cl.command;
-	if (job_pid && (replay_path || o.command || snapshot)) {
-		dls_err("ui: --job watches a running job live: not with --replay, --snapshot or "
-			"-- COMMAND");
-		goto out;
-	}
-	if (job_pid) {
-		ret = watch_job_targets("ui", job_pid, &o);
+	u->o.command = cl.command;
+	return -1;
+}
+
+/* One usage error line, and its status. */
+static int ui_usage_error(const char *msg)
+{
+	dls_err("ui: %s", msg);
+	return DLS_EXIT_USAGE;
+}
+
+/* What to show, checked (on a terminal); --job's processes found. -1 to go on, or the status. */
+static int ui_targets(struct ui_cmd *u)
+{
+	const struct watch_opts *o = &u->o;
+	int ret;
+
+	if (u->job_pid && (u->replay_path || o->command || u->snapshot))
+		return ui_usage_error("--job watches a running job live: not with --replay, "
+				      "--snapshot or -- COMMAND");
+	if (u->job_pid) {
+		ret = watch_job_targets("ui", u->job_pid, &u->o);
 		if (ret)
-			goto out;
-		ret = DLS_EXIT_USAGE;
+			return ret;
 	}
-	if (replay_path && (o.n_pids || o.command || snapshot)) {
-		dls_err("ui: --replay FILE shows a recorded trace; it takes no -p, --snapshot or "
-			"command");
-		goto out;
-	}
-	if (!replay_path && !o.n_pids && !o.command) {
-		dls_err("ui: nothing to show: give -p PID, --job PID, -- COMMAND or --replay FILE");
-		goto out;
-	}
-	if (out_path && !o.command) {
-		dls_err("ui: -o FILE takes the output of a command: it needs -- COMMAND");
-		goto out;
-	}
-	if (snapshot && o.command) {
-		dls_err("ui: --snapshot needs running processes (-p PID), not a command");
-		goto out;
-	}
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		dls_err("ui: needs a terminal (stdin and stdout); for scripts use libs, check, "
-			"stacks or watch");
-		goto out;
-	}
-	ret = DLS_EXIT_INSPECT;
-	ui.m = model__new(EVENT_RING);
-	if (!ui.m) {
-		dls_err("ui: out of memory");
-		goto out;
-	}
-	if (replay_path) {
-		ui.src = SRC_REPLAY;
-		if (replay__open(replay_path, strict, &ui.replay, why, sizeof(why))) {
+	if (u->replay_path && (o->n_pids || o->command || u->snapshot))
+		return ui_usage_error("--replay FILE shows a recorded trace; it takes no -p, "
+				      "--snapshot or command");
+	if (!u->replay_path && !o->n_pids && !o->command)
+		return ui_usage_error(
+			"nothing to show: give -p PID, --job PID, -- COMMAND or --replay FILE");
+	if (u->out_path && !o->command)
+		return ui_usage_error("-o FILE takes the output of a command: it needs -- COMMAND");
+	if (u->snapshot && o->command)
+		return ui_usage_error("--snapshot needs running processes (-p PID), not a command");
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+		return ui_usage_error("needs a terminal (stdin and stdout); for scripts use libs, "
+				      "check, stacks or watch");
+	return -1;
+}
+
+/*
+ * The source: a replay, live, or a snapshot (asked, or without root instead of live, said by
+ * @fallback). 0, or -1 after one line.
+ */
+static int ui_source(struct ui_cmd *u, struct ui *ui, bool *fallback)
+{
+	char why[512];
+
+	if (u->replay_path) {
+		ui->src = SRC_REPLAY;
+		if (replay__open(u->replay_path, u->strict, &ui->replay, why, sizeof(why))) {
 			dls_err("ui: %s", why);
-			goto out;
+			return -1;
 		}
 		/* A killed recorder leaves its last line cut: the rest still replays. */
-		if (ui.replay->skipped)
-			ui__status(&ui, true,
+		if (ui->replay->skipped)
+			ui__status(ui, true,
 				   "%zu bad line%s left out of %s (the first at line %zu; "
 				   "--strict refuses such a trace)",
-				   ui.replay->skipped, ui.replay->skipped == 1 ? "" : "s",
-				   replay_path, ui.replay->first_skipped);
-	} else if (!snapshot && geteuid() != 0) {
-		if (o.command) {
+				   ui->replay->skipped, ui->replay->skipped == 1 ? "" : "s",
+				   u->replay_path, ui->replay->first_skipped);
+	} else if (!u->snapshot && geteuid() != 0) {
+		if (u->o.command) {
 			dls_err("ui: live mode needs root (CAP_BPF, CAP_PERFMON) to run a command under "
 				"watch; without root, 'dlscope ui --snapshot -p PID' shows a running "
 				"process");
-			goto out;
+			return -1;
 		}
-		snapshot = true;
-		fallback = true;
+		u->snapshot = true;
+		*fallback = true;
 	}
-	if (snapshot)
-		ui.src = SRC_SNAPSHOT;
-	/* The -p targets are read before the screen starts: a wrong PID is one plain line. */
-	for (size_t i = 0; i < o.n_pids && !replay_path; i++) {
-		if (snapshot__take(ui.m, o.pids[i], true, why, sizeof(why), warn, sizeof(warn))) {
+	if (u->snapshot)
+		ui->src = SRC_SNAPSHOT;
+	return 0;
+}
+
+/* The -p targets are read before the screen starts: a wrong PID is one plain line. */
+static int ui_snapshots(const struct ui_cmd *u, struct ui *ui, bool fallback)
+{
+	char why[512], warn[512];
+
+	for (size_t i = 0; i < u->o.n_pids && !u->replay_path; i++) {
+		if (snapshot__take(ui->m, u->o.pids[i], true, why, sizeof(why), warn,
+				   sizeof(warn))) {
 			dls_err("ui: %s", why);
-			goto out;
+			return -1;
 		}
 		if (warn[0])
-			ui__status(&ui, true, "%s", warn);
+			ui__status(ui, true, "%s", warn);
 	}
-	ui.snap_pids = o.pids;
-	ui.n_snap_pids = o.n_pids;
+	ui->snap_pids = u->o.pids;
+	ui->n_snap_pids = u->o.n_pids;
 	if (fallback)
-		ui__status(&ui, true,
+		ui__status(ui, true,
 			   "not root, so no live events: a snapshot instead (libraries, "
 			   "findings, threads, stacks)");
-	else if (ui.src == SRC_SNAPSHOT && !ui.status[0])
-		ui__status(&ui, false, "snapshot of %zu process%s: r takes a new one", o.n_pids,
-			   o.n_pids == 1 ? "" : "es");
-	if (o.command && open_command_output(out_path, tmp_path, sizeof(tmp_path), cmd_stdio))
-		goto out;
-	if (o.command) {
-		o.command_stdio = cmd_stdio;
-		ui.cmd_out_fd = cmd_stdio[1];
-		ui.cmd_out_path = out_path ? out_path : tmp_path;
-		ui.cmd_name = o.command[0];
-		ui__status(&ui, false, "the output of '%s' goes to %s", o.command[0],
-			   ui.cmd_out_path);
+	else if (ui->src == SRC_SNAPSHOT && !ui->status[0])
+		ui__status(ui, false, "snapshot of %zu process%s: r takes a new one", u->o.n_pids,
+			   u->o.n_pids == 1 ? "" : "es");
+	return 0;
+}
+
+/* The model, the source and the command's output made ready for the screen: 0, or -1. */
+static int ui_prepare(struct ui_cmd *u, struct ui *ui, char *tmp, size_t tmplen, int stdio[3])
+{
+	bool fallback = false;
+
+	ui->m = model__new(EVENT_RING);
+	if (!ui->m) {
+		dls_err("ui: out of memory");
+		return -1;
 	}
-	if (ui.src == SRC_LIVE)
-		ui.live_opts = &o;
-	ret = tui__run(&ui, why, sizeof(why));
-	if (why[0])
-		dls_err("ui: %s", why);
-out:
+	if (ui_source(u, ui, &fallback) || ui_snapshots(u, ui, fallback))
+		return -1;
+	if (u->o.command && open_command_output(u->out_path, tmp, tmplen, stdio))
+		return -1;
+	if (u->o.command) {
+		u->o.command_stdio = stdio;
+		ui->cmd_out_fd = stdio[1];
+		ui->cmd_out_path = u->out_path ? u->out_path : tmp;
+		ui->cmd_name = u->o.command[0];
+		ui__status(ui, false, "the output of '%s' goes to %s", u->o.command[0],
+			   ui->cmd_out_path);
+	}
+	if (ui->src == SRC_LIVE)
+		ui->live_opts = &u->o;
+	return 0;
+}
+
+int cmd_ui(int argc, char **argv)
+{
+	struct ui_cmd u = { 0 };
+	struct ui ui = { .src = SRC_LIVE, .cmd_out_fd = -1 };
+	char tmp_path[PATH_MAX] = "", why[512];
+	int cmd_stdio[3] = { -1, -1, -1 };
+	int ret = ui_parse(argc, argv, &u);
+
+	if (ret < 0)
+		ret = ui_targets(&u);
+	if (ret < 0 && ui_prepare(&u, &ui, tmp_path, sizeof(tmp_path), cmd_stdio))
+		ret = DLS_EXIT_INSPECT;
+	if (ret < 0) {
+		ret = tui__run(&ui, why, sizeof(why));
+		if (why[0])
+			dls_err("ui: %s", why);
+	}
 	/* The command is gone once the collector is: its output file is complete. */
 	live__free(ui.live);
 	ui.live = NULL;
@@ -310,6 +332,6 @@ out:
 		free(ui.collapsed[i]);
 	free(ui.collapsed);
 	free(ui.popup_text);
-	free(o.pids);
+	free(u.o.pids);
 	return ret;
 }

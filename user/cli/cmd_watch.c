@@ -2,6 +2,7 @@
 /* dlscope watch and dlscope record: the eBPF event stream, live or into a JSON Lines trace. */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,249 +185,304 @@ int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o)
 	return 0;
 }
 
-static int run(int argc, char **argv, bool record)
+/*
+ * "dlscope: CMD: reason" through dls_err (cliopt__usage's line, cut where dls_err's is), and
+ * the usage status.
+ */
+static int __attribute__((format(printf, 2, 3)))
+watch_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	dls_err("%s: %s", cmd, msg);
+	return DLS_EXIT_USAGE;
+}
+
+int watch_live_option(const char *cmd, int c, const char *arg, struct watch_opts *o, pid_t *job_pid)
+{
+	double v;
+
+	switch (c) {
+	case 'p': return cliopt__pids(cmd, arg, &o->pids, &o->n_pids);
+	case 'f': o->follow = true; return 0;
+	case 'H': o->hot = true; return 0;
+	case 'F':
+		if (cliopt__number(arg, 3600000, true, &v))
+			return watch_usage_error(
+				cmd, "--futex-ms takes a whole number of milliseconds, not '%s'",
+				arg);
+		o->futex_ms = (unsigned int)v;
+		return 0;
+	case 'J':
+		if (parse_pid(arg, job_pid))
+			return watch_usage_error(cmd, "--job takes a process ID, not '%s'", arg);
+		return 0;
+	default: return 1;
+	}
+}
+
+/* What the command line of watch or record asks. */
+struct watch_cmd {
+	const char *cmd; /* "watch" or "record" */
+	bool record, quiet;
+	const char *out_path; /* -o, %h expanded once the options are read */
+	char out_buf[PATH_MAX];
+	double hang_secs;
+	pid_t job_pid;
+	struct watch_opts o;
+};
+
+/* The options of watch and record but the live ones (watch_live_option). */
+static int watch_option(struct watch_cmd *w, int c, const char *arg)
+{
+	const char *cmd = w->cmd;
+	double v;
+
+	switch (c) {
+	case 'c':
+		if (!arg[0] || strlen(arg) > 15)
+			return watch_usage_error(
+				cmd,
+				"--comm takes a process name of 1 to 15 characters (the "
+				"kernel's comm), not '%s'",
+				arg);
+		w->o.comm = arg;
+		return 0;
+	case 'd':
+		if (cliopt__number(arg, 86400 * 365, false, &w->o.duration_s))
+			return watch_usage_error(
+				cmd, "--duration takes a positive number of seconds, not '%s'",
+				arg);
+		return 0;
+	case 'o': w->out_path = arg; return 0;
+	case 'q': w->quiet = true; return 0;
+	case 'R':
+		if (cliopt__number(arg, 4096, true, &v) || v < 1 || (unsigned)v != v ||
+		    ((unsigned)v & ((unsigned)v - 1)))
+			return watch_usage_error(
+				cmd, "--ring-mb takes a power of two from 1 to 4096, not '%s'",
+				arg);
+		w->o.ring_mb = (unsigned int)v;
+		return 0;
+	case 'G':
+		if (cliopt__number(arg, 86400, false, &w->hang_secs))
+			return watch_usage_error(
+				cmd, "--hang-secs takes a positive number of seconds, not '%s'",
+				arg);
+		return 0;
+	case 'h': watch_usage(stdout, cmd); return DLS_EXIT_OK;
+	default: return DLS_EXIT_USAGE;
+	}
+}
+
+/* The options and operands into @w: -1 to go on, or the exit status (after one line, or help). */
+static int watch_parse(int argc, char **argv, struct watch_cmd *w)
 {
 	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "follow", no_argument, NULL, 'f' },
-		{ "hot", no_argument, NULL, 'H' },
+		WATCH_LIVE_LONGOPTS,
 		{ "duration", required_argument, NULL, 'd' },
-		{ "futex-ms", required_argument, NULL, 'F' },
 		{ "comm", required_argument, NULL, 'c' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "ring-mb", required_argument, NULL, 'R' },
-		{ "job", required_argument, NULL, 'J' },
 		{ "hang-secs", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	const char *cmd = record ? "record" : "watch", *out_path = NULL;
-	char out_buf[PATH_MAX];
-	struct watch_opts o = { .stop = &stop_requested };
-	struct event_sink *sinks[2], *job_sink;
-	struct jobwatch *jw = NULL;
-	double hang_secs = 10;
-	pid_t job_pid = 0;
-	struct text_sink text;
-	struct json_sink trace;
-	struct trace_file tf;
-	int trace_fd = -1, werr = 0;
-	bool quiet = record;
-	struct watch_stats st;
-	char why[512];
-	int c, err, ret;
+	const char *cmd = w->cmd;
 	struct cliopt cl;
-	double v;
+	int c, err;
 
 	cliopt__init(&cl, cmd, argc, argv, "p:c:fd:o:qh", opts, true);
 	while ((c = cliopt__next(&cl)) != -1) {
-		const char *optarg = cl.arg;
-
-		switch (c) {
-		case 'p':
-			err = cliopt__pids(cmd, optarg, &o.pids, &o.n_pids);
-			if (err) {
-				free(o.pids);
-				return err;
-			}
-			break;
-		case 'c':
-			if (!optarg[0] || strlen(optarg) > 15) {
-				dls_err("%s: --comm takes a process name of 1 to 15 characters (the "
-					"kernel's comm), not '%s'",
-					cmd, optarg);
-				goto usage;
-			}
-			o.comm = optarg;
-			break;
-		case 'f': o.follow = true; break;
-		case 'H': o.hot = true; break;
-		case 'd':
-			if (cliopt__number(optarg, 86400 * 365, false, &o.duration_s)) {
-				dls_err("%s: --duration takes a positive number of seconds, not '%s'",
-					cmd, optarg);
-				goto usage;
-			}
-			break;
-		case 'F':
-			if (cliopt__number(optarg, 3600000, true, &v)) {
-				dls_err("%s: --futex-ms takes a whole number of milliseconds, not '%s'",
-					cmd, optarg);
-				goto usage;
-			}
-			o.futex_ms = (unsigned int)v;
-			break;
-		case 'o': out_path = optarg; break;
-		case 'q': quiet = true; break;
-		case 'R':
-			if (cliopt__number(optarg, 4096, true, &v) || v < 1 || (unsigned)v != v ||
-			    ((unsigned)v & ((unsigned)v - 1))) {
-				dls_err("%s: --ring-mb takes a power of two from 1 to 4096, not '%s'",
-					cmd, optarg);
-				goto usage;
-			}
-			o.ring_mb = (unsigned int)v;
-			break;
-		case 'J':
-			if (parse_pid(optarg, &job_pid)) {
-				dls_err("%s: --job takes a process ID, not '%s'", cmd, optarg);
-				goto usage;
-			}
-			break;
-		case 'G':
-			if (cliopt__number(optarg, 86400, false, &hang_secs)) {
-				dls_err("%s: --hang-secs takes a positive number of seconds, not '%s'",
-					cmd, optarg);
-				goto usage;
-			}
-			break;
-		case 'h':
-			watch_usage(stdout, cmd);
-			free(o.pids);
-			return DLS_EXIT_OK;
-		default: goto usage;
-		}
+		err = watch_live_option(cmd, c, cl.arg, &w->o, &w->job_pid);
+		if (err == 1)
+			err = watch_option(w, c, cl.arg);
+		if (err || c == 'h')
+			return err;
 	}
 	/* PIDs as operands, as in libs and stacks; a command goes after "--". */
-	err = cliopt__pid_operands(&cl, &o.pids, &o.n_pids);
-	if (err) {
-		free(o.pids);
+	err = cliopt__pid_operands(&cl, &w->o.pids, &w->o.n_pids);
+	if (err)
 		return err;
-	}
-	if (cl.command && !cl.command[0]) {
-		dls_err("%s: no command after --", cmd);
-		goto usage;
-	}
-	o.command = cl.command;
-	if (job_pid && (o.command || o.comm)) {
-		dls_err("%s: --job watches a running job: not with -- COMMAND or --comm", cmd);
-		goto usage;
-	}
-	if (!o.n_pids && !o.command && !o.comm && !job_pid) {
-		dls_err("%s: nothing to watch: give -p PID, --comm NAME, --job PID or -- COMMAND",
-			cmd);
-		goto usage;
-	}
-	if (record && !out_path) {
-		dls_err("record: -o FILE is required");
-		goto usage;
-	}
-	if (job_pid) {
-		err = watch_job_targets(cmd, job_pid, &o);
-		if (err) {
-			free(o.pids);
+	if (cl.command && !cl.command[0])
+		return cliopt__usage(cmd, "no command after --");
+	w->o.command = cl.command;
+	return -1;
+}
+
+/* What to watch, checked; --job's processes found. -1 to go on, or the exit status. */
+static int watch_targets(struct watch_cmd *w)
+{
+	const char *cmd = w->cmd;
+	int err;
+
+	if (w->job_pid && (w->o.command || w->o.comm))
+		return cliopt__usage(cmd,
+				     "--job watches a running job: not with -- COMMAND or --comm");
+	if (!w->o.n_pids && !w->o.command && !w->o.comm && !w->job_pid)
+		return cliopt__usage(
+			cmd, "nothing to watch: give -p PID, --comm NAME, --job PID or -- COMMAND");
+	if (w->record && !w->out_path)
+		return cliopt__usage("record", "-o FILE is required");
+	if (w->job_pid) {
+		err = watch_job_targets(cmd, w->job_pid, &w->o);
+		if (err)
 			return err;
-		}
 	}
 	/* A command that cannot run is an error now, not an empty watch and a bogus exit. */
-	if (o.command && (err = cliopt__runnable(o.command[0]))) {
-		dls_err("%s: cannot run '%s': %s", cmd, o.command[0], strerror(-err));
-		free(o.pids);
+	if (w->o.command && (err = cliopt__runnable(w->o.command[0]))) {
+		dls_err("%s: cannot run '%s': %s", cmd, w->o.command[0], strerror(-err));
 		return DLS_EXIT_INSPECT;
 	}
-	if (out_path) {
-		if (expand_output_path(out_path, out_buf, sizeof(out_buf))) {
-			dls_err("%s: -o %s: a %% is followed by h (the host name) or %%, and the "
-				"name must fit in %zu bytes",
-				cmd, out_path, sizeof(out_buf) - 1);
-			free(o.pids);
-			return DLS_EXIT_USAGE;
-		}
-		out_path = out_buf;
-		trace_fd = outfile__open(cmd, out_path, 0, why, sizeof(why));
-		if (trace_fd < 0) {
-			dls_err("%s: %s", cmd, why);
-			free(o.pids);
-			return DLS_EXIT_INSPECT;
-		}
-	}
-	o.sinks = sinks;
-	if (!quiet) {
-		text_sink__init(&text, stdout);
-		text_sink__order(&text);
-		sinks[o.n_sinks++] = &text.s;
-	}
-	if (trace_fd >= 0) {
-		json_sink__init_file(&trace, &tf, trace_fd);
-		json_sink__order(&trace);
-		sinks[o.n_sinks++] = &trace.s;
-	}
-	/* The job layer labels ranks' lines and names the first to die and a hung one. */
-	jw = jobwatch__new(o.sinks, o.n_sinks, hang_secs);
-	if (!jw) {
-		dls_err("%s: out of memory", cmd);
-		if (trace_fd >= 0)
-			trace_file__close(&tf);
-		free(o.pids);
-		return DLS_EXIT_INSPECT;
-	}
-	for (size_t i = 0; i < o.n_pids; i++)
-		jobwatch__add(jw, o.pids[i]);
-	job_sink = jobwatch__sink(jw);
-	o.sinks = &job_sink;
-	o.n_sinks = 1;
-	install_stop_handlers();
-	err = watch__run(&o, &st, why, sizeof(why));
-	st.findings += jobwatch__findings(jw);
-	jobwatch__free(jw);
-	/* A run that failed sent no summary: what the sinks still hold goes unwritten. */
-	if (!quiet)
-		text_sink__drop_held(&text);
-	if (trace_fd >= 0) {
-		json_sink__drop_held(&trace);
-		werr = trace_file__close(&tf);
-	}
-	free(o.pids);
-	if (err) {
-		struct stat st;
+	return -1;
+}
 
-		dls_err("%s: %s", cmd, why);
-		/* No trace of nothing is left behind (a FIFO or device named is left alone). */
-		if (trace_fd >= 0 && !stat(out_path, &st) && S_ISREG(st.st_mode))
-			unlink(out_path);
-		return DLS_EXIT_INSPECT;
+/* The trace file of -o, opened (its fd, -1 without -o); or -1 and the exit status in @ret. */
+static int watch_open_trace(struct watch_cmd *w, int *ret)
+{
+	char why[512];
+	int fd;
+
+	*ret = -1;
+	if (!w->out_path)
+		return -1;
+	if (expand_output_path(w->out_path, w->out_buf, sizeof(w->out_buf))) {
+		dls_err("%s: -o %s: a %% is followed by h (the host name) or %%, and the name must "
+			"fit in %zu bytes",
+			w->cmd, w->out_path, sizeof(w->out_buf) - 1);
+		*ret = DLS_EXIT_USAGE;
+		return -1;
 	}
+	w->out_path = w->out_buf;
+	fd = outfile__open(w->cmd, w->out_path, 0, why, sizeof(why));
+	if (fd < 0) {
+		dls_err("%s: %s", w->cmd, why);
+		*ret = DLS_EXIT_INSPECT;
+	}
+	return fd;
+}
+
+/* The run's counts on stderr: events, what was lost and why, the arrivals held. */
+static void print_watch_stats(const struct watch_stats *st)
+{
 	/* "0 lost" only when nothing can have been missed: no late probes, no running start. */
 	fprintf(stderr,
 		"dlscope: %llu events, %llu lost%s, %llu findings; probes attached in %.1f ms; "
 		"collector CPU %.2f s\n",
-		st.events, st.lost,
-		st.holds_late	    ? " (and probes late, below)" :
-		st.attached_running ? " since the attach (what ran before it is not seen)" :
-				      "",
-		st.findings, st.attach_ms, st.cpu_s);
-	if (st.holds)
+		st->events, st->lost,
+		st->holds_late	     ? " (and probes late, below)" :
+		st->attached_running ? " since the attach (what ran before it is not seen)" :
+				       "",
+		st->findings, st->attach_ms, st->cpu_s);
+	if (st->holds)
 		fprintf(stderr,
 			"dlscope: %llu arrivals held until their probes were in place (%.1f ms each "
 			"on average, %.1f ms at most)\n",
-			st.holds, st.hold_ms_total / (double)st.holds, st.hold_ms_max);
-	if (st.holds_late)
+			st->holds, st->hold_ms_total / (double)st->holds, st->hold_ms_max);
+	if (st->holds_late)
 		fprintf(stderr,
 			"dlscope: uncounted: %llu arrivals whose probes came late (dlscope did not "
 			"answer within %.0f s): their first calls may be missing\n",
-			st.holds_late, DLW_HOLD_MAX_NS / 1e9);
-	if (st.lost)
+			st->holds_late, DLW_HOLD_MAX_NS / 1e9);
+	if (st->lost)
 		fprintf(stderr,
 			"dlscope: lost: %llu with the ring buffer full (a larger --ring-mb, or fewer "
 			"events: no --hot), %llu with the call table full, %llu probe hits the "
 			"kernel ran no program for (another BPF program was running on that CPU), "
 			"%llu still unread when the run ended (the target sent faster than dlscope "
 			"reads)\n",
-			st.lost_ring, st.lost_calls, st.lost_skipped, st.lost_unread);
+			st->lost_ring, st->lost_calls, st->lost_skipped, st->lost_unread);
+}
+
+/* The collector run into the sinks (lines unless quiet, the trace) under the job layer. */
+static int watch_stream(struct watch_cmd *w, int trace_fd)
+{
+	struct event_sink *sinks[2], *job_sink;
+	struct text_sink text;
+	struct json_sink trace;
+	struct trace_file tf;
+	struct jobwatch *jw;
+	struct watch_stats st;
+	struct stat sb;
+	char why[512];
+	int err, werr = 0;
+
+	w->o.sinks = sinks;
+	if (!w->quiet) {
+		text_sink__init(&text, stdout);
+		text_sink__order(&text);
+		sinks[w->o.n_sinks++] = &text.s;
+	}
+	if (trace_fd >= 0) {
+		json_sink__init_file(&trace, &tf, trace_fd);
+		json_sink__order(&trace);
+		sinks[w->o.n_sinks++] = &trace.s;
+	}
+	/* The job layer labels ranks' lines and names the first to die and a hung one. */
+	jw = jobwatch__new(w->o.sinks, w->o.n_sinks, w->hang_secs);
+	if (!jw) {
+		dls_err("%s: out of memory", w->cmd);
+		if (trace_fd >= 0)
+			trace_file__close(&tf);
+		return DLS_EXIT_INSPECT;
+	}
+	for (size_t i = 0; i < w->o.n_pids; i++)
+		jobwatch__add(jw, w->o.pids[i]);
+	job_sink = jobwatch__sink(jw);
+	w->o.sinks = &job_sink;
+	w->o.n_sinks = 1;
+	install_stop_handlers();
+	err = watch__run(&w->o, &st, why, sizeof(why));
+	st.findings += jobwatch__findings(jw);
+	jobwatch__free(jw);
+	/* A run that failed sent no summary: what the sinks still hold goes unwritten. */
+	if (!w->quiet)
+		text_sink__drop_held(&text);
+	if (trace_fd >= 0) {
+		json_sink__drop_held(&trace);
+		werr = trace_file__close(&tf);
+	}
+	if (err) {
+		dls_err("%s: %s", w->cmd, why);
+		/* No trace of nothing is left behind (a FIFO or device named is left alone). */
+		if (trace_fd >= 0 && !stat(w->out_path, &sb) && S_ISREG(sb.st_mode))
+			unlink(w->out_path);
+		return DLS_EXIT_INSPECT;
+	}
+	print_watch_stats(&st);
 	/* A trace that did not reach the disk whole is a failed record, whatever was seen. */
 	if (werr) {
 		dls_err("%s: cannot write %s: %s: %llu of %llu records not written; the trace is "
 			"cut after record %llu",
-			cmd, out_path, strerror(-werr), tf.unwritten, tf.written + tf.unwritten,
-			tf.written);
+			w->cmd, w->out_path, strerror(-werr), tf.unwritten,
+			tf.written + tf.unwritten, tf.written);
 		return DLS_EXIT_INSPECT;
 	}
-	ret = st.findings ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
+	return st.findings ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
+}
+
+static int run(int argc, char **argv, bool record)
+{
+	struct watch_cmd w = { .cmd = record ? "record" : "watch",
+			       .record = record,
+			       .quiet = record,
+			       .hang_secs = 10,
+			       .o = { .stop = &stop_requested } };
+	int ret = watch_parse(argc, argv, &w), trace_fd = -1;
+
+	if (ret < 0)
+		ret = watch_targets(&w);
+	if (ret < 0)
+		trace_fd = watch_open_trace(&w, &ret);
+	if (ret < 0)
+		ret = watch_stream(&w, trace_fd);
+	free(w.o.pids);
 	return ret;
-usage:
-	free(o.pids);
-	return DLS_EXIT_USAGE;
 }
 
 int cmd_watch(int argc, char **argv)

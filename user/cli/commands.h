@@ -27,6 +27,22 @@ struct watch_opts;
  * appended to @o's PIDs, and followed. Returns 0, or an exit status after one line.
  */
 int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o);
+/*
+ * The options of watch, record and ui that say what to follow live: -p, -f, --job, --hot and
+ * --futex-ms, @c as cliopt__next() returned it. 0 when taken into @o (--job's PID into
+ * @job_pid), 1 when @c is none of them, or the exit status after one line.
+ */
+int watch_live_option(const char *cmd, int c, const char *arg, struct watch_opts *o,
+		      pid_t *job_pid);
+/* Their long options, for an option table. */
+/* clang-format off */
+#define WATCH_LIVE_LONGOPTS					\
+	{ "pid", required_argument, NULL, 'p' },		\
+	{ "follow", no_argument, NULL, 'f' },			\
+	{ "job", required_argument, NULL, 'J' },		\
+	{ "hot", no_argument, NULL, 'H' },			\
+	{ "futex-ms", required_argument, NULL, 'F' }
+/* clang-format on */
 int cmd_ui(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
