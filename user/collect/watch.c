@@ -49,6 +49,7 @@
 #include "pystate.h"
 #include "runtimes.h"
 #include "target.h"
+#include "termsafe.h"
 #include "threadscan.h"
 #include "unwind.h"
 #include "version.h"
@@ -57,6 +58,17 @@
 /* Frames of a stack carried by an event: CPython's are about 180 bytes each, and the copy
  * holds at least 28 KiB. */
 #define EVENT_MAX_FRAMES 256
+
+/*
+ * An event as the dispatcher handles it: typed (event.h), decoded from a kernel record or made
+ * here (a thread sampled stuck inside dlopen), with what only the collector needs.
+ */
+struct watch_event {
+	struct event ev;
+	char comm[16];		     /* the thread's name as it set it (findings carry it so) */
+	const struct dlw_event *raw; /* the kernel's record (registers, stack); NULL: made here */
+	size_t size;		     /* its size */
+};
 
 /* An object of a process's graph that has been reported ("loaded" line and record). */
 struct announced {
@@ -78,7 +90,7 @@ struct proc_state {
 	size_t n_seen;
 	bool seen_all; /* attached to a running process: what it had before is not news */
 	/* Its exec (no stack): the cause of start-up objects first seen after it. */
-	struct dlw_event start;
+	struct watch_event start;
 	struct sample_unwinder *uw; /* its objects' CFI and symbols, for the stacks events carry */
 	uint64_t uw_used;	    /* when uw last unwound (w->uw_clock), for UNWINDERS_MAX */
 	/* Its CPython interpreter, once found among its objects: the kernel then reads the
@@ -169,7 +181,7 @@ struct watch {
 	size_t n_stuck;
 	/* The event being handled and the stack it carries, unwound once when first needed. */
 	struct {
-		const struct dlw_event *e;
+		const struct watch_event *we;
 		const unsigned char *stack;
 		size_t len;
 		bool done;
@@ -511,8 +523,6 @@ static void symbolize(struct proc_state *ps, uint64_t addr, char *buf, size_t le
 		snprintf(buf, len, "0x%" PRIx64, addr);
 }
 
-static int refresh(struct watch *w, struct proc_state *ps);
-
 /* The model's view of a process, for the unwinder: what is mapped executable, and file bytes. */
 struct unwind_ctx {
 	struct proc_state *ps;
@@ -566,7 +576,11 @@ static bool uw_read(void *ctx, uint64_t addr, uint64_t *word)
  */
 #define UNWINDERS_MAX 32
 
-static void unwind_sample(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
+/*
+ * Unwind the stack of the event being handled into w->cur.ts, from the model as it is: naming
+ * never changes the model. True when the stack has frames the model cannot place (it is behind).
+ */
+static bool unwind_sample(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
 {
 	struct stack_sample smp = {
 		.ip = e->regs.ip,
@@ -639,16 +653,9 @@ out:
 	free(mods);
 	free(files);
 	/* A frame in an object the model has not read yet (a constructor's library, inside
-	 * dlopen; the libraries of a process read at its exec): read the process again, once. */
-	if ((c.unknown_pc ||
-	     (w->cur.ts.n_frames && !w->cur.ts.frames[w->cur.ts.n_frames - 1].module)) &&
-	    !w->cur.done && !w->cur.fresh) {
-		w->cur.done = w->cur.fresh = true;
-		if (!refresh(w, ps)) {
-			thread_stack__clear(&w->cur.ts);
-			unwind_sample(w, ps, e);
-		}
-	}
+	 * dlopen; the libraries of a process read at its exec): the model is behind. */
+	return c.unknown_pc ||
+	       (w->cur.ts.n_frames && !w->cur.ts.frames[w->cur.ts.n_frames - 1].module);
 }
 
 /* "fn+0x12 (libfoo.so)": one frame of a stack. */
@@ -668,14 +675,17 @@ void watch__frame_text(const struct stack_frame *f, char *buf, size_t len)
 		snprintf(buf, len, "0x%" PRIx64, f->pc);
 }
 
-/* The stack @e carries, unwound once per event; NULL when it carries none. */
+/*
+ * The stack @e carries, unwound once per event; NULL when it carries none. Read-only: the
+ * dispatcher (name_stack) has made the model current first where it could be behind.
+ */
 static const struct thread_stack *event_stack(struct watch *w, struct proc_state *ps,
-					      const struct dlw_event *e)
+					      const struct watch_event *we)
 {
-	if (e != w->cur.e || !w->cur.stack || !ps)
+	if (we != w->cur.we || !w->cur.stack || !ps)
 		return NULL;
 	if (!w->cur.done) {
-		unwind_sample(w, ps, e);
+		unwind_sample(w, ps, we->raw);
 		w->cur.done = true;
 	}
 	return &w->cur.ts;
@@ -685,10 +695,10 @@ static const struct thread_stack *event_stack(struct watch *w, struct proc_state
  * The stack @e carries, unwound, as the event's frames (innermost first) and, when it ends
  * before the outermost frame, why. False when @e carries none.
  */
-static bool stack_of(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
+static bool stack_of(struct watch *w, struct proc_state *ps, const struct watch_event *we,
 		     struct event_stack *out)
 {
-	const struct thread_stack *ts = event_stack(w, ps, e);
+	const struct thread_stack *ts = event_stack(w, ps, we);
 
 	if (!ts)
 		return false;
@@ -708,20 +718,20 @@ static bool stack_of(struct watch *w, struct proc_state *ps, const struct dlw_ev
  * A live finding: the detector's finding (check --json's shape: id, severity, title, evidence,
  * why, remedy) with the time, thread and stack of the event that raised it, to every sink.
  */
-static void finding(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
+static void finding(struct watch *w, struct proc_state *ps, const struct watch_event *we,
 		    const struct finding *f)
 {
 	struct event_stack stack = { 0 };
 	struct live_finding lf = {
-		.t = e->ts_ns,
-		.pid = (pid_t)e->pid,
-		.tid = (pid_t)e->tid,
-		.comm = e->comm,
+		.t = we->ev.t,
+		.pid = we->ev.pid,
+		.tid = we->ev.tid,
+		.comm = we->comm,
 		.f = f,
 	};
 
 	w->st->findings++;
-	if (w->o->n_sinks && stack_of(w, ps, e, &stack))
+	if (w->o->n_sinks && stack_of(w, ps, we, &stack))
 		lf.stack = &stack;
 	SINKS(w, finding, &lf);
 	event_stack__clear(&stack);
@@ -736,11 +746,11 @@ static struct live_ctx live_ctx_of(struct proc_state *ps)
 }
 
 /* Report what the detectors found about @e, then forget it. */
-static void findings_of(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
+static void findings_of(struct watch *w, struct proc_state *ps, const struct watch_event *we,
 			struct findings *fs)
 {
 	for (size_t i = 0; i < fs->n; i++)
-		finding(w, ps, e, &fs->f[i]);
+		finding(w, ps, we, &fs->f[i]);
 	findings__free(fs);
 }
 
@@ -792,15 +802,15 @@ static bool live_reported(const struct live_ctx *lc, const struct lg_object *o)
 }
 
 /* The detector table's hooks for an object the model gained (detector.h). */
-static void detect_on_object(struct watch *w, struct proc_state *ps, const struct dlw_event *cause,
-			     const struct lg_object *o)
+static void detect_on_object(struct watch *w, struct proc_state *ps,
+			     const struct watch_event *cause, const struct lg_object *o)
 {
 	struct live_ctx lc = live_ctx_of(ps);
 	struct findings fs = { 0 };
 
 	if (o->gone)
 		return;
-	if (cause == w->cur.e && w->cur.python[0])
+	if (cause == w->cur.we && w->cur.python[0])
 		lc.arrived_through = w->cur.python;
 	detectors__on_object(&lc, o, &fs);
 	findings_of(w, ps, cause, &fs);
@@ -960,16 +970,16 @@ static int refresh(struct watch *w, struct proc_state *ps)
 }
 
 static void announce_one(struct watch *w, struct proc_state *ps, const struct lg_object *o,
-			 const struct dlw_event *cause)
+			 const struct watch_event *cause)
 {
 	mark_seen(ps, o);
-	loaded(w, ps, o, cause->ts_ns, false);
+	loaded(w, ps, o, cause->ev.t, false);
 	detect_on_object(w, ps, cause, o);
 }
 
 /* Report @o and what it needs that is not reported yet, depth first in DT_NEEDED order. */
 static void announce_closure(struct watch *w, struct proc_state *ps, const struct lg_object *o,
-			     const struct dlw_event *cause, unsigned int depth)
+			     const struct watch_event *cause, unsigned int depth)
 {
 	if (o->gone || is_seen(ps, o) || depth > 64)
 		return;
@@ -984,38 +994,40 @@ static void announce_closure(struct watch *w, struct proc_state *ps, const struc
  * returned and its closure; at exit, whatever no event claimed. Returns false when a dlopen's
  * object is not in the model.
  */
-static bool announce(struct watch *w, struct proc_state *ps, const struct dlw_event *cause)
+static bool announce(struct watch *w, struct proc_state *ps, const struct watch_event *cause)
 {
+	const struct event *ev = &cause->ev;
+	uint64_t handle = ev->kind == EVENT_DLOPEN ? ev->u.dlopen.handle : 0;
 	struct libgraph *g = ps->g;
 	bool found = false, by_handle = false;
 
 	if (!g)
 		return false;
-	for (size_t i = 0; cause->type == DLW_DLOPEN && cause->ret && i < g->n; i++)
-		by_handle = by_handle || g->objs[i]->lm_addr == (uint64_t)cause->ret;
+	for (size_t i = 0; handle && i < g->n; i++)
+		by_handle = by_handle || g->objs[i]->lm_addr == handle;
 	/* The exec was handled while the loader was still mapping the start-up objects. */
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
 
 		if (o->origin == LG_EXECUTABLE || o->origin == LG_INTERPRETER ||
 		    o->origin == LG_VDSO || o->origin == LG_PRELOAD)
-			announce_closure(w, ps, o, ps->start.type ? &ps->start : cause, 0);
+			announce_closure(w, ps, o, ps->start.ev.kind ? &ps->start : cause, 0);
 	}
 	for (size_t i = 0; i < g->n; i++) {
 		struct lg_object *o = g->objs[i];
 
-		switch (cause->type) {
-		case DLW_EXEC: break;
-		case DLW_DLOPEN:
-			if ((cause->ret && o->lm_addr == (uint64_t)cause->ret) ||
-			    (cause->path[0] && !strcmp(o->path, cause->path))) {
+		switch (ev->kind) {
+		case EVENT_EXEC: break;
+		case EVENT_DLOPEN:
+			if ((handle && o->lm_addr == handle) ||
+			    (ev->u.dlopen.file[0] && !strcmp(o->path, ev->u.dlopen.file))) {
 				found = true;
 				/*
 				 * New at its dlopen's return: that dlopen brought it, even where
 				 * something loaded since (read in the same snapshot) needs it.
 				 */
 				if (!o->gone && !is_seen(ps, o) &&
-				    (!by_handle || o->lm_addr == (uint64_t)cause->ret))
+				    (!by_handle || o->lm_addr == handle))
 					libgraph__saw_dlopen(o);
 				announce_closure(w, ps, o, cause, 0);
 			}
@@ -1030,26 +1042,27 @@ static bool announce(struct watch *w, struct proc_state *ps, const struct dlw_ev
  * The process exited before we could read it: judge the object dlopen returned from its file
  * alone (the path comes from the link map, read in the kernel at dlopen's return).
  */
-static void loaded_after_exit(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
+static void loaded_after_exit(struct watch *w, struct proc_state *ps, const struct watch_event *we)
 {
+	const char *file = we->ev.u.dlopen.file;
+	uint64_t handle = we->ev.u.dlopen.handle;
 	struct lg_object *o;
 	char host[PATH_MAX + 64], note[PATH_MAX + 128];
 
-	if (!e->path[0] || !(ps->g = ps->g ?: graph_empty(w, ps->pid, e->comm)))
+	if (!file[0] || !(ps->g = ps->g ?: graph_empty(w, ps->pid, we->comm)))
 		return;
-	snprintf(host, sizeof(host), "/proc/%d/root%s", e->pid, e->path);
+	snprintf(host, sizeof(host), "/proc/%d/root%s", we->ev.pid, file);
 	if (access(host, R_OK))
-		snprintf(host, sizeof(host), "%s", e->path);
-	o = libgraph__add(ps->g, 0, e->path, host, e->ret, e->ret, 0);
+		snprintf(host, sizeof(host), "%s", file);
+	o = libgraph__add(ps->g, 0, file, host, handle, handle, 0);
 	if (!o || !o->elf)
 		return;
 	o->inode = elfobj__inode(o->elf);
 	libgraph__saw_dlopen(o);
 	snprintf(note, sizeof(note),
-		 "        %d: the process is gone; %s's dependencies are unknown", ps->pid,
-		 e->path);
+		 "        %d: the process is gone; %s's dependencies are unknown", ps->pid, file);
 	SINKS(w, note, note);
-	announce_one(w, ps, o, e);
+	announce_one(w, ps, o, we);
 }
 
 /* A process caught at its exec (a command, --comm): everything it loads is news. */
@@ -1175,14 +1188,14 @@ static const struct dlw_event *with_str(const struct dlw_event *e, size_t size,
 }
 
 /* The event's fields that only the model can name: a signal's fault address and pc. */
-static void name_signal(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
-			size_t size, struct event *ev)
+static void name_signal(struct watch *w, struct proc_state *ps, struct watch_event *we)
 {
-	const struct thread_stack *ts = event_stack(w, ps, e);
+	const struct thread_stack *ts = event_stack(w, ps, we);
+	struct event *ev = &we->ev;
 	char *at = ev->u.signal.at;
 	size_t atlen = sizeof(ev->u.signal.at);
 
-	symbolize(ps, e->arg1, ev->u.signal.where, sizeof(ev->u.signal.where));
+	symbolize(ps, ev->u.signal.address, ev->u.signal.where, sizeof(ev->u.signal.where));
 	snprintf(at, atlen, "?");
 	/* The faulting pc: the stack's first frame, else the pc named from the model. */
 	if (ts && ts->n_frames) {
@@ -1197,15 +1210,17 @@ static void name_signal(struct watch *w, struct proc_state *ps, const struct dlw
 			memcpy(at + n, " in ", 4);
 			watch__frame_text(&ts->frames[k], at + n + 4, atlen - n - 4);
 		}
-	} else if (ps && size >= sizeof(*e)) {
-		symbolize(ps, e->regs.ip, at, atlen);
+	} else if (ps && we->raw && we->size >= sizeof(*we->raw)) {
+		symbolize(ps, we->raw->regs.ip, at, atlen);
 	}
 }
 
 /* The model follows the event: processes come and go, their graphs are read again. */
 static struct proc_state *update_model(struct watch *w, struct proc_state *ps,
-				       const struct dlw_event *e, const struct event *ev)
+				       const struct watch_event *we)
 {
+	const struct event *ev = &we->ev;
+
 	/* add_proc may move w->procs: @ps is found again. */
 	if (ev->kind == EVENT_FORK && !ev->u.fork.thread && w->o->follow) {
 		add_proc(w, ev->u.fork.child, ev->pid);
@@ -1222,29 +1237,32 @@ static struct proc_state *update_model(struct watch *w, struct proc_state *ps,
 		ps->py_preset = false;
 		ps->n_seen = 0;
 		ps->seen_all = true;
-		memset(&ps->start, 0, sizeof(ps->start));
-		memcpy(&ps->start, e, offsetof(struct dlw_event, path));
+		/* Its time, thread and name: an exec carries no stack. */
+		ps->start = (struct watch_event){
+			.ev = { .kind = ev->kind, .t = ev->t, .pid = ev->pid, .tid = ev->tid }
+		};
+		memcpy(ps->start.ev.comm, ev->comm, sizeof(ev->comm));
+		memcpy(ps->start.comm, we->comm, sizeof(we->comm));
 	}
 	if (ps && ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) || ev->kind == EVENT_DLCLOSE ||
 		   ev->kind == EVENT_EXEC)) {
 		if (ev->kind != EVENT_DLOPEN)
 			refresh(w, ps);
-		if (ev->kind != EVENT_DLCLOSE && !announce(w, ps, e) && ev->kind == EVENT_DLOPEN)
-			loaded_after_exit(w, ps, e);
+		if (ev->kind != EVENT_DLCLOSE && !announce(w, ps, we) && ev->kind == EVENT_DLOPEN)
+			loaded_after_exit(w, ps, we);
 	}
 	if (ps && ev->kind == EVENT_EXIT)
-		announce(w, ps, e);
+		announce(w, ps, we);
 	return ps;
 }
 
 /* The detector table's hooks for an event: a parallel region or a wait inside dlopen. */
-static void detect_on_event(struct watch *w, struct proc_state *ps, const struct dlw_event *e,
-			    const struct event *ev)
+static void detect_on_event(struct watch *w, struct proc_state *ps, const struct event *ev,
+			    struct findings *fs)
 {
 	bool futex = ev->kind == EVENT_FUTEX_WAIT &&
 		     (ev->u.futex.what == EVENT_FUTEX_BEGINS ||
 		      ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN);
-	struct findings fs = { 0 };
 	struct live_ctx lc;
 	struct live_event le = {
 		.kind = futex ? LIVE_FUTEX_IN_DLOPEN : LIVE_PARALLEL_IN_DLOPEN,
@@ -1261,8 +1279,7 @@ static void detect_on_event(struct watch *w, struct proc_state *ps, const struct
 	if ((ev->kind != EVENT_OMP_FORK || !ev->in_dlopen) && !futex)
 		return;
 	lc = live_ctx_of(ps);
-	detectors__on_event(&lc, &le, &fs);
-	findings_of(w, ps, e, &fs);
+	detectors__on_event(&lc, &le, fs);
 }
 
 /*
@@ -1316,30 +1333,108 @@ static int read_hold(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* One raw record: decode, update the model, run the live detectors, tell the sinks. */
+/*
+ * Name the stack of the event being handled now, while the model may still be read again: a
+ * frame in an object the model has not read yet (a constructor's library, inside dlopen; the
+ * libraries of a process read at its exec) has the process read again, once, and the stack
+ * unwound anew. Naming itself (event_stack, symbolize) only reads the model.
+ */
+static void name_stack(struct watch *w, struct proc_state *ps)
+{
+	const struct watch_event *we = w->cur.we;
+
+	if (!we || !w->cur.stack || !ps || w->cur.done)
+		return;
+	w->cur.done = true;
+	if (!unwind_sample(w, ps, we->raw) || w->cur.fresh)
+		return;
+	w->cur.fresh = true;
+	if (!refresh(w, ps)) {
+		thread_stack__clear(&w->cur.ts);
+		unwind_sample(w, ps, we->raw);
+	}
+}
+
+/*
+ * One event, typed: update the model, run the live detectors, tell the sinks. w->cur.stack is
+ * the stack bytes it carries (or NULL).
+ */
+static void dispatch(struct watch *w, struct watch_event *we)
+{
+	struct event *ev = &we->ev;
+	struct proc_state *ps = proc_find(w, ev->pid);
+	struct findings fs = { 0 };
+
+	w->cur.we = we;
+	w->cur.done = w->cur.fresh = false;
+	/* The objects a dlopen brought: in the model before its stack is named (frames of a
+	 * constructor's library) and before it is announced. */
+	if (ps && ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) {
+		refresh(w, ps);
+		w->cur.fresh = true;
+	}
+	if (ev->kind == EVENT_SIGNAL) {
+		name_stack(w, ps);
+		name_signal(w, ps, we);
+	}
+	w->cur.python[0] = '\0';
+	if (ev->kind == EVENT_DLOPEN && ps && ps->python && we->raw &&
+	    we->size >= offsetof(struct dlw_event, regs) && we->raw->py.status != DLW_PY_NONE &&
+	    !py_import__resolve(&ps->py, ps->pid, &we->raw->py, ps->codes, &ev->py)) {
+		ev->has_python = true;
+		py_import__describe(&ev->py, w->cur.python, sizeof(w->cur.python));
+	}
+	/* A record says it carried a stack even when the stack could not be unwound. A
+	 * runtime's first region (or BLAS dispatch) shows its stack in the text too. */
+	if (w->cur.stack && (sinks_want_stacks(w) || ev->kind == EVENT_OMP_FORK)) {
+		ev->has_stack = true;
+		name_stack(w, ps);
+		stack_of(w, ps, we, &ev->stack);
+	}
+	SINKS(w, event, ev);
+	ps = update_model(w, ps, we);
+	detect_on_event(w, ps, ev, &fs);
+	/* Findings carry the stack: named before they go out (a dlopen's already was, from the
+	 * model read at its return, which is what its objects' findings name). */
+	if (fs.n && w->o->n_sinks)
+		name_stack(w, ps);
+	findings_of(w, ps, we, &fs);
+	if (ev->kind == EVENT_EXIT) {
+		if (ev->pid == w->command_pid)
+			w->command_done = true;
+		drop_proc(w, ev->pid);
+	}
+	event__clear(ev);
+	thread_stack__clear(&w->cur.ts);
+	w->cur.python[0] = '\0';
+	w->cur.we = NULL;
+	w->cur.stack = NULL;
+}
+
+/* One raw record of the kernel's: decoded, then dispatched. */
 static void handle_event(struct watch *w, const void *data, size_t size)
 {
 	const struct dlw_stack_event *se = data;
+	struct watch_event we;
 	struct dlw_event copy;
 	const struct dlw_event *e;
-	struct proc_state *ps;
-	struct event ev;
 	char why[128];
 
 	if (size < offsetof(struct dlw_event, path))
 		return;
 	w->st->events++;
 	e = with_str(data, size, &copy);
-	if (event__decode(&ev, e, size, why, sizeof(why)))
+	if (event__decode(&we.ev, e, size, why, sizeof(why)))
 		return;
-	if (ev.kind == EVENT_OMP_FORK && w->act) {
-		const char *rt = activity_counts__path(w->act, ev.u.omp_fork.runtime_id);
+	memcpy(we.comm, e->comm, sizeof(we.comm));
+	we.raw = e;
+	we.size = size;
+	if (we.ev.kind == EVENT_OMP_FORK && w->act) {
+		const char *rt = activity_counts__path(w->act, we.ev.u.omp_fork.runtime_id);
 
-		snprintf(ev.u.omp_fork.runtime, sizeof(ev.u.omp_fork.runtime), "%s", rt ? rt : "");
+		snprintf(we.ev.u.omp_fork.runtime, sizeof(we.ev.u.omp_fork.runtime), "%s",
+			 rt ? rt : "");
 	}
-	ps = proc_find(w, ev.pid);
-	w->cur.e = e;
-	w->cur.done = w->cur.fresh = false;
 	w->cur.stack = NULL;
 	/* The copy starts at the page of sp: the frames are above sp. The record holds the
 	 * event and the stack_size bytes copied. */
@@ -1348,40 +1443,7 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 		w->cur.stack = se->stack + (e->regs.sp & 4095);
 		w->cur.len = e->stack_size - (e->regs.sp & 4095);
 	}
-	/* The objects a dlopen brought: in the model before its stack is named (frames of a
-	 * constructor's library) and before it is announced. */
-	if (ps && ev.kind == EVENT_DLOPEN && ev.u.dlopen.handle) {
-		refresh(w, ps);
-		w->cur.fresh = true;
-	}
-	if (ev.kind == EVENT_SIGNAL)
-		name_signal(w, ps, e, size, &ev);
-	w->cur.python[0] = '\0';
-	if (ev.kind == EVENT_DLOPEN && ps && ps->python &&
-	    size >= offsetof(struct dlw_event, regs) && e->py.status != DLW_PY_NONE &&
-	    !py_import__resolve(&ps->py, ps->pid, &e->py, ps->codes, &ev.py)) {
-		ev.has_python = true;
-		py_import__describe(&ev.py, w->cur.python, sizeof(w->cur.python));
-	}
-	/* A record says it carried a stack even when the stack could not be unwound. A
-	 * runtime's first region (or BLAS dispatch) shows its stack in the text too. */
-	if (w->cur.stack && (sinks_want_stacks(w) || ev.kind == EVENT_OMP_FORK)) {
-		ev.has_stack = true;
-		stack_of(w, ps, e, &ev.stack);
-	}
-	SINKS(w, event, &ev);
-	ps = update_model(w, ps, e, &ev);
-	detect_on_event(w, ps, e, &ev);
-	if (ev.kind == EVENT_EXIT) {
-		if (ev.pid == w->command_pid)
-			w->command_done = true;
-		drop_proc(w, ev.pid);
-	}
-	event__clear(&ev);
-	thread_stack__clear(&w->cur.ts);
-	w->cur.python[0] = '\0';
-	w->cur.e = NULL;
-	w->cur.stack = NULL;
+	dispatch(w, &we);
 }
 
 /*
@@ -1451,12 +1513,65 @@ static bool first_report(struct watch *w, pid_t tid, unsigned long long since)
 	return true;
 }
 
+/*
+ * The event of a thread found blocked in a futex inside the call @c (its outermost dlopen, or a
+ * dlsym) of type @type: made here, in the model's terms, as no kernel record says it.
+ */
+static void stuck_event(struct watch_event *we, const struct dlw_call *c, unsigned int type,
+			pid_t tid, unsigned long long uaddr, unsigned long long now)
+{
+	char path[64];
+
+	memset(we, 0, sizeof(*we));
+	we->ev = (struct event){ .kind = EVENT_FUTEX_WAIT,
+				 .t = now,
+				 .pid = (pid_t)c->pid,
+				 .tid = tid,
+				 .in_dlopen = type == DLW_DLOPEN };
+	we->ev.u.futex.what = type == DLW_DLOPEN ? EVENT_FUTEX_BLOCKED_DLOPEN :
+						   EVENT_FUTEX_BLOCKED_DLSYM;
+	we->ev.u.futex.futex = uaddr;
+	we->ev.u.futex.duration_ns = now - c->ts;
+	memcpy(we->ev.u.futex.call, c->str, sizeof(we->ev.u.futex.call));
+	/* Blocked before it read the name (dlsym waits for the loader lock first). */
+	if (c->str_state == DLW_STR_UNREAD)
+		read_target_str((pid_t)c->pid, c->strptr, we->ev.u.futex.call,
+				sizeof(we->ev.u.futex.call));
+	we->ev.u.futex.call[sizeof(we->ev.u.futex.call) - 1] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/task/%d/comm", c->pid, tid);
+	if (proc__read_small(path, we->comm, sizeof(we->comm)) > 0)
+		we->comm[strcspn(we->comm, "\n")] = '\0';
+	/* The thread names itself (prctl): shown escaped, as event__decode shows it. */
+	termsafe__escape(we->comm, sizeof(we->comm), we->ev.comm, sizeof(we->ev.comm));
+}
+
+/* A thread waits inside dlopen while another waits in dlsym for the lock it holds. */
+static void loader_lock_cycle(struct watch *w, const struct watch_event *holder,
+			      const struct watch_event *waiter)
+{
+	struct proc_state *ps = proc_find(w, holder->ev.pid);
+	struct live_ctx lc = live_ctx_of(ps);
+	struct findings fs = { 0 };
+	struct live_event le = {
+		.kind = LIVE_LOADER_LOCK_CYCLE,
+		.pid = holder->ev.pid,
+		.tid = holder->ev.tid,
+		.comm = holder->comm,
+		.dlopen_file = holder->ev.u.futex.call,
+		.waiter_tid = waiter->ev.tid,
+		.waiter_symbol = waiter->ev.u.futex.call,
+	};
+
+	detectors__on_event(&lc, &le, &fs);
+	findings_of(w, ps, waiter, &fs);
+}
+
 static void scan_stuck_in_dlopen(struct watch *w)
 {
 	const struct bpf_map *calls = w->skel->maps.calls;
 	unsigned long long key, next, now = mono_ns(CLOCK_MONOTONIC), uaddr;
 	unsigned long long *prev = NULL;
-	struct dlw_event holder = { 0 }, waiter = { 0 };
+	struct watch_event holder = { 0 }, waiter = { 0 }, we;
 	struct dlw_call c;
 
 	if (w->o->futex_ms || now - w->last_scan < STUCK_NS / 2)
@@ -1465,8 +1580,6 @@ static void scan_stuck_in_dlopen(struct watch *w)
 	while (!bpf_map__get_next_key(calls, prev, &next, sizeof(next))) {
 		unsigned int type = (next >> 8) & 0xff;
 		pid_t tid = (pid_t)(next >> 16);
-		struct dlw_event e = { .type = DLW_FUTEX_WAIT, .ts_ns = now, .tid = (unsigned)tid };
-		char path[64];
 
 		key = next;
 		prev = &key;
@@ -1475,44 +1588,19 @@ static void scan_stuck_in_dlopen(struct watch *w)
 		    bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0) ||
 		    now - c.ts < STUCK_NS || !blocked_in_futex((pid_t)c.pid, tid, &uaddr))
 			continue;
-		e.pid = c.pid;
-		e.arg0 = uaddr;
-		e.arg1 = type == DLW_DLOPEN ? DLW_FUTEX_BLOCKED_IN_DLOPEN :
-					      DLW_FUTEX_BLOCKED_IN_DLSYM;
-		e.in_dlopen = type == DLW_DLOPEN;
-		e.duration_ns = now - c.ts;
-		memcpy(e.str, c.str, sizeof(e.str));
-		/* Blocked before it read the name (dlsym waits for the loader lock first). */
-		if (c.str_state == DLW_STR_UNREAD)
-			read_target_str((pid_t)c.pid, c.strptr, e.str, sizeof(e.str));
-		snprintf(path, sizeof(path), "/proc/%u/task/%d/comm", c.pid, tid);
-		if (proc__read_small(path, e.comm, sizeof(e.comm)) > 0)
-			e.comm[strcspn(e.comm, "\n")] = '\0';
+		stuck_event(&we, &c, type, tid, uaddr, now);
 		if (type == DLW_DLOPEN)
-			holder = e;
-		else if (!waiter.pid || waiter.pid != holder.pid)
-			waiter = e;
-		if (first_report(w, tid, c.ts))
-			handle_event(w, &e, offsetof(struct dlw_event, path));
+			holder = we;
+		else if (!waiter.ev.pid || waiter.ev.pid != holder.ev.pid)
+			waiter = we;
+		if (first_report(w, tid, c.ts)) {
+			w->st->events++;
+			w->cur.stack = NULL;
+			dispatch(w, &we);
+		}
 	}
-	/* A thread waits inside dlopen while another waits in dlsym for the lock it holds. */
-	if (holder.pid && holder.pid == waiter.pid && first_report(w, -(pid_t)holder.tid, 0)) {
-		struct proc_state *ps = proc_find(w, (pid_t)holder.pid);
-		struct live_ctx lc = live_ctx_of(ps);
-		struct findings fs = { 0 };
-		struct live_event le = {
-			.kind = LIVE_LOADER_LOCK_CYCLE,
-			.pid = (pid_t)holder.pid,
-			.tid = (pid_t)holder.tid,
-			.comm = holder.comm,
-			.dlopen_file = holder.str,
-			.waiter_tid = (pid_t)waiter.tid,
-			.waiter_symbol = waiter.str,
-		};
-
-		detectors__on_event(&lc, &le, &fs);
-		findings_of(w, ps, &waiter, &fs);
-	}
+	if (holder.ev.pid && holder.ev.pid == waiter.ev.pid && first_report(w, -holder.ev.tid, 0))
+		loader_lock_cycle(w, &holder, &waiter);
 }
 
 static double cpu_seconds(void)
