@@ -33,7 +33,7 @@ void live_findings__one(struct watch *w, struct proc_state *ps, const struct wat
 
 static bool live_reported(const struct live_ctx *lc, const struct lg_object *o)
 {
-	return lc->arg && reported__is(lc->arg, o);
+	return lc->arg && o->reported;
 }
 
 /* The live detectors' view of @ps: reported objects are the present ones. */

@@ -54,11 +54,7 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	procmaps__free(ps->maps);
 	ps->maps = procmaps__read(ps->pid);
 	ps->g = g;
-	/* What a dlopen seen earlier brought in came by it, whatever the link map's order says. */
-	for (size_t k = 0; k < ps->n_seen; k++)
-		for (size_t i = 0; ps->seen[k].dlopened && i < g->n; i++)
-			if (reported__same_load(&ps->seen[k], g->objs[i]))
-				libgraph__saw_dlopen(g->objs[i]);
+	reported__carry(old, g);
 	for (size_t i = 0; i < g->n; i++)
 		probes__attach_object(w, ps->pid, g->objs[i]);
 	pyprocs__find(w, ps);
@@ -70,21 +66,19 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 		ps->seen_all = true;
 		w->st->attached_running++;
 		for (size_t i = 0; i < g->n; i++) {
-			reported__mark(ps, g->objs[i]);
+			reported__mark(g, g->objs[i]);
 			loaded(w, ps, g->objs[i], now, true);
 		}
 	}
+	/* What was reported and is gone from the new snapshot: once per load. */
 	for (size_t k = 0; old && k < old->n; k++) {
 		bool still = false;
 
-		struct announced was = { old->objs[k]->lm_addr, old->objs[k]->inode,
-					 old->objs[k]->base, old->objs[k]->ns, false };
-
 		for (size_t i = 0; i < g->n && !still; i++)
-			still = reported__same_load(&was, g->objs[i]);
-		if (still || !reported__is(ps, old->objs[k]))
+			still = reported__same_load(old->objs[k], g->objs[i]);
+		if (still || !old->objs[k]->reported)
 			continue;
-		reported__forget(ps, old->objs[k]);
+		reported__forget(old, old->objs[k]);
 		if (old->objs[k]->origin != LG_VDSO)
 			SINKS(w, unloaded, ps->pid, old->objs[k]->path);
 	}
@@ -95,7 +89,7 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 static void announce_one(struct watch *w, struct proc_state *ps, const struct lg_object *o,
 			 const struct watch_event *cause)
 {
-	reported__mark(ps, o);
+	reported__mark(ps->g, o);
 	loaded(w, ps, o, cause->ev.t, false);
 	live_findings__on_object(w, ps, cause, o);
 }
@@ -104,7 +98,7 @@ static void announce_one(struct watch *w, struct proc_state *ps, const struct lg
 static void announce_closure(struct watch *w, struct proc_state *ps, const struct lg_object *o,
 			     const struct watch_event *cause, unsigned int depth)
 {
-	if (o->gone || reported__is(ps, o) || depth > 64)
+	if (o->gone || o->reported || depth > 64)
 		return;
 	announce_one(w, ps, o, cause);
 	for (size_t c = 0; c < o->n_children; c++)
@@ -149,7 +143,7 @@ static bool announce(struct watch *w, struct proc_state *ps, const struct watch_
 				 * New at its dlopen's return: that dlopen brought it, even where
 				 * something loaded since (read in the same snapshot) needs it.
 				 */
-				if (!o->gone && !reported__is(ps, o) &&
+				if (!o->gone && !o->reported &&
 				    (!by_handle || o->lm_addr == handle))
 					libgraph__saw_dlopen(o);
 				announce_closure(w, ps, o, cause, 0);
@@ -235,11 +229,6 @@ int proctable__add(struct watch *w, pid_t pid, pid_t parent)
 	pp = parent > 0 ? proctable__find(w, parent) : NULL;
 	if (pp && pp->g) {
 		ps->g = libgraph__clone(pp->g, pid);
-		ps->seen = pp->n_seen ? malloc(pp->n_seen * sizeof(*ps->seen)) : NULL;
-		if (ps->seen) {
-			memcpy(ps->seen, pp->seen, pp->n_seen * sizeof(*ps->seen));
-			ps->n_seen = pp->n_seen;
-		}
 		ps->seen_all = true;
 		ps->start = pp->start;
 	}
@@ -256,7 +245,6 @@ void proctable__drop(struct watch *w, pid_t pid)
 			continue;
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
-		free(w->procs[i].seen);
 		sample_unwinder__free(w->procs[i].uw);
 		py_code_cache__free(w->procs[i].codes);
 		w->procs[i] = w->procs[--w->n_procs];
@@ -288,7 +276,6 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		if (!ps->py_preset)
 			pyprocs__forget(w, ps, ps->pid);
 		ps->py_preset = false;
-		ps->n_seen = 0;
 		ps->seen_all = true;
 		/* Its time, thread and name: an exec carries no stack. */
 		ps->start = (struct watch_event){
@@ -380,7 +367,6 @@ void proctable__free_all(struct watch *w)
 	for (size_t i = 0; i < w->n_procs; i++) {
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
-		free(w->procs[i].seen);
 		sample_unwinder__free(w->procs[i].uw);
 		py_code_cache__free(w->procs[i].codes);
 	}

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * What of a process's objects has been reported ("loaded" line and record): one load of one
- * object, known by its link map entry or by its file and base.
+ * What of a process's objects has been reported ("loaded" line and record): a mark on each
+ * object of its model, carried from snapshot to snapshot to the same load of the same object
+ * (known by its link map entry or by its file and base), as htop carries its process table.
  */
-#include <stdlib.h>
 
 #include "watch_internal.h"
 
@@ -11,40 +11,47 @@
  * One load of one object: its link map entry while it has one (a snapshot taken while the loader
  * is still mapping it knows neither its inode nor, sometimes, its base), else its file and base.
  */
-bool reported__same_load(const struct announced *a, const struct lg_object *o)
+bool reported__same_load(const struct lg_object *a, const struct lg_object *b)
 {
-	if (a->lm_addr || o->lm_addr)
-		return a->lm_addr == o->lm_addr && a->ns == o->ns;
-	return a->inode == o->inode && a->base == o->base;
+	if (a->lm_addr || b->lm_addr)
+		return a->lm_addr == b->lm_addr && a->ns == b->ns;
+	return a->inode == b->inode && a->base == b->base;
 }
 
-bool reported__is(const struct proc_state *ps, const struct lg_object *o)
+/* Set (or clear) the mark of @o and of every object of @g that is the same load. */
+static void set_mark(struct libgraph *g, const struct lg_object *o, bool on)
 {
-	for (size_t i = 0; i < ps->n_seen; i++)
-		if (reported__same_load(&ps->seen[i], o))
-			return true;
-	return false;
+	for (size_t i = 0; i < g->n; i++)
+		if (reported__same_load(g->objs[i], o))
+			g->objs[i]->reported = on;
 }
 
-void reported__mark(struct proc_state *ps, const struct lg_object *o)
+void reported__mark(struct libgraph *g, const struct lg_object *o)
 {
-	struct announced *n;
-
-	if (reported__is(ps, o))
-		return;
-	n = realloc(ps->seen, (ps->n_seen + 1) * sizeof(*n));
-	if (!n)
-		return;
-	ps->seen = n;
-	ps->seen[ps->n_seen++] =
-		(struct announced){ o->lm_addr, o->inode, o->base, o->ns, o->dlopened };
+	set_mark(g, o, true);
 }
 
-void reported__forget(struct proc_state *ps, const struct lg_object *o)
+void reported__forget(struct libgraph *g, const struct lg_object *o)
 {
-	for (size_t i = 0; i < ps->n_seen; i++)
-		if (reported__same_load(&ps->seen[i], o)) {
-			ps->seen[i] = ps->seen[--ps->n_seen];
-			return;
+	set_mark(g, o, false);
+}
+
+/*
+ * A new snapshot @g of a process whose last one was @old: each object of @g that is the same
+ * load as a reported one of @old is reported too, and one that a dlopen seen earlier brought in
+ * came by it, whatever the link map's order says.
+ */
+void reported__carry(const struct libgraph *old, struct libgraph *g)
+{
+	for (size_t k = 0; old && k < old->n; k++) {
+		const struct lg_object *was = old->objs[k];
+
+		for (size_t i = 0; was->reported && i < g->n; i++) {
+			if (!reported__same_load(was, g->objs[i]))
+				continue;
+			g->objs[i]->reported = true;
+			if (was->dlopened)
+				libgraph__saw_dlopen(g->objs[i]);
 		}
+	}
 }

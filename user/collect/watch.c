@@ -38,7 +38,7 @@ static bool sinks_want_stacks(const struct watch *w)
  * Name the stack of the event being handled now, while the model may still be read again: a
  * frame in an object the model has not read yet (a constructor's library, inside dlopen; the
  * libraries of a process read at its exec) has the process read again, once, and the stack
- * unwound anew. Naming itself (event_stack, symbolize) only reads the model.
+ * unwound anew. Naming itself (sampling.c) only reads the model.
  */
 static void name_stack(struct watch *w, struct proc_state *ps)
 {

@@ -54,13 +54,6 @@ struct watch_event {
 	size_t size;		     /* its size */
 };
 
-/* An object of a process's graph that has been reported ("loaded" line and record). */
-struct announced {
-	uint64_t lm_addr, inode, base;
-	unsigned int ns;
-	bool dlopened; /* a dlopen seen here brought it in: the graph read next is told so */
-};
-
 struct proc_state {
 	pid_t pid;
 	struct libgraph *g;
@@ -69,9 +62,8 @@ struct proc_state {
 	 * The model is read from the process, which runs ahead of the event stream: objects it
 	 * already has are reported only when the event that brought them (its exec, the dlopen
 	 * that returned them) is handled, so each arrival carries the right time and stack.
+	 * What has been reported is marked on g's objects (reported.c).
 	 */
-	struct announced *seen;
-	size_t n_seen;
 	bool seen_all; /* attached to a running process: what it had before is not news */
 	/* Its exec (no stack): the cause of start-up objects first seen after it. */
 	struct watch_event start;
@@ -221,10 +213,12 @@ bool sampling__stack_of(struct watch *w, struct proc_state *ps, const struct wat
 void sampling__name_signal(struct watch *w, struct proc_state *ps, struct watch_event *we);
 
 /* reported.c */
-bool reported__same_load(const struct announced *a, const struct lg_object *o);
-bool reported__is(const struct proc_state *ps, const struct lg_object *o);
-void reported__mark(struct proc_state *ps, const struct lg_object *o);
-void reported__forget(struct proc_state *ps, const struct lg_object *o);
+bool reported__same_load(const struct lg_object *a, const struct lg_object *b);
+/* @o of @g reported (o->reported), with every object of @g that is the same load. */
+void reported__mark(struct libgraph *g, const struct lg_object *o);
+/* ... no longer: gone from the process (the objects of an old snapshot). */
+void reported__forget(struct libgraph *g, const struct lg_object *o);
+void reported__carry(const struct libgraph *old, struct libgraph *g);
 
 /* live_findings.c */
 struct live_ctx live_findings__ctx(struct proc_state *ps);
