@@ -43,7 +43,7 @@ struct live_ctx live_findings__ctx(struct proc_state *ps)
 	return (struct live_ctx){ .g = ps ? ps->g : NULL, .reported = live_reported, .arg = ps };
 }
 
-/* Report what the detectors found about @e, then forget it. */
+/* Report what the detectors found about @we, then forget it. */
 void live_findings__report(struct watch *w, struct proc_state *ps, const struct watch_event *we,
 			   struct findings *fs)
 {

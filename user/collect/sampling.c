@@ -198,7 +198,7 @@ void watch__frame_text(const struct stack_frame *f, char *buf, size_t len)
 }
 
 /*
- * The stack @e carries, unwound once per event; NULL when it carries none. Read-only: the
+ * The stack @we carries, unwound once per event; NULL when it carries none. Read-only: the
  * dispatcher (name_stack) has made the model current first where it could be behind.
  */
 const struct thread_stack *sampling__event_stack(struct watch *w, struct proc_state *ps,
@@ -214,8 +214,8 @@ const struct thread_stack *sampling__event_stack(struct watch *w, struct proc_st
 }
 
 /*
- * The stack @e carries, unwound, as the event's frames (innermost first) and, when it ends
- * before the outermost frame, why. False when @e carries none.
+ * The stack @we carries, unwound, as the event's frames (innermost first) and, when it ends
+ * before the outermost frame, why. False when @we carries none.
  */
 bool sampling__stack_of(struct watch *w, struct proc_state *ps, const struct watch_event *we,
 			struct event_stack *out)
