@@ -99,8 +99,44 @@ static bool uw_read(void *ctx, uint64_t addr, uint64_t *word)
 #define UNWINDERS_MAX 32
 
 /*
+ * ps->uw, the unwinder of @ps for its objects @mods: its own, one shared with a process laid out
+ * alike, or a new one, the least recently used let go first past UNWINDERS_MAX (NULL: none).
+ */
+static void unwinder_for(struct watch *w, struct proc_state *ps, const struct sample_module *mods,
+			 size_t n)
+{
+	/* An unwinder shared with processes laid out alike, while this one still is. */
+	if (ps->uw && sample_unwinder__shared(ps->uw) &&
+	    !sample_unwinder__serves(ps->uw, ps->pid, mods, n)) {
+		sample_unwinder__free(ps->uw);
+		ps->uw = NULL;
+	}
+	for (size_t i = 0; !ps->uw && n && i < w->n_procs; i++)
+		if (w->procs[i].uw && sample_unwinder__serves(w->procs[i].uw, ps->pid, mods, n))
+			ps->uw = sample_unwinder__share(w->procs[i].uw);
+	/* The least recently used let go first: a few hundred processes, a bounded memory. */
+	while (!ps->uw && sample_unwinder__live() >= UNWINDERS_MAX) {
+		struct proc_state *lru = NULL;
+
+		for (size_t i = 0; i < w->n_procs; i++)
+			if (w->procs[i].uw && &w->procs[i] != ps &&
+			    (!lru || w->procs[i].uw_used < lru->uw_used))
+				lru = &w->procs[i];
+		if (!lru)
+			break;
+		sample_unwinder__free(lru->uw);
+		lru->uw = NULL;
+	}
+	if (!ps->uw)
+		ps->uw = sample_unwinder__new(ps->pid);
+	if (ps->uw)
+		ps->uw_used = ++w->uw_clock;
+}
+
+/*
  * Unwind the stack of the event being handled into w->cur.ts, from the model as it is: naming
- * never changes the model. True when the stack has frames the model cannot place (it is behind).
+ * never changes the model (graphs, maps), only the unwinders it keeps. True when the stack has
+ * frames the model cannot place (it is behind).
  */
 bool sampling__unwind(struct watch *w, struct proc_state *ps, const struct dlw_event *e)
 {
@@ -141,32 +177,7 @@ bool sampling__unwind(struct watch *w, struct proc_state *ps, const struct dlw_e
 		snprintf(file, flen, "/proc/%d/root%s", ps->pid, o->path);
 		mods[n++] = (struct sample_module){ o->path, file, o->base };
 	}
-	/* An unwinder shared with processes laid out alike, while this one still is. */
-	if (ps->uw && sample_unwinder__shared(ps->uw) &&
-	    !sample_unwinder__serves(ps->uw, ps->pid, mods, n)) {
-		sample_unwinder__free(ps->uw);
-		ps->uw = NULL;
-	}
-	for (size_t i = 0; !ps->uw && n && i < w->n_procs; i++)
-		if (w->procs[i].uw && sample_unwinder__serves(w->procs[i].uw, ps->pid, mods, n))
-			ps->uw = sample_unwinder__share(w->procs[i].uw);
-	/* The least recently used let go first: a few hundred processes, a bounded memory. */
-	while (!ps->uw && sample_unwinder__live() >= UNWINDERS_MAX) {
-		struct proc_state *lru = NULL;
-
-		for (size_t i = 0; i < w->n_procs; i++)
-			if (w->procs[i].uw && &w->procs[i] != ps &&
-			    (!lru || w->procs[i].uw_used < lru->uw_used))
-				lru = &w->procs[i];
-		if (!lru)
-			break;
-		sample_unwinder__free(lru->uw);
-		lru->uw = NULL;
-	}
-	if (!ps->uw)
-		ps->uw = sample_unwinder__new(ps->pid);
-	if (ps->uw)
-		ps->uw_used = ++w->uw_clock;
+	unwinder_for(w, ps, mods, n);
 	if (!ps->uw || sample_unwinder__set_modules(ps->uw, mods, n))
 		goto out;
 	sample_unwinder__unwind(ps->uw, &smp, &acc, EVENT_MAX_FRAMES, &w->cur.ts);
