@@ -77,10 +77,6 @@ enum dlw_fork_kind {
 enum dlw_futex_kind {
 	DLW_FUTEX_ENDED = 0,		/* a wait that ended, after duration_ns */
 	DLW_FUTEX_BEGINS_IN_DLOPEN = 1, /* a wait that began inside dlopen, sent as it begins */
-	/* Made by user space, which samples calls in progress: a thread found blocked in a futex
-	 * inside dlopen or dlsym (str: the call's file or symbol). */
-	DLW_FUTEX_BLOCKED_IN_DLOPEN = 2,
-	DLW_FUTEX_BLOCKED_IN_DLSYM = 3,
 };
 
 /*

@@ -218,13 +218,17 @@ static void test_decode_raw(void)
 				  .pid = 5,
 				  .tid = 5,
 				  .arg0 = 0x10,
-				  .arg1 = 3,
-				  .duration_ns = 100000000 };
+				  .arg1 = DLW_FUTEX_BEGINS_IN_DLOPEN };
 	strcpy(raw.str, "printf");
 	CHECK(!event__decode(&ev, &raw, offsetof(struct dlw_event, path), why, sizeof(why)) &&
-		      ev.u.futex.what == EVENT_FUTEX_BLOCKED_DLSYM &&
-		      !strcmp(ev.u.futex.call, "printf"),
-	      "a short raw futex sample: blocked inside dlsym(\"printf\")");
+		      ev.u.futex.what == EVENT_FUTEX_BEGINS && ev.u.futex.futex == 0x10 &&
+		      !ev.u.futex.call[0],
+	      "a short raw futex record: a wait that begins inside dlopen, no call named (a "
+	      "thread blocked in one is the collector's event, never a kernel record)");
+	raw.arg1 = 3;
+	CHECK(!event__decode(&ev, &raw, offsetof(struct dlw_event, path), why, sizeof(why)) &&
+		      ev.u.futex.what == EVENT_FUTEX_ENDED && !ev.u.futex.call[0],
+	      "the kernel sends no futex kind above DLW_FUTEX_BEGINS_IN_DLOPEN: an ended wait");
 	raw.type = 99;
 	CHECK(event__decode(&ev, &raw, sizeof(raw), why, sizeof(why)) == -EINVAL &&
 		      strstr(why, "unknown type 99"),

@@ -621,14 +621,12 @@ static void signal_from_json(struct reader *r, struct event *ev)
 
 static void futex_decode(struct event *ev, const struct dlw_event *raw, bool full)
 {
-	ev->u.futex.what = raw->arg1 == DLW_FUTEX_BEGINS_IN_DLOPEN  ? EVENT_FUTEX_BEGINS :
-			   raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN ? EVENT_FUTEX_BLOCKED_DLOPEN :
-			   raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM  ? EVENT_FUTEX_BLOCKED_DLSYM :
-								      EVENT_FUTEX_ENDED;
+	/* The kernel's waits only: one sampled blocked in dlopen or dlsym is the collector's own
+	 * event (user/collect), never a record. */
+	ev->u.futex.what = raw->arg1 == DLW_FUTEX_BEGINS_IN_DLOPEN ? EVENT_FUTEX_BEGINS :
+								     EVENT_FUTEX_ENDED;
 	ev->u.futex.futex = raw->arg0;
 	ev->u.futex.duration_ns = raw->duration_ns;
-	if (raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLOPEN || raw->arg1 == DLW_FUTEX_BLOCKED_IN_DLSYM)
-		copy_str(ev->u.futex.call, DLW_STR_LEN, raw->str, sizeof(raw->str));
 }
 
 static void futex_text(const struct event *ev, bool resolved, char *buf, size_t len)

@@ -45,6 +45,11 @@ struct lg_object {
 	/* A live collector saw the dlopen call that brought it in (libgraph__saw_dlopen). */
 	bool dlopened;
 	/*
+	 * A live collector reported it (its "loaded" line); the collector carries the mark to
+	 * the same load in its next snapshot (user/collect/reported.c). Clones keep it.
+	 */
+	bool reported;
+	/*
 	 * Its place in the loader's order: the link map lists a namespace's objects as they
 	 * arrived, and objects are added in that order, so this is its id; in a graph read from
 	 * /proc/PID/maps alone (no link maps) it is the loader's walk replayed (libgraph__link).

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The live detectors' hooks (detector.h) for objects and events, and their findings, with
+ * the time, thread and stack of the event that raised them, to every sink.
+ */
+#include <string.h>
+
+#include "finding.h"
+#include "watch_internal.h"
+
+/*
+ * A live finding: the detector's live_findings__one (check --json's shape: id, severity, title, evidence,
+ * why, remedy) with the time, thread and stack of the event that raised it, to every sink.
+ */
+void live_findings__one(struct watch *w, struct proc_state *ps, const struct watch_event *we,
+			const struct finding *f)
+{
+	struct event_stack stack = { 0 };
+	struct live_finding lf = {
+		.t = we->ev.t,
+		.pid = we->ev.pid,
+		.tid = we->ev.tid,
+		.comm = we->comm,
+		.f = f,
+	};
+
+	w->st->findings++;
+	if (w->o->n_sinks && sampling__stack_of(w, ps, we, &stack))
+		lf.stack = &stack;
+	SINKS(w, finding, &lf);
+	event_stack__clear(&stack);
+}
+
+static bool live_reported(const struct live_ctx *lc, const struct lg_object *o)
+{
+	return lc->arg && o->reported;
+}
+
+/* The live detectors' view of @ps: reported objects are the present ones. */
+
+struct live_ctx live_findings__ctx(struct proc_state *ps)
+{
+	return (struct live_ctx){ .g = ps ? ps->g : NULL, .reported = live_reported, .arg = ps };
+}
+
+/* Report what the detectors found about @we, then forget it. */
+void live_findings__report(struct watch *w, struct proc_state *ps, const struct watch_event *we,
+			   struct findings *fs)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		live_findings__one(w, ps, we, &fs->f[i]);
+	findings__free(fs);
+}
+
+/* The detector table's hooks for an object the model gained (detector.h). */
+void live_findings__on_object(struct watch *w, struct proc_state *ps,
+			      const struct watch_event *cause, const struct lg_object *o)
+{
+	struct live_ctx lc = live_findings__ctx(ps);
+	struct findings fs = { 0 };
+
+	if (o->gone)
+		return;
+	if (cause == w->cur.we && w->cur.python[0])
+		lc.arrived_through = w->cur.python;
+	detectors__on_object(&lc, o, &fs);
+	live_findings__report(w, ps, cause, &fs);
+}
+
+/* The detector table's hooks for an event: a parallel region or a wait inside dlopen. */
+void live_findings__on_event(struct watch *w, struct proc_state *ps, const struct event *ev,
+			     struct findings *fs)
+{
+	bool futex = ev->kind == EVENT_FUTEX_WAIT &&
+		     (ev->u.futex.what == EVENT_FUTEX_BEGINS ||
+		      ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN);
+	struct live_ctx lc;
+	struct live_event le = {
+		.kind = futex ? LIVE_FUTEX_IN_DLOPEN : LIVE_PARALLEL_IN_DLOPEN,
+		.pid = ev->pid,
+		.tid = ev->tid,
+		.comm = ev->comm,
+		.entry = ev->kind == EVENT_OMP_FORK ? (unsigned int)ev->u.omp_fork.entry : 0,
+		.dlopen_file = futex && ev->u.futex.what == EVENT_FUTEX_BLOCKED_DLOPEN ?
+				       ev->u.futex.call :
+				       NULL,
+	};
+
+	/* A region outside dlopen is sent only as its runtime's first: nothing to flag. */
+	if ((ev->kind != EVENT_OMP_FORK || !ev->in_dlopen) && !futex)
+		return;
+	lc = live_findings__ctx(ps);
+	detectors__on_event(&lc, &le, fs);
+}

@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The BPF object and its probes: loaded and configured from the options, the uprobes each
+ * object's roles call for (once per file), attached by uprobe_multi links, closed at the end.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/openat2.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "activity.h"
+#include "dlwatch.skel.h"
+#include "elfobj.h"
+#include "output.h"
+#include "phase.h"
+#include "procfs.h"
+#include "target.h"
+#include "watch_internal.h"
+
+struct attached_file {
+	uint64_t inode;
+	unsigned int what; /* bit per probe group */
+};
+
+enum probe_group {
+	PROBE_LOADER = 1 << 0,
+	PROBE_OPENMP = 1 << 1,
+	PROBE_BLAS = 1 << 2,
+	PROBE_GPU = 1 << 3,
+	PROBE_LINKMAP = 1 << 4, /* the loader's r_brk: the hold before new objects run */
+};
+
+static int add_link(struct watch *w, int fd)
+{
+	int *nl;
+
+	/* The run is ending and its probes are off: none is added back. */
+	if (w->draining) {
+		close(fd);
+		return 0;
+	}
+	nl = realloc(w->links, (w->n_links + 1) * sizeof(*nl));
+	if (!nl) {
+		close(fd);
+		return -ENOMEM;
+	}
+	w->links = nl;
+	w->links[w->n_links++] = fd;
+	return 0;
+}
+
+/* The kernel's uprobe_multi link (6.6), which the system's linux/bpf.h and libbpf 1.1 lack. */
+#define DLW_TRACE_UPROBE_MULTI 48
+#define DLW_F_UPROBE_MULTI_RETURN 1U
+
+struct uprobe_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, um_flags, pid, pad;
+};
+
+/*
+ * @n probes of @prog in @path, at file offsets @offs with @cookies, as one link: attached
+ * without the perf and trace-event layer (no event_mutex, which a detach elsewhere holds
+ * while it waits for a held thread) and detached with one grace period for all of them.
+ */
+static int attach_multi(struct watch *w, struct bpf_program *prog, const char *path,
+			const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+{
+	char buf[sizeof(struct uprobe_multi_attr) + 64] = { 0 };
+	struct uprobe_multi_attr a = {
+		.prog_fd = (uint32_t)bpf_program__fd(prog),
+		.attach_type = DLW_TRACE_UPROBE_MULTI,
+		.path = (uint64_t)(uintptr_t)path,
+		.offsets = (uint64_t)(uintptr_t)offs,
+		.cookies = (uint64_t)(uintptr_t)cookies,
+		.cnt = (uint32_t)n,
+		.um_flags = ret ? DLW_F_UPROBE_MULTI_RETURN : 0,
+	};
+	int fd;
+
+	memcpy(buf, &a, sizeof(a));
+	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, buf, sizeof(a));
+	if (fd < 0)
+		return -errno;
+	w->n_probes += n;
+	return add_link(w, fd);
+}
+
+/* One uprobe by file offset: libbpf 1.1 refuses versioned names such as dlopen@GLIBC_2.2.5. */
+static int attach_fn(struct watch *w, struct bpf_program *prog, const char *path,
+		     const struct elf_object *elf, const char *fn, bool ret, uint64_t cookie)
+{
+	uint64_t off;
+	int err;
+
+	if (elfobj__func_offset(elf, fn, &off))
+		return -ENOENT;
+	err = attach_multi(w, prog, path, &off, &cookie, 1, ret);
+	if (err)
+		dls_warn("cannot attach to %s in %s: %s", fn, path, strerror(-err));
+	return err;
+}
+
+/* The place in w->files of the entry whose mask is @mask. */
+static size_t container_of_mask(const struct watch *w, const unsigned int *mask)
+{
+	return (size_t)((const struct attached_file *)((const char *)mask -
+						       offsetof(struct attached_file, what)) -
+			w->files);
+}
+
+static unsigned int *attached_mask(struct watch *w, uint64_t inode)
+{
+	struct attached_file *nf;
+
+	for (size_t i = 0; i < w->n_files; i++)
+		if (w->files[i].inode == inode)
+			return &w->files[i].what;
+	nf = realloc(w->files, (w->n_files + 1) * sizeof(*nf));
+	if (!nf)
+		return NULL;
+	w->files = nf;
+	w->files[w->n_files] = (struct attached_file){ inode, 0 };
+	return &w->files[w->n_files++].what;
+}
+
+/*
+ * The return of a loader call, probed at the function's ret instructions rather than by a
+ * uretprobe: a uretprobe swaps the return address at entry for a trampoline, and dlopen and
+ * dlsym read that address to find their caller (whose RUNPATH dlopen searches, after which
+ * RTLD_NEXT looks). Every process calling them would get a wrong answer while we watch.
+ */
+static int attach_returns(struct watch *w, struct bpf_program *prog, const char *path,
+			  const struct elf_object *elf, const char *fn)
+{
+	uint64_t offs[16], cookies[16];
+	size_t n;
+	int err = elfobj__func_returns(elf, path, fn, offs, 16, &n);
+
+	if (err) {
+		if (err != -ENOENT || !elfobj__func_offset(elf, fn, &offs[0]))
+			dls_warn(
+				"cannot find the ret instructions of %s in %s (%s): its results are "
+				"not reported",
+				fn, path, strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < n; i++)
+		cookies[i] = DLW_AT_RET;
+	err = attach_multi(w, prog, path, offs, cookies, n, false);
+	if (err)
+		dls_warn("cannot attach to %s's return in %s: %s", fn, path, strerror(-err));
+	return err;
+}
+
+/*
+ * The loader's r_brk (_dl_debug_state), where a thread is held until the probes of the objects
+ * it just mapped are in place (bpf/dlwatch.bpf.c: linkmap_consistent). The cookie is where
+ * _r_debug.r_state is from the function, so that the program holds at RT_CONSISTENT only.
+ */
+static void attach_linkmap(struct watch *w, const char *path, const struct elf_object *elf)
+{
+	GElf_Sym fn, rd;
+	uint64_t delta = 0;
+
+	if (elfobj__lookup(elf, "_dl_debug_state", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &fn))
+		return;
+	/* struct r_debug: int r_version; struct link_map *r_map; ElfW(Addr) r_brk; r_state. */
+	if (!elfobj__lookup(elf, "_r_debug", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &rd))
+		delta = rd.st_value + 24 - fn.st_value;
+	attach_fn(w, w->skel->progs.linkmap_consistent, path, elf, "_dl_debug_state", false, delta);
+}
+
+/*
+ * @path of process @pid opened through its root, its absolute links resolved in that root too
+ * (RESOLVE_IN_ROOT: /lib64/ld-linux-x86-64.so.2 links to /lib/..., which /proc/PID/root/...
+ * would resolve in dlscope's own root, another one in a chroot or container). The descriptor,
+ * named in @out as /proc/self/fd/N, or -errno.
+ */
+static int open_in_root(pid_t pid, const char *path, char *out, size_t len)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	char root[64];
+	int rfd, fd;
+
+	/* A relative name (dlopen("build/libx.so")) is the process's: from its working
+	 * directory. */
+	snprintf(root, sizeof(root), "/proc/%d/%s", pid, path[0] == '/' ? "root" : "cwd");
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	if (path[0] != '/')
+		how.resolve = 0;
+	fd = (int)syscall(SYS_openat2, rfd, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(rfd);
+	if (fd >= 0)
+		snprintf(out, len, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+/* The loader's calls in C library @elf: dlopen, dlmopen, dlclose, dlsym, dlvsym, each returning. */
+static void attach_loader(struct watch *w, const char *path, const struct elf_object *elf)
+{
+	struct dlwatch_bpf *s = w->skel;
+
+	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlopen", false, 0);
+	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlopen");
+	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlmopen", false, DLW_AT_DLMOPEN);
+	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlmopen");
+	attach_fn(w, s->progs.dlclose_enter, path, elf, "dlclose", false, 0);
+	attach_returns(w, s->progs.dlclose_exit, path, elf, "dlclose");
+	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlsym", false, 0);
+	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlsym");
+	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlvsym", false, 0);
+	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlvsym");
+}
+
+static bool has_impl(const struct obj_roles *r, int impl)
+{
+	for (unsigned int i = 0; i < r->n; i++)
+		if ((int)r->r[i].impl == impl)
+			return true;
+	return false;
+}
+
+/* The GPU module loads and program builds that GPU object @elf (roles @r) defines. */
+static void attach_gpu(struct watch *w, const char *path, const struct elf_object *elf,
+		       const struct obj_roles *r)
+{
+	/* OpenCL's and Level Zero's API in their loaders only: an ICD driver or a layer that
+	 * defined the same names would report each call twice. */
+	static const struct {
+		const char *fn;
+		uint64_t cookie;
+		int impl; /* only in an object of this implementation; -1: any GPU one */
+	} gpu_fns[] = {
+		{ "cuModuleLoad", CUDA_MODULE_LOAD, -1 },
+		{ "cuModuleLoadData", CUDA_MODULE_LOAD_DATA, -1 },
+		{ "cuModuleLoadDataEx", CUDA_MODULE_LOAD_DATA_EX, -1 },
+		{ "cuModuleLoadFatBinary", CUDA_MODULE_LOAD_FATBIN, -1 },
+		{ "cuLibraryLoadData", CUDA_LIBRARY_LOAD_DATA, -1 },
+		{ "cuLibraryLoadFromFile", CUDA_LIBRARY_LOAD_FILE, -1 },
+		{ "hipModuleLoad", HIP_MODULE_LOAD, -1 },
+		{ "hipModuleLoadData", HIP_MODULE_LOAD_DATA, -1 },
+		{ "clCreateProgramWithSource", CL_CREATE_PROGRAM_WITH_SOURCE, IMPL_OPENCL_LOADER },
+		{ "clCreateProgramWithBinary", CL_CREATE_PROGRAM_WITH_BINARY, IMPL_OPENCL_LOADER },
+		{ "clCreateProgramWithIL", CL_CREATE_PROGRAM_WITH_IL, IMPL_OPENCL_LOADER },
+		{ "clBuildProgram", CL_BUILD_PROGRAM, IMPL_OPENCL_LOADER },
+		{ "clCompileProgram", CL_COMPILE_PROGRAM, IMPL_OPENCL_LOADER },
+		{ "clLinkProgram", CL_LINK_PROGRAM, IMPL_OPENCL_LOADER },
+		{ "zeModuleCreate", ZE_MODULE_CREATE, IMPL_LEVEL_ZERO },
+	};
+	struct dlwatch_bpf *s = w->skel;
+
+	for (size_t i = 0; i < sizeof(gpu_fns) / sizeof(gpu_fns[0]); i++)
+		if ((gpu_fns[i].impl < 0 || has_impl(r, gpu_fns[i].impl)) &&
+		    !attach_fn(w,
+			       gpu_fns[i].cookie >= CL_CREATE_PROGRAM_WITH_SOURCE ?
+				       s->progs.gpu_build_enter :
+				       s->progs.cuda_load_enter,
+			       path, elf, gpu_fns[i].fn, false, gpu_fns[i].cookie))
+			attach_fn(w, s->progs.cuda_load_exit, path, elf, gpu_fns[i].fn, true, 0);
+}
+
+/* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
+void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
+{
+	static const struct {
+		const char *fn;
+		enum dlw_fork_entry entry;
+	} omp_fns[] = { { "GOMP_parallel", DLW_ENTRY_GOMP_PARALLEL },
+			{ "GOMP_parallel_start", DLW_ENTRY_GOMP_PARALLEL_START },
+			{ "__kmpc_fork_call", DLW_ENTRY_KMPC_FORK_CALL } };
+	const struct obj_roles *r = lg_object__roles(o);
+	struct dlwatch_bpf *s = w->skel;
+	char path[PATH_MAX + 64];
+	unsigned int *mask, want = 0, rt;
+	int fd;
+
+	if (!o->elf || o->gone || !s)
+		return;
+	if (obj_roles__find(r, ROLE_LIBC))
+		want |= PROBE_LOADER;
+	if (w->o->hot && obj_roles__find(r, ROLE_OPENMP))
+		want |= PROBE_OPENMP;
+	if (w->o->hot && obj_roles__find(r, ROLE_BLAS))
+		want |= PROBE_BLAS;
+	if (obj_roles__find(r, ROLE_CUDA))
+		want |= PROBE_GPU;
+	if (o->origin == LG_INTERPRETER)
+		want |= PROBE_LINKMAP;
+	mask = want ? attached_mask(w, elfobj__inode(o->elf)) : NULL;
+	if (!mask || !(want & ~*mask))
+		return;
+	want &= ~*mask;
+	*mask |= want;
+	/* The runtime's id in the probes' cookies: its file's place in w->files. */
+	rt = (unsigned int)(container_of_mask(w, mask) + 1);
+	if ((want & (PROBE_OPENMP | PROBE_BLAS)) && w->act)
+		activity_counts__name(w->act, rt, o->path, want & PROBE_BLAS ? "blas" : "openmp");
+	fd = open_in_root(pid, o->path, path, sizeof(path));
+	if (fd < 0)
+		snprintf(path, sizeof(path), "/proc/%d/%s%s", pid,
+			 o->path[0] == '/' ? "root" : "cwd/", o->path);
+	if (want & PROBE_LOADER)
+		attach_loader(w, path, o->elf);
+	if (want & PROBE_LINKMAP)
+		attach_linkmap(w, path, o->elf);
+	for (size_t i = 0; (want & PROBE_OPENMP) && i < sizeof(omp_fns) / sizeof(omp_fns[0]); i++)
+		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i].fn, false,
+			  dlw_cookie(omp_fns[i].entry, rt));
+	/* OpenBLAS's dispatch to its pool: a BLAS "region", counted like an OpenMP one. */
+	if (want & PROBE_BLAS)
+		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, "exec_blas", false,
+			  dlw_cookie(DLW_ENTRY_BLAS_DISPATCH, rt));
+	if (want & PROBE_BLAS)
+		attach_fn(w, s->progs.blas_thread_enter, path, o->elf, "blas_thread_server", false,
+			  0);
+	if (want & PROBE_GPU)
+		attach_gpu(w, path, o->elf, r);
+	if (fd >= 0)
+		close(fd);
+}
+
+int probes__check_capabilities(char *why, size_t len)
+{
+	const char *still = "libs, check, lint and stacks still work";
+
+	if (geteuid() != 0) {
+		snprintf(why, len,
+			 "watch needs root (CAP_BPF and CAP_PERFMON) to load its BPF "
+			 "programs; %s",
+			 still);
+		return -EPERM;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(why, len,
+			 "watch needs kernel BTF (/sys/kernel/btf/vmlinux is missing); %s", still);
+		return -ENOTSUP;
+	}
+	if (access("/sys/bus/event_source/devices/uprobe", F_OK)) {
+		snprintf(why, len, "watch needs uprobe support (no uprobe PMU in this kernel); %s",
+			 still);
+		return -ENOTSUP;
+	}
+	/* Its probes would see the host's PIDs, which match none here: an empty stream. */
+	if (proc__in_child_pidns()) {
+		snprintf(
+			why, len,
+			"dlscope runs in a PID namespace below the host's (a container): its probes "
+			"report the host's process IDs, which this namespace cannot match; run "
+			"dlscope in the host's PID namespace (nsenter -t 1 -p, or the container "
+			"with --pid=host); %s",
+			still);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN)
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+/* Probe our own libc: a command, or a program started later, runs the same one unless it
+ * changes root. */
+void probes__attach_own_libc(struct watch *w)
+{
+	struct target *self;
+	struct libgraph *g;
+	char r[128];
+
+	if (target__open(getpid(), &self, r, sizeof(r)))
+		return;
+	if (!libgraph__snapshot_cached(self, w->cache, &g, r, sizeof(r))) {
+		for (size_t i = 0; i < g->n; i++)
+			probes__attach_object(w, getpid(), g->objs[i]);
+		libgraph__free(g);
+	}
+	target__free(self);
+}
+
+/* The links a closing thread takes: fds[i] for i = first, first + step, ... */
+struct closer {
+	const int *fds;
+	size_t n, first, step;
+};
+
+static void *close_some(void *arg)
+{
+	const struct closer *c = arg;
+
+	for (size_t i = c->first; i < c->n; i += c->step)
+		close(c->fds[i]);
+	return NULL;
+}
+
+/*
+ * Every probe off; the program and its maps stay until the end, for the counts. Each link's
+ * close waits for an RCU-tasks-trace grace period (handlers in progress), some 20-100 ms: the
+ * closes run on CLOSERS threads at once and share their grace periods.
+ */
+#define CLOSERS 32
+
+void probes__detach_all(struct watch *w)
+{
+	struct closer c[CLOSERS];
+	pthread_t t[CLOSERS];
+	bool started[CLOSERS] = { false };
+	size_t n = w->n_links < CLOSERS ? w->n_links : CLOSERS;
+
+	for (size_t i = 0; i < n; i++) {
+		c[i] = (struct closer){ w->links, w->n_links, i, n };
+		started[i] = !pthread_create(&t[i], NULL, close_some, &c[i]);
+		if (!started[i])
+			close_some(&c[i]);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (started[i])
+			pthread_join(t[i], NULL);
+	free(w->links);
+	w->links = NULL;
+	w->n_links = 0;
+}
+
+/*
+ * Every event lost, by cause: what the BPF programs counted per CPU (ring buffer full, call
+ * table full), and the probe hits the kernel did not run a program for. Nothing generated goes
+ * uncounted: generated = recorded + lost.
+ */
+
+void probes__count_lost(struct watch *w, struct watch_stats *st)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	unsigned long long *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*vals)) : NULL;
+	unsigned long long *by[DLW_LOST__COUNT] = { &st->lost_ring, &st->lost_calls,
+						    &st->activity_uncounted, &st->holds_late };
+	struct bpf_program *prog;
+
+	for (uint32_t k = 0; vals && k < DLW_LOST__COUNT; k++)
+		if (!bpf_map__lookup_elem(w->skel->maps.lost, &k, sizeof(k), vals,
+					  (size_t)ncpu * sizeof(*vals), 0))
+			for (int c = 0; c < ncpu; c++)
+				*by[k] += vals[c];
+	free(vals);
+	bpf_object__for_each_program (prog, w->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			st->lost_skipped += info.recursion_misses;
+	}
+	/* Uncounted regions are no events: not part of lost. */
+	st->lost = st->lost_ring + st->lost_calls + st->lost_skipped + st->lost_unread;
+}
+
+/* The BPF object configured from the options, loaded, its tracepoints attached. */
+int probes__load(struct watch *w, char *why, size_t whylen)
+{
+	const struct watch_opts *o = w->o;
+	int ncpu = libbpf_num_possible_cpus(), err;
+	struct bpf_program *prog;
+
+	libbpf_set_print(libbpf_quiet);
+	w->skel = dlwatch_bpf__open();
+	if (!w->skel) {
+		err = -errno;
+		snprintf(why, whylen, "cannot open the BPF programs: %s", strerror(errno));
+		return err;
+	}
+	w->skel->rodata->follow_children = o->follow;
+	if (o->comm) {
+		w->skel->rodata->comm_mode = true;
+		strncpy((char *)w->skel->rodata->comm_filter, o->comm,
+			sizeof(w->skel->rodata->comm_filter) - 1);
+	}
+	w->skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
+	if (o->ring_mb)
+		bpf_map__set_max_entries(w->skel->maps.events, o->ring_mb << 20);
+	/* What the options leave out is not loaded (nor verified): the start is that much faster. */
+	if (!o->futex_ms) {
+		bpf_program__set_autoload(w->skel->progs.handle_futex_enter, false);
+		bpf_program__set_autoload(w->skel->progs.handle_futex_exit, false);
+		bpf_map__set_autocreate(w->skel->maps.futex_start, false);
+	}
+	if (!o->hot) {
+		bpf_program__set_autoload(w->skel->progs.omp_fork_enter, false);
+		bpf_program__set_autoload(w->skel->progs.blas_thread_enter, false);
+	}
+	/* Every uprobe program goes through uprobe_multi links (attach_multi). */
+	bpf_object__for_each_program (prog, w->skel->obj)
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE)
+			bpf_program__set_expected_attach_type(prog, DLW_TRACE_UPROBE_MULTI);
+	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
+	bpf_map__set_max_entries(w->skel->maps.scratch, 2 * (ncpu > 0 ? ncpu : 1));
+	phase__mark("watch: BPF object opened");
+	err = dlwatch_bpf__load(w->skel);
+	phase__mark("watch: BPF object loaded");
+	if (err) {
+		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
+		return err;
+	}
+	/*
+	 * The futex tracepoints put every syscall of the machine on the slow path: only when
+	 * asked. They need tracefs; root may mount it. Without it, futex waits are left out
+	 * and everything else still works.
+	 */
+	if (!o->futex_ms) {
+		/* Not loaded. */
+	} else if (access("/sys/kernel/tracing/events/syscalls", F_OK) &&
+		   mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
+		dls_warn(
+			"tracefs is not mounted at /sys/kernel/tracing and mounting it failed (%s): "
+			"futex waits are not reported",
+			strerror(errno));
+		bpf_program__set_autoattach(w->skel->progs.handle_futex_enter, false);
+		bpf_program__set_autoattach(w->skel->progs.handle_futex_exit, false);
+	}
+	err = dlwatch_bpf__attach(w->skel);
+	if (err) {
+		snprintf(why, whylen, "cannot attach the tracepoints: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The watched processes: each one's model (graph and maps) read again as events call for,
+ * and the objects each event brought reported, in the stream's order.
+ */
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dlwatch.skel.h"
+#include "elfobj.h"
+#include "pkgowner.h"
+#include "procfs.h"
+#include "procmaps.h"
+#include "target.h"
+#include "watch_internal.h"
+
+/* An object the model gained (or had when we attached: @baseline), to every sink. */
+static void loaded(struct watch *w, const struct proc_state *ps, const struct lg_object *o,
+		   unsigned long long ts, bool baseline)
+{
+	struct loaded_obj l = { .t = ts, .pid = ps->pid, .g = ps->g, .o = o, .baseline = baseline };
+
+	SINKS(w, loaded, &l);
+}
+
+static struct libgraph *graph_empty(struct watch *w, pid_t pid, const char *comm)
+{
+	return libgraph__new_cached(pid, comm, w->cache);
+}
+
+/* Re-read the process's graph and maps; attach probes to any runtime it now has. */
+int proctable__refresh(struct watch *w, struct proc_state *ps)
+{
+	struct libgraph *old = ps->g, *g = NULL;
+	struct target *t;
+	char why[256];
+
+	if (target__open(ps->pid, &t, why, sizeof(why)))
+		return -ESRCH;
+	if (libgraph__snapshot_cached(t, w->cache, &g, why, sizeof(why))) {
+		target__free(t);
+		return -ESRCH;
+	}
+	/* Objects seen before answer from the cache; out of memory only leaves owners out. */
+	libgraph__find_packages(g, t, w->pkgs);
+	target__free(t);
+	procmaps__free(ps->maps);
+	ps->maps = procmaps__read(ps->pid);
+	ps->g = g;
+	reported__carry(old, g);
+	for (size_t i = 0; i < g->n; i++)
+		probes__attach_object(w, ps->pid, g->objs[i]);
+	pyprocs__find(w, ps);
+	if (!old && !ps->seen_all) {
+		/* Attached to a running process: its present objects are the baseline, in a
+		 * trace too, so that a replay starts from the whole graph. */
+		unsigned long long now = mono_ns(CLOCK_MONOTONIC);
+
+		ps->seen_all = true;
+		w->st->attached_running++;
+		for (size_t i = 0; i < g->n; i++) {
+			reported__mark(g, g->objs[i]);
+			loaded(w, ps, g->objs[i], now, true);
+		}
+	}
+	/* What was reported and is gone from the new snapshot: once per load. */
+	for (size_t k = 0; old && k < old->n; k++) {
+		bool still = false;
+
+		for (size_t i = 0; i < g->n && !still; i++)
+			still = reported__same_load(old->objs[k], g->objs[i]);
+		if (still || !old->objs[k]->reported)
+			continue;
+		reported__forget(old, old->objs[k]);
+		if (old->objs[k]->origin != LG_VDSO)
+			SINKS(w, unloaded, ps->pid, old->objs[k]->path);
+	}
+	libgraph__free(old);
+	return 0;
+}
+
+static void announce_one(struct watch *w, struct proc_state *ps, const struct lg_object *o,
+			 const struct watch_event *cause)
+{
+	reported__mark(ps->g, o);
+	loaded(w, ps, o, cause->ev.t, false);
+	live_findings__on_object(w, ps, cause, o);
+}
+
+/* Report @o and what it needs that is not reported yet, depth first in DT_NEEDED order. */
+static void announce_closure(struct watch *w, struct proc_state *ps, const struct lg_object *o,
+			     const struct watch_event *cause, unsigned int depth)
+{
+	if (o->gone || o->reported || depth > 64)
+		return;
+	announce_one(w, ps, o, cause);
+	for (size_t c = 0; c < o->n_children; c++)
+		announce_closure(w, ps, ps->g->objs[o->children[c]], cause, depth + 1);
+}
+
+/*
+ * Report what @cause brought into the model: at exec, the start-up objects (the executable,
+ * the loader, preloads and their DT_NEEDED closure); at a dlopen's return, the object it
+ * returned and its closure; at exit, whatever no event claimed. Returns false when a dlopen's
+ * object is not in the model.
+ */
+static bool announce(struct watch *w, struct proc_state *ps, const struct watch_event *cause)
+{
+	const struct event *ev = &cause->ev;
+	uint64_t handle = ev->kind == EVENT_DLOPEN ? ev->u.dlopen.handle : 0;
+	struct libgraph *g = ps->g;
+	bool found = false, by_handle = false;
+
+	if (!g)
+		return false;
+	for (size_t i = 0; handle && i < g->n; i++)
+		by_handle = by_handle || g->objs[i]->lm_addr == handle;
+	/* The exec was handled while the loader was still mapping the start-up objects. */
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (o->origin == LG_EXECUTABLE || o->origin == LG_INTERPRETER ||
+		    o->origin == LG_VDSO || o->origin == LG_PRELOAD)
+			announce_closure(w, ps, o, ps->start.ev.kind ? &ps->start : cause, 0);
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		struct lg_object *o = g->objs[i];
+
+		switch (ev->kind) {
+		case EVENT_EXEC: break;
+		case EVENT_DLOPEN:
+			if ((handle && o->lm_addr == handle) ||
+			    (ev->u.dlopen.file[0] && !strcmp(o->path, ev->u.dlopen.file))) {
+				found = true;
+				/*
+				 * New at its dlopen's return: that dlopen brought it, even where
+				 * something loaded since (read in the same snapshot) needs it.
+				 */
+				if (!o->gone && !o->reported &&
+				    (!by_handle || o->lm_addr == handle))
+					libgraph__saw_dlopen(o);
+				announce_closure(w, ps, o, cause, 0);
+			}
+			break;
+		default: announce_closure(w, ps, o, cause, 0);
+		}
+	}
+	return found;
+}
+
+/*
+ * The process exited before we could read it: judge the object dlopen returned from its file
+ * alone (the path comes from the link map, read in the kernel at dlopen's return).
+ */
+static void loaded_after_exit(struct watch *w, struct proc_state *ps, const struct watch_event *we)
+{
+	const char *file = we->ev.u.dlopen.file;
+	uint64_t handle = we->ev.u.dlopen.handle;
+	struct lg_object *o;
+	char host[PATH_MAX + 64], note[PATH_MAX + 128];
+
+	if (!file[0] || !(ps->g = ps->g ?: graph_empty(w, ps->pid, we->comm)))
+		return;
+	snprintf(host, sizeof(host), "/proc/%d/root%s", we->ev.pid, file);
+	if (access(host, R_OK))
+		snprintf(host, sizeof(host), "%s", file);
+	o = libgraph__add(ps->g, 0, file, host, handle, handle, 0);
+	if (!o || !o->elf)
+		return;
+	o->inode = elfobj__inode(o->elf);
+	libgraph__saw_dlopen(o);
+	snprintf(note, sizeof(note),
+		 "        %d: the process is gone; %s's dependencies are unknown", ps->pid, file);
+	SINKS(w, note, note);
+	announce_one(w, ps, o, we);
+}
+
+/* A process caught at its exec (a command, --comm): everything it loads is news. */
+int proctable__add_empty(struct watch *w, pid_t pid, const char *comm)
+{
+	uint32_t key = (uint32_t)pid;
+	uint8_t one = 1;
+	struct proc_state *np = realloc(w->procs, (w->n_procs + 1) * sizeof(*np));
+
+	if (!np)
+		return -ENOMEM;
+	w->procs = np;
+	w->procs[w->n_procs++] = (struct proc_state){
+		.pid = pid,
+		.g = graph_empty(w, pid, comm),
+		.seen_all = true,
+	};
+	/* Offline (tests): no BPF map to tell. */
+	return w->skel ? bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one,
+					      sizeof(one), BPF_ANY) :
+			 0;
+}
+
+/*
+ * Watch @pid from now on. A forked child (@parent > 0) that exits before it can be read keeps
+ * a copy of its parent's model: fork copied the parent's objects, which are not news.
+ */
+int proctable__add(struct watch *w, pid_t pid, pid_t parent)
+{
+	struct proc_state *np, *ps, *pp;
+	uint8_t one = 1;
+	uint32_t key = (uint32_t)pid;
+	int err;
+
+	if (proctable__find(w, pid))
+		return 0;
+	np = realloc(w->procs, (w->n_procs + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	w->procs = np;
+	w->procs[w->n_procs] = (struct proc_state){ .pid = pid };
+	w->n_procs++;
+	if (w->skel)
+		bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
+				     BPF_ANY);
+	ps = &w->procs[w->n_procs - 1];
+	pp = parent > 0 ? proctable__find(w, parent) : NULL;
+	if (pp && pp->g) {
+		ps->g = libgraph__clone(pp->g, pid);
+		ps->seen_all = true;
+		ps->start = pp->start;
+	}
+	err = proctable__refresh(w, ps);
+	return err && ps->g ? 0 : err;
+}
+
+void proctable__drop(struct watch *w, pid_t pid)
+{
+	uint32_t key = (uint32_t)pid;
+
+	for (size_t i = 0; i < w->n_procs; i++) {
+		if (w->procs[i].pid != pid)
+			continue;
+		libgraph__free(w->procs[i].g);
+		procmaps__free(w->procs[i].maps);
+		sample_unwinder__free(w->procs[i].uw);
+		py_code_cache__free(w->procs[i].codes);
+		w->procs[i] = w->procs[--w->n_procs];
+		break;
+	}
+	if (w->skel)
+		bpf_map__delete_elem(w->skel->maps.targets, &key, sizeof(key), 0);
+	pyprocs__forget(w, NULL, pid);
+}
+
+/* The model follows the event: processes come and go, their graphs are read again. */
+struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
+				     const struct watch_event *we)
+{
+	const struct event *ev = &we->ev;
+
+	/* proctable__add may move w->procs: @ps is found again. */
+	if (ev->kind == EVENT_FORK && !ev->u.fork.thread && w->o->follow) {
+		proctable__add(w, ev->u.fork.child, ev->pid);
+		ps = proctable__find(w, ev->pid);
+	}
+	if (!ps && ev->kind == EVENT_EXEC && w->o->comm &&
+	    !proctable__add_empty(w, ev->pid, ev->comm))
+		ps = proctable__find(w, ev->pid);
+	if (ps && ev->kind == EVENT_EXEC) {
+		/* A new image: everything it has is news, nothing of the old one "left". */
+		libgraph__free(ps->g);
+		ps->g = graph_empty(w, ps->pid, ev->comm);
+		if (!ps->py_preset)
+			pyprocs__forget(w, ps, ps->pid);
+		ps->py_preset = false;
+		ps->seen_all = true;
+		/* Its time, thread and name: an exec carries no stack. */
+		ps->start = (struct watch_event){
+			.ev = { .kind = ev->kind, .t = ev->t, .pid = ev->pid, .tid = ev->tid }
+		};
+		memcpy(ps->start.ev.comm, ev->comm, sizeof(ev->comm));
+		memcpy(ps->start.comm, we->comm, sizeof(we->comm));
+	}
+	if (ps && ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) || ev->kind == EVENT_DLCLOSE ||
+		   ev->kind == EVENT_EXEC)) {
+		if (ev->kind != EVENT_DLOPEN)
+			proctable__refresh(w, ps);
+		if (ev->kind != EVENT_DLCLOSE && !announce(w, ps, we) && ev->kind == EVENT_DLOPEN)
+			loaded_after_exit(w, ps, we);
+	}
+	if (ps && ev->kind == EVENT_EXIT)
+		announce(w, ps, we);
+	return ps;
+}
+
+/* --comm: the processes already running under that name (threads' own names do not count). */
+void proctable__add_by_comm(struct watch *w, const char *comm)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char path[64], name[32];
+		pid_t pid;
+
+		if (parse_pid(de->d_name, &pid) || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		if (proc__read_small(path, name, sizeof(name)) <= 0)
+			continue;
+		name[strcspn(name, "\n")] = '\0';
+		if (!strcmp(name, comm) && proctable__add(w, pid, 0))
+			proctable__drop(w, pid); /* exited, a zombie, or a kernel thread */
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The processes to watch, the command started (held until @release_fd is written), by name. */
+int proctable__add_targets(struct watch *w, int *release_fd, char *why, size_t whylen)
+{
+	const struct watch_opts *o = w->o;
+
+	for (size_t i = 0; i < o->n_pids; i++) {
+		struct target *t;
+		int err;
+
+		/* What is no process to watch says why: none, a kernel thread, a zombie. */
+		err = target__open(o->pids[i], &t, why, whylen);
+		if (err)
+			return err;
+		target__free(t);
+		err = proctable__add(w, o->pids[i], 0);
+		if (err) {
+			snprintf(why, whylen,
+				 "cannot watch process %d: it does not exist or exited",
+				 o->pids[i]);
+			return err;
+		}
+	}
+	if (o->command) {
+		w->command_pid = spawn__held(o->command, o->command_stdio, release_fd);
+		if (w->command_pid < 0) {
+			int err = -errno;
+
+			snprintf(why, whylen, "cannot start '%s': %s", o->command[0],
+				 strerror(errno));
+			return err;
+		}
+		probes__attach_own_libc(w);
+		if (!proctable__add_empty(w, w->command_pid, o->command[0]))
+			pyprocs__of_command(w, proctable__find(w, w->command_pid), o->command[0]);
+	}
+	if (o->comm) {
+		probes__attach_own_libc(w);
+		proctable__add_by_comm(w, o->comm);
+	}
+	return 0;
+}
+
+/* Every process's model, at the run's end. */
+void proctable__free_all(struct watch *w)
+{
+	for (size_t i = 0; i < w->n_procs; i++) {
+		libgraph__free(w->procs[i].g);
+		procmaps__free(w->procs[i].maps);
+		sample_unwinder__free(w->procs[i].uw);
+		py_code_cache__free(w->procs[i].codes);
+	}
+	free(w->procs);
+	w->procs = NULL;
+	w->n_procs = 0;
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The rings: the holds' reader thread (a held thread waits for it), the stream's time order
+ * told to the sinks, and the last read once the probes are off.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "dlwatch.skel.h"
+#include "target.h"
+#include "watch_internal.h"
+
+/*
+ * A thread held at its loader's consistent link map (bpf/dlwatch.bpf.c: linkmap_consistent):
+ * its link map read now, the probes its new objects call for attached, then the thread let go.
+ * The model is not touched: the exec or the dlopen that brought the objects reports them, in
+ * the stream's order. The kernel made the process a target, even one not in the model yet.
+ */
+static int read_hold(void *ctx, void *data, size_t size)
+{
+	struct watch *w = ctx;
+	const struct dlw_event *e = data;
+	uint32_t tid = e->tid;
+	uint64_t seq = e->arg0;
+	struct target *t;
+	struct libgraph *g;
+	char why[128];
+	double ms;
+
+	struct sched_param rt = { .sched_priority = 1 }, was_param;
+	int was = sched_getscheduler(0);
+	bool boosted;
+
+	if (size < offsetof(struct dlw_event, path) || e->type != DLW_HOLD)
+		return 0;
+	/*
+	 * The held thread waits busily on its CPU: this work runs at the lowest real-time
+	 * priority, so that a collector started at nice 19 on that CPU is not held back by the
+	 * very thread waiting for it; then back to what it was (its nice value too).
+	 */
+	boosted = was == SCHED_OTHER && !sched_getparam(0, &was_param) &&
+		  !sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &rt);
+	if (!w->draining && !target__open((pid_t)e->pid, &t, why, sizeof(why))) {
+		if (!libgraph__snapshot_cached(t, w->cache, &g, why, sizeof(why))) {
+			for (size_t i = 0; i < g->n; i++)
+				probes__attach_object(w, (pid_t)e->pid, g->objs[i]);
+			libgraph__free(g);
+		}
+		target__free(t);
+	}
+	if (w->skel)
+		bpf_map__update_elem(w->skel->maps.released, &tid, sizeof(tid), &seq, sizeof(seq),
+				     BPF_ANY);
+	if (boosted)
+		sched_setscheduler(0, was, &was_param);
+	ms = (double)(mono_ns(CLOCK_MONOTONIC) - e->ts_ns) / 1e6;
+	w->st->holds++;
+	w->st->hold_ms_total += ms;
+	if (ms > w->st->hold_ms_max)
+		w->st->hold_ms_max = ms;
+	return 0;
+}
+
+/*
+ * Time order. The ring is in the order records were sent, each stamped when its program ran,
+ * a few microseconds before (ORDER_SKEW_NS is a wide margin); but a call's record (dlopen,
+ * dlsym, a GPU load) is sent at its return, stamped with its entry, after what happened inside
+ * it (a constructor's thread). So nothing older than the oldest call in progress can come yet,
+ * nor than the moment before the read, less the margin; a call in progress longer than
+ * ORDER_WAIT_NS (one stuck, a thread killed in it) holds nothing back any more.
+ */
+#define ORDER_SKEW_NS (10ULL * 1000 * 1000)
+#define ORDER_WAIT_NS (2ULL * 1000 * 1000 * 1000)
+
+unsigned long long reader__oldest_call(struct watch *w, unsigned long long now)
+{
+	const struct bpf_map *calls = w->skel->maps.calls;
+	unsigned long long key, next, *prev = NULL, oldest = now;
+	struct dlw_call c;
+
+	while (!bpf_map__get_next_key(calls, prev, &next, sizeof(next))) {
+		key = next;
+		prev = &key;
+		if (!bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0) &&
+		    c.ts < oldest && now - c.ts < ORDER_WAIT_NS)
+			oldest = c.ts;
+	}
+	return oldest;
+}
+
+/* The sinks told what can go out: @before, read before the batch; @whole: the ring was read
+ * to its end (else no later than the last record read). */
+void reader__release_ordered(struct watch *w, unsigned long long before, bool whole)
+{
+	unsigned long long h = before > ORDER_SKEW_NS ? before - ORDER_SKEW_NS : 0;
+
+	if (!whole && w->last_read < h + ORDER_SKEW_NS)
+		h = w->last_read > ORDER_SKEW_NS ? w->last_read - ORDER_SKEW_NS : 0;
+	if (h > w->horizon) {
+		w->horizon = h;
+		SINKS(w, horizon, h);
+	}
+}
+
+/*
+ * The holds' reader. A held thread spins on its CPU until it is answered; the loop, started at
+ * nice 19 beside 1000 runnable threads, could take seconds to be scheduled at all, and the hold
+ * ran out (3 s). This thread sleeps in epoll at SCHED_FIFO 1 (it costs nothing while no hold
+ * comes) and answers at once; it takes no signal (they are the loop's).
+ */
+static void *hold_reader(void *arg)
+{
+	struct watch *w = arg;
+	struct sched_param rt = { .sched_priority = 1 };
+	struct epoll_event ev;
+
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+	while (!__atomic_load_n(&w->reader_stop, __ATOMIC_ACQUIRE)) {
+		if (epoll_wait(ring_buffer__epoll_fd(w->hrb), &ev, 1, 50) <= 0)
+			continue;
+		pthread_mutex_lock(&w->lock);
+		ring_buffer__consume(w->hrb);
+		pthread_mutex_unlock(&w->lock);
+	}
+	return NULL;
+}
+
+void reader__start(struct watch *w)
+{
+	pthread_mutexattr_t a;
+	sigset_t all, was;
+
+	if (pthread_mutexattr_init(&a) || pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) ||
+	    pthread_mutex_init(&w->lock, &a))
+		return;
+	pthread_mutexattr_destroy(&a);
+	pthread_mutex_lock(&w->lock);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
+	w->reader_on = !pthread_create(&w->reader, NULL, hold_reader, w);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (!w->reader_on) {
+		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_destroy(&w->lock);
+	}
+}
+
+void reader__stop(struct watch *w)
+{
+	if (!w->reader_on)
+		return;
+	__atomic_store_n(&w->reader_stop, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->reader, NULL);
+	pthread_mutex_destroy(&w->lock);
+	w->reader_on = false;
+}
+
+/*
+ * The probes go first, so the ring holds a known rest: handled (see watch.c: read_event), and what is
+ * left after that counted lost (generated = events + lost stays exact).
+ */
+void reader__drain(struct watch *w)
+{
+	/* Threads held now go at once (nothing more is attached), before the detach, which
+	 * waits for every uprobe handler in progress. */
+	w->draining = true;
+	ring_buffer__consume(w->hrb);
+	probes__detach_all(w);
+	w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
+	if (ring_buffer__consume(w->rb) == BATCH_OVER) {
+		w->counting = true;
+		ring_buffer__consume(w->rb);
+	}
+}
+
+/* The event ring, read by @on_event, and the holds' ring, beside it in one epoll set. */
+int reader__open_rings(struct watch *w, int (*on_event)(void *ctx, void *data, size_t size),
+		       char *why, size_t whylen)
+{
+	int err;
+
+	w->rb = ring_buffer__new(bpf_map__fd(w->skel->maps.events), on_event, w, NULL);
+	w->hrb = ring_buffer__new(bpf_map__fd(w->skel->maps.holds), read_hold, w, NULL);
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->rb && w->hrb && w->epfd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->rb), &ev) ||
+		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->hrb), &ev)) {
+			ring_buffer__free(w->rb);
+			w->rb = NULL;
+		}
+	}
+	if (!w->rb || !w->hrb || w->epfd < 0) {
+		err = -errno;
+		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
+		return err;
+	}
+	return 0;
+}

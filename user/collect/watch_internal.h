@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The collector's parts (user/collect), what they share: struct watch, the state of one run,
+ * and each part's entry points. watch.c dispatches events to them; nothing outside
+ * user/collect includes this.
+ *
+ *   probes.c        the BPF object: load, the uprobes of each object's roles, their links
+ *   records.c       what a kernel record leaves for user space to read (strings)
+ *   sampling.c      the stacks events carry, unwound and named from the model (read-only)
+ *   reported.c      what of each process's objects has been reported
+ *   live_findings.c the live detectors' hooks, and their findings to the sinks
+ *   pyprocs.c       the CPython interpreters of watched processes, for the kernel
+ *   proctable.c     the watched processes and their models, following the events
+ *   stuck.c         threads sampled stuck inside dlopen or dlsym
+ *   hot.c           --hot: the activity counts, busy pools and oversubscription
+ *   spawn.c         the command: started held, its end, ended with the run
+ *   reader.c        the rings: the holds' reader thread, time order, the drain
+ *   watch.c         the dispatcher and the run
+ */
+#ifndef DLSCOPE_WATCH_INTERNAL_H
+#define DLSCOPE_WATCH_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "detector.h"
+#include "dlwatch.h"
+#include "event.h"
+#include "libgraph.h"
+#include "pystate.h"
+#include "sink.h"
+#include "unwind.h"
+#include "watch.h"
+
+struct bpf_program;
+struct ring_buffer;
+struct elf_object;
+
+/* Frames of a stack carried by an event: CPython's are about 180 bytes each, and the copy
+ * holds at least 28 KiB. */
+#define EVENT_MAX_FRAMES 256
+
+/*
+ * An event as the dispatcher handles it: typed (event.h), decoded from a kernel record or made
+ * here (a thread sampled stuck inside dlopen), with what only the collector needs.
+ */
+struct watch_event {
+	struct event ev;
+	char comm[16];		     /* the thread's name as it set it (findings carry it so) */
+	const struct dlw_event *raw; /* the kernel's record (registers, stack); NULL: made here */
+	size_t size;		     /* its size */
+};
+
+struct proc_state {
+	pid_t pid;
+	struct libgraph *g;
+	struct procmaps *maps;
+	/*
+	 * The model is read from the process, which runs ahead of the event stream: objects it
+	 * already has are reported only when the event that brought them (its exec, the dlopen
+	 * that returned them) is handled, so each arrival carries the right time and stack.
+	 * What has been reported is marked on g's objects (reported.c).
+	 */
+	bool seen_all; /* attached to a running process: what it had before is not news */
+	/* Its exec (no stack): the cause of start-up objects first seen after it. */
+	struct watch_event start;
+	struct sample_unwinder *uw; /* its objects' CFI and symbols, for the stacks events carry */
+	uint64_t uw_used;	    /* when uw last unwound (w->uw_clock), for UNWINDERS_MAX */
+	/* Its CPython interpreter, once found among its objects: the kernel then reads the
+	 * Python stack of each dlopen. */
+	bool python;
+	struct py_interp py;
+	struct py_code_cache *codes; /* the code objects its dlopens' frames named */
+	bool py_preset;	     /* found in the command's file before it ran: kept at its exec */
+	bool oversubscribed; /* --hot: its live oversubscription finding was reported */
+	/*
+	 * Its pools' sizes seen so far (the most threads of each): a scan sees only the threads
+	 * blocked at that moment, so each second that two pools are busy adds one, up to
+	 * POOL_SCANS.
+	 */
+	struct pool_seen {
+		const char *runtime;
+		int most;
+	} pools[8];
+	size_t n_pools;
+	unsigned int pool_scans;
+};
+
+struct watch {
+	const struct watch_opts *o;
+	struct elf_cache *cache; /* every process's files, analysed once */
+	struct pkg_cache *pkgs;	 /* the package databases of each root, read as objects need */
+	struct watch_stats *st;
+	struct dlwatch_bpf *skel;
+	struct ring_buffer *rb;
+	struct ring_buffer *hrb; /* the holds (DLW_HOLD), read before any other event */
+	int epfd;		 /* both rings' */
+	struct proc_state *procs;
+	size_t n_procs;
+	uint64_t uw_clock;
+	struct attached_file *files;
+	size_t n_files;
+	int *links; /* uprobe_multi links (fds) */
+	size_t n_links;
+	size_t n_probes;	     /* the uprobes in them */
+	struct activity_counts *act; /* --hot: the kernel's counts, read each second */
+	unsigned long long last_activity;
+	/* The runtimes that ran regions in the interval being read, per process. */
+	struct busy_pool {
+		pid_t pid;
+		const char *runtime;
+		unsigned long long n;
+		pid_t starters[8];
+		size_t n_starters;
+	} busy[32];
+	size_t n_busy;
+	unsigned long long t0;
+	pid_t command_pid;
+	bool command_done;
+	unsigned long long last_scan;
+	/* When the batch being read must give the loop back (deadline, signals, the command). */
+	unsigned long long batch_end;
+	bool draining;	/* the last read, after the loop */
+	bool drain_all; /* the targets ended by themselves: that read takes every event */
+	bool counting;	/* past that read: what is left is counted, not handled */
+	/*
+	 * The holds' reader (hold_reader): a thread at real-time priority that waits on the holds'
+	 * ring and answers them under @lock, which the loop holds but while it waits and between
+	 * two records. Priority-inheriting: a loop started at nice 19 that holds it when a hold
+	 * comes runs at the reader's priority until it lets go.
+	 */
+	pthread_mutex_t lock;
+	pthread_t reader;
+	bool reader_on, reader_stop;
+	/* Time order (order.h): the horizon the sinks were given, the latest record read. */
+	unsigned long long horizon, last_read;
+	struct stuck {
+		pid_t tid;
+		unsigned long long since; /* the dlopen's start: one report per dlopen */
+	} stuck[64];
+	size_t n_stuck;
+	/* The event being handled and the stack it carries, unwound once when first needed. */
+	struct {
+		const struct watch_event *we;
+		const unsigned char *stack;
+		size_t len;
+		bool done;
+		bool fresh; /* the model was read again for this event */
+		struct thread_stack ts;
+		char python[640]; /* its Python stack in short: "`import numpy` at train.py:3" */
+	} cur;
+};
+
+/* The longest the loop reads events before it checks its deadline, signals and command. */
+#define BATCH_NS (50ULL * 1000 * 1000)
+#define BATCH_OVER (-ECANCELED)
+
+/* The caller's stop flag: the collector installs no signal handler of its own. */
+static inline bool stopping(const struct watch *w)
+{
+	return w->o->stop && *w->o->stop;
+}
+
+/* Call @cb of every sink that has one. */
+#define SINKS(w, cb, ...)                                          \
+	do {                                                       \
+		for (size_t i_ = 0; i_ < (w)->o->n_sinks; i_++) {  \
+			struct event_sink *s_ = (w)->o->sinks[i_]; \
+			if (s_->cb)                                \
+				s_->cb(s_, ##__VA_ARGS__);         \
+		}                                                  \
+	} while (0)
+
+static inline unsigned long long mono_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+static inline struct proc_state *proctable__find(struct watch *w, pid_t pid)
+{
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (w->procs[i].pid == pid)
+			return &w->procs[i];
+	return NULL;
+}
+
+/* probes.c */
+int probes__check_capabilities(char *why, size_t len);
+/* The BPF object configured from the options, loaded, its tracepoints attached. */
+int probes__load(struct watch *w, char *why, size_t whylen);
+void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o);
+void probes__attach_own_libc(struct watch *w);
+void probes__detach_all(struct watch *w);
+void probes__count_lost(struct watch *w, struct watch_stats *st);
+
+/* records.c */
+void records__read_str(pid_t pid, uint64_t addr, char *buf, size_t len);
+const struct dlw_event *records__with_str(const struct dlw_event *e, size_t size,
+					  struct dlw_event *copy);
+
+/* sampling.c: naming never changes the model (see watch.c: name_stack) */
+bool sampling__unwind(struct watch *w, struct proc_state *ps, const struct dlw_event *e);
+const struct thread_stack *sampling__event_stack(struct watch *w, struct proc_state *ps,
+						 const struct watch_event *we);
+bool sampling__stack_of(struct watch *w, struct proc_state *ps, const struct watch_event *we,
+			struct event_stack *out);
+void sampling__name_signal(struct watch *w, struct proc_state *ps, struct watch_event *we);
+
+/* reported.c */
+bool reported__same_load(const struct lg_object *a, const struct lg_object *b);
+/* @o of @g reported (o->reported), with every object of @g that is the same load. */
+void reported__mark(struct libgraph *g, const struct lg_object *o);
+/* ... no longer: gone from the process (the objects of an old snapshot). */
+void reported__forget(struct libgraph *g, const struct lg_object *o);
+void reported__carry(const struct libgraph *old, struct libgraph *g);
+
+/* live_findings.c */
+struct live_ctx live_findings__ctx(struct proc_state *ps);
+void live_findings__report(struct watch *w, struct proc_state *ps, const struct watch_event *we,
+			   struct findings *fs);
+void live_findings__on_object(struct watch *w, struct proc_state *ps,
+			      const struct watch_event *cause, const struct lg_object *o);
+void live_findings__on_event(struct watch *w, struct proc_state *ps, const struct event *ev,
+			     struct findings *fs);
+
+/* pyprocs.c */
+void pyprocs__find(struct watch *w, struct proc_state *ps);
+void pyprocs__forget(struct watch *w, struct proc_state *ps, pid_t pid);
+void pyprocs__of_command(struct watch *w, struct proc_state *ps, const char *argv0);
+
+/* proctable.c */
+int proctable__refresh(struct watch *w, struct proc_state *ps);
+int proctable__add_empty(struct watch *w, pid_t pid, const char *comm);
+int proctable__add(struct watch *w, pid_t pid, pid_t parent);
+void proctable__drop(struct watch *w, pid_t pid);
+struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
+				     const struct watch_event *we);
+void proctable__add_by_comm(struct watch *w, const char *comm);
+/* The processes to watch, the command started (held until @release_fd is written), by name. */
+int proctable__add_targets(struct watch *w, int *release_fd, char *why, size_t whylen);
+void proctable__free_all(struct watch *w);
+
+/* stuck.c: each event found handed to @dispatch */
+void stuck__scan(struct watch *w, void (*dispatch)(struct watch *w, struct watch_event *we));
+
+/* hot.c: --hot: the kernel's counts, read every ACTIVITY_NS and sent as activity records */
+#define ACTIVITY_NS 1000000000ULL
+void hot__read_activity(struct watch *w, unsigned long long t, bool last);
+
+/* spawn.c */
+pid_t spawn__held(char **argv, const int *stdio, int *release_fd);
+bool spawn__targets_done(struct watch *w);
+void spawn__end_command(struct watch *w);
+
+/* reader.c */
+int reader__open_rings(struct watch *w, int (*on_event)(void *ctx, void *data, size_t size),
+		       char *why, size_t whylen);
+void reader__start(struct watch *w);
+void reader__stop(struct watch *w);
+unsigned long long reader__oldest_call(struct watch *w, unsigned long long now);
+void reader__release_ordered(struct watch *w, unsigned long long before, bool whole);
+void reader__drain(struct watch *w);
+
+#endif
