@@ -159,7 +159,8 @@ static void handle_event(struct watch *w, const void *data, size_t size)
  * libbpf's reader: a producer faster than we are would keep libbpf reading for ever, so past
  * the batch's time (the event is handled and counts as read) the loop gets control back to
  * look at its deadline, signals and command. After the loop, with the probes off, the rest
- * is read whole when the targets ended by themselves, else for one more batch.
+ * is read whole when the targets ended by themselves, else for one more batch (and at least
+ * DRAIN_MIN_EVENTS).
  */
 static int read_event(void *ctx, void *data, size_t size)
 {
@@ -186,6 +187,10 @@ static int read_event(void *ctx, void *data, size_t size)
 	handle_event(w, data, size);
 	if (w->draining && w->drain_all)
 		return stop ? BATCH_OVER : 0;
+	/* The last read handles DRAIN_MIN_EVENTS however long they take: on a loaded machine a
+	 * short run lost its last events to the batch's time ("unread at stop"). */
+	if (w->draining && ++w->drained < DRAIN_MIN_EVENTS)
+		return 0;
 	if (mono_ns(CLOCK_MONOTONIC) >= w->batch_end || (!w->draining && stop))
 		return BATCH_OVER;
 	return 0;

@@ -123,9 +123,10 @@ struct watch {
 	unsigned long long last_scan;
 	/* When the batch being read must give the loop back (deadline, signals, the command). */
 	unsigned long long batch_end;
-	bool draining;	/* the last read, after the loop */
-	bool drain_all; /* the targets ended by themselves: that read takes every event */
-	bool counting;	/* past that read: what is left is counted, not handled */
+	bool draining;	      /* the last read, after the loop */
+	bool drain_all;	      /* the targets ended by themselves: that read takes every event */
+	bool counting;	      /* past that read: what is left is counted, not handled */
+	unsigned int drained; /* events handled by that read */
 	/*
 	 * The holds' reader (hold_reader): a thread at real-time priority that waits on the holds'
 	 * ring and answers them under @lock, which the loop holds but while it waits and between
@@ -157,6 +158,8 @@ struct watch {
 /* The longest the loop reads events before it checks its deadline, signals and command. */
 #define BATCH_NS (50ULL * 1000 * 1000)
 #define BATCH_OVER (-ECANCELED)
+/* The least the last read handles, whatever the time: a storm's rest is counted, not a run's. */
+#define DRAIN_MIN_EVENTS 256
 
 /* The caller's stop flag: the collector installs no signal handler of its own. */
 static inline bool stopping(const struct watch *w)
