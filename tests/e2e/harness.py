@@ -195,6 +195,16 @@ def wait_idle(pid, timeout=5.0):
     wait_until(idle, timeout, lambda: f"threads of {pid} idle: {thread_states(pid)}")
 
 
+def record_level_zero_module(trace):
+    """Record the ze_module fixture (zeModuleCreate through Debian's libze1, no driver) into
+    @trace; Skip where it cannot run (not root, libze1 not installed)."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libze_loader.so.1"):
+        raise Skip("libze1 is not installed")
+    dlscope("record", "-o", trace, "--", fixture_path("ze_module"), check=0)
+
+
 def gdb_backtraces(*gdb_args):
     """{tid: [(function, has_address)]} from gdb's 'thread apply all bt' on @gdb_args (a live
     process: "-p", PID; a core: EXE, CORE), for comparing dlscope's frames with gdb's."""

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import BUILD, Skip, dlscope, fixture_path, is_root
+from harness import BUILD, Skip, dlscope, fixture_path, is_root, record_level_zero_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REQUIRED = {
@@ -166,13 +166,9 @@ def test_export_draws_hot_activity_as_counters():
 def test_export_draws_gpu_loads_as_slices_on_a_gpu_load_track():
     """A Level Zero module creation (libze1, no driver: it fails) is a slice as long as the
     call, named by its function, on the GPU-load track of the thread that made it."""
-    if not is_root():
-        raise Skip("BPF tests need root")
-    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libze_loader.so.1"):
-        raise Skip("libze1 is not installed")
     with tempfile.TemporaryDirectory() as d:
         trace, out = os.path.join(d, "ze.jsonl"), os.path.join(d, "ze.json")
-        dlscope("record", "-o", trace, "--", fixture_path("ze_module"), check=0)
+        record_level_zero_module(trace)
         rec = [json.loads(line) for line in open(trace) if '"gpu_load"' in line][0]
         dlscope("export", "--perfetto", trace, "-o", out, check=0)
         doc = json.load(open(out))

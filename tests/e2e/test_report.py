@@ -7,7 +7,8 @@ import shutil
 import socket
 import tempfile
 
-from harness import Fixture, Skip, dlscope, fixture_path, is_root, wait_idle
+from harness import Fixture, Skip, dlscope, fixture_path, is_root, wait_idle, \
+    record_level_zero_module
 
 
 def md_cells(row):
@@ -314,13 +315,9 @@ def test_report_timeline_has_gpu_loads_in_their_runtime_terms():
 def test_report_timeline_has_level_zero_module_creates_by_name():
     """zeModuleCreate through Debian's libze1, no driver: the timeline row names its error in
     Level Zero's terms, with the module's format, size, flags and the call's duration."""
-    if not is_root():
-        raise Skip("BPF tests need root")
-    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libze_loader.so.1"):
-        raise Skip("libze1 is not installed")
     with tempfile.TemporaryDirectory() as d:
         trace = os.path.join(d, "run.jsonl")
-        dlscope("record", "-o", trace, "--", fixture_path("ze_module"), check=0)
+        record_level_zero_module(trace)
         tl = sections(dlscope("report", trace, check=0).stdout)["Timeline"]
     assert re.search(r'\| [0-9.]+ \| \d+ \| zeModuleCreate\(SPIR-V, 20 bytes, '
                      r'"-ze-opt-level=2"\) = 0x78000001 \(ZE_RESULT_ERROR_UNINITIALIZED\) '

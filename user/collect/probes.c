@@ -229,14 +229,6 @@ static void attach_loader(struct watch *w, const char *path, const struct elf_ob
 	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlvsym");
 }
 
-static bool has_impl(const struct obj_roles *r, int impl)
-{
-	for (unsigned int i = 0; i < r->n; i++)
-		if ((int)r->r[i].impl == impl)
-			return true;
-	return false;
-}
-
 /* The GPU module loads and program builds that GPU object @elf (roles @r) defines. */
 static void attach_gpu(struct watch *w, const char *path, const struct elf_object *elf,
 		       const struct obj_roles *r)
@@ -267,7 +259,8 @@ static void attach_gpu(struct watch *w, const char *path, const struct elf_objec
 	struct dlwatch_bpf *s = w->skel;
 
 	for (size_t i = 0; i < sizeof(gpu_fns) / sizeof(gpu_fns[0]); i++)
-		if ((gpu_fns[i].impl < 0 || has_impl(r, gpu_fns[i].impl)) &&
+		if ((gpu_fns[i].impl < 0 ||
+		     obj_roles__find_impl(r, (enum role_impl)gpu_fns[i].impl)) &&
 		    !attach_fn(w,
 			       gpu_fns[i].cookie >= CL_CREATE_PROGRAM_WITH_SOURCE ?
 				       s->progs.gpu_build_enter :

@@ -147,6 +147,14 @@ const struct obj_role *obj_roles__find(const struct obj_roles *r, enum role_kind
 	return NULL;
 }
 
+const struct obj_role *obj_roles__find_impl(const struct obj_roles *r, enum role_impl impl)
+{
+	for (unsigned i = 0; i < r->n; i++)
+		if (r->r[i].impl == impl)
+			return &r->r[i];
+	return NULL;
+}
+
 /*
  * The marker symbols: a name (or a name's start, when @prefix) each implementation defines.
  * Compared only when the first letters agree: a 100k-symbol libtorch costs little per symbol.

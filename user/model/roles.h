@@ -115,6 +115,8 @@ bool role_kind__is_runtime(enum role_kind k);
 
 /* The role of kind @k, or NULL. */
 const struct obj_role *obj_roles__find(const struct obj_roles *r, enum role_kind k);
+/* The role whose implementation is @impl, or NULL. */
+const struct obj_role *obj_roles__find_impl(const struct obj_roles *r, enum role_impl impl);
 
 /* Static libstdc++ carried inside @o, which is not libstdc++ itself; fills its GCC version. */
 bool roles__static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen);
