@@ -156,6 +156,17 @@ int main(void)
 	      "a stack cut by the copy's end says so");
 	thread_stack__clear(&ts);
 	sample_unwinder__free(u);
+	/* A second unwinder once the first is gone (a watched process exits, another starts): the
+	 * namer they share starts again from nothing. It kept its freed memo: the second free read
+	 * it again (ASan: heap-use-after-free in pc_memo__free). */
+	level1(c);
+	u = sample_unwinder__new(getpid());
+	CHECK(u && !sample_unwinder__set_modules(u, mods, n) &&
+		      !sample_unwinder__unwind(u, &c->s, &acc, 64, &ts) &&
+		      index_of(&ts, "level3") == 1,
+	      "a second unwinder after the first names the same stack");
+	thread_stack__clear(&ts);
+	sample_unwinder__free(u);
 	free(mods);
 	libgraph__free(g);
 	target__free(t);

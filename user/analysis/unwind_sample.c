@@ -77,7 +77,7 @@ static void namer_release(void)
 		free(namer.o);
 		namer.o = NULL;
 		namer.n = 0;
-		pc_memo__free(&namer.memo);
+		pc_memo__clear(&namer.memo);
 	}
 	pthread_mutex_unlock(&namer.lock);
 }
