@@ -13,9 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "dlwatch.skel.h"
+#include "output.h"
 #include "target.h"
 #include "watch_internal.h"
 
@@ -121,16 +123,26 @@ static void *hold_reader(void *arg)
 {
 	struct watch *w = arg;
 	struct sched_param rt = { .sched_priority = 1 };
-	struct epoll_event ev;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(EPOLL_CLOEXEC);
 
 	pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+	/* The holds' ring and the stop's eventfd: a stop wakes it at once. */
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->hrb), &ev) ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, w->reader_wake, &ev)) {
+		if (ep >= 0)
+			close(ep);
+		ep = ring_buffer__epoll_fd(w->hrb);
+	}
 	while (!__atomic_load_n(&w->reader_stop, __ATOMIC_ACQUIRE)) {
-		if (epoll_wait(ring_buffer__epoll_fd(w->hrb), &ev, 1, 50) <= 0)
+		if (epoll_wait(ep, &ev, 1, 50) <= 0)
 			continue;
 		pthread_mutex_lock(&w->lock);
 		ring_buffer__consume(w->hrb);
 		pthread_mutex_unlock(&w->lock);
 	}
+	if (ep != ring_buffer__epoll_fd(w->hrb))
+		close(ep);
 	return NULL;
 }
 
@@ -143,6 +155,7 @@ void reader__start(struct watch *w)
 	    pthread_mutex_init(&w->lock, &a))
 		return;
 	pthread_mutexattr_destroy(&a);
+	w->reader_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_lock(&w->lock);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &was);
@@ -151,6 +164,8 @@ void reader__start(struct watch *w)
 	if (!w->reader_on) {
 		pthread_mutex_unlock(&w->lock);
 		pthread_mutex_destroy(&w->lock);
+		if (w->reader_wake >= 0)
+			close(w->reader_wake);
 	}
 }
 
@@ -159,9 +174,13 @@ void reader__stop(struct watch *w)
 	if (!w->reader_on)
 		return;
 	__atomic_store_n(&w->reader_stop, true, __ATOMIC_RELEASE);
+	if (w->reader_wake >= 0 && eventfd_write(w->reader_wake, 1))
+		dls_warn("cannot wake the holds' reader: %s", strerror(errno));
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->reader, NULL);
 	pthread_mutex_destroy(&w->lock);
+	if (w->reader_wake >= 0)
+		close(w->reader_wake);
 	w->reader_on = false;
 }
 
@@ -171,11 +190,11 @@ void reader__stop(struct watch *w)
  */
 void reader__drain(struct watch *w)
 {
-	/* Threads held now go at once (nothing more is attached), before the detach, which
-	 * waits for every uprobe handler in progress. */
+	/* Threads held now go at once (nothing more is attached), before the stop, which waits
+	 * for every program in progress. */
 	w->draining = true;
 	ring_buffer__consume(w->hrb);
-	probes__detach_all(w);
+	probes__stop(w);
 	w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 	if (ring_buffer__consume(w->rb) == BATCH_OVER) {
 		w->counting = true;

@@ -135,6 +135,8 @@ struct watch {
 	 */
 	pthread_mutex_t lock;
 	pthread_t reader;
+	int reader_wake; /* an eventfd: the reader's stop, without waiting out its poll */
+	int reaper_fd;	 /* closed last: the reaper of the links ends (probes__stop) */
 	bool reader_on, reader_stop;
 	/* Time order (order.h): the horizon the sinks were given, the latest record read. */
 	unsigned long long horizon, last_read;
@@ -200,6 +202,7 @@ int probes__load(struct watch *w, char *why, size_t whylen);
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o);
 void probes__attach_own_libc(struct watch *w);
 void probes__detach_all(struct watch *w);
+void probes__stop(struct watch *w);
 void probes__count_lost(struct watch *w, struct watch_stats *st);
 
 /* records.c */
