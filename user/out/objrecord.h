@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * One loaded object as a record: what libs --json lists (docs/libs-schema.md) and what a trace's
- * "loaded" record says (docs/trace-format.md).
+ * "loaded" record says (docs/trace-format.md), which the TUI applies for its snapshot as for a
+ * live or replayed trace.
  */
 #ifndef DLSCOPE_OBJRECORD_H
 #define DLSCOPE_OBJRECORD_H
