@@ -193,7 +193,8 @@ static void mark_collisions(struct m_proc *p)
 		}
 }
 
-struct m_lib *model__lib_upsert(struct model *m, pid_t pid, const char *path, const char *soname,
+/* Add or update (same path and namespace) an object of @pid's graph, then re-mark collisions. */
+static struct m_lib *lib_upsert(struct model *m, pid_t pid, const char *path, const char *soname,
 				unsigned int ns, const char *origin, const char *const *needed_by,
 				size_t n_needed_by, const struct m_role *roles, size_t n_roles)
 {
@@ -418,14 +419,16 @@ static int apply_loaded(struct model *m, const json_t *rec)
 		if (p && !p->comm[0])
 			snprintf(p->comm, sizeof(p->comm), "%.15s", base);
 	}
-	model__lib_upsert(m, (pid_t)int_of(rec, "pid"), path, str_of(rec, "soname"),
-			  (unsigned int)int_of(rec, "namespace"), str_of(rec, "origin"), names,
-			  n_by, r, n_roles);
+	lib_upsert(m, (pid_t)int_of(rec, "pid"), path, str_of(rec, "soname"),
+		   (unsigned int)int_of(rec, "namespace"), str_of(rec, "origin"), names, n_by, r,
+		   n_roles);
 	snprintf(text, sizeof(text), "+ %s (%s)%s%s", path,
 		 str_of(rec, "origin") ? str_of(rec, "origin") : "?", n_roles ? " " : "",
 		 n_roles ? r[0].label : "");
-	model__add_event(m, EV_LOADED, (uint64_t)int_of(rec, "t"), (pid_t)int_of(rec, "pid"), 0,
-			 NULL, text, path, NULL);
+	/* A snapshot's record has no "t": the object is there, no event says when it came. */
+	if (json_object_get(rec, "t"))
+		model__add_event(m, EV_LOADED, (uint64_t)int_of(rec, "t"),
+				 (pid_t)int_of(rec, "pid"), 0, NULL, text, path, NULL);
 out:
 	free(names);
 	free(r);

@@ -136,7 +136,10 @@ void model__reset(struct model *m);
 
 /*
  * Apply one trace record (header, event, loaded, finding, summary). Returns 0, or -EINVAL for
- * a record that is not an object with a known "type" (counted in bad_records).
+ * a record that is not an object with a known "type" (counted in bad_records). A "loaded"
+ * record adds or updates (same path and namespace) an object of its process, and the event
+ * line of its arrival when it has "t" (a snapshot's has none: docs/trace-format.md's record of
+ * an object it read, user/out/objrecord.h).
  */
 int model__apply(struct model *m, const json_t *rec);
 
@@ -144,10 +147,6 @@ struct m_proc *model__proc(struct model *m, pid_t pid);
 /* The process, created when unknown (NULL only when out of memory). */
 struct m_proc *model__proc_get(struct model *m, pid_t pid);
 
-/* Add or update (same path and namespace) an object of @pid's graph, then re-mark collisions. */
-struct m_lib *model__lib_upsert(struct model *m, pid_t pid, const char *path, const char *soname,
-				unsigned int ns, const char *origin, const char *const *needed_by,
-				size_t n_needed_by, const struct m_role *roles, size_t n_roles);
 /* Replace the threads, edges and verdicts of @p (a snapshot's). Takes the arrays' ownership. */
 void model__set_threads(struct model *m, struct m_proc *p, struct m_thread *threads, size_t n,
 			struct m_edge *edges, size_t n_edges, char **verdicts, size_t n_verdicts);

@@ -11,13 +11,11 @@
 
 #include "detector.h"
 #include "finding.h"
-#include "libgraph.h"
-/* After libgraph.h: graph_export.h needs struct obj_role from roles.h. */
-#include "graph_export.h"
 #include "inspect.h"
+#include "libgraph.h"
 #include "lockwait.h"
+#include "objrecord.h"
 #include "pystate.h"
-#include "runtimes.h"
 #include "source.h"
 #include "target.h"
 #include "threadscan.h"
@@ -25,29 +23,21 @@
 
 #define SNAPSHOT_MAX_FRAMES 64
 
+/*
+ * Each object as the "loaded" record a trace has of it, applied as a live or replayed one is;
+ * without "t": the object is there, no event says when it came.
+ */
 static void put_libs(struct model *m, pid_t pid, const struct libgraph *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
-		const struct obj_roles *roles = lg_object__roles(o);
-		const char *by[64];
-		struct m_role r[OBJ_ROLES_MAX];
-		size_t n_by = 0;
+		json_t *rec;
 
-		if (o->gone)
+		if (g->objs[i]->gone)
 			continue;
-		for (size_t p = 0; p < o->n_parents && n_by < 64; p++)
-			by[n_by++] = g->objs[o->parents[p]]->path;
-		for (unsigned k = 0; k < roles->n; k++) {
-			snprintf(r[k].kind, sizeof(r[k].kind), "%s",
-				 role_kind__id(roles->r[k].kind));
-			snprintf(r[k].impl, sizeof(r[k].impl), "%s",
-				 role_impl__id(roles->r[k].impl));
-			runtimes__describe_role(g, o->id, k, r[k].label, sizeof(r[k].label));
-			r[k].front = runtimes__front_of(g, o->id) >= 0;
-		}
-		model__lib_upsert(m, pid, o->path, o->soname, o->ns, lg_origin__id(o->origin), by,
-				  n_by, r, roles->n);
+		rec = obj_record__loaded(g, g->objs[i], pid, false, 0);
+		if (rec)
+			model__apply(m, rec);
+		json_decref(rec);
 	}
 }
 

@@ -512,6 +512,47 @@ def test_live_command_end_is_drawn_with_its_output_file():
         assert status == 0 and f"the output of 'sh' is in {path}" in s, s
 
 
+def libs_body(screen):
+    """The Libraries view's rows, from its "N objects" line to the key help."""
+    lines = [ln.rstrip() for ln in screen.splitlines()]
+    start = next(i for i, ln in enumerate(lines) if re.match(r"\d+ objects in process", ln))
+    return [ln for ln in lines[start:] if ln and not ln.lstrip().startswith("?: help")]
+
+
+def test_snapshot_libs_are_the_live_ones():
+    """The snapshot applies the trace's "loaded" record of each object, as live and replay
+    do: its Libraries view is the live one of the same process, a libstdc++ linked statically
+    into an object included (a collision with the shared one, as check reports)."""
+    static, shared = fixture_path("libcxx_ext_static.so"), fixture_path("libcxx_ext_shared.so")
+    with Fixture(["dlopen_list", static, shared]) as fx:
+        with Tui(["--snapshot", "-p", fx.pid]) as ui:
+            ui.wait_for("snapshot of 1 process")
+            ui.keys("2")
+            s = ui.wait_for(("[2 Libraries]", "objects in process"))
+            snap = libs_body(s)
+            row = [ln for ln in snap if ln.endswith("COLLISION") and static in ln]
+            assert row and "!!" in row[0] and "GNU libstdc++" in row[0], s
+            assert any(ln.endswith("COLLISION") and "/libstdc++.so.6 " in ln for ln in snap), s
+            ui.keys("4")
+            ui.wait_for("a snapshot has no events")
+            status, s = ui.quit_and_status()
+            assert status == 0, s
+        if not is_root():
+            return
+        with Tui(["-p", fx.pid]) as ui:
+            ui.wait_for(("[1 Processes]", str(fx.pid)))
+            ui.keys("Enter")
+
+            def same_rows():
+                s = ui.screen()
+                return "[2 Libraries]" in s and "objects in process" in s and libs_body(s) == snap
+
+            wait_until(same_rows, 20,
+                       lambda: f"live:\n{ui.screen()}\nsnapshot:\n" + "\n".join(snap))
+            status, s = ui.quit_and_status()
+            assert status == 0, s
+
+
 def test_control_characters_in_a_process_name_are_not_drawn():
     # A process may name itself anything: "\r\n" in its comm must not blank or move a row. It
     # is shown escaped, as in the CLI's text (termsafe).

@@ -180,6 +180,37 @@ static void test_front_is_no_collision(void)
 	model__free(m);
 }
 
+/*
+ * The snapshot's record of an object is a trace's without "t": the library is there, no event
+ * says it arrived; the same record with "t" (live, replay) is also an event line.
+ */
+static void test_snapshot_record_is_no_event(void)
+{
+	static const char rec_text[] =
+		"{\"type\":\"loaded\",\"pid\":30,\"comm\":\"app\",\"path\":\"/lib/libgomp.so.1\","
+		"\"soname\":\"libgomp.so.1\",\"namespace\":0,\"origin\":\"needed\",\"needed_by\":"
+		"[\"/bin/app\"],\"roles\":[{\"kind\":\"openmp\",\"impl\":\"libgomp\",\"label\":"
+		"\"GNU libgomp (GCC 12), OpenMP 5.1\"}],\"package\":null}";
+	struct model *m = model__new(100);
+	json_t *rec = json_loads(rec_text, 0, NULL);
+	struct event_filter all = { 0 };
+	const struct m_proc *p;
+	const struct m_lib *l;
+
+	CHECK(rec && !model__apply(m, rec), "a loaded record without \"t\" is accepted");
+	p = model__proc(m, 30);
+	l = lib(p, "/lib/libgomp.so.1");
+	CHECK(l && l->n_needed_by == 1 && !strcmp(l->needed_by[0], "/bin/app") && l->n_roles == 1 &&
+		      !strcmp(l->roles[0].label, "GNU libgomp (GCC 12), OpenMP 5.1"),
+	      "its library is there, needed_by and roles as the record says");
+	CHECK(count(m, &all) == 0, "and no event says it arrived");
+	json_object_set_new(rec, "t", json_integer(5));
+	CHECK(!model__apply(m, rec) && model__proc(m, 30)->n_libs == 1 && count(m, &all) == 1,
+	      "with \"t\" the same record updates the library and is one event");
+	json_decref(rec);
+	model__free(m);
+}
+
 static void test_graph_and_collision(void)
 {
 	struct model *m = model__new(100);
@@ -576,6 +607,7 @@ int main(void)
 	test_unknown_format_refused();
 	test_graph_and_collision();
 	test_front_is_no_collision();
+	test_snapshot_record_is_no_event();
 	test_filters_and_ring();
 	test_replay_seek();
 	test_replay_first_state();

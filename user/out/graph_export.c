@@ -8,6 +8,7 @@
 #include "graph_export.h"
 #include "libgraph.h"
 #include "libview.h"
+#include "objrecord.h"
 #include "pkgindex.h"
 #include "runtimes.h"
 
@@ -33,28 +34,25 @@ static json_t *ids_json(const unsigned int *ids, size_t n)
 	return arr;
 }
 
-json_t *lg_object__to_json(const struct lg_object *o)
+/* libs --json's record of @o: where it is mapped, its graph's edges, how it was found. */
+static json_t *object_json(const struct libgraph *g, const struct lg_object *o)
 {
-	json_t *needed = json_array(), *unresolved = json_array(), *obj;
+	json_t *needed = json_array(), *unresolved = json_array(), *own;
 
 	if (o->elf)
 		for (size_t i = 0; i < elfobj__n_needed(o->elf); i++)
 			json_array_append_new(needed, json_string(elfobj__needed(o->elf, i)));
 	for (size_t i = 0; i < o->n_unresolved; i++)
 		json_array_append_new(unresolved, json_string(o->unresolved[i]));
-	obj = json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:b, "
-			"s:b, s:b, s:b, s:o}",
-			"id", (json_int_t)o->id, "path", o->path, "soname", str_or_null(o->soname),
-			"build_id", str_or_null(o->elf ? elfobj__build_id(o->elf) : NULL), "base",
-			hex(o->base), "link_map", o->lm_addr ? hex(o->lm_addr) : json_null(),
-			"namespace", (json_int_t)o->ns, "origin", lg_origin__id(o->origin),
-			"parents", ids_json(o->parents, o->n_parents), "children",
+	own = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:b, s:b, s:o}", "id",
+			(json_int_t)o->id, "build_id",
+			str_or_null(o->elf ? elfobj__build_id(o->elf) : NULL), "base", hex(o->base),
+			"link_map", o->lm_addr ? hex(o->lm_addr) : json_null(), "parents",
+			ids_json(o->parents, o->n_parents), "children",
 			ids_json(o->children, o->n_children), "needed", needed, "unresolved_needed",
-			unresolved, "roles", obj_roles__to_json(lg_object__roles(o)), "in_link_map",
-			o->in_link_map, "in_maps", o->in_maps, "deleted", o->deleted, "gone",
-			o->gone, "error", str_or_null(o->error));
-	json_object_set_new(obj, "package", pkg_owner__to_json(o->pkg));
-	return obj;
+			unresolved, "in_link_map", o->in_link_map, "in_maps", o->in_maps, "deleted",
+			o->deleted, "gone", o->gone, "error", str_or_null(o->error));
+	return own ? obj_record__new(g, o, false, own) : NULL;
 }
 
 static json_t *id_or_null(unsigned int id)
@@ -72,7 +70,7 @@ json_t *libgraph__to_json(const struct libgraph *g)
 		return NULL;
 	}
 	for (size_t i = 0; objs && i < g->n; i++) {
-		json_t *o = lg_object__to_json(g->objs[i]);
+		json_t *o = object_json(g, g->objs[i]);
 
 		/* The loader's forest, which the text tree and --roles chains are drawn from. */
 		json_object_set_new(o, "loaded_by", id_or_null(v.loaded_by[i]));

@@ -12,7 +12,6 @@ struct lv_kinds;
 
 /* One process's graph as a JSON object (new reference), or NULL when out of memory. */
 json_t *libgraph__to_json(const struct libgraph *g);
-json_t *lg_object__to_json(const struct lg_object *o);
 /*
  * Print a Graphviz digraph; roles as fill colours, dlopen roots as boxes. @roles NULL: every
  * object and edge; else the objects with a role of those kinds and the chains that loaded them

@@ -10,6 +10,7 @@
 
 #include "finding.h"
 #include "libgraph.h"
+#include "objrecord.h"
 #include "order.h"
 #include "paths.h"
 #include "pkgindex.h"
@@ -323,28 +324,8 @@ static void json_event(struct event_sink *s, const struct event *ev)
 
 static void json_loaded(struct event_sink *s, const struct loaded_obj *l)
 {
-	const struct lg_object *o = l->o;
-	json_t *by = json_array();
-	size_t n = libgraph__needed_by(l->g, o->id, NULL, 0);
-	unsigned int *ids = n ? malloc(n * sizeof(*ids)) : NULL;
-
-	/* The objects whose DT_NEEDED brought it, the one that loaded it first: none for a root,
-	 * whatever loaded after it needs it too. */
-	if (ids)
-		libgraph__needed_by(l->g, o->id, ids, n);
-	for (size_t p = 0; ids && p < n; p++)
-		json_array_append_new(by, json_string(l->g->objs[ids[p]]->path));
-	free(ids);
-	/* The process's name when its graph was read: a process only attached to has no event
-	 * that names it (check and report TRACE name processes from the trace alone). */
 	emit(s,
-	     with_rank(json_pack("{s:s, s:I, s:i, s:s*, s:s, s:s?, s:i, s:s, s:o, s:o, s:o}",
-				 "type", "loaded", "t", (json_int_t)l->t, "pid", l->pid, "comm",
-				 l->g->comm[0] ? l->g->comm : NULL, "path", o->path, "soname",
-				 o->soname, "namespace", o->ns, "origin", lg_origin__id(o->origin),
-				 "needed_by", by, "roles", runtimes__roles_json(l->g, o->id),
-				 "package", pkg_owner__to_json(o->pkg)),
-		       l->has_rank, l->rank));
+	     with_rank(obj_record__loaded(l->g, l->o, l->pid, true, l->t), l->has_rank, l->rank));
 }
 
 static void json_finding(struct event_sink *s, const struct live_finding *f)
