@@ -4,13 +4,13 @@
  * turned into the model. The same modules do the work; this file only translates.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "detector.h"
 #include "finding.h"
+#include "frame_text.h"
 #include "libgraph.h"
 /* After libgraph.h: graph_export.h needs struct obj_role from roles.h. */
 #include "graph_export.h"
@@ -84,6 +84,10 @@ static void put_py_frame(const struct py_frame *f, FILE *out)
  */
 static char *stack_text(const struct thread_stack *st)
 {
+	static const struct frame_fmt fmt = {
+		.style = FRAME_GDB,
+		.flags = FRAME_PC_BARE | FRAME_MODULE_BASE,
+	};
 	size_t n_py = st->py ? st->py->n_frames : 0, j = 0, len = 0;
 	long *at = calloc(n_py ? n_py : 1, sizeof(*at));
 	char *s = NULL;
@@ -95,17 +99,9 @@ static char *stack_text(const struct thread_stack *st)
 	}
 	thread_stack__place_python(st, at);
 	for (size_t k = 0; k < st->n_frames; k++) {
-		const struct stack_frame *f = &st->frames[k];
-		const char *mod = f->module ? strrchr(f->module, '/') : NULL;
-
-		fprintf(out, "%s#%-3zu 0x%016" PRIx64 " %s", k ? "\n" : "", k, f->pc,
-			f->function ? f->function : "??");
-		if (f->function && f->offset && !f->inlined)
-			fprintf(out, "+0x%" PRIx64, f->offset);
-		if (f->module)
-			fprintf(out, " (%s)", mod ? mod + 1 : f->module);
-		if (f->file)
-			fprintf(out, " at %s:%d", f->file, f->line);
+		if (k)
+			fputc('\n', out);
+		frame_text__fprint(out, &st->frames[k], NULL, k, &fmt);
 		for (; j < n_py && at[j] == (long)k; j++)
 			put_py_frame(&st->py->frames[j], out);
 	}
