@@ -46,13 +46,15 @@ static void put_gdb(FILE *out, const struct stack_frame *f, const struct stack_f
 {
 	unsigned int fl = fmt->flags;
 
-	fprintf(out, "%s#%-*zu ", fmt->indent ? fmt->indent : "",
-		fmt->index_width ? fmt->index_width : 3, n);
+	fputs(fmt->indent ? fmt->indent : "", out);
+	if (!(fl & FRAME_NO_INDEX))
+		fprintf(out, "#%-*zu ", fmt->index_width ? fmt->index_width : 3, n);
 	put_pc(out, f, prev, fl);
 	if (!put_name(out, f, fl)) {
-		if (fl & FRAME_MODULE_BASE) {
+		if (fl & (FRAME_MODULE_BASE | FRAME_MODULE_PATH)) {
 			if (f->module)
-				fprintf(out, " (%s)", path_base(f->module));
+				fprintf(out, " (%s)",
+					fl & FRAME_MODULE_PATH ? f->module : path_base(f->module));
 			else if (fl & FRAME_UNNAMED_AT)
 				fprintf(out, " (%s)", "??");
 		} else if (!(fl & FRAME_MODULE_LAST)) {
@@ -64,7 +66,7 @@ static void put_gdb(FILE *out, const struct stack_frame *f, const struct stack_f
 				fprintf(out, " from %s", f->module);
 		}
 	}
-	if (f->file && (!(fl & FRAME_MODULE_LAST) || f->line > 0))
+	if (f->file && !(fl & FRAME_NO_FILE) && (!(fl & FRAME_MODULE_LAST) || f->line > 0))
 		fprintf(out, " at %s:%d", f->file, f->line);
 	if (fl & FRAME_MODULE_LAST)
 		fprintf(out, " from %s", path_base(f->module));

@@ -41,6 +41,12 @@ enum frame_text_flags {
 	FRAME_UNNAMED_AT = 1 << 4,
 	/* " from libfoo.so" last, after file:line, which shows only with a line (merged stacks). */
 	FRAME_MODULE_LAST = 1 << 5,
+	/* The object's path in parentheses after the name, " (/usr/lib/libfoo.so)". */
+	FRAME_MODULE_PATH = 1 << 6,
+	/* No "#N" before the frame. */
+	FRAME_NO_INDEX = 1 << 7,
+	/* No " at file:line". */
+	FRAME_NO_FILE = 1 << 8,
 };
 
 struct frame_fmt {

@@ -652,6 +652,12 @@ static void stacks_of_process(FILE *f, const json_t *doc)
 
 static void stacks_of_job(FILE *f, const json_t *doc)
 {
+	/* A merged frame: its name and object's path (no address in a merge). */
+	static const struct frame_fmt fmt = {
+		.style = FRAME_GDB,
+		.flags = FRAME_NO_INDEX | FRAME_NO_PC | FRAME_NO_OFFSET | FRAME_MODULE_PATH |
+			 FRAME_NO_FILE,
+	};
 	const json_t *v = json_object_get(doc, "verdict"), *g, *fr;
 	size_t i, k;
 
@@ -665,12 +671,17 @@ static void stacks_of_job(FILE *f, const json_t *doc)
 		md_text(f, str(g, "where"));
 		fprintf(f, "\n\n```\n");
 		json_array_foreach (json_object_get(g, "frames"), k, fr) {
-			if (!strcmp(str(fr, "kind"), "python"))
+			struct stack_frame nf;
+
+			if (!strcmp(str(fr, "kind"), "python")) {
 				fprintf(f, "        [py] %s (%s:%lld)\n", str(fr, "function"),
 					str(fr, "file"),
 					(long long)json_integer_value(json_object_get(fr, "line")));
-			else
-				fprintf(f, "%s (%s)\n", str(fr, "function"), str(fr, "module"));
+				continue;
+			}
+			frame_text__from_json(fr, &nf);
+			frame_text__fprint(f, &nf, NULL, k, &fmt);
+			fputc('\n', f);
 		}
 		fprintf(f, "```\n\n");
 	}
