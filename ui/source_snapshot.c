@@ -84,10 +84,6 @@ static void put_py_frame(const struct py_frame *f, FILE *out)
  */
 static char *stack_text(const struct thread_stack *st)
 {
-	static const struct frame_fmt fmt = {
-		.style = FRAME_GDB,
-		.flags = FRAME_PC_BARE | FRAME_MODULE_BASE,
-	};
 	size_t n_py = st->py ? st->py->n_frames : 0, j = 0, len = 0;
 	long *at = calloc(n_py ? n_py : 1, sizeof(*at));
 	char *s = NULL;
@@ -101,7 +97,7 @@ static char *stack_text(const struct thread_stack *st)
 	for (size_t k = 0; k < st->n_frames; k++) {
 		if (k)
 			fputc('\n', out);
-		frame_text__fprint(out, &st->frames[k], NULL, k, &fmt);
+		frame_text__fprint(out, &st->frames[k], NULL, k, &frame_fmt_tui);
 		for (; j < n_py && at[j] == (long)k; j++)
 			put_py_frame(&st->py->frames[j], out);
 	}

@@ -7,6 +7,25 @@
 #include "frame_text.h"
 #include "paths.h"
 
+const struct frame_fmt frame_fmt_report = {
+	.style = FRAME_GDB,
+	.flags = FRAME_NO_PC | FRAME_NO_OFFSET | FRAME_MODULE_BASE | FRAME_UNNAMED_AT,
+};
+const struct frame_fmt frame_fmt_report_job = {
+	.style = FRAME_GDB,
+	.flags = FRAME_NO_INDEX | FRAME_NO_PC | FRAME_NO_OFFSET | FRAME_MODULE_PATH | FRAME_NO_FILE,
+};
+const struct frame_fmt frame_fmt_merged = {
+	.style = FRAME_GDB,
+	.flags = FRAME_NO_PC | FRAME_NO_OFFSET | FRAME_MODULE_LAST,
+	.indent = "    ",
+	.index_width = 2,
+};
+const struct frame_fmt frame_fmt_tui = {
+	.style = FRAME_GDB,
+	.flags = FRAME_PC_BARE | FRAME_MODULE_BASE,
+};
+
 /*
  * The address column. As gdb: on the first frame of a pc (the innermost of an inline chain)
  * only; the frames of a recursion share a pc and each shows it.

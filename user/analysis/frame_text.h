@@ -57,6 +57,17 @@ struct frame_fmt {
 };
 
 /*
+ * The views that show less than gdb, in one place (and pinned by tests/unit/test_frame_text.c):
+ *   frame_fmt_report      report's stacks: "#4   main (hang_abba) at hang_abba.c:28",
+ *                         "#0   libgomp.so.1.0.0+0x1f823", "#5   0x7f0000001000 (no object)"
+ *   frame_fmt_report_job  report's merged job stacks: "main (/path/job_launcher)"
+ *   frame_fmt_merged      stacks --job: "    #3  main at job_launcher.c:234 from job_launcher"
+ *   frame_fmt_tui         the TUI: "#4   0x000055a688039253 main+0x7d (hang_abba) at f.c:28"
+ */
+extern const struct frame_fmt frame_fmt_report, frame_fmt_report_job, frame_fmt_merged,
+	frame_fmt_tui;
+
+/*
  * Frame @n of a stack, @f, in the style of @fmt; @prev is the frame before it (NULL for the
  * first): gdb leaves the address of an inline chain's outer frames blank. No newline.
  */

@@ -66,14 +66,10 @@ static void process_label(const json_t *p, char *buf, size_t len)
  */
 static void frame_line(FILE *f, size_t k, const json_t *fr)
 {
-	static const struct frame_fmt fmt = {
-		.style = FRAME_GDB,
-		.flags = FRAME_NO_PC | FRAME_NO_OFFSET | FRAME_MODULE_BASE | FRAME_UNNAMED_AT,
-	};
 	struct stack_frame v;
 
 	frame_text__from_json(fr, &v);
-	frame_text__fprint(f, &v, NULL, k, &fmt);
+	frame_text__fprint(f, &v, NULL, k, &frame_fmt_report);
 	fputc('\n', f);
 }
 
@@ -652,12 +648,6 @@ static void stacks_of_process(FILE *f, const json_t *doc)
 
 static void stacks_of_job(FILE *f, const json_t *doc)
 {
-	/* A merged frame: its name and object's path (no address in a merge). */
-	static const struct frame_fmt fmt = {
-		.style = FRAME_GDB,
-		.flags = FRAME_NO_INDEX | FRAME_NO_PC | FRAME_NO_OFFSET | FRAME_MODULE_PATH |
-			 FRAME_NO_FILE,
-	};
 	const json_t *v = json_object_get(doc, "verdict"), *g, *fr;
 	size_t i, k;
 
@@ -680,7 +670,7 @@ static void stacks_of_job(FILE *f, const json_t *doc)
 				continue;
 			}
 			frame_text__from_json(fr, &nf);
-			frame_text__fprint(f, &nf, NULL, k, &fmt);
+			frame_text__fprint(f, &nf, NULL, k, &frame_fmt_report_job);
 			fputc('\n', f);
 		}
 		fprintf(f, "```\n\n");

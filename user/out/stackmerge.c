@@ -512,14 +512,6 @@ out:
 	return out;
 }
 
-/* A merged frame: names, not addresses (each rank has its own), gdb's "at FILE:LINE". */
-static const struct frame_fmt merged_fmt = {
-	.style = FRAME_GDB,
-	.flags = FRAME_NO_PC | FRAME_NO_OFFSET | FRAME_MODULE_LAST,
-	.indent = "    ",
-	.index_width = 2,
-};
-
 void stackmerge__print_groups(const json_t *merged, FILE *out)
 {
 	const json_t *g;
@@ -559,7 +551,7 @@ void stackmerge__print_groups(const json_t *merged, FILE *out)
 				continue;
 			}
 			frame_text__from_json(fr, &v);
-			frame_text__fprint(out, &v, NULL, level++, &merged_fmt);
+			frame_text__fprint(out, &v, NULL, level++, &frame_fmt_merged);
 			fputc('\n', out);
 		}
 	}
