@@ -4,13 +4,13 @@
  * turned into the model. The same modules do the work; this file only translates.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "detector.h"
 #include "finding.h"
+#include "frame_text.h"
 #include "inspect.h"
 #include "libgraph.h"
 #include "lockwait.h"
@@ -85,17 +85,9 @@ static char *stack_text(const struct thread_stack *st)
 	}
 	thread_stack__place_python(st, at);
 	for (size_t k = 0; k < st->n_frames; k++) {
-		const struct stack_frame *f = &st->frames[k];
-		const char *mod = f->module ? strrchr(f->module, '/') : NULL;
-
-		fprintf(out, "%s#%-3zu 0x%016" PRIx64 " %s", k ? "\n" : "", k, f->pc,
-			f->function ? f->function : "??");
-		if (f->function && f->offset && !f->inlined)
-			fprintf(out, "+0x%" PRIx64, f->offset);
-		if (f->module)
-			fprintf(out, " (%s)", mod ? mod + 1 : f->module);
-		if (f->file)
-			fprintf(out, " at %s:%d", f->file, f->line);
+		if (k)
+			fputc('\n', out);
+		frame_text__fprint(out, &st->frames[k], NULL, k, &frame_fmt_tui);
 		for (; j < n_py && at[j] == (long)k; j++)
 			put_py_frame(&st->py->frames[j], out);
 	}

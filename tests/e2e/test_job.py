@@ -82,6 +82,19 @@ def test_stacks_job_from_the_launcher_names_the_futex_rank():
         assert "\nrank 3: 1 thread (LWP %d" % ranks[3] in text and "\nranks 0-2: 3 threads" in text
 
 
+def test_report_job_names_an_unnamed_frame_as_every_view_does():
+    """report --job printed a merged frame without a name as a line with none,
+    " (/usr/lib/.../libgomp.so.1.0.0)"; it reads "?? (...)", as stacks does."""
+    fx, ranks = launcher(4)
+    with fx:
+        md = dlscope("report", "--job", fx.pid, check=0).stdout
+        lines = [ln for b in re.findall(r"```\n(.*?)```", md, re.S) for ln in b.splitlines()]
+        assert "main (%s)" % fixture_path("job_launcher") in lines, md
+        # The pool threads of libgomp run in code without a symbol (Debian strips it).
+        assert any(re.fullmatch(r"\?\? \(/\S+/libgomp\.so[.\d]*\)", ln) for ln in lines), md
+        assert not [ln for ln in lines if ln.startswith(" ")], md
+
+
 def test_stacks_job_from_a_rank_and_from_a_ranks_child():
     fx, ranks = launcher(4)
     with fx:

@@ -11,6 +11,7 @@
 #include "crash.h"
 #include "demangle.h"
 #include "elfobj.h"
+#include "frame_text.h"
 #include "procfs.h"
 #include "procmaps.h"
 #include "target.h"
@@ -329,8 +330,11 @@ void crash__print(const struct crash *c, FILE *out)
 		fprintf(out, "    %s (%s)\n", cn->reason, cn->name);
 	}
 	fprintf(out, "    stack of thread %d:\n", c->tid);
-	for (size_t k = 0; st && k < st->n_frames; k++)
-		stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "    ", out);
+	for (size_t k = 0; st && k < st->n_frames; k++) {
+		frame_text__fprint(out, &st->frames[k], k ? &st->frames[k - 1] : NULL, k,
+				   &(struct frame_fmt){ .style = FRAME_GDB, .indent = "    " });
+		fputc('\n', out);
+	}
 	if (c->stack_error || (st && st->error))
 		fprintf(out, "    (%s)\n", c->stack_error ? c->stack_error : st->error);
 }

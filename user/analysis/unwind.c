@@ -188,35 +188,6 @@ void stacks__free(struct stacks *s)
 	free(s);
 }
 
-/*
- * As gdb: the address on the first frame of a pc (the innermost of an inline chain) only; the
- * frames of a recursion share a pc and each shows it.
- */
-void stack_frame__print(const struct stack_frame *f, const struct stack_frame *prev, size_t n,
-			const char *indent, FILE *out)
-{
-	bool same_pc = prev && prev->pc == f->pc && prev->inlined;
-
-	if (same_pc)
-		fprintf(out, "%s#%-3zu %18s    %s", indent, n, "",
-			f->function ? f->function : "??");
-	else
-		fprintf(out, "%s#%-3zu 0x%016" PRIx64 " in %s", indent, n, f->pc,
-			f->function ? f->function : "??");
-	if (f->function && f->offset && !f->inlined)
-		fprintf(out, "+0x%" PRIx64, f->offset);
-	/* No name: where in its file, as addr2line takes it. */
-	if (!f->function && f->module && f->has_module_offset)
-		fprintf(out, " (%s+0x%" PRIx64 ")",
-			strrchr(f->module, '/') ? strrchr(f->module, '/') + 1 : f->module,
-			f->module_offset);
-	if (f->module)
-		fprintf(out, " from %s", f->module);
-	if (f->file)
-		fprintf(out, " at %s:%d", f->file, f->line);
-	fputc('\n', out);
-}
-
 json_t *stack_frame__to_json(const struct stack_frame *f)
 {
 	char pc[24], moff[24];

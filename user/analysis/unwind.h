@@ -174,9 +174,7 @@ int sample_unwinder__unwind(struct sample_unwinder *u, const struct stack_sample
 			    const struct sample_access *acc, unsigned int max_frames,
 			    struct thread_stack *out);
 
-/* One frame as gdb prints it ("#N  0x... in fn+0x12 from lib at file:line"), after @indent. */
-void stack_frame__print(const struct stack_frame *f, const struct stack_frame *prev, size_t n,
-			const char *indent, FILE *out);
+/* A frame as text: frame_text.h. */
 json_t *stack_frame__to_json(const struct stack_frame *f);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "array.h"
 #include "finding.h"
+#include "frame_text.h"
 #include "job.h"
 #include "jobwatch.h"
 #include "paths.h"
@@ -456,11 +457,11 @@ static void report_hung(struct jobwatch *jw, struct jw_proc *p, uint64_t now, do
 		const struct stack_frame *tf = telling_frame(main_ts);
 
 		for (size_t i = 0; i < main_ts->n_frames; i++) {
-			watch__frame_text(&main_ts->frames[i], frame, sizeof(frame));
+			frame_text__short(&main_ts->frames[i], frame, sizeof(frame));
 			event_stack__push(&es, frame, main_ts->frames[i].pc);
 		}
 		if (tf) {
-			watch__frame_text(tf, frame, sizeof(frame));
+			frame_text__short(tf, frame, sizeof(frame));
 			snprintf(in, sizeof(in), "; it is in %s", frame);
 		}
 	}

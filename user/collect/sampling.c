@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "elfobj.h"
+#include "frame_text.h"
 #include "procmaps.h"
 #include "watch_internal.h"
 
@@ -191,23 +192,6 @@ out:
 	       (w->cur.ts.n_frames && !w->cur.ts.frames[w->cur.ts.n_frames - 1].module);
 }
 
-/* "fn+0x12 (libfoo.so)": one frame of a stack. */
-void watch__frame_text(const struct stack_frame *f, char *buf, size_t len)
-{
-	const char *mod = f->module ? strrchr(f->module, '/') : NULL;
-
-	mod = mod ? mod + 1 : f->module;
-	if (f->function && f->inlined)
-		snprintf(buf, len, "%s (%s, inlined)", f->function, mod ? mod : "?");
-	else if (f->function)
-		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", f->function, f->offset,
-			 mod ? mod : "?");
-	else if (mod)
-		snprintf(buf, len, "0x%" PRIx64 " (%s)", f->pc, mod);
-	else
-		snprintf(buf, len, "0x%" PRIx64, f->pc);
-}
-
 /*
  * The stack @we carries, unwound once per event; NULL when it carries none. Read-only: the
  * dispatcher (name_stack) has made the model current first where it could be behind.
@@ -238,7 +222,7 @@ bool sampling__stack_of(struct watch *w, struct proc_state *ps, const struct wat
 	for (size_t i = 0; i < ts->n_frames; i++) {
 		char frame[512];
 
-		watch__frame_text(&ts->frames[i], frame, sizeof(frame));
+		frame_text__short(&ts->frames[i], frame, sizeof(frame));
 		if (event_stack__push(out, frame, ts->frames[i].pc))
 			break;
 	}
@@ -262,13 +246,13 @@ void sampling__name_signal(struct watch *w, struct proc_state *ps, struct watch_
 		size_t k = 0, n;
 
 		/* Code inlined into a function: both, as "inlined (...) in caller". */
-		watch__frame_text(&ts->frames[0], at, atlen);
+		frame_text__short(&ts->frames[0], at, atlen);
 		while (k + 1 < ts->n_frames && ts->frames[k].inlined)
 			k++;
 		n = strlen(at);
 		if (k && n + 4 < atlen) {
 			memcpy(at + n, " in ", 4);
-			watch__frame_text(&ts->frames[k], at + n + 4, atlen - n - 4);
+			frame_text__short(&ts->frames[k], at + n + 4, atlen - n - 4);
 		}
 	} else if (ps && we->raw && we->size >= sizeof(*we->raw)) {
 		symbolize(ps, we->raw->regs.ip, at, atlen);

@@ -50,10 +50,6 @@ struct watch_opts {
  */
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen);
 
-struct stack_frame;
-/* A frame as events' stacks show it: "fn+0x12 (libfoo.so)", "0xPC (object)". */
-void watch__frame_text(const struct stack_frame *f, char *buf, size_t len);
-
 /*
  * The collector's logic without BPF, for tests: raw records (struct dlw_event, as the ring
  * buffer delivers them) are fed to the same dispatcher watch__run uses; no probe is attached.

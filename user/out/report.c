@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_text.h"
 #include "report.h"
 #include "report_md.h"
 
@@ -59,22 +60,16 @@ static void process_label(const json_t *p, char *buf, size_t len)
 			 (long long)json_integer_value(json_object_get(p, "pid")), str(p, "comm"));
 }
 
-/* A native frame as a line: "name (module) at file:line"; an unnamed one "module+0xOFF". */
+/*
+ * A native frame record as a line: "name (module) at file:line"; an unnamed one
+ * "module+0xOFF", else "0xPC (module)" (frame_text.h).
+ */
 static void frame_line(FILE *f, size_t k, const json_t *fr)
 {
-	const char *slash = strrchr(str(fr, "module"), '/');
-	const char *mod = slash ? slash + 1 : str(fr, "module");
+	struct stack_frame v;
 
-	if (*str(fr, "function"))
-		fprintf(f, "#%-3zu %s (%s)", k, str(fr, "function"), *mod ? mod : "??");
-	else if (*mod && *str(fr, "module_offset"))
-		fprintf(f, "#%-3zu %s+%s", k, mod, str(fr, "module_offset"));
-	else
-		fprintf(f, "#%-3zu %s (%s)", k, *str(fr, "pc") ? str(fr, "pc") : "??",
-			*mod ? mod : "no object");
-	if (*str(fr, "file"))
-		fprintf(f, " at %s:%lld", str(fr, "file"),
-			(long long)json_integer_value(json_object_get(fr, "line")));
+	frame_text__from_json(fr, &v);
+	frame_text__fprint(f, &v, NULL, k, &frame_fmt_report);
 	fputc('\n', f);
 }
 
@@ -666,12 +661,17 @@ static void stacks_of_job(FILE *f, const json_t *doc)
 		md_text(f, str(g, "where"));
 		fprintf(f, "\n\n```\n");
 		json_array_foreach (json_object_get(g, "frames"), k, fr) {
-			if (!strcmp(str(fr, "kind"), "python"))
+			struct stack_frame nf;
+
+			if (!strcmp(str(fr, "kind"), "python")) {
 				fprintf(f, "        [py] %s (%s:%lld)\n", str(fr, "function"),
 					str(fr, "file"),
 					(long long)json_integer_value(json_object_get(fr, "line")));
-			else
-				fprintf(f, "%s (%s)\n", str(fr, "function"), str(fr, "module"));
+				continue;
+			}
+			frame_text__from_json(fr, &nf);
+			frame_text__fprint(f, &nf, NULL, k, &frame_fmt_report_job);
+			fputc('\n', f);
 		}
 		fprintf(f, "```\n\n");
 	}

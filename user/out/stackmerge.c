@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "frame_text.h"
 #include "job.h"
 #include "paths.h"
 #include "stackmerge.h"
@@ -542,17 +543,16 @@ void stackmerge__print_groups(const json_t *merged, FILE *out)
 			const char *fn = json_string_value(json_object_get(fr, "function"));
 			const char *file = json_string_value(json_object_get(fr, "file"));
 			json_int_t line = json_integer_value(json_object_get(fr, "line"));
+			struct stack_frame v;
 
 			if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python")) {
 				fprintf(out, "        [py] %s (%s:%lld)\n", fn ? fn : "??",
 					file ? file : "?", (long long)line);
 				continue;
 			}
-			fprintf(out, "    #%-2zu %s", level++, fn ? fn : "??");
-			if (file && line > 0)
-				fprintf(out, " at %s:%lld", file, (long long)line);
-			fprintf(out, " from %s\n",
-				path_base(json_string_value(json_object_get(fr, "module"))));
+			frame_text__from_json(fr, &v);
+			frame_text__fprint(out, &v, NULL, level++, &frame_fmt_merged);
+			fputc('\n', out);
 		}
 	}
 }

@@ -2,6 +2,7 @@
 /* One thread's stack as stacks prints it, for a process and a core alike (threadtext.h). */
 #include <stdlib.h>
 
+#include "frame_text.h"
 #include "lockwait.h"
 #include "pystate.h"
 #include "threadtext.h"
@@ -31,8 +32,9 @@ void thread_stack__print(const struct thread_stack *st, bool python_only, FILE *
 			print_py_frame(&st->py->frames[j], "    ", out);
 	} else {
 		for (size_t k = 0; k < st->n_frames; k++) {
-			stack_frame__print(&st->frames[k], k ? &st->frames[k - 1] : NULL, k, "",
-					   out);
+			frame_text__fprint(out, &st->frames[k], k ? &st->frames[k - 1] : NULL, k,
+					   &(struct frame_fmt){ .style = FRAME_GDB });
+			fputc('\n', out);
 			for (; j < n_py && at[j] == (long)k; j++)
 				print_py_frame(&st->py->frames[j], "        [py] ", out);
 		}
