@@ -99,6 +99,51 @@ struct {
 	__type(value, u64);
 } lost SEC(".maps");
 
+/*
+ * The stop (user/collect/probes.c: probes__stop). The collector turns `stopping` on, then waits
+ * until no program is past its check (`running`, per CPU): what the rings hold then is all
+ * there will be, so their rest is read whole and counted exactly, and the links' slow close
+ * (a grace period each) can be left to a reaper off the collector's path.
+ */
+volatile bool stopping;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} running SEC(".maps");
+
+/* The program's slot in `running`, counted in; NULL once the collector stops. */
+static __always_inline u64 *run_begin(void)
+{
+	u32 zero = 0;
+	u64 *n = bpf_map_lookup_elem(&running, &zero), was;
+
+	if (!n)
+		return NULL;
+	/* A fetching atomic is a full barrier: the flag is read after the count went up (the
+	 * collector sets the flag, then reads the count: one of the two sees the other). */
+	was = __sync_fetch_and_add(n, 1);
+	asm volatile("" : "+r"(was));
+	if (!stopping)
+		return n;
+	__sync_fetch_and_add(n, -1);
+	return NULL;
+}
+
+/* @body, run unless the collector stopped, counted in `running` while it runs. */
+#define GUARDED(body)                                        \
+	({                                                   \
+		u64 *__slot = run_begin();                   \
+		int __ret = 0;                               \
+		if (__slot) {                                \
+			__ret = (body);                      \
+			__sync_fetch_and_add(__slot, -1);    \
+		}                                            \
+		__ret;                                       \
+	})
+
 static __always_inline bool traced(u32 tgid)
 {
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
@@ -630,44 +675,43 @@ int BPF_KPROBE(dlopen_enter)
 	u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 	bool m = bpf_get_attach_cookie(ctx) == DLW_AT_DLMOPEN;
 
-	return call_enter(DLW_DLOPEN, (const void *)(m ? a2 : a1), m ? a3 : a2, m ? a1 : 0, 0);
+	return GUARDED(call_enter(DLW_DLOPEN, (const void *)(m ? a2 : a1), m ? a3 : a2, m ? a1 : 0, 0));
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(dlopen_exit, long ret)
 {
-	return call_exit(ctx, DLW_DLOPEN, ret);
+	return GUARDED(call_exit(ctx, DLW_DLOPEN, ret));
 }
 
 SEC("uprobe")
 int BPF_KPROBE(dlclose_enter, void *handle)
 {
-	return call_enter(DLW_DLCLOSE, NULL, (u64)handle, 0, 0);
+	return GUARDED(call_enter(DLW_DLCLOSE, NULL, (u64)handle, 0, 0));
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(dlclose_exit, long ret)
 {
-	return call_exit(ctx, DLW_DLCLOSE, ret);
+	return GUARDED(call_exit(ctx, DLW_DLCLOSE, ret));
 }
 
 SEC("uprobe")
 int BPF_KPROBE(dlsym_enter, void *handle, const char *name)
 {
-	return call_enter(DLW_DLSYM, name, (u64)handle, 0, 0);
+	return GUARDED(call_enter(DLW_DLSYM, name, (u64)handle, 0, 0));
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(dlsym_exit, long ret)
 {
-	return call_exit(ctx, DLW_DLSYM, ret);
+	return GUARDED(call_exit(ctx, DLW_DLSYM, ret));
 }
 
 /* GOMP_parallel, GOMP_parallel_start, __kmpc_fork_call, exec_blas (--hot only): counted per
  * thread and runtime (the attach cookie: dlw_cookie()); an event, with its stack, for the first
  * region of each runtime in a process and for a region started inside dlopen (seed-002). */
-SEC("uprobe")
-int BPF_KPROBE(omp_fork_enter)
+static __always_inline int omp_fork(struct pt_regs *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid(), one = 1, *n, *c, cookie = bpf_get_attach_cookie(ctx);
 	u32 tid = (u32)id, *busy = NULL;
@@ -707,7 +751,12 @@ int BPF_KPROBE(omp_fork_enter)
 }
 
 SEC("uprobe")
-int BPF_KPROBE(blas_thread_enter)
+int BPF_KPROBE(omp_fork_enter)
+{
+	return GUARDED(omp_fork(ctx));
+}
+
+static __always_inline int blas_thread(void)
 {
 	struct dlw_event *e;
 
@@ -717,6 +766,12 @@ int BPF_KPROBE(blas_thread_enter)
 	if (e)
 		bpf_ringbuf_submit(e, 0);
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(blas_thread_enter)
+{
+	return GUARDED(blas_thread());
 }
 
 /* The size of a CUDA image: a fatbin header says it, a cubin's ELF header implies it. */
@@ -748,15 +803,15 @@ int BPF_KPROBE(cuda_load_enter, void *handle, const void *image)
 	bool by_name = fn == CUDA_MODULE_LOAD || fn == CUDA_LIBRARY_LOAD_FILE ||
 		       fn == HIP_MODULE_LOAD;
 
-	return call_enter(DLW_GPU_LOAD, by_name ? image : NULL, fn, by_name ? 0 : image_size(image),
-			  by_name ? 0 : (u64)image);
+	return GUARDED(call_enter(DLW_GPU_LOAD, by_name ? image : NULL, fn,
+				  by_name ? 0 : image_size(image), by_name ? 0 : (u64)image));
 }
 
 /* The return of every GPU function probed, CUDA's, HIP's, OpenCL's and Level Zero's. */
 SEC("uretprobe")
 int BPF_KRETPROBE(cuda_load_exit, long ret)
 {
-	return call_exit(ctx, DLW_GPU_LOAD, ret);
+	return GUARDED(call_exit(ctx, DLW_GPU_LOAD, ret));
 }
 
 /* The sum of the first source strings' lengths (clCreateProgramWithSource's lengths[]). */
@@ -793,8 +848,7 @@ static __always_inline u64 stack_arg(struct pt_regs *ctx, int n)
  *   clLinkProgram(ctx, ndev, devices, options, ninputs, inputs, notify, data, errcode_ret)
  *   zeModuleCreate(ctx, device, desc, module, build_log)
  */
-SEC("uprobe")
-int BPF_KPROBE(gpu_build_enter)
+static __always_inline int gpu_build(struct pt_regs *ctx)
 {
 	u64 fn = bpf_get_attach_cookie(ctx);
 	u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
@@ -832,6 +886,12 @@ int BPF_KPROBE(gpu_build_enter)
 				  zd.size, zd.input);
 	default: return 0;
 	}
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gpu_build_enter)
+{
+	return GUARDED(gpu_build(ctx));
 }
 
 /*
@@ -925,8 +985,7 @@ static __always_inline bool hold_waiting(void)
  * a uprobe waits for an RCU grace period (the dup_mmap_sem write), which a program spinning
  * under rcu_read_lock() would hold back until its hold ran out.
  */
-SEC("uprobe.s")
-int BPF_KPROBE(linkmap_consistent)
+static __always_inline int linkmap_hold(struct pt_regs *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid(), delta = bpf_get_attach_cookie(ctx);
 	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
@@ -976,8 +1035,13 @@ int BPF_KPROBE(linkmap_consistent)
 	return 0;
 }
 
-SEC("raw_tp/sched_process_exec")
-int handle_exec(struct bpf_raw_tracepoint_args *ctx)
+SEC("uprobe.s")
+int BPF_KPROBE(linkmap_consistent)
+{
+	return GUARDED(linkmap_hold(ctx));
+}
+
+static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -1008,8 +1072,13 @@ int handle_exec(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-SEC("raw_tp/sched_process_fork")
-int handle_fork(struct bpf_raw_tracepoint_args *ctx)
+SEC("raw_tp/sched_process_exec")
+int handle_exec(struct bpf_raw_tracepoint_args *ctx)
+{
+	return GUARDED(on_exec(ctx));
+}
+
+static __always_inline int on_fork(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *parent = (struct task_struct *)ctx->args[0];
 	struct task_struct *child = (struct task_struct *)ctx->args[1];
@@ -1047,8 +1116,13 @@ int handle_fork(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-SEC("raw_tp/sched_process_exit")
-int handle_exit(struct bpf_raw_tracepoint_args *ctx)
+SEC("raw_tp/sched_process_fork")
+int handle_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	return GUARDED(on_fork(ctx));
+}
+
+static __always_inline int on_exit(struct bpf_raw_tracepoint_args *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id, tgid = id >> 32;
@@ -1069,8 +1143,13 @@ int handle_exit(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-SEC("raw_tp/signal_deliver")
-int handle_signal(struct bpf_raw_tracepoint_args *ctx)
+SEC("raw_tp/sched_process_exit")
+int handle_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	return GUARDED(on_exit(ctx));
+}
+
+static __always_inline int on_signal(struct bpf_raw_tracepoint_args *ctx)
 {
 	int sig = (int)ctx->args[0];
 	struct kernel_siginfo *info = (struct kernel_siginfo *)ctx->args[1];
@@ -1092,6 +1171,12 @@ int handle_signal(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+SEC("raw_tp/signal_deliver")
+int handle_signal(struct bpf_raw_tracepoint_args *ctx)
+{
+	return GUARDED(on_signal(ctx));
+}
+
 /* The syscalls:sys_enter_futex record: only futex calls pay for this probe. */
 struct futex_enter_args {
 	unsigned long long common;
@@ -1100,8 +1185,7 @@ struct futex_enter_args {
 	long op;
 };
 
-SEC("tp/syscalls/sys_enter_futex")
-int handle_futex_enter(struct futex_enter_args *ctx)
+static __always_inline int on_futex_enter(struct futex_enter_args *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
@@ -1129,8 +1213,13 @@ int handle_futex_enter(struct futex_enter_args *ctx)
 	return 0;
 }
 
-SEC("tp/syscalls/sys_exit_futex")
-int handle_futex_exit(void *ctx)
+SEC("tp/syscalls/sys_enter_futex")
+int handle_futex_enter(struct futex_enter_args *ctx)
+{
+	return GUARDED(on_futex_enter(ctx));
+}
+
+static __always_inline int on_futex_exit(void *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
@@ -1153,4 +1242,10 @@ int handle_futex_exit(void *ctx)
 	}
 	bpf_map_delete_elem(&futex_start, &tid);
 	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_futex")
+int handle_futex_exit(void *ctx)
+{
+	return GUARDED(on_futex_exit(ctx));
 }

@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -977,6 +978,56 @@ def test_duration_ends_on_time_with_nothing_after_its_end():
             attach_ns = float(re.search(r"attached in ([\d.]+) ms", p.stderr).group(1)) * 1e6
             end = head["t0"] + 1_000_000_000 + attach_ns
             assert all(r["t"] <= end for r in acts), (head["t0"], end, acts)
+    finally:
+        fx.kill()
+        fx.wait()
+
+
+def _bpf_links_of(pid):
+    """The ids of the BPF links @pid holds, from its descriptors' fdinfo."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                m = re.search(r"^link_id:\s*(\d+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    return ids
+
+
+def _bpf_links_alive(ids):
+    out = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True,
+                         check=True).stdout
+    return {link["id"] for link in json.loads(out or "[]")} & ids
+
+
+def test_a_stop_leaves_no_link_behind():
+    """The links' close is left to a reaper (user/proc/fdreaper.c) so that the stop is quick;
+    every link, uprobe and tracepoint, is still gone soon after dlscope ends, and the run's
+    counts are whole."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    if not shutil.which("bpftool"):
+        raise Skip("needs bpftool")
+    fx = subprocess.Popen([fixture_path("hot_regions"), fixture_path("libomp_regions.so"), "60"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert fx.stdout.readline().startswith("ready"), "fixture did not start"
+        fx.stdin.write("go\n")
+        fx.stdin.flush()
+        p = subprocess.Popen([dlscope_path(), "watch", "--hot", "--duration", "1", "-p",
+                              str(fx.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        assert "watching 1 process" in p.stderr.readline()
+        links = _bpf_links_of(p.pid)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode in (0, 1), err
+        # Its uprobes (one link per object and program) and its four raw tracepoints.
+        assert len(links) > 4, links
+        assert re.search(r"\b0 lost\b", err), err
+        wait_until(lambda: not _bpf_links_alive(links), 10, "every link of the run closed")
     finally:
         fx.kill()
         fx.wait()

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The BPF object and its probes: loaded and configured from the options, the uprobes each
- * object's roles call for (once per file), attached by uprobe_multi links, closed at the end.
+ * object's roles call for (once per file), attached by uprobe_multi links; at the end every
+ * program stopped at its first check and the links handed to a reaper (probes__stop).
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -22,6 +23,7 @@
 #include "activity.h"
 #include "dlwatch.skel.h"
 #include "elfobj.h"
+#include "fdreaper.h"
 #include "output.h"
 #include "phase.h"
 #include "procfs.h"
@@ -416,8 +418,11 @@ void probes__detach_all(struct watch *w)
 	struct closer c[CLOSERS];
 	pthread_t t[CLOSERS];
 	bool started[CLOSERS] = { false };
-	size_t n = w->n_links < CLOSERS ? w->n_links : CLOSERS;
+	/* With a reaper (probes__stop), no close here is the last: no thread needed. */
+	size_t n = w->reaper_fd >= 0 ? 0 : w->n_links < CLOSERS ? w->n_links : CLOSERS;
 
+	if (!n)
+		close_some(&(struct closer){ w->links, w->n_links, 0, 1 });
 	for (size_t i = 0; i < n; i++) {
 		c[i] = (struct closer){ w->links, w->n_links, i, n };
 		started[i] = !pthread_create(&t[i], NULL, close_some, &c[i]);
@@ -430,6 +435,83 @@ void probes__detach_all(struct watch *w)
 	free(w->links);
 	w->links = NULL;
 	w->n_links = 0;
+}
+
+/* How many programs run now (bpf/dlwatch.bpf.c: `running`), all CPUs; -1 when unreadable. */
+static long long programs_running(struct watch *w)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	unsigned long long *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*vals)) : NULL;
+	unsigned long long sum = 0;
+	uint32_t zero = 0;
+	bool ok = vals && !bpf_map__lookup_elem(w->skel->maps.running, &zero, sizeof(zero), vals,
+						(size_t)ncpu * sizeof(*vals), 0);
+
+	for (int c = 0; ok && c < ncpu; c++)
+		sum += vals[c];
+	free(vals);
+	return ok ? (long long)sum : -1;
+}
+
+/*
+ * Every program's check off, then no program running (a held thread is let go meanwhile):
+ * nothing more will reach the rings or the counts. False past @wait_ms.
+ */
+static bool programs_quiet(struct watch *w, int wait_ms)
+{
+	unsigned long long end = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)wait_ms * 1000000;
+	long long n;
+
+	if (!w->skel || !w->skel->bss)
+		return false;
+	__atomic_store_n(&w->skel->bss->stopping, true, __ATOMIC_SEQ_CST);
+	while ((n = programs_running(w)) > 0 && mono_ns(CLOCK_MONOTONIC) < end) {
+		ring_buffer__consume(w->hrb);
+		usleep(200);
+	}
+	return n == 0;
+}
+
+/*
+ * The links to hand over: the uprobes' and copies of the skeleton's tracepoint links (the
+ * skeleton's own close, at destroy, is then not the last). NULL when out of memory.
+ */
+static int *links_to_hand_over(struct watch *w, size_t *n)
+{
+	const struct bpf_object_skeleton *sk = w->skel->skeleton;
+	int *fds = malloc((w->n_links + (size_t)sk->prog_cnt) * sizeof(*fds));
+
+	*n = 0;
+	if (!fds)
+		return NULL;
+	for (size_t i = 0; i < w->n_links; i++)
+		fds[(*n)++] = w->links[i];
+	for (int i = 0; i < sk->prog_cnt; i++) {
+		struct bpf_link *l = *sk->progs[i].link;
+		int fd = l ? fcntl(bpf_link__fd(l), F_DUPFD_CLOEXEC, 0) : -1;
+
+		if (fd >= 0)
+			fds[(*n)++] = fd;
+	}
+	return fds;
+}
+
+/*
+ * The probes off for good. Once no program runs, the links go to a reaper too (fdreaper.h):
+ * their last close, a grace period each, is paid after dlscope has gone on or ended, when
+ * watch_release closes @w->reaper_fd. Otherwise (a program still running, no reaper) the
+ * closes here wait for those programs.
+ */
+void probes__stop(struct watch *w)
+{
+	size_t n = 0;
+	int *fds = programs_quiet(w, 1000) ? links_to_hand_over(w, &n) : NULL;
+
+	w->reaper_fd = fds ? fd_reaper__start(fds, n) : -1;
+	for (size_t i = w->n_links; i < n; i++)
+		close(fds[i]);
+	free(fds);
+	probes__detach_all(w);
 }
 
 /*

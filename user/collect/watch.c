@@ -233,6 +233,9 @@ static void watch_release(struct watch *w)
 	if (w->epfd > 0)
 		close(w->epfd);
 	dlwatch_bpf__destroy(w->skel);
+	/* Every copy of the links closed here: the reaper's are the last. */
+	if (w->reaper_fd >= 0)
+		close(w->reaper_fd);
 	elf_cache__put(w->cache);
 	pkg_cache__free(w->pkgs);
 }
@@ -291,7 +294,7 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
 {
-	struct watch w = { .o = o, .st = st };
+	struct watch w = { .o = o, .st = st, .reaper_fd = -1 };
 	unsigned long long deadline = 0, t_attach, t_end;
 	int err, release_fd = -1;
 
@@ -374,7 +377,7 @@ struct watch *watch__offline_new(const struct watch_opts *o, struct watch_stats 
 
 	if (!w)
 		return NULL;
-	*w = (struct watch){ .o = o, .st = st, .t0 = mono_ns(CLOCK_MONOTONIC) };
+	*w = (struct watch){ .o = o, .st = st, .t0 = mono_ns(CLOCK_MONOTONIC), .reaper_fd = -1 };
 	memset(st, 0, sizeof(*st));
 	st->command_status = -1;
 	w->cache = elf_cache__new();
