@@ -1,4 +1,5 @@
 """dlscope watch/record: the eBPF probes on this machine's kernel, against live fixtures."""
+import contextlib
 import json
 import os
 import re
@@ -952,18 +953,28 @@ def test_bpf_programs_verify_in_few_instructions():
             assert max(insns.values()) < 8000, insns
 
 
-def test_duration_ends_on_time_with_nothing_after_its_end():
-    """--duration 1 -p PID: no activity record stamped past the end (1 s after the attach),
-    while both pools stay busy throughout. (How long the run takes, start and detach included,
-    is bench/stop_bench.py's: a wall-clock bound fails on a loaded machine.)"""
-    if not is_root():
-        raise Skip("BPF tests need root")
+@contextlib.contextmanager
+def _busy_pools():
+    """hot_regions with both pools busy for 60 s; killed at the end."""
     fx = subprocess.Popen([fixture_path("hot_regions"), fixture_path("libomp_regions.so"), "60"],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert fx.stdout.readline().startswith("ready"), "fixture did not start"
         fx.stdin.write("go\n")
         fx.stdin.flush()
+        yield fx
+    finally:
+        fx.kill()
+        fx.wait()
+
+
+def test_duration_ends_on_time_with_nothing_after_its_end():
+    """--duration 1 -p PID: no activity record stamped past the end (1 s after the attach),
+    while both pools stay busy throughout. (How long the run takes, start and detach included,
+    is bench/stop_bench.py's: a wall-clock bound fails on a loaded machine.)"""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    with _busy_pools() as fx:
         for _ in range(3):
             with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
                 p = subprocess.run([dlscope_path(), "record", "--hot", "--duration", "1", "-o",
@@ -978,9 +989,6 @@ def test_duration_ends_on_time_with_nothing_after_its_end():
             attach_ns = float(re.search(r"attached in ([\d.]+) ms", p.stderr).group(1)) * 1e6
             end = head["t0"] + 1_000_000_000 + attach_ns
             assert all(r["t"] <= end for r in acts), (head["t0"], end, acts)
-    finally:
-        fx.kill()
-        fx.wait()
 
 
 def _bpf_links_of(pid):
@@ -1011,12 +1019,7 @@ def test_a_stop_leaves_no_link_behind():
         raise Skip("BPF tests need root")
     if not shutil.which("bpftool"):
         raise Skip("needs bpftool")
-    fx = subprocess.Popen([fixture_path("hot_regions"), fixture_path("libomp_regions.so"), "60"],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert fx.stdout.readline().startswith("ready"), "fixture did not start"
-        fx.stdin.write("go\n")
-        fx.stdin.flush()
+    with _busy_pools() as fx:
         p = subprocess.Popen([dlscope_path(), "watch", "--hot", "--duration", "1", "-p",
                               str(fx.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
@@ -1028,9 +1031,6 @@ def test_a_stop_leaves_no_link_behind():
         assert len(links) > 4, links
         assert re.search(r"\b0 lost\b", err), err
         wait_until(lambda: not _bpf_links_alive(links), 10, "every link of the run closed")
-    finally:
-        fx.kill()
-        fx.wait()
 
 
 def test_text_and_trace_come_in_time_order():
