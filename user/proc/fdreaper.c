@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,11 +87,25 @@ static NO_ASAN int closer_main(void *arg)
 static NO_ASAN int reaper_main(void *arg)
 {
 	static const char name[16] = "dlscope-reaper";
+	static const unsigned long every_cpu[16] = {
+		~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL,
+		~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL
+	};
 	struct reaper_area *a = arg;
 	char *stack = a->stacks + REAPER_STACK;
+	long prio = syscall(SYS_getpriority, PRIO_PROCESS, 0); /* 20 - nice */
 	char byte;
 
 	syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0);
+	/*
+	 * Removing a uprobe write-locks every address space that maps its file (libc: all of
+	 * them), the next program the user starts included. A collector started at nice 19 and
+	 * pinned to a busy CPU would stretch that for seconds: the reaper runs at nice 0 (never
+	 * below what it was given) on any CPU.
+	 */
+	if (prio >= 0 && prio < 20)
+		syscall(SYS_setpriority, PRIO_PROCESS, 0, 0);
+	syscall(SYS_sched_setaffinity, 0, sizeof(every_cpu), every_cpu);
 	while (syscall(SYS_read, a->pipe_end, &byte, 1) > 0)
 		;
 	for (unsigned i = 0; i < a->n_closers; i++) {
