@@ -333,6 +333,20 @@ def test_follow_forked_children():
     assert parent not in children
 
 
+def test_record_of_children_that_come_and_go_in_turn():
+    """Each followed child's stack unwinder goes at its exit and the next child's starts: the
+    namer they share kept its freed memo, and record -f of fork_tree aborted with "double
+    free" in 4 of 6 runs."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    for _ in range(4):
+        with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+            p = dlscope("record", "-f", "-o", f.name, "--", fixture_path("fork_tree"),
+                        fixture_path("libplain.so"), check=0, timeout=60)
+            forks = [r for r in map(json.loads, open(f.name)) if r["type"] == "fork"]
+        assert len(forks) == 2, (forks, p.stderr)
+
+
 def test_fatal_signal_with_faulting_object():
     p = watch("--", fixture_path("two_blas"), env={"FIXTURE_EXIT": "fault"}, status=1)
     # The faulting pc is named from the last model of the process: through its stack, else
