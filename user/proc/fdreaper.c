@@ -87,25 +87,11 @@ static NO_ASAN int closer_main(void *arg)
 static NO_ASAN int reaper_main(void *arg)
 {
 	static const char name[16] = "dlscope-reaper";
-	static const unsigned long every_cpu[16] = {
-		~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL,
-		~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL, ~0UL
-	};
 	struct reaper_area *a = arg;
 	char *stack = a->stacks + REAPER_STACK;
-	long prio = syscall(SYS_getpriority, PRIO_PROCESS, 0); /* 20 - nice */
 	char byte;
 
 	syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0);
-	/*
-	 * Removing a uprobe write-locks every address space that maps its file (libc: all of
-	 * them), the next program the user starts included. A collector started at nice 19 and
-	 * pinned to a busy CPU would stretch that for seconds: the reaper runs at nice 0 (never
-	 * below what it was given) on any CPU.
-	 */
-	if (prio >= 0 && prio < 20)
-		syscall(SYS_setpriority, PRIO_PROCESS, 0, 0);
-	syscall(SYS_sched_setaffinity, 0, sizeof(every_cpu), every_cpu);
 	while (syscall(SYS_read, a->pipe_end, &byte, 1) > 0)
 		;
 	for (unsigned i = 0; i < a->n_closers; i++) {
@@ -169,6 +155,28 @@ static struct reaper_area *area_new(const int *fds, size_t n, int pipe_end)
 	return a;
 }
 
+/*
+ * Removing a uprobe write-locks every address space that maps its file (libc: all of them,
+ * the next program the user starts included) and takes the kernel's dup_mmap_sem for writing,
+ * which the next attach waits for. A reaper left at a collector's nice 19, pinned to a busy
+ * CPU, held them for seconds: it runs at nice 0 (never below the caller's) on any CPU, set
+ * from here, before it ever runs.
+ */
+static void reaper_unbind(pid_t pid)
+{
+	cpu_set_t every;
+	int nice_now;
+
+	errno = 0;
+	nice_now = getpriority(PRIO_PROCESS, 0);
+	if (!errno && nice_now > 0)
+		setpriority(PRIO_PROCESS, (id_t)pid, 0);
+	CPU_ZERO(&every);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		CPU_SET(c, &every);
+	sched_setaffinity(pid, sizeof(every), &every);
+}
+
 /* Makes the reaper: 0, or -errno with nothing made (and the area unmapped). */
 static int make_reaper(struct reaper_area *a)
 {
@@ -195,6 +203,8 @@ static int make_reaper(struct reaper_area *a)
 	}
 	if (!err && h.reaper <= 0)
 		err = -EAGAIN;
+	if (!err)
+		reaper_unbind(h.reaper);
 	if (err)
 		munmap(a, a->size);
 	return err;
