@@ -437,20 +437,26 @@ void probes__detach_all(struct watch *w)
 	w->n_links = 0;
 }
 
-/* How many programs run now (bpf/dlwatch.bpf.c: `running`), all CPUs; -1 when unreadable. */
-static long long programs_running(struct watch *w)
+/* The sum over the CPUs of per-CPU array @map's value at @key, added to *@sum: 0 or -1. */
+static int percpu_sum(const struct bpf_map *map, uint32_t key, unsigned long long *sum)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	unsigned long long *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*vals)) : NULL;
-	unsigned long long sum = 0;
-	uint32_t zero = 0;
-	bool ok = vals && !bpf_map__lookup_elem(w->skel->maps.running, &zero, sizeof(zero), vals,
+	int err = !vals || bpf_map__lookup_elem(map, &key, sizeof(key), vals,
 						(size_t)ncpu * sizeof(*vals), 0);
 
-	for (int c = 0; ok && c < ncpu; c++)
-		sum += vals[c];
+	for (int c = 0; !err && c < ncpu; c++)
+		*sum += vals[c];
 	free(vals);
-	return ok ? (long long)sum : -1;
+	return err ? -1 : 0;
+}
+
+/* How many programs run now (bpf/dlwatch.bpf.c: `running`), all CPUs; -1 when unreadable. */
+static long long programs_running(struct watch *w)
+{
+	unsigned long long n = 0;
+
+	return percpu_sum(w->skel->maps.running, 0, &n) ? -1 : (long long)n;
 }
 
 /*
@@ -522,18 +528,12 @@ void probes__stop(struct watch *w)
 
 void probes__count_lost(struct watch *w, struct watch_stats *st)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	unsigned long long *vals = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*vals)) : NULL;
 	unsigned long long *by[DLW_LOST__COUNT] = { &st->lost_ring, &st->lost_calls,
 						    &st->activity_uncounted, &st->holds_late };
 	struct bpf_program *prog;
 
-	for (uint32_t k = 0; vals && k < DLW_LOST__COUNT; k++)
-		if (!bpf_map__lookup_elem(w->skel->maps.lost, &k, sizeof(k), vals,
-					  (size_t)ncpu * sizeof(*vals), 0))
-			for (int c = 0; c < ncpu; c++)
-				*by[k] += vals[c];
-	free(vals);
+	for (uint32_t k = 0; k < DLW_LOST__COUNT; k++)
+		percpu_sum(w->skel->maps.lost, k, by[k]);
 	bpf_object__for_each_program (prog, w->skel->obj) {
 		struct bpf_prog_info info = { 0 };
 		uint32_t len = sizeof(info);
