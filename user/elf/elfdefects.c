@@ -78,8 +78,16 @@ static size_t segments(Elf *elf, int type, elf_defect_cb cb, void *ctx)
 {
 	bool gnu_stack = false;
 	size_t nph, found = 0;
+	GElf_Ehdr eh;
 
+	/*
+	 * What the loader and the kernel make of the segments: only for a program or a library.
+	 * A file for no machine (Guile's compiled .go modules, which Guile maps itself) is never
+	 * loaded by them, and its lack of PT_GNU_STACK says nothing.
+	 */
 	if (type != ET_EXEC && type != ET_DYN)
+		return 0;
+	if (!gelf_getehdr(elf, &eh) || eh.e_machine == EM_NONE)
 		return 0;
 	if (elf_getphdrnum(elf, &nph))
 		return 0;
