@@ -24,19 +24,24 @@ static const char *sh_name(const struct elf_object *o, Elf_Scn *scn)
 	return buf;
 }
 
-/* DT_NEEDED entries of .dynamic, read or not (read_dynamic drops names it cannot find). */
-static size_t count_needed(const struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh)
+/*
+ * The entries of .dynamic that name a string (DT_NEEDED, DT_SONAME, ...): all of them, and the
+ * DT_NEEDED ones in *@needed, read or not (read_dynamic drops names it cannot find).
+ */
+static size_t count_names(Elf_Scn *scn, const GElf_Shdr *sh, size_t *needed)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t n = 0, count = data && sh->sh_entsize ? data->d_size / sh->sh_entsize : 0;
 
-	(void)o;
+	*needed = 0;
 	for (size_t i = 0; i < count; i++) {
 		GElf_Dyn dyn;
 
 		if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
 			break;
-		n += dyn.d_tag == DT_NEEDED;
+		*needed += dyn.d_tag == DT_NEEDED;
+		n += dyn.d_tag == DT_NEEDED || dyn.d_tag == DT_SONAME || dyn.d_tag == DT_RPATH ||
+		     dyn.d_tag == DT_RUNPATH || dyn.d_tag == DT_AUXILIARY || dyn.d_tag == DT_FILTER;
 	}
 	return n;
 }
@@ -117,7 +122,7 @@ static bool version_chain_sound(Elf_Scn *scn, const GElf_Shdr *sh, bool def)
  */
 static char *find_damage(const struct elf_object *o, const GElf_Ehdr *eh)
 {
-	size_t nph = 0, dynsyms = 0;
+	size_t nph = 0, dynsyms = 0, needed;
 	Elf_Scn *scn = NULL;
 	char *why = NULL;
 
@@ -144,9 +149,13 @@ static char *find_damage(const struct elf_object *o, const GElf_Ehdr *eh)
 			continue;
 		switch (sh.sh_type) {
 		case SHT_DYNAMIC:
+			/* A .dynamic that names no string needs no string table: Guile's compiled
+			 * .go modules, ELF files for no machine, link none. */
+			if (!count_names(scn, &sh, &needed))
+				break;
 			if ((str = strtab_problem(o, sh.sh_link)))
 				what = str;
-			else if (o->n_needed < count_needed(o, scn, &sh))
+			else if (o->n_needed < needed)
 				what = "has a name outside its string table";
 			break;
 		case SHT_DYNSYM:
