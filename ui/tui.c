@@ -565,9 +565,11 @@ static enum key_result handle_key(struct ui *ui, int ch)
 
 /*
  * Pump the sources for at most PUMP_MS; true when the model changed. *backlog: stopped by the
- * time limit with records still waiting, so the loop should not sleep.
+ * time limit with records still waiting, so the loop should not sleep. @out_read: the pipe
+ * of dlscope's own messages.
  */
-static bool pump(struct ui *ui, bool *collector_failed, bool *backlog, char *why, size_t whylen)
+static bool pump(struct ui *ui, int out_read, bool *collector_failed, bool *backlog, char *why,
+		 size_t whylen)
 {
 	double t0 = now_s(), t;
 	unsigned int gen = ui->m->generation;
@@ -589,8 +591,12 @@ static bool pump(struct ui *ui, bool *collector_failed, bool *backlog, char *why
 	if (ui->live && live__finished(ui->live, &err, why, whylen)) {
 		live__free(ui->live);
 		ui->live = NULL;
-		/* The command has been reaped: its last words first, then what became of it. */
-		tui_term__read_command_output(ui);
+		/*
+		 * The collector and the command are done: their last words first (a message the
+		 * collector wrote before it ended but not yet read would otherwise hide the end),
+		 * then what became of them.
+		 */
+		tui_term__read_messages(ui, out_read);
 		if (err) {
 			*collector_failed = true;
 			ui__status(ui, true, "live events stopped: %s", why);
@@ -710,7 +716,7 @@ static int main_loop(struct ui *ui, int sfd, int out_read, char *why, size_t why
 		/* q: the terminal back at once; the sources are stopped after the screen. */
 		if (quit)
 			return DLS_EXIT_OK;
-		if (pump(ui, &failed, &backlog, why, whylen))
+		if (pump(ui, out_read, &failed, &backlog, why, whylen))
 			dirty = true;
 		/* A thread a snapshot could not stop is let go as soon as it stops. */
 		snapshot__release(0);
