@@ -3,6 +3,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 import time
@@ -17,22 +18,31 @@ def have_tmux():
 
 
 class Tui:
-    """One tmux session running a command; the pane is polled, never slept on blindly."""
+    """One tmux session running a command; the pane is polled, never slept on blindly.
+
+    Each Tui has a tmux server of its own (-S, a socket in its own directory): with the one shared default server, a session
+    started just as the last one's kill makes that server exit fails with "server exited
+    unexpectedly" (seen once in CI)."""
 
     def __init__(self, args, width=200, height=50, env=None):
         have_tmux()
         self.name = f"dlscope-ui-{os.getpid()}-{time.monotonic_ns()}"
+        self.socket_dir = tempfile.mkdtemp(prefix="dlscope-tmux-")
         envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
         cmd = " ".join(shlex.quote(str(a)) for a in [dlscope_path(), "ui", *args])
         # The shell stays after dlscope: the exit status and anything printed are checked.
         script = (f"env {envs} {cmd}; echo EXIT=$?; printf STTY=; stty -a | tr ' ;' '\\n\\n' | "
                   "grep -x -e '-*icanon' -e '-*echo' | tr '\\n' ' '; echo; sleep 600")
-        subprocess.run(["tmux", "new-session", "-d", "-x", str(width), "-y", str(height), "-s",
-                        self.name, "sh", "-c", script], check=True)
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-x", str(width), "-y", str(height),
+                  "-s", self.name, "sh", "-c", script, check=True)
+
+    def tmux(self, *args, **kw):
+        """Run a tmux command on this Tui's own server."""
+        return subprocess.run(["tmux", "-S", os.path.join(self.socket_dir, "s"), *args], **kw)
 
     def screen(self, escapes=False):
-        args = ["tmux", "capture-pane", "-p", "-t", self.name] + (["-e"] if escapes else [])
-        return subprocess.run(args, capture_output=True, text=True).stdout
+        args = ["capture-pane", "-p", "-t", self.name] + (["-e"] if escapes else [])
+        return self.tmux(*args, capture_output=True, text=True).stdout
 
     def wait_for(self, what, timeout=20.0, escapes=False):
         """Wait until the screen contains @what (a string, a compiled regex, or a tuple of
@@ -50,10 +60,10 @@ class Tui:
                           interval=0.05)
 
     def keys(self, *keys):
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        self.tmux("send-keys", "-t", self.name, *keys, check=True)
 
     def type(self, text):
-        subprocess.run(["tmux", "send-keys", "-l", "-t", self.name, text], check=True)
+        self.tmux("send-keys", "-l", "-t", self.name, text, check=True)
 
     def quit_and_status(self):
         self.keys("q")
@@ -61,7 +71,8 @@ class Tui:
         return int(re.search(r"EXIT=(\d+)", s).group(1)), s
 
     def kill(self):
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        self.tmux("kill-server", capture_output=True)
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     def __enter__(self):
         return self
@@ -321,8 +332,8 @@ def test_errors_are_one_line_and_non_zero():
 def ui_pid(ui, timeout=10.0):
     """The dlscope process in the tmux pane: the pane's shell started it."""
     def found():
-        pane = subprocess.run(["tmux", "list-panes", "-t", ui.name, "-F", "#{pane_pid}"],
-                              capture_output=True, text=True).stdout.split()
+        pane = ui.tmux("list-panes", "-t", ui.name, "-F", "#{pane_pid}",
+                       capture_output=True, text=True).stdout.split()
         for shell in pane:
             try:
                 with open(f"/proc/{shell}/task/{shell}/children") as f:
@@ -700,8 +711,8 @@ def test_sigterm_ends_the_live_ui_and_its_command():
             Tui(["--", fixture_path("two_omp")], env={"TMPDIR": d}) as ui:
         wait_command_ready(ui, d)
         ui.wait_for("[1 Processes]")
-        shell = int(subprocess.run(["tmux", "list-panes", "-t", ui.name, "-F", "#{pane_pid}"],
-                                   capture_output=True, text=True, check=True).stdout.split()[0])
+        shell = int(ui.tmux("list-panes", "-t", ui.name, "-F", "#{pane_pid}",
+                            capture_output=True, text=True, check=True).stdout.split()[0])
         ui_pid = [p for p in children(shell)
                   if os.readlink(f"/proc/{p}/exe") == os.path.realpath(dlscope_path())][0]
         cmd = children(ui_pid)
