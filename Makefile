@@ -169,11 +169,13 @@ $(COLLECT_LIB): $(COLLECT_OBJS)
 
 # Unit tests link the core alone, without libbpf or ncurses: a core file that reaches for either
 # fails to link here. The TUI model's test adds the TUI's objects; the collector's offline test
-# (raw records fed without BPF) the collector and libbpf. --as-needed: each test records only
+# (raw records fed without BPF) the collector and libbpf; the horizon's, its pure part of the
+# collector. --as-needed: each test records only
 # the libraries it uses.
 $(OUTPUT)/tests/test_ui_model: UNIT_LIBS := $(UI_LIB)
 $(OUTPUT)/tests/test_watch_offline: UNIT_LIBS := $(COLLECT_LIB)
 $(OUTPUT)/tests/test_watch_offline: UNIT_LDLIBS := -lbpf
+$(OUTPUT)/tests/test_horizon: UNIT_LIBS := $(COLLECT_LIB)
 $(OUTPUT)/tests/%: tests/unit/%.c $(UI_LIB) $(COLLECT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_LIBS) $(CORE_LIB) -Wl,--as-needed $(UNIT_LDLIBS) \

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "dlwatch.skel.h"
@@ -72,41 +73,40 @@ static int read_hold(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/*
- * Time order. The ring is in the order records were sent, each stamped when its program ran,
- * a few microseconds before (ORDER_SKEW_NS is a wide margin); but a call's record (dlopen,
- * dlsym, a GPU load) is sent at its return, stamped with its entry, after what happened inside
- * it (a constructor's thread). So nothing older than the oldest call in progress can come yet,
- * nor than the moment before the read, less the margin; a call in progress longer than
- * ORDER_WAIT_NS (one stuck, a thread killed in it) holds nothing back any more.
- */
-#define ORDER_SKEW_NS (10ULL * 1000 * 1000)
-#define ORDER_WAIT_NS (2ULL * 1000 * 1000 * 1000)
+/* Whether the event ring is empty now: every record reserved so far has been read. */
+static bool ring_empty(const struct watch *w)
+{
+	const unsigned long *cons = w->ring_pos, *prod;
 
-unsigned long long reader__oldest_call(struct watch *w, unsigned long long now)
+	if (!cons)
+		return false; /* unknown: the horizon waits for the newest record read */
+	prod = (const unsigned long *)((const char *)w->ring_pos + w->page_size);
+	return __atomic_load_n(cons, __ATOMIC_ACQUIRE) == __atomic_load_n(prod, __ATOMIC_ACQUIRE);
+}
+
+/* Time order (horizon.h): a look at the calls in progress, before a batch is read. */
+void reader__look(struct watch *w)
 {
 	const struct bpf_map *calls = w->skel->maps.calls;
-	unsigned long long key, next, *prev = NULL, oldest = now;
+	unsigned long long key, next, *prev = NULL;
 	struct dlw_call c;
 
+	horizon__look(&w->hz, mono_ns(CLOCK_MONOTONIC));
 	while (!bpf_map__get_next_key(calls, prev, &next, sizeof(next))) {
 		key = next;
 		prev = &key;
-		if (!bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0) &&
-		    c.ts < oldest && now - c.ts < ORDER_WAIT_NS)
-			oldest = c.ts;
+		if (!bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0))
+			horizon__saw_call(&w->hz, (unsigned int)(key >> 16), c.ts);
 	}
-	return oldest;
 }
 
-/* The sinks told what can go out: @before, read before the batch; @whole: the ring was read
- * to its end (else no later than the last record read). */
-void reader__release_ordered(struct watch *w, unsigned long long before, bool whole)
+/* After the batch: the sinks told what can go out. @batch_over: the read stopped at its
+ * time limit. */
+void reader__release_ordered(struct watch *w, bool batch_over)
 {
-	unsigned long long h = before > ORDER_SKEW_NS ? before - ORDER_SKEW_NS : 0;
+	unsigned long long h =
+		horizon__after_read(&w->hz, !batch_over && ring_empty(w), w->last_read);
 
-	if (!whole && w->last_read < h + ORDER_SKEW_NS)
-		h = w->last_read > ORDER_SKEW_NS ? w->last_read - ORDER_SKEW_NS : 0;
 	if (h > w->horizon) {
 		w->horizon = h;
 		SINKS(w, horizon, h);
@@ -220,10 +220,26 @@ int reader__open_rings(struct watch *w, int (*on_event)(void *ctx, void *data, s
 			w->rb = NULL;
 		}
 	}
+	/* The ring's consumer and producer positions, read-only, for ring_empty. Without them
+	 * (never seen) the order only waits longer. */
+	w->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	w->ring_pos = mmap(NULL, 2 * w->page_size, PROT_READ, MAP_SHARED,
+			   bpf_map__fd(w->skel->maps.events), 0);
+	if (w->ring_pos == MAP_FAILED)
+		w->ring_pos = NULL;
 	if (!w->rb || !w->hrb || w->epfd < 0) {
 		err = -errno;
 		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
 		return err;
 	}
 	return 0;
+}
+
+/* What reader__open_rings mapped, and the calls the horizon remembers. */
+void reader__close_rings(struct watch *w)
+{
+	if (w->ring_pos)
+		munmap(w->ring_pos, 2 * w->page_size);
+	w->ring_pos = NULL;
+	horizon__free(&w->hz);
 }

@@ -183,6 +183,10 @@ static int read_event(void *ctx, void *data, size_t size)
 		/* When it was sent: a call's record is stamped with the call's entry. */
 		if (e->ts_ns + e->duration_ns > w->last_read)
 			w->last_read = e->ts_ns + e->duration_ns;
+		/* A call's record: the call no longer holds the order back (horizon.h). */
+		if (e->type == DLW_DLOPEN || e->type == DLW_DLCLOSE || e->type == DLW_DLSYM ||
+		    e->type == DLW_GPU_LOAD)
+			horizon__read_call(&w->hz, e->tid, e->ts_ns);
 	}
 	handle_event(w, data, size);
 	if (w->draining && w->drain_all)
@@ -230,6 +234,7 @@ static void watch_release(struct watch *w)
 	activity_counts__free(w->act);
 	ring_buffer__free(w->rb);
 	ring_buffer__free(w->hrb);
+	reader__close_rings(w);
 	if (w->epfd > 0)
 		close(w->epfd);
 	dlwatch_bpf__destroy(w->skel);
@@ -248,7 +253,6 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 
 		struct epoll_event ev;
 
-		unsigned long long before;
 		int wait_ms;
 
 		/* Either ring, at most 100 ms (20 while records wait for their turn); the holds
@@ -263,12 +267,12 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 		ring_buffer__consume(w->hrb);
 		if (n >= 0) {
 			/* The calls in progress first, then the ring: a call that ended before
-			 * the look is in the ring, read below. */
-			before = reader__oldest_call(w, mono_ns(CLOCK_MONOTONIC));
+			 * the look has sent its record, read below or remembered unread. */
+			reader__look(w);
 			w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 			n = ring_buffer__consume(w->rb);
 			if (n >= 0 || n == -EINTR || n == BATCH_OVER)
-				reader__release_ordered(w, before, n != BATCH_OVER);
+				reader__release_ordered(w, n == BATCH_OVER);
 		}
 		if (n < 0 && n != -EINTR && n != BATCH_OVER) {
 			snprintf(why, whylen, "reading events failed: %s", strerror(-n));

@@ -29,6 +29,7 @@
 #include "detector.h"
 #include "dlwatch.h"
 #include "event.h"
+#include "horizon.h"
 #include "libgraph.h"
 #include "pystate.h"
 #include "sink.h"
@@ -138,8 +139,12 @@ struct watch {
 	int reader_wake; /* an eventfd: the reader's stop, without waiting out its poll */
 	int reaper_fd;	 /* closed last: the reaper of the links ends (probes__stop) */
 	bool reader_on, reader_stop;
-	/* Time order (order.h): the horizon the sinks were given, the latest record read. */
+	/* Time order (order.h, horizon.h): the horizon the sinks were given, the latest record
+	 * read, the calls that hold it back, and the event ring's positions (two pages). */
 	unsigned long long horizon, last_read;
+	struct horizon hz;
+	void *ring_pos;
+	size_t page_size;
 	struct stuck {
 		pid_t tid;
 		unsigned long long since; /* the dlopen's start: one report per dlopen */
@@ -269,8 +274,9 @@ int reader__open_rings(struct watch *w, int (*on_event)(void *ctx, void *data, s
 		       char *why, size_t whylen);
 void reader__start(struct watch *w);
 void reader__stop(struct watch *w);
-unsigned long long reader__oldest_call(struct watch *w, unsigned long long now);
-void reader__release_ordered(struct watch *w, unsigned long long before, bool whole);
+void reader__look(struct watch *w);
+void reader__release_ordered(struct watch *w, bool batch_over);
+void reader__close_rings(struct watch *w);
 void reader__drain(struct watch *w);
 
 #endif
