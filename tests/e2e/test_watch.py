@@ -827,8 +827,10 @@ def test_a_killed_watch_or_record_ends_its_command_and_leaks_no_descriptor():
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             try:
                 assert "watching 1 process" in p.stderr.readline()
-                child = int(subprocess.run(["pgrep", "-P", str(p.pid), "sleep"],
-                                           capture_output=True, text=True).stdout.split()[0])
+                # The command is let go to exec after that line: wait for it to be sleep.
+                child = int(wait_until(lambda: subprocess.run(
+                    ["pgrep", "-P", str(p.pid), "sleep"], capture_output=True,
+                    text=True).stdout.split(), 10, "the command exec'd")[0])
                 fds = [os.readlink(f"/proc/{child}/fd/{n}") for n in os.listdir(
                     f"/proc/{child}/fd")]
                 assert trace not in fds, fds
