@@ -220,6 +220,11 @@ int reader__open_rings(struct watch *w, int (*on_event)(void *ctx, void *data, s
 			w->rb = NULL;
 		}
 	}
+	if (!w->rb || !w->hrb || w->epfd < 0) {
+		err = -errno;
+		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
+		return err;
+	}
 	/* The ring's consumer and producer positions, read-only, for ring_empty. Without them
 	 * (never seen) the order only waits longer. */
 	w->page_size = (size_t)sysconf(_SC_PAGESIZE);
@@ -227,11 +232,6 @@ int reader__open_rings(struct watch *w, int (*on_event)(void *ctx, void *data, s
 			   bpf_map__fd(w->skel->maps.events), 0);
 	if (w->ring_pos == MAP_FAILED)
 		w->ring_pos = NULL;
-	if (!w->rb || !w->hrb || w->epfd < 0) {
-		err = -errno;
-		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
-		return err;
-	}
 	return 0;
 }
 
