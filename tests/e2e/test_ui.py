@@ -46,7 +46,7 @@ class Tui:
 
     def wait_for(self, what, timeout=20.0, escapes=False):
         """Wait until the screen contains @what (a string, a compiled regex, or a tuple of
-        strings that must all be there: a capture can fall between a view's header and its
+        them that must all be there: a capture can fall between a view's header and its
         body, drawn one after the other); return it."""
         def has(s, w):
             return w.search(s) if hasattr(w, "search") else w in s
@@ -119,11 +119,11 @@ def test_replay_views_filter_seek_and_quit():
         with Tui(["--replay", trace]) as ui:
             ui.wait_for("replay")
             ui.keys("}")  # to the end
-            s = ui.wait_for(f"record {n_records}/{n_records}")
-            assert "two_omp" in s and "!! runtime collision" in s, s
+            ui.wait_for((f"record {n_records}/{n_records}", "two_omp", "!! runtime collision"))
             # Libraries: both OpenMP runtimes marked, in red unless NO_COLOR.
             ui.keys("Tab")
-            s = ui.wait_for("[2 Libraries]")
+            s = ui.wait_for(("[2 Libraries]", re.compile(r"(?m)^!!.*libgomp\.so\.1"),
+                             re.compile(r"(?m)^!!.*libomp\.so\.5")))
             coll = [ln for ln in s.splitlines() if ln.startswith("!!")]
             assert any("libgomp.so.1" in ln for ln in coll) and \
                 any("libomp.so.5" in ln for ln in coll), s
@@ -207,16 +207,15 @@ def test_live_command_collision_and_finding():
             Tui(["--", fixture_path("two_omp")], env={"TMPDIR": d}) as ui:
         wait_command_ready(ui, d)
         ui.keys("2")
-        s = ui.wait_for(re.compile(r"!!.*libomp\.so\.5.*COLLISION"))
-        assert re.search(r"!!.*libgomp\.so\.1.*COLLISION", s), s
+        ui.wait_for((re.compile(r"!!.*libomp\.so\.5.*COLLISION"),
+                     re.compile(r"!!.*libgomp\.so\.1.*COLLISION")))
         ui.keys("5")
-        s = ui.wait_for("dup-openmp")
         # The live finding as check makes it: its severity, why and fix, and when it came.
-        assert re.search(r"error\s+dup-openmp, process \d+: 2 OpenMP runtimes", s), s
+        s = ui.wait_for((re.compile(r"error\s+dup-openmp, process \d+: 2 OpenMP runtimes"),
+                         "why: Each OpenMP runtime", "fix: Make every package",
+                         re.compile(r"at: \d+\.\d+ s")))
         # The collector's messages share the footer with the help key, never replace it.
         assert s.splitlines()[-1].startswith(" ?: help"), s.splitlines()[-1]
-        assert "why: Each OpenMP runtime" in s and "fix: Make every package" in s, s
-        assert re.search(r"at: \d+\.\d+ s", s), s
         ui.keys("4")
         s = ui.wait_for("dlopen(\"libomp.so.5\")")
         status, s = ui.quit_and_status()
@@ -463,23 +462,20 @@ def test_replay_opens_on_the_first_state():
         k, n = first_state(trace)
         assert k > 2, (k, n)
         with Tui(["--replay", trace]) as ui:
-            s = ui.wait_for(f"record {k}/{n}")
-            assert re.search(rf"^{fx.pid}\s.*two_omp", s, re.M), s
+            ui.wait_for((f"record {k}/{n}", re.compile(rf"^{fx.pid}\s.*two_omp", re.M)))
             ui.keys("2")
-            s = ui.wait_for("[2 Libraries]")
-            assert re.search(r"!!.*libomp\.so\.5.*COLLISION", s), s
-            assert re.search(r"!!.*libgomp\.so\.1.*COLLISION", s), s
+            ui.wait_for(("[2 Libraries]", re.compile(r"!!.*libomp\.so\.5.*COLLISION"),
+                         re.compile(r"!!.*libgomp\.so\.1.*COLLISION")))
             assert ui.quit_and_status()[0] == 0
         # record -- CMD: the command's exec and its start-up objects; the dlopen comes later.
         trace = os.path.join(d, "cmd.jsonl")
         record_two_omp(trace)
         k, n = first_state(trace)
         with Tui(["--replay", trace]) as ui:
-            s = ui.wait_for(f"record {k}/{n}")
-            assert re.search(r"^\d+\s.*two_omp", s, re.M), s
+            ui.wait_for((f"record {k}/{n}", re.compile(r"^\d+\s.*two_omp", re.M)))
             ui.keys("2")
-            s = ui.wait_for("[2 Libraries]")
-            assert "libgomp.so.1" in s and "libc.so.6" in s and "libomp.so.5" not in s, s
+            s = ui.wait_for(("[2 Libraries]", "libgomp.so.1", "libc.so.6"))
+            assert "libomp.so.5" not in s, s
             assert ui.quit_and_status()[0] == 0
 
 
@@ -592,8 +588,7 @@ def test_live_snapshot_of_the_command_leaves_its_exit_to_the_collector():
         ui.keys("1")
         ui.wait_for("vfork_held")
         ui.keys("r")
-        s = ui.wait_for("events stopped", timeout=30)
-        assert "vfork_held" in s, s
+        ui.wait_for(("events stopped", "vfork_held"), timeout=30)
         status, s = ui.quit_and_status()
         assert status == 0, s
         assert_sane_terminal(s)
