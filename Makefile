@@ -54,23 +54,23 @@ DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthre
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
 	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg python3-jsonschema \
 	    cmark-gfm
+# The second corpus (tests/realworld/test_second_corpus.py): programs dlscope was not written
+# against, from numba and an OpenCL JIT to a JVM, Octave, R and AMD's HIP runtime.
+DEB_CORPUS2 := python3-numba python3-pyopencl pocl-opencl-icd openjdk-17-jdk-headless nodejs \
+	    python3-matplotlib octave r-base-core r-cran-data.table libamdhip64-5 libze1 \
+	    libgcc-12-dev gnuradio python3-vtk9
 # The real software of tests/realworld: Debian's ML stack, Qt5, ICU, Boost, TBB, oneDNN and
 # the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts); numba (LLVM 14),
 # pyopencl, matplotlib, a JVM, Node.js and GCC's runtimes, on which dup-library stays silent.
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
 	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
 	    libtbb-dev libdnnl-dev libblas3 liblapack3 $(DEB_CORPUS2)
-# The second corpus (tests/realworld/test_second_corpus.py): programs dlscope was not written
-# against, from numba and an OpenCL JIT to a JVM, Octave, R and AMD's HIP runtime.
-DEB_CORPUS2 := python3-numba python3-pyopencl pocl-opencl-icd openjdk-17-jdk-headless nodejs \
-	    python3-matplotlib octave r-base-core r-cran-data.table libamdhip64-5 libze1 \
-	    libgcc-12-dev gnuradio python3-vtk9
 # The man page is made from docs/dlscope.1.md by pandoc (`make install`).
 DEB_DOC := pandoc man-db
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_DOC)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
-	fuzz-smoke stress check-layers static install
+	fuzz-smoke stress check-layers static install demo-fixtures
 # The sanitizer build stays in its own folder; only the plain build is copied to ./dlscope.
 ifeq ($(SAN),1)
 all: $(OUTPUT)/dlscope
@@ -242,16 +242,20 @@ test-san: deps
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		python3 tests/run_tests.py --build build-san $(TEST_ARGS)
 
-# The demo needs no real-world stack: it installs only what the build and the fixtures need.
 # The kill-and-race campaign (tests/stress): STRESS_TRIALS trials, figures on stdout.
 STRESS_TRIALS ?= 800
 stress: all fixtures
 	@python3 tests/stress/stress.py --build $(OUTPUT) --trials $(STRESS_TRIALS)
 
+# The demo needs no real-world stack: it installs only what the build and its fixtures need.
 demo:
 	@scripts/install-deps.sh $(DEB_BUILD) $(DEB_TEST)
-	@$(MAKE) -s all fixtures
+	@$(MAKE) -s -j$(NPROC) all demo-fixtures
 	@scripts/demo.sh $(OUTPUT)
+
+# The demo's fixtures alone: none needs a package beyond DEB_BUILD and DEB_TEST.
+demo-fixtures:
+	@$(MAKE) -s -C tests/fixtures OUTPUT=$(abspath build)/fixtures demo
 
 bench: all fixtures
 	@bench/run_all.sh $(OUTPUT)

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Runs a command in a fresh Debian 12 root, as a new user's machine would have it: debootstrap
+# --variant=minbase bookworm with make, git and ca-certificates and nothing else, a clean clone
+# of this repository in /root/dlscope, the command run there as root (.ci/run runs the README's
+# `make demo` and `make test` this way).
+#
+#   scripts/fresh-root.sh [--keep] 'make demo && make test'
+#
+# The root is bound onto itself (a mount point, as a machine's / is: `unshare --propagation`
+# needs one) with /proc, /sys and /dev bound in (BPF, uprobes, ptrace and ptys work in a chroot
+# on this kernel), all in a mount namespace of this script's own, gone when it ends. Only the
+# minbase tarball is kept between runs (DLSCOPE_ROOT_CACHE, outside the repository): every
+# package the command needs is installed afresh. Every process left in the root is killed at
+# the end and the root removed (--keep keeps the root and says where). Needs root.
+set -euo pipefail
+
+keep=0
+if [ "${1:-}" = --keep ]; then
+	keep=1
+	shift
+fi
+[ $# -eq 1 ] || { echo "usage: scripts/fresh-root.sh [--keep] COMMAND" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "fresh-root: debootstrap, chroot and mounts need root" >&2; exit 2; }
+repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
+cache=${DLSCOPE_ROOT_CACHE:-/var/cache/dlscope-ci}
+suite=bookworm
+mirror=http://deb.debian.org/debian
+include=make,git,ca-certificates
+tarball=$cache/$suite-minbase-${include//,/-}.tar.gz
+
+# A real Debian 12 install has its updates and security suites; debootstrap writes only main.
+make_tarball() {
+	local tmp
+	command -v debootstrap >/dev/null || scripts/install-deps.sh debootstrap
+	mkdir -p "$cache"
+	tmp=$(mktemp -d "$cache/make.XXXXXX")
+	echo "fresh-root: debootstrap --variant=minbase --include=$include $suite (cached as $tarball)"
+	if ! debootstrap --variant=minbase --include="$include" "$suite" "$tmp/root" "$mirror" \
+		> "$tmp/debootstrap.log" 2>&1; then
+		tail -n 20 "$tmp/debootstrap.log" >&2
+		rm -rf "$tmp"
+		echo "fresh-root: debootstrap of $suite failed (is $mirror reachable?)" >&2
+		exit 3
+	fi
+	cat > "$tmp/root/etc/apt/sources.list" <<-EOF
+		deb $mirror $suite main
+		deb $mirror $suite-updates main
+		deb http://deb.debian.org/debian-security $suite-security main
+	EOF
+	rm -rf "$tmp/root/var/lib/apt/lists/"* "$tmp/root/var/cache/apt/archives/"*.deb
+	tar -C "$tmp/root" -czf "$tmp/root.tar.gz" . && mv "$tmp/root.tar.gz" "$tarball"
+	rm -rf "$tmp"
+}
+
+cd "$repo"
+[ -f "$tarball" ] || make_tarball
+root=$(mktemp -d /var/tmp/dlscope-fresh.XXXXXX)
+cleanup() {
+	if [ "$keep" -eq 1 ]; then
+		echo "fresh-root: kept $root"
+	else
+		rm -rf --one-file-system "$root"
+	fi
+}
+trap cleanup EXIT
+tar -C "$root" -xzf "$tarball"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+git clone -q "$repo" "$root/root/dlscope"
+
+# Inside a private mount namespace: the mounts, the command with an environment a login shell
+# would give it, then every process whose root is this one killed (a fixture left behind keeps
+# the namespace, and so the mounts, alive).
+status=0
+unshare --mount --propagation private bash -s "$root" "$1" <<-'EOF' || status=$?
+	set -u
+	root=$1
+	mount --bind "$root" "$root"
+	for fs in proc sys dev; do mount --rbind "/$fs" "$root/$fs"; done
+	status=0
+	env -i HOME=/root TERM="${TERM:-xterm}" \
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		chroot "$root" /bin/bash -c "cd /root/dlscope && $2" || status=$?
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -9 "${p#/proc/}" 2>/dev/null
+	done
+	exit $status
+EOF
+exit $status
