@@ -406,11 +406,24 @@ def test_matplotlib_agg_is_clean():
     # Four extensions, each with its own static PyModuleDef (_ZL9moduledef: internal linkage),
     # numpy's _ZN5numpyL5zerosE and agg's sRGB_conv_base<T>::lut, hidden in each: private to
     # each object by the linker's choice, nothing shows they cross.
+    # An empty MPLCONFIGDIR is matplotlib's first run on a machine: it builds its font cache and
+    # runs fc-list for it, which check -- CMD follows. Every process it ran is checked, and
+    # every one must be clean: the first run is tested on every machine, not only a fresh one.
     need_packages("python3-matplotlib")
-    findings, _ = check_cmd(PY, "-c", "import matplotlib; matplotlib.use('Agg'); "
-                            "import matplotlib.pyplot as plt; plt.plot([1, 2]); "
-                            "import io; plt.savefig(io.BytesIO(), format='png')")
-    assert_clean(findings, "matplotlib Agg")
+    with tempfile.TemporaryDirectory() as mpl:
+        p = dlscope("check", "--json", "--", PY, "-c",
+                    "import matplotlib; matplotlib.use('Agg'); "
+                    "import matplotlib.pyplot as plt; plt.plot([1, 2]); "
+                    "import io; plt.savefig(io.BytesIO(), format='png')",
+                    check=0, timeout=180, env={"MPLCONFIGDIR": mpl})
+        # The font cache it built: this was a first run.
+        assert any(re.fullmatch(r"fontlist-v\d+\.json", n) for n in os.listdir(mpl)), \
+            os.listdir(mpl)
+    procs = json.loads(p.stdout)["processes"]
+    comms = sorted(proc["comm"] for proc in procs)
+    assert "python3" in comms and "fc-list" in comms, comms
+    for proc in procs:
+        assert_clean(proc["findings"], f"matplotlib Agg: {proc['comm']}")
 
 
 def test_live_jvm_has_no_dup_library_finding():
