@@ -3,6 +3,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import time
 
 from harness import (Fixture, Skip, dlscope, dlscope_json, error_lines, fixture_path, is_root,
@@ -283,6 +284,28 @@ def test_container_paths_through_proc_root():
         assert o["path"] == "/mnt/libgomp-vendored.so.1" and o["error"] is None, o
         assert ("openmp", "libgomp") in role_impls(o)
         assert_covers_maps(g, fx.pid)
+
+
+def test_chroot_style_target_is_named_from_its_own_root():
+    """A target chrooted into a tree (bubblewrap, Apptainer, a build chroot): the kernel names
+    its files from our root, the tree's path first; dlscope names them as the target does and
+    opens them through its root, never with the tree's path twice."""
+    if not is_root():
+        raise Skip("needs root for chroot and a private mount namespace")
+    with tempfile.TemporaryDirectory(prefix="dlscope-chroot-") as tree:
+        script = 'mount --rbind / "$0" && exec chroot "$0" "$@"'
+        with Fixture(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                      tree, fixture_path("two_omp")]) as fx:
+            with open(f"/proc/{fx.pid}/maps") as f:
+                assert f"{tree}{fixture_path('two_omp')}" in f.read(), "not chroot-style"
+            g = graph_of(fx.pid)
+            assert g["exe"] == fixture_path("two_omp"), g["exe"]
+            paths = [o["path"] for o in g["objects"]]
+            assert not [p for p in paths if tree in p], paths
+            assert all(o["error"] is None for o in g["objects"]), g["objects"]
+            assert ("openmp", "libomp") in role_impls(by_name(g, "libomp.so.5")[0])
+            out = dlscope("stacks", fx.pid, check=0).stdout
+            assert tree not in out and f"from {fixture_path('two_omp')}\n" in out, out
 
 
 def test_library_replaced_on_disk_is_read_from_the_mapping():

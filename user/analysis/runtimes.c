@@ -282,9 +282,7 @@ static char *real_path(const struct target *t, const struct lg_object *o)
 	if (n <= 0 || rn <= 0)
 		return strdup(o->path);
 	real[n] = root[rn] = '\0';
-	if (rn > 1 && !strncmp(real, root, (size_t)rn) && real[rn] == '/')
-		return strdup(real + rn);
-	return strdup(real);
+	return strdup(rn > 1 ? proc__path_in_root(root, real) : real);
 }
 
 /* Does the first line of vendor file @file (in directory @dir) name object @o? */

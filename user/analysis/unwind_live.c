@@ -85,8 +85,12 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = cb_set_initial_registers,
 };
 
-/* The process whose modules are being reported (libdwfl's find_elf has no context for it). */
+/*
+ * The process whose modules are being reported (libdwfl's find_elf has no context for it), and
+ * its root where it is not ours: libdwfl names modules from its maps, whose paths lead with it.
+ */
 static __thread pid_t reporting_pid;
+static __thread char reporting_root[PATH_MAX];
 
 /*
  * Open a module's file as the process sees it: through /proc/PID/root, so that a library that
@@ -96,14 +100,15 @@ static int find_elf_in_root(Dwfl_Module *mod, void **userdata, const char *name,
 			    char **file_name, Elf **elfp)
 {
 	if (name[0] == '/' && reporting_pid > 0) {
+		const char *own = proc__path_in_root(reporting_root, name);
 		char path[PATH_MAX + 32];
 		int fd;
 
-		snprintf(path, sizeof(path), "/proc/%d/root%s", reporting_pid, name);
+		snprintf(path, sizeof(path), "/proc/%d/root%s", reporting_pid, own);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			/* Read through the root, named as the process names it. */
-			*file_name = strdup(name);
+			*file_name = strdup(own);
 			debuginfo_cache__note_main(userdata, fd);
 			return fd;
 		}
@@ -161,6 +166,8 @@ static int proc_begin(pid_t pid, Dwfl **dwflp, struct procmaps **mapsp, char *wh
 		return -ENOMEM;
 	dwfl_report_begin(dwfl);
 	reporting_pid = task;
+	if (proc__root_prefix(task, reporting_root, sizeof(reporting_root)) < 0)
+		reporting_root[0] = '\0';
 	err = dwfl_linux_proc_report(dwfl, task);
 	dwfl_report_end(dwfl, NULL, NULL);
 	if (own_maps)

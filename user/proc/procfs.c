@@ -103,6 +103,33 @@ pid_t proc__live_task(pid_t pid)
 	return live;
 }
 
+ssize_t proc__root_prefix(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	n = readlink(path, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == len - 1)
+		return -ENAMETOOLONG;
+	/* "/": ours. A trailing slash never ends a name the kernel gives. */
+	if (n == 1 && buf[0] == '/')
+		n = 0;
+	buf[n] = '\0';
+	return n;
+}
+
+const char *proc__path_in_root(const char *root, const char *path)
+{
+	size_t n = strlen(root);
+
+	if (n && !strncmp(path, root, n) && path[n] == '/')
+		return path + n;
+	return path;
+}
+
 /* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read). */
 char *proc__cmdline(pid_t pid)
 {

@@ -25,6 +25,17 @@ pid_t proc__live_task(pid_t pid);
  */
 bool proc__in_child_pidns(void);
 
+/*
+ * The root directory of process @pid as the kernel names it to us, into @buf: "" when it is
+ * ours. Where it is not (a chroot-style container: bubblewrap, Apptainer, a build chroot, or
+ * dlscope itself in a chroot), the paths the kernel gives of the process's files (maps, its exe
+ * link) start with it, named from our root, or from the mount namespace's root where ours cannot
+ * reach them. Returns its length, or -errno.
+ */
+ssize_t proc__root_prefix(pid_t pid, char *buf, size_t len);
+/* @path as the process whose root is @root (proc__root_prefix) names it: @root left off. */
+const char *proc__path_in_root(const char *root, const char *path);
+
 /* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read); free it. */
 char *proc__cmdline(pid_t pid);
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,22 @@ err:
 	return NULL;
 }
 
+/* Each file's path as the process names it, where its root is not ours (proc__root_prefix). */
+static void paths_in_root(struct procmaps *m, pid_t pid)
+{
+	char root[PATH_MAX];
+
+	if (proc__root_prefix(pid, root, sizeof(root)) <= 0)
+		return;
+	for (size_t i = 0; i < m->n; i++) {
+		char *path = m->maps[i].path;
+		const char *own = path ? proc__path_in_root(root, path) : NULL;
+
+		if (own && own != path)
+			memmove(path, own, strlen(own) + 1);
+	}
+}
+
 struct procmaps *procmaps__read(pid_t pid)
 {
 	char path[64];
@@ -125,6 +142,8 @@ struct procmaps *procmaps__read(pid_t pid)
 		return NULL;
 	m = procmaps__parse(text);
 	free(text);
+	if (m)
+		paths_in_root(m, pid);
 	return m;
 }
 

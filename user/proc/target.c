@@ -90,7 +90,7 @@ static int read_task(struct target *t, char *reason, size_t reasonlen)
 int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 {
 	struct target *t;
-	char path[64], buf[PATH_MAX];
+	char path[64], buf[PATH_MAX], root[PATH_MAX];
 	ssize_t n;
 	int err;
 
@@ -120,7 +120,11 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 	buf[n] = '\0';
 	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
 		buf[n - 10] = '\0';
-	memcpy(t->exe, buf, (size_t)n + 1);
+	/* Named as the target names it, where its root is not ours (as its maps are). */
+	if (proc__root_prefix(t->task, root, sizeof(root)) > 0)
+		snprintf(t->exe, sizeof(t->exe), "%s", proc__path_in_root(root, buf));
+	else
+		memcpy(t->exe, buf, (size_t)n + 1);
 
 	snprintf(path, sizeof(path), "/proc/%d/mem", t->task);
 	t->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
