@@ -4,22 +4,28 @@
 # of this repository in /root/dlscope, the command run there as root (.ci/run runs the README's
 # `make demo` and `make test` this way).
 #
-#   scripts/fresh-root.sh [--keep] 'make demo && make test'
+#   scripts/fresh-root.sh [--keep] [--logs DIR] 'make demo && make test'
 #
 # The root is bound onto itself (a mount point, as a machine's / is: `unshare --propagation`
 # needs one) with /proc, /sys and /dev bound in (BPF, uprobes, ptrace and ptys work in a chroot
 # on this kernel), all in a mount namespace of this script's own, gone when it ends. Only the
 # minbase tarball is kept between runs (DLSCOPE_ROOT_CACHE, outside the repository): every
 # package the command needs is installed afresh. Every process left in the root is killed at
-# the end and the root removed (--keep keeps the root and says where). Needs root.
+# the end and the root removed (--keep keeps the root and says where; --logs DIR copies the
+# files *.log the command left in /root to DIR first). Needs root.
 set -euo pipefail
 
+usage() { echo "usage: scripts/fresh-root.sh [--keep] [--logs DIR] COMMAND" >&2; exit 2; }
 keep=0
-if [ "${1:-}" = --keep ]; then
-	keep=1
-	shift
-fi
-[ $# -eq 1 ] || { echo "usage: scripts/fresh-root.sh [--keep] COMMAND" >&2; exit 2; }
+logs=
+while [ $# -gt 1 ]; do
+	case $1 in
+	--keep) keep=1; shift ;;
+	--logs) logs=$(realpath -m "$2"); shift 2 ;;
+	*) usage ;;
+	esac
+done
+[ $# -eq 1 ] || usage
 [ "$(id -u)" -eq 0 ] || { echo "fresh-root: debootstrap, chroot and mounts need root" >&2; exit 2; }
 repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 cache=${DLSCOPE_ROOT_CACHE:-/var/cache/dlscope-ci}
@@ -56,6 +62,10 @@ cd "$repo"
 [ -f "$tarball" ] || make_tarball
 root=$(mktemp -d /var/tmp/dlscope-fresh.XXXXXX)
 cleanup() {
+	if [ -n "$logs" ]; then
+		mkdir -p "$logs"
+		cp "$root"/root/*.log "$logs"/ 2>/dev/null || true
+	fi
 	if [ "$keep" -eq 1 ]; then
 		echo "fresh-root: kept $root"
 	else
