@@ -111,7 +111,7 @@ def trace_engine():
     """Chrome DevTools' trace engine, installed from npm once into the build directory."""
     npm = shutil.which("npm")
     if not npm or not shutil.which("node"):
-        raise Skip("node and npm are not installed")
+        raise Skip("node and npm are not installed (make deps installs them)")
     where = os.path.join(BUILD, "trace_engine")
     if not os.path.exists(os.path.join(where, "node_modules", "@paulirish", "trace_engine")):
         os.makedirs(where, exist_ok=True)
