@@ -6,8 +6,12 @@ missing=()
 # One dpkg-query for all (make test runs this first: one call each took a second on a busy host).
 installed=$(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null |
 	awk '/ install ok installed$/ { print $1 }' || true)
+# A name an installed package Provides is there too (NodeSource's nodejs provides npm, and
+# conflicts with Debian's).
+provided=$(dpkg-query -W -f='${db:Status-Abbrev} ${Provides}\n' 2>/dev/null |
+	awk '/^ii / { $1 = ""; print }' | tr ',' '\n' | sed 's/([^)]*)//g; s/[[:space:]]//g' || true)
 for p in "$@"; do
-	grep -qxF "$p" <<< "$installed" || missing+=("$p")
+	grep -qxF "$p" <<< "$installed" || grep -qxF "$p" <<< "$provided" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
