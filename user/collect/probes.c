@@ -143,14 +143,19 @@ static unsigned int *attached_mask(struct watch *w, uint64_t inode)
  * uretprobe: a uretprobe swaps the return address at entry for a trampoline, and dlopen and
  * dlsym read that address to find their caller (whose RUNPATH dlopen searches, after which
  * RTLD_NEXT looks). Every process calling them would get a wrong answer while we watch.
+ * A function that never reads its return address (@caller_free: dlclose) gets a uretprobe where
+ * no ret is found at the start of a CFI row (glibc 2.31's libdl pops its frame a few
+ * instructions before its ret, and nothing short of decoding them finds it safely).
  */
 static int attach_returns(struct watch *w, struct bpf_program *prog, const char *path,
-			  const struct elf_object *elf, const char *fn)
+			  const struct elf_object *elf, const char *fn, bool caller_free)
 {
 	uint64_t offs[16], cookies[16];
 	size_t n;
 	int err = elfobj__func_returns(elf, path, fn, offs, 16, &n);
 
+	if (err == -ENOENT && caller_free && !elfobj__func_offset(elf, fn, &offs[0]))
+		return attach_fn(w, prog, path, elf, fn, true, 0);
 	if (err) {
 		if (err != -ENOENT || !elfobj__func_offset(elf, fn, &offs[0]))
 			dls_warn(
@@ -220,15 +225,15 @@ static void attach_loader(struct watch *w, const char *path, const struct elf_ob
 	struct dlwatch_bpf *s = w->skel;
 
 	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlopen", false, 0);
-	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlopen");
+	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlopen", false);
 	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlmopen", false, DLW_AT_DLMOPEN);
-	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlmopen");
+	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlmopen", false);
 	attach_fn(w, s->progs.dlclose_enter, path, elf, "dlclose", false, 0);
-	attach_returns(w, s->progs.dlclose_exit, path, elf, "dlclose");
+	attach_returns(w, s->progs.dlclose_exit, path, elf, "dlclose", true);
 	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlsym", false, 0);
-	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlsym");
+	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlsym", false);
 	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlvsym", false, 0);
-	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlvsym");
+	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlvsym", false);
 }
 
 /* The GPU module loads and program builds that GPU object @elf (roles @r) defines. */
@@ -271,6 +276,23 @@ static void attach_gpu(struct watch *w, const char *path, const struct elf_objec
 			attach_fn(w, s->progs.cuda_load_exit, path, elf, gpu_fns[i].fn, true, 0);
 }
 
+/*
+ * Where glibc's dlopen, dlsym and dlclose are: libc.so.6 from 2.34 on, libdl.so.2 before (Debian
+ * 11's 2.31, RHEL 8's 2.28), told apart by what they define, not by name: a GLIBC_ version node
+ * and dlopen (a sanitizer runtime's interceptors have no GLIBC_ node).
+ */
+static bool defines_glibc_dlopen(const struct elf_object *elf)
+{
+	GElf_Sym sym;
+
+	if (elfobj__lookup(elf, "dlopen", ELFOBJ_DYNSYM, &sym))
+		return false;
+	for (size_t i = 0; i < elfobj__n_verdefs(elf); i++)
+		if (!strncmp(elfobj__verdef(elf, i), "GLIBC_", 6))
+			return true;
+	return false;
+}
+
 /* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 {
@@ -288,7 +310,7 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 
 	if (!o->elf || o->gone || !s)
 		return;
-	if (obj_roles__find(r, ROLE_LIBC))
+	if (obj_roles__find(r, ROLE_LIBC) || defines_glibc_dlopen(o->elf))
 		want |= PROBE_LOADER;
 	if (w->o->hot && obj_roles__find(r, ROLE_OPENMP))
 		want |= PROBE_OPENMP;
