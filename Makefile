@@ -65,12 +65,15 @@ DEB_CORPUS2 := python3-numba python3-pyopencl pocl-opencl-icd openjdk-17-jdk-hea
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
 	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
 	    libtbb-dev libdnnl-dev libblas3 liblapack3 $(DEB_CORPUS2)
+# Other distributions' roots, made by debootstrap, for the tests of what production runs
+# (tests/e2e/distro_roots.py: Debian 11's glibc 2.31 and Python 3.9).
+DEB_ROOTS := debootstrap
 # Real consumers of what dlscope writes: Chrome DevTools' trace engine, installed from the npm
 # registry by tests/e2e/test_export.py, reads export --perfetto's output.
 DEB_CONSUMERS := npm
 # The man page is made from docs/dlscope.1.md by pandoc (`make install`).
 DEB_DOC := pandoc man-db
-DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_CONSUMERS) $(DEB_DOC)
+DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_ROOTS) $(DEB_CONSUMERS) $(DEB_DOC)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
 	fuzz-smoke stress check-layers static install demo-fixtures
