@@ -1,6 +1,7 @@
-"""dlscope on other distributions' processes, inspected from the host as production has them:
-Debian 11's glibc 2.31 (dlopen, dlsym and dlclose in libdl.so.2) and Python 3.9, in roots made
-by debootstrap (distro_roots), run chroot-style and as a container engine runs them."""
+"""dlscope on processes as production has them, inspected from the host: in a PID namespace of
+their own (a container's thread ids in their memory), and other distributions' (Debian 11's
+glibc 2.31, with dlopen, dlsym and dlclose in libdl.so.2, and Python 3.9) in roots made by
+debootstrap (distro_roots), run chroot-style and as a container engine runs them."""
 import json
 import os
 import signal
@@ -8,7 +9,7 @@ import subprocess
 import tempfile
 
 from distro_roots import DistroRoot
-from harness import Fixture, dlscope_path, wait_until
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_until
 
 # Python in the root: ready, then at the test's word (a file) it imports decimal, whose
 # extension _decimal and its libmpdec are dlopened after the attach; then it waits.
@@ -69,3 +70,51 @@ def test_debian11_loads_are_seen_chroot_style():
 def test_debian11_loads_are_seen_in_a_container():
     with DistroRoot("bullseye", ["python3"]) as root:
         check_import(record_import(root, root.pivot_argv("python3", "-c", IMPORT_LATER)))
+
+
+def in_pidns(argv):
+    """ARGV as the first process of a PID namespace of its own; (the fixture, its host PID)."""
+    if not is_root():
+        raise Skip("a PID namespace needs root")
+    fx = Fixture(["unshare", "--pid", "--fork", "--mount-proc", *argv])
+    assert fx.output[-1].split()[1] == "1", fx.output
+    kids = open(f"/proc/{fx.pid}/task/{fx.pid}/children").read().split()
+    return fx, int(kids[0])
+
+
+THREADS = """import os, threading, time
+def waiting_worker():
+    time.sleep(1000)
+threading.Thread(target=waiting_worker, name="worker").start()
+time.sleep(0.2)
+print("ready", os.getpid(), flush=True)
+time.sleep(1000)
+"""
+
+
+def test_python_threads_in_a_pid_namespace_have_their_frames():
+    # Python's native_thread_id is the container's number for the thread, never ours.
+    fx, pid = in_pidns(["/usr/bin/python3", "-c", THREADS])
+    with fx:
+        doc = json.loads(dlscope("stacks", "--json", pid, check=0).stdout)["processes"][0]
+        assert [t["tid"] for t in doc["threads"]][0] == pid, doc["threads"]
+        names = {t["python"]["name"]: [f["function"] for f in t["python"]["frames"]]
+                 for t in doc["threads"] if t["python"]}
+        assert names.get("worker", [None])[0] == "waiting_worker", names
+        assert names.get("MainThread") == ["<module>"], names
+
+
+def test_mutex_owners_in_a_pid_namespace_are_our_threads():
+    # glibc writes the owner's TID, the container's number, into the mutex.
+    fx, pid = in_pidns([fixture_path("hang_abba")])
+    with fx:
+        wait_until(lambda: all(open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")", 1)[1]
+                               .split()[0] == "S" for t in os.listdir(f"/proc/{pid}/task")),
+                   10, "the deadlocked threads asleep")
+        doc = json.loads(dlscope("stacks", "--json", pid, check=1).stdout)["processes"][0]
+        tids = [t["tid"] for t in doc["threads"]]
+        assert tids[0] == pid and len(tids) >= 2, tids
+        edges = [(e["from"], e["to"], e["kind"]) for e in doc["edges"]]
+        assert len(edges) == 2 and all(a in tids and b in tids and k == "mutex"
+                                       for a, b, k in edges), edges
+        assert len(doc["cycles"]) == 1 and doc["verdicts"], doc["cycles"]

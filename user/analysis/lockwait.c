@@ -89,6 +89,15 @@ static const struct thread_info *find_thread(const struct threadscan *ts, pid_t 
 	return NULL;
 }
 
+/* The thread a TID read from the target's memory names: in its PID namespace's numbers. */
+static pid_t tid_from_memory(const struct threadscan *ts, int32_t id)
+{
+	for (size_t i = 0; id > 0 && i < ts->n; i++)
+		if (ts->t[i].ns_tid == id)
+			return ts->t[i].tid;
+	return 0;
+}
+
 /* The innermost parallel runtime on a thread's stack, and whether the thread is a pool worker
  * (the runtime is its outermost non-system code) or a master (called into it from elsewhere). */
 static int runtime_of(const struct libgraph *g, const struct thread_info *ti, bool *worker,
@@ -299,20 +308,23 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 	char where[128];
 	uint64_t vaddr;
 	const struct lg_object *o;
+	pid_t joined, owner;
 
 	w->addr = ti->args[0];
 	name_address(t, g, maps, w->addr, where, sizeof(where), &symbol);
 	if (target__read(t, w->addr, word, sizeof(word)))
 		word[0] = word[2] = 0;
 	/* pthread_join sleeps on the joined thread's TID word until the kernel clears it. */
-	if (word[0] > 2 && find_thread(ts, word[0]) && word[0] != ti->tid) {
+	joined = word[0] > 2 ? tid_from_memory(ts, word[0]) : 0;
+	if (joined && joined != ti->tid) {
 		w->kind = WAIT_JOIN;
-		snprintf(w->what, sizeof(w->what), "joins thread %d (pthread_join)", word[0]);
-		return add_edge(r, ti->tid, word[0], WAIT_JOIN, "pthread_join of it");
+		snprintf(w->what, sizeof(w->what), "joins thread %d (pthread_join)", joined);
+		return add_edge(r, ti->tid, joined, WAIT_JOIN, "pthread_join of it");
 	}
 	/* A locked pthread mutex: __lock is nonzero and __owner holds the owner's TID. */
 	o = object_at(maps, w->addr, &vaddr);
-	if (word[0] != 0 && word[2] > 0 && find_thread(ts, word[2])) {
+	owner = word[0] != 0 ? tid_from_memory(ts, word[2]) : 0;
+	if (owner) {
 		bool loader = o && lg_object__is_loader(o) && symbol &&
 			      !strcmp(symbol, "_rtld_global");
 		char what[240];
@@ -322,8 +334,8 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 			snprintf(what, sizeof(what), "glibc's loader lock (%s)", where);
 		else
 			snprintf(what, sizeof(what), "mutex %s", where);
-		snprintf(w->what, sizeof(w->what), "%s, held by thread %d", what, word[2]);
-		return add_edge(r, ti->tid, word[2], w->kind, what);
+		snprintf(w->what, sizeof(w->what), "%s, held by thread %d", what, owner);
+		return add_edge(r, ti->tid, owner, w->kind, what);
 	}
 	if (py && py_snapshot__is_gil_wait(py, w->addr))
 		return gil_wait(py, ti, w, r);

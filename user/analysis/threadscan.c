@@ -145,6 +145,7 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, const str
 	struct dirent *de;
 	char path[64];
 	size_t cap = 0;
+	bool other_ns;
 	DIR *dir;
 	int err = 0;
 
@@ -158,6 +159,8 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, const str
 		err = -ENOMEM;
 		goto out;
 	}
+	/* One more /proc read a thread, only in a container: its ids in its memory are its own. */
+	other_ns = proc__in_other_pidns(t->pid);
 	while ((de = readdir(dir))) {
 		struct thread_info *ti;
 		pid_t tid;
@@ -172,12 +175,13 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, const str
 		}
 		ti = &ts->t[ts->n];
 		memset(ti, 0, sizeof(*ti));
-		ti->tid = tid;
+		ti->tid = ti->ns_tid = tid;
 		ti->pc_obj = UINT32_MAX;
 		ti->start_obj = UINT32_MAX;
 		/* A thread that exits between readdir and here is simply left out. */
 		if (proc__read_stat(t->pid, tid, ti->comm, sizeof(ti->comm), &ti->state, NULL) ||
-		    read_syscall(t->pid, ti))
+		    read_syscall(t->pid, ti) ||
+		    (other_ns && !(ti->ns_tid = proc__ns_tid(t->pid, tid))))
 			continue;
 		ts->n++;
 		if (ti->pc) {
@@ -218,7 +222,7 @@ int threadscan__from_core(const struct target *t, const struct libgraph *g,
 		const arch_regs *r = &c->threads[i].regs;
 		int obj;
 
-		ti->tid = c->threads[i].tid;
+		ti->tid = ti->ns_tid = c->threads[i].tid;
 		snprintf(ti->comm, sizeof(ti->comm), "%s", c->comm);
 		ti->pc_obj = ti->start_obj = UINT32_MAX;
 		/* Its system call, if it stopped in one, and where: as /proc/TID/syscall says. */

@@ -27,6 +27,7 @@ struct thread_frame {
 
 struct thread_info {
 	pid_t tid;
+	pid_t ns_tid; /* as the target's PID namespace numbers it (a container's), else tid */
 	char comm[64];
 	char state;   /* /proc's: 'R' running (or runnable), 'S', 'D'... */
 	long syscall; /* -1: blocked outside a system call, -2: running (no stack read) */

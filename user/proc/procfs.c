@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "procfs.h"
 #include "termsafe.h"
 
@@ -128,6 +129,81 @@ const char *proc__path_in_root(const char *root, const char *path)
 	if (n && !strncmp(path, root, n) && path[n] == '/')
 		return path + n;
 	return path;
+}
+
+/* The NSpid line of thread @tid of @pid (@tid 0: the process's): its ids, ours first. */
+static int read_nspid(pid_t pid, pid_t tid, pid_t *ids, int max)
+{
+	char path[64], buf[4096];
+	const char *p;
+	int n = 0;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (proc__read_small(path, buf, sizeof(buf)) < 0)
+		return 0;
+	p = strstr(buf, "\nNSpid:");
+	if (!p)
+		return 0;
+	p += 7;
+	while (n < max) {
+		char *end;
+		long id = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		ids[n++] = (pid_t)id;
+		p = end;
+	}
+	return n;
+}
+
+pid_t proc__ns_tid(pid_t pid, pid_t tid)
+{
+	pid_t ids[32];
+	int n = read_nspid(pid, tid, ids, 32);
+
+	return n ? ids[n - 1] : 0;
+}
+
+bool proc__in_other_pidns(pid_t pid)
+{
+	pid_t ids[32];
+
+	return read_nspid(pid, 0, ids, 32) > 1;
+}
+
+size_t proc__ns_tids(pid_t pid, struct ns_tid **out)
+{
+	struct ns_tid *map = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	char path[64];
+	DIR *d;
+
+	*out = NULL;
+	if (!proc__in_other_pidns(pid))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+		pid_t theirs;
+
+		if (*end || tid <= 0 || !(theirs = proc__ns_tid(pid, (pid_t)tid)))
+			continue;
+		if (n == cap && ARRAY_GROW(map, cap, 16))
+			break;
+		map[n++] = (struct ns_tid){ (pid_t)tid, theirs };
+	}
+	closedir(d);
+	*out = map;
+	return n;
 }
 
 /* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read). */

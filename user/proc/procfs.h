@@ -36,6 +36,24 @@ ssize_t proc__root_prefix(pid_t pid, char *buf, size_t len);
 /* @path as the process whose root is @root (proc__root_prefix) names it: @root left off. */
 const char *proc__path_in_root(const char *root, const char *path);
 
+/*
+ * Thread @tid of process @pid as its own PID namespace numbers it: the last NSpid field of its
+ * status (a container's numbers: what the target writes in its memory, glibc's mutex owners,
+ * Python's native_thread_id). @tid itself where that namespace is ours; 0 when it is gone.
+ */
+pid_t proc__ns_tid(pid_t pid, pid_t tid);
+/* Whether process @pid runs in a PID namespace below ours (its NSpid has more than one field). */
+bool proc__in_other_pidns(pid_t pid);
+
+struct ns_tid {
+	pid_t ours, theirs;
+};
+/*
+ * Every thread of process @pid with its id in its own PID namespace, into @*out (free it), where
+ * that namespace is not ours. Returns how many: 0 where it is ours, or on failure.
+ */
+size_t proc__ns_tids(pid_t pid, struct ns_tid **out);
+
 /* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read); free it. */
 char *proc__cmdline(pid_t pid);
 

@@ -13,6 +13,7 @@
 #include "array.h"
 #include "corefile.h"
 #include "elfobj.h"
+#include "procfs.h"
 #include "pylines.h"
 #include "pystate.h"
 
@@ -611,6 +612,25 @@ static void read_gil(struct py_snapshot *s, pid_t pid, uint64_t interp)
 	s->gil_holder = word_at(g, l->gil_last_holder);
 }
 
+/*
+ * Python's native_thread_id is the thread's id in its own PID namespace: a container's numbers.
+ * Ours from here on, as the other threads' are (a thread not found keeps its number).
+ */
+static void tids_to_ours(struct py_snapshot *s, pid_t pid)
+{
+	struct ns_tid *map;
+	size_t n = pid > 0 ? proc__ns_tids(pid, &map) : 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t k = 0; k < n; k++)
+			if (s->t[i].tid && map[k].theirs == s->t[i].tid) {
+				s->t[i].tid = map[k].ours;
+				break;
+			}
+	if (n)
+		free(map);
+}
+
 int py_snapshot__read(const struct py_interp *pi, pid_t pid, unsigned int max_frames,
 		      struct py_snapshot **out)
 {
@@ -688,6 +708,7 @@ int py_snapshot__read(const struct py_interp *pi, pid_t pid, unsigned int max_fr
 			read_thread_names(s, pid, interp);
 		interp = next_interp;
 	}
+	tids_to_ours(s, pid);
 	return 0;
 }
 
