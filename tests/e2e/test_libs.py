@@ -236,10 +236,22 @@ def test_libs_refuses_a_zombie_by_name():
         child.wait()
 
 
-def test_libs_says_a_static_executable_has_no_graph():
+def test_a_static_executable_is_one_object_checked_and_unwound():
+    # Go, Rust-musl and busybox tools: no loader, no link map. libs shows the one object, check
+    # finds nothing (and check -- CMD of one exits 0), stacks unwinds it from its own CFI.
     with Fixture(["static_exe"]) as fx:
-        p = dlscope("libs", fx.pid, check=3)
-        assert "statically linked" in p.stderr, p.stderr
+        g = graph_of(fx.pid)
+        assert g["source"] == "static" and [o["path"] for o in g["objects"]] == \
+            [fixture_path("static_exe")], g
+        p = dlscope("libs", fx.pid, check=0)
+        assert "statically linked" in p.stdout and p.stderr == "", (p.stdout, p.stderr)
+        doc = dlscope_json("check", fx.pid, check=0)
+        assert doc["processes"][0]["findings"] == [] and doc["errors"] == [], doc
+        out = dlscope("stacks", fx.pid, check=0).stdout
+        assert re.search(r" main\+0x[0-9a-f]+ from \S+/static_exe at \S+/static_exe.c:\d+", out), out
+    p = dlscope("check", "--", "sh", "-c", f"{fixture_path('static_exe')}; true", check=0,
+                env={"FIXTURE_EXIT": "0"})
+    assert "static_exe" in p.stdout and p.stderr.count("dlscope:") == 0, (p.stdout, p.stderr)
 
 
 def test_libs_as_another_user_is_denied_with_the_process_named():

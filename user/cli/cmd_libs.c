@@ -168,7 +168,9 @@ static void print_header(const struct libgraph *g, FILE *f)
 		live += !g->objs[i]->gone;
 	fprintf(f, "process %d (%s)  %zu objects  %u namespace%s  source: %s%s\n", g->pid, g->comm,
 		live, g->n_namespaces, g->n_namespaces == 1 ? "" : "s",
-		g->from_link_map ? "loader link maps" : "/proc/PID/maps (link maps unreadable)",
+		g->from_link_map ? "loader link maps" :
+		g->static_exe ? "/proc/PID/maps (statically linked: no loader, no shared library)" :
+				"/proc/PID/maps (link maps unreadable)",
 		g->consistent ? "" : "  (a dlopen was in progress: the lists may be incomplete)");
 }
 

@@ -665,13 +665,6 @@ int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
 	snprintf(g->exe, sizeof(g->exe), "%s", t->exe);
 
 	err = linkmap__read(t, maps, &lm);
-	if (err == -ENOEXEC) {
-		snprintf(why, whylen,
-			 "process %d (%s) is statically linked: it has no dynamic loader and loads "
-			 "no shared libraries",
-			 t->pid, t->comm);
-		goto err_free;
-	}
 	if (err == -ESRCH || (err && !target__alive(t))) {
 		err = -ESRCH;
 		snprintf(why, whylen, "process %d (%s) exited while being read", t->pid, t->comm);
@@ -700,6 +693,11 @@ int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
 		err = add_link_map_objects(g, t, lm, maps);
 		if (err)
 			goto err_oom;
+	} else if (err == -ENOEXEC) {
+		/* Statically linked (Go, Rust-musl, busybox): no loader, the executable alone. */
+		g->static_exe = true;
+		g->n_namespaces = 1;
+		g->consistent = true;
 	} else {
 		/* No usable r_debug (not yet initialized, or damaged): the kernel's view only. */
 		g->n_namespaces = 1;

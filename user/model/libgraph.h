@@ -73,6 +73,7 @@ struct libgraph {
 	char comm[64];
 	char exe[PATH_MAX];
 	bool from_link_map; /* false: the link maps could not be read, objects come from maps */
+	bool static_exe;    /* statically linked: no loader, no link map, the executable alone */
 	bool consistent;    /* false: a dlopen was in progress during every read */
 	/* Objects read from /proc/PID/maps alone: their ids follow addresses, not load order. */
 	bool unordered;
@@ -85,8 +86,8 @@ struct libgraph {
 };
 
 /*
- * Snapshot the library graph of @t without stopping it. Returns 0 or -errno, with a one-line
- * reason in @why (e.g. "statically linked").
+ * Snapshot the library graph of @t without stopping it (of a statically linked program: its
+ * executable and the vDSO, static_exe set). Returns 0 or -errno, with a one-line reason in @why.
  */
 int libgraph__snapshot(const struct target *t, struct libgraph **out, char *why, size_t whylen);
 void libgraph__free(struct libgraph *g);

@@ -81,9 +81,11 @@ json_t *libgraph__to_json(const struct libgraph *g)
 	libview__free(&v);
 	return json_pack("{s:i, s:s, s:s, s:s, s:b, s:i, s:o, s:o, s:o}", "pid", (json_int_t)g->pid,
 			 "comm", g->comm, "exe", g->exe, "source",
-			 g->from_link_map ? "link-map" : "maps", "consistent", g->consistent,
-			 "namespaces", (json_int_t)g->n_namespaces, "r_debug",
-			 g->r_debug ? hex(g->r_debug) : json_null(), "r_brk",
+			 g->from_link_map ? "link-map" :
+			 g->static_exe	  ? "static" :
+					    "maps",
+			 "consistent", g->consistent, "namespaces", (json_int_t)g->n_namespaces,
+			 "r_debug", g->r_debug ? hex(g->r_debug) : json_null(), "r_brk",
 			 g->r_brk ? hex(g->r_brk) : json_null(), "objects", objs);
 }
 
