@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "termsafe.h"
@@ -64,9 +65,15 @@ static ssize_t guarded_write(void *cookie, const char *buf, size_t n)
 		unsigned char c = (unsigned char)buf[i];
 
 		if (o + 4 > sizeof(out)) {
-			if (write_all(fd, out, o))
+			/* Whole lines per write where they fit: a pipe's writes of up to 4 KiB are
+			 * never cut by another writer's (the watched command shares the output). */
+			char *nl = memrchr(out, '\n', o);
+			size_t keep = nl ? o - (size_t)(nl + 1 - out) : 0;
+
+			if (write_all(fd, out, o - keep))
 				return -1;
-			o = 0;
+			memmove(out, out + o - keep, keep);
+			o = keep;
 		}
 		if (is_control(c) && c != '\n' && c != '\t')
 			o += (size_t)snprintf(out + o, 5, "\\x%02x", c);

@@ -58,9 +58,12 @@ static FILE *rec_begin(struct text_sink *t, struct text_rec *r)
 	return r->f;
 }
 
+/* One record, flushed alone: its lines reach a pipe whole, never cut by a full buffer where
+ * the watched command writes to the same one. */
 static void text_write(void *ctx, void *p)
 {
 	fputs(p, ((struct text_sink *)ctx)->out);
+	fflush(((struct text_sink *)ctx)->out);
 	free(p);
 }
 
