@@ -74,7 +74,13 @@ cleanup() {
 }
 trap cleanup EXIT
 tar -C "$root" -xzf "$tarball"
+# The network as a machine on this one has it: its resolver, and the local certificate
+# authorities a site's TLS proxy needs (npm's registry is reached over https).
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+if compgen -G "/usr/local/share/ca-certificates/*.crt" > /dev/null; then
+	cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+	chroot "$root" update-ca-certificates > /dev/null
+fi
 git clone -q "$repo" "$root/root/dlscope"
 
 # Inside a private mount namespace: the mounts, the command with an environment a login shell
