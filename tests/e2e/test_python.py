@@ -323,15 +323,24 @@ def test_interpreter_embedded_in_another_program():
 
 
 def test_unknown_version_keeps_native_frames_and_says_why():
-    python = pyenv(8)
+    check_unknown_version(8, "libpython3.8.so.1.0")
+
+
+def test_python_36_without_pyruntime_is_named_not_missed():
+    # 3.6 has no _PyRuntime, the symbol 3.7 on are found by: its interpreter is still named.
+    check_unknown_version(6, "libpython3.6m.so.1.0")
+
+
+def check_unknown_version(minor, lib):
+    python = pyenv(minor)
     if not python:
-        raise Skip("no pyenv CPython 3.8 here to play an unknown version")
+        raise Skip(f"no pyenv CPython 3.{minor} here to play an unknown version")
     with tempfile.TemporaryDirectory() as d:
         with Fixture([python, os.path.join(HERE, "threads.py"), os.path.join(d, "x")]) as fx:
             wait_idle(fx.pid)
             proc = dlscope("stacks", fx.pid, check=0)
-            assert proc.stdout.startswith("Python: no Python frames: Python 3.8 (in "
-                                          "libpython3.8.so.1.0): dlscope knows the frames of "
+            assert proc.stdout.startswith(f"Python: no Python frames: Python 3.{minor} (in "
+                                          f"{lib}): dlscope knows the frames of "
                                           "3.9 to 3.13 only\n"), proc.stdout[:300]
             assert "_PyEval_EvalFrameDefault" in proc.stdout and "[py]" not in proc.stdout
             doc = stacks_json(fx.pid)

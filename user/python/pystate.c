@@ -73,6 +73,29 @@ static int parse_version_name(const char *path, unsigned int *major, unsigned in
 	return p && sscanf(p, "python%u.%u", major, minor) == 2 ? 0 : -ENOENT;
 }
 
+/*
+ * No _PyRuntime: no CPython, or one older than 3.7, which has none. An object that defines
+ * Py_Initialize, with a version in its name, is said to be the latter, rather than no Python.
+ */
+static int older_interpreter(const struct py_object_ref *objs, size_t n, char *why, size_t whylen)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned tables = ELFOBJ_DYNSYM | (i == 0 ? ELFOBJ_SYMTAB : 0);
+		const char *name = strrchr(objs[i].path, '/');
+		unsigned int major, minor;
+		GElf_Sym sym;
+
+		if (!objs[i].elf || elfobj__lookup(objs[i].elf, "Py_Initialize", tables, &sym) ||
+		    parse_version_name(objs[i].path, &major, &minor))
+			continue;
+		snprintf(why, whylen,
+			 "Python %u.%u (in %s): dlscope knows the frames of 3.9 to 3.13 only",
+			 major, minor, name ? name + 1 : objs[i].path);
+		return -ENOTSUP;
+	}
+	return -ENOENT;
+}
+
 int py_interp__find(const struct py_object_ref *objs, size_t n, struct py_interp *out, char *why,
 		    size_t whylen)
 {
@@ -116,7 +139,7 @@ int py_interp__find(const struct py_object_ref *objs, size_t n, struct py_interp
 		}
 		return 0;
 	}
-	return -ENOENT;
+	return older_interpreter(objs, n, why, whylen);
 }
 
 /* A str object as UTF-8: compact ASCII, or compact UCS1/2/4 converted; NULL when unreadable. */
