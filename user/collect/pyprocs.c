@@ -4,6 +4,7 @@
  * file before it runs) and told to the kernel, which then reads the Python stack of each dlopen.
  */
 #include <bpf/libbpf.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +25,22 @@ void pyprocs__find(struct watch *w, struct proc_state *ps)
 {
 	struct dlw_pycfg cfg;
 	uint32_t key = (uint32_t)ps->pid;
-	char why[256];
+	char why[256], note[400];
+	int err;
 
 	if (ps->python || !ps->g || !ps->g->n)
 		return;
-	ps->python = !libgraph__find_python(ps->g, &ps->py, why, sizeof(why));
+	err = libgraph__find_python(ps->g, &ps->py, why, sizeof(why));
+	ps->python = !err;
+	/* An interpreter whose frames are not known: said once, never left silent. */
+	if (err == -ENOTSUP && !ps->py_unknown_said) {
+		ps->py_unknown_said = true;
+		snprintf(
+			note, sizeof(note),
+			"dlscope: process %d: %s; its dlopens are shown without their Python imports",
+			ps->pid, why);
+		SINKS(w, note, note);
+	}
 	if (ps->python && !ps->codes)
 		ps->codes = py_code_cache__new();
 	if (!ps->python || !w->skel)

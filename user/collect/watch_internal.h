@@ -75,8 +75,9 @@ struct proc_state {
 	bool python;
 	struct py_interp py;
 	struct py_code_cache *codes; /* the code objects its dlopens' frames named */
-	bool py_preset;	     /* found in the command's file before it ran: kept at its exec */
-	bool oversubscribed; /* --hot: its live oversubscription finding was reported */
+	bool py_preset;	      /* found in the command's file before it ran: kept at its exec */
+	bool py_unknown_said; /* a Python whose frames are not known: said once */
+	bool oversubscribed;  /* --hot: its live oversubscription finding was reported */
 	/*
 	 * Its pools' sizes seen so far (the most threads of each): a scan sees only the threads
 	 * blocked at that moment, so each second that two pools are busy adds one, up to
