@@ -1022,9 +1022,14 @@ def _bpf_links_of(pid):
 
 
 def _bpf_links_alive(ids):
-    out = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True,
-                         check=True).stdout
-    return {link["id"] for link in json.loads(out or "[]")} & ids
+    # bpftool lists by id, then opens each: a link closed in between (the reaper's, which this
+    # waits for, or another test's) fails the whole listing (exit 255, seen in a fresh root).
+    for _ in range(20):
+        p = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True)
+        if p.returncode == 0:
+            return {link["id"] for link in json.loads(p.stdout or "[]")} & ids
+        time.sleep(0.05)
+    raise AssertionError(f"bpftool link show failed 20 times: {p.stderr}")
 
 
 def test_a_stop_leaves_no_link_behind():

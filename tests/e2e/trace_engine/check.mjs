@@ -11,6 +11,11 @@ const Trace = await import(pathToFileURL(engine).href);
 globalThis.DOMRect = class {
   constructor(x = 0, y = 0, w = 0, h = 0) { this.x = x; this.y = y; this.width = w; this.height = h; }
 };
+// And URL.parse (WHATWG: a URL, or null where the constructor throws), which Node has from
+// 20.18 and Debian 12's Node 18 lacks.
+URL.parse ??= (url, base) => {
+  try { return new URL(url, base); } catch { return null; }
+};
 const events = JSON.parse(fs.readFileSync(process.argv[2], 'utf8')).traceEvents;
 const model = Trace.TraceModel.Model.createWithAllHandlers();
 await model.parse(events);
