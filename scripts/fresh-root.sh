@@ -9,7 +9,7 @@
 # The root is bound onto itself (a mount point, as a machine's / is: `unshare --propagation`
 # needs one) with /proc, /sys and /dev bound in (BPF, uprobes, ptrace and ptys work in a chroot
 # on this kernel), all in a mount namespace of this script's own, gone when it ends. Only the
-# minbase tarball is kept between runs (DLSCOPE_ROOT_CACHE, outside the repository): every
+# minbase tarball is kept between runs (scripts/root-tarball.sh, outside the repository): every
 # package the command needs is installed afresh. Every process left in the root is killed at
 # the end and the root removed (--keep keeps the root and says where; --logs DIR copies the
 # files *.log the command left in /root to DIR first). Needs root.
@@ -28,38 +28,10 @@ done
 [ $# -eq 1 ] || usage
 [ "$(id -u)" -eq 0 ] || { echo "fresh-root: debootstrap, chroot and mounts need root" >&2; exit 2; }
 repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
-cache=${DLSCOPE_ROOT_CACHE:-/var/cache/dlscope-ci}
-suite=bookworm
-mirror=http://deb.debian.org/debian
-include=make,git,ca-certificates
-tarball=$cache/$suite-minbase-${include//,/-}.tar.gz
-
-# A real Debian 12 install has its updates and security suites; debootstrap writes only main.
-make_tarball() {
-	local tmp
-	command -v debootstrap >/dev/null || scripts/install-deps.sh debootstrap
-	mkdir -p "$cache"
-	tmp=$(mktemp -d "$cache/make.XXXXXX")
-	echo "fresh-root: debootstrap --variant=minbase --include=$include $suite (cached as $tarball)"
-	if ! debootstrap --variant=minbase --include="$include" "$suite" "$tmp/root" "$mirror" \
-		> "$tmp/debootstrap.log" 2>&1; then
-		tail -n 20 "$tmp/debootstrap.log" >&2
-		rm -rf "$tmp"
-		echo "fresh-root: debootstrap of $suite failed (is $mirror reachable?)" >&2
-		exit 3
-	fi
-	cat > "$tmp/root/etc/apt/sources.list" <<-EOF
-		deb $mirror $suite main
-		deb $mirror $suite-updates main
-		deb http://deb.debian.org/debian-security $suite-security main
-	EOF
-	rm -rf "$tmp/root/var/lib/apt/lists/"* "$tmp/root/var/cache/apt/archives/"*.deb
-	tar -C "$tmp/root" -czf "$tmp/root.tar.gz" . && mv "$tmp/root.tar.gz" "$tarball"
-	rm -rf "$tmp"
-}
 
 cd "$repo"
-[ -f "$tarball" ] || make_tarball
+command -v debootstrap > /dev/null || scripts/install-deps.sh debootstrap
+tarball=$(scripts/root-tarball.sh bookworm make,git,ca-certificates)
 root=$(mktemp -d /var/tmp/dlscope-fresh.XXXXXX)
 cleanup() {
 	if [ -n "$logs" ]; then
@@ -74,6 +46,12 @@ cleanup() {
 }
 trap cleanup EXIT
 tar -C "$root" -xzf "$tarball"
+# A real Debian 12 install has its updates and security suites; debootstrap writes only main.
+cat > "$root/etc/apt/sources.list" <<-EOF
+	deb http://deb.debian.org/debian bookworm main
+	deb http://deb.debian.org/debian bookworm-updates main
+	deb http://deb.debian.org/debian-security bookworm-security main
+EOF
 # The network as a machine on this one has it: its resolver, and the local certificate
 # authorities a site's TLS proxy needs (npm's registry is reached over https).
 cp /etc/resolv.conf "$root/etc/resolv.conf"

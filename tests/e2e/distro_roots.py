@@ -1,46 +1,25 @@
 """Other distributions' roots, for the tests of what production runs: debootstrap --variant=minbase
 of a Debian suite with the packages a test names, made once and kept as a tarball outside the
-repository (DLSCOPE_ROOT_CACHE/roots, /var/cache/dlscope-ci by default), unpacked afresh for each
-test. A test skips, saying why, when debootstrap or the archive cannot be had."""
-import fcntl
+repository (scripts/root-tarball.sh), unpacked afresh for each test. A test skips, saying why,
+when debootstrap or the archive cannot be had."""
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
 
-from harness import Skip
+from harness import ROOT, Skip
 
-CACHE = os.path.join(os.environ.get("DLSCOPE_ROOT_CACHE", "/var/cache/dlscope-ci"), "roots")
-MIRROR = "http://deb.debian.org/debian"
+TARBALL = os.path.join(ROOT, "scripts", "root-tarball.sh")
 
 
 def tarball(suite, include):
-    """The cached tarball of SUITE's minbase root with the packages INCLUDE; made under a lock
-    (tests running at once make it once)."""
-    os.makedirs(CACHE, exist_ok=True)
-    path = os.path.join(CACHE, f"{suite}-minbase-{'-'.join(sorted(include))}.tar.gz")
-    with open(path + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(path):
-            return path
-        if not shutil.which("debootstrap"):
-            raise Skip("debootstrap is not installed (make deps installs it)")
-        tmp = tempfile.mkdtemp(dir=CACHE, prefix=f"make-{suite}.")
-        try:
-            p = subprocess.run(["debootstrap", "--variant=minbase",
-                                f"--include={','.join(sorted(include))}", suite,
-                                os.path.join(tmp, "root"), MIRROR],
-                               capture_output=True, text=True, timeout=900)
-            if p.returncode:
-                raise Skip(f"debootstrap of {suite} failed (is {MIRROR} reachable?): "
-                           f"{p.stdout.strip().splitlines()[-1:]}")
-            subprocess.run(["tar", "-C", os.path.join(tmp, "root"), "-czf",
-                            os.path.join(tmp, "root.tar.gz"), "."], check=True)
-            os.replace(os.path.join(tmp, "root.tar.gz"), path)
-        finally:
-            subprocess.run(["rm", "-rf", "--one-file-system", tmp])
-    return path
+    """The cached tarball of SUITE's minbase root with the packages INCLUDE
+    (scripts/root-tarball.sh, as the fresh-root CI's)."""
+    p = subprocess.run([TARBALL, suite, ",".join(include)], capture_output=True, text=True,
+                       timeout=900)
+    if p.returncode:
+        raise Skip(p.stderr.strip().splitlines()[-1])
+    return p.stdout.strip()
 
 
 class DistroRoot:
