@@ -25,27 +25,49 @@ time.sleep(60)
 """
 
 
-def record_import(root, argv):
-    """record -p of the python ARGV runs in ROOT while it imports decimal; the records."""
-    with tempfile.TemporaryDirectory() as d, Fixture(argv) as fx:
-        # The host's PID: under --pid the script's own is 1.
-        pid = fx.pid if "--pid" not in argv else wait_until(
-            lambda: [int(c) for c in open(f"/proc/{fx.pid}/task/{fx.pid}/children").read()
-                     .split()], 10, "the container's first process")[0]
-        trace = os.path.join(d, "t.jsonl")
-        rec = subprocess.Popen([dlscope_path(), "record", "-o", trace, "-p", str(pid)],
-                               stderr=subprocess.PIPE, text=True)
+def first_child(pid):
+    """The host's PID of @pid's first child: a PID namespace's first process under unshare
+    --fork, whose own PID is 1."""
+    return wait_until(lambda: [int(c) for c in open(f"/proc/{pid}/task/{pid}/children")
+                               .read().split()], 10, "the namespace's first process")[0]
+
+
+def during_import(root, argv, args, until=None):
+    """dlscope ARGS... -p PID while the python ARGV runs in ROOT and imports decimal (PID the
+    host's); stopped by SIGINT once it has imported and UNTIL() holds. Its stdout."""
+    with Fixture(argv) as fx:
+        pid = first_child(fx.pid) if "--pid" in argv else fx.pid
+        w = subprocess.Popen([dlscope_path(), *args, "-p", str(pid)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        go = os.path.join(root.dir, "tmp", "go")
         try:
-            line = rec.stderr.readline()
-            assert "watching 1 process" in line, line + rec.stderr.read()
-            open(os.path.join(root.dir, "tmp", "go"), "w").close()
+            line = w.stderr.readline()
+            assert "watching 1 process" in line, line + w.stderr.read()
+            open(go, "w").close()
             assert fx.proc.stdout.readline() == "imported\n"
-            wait_until(lambda: '"dlclose"' in open(trace).read(), 20, "the dlclose recorded")
+            if until:
+                wait_until(until, 20, "the dlclose recorded")
         finally:
-            rec.send_signal(signal.SIGINT)
-            err = rec.communicate(timeout=30)[1]
-        assert rec.returncode == 0, err
+            # What was read by then is kept: the stop drains the rings first.
+            w.send_signal(signal.SIGINT)
+            out, err = w.communicate(timeout=30)
+            os.unlink(go)
+        assert w.returncode == 0, err
+        return out
+
+
+def record_import(root, argv):
+    """record's records of the python ARGV runs in ROOT while it imports decimal."""
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "t.jsonl")
+        during_import(root, argv, ["record", "-o", trace],
+                      lambda: '"dlclose"' in open(trace).read())
         return [json.loads(ln) for ln in open(trace)]
+
+
+def watch_import(root, argv):
+    """watch's text of the python ARGV runs in ROOT while it imports decimal."""
+    return during_import(root, argv, ["watch"])
 
 
 def check_import(recs, py_version, brings=None):
@@ -88,7 +110,7 @@ def test_debian13_python_frames_in_a_container():
     # Its own PID namespace: the thread ids in its memory are the container's.
     with DistroRoot("trixie", ["python3"]) as root:
         with Fixture(root.pivot_argv("python3", "-c", THREADS)) as fx:
-            pid = int(open(f"/proc/{fx.pid}/task/{fx.pid}/children").read().split()[0])
+            pid = first_child(fx.pid)
             doc = json.loads(dlscope("stacks", "--json", pid, check=0).stdout)["processes"][0]
     assert doc["python"]["version"].startswith("3.13."), doc["python"]
     frames = {t["python"]["name"]: [(f["function"], f["line"]) for f in t["python"]["frames"]]
@@ -105,8 +127,7 @@ def in_pidns(argv):
         raise Skip("a PID namespace needs root")
     fx = Fixture(["unshare", "--pid", "--fork", "--mount-proc", *argv])
     assert fx.output[-1].split()[1] == "1", fx.output
-    kids = open(f"/proc/{fx.pid}/task/{fx.pid}/children").read().split()
-    return fx, int(kids[0])
+    return fx, first_child(fx.pid)
 
 
 THREADS = """import os, threading, time
@@ -163,21 +184,3 @@ def test_unknown_pythons_are_said_in_one_line_by_stacks_and_watch():
             lines = [ln for ln in out.splitlines() if "dlopen(" in ln and "_decimal" in ln]
             assert lines and not [ln for ln in lines if " from `" in ln], out
 
-
-def watch_import(root, argv):
-    """watch -p's text of the python ARGV runs in ROOT while it imports decimal."""
-    with Fixture(argv) as fx:
-        w = subprocess.Popen([dlscope_path(), "watch", "-p", str(fx.pid)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            line = w.stderr.readline()
-            assert "watching 1 process" in line, line + w.stderr.read()
-            open(os.path.join(root.dir, "tmp", "go"), "w").close()
-            assert fx.proc.stdout.readline() == "imported\n"
-        finally:
-            # What was read by then is in the text: the stop drains the rings first.
-            w.send_signal(signal.SIGINT)
-            out, err = w.communicate(timeout=30)
-        assert w.returncode == 0, err
-        os.unlink(os.path.join(root.dir, "tmp", "go"))
-        return out
