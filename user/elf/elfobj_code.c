@@ -157,9 +157,14 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 	 * writes the int3 of every uprobe on the file (another dlscope's, or ours on an earlier
 	 * function) into each private mapping that may execute, ours included.
 	 */
-	fd = open(file ? file : o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
+	if (file)
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+	else if (o->keep_handle) /* its path named a descriptor of ours, closed since */
+		fd = o->fd >= 0 ? fcntl(o->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	else
+		fd = open(o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return o->keep_handle && !file ? -ENOENT : -errno;
 	cfi = dwarf_getcfi_elf(o->elf);
 	if (!cfi) {
 		close(fd);
@@ -201,15 +206,20 @@ int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, si
 	if (!len || vaddr_to_offset(o, vaddr, &off) || vaddr_to_offset(o, vaddr + len - 1, &last) ||
 	    last != off + len - 1)
 		return -ERANGE;
-	fd = open(o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
+	/* An object kept by its handle has no path to come back by: its path named a descriptor
+	 * of ours (/proc/self/fd/N) that was closed, its number perhaps reused since. */
+	if (o->keep_handle && o->fd >= 0)
+		return pread(o->fd, buf, len, (off_t)off) == (ssize_t)len ? 0 : -EIO;
+	fd = o->keep_handle ? -1 :
+			      open(o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		/* Opened through a target's descriptor (/proc/self/fd/N), closed since: the bytes
-		 * of libelf's mapping of the file (uprobes write only into executable mappings). */
+		/* The bytes of libelf's mapping of the file (uprobes write only into executable
+		 * mappings, never data). */
 		size_t size = 0;
-		const char *raw = elf_rawfile(o->elf, &size);
+		const char *raw = o->elf ? elf_rawfile(o->elf, &size) : NULL;
 
 		if (!raw || off + len > size)
-			return -errno;
+			return -ENOENT;
 		memcpy(buf, raw + off, len);
 		return 0;
 	}
