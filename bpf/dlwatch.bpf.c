@@ -404,7 +404,9 @@ static __always_inline u64 py_tstate(struct py_walk *w, u64 interp)
 
 	/* thread_id is pthread_self(), which on x86-64 is the thread's fs base. */
 	w->self = BPF_CORE_READ(task, thread.fsbase);
-	gil = c->rt_gil >= 0 ? c->runtime + c->rt_gil : user_word(interp + c->is_gil_ptr);
+	gil = c->rt_gil >= 0	 ? c->runtime + c->rt_gil :
+	      c->is_gil_ptr >= 0 ? user_word(interp + c->is_gil_ptr) :
+				   0; /* 3.6: the GIL is in static variables */
 	ts = gil ? user_word(gil + c->gil_last_holder) : 0;
 	if (ts && user_word(ts + c->ts_thread_id) == w->self)
 		return ts;
@@ -448,7 +450,15 @@ static __always_inline u64 str_digest(const struct dlw_pycfg *c, u64 s)
 	return h ? h : 1;
 }
 
-/* One frame: C-stack shims (owner 3, 3.12+) skipped; the innermost kept, the outermost in a ring. */
+/* A _PyStackRef's object (3.14+): tag bits cleared; 0 for a tagged int. */
+static __always_inline u64 stackref_ptr(const struct dlw_pycfg *c, u64 ref)
+{
+	if (!c->fr_tagged)
+		return ref;
+	return (ref & 3) == 3 ? 0 : ref & ~3ULL;
+}
+
+/* One frame: eval call shims (owner 3 and up, 3.12+) skipped; the innermost kept, the outermost in a ring. */
 static long py_frame(u64 i, void *ctx)
 {
 	struct py_walk *w = ctx;
@@ -463,9 +473,9 @@ static long py_frame(u64 i, void *ctx)
 	w->frame = user_word(frame + c->fr_previous);
 	if (c->fr_owner >= 0)
 		bpf_probe_read_user(&owner, sizeof(owner), (const void *)(frame + c->fr_owner));
-	if (owner == 3)
+	if (owner >= 3)
 		return 0;
-	code = user_word(frame + c->fr_code);
+	code = stackref_ptr(c, user_word(frame + c->fr_code));
 	/* The count is kept in the map value, which the verifier does not track: on the stack,
 	 * each known count would be a new state, and the walk verified once per frame. */
 	n = w->ps->n;
@@ -482,7 +492,7 @@ static long py_frame(u64 i, void *ctx)
 
 		f->offset = instr >= start ? (u32)((instr - start) / 2) : 0;
 	}
-	f->local0 = user_word(frame + c->fr_local0);
+	f->local0 = stackref_ptr(c, user_word(frame + c->fr_local0));
 	f->file = user_word(code + c->co_filename);
 	f->func = user_word(code + c->co_func);
 	f->file_hash = f->file ? user_word(f->file + c->str_hash) : 0;

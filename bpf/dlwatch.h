@@ -202,8 +202,9 @@ struct dlw_pycfg {
 	int lasti_scale; /* f_lasti to the line table's unit: 1 (3.9), 2 (3.10) */
 	int fr_instr;	 /* a pointer into the code (3.11+), else -1 */
 	int co_code;	 /* ... whose start is code + co_code_adaptive */
-	int fr_owner;	 /* char owner (3.12+: 3 is an eval call's C-stack shim), else -1 */
+	int fr_owner;	 /* char owner (3.12+: 3 and up, an eval call's shim), else -1 */
 	int fr_local0;	 /* the frame's first local (localsplus[0]) */
+	int fr_tagged;	 /* the code and locals are _PyStackRefs (3.14+): low 2 bits a tag */
 	int co_filename; /* a code object's file name (a str) */
 	int co_func;	 /* its co_qualname (3.11+) or co_name: the pointer also checks that the
 			   * code at the address is still the one captured */

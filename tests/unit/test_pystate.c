@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * CPython's line tables decoded, and a Python state laid out in this process's own memory (as
- * 3.11 lays it out) read back: good, cyclic, cut and too deep frame chains. With
- * "--dump MAJOR.MINOR" it prints that version's layout for tests/e2e/test_python.py to check
- * against the interpreter's DWARF.
+ * 3.11 lays it out) read back: good, cyclic, cut and too deep frame chains; layouts made from
+ * _Py_DebugOffsets, and refused when they describe something else. With "--dump BINARY" it
+ * prints the layout dlscope takes for the interpreter in BINARY (an executable or libpython) for
+ * tests/e2e/test_python.py to check against the interpreter's DWARF.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "elfobj.h"
 #include "pylines.h"
 #include "pystate.h"
 #include "tap.h"
@@ -164,26 +167,95 @@ static void test_fake_states(void)
 	free(f.name);
 }
 
-static int dump(const char *version)
+static int dump(const char *binary)
 {
-	unsigned int major, minor;
+	struct elf_object *o = elfobj__open(binary);
+	struct py_object_ref ref = { binary, o, 0 };
 	const struct py_layout *l;
+	struct py_interp pi;
+	char why[256];
 
-	if (sscanf(version, "%u.%u", &major, &minor) != 2 || !(l = py_layout__find(major, minor)))
+	if (!o || py_interp__find(&ref, 1, &pi, why, sizeof(why))) {
+		fprintf(stderr, "%s: %s\n", binary, o ? why : "not an ELF file");
 		return 2;
+	}
+	l = pi.layout;
 #define F(x) printf("%s=%d\n", #x, l->x)
 	F(rt_finalizing), F(rt_interp_head), F(rt_gil), F(is_next), F(is_tstate_head);
 	F(is_gil_ptr), F(ts_next), F(ts_interp), F(ts_thread_id), F(ts_native_thread_id);
 	F(ts_frame), F(ts_cframe), F(cframe_current), F(ts_current_frame), F(fr_code);
-	F(fr_previous), F(fr_lasti), F(fr_instr), F(fr_owner), F(fr_is_entry), F(co_filename);
-	F(co_name), F(co_qualname), F(co_firstlineno), F(co_linetable), F(co_code_adaptive);
-	F(gil_last_holder), F(gil_locked), F(gil_cond), F(gil_switch), F(gil_size);
-	F(str_length), F(str_state), F(str_ascii_size), F(str_compact_size), F(bytes_size);
-	F(bytes_data), F(ob_type), F(tp_name), F(tp_basicsize), F(tp_flags), F(tp_dictoffset);
-	F(ht_cached_keys), F(is_modules), F(dict_keys), F(dict_values), F(dk_nentries);
-	F(dk_indices), F(dict_values_array), F(long_digits), F(module_dict);
+	F(fr_previous), F(fr_lasti), F(fr_instr), F(fr_owner), F(fr_is_entry), F(fr_localsplus);
+	F(co_filename), F(co_name), F(co_qualname), F(co_firstlineno), F(co_linetable);
+	F(co_code_adaptive), F(gil_last_holder), F(gil_locked), F(gil_cond), F(gil_switch);
+	F(gil_size), F(str_length), F(str_state), F(str_ascii_size), F(str_compact_size);
+	F(bytes_size), F(bytes_data), F(ob_type), F(tp_name), F(tp_basicsize), F(tp_flags);
+	F(tp_dictoffset), F(ht_cached_keys), F(is_modules), F(dict_keys), F(dict_values);
+	F(dk_nentries), F(dk_indices), F(dict_values_array), F(long_digits), F(module_dict);
 #undef F
+	elfobj__free(o);
 	return 0;
+}
+
+/* The _Py_DebugOffsets of Debian's 3.14.10 (python3.14 3.14.10-1), as its _PyRuntime begins. */
+static void debug_offsets_314(unsigned char *dbg)
+{
+	static const uint64_t words[] = {
+		0,    0x30e0af0, 0,    316616, 784,  808, 225864, 7280, 7272, 7344, 7360, 7408,
+		7688, 7672,	 7680, 16,     7784, 0,	  7800,	  7792, 7992, 0,    832,  0,
+		8,    16,	 72,   152,    160,  232, 32,	  88,	8,    0,    56,	  80,
+		74,   64,	 0,    216,    112,  120, 128,	  136,	68,   52,   96,	  104,
+		208,  0,	 16,   8,      416,  24,  88,	  168,	40,   32,   16,	  40,
+		24,   16,	 200,  24,     40,   32,  48,	  32,	40,   24,   16,	  32,
+		16,   24,	 40,   16,     32,   64,  32,	  16,	40,   264,  192,
+	};
+
+	memset(dbg, 0, PY_DEBUG_OFFSETS_SIZE);
+	memcpy(dbg, words, sizeof(words));
+	memcpy(dbg, "xdebugpy", 8);
+}
+
+static void test_debug_offsets(void)
+{
+	unsigned char dbg[PY_DEBUG_OFFSETS_SIZE];
+	const struct py_layout *l, *again;
+	char why[256] = "";
+	uint64_t v;
+
+	debug_offsets_314(dbg);
+	l = py_layout__from_debug_offsets(14, 0x30e0af0, dbg, sizeof(dbg), why, sizeof(why));
+	CHECK(l && l->rt_interp_head == 808 && l->is_next == 7272 && l->is_tstate_head == 7344 &&
+		      l->ts_thread_id == 152 && l->ts_native_thread_id == 160 &&
+		      l->ts_current_frame == 72 && l->fr_code == 0 && l->fr_owner == 74 &&
+		      l->fr_localsplus == 80 && l->co_code_adaptive == 208 && l->is_gil_ptr == 16 &&
+		      l->gil_locked == 16 && l->gil_last_holder == 8 && l->is_modules == 7688 &&
+		      l->fr_tagged && l->refcnt_split,
+	      "3.14: every field from its debug offsets");
+	if (!l)
+		fprintf(stderr, "# %s\n", why);
+	again = py_layout__from_debug_offsets(14, 0x30e0af0, dbg, sizeof(dbg), why, sizeof(why));
+	CHECK(again == l, "one layout kept per distinct set of offsets");
+	CHECK(!py_layout__from_debug_offsets(13, 0x30d05f0, dbg, sizeof(dbg), why, sizeof(why)) &&
+		      strstr(why, "not begin with the _Py_DebugOffsets of 3.13"),
+	      "offsets of another version refused");
+	CHECK(!py_layout__from_debug_offsets(16, 0x3100000, dbg, sizeof(dbg), why, sizeof(why)) &&
+		      strstr(why, "those of 3.13 to 3.15"),
+	      "a minor version whose offsets are unknown");
+	v = 400; /* thread_id inside the thread state's 832 bytes, past the 256 read of it */
+	memcpy(dbg + 27 * 8, &v, sizeof(v));
+	CHECK(!py_layout__from_debug_offsets(14, 0x30e0af0, dbg, sizeof(dbg), why, sizeof(why)) &&
+		      strstr(why, "outside its struct"),
+	      "a field beyond what is read refused");
+	debug_offsets_314(dbg);
+	v = 900000; /* interpreters.head past the runtime's size */
+	memcpy(dbg + 5 * 8, &v, sizeof(v));
+	CHECK(!py_layout__from_debug_offsets(14, 0x30e0af0, dbg, sizeof(dbg), why, sizeof(why)),
+	      "a field outside its struct refused");
+	debug_offsets_314(dbg);
+	v = 1;
+	memcpy(dbg + 16, &v, sizeof(v));
+	CHECK(!py_layout__from_debug_offsets(14, 0x30e0af0, dbg, sizeof(dbg), why, sizeof(why)) &&
+		      strstr(why, "free-threaded"),
+	      "a free-threaded build said");
 }
 
 int main(int argc, char **argv)
@@ -192,7 +264,9 @@ int main(int argc, char **argv)
 		return dump(argv[2]);
 	test_line_tables();
 	test_fake_states();
-	CHECK(py_layout__find(3, 8) == NULL && py_layout__find(3, 14) == NULL,
-	      "versions without a layout are unknown");
+	test_debug_offsets();
+	CHECK(py_layout__find(3, 5) == NULL && py_layout__find(3, 13) == NULL &&
+		      py_layout__find(3, 14) == NULL && py_layout__find(3, 8) != NULL,
+	      "tables up to 3.12; 3.13 on describe themselves");
 	return tap_done();
 }

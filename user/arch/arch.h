@@ -58,7 +58,8 @@ bool arch_is_ret(unsigned char byte);
 
 /*
  * A function's first bytes @code (@len, read at virtual address @entry) that only return a
- * constant: 1 with @imm for "return IMM", 2 with @vaddr for "return &OBJECT"; -ENOENT otherwise.
+ * constant: 1 with @imm for "return IMM", 2 with @vaddr for "return &OBJECT", 3 with @vaddr for
+ * "return OBJECT" (a global word, read where it lies); -ENOENT otherwise.
  */
 int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t entry, int64_t *imm,
 				uint64_t *vaddr);

@@ -149,6 +149,11 @@ int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t 
 		*vaddr = entry + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)rel32(p + 3);
 		return 2;
 	}
+	if (len >= 8 && p[0] == 0x48 && p[1] == 0x8b && p[2] == 0x05 &&
+	    p[7] == 0xc3) { /* mov rel(%rip), %rax; ret */
+		*vaddr = entry + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)rel32(p + 3);
+		return 3;
+	}
 	return -ENOENT;
 }
 

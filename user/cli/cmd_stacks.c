@@ -53,7 +53,7 @@ static void stacks_usage(FILE *f)
 		"symbols from .symtab/.dynsym and separate debug info, inline frames, source lines),\n"
 		"then the lock-wait graph (mutex owners, glibc's loader lock, joins, OpenMP/BLAS\n"
 		"teams, CPython's GIL and locks) and the verdict: every deadlock cycle explained,\n"
-		"with what to do. In a CPython process (3.9 to 3.13) each thread's Python frames\n"
+		"with what to do. In a CPython process (3.6 to 3.15) each thread's Python frames\n"
 		"are shown under the _PyEval_EvalFrameDefault frame that runs them.\n"
 		"The threads are stopped only to copy their registers and stacks (PTRACE_SEIZE and\n"
 		"PTRACE_INTERRUPT: a killed dlscope leaves nothing stopped or traced).\n"

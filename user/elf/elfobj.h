@@ -150,7 +150,8 @@ int elfobj__func_code(const struct elf_object *o, const char *name, void *buf, s
 /*
  * What function @name returns when it is a constant (x86-64): 1 with *@imm for
  * "mov $imm32, %eax; ret" (openblas_get_parallel), 2 with *@vaddr for "lea rel(%rip), %rax;
- * ret" (TBB_runtime_version, dnnl_version). -ENOENT when the code has another shape: the
+ * ret" (TBB_runtime_version, dnnl_version), 3 with *@vaddr for "mov rel(%rip), %rax; ret"
+ * (CPython 3.6's PyInterpreterState_Head). -ENOENT when the code has another shape: the
  * answer is read off the library's own code, never guessed.
  */
 int elfobj__func_constant(const struct elf_object *o, const char *name, int64_t *imm,

@@ -10,17 +10,8 @@
 #include "pyimport.h"
 #include "pylines.h"
 
-/* PyASCIIObject.hash, after the object header and the length (3.9 to 3.13). */
+/* PyASCIIObject.hash, after the object header and the length (3.9 to 3.15). */
 #define STR_HASH 24
-
-/* Where the first local lies in a frame: PyFrameObject's f_localsplus, or the interpreter
- * frame's localsplus (gdb's ptype/o on each version's DWARF). */
-static int local0_offset(const struct py_layout *l)
-{
-	if (l->frames == PY_INTERPRETER_FRAMES)
-		return 72;
-	return l->minor == 9 ? 360 : 352;
-}
 
 void py_import__cfg(const struct py_interp *pi, struct dlw_pycfg *cfg)
 {
@@ -46,7 +37,8 @@ void py_import__cfg(const struct py_interp *pi, struct dlw_pycfg *cfg)
 		.fr_instr = l->fr_instr,
 		.co_code = l->co_code_adaptive,
 		.fr_owner = l->fr_owner,
-		.fr_local0 = local0_offset(l),
+		.fr_local0 = l->fr_localsplus,
+		.fr_tagged = l->fr_tagged,
 		.co_filename = l->co_filename,
 		.co_func = l->co_qualname >= 0 ? l->co_qualname : l->co_name,
 		.str_hash = STR_HASH,
@@ -239,7 +231,7 @@ static bool same_str(const struct py_interp *pi, pid_t pid, uint64_t addr, uint6
 	uint64_t now;
 
 	if (!addr || (hash == (uint64_t)-1 && !digest) || !mem_read(pid, addr, &now, sizeof(now)) ||
-	    !py_refcnt_live(now))
+	    !py_refcnt_live(pi->layout, now))
 		return false;
 	if (hash != (uint64_t)-1 &&
 	    (!mem_read(pid, addr + STR_HASH, &now, sizeof(now)) || now != hash))

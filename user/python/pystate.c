@@ -23,7 +23,6 @@
 #define MAX_FRAMES_HARD 8192
 #define MAX_STRING 1024
 #define MAX_LINETABLE (256 * 1024)
-#define CODE_HEADER 256 /* bytes of a code object read: every field we use lies within */
 
 /* What one code object says about itself, read once per snapshot. */
 struct py_code {
@@ -75,22 +74,41 @@ static int parse_version_name(const char *path, unsigned int *major, unsigned in
 
 /*
  * No _PyRuntime: no CPython, or one older than 3.7, which has none. An object that defines
- * Py_Initialize, with a version in its name, is said to be the latter, rather than no Python.
+ * Py_Initialize, with a version in its name, is the latter, rather than no Python. 3.6 keeps
+ * its interpreters' list head in a static variable that PyInterpreterState_Head returns: its
+ * code names the variable.
  */
-static int older_interpreter(const struct py_object_ref *objs, size_t n, char *why, size_t whylen)
+static int older_interpreter(const struct py_object_ref *objs, size_t n, struct py_interp *out,
+			     char *why, size_t whylen)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned tables = ELFOBJ_DYNSYM | (i == 0 ? ELFOBJ_SYMTAB : 0);
 		const char *name = strrchr(objs[i].path, '/');
 		unsigned int major, minor;
+		uint64_t head;
+		int64_t unused;
 		GElf_Sym sym;
 
 		if (!objs[i].elf || elfobj__lookup(objs[i].elf, "Py_Initialize", tables, &sym) ||
 		    parse_version_name(objs[i].path, &major, &minor))
 			continue;
+		name = name ? name + 1 : objs[i].path;
+		if (major == 3 && minor == 6 &&
+		    elfobj__func_constant(objs[i].elf, "PyInterpreterState_Head", &unused, &head) ==
+			    3) {
+			memset(out, 0, sizeof(*out));
+			out->major = major;
+			out->minor = minor;
+			out->runtime = objs[i].bias + head;
+			out->layout = py_layout__find(major, minor);
+			snprintf(out->object, sizeof(out->object), "%s", name);
+			if (!elfobj__lookup(objs[i].elf, "PyCode_Type", tables, &sym))
+				out->code_type = objs[i].bias + sym.st_value;
+			return 0;
+		}
 		snprintf(why, whylen,
-			 "Python %u.%u (in %s): dlscope knows the frames of 3.9 to 3.13 only",
-			 major, minor, name ? name + 1 : objs[i].path);
+			 "Python %u.%u (in %s): dlscope knows the frames of 3.6 to 3.%d only",
+			 major, minor, name, PY_DEBUG_OFFSETS_LAST);
 		return -ENOTSUP;
 	}
 	return -ENOENT;
@@ -103,13 +121,16 @@ int py_interp__find(const struct py_object_ref *objs, size_t n, struct py_interp
 		const struct elf_object *o = objs[i].elf;
 		/* A program that embeds CPython statically may keep its symbols in .symtab only. */
 		unsigned tables = ELFOBJ_DYNSYM | (i == 0 ? ELFOBJ_SYMTAB : 0);
-		unsigned char ver[8];
+		unsigned char ver[4], dbg[PY_DEBUG_OFFSETS_SIZE];
+		uint64_t runtime_vaddr;
+		uint32_t hex = 0;
 		GElf_Sym sym;
 		const char *name;
 
 		if (!o || elfobj__lookup(o, "_PyRuntime", tables, &sym))
 			continue;
 		memset(out, 0, sizeof(*out));
+		runtime_vaddr = sym.st_value;
 		out->runtime = objs[i].bias + sym.st_value;
 		name = strrchr(objs[i].path, '/');
 		snprintf(out->object, sizeof(out->object), "%s", name ? name + 1 : objs[i].path);
@@ -118,6 +139,8 @@ int py_interp__find(const struct py_object_ref *objs, size_t n, struct py_interp
 		/* Py_Version (3.11+) is PY_VERSION_HEX; older ones say it in their file name. */
 		if (!elfobj__lookup(o, "Py_Version", tables, &sym) &&
 		    !elfobj__read_vaddr(o, sym.st_value, ver, sizeof(ver))) {
+			hex = (uint32_t)ver[3] << 24 | (uint32_t)ver[2] << 16 |
+			      (uint32_t)ver[1] << 8 | ver[0];
 			out->major = ver[3];
 			out->minor = ver[2];
 			out->micro = ver[1];
@@ -130,16 +153,33 @@ int py_interp__find(const struct py_object_ref *objs, size_t n, struct py_interp
 			return -ENOTSUP;
 		}
 		out->layout = py_layout__find(out->major, out->minor);
+		if (!out->layout && out->major == 3 && out->minor >= PY_DEBUG_OFFSETS_FIRST &&
+		    hex) {
+			/* The runtime's initial value, in the file, starts with its offsets. */
+			char reason[200] = "";
+
+			if (elfobj__read_vaddr(o, runtime_vaddr, dbg, sizeof(dbg)))
+				snprintf(reason, sizeof(reason),
+					 "its _PyRuntime cannot be read from the file");
+			else
+				out->layout = py_layout__from_debug_offsets(
+					out->minor, hex, dbg, sizeof(dbg), reason, sizeof(reason));
+			if (!out->layout) {
+				snprintf(why, whylen, "Python %u.%u.%u (in %s): %s", out->major,
+					 out->minor, out->micro, out->object, reason);
+				return -ENOTSUP;
+			}
+		}
 		if (!out->layout) {
 			snprintf(
 				why, whylen,
-				"Python %u.%u (in %s): dlscope knows the frames of 3.9 to 3.13 only",
-				out->major, out->minor, out->object);
+				"Python %u.%u (in %s): dlscope knows the frames of 3.6 to 3.%d only",
+				out->major, out->minor, out->object, PY_DEBUG_OFFSETS_LAST);
 			return -ENOTSUP;
 		}
 		return 0;
 	}
-	return older_interpreter(objs, n, why, whylen);
+	return older_interpreter(objs, n, out, why, whylen);
 }
 
 /* A str object as UTF-8: compact ASCII, or compact UCS1/2/4 converted; NULL when unreadable. */
@@ -544,7 +584,7 @@ static int walk_frames(struct py_snapshot *s, pid_t pid, uint64_t frame, unsigne
 	char msg[160];
 
 	while (frame) {
-		unsigned char buf[128];
+		unsigned char buf[256];
 		struct py_frame f;
 		const struct py_code *c;
 		uint64_t code;
@@ -554,7 +594,7 @@ static int walk_frames(struct py_snapshot *s, pid_t pid, uint64_t frame, unsigne
 			set_error(&t->error, "the frame chain is longer than 8192 frames: corrupt");
 			break;
 		}
-		if (mem_read(pid, frame, buf, l->frames == PY_FRAME_OBJECTS ? 112 : 80)) {
+		if (mem_read(pid, frame, buf, (size_t)l->fr_size)) {
 			snprintf(msg, sizeof(msg),
 				 "frame at 0x%llx is unreadable: the interpreter changed it or it "
 				 "is corrupt",
@@ -563,9 +603,11 @@ static int walk_frames(struct py_snapshot *s, pid_t pid, uint64_t frame, unsigne
 			break;
 		}
 		code = word_at(buf, l->fr_code);
+		if (l->fr_tagged)
+			code = py_stackref_ptr(code);
 		if (l->fr_owner >= 0)
 			owner = buf[l->fr_owner];
-		if (owner == PY_OWNED_BY_CSTACK) {
+		if (owner >= PY_OWNED_BY_SHIM) {
 			/* The shim an eval call pushes (3.12+): the frames above it were its own. */
 			if (t->n_frames)
 				t->frames[t->n_frames - 1].eval_entry = true;
@@ -625,8 +667,8 @@ static void read_gil(struct py_snapshot *s, pid_t pid, uint64_t interp)
 
 	if (l->rt_gil >= 0)
 		gil = s->interp->runtime + (uint64_t)l->rt_gil;
-	else if (read_ptr(pid, interp + (uint64_t)l->is_gil_ptr, &gil))
-		return;
+	else if (l->is_gil_ptr < 0 || read_ptr(pid, interp + (uint64_t)l->is_gil_ptr, &gil))
+		return; /* 3.6: in static variables */
 	if (mem_read(pid, gil, g, sizeof(g)))
 		return;
 	memcpy(&locked, g + l->gil_locked, sizeof(locked));
@@ -671,7 +713,8 @@ int py_snapshot__read(const struct py_interp *pi, pid_t pid, unsigned int max_fr
 	s->interp = pi;
 	*out = s;
 	if (read_ptr(pid, pi->runtime + (uint64_t)l->rt_interp_head, &interp) ||
-	    read_ptr(pid, pi->runtime + (uint64_t)l->rt_finalizing, &finalizing)) {
+	    (l->rt_finalizing >= 0 &&
+	     read_ptr(pid, pi->runtime + (uint64_t)l->rt_finalizing, &finalizing))) {
 		set_error(&s->error, "the interpreter's runtime state is unreadable");
 		return 0;
 	}
@@ -693,7 +736,7 @@ int py_snapshot__read(const struct py_interp *pi, pid_t pid, unsigned int max_fr
 		if (n_interp == 0)
 			read_gil(s, pid, interp);
 		for (; tstate && n_threads < MAX_THREADS; n_threads++) {
-			unsigned char ts[256];
+			unsigned char ts[PY_STATE_READ];
 			uint64_t frame;
 			struct py_thread *t;
 
@@ -791,7 +834,7 @@ int py_code__read(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t
 		  uint64_t file_check, struct py_code_info *out)
 {
 	const struct py_layout *l = pi->layout;
-	unsigned char buf[CODE_HEADER];
+	unsigned char buf[PY_STATE_READ];
 	int32_t first;
 
 	memset(out, 0, sizeof(*out));
@@ -805,7 +848,7 @@ int py_code__read(const struct py_interp *pi, pid_t pid, uint64_t code, uint64_t
 		return -ESTALE;
 	/* A freed object whose memory nothing reused yet keeps its fields, and a reference count
 	 * of 0 (or, in a pymalloc pool, the next free block's address there): not the code. */
-	if ((name_check || file_check) && !py_refcnt_live(word_at(buf, 0)))
+	if ((name_check || file_check) && !py_refcnt_live(l, word_at(buf, 0)))
 		return -ESTALE;
 	memcpy(&first, buf + l->co_firstlineno, sizeof(first));
 	out->firstlineno = first;

@@ -118,10 +118,14 @@ void py_code_info__clear(struct py_code_info *c);
 /*
  * Can @refcnt, an object's first word, be a live object's reference count? A freed object's
  * memory keeps 0 there until reused, or a free list's pointer (pymalloc); immortal objects
- * (3.12+) count 2^30 - 1 or 2^32 - 1, far below 2^40.
+ * (3.12, 3.13) count 2^30 - 1 or 2^32 - 1, far below 2^40. From 3.14 the word is split: a
+ * 32-bit count (immortal: 3 << 30), a 16-bit overflow, then 16 bits of flags (statically
+ * allocated, deferred): a pointer's high bits land in the overflow.
  */
-static inline bool py_refcnt_live(uint64_t refcnt)
+static inline bool py_refcnt_live(const struct py_layout *l, uint64_t refcnt)
 {
+	if (l->refcnt_split)
+		return (uint32_t)refcnt && !((refcnt >> 32) & 0xffff);
 	return refcnt && refcnt < 1ULL << 40;
 }
 
