@@ -66,8 +66,9 @@ DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolc
 	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
 	    libtbb-dev libdnnl-dev libblas3 liblapack3 $(DEB_CORPUS2)
 # Other distributions' roots, made by debootstrap, for the tests of what production runs
-# (tests/e2e/distro_roots.py: Debian 11's glibc 2.31 and Python 3.9).
-DEB_ROOTS := debootstrap
+# (tests/e2e/distro_roots.py: Debian 11's glibc 2.31 and Python 3.9), and programs not built
+# on glibc: musl's (tests/e2e/test_musl.py) and Go's (tests/e2e/test_go.py).
+DEB_ROOTS := debootstrap musl-tools golang-go
 # Real consumers of what dlscope writes: Chrome DevTools' trace engine, installed from the npm
 # registry by tests/e2e/test_export.py, reads export --perfetto's output.
 DEB_CONSUMERS := npm

@@ -89,6 +89,8 @@ static void put_gdb(FILE *out, const struct stack_frame *f, const struct stack_f
 		fprintf(out, " at %s:%d", f->file, f->line);
 	if (fl & FRAME_MODULE_LAST)
 		fprintf(out, " from %s", path_base(f->module));
+	if (f->scanned)
+		fputs(" [found by stack scan]", out);
 }
 
 void frame_text__short(const struct stack_frame *f, char *buf, size_t len)
@@ -154,6 +156,7 @@ void frame_text__from_json(const json_t *j, struct stack_frame *out)
 	*out = (struct stack_frame){
 		.pc = pc ? strtoull(pc, NULL, 0) : 0,
 		.inlined = json_is_true(json_object_get(j, "inlined")),
+		.scanned = json_is_true(json_object_get(j, "scanned")),
 		.function = field(j, "function"),
 		.offset = (uint64_t)json_integer_value(json_object_get(j, "offset")),
 		.module = field(j, "module"),

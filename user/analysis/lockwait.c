@@ -22,9 +22,16 @@
 #define FUTEX_CMD_MASK 0x7f
 
 static const char *kind_ids[] = {
-	[WAIT_RUNNING] = "running", [WAIT_MUTEX] = "mutex", [WAIT_LOADER_LOCK] = "loader-lock",
-	[WAIT_JOIN] = "join",	    [WAIT_TEAM] = "team",   [WAIT_FUTEX] = "futex",
-	[WAIT_SYSCALL] = "syscall", [WAIT_GIL] = "gil",	    [WAIT_PYLOCK] = "python-lock",
+	[WAIT_RUNNING] = "running",
+	[WAIT_MUTEX] = "mutex",
+	[WAIT_LOADER_LOCK] = "loader-lock",
+	[WAIT_JOIN] = "join",
+	[WAIT_TEAM] = "team",
+	[WAIT_FUTEX] = "futex",
+	[WAIT_SYSCALL] = "syscall",
+	[WAIT_GIL] = "gil",
+	[WAIT_PYLOCK] = "python-lock",
+	[WAIT_MUTEX_UNOWNED] = "mutex-unowned",
 };
 
 const char *wait_kind__id(enum wait_kind k)
@@ -298,6 +305,61 @@ static int python_lock_wait(const struct target *t, const struct addrmap *am,
 	return 0;
 }
 
+/*
+ * musl's pthread_mutex_t: _m_type, then _m_lock (the futex word), _m_waiters, and, in an owned
+ * mutex of a type that records its owner, the owner's robust-list links (_m_prev, _m_next).
+ */
+#define MUSL_MUTEX_SIZE 40
+#define MUSL_LOCK_AT 4
+#define MUSL_PREV_AT 24
+#define MUSL_WAITERS_BIT 0x80000000u
+#define MUSL_OWNER_MASK 0x3fffffffu
+#define MUSL_EBUSY 16
+
+/*
+ * A wait on a musl mutex: the futex word is _m_lock, and the value it sleeps on is the lock's
+ * with the waiters bit. A normal mutex holds EBUSY, no owner; a recursive or error-checking one
+ * its owner's TID, and links itself into the owner's robust list. Anything else (a semaphore's
+ * -1, a condition variable's sequence, musl's internal locks) is not taken for a mutex.
+ * 1 when @w was classified (with an edge added for a known owner), 0 when it is no mutex.
+ */
+static int musl_mutex_wait(const struct target *t, const struct threadscan *ts,
+			   const struct thread_info *ti, const char *where, struct thread_wait *w,
+			   struct lockwait_report *r)
+{
+	uint32_t val = (uint32_t)ti->args[2], own = val & MUSL_OWNER_MASK;
+	unsigned char m[MUSL_MUTEX_SIZE];
+	int32_t type;
+	uint64_t prev;
+	pid_t owner;
+	char what[240];
+
+	if (!(val & MUSL_WAITERS_BIT) || !own || own == MUSL_OWNER_MASK ||
+	    target__read(t, w->addr - MUSL_LOCK_AT, m, sizeof(m)))
+		return 0;
+	memcpy(&type, m, sizeof(type));
+	memcpy(&prev, m + MUSL_PREV_AT, sizeof(prev));
+	if (type & ~0x8f)
+		return 0; /* not a mutex type: its kind (0-2), robust (4), PI (8), shared (128) */
+	snprintf(what, sizeof(what), "mutex %s", where);
+	if ((type & 3) == 0) {
+		if (own != MUSL_EBUSY)
+			return 0;
+		w->kind = WAIT_MUTEX_UNOWNED;
+		snprintf(w->what, sizeof(w->what),
+			 "%s, whose holder is unknown (musl's default mutex type does not record "
+			 "its owner)",
+			 what);
+		return 1;
+	}
+	owner = tid_from_memory(ts, (int32_t)own);
+	if (!owner || owner == ti->tid || !prev || (prev & 7))
+		return 0;
+	w->kind = WAIT_MUTEX;
+	snprintf(w->what, sizeof(w->what), "%s, held by thread %d", what, owner);
+	return add_edge(r, ti->tid, owner, WAIT_MUTEX, what) ?: 1;
+}
+
 static int classify_futex(const struct target *t, const struct libgraph *g,
 			  const struct addrmap *maps, const struct threadscan *ts,
 			  const struct py_snapshot *py, const struct thread_info *ti,
@@ -321,7 +383,13 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 		snprintf(w->what, sizeof(w->what), "joins thread %d (pthread_join)", joined);
 		return add_edge(r, ti->tid, joined, WAIT_JOIN, "pthread_join of it");
 	}
-	/* A locked pthread mutex: __lock is nonzero and __owner holds the owner's TID. */
+	if (libgraph__libc(g) == IMPL_MUSL) {
+		int got = musl_mutex_wait(t, ts, ti, where, w, r);
+
+		if (got)
+			return got < 0 ? got : 0;
+	}
+	/* A locked glibc mutex: __lock is nonzero and __owner holds the owner's TID. */
 	o = object_at(maps, w->addr, &vaddr);
 	owner = word[0] != 0 ? tid_from_memory(ts, word[2]) : 0;
 	if (owner) {
@@ -643,6 +711,26 @@ static int cycle_verdict(const struct libgraph *g, const struct threadscan *ts,
 	return add_verdict(r, text, remedy_for(loader, team, join, gil)) ? -ENOMEM : 0;
 }
 
+/*
+ * True when every thread waits for a lock or a join, at least one of them on a mutex with no
+ * recorded owner: no thread is left to release any of them. A thread in any other wait (a
+ * condition variable, I/O, a sleep) or running could, so it is not said then.
+ */
+static bool all_wait_for_locks(const struct lockwait_report *r)
+{
+	bool unowned = false;
+
+	for (size_t i = 0; i < r->n_threads; i++) {
+		enum wait_kind k = r->threads[i].kind;
+
+		if (k != WAIT_MUTEX && k != WAIT_MUTEX_UNOWNED && k != WAIT_LOADER_LOCK &&
+		    k != WAIT_JOIN)
+			return false;
+		unowned |= k == WAIT_MUTEX_UNOWNED;
+	}
+	return unowned;
+}
+
 /* With no cycle, the one verdict says who waits for whom, or that no thread waits. */
 static int no_cycle_verdict(struct lockwait_report *r)
 {
@@ -652,7 +740,9 @@ static int no_cycle_verdict(struct lockwait_report *r)
 
 	if (!f)
 		return -ENOMEM;
-	fprintf(f, "No deadlock cycle.");
+	/* Stuck for good, though no owner is known to draw the cycle. */
+	fprintf(f,
+		all_wait_for_locks(r) ? "No deadlock cycle can be drawn." : "No deadlock cycle.");
 	for (size_t i = 0; i < r->n_edges; i++, blocked++)
 		fprintf(f, " Thread %d waits for thread %d (%s).", r->edges[i].from, r->edges[i].to,
 			r->edges[i].what);
@@ -663,13 +753,18 @@ static int no_cycle_verdict(struct lockwait_report *r)
 
 		for (size_t e = 0; e < r->n_edges && !has_edge; e++)
 			has_edge = r->edges[e].from == w->tid;
-		if (w->kind == WAIT_PYLOCK && !has_edge)
+		if ((w->kind == WAIT_PYLOCK || w->kind == WAIT_MUTEX_UNOWNED) && !has_edge)
 			fprintf(f, " Thread %d waits for %s.", w->tid, w->what);
 		else
 			blocked--;
 	}
 	if (!blocked)
 		fprintf(f, " No thread waits for another one.");
+	else if (all_wait_for_locks(r))
+		fprintf(f, " Every thread of the process waits for a lock or for another thread, "
+			   "and none runs: none of those locks can be released, so these threads "
+			   "are stuck for good (a deadlock whose cycle the C library's records "
+			   "cannot show, or a lock whose holder exited).");
 	fclose(f);
 	return add_verdict(r, text, NULL) ? -ENOMEM : 0;
 }

@@ -19,15 +19,16 @@ struct py_snapshot;
 struct stacks;
 
 enum wait_kind {
-	WAIT_RUNNING,	  /* not blocked */
-	WAIT_MUTEX,	  /* a pthread mutex with an owner */
-	WAIT_LOADER_LOCK, /* glibc's loader lock (dlopen, dlsym, dlclose, dl_iterate_phdr) */
-	WAIT_JOIN,	  /* pthread_join of another thread */
-	WAIT_TEAM,	  /* an OpenMP/BLAS master waiting for its team's workers */
-	WAIT_FUTEX,	  /* a futex with no owner: condition variable, barrier, semaphore */
-	WAIT_SYSCALL,	  /* another blocking system call (I/O, sleep, poll) */
-	WAIT_GIL,	  /* CPython's GIL, held by another thread */
-	WAIT_PYLOCK,	  /* a Python threading.Lock or RLock */
+	WAIT_RUNNING,	    /* not blocked */
+	WAIT_MUTEX,	    /* a pthread mutex with an owner */
+	WAIT_LOADER_LOCK,   /* glibc's loader lock (dlopen, dlsym, dlclose, dl_iterate_phdr) */
+	WAIT_JOIN,	    /* pthread_join of another thread */
+	WAIT_TEAM,	    /* an OpenMP/BLAS master waiting for its team's workers */
+	WAIT_FUTEX,	    /* a futex with no owner: condition variable, barrier, semaphore */
+	WAIT_SYSCALL,	    /* another blocking system call (I/O, sleep, poll) */
+	WAIT_GIL,	    /* CPython's GIL, held by another thread */
+	WAIT_PYLOCK,	    /* a Python threading.Lock or RLock */
+	WAIT_MUTEX_UNOWNED, /* a mutex whose owner the C library does not record (musl's normal) */
 };
 
 struct wait_edge {

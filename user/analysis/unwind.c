@@ -195,11 +195,15 @@ json_t *stack_frame__to_json(const struct stack_frame *f)
 	/* An address is a hex string in every document (docs/schema/common.schema.json). */
 	snprintf(pc, sizeof(pc), "0x%" PRIx64, (uint64_t)f->pc);
 	snprintf(moff, sizeof(moff), "0x%" PRIx64, f->module_offset);
-	return json_pack("{s:s, s:b, s:o, s:I, s:o, s:o, s:o, s:i}", "pc", pc, "inlined",
-			 f->inlined, "function",
-			 f->function ? json_string(f->function) : json_null(), "offset",
-			 (json_int_t)f->offset, "module",
-			 f->module ? json_string(f->module) : json_null(), "module_offset",
-			 f->has_module_offset ? json_string(moff) : json_null(), "file",
-			 f->file ? json_string(f->file) : json_null(), "line", f->line);
+	json_t *j = json_pack("{s:s, s:b, s:o, s:I, s:o, s:o, s:o, s:i}", "pc", pc, "inlined",
+			      f->inlined, "function",
+			      f->function ? json_string(f->function) : json_null(), "offset",
+			      (json_int_t)f->offset, "module",
+			      f->module ? json_string(f->module) : json_null(), "module_offset",
+			      f->has_module_offset ? json_string(moff) : json_null(), "file",
+			      f->file ? json_string(f->file) : json_null(), "line", f->line);
+
+	if (j && f->scanned)
+		json_object_set_new(j, "scanned", json_true());
+	return j;
 }

@@ -19,6 +19,7 @@ struct stack_frame {
 	uint64_t pc;
 	bool activation; /* pc is exact (innermost or signal frame), not a return address */
 	bool inlined;	 /* an inline frame: same pc as the frame below it */
+	bool scanned;	 /* found by scanning the stack, the frame below having no CFI */
 	char *function;	 /* NULL when unknown */
 	uint64_t offset; /* from the start of the function's symbol */
 	char *module;	 /* path of the object */

@@ -238,6 +238,127 @@ static int threads_without_frames(struct capture_set *cs, struct stacks *s)
 	return 0;
 }
 
+/* Does the object holding @pc have CFI for it (.eh_frame, else .debug_frame)? */
+static bool has_cfi(Dwfl *dwfl, Dwarf_Addr pc)
+{
+	Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
+	Dwarf_Frame *frame;
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi;
+
+	if (!m)
+		return false;
+	if ((cfi = dwfl_module_eh_cfi(m, &bias)) && !dwarf_cfi_addrframe(cfi, pc - bias, &frame)) {
+		free(frame);
+		return true;
+	}
+	if ((cfi = dwfl_module_dwarf_cfi(m, &bias)) &&
+	    !dwarf_cfi_addrframe(cfi, pc - bias, &frame)) {
+		free(frame);
+		return true;
+	}
+	return false;
+}
+
+/* Where a thread's or the program's first frame is: no caller to scan for above it. */
+static bool is_outermost(Dwfl *dwfl, Dwarf_Addr pc)
+{
+	static const char *const names[] = { "_start", "__clone",      "clone",
+					     "clone3", "start_thread", "__thread_start" };
+	Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
+	const char *name = m ? dwfl_module_addrname(m, pc) : NULL;
+
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Could the call that ends at return address @ret have led to @callee_pc? An indirect call
+ * could; a direct one calls a function of its own module (a PLT stub, a local function), or
+ * one in the callee's module within 1 MiB of @callee_pc.
+ */
+static bool call_reaches(Dwfl *dwfl, const unsigned char before[8], uint64_t ret,
+			 uint64_t callee_pc)
+{
+	Dwfl_Module *target_mod, *callee_mod = dwfl_addrmodule(dwfl, callee_pc);
+	uint64_t target;
+
+	if (!arch_direct_call_target(before, ret, &target))
+		return true;
+	target_mod = dwfl_addrmodule(dwfl, target);
+	if (!target_mod)
+		return false;
+	/* Near, not before: the call may reach a stub that jumps on (musl's __syscall_cp). */
+	if (target_mod == callee_mod)
+		return target - callee_pc + (1u << 20) < (2u << 20);
+	return target_mod == dwfl_addrmodule(dwfl, ret - 1);
+}
+
+/* Words of stack scanned for a return address, and how many times a walk is resumed. */
+#define SCAN_WORDS 512
+#define SCAN_RESUMES 16
+
+/*
+ * The walk stopped at a pc without CFI: hand-written assembly (glibc's clone3 after its FDE
+ * ends, musl's __syscall_cp_asm), or a C library built without unwind tables (Debian's musl,
+ * whose libc.so has 4 FDEs). As breakpad does, the stack above that frame is scanned for the
+ * first word that is a return address (it lies in a module, just after a call instruction),
+ * and the walk resumes from there, that frame marked as found by scanning: likely, not
+ * certain (a stale return address left in a frame can pass for one). A direct call must be
+ * able to reach the frame below, and nothing is scanned above a thread's first function.
+ */
+static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, struct walk *w)
+{
+	struct user_regs_struct saved = c->regs;
+	struct thread_stack *ts = w->ts;
+
+	for (int resume = 0; resume < SCAN_RESUMES; resume++) {
+		const struct stack_frame *last;
+		uint64_t sp, at = 0, ret = 0;
+		size_t before_resume;
+
+		if (!ts->n_frames || ts->n_frames >= w->max || !w->have_last)
+			break;
+		last = &ts->frames[ts->n_frames - 1];
+		if (has_cfi(dwfl, last->activation ? last->pc : last->pc - 1) ||
+		    is_outermost(dwfl, last->pc))
+			break; /* it stopped for another reason: the end of the stack */
+		sp = w->last_sp;
+		for (size_t k = 0; k < SCAN_WORDS && !ret; k++) {
+			unsigned char call[8];
+			struct iovec local = { call, sizeof(call) }, remote;
+			Dwarf_Word v;
+
+			if (!cb_memory_read(dwfl, sp + 8 * k, &v, cs))
+				break;
+			if (v < 4096 || v >= ARCH_USER_ADDR_END || !dwfl_addrmodule(dwfl, v - 1))
+				continue;
+			remote = (struct iovec){ (void *)(uintptr_t)(v - 8), sizeof(call) };
+			if (process_vm_readv(cs->mem_pid, &local, 1, &remote, 1, 0) ==
+				    sizeof(call) &&
+			    arch_follows_call(call) && call_reaches(dwfl, call, v, last->pc)) {
+				ret = v;
+				at = sp + 8 * k;
+			}
+		}
+		if (!ret)
+			break;
+		arch_regs__set_pc_sp(&c->regs, ret, at + 8);
+		before_resume = ts->n_frames;
+		w->have_last = false;
+		dwfl_getthread_frames(dwfl, c->tid, unwind_frame_cb, w);
+		if (ts->n_frames == before_resume)
+			break;
+		ts->frames[before_resume].activation = false; /* a return address */
+		ts->frames[before_resume].scanned = true;
+		free(ts->error);
+		ts->error = NULL;
+	}
+	c->regs = saved;
+}
+
 /* Unwind and name the copied threads of @cs into @s; the target runs again by now. */
 static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_frames,
 			 struct stacks *s, char *why, size_t whylen)
@@ -279,9 +400,11 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 			ts->error = left_out_reason(cs->pid, &cs->c[i]);
 			continue;
 		}
-		if (dwfl_getthread_frames(dwfl, ts->tid, unwind_frame_cb, &w) && !ts->error &&
-		    !ts->n_frames)
-			ts->error = strdup(dwfl_errmsg(-1));
+		if (dwfl_getthread_frames(dwfl, ts->tid, unwind_frame_cb, &w) && !ts->error) {
+			scan_on(dwfl, cs, &cs->c[i], &w);
+			if (!ts->n_frames)
+				ts->error = strdup(dwfl_errmsg(-1));
+		}
 		/* Unwound: its copy is done with (thousands of threads never hold all at once). */
 		free(cs->c[i].stack);
 		cs->c[i].stack = NULL;

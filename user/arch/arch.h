@@ -22,6 +22,8 @@ typedef struct user_regs_struct arch_regs;
 
 uint64_t arch_regs__pc(const arch_regs *r);
 uint64_t arch_regs__sp(const arch_regs *r);
+/* Set the program counter and the stack pointer (a frame walked from a return address). */
+void arch_regs__set_pc_sp(arch_regs *r, uint64_t pc, uint64_t sp);
 /* The thread pointer (x86-64: fs_base), which glibc's pthread_self() returns. */
 uint64_t arch_regs__thread_pointer(const arch_regs *r);
 /* @r in DWARF order, registers 0 .. ARCH_DWARF_REGS - 1, into @out. */
@@ -53,6 +55,9 @@ long arch_syscall_futex(void);
 
 /* True when the 8 bytes before an address (@before[0..7]) end with a call instruction. */
 bool arch_follows_call(const unsigned char before[8]);
+/* The target of the direct call (call rel32) that ends just before return address @ret, whose
+ * 8 bytes before it are @before; false when that is no direct call. */
+bool arch_direct_call_target(const unsigned char before[8], uint64_t ret, uint64_t *target);
 /* True when @byte, at an instruction boundary, is a return. */
 bool arch_is_ret(unsigned char byte);
 

@@ -16,6 +16,12 @@ uint64_t arch_regs__sp(const arch_regs *r)
 	return r->rsp;
 }
 
+void arch_regs__set_pc_sp(arch_regs *r, uint64_t pc, uint64_t sp)
+{
+	r->rip = pc;
+	r->rsp = sp;
+}
+
 long arch_regs__syscall(const arch_regs *r, uint64_t args[6])
 {
 	long ret = (long)r->rax;
@@ -108,6 +114,17 @@ bool arch_follows_call(const unsigned char before[8])
 		return true;
 #undef AT
 	return false;
+}
+
+bool arch_direct_call_target(const unsigned char before[8], uint64_t ret, uint64_t *target)
+{
+	int32_t rel;
+
+	if (before[3] != 0xe8) /* call rel32: e8 and 4 bytes, then the return address */
+		return false;
+	memcpy(&rel, before + 4, sizeof(rel));
+	*target = ret + (uint64_t)(int64_t)rel;
+	return true;
 }
 
 bool arch_is_ret(unsigned char byte)

@@ -219,17 +219,28 @@ static int open_in_root(pid_t pid, const char *path, char *out, size_t len)
 	return fd;
 }
 
-/* The loader's calls in C library @elf: dlopen, dlmopen, dlclose, dlsym, dlvsym, each returning. */
-static void attach_loader(struct watch *w, const char *path, const struct elf_object *elf)
+/*
+ * The loader's calls in C library @elf: dlopen, dlmopen, dlclose, dlsym, dlvsym, each returning.
+ * musl's dlopen never reads its return address (its dlsym does, for RTLD_NEXT): where its
+ * library, built without unwind tables, shows no ret instruction, a uretprobe is safe there.
+ */
+static void attach_loader(struct watch *w, const char *path, const struct elf_object *elf,
+			  bool musl)
 {
 	struct dlwatch_bpf *s = w->skel;
 
 	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlopen", false, 0);
-	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlopen", false);
+	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlopen", musl);
 	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlmopen", false, DLW_AT_DLMOPEN);
 	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlmopen", false);
 	attach_fn(w, s->progs.dlclose_enter, path, elf, "dlclose", false, 0);
 	attach_returns(w, s->progs.dlclose_exit, path, elf, "dlclose", true);
+	if (musl) {
+		/* Its entry alone reports nothing: a dlsym is shown on its return. */
+		dls_warn("musl's dlsym finds its caller by its return address, which a return "
+			 "probe would change: its calls are not shown");
+		return;
+	}
 	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlsym", false, 0);
 	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlsym", false);
 	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlvsym", false, 0);
@@ -334,7 +345,7 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 		snprintf(path, sizeof(path), "/proc/%d/%s%s", pid,
 			 o->path[0] == '/' ? "root" : "cwd/", o->path);
 	if (want & PROBE_LOADER)
-		attach_loader(w, path, o->elf);
+		attach_loader(w, path, o->elf, obj_roles__find_impl(r, IMPL_MUSL) != NULL);
 	if (want & PROBE_LINKMAP)
 		attach_linkmap(w, path, o->elf);
 	for (size_t i = 0; (want & PROBE_OPENMP) && i < sizeof(omp_fns) / sizeof(omp_fns[0]); i++)
@@ -411,6 +422,25 @@ void probes__attach_own_libc(struct watch *w)
 		libgraph__free(g);
 	}
 	target__free(self);
+}
+
+void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0)
+{
+	char exe[PATH_MAX], loader[PATH_MAX];
+	struct elf_object *prog, *ld;
+	const char *interp;
+
+	if (spawn__resolve(argv0, exe, sizeof(exe)) || !(prog = elfobj__open(exe)))
+		return;
+	interp = elfobj__interp(prog);
+	/* Ours is probed already (probes__attach_own_libc): the mask skips it by its inode. */
+	if (interp && realpath(interp, loader) && (ld = elfobj__open(loader))) {
+		struct lg_object o = { .path = loader, .elf = ld, .origin = LG_INTERPRETER };
+
+		probes__attach_object(w, pid, &o);
+		elfobj__free(ld);
+	}
+	elfobj__free(prog);
 }
 
 /* The links a closing thread takes: fds[i] for i = first, first + step, ... */

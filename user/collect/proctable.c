@@ -351,6 +351,7 @@ int proctable__add_targets(struct watch *w, int *release_fd, char *why, size_t w
 			return err;
 		}
 		probes__attach_own_libc(w);
+		probes__attach_command_loader(w, w->command_pid, o->command[0]);
 		if (!proctable__add_empty(w, w->command_pid, o->command[0]))
 			pyprocs__of_command(w, proctable__find(w, w->command_pid), o->command[0]);
 	}

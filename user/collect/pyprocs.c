@@ -73,30 +73,14 @@ void pyprocs__forget(struct watch *w, struct proc_state *ps, pid_t pid)
  */
 void pyprocs__of_command(struct watch *w, struct proc_state *ps, const char *argv0)
 {
-	char path[PATH_MAX], found[PATH_MAX];
-	const char *dirs = getenv("PATH");
+	char found[PATH_MAX];
 	struct elf_object *o = NULL;
 	struct py_object_ref ref;
 	struct dlw_pycfg cfg;
 	uint32_t key = (uint32_t)ps->pid;
 	char why[256];
 
-	/* execvp's search: a name with a slash is a path, else each PATH entry in turn. */
-	if (strchr(argv0, '/')) {
-		snprintf(path, sizeof(path), "%s", argv0);
-	} else {
-		path[0] = '\0';
-		for (const char *d = dirs ? dirs : "/usr/bin:/bin"; d && !path[0];) {
-			const char *end = strchr(d, ':');
-			int len = end ? (int)(end - d) : (int)strlen(d);
-
-			snprintf(found, sizeof(found), "%.*s/%s", len, len ? d : ".", argv0);
-			if (!access(found, X_OK))
-				snprintf(path, sizeof(path), "%s", found);
-			d = end ? end + 1 : NULL;
-		}
-	}
-	if (!path[0] || !realpath(path, found) || !(o = elfobj__open(found)))
+	if (spawn__resolve(argv0, found, sizeof(found)) || !(o = elfobj__open(found)))
 		return;
 	ref = (struct py_object_ref){ found, o, 0 };
 	if (elfobj__type(o) == ET_EXEC && !py_interp__find(&ref, 1, &ps->py, why, sizeof(why)) &&

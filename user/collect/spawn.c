@@ -16,6 +16,32 @@
 #include "job.h"
 #include "watch_internal.h"
 
+int spawn__resolve(const char *argv0, char *out, size_t len)
+{
+	char path[PATH_MAX], found[PATH_MAX];
+	const char *dirs = getenv("PATH");
+
+	/* execvp's search: a name with a slash is a path, else each PATH entry in turn. */
+	if (strchr(argv0, '/')) {
+		snprintf(path, sizeof(path), "%s", argv0);
+	} else {
+		path[0] = '\0';
+		for (const char *d = dirs ? dirs : "/usr/bin:/bin"; d && !path[0];) {
+			const char *end = strchr(d, ':');
+			int n = end ? (int)(end - d) : (int)strlen(d);
+
+			snprintf(found, sizeof(found), "%.*s/%s", n, n ? d : ".", argv0);
+			if (!access(found, X_OK))
+				snprintf(path, sizeof(path), "%s", found);
+			d = end ? end + 1 : NULL;
+		}
+	}
+	if (!path[0] || !realpath(path, found) || strlen(found) >= len)
+		return -ENOENT;
+	memcpy(out, found, strlen(found) + 1);
+	return 0;
+}
+
 /* Start the command stopped before exec, so probes are in place from its first instruction. */
 pid_t spawn__held(char **argv, const int *stdio, int *release_fd)
 {

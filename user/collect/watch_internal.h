@@ -207,6 +207,9 @@ int probes__check_capabilities(char *why, size_t len);
 int probes__load(struct watch *w, char *why, size_t whylen);
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o);
 void probes__attach_own_libc(struct watch *w);
+/* Probe the loader the command @argv0 (process @pid, held before its exec) will run, when it
+ * is not ours: a musl program's ld-musl, a program built for another glibc's loader. */
+void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0);
 void probes__detach_all(struct watch *w);
 void probes__stop(struct watch *w);
 void probes__count_lost(struct watch *w, struct watch_stats *st);
@@ -267,6 +270,8 @@ void hot__read_activity(struct watch *w, unsigned long long t, bool last);
 
 /* spawn.c */
 pid_t spawn__held(char **argv, const int *stdio, int *release_fd);
+/* The file execvp runs for @argv0 (a path, or searched on PATH), resolved: 0 or -ENOENT. */
+int spawn__resolve(const char *argv0, char *out, size_t len);
 bool spawn__targets_done(struct watch *w);
 void spawn__end_command(struct watch *w);
 

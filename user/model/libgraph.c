@@ -352,6 +352,10 @@ static void set_origin(const struct libgraph *g, struct lg_object *o)
 		o->origin = LG_DLOPEN;
 }
 
+/* The libraries musl's libc stands in for (its loader's "reserved" names). */
+static const char *const musl_names[] = { "libc.so",  "libpthread.so", "librt.so",  "libm.so",
+					  "libdl.so", "libutil.so",    "libxnet.so" };
+
 int libgraph__link(struct libgraph *g)
 {
 	struct name_index ix;
@@ -375,6 +379,11 @@ int libgraph__link(struct libgraph *g)
 			index_put(&ix, o->soname, o->ns, o);
 		index_put(&ix, o->path, o->ns, o);
 		index_put(&ix, lg_object__basename(o), o->ns, o);
+		/* musl's loader is its libc: it answers the names of the libraries it replaces
+		 * (musl-gcc links libc.so, which no file of that name answers). */
+		if (o->elf && obj_roles__find_impl(roles__of(o->elf), IMPL_MUSL))
+			for (size_t k = 0; k < sizeof(musl_names) / sizeof(musl_names[0]); k++)
+				index_put(&ix, musl_names[k], o->ns, o);
 	}
 	for (size_t i = 0; i < g->n && !err; i++) {
 		struct lg_object *p = g->objs[i];
@@ -423,6 +432,19 @@ static bool name_of_mapping(const struct target *t, const char *name, const stru
 	return !stat(host, &st);
 }
 
+/*
+ * Is @mp the target's program? glibc names it "" in the link map; musl by the path it was run
+ * by (argv[0], "./prog"), which is no path to open from here: the mapping's file is the
+ * executable's.
+ */
+static bool is_program(const struct target *t, const struct mapping *mp)
+{
+	struct stat st;
+
+	return mp && mp->inode && t->exe_fd >= 0 && !fstat(t->exe_fd, &st) &&
+	       st.st_ino == mp->inode;
+}
+
 /* Objects the loader knows: pick each one's file, origin and mapping. */
 static int add_link_map_objects(struct libgraph *g, const struct target *t,
 				const struct linkmap *lm, const struct procmaps *maps)
@@ -433,7 +455,7 @@ static int add_link_map_objects(struct libgraph *g, const struct target *t,
 		char host[PATH_MAX + 64], mapped[96] = "";
 		const char *path = e->name;
 		struct lg_object *o;
-		bool exe = i == 0 && e->ns == 0 && !e->name[0];
+		bool exe = i == 0 && e->ns == 0 && (!e->name[0] || is_program(t, mp));
 
 		if (exe)
 			path = t->exe;
@@ -777,6 +799,28 @@ void libgraph__free(struct libgraph *g)
 	free(g->preload);
 	free(g->objs);
 	free(g);
+}
+
+enum role_impl libgraph__libc(const struct libgraph *g)
+{
+	GElf_Sym sym;
+
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+		const struct obj_roles *r = o->gone || !o->elf ? NULL : roles__of(o->elf);
+
+		if (r && obj_roles__find_impl(r, IMPL_MUSL))
+			return IMPL_MUSL;
+		if (r && obj_roles__find_impl(r, IMPL_GLIBC))
+			return IMPL_GLIBC;
+	}
+	if (g->static_exe && g->n && g->objs[0]->elf) {
+		if (!elfobj__lookup(g->objs[0]->elf, "__init_libc", ELFOBJ_SYMTAB, &sym))
+			return IMPL_MUSL;
+		if (!elfobj__lookup(g->objs[0]->elf, "__libc_setup_tls", ELFOBJ_SYMTAB, &sym))
+			return IMPL_GLIBC;
+	}
+	return IMPL__COUNT;
 }
 
 int libgraph__find_python(const struct libgraph *g, struct py_interp *out, char *why, size_t whylen)

@@ -161,6 +161,13 @@ struct py_interp;
  * The CPython interpreter among @g's live objects, the executable first as the loader orders
  * them (py_interp__find). 0; -ENOENT, not Python; -ENOTSUP with a reason in @why; -ENOMEM.
  */
+/*
+ * The C library of the process: IMPL_GLIBC or IMPL_MUSL, by what its libc object defines, or
+ * for a static program by its own symbols (musl's __init_libc, glibc's __libc_setup_tls);
+ * IMPL__COUNT when neither says.
+ */
+enum role_impl libgraph__libc(const struct libgraph *g);
+
 int libgraph__find_python(const struct libgraph *g, struct py_interp *out, char *why,
 			  size_t whylen);
 

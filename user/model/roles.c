@@ -43,6 +43,7 @@ enum marker {
 	M_PYINIT,
 	M_LIBC_START,
 	M_R_DEBUG,
+	M_MUSL_DLS3,
 	M__COUNT,
 };
 
@@ -90,6 +91,8 @@ static const struct {
 	[IMPL_PYTHON_EXT] = { "python-ext", "Python extension module", ROLE_PYTHON },
 	[IMPL_GLIBC] = { "glibc", "GNU C library", ROLE_LIBC },
 	[IMPL_GLIBC_RTLD] = { "ld.so", "glibc dynamic loader", ROLE_LOADER },
+	[IMPL_MUSL] = { "musl", "musl C library", ROLE_LIBC },
+	[IMPL_MUSL_LDSO] = { "ld-musl", "musl dynamic loader", ROLE_LOADER },
 };
 
 static const struct {
@@ -170,6 +173,7 @@ static const struct {
 	{ "_ZNSt3__14coutE", M_LIBCXX_COUT, false },
 	{ "__libc_start_main", M_LIBC_START, false },
 	{ "_r_debug", M_R_DEBUG, false },
+	{ "__dls3", M_MUSL_DLS3, false },
 	{ "cuModuleLoadData", M_CU_MODULE_LOAD, true },
 	{ "cudaMalloc", M_CUDA_MALLOC, false },
 	{ "cublasCreate", M_CUBLAS, true },
@@ -732,7 +736,11 @@ static void roles__classify(const struct elf_object *o, struct obj_roles *out)
 		if (r)
 			snprintf(r->detail, sizeof(r->detail), "%s", s.pyinit);
 	}
-	if (s.has[M_LIBC_START]) {
+	/* musl's libc.so is its loader too: __dls3 is the loader's last start-up stage. */
+	if (s.has[M_LIBC_START] && s.has[M_MUSL_DLS3]) {
+		add(out, IMPL_MUSL);
+		add(out, IMPL_MUSL_LDSO);
+	} else if (s.has[M_LIBC_START]) {
 		r = add(out, IMPL_GLIBC);
 		if (r) {
 			char rel[32];
