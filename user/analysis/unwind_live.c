@@ -322,7 +322,9 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 		if (!ts->n_frames || ts->n_frames >= w->max || !w->have_last)
 			break;
 		last = &ts->frames[ts->n_frames - 1];
-		if (has_cfi(dwfl, last->activation ? last->pc : last->pc - 1) ||
+		/* A pc in no module: the walk already went astray, nothing to go on from. */
+		if (!dwfl_addrmodule(dwfl, last->activation ? last->pc : last->pc - 1) ||
+		    has_cfi(dwfl, last->activation ? last->pc : last->pc - 1) ||
 		    is_outermost(dwfl, last->pc))
 			break; /* it stopped for another reason: the end of the stack */
 		sp = w->last_sp;

@@ -22,6 +22,7 @@
 #include "inspect.h"
 #include "job.h"
 #include "libgraph.h"
+#include "goroutines.h"
 #include "lockwait.h"
 #include "output.h"
 #include "phase.h"
@@ -177,9 +178,11 @@ static void print_python_header(const struct inspection *in, const struct stacks
 }
 
 static void print_text(const struct inspection *in, const struct stacks *s,
-		       const struct threadscan *ts, const struct lockwait_report *r, bool stats,
-		       bool python_only, FILE *out)
+		       const struct threadscan *ts, const struct lockwait_report *r,
+		       const struct go_state *go, bool stats, bool python_only, FILE *out)
 {
+	char *go_summary = go ? go_state__summary(go) : NULL;
+
 	const struct target *t = in->t;
 
 	print_python_header(in, s, out);
@@ -211,6 +214,8 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 		if (st->error && !python_only)
 			fprintf(out, "    (%s)\n", st->error);
 	}
+	if (go && !python_only)
+		go_state__print(go, out);
 	fprintf(out, "\nLock-wait graph:\n");
 	if (!r || !r->n_edges)
 		fprintf(out, "    no thread waits for another\n");
@@ -223,6 +228,10 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 		if (r->remedies[v])
 			fprintf(out, "    What to do: %s\n", r->remedies[v]);
 	}
+	/* Threads are not what waits in a Go program: its goroutines are. */
+	if (go_summary)
+		fprintf(out, "    %s\n", go_summary);
+	free(go_summary);
 	if (stats)
 		fprintf(out,
 			"\nstopped for %.3f ms (%zu threads, %" PRIu64 " KiB of stack copied)\n",
@@ -249,7 +258,8 @@ static json_t *python_json(const struct inspection *in, const struct stacks *s)
 }
 
 static json_t *to_json(const struct inspection *in, const struct stacks *s,
-		       const struct threadscan *ts, const struct lockwait_report *r)
+		       const struct threadscan *ts, const struct lockwait_report *r,
+		       const struct go_state *go)
 {
 	const struct target *t = in->t;
 	json_t *threads = json_array(), *edges = json_array(), *cycles = json_array(),
@@ -285,12 +295,21 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 		json_array_append_new(threads, one);
 	}
 	lockwait_report__to_json(r, edges, cycles, verdicts);
+	if (go) {
+		char *summary = go_state__summary(go);
+
+		if (summary)
+			json_array_append_new(verdicts,
+					      json_pack("{s:s, s:n}", "text", summary, "remedy"));
+		free(summary);
+	}
 	cmdline = proc__cmdline(t->pid);
 	doc = json_pack("{s:i, s:s, s:s, s:o*, s:f, s:o, s:o, s:o, s:o, s:o}", "pid", t->pid,
 			"comm", t->comm, "exe", t->exe, "cmdline",
 			cmdline ? json_string(cmdline) : json_null(), "stopped_ms",
 			(double)s->stopped_ns / 1e6, "python", python_json(in, s), "threads",
 			threads, "edges", edges, "cycles", cycles, "verdicts", verdicts);
+	json_object_set_new(doc, "go", go ? go_state__to_json(go) : json_null());
 	free(cmdline);
 	return doc;
 }
@@ -349,7 +368,7 @@ rank_worker_main(pid_t pid, bool python_only, unsigned int max_frames, int fd)
 	else if (in->stacks_err)
 		doc = json_pack("{s:s}", "error", in->stacks_why);
 	else
-		doc = to_json(in, in->stacks, in->ts, in->lw);
+		doc = to_json(in, in->stacks, in->ts, in->lw, NULL);
 	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	for (size_t off = 0, len = text ? strlen(text) : 0; off < len;) {
 		ssize_t w = write(fd, text + off, len - off);
@@ -706,6 +725,7 @@ static int stacks_pid(pid_t pid, const struct stacks_opts *o)
 	struct inspection *in = NULL;
 	const struct lockwait_report *r;
 	const struct target *t;
+	struct go_state *go = NULL;
 	int ret = DLS_EXIT_INSPECT;
 	char why[512];
 
@@ -736,8 +756,11 @@ static int stacks_pid(pid_t pid, const struct stacks_opts *o)
 		dls_err("%s", in->stacks_why);
 		goto out;
 	}
+	/* A Go program's goroutines, read after the stop (a parked one stays where it is). */
+	if (go_state__read(t, in->g, &go) == -ENOMEM)
+		go = NULL;
 	if (o->json) {
-		if (print_json(to_json(in, in->stacks, in->ts, r)))
+		if (print_json(to_json(in, in->stacks, in->ts, r, go)))
 			dls_err("stacks: cannot write the JSON document");
 	} else {
 		if (o->python_only && in->py_err) {
@@ -745,7 +768,7 @@ static int stacks_pid(pid_t pid, const struct stacks_opts *o)
 				in->py_err == -ENOTSUP ? in->py_why : "runs no Python interpreter");
 			goto out;
 		}
-		print_text(in, in->stacks, in->ts, r, o->stats, o->python_only, stdout);
+		print_text(in, in->stacks, in->ts, r, go, o->stats, o->python_only, stdout);
 	}
 	phase__mark("printed");
 	ret = r && r->n_cycles ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
@@ -753,6 +776,7 @@ out:
 	/* With --json a failure is a document too, as parseable as a result. */
 	if (o->json && ret == DLS_EXIT_INSPECT)
 		print_json(NULL);
+	go_state__free(go);
 	inspection__free(in);
 	phase__mark("freed");
 	/* A thread that did not stop in time is held; our exit lets it go, this a moment earlier. */
