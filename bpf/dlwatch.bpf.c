@@ -144,6 +144,70 @@ static __always_inline u64 *run_begin(void)
 		__ret;                                       \
 	})
 
+/*
+ * The PID namespace whose numbers every ID here is in: 0, the kernel's own (the host's); else
+ * the collector's (a debug container sharing its target's namespace, kubectl debug --target),
+ * whose processes have other numbers in the host's. Its device and inode: /proc/self/ns/pid.
+ */
+const volatile unsigned long long pidns_dev = 0, pidns_ino = 0;
+
+/* bpf_get_current_pid_tgid in the collector's namespace: 0 for a task outside it. */
+static __always_inline u64 current_id(void)
+{
+	struct bpf_pidns_info ns;
+
+	if (!pidns_ino)
+		return bpf_get_current_pid_tgid();
+	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
+		return 0;
+	return (u64)ns.tgid << 32 | ns.pid;
+}
+
+#define MAX_PIDNS_LEVEL 32
+
+/* Each level of @p from the top: its number there, while it is not the collector's one. */
+struct ns_nr_walk {
+	struct pid *p;
+	unsigned int level;
+	u32 nr;
+};
+
+static long ns_nr_step(u64 i, void *ctx)
+{
+	struct ns_nr_walk *w = ctx;
+	void *up = (void *)w->p + bpf_core_field_offset(struct pid, numbers) +
+		   i * bpf_core_type_size(struct upid);
+	struct pid_namespace *ns = NULL;
+	int nr = 0;
+
+	if (i > w->level)
+		return 1;
+	bpf_probe_read_kernel(&ns, sizeof(ns), up + bpf_core_field_offset(struct upid, ns));
+	if (ns && BPF_CORE_READ(ns, ns.inum) == pidns_ino) {
+		bpf_probe_read_kernel(&nr, sizeof(nr), up + bpf_core_field_offset(struct upid, nr));
+		w->nr = (u32)nr;
+		return 1;
+	}
+	return 0;
+}
+
+/* @task's thread ID (@group: its process's) in the collector's namespace; 0 outside it. */
+static __always_inline u32 task_id(struct task_struct *task, bool group)
+{
+	struct ns_nr_walk w = { 0 };
+	struct pid *p;
+
+	if (!pidns_ino)
+		return group ? BPF_CORE_READ(task, tgid) : BPF_CORE_READ(task, pid);
+	p = group ? BPF_CORE_READ(task, group_leader, thread_pid) : BPF_CORE_READ(task, thread_pid);
+	if (!p)
+		return 0;
+	w.p = p;
+	w.level = BPF_CORE_READ(p, level);
+	bpf_loop(MAX_PIDNS_LEVEL, ns_nr_step, &w, 0);
+	return w.nr;
+}
+
 static __always_inline bool traced(u32 tgid)
 {
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
@@ -178,7 +242,7 @@ static __always_inline void count_lost(void)
 
 static __always_inline void init_event(struct dlw_event *e, u32 type, bool full)
 {
-	u64 id = bpf_get_current_pid_tgid();
+	u64 id = current_id();
 
 	e->ts_ns = bpf_ktime_get_ns();
 	e->pid = id >> 32;
@@ -543,7 +607,7 @@ static __always_inline void py_capture(u32 tgid, u64 key)
 
 static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1, u64 arg2)
 {
-	u64 id = bpf_get_current_pid_tgid();
+	u64 id = current_id();
 	u64 key = dlw_call_key((u32)id, type, type == DLW_DLOPEN ? dlopen_depth((u32)id) : 0);
 	struct dlw_call *p;
 	static const struct dlw_call zero;
@@ -606,7 +670,7 @@ static __always_inline void gpu_result(struct dlw_event *e, long ret)
 
 static __always_inline int call_exit(void *ctx, u32 type, long ret)
 {
-	u64 id = bpf_get_current_pid_tgid();
+	u64 id = current_id();
 	u32 depth = type == DLW_DLOPEN ? dlopen_depth((u32)id) : 0;
 	u64 key = dlw_call_key((u32)id, type, depth ? depth - 1 : 0);
 	struct dlw_call *p = bpf_map_lookup_elem(&calls, &key);
@@ -723,7 +787,7 @@ int BPF_KRETPROBE(dlsym_exit, long ret)
  * region of each runtime in a process and for a region started inside dlopen (seed-002). */
 static __always_inline int omp_fork(struct pt_regs *ctx)
 {
-	u64 id = bpf_get_current_pid_tgid(), one = 1, *n, *c, cookie = bpf_get_attach_cookie(ctx);
+	u64 id = current_id(), one = 1, *n, *c, cookie = bpf_get_attach_cookie(ctx);
 	u32 tid = (u32)id, *busy = NULL;
 	struct dlw_activity_key k = { .pid = id >> 32, .tid = tid, .runtime = cookie >> 8 };
 	u64 fk = (id & ~0xffffffffULL) | k.runtime;
@@ -770,7 +834,7 @@ static __always_inline int blas_thread(void)
 {
 	struct dlw_event *e;
 
-	if (!traced(bpf_get_current_pid_tgid() >> 32))
+	if (!traced(current_id() >> 32))
 		return 0;
 	e = reserve(DLW_BLAS_THREAD);
 	if (e)
@@ -956,7 +1020,7 @@ struct {
 /* One turn of the wait: released, or past the deadline, ends it (1). */
 static long hold_poll(u64 i, void *ctx)
 {
-	u32 tid = (u32)bpf_get_current_pid_tgid();
+	u32 tid = (u32)current_id();
 	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
 	u64 *v = bpf_map_lookup_elem(&released, &tid);
 	u8 byte;
@@ -979,7 +1043,7 @@ static long hold_poll(u64 i, void *ctx)
 /* Whether the wait goes on: neither released nor past its deadline. */
 static __always_inline bool hold_waiting(void)
 {
-	u32 tid = (u32)bpf_get_current_pid_tgid();
+	u32 tid = (u32)current_id();
 	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
 
 	return h && !h->done && bpf_ktime_get_ns() <= h->deadline;
@@ -997,7 +1061,7 @@ static __always_inline bool hold_waiting(void)
  */
 static __always_inline int linkmap_hold(struct pt_regs *ctx)
 {
-	u64 id = bpf_get_current_pid_tgid(), delta = bpf_get_attach_cookie(ctx);
+	u64 id = current_id(), delta = bpf_get_attach_cookie(ctx);
 	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
 	struct hold_wait h = { .pc = PT_REGS_IP(ctx) }, *hp;
 	struct bpf_iter_num it;
@@ -1036,7 +1100,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 		bpf_loop(1 << 23, hold_poll, &dummy, 0);
 	bpf_iter_num_destroy(&it);
 	/* The thread's own, not what the stack may hold by now. */
-	tid = (u32)bpf_get_current_pid_tgid();
+	tid = (u32)current_id();
 	hp = bpf_map_lookup_elem(&holding, &tid);
 	if (hp && !hp->done)
 		count_lost_as(DLW_LOST_HOLD);
@@ -1054,9 +1118,11 @@ int BPF_KPROBE(linkmap_consistent)
 static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
-	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	u32 tgid = current_id() >> 32;
 	struct dlw_event *e;
 
+	if (!tgid)
+		return 0; /* outside the collector's PID namespace: never its target */
 	if (comm_mode && !traced(tgid)) {
 		char comm[16];
 		u8 one = 1;
@@ -1092,8 +1158,8 @@ static __always_inline int on_fork(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *parent = (struct task_struct *)ctx->args[0];
 	struct task_struct *child = (struct task_struct *)ctx->args[1];
-	u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
-	u32 cpid = BPF_CORE_READ(child, pid);
+	u32 ptgid = task_id(parent, true), ctgid = task_id(child, true);
+	u32 cpid = task_id(child, false);
 	struct dlw_event *e;
 	u8 one = 1;
 
@@ -1102,7 +1168,7 @@ static __always_inline int on_fork(struct bpf_raw_tracepoint_args *ctx)
 	if (ctgid != ptgid && follow_children)
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
 	/* Threads are reported only when created inside dlopen: a pool born in a constructor. */
-	if (ctgid == ptgid && !dlopen_depth((u32)bpf_get_current_pid_tgid()))
+	if (ctgid == ptgid && !dlopen_depth((u32)current_id()))
 		return 0;
 	/* A thread created inside dlopen: the stack says which constructor. */
 	if (ctgid == ptgid) {
@@ -1134,7 +1200,7 @@ int handle_fork(struct bpf_raw_tracepoint_args *ctx)
 
 static __always_inline int on_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	u64 id = bpf_get_current_pid_tgid();
+	u64 id = current_id();
 	u32 tid = (u32)id, tgid = id >> 32;
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct dlw_event *e;
@@ -1166,7 +1232,7 @@ static __always_inline int on_signal(struct bpf_raw_tracepoint_args *ctx)
 	struct dlw_event *e;
 	u32 *busy = NULL;
 
-	if (!traced(bpf_get_current_pid_tgid() >> 32) ||
+	if (!traced(current_id() >> 32) ||
 	    !(sig == DLW_SIGILL || sig == DLW_SIGTRAP || sig == DLW_SIGABRT || sig == DLW_SIGBUS ||
 	      sig == DLW_SIGFPE || sig == DLW_SIGSEGV))
 		return 0;
@@ -1197,7 +1263,7 @@ struct futex_enter_args {
 
 static __always_inline int on_futex_enter(struct futex_enter_args *ctx)
 {
-	u64 id = bpf_get_current_pid_tgid();
+	u64 id = current_id();
 	u32 tid = (u32)id;
 	struct dlw_call p = {};
 
@@ -1231,7 +1297,7 @@ int handle_futex_enter(struct futex_enter_args *ctx)
 
 static __always_inline int on_futex_exit(void *ctx)
 {
-	u64 id = bpf_get_current_pid_tgid();
+	u64 id = current_id();
 	u32 tid = (u32)id;
 	struct dlw_call *p = bpf_map_lookup_elem(&futex_start, &tid);
 	struct dlw_event *e;

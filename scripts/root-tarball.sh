@@ -14,6 +14,19 @@ set -euo pipefail
 suite=$1
 include=$(tr ',' '\n' <<< "$2" | sort | paste -sd,)
 mirror=http://deb.debian.org/debian
+script=
+gpg=
+case $suite in
+focal | jammy | noble)
+	# Ubuntu's roots (its archive, and the gutsy script every release since uses). Debian
+	# ships no Ubuntu keyring, so the Release files are not verified: these roots are test
+	# fixtures, run only inside the tests' namespaces, never booted or trusted.
+	mirror=http://archive.ubuntu.com/ubuntu
+	script=/usr/share/debootstrap/scripts/gutsy
+	[ -f /usr/share/keyrings/ubuntu-archive-keyring.gpg ] ||
+		gpg=--no-check-gpg
+	;;
+esac
 cache=${DLSCOPE_ROOT_CACHE:-/var/cache/dlscope-ci}
 tarball=$cache/$suite-minbase-${include//,/-}.tar.gz
 
@@ -26,8 +39,9 @@ if [ ! -f "$tarball" ]; then
 	tmp=$(mktemp -d "$cache/make-$suite.XXXXXX")
 	trap 'rm -rf --one-file-system "$tmp"' EXIT
 	echo "root-tarball: debootstrap --variant=minbase --include=$include $suite" >&2
-	if ! debootstrap --variant=minbase --include="$include" "$suite" "$tmp/root" "$mirror" \
-		> "$tmp/debootstrap.log" 2>&1; then
+	# shellcheck disable=SC2086 # $gpg is one option or none
+	if ! debootstrap --variant=minbase $gpg --include="$include" "$suite" "$tmp/root" \
+		"$mirror" $script > "$tmp/debootstrap.log" 2>&1; then
 		tail -n 5 "$tmp/debootstrap.log" >&2
 		echo "root-tarball: debootstrap of $suite failed (is $mirror reachable?)" >&2
 		exit 3

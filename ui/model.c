@@ -418,6 +418,12 @@ static int apply_loaded(struct model *m, const json_t *rec)
 
 		if (p && !p->comm[0])
 			snprintf(p->comm, sizeof(p->comm), "%.15s", base);
+		/* Where it runs (the program's record says, where it is not where we run). */
+		if (p && int_of(rec, "ns_pid") > 0)
+			p->ns_pid = (pid_t)int_of(rec, "ns_pid");
+		if (p && str_of(rec, "container"))
+			snprintf(p->container, sizeof(p->container), "%s",
+				 str_of(rec, "container"));
 	}
 	lib_upsert(m, (pid_t)int_of(rec, "pid"), path, str_of(rec, "soname"),
 		   (unsigned int)int_of(rec, "namespace"), str_of(rec, "origin"), names, n_by, r,

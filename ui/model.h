@@ -80,6 +80,8 @@ struct m_edge {
 struct m_proc {
 	pid_t pid, ppid; /* ppid 0: unknown */
 	char comm[64];
+	pid_t ns_pid;		       /* its PID in its own PID namespace; 0: ours */
+	char container[96];	       /* its container as its cgroup names it; "" for none */
 	char rank[16], local_rank[16]; /* "" when unset */
 	bool env_read;		       /* rank lookup done (by the source) */
 	bool exited;

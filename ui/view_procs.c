@@ -43,7 +43,7 @@ static void procs_rows(struct ui *ui, struct rows *out)
 		const struct m_proc *p = &ui->m->procs[order[i]];
 		size_t nf = findings_of(ui->m, p->pid), nc = collisions_of(p);
 		char indent[64] = "";
-		char threads[16] = "-", ppid[16] = "-";
+		char threads[16] = "-", ppid[16] = "-", where[160];
 
 		for (unsigned int d = 0; d < depth[i] && d < 15; d++)
 			strcat(indent, d + 1 == depth[i] ? "`- " : "   ");
@@ -51,6 +51,11 @@ static void procs_rows(struct ui *ui, struct rows *out)
 			snprintf(ppid, sizeof(ppid), "%d", p->ppid);
 		if (p->threads_known)
 			snprintf(threads, sizeof(threads), "%zu", p->n_threads);
+		/* As its namespace numbers it, and its container: "  [pid 1, docker 3f2a..]". */
+		where[0] = '\0';
+		if (p->ns_pid || p->container[0])
+			snprintf(where, sizeof(where), "  [%s%.0d%s%s]", p->ns_pid ? "pid " : "",
+				 p->ns_pid, p->ns_pid && p->container[0] ? ", " : "", p->container);
 		if (ranks)
 			snprintf(rank, sizeof(rank), "%-5s %-6s ", p->rank[0] ? p->rank : "-",
 				 p->local_rank[0] ? p->local_rank : "-");
@@ -58,9 +63,9 @@ static void procs_rows(struct ui *ui, struct rows *out)
 			  nf || nc  ? C_COLLISION :
 			  p->exited ? C_DIM :
 				      C_NORMAL,
-			  p->pid, "%-8d %-8s %s%7llu %5zu %7s %8zu  %s%s%s%s", p->pid, ppid, rank,
+			  p->pid, "%-8d %-8s %s%7llu %5zu %7s %8zu  %s%s%s%s%s", p->pid, ppid, rank,
 			  (unsigned long long)p->n_events, p->n_libs, threads, nf, indent,
-			  p->comm[0] ? p->comm : "?", p->exited ? " (exited)" : "",
+			  p->comm[0] ? p->comm : "?", p->exited ? " (exited)" : "", where,
 			  nc ? "  !! runtime collision" : "");
 	}
 	if (!n)

@@ -230,3 +230,67 @@ def test_debian_unstable_pythons_imports_are_seen():
             check_import(recs, version, opens=2 if version == "3.15" else 1)
             out = watch_import(root, root.chroot_argv(f"python{version}", "-c", IMPORT_LATER))
             assert "from `import decimal` at <string>:5" in out, out
+
+
+# Where a process runs, said by watch and record: as its own PID namespace numbers it, and its
+# container as its cgroup names it (a cgroup made here as docker's systemd driver makes one).
+CONTAINER_ID = "3f2a9c1b5e7d" + "0" * 52
+
+
+def docker_cgroup():
+    """A cgroup v2 directory named as docker names a container's; Skip where none can be
+    made."""
+    for top in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+        if os.path.exists(os.path.join(top, "cgroup.procs")):
+            path = os.path.join(top, "dlscope-test.slice", f"docker-{CONTAINER_ID}.scope")
+            try:
+                os.makedirs(path, exist_ok=True)
+                return path
+            except OSError as e:
+                raise Skip(f"cannot make a cgroup under {top}: {e}")
+    raise Skip("no cgroup v2 hierarchy mounted")
+
+
+def test_watch_and_record_say_where_a_contained_process_runs():
+    cg = docker_cgroup()
+    fx, pid = in_pidns(["/usr/bin/python3", "-c", THREADS])
+    try:
+        with fx:
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+            out = subprocess.run([dlscope_path(), "watch", "-p", str(pid), "--duration", "0.5"],
+                                 capture_output=True, text=True, timeout=60).stdout
+            assert f"] {pid} (python3) runs as pid 1 in its PID namespace, in container " \
+                "docker 3f2a9c1b5e7d\n" in out, out
+            with tempfile.TemporaryDirectory() as d:
+                trace = os.path.join(d, "t.jsonl")
+                subprocess.run([dlscope_path(), "record", "-o", trace, "-p", str(pid),
+                                "--duration", "0.5"], check=True, timeout=60,
+                               capture_output=True)
+                exe = [json.loads(ln) for ln in open(trace)
+                       if '"origin":"executable"' in ln.replace(" ", "")]
+            assert exe and exe[0]["ns_pid"] == 1 and \
+                exe[0]["container"] == "docker 3f2a9c1b5e7d", exe
+    finally:
+        os.rmdir(cg)
+        os.rmdir(os.path.dirname(cg))
+
+
+def test_watch_from_a_container_sharing_the_targets_pid_namespace():
+    # kubectl debug --target: dlscope in the target's PID namespace, below the host's. The
+    # probes report that namespace's numbers: the import is seen, attributed, under its PIDs.
+    if not is_root():
+        raise Skip("a PID namespace needs root")
+    script = (f'python3 -c "{IMPORT_LATER_INLINE}" & '
+              f'{dlscope_path()} watch -p $! --duration 3; echo "watch exit $?"')
+    proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=60)
+    assert "watch exit 0" in proc.stdout, proc.stdout + proc.stderr
+    opens = [ln for ln in proc.stdout.splitlines() if "dlopen(" in ln and "_decimal" in ln]
+    assert len(opens) == 1 and "from `import decimal`" in opens[0], proc.stdout
+    # The namespace's numbers: its first process is 1, python is 2 or so, never a host PID.
+    ns_pid = int(opens[0].split("]")[1].split("/")[0])
+    assert ns_pid < 100, opens[0]
+
+
+IMPORT_LATER_INLINE = "import time; time.sleep(1); import decimal; time.sleep(1)"

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -385,17 +386,6 @@ int probes__check_capabilities(char *why, size_t len)
 			 still);
 		return -ENOTSUP;
 	}
-	/* Its probes would see the host's PIDs, which match none here: an empty stream. */
-	if (proc__in_child_pidns()) {
-		snprintf(
-			why, len,
-			"dlscope runs in a PID namespace below the host's (a container): its probes "
-			"report the host's process IDs, which this namespace cannot match; run "
-			"dlscope in the host's PID namespace (nsenter -t 1 -p, or the container "
-			"with --pid=host); %s",
-			still);
-		return -ENOTSUP;
-	}
 	return 0;
 }
 
@@ -613,6 +603,26 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 		return err;
 	}
 	w->skel->rodata->follow_children = o->follow;
+	/*
+	 * In a PID namespace below the host's (a debug container sharing its target's, kubectl
+	 * debug --target), the kernel's IDs are not ours: the probes report every ID in this
+	 * namespace's numbers instead, and ignore what runs outside it.
+	 */
+	if (proc__in_child_pidns()) {
+		struct stat ns;
+
+		if (stat("/proc/self/ns/pid", &ns)) {
+			err = -errno;
+			snprintf(why, whylen,
+				 "dlscope runs in a PID namespace below the host's and cannot read "
+				 "/proc/self/ns/pid (%s), which its probes need to report this "
+				 "namespace's process IDs",
+				 strerror(errno));
+			return err;
+		}
+		w->skel->rodata->pidns_dev = ns.st_dev;
+		w->skel->rodata->pidns_ino = ns.st_ino;
+	}
 	if (o->comm) {
 		w->skel->rodata->comm_mode = true;
 		strncpy((char *)w->skel->rodata->comm_filter, o->comm,

@@ -16,6 +16,7 @@
 #include "paths.h"
 #include "permission.h"
 #include "pkgowner.h"
+#include "procfs.h"
 #include "procmaps.h"
 #include "pystate.h"
 #include "target.h"
@@ -600,10 +601,23 @@ static unsigned int *ids_dup(const unsigned int *ids, size_t n, bool *oom)
 	return d;
 }
 
+/* Where live process @g->pid runs: its own PID namespace's number, its container. */
+static void read_where(struct libgraph *g)
+{
+	pid_t ns = proc__ns_tid(g->pid, 0);
+
+	g->ns_pid = ns && ns != g->pid ? ns : 0;
+	if (proc__container(g->pid, g->container, sizeof(g->container)))
+		g->container[0] = '\0';
+}
+
 struct libgraph *libgraph__clone(const struct libgraph *src, pid_t pid)
 {
 	struct libgraph *g = graph_new(pid, src->comm, src->cache);
 	bool oom = !g;
+
+	if (g)
+		read_where(g);
 
 	for (size_t i = 0; !oom && i < src->n; i++) {
 		const struct lg_object *so = src->objs[i];
@@ -685,6 +699,8 @@ int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
 		return -ENOMEM;
 	}
 	snprintf(g->exe, sizeof(g->exe), "%s", t->exe);
+	if (!t->core && !t->image)
+		read_where(g);
 
 	err = linkmap__read(t, maps, &lm);
 	if (err == -ESRCH || (err && !target__alive(t))) {

@@ -72,6 +72,10 @@ struct libgraph {
 	pid_t pid;
 	char comm[64];
 	char exe[PATH_MAX];
+	/* Where it runs: its PID in its own PID namespace (0: the namespace is ours), and its
+	 * container as its cgroup names it ("" for none). */
+	pid_t ns_pid;
+	char container[96];
 	bool from_link_map; /* false: the link maps could not be read, objects come from maps */
 	bool static_exe;    /* statically linked: no loader, no link map, the executable alone */
 	bool consistent;    /* false: a dlopen was in progress during every read */

@@ -83,5 +83,11 @@ json_t *obj_record__loaded(const struct libgraph *g, const struct lg_object *o, 
 			g->comm[0] ? g->comm : NULL, "needed_by", by);
 	if (own && has_t)
 		json_object_set_new(own, "t", json_integer((json_int_t)t));
+	/* Where the process runs, on its program's record: as its namespace numbers it, and its
+	 * container. */
+	if (own && o->origin == LG_EXECUTABLE && g->ns_pid)
+		json_object_set_new(own, "ns_pid", json_integer(g->ns_pid));
+	if (own && o->origin == LG_EXECUTABLE && g->container[0])
+		json_object_set_new(own, "container", json_string(g->container));
 	return own ? obj_record__new(g, o, true, own) : NULL;
 }

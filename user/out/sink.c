@@ -123,13 +123,36 @@ static void text_event(struct event_sink *s, const struct event *ev)
 	rec_end(TEXT(s), &r, ev->t);
 }
 
+/* "[t] PID runs as pid 1 in its PID namespace, in container docker 3f2a9c1b5e7d". */
+static void text_where(struct event_sink *s, const struct loaded_obj *l)
+{
+	char t[32], rk[32];
+	struct text_rec r;
+	FILE *out;
+
+	rel_time(TEXT(s), l->t, t, sizeof(t));
+	out = rec_begin(TEXT(s), &r);
+	fprintf(out, "[%s] %s%d (%s) runs", t, rank_tag(l->has_rank, l->rank, rk, sizeof(rk)),
+		l->pid, l->g->comm);
+	if (l->g->ns_pid)
+		fprintf(out, " as pid %d in its PID namespace", l->g->ns_pid);
+	if (l->g->container[0])
+		fprintf(out, "%s in container %s", l->g->ns_pid ? "," : "", l->g->container);
+	fprintf(out, "\n");
+	rec_end(TEXT(s), &r, l->t);
+}
+
 static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
 {
-	char desc[160] = "", t[32], pkg[256] = "", rk[32];
+	char desc[160] = "", t[32], pkg[256] = "", rk[32], where[160] = "";
 	struct text_rec r;
 
-	if (l->baseline)
+	if (l->baseline) {
+		/* A process attached to: its objects are no news, where it runs is. */
+		if (l->o->origin == LG_EXECUTABLE && (l->g->ns_pid || l->g->container[0]))
+			text_where(s, l);
 		return;
+	}
 	if (l->o->pkg) {
 		strcpy(pkg, "  package ");
 		pkg_owner__describe(l->o->pkg, pkg + 10, sizeof(pkg) - 10);
@@ -140,10 +163,17 @@ static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
 		runtimes__describe_role(l->g, l->o->id, 0, desc + 2, sizeof(desc) - 3);
 		strcat(desc, "]");
 	}
+	/* The program's line says where the process runs, when not as we do. */
+	if (l->o->origin == LG_EXECUTABLE && l->g->ns_pid)
+		snprintf(where + strlen(where), sizeof(where) - strlen(where),
+			 "  pid %d in its PID namespace", l->g->ns_pid);
+	if (l->o->origin == LG_EXECUTABLE && l->g->container[0])
+		snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s container %s",
+			 where[0] ? "," : " ", l->g->container);
 	rel_time(TEXT(s), l->t, t, sizeof(t));
-	fprintf(rec_begin(TEXT(s), &r), "[%s] %s%d + %s%s (%s)%s\n", t,
+	fprintf(rec_begin(TEXT(s), &r), "[%s] %s%d + %s%s (%s)%s%s\n", t,
 		rank_tag(l->has_rank, l->rank, rk, sizeof(rk)), l->pid, l->o->path, desc,
-		lg_origin__id(l->o->origin), pkg);
+		lg_origin__id(l->o->origin), where, pkg);
 	rec_end(TEXT(s), &r, l->t);
 }
 

@@ -168,6 +168,72 @@ pid_t proc__ns_tid(pid_t pid, pid_t tid)
 	return n ? ids[n - 1] : 0;
 }
 
+/* The id after @prefix in @part, up to a '.' (docker-ID.scope) or its end; false when none. */
+static bool id_after(const char *part, size_t n, const char *prefix, char *id, size_t idlen)
+{
+	size_t k = strlen(prefix), end = k;
+
+	if (n <= k || strncmp(part, prefix, k))
+		return false;
+	while (end < n && part[end] != '.')
+		end++;
+	if (end == k)
+		return false;
+	/* A 64-hex container id is shown as its engines show it: its first 12. */
+	if (end - k == 64)
+		end = k + 12;
+	snprintf(id, idlen, "%.*s", (int)(end - k), part + k);
+	return true;
+}
+
+int proc__container(pid_t pid, char *buf, size_t len)
+{
+	static const struct {
+		const char *prefix, *engine;
+	} engines[] = {
+		{ "docker-", "docker" },   { "cri-containerd-", "containerd" },
+		{ "crio-", "cri-o" },	   { "libpod-", "podman" },
+		{ "lxc.payload.", "lxc" }, { "machine-", "nspawn" },
+	};
+	char path[64], line[1024], id[80];
+	bool pod = false;
+	FILE *f;
+	int found = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOENT;
+	/* "0::/system.slice/docker-ID.scope" (v2), or "N:controllers:/docker/ID" (v1). */
+	while (found && fgets(line, sizeof(line), f)) {
+		const char *p = strchr(line, ':');
+
+		p = p ? strchr(p + 1, ':') : NULL;
+		pod |= p && strstr(p, "kubepods") != NULL;
+		for (const char *part = p ? p + 1 : NULL; part && *part && found;) {
+			size_t n = strcspn(part, "/\n");
+
+			for (size_t e = 0; e < sizeof(engines) / sizeof(engines[0]) && found; e++)
+				if (id_after(part, n, engines[e].prefix, id, sizeof(id))) {
+					snprintf(buf, len, "%s %s", engines[e].engine, id);
+					found = 0;
+				}
+			/* cgroup v1's docker: /docker/ID */
+			if (found && n == 6 && !strncmp(part, "docker", 6) && part[6] == '/' &&
+			    strcspn(part + 7, "/\n") == 64) {
+				snprintf(buf, len, "docker %.12s", part + 7);
+				found = 0;
+			}
+			part += n;
+			part += strspn(part, "/\n");
+		}
+	}
+	fclose(f);
+	if (!found && pod)
+		snprintf(buf + strlen(buf), len - strlen(buf), " in a Kubernetes pod");
+	return found;
+}
+
 bool proc__in_other_pidns(pid_t pid)
 {
 	pid_t ids[32];

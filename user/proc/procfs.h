@@ -54,6 +54,13 @@ struct ns_tid {
  */
 size_t proc__ns_tids(pid_t pid, struct ns_tid **out);
 
+/*
+ * The container process @pid runs in, named from its cgroup as its engine named it: "docker
+ * 3f2a9c1b5e7d", "podman ...", "containerd ... in a Kubernetes pod", "cri-o ...", "lxc NAME",
+ * "nspawn NAME". 0, or -ENOENT where its cgroup names none (a plain unshare, the host).
+ */
+int proc__container(pid_t pid, char *buf, size_t len);
+
 /* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read); free it. */
 char *proc__cmdline(pid_t pid);
 
