@@ -53,7 +53,7 @@ DEB_BUILD := make clang clang-format llvm gcc bpftool libbpf-dev libelf-dev libd
 DEB_TEST := python3 python3-numpy libgomp1 libomp-dev libomp5 libopenblas0-pthread \
 	    libopenblas64-0-pthread patchelf gdb elfutils binutils tmux g++ libc6-dbg bpftrace \
 	    graphviz libclang-rt-14-dev strace python3-dev python3.11-dbg python3-jsonschema \
-	    cmark-gfm
+	    cmark-gfm libcap2-bin
 # The second corpus (tests/realworld/test_second_corpus.py): programs dlscope was not written
 # against, from numba and an OpenCL JIT to a JVM, Octave, R and AMD's HIP runtime.
 DEB_CORPUS2 := python3-numba python3-pyopencl pocl-opencl-icd openjdk-17-jdk-headless nodejs \

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "outfile.h"
 #include "output.h"
+#include "permission.h"
 #include "target.h"
 #include "tui.h"
 #include "watch.h"
@@ -233,11 +234,11 @@ static int ui_source(struct ui_cmd *u, struct ui *ui, bool *fallback)
 				   "--strict refuses such a trace)",
 				   ui->replay->skipped, ui->replay->skipped == 1 ? "" : "s",
 				   u->replay_path, ui->replay->first_skipped);
-	} else if (!u->snapshot && geteuid() != 0) {
+	} else if (!u->snapshot && permission__can_trace(why, sizeof(why))) {
 		if (u->o.command) {
-			dls_err("ui: live mode needs root (CAP_BPF, CAP_PERFMON) to run a command under "
-				"watch; without root, 'dlscope ui --snapshot -p PID' shows a running "
-				"process");
+			dls_err("ui: live mode runs a command under watch: %s; without them, 'dlscope "
+				"ui --snapshot -p PID' shows a running process",
+				why);
 			return -1;
 		}
 		u->snapshot = true;

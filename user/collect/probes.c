@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/auxv.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 #include "elfobj.h"
 #include "fdreaper.h"
 #include "output.h"
+#include "permission.h"
 #include "phase.h"
 #include "procfs.h"
 #include "target.h"
@@ -369,11 +372,10 @@ int probes__check_capabilities(char *why, size_t len)
 {
 	const char *still = "libs, check, lint and stacks still work";
 
-	if (geteuid() != 0) {
-		snprintf(why, len,
-			 "watch needs root (CAP_BPF and CAP_PERFMON) to load its BPF "
-			 "programs; %s",
-			 still);
+	char caps[400];
+
+	if (permission__can_trace(caps, sizeof(caps))) {
+		snprintf(why, len, "watch: %s; %s", caps, still);
 		return -EPERM;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
@@ -396,22 +398,49 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-/* Probe our own libc: a command, or a program started later, runs the same one unless it
- * changes root. */
+/* Our own objects, as the loader lists them: the path each was loaded by, and the loader's. */
+struct own_objects {
+	char paths[64][PATH_MAX];
+	bool interp[64];
+	size_t n;
+};
+
+static int own_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct own_objects *own = arg;
+
+	(void)size;
+	if (own->n < 64 && info->dlpi_name && info->dlpi_name[0] == '/') {
+		own->interp[own->n] = info->dlpi_addr == getauxval(AT_BASE);
+		snprintf(own->paths[own->n++], PATH_MAX, "%s", info->dlpi_name);
+	}
+	return 0;
+}
+
+/*
+ * Probe our own libc: a command, or a program started later, runs the same one unless it
+ * changes root. Listed by our loader, not read from /proc/self: a dlscope given capabilities
+ * with setcap is not dumpable, and its /proc/self/mem is root's to open.
+ */
 void probes__attach_own_libc(struct watch *w)
 {
-	struct target *self;
-	struct libgraph *g;
-	char r[128];
+	struct own_objects *own = calloc(1, sizeof(*own));
 
-	if (target__open(getpid(), &self, r, sizeof(r)))
+	if (!own)
 		return;
-	if (!libgraph__snapshot_cached(self, w->cache, &g, r, sizeof(r))) {
-		for (size_t i = 0; i < g->n; i++)
-			probes__attach_object(w, getpid(), g->objs[i]);
-		libgraph__free(g);
+	dl_iterate_phdr(own_object, own);
+	for (size_t i = 0; i < own->n; i++) {
+		struct elf_object *elf = elfobj__open(own->paths[i]);
+		struct lg_object o = { .path = own->paths[i],
+				       .elf = elf,
+				       .origin = own->interp[i] ? LG_INTERPRETER : LG_NEEDED };
+
+		if (elf) {
+			probes__attach_object(w, getpid(), &o);
+			elfobj__free(elf);
+		}
 	}
-	target__free(self);
+	free(own);
 }
 
 void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0)

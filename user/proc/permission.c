@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,36 @@ static pid_t parent_of(pid_t pid)
 	if (read_status(pid, buf, sizeof(buf)) || !(p = field(buf, "PPid")))
 		return 0;
 	return (pid_t)strtol(p, NULL, 10);
+}
+
+#define CAP_SYS_ADMIN_BIT 21
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+
+int permission__can_trace(char *why, size_t len)
+{
+	char buf[8192], self[PATH_MAX];
+	const char *p;
+	uint64_t eff = 0;
+	bool bpf, perfmon;
+
+	if (!read_status(0, buf, sizeof(buf)) && (p = field(buf, "CapEff")))
+		eff = strtoull(p, NULL, 16);
+	if (eff & (1ULL << CAP_SYS_ADMIN_BIT))
+		return 0;
+	bpf = eff & (1ULL << CAP_BPF_BIT);
+	perfmon = eff & (1ULL << CAP_PERFMON_BIT);
+	if (bpf && perfmon)
+		return 0;
+	if (!realpath("/proc/self/exe", self))
+		snprintf(self, sizeof(self), "dlscope");
+	snprintf(why, len,
+		 "loading BPF programs and attaching uprobes needs CAP_BPF and CAP_PERFMON, and "
+		 "this dlscope has %s; run it as root, or give the binary those capabilities "
+		 "(sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep %s: CAP_SYS_PTRACE also lets "
+		 "it read other users' processes)",
+		 bpf ? "CAP_BPF alone" : perfmon ? "CAP_PERFMON alone" : "neither", self);
+	return -EPERM;
 }
 
 int permission__facts(pid_t pid, struct permission_facts *f)

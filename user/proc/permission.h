@@ -43,6 +43,13 @@ int permission__facts(pid_t pid, struct permission_facts *f);
 /* The reason from @f as one clause with what to do ("it belongs to user ...; run ..."). */
 void permission__reason(const struct permission_facts *f, enum ptrace_access mode, char *buf,
 			size_t len);
+/*
+ * Whether dlscope may load its BPF programs and attach uprobes: CAP_BPF and CAP_PERFMON in its
+ * effective set (or CAP_SYS_ADMIN, which holds both), as root has them or a binary given them
+ * with setcap. 0, or -EPERM with the missing ones named and what to do in @why.
+ */
+int permission__can_trace(char *why, size_t len);
+
 /* Both: why @pid was refused just now. */
 void permission__explain(pid_t pid, enum ptrace_access mode, char *buf, size_t len);
 
