@@ -9,22 +9,11 @@ import subprocess
 import sys
 import time
 
-from timing import timed
+from timing import PYTHON_64_THREADS, timed
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 dlscope = os.path.join(root, "dlscope")
-SCRIPT = r'''
-import threading, time
-def leaf(n):
-    time.sleep(1000)
-def deep(n):
-    return deep(n - 1) if n else leaf(n)
-for i in range(63):
-    threading.Thread(target=deep, args=(i % 20,), daemon=True).start()
-time.sleep(0.5)
-print("ready", flush=True)
-time.sleep(1000)
-'''
+SCRIPT = PYTHON_64_THREADS
 
 
 

@@ -7,6 +7,21 @@ import subprocess
 import time
 
 
+# A CPython process of 64 threads, 63 of them a few calls deep in a sleep; "ready" once they are.
+PYTHON_64_THREADS = r'''
+import threading, time
+def leaf(n):
+    time.sleep(1000)
+def deep(n):
+    return deep(n - 1) if n else leaf(n)
+for i in range(63):
+    threading.Thread(target=deep, args=(i % 20,), daemon=True).start()
+time.sleep(0.5)
+print("ready", flush=True)
+time.sleep(1000)
+'''
+
+
 def builds_and_runs(argv, default_runs):
     """The benches that compare builds: `[--runs N] [--dlscope PATH]...` out of @argv.
     Returns (the other arguments, runs, the binaries: each --dlscope, else ./dlscope)."""
