@@ -16,6 +16,7 @@ include=$(tr ',' '\n' <<< "$2" | sort | paste -sd,)
 mirror=http://deb.debian.org/debian
 script=
 gpg=
+components=
 case $suite in
 focal | jammy | noble)
 	# Ubuntu's roots (its archive, and the gutsy script every release since uses). Debian
@@ -23,6 +24,7 @@ focal | jammy | noble)
 	# fixtures, run only inside the tests' namespaces, never booted or trusted.
 	mirror=http://archive.ubuntu.com/ubuntu
 	script=/usr/share/debootstrap/scripts/gutsy
+	components=--components=main,universe # NumPy and OpenBLAS are universe's
 	[ -f /usr/share/keyrings/ubuntu-archive-keyring.gpg ] ||
 		gpg=--no-check-gpg
 	;;
@@ -39,8 +41,8 @@ if [ ! -f "$tarball" ]; then
 	tmp=$(mktemp -d "$cache/make-$suite.XXXXXX")
 	trap 'rm -rf --one-file-system "$tmp"' EXIT
 	echo "root-tarball: debootstrap --variant=minbase --include=$include $suite" >&2
-	# shellcheck disable=SC2086 # $gpg is one option or none
-	if ! debootstrap --variant=minbase $gpg --include="$include" "$suite" "$tmp/root" \
+	# shellcheck disable=SC2086 # $gpg and $components are one option or none
+	if ! debootstrap --variant=minbase $gpg $components --include="$include" "$suite" "$tmp/root" \
 		"$mirror" $script > "$tmp/debootstrap.log" 2>&1; then
 		tail -n 5 "$tmp/debootstrap.log" >&2
 		echo "root-tarball: debootstrap of $suite failed (is $mirror reachable?)" >&2

@@ -383,7 +383,7 @@ def test_usage_and_missing_capabilities():
     p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                         dlscope_path(), "watch", "-p", str(os.getpid())],
                        capture_output=True, text=True, timeout=30)
-    assert p.returncode == 3 and "needs root" in p.stderr and "still work" in p.stderr, p
+    assert p.returncode == 3 and "needs CAP_BPF and CAP_PERFMON" in p.stderr and "still work" in p.stderr, p
     assert p.stderr.count("\n") == 1
 
 

@@ -375,7 +375,7 @@ int probes__check_capabilities(char *why, size_t len)
 	char caps[400];
 
 	if (permission__can_trace(caps, sizeof(caps))) {
-		snprintf(why, len, "watch: %s; %s", caps, still);
+		snprintf(why, len, "%s; %s", caps, still);
 		return -EPERM;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
