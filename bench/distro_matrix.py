@@ -90,8 +90,9 @@ def glibc_row(root, suite):
     with tempfile.TemporaryDirectory() as d:
         trace = os.path.join(d, "t.jsonl")
         err = subprocess.run(
-            [dlscope_path(), "record", "-o", trace, "--duration", "4", "--", *root.pivot_argv(
-                "python3", "-c", "import time; time.sleep(0.5); import decimal")],
+            [dlscope_path(), "record", "-f", "-o", trace, "--duration", "4", "--",
+             *root.pivot_argv("python3", "-c",
+                              "import time; time.sleep(0.5); import decimal; time.sleep(1)")],
             capture_output=True, text=True, timeout=120).stderr
         recs = [json.loads(ln) for ln in open(trace)]
     loads = any(r["type"] == "dlopen" and "_decimal" in (r.get("path") or "") and r["handle"]

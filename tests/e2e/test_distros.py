@@ -316,3 +316,41 @@ def test_watch_from_a_container_sharing_the_targets_pid_namespace():
 
 
 IMPORT_LATER_INLINE = "import time; time.sleep(1); import decimal; time.sleep(1)"
+
+
+# OpenBLAS's pool in a container: its thread is found through glibc's thread list, whose TIDs
+# are the container's.
+POOL = """import os, time, numpy
+a = numpy.ones((400, 400)); a @ a
+print("ready", os.getpid(), flush=True)
+time.sleep(1000)
+"""
+NUMPY_ROOT = ["python3", "python3-numpy", "libopenblas0-pthread"]
+
+
+def test_blas_pool_threads_are_found_in_a_container():
+    with DistroRoot("trixie", NUMPY_ROOT) as root:
+        for argv in (root.pivot_argv, root.chroot_argv):
+            with Fixture(argv("python3", "-c", POOL)) as fx:
+                pid = first_child(fx.pid) if argv == root.pivot_argv else fx.pid
+                threads = len(os.listdir(f"/proc/{pid}/task"))
+                out = dlscope("check", pid, check=0).stdout
+            assert f"{threads - 1} pool thread" in out and threads > 1, (threads, out)
+
+
+def test_watch_follows_a_child_into_another_root_and_says_what_it_missed():
+    # The first processes of a new root start under a loader dlscope had not probed: they run
+    # unheld, which is said, and the probes go on that root's files for the next ones.
+    with DistroRoot("trixie", ["python3"]) as root:
+        proc = subprocess.run(
+            [dlscope_path(), "watch", "-f", "--duration", "4", "--",
+             *root.pivot_argv("python3", "-c",
+                              "import time; time.sleep(0.5); import decimal; time.sleep(1)")],
+            capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    opens = [ln for ln in proc.stdout.splitlines() if "dlopen(" in ln and "_decimal" in ln]
+    assert len(opens) == 1 and "from `import decimal`" in opens[0], proc.stdout
+    notes = [ln for ln in proc.stdout.splitlines() + proc.stderr.splitlines()
+             if "a loader not probed before it ran (another root)" in ln]
+    assert notes, proc.stdout + proc.stderr
+    assert "cannot attach" not in proc.stderr, proc.stderr

@@ -123,7 +123,8 @@ static void start_routines(const struct target *t, const struct libgraph *g,
 	qsort(v, n, sizeof(*v), cmp_listed);
 	for (size_t i = 0; i < ts->n; i++) {
 		struct thread_info *ti = &ts->t[i];
-		struct tls_thread key = { .tid = ti->tid };
+		/* glibc's list has the thread's own namespace's TIDs (a container's). */
+		struct tls_thread key = { .tid = ti->ns_tid };
 		const struct tls_thread *e = n ? bsearch(&key, v, n, sizeof(*v), cmp_listed) : NULL;
 		int obj;
 

@@ -13,6 +13,7 @@
 #include <sys/auxv.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -308,6 +309,14 @@ static bool defines_glibc_dlopen(const struct elf_object *elf)
 	return false;
 }
 
+bool probes__loader_probed(struct watch *w, const struct lg_object *o)
+{
+	for (size_t i = 0; o->elf && i < w->n_files; i++)
+		if (w->files[i].inode == elfobj__inode(o->elf))
+			return w->files[i].what & PROBE_LINKMAP;
+	return false;
+}
+
 /* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 {
@@ -339,15 +348,22 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 	if (!mask || !(want & ~*mask))
 		return;
 	want &= ~*mask;
+	fd = open_in_root(pid, o->path, path, sizeof(path));
+	/*
+	 * Gone already (a short-lived process, often the first of a new root: its umount): the
+	 * file is left unmarked, for the next process that maps it, rather than marked probed
+	 * with every probe refused.
+	 */
+	if (fd < 0 && kill(pid, 0) && errno == ESRCH)
+		return;
+	if (fd < 0)
+		snprintf(path, sizeof(path), "/proc/%d/%s%s", pid,
+			 o->path[0] == '/' ? "root" : "cwd/", o->path);
 	*mask |= want;
 	/* The runtime's id in the probes' cookies: its file's place in w->files. */
 	rt = (unsigned int)(container_of_mask(w, mask) + 1);
 	if ((want & (PROBE_OPENMP | PROBE_BLAS)) && w->act)
 		activity_counts__name(w->act, rt, o->path, want & PROBE_BLAS ? "blas" : "openmp");
-	fd = open_in_root(pid, o->path, path, sizeof(path));
-	if (fd < 0)
-		snprintf(path, sizeof(path), "/proc/%d/%s%s", pid,
-			 o->path[0] == '/' ? "root" : "cwd/", o->path);
 	if (want & PROBE_LOADER)
 		attach_loader(w, path, o->elf, obj_roles__find_impl(r, IMPL_MUSL) != NULL);
 	if (want & PROBE_LINKMAP)

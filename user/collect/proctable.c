@@ -35,6 +35,35 @@ static struct libgraph *graph_empty(struct watch *w, pid_t pid, const char *comm
 	return libgraph__new_cached(pid, comm, w->cache);
 }
 
+/*
+ * A process that started under a loader with no probe yet (one in a root dlscope had not seen:
+ * a followed child entering a container) ran without being held: its loads so far are listed
+ * from its link map, but its dlopen calls until now were not seen. Said once, never silent.
+ */
+static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct libgraph *g)
+{
+	char note[PATH_MAX + 256];
+
+	if (ps->loader_said || ps->start.ev.kind != EVENT_EXEC)
+		return;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (o->origin != LG_INTERPRETER || probes__loader_probed(w, o))
+			continue;
+		ps->loader_said = true;
+		snprintf(
+			note, sizeof(note),
+			"dlscope: process %d (%s) started under %s, a loader not probed before it "
+			"ran (another root): its dlopen calls until it was read, %.0f ms after its "
+			"exec, were not seen; the objects it loaded are listed",
+			ps->pid, g->comm, o->path,
+			(double)(mono_ns(CLOCK_MONOTONIC) - ps->start.ev.t) / 1e6);
+		SINKS(w, note, note);
+		return;
+	}
+}
+
 /* Re-read the process's graph and maps; attach probes to any runtime it now has. */
 int proctable__refresh(struct watch *w, struct proc_state *ps)
 {
@@ -55,6 +84,7 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	ps->maps = procmaps__read(ps->pid);
 	ps->g = g;
 	reported__carry(old, g);
+	unprobed_loader(w, ps, g);
 	for (size_t i = 0; i < g->n; i++)
 		probes__attach_object(w, ps->pid, g->objs[i]);
 	pyprocs__find(w, ps);

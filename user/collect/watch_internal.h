@@ -77,6 +77,7 @@ struct proc_state {
 	struct py_code_cache *codes; /* the code objects its dlopens' frames named */
 	bool py_preset;	      /* found in the command's file before it ran: kept at its exec */
 	bool py_unknown_said; /* a Python whose frames are not known: said once */
+	bool loader_said;     /* it started under a loader not probed yet: said once */
 	bool oversubscribed;  /* --hot: its live oversubscription finding was reported */
 	/*
 	 * Its pools' sizes seen so far (the most threads of each): a scan sees only the threads
@@ -207,6 +208,8 @@ int probes__check_capabilities(char *why, size_t len);
 int probes__load(struct watch *w, char *why, size_t whylen);
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o);
 void probes__attach_own_libc(struct watch *w);
+/* Whether loader @o's r_brk was probed already, so that what it loads is held for the probes. */
+bool probes__loader_probed(struct watch *w, const struct lg_object *o);
 /* Probe the loader the command @argv0 (process @pid, held before its exec) will run, when it
  * is not ours: a musl program's ld-musl, a program built for another glibc's loader. */
 void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0);

@@ -82,7 +82,10 @@ int permission__can_trace(char *why, size_t len)
 		 "this dlscope has %s; run it as root, or give the binary those capabilities "
 		 "(sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep %s: CAP_SYS_PTRACE also lets "
 		 "it read other users' processes)",
-		 bpf ? "CAP_BPF alone" : perfmon ? "CAP_PERFMON alone" : "neither", self);
+		 bpf	 ? "CAP_BPF alone" :
+		 perfmon ? "CAP_PERFMON alone" :
+			   "neither",
+		 self);
 	return -EPERM;
 }
 
