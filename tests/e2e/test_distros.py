@@ -294,6 +294,14 @@ def test_watch_and_record_say_where_a_contained_process_runs():
             assert exe and exe[0]["ns_pid"] == 1 and \
                 exe[0]["container"] == "docker 3f2a9c1b5e7d", exe
     finally:
+        # A cgroup is removed once empty: its process may still be dying.
+        procs = os.path.join(cg, "cgroup.procs")
+        for left in open(procs).read().split():
+            try:
+                os.kill(int(left), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        wait_until(lambda: not open(procs).read().strip(), 10, "the test's cgroup empty")
         os.rmdir(cg)
         os.rmdir(os.path.dirname(cg))
 
