@@ -21,14 +21,20 @@ def as_user(argv, timeout=60):
                            *argv], capture_output=True, text=True, timeout=timeout)
 
 
-def capable_copy(d):
-    """A copy of dlscope with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE, readable by USER."""
-    if not shutil.which("setcap"):
-        raise Skip("setcap is missing (Debian's libcap2-bin, which make deps installs)")
+def user_copy(d):
+    """A copy of dlscope USER can run: the tree may lie where USER cannot reach (/root)."""
     exe = os.path.join(d, "dlscope")
     shutil.copy(dlscope_path(), exe)
     os.chmod(d, 0o755)
     os.chmod(exe, 0o755)
+    return exe
+
+
+def capable_copy(d):
+    """A copy of dlscope with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE, runnable by USER."""
+    if not shutil.which("setcap"):
+        raise Skip("setcap is missing (Debian's libcap2-bin, which make deps installs)")
+    exe = user_copy(d)
     p = subprocess.run(["setcap", "cap_bpf,cap_perfmon,cap_sys_ptrace+ep", exe],
                        capture_output=True, text=True)
     if p.returncode:
@@ -39,7 +45,9 @@ def capable_copy(d):
 def test_watch_without_capabilities_says_which_and_how():
     if not is_root():
         raise Skip("needs root to drop to another user")
-    proc = as_user([dlscope_path(), "watch", "--", "/usr/bin/true"])
+    with tempfile.TemporaryDirectory() as d:
+        exe = user_copy(d)
+        proc = as_user([exe, "watch", "--", "/usr/bin/true"])
     assert proc.returncode == 3, proc
     line = proc.stderr.strip()
     assert "needs CAP_BPF and CAP_PERFMON, and this dlscope has neither" in line, line
@@ -50,12 +58,14 @@ def test_watch_without_capabilities_says_which_and_how():
 def test_libs_check_stacks_need_no_privilege_for_ones_own_process():
     if not is_root():
         raise Skip("needs root to drop to another user")
-    code = (f"import subprocess, sys; p = subprocess.Popen(['python3', '-c', {PROGRAM!r}]); "
-            "import time; time.sleep(0.3); "
-            f"rc = [subprocess.run([{dlscope_path()!r}, c, str(p.pid)], "
-            "capture_output=True).returncode for c in ('libs', 'check', 'stacks')]; "
-            "p.kill(); print(rc)")
-    proc = as_user(["python3", "-c", code])
+    with tempfile.TemporaryDirectory() as d:
+        exe = user_copy(d)
+        code = (f"import subprocess, sys; p = subprocess.Popen(['python3', '-c', {PROGRAM!r}]);"
+                " import time; time.sleep(0.3); "
+                f"rc = [subprocess.run([{exe!r}, c, str(p.pid)], "
+                "capture_output=True).returncode for c in ('libs', 'check', 'stacks')]; "
+                "p.kill(); print(rc)")
+        proc = as_user(["python3", "-c", code])
     assert proc.stdout.strip() == "[0, 0, 0]", proc
 
 
