@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle, \
-    wait_until, record_level_zero_module
+    wait_until, record_level_zero_module, serial
 
 
 def have_tmux():
@@ -650,6 +650,10 @@ def test_snapshot_releases_a_thread_that_stops_after_it():
         assert_sane_terminal(s)
 
 
+# Alone: under the sanitizer build, beside other live collectors and the distro roots' tests,
+# the snapshot's stop of a thread in vfork twice outlasted the wait in CI (never here, alone
+# or with every CPU busy).
+@serial
 def test_live_snapshot_of_the_command_lets_go_of_it_once_it_stops():
     """Live mode: an 'r' snapshot of the '-- CMD' command, whose only thread waits in vfork,
     holds that thread; when it leaves vfork it must be let go, not taken for the command's end
@@ -669,7 +673,7 @@ def test_live_snapshot_of_the_command_lets_go_of_it_once_it_stops():
             ui.keys("1")
             ui.wait_for("vfork_held")
             ui.keys("r")
-            s = ui.wait_for(f"snapshot of {pid}", timeout=30)
+            s = ui.wait_for(f"snapshot of {pid}", timeout=60)
             assert all(st == "D" and tracer for st, tracer in task_states(pid)), \
                 (task_states(pid), s)
             open(go, "w").close()
