@@ -239,6 +239,7 @@ build/bench/libs/list.txt: bench/gen_libs.sh
 
 test: deps
 	@$(MAKE) -s -j$(NPROC) $(TEST_NEEDS) static
+	@cd tests/e2e && python3 distro_roots.py --prepare
 	@python3 tests/run_tests.py --build $(OUTPUT) $(TEST_ARGS)
 
 # The whole suite against an ASan+UBSan build (build-san/).

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import tempfile
 
-from distro_roots import DistroRoot
+from distro_roots import NUMPY_ROOT, DistroRoot
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_until
 
 # Python in the root: ready, then at the test's word (a file) it imports decimal, whose
@@ -103,7 +103,7 @@ def test_debian11_loads_are_seen_in_a_container():
 
 # Debian 13: glibc 2.41, Python 3.13.5.
 def test_debian13_loads_are_seen_in_a_container():
-    with DistroRoot("trixie", ["python3"]) as root:
+    with DistroRoot("trixie", NUMPY_ROOT) as root:
         check_import(record_import(root, root.pivot_argv("python3", "-c", IMPORT_LATER)), "3.13")
 
 
@@ -206,7 +206,7 @@ def check_frames_as_faulthandler(root, argv, version):
 
 
 def test_debian13_frames_are_faulthandlers_both_ways():
-    with DistroRoot("trixie", ["python3"]) as root:
+    with DistroRoot("trixie", NUMPY_ROOT) as root:
         for argv in (root.pivot_argv, root.chroot_argv):
             check_frames_as_faulthandler(root, argv("python3", "-c", THREADS_DUMPED), "3.13")
 
@@ -333,7 +333,6 @@ a = numpy.ones((400, 400)); a @ a
 print("ready", os.getpid(), flush=True)
 time.sleep(1000)
 """
-NUMPY_ROOT = ["python3", "python3-numpy", "libopenblas0-pthread"]
 
 
 def test_blas_pool_threads_are_found_in_a_container():
@@ -349,7 +348,7 @@ def test_blas_pool_threads_are_found_in_a_container():
 def test_watch_follows_a_child_into_another_root_and_says_what_it_missed():
     # The first processes of a new root start under a loader dlscope had not probed: they run
     # unheld, which is said, and the probes go on that root's files for the next ones.
-    with DistroRoot("trixie", ["python3"]) as root:
+    with DistroRoot("trixie", NUMPY_ROOT) as root:
         proc = subprocess.run(
             [dlscope_path(), "watch", "-f", "--duration", "4", "--",
              *root.pivot_argv("python3", "-c",
