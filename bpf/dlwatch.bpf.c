@@ -678,7 +678,9 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 	struct dlw_event *e;
 	u32 *busy = NULL;
 
-	if (type == DLW_DLOPEN && depth) {
+	/* Only a call whose entry was recorded takes its level back: one entered before the
+	 * probes were attached changes no depth. */
+	if (type == DLW_DLOPEN && depth && p) {
 		u32 tid = (u32)id, *d = bpf_map_lookup_elem(&in_dlopen, &tid);
 
 		if (d && *d > 1)

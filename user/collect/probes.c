@@ -234,22 +234,24 @@ static void attach_loader(struct watch *w, const char *path, const struct elf_ob
 {
 	struct dlwatch_bpf *s = w->skel;
 
-	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlopen", false, 0);
+	/* Returns before entries: a call entered between the two would count one level of
+	 * dlopen that no return ever takes back (every later dlclose held, false findings). */
 	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlopen", musl);
-	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlmopen", false, DLW_AT_DLMOPEN);
 	attach_returns(w, s->progs.dlopen_exit, path, elf, "dlmopen", false);
-	attach_fn(w, s->progs.dlclose_enter, path, elf, "dlclose", false, 0);
 	attach_returns(w, s->progs.dlclose_exit, path, elf, "dlclose", true);
+	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlopen", false, 0);
+	attach_fn(w, s->progs.dlopen_enter, path, elf, "dlmopen", false, DLW_AT_DLMOPEN);
+	attach_fn(w, s->progs.dlclose_enter, path, elf, "dlclose", false, 0);
 	if (musl) {
 		/* Its entry alone reports nothing: a dlsym is shown on its return. */
 		dls_warn("musl's dlsym finds its caller by its return address, which a return "
 			 "probe would change: its calls are not shown");
 		return;
 	}
-	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlsym", false, 0);
 	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlsym", false);
-	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlvsym", false, 0);
 	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlvsym", false);
+	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlsym", false, 0);
+	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlvsym", false, 0);
 }
 
 /* The GPU module loads and program builds that GPU object @elf (roles @r) defines. */
@@ -281,15 +283,16 @@ static void attach_gpu(struct watch *w, const char *path, const struct elf_objec
 	};
 	struct dlwatch_bpf *s = w->skel;
 
+	/* The return first, as the loader's (attach_loader). */
 	for (size_t i = 0; i < sizeof(gpu_fns) / sizeof(gpu_fns[0]); i++)
 		if ((gpu_fns[i].impl < 0 ||
 		     obj_roles__find_impl(r, (enum role_impl)gpu_fns[i].impl)) &&
-		    !attach_fn(w,
-			       gpu_fns[i].cookie >= CL_CREATE_PROGRAM_WITH_SOURCE ?
-				       s->progs.gpu_build_enter :
-				       s->progs.cuda_load_enter,
-			       path, elf, gpu_fns[i].fn, false, gpu_fns[i].cookie))
-			attach_fn(w, s->progs.cuda_load_exit, path, elf, gpu_fns[i].fn, true, 0);
+		    !attach_fn(w, s->progs.cuda_load_exit, path, elf, gpu_fns[i].fn, true, 0))
+			attach_fn(w,
+				  gpu_fns[i].cookie >= CL_CREATE_PROGRAM_WITH_SOURCE ?
+					  s->progs.gpu_build_enter :
+					  s->progs.cuda_load_enter,
+				  path, elf, gpu_fns[i].fn, false, gpu_fns[i].cookie);
 }
 
 /*
