@@ -996,6 +996,19 @@ struct {
 } holds SEC(".maps");
 
 __u64 hold_seq;
+unsigned long long collector_beat;
+/* What the holds cost the targets, as the held threads saw it: holds that waited, their time
+ * (start to going on) in all and at most, those ended because the heartbeat went stale, and
+ * arrivals not held as it was stale already. */
+unsigned long long hold_held, hold_ns_total, hold_ns_max, hold_abandoned, hold_not_held;
+
+/* Whether the collector has answered lately (its heartbeat, DLW_BEAT_STALE_NS). */
+static __always_inline bool collector_attentive(u64 now)
+{
+	u64 beat = *(volatile unsigned long long *)&collector_beat;
+
+	return beat && now - beat <= DLW_BEAT_STALE_NS;
+}
 
 /* The open-coded number iterator (kernel 6.4): verified once, whatever its count. */
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
@@ -1008,8 +1021,8 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
  * stack), ending the wait at once.
  */
 struct hold_wait {
-	u64 seq, deadline, pc;
-	u32 done, pad;
+	u64 seq, start, deadline, pc;
+	u32 done, stale;
 };
 
 struct {
@@ -1033,6 +1046,10 @@ static long hold_poll(u64 i, void *ctx)
 		h->done = 1;
 		return 1;
 	}
+	if (!collector_attentive(bpf_ktime_get_ns())) {
+		h->stale = 1;
+		return 1;
+	}
 	/*
 	 * A read of the thread's own code through the page tables (get_user_pages): it calls
 	 * cond_resched(), so that a kernel without preemption (PREEMPT_NONE) runs the collector
@@ -1048,7 +1065,7 @@ static __always_inline bool hold_waiting(void)
 	u32 tid = (u32)current_id();
 	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
 
-	return h && !h->done && bpf_ktime_get_ns() <= h->deadline;
+	return h && !h->done && !h->stale && bpf_ktime_get_ns() <= h->deadline;
 }
 
 /*
@@ -1066,6 +1083,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	u64 id = current_id(), delta = bpf_get_attach_cookie(ctx);
 	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
 	struct hold_wait h = { .pc = PT_REGS_IP(ctx) }, *hp;
+	u64 start, took;
 	struct bpf_iter_num it;
 	int dummy = 0;
 	struct dlw_event *e;
@@ -1080,6 +1098,13 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	/* Outside dlopen only the start-up's link map is news (then a dlclose's is not). */
 	if (!depth && bpf_map_update_elem(&started, &tgid, &yes, BPF_NOEXIST))
 		return 0;
+	start = bpf_ktime_get_ns();
+	/* A collector stopped, killed or starved holds nobody until it beats again. */
+	if (!collector_attentive(start)) {
+		__sync_fetch_and_add(&hold_not_held, 1);
+		count_lost_as(DLW_LOST_HOLD);
+		return 0;
+	}
 	h.seq = __sync_fetch_and_add(&hold_seq, 1) + 1;
 	e = bpf_ringbuf_reserve(&holds, __builtin_offsetof(struct dlw_event, path), 0);
 	if (!e) {
@@ -1090,7 +1115,8 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	e->arg0 = h.seq;
 	e->arg1 = depth ? DLW_HOLD_DLOPEN : DLW_HOLD_STARTUP;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
-	h.deadline = bpf_ktime_get_ns() + DLW_HOLD_MAX_NS;
+	h.start = start;
+	h.deadline = start + DLW_HOLD_MAX_NS;
 	if (bpf_map_update_elem(&holding, &tid, &h, BPF_ANY))
 		return 0;
 	/*
@@ -1106,6 +1132,16 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	hp = bpf_map_lookup_elem(&holding, &tid);
 	if (hp && !hp->done)
 		count_lost_as(DLW_LOST_HOLD);
+	if (hp) {
+		if (!hp->done && hp->stale)
+			__sync_fetch_and_add(&hold_abandoned, 1);
+		/* The hold as the thread saw it (its start from the map, as the rest). */
+		took = bpf_ktime_get_ns() - hp->start;
+		__sync_fetch_and_add(&hold_held, 1);
+		__sync_fetch_and_add(&hold_ns_total, took);
+		if (took > hold_ns_max)
+			hold_ns_max = took; /* racy between CPUs: a maximum, not a sum */
+	}
 	bpf_map_delete_elem(&holding, &tid);
 	bpf_map_delete_elem(&released, &tid);
 	return 0;

@@ -47,6 +47,14 @@ enum dlw_hold_at {
 /* How long a held thread waits for user space at most: then it goes on, counted late. */
 #define DLW_HOLD_MAX_NS (3000ULL * 1000 * 1000)
 
+/*
+ * The collector's heartbeat (collector_beat, CLOCK_MONOTONIC ns), written every
+ * DLW_BEAT_EVERY_NS by a thread of its own: older than DLW_BEAT_STALE_NS, the collector is
+ * stopped, killed, exiting or starved, and no thread is held for it (a hold in progress ends).
+ */
+#define DLW_BEAT_EVERY_NS (10ULL * 1000 * 1000)
+#define DLW_BEAT_STALE_NS (50ULL * 1000 * 1000)
+
 /* The parallel-region entry points probed (DLW_OMP_FORK arg0, their attach cookies). */
 enum dlw_fork_entry {
 	DLW_ENTRY_GOMP_PARALLEL = 1,

@@ -1,8 +1,15 @@
 """What watching costs the target and the processes beside it, whatever happens to dlscope
 (docs/reliability.md; issue: do no harm)."""
+import os
 import re
+import signal
+import subprocess
+import tempfile
+import time
 
-from harness import Fixture, Skip, dlscope, fixture_path, is_root
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, serial, \
+    wait_until
+from test_ui import Tui, ui_pid
 
 
 def need_root():
@@ -22,3 +29,74 @@ def test_attach_in_the_middle_of_loader_calls_guesses_no_depth():
             assert p.returncode == 0 and "loader-lock-hazard" not in p.stdout, \
                 p.stdout[-3000:] + p.stderr
             assert "arrivals held" not in p.stderr, p.stderr
+
+
+# A target thread held for a collector that no longer answers goes on within the heartbeat's
+# 50 ms (DLW_BEAT_STALE_NS); the test allows for a busy machine, the bench measures.
+STALL_MAX_MS = 200
+
+
+def collector(kind, pid, trace_dir):
+    """watch, record or ui of @pid, started; returns (its PID, a function that ends it and
+    gives its stderr or screen)."""
+    if kind == "ui":
+        ui = Tui(["-p", pid])
+        ui.wait_for(("[1 Processes]", str(pid)))
+
+        def end_ui():
+            text = ui.screen()
+            ui.kill()
+            return text
+        return ui_pid(ui), end_ui
+    argv = [dlscope_path(), kind, "-p", str(pid)] + \
+        (["-o", os.path.join(trace_dir, "t.jsonl")] if kind == "record" else ["-q"])
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert p.stderr.readline().startswith("dlscope: watching"), kind
+
+    def end():
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+        return p.communicate(timeout=30)[1]
+    return p.pid, end
+
+
+def victim_pays(kind, sig):
+    """The longest dlopen and dlsym of a target whose collector gets @sig a second in."""
+    with Fixture(["hold_victim", fixture_path("libplain.so"), "3"]) as fx, \
+            tempfile.TemporaryDirectory() as d:
+        pid, end = collector(kind, fx.pid, d)
+        time.sleep(1)
+        t = time.monotonic()
+        os.kill(pid, sig)
+        if sig == signal.SIGKILL:
+            wait_until(lambda: not os.path.exists(f"/proc/{pid}/status") or
+                       "zombie" in open(f"/proc/{pid}/status").read(), 10, f"{kind} gone")
+            gone = time.monotonic() - t
+            # Its held programs no longer keep it from dying (it took 3.7-4.1 s).
+            assert gone < 2, f"{kind} took {gone:.1f} s to die"
+        else:
+            time.sleep(1.2)
+            os.kill(pid, signal.SIGCONT)
+        said = end()
+        out, _ = fx.proc.communicate(timeout=30)
+        m = re.search(r"longest dlopen ([\d.]+) ms of (\d+), longest dlsym ([\d.]+) ms", out)
+        assert m, out
+        return float(m.group(1)), int(m.group(2)), float(m.group(3)), said
+
+
+@serial
+def test_a_killed_or_stopped_collector_stalls_no_target_thread():
+    need_root()
+    for kind in ("watch", "record", "ui"):
+        for sig in (signal.SIGKILL, signal.SIGSTOP):
+            dlopen_ms, n, dlsym_ms, said = victim_pays(kind, sig)
+            what = f"{kind} {signal.Signals(sig).name}: dlopen {dlopen_ms} ms, dlsym {dlsym_ms} ms"
+            assert n > 100, what
+            assert dlopen_ms < STALL_MAX_MS and dlsym_ms < STALL_MAX_MS, what
+            if kind != "ui" and sig == signal.SIGSTOP:
+                # The holds the target saw, and those it was spared, are said.
+                assert re.search(r"arrivals held until their probes were in place \([\d.]+ ms "
+                                 r"each on average, ([\d.]+) ms at most, as the held threads "
+                                 r"saw it\)", said), said
+                assert re.search(r"\d+ let go and [1-9]\d* not held because dlscope was "
+                                 r"stopped or starved for 50 ms", said), said

@@ -381,14 +381,16 @@ static void print_watch_stats(const struct watch_stats *st)
 		st->findings, st->attach_ms, st->cpu_s);
 	if (st->holds)
 		fprintf(stderr,
-			"dlscope: %llu arrivals held until their probes were in place (%.1f ms each "
-			"on average, %.1f ms at most)\n",
+			"dlscope: %llu arrivals held until their probes were in place (%.2f ms each "
+			"on average, %.2f ms at most, as the held threads saw it)\n",
 			st->holds, st->hold_ms_total / (double)st->holds, st->hold_ms_max);
 	if (st->holds_late)
 		fprintf(stderr,
-			"dlscope: uncounted: %llu arrivals whose probes came late (dlscope did not "
-			"answer within %.0f s): their first calls may be missing\n",
-			st->holds_late, DLW_HOLD_MAX_NS / 1e9);
+			"dlscope: uncounted: %llu arrivals whose probes came late (%llu let go and "
+			"%llu not held because dlscope was stopped or starved for %.0f ms, the rest "
+			"not answered within %.0f s): their first calls may be missing\n",
+			st->holds_late, st->holds_abandoned, st->holds_not_held,
+			DLW_BEAT_STALE_NS / 1e6, DLW_HOLD_MAX_NS / 1e9);
 	if (st->lost)
 		fprintf(stderr,
 			"dlscope: lost: %llu with the ring buffer full (a larger --ring-mb, or fewer "

@@ -632,6 +632,16 @@ void probes__count_lost(struct watch *w, struct watch_stats *st)
 		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
 			st->lost_skipped += info.recursion_misses;
 	}
+	/* The holds as the held threads saw them. */
+	if (w->skel->bss) {
+		const struct dlwatch_bpf__bss *h = w->skel->bss;
+
+		st->holds = h->hold_held;
+		st->hold_ms_total = (double)h->hold_ns_total / 1e6;
+		st->hold_ms_max = (double)h->hold_ns_max / 1e6;
+		st->holds_abandoned = h->hold_abandoned;
+		st->holds_not_held = h->hold_not_held;
+	}
 	/* Uncounted regions are no events: not part of lost. */
 	st->lost = st->lost_ring + st->lost_calls + st->lost_skipped + st->lost_unread;
 }

@@ -37,7 +37,6 @@ static int read_hold(void *ctx, void *data, size_t size)
 	struct target *t;
 	struct libgraph *g;
 	char why[128];
-	double ms;
 
 	struct sched_param rt = { .sched_priority = 1 }, was_param;
 	int was = sched_getscheduler(0);
@@ -65,11 +64,7 @@ static int read_hold(void *ctx, void *data, size_t size)
 				     BPF_ANY);
 	if (boosted)
 		sched_setscheduler(0, was, &was_param);
-	ms = (double)(mono_ns(CLOCK_MONOTONIC) - e->ts_ns) / 1e6;
-	w->st->holds++;
-	w->st->hold_ms_total += ms;
-	if (ms > w->st->hold_ms_max)
-		w->st->hold_ms_max = ms;
+	/* What the hold cost is counted by the held thread itself (probes__count_lost). */
 	return 0;
 }
 
@@ -146,6 +141,51 @@ static void *hold_reader(void *arg)
 	return NULL;
 }
 
+/*
+ * The heartbeat the BPF holds look at (DLW_BEAT_STALE_NS): a thread of its own, at real-time
+ * priority, so that neither a hold's long attach nor a collector at nice 19 makes it late,
+ * while a SIGSTOP, a SIGKILL or the collector's exit stop it and with it every hold.
+ */
+static void *beat(void *arg)
+{
+	struct watch *w = arg;
+	struct sched_param rt = { .sched_priority = 1 };
+	struct timespec every = { 0, (long)DLW_BEAT_EVERY_NS };
+
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+	while (!__atomic_load_n(&w->beat_stop, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&w->skel->bss->collector_beat, mono_ns(CLOCK_MONOTONIC),
+				 __ATOMIC_RELEASE);
+		nanosleep(&every, NULL);
+	}
+	__atomic_store_n(&w->skel->bss->collector_beat, 0, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void beat_start(struct watch *w)
+{
+	sigset_t all, was;
+
+	/* The first beat before any probe is attached: no hold finds the collector absent. */
+	w->skel->bss->collector_beat = mono_ns(CLOCK_MONOTONIC);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
+	w->beat_on = !pthread_create(&w->beat, NULL, beat, w);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (!w->beat_on)
+		dls_warn("cannot start the heartbeat: the loader is not held for new objects' "
+			 "probes, which may come after their first calls");
+}
+
+static void beat_stop(struct watch *w)
+{
+	if (!w->beat_on)
+		return;
+	__atomic_store_n(&w->beat_stop, true, __ATOMIC_RELEASE);
+	pthread_join(w->beat, NULL);
+	w->beat_on = false;
+}
+
 void reader__start(struct watch *w)
 {
 	pthread_mutexattr_t a;
@@ -155,6 +195,7 @@ void reader__start(struct watch *w)
 	    pthread_mutex_init(&w->lock, &a))
 		return;
 	pthread_mutexattr_destroy(&a);
+	beat_start(w);
 	w->reader_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_lock(&w->lock);
 	sigfillset(&all);
@@ -171,6 +212,7 @@ void reader__start(struct watch *w)
 
 void reader__stop(struct watch *w)
 {
+	beat_stop(w);
 	if (!w->reader_on)
 		return;
 	__atomic_store_n(&w->reader_stop, true, __ATOMIC_RELEASE);

@@ -138,6 +138,9 @@ struct watch {
 	 */
 	pthread_mutex_t lock;
 	pthread_t reader;
+	/* The heartbeat (reader.c: beat), which lets the BPF holds know the collector answers. */
+	pthread_t beat;
+	bool beat_on, beat_stop;
 	int reader_wake; /* an eventfd: the reader's stop, without waiting out its poll */
 	int reaper_fd;	 /* closed last: the reaper of the links ends (probes__stop) */
 	bool reader_on, reader_stop;

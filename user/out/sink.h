@@ -67,6 +67,9 @@ struct watch_stats {
 	 */
 	unsigned long long holds, holds_late;
 	double hold_ms_total, hold_ms_max;
+	/* Of the late ones: holds ended, and arrivals not held, as the collector's heartbeat was
+	 * stale (dlscope stopped, killed or starved: DLW_BEAT_STALE_NS). */
+	unsigned long long holds_abandoned, holds_not_held;
 	/* Processes watched from a running state: what they did before the attach is not seen. */
 	unsigned long long attached_running;
 };
