@@ -213,6 +213,34 @@ static __always_inline bool traced(u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
+/*
+ * Processes outside the watch whose calls ran a probe (probes attached to every process that
+ * maps a file: --comm, --follow, --job), with their hits: the summary names who paid.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, u32);
+	__type(value, u64);
+} outside SEC(".maps");
+
+/* traced(), at a uprobe's entry: a hit of an untraced process is counted for it. */
+static __always_inline bool probe_for(u32 tgid)
+{
+	u64 one = 1, *n;
+
+	if (traced(tgid))
+		return true;
+	if (!tgid)
+		return false; /* outside the collector's PID namespace: it has no number here */
+	n = bpf_map_lookup_elem(&outside, &tgid);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&outside, &tgid, &one, BPF_NOEXIST);
+	return false;
+}
+
 static __always_inline u32 dlopen_depth(u32 tid)
 {
 	u32 *d = bpf_map_lookup_elem(&in_dlopen, &tid);
@@ -612,7 +640,7 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 	struct dlw_call *p;
 	static const struct dlw_call zero;
 
-	if (!traced(id >> 32))
+	if (!probe_for(id >> 32))
 		return 0;
 	if (bpf_map_update_elem(&calls, &key, &zero, BPF_ANY)) {
 		count_lost_as(DLW_LOST_CALLS);
@@ -772,10 +800,18 @@ int BPF_KRETPROBE(dlclose_exit, long ret)
 	return GUARDED(call_exit(ctx, DLW_DLCLOSE, ret));
 }
 
+/*
+ * dlsym and dlvsym. Without --dlsym no return is probed: the call stays in the table until the
+ * thread's next one, with the stack pointer at entry and the return address it points to,
+ * which tell user space whether a thread blocked now is still inside it (stuck.c).
+ */
 SEC("uprobe")
 int BPF_KPROBE(dlsym_enter, void *handle, const char *name)
 {
-	return GUARDED(call_enter(DLW_DLSYM, name, (u64)handle, 0, 0));
+	u64 sp = PT_REGS_SP(ctx), ra = 0;
+
+	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
+	return GUARDED(call_enter(DLW_DLSYM, name, (u64)handle, sp, ra));
 }
 
 SEC("uretprobe")
@@ -797,7 +833,7 @@ static __always_inline int omp_fork(struct pt_regs *ctx)
 	bool first;
 	struct dlw_event *e;
 
-	if (!traced(id >> 32))
+	if (!probe_for(id >> 32))
 		return 0;
 	n = bpf_map_lookup_elem(&regions, &tid);
 	if (n)
@@ -836,7 +872,7 @@ static __always_inline int blas_thread(void)
 {
 	struct dlw_event *e;
 
-	if (!traced(current_id() >> 32))
+	if (!probe_for(current_id() >> 32))
 		return 0;
 	e = reserve(DLW_BLAS_THREAD);
 	if (e)
@@ -1089,7 +1125,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	struct dlw_event *e;
 	u8 yes = 1;
 
-	if (!traced(tgid))
+	if (!probe_for(tgid))
 		return 0;
 	if (delta &&
 	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + (s64)delta)) &&
@@ -1241,10 +1277,13 @@ static __always_inline int on_exit(struct bpf_raw_tracepoint_args *ctx)
 	u64 id = current_id();
 	u32 tid = (u32)id, tgid = id >> 32;
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	u64 dlsym_key = dlw_call_key(tid, DLW_DLSYM, 0);
 	struct dlw_event *e;
 
 	bpf_map_delete_elem(&in_dlopen, &tid);
 	bpf_map_delete_elem(&regions, &tid);
+	/* An entry-only dlsym's call (no --dlsym) would stay for good. */
+	bpf_map_delete_elem(&calls, &dlsym_key);
 	if (tid == tgid)
 		bpf_map_delete_elem(&started, &tgid);
 	if (!traced(tgid) || tid != tgid)

@@ -100,3 +100,15 @@ def test_a_killed_or_stopped_collector_stalls_no_target_thread():
                                  r"saw it\)", said), said
                 assert re.search(r"\d+ let go and [1-9]\d* not held because dlscope was "
                                  r"stopped or starved for 50 ms", said), said
+
+
+def test_a_dlsym_that_returned_is_not_taken_for_one_in_progress():
+    # Without --dlsym only dlsym's entry is probed: the worker's call, long returned, stays in
+    # the table. The worker now blocks on a mutex main holds while main blocks inside dlopen:
+    # not a thread waiting in dlsym for the loader lock, and no deadlock between the two.
+    need_root()
+    p = dlscope("watch", "--duration", "1.5", "--", fixture_path("stale_dlsym"),
+                fixture_path("libstale_ctor.so"), check=1)
+    assert re.search(r"blocked in a futex wait on 0x[0-9a-f]+ inside dlopen\(", p.stdout), \
+        p.stdout
+    assert "inside dlsym" not in p.stdout and "waits in dlsym" not in p.stdout, p.stdout

@@ -22,7 +22,7 @@ def watch(*args, env=None, status=None, timeout=60):
 
 def test_loader_calls_and_the_live_graph():
     # The fixture stays alive: the collector re-reads its link maps after each dlopen.
-    p = watch("--duration", "1.5", "--", fixture_path("two_omp"), status=1)
+    p = watch("--dlsym", "--duration", "1.5", "--", fixture_path("two_omp"), status=1)
     out = p.stdout
     pid = int(re.search(r"ready (\d+)", out).group(1))
     assert re.search(rf'{pid}/{pid} two_omp dlopen\("libomp.so.5", RTLD_NOW\) = 0x[0-9a-f]+ '
@@ -59,7 +59,7 @@ def test_record_writes_a_json_lines_trace():
     if not is_root():
         raise Skip("BPF tests need root")
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
-        p = dlscope("record", "-o", f.name, "--duration", "1.5", "--",
+        p = dlscope("record", "--dlsym", "-o", f.name, "--duration", "1.5", "--",
                     fixture_path("two_omp"), check=1)
         assert p.stdout.count("\n") <= 2, p.stdout  # quiet: only the fixture's own lines
         lines = [json.loads(l) for l in open(f.name)]
@@ -266,7 +266,7 @@ def test_processes_by_name():
 
 def test_watched_process_keeps_its_loader_semantics():
     """Return probes sit on ret instructions: dlsym(RTLD_NEXT) still sees its real caller."""
-    p = watch("--duration", "1.5", "--", fixture_path("rtld_next"), status=0)
+    p = watch("--dlsym", "--duration", "1.5", "--", fixture_path("rtld_next"), status=0)
     assert "rtld_next right (200 of 200)" in p.stdout, p.stdout
     assert re.search(r'dlsym\(RTLD_NEXT, "next_marker"\) = 0x[1-9a-f]', p.stdout), p.stdout
 
@@ -549,8 +549,8 @@ def test_lost_events_are_counted_exactly_on_a_storm():
         raise Skip("BPF tests need root")
     loop = _dlsym_loop()
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
-        p = subprocess.Popen([dlscope_path(), "record", "--ring-mb", "1", "-o", f.name, "--",
-                              loop, "20000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        p = subprocess.Popen([dlscope_path(), "record", "--dlsym", "--ring-mb", "1", "-o",
+                              f.name, "--", loop, "20000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         assert "watching 1 process" in p.stderr.readline()
         # Stop the collector once the command runs (it is released after that line).
@@ -588,7 +588,7 @@ def test_duration_and_sigint_end_a_record_whose_target_sends_faster_than_it_read
                    "the dlsym loop has libm")
         with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
             argv = ["nice", "-n", "10", "taskset", "-c", "0", dlscope_path(), "record",
-                    "-o", f.name, "-p", str(pid)]
+                    "--dlsym", "-o", f.name, "-p", str(pid)]
             t0 = time.monotonic()
             p = subprocess.run(argv + ["--duration", "1"], capture_output=True, text=True,
                                timeout=60)
@@ -623,7 +623,8 @@ def test_two_processes_by_name_and_one_under_load_lose_nothing_unsaid():
     loop = _dlsym_loop()
     name = os.path.basename(loop)[:15]
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
-        p = subprocess.Popen([dlscope_path(), "record", "--comm", name, "-o", f.name],
+        p = subprocess.Popen([dlscope_path(), "record", "--dlsym", "--comm", name, "-o",
+                              f.name],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert "watching" in p.stderr.readline()
@@ -647,7 +648,8 @@ def test_two_processes_by_name_and_one_under_load_lose_nothing_unsaid():
     busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
     try:
         with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
-            dlscope("record", "-o", f.name, "--", loop, "20000", check=0, timeout=180)
+            dlscope("record", "--dlsym", "-o", f.name, "--", loop, "20000", check=0,
+                    timeout=180)
             summary, dlsym = _trace_counts(f.name)
     finally:
         for b in busy:

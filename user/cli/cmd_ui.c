@@ -43,6 +43,8 @@ static void ui_usage(FILE *f)
 		"      --hot             (live) as in watch: a parallel region or OpenBLAS dispatch\n"
 		"                        started inside dlopen (others are only counted), and\n"
 		"                        OpenBLAS pool thread starts; every region pays a uprobe\n"
+		"      --dlsym           (live) as in watch: each dlsym and dlvsym call with its\n"
+		"                        result (a probe on their return: some 10 us per call)\n"
 		"  -o, --output FILE     the command's stdout and stderr go there (default: a new\n"
 		"                        file in $TMPDIR or /tmp), named on the status line; its\n"
 		"                        stdin is /dev/null and it has no controlling terminal\n"

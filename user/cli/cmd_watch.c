@@ -32,7 +32,8 @@ static void watch_usage(FILE *f, const char *cmd)
 		"       dlscope %s [OPTIONS]%s -- COMMAND [ARGS...]\n"
 		"       dlscope %s [OPTIONS]%s --job PID\n"
 		"\n%s"
-		"Stream the loader's calls (dlopen, dlmopen, dlclose, dlsym, dlvsym), GPU module\n"
+		"Stream the loader's calls (dlopen, dlmopen, dlclose; dlsym, dlvsym with --dlsym),\n"
+		"GPU module\n"
 		"loads (cuModuleLoad*, cuLibraryLoad*, hipModuleLoad*), exec/fork/exit, fatal\n"
 		"signals with the faulting object, from eBPF probes; keep each\n"
 		"process's library graph current and flag, live, a second OpenMP/BLAS/C++ runtime\n"
@@ -60,6 +61,10 @@ static void watch_usage(FILE *f, const char *cmd)
 		"                        oversubscription finding when two busy pools have more\n"
 		"                        threads than CPUs. Also a line per OpenBLAS pool thread start.\n"
 		"                        Every region then pays a uprobe (tens of microseconds)\n"
+		"      --dlsym           also each dlsym and dlvsym call with its result: a probe\n"
+		"                        on their ret instructions, which costs the process some\n"
+		"                        10 us per call on a VM (without it, their entry alone:\n"
+		"                        a thread blocked in dlsym is still found and named)\n"
 		"  -d, --duration SECS   stop after SECS seconds\n"
 		"      --futex-ms MS     also report every futex wait of at least MS ms, from the\n"
 		"                        futex syscall tracepoints (they slow every futex call of\n"
@@ -210,6 +215,7 @@ int watch_live_option(const char *cmd, int c, const char *arg, struct watch_opts
 	case 'p': return cliopt__pids(cmd, arg, &o->pids, &o->n_pids);
 	case 'f': o->follow = true; return 0;
 	case 'H': o->hot = true; return 0;
+	case 'Y': o->dlsym = true; return 0;
 	case 'F':
 		if (cliopt__number(arg, 3600000, true, &v))
 			return watch_usage_error(
@@ -391,6 +397,16 @@ static void print_watch_stats(const struct watch_stats *st)
 			"not answered within %.0f s): their first calls may be missing\n",
 			st->holds_late, st->holds_abandoned, st->holds_not_held,
 			DLW_BEAT_STALE_NS / 1e6, DLW_HOLD_MAX_NS / 1e9);
+	if (st->outside_procs) {
+		fprintf(stderr,
+			"dlscope: %llu process%s outside the watch hit its probes %llu times (they are "
+			"in every process that maps a probed file):",
+			st->outside_procs, st->outside_procs == 1 ? "" : "es", st->outside_hits);
+		for (size_t i = 0; i < st->n_outside_top; i++)
+			fprintf(stderr, "%s %d (%s) %llu", i ? "," : "", st->outside_top[i].pid,
+				st->outside_top[i].comm, st->outside_top[i].hits);
+		fprintf(stderr, "%s\n", st->outside_procs > st->n_outside_top ? ", ..." : "");
+	}
 	if (st->lost)
 		fprintf(stderr,
 			"dlscope: lost: %llu with the ring buffer full (a larger --ring-mb, or fewer "

@@ -41,6 +41,7 @@ int watch_live_option(const char *cmd, int c, const char *arg, struct watch_opts
 	{ "follow", no_argument, NULL, 'f' },			\
 	{ "job", required_argument, NULL, 'J' },		\
 	{ "hot", no_argument, NULL, 'H' },			\
+	{ "dlsym", no_argument, NULL, 'Y' },			\
 	{ "futex-ms", required_argument, NULL, 'F' }
 /* clang-format on */
 int cmd_ui(int argc, char **argv);

@@ -32,10 +32,12 @@
 #include "permission.h"
 #include "phase.h"
 #include "procfs.h"
+#include "termsafe.h"
 #include "target.h"
 #include "watch_internal.h"
 
 struct attached_file {
+	pid_t pid; /* 0: the file's probes are every process's */
 	uint64_t inode;
 	unsigned int what; /* bit per probe group */
 };
@@ -94,6 +96,7 @@ static int attach_multi(struct watch *w, struct bpf_program *prog, const char *p
 		.cookies = (uint64_t)(uintptr_t)cookies,
 		.cnt = (uint32_t)n,
 		.um_flags = ret ? DLW_F_UPROBE_MULTI_RETURN : 0,
+		.pid = (uint32_t)w->attach_pid,
 	};
 	int fd;
 
@@ -128,18 +131,18 @@ static size_t container_of_mask(const struct watch *w, const unsigned int *mask)
 			w->files);
 }
 
-static unsigned int *attached_mask(struct watch *w, uint64_t inode)
+static unsigned int *attached_mask(struct watch *w, pid_t pid, uint64_t inode)
 {
 	struct attached_file *nf;
 
 	for (size_t i = 0; i < w->n_files; i++)
-		if (w->files[i].inode == inode)
+		if (w->files[i].inode == inode && w->files[i].pid == pid)
 			return &w->files[i].what;
 	nf = realloc(w->files, (w->n_files + 1) * sizeof(*nf));
 	if (!nf)
 		return NULL;
 	w->files = nf;
-	w->files[w->n_files] = (struct attached_file){ inode, 0 };
+	w->files[w->n_files] = (struct attached_file){ pid, inode, 0 };
 	return &w->files[w->n_files++].what;
 }
 
@@ -248,8 +251,11 @@ static void attach_loader(struct watch *w, const char *path, const struct elf_ob
 			 "probe would change: its calls are not shown");
 		return;
 	}
-	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlsym", false);
-	attach_returns(w, s->progs.dlsym_exit, path, elf, "dlvsym", false);
+	/* Their returns only when asked: a probe on a ret instruction costs ten at an entry. */
+	if (w->o->dlsym) {
+		attach_returns(w, s->progs.dlsym_exit, path, elf, "dlsym", false);
+		attach_returns(w, s->progs.dlsym_exit, path, elf, "dlvsym", false);
+	}
 	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlsym", false, 0);
 	attach_fn(w, s->progs.dlsym_enter, path, elf, "dlvsym", false, 0);
 }
@@ -312,15 +318,17 @@ static bool defines_glibc_dlopen(const struct elf_object *elf)
 	return false;
 }
 
-bool probes__loader_probed(struct watch *w, const struct lg_object *o)
+bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o)
 {
 	for (size_t i = 0; o->elf && i < w->n_files; i++)
-		if (w->files[i].inode == elfobj__inode(o->elf))
+		if (w->files[i].inode == elfobj__inode(o->elf) &&
+		    w->files[i].pid == (w->pid_filter ? pid : 0))
 			return w->files[i].what & PROBE_LINKMAP;
 	return false;
 }
 
-/* Attach what an object's roles call for, once per file (uprobes are per inode, all pids). */
+/* Attach what an object's roles call for, once per file (uprobes are per inode), and per
+ * process when only the watched processes pay (w->pid_filter). */
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 {
 	static const struct {
@@ -347,7 +355,7 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 		want |= PROBE_GPU;
 	if (o->origin == LG_INTERPRETER)
 		want |= PROBE_LINKMAP;
-	mask = want ? attached_mask(w, elfobj__inode(o->elf)) : NULL;
+	mask = want ? attached_mask(w, w->pid_filter ? pid : 0, elfobj__inode(o->elf)) : NULL;
 	if (!mask || !(want & ~*mask))
 		return;
 	want &= ~*mask;
@@ -367,6 +375,7 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 	rt = (unsigned int)(container_of_mask(w, mask) + 1);
 	if ((want & (PROBE_OPENMP | PROBE_BLAS)) && w->act)
 		activity_counts__name(w->act, rt, o->path, want & PROBE_BLAS ? "blas" : "openmp");
+	w->attach_pid = w->pid_filter ? pid : 0;
 	if (want & PROBE_LOADER)
 		attach_loader(w, path, o->elf, obj_roles__find_impl(r, IMPL_MUSL) != NULL);
 	if (want & PROBE_LINKMAP)
@@ -383,6 +392,7 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 			  0);
 	if (want & PROBE_GPU)
 		attach_gpu(w, path, o->elf, r);
+	w->attach_pid = 0;
 	if (fd >= 0)
 		close(fd);
 }
@@ -437,11 +447,12 @@ static int own_object(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /*
- * Probe our own libc: a command, or a program started later, runs the same one unless it
- * changes root. Listed by our loader, not read from /proc/self: a dlscope given capabilities
- * with setcap is not dumpable, and its /proc/self/mem is root's to open.
+ * Probe our own libc for @pid, our held command's child (every process for --comm): a
+ * command, or a program started later, runs the same one unless it changes root. Listed by
+ * our loader, not read from /proc/self: a dlscope given capabilities with setcap is not
+ * dumpable, and its /proc/self/mem is root's to open.
  */
-void probes__attach_own_libc(struct watch *w)
+void probes__attach_own_libc(struct watch *w, pid_t pid)
 {
 	struct own_objects *own = calloc(1, sizeof(*own));
 
@@ -455,7 +466,7 @@ void probes__attach_own_libc(struct watch *w)
 				       .origin = own->interp[i] ? LG_INTERPRETER : LG_NEEDED };
 
 		if (elf) {
-			probes__attach_object(w, getpid(), &o);
+			probes__attach_object(w, pid, &o);
 			elfobj__free(elf);
 		}
 	}
@@ -610,6 +621,47 @@ void probes__stop(struct watch *w)
 	probes__detach_all(w);
 }
 
+/* Where @o would go among the busiest outsiders so far (n of them, most hits first). */
+static void outside_rank(struct watch_stats *st, const struct outside_proc *o)
+{
+	const size_t cap = sizeof(st->outside_top) / sizeof(st->outside_top[0]);
+	size_t i = st->n_outside_top < cap ? st->n_outside_top++ : cap;
+
+	while (i > 0 && st->outside_top[i - 1].hits < o->hits) {
+		if (i < cap)
+			st->outside_top[i] = st->outside_top[i - 1];
+		i--;
+	}
+	if (i < cap)
+		st->outside_top[i] = *o;
+}
+
+/* The processes outside the watch whose calls ran its programs (the BPF map outside). */
+static void probes__count_outside(struct watch *w, struct watch_stats *st)
+{
+	const struct bpf_map *m = w->skel->maps.outside;
+	uint32_t key, next, *prev = NULL;
+	unsigned long long hits;
+
+	st->probes_everywhere = !w->pid_filter;
+	while (!bpf_map__get_next_key(m, prev, &next, sizeof(next))) {
+		struct outside_proc o = { .pid = (int)next };
+		char comm[16];
+
+		key = next;
+		prev = &key;
+		if (bpf_map__lookup_elem(m, &key, sizeof(key), &hits, sizeof(hits), 0))
+			continue;
+		st->outside_procs++;
+		st->outside_hits += hits;
+		o.hits = hits;
+		if (proc__read_stat((pid_t)key, 0, comm, sizeof(comm), NULL, NULL))
+			snprintf(comm, sizeof(comm), "exited");
+		termsafe__escape(comm, sizeof(comm), o.comm, sizeof(o.comm));
+		outside_rank(st, &o);
+	}
+}
+
 /*
  * Every event lost, by cause: what the BPF programs counted per CPU (ring buffer full, call
  * table full), and the probe hits the kernel did not run a program for. Nothing generated goes
@@ -642,6 +694,7 @@ void probes__count_lost(struct watch *w, struct watch_stats *st)
 		st->holds_abandoned = h->hold_abandoned;
 		st->holds_not_held = h->hold_not_held;
 	}
+	probes__count_outside(w, st);
 	/* Uncounted regions are no events: not part of lost. */
 	st->lost = st->lost_ring + st->lost_calls + st->lost_skipped + st->lost_unread;
 }
@@ -661,6 +714,7 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 		return err;
 	}
 	w->skel->rodata->follow_children = o->follow;
+	w->pid_filter = !o->follow && !o->comm;
 	/*
 	 * In a PID namespace below the host's (a debug container sharing its target's, kubectl
 	 * debug --target), the kernel's IDs are not ours: the probes report every ID in this

@@ -49,7 +49,7 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
 
-		if (o->origin != LG_INTERPRETER || probes__loader_probed(w, o))
+		if (o->origin != LG_INTERPRETER || probes__loader_probed(w, ps->pid, o))
 			continue;
 		ps->loader_said = true;
 		snprintf(
@@ -380,13 +380,13 @@ int proctable__add_targets(struct watch *w, int *release_fd, char *why, size_t w
 				 strerror(errno));
 			return err;
 		}
-		probes__attach_own_libc(w);
+		probes__attach_own_libc(w, w->command_pid);
 		probes__attach_command_loader(w, w->command_pid, o->command[0]);
 		if (!proctable__add_empty(w, w->command_pid, o->command[0]))
 			pyprocs__of_command(w, proctable__find(w, w->command_pid), o->command[0]);
 	}
 	if (o->comm) {
-		probes__attach_own_libc(w);
+		probes__attach_own_libc(w, getpid());
 		proctable__add_by_comm(w, o->comm);
 	}
 	return 0;

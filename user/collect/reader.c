@@ -90,6 +90,9 @@ void reader__look(struct watch *w)
 	while (!bpf_map__get_next_key(calls, prev, &next, sizeof(next))) {
 		key = next;
 		prev = &key;
+		/* A dlsym without --dlsym never makes a record: nothing to wait for. */
+		if (!w->o->dlsym && ((key >> 8) & 0xff) == DLW_DLSYM)
+			continue;
 		if (!bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0))
 			horizon__saw_call(&w->hz, (unsigned int)(key >> 16), c.ts);
 	}

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "dlwatch.skel.h"
@@ -18,15 +19,38 @@
  */
 #define STUCK_NS 50000000ULL
 
-static bool blocked_in_futex(pid_t pid, pid_t tid, unsigned long long *uaddr)
+/* Whether thread @tid is blocked in futex now: its address, and its user stack pointer. */
+static bool blocked_in_futex(pid_t pid, pid_t tid, unsigned long long *uaddr,
+			     unsigned long long *sp)
 {
 	char path[64], buf[256];
+	unsigned long long a[5];
 	long nr;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
 	if (proc__read_small(path, buf, sizeof(buf)) <= 0)
 		return false;
-	return sscanf(buf, "%ld %llx", &nr, uaddr) == 2 && nr == SYS_futex;
+	/* "NR ARG1 ... ARG6 SP PC" */
+	return sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx", &nr, uaddr, &a[0], &a[1],
+		      &a[2], &a[3], &a[4], sp) == 8 &&
+	       nr == SYS_futex;
+}
+
+/*
+ * Whether a dlsym whose return is not probed (no --dlsym) is still in progress: the thread is
+ * deeper than the call's entry (its stack pointer @sp below the entry's, c->arg1) and the
+ * return address the entry saw there (c->arg2) is still in place. A call that returned has
+ * had that word overwritten by the calls the thread made since, as it got this deep again.
+ */
+static bool dlsym_in_progress(const struct dlw_call *c, unsigned long long sp)
+{
+	uint64_t word = 0;
+	struct iovec local = { &word, sizeof(word) },
+		     remote = { (void *)(uintptr_t)c->arg1, sizeof(word) };
+
+	return c->arg1 && sp < c->arg1 &&
+	       process_vm_readv((pid_t)c->pid, &local, 1, &remote, 1, 0) == sizeof(word) &&
+	       word == c->arg2;
 }
 
 /* Report once per call: a (thread, start time) pair remembered in a small ring. */
@@ -102,7 +126,7 @@ static void loader_lock_cycle(struct watch *w, const struct watch_event *holder,
 void stuck__scan(struct watch *w, void (*dispatch)(struct watch *w, struct watch_event *we))
 {
 	const struct bpf_map *calls = w->skel->maps.calls;
-	unsigned long long key, next, now = mono_ns(CLOCK_MONOTONIC), uaddr;
+	unsigned long long key, next, now = mono_ns(CLOCK_MONOTONIC), uaddr, sp;
 	unsigned long long *prev = NULL;
 	struct watch_event holder = { 0 }, waiter = { 0 }, we;
 	struct dlw_call c;
@@ -119,7 +143,9 @@ void stuck__scan(struct watch *w, void (*dispatch)(struct watch *w, struct watch
 		/* The outermost dlopen of a thread (it holds the loader lock), or a dlsym. */
 		if ((type != DLW_DLOPEN && type != DLW_DLSYM) || (key & 0xff) ||
 		    bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0) ||
-		    now - c.ts < STUCK_NS || !blocked_in_futex((pid_t)c.pid, tid, &uaddr))
+		    now - c.ts < STUCK_NS || !blocked_in_futex((pid_t)c.pid, tid, &uaddr, &sp))
+			continue;
+		if (type == DLW_DLSYM && !w->o->dlsym && !dlsym_in_progress(&c, sp))
 			continue;
 		stuck_event(&we, &c, type, tid, uaddr, now);
 		if (type == DLW_DLOPEN)

@@ -335,12 +335,19 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		goto out;
 	phase__mark("watch: targets added");
 	st->attach_ms = (double)(mono_ns(CLOCK_MONOTONIC) - t_attach) / 1e6;
-	/* Tests and scripts wait for this line before they make the target act. */
+	/* Tests and scripts wait for this line before they make the target act. Probes in
+	 * every process are said on it: whoever reads it sees what the host pays. */
 	fprintf(stderr,
-		"dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms (%zu uprobes)\n",
+		"dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms (%zu uprobes)%s%s%s\n",
 		w.n_procs, w.n_procs == 1 ? "" : "es", o->comm ? " named " : "",
 		o->comm ? o->comm : "", o->comm ? " and those that start" : "", st->attach_ms,
-		w.n_probes);
+		w.n_probes, w.pid_filter ? "" : "; with ",
+		w.pid_filter ? "" : (o->comm ? "--comm" : "--follow"),
+		w.pid_filter ? "" :
+			       " they are in every process that maps a probed file (the C "
+			       "library, each runtime), which pays a trap per probed call "
+			       "(docs/reliability.md); the summary names who did");
+
 	if (release_fd >= 0) {
 		if (write(release_fd, "g", 1) != 1)
 			dls_warn("cannot release '%s'", o->command[0]);

@@ -28,6 +28,7 @@ struct watch_opts {
 	const char *comm;      /* every process with this comm, running or exec'ed later */
 	bool follow;	       /* children as they fork */
 	bool hot;	       /* also the per-region OpenMP/BLAS entry points */
+	bool dlsym;	       /* each dlsym/dlvsym with its result: a probe on its ret too */
 	double duration_s;     /* 0: until the targets exit or *stop is set */
 	unsigned int futex_ms; /* report futex waits at least this long; 0: no futex tracepoints */
 	unsigned int ring_mb;  /* the ring buffer's size in MiB (a power of two); 0: 16 */

@@ -104,8 +104,17 @@ struct watch {
 	struct proc_state *procs;
 	size_t n_procs;
 	uint64_t uw_clock;
+	/* The files probed, by process when only the watched processes pay (pid_filter). */
 	struct attached_file *files;
 	size_t n_files;
+	/*
+	 * A fixed set of processes (-p, -- CMD, without --follow, --comm or --job): every uprobe
+	 * goes into their address spaces only (uprobe_multi's PID filter), and no other process
+	 * that maps the same file takes a trap. attach_pid: the process the probes being
+	 * attached now are for (0: every process).
+	 */
+	bool pid_filter;
+	pid_t attach_pid;
 	int *links; /* uprobe_multi links (fds) */
 	size_t n_links;
 	size_t n_probes;	     /* the uprobes in them */
@@ -210,9 +219,9 @@ int probes__check_capabilities(char *why, size_t len);
 /* The BPF object configured from the options, loaded, its tracepoints attached. */
 int probes__load(struct watch *w, char *why, size_t whylen);
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o);
-void probes__attach_own_libc(struct watch *w);
+void probes__attach_own_libc(struct watch *w, pid_t pid);
 /* Whether loader @o's r_brk was probed already, so that what it loads is held for the probes. */
-bool probes__loader_probed(struct watch *w, const struct lg_object *o);
+bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o);
 /* Probe the loader the command @argv0 (process @pid, held before its exec) will run, when it
  * is not ours: a musl program's ld-musl, a program built for another glibc's loader. */
 void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0);

@@ -70,6 +70,18 @@ struct watch_stats {
 	/* Of the late ones: holds ended, and arrivals not held, as the collector's heartbeat was
 	 * stale (dlscope stopped, killed or starved: DLW_BEAT_STALE_NS). */
 	unsigned long long holds_abandoned, holds_not_held;
+	/*
+	 * Probes in every process that maps a probed file (--comm, --follow, --job): the
+	 * processes outside the watch whose calls hit them, their hits, and the busiest few.
+	 */
+	bool probes_everywhere;
+	unsigned long long outside_procs, outside_hits;
+	struct outside_proc {
+		int pid;
+		char comm[64]; /* escaped for a terminal (termsafe.h) */
+		unsigned long long hits;
+	} outside_top[5];
+	size_t n_outside_top;
 	/* Processes watched from a running state: what they did before the attach is not seen. */
 	unsigned long long attached_running;
 };

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""What watching costs the target and every process beside it, whatever happens to dlscope
+(docs/reliability.md, "What it costs"). Each row is measured for every build given, interleaved
+round by round, with the medians printed beside the untraced run and bpftrace's entry and return
+pair on the same function (the floor). Needs root (BPF), bpftrace and the fixtures (make).
+
+    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,dlsym,twin,torch,kill,nice,attach]
+
+Rows:
+  dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held every time)
+  dlsym    a dlsym in a loop: watched (default, and --dlsym), and the floor
+  twin     the same loop in a process nobody watches, while `watch -p` (and `-f -p`) runs
+  torch    `import torch` under `watch -- python3 -c 'import torch'` (Debian's python3-torch)
+  kill     SIGKILL and SIGSTOP (1.2 s) of watch: the target's longest dlopen and dlsym
+  nice     watch at nice 19 on a CPU a busy loop takes: the target's longest mprotect
+  attach   8 attaches of watch --hot to four threads always inside the loader: false findings
+"""
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+from timing import builds_and_runs
+
+args, RUNS, BUILDS = builds_and_runs(sys.argv[1:], 5)
+ONLY = None
+if "--only" in args:
+    i = args.index("--only")
+    ONLY = set(args[i + 1].split(","))
+    del args[i:i + 2]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "build", "bench")
+FX = os.path.join(ROOT, "build", "fixtures")
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+os.makedirs(OUT, exist_ok=True)
+
+if os.geteuid() != 0:
+    print("harm bench: needs root (BPF); skipped")
+    sys.exit(0)
+for prog in ("dlopen_new_loop", "dlsym_loop"):
+    subprocess.run(["cc", "-O2", "-o", f"{OUT}/{prog}", f"{ROOT}/bench/{prog}.c", "-ldl"],
+                   check=True)
+
+
+def name(build):
+    return os.path.relpath(build, ROOT) if build.startswith(ROOT) else build
+
+
+def wanted(row):
+    return ONLY is None or row in ONLY
+
+
+def number(pattern, text):
+    m = re.search(pattern, text)
+    assert m, (pattern, text[-2000:])
+    return float(m.group(1))
+
+
+def interleaved(configs, runs, measure):
+    """{config: median of measure(argv)} over @runs rounds, one run of each config a round."""
+    vals = {k: [] for k in configs}
+    for _ in range(runs):
+        for k, argv in configs.items():
+            vals[k].append(measure(argv))
+    return {k: statistics.median(v) for k, v in vals.items()}
+
+
+def run_out(argv, timeout=600):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout).stdout
+
+
+def floor_pair(fn, prog):
+    """bpftrace's empty probes at entry and return of @fn in libc, around @prog."""
+    return ["bpftrace", "-e", f"uprobe:{LIBC}:{fn} {{}} uretprobe:{LIBC}:{fn} {{}}", "-c",
+            " ".join(prog)]
+
+
+def row_dlopen():
+    prog = [f"{OUT}/dlopen_new_loop", "300", f"{FX}/libplain.so"]
+    configs = {"untraced": prog, "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}
+    for b in BUILDS:
+        configs[f"watch ({name(b)})"] = [b, "watch", "-q", "--", *prog]
+    med = interleaved(configs, RUNS, lambda a: number(r"([\d.]+) us per dlopen", run_out(a)))
+    base = med["untraced"]
+    print(f"dlopen of a new object (libplain.so, 300 a run), median of {RUNS}:")
+    for k, v in med.items():
+        print(f"  {k:34s} {v:8.1f} us  (+{v - base:.1f} us)")
+
+
+def row_dlsym():
+    prog = [f"{OUT}/dlsym_loop", "200000"]
+    configs = {"untraced": prog, "bpftrace entry+uretprobe": floor_pair("dlsym", prog)}
+    for b in BUILDS:
+        configs[f"watch ({name(b)})"] = [b, "watch", "-q", "--", *prog]
+        configs[f"watch --dlsym ({name(b)})"] = [b, "watch", "-q", "--dlsym", "--", *prog]
+    med = interleaved(configs, RUNS, lambda a: 1e6 / number(r"(\d+) calls/s", run_out(a)))
+    print(f"dlsym in a loop, a watched process, median of {RUNS}:")
+    for k, v in med.items():
+        print(f"  {k:34s} {v:8.3f} us per call")
+
+
+def twin_cost(build, follow):
+    idle = subprocess.Popen(["sleep", "60"])
+    w = subprocess.Popen([build, "watch", "-q", *(["-f"] if follow else []), "-p",
+                          str(idle.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        assert w.stderr.readline().startswith("dlscope: watching")
+        return 1e6 / number(r"(\d+) calls/s", run_out([f"{OUT}/dlsym_loop", "300000"]))
+    finally:
+        w.send_signal(signal.SIGINT)
+        w.communicate(timeout=60)
+        idle.kill()
+        idle.wait()
+
+
+def row_twin():
+    vals = {"untraced": []}
+    for _ in range(RUNS):
+        vals["untraced"].append(1e6 / number(r"(\d+) calls/s",
+                                             run_out([f"{OUT}/dlsym_loop", "300000"])))
+        for b in BUILDS:
+            for follow in (False, True):
+                k = f"watch {'-f ' if follow else ''}-p other ({name(b)})"
+                vals.setdefault(k, []).append(twin_cost(b, follow))
+    print(f"dlsym in a loop in a process nobody watches, while another is watched, "
+          f"median of {RUNS}:")
+    for k, v in vals.items():
+        print(f"  {k:34s} {statistics.median(v):8.3f} us per call")
+
+
+def row_torch():
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode:
+        print("import torch: python3-torch is not installed; skipped")
+        return
+    prog = [py, "-c", "import time; t = time.monotonic(); import torch; "
+            "print(f'import {time.monotonic() - t:.3f} s')"]
+    configs = {"untraced": prog}
+    for b in BUILDS:
+        configs[f"watch ({name(b)})"] = [b, "watch", "-q", "--", *prog]
+    med = interleaved(configs, RUNS, lambda a: number(r"import ([\d.]+) s", run_out(a)))
+    base = med["untraced"]
+    print(f"import torch, median of {RUNS}:")
+    for k, v in med.items():
+        print(f"  {k:34s} {v:8.3f} s  ({100 * (v / base - 1):+.0f}%)")
+
+
+def victim(build, sig):
+    v = subprocess.Popen([f"{FX}/hold_victim", f"{FX}/libplain.so", "3"],
+                         stdout=subprocess.PIPE, text=True)
+    v.stdout.readline()
+    w = subprocess.Popen([build, "watch", "-q", "-p", str(v.pid)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    w.stderr.readline()
+    time.sleep(1)
+    t = time.monotonic()
+    w.send_signal(sig)
+    if sig == signal.SIGKILL:
+        w.wait()
+        gone = time.monotonic() - t
+    else:
+        time.sleep(1.2)
+        w.send_signal(signal.SIGCONT)
+        w.send_signal(signal.SIGINT)
+        w.wait()
+        gone = 0
+    out = v.communicate(timeout=30)[0]
+    return (number(r"longest dlopen ([\d.]+) ms", out),
+            number(r"longest dlsym ([\d.]+) ms", out), gone)
+
+
+def row_kill():
+    print(f"the target's longest dlopen / another thread's longest dlsym when watch is "
+          f"killed or stopped for 1.2 s, median of {RUNS}:")
+    for sig in (signal.SIGKILL, signal.SIGSTOP):
+        for b in BUILDS:
+            got = [victim(b, sig) for _ in range(RUNS)]
+            med = [statistics.median(x[i] for x in got) for i in range(3)]
+            worst = max(max(x[0], x[1]) for x in got)
+            print(f"  {signal.Signals(sig).name:8s} ({name(b)}): dlopen {med[0]:7.1f} ms, "
+                  f"dlsym {med[1]:7.1f} ms, worst {worst:7.1f} ms"
+                  + (f"; watch gone in {med[2]:.2f} s" if sig == signal.SIGKILL else ""))
+
+
+def mprotect_worst(build):
+    """The longest mprotect of a target loading objects, while watch runs at nice 19 on the
+    CPU of a busy loop (both pinned to CPU 0); None: no watch."""
+    busy = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
+    v = subprocess.Popen(["taskset", "-c", "0", f"{FX}/hold_victim", f"{FX}/libplain.so", "4"],
+                         stdout=subprocess.PIPE, text=True)
+    v.stdout.readline()
+    w = None
+    if build:
+        w = subprocess.Popen(["taskset", "-c", "0", "nice", "-n", "19", build, "watch", "-q",
+                              "-p", str(v.pid)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    out = v.communicate(timeout=60)[0]
+    if w:
+        w.send_signal(signal.SIGINT)
+        w.wait()
+    busy.kill()
+    busy.wait()
+    return number(r"longest dlopen ([\d.]+) ms", out)
+
+
+def row_nice():
+    vals = {"untraced": []}
+    for _ in range(RUNS):
+        vals["untraced"].append(mprotect_worst(None))
+        for b in BUILDS:
+            vals.setdefault(f"watch at nice 19 ({name(b)})", []).append(mprotect_worst(b))
+    print(f"the target's longest dlopen (mmap, mprotect) on a CPU a busy loop shares, median "
+          f"of {RUNS}:")
+    for k, v in vals.items():
+        print(f"  {k:34s} {statistics.median(v):8.1f} ms (worst {max(v):.1f} ms)")
+
+
+def row_attach():
+    print("8 attaches of watch --hot to dlopen_spin (four threads always in the loader):")
+    for b in BUILDS:
+        spin = subprocess.Popen([f"{FX}/dlopen_spin", f"{FX}/libplain.so"],
+                                stdout=subprocess.PIPE, text=True)
+        spin.stdout.readline()
+        false, held = 0, 0
+        for _ in range(8):
+            p = subprocess.run([b, "watch", "--hot", "-p", str(spin.pid), "--duration", "0.7"],
+                               capture_output=True, text=True, timeout=60)
+            false += "loader-lock-hazard" in p.stdout
+            held += "arrivals held" in p.stderr
+        spin.kill()
+        spin.wait()
+        print(f"  ({name(b)}): {false} of 8 with a false loader-lock-hazard, {held} of 8 "
+              f"holding dlcloses")
+
+
+for row, fn in (("dlopen", row_dlopen), ("dlsym", row_dlsym), ("twin", row_twin),
+                ("torch", row_torch), ("kill", row_kill), ("nice", row_nice),
+                ("attach", row_attach)):
+    if wanted(row):
+        fn()
+        sys.stdout.flush()
