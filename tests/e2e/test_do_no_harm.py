@@ -112,3 +112,31 @@ def test_a_dlsym_that_returned_is_not_taken_for_one_in_progress():
     assert re.search(r"blocked in a futex wait on 0x[0-9a-f]+ inside dlopen\(", p.stdout), \
         p.stdout
     assert "inside dlsym" not in p.stdout and "waits in dlsym" not in p.stdout, p.stdout
+
+
+def test_stacks_of_a_thread_signalled_thousands_of_times_a_second():
+    # A signal's delivery stop can come before the interrupt's: it is taken as the stop and
+    # its signal goes with the release. Before, the thread was resumed and never stopped again
+    # (3 s, no stack), and a release with signal 0 dropped a SIGALRM with its overruns.
+    import json
+    runs, hz = 400, 5000
+    with Fixture(["signal_storm", str(hz), "3600"]) as fx:
+        for i in range(runs):
+            p = dlscope("stacks", "--json", fx.pid, check=0)
+            proc = json.loads(p.stdout)["processes"][0]
+            assert proc["stopped_ms"] < 500, (i, proc["stopped_ms"])
+            threads = proc["threads"]
+            assert len(threads) == 2 and all(t["frames"] and not t["error"] for t in threads), \
+                (i, threads)
+        fx.proc.send_signal(signal.SIGTERM)
+        fx.proc.wait()
+    # The count is the fixture's own, at its end: run it short, stacks on it all along.
+    with Fixture(["signal_storm", str(hz), "3"]) as fx:
+        t0 = time.monotonic()
+        while fx.proc.poll() is None and time.monotonic() - t0 < 3:
+            dlscope("stacks", fx.pid)
+        out = fx.proc.stdout.read()
+    m = re.search(r"handled (\d+) overruns (\d+) due (\d+)", out)
+    assert m, out
+    handled, overruns, due = map(int, m.groups())
+    assert abs(handled + overruns - due) <= 1, out

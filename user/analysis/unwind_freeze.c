@@ -132,11 +132,13 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
 	case TRACEE_STOPPED: break;
 	default: c->gone = true; return 1;
 	}
-	if (!tracee__is_interrupt_stop(status)) {
-		/* A signal arrived first: let it be delivered, our stop comes next. */
-		ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)(status & 0xff));
-		return 0;
-	}
+	/*
+	 * A signal arrived first: its delivery stop is the thread's stop (resumed, the thread would
+	 * run on, as the interrupt may be spent: a 3 s wait, then no stack). The signal goes with
+	 * the release (release_all), delivered as it would have been.
+	 */
+	if (!tracee__is_interrupt_stop(status))
+		c->deliver_sig = status & 0xff;
 	c->stopped = true;
 	if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
 		c->have_regs = true;
@@ -245,17 +247,32 @@ static void collect_stops(struct capture_set *cs, const struct procmaps *maps, s
 }
 
 /*
- * Every seized thread let go. One that has not stopped (one that stops just now is detached
- * here), or was killed in its stop, cannot be detached: it is held, let go once it stops, its
- * exit reaped.
+ * Every seized thread let go, with the signal its stop held back. One not collected yet is
+ * looked at first: a stop that came meanwhile (a signal's) is taken, so that its signal goes
+ * with the detach rather than being dropped. One that has not stopped, or was killed in its
+ * stop, cannot be detached: it is held, let go once it stops, its exit reaped.
  */
 static void release_all(struct capture_set *cs)
 {
 	for (size_t i = 0; i < cs->n; i++) {
 		struct captured *c = &cs->c[i];
+		bool keep_exit = c->tid == cs->pid && cs->own_child;
+		int status = 0;
 
-		if (c->seized && !c->gone && ptrace(PTRACE_DETACH, c->tid, NULL, NULL))
-			held__add(c->tid, c->tid == cs->pid && cs->own_child);
+		if (!c->seized || c->gone)
+			continue;
+		if (!c->stopped) {
+			switch (tracee__look(c->tid, keep_exit, &status)) {
+			case TRACEE_NOTHING: break;
+			case TRACEE_STOPPED:
+				if (!tracee__is_interrupt_stop(status))
+					c->deliver_sig = status & 0xff;
+				break;
+			default: c->gone = true; continue;
+			}
+		}
+		if (ptrace(PTRACE_DETACH, c->tid, NULL, (void *)(long)c->deliver_sig))
+			held__add(c->tid, keep_exit);
 	}
 }
 

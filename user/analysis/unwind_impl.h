@@ -26,6 +26,8 @@ struct py_interp;
 struct captured {
 	pid_t tid;
 	bool seized, stopped, gone, have_regs;
+	/* The signal whose delivery stop was taken as the thread's stop: delivered at release. */
+	int deliver_sig;
 	int seize_errno,
 		regs_errno; /* why PTRACE_SEIZE or PTRACE_GETREGS failed, 0 if they did not */
 	struct user_regs_struct regs;

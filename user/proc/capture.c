@@ -44,6 +44,7 @@ struct ranges {
 struct cthread {
 	pid_t tid;
 	bool seized, stopped, gone, have_regs;
+	int deliver_sig; /* a signal whose delivery stop was the thread's stop: sent at release */
 	struct user_regs_struct regs;
 	struct user_fpregs_struct fpregs;
 	unsigned char xstate[XSTATE_MAX];
@@ -280,13 +281,31 @@ static bool collect(struct cthread *c)
 	case TRACEE_STOPPED: break;
 	default: return c->gone = true;
 	}
-	if (!tracee__is_interrupt_stop(status)) {
-		/* A signal came first: let it be delivered; our stop follows. */
-		ptrace(PTRACE_CONT, c->tid, NULL, (void *)(long)(status & 0xff));
-		return false;
-	}
+	/* A signal came first: its delivery stop is the thread's stop (resumed, the thread
+	 * might not stop again, the interrupt spent); the signal goes with the release. */
+	if (!tracee__is_interrupt_stop(status))
+		c->deliver_sig = status & 0xff;
 	take_regs(c);
 	return true;
+}
+
+/* A seized thread let go with the signal its stop held back; one not collected yet is looked
+ * at first, so that a signal's stop that came meanwhile keeps its signal. */
+static void release(struct cthread *c)
+{
+	int status = 0;
+
+	if (!c->stopped) {
+		switch (tracee__look(c->tid, false, &status)) {
+		case TRACEE_NOTHING: break;
+		case TRACEE_STOPPED:
+			if (!tracee__is_interrupt_stop(status))
+				c->deliver_sig = status & 0xff;
+			break;
+		default: return;
+		}
+	}
+	ptrace(PTRACE_DETACH, c->tid, NULL, (void *)(long)c->deliver_sig);
 }
 
 /*
@@ -361,7 +380,7 @@ static int freeze_and_copy(pid_t pid, struct cthread *c, size_t n, const struct 
 	/* A thread that never stopped cannot be detached: our exit releases it. */
 	for (size_t i = 0; i < n && !held; i++)
 		if (c[i].seized && !c[i].gone)
-			ptrace(PTRACE_DETACH, c[i].tid, NULL, NULL);
+			release(&c[i]);
 	st->stopped_ns = now_ns() - t0;
 	free(buf);
 	return *werr ? 0 : err;
