@@ -140,3 +140,19 @@ def test_stacks_of_a_thread_signalled_thousands_of_times_a_second():
     assert m, out
     handled, overruns, due = map(int, m.groups())
     assert abs(handled + overruns - due) <= 1, out
+
+
+@serial  # times a stop of 200 busy threads on the machine's CPUs
+def test_stacks_says_how_long_each_thread_was_held():
+    import json
+    with Fixture(["stop_gaps", "200", "busy"]) as fx:
+        time.sleep(0.3)
+        for _ in range(3):
+            proc = json.loads(dlscope("stacks", "--json", fx.pid, check=0).stdout)[
+                "processes"][0]
+            assert len(proc["threads"]) == 200, len(proc["threads"])
+            assert 0 < proc["held_max_ms"] <= proc["stopped_ms"] + 0.01, proc["held_max_ms"]
+            assert proc["held_max_ms"] < 250, proc["held_max_ms"]
+        text = dlscope("stacks", "--stats", fx.pid, check=0).stdout
+        assert re.search(r"stopped for [\d.]+ ms, each thread at most [\d.]+ ms \(200 threads",
+                         text), text[-500:]

@@ -46,6 +46,7 @@ struct stacks {
 	struct thread_stack *t;
 	size_t n;
 	uint64_t stopped_ns;	/* from the first thread stopped to the last released */
+	uint64_t held_max_ns;	/* the longest one thread was held: its interrupt to its release */
 	uint64_t stack_bytes;	/* stack memory copied while stopped */
 	struct py_snapshot *py; /* the Python threads, read while stopped; NULL when not Python */
 	char py_why[256];	/* why a Python process has no Python frames here, or "" */

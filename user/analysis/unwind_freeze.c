@@ -273,6 +273,7 @@ static void release_all(struct capture_set *cs)
 		}
 		if (ptrace(PTRACE_DETACH, c->tid, NULL, (void *)(long)c->deliver_sig))
 			held__add(c->tid, keep_exit);
+		c->t_release = now_ns();
 	}
 }
 
@@ -298,6 +299,7 @@ int unwind_freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 	t0 = now_ns();
 	for (size_t i = 0; !err && i < cs->n; i++)
 		if (cs->c[i].seized) {
+			cs->c[i].t_interrupt = now_ns();
 			ptrace(PTRACE_INTERRUPT, cs->c[i].tid, NULL, NULL);
 			pending++;
 		}
@@ -309,6 +311,13 @@ int unwind_freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 	release_all(cs);
 	if (!err)
 		out->stopped_ns = now_ns() - t0;
+	for (size_t i = 0; !err && i < cs->n; i++) {
+		const struct captured *c = &cs->c[i];
+
+		if (c->t_interrupt && c->t_release > c->t_interrupt &&
+		    c->t_release - c->t_interrupt > out->held_max_ns)
+			out->held_max_ns = c->t_release - c->t_interrupt;
+	}
 	stop_priority_restore(raised, policy, &param);
 	return err;
 }

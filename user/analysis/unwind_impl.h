@@ -28,6 +28,8 @@ struct captured {
 	bool seized, stopped, gone, have_regs;
 	/* The signal whose delivery stop was taken as the thread's stop: delivered at release. */
 	int deliver_sig;
+	/* Its interrupt and its release (CLOCK_MONOTONIC ns): how long this thread was held. */
+	uint64_t t_interrupt, t_release;
 	int seize_errno,
 		regs_errno; /* why PTRACE_SEIZE or PTRACE_GETREGS failed, 0 if they did not */
 	struct user_regs_struct regs;

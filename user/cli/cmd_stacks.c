@@ -234,8 +234,10 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 	free(go_summary);
 	if (stats)
 		fprintf(out,
-			"\nstopped for %.3f ms (%zu threads, %" PRIu64 " KiB of stack copied)\n",
-			(double)s->stopped_ns / 1e6, s->n, s->stack_bytes / 1024);
+			"\nstopped for %.3f ms, each thread at most %.3f ms (%zu threads, %" PRIu64
+			" KiB of stack copied)\n",
+			(double)s->stopped_ns / 1e6, (double)s->held_max_ns / 1e6, s->n,
+			s->stack_bytes / 1024);
 }
 
 static json_t *python_json(const struct inspection *in, const struct stacks *s)
@@ -304,10 +306,11 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 		free(summary);
 	}
 	cmdline = proc__cmdline(t->pid);
-	doc = json_pack("{s:i, s:s, s:s, s:o*, s:f, s:o, s:o, s:o, s:o, s:o}", "pid", t->pid,
+	doc = json_pack("{s:i, s:s, s:s, s:o*, s:f, s:f, s:o, s:o, s:o, s:o, s:o}", "pid", t->pid,
 			"comm", t->comm, "exe", t->exe, "cmdline",
 			cmdline ? json_string(cmdline) : json_null(), "stopped_ms",
-			(double)s->stopped_ns / 1e6, "python", python_json(in, s), "threads",
+			(double)s->stopped_ns / 1e6, "held_max_ms", (double)s->held_max_ns / 1e6,
+			"python", python_json(in, s), "threads",
 			threads, "edges", edges, "cycles", cycles, "verdicts", verdicts);
 	json_object_set_new(doc, "go", go ? go_state__to_json(go) : json_null());
 	free(cmdline);
