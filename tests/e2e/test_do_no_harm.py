@@ -156,3 +156,34 @@ def test_stacks_says_how_long_each_thread_was_held():
         text = dlscope("stacks", "--stats", fx.pid, check=0).stdout
         assert re.search(r"stopped for [\d.]+ ms, each thread at most [\d.]+ ms \(200 threads",
                          text), text[-500:]
+
+
+def longest_dlopen_beside_a_busy_loop(watcher):
+    """hold_victim's longest dlopen, pinned with a busy loop to CPU 0, with @watcher (argv
+    before "-p PID", or None) pinned there too."""
+    busy = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
+    try:
+        with Fixture(["taskset", "-c", "0", fixture_path("hold_victim"),
+                      fixture_path("libplain.so"), "3"]) as fx:
+            w = subprocess.Popen(["taskset", "-c", "0", *watcher, "-p", str(fx.pid)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) \
+                if watcher else None
+            out = fx.proc.communicate(timeout=60)[0]
+            if w:
+                w.send_signal(signal.SIGINT)
+                w.wait(timeout=60)
+    finally:
+        busy.kill()
+        busy.wait()
+    return float(re.search(r"longest dlopen ([\d.]+) ms", out).group(1))
+
+
+@serial  # times the target on a CPU it shares with a busy loop
+def test_a_starved_collector_stalls_no_target_call():
+    # A collector at nice 19 on a busy CPU is preempted at will: what it does while the
+    # target waits on it (its mmap lock: maps, memory, uprobes) runs at a real-time priority.
+    need_root()
+    alone = longest_dlopen_beside_a_busy_loop(None)
+    watched = longest_dlopen_beside_a_busy_loop(["nice", "-n", "19", dlscope_path(), "watch",
+                                                 "-q"])
+    assert watched < alone + 50, (alone, watched)

@@ -17,6 +17,7 @@
 #include "permission.h"
 #include "procfs.h"
 #include "procmaps.h"
+#include "rtprio.h"
 #include "pystate.h"
 #include "target.h"
 #include "tracee.h"
@@ -153,29 +154,6 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
 }
 
 /*
- * While the target is stopped, this thread runs ahead of it: with every CPU taken by the
- * target's own busy threads (and those released first), a thread of normal priority waits its
- * turn behind each of them between two ptrace calls, and the stop lasts as long as they make it.
- * The lowest real-time priority, for the stop only; without the right to it (CAP_SYS_NICE or
- * RLIMIT_RTPRIO), the stop runs at the priority it has. Returns whether it was raised.
- */
-static bool stop_priority_raise(int *policy, struct sched_param *param)
-{
-	*policy = sched_getscheduler(0);
-	if (*policy < 0 || sched_getparam(0, param))
-		return false;
-	if (*policy == SCHED_FIFO || *policy == SCHED_RR)
-		return false;
-	return !sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){ .sched_priority = 1 });
-}
-
-static void stop_priority_restore(bool raised, int policy, const struct sched_param *param)
-{
-	if (raised)
-		sched_setscheduler(0, policy, param);
-}
-
-/*
  * Seizing stops nothing: every thread is seized first (then all are interrupted at once). 0, or
  * -EPERM with @why when the process cannot be stopped at all.
  */
@@ -286,16 +264,19 @@ int unwind_freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 			   const struct py_interp *py, unsigned int max_frames, struct stacks *out,
 			   char *why, size_t whylen)
 {
-	struct sched_param param;
+	struct rtprio prio = { 0 };
 	size_t pending = 0;
-	bool raised;
-	int err, policy;
 	uint64_t t0;
+	int err;
 
 	/* Threads an earlier capture could not stop and that stopped since are let go first. */
 	held__pass();
 	err = seize_all(cs, why, whylen);
-	raised = !err && stop_priority_raise(&policy, &param);
+	/* While the target is stopped, this thread runs ahead of it: at normal priority, with
+	 * every CPU taken by the target's busy threads, it would wait its turn behind each of
+	 * them between two ptrace calls, and the stop last as long as they make it. */
+	if (!err)
+		rtprio__raise(&prio);
 	t0 = now_ns();
 	for (size_t i = 0; !err && i < cs->n; i++)
 		if (cs->c[i].seized) {
@@ -318,6 +299,6 @@ int unwind_freeze_and_copy(struct capture_set *cs, const struct procmaps *maps,
 		    c->t_release - c->t_interrupt > out->held_max_ns)
 			out->held_max_ns = c->t_release - c->t_interrupt;
 	}
-	stop_priority_restore(raised, policy, &param);
+	rtprio__restore(&prio);
 	return err;
 }

@@ -16,6 +16,7 @@
 #include "output.h"
 #include "procfs.h"
 #include "procmaps.h"
+#include "rtprio.h"
 #include "runtimes.h"
 #include "target.h"
 #include "threadscan.h"
@@ -86,6 +87,8 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 	pid_t starters[64];
 	size_t n_starters = 0;
 	char list[256], comm[32] = "?", why[256], path[64];
+	struct rtprio prio;
+	bool scanned;
 	cpu_set_t cpus;
 
 	if (!ps || !ps->g || !ps->maps || ps->oversubscribed || ps->pool_scans >= POOL_SCANS ||
@@ -93,10 +96,15 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 	    target__open(b[0].pid, &t, why, sizeof(why)))
 		return;
 	ps->pool_scans++;
-	/* Maps read now: the pools' thread stacks are younger than the collector's copy. */
+	/* Maps read now: the pools' thread stacks are younger than the collector's copy. Its
+	 * maps and stacks read take its mmap lock: at a real-time priority (rtprio.h). */
+	rtprio__raise(&prio);
 	maps = procmaps__read(b[0].pid);
 	am = maps ? addrmap__build(maps, ps->g) : NULL;
-	if (am && !threadscan__scan(t, ps->g, am, &ts) && !runtimes__collect(ps->g, t, ts, &rl)) {
+	scanned = am && !threadscan__scan(t, ps->g, am, &ts) &&
+		  !runtimes__collect(ps->g, t, ts, &rl);
+	rtprio__restore(&prio);
+	if (scanned) {
 		if (n > 8)
 			n = 8;
 		for (size_t i = 0; i < n; i++) {

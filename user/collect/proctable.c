@@ -18,6 +18,7 @@
 #include "pkgowner.h"
 #include "procfs.h"
 #include "procmaps.h"
+#include "rtprio.h"
 #include "target.h"
 #include "watch_internal.h"
 
@@ -68,13 +69,20 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 int proctable__refresh(struct watch *w, struct proc_state *ps)
 {
 	struct libgraph *old = ps->g, *g = NULL;
+	struct rtprio prio;
 	struct target *t;
 	char why[256];
 
-	if (target__open(ps->pid, &t, why, sizeof(why)))
+	/* Its memory, its maps and the uprobes attached take its mmap lock: at a real-time
+	 * priority, so that a starved collector never holds it (rtprio.h). */
+	rtprio__raise(&prio);
+	if (target__open(ps->pid, &t, why, sizeof(why))) {
+		rtprio__restore(&prio);
 		return -ESRCH;
+	}
 	if (libgraph__snapshot_cached(t, w->cache, &g, why, sizeof(why))) {
 		target__free(t);
+		rtprio__restore(&prio);
 		return -ESRCH;
 	}
 	/* Objects seen before answer from the cache; out of memory only leaves owners out. */
@@ -88,6 +96,7 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	for (size_t i = 0; i < g->n; i++)
 		probes__attach_object(w, ps->pid, g->objs[i]);
 	pyprocs__find(w, ps);
+	rtprio__restore(&prio);
 	if (!old && !ps->seen_all) {
 		/* Attached to a running process: its present objects are the baseline, in a
 		 * trace too, so that a replay starts from the whole graph. */

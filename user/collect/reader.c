@@ -19,6 +19,7 @@
 
 #include "dlwatch.skel.h"
 #include "output.h"
+#include "rtprio.h"
 #include "target.h"
 #include "watch_internal.h"
 
@@ -38,9 +39,7 @@ static int read_hold(void *ctx, void *data, size_t size)
 	struct libgraph *g;
 	char why[128];
 
-	struct sched_param rt = { .sched_priority = 1 }, was_param;
-	int was = sched_getscheduler(0);
-	bool boosted;
+	struct rtprio prio;
 
 	if (size < offsetof(struct dlw_event, path) || e->type != DLW_HOLD)
 		return 0;
@@ -49,8 +48,7 @@ static int read_hold(void *ctx, void *data, size_t size)
 	 * priority, so that a collector started at nice 19 on that CPU is not held back by the
 	 * very thread waiting for it; then back to what it was (its nice value too).
 	 */
-	boosted = was == SCHED_OTHER && !sched_getparam(0, &was_param) &&
-		  !sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &rt);
+	rtprio__raise(&prio);
 	if (!w->draining && !target__open((pid_t)e->pid, &t, why, sizeof(why))) {
 		if (!libgraph__snapshot_cached(t, w->cache, &g, why, sizeof(why))) {
 			for (size_t i = 0; i < g->n; i++)
@@ -62,8 +60,7 @@ static int read_hold(void *ctx, void *data, size_t size)
 	if (w->skel)
 		bpf_map__update_elem(w->skel->maps.released, &tid, sizeof(tid), &seq, sizeof(seq),
 				     BPF_ANY);
-	if (boosted)
-		sched_setscheduler(0, was, &was_param);
+	rtprio__restore(&prio);
 	/* What the hold cost is counted by the held thread itself (probes__count_lost). */
 	return 0;
 }
