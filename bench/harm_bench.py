@@ -95,7 +95,8 @@ def row_dlsym():
     configs = {"untraced": prog, "bpftrace entry+uretprobe": floor_pair("dlsym", prog)}
     for b in BUILDS:
         configs[f"watch ({name(b)})"] = [b, "watch", "-q", "--", *prog]
-        configs[f"watch --dlsym ({name(b)})"] = [b, "watch", "-q", "--dlsym", "--", *prog]
+        if "--dlsym" in run_out([b, "watch", "--help"]):
+            configs[f"watch --dlsym ({name(b)})"] = [b, "watch", "-q", "--dlsym", "--", *prog]
     med = interleaved(configs, RUNS, lambda a: 1e6 / number(r"(\d+) calls/s", run_out(a)))
     print(f"dlsym in a loop, a watched process, median of {RUNS}:")
     for k, v in med.items():

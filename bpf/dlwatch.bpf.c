@@ -221,23 +221,26 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, u32);
-	__type(value, u64);
+	__type(value, struct dlw_outside);
 } outside SEC(".maps");
 
 /* traced(), at a uprobe's entry: a hit of an untraced process is counted for it. */
 static __always_inline bool probe_for(u32 tgid)
 {
-	u64 one = 1, *n;
+	struct dlw_outside first = { .hits = 1 }, *o;
 
 	if (traced(tgid))
 		return true;
 	if (!tgid)
 		return false; /* outside the collector's PID namespace: it has no number here */
-	n = bpf_map_lookup_elem(&outside, &tgid);
-	if (n)
-		__sync_fetch_and_add(n, 1);
-	else
-		bpf_map_update_elem(&outside, &tgid, &one, BPF_NOEXIST);
+	o = bpf_map_lookup_elem(&outside, &tgid);
+	if (o) {
+		__sync_fetch_and_add(&o->hits, 1);
+	} else {
+		/* Named now: it may be gone by the summary. */
+		bpf_get_current_comm(first.comm, sizeof(first.comm));
+		bpf_map_update_elem(&outside, &tgid, &first, BPF_NOEXIST);
+	}
 	return false;
 }
 

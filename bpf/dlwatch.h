@@ -116,6 +116,12 @@ enum dlw_lost {
 	DLW_LOST__COUNT,
 };
 
+/* A process outside the watch that hit its probes (the map outside): how often, its name. */
+struct dlw_outside {
+	unsigned long long hits;
+	char comm[16];
+};
+
 /* The attach cookie of a return probe placed on a ret instruction (not a uretprobe). */
 #define DLW_AT_RET 0x100
 /* The attach cookie of dlopen_enter on dlmopen, whose arguments start with the namespace. */

@@ -187,3 +187,48 @@ def test_a_starved_collector_stalls_no_target_call():
     watched = longest_dlopen_beside_a_busy_loop(["nice", "-n", "19", dlscope_path(), "watch",
                                                  "-q"])
     assert watched < alone + 50, (alone, watched)
+
+
+def twin_rate(watch_args):
+    """dlsym calls a second of a loop nobody watches, run while `watch WATCH_ARGS -p IDLE`
+    watches another process (None: no watch); and the watch's stderr."""
+    from test_watch import _dlsym_loop
+    idle = subprocess.Popen(["sleep", "60"])
+    w = None
+    try:
+        if watch_args is not None:
+            w = subprocess.Popen([dlscope_path(), "watch", "-q", *watch_args, "-p",
+                                  str(idle.pid)], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+            assert w.stderr.readline().startswith("dlscope: watching")
+        out = subprocess.run([_dlsym_loop(), "300000"], capture_output=True, text=True,
+                             check=True, timeout=120).stdout
+        rate = float(re.search(r"(\d+) calls/s", out).group(1))
+        err = ""
+        if w:
+            w.send_signal(signal.SIGINT)
+            err = w.communicate(timeout=60)[1]
+        return rate, err
+    finally:
+        if w and w.poll() is None:
+            w.kill()
+            w.wait()
+        idle.kill()
+        idle.wait()
+
+
+@serial  # compares the speed of a loop with and without a watch beside it
+def test_an_unwatched_twin_pays_nothing():
+    # uprobes are per file: without the PID filter, a process nobody watches that maps the same
+    # libc took a trap per dlsym (6 us here). With -p it takes none; with --follow the probes
+    # must be everywhere, which the start says and the summary counts.
+    need_root()
+    alone, _ = twin_rate(None)
+    beside, err = twin_rate([])
+    assert beside > alone / 2, (alone, beside)
+    assert "outside the watch" not in err, err
+    everywhere, err = twin_rate(["--follow"])
+    assert everywhere < beside / 5, (beside, everywhere)
+    m = re.search(r"dlscope: (\d+) process(?:es)? outside the watch hit its probes (\d+) times", err)
+    assert m and int(m.group(2)) >= 270000, err
+    assert re.search(r"\d+ \(dlsym_loop\) \d+", err), err

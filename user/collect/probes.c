@@ -641,23 +641,20 @@ static void probes__count_outside(struct watch *w, struct watch_stats *st)
 {
 	const struct bpf_map *m = w->skel->maps.outside;
 	uint32_t key, next, *prev = NULL;
-	unsigned long long hits;
+	struct dlw_outside v;
 
 	st->probes_everywhere = !w->pid_filter;
 	while (!bpf_map__get_next_key(m, prev, &next, sizeof(next))) {
 		struct outside_proc o = { .pid = (int)next };
-		char comm[16];
 
 		key = next;
 		prev = &key;
-		if (bpf_map__lookup_elem(m, &key, sizeof(key), &hits, sizeof(hits), 0))
+		if (bpf_map__lookup_elem(m, &key, sizeof(key), &v, sizeof(v), 0))
 			continue;
 		st->outside_procs++;
-		st->outside_hits += hits;
-		o.hits = hits;
-		if (proc__read_stat((pid_t)key, 0, comm, sizeof(comm), NULL, NULL))
-			snprintf(comm, sizeof(comm), "exited");
-		termsafe__escape(comm, sizeof(comm), o.comm, sizeof(o.comm));
+		st->outside_hits += v.hits;
+		o.hits = v.hits;
+		termsafe__escape(v.comm, strnlen(v.comm, sizeof(v.comm)), o.comm, sizeof(o.comm));
 		outside_rank(st, &o);
 	}
 }
