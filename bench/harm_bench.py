@@ -4,7 +4,7 @@
 round by round, with the medians printed beside the untraced run and bpftrace's entry and return
 pair on the same function (the floor). Needs root (BPF), bpftrace and the fixtures (make).
 
-    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,dlsym,twin,torch,kill,nice,attach]
+    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,dlsym,twin,torch,kill,nice,attach,signals]
 
 Rows:
   dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held every time)
@@ -14,6 +14,8 @@ Rows:
   kill     SIGKILL and SIGSTOP (1.2 s) of watch: the target's longest dlopen and dlsym
   nice     watch at nice 19 on a CPU a busy loop takes: the target's longest mprotect
   attach   8 attaches of watch --hot to four threads always inside the loader: false findings
+  signals  stacks in a loop on a thread a 5 kHz timer signals: slow runs, signals lost
+The stop each thread of a 200-thread process sees is bench/scale_bench.py's "stop" part.
 """
 import os
 import re
@@ -238,9 +240,27 @@ def row_attach():
               f"holding dlcloses")
 
 
+def row_signals():
+    print("stacks again and again for 3 s on signal_storm (a 5 kHz timer signal):")
+    for b in BUILDS:
+        v = subprocess.Popen([f"{FX}/signal_storm", "5000", "3"], stdout=subprocess.PIPE,
+                             text=True)
+        v.stdout.readline()
+        runs, slow = 0, 0
+        while v.poll() is None:
+            t = time.monotonic()
+            subprocess.run([b, "stacks", str(v.pid)], capture_output=True)
+            runs += 1
+            slow += time.monotonic() - t > 1
+        out = v.stdout.read()
+        m = re.search(r"handled (\d+) overruns (\d+) due (\d+)", out)
+        print(f"  ({name(b)}): {runs} runs, {slow} over 1 s; expirations handled or overrun "
+              f"{int(m.group(1)) + int(m.group(2))} of {m.group(3)}")
+
+
 for row, fn in (("dlopen", row_dlopen), ("dlsym", row_dlsym), ("twin", row_twin),
                 ("torch", row_torch), ("kill", row_kill), ("nice", row_nice),
-                ("attach", row_attach)):
+                ("attach", row_attach), ("signals", row_signals)):
     if wanted(row):
         fn()
         sys.stdout.flush()

@@ -101,7 +101,8 @@ def assert_sane_terminal(screen):
 def record_two_omp(path):
     if not is_root():
         raise Skip("recording a trace needs root")
-    dlscope("record", "-o", path, "--duration", "2", "--", fixture_path("two_omp"), check=1)
+    dlscope("record", "--dlsym", "-o", path, "--duration", "2", "--", fixture_path("two_omp"),
+            check=1)
 
 
 def wait_command_ready(ui, d):

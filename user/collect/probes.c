@@ -370,6 +370,10 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 	if (fd < 0)
 		snprintf(path, sizeof(path), "/proc/%d/%s%s", pid,
 			 o->path[0] == '/' ? "root" : "cwd/", o->path);
+	/* Nor through /proc (a process exiting, a zombie already: its root is gone): left
+	 * unmarked too, not marked probed with every probe refused. */
+	if (fd < 0 && access(path, R_OK))
+		return;
 	*mask |= want;
 	/* The runtime's id in the probes' cookies: its file's place in w->files. */
 	rt = (unsigned int)(container_of_mask(w, mask) + 1);

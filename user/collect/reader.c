@@ -149,7 +149,9 @@ static void *hold_reader(void *arg)
 static void *beat(void *arg)
 {
 	struct watch *w = arg;
-	struct sched_param rt = { .sched_priority = 1 };
+	/* Above the collector's own real-time work (priority 1: a hold, a refresh), which can
+	 * take both CPUs of a small machine for longer than the beat may wait. */
+	struct sched_param rt = { .sched_priority = 2 };
 	struct timespec every = { 0, (long)DLW_BEAT_EVERY_NS };
 
 	pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
