@@ -310,8 +310,8 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 			"comm", t->comm, "exe", t->exe, "cmdline",
 			cmdline ? json_string(cmdline) : json_null(), "stopped_ms",
 			(double)s->stopped_ns / 1e6, "held_max_ms", (double)s->held_max_ns / 1e6,
-			"python", python_json(in, s), "threads",
-			threads, "edges", edges, "cycles", cycles, "verdicts", verdicts);
+			"python", python_json(in, s), "threads", threads, "edges", edges, "cycles",
+			cycles, "verdicts", verdicts);
 	json_object_set_new(doc, "go", go ? go_state__to_json(go) : json_null());
 	free(cmdline);
 	return doc;
