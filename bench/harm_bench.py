@@ -80,11 +80,18 @@ def floor_pair(fn, prog):
             " ".join(prog)]
 
 
+def under_watch(configs, prog, *opts):
+    """@configs with `watch -q OPTS -- PROG` of each build added, named after it."""
+    for b in BUILDS:
+        configs[f"watch {' '.join(opts) + ' ' if opts else ''}({name(b)})"] = \
+            [b, "watch", "-q", *opts, "--", *prog]
+    return configs
+
+
 def row_dlopen():
     prog = [f"{OUT}/dlopen_new_loop", "300", f"{FX}/libplain.so"]
-    configs = {"untraced": prog, "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}
-    for b in BUILDS:
-        configs[f"watch ({name(b)})"] = [b, "watch", "-q", "--", *prog]
+    configs = under_watch({"untraced": prog,
+                           "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog)
     med = interleaved(configs, RUNS, lambda a: number(r"([\d.]+) us per dlopen", run_out(a)))
     base = med["untraced"]
     print(f"dlopen of a new object (libplain.so, 300 a run), median of {RUNS}:")
@@ -142,9 +149,7 @@ def row_torch():
         return
     prog = [py, "-c", "import time; t = time.monotonic(); import torch; "
             "print(f'import {time.monotonic() - t:.3f} s')"]
-    configs = {"untraced": prog}
-    for b in BUILDS:
-        configs[f"watch ({name(b)})"] = [b, "watch", "-q", "--", *prog]
+    configs = under_watch({"untraced": prog}, prog)
     med = interleaved(configs, RUNS, lambda a: number(r"import ([\d.]+) s", run_out(a)))
     base = med["untraced"]
     print(f"import torch, median of {RUNS}:")

@@ -1,5 +1,6 @@
 """What watching costs the target and the processes beside it, whatever happens to dlscope
 (docs/reliability.md; issue: do no harm)."""
+import json
 import os
 import re
 import signal
@@ -118,7 +119,6 @@ def test_stacks_of_a_thread_signalled_thousands_of_times_a_second():
     # A signal's delivery stop can come before the interrupt's: it is taken as the stop and
     # its signal goes with the release. Before, the thread was resumed and never stopped again
     # (3 s, no stack), and a release with signal 0 dropped a SIGALRM with its overruns.
-    import json
     runs, hz = 400, 5000
     with Fixture(["signal_storm", str(hz), "3600"]) as fx:
         for i in range(runs):
@@ -144,7 +144,6 @@ def test_stacks_of_a_thread_signalled_thousands_of_times_a_second():
 
 @serial  # times a stop of 200 busy threads on the machine's CPUs
 def test_stacks_says_how_long_each_thread_was_held():
-    import json
     with Fixture(["stop_gaps", "200", "busy"]) as fx:
         time.sleep(0.3)
         for _ in range(3):

@@ -138,8 +138,7 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
 	 * run on, as the interrupt may be spent: a 3 s wait, then no stack). The signal goes with
 	 * the release (release_all), delivered as it would have been.
 	 */
-	if (!tracee__is_interrupt_stop(status))
-		c->deliver_sig = status & 0xff;
+	c->deliver_sig = tracee__held_signal(status);
 	c->stopped = true;
 	if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
 		c->have_regs = true;
@@ -235,21 +234,16 @@ static void release_all(struct capture_set *cs)
 	for (size_t i = 0; i < cs->n; i++) {
 		struct captured *c = &cs->c[i];
 		bool keep_exit = c->tid == cs->pid && cs->own_child;
-		int status = 0;
+		int err;
 
 		if (!c->seized || c->gone)
 			continue;
-		if (!c->stopped) {
-			switch (tracee__look(c->tid, keep_exit, &status)) {
-			case TRACEE_NOTHING: break;
-			case TRACEE_STOPPED:
-				if (!tracee__is_interrupt_stop(status))
-					c->deliver_sig = status & 0xff;
-				break;
-			default: c->gone = true; continue;
-			}
+		err = tracee__release(c->tid, keep_exit, c->stopped, c->deliver_sig);
+		if (err == -ECHILD) {
+			c->gone = true;
+			continue;
 		}
-		if (ptrace(PTRACE_DETACH, c->tid, NULL, (void *)(long)c->deliver_sig))
+		if (err)
 			held__add(c->tid, keep_exit);
 		c->t_release = now_ns();
 	}

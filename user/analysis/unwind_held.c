@@ -84,8 +84,7 @@ static bool held_release(const struct held *h)
 	default: return true; /* exited, or no longer ours (reaped) */
 	}
 	/* ESRCH: killed after the stop was reported; its exit comes next. */
-	return !ptrace(PTRACE_DETACH, h->tid, NULL,
-		       (void *)(long)(tracee__is_interrupt_stop(status) ? 0 : status & 0xff)) ||
+	return !ptrace(PTRACE_DETACH, h->tid, NULL, (void *)(long)tracee__held_signal(status)) ||
 	       errno != ESRCH;
 }
 

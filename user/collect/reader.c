@@ -141,6 +141,19 @@ static void *hold_reader(void *arg)
 	return NULL;
 }
 
+/* A thread of the collector's that takes no signal (they are the loop's): true if started. */
+static bool start_quiet(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, was;
+	bool ok;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &was);
+	ok = !pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	return ok;
+}
+
 /*
  * The heartbeat the BPF holds look at (DLW_BEAT_STALE_NS): a thread of its own, at real-time
  * priority, so that neither a hold's long attach nor a collector at nice 19 makes it late,
@@ -166,14 +179,9 @@ static void *beat(void *arg)
 
 static void beat_start(struct watch *w)
 {
-	sigset_t all, was;
-
 	/* The first beat before any probe is attached: no hold finds the collector absent. */
 	w->skel->bss->collector_beat = mono_ns(CLOCK_MONOTONIC);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &was);
-	w->beat_on = !pthread_create(&w->beat, NULL, beat, w);
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	w->beat_on = start_quiet(&w->beat, beat, w);
 	if (!w->beat_on)
 		dls_warn("cannot start the heartbeat: the loader is not held for new objects' "
 			 "probes, which may come after their first calls");
@@ -191,7 +199,6 @@ static void beat_stop(struct watch *w)
 void reader__start(struct watch *w)
 {
 	pthread_mutexattr_t a;
-	sigset_t all, was;
 
 	if (pthread_mutexattr_init(&a) || pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) ||
 	    pthread_mutex_init(&w->lock, &a))
@@ -200,10 +207,7 @@ void reader__start(struct watch *w)
 	beat_start(w);
 	w->reader_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_lock(&w->lock);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &was);
-	w->reader_on = !pthread_create(&w->reader, NULL, hold_reader, w);
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	w->reader_on = start_quiet(&w->reader, hold_reader, w);
 	if (!w->reader_on) {
 		pthread_mutex_unlock(&w->lock);
 		pthread_mutex_destroy(&w->lock);

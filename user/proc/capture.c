@@ -283,29 +283,9 @@ static bool collect(struct cthread *c)
 	}
 	/* A signal came first: its delivery stop is the thread's stop (resumed, the thread
 	 * might not stop again, the interrupt spent); the signal goes with the release. */
-	if (!tracee__is_interrupt_stop(status))
-		c->deliver_sig = status & 0xff;
+	c->deliver_sig = tracee__held_signal(status);
 	take_regs(c);
 	return true;
-}
-
-/* A seized thread let go with the signal its stop held back; one not collected yet is looked
- * at first, so that a signal's stop that came meanwhile keeps its signal. */
-static void release(struct cthread *c)
-{
-	int status = 0;
-
-	if (!c->stopped) {
-		switch (tracee__look(c->tid, false, &status)) {
-		case TRACEE_NOTHING: break;
-		case TRACEE_STOPPED:
-			if (!tracee__is_interrupt_stop(status))
-				c->deliver_sig = status & 0xff;
-			break;
-		default: return;
-		}
-	}
-	ptrace(PTRACE_DETACH, c->tid, NULL, (void *)(long)c->deliver_sig);
 }
 
 /*
@@ -380,7 +360,7 @@ static int freeze_and_copy(pid_t pid, struct cthread *c, size_t n, const struct 
 	/* A thread that never stopped cannot be detached: our exit releases it. */
 	for (size_t i = 0; i < n && !held; i++)
 		if (c[i].seized && !c[i].gone)
-			release(&c[i]);
+			tracee__release(c[i].tid, false, c[i].stopped, c[i].deliver_sig);
 	st->stopped_ns = now_ns() - t0;
 	free(buf);
 	return *werr ? 0 : err;

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -33,4 +34,18 @@ enum tracee_news tracee__look(pid_t tid, bool keep_exit, int *status)
 		return TRACEE_STOPPED;
 	}
 	return tracee__look_for_exit(tid, keep_exit, status);
+}
+
+int tracee__release(pid_t tid, bool keep_exit, bool collected, int sig)
+{
+	int status = 0;
+
+	if (!collected) {
+		switch (tracee__look(tid, keep_exit, &status)) {
+		case TRACEE_NOTHING: break;
+		case TRACEE_STOPPED: sig = tracee__held_signal(status); break;
+		default: return -ECHILD;
+		}
+	}
+	return ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig) ? -errno : 0;
 }

@@ -37,4 +37,19 @@ static inline bool tracee__is_interrupt_stop(int status)
 	return (status >> 8) == PTRACE_EVENT_STOP;
 }
 
+/* The signal the stop @status holds back, to be delivered at its release: 0 for ours. */
+static inline int tracee__held_signal(int status)
+{
+	return tracee__is_interrupt_stop(status) ? 0 : status & 0xff;
+}
+
+/*
+ * Let seized thread @tid go, with @sig, the signal its collected stop held back. One not
+ * collected yet (!@collected) is looked at first: a signal's stop that came meanwhile goes
+ * with its signal, never released with 0. 0 when detached; -ECHILD when the look found it
+ * exited (or no longer ours); else PTRACE_DETACH's -errno: running, not stopped yet, or
+ * killed in its stop (ESRCH), its exit still to be reaped.
+ */
+int tracee__release(pid_t tid, bool keep_exit, bool collected, int sig);
+
 #endif /* DLSCOPE_TRACEE_H */
