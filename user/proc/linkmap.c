@@ -185,7 +185,44 @@ static int push_entry(struct linkmap *lm, size_t *cap, const struct lm_entry *e)
 	return 0;
 }
 
-static int walk_namespaces(const struct target *t, struct linkmap *lm)
+/*
+ * Every namespace's list from lm->r_debug. @known, when given, is asked of each entry before its
+ * name is read: a known one gets no name (NULL), one read of the target less per object.
+ */
+/* The link_maps of an earlier walk, read again in one go (target__read_many). */
+struct prefetch {
+	const uint64_t *addrs;
+	size_t n, got, next;
+	struct link_map *maps;
+	bool tried;
+};
+
+/* @addr's link_map from the prefetch, when it was there: the entries an earlier walk met are
+ * met again in the same order, a few removed (dlclose) and new ones at the end. */
+static bool prefetched(const struct target *t, struct prefetch *pf, uint64_t addr,
+		       struct link_map *out)
+{
+	if (!pf->n)
+		return false;
+	if (!pf->tried) {
+		pf->tried = true;
+		pf->maps = malloc(pf->n * sizeof(*pf->maps));
+		pf->got = pf->maps ? target__read_many(t, pf->addrs, pf->n, pf->maps,
+						       sizeof(*pf->maps)) :
+				     0;
+	}
+	for (size_t j = pf->next; j < pf->got && j < pf->next + 8; j++) {
+		if (pf->addrs[j] != addr)
+			continue;
+		*out = pf->maps[j];
+		pf->next = j + 1;
+		return true;
+	}
+	return false;
+}
+
+static int walk_namespaces(const struct target *t, struct linkmap *lm, linkmap_known_fn known,
+			   void *arg, struct prefetch *pf)
 {
 	struct r_debug_extended rd;
 	uint64_t rd_addr = lm->r_debug;
@@ -220,7 +257,9 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 
 			if (++count > MAX_OBJECTS)
 				return -EFAULT;
-			err = target__read(t, lm_addr, &l, sizeof(l));
+			err = pf && prefetched(t, pf, lm_addr, &l) ?
+				      0 :
+				      target__read(t, lm_addr, &l, sizeof(l));
 			if (err)
 				return err;
 			/*
@@ -233,6 +272,10 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 			prev = lm_addr;
 			e.l_addr = l.l_addr;
 			e.l_ld = (uint64_t)(uintptr_t)l.l_ld;
+			if (known && known(&e, arg)) {
+				e.name = NULL;
+				goto push;
+			}
 			name[0] = '\0';
 			if (l.l_name) {
 				err = target__read_str(t, (uint64_t)(uintptr_t)l.l_name, name,
@@ -243,6 +286,7 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm)
 			e.name = strdup(name);
 			if (!e.name)
 				return -ENOMEM;
+		push:
 			err = push_entry(lm, &cap, &e);
 			if (err)
 				return err;
@@ -292,12 +336,12 @@ int linkmap__read(const struct target *t, const struct procmaps *maps, struct li
 	 * that with r_state; retry a few times, then take what we saw and say so.
 	 */
 	for (int attempt = 0; attempt < 20; attempt++) {
-		err = walk_namespaces(t, lm);
+		err = walk_namespaces(t, lm, NULL, NULL, NULL);
 		if (!err && lm->consistent)
 			break;
 		if (err == -ESRCH || err == -EPERM || err == -ENOMEM)
 			break;
-		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+		target__sleep(t, 1000000);
 	}
 	if (err)
 		goto err_free;
@@ -311,13 +355,21 @@ err_free:
 
 int linkmap__walk(const struct target *t, uint64_t r_debug, struct linkmap **out)
 {
+	return linkmap__walk_new(t, r_debug, NULL, 0, NULL, NULL, out);
+}
+
+int linkmap__walk_new(const struct target *t, uint64_t r_debug, const uint64_t *prev, size_t n_prev,
+		      linkmap_known_fn known, void *arg, struct linkmap **out)
+{
 	struct linkmap *lm = calloc(1, sizeof(*lm));
+	struct prefetch pf = { .addrs = prev, .n = n_prev };
 	int err;
 
 	if (!lm)
 		return -ENOMEM;
 	lm->r_debug = r_debug;
-	err = walk_namespaces(t, lm);
+	err = walk_namespaces(t, lm, known, arg, &pf);
+	free(pf.maps);
 	if (err) {
 		linkmap__free(lm);
 		return err;

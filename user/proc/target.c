@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "corefile.h"
@@ -149,6 +150,14 @@ err_free:
 	return err;
 }
 
+void target__sleep(const struct target *t, long ns)
+{
+	if (t->sleep)
+		t->sleep(t, ns);
+	else
+		nanosleep(&(struct timespec){ .tv_nsec = ns }, NULL);
+}
+
 void target__free(struct target *t)
 {
 	if (!t)
@@ -231,6 +240,39 @@ int target__read(const struct target *t, uint64_t addr, void *buf, size_t len)
 	if (errno == EPERM || errno == EACCES)
 		return -EPERM;
 	return -EFAULT;
+}
+
+size_t target__read_many(const struct target *t, const uint64_t *addrs, size_t n, void *buf,
+			 size_t len)
+{
+	enum { BATCH = 256 };
+	struct iovec local[BATCH], remote[BATCH];
+	size_t done = 0;
+
+	while (done < n) {
+		size_t k = n - done < BATCH ? n - done : BATCH;
+		ssize_t got;
+
+		if (t->image || t->core || t->task <= 0) {
+			/* No process: one read each, as target__read does them. */
+			if (target__read(t, addrs[done], (char *)buf + done * len, len))
+				return done;
+			done++;
+			continue;
+		}
+		for (size_t i = 0; i < k; i++) {
+			local[i] = (struct iovec){ (char *)buf + (done + i) * len, len };
+			remote[i] = (struct iovec){ (void *)(uintptr_t)addrs[done + i], len };
+		}
+		got = process_vm_readv(t->task, local, k, remote, k, 0);
+		if (got < 0)
+			return done;
+		/* A partial transfer stops at the first address that cannot be read. */
+		done += (size_t)got / len;
+		if ((size_t)got < k * len)
+			return done;
+	}
+	return done;
 }
 
 int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t len)

@@ -32,6 +32,13 @@ struct target {
 	uint64_t image_base;
 	/* A core file instead of a process (target__from_core): its memory, auxv and files. */
 	const struct corefile *core;
+	/*
+	 * How a reader waits for the process to change (a link map being rewritten): by default
+	 * a sleep; a collector's loop lets its other threads have its lock meanwhile, one of
+	 * which may be what the process waits for (a hold).
+	 */
+	void (*sleep)(const struct target *t, long ns);
+	void *sleep_arg;
 };
 
 /*
@@ -57,6 +64,13 @@ struct target *target__from_core(const struct corefile *core, const char *exe);
 
 /* Read @len bytes at @addr in the target. Returns 0, or -EFAULT/-ESRCH/-EPERM. */
 int target__read(const struct target *t, uint64_t addr, void *buf, size_t len);
+/*
+ * Read @n records of @len bytes, the i-th at @addrs[i], into @buf one after the other, in as
+ * few system calls as the kernel allows (a list walked before, read again in one go). Returns
+ * how many leading records were read whole.
+ */
+size_t target__read_many(const struct target *t, const uint64_t *addrs, size_t n, void *buf,
+			 size_t len);
 /* Read a NUL-terminated string of at most @len-1 bytes. Returns its length or -errno. */
 int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t len);
 
@@ -69,6 +83,8 @@ void target__host_path(const struct target *t, const char *path, char *buf, size
 void target__exe_path(const struct target *t, char *buf, size_t len);
 /* Copy the value of @name from the target's initial environment; -ENOENT when unset. */
 int target__getenv(const struct target *t, const char *name, char *buf, size_t len);
+/* Wait @ns for the process to move on (struct target: sleep). */
+void target__sleep(const struct target *t, long ns);
 /* True while the process exists and is not a zombie. */
 bool target__alive(const struct target *t);
 
