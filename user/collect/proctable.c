@@ -69,6 +69,7 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 int proctable__refresh(struct watch *w, struct proc_state *ps)
 {
 	struct libgraph *old = ps->g, *g = NULL;
+	struct procmaps *maps;
 	struct rtprio prio;
 	struct target *t;
 	char why[256];
@@ -76,20 +77,27 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	/* Its memory, its maps and the uprobes attached take its mmap lock: at a real-time
 	 * priority, so that a starved collector never holds it (rtprio.h). */
 	rtprio__raise(&prio);
+	reader__let_holds_in(w);
 	if (target__open(ps->pid, &t, why, sizeof(why))) {
 		rtprio__restore(&prio);
 		return -ESRCH;
 	}
-	if (libgraph__snapshot_cached(t, w->cache, &g, why, sizeof(why))) {
+	reader__sleep_unlocked(w, t);
+	/* One read of its maps: the graph's and the one kept for the unwinder (ps->maps). */
+	maps = procmaps__read(ps->pid);
+	if (!maps || libgraph__snapshot_maps(t, maps, w->cache, &g, why, sizeof(why))) {
+		procmaps__free(maps);
 		target__free(t);
 		rtprio__restore(&prio);
 		return -ESRCH;
 	}
+	reader__let_holds_in(w);
 	/* Objects seen before answer from the cache; out of memory only leaves owners out. */
 	libgraph__find_packages(g, t, w->pkgs);
 	target__free(t);
 	procmaps__free(ps->maps);
-	ps->maps = procmaps__read(ps->pid);
+	ps->maps = maps;
+	reader__let_holds_in(w);
 	ps->g = g;
 	reported__carry(old, g);
 	unprobed_loader(w, ps, g);
@@ -131,6 +139,8 @@ static void announce_one(struct watch *w, struct proc_state *ps, const struct lg
 	reported__mark(ps->g, o);
 	loaded(w, ps, o, cause->ev.t, false);
 	live_findings__on_object(w, ps, cause, o);
+	/* A dlopen that brings 300 objects runs 300 objects' detectors: a hold waits for one. */
+	reader__let_holds_in(w);
 }
 
 /* Report @o and what it needs that is not reported yet, depth first in DT_NEEDED order. */
@@ -292,6 +302,7 @@ void proctable__drop(struct watch *w, pid_t pid)
 	if (w->skel)
 		bpf_map__delete_elem(w->skel->maps.targets, &key, sizeof(key), 0);
 	pyprocs__forget(w, NULL, pid);
+	holds__forget(w, pid);
 }
 
 /* The model follows the event: processes come and go, their graphs are read again. */
@@ -312,6 +323,7 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		/* A new image: everything it has is news, nothing of the old one "left". */
 		libgraph__free(ps->g);
 		ps->g = graph_empty(w, ps->pid, ev->comm);
+		holds__forget(w, ps->pid);
 		if (!ps->py_preset)
 			pyprocs__forget(w, ps, ps->pid);
 		ps->py_preset = false;

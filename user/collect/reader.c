@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "dlwatch.skel.h"
+#include "elf_cache.h"
 #include "output.h"
 #include "rtprio.h"
 #include "target.h"
@@ -35,10 +36,6 @@ static int read_hold(void *ctx, void *data, size_t size)
 	const struct dlw_event *e = data;
 	uint32_t tid = e->tid;
 	uint64_t seq = e->arg0;
-	struct target *t;
-	struct libgraph *g;
-	char why[128];
-
 	struct rtprio prio;
 
 	if (size < offsetof(struct dlw_event, path) || e->type != DLW_HOLD)
@@ -49,14 +46,10 @@ static int read_hold(void *ctx, void *data, size_t size)
 	 * very thread waiting for it; then back to what it was (its nice value too).
 	 */
 	rtprio__raise(&prio);
-	if (!w->draining && !target__open((pid_t)e->pid, &t, why, sizeof(why))) {
-		if (!libgraph__snapshot_cached(t, w->cache, &g, why, sizeof(why))) {
-			for (size_t i = 0; i < g->n; i++)
-				probes__attach_object(w, (pid_t)e->pid, g->objs[i]);
-			libgraph__free(g);
-		}
-		target__free(t);
-	}
+	w->in_hold = true;
+	if (!w->draining)
+		holds__answer(w, (pid_t)e->pid);
+	w->in_hold = false;
 	if (w->skel)
 		bpf_map__update_elem(w->skel->maps.released, &tid, sizeof(tid), &seq, sizeof(seq),
 				     BPF_ANY);
@@ -132,13 +125,54 @@ static void *hold_reader(void *arg)
 	while (!__atomic_load_n(&w->reader_stop, __ATOMIC_ACQUIRE)) {
 		if (epoll_wait(ep, &ev, 1, 50) <= 0)
 			continue;
+		__atomic_add_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
 		pthread_mutex_lock(&w->lock);
+		__atomic_sub_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
 		ring_buffer__consume(w->hrb);
 		pthread_mutex_unlock(&w->lock);
 	}
 	if (ep != ring_buffer__epoll_fd(w->hrb))
 		close(ep);
 	return NULL;
+}
+
+/*
+ * The loop, between two pieces of its own work (a file it analyses, a part of a refresh): a
+ * thread held in its loader waits for the reader, which waits for @lock; the lock goes to the
+ * reader now (a priority-inheriting unlock hands it to the waiter) and comes back after the
+ * hold. Never inside a hold's own work.
+ */
+void reader__let_holds_in(struct watch *w)
+{
+	if (!w->reader_on || w->in_hold || !__atomic_load_n(&w->holds_waiting, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_lock(&w->lock);
+}
+
+static void let_holds_in(void *arg)
+{
+	reader__let_holds_in(arg);
+}
+
+/* The loop waits for a process to move on without @lock: the hold it may wait for is answered. */
+static void sleep_unlocked(const struct target *t, long ns)
+{
+	struct watch *w = t->sleep_arg;
+	/* Decided once: while the lock is let go, the reader's hold sets in_hold. */
+	bool let_go = w->reader_on && !w->in_hold;
+
+	if (let_go)
+		pthread_mutex_unlock(&w->lock);
+	nanosleep(&(struct timespec){ .tv_nsec = ns }, NULL);
+	if (let_go)
+		pthread_mutex_lock(&w->lock);
+}
+
+void reader__sleep_unlocked(struct watch *w, struct target *t)
+{
+	t->sleep = sleep_unlocked;
+	t->sleep_arg = w;
 }
 
 /* A thread of the collector's that takes no signal (they are the loop's): true if started. */
@@ -208,6 +242,8 @@ void reader__start(struct watch *w)
 	w->reader_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_lock(&w->lock);
 	w->reader_on = start_quiet(&w->reader, hold_reader, w);
+	if (w->reader_on)
+		elf_cache__set_pause(w->cache, let_holds_in, w);
 	if (!w->reader_on) {
 		pthread_mutex_unlock(&w->lock);
 		pthread_mutex_destroy(&w->lock);
@@ -221,6 +257,7 @@ void reader__stop(struct watch *w)
 	beat_stop(w);
 	if (!w->reader_on)
 		return;
+	elf_cache__set_pause(w->cache, NULL, NULL);
 	__atomic_store_n(&w->reader_stop, true, __ATOMIC_RELEASE);
 	if (w->reader_wake >= 0 && eventfd_write(w->reader_wake, 1))
 		dls_warn("cannot wake the holds' reader: %s", strerror(errno));

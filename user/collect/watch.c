@@ -73,6 +73,7 @@ static void dispatch(struct watch *w, struct watch_event *we)
 	if (ps && ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) {
 		proctable__refresh(w, ps);
 		w->cur.fresh = true;
+		reader__let_holds_in(w);
 	}
 	if (ev->kind == EVENT_SIGNAL) {
 		name_stack(w, ps);
@@ -91,9 +92,11 @@ static void dispatch(struct watch *w, struct watch_event *we)
 		ev->has_stack = true;
 		name_stack(w, ps);
 		sampling__stack_of(w, ps, we, &ev->stack);
+		reader__let_holds_in(w);
 	}
 	SINKS(w, event, ev);
 	ps = proctable__follow(w, ps, we);
+	reader__let_holds_in(w);
 	live_findings__on_event(w, ps, ev, &fs);
 	/* Findings carry the stack: named before they go out (a dlopen's already was, from the
 	 * model read at its return, which is what its objects' findings name). */
@@ -231,6 +234,7 @@ static void watch_release(struct watch *w)
 	probes__detach_all(w);
 	free(w->files);
 	proctable__free_all(w);
+	holds__free_all(w);
 	activity_counts__free(w->act);
 	ring_buffer__free(w->rb);
 	ring_buffer__free(w->hrb);

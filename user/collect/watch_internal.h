@@ -147,6 +147,12 @@ struct watch {
 	 */
 	pthread_mutex_t lock;
 	pthread_t reader;
+	/* Readers waiting for @lock (reader__let_holds_in); a hold being answered. */
+	int holds_waiting;
+	bool in_hold;
+	/* What each process's holds have met (holds.c), the reader's under @lock. */
+	struct hold_proc *hold_procs;
+	size_t n_hold_procs, cap_hold_procs;
 	/* The heartbeat (reader.c: beat), which lets the BPF holds know the collector answers. */
 	pthread_t beat;
 	bool beat_on, beat_stop;
@@ -229,6 +235,11 @@ void probes__detach_all(struct watch *w);
 void probes__stop(struct watch *w);
 void probes__count_lost(struct watch *w, struct watch_stats *st);
 
+/* holds.c: a hold's probes, the objects new since the process's last hold */
+void holds__answer(struct watch *w, pid_t pid);
+void holds__forget(struct watch *w, pid_t pid);
+void holds__free_all(struct watch *w);
+
 /* records.c */
 void records__read_str(pid_t pid, uint64_t addr, char *buf, size_t len);
 const struct dlw_event *records__with_str(const struct dlw_event *e, size_t size,
@@ -294,6 +305,10 @@ void spawn__end_command(struct watch *w);
 int reader__open_rings(struct watch *w, int (*on_event)(void *ctx, void *data, size_t size),
 		       char *why, size_t whylen);
 void reader__start(struct watch *w);
+/* The loop lets a waiting hold's reader have @lock, between two pieces of its work. */
+void reader__let_holds_in(struct watch *w);
+/* @t's reads wait for the process (linkmap retries) with @lock let go. */
+void reader__sleep_unlocked(struct watch *w, struct target *t);
 void reader__stop(struct watch *w);
 void reader__look(struct watch *w);
 void reader__release_ordered(struct watch *w, bool batch_over);

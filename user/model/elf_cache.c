@@ -28,6 +28,8 @@ struct elf_cache {
 	struct elf_cache_entry *e;
 	size_t n, cap;
 	unsigned int refs;
+	void (*pause)(void *);
+	void *pause_arg;
 };
 
 struct elf_cache *elf_cache__new(void)
@@ -88,6 +90,12 @@ static struct elf_object *cache_find(const struct elf_cache *c, uint64_t inode)
 	return NULL;
 }
 
+void elf_cache__set_pause(struct elf_cache *c, void (*fn)(void *), void *arg)
+{
+	c->pause = fn;
+	c->pause_arg = arg;
+}
+
 /*
  * Open @host_path once per file; the cache owns the result. @inode, when known from the mapping,
  * finds a cached analysis without a system call and proves that the file on disk is still the
@@ -96,8 +104,11 @@ static struct elf_object *cache_find(const struct elf_cache *c, uint64_t inode)
 struct elf_object *elf_cache__open(struct elf_cache *c, const char *host_path,
 				   const char *mapped_path, uint64_t inode, char **error)
 {
-	struct elf_object *elf = inode ? cache_find(c, inode) : NULL;
+	struct elf_object *elf;
 
+	if (c->pause)
+		c->pause(c->pause_arg);
+	elf = inode ? cache_find(c, inode) : NULL;
 	if (elf)
 		return elfobj__ref(elf);
 	elf = elfobj__open(host_path);

@@ -24,6 +24,11 @@ size_t elf_cache__size(const struct elf_cache *c);
  * the file on disk is still the one mapped: a mismatch (the file was replaced) falls back to
  * @mapped_path, the mapping itself. NULL with *@error set (malloc'ed) when it cannot be read.
  */
+/*
+ * Call @fn(@arg) at each elf_cache__open, before the cache is looked at: a collector whose loop
+ * reads a process's files lets a thread waiting for it in between two (NULL: none).
+ */
+void elf_cache__set_pause(struct elf_cache *c, void (*fn)(void *), void *arg);
 struct elf_object *elf_cache__open(struct elf_cache *c, const char *host_path,
 				   const char *mapped_path, uint64_t inode, char **error);
 

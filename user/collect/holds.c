@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A hold's answer (reader.c: read_hold): the objects the held thread's loader added since the
+ * last hold of its process, their probes attached, in the least time the thread waits. The first
+ * hold of a process reads its whole graph; later ones walk the link map from the r_debug found
+ * then, read the path of each entry not met before, and analyse only those (import torch: 339
+ * objects, a few new at each of its holds).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "array.h"
+#include "elf_cache.h"
+#include "elfobj.h"
+#include "libgraph.h"
+#include "linkmap.h"
+#include "target.h"
+#include "watch_internal.h"
+
+struct hold_proc {
+	pid_t pid;
+	struct target *t; /* held open: the root its paths are named in */
+	uint64_t r_debug;
+	uint64_t *met; /* the link-map entries whose probes are attached, sorted */
+	size_t n_met;
+	uint64_t *order; /* their link_maps' addresses, in the last walk's order */
+	size_t n_order;
+};
+
+/* An entry as met: where its link_map is, and where its file went (a freed and reused
+ * link_map holds another object, at another bias). */
+static uint64_t entry_key(uint64_t lm_addr, uint64_t l_addr, uint64_t l_ld)
+{
+	return lm_addr * 0x9e3779b97f4a7c15ULL ^ l_addr ^ (l_ld << 17);
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool met_before(const struct lm_entry *e, void *arg)
+{
+	const struct hold_proc *hp = arg;
+	uint64_t k = entry_key(e->lm_addr, e->l_addr, e->l_ld);
+
+	return hp->n_met && bsearch(&k, hp->met, hp->n_met, sizeof(k), key_cmp);
+}
+
+static struct hold_proc *find(struct watch *w, pid_t pid)
+{
+	for (size_t i = 0; i < w->n_hold_procs; i++)
+		if (w->hold_procs[i].pid == pid)
+			return &w->hold_procs[i];
+	return NULL;
+}
+
+static void release(struct hold_proc *hp)
+{
+	target__free(hp->t);
+	free(hp->met);
+	free(hp->order);
+}
+
+void holds__forget(struct watch *w, pid_t pid)
+{
+	struct hold_proc *hp = find(w, pid);
+
+	if (!hp)
+		return;
+	release(hp);
+	*hp = w->hold_procs[--w->n_hold_procs];
+}
+
+void holds__free_all(struct watch *w)
+{
+	for (size_t i = 0; i < w->n_hold_procs; i++)
+		release(&w->hold_procs[i]);
+	free(w->hold_procs);
+	w->hold_procs = NULL;
+	w->n_hold_procs = w->cap_hold_procs = 0;
+}
+
+/* The entries of this walk (@keys, @addrs in its order): what the next hold has met. */
+static void remember(struct hold_proc *hp, const uint64_t *keys, uint64_t *addrs, size_t n)
+{
+	uint64_t *met = malloc((n ? n : 1) * sizeof(*met));
+
+	free(hp->order);
+	hp->order = addrs;
+	hp->n_order = addrs ? n : 0;
+	if (!met) {
+		hp->n_met = 0; /* the next hold names every entry again: slower, never wrong */
+		return;
+	}
+	memcpy(met, keys, n * sizeof(*met));
+	qsort(met, n, sizeof(*met), key_cmp);
+	free(hp->met);
+	hp->met = met;
+	hp->n_met = n;
+}
+
+/* A new entry: its file analysed (once per file, w->cache) and what its roles call for. */
+static void attach_entry(struct watch *w, struct hold_proc *hp, const struct lm_entry *e)
+{
+	struct lg_object o = { .path = e->name,
+			       .base = e->l_addr,
+			       .lm_addr = e->lm_addr,
+			       .l_ld = e->l_ld,
+			       .in_link_map = true,
+			       .origin = LG_DLOPEN };
+	char host[PATH_MAX + 64];
+	struct stat st;
+
+	/* The program and the vDSO were there at the first hold; "" and unreadable names are
+	 * nothing to open. A relative name is the target's working directory's. */
+	if (!e->name || !e->name[0])
+		return;
+	if (e->name[0] == '/')
+		target__host_path(hp->t, e->name, host, sizeof(host));
+	else
+		snprintf(host, sizeof(host), "/proc/%d/cwd/%s", hp->pid, e->name);
+	if (stat(host, &st))
+		return;
+	o.inode = st.st_ino;
+	o.elf = elf_cache__open(w->cache, host, NULL, st.st_ino, &o.error);
+	if (o.elf)
+		probes__attach_object(w, hp->pid, &o);
+	elfobj__free(o.elf);
+	free(o.error);
+}
+
+/* The later holds: the walk from the known r_debug, new entries only. -errno: read it whole. */
+static int answer_known(struct watch *w, struct hold_proc *hp)
+{
+	struct linkmap *lm = NULL;
+	uint64_t *keys, *addrs;
+	int err =
+		linkmap__walk_new(hp->t, hp->r_debug, hp->order, hp->n_order, met_before, hp, &lm);
+
+	if (err)
+		return err;
+	keys = malloc((lm->n ? lm->n : 1) * sizeof(*keys));
+	addrs = malloc((lm->n ? lm->n : 1) * sizeof(*addrs));
+	if (!keys) {
+		free(addrs);
+		linkmap__free(lm);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < lm->n; i++) {
+		const struct lm_entry *e = &lm->e[i];
+
+		keys[i] = entry_key(e->lm_addr, e->l_addr, e->l_ld);
+		if (addrs)
+			addrs[i] = e->lm_addr;
+		if (e->name)
+			attach_entry(w, hp, e);
+	}
+	remember(hp, keys, addrs, lm->n);
+	free(keys);
+	linkmap__free(lm);
+	return 0;
+}
+
+/* The first hold of a process (or one whose walk failed): its whole graph, as a refresh. */
+static void answer_whole(struct watch *w, struct hold_proc *hp)
+{
+	struct libgraph *g;
+	uint64_t *keys, *addrs;
+	size_t n = 0;
+	char why[128];
+
+	if (libgraph__snapshot_cached(hp->t, w->cache, &g, why, sizeof(why)))
+		return;
+	keys = malloc((g->n ? g->n : 1) * sizeof(*keys));
+	addrs = malloc((g->n ? g->n : 1) * sizeof(*addrs));
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		probes__attach_object(w, hp->pid, o);
+		if (keys && addrs && o->in_link_map) {
+			addrs[n] = o->lm_addr;
+			keys[n++] = entry_key(o->lm_addr, o->base, o->l_ld);
+		}
+	}
+	hp->r_debug = g->from_link_map ? g->r_debug : 0;
+	if (keys && addrs)
+		remember(hp, keys, addrs, n);
+	else
+		free(addrs);
+	free(keys);
+	libgraph__free(g);
+}
+
+void holds__answer(struct watch *w, pid_t pid)
+{
+	struct hold_proc *hp = find(w, pid);
+	char why[128];
+
+	if (hp && hp->r_debug && !answer_known(w, hp))
+		return;
+	/* Its first hold; or its r_debug is no list any more (an exec): read again from the
+	 * start, the process opened anew. */
+	if (hp && hp->r_debug) {
+		holds__forget(w, pid);
+		hp = NULL;
+	}
+	if (!hp) {
+		struct target *t;
+
+		if (w->n_hold_procs == w->cap_hold_procs &&
+		    ARRAY_GROW(w->hold_procs, w->cap_hold_procs, 16))
+			return;
+		if (target__open(pid, &t, why, sizeof(why)))
+			return;
+		hp = &w->hold_procs[w->n_hold_procs++];
+		*hp = (struct hold_proc){ .pid = pid, .t = t };
+	}
+	answer_whole(w, hp);
+}
