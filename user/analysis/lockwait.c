@@ -4,15 +4,18 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "addrmap.h"
 #include "arch.h"
 #include "dwarf_member.h"
 #include "elfobj.h"
+#include "forkorigin.h"
 #include "libgraph.h"
 #include "lockwait.h"
 #include "paths.h"
+#include "procfs.h"
 #include "procmaps.h"
 #include "pystate.h"
 #include "target.h"
@@ -32,6 +35,8 @@ static const char *kind_ids[] = {
 	[WAIT_GIL] = "gil",
 	[WAIT_PYLOCK] = "python-lock",
 	[WAIT_MUTEX_UNOWNED] = "mutex-unowned",
+	[WAIT_DEAD_OWNER] = "mutex-dead-owner",
+	[WAIT_NO_TEAM] = "team-missing",
 };
 
 const char *wait_kind__id(enum wait_kind k)
@@ -247,7 +252,9 @@ static bool in_python_lock(const struct libgraph *g, const struct thread_info *t
 		if (o->elf &&
 		    !elfobj__symbol_at(o->elf, ti->frames[k].addr - o->base - 1, true, &name,
 				       &off) &&
-		    !strcmp(name, "PyThread_acquire_lock_timed"))
+		    (!strcmp(name, "PyThread_acquire_lock_timed") ||
+		     /* 3.13 on: threading.Lock is a PyMutex, which parks its waiters */
+		     !strcmp(name, "_PyParkingLot_Park")))
 			return true;
 	}
 	return false;
@@ -360,12 +367,29 @@ static int musl_mutex_wait(const struct target *t, const struct threadscan *ts,
 	return add_edge(r, ti->tid, owner, WAIT_MUTEX, what) ?: 1;
 }
 
+/*
+ * A glibc mutex, locked, whose owner is no thread of the process: its waiter sleeps on __lock
+ * (2: locked, with waiters) and __owner names a thread that exited holding it, or one of the
+ * parent's that held it when this process was forked from it. Nothing can unlock it. The words
+ * are __lock, __count, __owner, __nusers, __kind: a kind glibc knows, someone counted in.
+ */
+static bool dead_owner_mutex(const struct threadscan *ts, const struct thread_info *ti,
+			     const int32_t word[5])
+{
+	unsigned cmd = (unsigned)ti->args[1] & FUTEX_CMD_MASK;
+	int32_t kind = word[4] & ~(128 | 256 | 512); /* pshared, elision */
+
+	return (cmd == 0 || cmd == 9) && (uint32_t)ti->args[2] == 2 && word[0] == 2 &&
+	       word[2] > 0 && !tid_from_memory(ts, word[2]) && word[3] >= 1 && kind >= 0 &&
+	       kind <= 3;
+}
+
 static int classify_futex(const struct target *t, const struct libgraph *g,
 			  const struct addrmap *maps, const struct threadscan *ts,
 			  const struct py_snapshot *py, const struct thread_info *ti,
 			  struct thread_wait *w, struct lockwait_report *r)
 {
-	int32_t word[3] = { 0 };
+	int32_t word[5] = { 0 };
 	const char *symbol;
 	char where[128];
 	uint64_t vaddr;
@@ -375,7 +399,7 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 	w->addr = ti->args[0];
 	name_address(t, g, maps, w->addr, where, sizeof(where), &symbol);
 	if (target__read(t, w->addr, word, sizeof(word)))
-		word[0] = word[2] = 0;
+		memset(word, 0, sizeof(word));
 	/* pthread_join sleeps on the joined thread's TID word until the kernel clears it. */
 	joined = word[0] > 2 ? tid_from_memory(ts, word[0]) : 0;
 	if (joined && joined != ti->tid) {
@@ -405,6 +429,14 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 		snprintf(w->what, sizeof(w->what), "%s, held by thread %d", what, owner);
 		return add_edge(r, ti->tid, owner, w->kind, what);
 	}
+	if (libgraph__libc(g) != IMPL_MUSL && dead_owner_mutex(ts, ti, word)) {
+		w->kind = WAIT_DEAD_OWNER;
+		snprintf(w->what, sizeof(w->what),
+			 "mutex %s, held by thread %d, which is no thread of this process", where,
+			 word[2]);
+		w->forever = r->never_ends = true;
+		return 0;
+	}
 	if (py && py_snapshot__is_gil_wait(py, w->addr))
 		return gil_wait(py, ti, w, r);
 	if (py && in_python_lock(g, ti))
@@ -413,6 +445,35 @@ static int classify_futex(const struct target *t, const struct libgraph *g,
 	snprintf(w->what, sizeof(w->what),
 		 "futex %s with no owner (condition variable, barrier or semaphore)", where);
 	return 0;
+}
+
+/*
+ * A master blocked in GNU libgomp whose pool has no thread in the process: the process was
+ * forked after its parent ran a region, libgomp kept the pool's bookkeeping but not its threads
+ * (it has no atfork handler, unlike LLVM's and Intel's runtimes), and the next region waits at
+ * the pool's dock for workers that will never come. A dock is a barrier, whose futex word is a
+ * generation (BAR_INCR steps); libgomp's locks and semaphores wait on -1 or 0 instead (an
+ * omp_lock_t another thread holds is no missing team).
+ */
+static bool team_missing(const struct libgraph *g, const struct threadscan *ts,
+			 const struct thread_info *ti, int rt)
+{
+	const struct obj_role *omp = obj_roles__find(lg_object__roles(g->objs[rt]), ROLE_OPENMP);
+	uint32_t expected = (uint32_t)ti->args[2];
+
+	if (!omp || omp->impl != IMPL_GNU_LIBGOMP || expected == 0 || expected == UINT32_MAX)
+		return false;
+	for (size_t i = 0; i < ts->n; i++) {
+		const struct thread_info *o = &ts->t[i];
+		bool worker, busy;
+
+		if (o == ti)
+			continue;
+		if ((o->start_known && o->start_obj == (unsigned)rt) ||
+		    (runtime_of(g, o, &worker, &busy) == rt && worker))
+			return false;
+	}
+	return true;
 }
 
 /* An OpenMP/BLAS master blocked in its runtime waits for the workers busy elsewhere. */
@@ -444,6 +505,15 @@ static int team_edges(const struct libgraph *g, const struct threadscan *ts,
 		snprintf(w->what, sizeof(w->what), "waits at %s", what);
 		if (add_edge(r, ti->tid, o->tid, WAIT_TEAM, what))
 			return -ENOMEM;
+	}
+	if (w->kind == WAIT_FUTEX && team_missing(g, ts, ti, rt)) {
+		w->kind = WAIT_NO_TEAM;
+		snprintf(
+			w->what, sizeof(w->what),
+			"the workers of a GNU libgomp parallel region (%s), and the process has no "
+			"thread of that pool",
+			lg_object__basename(g->objs[rt]));
+		w->forever = r->never_ends = true;
 	}
 	return 0;
 }
@@ -769,13 +839,143 @@ static int no_cycle_verdict(struct lockwait_report *r)
 	return add_verdict(r, text, NULL) ? -ENOMEM : 0;
 }
 
-static int write_verdicts(const struct libgraph *g, const struct threadscan *ts,
-			  struct lockwait_report *r)
+/* Whether thread @tid (as the process's PID namespace numbers it) is a thread of @pid. */
+static bool thread_of(pid_t pid, pid_t tid)
+{
+	struct ns_tid *ids = NULL;
+	size_t n = proc__ns_tids(pid, &ids);
+	char path[64];
+	bool found = false;
+
+	for (size_t i = 0; i < n && !found; i++)
+		found = ids[i].theirs == tid;
+	free(ids);
+	if (n)
+		return found;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
+	return !access(path, F_OK);
+}
+
+/* One verdict per wait that can never end, with the fork that made it so when one is known. */
+static int never_ends_verdict(const struct target *t, const struct libgraph *g,
+			      const struct thread_wait *w, struct lockwait_report *r)
+{
+	struct fork_origin fo;
+	char forked[256] = "", *text = NULL, *remedy;
+	size_t len = 0;
+	FILE *f;
+
+	if (!t->core && !t->image && !fork_origin__read(t->pid, &fo))
+		fork_origin__describe(&fo, forked, sizeof(forked));
+	f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	if (w->kind == WAIT_NO_TEAM) {
+		fprintf(f, "Thread %d (%s) waits for %s. ", w->tid, w->comm, w->what);
+		if (forked[0])
+			fprintf(f, "Process %d was %s; ", t->pid, forked);
+		else
+			fprintf(f, "The process was most likely forked after its parent ran a "
+				   "parallel region; ");
+		fprintf(f, "GNU libgomp is not fork-safe: a child keeps its parent's pool "
+			   "bookkeeping but not its threads. The wait can never end.");
+		remedy = strdup(
+			"Do not fork a process that has run an OpenMP region unless the child "
+			"execs: start workers with the spawn or forkserver method "
+			"(multiprocessing.set_start_method(\"spawn\"), or a DataLoader's "
+			"multiprocessing_context=\"spawn\"), or set OMP_NUM_THREADS=1 in the "
+			"parent before its first parallel region.");
+	} else if (w->kind == WAIT_PYLOCK) {
+		fprintf(f, "Thread %d (%s) waits for %s. ", w->tid, w->comm, w->what);
+		if (forked[0])
+			fprintf(f,
+				"Process %d was %s: one of the parent's threads most likely held "
+				"the lock at the fork, ",
+				t->pid, forked);
+		else
+			fprintf(f, "A thread that exited held it, or this thread took it twice, ");
+		fprintf(f, "and a Python Lock has no owner to free it. The wait can never end.");
+		remedy = strdup(
+			"A lock another thread holds at fork() stays locked in the child: use "
+			"the spawn or forkserver start method (multiprocessing."
+			"set_start_method(\"spawn\")), or reinitialise the lock in the child "
+			"(os.register_at_fork(after_in_child=...)); a lock taken twice by one "
+			"thread wants an RLock.");
+	} else {
+		pid_t owner = (pid_t)strtol(strstr(w->what, "held by thread ") + 15, NULL, 10);
+
+		fprintf(f, "Thread %d (%s) waits for %s. ", w->tid, w->comm, w->what);
+		if (forked[0] && fo.parent && thread_of(fo.parent, owner))
+			fprintf(f,
+				"Process %d was %s, while the parent's thread %d held the mutex; "
+				"that thread is still there, in the parent: ",
+				t->pid, forked, owner);
+		else if (forked[0])
+			fprintf(f,
+				"Process %d was %s; thread %d held the mutex when it was "
+				"forked, or exited holding it: ",
+				t->pid, forked, owner);
+		else
+			fprintf(f,
+				"Thread %d exited holding it, or the process was forked while "
+				"it held it: ",
+				owner);
+		fprintf(f, "nothing can unlock it. The wait can never end.");
+		remedy = strdup(
+			"A mutex another thread holds at fork() stays locked for ever in the "
+			"child: fork before starting threads, take the lock in a "
+			"pthread_atfork prepare handler and release it in both the parent and "
+			"the child handlers, or exec in the child (posix_spawn, or "
+			"multiprocessing's spawn or forkserver start method).");
+	}
+	fclose(f);
+	(void)g;
+	return add_verdict(r, text, remedy) ? -ENOMEM : 0;
+}
+
+/*
+ * Python locks no thread can release: CPython's Lock has no owner, so a wait on one ends only
+ * when some thread releases it. When every thread of the process waits for good (a lock, a
+ * join, an untimed Python lock) none can: a lock a parent's thread held at a fork, or one a
+ * thread took twice. A timed acquire (a timeout argument) ends by itself and is left alone.
+ */
+static void python_locks_lost(const struct threadscan *ts, struct lockwait_report *r)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < r->n_threads; i++) {
+		const struct thread_wait *w = &r->threads[i];
+		const struct thread_info *ti = find_thread(ts, w->tid);
+		bool untimed = ti && ti->args[3] == 0;
+
+		if (w->kind == WAIT_PYLOCK && untimed)
+			any = true;
+		else if (!w->forever && w->kind != WAIT_MUTEX && w->kind != WAIT_LOADER_LOCK &&
+			 w->kind != WAIT_JOIN && w->kind != WAIT_MUTEX_UNOWNED)
+			return;
+	}
+	for (size_t i = 0; any && i < r->n_threads; i++) {
+		struct thread_wait *w = &r->threads[i];
+
+		if (w->kind == WAIT_PYLOCK && !w->forever) {
+			w->forever = r->never_ends = true;
+			snprintf(w->what + strlen(w->what), sizeof(w->what) - strlen(w->what),
+				 ", and no thread of the process is left to release it");
+		}
+	}
+}
+
+static int write_verdicts(const struct target *t, const struct libgraph *g,
+			  const struct threadscan *ts, struct lockwait_report *r)
 {
 	for (size_t c = 0; c < r->n_cycles; c++)
 		if (cycle_verdict(g, ts, r, c))
 			return -ENOMEM;
-	return r->n_cycles ? 0 : no_cycle_verdict(r);
+	python_locks_lost(ts, r);
+	for (size_t i = 0; r->never_ends && i < r->n_threads; i++)
+		if (r->threads[i].forever && never_ends_verdict(t, g, &r->threads[i], r))
+			return -ENOMEM;
+	return r->n_cycles || r->never_ends ? 0 : no_cycle_verdict(r);
 }
 
 int lockwait__analyze(const struct target *t, const struct libgraph *g, const struct addrmap *maps,
@@ -833,7 +1033,7 @@ int lockwait__analyze(const struct target *t, const struct libgraph *g, const st
 	if (!err)
 		err = lockwait__find_cycles(r);
 	if (!err)
-		err = write_verdicts(g, ts, r);
+		err = write_verdicts(t, g, ts, r);
 	if (err)
 		goto err;
 	*out = r;

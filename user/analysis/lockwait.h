@@ -7,6 +7,7 @@
 #ifndef DLSCOPE_LOCKWAIT_H
 #define DLSCOPE_LOCKWAIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -29,6 +30,9 @@ enum wait_kind {
 	WAIT_GIL,	    /* CPython's GIL, held by another thread */
 	WAIT_PYLOCK,	    /* a Python threading.Lock or RLock */
 	WAIT_MUTEX_UNOWNED, /* a mutex whose owner the C library does not record (musl's normal) */
+	/* Waits that can never end: */
+	WAIT_DEAD_OWNER, /* a mutex whose owner is no thread of the process (exited, or a fork) */
+	WAIT_NO_TEAM,	 /* a parallel region waiting for pool workers the process does not have */
 };
 
 struct wait_edge {
@@ -43,6 +47,7 @@ struct thread_wait {
 	enum wait_kind kind;
 	uint64_t addr;	/* futex address, when waiting on one */
 	char what[320]; /* what it waits for, in words */
+	bool forever;	/* a wait that can never end (lockwait_report.never_ends) */
 };
 
 struct lockwait_report {
@@ -56,6 +61,8 @@ struct lockwait_report {
 	char **verdicts; /* one paragraph per cycle, or one describing the hang without a cycle */
 	char **remedies;
 	size_t n_verdicts;
+	/* A wait that can never end (WAIT_DEAD_OWNER, WAIT_NO_TEAM): a hang as sure as a cycle. */
+	bool never_ends;
 };
 
 /*
