@@ -9,7 +9,8 @@ import subprocess
 import tempfile
 
 from distro_roots import NUMPY_ROOT, DistroRoot
-from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_until
+from harness import (Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle,
+                     wait_until)
 
 # Python in the root: ready, then at the test's word (a file) it imports decimal, whose
 # extension _decimal and its libmpdec are dlopened after the attach; then it waits.
@@ -364,3 +365,38 @@ def test_watch_follows_a_child_into_another_root_and_says_what_it_missed():
              if "a loader not probed before it ran (another root)" in ln]
     assert notes, proc.stdout + proc.stderr
     assert "cannot attach" not in proc.stderr, proc.stderr
+
+
+# A fork of a process whose thread holds a threading.Lock (Debian 13's Python 3.13: a PyMutex),
+# and one of a process whose OpenBLAS pool ran (its atfork handler restarts it): the first
+# child waits for ever, the second runs.
+NUMPY_FORK = """import os, time, numpy
+a = numpy.ones((400, 400)); a @ a
+pid = os.fork()
+if pid == 0:
+    a @ a
+    time.sleep(1000)
+    os._exit(0)
+while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "S":
+    time.sleep(0.01)
+print("ready", pid, flush=True)
+os.waitpid(pid, 0)
+"""
+
+
+def test_fork_hangs_in_a_container_are_named_and_healthy_forks_are_not():
+    lock = open(os.path.join(os.path.dirname(__file__), "python", "fork_lock.py")).read()
+    with DistroRoot("trixie", NUMPY_ROOT) as root:
+        for argv in (root.pivot_argv, root.chroot_argv):
+            for script, status in ((lock, 1), (NUMPY_FORK, 0)):
+                with Fixture(argv("python3", "-c", script)) as fx:
+                    parent = first_child(fx.pid) if argv == root.pivot_argv else fx.pid
+                    child = first_child(parent)
+                    wait_idle(child)
+                    doc = json.loads(dlscope("stacks", "--json", child,
+                                             check=status).stdout)["processes"][0]
+                assert doc["never_ends"] is (status == 1), doc["verdicts"]
+                if status:
+                    v = doc["verdicts"][0]["text"]
+                    assert "no thread of the process is left to release it" in v, v
+                    assert f"forked from process {parent} (python3)" in v, v

@@ -57,7 +57,8 @@ def check_job(pid, *extra, status=1):
 def test_stacks_job_from_the_launcher_names_the_futex_rank():
     fx, ranks = launcher(4)
     with fx:
-        doc = stacks_job(fx.pid)
+        # The verdict names rank 3: exit 1, for a script that acts on the status alone.
+        doc = stacks_job(fx.pid, status=1)
         assert doc["job"]["scheme"] == "torchrun" and doc["job"]["launcher"]["pid"] == fx.pid
         assert doc["job"]["asked"]["role"] == "the launcher"
         # Rank 0's child carries RANK=0 too but is a worker of rank 0, not a rank.
@@ -76,7 +77,7 @@ def test_stacks_job_from_the_launcher_names_the_futex_rank():
         assert second["ranks"] == [0, 1, 2] and second["ranks_text"] == "0-2", second
         # The pool threads of libgomp are alike in all four ranks.
         assert any(g["ranks_text"] == "0-3" and len(g["threads"]) == 4 for g in doc["groups"])
-        text = dlscope("stacks", "--job", fx.pid, check=0).stdout
+        text = dlscope("stacks", "--job", fx.pid, check=1).stdout
         assert "torchrun job: launcher %d" % fx.pid in text and "4 ranks (WORLD_SIZE 4)" in text
         assert "Verdict:\n    rank 3 is in wait_on_futex" in text, text
         assert "\nrank 3: 1 thread (LWP %d" % ranks[3] in text and "\nranks 0-2: 3 threads" in text
@@ -98,12 +99,12 @@ def test_report_job_names_an_unnamed_frame_as_every_view_does():
 def test_stacks_job_from_a_rank_and_from_a_ranks_child():
     fx, ranks = launcher(4)
     with fx:
-        doc = stacks_job(ranks[1])
+        doc = stacks_job(ranks[1], status=1)
         assert doc["job"]["launcher"]["pid"] == fx.pid and doc["job"]["asked"]["role"] == "rank 1"
         assert doc["verdict"]["outliers"] == [3], doc["verdict"]
         worker = children(ranks[0])
         assert len(worker) == 1
-        doc = stacks_job(worker[0])
+        doc = stacks_job(worker[0], status=1)
         assert doc["job"]["asked"]["role"] == "a child of rank 0", doc["job"]
         assert [r["pid"] for r in doc["ranks"]] == [ranks[r] for r in range(4)]
         assert doc["verdict"]["outliers"] == [3], doc
@@ -239,7 +240,7 @@ def test_torchrun_job_names_the_rank_that_stopped_before_all_reduce():
             for p in ranks.values():
                 wait_idle(p, timeout=30)
             started = time.monotonic() - start
-            doc = stacks_job(ranks[0])
+            doc = stacks_job(ranks[0], status=1)
             v = doc["verdict"]
             assert doc["job"]["launcher"]["pid"] == fx.pid, doc["job"]
             assert v["outliers"] == [2], v

@@ -80,7 +80,9 @@ static void stacks_usage(FILE *f)
 		"                        changed since (its frames may be wrong)\n"
 		"  -h, --help\n"
 		"\n"
-		"Exit status: 0 no deadlock, 1 a deadlock was found, 2 usage error,\n"
+		"Exit status: 0 no deadlock, 1 a deadlock or a wait that can never end (a\n"
+		"lock or a pool lost in a fork) was found, or with --job a rank the verdict\n"
+		"names as the one that hangs, 2 usage error,\n"
 		"3 the process (with --job: a rank, or the job) could not be inspected.\n",
 		DEFAULT_MAX_FRAMES);
 }
@@ -217,11 +219,16 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 	if (go && !python_only)
 		go_state__print(go, out);
 	fprintf(out, "\nLock-wait graph:\n");
-	if (!r || !r->n_edges)
+	if (!r || (!r->n_edges && !r->never_ends))
 		fprintf(out, "    no thread waits for another\n");
 	for (size_t e = 0; r && e < r->n_edges; e++)
 		fprintf(out, "    %d -> %d  %s: %s\n", r->edges[e].from, r->edges[e].to,
 			wait_kind__id(r->edges[e].kind), r->edges[e].what);
+	/* Waits with no thread at the other end, that can never end. */
+	for (size_t i = 0; r && r->never_ends && i < r->n_threads; i++)
+		if (r->threads[i].forever)
+			fprintf(out, "    %d -> none  %s: %s\n", r->threads[i].tid,
+				wait_kind__id(r->threads[i].kind), r->threads[i].what);
 	fprintf(out, "\nVerdict:\n");
 	for (size_t v = 0; r && v < r->n_verdicts; v++) {
 		fprintf(out, "    %s\n", r->verdicts[v]);
@@ -313,6 +320,8 @@ static json_t *to_json(const struct inspection *in, const struct stacks *s,
 			"python", python_json(in, s), "threads", threads, "edges", edges, "cycles",
 			cycles, "verdicts", verdicts);
 	json_object_set_new(doc, "go", go ? go_state__to_json(go) : json_null());
+	/* A wait that can never end (a lock or a pool lost in a fork): exit 1, as a cycle. */
+	json_object_set_new(doc, "never_ends", json_boolean(r && r->never_ends));
 	free(cmdline);
 	return doc;
 }
@@ -534,8 +543,9 @@ static json_t *rank_table(const struct job *j, const struct rank_stacks *rs, cha
 	for (size_t i = 0; i < j->n; i++) {
 		const json_t *d = rs[i].doc;
 		bool cyc = d && json_array_size(json_object_get(d, "cycles"));
+		bool forever = d && json_is_true(json_object_get(d, "never_ends"));
 
-		*deadlock |= cyc;
+		*deadlock |= cyc || forever;
 		*unreadable |= !d;
 		json_array_append_new(
 			ranks,
@@ -550,6 +560,7 @@ static json_t *rank_table(const struct job *j, const struct rank_stacks *rs, cha
 				d ? json_deep_copy(json_object_get(d, "stopped_ms")) : json_null(),
 				"deadlock", cyc, "error",
 				errs[i] ? json_string(errs[i]) : json_null()));
+		json_object_set_new(json_array_get(ranks, i), "never_ends", json_boolean(forever));
 	}
 	return ranks;
 }
@@ -575,6 +586,8 @@ static void print_job_text(const struct job *j, const json_t *ranks, const json_
 			       (long long)json_integer_value(json_object_get(r, "threads")),
 			       json_is_true(json_object_get(r, "deadlock")) ?
 				       ", deadlocked (see stacks PID)" :
+			       json_is_true(json_object_get(r, "never_ends")) ?
+				       ", waits for ever (see stacks PID)" :
 				       "");
 	}
 	printf("\nVerdict:\n    %s\n\nStacks merged across ranks, outliers first:\n\n",
@@ -600,7 +613,8 @@ static void print_job_json(const struct job *j, json_t *ranks, const json_t *mer
 
 /*
  * stacks --job: every rank read in parallel (each stopped once), the stacks merged, the ranks
- * and the verdict said; 1 on a deadlock, 3 when a rank could not be read.
+ * and the verdict said; 1 on a deadlock, a wait that can never end, or a rank the verdict
+ * names; 3 when a rank could not be read.
  */
 static int stacks_job(pid_t pid, bool json, bool python_only, bool stats, unsigned int max_frames)
 {
@@ -646,6 +660,10 @@ static int stacks_job(pid_t pid, bool json, bool python_only, bool stats, unsign
 		if (errs[i])
 			dls_err("stacks --job: rank %d (pid %d) could not be read: %s",
 				j->ranks[i].rank, j->ranks[i].pid, errs[i]);
+	/* A rank the verdict names (an outlier where the others wait) hangs the job: a CI step or
+	 * a watchdog acts on the status alone. */
+	if (json_array_size(json_object_get(json_object_get(merged, "verdict"), "outliers")))
+		deadlock = true;
 	ret = unreadable ? DLS_EXIT_INSPECT : deadlock ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 out:
 	for (size_t i = 0; rs && i < j->n; i++)
@@ -774,7 +792,7 @@ static int stacks_pid(pid_t pid, const struct stacks_opts *o)
 		print_text(in, in->stacks, in->ts, r, go, o->stats, o->python_only, stdout);
 	}
 	phase__mark("printed");
-	ret = r && r->n_cycles ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
+	ret = r && (r->n_cycles || r->never_ends) ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
 out:
 	/* With --json a failure is a document too, as parseable as a result. */
 	if (o->json && ret == DLS_EXIT_INSPECT)

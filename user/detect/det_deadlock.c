@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* deadlock: every cycle of the lock-wait graph, with the verdict of dlscope stacks. */
+/*
+ * deadlock: every cycle of the lock-wait graph, with the verdict of dlscope stacks; fork-hang:
+ * every wait in it that can never end (a mutex whose owner is no thread of the process, a
+ * GNU libgomp region whose pool the process lacks), most often what a fork() left.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -32,6 +36,37 @@ void deadlock__process(const struct check_ctx *ctx, struct findings *out)
 					break;
 				}
 		finding__explain(f, r->verdicts[c], r->remedies[c]);
+	}
+}
+
+void fork_hang__process(const struct check_ctx *ctx, struct findings *out)
+{
+	const struct lockwait_report *r = ctx->lw;
+	size_t v;
+
+	if (!r || !r->never_ends)
+		return;
+	/* The verdicts: one per cycle, then one per wait that can never end, in thread order. */
+	v = r->n_cycles;
+	for (size_t i = 0; i < r->n_threads; i++) {
+		const struct thread_wait *w = &r->threads[i];
+		struct finding *f;
+
+		if (!w->forever)
+			continue;
+		f = findings__add(
+			out, "fork-hang", SEV_ERROR, ctx->g->pid,
+			"thread %d of process %d (%s) waits for ever: %s", w->tid, ctx->g->pid,
+			ctx->g->comm,
+			w->kind == WAIT_NO_TEAM ? "an OpenMP pool it does not have" :
+			w->kind == WAIT_PYLOCK	? "a Python lock no thread of it can release" :
+						  "a mutex no thread of it holds");
+		finding__evidence(f, "thread %d waits for %s (%s)", w->tid, w->what,
+				  wait_kind__id(w->kind));
+		if (v < r->n_verdicts) {
+			finding__explain(f, r->verdicts[v], r->remedies[v]);
+			v++;
+		}
 	}
 }
 

@@ -159,6 +159,7 @@ void loader_lock__process(const struct check_ctx *ctx, struct findings *out);
 void loader_lock__on_event(const struct live_ctx *lc, const struct live_event *e,
 			   struct findings *out);
 void deadlock__process(const struct check_ctx *ctx, struct findings *out);
+void fork_hang__process(const struct check_ctx *ctx, struct findings *out);
 void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
 			struct findings *out);
 void elf_defects__process(const struct check_ctx *ctx, struct findings *out);

@@ -1,0 +1,126 @@
+"""The hangs fork() leaves behind (a pool's bookkeeping without its threads, a lock its holder's
+process kept): named as waits that can never end, with the fork, exit 1; and the look-alikes
+that can end (OpenBLAS's pool, which its atfork handler restarts; a lock a live thread holds; a
+timed acquire) left as they were."""
+import json
+import os
+import subprocess
+
+from harness import Fixture, Skip, dlscope, fixture_path, wait_idle
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+
+
+def child_of(fx):
+    """The child the fixture forked: its "ready CHILD" line."""
+    child = int(fx.output[-1].split()[1])
+    wait_idle(child)
+    return child
+
+
+def stacks_json(pid, status):
+    doc = json.loads(dlscope("stacks", "--json", pid, check=status).stdout)
+    assert doc["errors"] == [], doc
+    return doc["processes"][0]
+
+
+def forever(doc):
+    return [t for t in doc["threads"] if t["wait"] in ("team-missing", "mutex-dead-owner")
+            or "no thread of the process is left" in t["waits_for"]]
+
+
+def test_openmp_region_after_fork_waits_for_ever():
+    with Fixture([fixture_path("fork_hang"), "omp"]) as fx:
+        child = child_of(fx)
+        doc = stacks_json(child, 1)
+        assert doc["never_ends"] is True, doc["verdicts"]
+        (t,) = forever(doc)
+        assert t["tid"] == child and t["wait"] == "team-missing", t
+        assert "GNU libgomp parallel region" in t["waits_for"], t
+        v = doc["verdicts"][0]
+        assert f"forked from process {fx.pid} (fork_hang)" in v["text"], v
+        assert "never exec'd" in v["text"] and "GNU libgomp is not fork-safe" in v["text"], v
+        assert "spawn" in v["remedy"] and "OMP_NUM_THREADS=1" in v["remedy"], v
+        text = dlscope("stacks", child, check=1).stdout
+        assert f"{child} -> none  team-missing:" in text, text
+        out = dlscope("check", child, check=1).stdout
+        assert f"error fork-hang: thread {child} of process {child} (fork_hang) waits for " \
+               "ever: an OpenMP pool it does not have" in out, out
+
+
+def test_mutex_a_parents_thread_held_at_the_fork():
+    with Fixture([fixture_path("fork_hang"), "mutex"]) as fx:
+        child = child_of(fx)
+        holder = [int(t) for t in os.listdir(f"/proc/{fx.pid}/task") if int(t) != fx.pid]
+        assert len(holder) == 1
+        doc = stacks_json(child, 1)
+        (t,) = forever(doc)
+        assert t["wait"] == "mutex-dead-owner", t
+        assert f"held by thread {holder[0]}, which is no thread of this process" in \
+            t["waits_for"], t
+        v = doc["verdicts"][0]["text"]
+        assert f"forked from process {fx.pid}" in v, v
+        assert f"while the parent's thread {holder[0]} held the mutex" in v, v
+        assert "pthread_atfork" in doc["verdicts"][0]["remedy"]
+        out = dlscope("check", child, check=1).stdout
+        assert "error fork-hang:" in out and "a mutex no thread of it holds" in out, out
+
+
+def test_look_alikes_stay_silent():
+    # OpenBLAS's atfork handler stops its pool before the fork: the child's call runs (and
+    # starts a pool of its own); a mutex the child's own thread holds is a wait that can end.
+    for how, edges in (("blas", 0), ("live", 1)):
+        with Fixture([fixture_path("fork_hang"), how]) as fx:
+            child = child_of(fx)
+            doc = stacks_json(child, 0)
+            assert doc["never_ends"] is False and not forever(doc), (how, doc["verdicts"])
+            assert len(doc["edges"]) == edges, (how, doc["edges"])
+            out = dlscope("check", "--only", "fork-hang", child, check=0).stdout
+            assert "fork-hang" not in out, (how, out)
+
+
+def test_python_lock_held_across_fork():
+    script = os.path.join(HERE, "python", "fork_lock.py")
+    with Fixture([PY, script]) as fx:
+        child = child_of(fx)
+        doc = stacks_json(child, 1)
+        (t,) = forever(doc)
+        assert t["wait"] == "python-lock" and "fork_lock.py:" in t["waits_for"], t
+        v = doc["verdicts"][0]
+        assert f"forked from process {fx.pid} (python3)" in v["text"], v
+        assert "register_at_fork" in v["remedy"], v
+    # The same acquire with a timeout ends by itself.
+    with Fixture([PY, script, "timed"]) as fx:
+        doc = stacks_json(child_of(fx), 0)
+        assert not forever(doc) and doc["never_ends"] is False, doc["verdicts"]
+
+
+TORCH_FORK = """
+import multiprocessing as mp
+import torch
+torch.set_num_threads(4)
+a = torch.ones(2000, 2000)
+a.sum(dim=0)
+def work():
+    torch.ones(2000, 2000).sum(dim=0)
+p = mp.get_context("fork").Process(target=work)
+p.start()
+print("ready", p.pid, flush=True)
+p.join()
+"""
+
+
+def test_torch_dataloader_style_fork_after_a_parallel_reduction():
+    if subprocess.run([PY, "-c", "import torch"], capture_output=True).returncode:
+        raise Skip("Debian's python3-torch is not installed")
+    with Fixture([PY, "-c", TORCH_FORK], ready_timeout=120) as fx:
+        child = child_of(fx)
+        doc = stacks_json(child, 1)
+        (t,) = forever(doc)
+        assert t["wait"] == "team-missing", t
+        frames = [f["function"] for f in t["frames"]]
+        # The child's first region (torch.ones fills in parallel) is the one that waits.
+        assert "GOMP_parallel" in frames and \
+            any("TensorIteratorBase" in (f or "") for f in frames), frames
+        assert f"forked from process {fx.pid} (python3)" in doc["verdicts"][0]["text"]
