@@ -28,6 +28,9 @@ struct hold_proc {
 	size_t n_met;
 	uint64_t *order; /* their link_maps' addresses, in the last walk's order */
 	size_t n_order;
+	/* The graph its first hold read, for the loop until it reads one itself: a short
+	 * command can be gone by the time its exec is handled. */
+	struct libgraph *first;
 };
 
 /* An entry as met: where its link_map is, and where its file went (a freed and reused
@@ -65,6 +68,27 @@ static void release(struct hold_proc *hp)
 	target__free(hp->t);
 	free(hp->met);
 	free(hp->order);
+	libgraph__free(hp->first);
+}
+
+struct libgraph *holds__take_graph(struct watch *w, pid_t pid)
+{
+	struct hold_proc *hp = find(w, pid);
+	struct libgraph *g = hp ? hp->first : NULL;
+
+	if (hp)
+		hp->first = NULL;
+	return g;
+}
+
+void holds__drop_graph(struct watch *w, pid_t pid)
+{
+	struct hold_proc *hp = find(w, pid);
+
+	if (hp) {
+		libgraph__free(hp->first);
+		hp->first = NULL;
+	}
 }
 
 void holds__forget(struct watch *w, pid_t pid)
@@ -194,7 +218,8 @@ static void answer_whole(struct watch *w, struct hold_proc *hp)
 	else
 		free(addrs);
 	free(keys);
-	libgraph__free(g);
+	libgraph__free(hp->first);
+	hp->first = g;
 }
 
 void holds__answer(struct watch *w, pid_t pid)

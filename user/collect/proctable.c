@@ -78,25 +78,29 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	 * priority, so that a starved collector never holds it (rtprio.h). */
 	rtprio__raise(&prio);
 	reader__let_holds_in(w);
-	if (target__open(ps->pid, &t, why, sizeof(why))) {
-		rtprio__restore(&prio);
-		return -ESRCH;
-	}
-	reader__sleep_unlocked(w, t);
-	/* One read of its maps: the graph's and the one kept for the unwinder (ps->maps). */
-	maps = procmaps__read(ps->pid);
-	if (!maps || libgraph__snapshot_maps(t, maps, w->cache, &g, why, sizeof(why))) {
+	if (!target__open(ps->pid, &t, why, sizeof(why))) {
+		reader__sleep_unlocked(w, t);
+		/* One read of its maps: the graph's and the one kept for the unwinder. */
+		maps = procmaps__read(ps->pid);
+		if (maps && !libgraph__snapshot_maps(t, maps, w->cache, &g, why, sizeof(why))) {
+			reader__let_holds_in(w);
+			/* Objects seen before answer from the cache; out of memory only leaves
+			 * owners out. */
+			libgraph__find_packages(g, t, w->pkgs);
+			procmaps__free(ps->maps);
+			ps->maps = maps;
+			maps = NULL;
+		}
 		procmaps__free(maps);
 		target__free(t);
+	}
+	/* Gone already (a short command): the graph its first hold read, if it had one. */
+	g = g ? g : holds__take_graph(w, ps->pid);
+	holds__drop_graph(w, ps->pid);
+	if (!g) {
 		rtprio__restore(&prio);
 		return -ESRCH;
 	}
-	reader__let_holds_in(w);
-	/* Objects seen before answer from the cache; out of memory only leaves owners out. */
-	libgraph__find_packages(g, t, w->pkgs);
-	target__free(t);
-	procmaps__free(ps->maps);
-	ps->maps = maps;
 	reader__let_holds_in(w);
 	ps->g = g;
 	reported__carry(old, g);

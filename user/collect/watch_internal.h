@@ -238,6 +238,10 @@ void probes__count_lost(struct watch *w, struct watch_stats *st);
 /* holds.c: a hold's probes, the objects new since the process's last hold */
 void holds__answer(struct watch *w, pid_t pid);
 void holds__forget(struct watch *w, pid_t pid);
+/* The graph the process's first hold read (the caller's now), or NULL; or dropped: the loop
+ * read one of its own. */
+struct libgraph *holds__take_graph(struct watch *w, pid_t pid);
+void holds__drop_graph(struct watch *w, pid_t pid);
 void holds__free_all(struct watch *w);
 
 /* records.c */
