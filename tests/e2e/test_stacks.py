@@ -233,7 +233,7 @@ def test_stacks_in_a_private_mount_namespace():
         pid = int(fx.output[-1].split()[1])
         assert not os.path.exists(lib), "the library must exist only inside"
         wait_idle(pid)
-        p = dlscope("stacks", pid, check=0)
+        p = dlscope("stacks", "--all", pid, check=0)
         workers = [b for b in p.stdout.split("\nThread ")[1:] if f"LWP {pid} " not in b]
         assert len(workers) == 2, p.stdout
         for w in workers:
@@ -375,3 +375,35 @@ def test_reported_stop_is_the_one_the_target_sees():
         good = [r < 250 and abs(r - s) <= max(0.1 * s, 15) for r, s in tries]
         assert sum(good) >= 2, f"(reported, seen) stops in ms: {tries}"
         assert traced_or_stopped(fx.pid) is None
+
+
+SAME_STACKS = """
+import threading, time
+def leaf():
+    time.sleep(1000)
+for i in range(12):
+    threading.Thread(target=leaf, name=f"w{i}", daemon=True).start()
+time.sleep(0.3)
+print("ready", flush=True)
+time.sleep(1000)
+"""
+
+
+def test_threads_with_one_stack_print_it_once_and_all_prints_each():
+    with Fixture(["/usr/bin/python3", "-c", SAME_STACKS]) as fx:
+        wait_idle(fx.pid)
+        doc = stacks_json(fx.pid, 0)
+        workers = [t["tid"] for t in doc["threads"] if t["python"] and
+                   (t["python"]["name"] or "").startswith("w")]
+        assert len(workers) == 12, doc["threads"]
+        text = dlscope("stacks", fx.pid, check=0).stdout
+        full = dlscope("stacks", "--all", fx.pid, check=0).stdout
+    # Every thread keeps its own line (id, state, wait); the frames of a group print once.
+    for tid in workers:
+        assert text.count(f"(LWP {tid} ") == 1 and full.count(f"(LWP {tid} ") == 1, tid
+    groups = [int(n) for n in re.findall(r"^(\d+) threads with the same stack:$", text, re.M)]
+    assert groups and sum(groups) >= 2 and sum(groups) <= 12, groups
+    assert text.count("[py] leaf (<string>:4)") == len(groups), text
+    assert full.count("[py] leaf (<string>:4)") == 12 and "with the same stack" not in full
+    assert len(text.splitlines()) < len(full.splitlines()) / 2, (len(text.splitlines()),
+                                                                len(full.splitlines()))

@@ -64,6 +64,9 @@ static void stacks_usage(FILE *f)
 		"      --python          Python frames only (like py-spy dump)\n"
 		"  -n, --max-frames N    frames per thread (default %d)\n"
 		"  -s, --stats           say how long the process was stopped\n"
+		"      --all             every thread with its own stack; by default threads\n"
+		"                        whose stacks are the same are printed as one group,\n"
+		"                        each thread's id, state and wait kept\n"
 		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
 		"                        any member: launcher, rank, a rank's child), each stopped\n"
 		"                        once, read in parallel, then merged: identical stacks\n"
@@ -179,43 +182,114 @@ static void print_python_header(const struct inspection *in, const struct stacks
 		fprintf(out, ", %zu Python threads\n\n", s->py->n);
 }
 
-static void print_text(const struct inspection *in, const struct stacks *s,
-		       const struct threadscan *ts, const struct lockwait_report *r,
-		       const struct go_state *go, bool stats, bool python_only, FILE *out)
+/*
+ * What makes two threads' stacks the same: each frame's object and place in it, the Python
+ * frames, and where the unwind ended. A new string (NULL: out of memory).
+ */
+static char *stack_key(const struct thread_stack *st, bool python_only)
 {
-	char *go_summary = go ? go_state__summary(go) : NULL;
+	char *key = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&key, &len);
 
-	const struct target *t = in->t;
+	if (!f)
+		return NULL;
+	for (size_t k = 0; !python_only && k < st->n_frames; k++) {
+		const struct stack_frame *fr = &st->frames[k];
 
-	print_python_header(in, s, out);
+		fprintf(f, "%s+%" PRIx64 "%s;", fr->module ? fr->module : "",
+			fr->has_module_offset ? fr->module_offset : fr->pc, fr->inlined ? "i" : "");
+	}
+	for (size_t k = 0; st->py && k < st->py->n_frames; k++)
+		fprintf(f, "%s@%s:%d;", st->py->frames[k].function, st->py->frames[k].file,
+			st->py->frames[k].line);
+	fprintf(f, "|%s|%d", python_only || !st->error ? "" : st->error, st->truncated);
+	fclose(f);
+	return key;
+}
+
+/* One thread's heading and its wait: "Thread 3 (LWP 812 "python3", ...): state S, ...". */
+static void print_thread_head(const struct inspection *in, const struct stacks *s,
+			      const struct thread_stack *st, size_t index,
+			      const struct threadscan *ts, const struct lockwait_report *r,
+			      const char *indent, FILE *out)
+{
+	const struct thread_info *ti = info_of(ts, st->tid);
+	const struct thread_wait *w = wait_of(r, st->tid);
+	struct thread_extra x;
+	char sc[160], gpu[256];
+
+	read_extra(in->t->pid, st->tid, &x);
+	if (ti)
+		format_syscall(ti, sc, sizeof(sc));
+	fprintf(out, "%sThread %zu (LWP %d \"%s\"", indent, index + 1, st->tid,
+		ti ? ti->comm : "?");
+	if (ti && runtimes__gpu_thread(in->g, ti, gpu, sizeof(gpu)))
+		fprintf(out, ", %s", gpu);
+	if (st->py && st->py->name)
+		fprintf(out, ", Python \"%s\"", st->py->name);
+	fprintf(out, "): state %c, cpu %d%s%s%s\n", ti ? ti->state : '?', x.cpu,
+		x.wchan[0] ? ", wchan " : "", x.wchan,
+		stacks__holds_gil(s, st) ? ", holds the GIL" : "");
+	if (ti)
+		fprintf(out, "%s    %s%s%s\n", indent, sc, w && w->kind != WAIT_RUNNING ? ": " : "",
+			w && w->kind != WAIT_RUNNING ? w->what : "");
+}
+
+/*
+ * The threads, each stack printed once: threads whose stacks are the same (a pool of 63
+ * workers in one wait) form one group, headed by how many, each with its own id, state and
+ * wait, as stacks --job groups ranks. @all: every thread with its own stack, as gdb does.
+ */
+static void print_threads(const struct inspection *in, const struct stacks *s,
+			  const struct threadscan *ts, const struct lockwait_report *r, bool all,
+			  bool python_only, FILE *out)
+{
+	char **keys = calloc(s->n ? s->n : 1, sizeof(*keys));
+	bool *done = calloc(s->n ? s->n : 1, sizeof(*done));
+	bool first = true;
+
+	for (size_t i = 0; keys && !all && i < s->n; i++)
+		keys[i] = stack_key(&s->t[i], python_only);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct thread_stack *st = &s->t[i];
-		const struct thread_info *ti = info_of(ts, st->tid);
-		const struct thread_wait *w = wait_of(r, st->tid);
-		struct thread_extra x;
-		char sc[160], gpu[256];
+		size_t same = 1;
 
-		if (python_only && !st->py)
+		if ((done && done[i]) || (python_only && !st->py))
 			continue;
-		read_extra(t->pid, st->tid, &x);
-		if (ti)
-			format_syscall(ti, sc, sizeof(sc));
-		fprintf(out, "%sThread %zu (LWP %d \"%s\"", i ? "\n" : "", i + 1, st->tid,
-			ti ? ti->comm : "?");
-		if (ti && runtimes__gpu_thread(in->g, ti, gpu, sizeof(gpu)))
-			fprintf(out, ", %s", gpu);
-		if (st->py && st->py->name)
-			fprintf(out, ", Python \"%s\"", st->py->name);
-		fprintf(out, "): state %c, cpu %d%s%s%s\n", ti ? ti->state : '?', x.cpu,
-			x.wchan[0] ? ", wchan " : "", x.wchan,
-			stacks__holds_gil(s, st) ? ", holds the GIL" : "");
-		if (ti)
-			fprintf(out, "    %s%s%s\n", sc, w && w->kind != WAIT_RUNNING ? ": " : "",
-				w && w->kind != WAIT_RUNNING ? w->what : "");
+		for (size_t j = i + 1; keys && keys[i] && j < s->n; j++)
+			same += keys[j] && !strcmp(keys[i], keys[j]);
+		fprintf(out, "%s", first ? "" : "\n");
+		first = false;
+		if (same == 1 || !done) {
+			print_thread_head(in, s, st, i, ts, r, "", out);
+		} else {
+			fprintf(out, "%zu threads with the same stack:\n", same);
+			for (size_t j = i; j < s->n; j++) {
+				if (j != i && (!keys[j] || strcmp(keys[i], keys[j])))
+					continue;
+				done[j] = true;
+				print_thread_head(in, s, &s->t[j], j, ts, r, "  ", out);
+			}
+		}
 		thread_stack__print(st, python_only, out);
 		if (st->error && !python_only)
 			fprintf(out, "    (%s)\n", st->error);
 	}
+	for (size_t i = 0; keys && i < s->n; i++)
+		free(keys[i]);
+	free(keys);
+	free(done);
+}
+
+static void print_text(const struct inspection *in, const struct stacks *s,
+		       const struct threadscan *ts, const struct lockwait_report *r,
+		       const struct go_state *go, bool stats, bool python_only, bool all, FILE *out)
+{
+	char *go_summary = go ? go_state__summary(go) : NULL;
+
+	print_python_header(in, s, out);
+	print_threads(in, s, ts, r, all, python_only, out);
 	if (go && !python_only)
 		go_state__print(go, out);
 	fprintf(out, "\nLock-wait graph:\n");
@@ -680,7 +754,7 @@ out:
 /* What the command line of stacks asks. */
 struct stacks_opts {
 	unsigned int max_frames;
-	bool json, stats, python_only, job;
+	bool json, stats, python_only, job, all;
 	const char *core;
 	struct core_opts co; /* --exe, --coredump, --ignore-build-id */
 	pid_t *pids;
@@ -697,6 +771,7 @@ static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cli
 		{ "max-frames", required_argument, NULL, 'n' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "job", no_argument, NULL, 'J' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "core", required_argument, NULL, 'C' },
 		COREOPT_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -732,6 +807,7 @@ static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cli
 			break;
 		case 's': o->stats = true; break;
 		case 'J': o->job = true; break;
+		case 'a': o->all = true; break;
 		case 'C': o->core = arg; break;
 		case 'h': stacks_usage(stdout); return DLS_EXIT_OK;
 		default: return DLS_EXIT_USAGE;
@@ -789,7 +865,7 @@ static int stacks_pid(pid_t pid, const struct stacks_opts *o)
 				in->py_err == -ENOTSUP ? in->py_why : "runs no Python interpreter");
 			goto out;
 		}
-		print_text(in, in->stacks, in->ts, r, go, o->stats, o->python_only, stdout);
+		print_text(in, in->stacks, in->ts, r, go, o->stats, o->python_only, o->all, stdout);
 	}
 	phase__mark("printed");
 	ret = r && (r->n_cycles || r->never_ends) ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
