@@ -1242,7 +1242,9 @@ static __always_inline int on_fork(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!traced(ptgid))
 		return 0;
-	if (ctgid != ptgid && follow_children)
+	/* --comm: a worker forked without exec carries the name (Apache's prefork, PostgreSQL's
+	 * backends, gunicorn's workers) and is one of them. */
+	if (ctgid != ptgid && (follow_children || comm_mode))
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
 	/* Threads are reported only when created inside dlopen: a pool born in a constructor. */
 	if (ctgid == ptgid && !dlopen_depth((u32)current_id()))

@@ -1093,3 +1093,28 @@ def test_hot_first_blas_dispatch_has_its_stack_in_the_text():
     assert re.match(r"\s+#0 exec_blas\+0x0 \(libopenblas\S*\)", frames[0]), frames
     assert any("cblas_dgemm+" in f for f in frames), frames
     assert any("(python3.11)" in f for f in frames), frames
+
+
+@serial  # --comm prefork: any prefork of the machine is watched
+def test_comm_follows_workers_forked_without_exec():
+    """--comm: the workers a server forks (and never execs) carry its name and are watched
+    from their fork, their dlopens too, as Apache's prefork or PostgreSQL's backends."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    lib = fixture_path("libplain.so")
+    with Fixture([fixture_path("prefork"), "2", lib]) as fx:
+        w = subprocess.Popen([dlscope_path(), "watch", "--comm", "prefork", "--duration", "4"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = w.stderr.readline()
+            assert "named prefork" in line, line
+            os.kill(fx.pid, signal.SIGUSR1)
+            out, err = w.communicate(timeout=30)
+        finally:
+            w.kill()
+            w.wait()
+    forks = re.findall(rf"{fx.pid}/{fx.pid} prefork fork, child (\d+)", out)
+    assert len(forks) == 2, out
+    for child in forks:
+        assert re.search(rf"{child}/{child} prefork dlopen\(\"{re.escape(lib)}\", RTLD_NOW\) "
+                         r"= 0x", out), (child, out)

@@ -316,7 +316,8 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 	const struct event *ev = &we->ev;
 
 	/* proctable__add may move w->procs: @ps is found again. */
-	if (ev->kind == EVENT_FORK && !ev->u.fork.thread && w->o->follow) {
+	/* --follow, and --comm: a child forked without exec has its parent's name. */
+	if (ev->kind == EVENT_FORK && !ev->u.fork.thread && (w->o->follow || w->o->comm)) {
 		proctable__add(w, ev->u.fork.child, ev->pid);
 		ps = proctable__find(w, ev->pid);
 	}
