@@ -4,9 +4,10 @@ that can end (OpenBLAS's pool, which its atfork handler restarts; a lock a live 
 timed acquire) left as they were."""
 import json
 import os
+import re
 import subprocess
 
-from harness import Fixture, Skip, dlscope, fixture_path, wait_idle
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, wait_idle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
@@ -127,3 +128,34 @@ def test_torch_dataloader_style_fork_after_a_parallel_reduction():
         # The child's first region (torch.ones fills in parallel) is the one that waits.
         assert any("TensorIteratorBase" in (f or "") for f in frames), frames
         assert f"forked from process {fx.pid} (python3)" in doc["verdicts"][0]["text"]
+
+
+def test_check_names_the_hazard_on_a_child_that_has_not_hung_yet():
+    with Fixture([fixture_path("fork_hang"), "ompidle"]) as fx:
+        child = child_of(fx)
+        doc = json.loads(dlscope("check", "--json", child, check=0).stdout)["processes"][0]
+        (f,) = [f for f in doc["findings"] if f["id"] == "fork-hang"]
+        assert f["severity"] == "warning", f
+        assert f"forked without exec from process {fx.pid}, whose GNU libgomp pool has " \
+               in f["title"], f
+    # No region in the parent, no pool: the child is safe.
+    with Fixture([fixture_path("fork_hang"), "ompnone"]) as fx:
+        out = dlscope("check", child_of(fx), check=0).stdout
+        assert "fork-hang" not in out, out
+
+
+def test_watch_warns_at_a_fork_without_exec_while_the_pool_has_threads():
+    if os.geteuid() != 0:
+        raise Skip("BPF tests need root")
+    for how, warned in (("ompidle", True), ("ompnone", False), ("ompexec", False)):
+        p = subprocess.run([dlscope_path(), "watch", "--duration", "2", "--",
+                            fixture_path("fork_hang"), how],
+                           capture_output=True, text=True, timeout=60)
+        lines = [ln for ln in p.stdout.splitlines() if "FINDING warning fork-hang" in ln]
+        assert len(lines) == warned, (how, p.stdout)
+        if warned:
+            m = re.search(r"(\d+)/\d+ fork_hang fork, child (\d+)", p.stdout)
+            assert m, p.stdout
+            assert f"process {m.group(1)} (fork_hang) forked {m.group(2)} without exec while " \
+                   "its GNU libgomp pool had" in lines[0], lines
+            assert "did not exec" in p.stdout and p.returncode == 1, (p.returncode, p.stdout)

@@ -96,6 +96,8 @@ static void dispatch(struct watch *w, struct watch_event *we)
 	}
 	SINKS(w, event, ev);
 	ps = proctable__follow(w, ps, we);
+	if (ev->kind == EVENT_FORK)
+		forkwatch__on_fork(w, ps, ev);
 	reader__let_holds_in(w);
 	live_findings__on_event(w, ps, ev, &fs);
 	/* Findings carry the stack: named before they go out (a dlopen's already was, from the
@@ -296,6 +298,7 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 		SINKS(w, flush);
 		SINKS(w, tick, mono_ns(CLOCK_MONOTONIC));
 		stuck__scan(w, dispatch_made);
+		forkwatch__tick(w, mono_ns(CLOCK_MONOTONIC));
 	}
 	return 0;
 }

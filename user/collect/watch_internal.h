@@ -147,6 +147,22 @@ struct watch {
 	 */
 	pthread_mutex_t lock;
 	pthread_t reader;
+	/* Forks of processes whose GNU libgomp pool had threads, said once the child has not
+	 * exec'd (forkwatch.c); the last pool count, reused by a parent forking again. */
+	struct fork_pending {
+		pid_t parent, child;
+		int threads;
+		unsigned long long t;
+		char runtime[256];
+		char comm[16];
+	} forks[16];
+	size_t n_forks;
+	struct {
+		pid_t pid;
+		unsigned long long t;
+		int threads;
+		char runtime[256];
+	} pool_count;
 	/* Readers waiting for @lock (reader__let_holds_in); a hold being answered. */
 	int holds_waiting;
 	bool in_hold;
@@ -243,6 +259,10 @@ void holds__forget(struct watch *w, pid_t pid);
 struct libgraph *holds__take_graph(struct watch *w, pid_t pid);
 void holds__drop_graph(struct watch *w, pid_t pid);
 void holds__free_all(struct watch *w);
+
+/* forkwatch.c: a fork while a fork-unsafe pool has threads */
+void forkwatch__on_fork(struct watch *w, const struct proc_state *ps, const struct event *ev);
+void forkwatch__tick(struct watch *w, unsigned long long now);
 
 /* records.c */
 void records__read_str(pid_t pid, uint64_t addr, char *buf, size_t len);

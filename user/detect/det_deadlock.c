@@ -8,8 +8,12 @@
 #include <stdlib.h>
 
 #include "detector.h"
+#include "forkorigin.h"
+#include "forkpool.h"
 #include "libgraph.h"
 #include "lockwait.h"
+#include "roles.h"
+#include "runtimes.h"
 #include "target.h"
 
 void deadlock__process(const struct check_ctx *ctx, struct findings *out)
@@ -39,13 +43,68 @@ void deadlock__process(const struct check_ctx *ctx, struct findings *out)
 	}
 }
 
+/* The threads of @g's GNU libgomp pool in the inventory @rt, or -1 when it has none. */
+static int own_gomp_pool(const struct libgraph *g, const struct runtime_list *rt)
+{
+	for (size_t i = 0; rt && i < rt->n; i++)
+		if (rt->r[i].role.kind == ROLE_OPENMP && rt->r[i].role.impl == IMPL_GNU_LIBGOMP &&
+		    !runtimes__is_front(g, rt->r[i].obj, ROLE_OPENMP))
+			return rt->r[i].pool_threads;
+	return -1;
+}
+
+/*
+ * Not hung yet: a child forked without exec from a parent whose GNU libgomp pool has threads,
+ * while it has none. If the pool was there at the fork (the likely case: a pool lives as long
+ * as its process), the child's first parallel region waits for ever. A warning: the fork's
+ * moment cannot be read back.
+ */
+static void fork_hazard(const struct check_ctx *ctx, struct findings *out)
+{
+	struct fork_origin fo;
+	char path[4096], forked[256];
+	struct finding *f;
+	int parent_pool;
+
+	if (!ctx->t || ctx->t->core || ctx->t->image || own_gomp_pool(ctx->g, ctx->rt) != 0 ||
+	    fork_origin__read(ctx->g->pid, &fo) || !fo.parent || !fo.same_program)
+		return;
+	parent_pool = forkpool__gomp_threads(fo.parent, NULL, path, sizeof(path));
+	if (parent_pool <= 0)
+		return;
+	fork_origin__describe(&fo, forked, sizeof(forked));
+	f = findings__add(out, "fork-hang", SEV_WARNING, ctx->g->pid,
+			  "process %d (%s) was forked without exec from process %d, whose GNU "
+			  "libgomp pool has %d thread%s; it has none: its first parallel region "
+			  "would wait for ever",
+			  ctx->g->pid, ctx->g->comm, fo.parent, parent_pool,
+			  parent_pool == 1 ? "" : "s");
+	finding__evidence(f, "process %d %s", ctx->g->pid, forked);
+	finding__evidence(f, "process %d runs a GNU libgomp pool of %d thread%s (%s)", fo.parent,
+			  parent_pool, parent_pool == 1 ? "" : "s", path);
+	finding__evidence(f, "process %d maps the same libgomp and has no thread of its pool",
+			  ctx->g->pid);
+	finding__explain(f,
+			 "GNU libgomp is not fork-safe: a child keeps its parent's pool "
+			 "bookkeeping but not its threads, so a region there waits at the pool's "
+			 "dock for workers that never come.",
+			 "Do not fork a process that has run an OpenMP region unless the child "
+			 "execs: start workers with the spawn or forkserver method "
+			 "(multiprocessing.set_start_method(\"spawn\"), or a DataLoader's "
+			 "multiprocessing_context=\"spawn\"), or set OMP_NUM_THREADS=1 in the "
+			 "parent before its first parallel region.");
+}
+
 void fork_hang__process(const struct check_ctx *ctx, struct findings *out)
 {
 	const struct lockwait_report *r = ctx->lw;
 	size_t v;
 
-	if (!r || !r->never_ends)
+	if (!r || !r->never_ends) {
+		if (ctx->g && forkpool__has_gomp(ctx->g, NULL, 0))
+			fork_hazard(ctx, out);
 		return;
+	}
 	/* The verdicts: one per cycle, then one per wait that can never end, in thread order. */
 	v = r->n_cycles;
 	for (size_t i = 0; i < r->n_threads; i++) {
