@@ -596,6 +596,13 @@ int model__apply(struct model *m, const json_t *rec)
 	}
 	if (!strcmp(type, "loaded"))
 		return apply_loaded(m, rec) ? (m->bad_records++, -EINVAL) : 0;
+	/* An object gone, with the dlclose (or exec, exit) that took it: "- PATH". */
+	if (!strcmp(type, "unloaded") && str_of(rec, "path")) {
+		snprintf(text, sizeof(text), "- %s", str_of(rec, "path"));
+		return model__add_event(m, EV_LOADED, (uint64_t)int_of(rec, "t"),
+					(pid_t)int_of(rec, "pid"), (pid_t)int_of(rec, "tid"), NULL,
+					text, str_of(rec, "path"), NULL);
+	}
 	/* --hot's counts per second, a line each: "libgomp.so.1: 248 parallel regions". */
 	if (!strcmp(type, "activity"))
 		return apply_activity(m, rec);

@@ -1118,3 +1118,42 @@ def test_comm_follows_workers_forked_without_exec():
     for child in forks:
         assert re.search(rf"{child}/{child} prefork dlopen\(\"{re.escape(lib)}\", RTLD_NOW\) "
                          r"= 0x", out), (child, out)
+
+
+def test_unloads_belong_to_the_dlclose_that_did_them():
+    """A dlclose storm (Apache's graceful restart: every module closed, then opened again at
+    the same places): each unload is said with the dlclose whose handle it was (and what it
+    needed), in the text and as an "unloaded" record of the trace; none with another's."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    libs = [fixture_path(f"storm/libstorm{i}.so") for i in range(1, 9)]
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "t.jsonl")
+        p = subprocess.run([dlscope_path(), "watch", "--duration", "2", "-o", trace, "--",
+                            fixture_path("dlclose_storm"), "2", *libs],
+                           capture_output=True, text=True, timeout=60)
+        recs = [json.loads(line) for line in open(trace)]
+    assert p.returncode == 0, p.stderr
+    opened, closed = {}, {}
+    for r in recs:
+        if r["type"] == "dlopen" and r.get("handle"):
+            opened[r["handle"]] = os.path.basename(r["file"])
+        elif r["type"] == "dlclose":
+            closed[r["t"]] = (opened.get(r["handle"]), r["tid"])
+    unloaded = [r for r in recs if r["type"] == "unloaded"]
+    assert len(closed) == 16 and len(unloaded) >= 4, (len(closed), unloaded)
+    for u in unloaded:
+        name = os.path.basename(u["path"])
+        assert u["t"] in closed, u
+        # Its handle's file, or what that file needed (libm) leaving with it.
+        assert name in (closed[u["t"]][0], "libm.so.6") and u["tid"] == closed[u["t"]][1], \
+            (u, closed[u["t"]])
+    # In the text, under that dlclose's line.
+    lines = [ln for ln in p.stdout.splitlines() if not ln.lstrip().startswith("#")]
+    for i, ln in enumerate(lines):
+        m = re.match(r"\s+\d+ - (\S+)$", ln)
+        if m and "libstorm" in m.group(1):
+            j = i
+            while not re.search(r"dlclose\(0x", lines[j]):
+                j -= 1
+            assert "dlclose(" in lines[j], (ln, lines[j])

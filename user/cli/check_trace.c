@@ -117,6 +117,20 @@ static bool has_runtime_role(const json_t *rec)
 
 /* A loaded record: its executable's name, and the object when it has a runtime role (the last
  * record of a path in a namespace wins: an object loaded again after a dlclose is one). */
+/* An object the process no longer has: no runtime of its inventory any more. */
+static void note_unloaded(struct tproc *p, const json_t *rec)
+{
+	const char *path = json_string_value(json_object_get(rec, "path"));
+	const json_t *o;
+	size_t i;
+
+	json_array_foreach (p->loaded, i, o)
+		if (path && !strcmp(json_string_value(json_object_get(o, "path")), path)) {
+			json_array_remove(p->loaded, i);
+			return;
+		}
+}
+
 static int note_loaded(struct tproc *p, const json_t *rec)
 {
 	const char *path = json_string_value(json_object_get(rec, "path"));
@@ -256,6 +270,8 @@ static int take_record(struct tstate *s, const json_t *rec,
 		err = json_array_clear(p->loaded);
 	else if (!strcmp(type, "loaded"))
 		err = note_loaded(p, rec);
+	else if (!strcmp(type, "unloaded"))
+		note_unloaded(p, rec);
 	else if (!strcmp(type, "finding") &&
 		 (!selected || selected(ctx, json_string_value(json_object_get(rec, "id")) ?: "")))
 		err = json_array_append(p->findings, (json_t *)rec);

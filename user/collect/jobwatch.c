@@ -371,9 +371,9 @@ static void jw_header(struct event_sink *s, const struct trace_header *h)
 	DOWN(JW(s), header, h);
 }
 
-static void jw_unloaded(struct event_sink *s, pid_t pid, const char *path)
+static void jw_unloaded(struct event_sink *s, uint64_t t, pid_t pid, pid_t tid, const char *path)
 {
-	DOWN(JW(s), unloaded, pid, path);
+	DOWN(JW(s), unloaded, t, pid, tid, path);
 }
 
 static void jw_note(struct event_sink *s, const char *line)

@@ -7,13 +7,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "dlwatch.skel.h"
+#include "paths.h"
 #include "elfobj.h"
 #include "pkgowner.h"
 #include "procfs.h"
@@ -65,6 +68,8 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 	}
 }
 
+static void keep_gone(struct proc_state *ps, const struct libgraph *old, const struct lg_object *o);
+
 /* Re-read the process's graph and maps; attach probes to any runtime it now has. */
 int proctable__refresh(struct watch *w, struct proc_state *ps)
 {
@@ -94,9 +99,13 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 		procmaps__free(maps);
 		target__free(t);
 	}
-	/* Gone already (a short command): the graph its first hold read, if it had one. */
-	g = g ? g : holds__take_graph(w, ps->pid);
-	holds__drop_graph(w, ps->pid);
+	/* Gone already (a short command) before its start-up was read: the graph its first
+	 * hold read, if it had one. Only then: a failed read of a live process (a link map
+	 * rewritten all along) keeps the model it has. */
+	if (!g && (!old || !old->n) && kill(ps->pid, 0) && errno == ESRCH)
+		g = holds__take_graph(w, ps->pid);
+	if (g)
+		holds__drop_graph(w, ps->pid);
 	if (!g) {
 		rtprio__restore(&prio);
 		return -ESRCH;
@@ -117,11 +126,13 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 		ps->seen_all = true;
 		w->st->attached_running++;
 		for (size_t i = 0; i < g->n; i++) {
-			reported__mark(g, g->objs[i]);
+			reported__mark(g, g->objs[i], now);
 			loaded(w, ps, g->objs[i], now, true);
 		}
 	}
-	/* What was reported and is gone from the new snapshot: once per load. */
+	/* What was reported and is gone from the new snapshot: once per load, said with the
+	 * dlclose that did it (unloads_said). */
+	ps->refreshes++;
 	for (size_t k = 0; old && k < old->n; k++) {
 		bool still = false;
 
@@ -131,16 +142,139 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 			continue;
 		reported__forget(old, old->objs[k]);
 		if (old->objs[k]->origin != LG_VDSO)
-			SINKS(w, unloaded, ps->pid, old->objs[k]->path);
+			keep_gone(ps, old, old->objs[k]);
 	}
 	libgraph__free(old);
 	return 0;
 }
 
+/* The object @o of @old is gone: kept, with what it needed, until an event claims it. */
+static void keep_gone(struct proc_state *ps, const struct libgraph *old, const struct lg_object *o)
+{
+	struct gone_obj *x;
+
+	if (ps->n_gone == ps->cap_gone && ARRAY_GROW(ps->gone, ps->cap_gone, 16))
+		return;
+	x = &ps->gone[ps->n_gone];
+	*x = (struct gone_obj){ .lm_addr = o->lm_addr,
+				.path = strdup(o->path),
+				.snapshot = ps->refreshes,
+				.loaded_at = o->reported_at };
+	if (!x->path)
+		return;
+	x->needs = calloc(o->n_children ? o->n_children : 1, sizeof(*x->needs));
+	for (size_t c = 0; x->needs && c < o->n_children; c++)
+		x->needs[x->n_needs++] = old->objs[o->children[c]]->lm_addr;
+	ps->n_gone++;
+}
+
+/* Say gone object @i at @we, and what it needed that went with it. */
+static void say_gone(struct watch *w, struct proc_state *ps, size_t i, const struct watch_event *we,
+		     unsigned int depth)
+{
+	struct gone_obj *x = &ps->gone[i];
+
+	if (x->said || depth > 64)
+		return;
+	x->said = true;
+	SINKS(w, unloaded, we->ev.t, ps->pid, we->ev.tid, x->path);
+	/* What it needed, gone in the same snapshot (a link_map's address names one load). */
+	for (size_t n = 0; n < x->n_needs; n++)
+		for (size_t j = 0; j < ps->n_gone; j++)
+			if (x->needs[n] && ps->gone[j].lm_addr == x->needs[n] &&
+			    ps->gone[j].snapshot == x->snapshot)
+				say_gone(w, ps, j, we, depth + 1);
+}
+
+void proctable__forget_gone(struct proc_state *ps)
+{
+	for (size_t i = 0; i < ps->n_gone; i++) {
+		free(ps->gone[i].path);
+		free(ps->gone[i].needs);
+	}
+	free(ps->gone);
+	ps->gone = NULL;
+	ps->n_gone = ps->cap_gone = 0;
+	for (size_t i = 0; i < ps->n_opened; i++)
+		free(ps->opened[i].path);
+	free(ps->opened);
+	ps->opened = NULL;
+	ps->n_opened = ps->cap_opened = 0;
+}
+
+/* The path of what handle @h is, as the latest dlopen that returned it said; NULL unknown. */
+static const char *opened_path(const struct proc_state *ps, uint64_t h)
+{
+	for (size_t i = 0; h && i < ps->n_opened; i++)
+		if (ps->opened[i].handle == h)
+			return ps->opened[i].path;
+	return NULL;
+}
+
+static void note_opened(struct proc_state *ps, uint64_t h, const char *path)
+{
+	char *dup = strdup(path);
+	size_t i;
+
+	if (!dup)
+		return;
+	for (i = 0; i < ps->n_opened && ps->opened[i].handle != h; i++)
+		;
+	if (i == ps->n_opened) {
+		if (ps->n_opened == ps->cap_opened && ARRAY_GROW(ps->opened, ps->cap_opened, 16)) {
+			free(dup);
+			return;
+		}
+		ps->opened[ps->n_opened++] = (struct handle_path){ h, NULL };
+	}
+	free(ps->opened[i].path);
+	ps->opened[i].path = dup;
+}
+
+/* Two names of one file: the model's and a dlopen's may differ in their directory part. */
+static bool same_file_name(const char *a, const char *b)
+{
+	return a && b && !strcmp(path_base(a), path_base(b));
+}
+
+/*
+ * The unloads @we did: a dlclose's are its handle's object and what it needed that left with
+ * it (a later dlclose's stay for its own record); an exec or an exit says whatever is left.
+ */
+static void unloads_said(struct watch *w, struct proc_state *ps, const struct watch_event *we)
+{
+	size_t kept = 0;
+	const char *closed =
+		we->ev.kind == EVENT_DLCLOSE ? opened_path(ps, we->ev.u.dlclose.handle) : NULL;
+
+	/* A dlclose's: the oldest load gone at its handle (the link_map may have held
+	 * another since). */
+	for (size_t i = 0; i < ps->n_gone; i++) {
+		if (we->ev.kind != EVENT_DLCLOSE) {
+			say_gone(w, ps, i, we, 0);
+		} else if (we->ev.u.dlclose.handle &&
+			   ps->gone[i].lm_addr == we->ev.u.dlclose.handle &&
+			   ps->gone[i].loaded_at <= we->ev.t &&
+			   (!closed || same_file_name(closed, ps->gone[i].path))) {
+			say_gone(w, ps, i, we, 0);
+			break;
+		}
+	}
+	for (size_t i = 0; i < ps->n_gone; i++) {
+		if (ps->gone[i].said) {
+			free(ps->gone[i].path);
+			free(ps->gone[i].needs);
+		} else {
+			ps->gone[kept++] = ps->gone[i];
+		}
+	}
+	ps->n_gone = kept;
+}
+
 static void announce_one(struct watch *w, struct proc_state *ps, const struct lg_object *o,
 			 const struct watch_event *cause)
 {
-	reported__mark(ps->g, o);
+	reported__mark(ps->g, o, cause->ev.t);
 	loaded(w, ps, o, cause->ev.t, false);
 	live_findings__on_object(w, ps, cause, o);
 	/* A dlopen that brings 300 objects runs 300 objects' detectors: a hold waits for one. */
@@ -189,8 +323,10 @@ static bool announce(struct watch *w, struct proc_state *ps, const struct watch_
 		switch (ev->kind) {
 		case EVENT_EXEC: break;
 		case EVENT_DLOPEN:
-			if ((handle && o->lm_addr == handle) ||
-			    (ev->u.dlopen.file[0] && !strcmp(o->path, ev->u.dlopen.file))) {
+			/* By its handle, the link_map: an object of that path at another is
+			 * another load (a later one, read ahead of the stream). */
+			if (handle ? o->lm_addr == handle :
+				     ev->u.dlopen.file[0] && !strcmp(o->path, ev->u.dlopen.file)) {
 				found = true;
 				/*
 				 * New at its dlopen's return: that dlopen brought it, even where
@@ -229,8 +365,15 @@ static void loaded_after_exit(struct watch *w, struct proc_state *ps, const stru
 		return;
 	o->inode = elfobj__inode(o->elf);
 	libgraph__saw_dlopen(o);
-	snprintf(note, sizeof(note),
-		 "        %d: the process is gone; %s's dependencies are unknown", ps->pid, file);
+	if (kill(ps->pid, 0) && errno == ESRCH)
+		snprintf(note, sizeof(note),
+			 "        %d: the process is gone; %s's dependencies are unknown", ps->pid,
+			 file);
+	else
+		snprintf(note, sizeof(note),
+			 "        %d: %s had left the link map when the process was read (a "
+			 "dlclose since); its dependencies are unknown",
+			 ps->pid, file);
 	SINKS(w, note, note);
 	announce_one(w, ps, o, we);
 }
@@ -298,6 +441,7 @@ void proctable__drop(struct watch *w, pid_t pid)
 			continue;
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
+		proctable__forget_gone(&w->procs[i]);
 		sample_unwinder__free(w->procs[i].uw);
 		py_code_cache__free(w->procs[i].codes);
 		w->procs[i] = w->procs[--w->n_procs];
@@ -329,6 +473,10 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		libgraph__free(ps->g);
 		ps->g = graph_empty(w, ps->pid, ev->comm);
 		holds__forget(w, ps->pid);
+		/* The old image's handles mean nothing in the new one. */
+		for (size_t i = 0; i < ps->n_opened; i++)
+			free(ps->opened[i].path);
+		ps->n_opened = 0;
 		if (!ps->py_preset)
 			pyprocs__forget(w, ps, ps->pid);
 		ps->py_preset = false;
@@ -342,13 +490,19 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 	}
 	if (ps && ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) || ev->kind == EVENT_DLCLOSE ||
 		   ev->kind == EVENT_EXEC)) {
-		if (ev->kind != EVENT_DLOPEN)
+		if (ev->kind != EVENT_DLOPEN) {
 			proctable__refresh(w, ps);
+			unloads_said(w, ps, we);
+		}
 		if (ev->kind != EVENT_DLCLOSE && !announce(w, ps, we) && ev->kind == EVENT_DLOPEN)
 			loaded_after_exit(w, ps, we);
+		if (ev->kind == EVENT_DLOPEN && ev->u.dlopen.file[0])
+			note_opened(ps, ev->u.dlopen.handle, ev->u.dlopen.file);
 	}
-	if (ps && ev->kind == EVENT_EXIT)
+	if (ps && ev->kind == EVENT_EXIT) {
 		announce(w, ps, we);
+		unloads_said(w, ps, we);
+	}
 	return ps;
 }
 
@@ -424,6 +578,7 @@ void proctable__free_all(struct watch *w)
 	for (size_t i = 0; i < w->n_procs; i++) {
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
+		proctable__forget_gone(&w->procs[i]);
 		sample_unwinder__free(w->procs[i].uw);
 		py_code_cache__free(w->procs[i].codes);
 	}

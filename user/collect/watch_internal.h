@@ -90,6 +90,30 @@ struct proc_state {
 	} pools[8];
 	size_t n_pools;
 	unsigned int pool_scans;
+	/*
+	 * Reported objects gone from its last snapshot, not said yet: the process runs ahead of
+	 * the stream, so a snapshot read at one dlclose's record has lost the objects of later
+	 * ones too. Each is said with the dlclose whose handle (a link_map) is it, or one it
+	 * needed; what no dlclose claims, at its exec or exit (proctable.c: unloads).
+	 */
+	struct gone_obj {
+		uint64_t lm_addr;
+		char *path;
+		uint64_t *needs; /* the link_maps of what it needed, to go with it */
+		size_t n_needs;
+		unsigned int snapshot; /* the refresh that found it gone: link_maps are reused */
+		uint64_t loaded_at;    /* when it was reported: no dlclose before can unload it */
+		bool said;
+	} * gone;
+	size_t n_gone, cap_gone;
+	unsigned int refreshes;
+	/* What each handle a dlopen returned is, by the stream: the model may have read a
+	 * later load at that link_map. */
+	struct handle_path {
+		uint64_t handle;
+		char *path;
+	} * opened;
+	size_t n_opened, cap_opened;
 };
 
 struct watch {
@@ -260,6 +284,9 @@ struct libgraph *holds__take_graph(struct watch *w, pid_t pid);
 void holds__drop_graph(struct watch *w, pid_t pid);
 void holds__free_all(struct watch *w);
 
+/* proctable.c: the gone objects no event claimed, dropped with the process */
+void proctable__forget_gone(struct proc_state *ps);
+
 /* forkwatch.c: a fork while a fork-unsafe pool has threads */
 void forkwatch__on_fork(struct watch *w, const struct proc_state *ps, const struct event *ev);
 void forkwatch__tick(struct watch *w, unsigned long long now);
@@ -280,7 +307,7 @@ void sampling__name_signal(struct watch *w, struct proc_state *ps, struct watch_
 /* reported.c */
 bool reported__same_load(const struct lg_object *a, const struct lg_object *b);
 /* @o of @g reported (o->reported), with every object of @g that is the same load. */
-void reported__mark(struct libgraph *g, const struct lg_object *o);
+void reported__mark(struct libgraph *g, const struct lg_object *o, uint64_t t);
 /* ... no longer: gone from the process (the objects of an old snapshot). */
 void reported__forget(struct libgraph *g, const struct lg_object *o);
 void reported__carry(const struct libgraph *old, struct libgraph *g);

@@ -49,6 +49,7 @@ struct lg_object {
 	 * the same load in its next snapshot (user/collect/reported.c). Clones keep it.
 	 */
 	bool reported;
+	uint64_t reported_at; /* when: the time of the event that brought it (CLOCK_MONOTONIC) */
 	/*
 	 * Its place in the loader's order: the link map lists a namespace's objects as they
 	 * arrived, and objects are added in that order, so this is its id; in a graph read from

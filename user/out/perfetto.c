@@ -335,6 +335,11 @@ static void emit_other(struct exporter *e, const json_t *rec, const char *type)
 			    json_pack("{s:O, s:O, s:O}", "path", json_object_get(rec, "path"),
 				      "roles", json_object_get(rec, "roles") ?: json_null(),
 				      "package", json_object_get(rec, "package") ?: json_null())));
+	} else if (!strcmp(type, "unloaded")) {
+		snprintf(name, sizeof(name), "unloaded %s",
+			 path_base(json_string_value(json_object_get(rec, "path"))));
+		put(e, instant(e, &ev, name, "object", "p",
+			       json_pack("{s:O}", "path", json_object_get(rec, "path"))));
 	} else if (!strcmp(type, "activity")) {
 		/* Runtime activity (--hot) as a counter track per process and runtime. */
 		const char *kind = json_string_value(json_object_get(rec, "kind"));

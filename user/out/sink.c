@@ -177,12 +177,13 @@ static void text_loaded(struct event_sink *s, const struct loaded_obj *l)
 	rec_end(TEXT(s), &r, l->t);
 }
 
-static void text_unloaded(struct event_sink *s, pid_t pid, const char *path)
+static void text_unloaded(struct event_sink *s, uint64_t t, pid_t pid, pid_t tid, const char *path)
 {
 	struct text_rec r;
 
+	(void)tid;
 	fprintf(rec_begin(TEXT(s), &r), "        %d - %s\n", pid, path);
-	rec_end(TEXT(s), &r, 0);
+	rec_end(TEXT(s), &r, t);
 }
 
 static void text_note(struct event_sink *s, const char *line)
@@ -361,6 +362,13 @@ static void json_loaded(struct event_sink *s, const struct loaded_obj *l)
 	     with_rank(obj_record__loaded(l->g, l->o, l->pid, true, l->t), l->has_rank, l->rank));
 }
 
+/* What a process no longer has: {"type": "unloaded", "t", "pid", "tid", "path"}. */
+static void json_unloaded(struct event_sink *s, uint64_t t, pid_t pid, pid_t tid, const char *path)
+{
+	emit(s, json_pack("{s:s, s:I, s:i, s:i, s:s}", "type", "unloaded", "t", (json_int_t)t,
+			  "pid", pid, "tid", tid, "path", path));
+}
+
 static void json_finding(struct event_sink *s, const struct live_finding *f)
 {
 	static const struct event_stack none;
@@ -438,6 +446,7 @@ void json_sink__init(struct json_sink *j, void (*emit_fn)(void *ctx, json_t *rec
 		.s = { .header = json_header,
 		       .event = json_event,
 		       .loaded = json_loaded,
+		       .unloaded = json_unloaded,
 		       .finding = json_finding,
 		       .summary = json_summary,
 		       .activity = json_activity,

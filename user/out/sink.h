@@ -125,8 +125,9 @@ struct event_sink {
 	void (*header)(struct event_sink *s, const struct trace_header *h);
 	void (*event)(struct event_sink *s, const struct event *ev);
 	void (*loaded)(struct event_sink *s, const struct loaded_obj *l);
-	/* An object the process no longer has. */
-	void (*unloaded)(struct event_sink *s, pid_t pid, const char *path);
+	/* An object the process no longer has: at @t, by thread @tid's dlclose (or its exec or
+	 * exit). */
+	void (*unloaded)(struct event_sink *s, uint64_t t, pid_t pid, pid_t tid, const char *path);
 	/* A remark for the reader of watch's output, not part of a trace. */
 	void (*note)(struct event_sink *s, const char *line);
 	void (*finding)(struct event_sink *s, const struct live_finding *f);
