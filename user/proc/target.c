@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,6 +89,24 @@ static int read_task(struct target *t, char *reason, size_t reasonlen)
 	return 0;
 }
 
+/*
+ * Whether @t names files as we do: its root is our root directory and its mount namespace
+ * ours (a private mount namespace can mount something else at the same path).
+ */
+static bool root_is_ours(const struct target *t)
+{
+	struct stat a, b;
+	char path[64];
+
+	if (t->root_fd < 0 || fstat(t->root_fd, &a) || stat("/", &b) || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", t->task);
+	if (stat(path, &a) || stat("/proc/self/ns/mnt", &b))
+		return false;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 {
 	struct target *t;
@@ -142,6 +161,7 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 	t->root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%d/exe", t->task);
 	t->exe_fd = open(path, O_PATH | O_CLOEXEC);
+	t->root_is_ours = root_is_ours(t);
 	*out = t;
 	return 0;
 
@@ -305,7 +325,11 @@ void target__host_path(const struct target *t, const char *path, char *buf, size
 {
 	const char *sep = path[0] == '/' ? "" : "/";
 
-	if (t->root_fd >= 0)
+	/* The same files by the same names: the plain path, which a persistent cache knows
+	 * (objcache.h) and which stays readable when the process exits. */
+	if (t->root_is_ours)
+		snprintf(buf, len, "%s%s", sep, path);
+	else if (t->root_fd >= 0)
 		snprintf(buf, len, "/proc/self/fd/%d%s%s", t->root_fd, sep, path);
 	else
 		snprintf(buf, len, "/proc/%d/root%s%s", t->task, sep, path);

@@ -26,6 +26,7 @@ struct target {
 	 * readable after the process exits (a collector reading a process that just died).
 	 */
 	int root_fd, exe_fd;
+	bool root_is_ours; /* its root and mount namespace are ours: paths need no /proc */
 	/* A memory image instead of a process (target__from_image): fuzzing, reader tests. */
 	const unsigned char *image;
 	size_t image_len;
