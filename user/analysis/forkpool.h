@@ -15,6 +15,17 @@
 struct elf_cache;
 struct libgraph;
 
+/* Why a pool lost in a fork hangs, and what to do: one text for every command that says it. */
+#define FORKPOOL_WHY                                                                         \
+	"GNU libgomp is not fork-safe: a child keeps its parent's pool bookkeeping but not " \
+	"its threads, so a region there waits at the pool's dock for workers that never come."
+#define FORKPOOL_REMEDY                                                                      \
+	"Do not fork a process that has run an OpenMP region unless the child execs: start " \
+	"workers with the spawn or forkserver method "                                       \
+	"(multiprocessing.set_start_method(\"spawn\"), or a DataLoader's "                   \
+	"multiprocessing_context=\"spawn\"), or set OMP_NUM_THREADS=1 in the parent before " \
+	"its first parallel region."
+
 /* Whether @g has GNU libgomp loaded (its path into @path when it has). */
 bool forkpool__has_gomp(const struct libgraph *g, char *path, size_t len);
 /*

@@ -12,6 +12,7 @@
 #include "dwarf_member.h"
 #include "elfobj.h"
 #include "forkorigin.h"
+#include "forkpool.h"
 #include "libgraph.h"
 #include "lockwait.h"
 #include "paths.h"
@@ -877,14 +878,8 @@ static int never_ends_verdict(const struct target *t, const struct libgraph *g,
 		else
 			fprintf(f, "The process was most likely forked after its parent ran a "
 				   "parallel region; ");
-		fprintf(f, "GNU libgomp is not fork-safe: a child keeps its parent's pool "
-			   "bookkeeping but not its threads. The wait can never end.");
-		remedy = strdup(
-			"Do not fork a process that has run an OpenMP region unless the child "
-			"execs: start workers with the spawn or forkserver method "
-			"(multiprocessing.set_start_method(\"spawn\"), or a DataLoader's "
-			"multiprocessing_context=\"spawn\"), or set OMP_NUM_THREADS=1 in the "
-			"parent before its first parallel region.");
+		fprintf(f, "%s The wait can never end.", FORKPOOL_WHY);
+		remedy = strdup(FORKPOOL_REMEDY);
 	} else if (w->kind == WAIT_PYLOCK) {
 		fprintf(f, "Thread %d (%s) waits for %s. ", w->tid, w->comm, w->what);
 		if (forked[0])

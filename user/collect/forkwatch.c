@@ -64,15 +64,7 @@ static void say(struct watch *w, const struct fork_pending *p, const struct fork
 		"process %d still ran its parent's program and command line %.0f ms after "
 		"the fork: it did not exec",
 		p->child, (double)FORK_EXEC_GRACE_NS / 1e6);
-	finding__explain(f,
-			 "GNU libgomp is not fork-safe: a child keeps its parent's pool "
-			 "bookkeeping but not its threads, so a region there waits at the pool's "
-			 "dock for workers that never come.",
-			 "Do not fork a process that has run an OpenMP region unless the child "
-			 "execs: start workers with the spawn or forkserver method "
-			 "(multiprocessing.set_start_method(\"spawn\"), or a DataLoader's "
-			 "multiprocessing_context=\"spawn\"), or set OMP_NUM_THREADS=1 in the "
-			 "parent before its first parallel region.");
+	finding__explain(f, FORKPOOL_WHY, FORKPOOL_REMEDY);
 	for (size_t i = 0; i < fs.n; i++) {
 		struct live_finding lf = { .t = p->t,
 					   .pid = p->parent,

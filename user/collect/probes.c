@@ -308,14 +308,13 @@ static void attach_gpu(struct watch *w, const char *path, const struct elf_objec
  */
 static bool defines_glibc_dlopen(const struct elf_object *elf)
 {
+	bool glibc = false;
 	GElf_Sym sym;
 
-	if (elfobj__lookup(elf, "dlopen", ELFOBJ_DYNSYM, &sym))
-		return false;
-	for (size_t i = 0; i < elfobj__n_verdefs(elf); i++)
-		if (!strncmp(elfobj__verdef(elf, i), "GLIBC_", 6))
-			return true;
-	return false;
+	/* The version nodes first: they are in the analysis, a symbol lookup reads the file. */
+	for (size_t i = 0; i < elfobj__n_verdefs(elf) && !glibc; i++)
+		glibc = !strncmp(elfobj__verdef(elf, i), "GLIBC_", 6);
+	return glibc && !elfobj__lookup(elf, "dlopen", ELFOBJ_DYNSYM, &sym);
 }
 
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o)
@@ -577,7 +576,9 @@ static bool programs_quiet(struct watch *w, int wait_ms)
 		return false;
 	__atomic_store_n(&w->skel->bss->stopping, true, __ATOMIC_SEQ_CST);
 	while ((n = programs_running(w)) > 0 && mono_ns(CLOCK_MONOTONIC) < end) {
-		ring_buffer__consume(w->hrb);
+		/* A held thread is in a program: answered here when no reader thread runs. */
+		if (!w->reader_on)
+			ring_buffer__consume(w->hrb);
 		usleep(200);
 	}
 	return n == 0;

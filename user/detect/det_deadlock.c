@@ -84,15 +84,7 @@ static void fork_hazard(const struct check_ctx *ctx, struct findings *out)
 			  parent_pool, parent_pool == 1 ? "" : "s", path);
 	finding__evidence(f, "process %d maps the same libgomp and has no thread of its pool",
 			  ctx->g->pid);
-	finding__explain(f,
-			 "GNU libgomp is not fork-safe: a child keeps its parent's pool "
-			 "bookkeeping but not its threads, so a region there waits at the pool's "
-			 "dock for workers that never come.",
-			 "Do not fork a process that has run an OpenMP region unless the child "
-			 "execs: start workers with the spawn or forkserver method "
-			 "(multiprocessing.set_start_method(\"spawn\"), or a DataLoader's "
-			 "multiprocessing_context=\"spawn\"), or set OMP_NUM_THREADS=1 in the "
-			 "parent before its first parallel region.");
+	finding__explain(f, FORKPOOL_WHY, FORKPOOL_REMEDY);
 }
 
 void fork_hang__process(const struct check_ctx *ctx, struct findings *out)
