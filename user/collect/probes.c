@@ -576,9 +576,7 @@ static bool programs_quiet(struct watch *w, int wait_ms)
 		return false;
 	__atomic_store_n(&w->skel->bss->stopping, true, __ATOMIC_SEQ_CST);
 	while ((n = programs_running(w)) > 0 && mono_ns(CLOCK_MONOTONIC) < end) {
-		/* A held thread is in a program: answered here when no reader thread runs. */
-		if (!w->reader_on)
-			ring_buffer__consume(w->hrb);
+		ring_buffer__consume(w->hrb);
 		usleep(200);
 	}
 	return n == 0;
