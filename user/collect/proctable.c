@@ -68,6 +68,14 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 	}
 }
 
+/* Whether @pid has exited: no such process, or a zombie not reaped yet. */
+static bool gone(pid_t pid)
+{
+	char state = 0;
+
+	return proc__read_stat(pid, 0, NULL, 0, &state, NULL) || state == 'Z' || state == 'X';
+}
+
 static void keep_gone(struct proc_state *ps, const struct libgraph *old, const struct lg_object *o);
 
 /* Re-read the process's graph and maps; attach probes to any runtime it now has. */
@@ -102,7 +110,7 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	/* Gone already (a short command) before its start-up was read: the graph its first
 	 * hold read, if it had one. Only then: a failed read of a live process (a link map
 	 * rewritten all along) keeps the model it has. */
-	if (!g && (!old || !old->n) && kill(ps->pid, 0) && errno == ESRCH)
+	if (!g && (!old || !old->n) && gone(ps->pid))
 		g = holds__take_graph(w, ps->pid);
 	if (g)
 		holds__drop_graph(w, ps->pid);
@@ -365,7 +373,7 @@ static void loaded_after_exit(struct watch *w, struct proc_state *ps, const stru
 		return;
 	o->inode = elfobj__inode(o->elf);
 	libgraph__saw_dlopen(o);
-	if (kill(ps->pid, 0) && errno == ESRCH)
+	if (gone(ps->pid))
 		snprintf(note, sizeof(note),
 			 "        %d: the process is gone; %s's dependencies are unknown", ps->pid,
 			 file);
