@@ -18,23 +18,11 @@ DLSCOPE = os.path.join(ROOT, "dlscope")
 FX = os.path.join(ROOT, "build", "fixtures")
 PY = "/usr/bin/python3"
 RUNS = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 5
-TORCH = """
-import multiprocessing as mp
-import torch
-torch.set_num_threads(4)
-torch.ones(2000, 2000).sum(dim=0)
-def work():
-    torch.ones(2000, 2000).sum(dim=0)
-p = mp.get_context("fork").Process(target=work)
-p.start()
-print("ready", p.pid, flush=True)
-p.join()
-"""
 CASES = [
     ("OpenMP region after fork", [f"{FX}/fork_hang", "omp"]),
     ("mutex held across fork", [f"{FX}/fork_hang", "mutex"]),
     ("Python Lock across fork", [PY, os.path.join(ROOT, "tests/e2e/python/fork_lock.py")]),
-    ("torch, fork start method", [PY, "-c", TORCH]),
+    ("torch, fork start method", [PY, os.path.join(ROOT, "tests/e2e/python/torch_fork.py")]),
 ]
 
 

@@ -101,25 +101,12 @@ def test_python_lock_held_across_fork():
         assert not forever(doc) and doc["never_ends"] is False, doc["verdicts"]
 
 
-TORCH_FORK = """
-import multiprocessing as mp
-import torch
-torch.set_num_threads(4)
-a = torch.ones(2000, 2000)
-a.sum(dim=0)
-def work():
-    torch.ones(2000, 2000).sum(dim=0)
-p = mp.get_context("fork").Process(target=work)
-p.start()
-print("ready", p.pid, flush=True)
-p.join()
-"""
 
 
 def test_torch_dataloader_style_fork_after_a_parallel_reduction():
     if subprocess.run([PY, "-c", "import torch"], capture_output=True).returncode:
         raise Skip("Debian's python3-torch is not installed")
-    with Fixture([PY, "-c", TORCH_FORK], ready_timeout=120) as fx:
+    with Fixture([PY, os.path.join(HERE, "python", "torch_fork.py")], ready_timeout=120) as fx:
         child = child_of(fx)
         doc = stacks_json(child, 1)
         (t,) = forever(doc)
