@@ -858,8 +858,8 @@ static bool thread_of(pid_t pid, pid_t tid)
 }
 
 /* One verdict per wait that can never end, with the fork that made it so when one is known. */
-static int never_ends_verdict(const struct target *t, const struct libgraph *g,
-			      const struct thread_wait *w, struct lockwait_report *r)
+static int never_ends_verdict(const struct target *t, const struct thread_wait *w,
+			      struct lockwait_report *r)
 {
 	struct fork_origin fo;
 	char forked[256] = "", *text = NULL, *remedy;
@@ -924,7 +924,6 @@ static int never_ends_verdict(const struct target *t, const struct libgraph *g,
 			"multiprocessing's spawn or forkserver start method).");
 	}
 	fclose(f);
-	(void)g;
 	return add_verdict(r, text, remedy) ? -ENOMEM : 0;
 }
 
@@ -968,7 +967,7 @@ static int write_verdicts(const struct target *t, const struct libgraph *g,
 			return -ENOMEM;
 	python_locks_lost(ts, r);
 	for (size_t i = 0; r->never_ends && i < r->n_threads; i++)
-		if (r->threads[i].forever && never_ends_verdict(t, g, &r->threads[i], r))
+		if (r->threads[i].forever && never_ends_verdict(t, &r->threads[i], r))
 			return -ENOMEM;
 	return r->n_cycles || r->never_ends ? 0 : no_cycle_verdict(r);
 }
