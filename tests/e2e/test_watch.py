@@ -190,6 +190,20 @@ def test_futex_tracepoints_on_request():
     assert "- a thread inside dlopen blocks on a futex" in p.stdout, p.stdout
 
 
+def test_a_dlopen_queued_behind_a_slow_constructor_is_no_hazard():
+    """A thread inside dlopen that waits 300 ms for the loader lock waits to enter, behind a
+    constructor that sleeps: it holds nothing, and nobody waits for threads under the lock."""
+    for extra in ([], ["--futex-ms", "5"]):
+        p = watch(*extra, "--", fixture_path("loader_queue"), fixture_path("libslow_ctor.so"),
+                  fixture_path("libplain.so"), "3")
+        assert "done 3" in p.stdout, p.stdout + p.stderr
+        queued = re.findall(r'dlopen\("\S+libplain.so", RTLD_NOW\) = 0x[0-9a-f]+ \((\d+)\.\d+ ms\)',
+                            p.stdout)
+        # Each queued dlopen really waited behind the constructor's 300 ms.
+        assert len(queued) == 3 and all(int(ms) >= 100 for ms in queued), p.stdout
+        assert "FINDING" not in p.stdout and " 0 findings" in p.stderr, p.stdout + p.stderr
+
+
 def test_hot_parallel_region_inside_dlopen():
     """--hot probes GOMP_parallel: the region a constructor starts is caught as it starts."""
     if not is_root():

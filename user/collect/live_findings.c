@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "elfobj.h"
 #include "finding.h"
 #include "watch_internal.h"
 
@@ -67,6 +68,24 @@ void live_findings__on_object(struct watch *w, struct proc_state *ps,
 	live_findings__report(w, ps, cause, &fs);
 }
 
+/*
+ * Whether futex @uaddr of @ps is one of its loader's own locks (glibc's in _rtld_global,
+ * musl's in its dynamic linker's data): a thread inside dlopen that waits there waits to
+ * enter, behind another thread's dlopen, and holds nothing. Only a wait on something else
+ * (a join, a team's barrier) is a constructor waiting under the loader lock.
+ */
+bool live_findings__loader_lock(const struct proc_state *ps, uint64_t uaddr)
+{
+	for (size_t i = 0; ps && ps->g && i < ps->g->n; i++) {
+		const struct lg_object *o = ps->g->objs[i];
+
+		if (!o->gone && o->elf && lg_object__is_loader(o) && uaddr >= o->base &&
+		    elfobj__writable_at(o->elf, uaddr - o->base))
+			return true;
+	}
+	return false;
+}
+
 /* The detector table's hooks for an event: a parallel region or a wait inside dlopen. */
 void live_findings__on_event(struct watch *w, struct proc_state *ps, const struct event *ev,
 			     struct findings *fs)
@@ -88,6 +107,8 @@ void live_findings__on_event(struct watch *w, struct proc_state *ps, const struc
 
 	/* A region outside dlopen is sent only as its runtime's first: nothing to flag. */
 	if ((ev->kind != EVENT_OMP_FORK || !ev->in_dlopen) && !futex)
+		return;
+	if (futex && live_findings__loader_lock(ps, ev->u.futex.futex))
 		return;
 	lc = live_findings__ctx(ps);
 	detectors__on_event(&lc, &le, fs);

@@ -14,8 +14,9 @@
 /*
  * Threads that stay inside dlopen, found without a per-syscall probe: every 50 ms, the calls in
  * progress (the BPF calls map) are scanned for outermost dlopens older than STUCK_NS, and such a
- * thread's current system call is read from /proc. One blocked in futex holds the loader lock
- * while it waits for another thread: the seed-002 hazard, reported once per dlopen.
+ * thread's current system call is read from /proc. One blocked in futex, on anything but the
+ * loader's own locks, holds the loader lock while it waits for another thread: the seed-002
+ * hazard, reported once per dlopen.
  */
 #define STUCK_NS 50000000ULL
 
@@ -146,6 +147,10 @@ void stuck__scan(struct watch *w, void (*dispatch)(struct watch *w, struct watch
 		    now - c.ts < STUCK_NS || !blocked_in_futex((pid_t)c.pid, tid, &uaddr, &sp))
 			continue;
 		if (type == DLW_DLSYM && !w->o->dlsym && !dlsym_in_progress(&c, sp))
+			continue;
+		/* A dlopen queued behind another one's holds nothing: that one is the news. */
+		if (type == DLW_DLOPEN &&
+		    live_findings__loader_lock(proctable__find(w, (pid_t)c.pid), uaddr))
 			continue;
 		stuck_event(&we, &c, type, tid, uaddr, now);
 		if (type == DLW_DLOPEN)

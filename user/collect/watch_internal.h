@@ -320,6 +320,7 @@ void live_findings__on_object(struct watch *w, struct proc_state *ps,
 			      const struct watch_event *cause, const struct lg_object *o);
 void live_findings__on_event(struct watch *w, struct proc_state *ps, const struct event *ev,
 			     struct findings *fs);
+bool live_findings__loader_lock(const struct proc_state *ps, uint64_t uaddr);
 
 /* pyprocs.c */
 void pyprocs__find(struct watch *w, struct proc_state *ps);
