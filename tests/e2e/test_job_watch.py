@@ -123,11 +123,11 @@ def test_watch_job_names_the_first_rank_to_die_in_a_dlopened_object():
         status, out, err = w.stop()
     assert status == 1, (status, out, err)
     assert re.search(rf"\] \[rank 1\] {ranks[1]}/{ranks[1]} job_launcher fatal signal SIGSEGV, "
-                     r"fault address 0x10, at crash_lib_store\+0x[0-9a-f]+ \(libcrash.so\)",
+                     r"fault address 0x10 \(null pointer \+ 0x10\), at crash_lib_store\+0x[0-9a-f]+ \(libcrash.so\)",
                      out), out
     assert re.search(rf"\[rank 1\] {ranks[1]}/{ranks[1]} job_launcher FINDING error rank-died: "
                      rf"rank 1 \(PID {ranks[1]}\) died first: SIGSEGV in "
-                     r"crash_lib_store\+0x[0-9a-f]+ from libcrash.so \(fault address 0x10\)",
+                     r"crash_lib_store\+0x[0-9a-f]+ from libcrash.so \(fault address 0x10 \(null pointer \+ 0x10\)\)",
                      out), out
     # The others as they were: ranks 0 and 2 read the "allreduce" pipe, rank 3 its futex.
     for r in (0, 2):

@@ -366,10 +366,17 @@ def test_fatal_signal_with_faulting_object():
     # The faulting pc is named from the last model of the process: through its stack, else
     # from the symbol tables; when the process died before the collector read it again, the
     # bare address is all there is.
-    assert re.search(r"two_blas fatal signal SIGSEGV, fault address 0x10, at "
+    assert re.search(r"two_blas fatal signal SIGSEGV, fault address 0x10 \(null pointer \+ 0x10\), at "
                      r"(fixture_wait \(two_blas, inlined\) in main\+0x[0-9a-f]+ \(two_blas\)|"
                      r"main\+0x[0-9a-f]+ \(two_blas\)|0x[0-9a-f]+)", p.stdout), p.stdout
     assert "exit, killed by SIGSEGV" in p.stdout
+
+
+def test_a_null_pointer_is_no_objects_address():
+    """Debian's python3 is not PIE: address 0 lies in the span of its file, but in no mapping."""
+    p = watch("--", "/usr/bin/python3", "-c", "import ctypes; ctypes.string_at(0)", status=0)
+    assert re.search(r"python3 fatal signal SIGSEGV, fault address 0x0 \(null pointer\), at "
+                     r"\S+ \(libc.so.6\)", p.stdout), p.stdout
 
 
 def test_gpu_module_loaders_on_a_stub_libcuda():

@@ -14,6 +14,9 @@
 #include "procmaps.h"
 #include "watch_internal.h"
 
+/* Below this, no address is mapped by default (the kernel's vm.mmap_min_addr). */
+#define NULL_NEAR 0x10000
+
 /* "fn+0x12 (libfoo.so)" for an address of process @ps. */
 static void symbolize(struct proc_state *ps, uint64_t addr, char *buf, size_t len)
 {
@@ -22,6 +25,16 @@ static void symbolize(struct proc_state *ps, uint64_t addr, char *buf, size_t le
 	const char *name;
 	uint64_t off;
 
+	/* The null page and the 64 KiB the kernel keeps unmappable above it (mmap_min_addr): a
+	 * null pointer, or a field read through one, whatever file spans it in a non-PIE one. */
+	if (!mp && addr < NULL_NEAR) {
+		if (addr)
+			snprintf(buf, len, "0x%" PRIx64 " (null pointer + 0x%" PRIx64 ")", addr,
+				 addr);
+		else
+			snprintf(buf, len, "0x0 (null pointer)");
+		return;
+	}
 	for (size_t i = 0; mp && ps->g && i < ps->g->n; i++) {
 		const struct lg_object *o = ps->g->objs[i];
 
