@@ -60,11 +60,12 @@ DEB_CORPUS2 := python3-numba python3-pyopencl pocl-opencl-icd openjdk-17-jdk-hea
 	    python3-matplotlib octave r-base-core r-cran-data.table libamdhip64-5 libze1 \
 	    libgcc-12-dev gnuradio python3-vtk9
 # The real software of tests/realworld: Debian's ML stack, Qt5, ICU, Boost, TBB, oneDNN and
-# the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts); numba (LLVM 14),
-# pyopencl, matplotlib, a JVM, Node.js and GCC's runtimes, on which dup-library stays silent.
+# the BLAS alternatives (reference BLAS/LAPACK beside OpenBLAS and its fronts) and GSL's own
+# CBLAS; numba (LLVM 14), pyopencl, matplotlib, a JVM, Node.js and GCC's runtimes, on which
+# dup-library stays silent.
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
 	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
-	    libtbb-dev libdnnl-dev libblas3 liblapack3 $(DEB_CORPUS2)
+	    libtbb-dev libdnnl-dev libblas3 liblapack3 libgsl27 $(DEB_CORPUS2)
 # Other distributions' roots, made by debootstrap, for the tests of what production runs
 # (tests/e2e/distro_roots.py: Debian 11's glibc 2.31 and Python 3.9), and programs not built
 # on glibc: musl's (tests/e2e/test_musl.py) and Go's (tests/e2e/test_go.py).

@@ -133,6 +133,30 @@ def test_two_openblas_builds_are_a_second_blas():
         assert "openblas64-pthread/libopenblas64.so.0: OpenBLAS 0.3.21" in ev, ev
 
 
+def test_two_files_of_one_openblas_build_are_told_apart():
+    # A wheel's renamed copy of the system's OpenBLAS: one label twice, so the title names
+    # the files, and the evidence says they are one build.
+    real = os.path.realpath("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0")
+    with tempfile.TemporaryDirectory() as d:
+        copy = os.path.join(d, "libopenblas-5a3f2b1c.so")
+        shutil.copy(real, copy)
+        code = (f"import ctypes, os, time; ctypes.CDLL({real!r}); ctypes.CDLL({copy!r}); "
+                "print('ready', os.getpid(), flush=True); time.sleep(600)")
+        with Fixture(["/usr/bin/python3", "-c", code]) as fx:
+            f = only(check_json(fx.pid)[0], "dup-blas")[0]
+    assert ("OpenBLAS 0.3.21 (libopenblasp-r0.3.21.so); OpenBLAS 0.3.21 "
+            "(libopenblas-5a3f2b1c.so)") in f["title"], f
+    ev = "\n".join(f["evidence"])
+    assert re.search(r"libopenblasp-r0.3.21.so and \S+/libopenblas-5a3f2b1c.so are one build "
+                     r"\(build-id [0-9a-f]+\) in two files", ev), ev
+    # The 32- and 64-bit builds: their labels differ already, and so do their integers.
+    with Fixture(["two_blas"]) as fx:
+        f = only(check_json(fx.pid)[0], "dup-blas")[0]
+    assert "OpenBLAS 0.3.21; OpenBLAS 0.3.21 (64-bit integers)" in f["title"], f
+    assert ("the builds differ: libopenblas.so.0: 32-bit integers; libopenblas64.so.0: 64-bit "
+            "integers") in f["evidence"], f
+
+
 def test_numpy_with_second_openblas_through_ctypes():
     code = ("import numpy, ctypes, os, time; numpy.ones((64, 64)) @ numpy.ones((64, 64)); "
             "ctypes.CDLL('libopenblas64.so.0'); print('ready', os.getpid(), flush=True); "

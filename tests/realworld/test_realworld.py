@@ -176,6 +176,44 @@ def test_reference_blas_beside_openblas_is_a_warning():
     assert len(dup) == 1 and dup[0]["severity"] == "warning", findings
     assert "BLAS (reference or unknown)" in dup[0]["title"] and "OpenBLAS" in dup[0]["title"]
     assert [f["id"] for f in findings] == ["dup-blas"], findings
+    # The harm, read: OpenBLAS's own LAPACK and its front will call the reference dgemm_.
+    ev = "\n".join(dup[0]["evidence"])
+    assert re.search(r"libopenblas.so.0, itself, will call \w+_ in libblas.so.3 \(the first "
+                     r"definition in the global scope", ev), ev
+    assert re.search(r"liblapack.so.3, a front of libopenblas.so.0, will call \w+_ in "
+                     r"libblas.so.3", ev), ev
+
+
+GSL_NUMPY = ("import ctypes, numpy, os, sys, time\n"
+             "a = numpy.ones((64, 64)); a @ a\n"
+             "if sys.argv[1:] == ['gsl']:\n"
+             "    ctypes.CDLL('libgslcblas.so.0', mode=ctypes.RTLD_GLOBAL)\n"
+             "    ctypes.CDLL('libgsl.so.27', mode=ctypes.RTLD_GLOBAL).gsl_blas_ddot\n"
+             "print('ready', os.getpid(), flush=True)\n"
+             "time.sleep(600)\n")
+
+
+def test_gsl_cblas_that_serves_numpys_calls_is_a_warning():
+    # GSL's own CBLAS preloaded: numpy, linked against OpenBLAS, runs GSL's reference
+    # cblas_sgemm, as its GOT shows once it has called it.
+    env = dict(os.environ, LD_PRELOAD="libgslcblas.so.0")
+    with Fixture(["/usr/bin/python3", "-c", GSL_NUMPY], env=env) as fx:
+        p = dlscope("check", "--json", "--fail-on", "warning", fx.pid, check=1)
+    dup = [f for f in json.loads(p.stdout)["processes"][0]["findings"] if f["id"] == "dup-blas"]
+    assert len(dup) == 1 and dup[0]["severity"] == "warning", dup
+    ev = "\n".join(dup[0]["evidence"])
+    assert re.search(r"_multiarray_umath\S+, linked against libopenblas.so.0, calls cblas_\w+ in "
+                     r"libgslcblas.so.0 \(its GOT says so\)", ev), ev
+
+
+def test_gsl_beside_numpys_openblas_is_silent():
+    # QGIS's and Inkscape's case: GSL and its CBLAS beside OpenBLAS, each serving its own
+    # callers (GSL's may run on OpenBLAS: faster, and what GSL is built to allow).
+    with Fixture(["/usr/bin/python3", "-c", GSL_NUMPY, "gsl"]) as fx:
+        maps = open(f"/proc/{fx.pid}/maps").read()
+        assert "libgslcblas.so.0" in maps and "libopenblas" in maps, maps
+        p = dlscope("check", "--json", "--fail-on", "warning", fx.pid, check=0)
+    assert json.loads(p.stdout)["processes"][0]["findings"] == [], p.stdout
 
 
 def dpkg_owners(paths):

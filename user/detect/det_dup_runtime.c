@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dup-openmp, dup-blas, dup-cxx-runtime: two copies of a runtime that must be alone. */
+#include <ctype.h>
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,297 @@ static bool has_pool(enum role_impl impl)
 	return impl != IMPL_OTHER_BLAS && impl != IMPL_LAPACK;
 }
 
+/*
+ * ---- Harm between a BLAS with a pool and one without ----
+ *
+ * A reference BLAS or a library's own CBLAS (GSL's libgslcblas) beside OpenBLAS is no harm by
+ * itself: each serves the callers linked against it, and a caller of the plain one served by
+ * the pooled one only runs faster. The harm is the reverse, and it is read, not guessed: a
+ * caller whose dependencies reach the pooled copy, whose GOT holds a BLAS function of the
+ * plain one (the loader found that one first), runs reference code many times slower.
+ */
+
+/* Which of the copies @idx[0..n) of @rt holds @addr: its object or a front; -1 none. */
+static int copy_at(const struct libgraph *g, const struct runtime_list *rt, const size_t *idx,
+		   size_t n, uint64_t addr)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct runtime *r = &rt->r[idx[i]];
+
+		for (size_t k = 0; k <= r->n_fronts; k++) {
+			const struct lg_object *o = g->objs[k ? r->fronts[k - 1] : r->obj];
+
+			if (!o->gone && o->elf && addr >= o->base &&
+			    addr - o->base < elfobj__size(o->elf))
+				return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* Whether object @from's DT_NEEDED closure reaches copy @r (its object or a front). */
+static bool needs_copy(const struct libgraph *g, unsigned int from, const struct runtime *r)
+{
+	unsigned int *todo = calloc(g->n, sizeof(*todo));
+	bool *seen = calloc(g->n, sizeof(*seen)), found = false;
+	size_t head = 0, tail = 0;
+
+	if (!todo || !seen)
+		goto out;
+	todo[tail++] = from;
+	seen[from] = true;
+	while (head < tail && !found) {
+		const struct lg_object *o = g->objs[todo[head++]];
+
+		found = o->id != from && o->id == r->obj;
+		for (size_t k = 0; k < r->n_fronts && !found && o->id != from; k++)
+			found = o->id == r->fronts[k];
+		for (size_t c = 0; c < o->n_children; c++)
+			if (o->children[c] < g->n && !seen[o->children[c]]) {
+				seen[o->children[c]] = true;
+				todo[tail++] = o->children[c];
+			}
+	}
+out:
+	free(todo);
+	free(seen);
+	return found;
+}
+
+/* Which copy @o is, its object or a front; -1: none. */
+static int copy_of(const struct runtime_list *rt, const size_t *idx, size_t n, unsigned int o)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct runtime *r = &rt->r[idx[i]];
+
+		if (r->obj == o)
+			return (int)i;
+		for (size_t k = 0; k < r->n_fronts; k++)
+			if (r->fronts[k] == o)
+				return (int)i;
+	}
+	return -1;
+}
+
+struct blas_binding {
+	const struct check_ctx *ctx;
+	const struct lg_object *caller;
+	const struct runtime_list *rt;
+	const size_t *idx;
+	size_t n;
+	const char *name; /* the first BLAS function it has bound to a copy without a pool */
+	int bound;
+	bool lazy; /* not called yet: bound as its first call will be */
+};
+
+/* Does @id lie in its process's global scope: a start-up object, not one a dlopen brought? */
+static bool in_global_scope(const struct libgraph *g, unsigned int id)
+{
+	for (unsigned int hops = 0; libgraph__loaded_by(g, id) != LG_NONE && hops < 64; hops++)
+		id = libgraph__loaded_by(g, id);
+	return g->objs[id]->ns == 0 && g->objs[id]->origin != LG_DLOPEN &&
+	       g->objs[id]->origin != LG_MAPPED_ONLY;
+}
+
+/* The copy whose object the loader's global scope finds @name in first; -1: another. */
+static int first_definer(const struct blas_binding *b, const char *name)
+{
+	const struct libgraph *g = b->ctx->g;
+	const struct lg_object *first = NULL;
+	GElf_Sym sym;
+
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (!o->gone && o->elf && o->in_link_map && (!first || o->seq < first->seq) &&
+		    in_global_scope(g, o->id) && !elfobj__lookup(o->elf, name, ELFOBJ_DYNSYM, &sym))
+			first = o;
+	}
+	return first ? copy_of(b->rt, b->idx, b->n, first->id) : -1;
+}
+
+/* BLAS's names: cblas_dgemm, and Fortran's dgemm_, sgetrf_ (short, lower case, one '_'). */
+static bool blas_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	return !strncmp(name, "cblas_", 6) ||
+	       (len >= 4 && len <= 8 && name[len - 1] == '_' && islower((unsigned char)name[0]) &&
+		!memchr(name, '_', len - 1));
+}
+
+static int scan_binding(const char *name, uint64_t offset, unsigned type, unsigned sym_type,
+			void *arg)
+{
+	struct blas_binding *b = arg;
+	uint64_t to;
+	int i;
+
+	(void)sym_type;
+	if ((type != R_X86_64_GLOB_DAT && type != R_X86_64_JUMP_SLOT && type != R_X86_64_64) ||
+	    !blas_name(name) || target__read(b->ctx->t, b->caller->base + offset, &to, sizeof(to)))
+		return 0;
+	/* A lazy slot not called yet points back into the caller's PLT (as one bound to its
+	 * own definition does): its first call binds it to the first definition in the global
+	 * scope. */
+	b->lazy = to >= b->caller->base && to - b->caller->base < elfobj__size(b->caller->elf);
+	if (!b->lazy)
+		i = copy_at(b->ctx->g, b->rt, b->idx, b->n, to);
+	else if (type == R_X86_64_JUMP_SLOT && in_global_scope(b->ctx->g, b->caller->id))
+		i = first_definer(b, name);
+	else
+		return 0;
+	if (i < 0 || has_pool(b->rt->r[b->idx[i]].role.impl))
+		return 0;
+	b->name = name;
+	b->bound = i;
+	return 1;
+}
+
+/*
+ * The callers linked against a pooled copy and bound to a plain one: one evidence line each
+ * (at most 4, then a count) on @f, made when the first is found. Their number.
+ */
+static size_t served_by_plain(const struct check_ctx *ctx, const struct runtime_list *rt,
+			      const size_t *idx, size_t n, struct findings *out, struct finding **f,
+			      const char *title)
+{
+	const struct libgraph *g = ctx->g;
+	size_t found = 0;
+
+	for (size_t c = 0; ctx->t && c < g->n; c++) {
+		const struct lg_object *o = g->objs[c];
+		struct blas_binding b = { ctx, o, rt, idx, n, NULL, -1, false };
+		int self = copy_of(rt, idx, n, o->id);
+		size_t own = n;
+		char whose[300];
+
+		if (o->gone || !o->elf || !o->in_link_map ||
+		    elfobj__foreach_dynreloc(o->elf, scan_binding, &b) <= 0 || self == b.bound)
+			continue;
+		/* Its own BLAS: the pooled copy it is part of (OpenBLAS's LAPACK, a front), or
+		 * the one its dependencies reach. */
+		if (self >= 0 && has_pool(rt->r[idx[self]].role.impl))
+			own = (size_t)self;
+		for (size_t i = 0; i < n && own == n; i++)
+			if (has_pool(rt->r[idx[i]].role.impl) &&
+			    needs_copy(g, o->id, &rt->r[idx[i]]))
+				own = i;
+		/* Linked against the plain copy too: it gets one of its own. */
+		if (own == n || (self < 0 && needs_copy(g, o->id, &rt->r[idx[b.bound]])))
+			continue;
+		if (!*f)
+			*f = findings__add(out, "dup-blas", SEV_WARNING, g->pid, "%s", title);
+		if (++found > 4)
+			continue;
+		/* How it came to need the pooled copy: it is that copy, a front of it, or
+		 * linked against it. */
+		if (self < 0)
+			snprintf(whose, sizeof(whose), "linked against %s",
+				 lg_object__basename(g->objs[rt->r[idx[own]].obj]));
+		else if (rt->r[idx[self]].obj != o->id)
+			snprintf(whose, sizeof(whose), "a front of %s",
+				 lg_object__basename(g->objs[rt->r[idx[own]].obj]));
+		else
+			snprintf(whose, sizeof(whose), "itself");
+		finding__evidence(*f, "#%u %s, %s, %s %s in %s (%s)", o->id, o->path, whose,
+				  b.lazy ? "will call" : "calls", b.name,
+				  lg_object__basename(g->objs[rt->r[idx[b.bound]].obj]),
+				  b.lazy ? "the first definition in the global scope, where its "
+					   "first call binds it" :
+					   "its GOT says so");
+	}
+	if (found > 4)
+		finding__evidence(*f, "%zu more objects like these", found - 4);
+	return found;
+}
+
+/*
+ * "label; label" for the title: copies whose labels are alike ("OpenBLAS 0.3.21" twice) are
+ * told apart by their file names, else by their paths.
+ */
+static void copy_labels(const struct libgraph *g, const struct runtime_list *rt, const size_t *idx,
+			size_t n, char *buf, size_t len)
+{
+	char labels[64][256];
+	bool alike = false, same_name = false;
+	size_t used = 0;
+
+	for (size_t i = 0; i < n; i++)
+		obj_role__label(&rt->r[idx[i]].role, labels[i], sizeof(labels[i]));
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(labels[i], labels[j])) {
+				alike = true;
+				same_name |=
+					!strcmp(lg_object__basename(g->objs[rt->r[idx[i]].obj]),
+						lg_object__basename(g->objs[rt->r[idx[j]].obj]));
+			}
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < len; i++) {
+		const struct lg_object *o = g->objs[rt->r[idx[i]].obj];
+
+		/* "; " between runtimes: a label has commas of its own (", OpenMP 5.1"). */
+		used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s%s", i ? "; " : "",
+					 labels[i], alike ? " (" : "",
+					 !alike	   ? "" :
+					 same_name ? o->path :
+						     lg_object__basename(o),
+					 alike ? ")" : "");
+	}
+}
+
+/* OpenBLAS's integer width: "64-bit integers" in its role's detail, else 32. */
+static const char *int_width(const struct runtime *r)
+{
+	if (r->role.impl != IMPL_OPENBLAS)
+		return NULL;
+	return strstr(r->role.detail, "64-bit") ? "64-bit integers" : "32-bit integers";
+}
+
+/*
+ * What tells copies apart beyond their labels: the integer width and the threading of each
+ * build (a 32-bit caller bound to a 64-bit BLAS passes garbage sizes), and whether two are
+ * one build (build-id) in two files.
+ */
+static void differences(const struct libgraph *g, const struct runtime_list *rt, const size_t *idx,
+			size_t n, struct finding *f)
+{
+	char line[600];
+	size_t used = 0;
+	bool widths = false, threads = false;
+
+	for (size_t i = 1; i < n; i++) {
+		const struct runtime *a = &rt->r[idx[0]], *b = &rt->r[idx[i]];
+
+		widths |= int_width(a) && int_width(b) && strcmp(int_width(a), int_width(b));
+		threads |= a->threading[0] && b->threading[0] && strcmp(a->threading, b->threading);
+	}
+	for (size_t i = 0; (widths || threads) && i < n && used < sizeof(line); i++) {
+		const struct runtime *r = &rt->r[idx[i]];
+
+		used += (size_t)snprintf(
+			line + used, sizeof(line) - used, "%s%s: %s%s%s%s",
+			i ? "; " : "the builds differ: ", lg_object__basename(g->objs[r->obj]),
+			widths ? int_width(r) : "", widths && threads ? ", " : "",
+			threads ? r->threading : "", threads ? " threading" : "");
+	}
+	if (used)
+		finding__evidence(f, "%s", line);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++) {
+			const struct elf_object *a = g->objs[rt->r[idx[i]].obj]->elf,
+						*b = g->objs[rt->r[idx[j]].obj]->elf;
+
+			if (a && b && a != b && elfobj__build_id(a) && elfobj__build_id(b) &&
+			    !strcmp(elfobj__build_id(a), elfobj__build_id(b)))
+				finding__evidence(
+					f, "%s and %s are one build (build-id %s) in two files",
+					g->objs[rt->r[idx[j]].obj]->path,
+					g->objs[rt->r[idx[i]].obj]->path, elfobj__build_id(a));
+		}
+}
+
 static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const char *id,
 			enum role_kind kind, const char *what, const char *why, const char *remedy)
 {
@@ -48,7 +341,7 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 	const struct runtime_list *rt = ctx->rt;
 	size_t idx[64], n, pools = 0;
 	unsigned int ids[64];
-	char names[512] = "";
+	char names[512] = "", title[700];
 	struct finding *f;
 
 	if (!rt) {
@@ -63,17 +356,17 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 		pools += has_pool(rt->r[idx[i]].role.impl);
 	if (n < 2)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		char label[256];
-		size_t used = strlen(names);
-
-		obj_role__label(&rt->r[idx[i]].role, label, sizeof(label));
-		/* "; " between runtimes: a label has commas of its own (", OpenMP 5.1"). */
-		snprintf(names + used, sizeof(names) - used, "%s%s", i ? "; " : "", label);
-	}
-	/* Two pools fight over the CPUs; one pool beside a plain BLAS only shadows symbols. */
-	f = findings__add(out, id, pools >= 2 ? SEV_ERROR : SEV_WARNING, g->pid,
-			  "%zu %s in process %d (%s): %s", n, what, g->pid, g->comm, names);
+	copy_labels(g, rt, idx, n, names, sizeof(names));
+	snprintf(title, sizeof(title), "%zu %s in process %d (%s): %s", n, what, g->pid, g->comm,
+		 names);
+	/* Two pools fight over the CPUs; one pool beside a plain BLAS is harm only where a
+	 * caller of the pooled one was served by the plain one. */
+	f = NULL;
+	if (pools >= 2)
+		f = findings__add(out, id, SEV_ERROR, g->pid, "%s", title);
+	else if (!served_by_plain(ctx, rt, idx, n, out, &f, title))
+		goto out;
+	differences(g, rt, idx, n, f);
 	for (size_t i = 0; i < n; i++) {
 		const struct runtime *r = &rt->r[idx[i]];
 		const struct lg_object *o = g->objs[r->obj];
@@ -112,11 +405,12 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 	else
 		finding__explain(
 			f,
-			"Both define the same BLAS/LAPACK entry points, and the loader binds every "
-			"caller to whichever it found first: code built for the optimized library may "
-			"run the reference one (correct, but many times slower), or the reverse.",
-			"Keep one BLAS: on Debian select it with update-alternatives (libblas.so.3, "
-			"liblapack.so.3), or make the packages link the same one.");
+			"Both define the same BLAS entry points, and the loader binds every caller to "
+			"whichever it found first: the callers above were built against the optimized "
+			"library and run the plain one (correct, but many times slower).",
+			"Load the optimized BLAS first (import what uses it first, or LD_PRELOAD it) or "
+			"link those callers against one BLAS; where the plain copy is Debian's reference "
+			"libblas.so.3, select OpenBLAS with update-alternatives instead.");
 	owners__remedy(f, g, ids, n);
 out:
 	runtimes__free(&own);

@@ -264,7 +264,8 @@ static void highest_verdef(const struct elf_object *o, const char *prefix, char 
 }
 
 /* Copy the token that follows @needle in .rodata ("OpenBLAS 0.3.21" -> "0.3.21"). */
-static bool rodata_token(const struct elf_object *o, const char *needle, char *out, size_t len)
+static bool rodata_token_at(const struct elf_object *o, const char *needle, char *out, size_t len,
+			    const char **at, const char **end_of_data)
 {
 	size_t size, nlen = strlen(needle);
 	const char *data = elfobj__section(o, ".rodata", &size);
@@ -287,9 +288,18 @@ static bool rodata_token(const struct elf_object *o, const char *needle, char *o
 			n--;
 		memcpy(out, v, n);
 		out[n] = '\0';
+		if (at) {
+			*at = hit;
+			*end_of_data = end;
+		}
 		return true;
 	}
 	return false;
+}
+
+static bool rodata_token(const struct elf_object *o, const char *needle, char *out, size_t len)
+{
+	return rodata_token_at(o, needle, out, len, NULL, NULL);
 }
 
 static bool rodata_has(const struct elf_object *o, const char *needle)
@@ -462,17 +472,15 @@ static void classify_blas(const struct elf_object *o, const struct scan *s, stru
 	struct obj_role *r = NULL;
 
 	if (s->has[M_OPENBLAS_CONFIG]) {
-		r = add(out, IMPL_OPENBLAS);
-		if (r && rodata_token(o, "OpenBLAS ", r->version, sizeof(r->version))) {
-			size_t size;
-			const char *data = elfobj__section(o, ".rodata", &size);
-			const char *cfg = data ? memmem(data, size, "OpenBLAS ", 9) : NULL;
+		const char *cfg, *end;
 
-			/* Keep the build options that matter for pool clashes (64-bit ints). */
-			if (cfg && memmem(cfg, strnlen(cfg, (size_t)(data + size - cfg)),
-					  "USE64BITINT", 11))
-				snprintf(r->detail, sizeof(r->detail), "64-bit integers");
-		}
+		r = add(out, IMPL_OPENBLAS);
+		/* The build's configuration, "OpenBLAS 0.3.21  USE64BITINT DYNAMIC_ARCH ...": keep
+		 * what matters for pool clashes (64-bit ints). Other strings start "OpenBLAS : ". */
+		if (r &&
+		    rodata_token_at(o, "OpenBLAS ", r->version, sizeof(r->version), &cfg, &end) &&
+		    memmem(cfg, strnlen(cfg, (size_t)(end - cfg)), "USE64BITINT", 11))
+			snprintf(r->detail, sizeof(r->detail), "64-bit integers");
 		if (r)
 			own_release(r, RELEASE_RODATA);
 	} else if (s->has[M_MKL_VERSION]) {
