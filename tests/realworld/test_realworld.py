@@ -216,6 +216,47 @@ def test_gsl_beside_numpys_openblas_is_silent():
     assert json.loads(p.stdout)["processes"][0]["findings"] == [], p.stdout
 
 
+TWO_LIBOMP = ("import ctypes, os, sys, time\n"
+              "if sys.argv[1] == 'threadpoolctl':\n"
+              "    import threadpoolctl\n"
+              "ctypes.CDLL('libomp.so.5').omp_get_max_threads()\n"
+              "ctypes.CDLL(sys.argv[2]).omp_get_max_threads()\n"
+              "print('ready', os.getpid(), flush=True)\n"
+              "time.sleep(600)\n")
+
+
+def test_kmp_duplicate_lib_ok_that_threadpoolctl_set_is_shown():
+    # A wheel's renamed copy of LLVM's libomp beside the system's: the second one aborts at
+    # its start (OMP: Error #15) unless KMP_DUPLICATE_LIB_OK is set, which threadpoolctl does
+    # at import, in os.environ only: /proc/PID/environ never shows it.
+    with tempfile.TemporaryDirectory() as d:
+        copy = os.path.join(d, "libomp-6a1b2c3d.so.5")
+        shutil.copy(os.path.realpath("/usr/lib/x86_64-linux-gnu/libomp.so.5"), copy)
+        p = subprocess.run(["/usr/bin/python3", "-c", TWO_LIBOMP, "plain", copy],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode < 0 and "OMP: Error #15" in p.stderr, (p.returncode, p.stderr)
+        # threadpoolctl sets it; a user sets it, with OMP_NUM_THREADS, before the start.
+        for argv, env in (("threadpoolctl", {}),
+                          ("plain", {"KMP_DUPLICATE_LIB_OK": "TRUE", "OMP_NUM_THREADS": "2"})):
+            with Fixture(["/usr/bin/python3", "-c", TWO_LIBOMP, argv, copy], env=env) as fx:
+                initial = open(f"/proc/{fx.pid}/environ").read()
+                assert ("KMP_DUPLICATE_LIB_OK" in initial) == (argv == "plain"), initial
+                p = dlscope("check", "--json", fx.pid, check=1)
+            f = [f for f in json.loads(p.stdout)["processes"][0]["findings"]
+                 if f["id"] == "dup-openmp"][0]
+            ev = "\n".join(f["evidence"])
+            if argv == "threadpoolctl":
+                assert ("KMP_DUPLICATE_LIB_OK=True (set by the process after it started): the "
+                        "runtimes' own check for a second copy (OMP: Error #15) is off") in ev, ev
+                assert ("OMP_NUM_THREADS is not set: each pool is sized to every CPU the "
+                        "process may run on") in ev, ev
+            else:
+                assert "KMP_DUPLICATE_LIB_OK=TRUE: the runtimes' own check" in ev, ev
+                assert "OMP_NUM_THREADS=2: it bounds every OpenMP pool" in ev, ev
+            assert ("(libomp.so.5); LLVM libomp" in f["title"] and
+                    "(libomp-6a1b2c3d.so.5)" in f["title"]), f
+
+
 def dpkg_owners(paths):
     """{path: package} as dpkg -S says, in one call: each path's real file first, then the path
     itself, each also under its /usr-merge alias (bookworm lists libc6 under /lib)."""

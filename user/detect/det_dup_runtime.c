@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "detector.h"
 #include "elfobj.h"
+#include "environ.h"
 #include "libgraph.h"
 #include "owners.h"
 #include "target.h"
@@ -333,6 +335,80 @@ static void differences(const struct libgraph *g, const struct runtime_list *rt,
 		}
 }
 
+/*
+ * ---- Settings that hide a collision ----
+ *
+ * The environment as the process has it now (environ.h): a variable Python code set at import
+ * is in force though the process did not start with it.
+ */
+
+/* "NAME=VALUE" and where it came from on @f, or @unset_why when the variable is not set. */
+static enum env_source say_env(const struct check_ctx *ctx, struct finding *f, const char *name,
+			       const char *set_why, const char *unset_why)
+{
+	char v[256];
+	enum env_source src = environ__get(ctx->t, ctx->g, name, v, sizeof(v));
+
+	if (src == ENV_UNKNOWN || (src == ENV_UNSET && !unset_why))
+		return src;
+	if (src == ENV_UNSET)
+		finding__evidence(f, "%s is not set: %s", name, unset_why);
+	else
+		finding__evidence(f, "%s=%s%s%s", name, v,
+				  src == ENV_CHANGED ? " (set by the process after it started)" :
+				  src == ENV_INITIAL ? " (as the process started; now unread)" :
+						       "",
+				  set_why ? set_why : "");
+	return src;
+}
+
+/* libomp's and libiomp5's reading of a true KMP_ setting. */
+static bool kmp_true(const char *v)
+{
+	return !strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "on") ||
+	       !strcasecmp(v, "yes") || !strcasecmp(v, ".true.");
+}
+
+static void settings_evidence(const struct check_ctx *ctx, struct finding *f, enum role_kind kind,
+			      const struct runtime_list *rt, const size_t *idx, size_t n,
+			      size_t pools)
+{
+	size_t kmp = 0;
+	enum env_source dup_ok;
+	char v[64];
+
+	if (!ctx->t)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		enum role_impl impl = rt->r[idx[i]].role.impl;
+
+		kmp += impl == IMPL_LLVM_LIBOMP || impl == IMPL_INTEL_LIBIOMP5;
+	}
+	/* Two Intel/LLVM runtimes abort at start ("OMP: Error #15") unless this is set. */
+	dup_ok = kmp >= 2 ? environ__get(ctx->t, ctx->g, "KMP_DUPLICATE_LIB_OK", v, sizeof(v)) :
+			    ENV_UNSET;
+	if (dup_ok != ENV_UNSET && dup_ok != ENV_UNKNOWN && kmp_true(v))
+		say_env(ctx, f, "KMP_DUPLICATE_LIB_OK",
+			": the runtimes' own check for a second copy (OMP: Error #15) is off, the "
+			"setting that \"may cause crashes or silently produce incorrect results\" "
+			"(threadpoolctl and scikit-learn set it at import)",
+			NULL);
+	if (pools < 2)
+		return;
+	if (kind == ROLE_OPENMP) {
+		say_env(ctx, f, "OMP_NUM_THREADS", ": it bounds every OpenMP pool",
+			"each pool is sized to every CPU the process may run on");
+		return;
+	}
+	/* OpenBLAS reads its own variable first, then OpenMP's. */
+	if (say_env(ctx, f, "OPENBLAS_NUM_THREADS", ": it bounds OpenBLAS's pools", NULL) ==
+		    ENV_UNSET &&
+	    say_env(ctx, f, "OMP_NUM_THREADS", ": it bounds the BLAS pools that read it", NULL) ==
+		    ENV_UNSET)
+		finding__evidence(f, "neither OPENBLAS_NUM_THREADS nor OMP_NUM_THREADS is set: "
+				     "each pool is sized to every CPU the process may run on");
+}
+
 static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const char *id,
 			enum role_kind kind, const char *what, const char *why, const char *remedy)
 {
@@ -366,7 +442,6 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 		f = findings__add(out, id, SEV_ERROR, g->pid, "%s", title);
 	else if (!served_by_plain(ctx, rt, idx, n, out, &f, title))
 		goto out;
-	differences(g, rt, idx, n, f);
 	for (size_t i = 0; i < n; i++) {
 		const struct runtime *r = &rt->r[idx[i]];
 		const struct lg_object *o = g->objs[r->obj];
@@ -390,6 +465,8 @@ static void dup_runtime(const struct check_ctx *ctx, struct findings *out, const
 		finding__evidence(f, "#%u %s: %s, loaded by %s%s%s%s%s", o->id, o->path, label,
 				  chain, pool, fronts, pkg[0] ? "; " : "", pkg);
 	}
+	differences(g, rt, idx, n, f);
+	settings_evidence(ctx, f, kind, rt, idx, n, pools);
 	if (ctx->ts) {
 		size_t running = 0;
 
