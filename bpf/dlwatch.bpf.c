@@ -48,6 +48,19 @@ struct {
 	__type(value, u32);
 } in_dlopen SEC(".maps");
 
+/*
+ * Per process (tgid), the address of glibc's GOT slot that holds __libc_dlerror_result's
+ * offset from the thread pointer (2.34 and later): a dlopen that fails reads its error there
+ * before it returns, and the caller's dlerror() or the next failure can free it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, u64);
+} dlerror_slot SEC(".maps");
+
 /* Parallel regions started per thread: counted here, not sent one by one. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -699,6 +712,33 @@ static __always_inline void gpu_result(struct dlw_event *e, long ret)
 	}
 }
 
+/*
+ * A failed dlopen's error, as dlerror() will say it: the errstring of glibc's per-thread
+ * struct dl_action_result { int errcode; bool returned, malloced; const char *objname;
+ * char *errstring; } into path[], its errcode into arg2. Nothing where the slot is unknown.
+ */
+static __always_inline void dlopen_error(struct dlw_event *e)
+{
+	u32 tgid = e->pid;
+	u64 *slot = bpf_map_lookup_elem(&dlerror_slot, &tgid), result = 0, msg = 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	s64 tpoff = 0;
+	int code = 0;
+
+	if (!slot || bpf_probe_read_user(&tpoff, sizeof(tpoff), (void *)*slot) || !tpoff)
+		return;
+	/* NULL, or a sentinel (the malloc of the result failed): below any real address. */
+	if (bpf_probe_read_user(&result, sizeof(result),
+				(void *)(BPF_CORE_READ(task, thread.fsbase) + tpoff)) ||
+	    result < PAGE)
+		return;
+	if (bpf_probe_read_user(&msg, sizeof(msg), (void *)(result + 16)) || !msg ||
+	    bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)msg) <= 0)
+		return;
+	if (!bpf_probe_read_user(&code, sizeof(code), (void *)result))
+		e->arg2 = (u32)code;
+}
+
 static __always_inline int call_exit(void *ctx, u32 type, long ret)
 {
 	u64 id = current_id();
@@ -745,6 +785,8 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 
 			if (!bpf_probe_read_user(&name, sizeof(name), (void *)(ret + 8)) && name)
 				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)name);
+		} else if (type == DLW_DLOPEN) {
+			dlopen_error(e);
 		}
 		if (type == DLW_GPU_LOAD)
 			gpu_result(e, ret);
@@ -1246,6 +1288,13 @@ static __always_inline int on_fork(struct bpf_raw_tracepoint_args *ctx)
 	 * backends, gunicorn's workers) and is one of them. */
 	if (ctgid != ptgid && (follow_children || comm_mode))
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	/* A forked child has its parent's memory: its dlerror slot is at the same place. */
+	if (ctgid != ptgid) {
+		u64 *slot = bpf_map_lookup_elem(&dlerror_slot, &ptgid);
+
+		if (slot)
+			bpf_map_update_elem(&dlerror_slot, &ctgid, slot, BPF_ANY);
+	}
 	/* Threads are reported only when created inside dlopen: a pool born in a constructor. */
 	if (ctgid == ptgid && !dlopen_depth((u32)current_id()))
 		return 0;

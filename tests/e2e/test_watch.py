@@ -372,6 +372,28 @@ def test_fatal_signal_with_faulting_object():
     assert "exit, killed by SIGSEGV" in p.stdout
 
 
+def test_a_failed_dlopen_says_its_error():
+    """dlerror's text, read in the kernel as the call returns (the caller's dlerror() frees
+    it), with errno's text where the loader gave one; in the trace as "error"."""
+    code = ("import ctypes\n"
+            "for n in ('libnope.so', '/etc/passwd'):\n"
+            "    try: ctypes.CDLL(n)\n"
+            "    except OSError as e: print('py:', e)\n")
+    p = watch("--", "/usr/bin/python3", "-c", code, status=0)
+    assert "py: libnope.so: cannot open shared object file" in p.stdout, p.stdout
+    assert re.search(r'dlopen\("libnope.so", RTLD_NOW\) = 0x0 \(\d+\.\d+ ms\) from .*; error: '
+                     r'cannot open shared object file: No such file or directory\n', p.stdout), \
+        p.stdout
+    assert re.search(r'dlopen\("/etc/passwd", RTLD_NOW\) = 0x0 .*; error: invalid ELF header\n',
+                     p.stdout), p.stdout
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        dlscope("record", "-o", f.name, "-f", "--", "/usr/bin/python3", "-c", code, check=0)
+        failed = [r for r in map(json.loads, open(f.name))
+                  if r["type"] == "dlopen" and r["handle"] == 0]
+    assert [r["error"] for r in failed] == [
+        "cannot open shared object file: No such file or directory", "invalid ELF header"], failed
+
+
 def test_a_null_pointer_is_no_objects_address():
     """Debian's python3 is not PIE: address 0 lies in the span of its file, but in no mapping."""
     p = watch("--", "/usr/bin/python3", "-c", "import ctypes; ctypes.string_at(0)", status=0)

@@ -326,6 +326,33 @@ bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o
 	return false;
 }
 
+/* glibc's GOT slot of __libc_dlerror_result's thread-pointer offset (a TPOFF64 relocation). */
+static int dlerror_reloc(const char *name, uint64_t offset, unsigned type, unsigned sym_type,
+			 void *ctx)
+{
+	(void)sym_type;
+	if (type != R_X86_64_TPOFF64 || strcmp(name, "__libc_dlerror_result"))
+		return 0;
+	*(uint64_t *)ctx = offset;
+	return 1;
+}
+
+bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o)
+{
+	uint32_t key = (uint32_t)pid;
+	uint64_t off = 0, slot;
+	GElf_Sym sym;
+
+	if (!w->skel || !o->elf || o->gone || o->ns ||
+	    !obj_roles__find(lg_object__roles(o), ROLE_LIBC) ||
+	    elfobj__lookup(o->elf, "__libc_dlerror_result", ELFOBJ_DYNSYM, &sym) ||
+	    elfobj__foreach_dynreloc(o->elf, dlerror_reloc, &off) <= 0)
+		return false;
+	slot = o->base + off;
+	return !bpf_map__update_elem(w->skel->maps.dlerror_slot, &key, sizeof(key), &slot,
+				     sizeof(slot), BPF_ANY);
+}
+
 /* Attach what an object's roles call for, once per file (uprobes are per inode), and per
  * process when only the watched processes pay (w->pid_filter). */
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o)

@@ -122,8 +122,11 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	ps->g = g;
 	reported__carry(old, g);
 	unprobed_loader(w, ps, g);
-	for (size_t i = 0; i < g->n; i++)
+	for (size_t i = 0; i < g->n; i++) {
 		probes__attach_object(w, ps->pid, g->objs[i]);
+		if (!ps->dlerror_noted)
+			ps->dlerror_noted = probes__note_dlerror(w, ps->pid, g->objs[i]);
+	}
 	pyprocs__find(w, ps);
 	rtprio__restore(&prio);
 	if (!old && !ps->seen_all) {
@@ -455,8 +458,10 @@ void proctable__drop(struct watch *w, pid_t pid)
 		w->procs[i] = w->procs[--w->n_procs];
 		break;
 	}
-	if (w->skel)
+	if (w->skel) {
 		bpf_map__delete_elem(w->skel->maps.targets, &key, sizeof(key), 0);
+		bpf_map__delete_elem(w->skel->maps.dlerror_slot, &key, sizeof(key), 0);
+	}
 	pyprocs__forget(w, NULL, pid);
 	holds__forget(w, pid);
 }

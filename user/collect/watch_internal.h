@@ -79,6 +79,7 @@ struct proc_state {
 	bool py_unknown_said; /* a Python whose frames are not known: said once */
 	bool loader_said;     /* it started under a loader not probed yet: said once */
 	bool oversubscribed;  /* --hot: its live oversubscription finding was reported */
+	bool dlerror_noted;   /* the kernel knows where its failed dlopens leave their error */
 	/*
 	 * Its pools' sizes seen so far (the most threads of each): a scan sees only the threads
 	 * blocked at that moment, so each second that two pools are busy adds one, up to
@@ -265,6 +266,9 @@ int probes__check_capabilities(char *why, size_t len);
 /* The BPF object configured from the options, loaded, its tracepoints attached. */
 int probes__load(struct watch *w, char *why, size_t whylen);
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o);
+/* Tell the kernel where process @pid's failed dlopens leave their error, when @o is glibc's
+ * C library (2.34 or later, where dlerror's state is its TLS): true once told. */
+bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o);
 void probes__attach_own_libc(struct watch *w, pid_t pid);
 /* Whether loader @o's r_brk was probed already, so that what it loads is held for the probes. */
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o);

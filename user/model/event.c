@@ -288,12 +288,23 @@ static void dlopen_decode(struct event *ev, const struct dlw_event *raw, bool fu
 	ev->u.dlopen.path_null = raw->str_state == DLW_STR_NULL;
 	if (!ev->u.dlopen.path_null)
 		copy_str(ev->u.dlopen.path, DLW_STR_LEN, raw->str, sizeof(raw->str));
-	if (full)
-		copy_str(ev->u.dlopen.file, DLW_STR_LEN, raw->path, sizeof(raw->path));
 	ev->u.dlopen.flags = raw->arg0;
 	ev->u.dlopen.lmid = raw->arg1;
 	ev->u.dlopen.handle = (uint64_t)raw->ret;
 	ev->u.dlopen.duration_ns = raw->duration_ns;
+	/* A failure's path[] is its error (bpf: dlopen_error), with errno's text where the
+	 * loader gave one, as dlerror() says it. */
+	if (full && ev->u.dlopen.handle)
+		copy_str(ev->u.dlopen.file, DLW_STR_LEN, raw->path, sizeof(raw->path));
+	else if (full && raw->path[0]) {
+		copy_str(ev->u.dlopen.error, DLW_STR_LEN, raw->path, sizeof(raw->path));
+		if (raw->arg2 && raw->arg2 < 4096) {
+			size_t n = strlen(ev->u.dlopen.error);
+
+			snprintf(ev->u.dlopen.error + n, DLW_STR_LEN - n, ": %s",
+				 strerror((int)raw->arg2));
+		}
+	}
 }
 
 static void dlopen_text(const struct event *ev, bool resolved, char *buf, size_t len)
@@ -325,6 +336,12 @@ static void dlopen_text(const struct event *ev, bool resolved, char *buf, size_t
 		if (imp[0] && used < len)
 			snprintf(buf + used, len - used, " from %s", imp);
 	}
+	if (ev->u.dlopen.error[0]) {
+		size_t used = strlen(buf);
+
+		if (used < len)
+			snprintf(buf + used, len - used, "; error: %s", ev->u.dlopen.error);
+	}
 }
 
 static void dlopen_to_json(const struct event *ev, json_t *j)
@@ -334,6 +351,9 @@ static void dlopen_to_json(const struct event *ev, json_t *j)
 	set(j, "flags", jint(ev->u.dlopen.flags));
 	set(j, "handle", jint(ev->u.dlopen.handle));
 	set(j, "duration_ns", jint(ev->u.dlopen.duration_ns));
+	if (!ev->u.dlopen.handle)
+		set(j, "error",
+		    ev->u.dlopen.error[0] ? json_string(ev->u.dlopen.error) : json_null());
 }
 
 static void dlopen_from_json(struct reader *r, struct event *ev)
@@ -347,6 +367,9 @@ static void dlopen_from_json(struct reader *r, struct event *ev)
 	ev->u.dlopen.flags = get_int(r, "flags", false);
 	ev->u.dlopen.handle = get_int(r, "handle", false);
 	ev->u.dlopen.duration_ns = get_int(r, "duration_ns", false);
+	/* Traces before the error was read have none. */
+	if (json_is_string(json_object_get(r->rec, "error")))
+		get_str(r, "error", false, ev->u.dlopen.error, DLW_STR_LEN);
 }
 
 /* dlclose */

@@ -78,6 +78,9 @@ struct event {
 			uint64_t lmid;	 /* dlmopen's namespace; 0 for dlopen (not in a trace) */
 			uint64_t handle; /* 0: failed */
 			uint64_t duration_ns;
+			/* Failed: dlerror's text without its object name ("undefined symbol:
+			 * cblas_dcabs1"); "" when it could not be read. */
+			char error[DLW_STR_LEN];
 		} dlopen;
 		struct {
 			uint64_t handle;
