@@ -23,11 +23,11 @@ LIB = "/usr/lib/x86_64-linux-gnu"
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 
 
-def build(name, lang, flags):
-    """Compile programs/NAME into the build folder once; returns the binary's path."""
+def build(name, lang, flags, out=None):
+    """Compile programs/NAME into the build folder once (as OUT); returns the binary's path."""
     out_dir = os.path.join(harness.BUILD, "realworld")
     os.makedirs(out_dir, exist_ok=True)
-    exe = os.path.join(out_dir, name)
+    exe = os.path.join(out_dir, out or name)
     src = os.path.join(SRC, name + (".cpp" if lang == "c++" else ".c"))
     cc = ["g++", "-std=c++17"] if lang == "c++" else ["cc"]
     # --no-as-needed: keep every library in DT_NEEDED even where main does not call it.
@@ -255,6 +255,70 @@ def test_kmp_duplicate_lib_ok_that_threadpoolctl_set_is_shown():
                 assert "OMP_NUM_THREADS=2: it bounds every OpenMP pool" in ev, ev
             assert ("(libomp.so.5); LLVM libomp" in f["title"] and
                     "(libomp-6a1b2c3d.so.5)" in f["title"]), f
+
+
+SHADOW = ("import ctypes, os, sys, time\n"
+          "order, ext = sys.argv[1:3]\n"
+          "if order == 'numpy-first':\n"
+          "    import numpy\n"
+          "    try:\n"
+          "        ctypes.CDLL(ext, mode=os.RTLD_NOW)\n"
+          "    except OSError as e:\n"
+          "        print('py:', e, flush=True)\n"
+          "ctypes.CDLL(ext, mode=os.RTLD_LAZY)\n"
+          "import numpy\n"
+          "print('ready', os.getpid(), flush=True)\n"
+          "time.sleep(float(sys.argv[3]))\n")
+
+
+def ref_blas_ext():
+    """An extension built against the reference BLAS, found through its RUNPATH, that calls
+    cblas_dcabs1 (which OpenBLAS's libblas.so.3 lacks), bound lazily."""
+    return build("ref_blas_ext", "c", ["-shared", "-fPIC", "-Wl,--enable-new-dtags",
+                                       f"-Wl,-rpath,{LIB}/blas", "-Wl,-z,lazy",
+                                       f"{LIB}/blas/libblas.so.3"], out="ref_blas_ext.so")
+
+
+def test_a_soname_shadowed_by_an_earlier_import_is_named():
+    # cugraph #4465's story on Debian's BLAS alternatives: numpy, imported first, brought
+    # OpenBLAS's libblas.so.3; the extension's RUNPATH names the reference one, which it never
+    # gets. dlopen fails on the symbol only the reference one has; watch says why as it fails.
+    ext = ref_blas_ext()
+    p = dlscope("watch", "--", "/usr/bin/python3", "-c", SHADOW, "numpy-first", ext, "0",
+                check=1, timeout=120)
+    assert "py: " + ext + ": undefined symbol: cblas_dcabs1" in p.stdout, p.stdout
+    assert re.search(r'FINDING error shadowed-soname: dlopen\("\S+ref_blas_ext.so"\) failed: '
+                     r'undefined symbol cblas_dcabs1, defined by the libblas.so.3 its RUNPATH '
+                     rf'names \({LIB}/blas/libblas.so.3\), not by the one the process had loaded '
+                     r'first \(/\S+/libblas.so.3\)', p.stdout), p.stdout
+    # Loaded lazily, it runs until its first call: check names the symbol it will miss.
+    with Fixture(["/usr/bin/python3", "-c", SHADOW, "numpy-first", ext, "600"]) as fx:
+        p = dlscope("check", "--json", fx.pid, check=1)
+    f = [f for f in json.loads(p.stdout)["processes"][0]["findings"]
+         if f["id"] == "shadowed-soname"]
+    assert len(f) == 1 and f[0]["severity"] == "error", f
+    assert f[0]["title"].startswith("ref_blas_ext.so is given the libblas.so.3 the process had "
+                                    "loaded first"), f
+    ev = "\n".join(f[0]["evidence"])
+    assert f"its RUNPATH ({LIB}/blas) finds {LIB}/blas/libblas.so.3" in ev, ev
+    assert "openblas-pthread/libblas.so.3), loaded by DT_NEEDED of _multiarray_umath" in ev, ev
+    assert re.search(r"1 symbol it uses is defined by \S+ and not by \S+: cblas_dcabs1", ev), ev
+
+
+def test_a_soname_that_arrived_through_its_own_runpath_is_silent():
+    # The other import order: the extension brings the reference libblas.so.3 its RUNPATH
+    # names, and numpy (no RUNPATH) takes it: nobody is given a file its own search path
+    # would not find.
+    with Fixture(["/usr/bin/python3", "-c", SHADOW, "ext-first", ref_blas_ext(), "600"]) as fx:
+        p = dlscope("check", "--json", fx.pid, check=0)
+    findings = json.loads(p.stdout)["processes"][0]["findings"]
+    assert "shadowed-soname" not in [f["id"] for f in findings], p.stdout
+    # This order has its own harm, which dup-blas reads: numpy's LAPACK (OpenBLAS, reached
+    # through its liblapack.so.3) was given the reference libblas.so.3 and calls it.
+    dup = [f for f in findings if f["id"] == "dup-blas"]
+    assert len(dup) == 1 and dup[0]["severity"] == "warning", findings
+    assert re.search(r"libopenblas.so.0, itself, calls \w+_ in libblas.so.3 \(its GOT says so\)",
+                     "\n".join(dup[0]["evidence"])), dup
 
 
 def dpkg_owners(paths):

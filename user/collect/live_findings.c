@@ -3,10 +3,14 @@
  * The live detectors' hooks (detector.h) for objects and events, and their findings, with
  * the time, thread and stack of the event that raised them, to every sink.
  */
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elfobj.h"
 #include "finding.h"
+#include "target.h"
 #include "watch_internal.h"
 
 /*
@@ -86,6 +90,38 @@ bool live_findings__loader_lock(const struct proc_state *ps, uint64_t uaddr)
 	return false;
 }
 
+/*
+ * A dlopen that failed, with its error: the detectors explain it from the files the process
+ * sees, read through its root while it lives.
+ */
+static void dlopen_failed(struct proc_state *ps, const struct event *ev, struct findings *fs)
+{
+	char why[256], cwd[PATH_MAX], link[64];
+	struct target *t = NULL;
+	struct live_ctx lc = live_findings__ctx(ps);
+	struct live_event le = {
+		.kind = LIVE_DLOPEN_FAILED,
+		.pid = ev->pid,
+		.tid = ev->tid,
+		.comm = ev->comm,
+		.dlopen_file = ev->u.dlopen.path,
+		.error = ev->u.dlopen.error,
+	};
+	ssize_t n;
+
+	if (target__open(ev->pid, &t, why, sizeof(why)))
+		return;
+	snprintf(link, sizeof(link), "/proc/%d/cwd", ev->pid);
+	n = readlink(link, cwd, sizeof(cwd) - 1);
+	if (n > 0) {
+		cwd[n] = '\0';
+		le.cwd = cwd;
+	}
+	le.t = t;
+	detectors__on_event(&lc, &le, fs);
+	target__free(t);
+}
+
 /* The detector table's hooks for an event: a parallel region or a wait inside dlopen. */
 void live_findings__on_event(struct watch *w, struct proc_state *ps, const struct event *ev,
 			     struct findings *fs)
@@ -105,6 +141,11 @@ void live_findings__on_event(struct watch *w, struct proc_state *ps, const struc
 				       NULL,
 	};
 
+	if (ev->kind == EVENT_DLOPEN && !ev->u.dlopen.handle && ev->u.dlopen.error[0] &&
+	    !ev->u.dlopen.path_null) {
+		dlopen_failed(ps, ev, fs);
+		return;
+	}
 	/* A region outside dlopen is sent only as its runtime's first: nothing to flag. */
 	if ((ev->kind != EVENT_OMP_FORK || !ev->in_dlopen) && !futex)
 		return;

@@ -83,6 +83,7 @@ enum live_event_kind {
 	LIVE_PARALLEL_IN_DLOPEN, /* a thread inside dlopen started a parallel region or BLAS call */
 	LIVE_FUTEX_IN_DLOPEN,	 /* a thread inside dlopen blocks on a futex */
 	LIVE_LOADER_LOCK_CYCLE,	 /* that thread, and another waiting in dlsym for the loader lock */
+	LIVE_DLOPEN_FAILED,	 /* a dlopen returned NULL, with dlerror's text */
 };
 
 /* OpenMP and BLAS entry points of LIVE_PARALLEL_IN_DLOPEN (the BPF probes' numbering). */
@@ -102,6 +103,12 @@ struct live_event {
 	/* LIVE_LOADER_LOCK_CYCLE: the thread that waits in dlsym, and the symbol it looks up. */
 	pid_t waiter_tid;
 	const char *waiter_symbol;
+	/* LIVE_DLOPEN_FAILED: dlerror's text (without the object's name), the process opened
+	 * for reading (NULL: not readable) and its working directory as it sees it (NULL:
+	 * unknown), where a relative file name is found. */
+	const char *error;
+	const struct target *t;
+	const char *cwd;
 };
 
 struct detector {
@@ -161,6 +168,9 @@ void loader_lock__on_event(const struct live_ctx *lc, const struct live_event *e
 void deadlock__process(const struct check_ctx *ctx, struct findings *out);
 void fork_hang__process(const struct check_ctx *ctx, struct findings *out);
 void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
+			struct findings *out);
+void shadowed__process(const struct check_ctx *ctx, struct findings *out);
+void shadowed__on_event(const struct live_ctx *lc, const struct live_event *e,
 			struct findings *out);
 void elf_defects__process(const struct check_ctx *ctx, struct findings *out);
 void elf_defects__files(const struct lint_file *files, size_t n, struct findings *out);

@@ -169,6 +169,16 @@ int elfobj__offset_to_vaddr(const struct elf_object *o, uint64_t offset, uint64_
  * (.data.rel.ro: vtables, typeinfo, constant tables of pointers). False when unknown.
  */
 bool elfobj__writable_at(const struct elf_object *o, uint64_t vaddr);
+/*
+ * The directories its dependencies are searched in first: DT_RUNPATH (*@runpath true), else
+ * DT_RPATH, as written ("$ORIGIN/../lib"); "" when neither. 0, or -ENOENT when unreadable.
+ */
+int elfobj__search_path(const struct elf_object *o, char *buf, size_t len, bool *runpath);
+/*
+ * Its thread-local storage: PT_TLS's memory size and alignment (0 without), and whether it is
+ * marked DF_STATIC_TLS (initial-exec TLS: a dlopen must find room in the static TLS block).
+ */
+bool elfobj__static_tls(const struct elf_object *o, uint64_t *size, uint64_t *align);
 /* The bytes of the first section called @name, or NULL. */
 const void *elfobj__section(const struct elf_object *o, const char *name, size_t *size);
 /* The underlying libelf handle, for the object-level checks of lint. */

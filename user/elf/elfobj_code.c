@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libelf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -282,4 +283,65 @@ const void *elfobj__section(const struct elf_object *o, const char *name, size_t
 		return data->d_buf;
 	}
 	return NULL;
+}
+
+/* The value of .dynamic's first entry @tag (its string for a string tag); false when none. */
+static bool dynamic_entry(const struct elf_object *o, Elf64_Sxword tag, GElf_Dyn *out,
+			  const char **str)
+{
+	Elf_Scn *scn = NULL;
+
+	if (!elfobj_loaded(o))
+		return false;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < data->d_size / sh.sh_entsize; i++) {
+			if (!gelf_getdyn(data, (int)i, out) || out->d_tag == DT_NULL)
+				break;
+			if (out->d_tag != tag)
+				continue;
+			if (str)
+				*str = elf_strptr(o->elf, sh.sh_link, out->d_un.d_val);
+			return !str || *str;
+		}
+	}
+	return false;
+}
+
+int elfobj__search_path(const struct elf_object *o, char *buf, size_t len, bool *runpath)
+{
+	GElf_Dyn dyn;
+	const char *s = NULL;
+
+	if (!elfobj_loaded(o))
+		return -ENOENT;
+	*runpath = dynamic_entry(o, DT_RUNPATH, &dyn, &s);
+	if (!*runpath && !dynamic_entry(o, DT_RPATH, &dyn, &s))
+		s = "";
+	snprintf(buf, len, "%s", s);
+	return 0;
+}
+
+bool elfobj__static_tls(const struct elf_object *o, uint64_t *size, uint64_t *align)
+{
+	GElf_Dyn dyn;
+	size_t nph;
+
+	*size = *align = 0;
+	if (!elfobj_loaded(o) || elf_getphdrnum(o->elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(o->elf, (int)i, &ph) && ph.p_type == PT_TLS) {
+			*size = ph.p_memsz;
+			*align = ph.p_align;
+		}
+	}
+	return dynamic_entry(o, DT_FLAGS, &dyn, NULL) && (dyn.d_un.d_val & DF_STATIC_TLS);
 }
