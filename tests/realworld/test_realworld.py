@@ -321,6 +321,63 @@ def test_a_soname_that_arrived_through_its_own_runpath_is_silent():
                      "\n".join(dup[0]["evidence"])), dup
 
 
+LOAD_EACH = ("import ctypes, os, sys, time\n"
+             "for n in sys.argv[1:]:\n"
+             "    try:\n"
+             "        ctypes.CDLL(n)\n"
+             "    except OSError as e:\n"
+             "        print('py:', e, flush=True)\n"
+             "print('ready', os.getpid(), flush=True)\n"
+             "time.sleep(float(os.environ.get('HOLD', '0')))\n")
+# The static TLS surplus cut to what one small object needs (glibc's own tunables).
+TIGHT_TLS = {"GLIBC_TUNABLES": "glibc.rtld.nns=1:glibc.rtld.optional_static_tls=0"}
+
+
+def test_a_dlopen_with_no_static_tls_left_is_explained():
+    # scikit-learn #17231's libgomp, with Debian's libgomp and AMD's HIP runtime: whichever is
+    # loaded second finds no room, depending on the import order.
+    gomp, hip = f"{LIB}/libgomp.so.1", f"{LIB}/libamdhip64.so.5"
+    for first, second, size in ((hip, gomp, 144), (gomp, hip, 272)):
+        p = dlscope("watch", "--", "/usr/bin/python3", "-c", LOAD_EACH, first, second,
+                    env=TIGHT_TLS, check=1, timeout=120)
+        assert f"py: {second}: cannot allocate memory in static TLS block" in p.stdout, p.stdout
+        assert (f'FINDING error static-tls: dlopen("{second}") failed: no room left in the '
+                "static TLS block") in p.stdout, p.stdout
+        assert f"- {second}: {size} bytes of initial-exec TLS (DF_STATIC_TLS)" in p.stdout, \
+            p.stdout
+        left = re.search(r"- the process has (\d+) of 448 bytes left \(2 objects took (\d+), "
+                         r"the thread descriptor \d+\)", p.stdout)
+        assert left and int(left.group(1)) < size, p.stdout
+    # Without the tunables: a sanitizer runtime's 56 KiB never fit after start-up.
+    p = dlscope("watch", "--", "/usr/bin/python3", "-c", LOAD_EACH, f"{LIB}/liblsan.so.0",
+                check=1, timeout=120)
+    assert re.search(r"- /\S+/liblsan.so.0: 56240 bytes of initial-exec TLS \(DF_STATIC_TLS\)\n"
+                     r"\s+- the process has \d+ of 1856 bytes left", p.stdout), p.stdout
+
+
+def test_check_says_how_much_static_tls_is_left():
+    with Fixture(["/usr/bin/python3", "-c", LOAD_EACH, f"{LIB}/libgomp.so.1"],
+                 env=dict(TIGHT_TLS, HOLD="600")) as fx:
+        p = dlscope("check", fx.pid, check=0)
+        doc = json.loads(dlscope("check", "--json", fx.pid, check=0).stdout)
+    # libc's 144 bytes and libgomp's 144 of the 448 the tunables leave.
+    assert "static TLS: 160 of 448 bytes left for objects loaded later (2 objects in it, 288 " \
+        "bytes taken)" in p.stdout, p.stdout
+    st = doc["processes"][0]["static_tls"]
+    assert st["left"] == 160 and st["used"] == 288 and st["size"] - st["descriptor"] == 448, st
+
+
+def test_lint_names_objects_with_static_tls():
+    p = dlscope("lint", f"{LIB}/libgomp.so.1", f"{LIB}/liblsan.so.0", f"{LIB}/libm.so.6",
+                check=0)
+    assert "info static-tls: 1 object takes static TLS when dlopened (DF_STATIC_TLS)" in \
+        p.stdout, p.stdout
+    assert f"- {LIB}/libgomp.so.1: 144 bytes of initial-exec TLS" in p.stdout, p.stdout
+    assert (f"warning static-tls: {LIB}/liblsan.so.0: 56240 bytes of initial-exec TLS, more than "
+            "glibc sets aside for objects loaded later (1664)") in p.stdout, p.stdout
+    assert "libm.so.6" not in p.stdout.split("static-tls", 1)[1], p.stdout
+
+
 def dpkg_owners(paths):
     """{path: package} as dpkg -S says, in one call: each path's real file first, then the path
     itself, each also under its /usr-merge alias (bookworm lists libc6 under /lib)."""

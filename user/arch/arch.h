@@ -70,6 +70,14 @@ int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t 
 				uint64_t *vaddr);
 
 /*
+ * A function's first bytes @code (@len, at virtual address @entry) that store two globals
+ * through its two pointer arguments (glibc's _dl_get_tls_static_info: mov G1(%rip), %rax;
+ * mov %rax, (%rdi); mov G2(%rip), %rax; mov %rax, (%rsi); ret): the globals' addresses.
+ */
+bool arch_decode_two_stores(const unsigned char *code, size_t len, uint64_t entry, uint64_t *first,
+			    uint64_t *second);
+
+/*
  * libgomp's omp_get_max_threads as GCC compiles it: the thread's team state through a TLS
  * variable (its GOT slot @got_slot, the offset @task_off of the task in the TLS block), the
  * ICV at @icv_off in the task, else the global ICVs at @global. false when @code is not that.

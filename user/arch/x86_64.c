@@ -174,6 +174,20 @@ int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t 
 	return -ENOENT;
 }
 
+bool arch_decode_two_stores(const unsigned char *code, size_t len, uint64_t entry, uint64_t *first,
+			    uint64_t *second)
+{
+	const unsigned char *p = skip_endbr(code, &len);
+
+	/* 48 8b 05 rel32; 48 89 07; 48 8b 05 rel32; 48 89 06; c3 */
+	if (len < 21 || memcmp(p, "\x48\x8b\x05", 3) || memcmp(p + 7, "\x48\x89\x07", 3) ||
+	    memcmp(p + 10, "\x48\x8b\x05", 3) || memcmp(p + 17, "\x48\x89\x06", 3) || p[20] != 0xc3)
+		return false;
+	*first = entry + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)rel32(p + 3);
+	*second = entry + (uint64_t)(p + 17 - code) + (uint64_t)(int64_t)rel32(p + 13);
+	return true;
+}
+
 bool arch_decode_libgomp_max_threads(const unsigned char *code, size_t len, uint64_t entry,
 				     struct arch_libgomp_icv *out)
 {

@@ -23,6 +23,7 @@
 #include "libgraph.h"
 #include "phase.h"
 #include "runtimes.h"
+#include "static_tls.h"
 #include "outfile.h"
 #include "output.h"
 #include "procfs.h"
@@ -43,11 +44,24 @@ static bool is_trace_arg(const char *arg)
 	       (!stat(arg, &st) || strchr(arg, '/') || (n > 6 && !strcmp(arg + n - 6, ".jsonl")));
 }
 
+/* The static TLS block's room left, when it could be read. */
+static json_t *static_tls_json(const struct static_tls *st, bool known)
+{
+	if (!known)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I, s:I}", "size", (json_int_t)st->size, "descriptor",
+			 (json_int_t)st->tcb, "used", (json_int_t)st->used, "left",
+			 (json_int_t)st->left);
+}
+
 /* check --json: a process's entry in "processes", with @mine, its findings. */
 static void append_process(json_t *procs, const struct target *t, const struct libgraph *g,
 			   size_t n_threads, const struct runtime_list *rt,
 			   const struct findings *mine)
 {
+	struct static_tls st;
+	bool st_known = !static_tls__read(t, g, &st);
+
 	/* A core's process is gone: its command line is the one the core kept. */
 	char *cmdline = t->core ? strdup(t->core->args) : proc__cmdline(t->pid);
 
@@ -59,6 +73,8 @@ static void append_process(json_t *procs, const struct target *t, const struct l
 				 (json_int_t)g->n, "threads", (json_int_t)n_threads, "runtimes",
 				 runtimes__to_json(rt, g), "findings", findings__to_json(mine)));
 	free(cmdline);
+	json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "static_tls",
+			    static_tls_json(&st, st_known));
 	/* The executable's build-id: which build of the program this is. */
 	for (size_t k = 0; k < g->n; k++)
 		if (g->objs[k]->origin == LG_EXECUTABLE && g->objs[k]->elf &&
@@ -77,10 +93,18 @@ static void print_process(const struct target *t, const struct libgraph *g, size
 	printf("process %d (%s): %zu object%s, %zu thread%s, %zu finding%s\n", t->pid, t->comm,
 	       g->n, g->n == 1 ? "" : "s", n_threads, n_threads == 1 ? "" : "s", mine->n,
 	       mine->n == 1 ? "" : "s");
+	struct static_tls st;
+
 	if (rt->n) {
 		printf("runtimes:\n");
 		runtimes__print(rt, g, "  ", stdout);
 	}
+	/* What a later dlopen of initial-exec TLS (libgomp, many wheels) may still take. */
+	if (!static_tls__read(t, g, &st))
+		printf("static TLS: %llu of %llu bytes left for objects loaded later (%u object%s in "
+		       "it, %llu bytes taken)\n",
+		       (unsigned long long)st.left, (unsigned long long)(st.size - st.tcb),
+		       st.objects, st.objects == 1 ? "" : "s", (unsigned long long)st.used);
 	if (mine->n) {
 		putchar('\n');
 		findings__print(mine, stdout);
