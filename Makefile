@@ -65,7 +65,8 @@ DEB_CORPUS2 := python3-numba python3-pyopencl pocl-opencl-icd openjdk-17-jdk-hea
 # dup-library stays silent.
 DEB_REALWORLD := python3-torch python3-scipy python3-sklearn python3-threadpoolctl \
 	    qtbase5-dev libqt5opengl5 libicu-dev libboost-filesystem-dev libboost-thread-dev \
-	    libtbb-dev libdnnl-dev libblas3 liblapack3 libgsl27 $(DEB_CORPUS2)
+	    libtbb-dev libdnnl-dev libblas3 liblapack3 libgsl27 libprotobuf-dev protobuf-compiler \
+	    $(DEB_CORPUS2)
 # Other distributions' roots, made by debootstrap, for the tests of what production runs
 # (tests/e2e/distro_roots.py: Debian 11's glibc 2.31 and Python 3.9), and programs not built
 # on glibc: musl's (tests/e2e/test_musl.py) and Go's (tests/e2e/test_go.py).

@@ -275,6 +275,9 @@ def test_jit_cache_addon_built_against_another_version():
 
 def test_parallel_region_from_a_constructor_inside_dlopen_is_flagged():
     with Fixture(["dlopen_list", fixture_path("libctor_omp.so")]) as fx:
+        # "ready" is printed before main sleeps in pause(): a thread still running has no
+        # stack read, and under load that window is long enough to be seen.
+        wait_idle(fx.pid)
         f = only(check_json(fx.pid)[0], "loader-lock-hazard")[0]
         assert f"thread {fx.pid}" in f["title"] and "GNU libgomp" in f["title"], f
         ev = f["evidence"][0]

@@ -378,6 +378,63 @@ def test_lint_names_objects_with_static_tls():
     assert "libm.so.6" not in p.stdout.split("static-tls", 1)[1], p.stdout
 
 
+def proto_extensions():
+    """Two extensions that each compile point.proto (protoc of Debian's protobuf-compiler,
+    libprotobuf-dev) into themselves, linked against the shared libprotobuf: two builds."""
+    src = os.path.join(SRC, "proto")
+    out = os.path.join(harness.BUILD, "realworld", "proto")
+    pb = harness.build_once(os.path.join(out, "point.pb.cc"),
+                            ["sh", "-c", f"protoc -I{src} --cpp_out={out} point.proto && "
+                                         f"mv {out}/point.pb.cc $0", os.path.join(out, "point.pb.cc")],
+                            [os.path.join(src, "point.proto")])
+    exts = []
+    for ext in ("proto_a", "proto_b"):
+        so = os.path.join(out, f"lib{ext}.so")
+        exts.append(harness.build_once(so, ["g++", "-O1", "-shared", "-fPIC", f"-DEXT={ext}_size",
+                                            f"-I{out}", "-o", so, os.path.join(src, "point_ext.cc"),
+                                            pb, "-lprotobuf"],
+                                       [pb, os.path.join(src, "point_ext.cc")]))
+    return exts
+
+
+LOAD_PROTO = ("import ctypes, os, sys, time\n"
+              "for n in sys.argv[1:]:\n"
+              "    getattr(ctypes.CDLL(n), os.path.basename(n)[3:-3] + '_size')()\n"
+              "print('ready', os.getpid(), flush=True)\n"
+              "time.sleep(float(os.environ.get('HOLD', '0')))\n")
+
+
+def test_one_proto_file_registered_by_two_extensions_is_named_at_the_abort():
+    # protobuf #1489's story: the second import aborts in libprotobuf ("File already exists in
+    # database: point.proto"); check -- CMD reads the process at that exit.
+    a, b = proto_extensions()
+    p = dlscope("check", "--json", "--", "/usr/bin/python3", "-c", LOAD_PROTO, a, b, check=4,
+                timeout=120)
+    doc = json.loads(p.stdout)
+    assert doc["command"]["signal"] == "SIGABRT", doc["command"]
+    f = [f for f in doc["processes"][0]["findings"] if f["id"] == "dup-proto"]
+    assert len(f) == 1 and f[0]["severity"] == "error", doc["processes"][0]["findings"]
+    assert f[0]["title"] == ("point.proto is registered by 2 objects with one libprotobuf "
+                             "(libprotobuf.so.32): the second registration aborts (\"File already "
+                             "exists in database: point.proto\")"), f
+    ev = "\n".join(f[0]["evidence"])
+    assert re.search(r"libproto_a.so defines its own descriptor_table_point_2eproto, loaded by "
+                     r"dlopen\n.*libproto_b.so defines its own", ev), ev
+    # lint sees it in the files; each extension alone, and Debian's own protobuf users
+    # (gRPC's reflection and channelz, ONNX's protos, libprotoc), are silent.
+    p = dlscope("lint", a, b, check=0)
+    assert "warning dup-proto: point.proto is compiled into 2 objects" in p.stdout, p.stdout
+    with Fixture(["/usr/bin/python3", "-c", LOAD_PROTO, a], env={"HOLD": "600"}) as fx:
+        p = dlscope("check", "--json", fx.pid, check=0)
+        assert json.loads(p.stdout)["processes"][0]["findings"] == [], p.stdout
+    p = dlscope("lint", *[f"{LIB}/{n}" for n in ("libgrpc++_reflection.so.1.51",
+                                                "libgrpcpp_channelz.so.1.51",
+                                                "libonnx_proto.so.1", "libprotobuf.so.32",
+                                                "libprotoc.so.32")
+                          if os.path.exists(f"{LIB}/{n}")], check=0)
+    assert "dup-proto" not in p.stdout, p.stdout
+
+
 def dpkg_owners(paths):
     """{path: package} as dpkg -S says, in one call: each path's real file first, then the path
     itself, each also under its /usr-merge alias (bookworm lists libc6 under /lib)."""

@@ -172,6 +172,8 @@ void deadlock__on_event(const struct live_ctx *lc, const struct live_event *e,
 void shadowed__process(const struct check_ctx *ctx, struct findings *out);
 void shadowed__on_event(const struct live_ctx *lc, const struct live_event *e,
 			struct findings *out);
+void dup_proto__process(const struct check_ctx *ctx, struct findings *out);
+void dup_proto__files(const struct lint_file *files, size_t n, struct findings *out);
 void static_tls__files(const struct lint_file *files, size_t n, struct findings *out);
 void static_tls__on_event(const struct live_ctx *lc, const struct live_event *e,
 			  struct findings *out);
