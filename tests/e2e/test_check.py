@@ -157,6 +157,19 @@ def test_two_files_of_one_openblas_build_are_told_apart():
             "integers") in f["evidence"], f
 
 
+def test_openmp_code_that_calls_pthreads_openblas_is_named_as_a_hazard():
+    # From the files alone, calls inside a region and calls between regions look the same:
+    # info, naming the code that does both; watch --hot sees the calls themselves.
+    for where in ("inside", "outside"):
+        with Fixture(["blas_omp", "600", where]) as fx:
+            findings, _ = check_json("--fail-on", "info", fx.pid, status=1)
+        f = only(findings, "blas-in-parallel")[0]
+        assert f["severity"] == "info", f
+        assert "blas_omp starts OpenMP regions and calls BLAS (cblas_dgemm)" in \
+            "\n".join(f["evidence"]), f
+        assert "libopenblas0-openmp" in f["remedy"], f
+
+
 def test_numpy_with_second_openblas_through_ctypes():
     code = ("import numpy, ctypes, os, time; numpy.ones((64, 64)) @ numpy.ones((64, 64)); "
             "ctypes.CDLL('libopenblas64.so.0'); print('ready', os.getpid(), flush=True); "

@@ -204,6 +204,24 @@ def test_a_dlopen_queued_behind_a_slow_constructor_is_no_hazard():
         assert "FINDING" not in p.stdout and " 0 findings" in p.stderr, p.stdout + p.stderr
 
 
+def test_hot_names_openblas_pthreads_called_from_openmp_regions():
+    """OpenBLAS #2197: each thread of an OpenMP region calls Debian's pthreads OpenBLAS. The
+    calls of the OpenMP pool's thread (it runs only inside regions) prove it; the same
+    pools used one after the other are no such finding."""
+    # Its warnings make watch exit 1 (the oversubscription is found too).
+    p = watch("--hot", "--duration", "4", "--", fixture_path("blas_omp"), "3", "inside",
+              status=1)
+    m = re.search(r"FINDING warning blas-in-parallel: process \d+ \(blas_omp\) calls OpenBLAS's "
+                  r"pthreads pool from inside OpenMP parallel regions: (\d+) threads wanted on "
+                  r"(\d+) CPUs?", p.stdout)
+    assert m and int(m.group(1)) > int(m.group(2)), p.stdout
+    assert re.search(r"- 1 thread of \S+/libgomp.so.1's pool \(threads that run only inside "
+                     r"parallel regions\) made [1-9]\d* BLAS dispatches to \S+/libopenblas.so.0",
+                     p.stdout), p.stdout
+    p = watch("--hot", "--duration", "4", "--", fixture_path("blas_omp"), "3", "outside")
+    assert "done" in p.stdout and "blas-in-parallel" not in p.stdout, p.stdout
+
+
 def test_hot_parallel_region_inside_dlopen():
     """--hot probes GOMP_parallel: the region a constructor starts is caught as it starts."""
     if not is_root():

@@ -30,9 +30,11 @@ static void emit_activity(void *ctx, const struct activity *a)
 	SINKS(w, activity, a);
 	if (w->n_busy == sizeof(w->busy) / sizeof(w->busy[0]))
 		return;
-	*b = (struct busy_pool){ .pid = a->pid, .runtime = a->runtime, .n = a->n };
-	for (size_t i = 0; i < a->n_threads && b->n_starters < 8; i++)
+	*b = (struct busy_pool){ .pid = a->pid, .runtime = a->runtime, .kind = a->kind, .n = a->n };
+	for (size_t i = 0; i < a->n_threads && b->n_starters < 8; i++) {
+		b->starter_n[b->n_starters] = a->threads[i].n;
 		b->starters[b->n_starters++] = a->threads[i].tid;
+	}
 	w->n_busy++;
 }
 
@@ -60,6 +62,49 @@ static int pool_of(const struct runtime_list *rl, const struct libgraph *g, cons
 		if (!strcmp(g->objs[rl->r[i].obj]->path, path))
 			return rl->r[i].pool_threads > 0 ? rl->r[i].pool_threads : 0;
 	return 0;
+}
+
+/*
+ * The BLAS pools of @b[0..n) that threads of an OpenMP pool dispatched to (threads an OpenMP
+ * runtime started run only inside parallel regions), when that BLAS is OpenBLAS's pthreads
+ * build: one blas-in-parallel finding into @fs.
+ */
+static void nested_pools(const struct proc_state *ps, const struct busy_pool *b, size_t n,
+			 const struct runtime_list *rl, const struct threadscan *ts,
+			 const char *comm, const cpu_set_t *cpus, const char *cpus_list,
+			 struct findings *fs)
+{
+	const struct libgraph *g = ps->g;
+
+	for (size_t i = 0; i < n; i++) {
+		struct live_nested ln = { .pid = b[i].pid,
+					  .comm = comm,
+					  .blas = b[i].runtime,
+					  .ncpu = CPU_COUNT(cpus),
+					  .cpus_list = cpus_list };
+		const struct runtime *r = NULL;
+
+		for (size_t k = 0; k < rl->n && !r; k++)
+			if (!strcmp(g->objs[rl->r[k].obj]->path, b[i].runtime))
+				r = &rl->r[k];
+		if (strcmp(b[i].kind, "blas") || !r || strcmp(r->threading, "pthreads"))
+			continue;
+		ln.blas_pool = r->pool_threads > 0 ? r->pool_threads : 0;
+		for (size_t k = 0; k < b[i].n_starters; k++)
+			for (size_t t = 0; t < ts->n; t++) {
+				const struct thread_info *ti = &ts->t[t];
+
+				if (ti->tid != b[i].starters[k] || ti->start_obj >= g->n ||
+				    !obj_roles__find(lg_object__roles(g->objs[ti->start_obj]),
+						     ROLE_OPENMP))
+					continue;
+				ln.openmp = g->objs[ti->start_obj]->path;
+				ln.omp_pool = pool_of(rl, g, ln.openmp);
+				ln.omp_callers++;
+				ln.calls += b[i].starter_n[k];
+			}
+		blas_in_parallel__live(&ln, fs);
+	}
 }
 
 static bool seen_tid(const pid_t *tids, size_t n, pid_t tid)
@@ -91,8 +136,9 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 	bool scanned;
 	cpu_set_t cpus;
 
-	if (!ps || !ps->g || !ps->maps || ps->oversubscribed || ps->pool_scans >= POOL_SCANS ||
-	    n < 2 || job__cpus_allowed(b[0].pid, &cpus, list, sizeof(list)) ||
+	if (!ps || !ps->g || !ps->maps || (ps->oversubscribed && ps->nested_said) ||
+	    ps->pool_scans >= POOL_SCANS || n < 2 ||
+	    job__cpus_allowed(b[0].pid, &cpus, list, sizeof(list)) ||
 	    target__open(b[0].pid, &t, why, sizeof(why)))
 		return;
 	ps->pool_scans++;
@@ -118,14 +164,17 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 		snprintf(path, sizeof(path), "/proc/%d/comm", b[0].pid);
 		if (proc__read_small(path, comm, sizeof(comm)) > 0)
 			comm[strcspn(comm, "\n")] = '\0';
-		oversubscription__live(&(struct live_pools){ .pid = b[0].pid,
-							     .comm = comm,
-							     .p = lp,
-							     .n = n,
-							     .starters = (int)n_starters,
-							     .ncpu = CPU_COUNT(&cpus),
-							     .cpus_list = list },
-				       &fs);
+		if (!ps->nested_said)
+			nested_pools(ps, b, n, &rl, ts, comm, &cpus, list, &fs);
+		if (!ps->oversubscribed)
+			oversubscription__live(&(struct live_pools){ .pid = b[0].pid,
+								     .comm = comm,
+								     .p = lp,
+								     .n = n,
+								     .starters = (int)n_starters,
+								     .ncpu = CPU_COUNT(&cpus),
+								     .cpus_list = list },
+					       &fs);
 	}
 	for (size_t i = 0; i < fs.n; i++) {
 		struct live_finding lf = { .t = w->last_activity,
@@ -134,7 +183,10 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 					   .comm = comm,
 					   .f = &fs.f[i] };
 
-		ps->oversubscribed = true;
+		if (!strcmp(fs.f[i].id, "blas-in-parallel"))
+			ps->nested_said = true;
+		else
+			ps->oversubscribed = true;
 		w->st->findings++;
 		SINKS(w, finding, &lf);
 	}

@@ -79,6 +79,7 @@ struct proc_state {
 	bool py_unknown_said; /* a Python whose frames are not known: said once */
 	bool loader_said;     /* it started under a loader not probed yet: said once */
 	bool oversubscribed;  /* --hot: its live oversubscription finding was reported */
+	bool nested_said;     /* --hot: its live blas-in-parallel finding was reported */
 	bool dlerror_noted;   /* the kernel knows where its failed dlopens leave their error */
 	/*
 	 * Its pools' sizes seen so far (the most threads of each): a scan sees only the threads
@@ -149,8 +150,10 @@ struct watch {
 	struct busy_pool {
 		pid_t pid;
 		const char *runtime;
+		const char *kind; /* "openmp" or "blas" */
 		unsigned long long n;
 		pid_t starters[8];
+		unsigned long long starter_n[8]; /* what each started in the interval */
 		size_t n_starters;
 	} busy[32];
 	size_t n_busy;

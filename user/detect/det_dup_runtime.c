@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dup-openmp, dup-blas, dup-cxx-runtime: two copies of a runtime that must be alone. */
-#include <ctype.h>
 #include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,16 +152,6 @@ static int first_definer(const struct blas_binding *b, const char *name)
 	return first ? copy_of(b->rt, b->idx, b->n, first->id) : -1;
 }
 
-/* BLAS's names: cblas_dgemm, and Fortran's dgemm_, sgetrf_ (short, lower case, one '_'). */
-static bool blas_name(const char *name)
-{
-	size_t len = strlen(name);
-
-	return !strncmp(name, "cblas_", 6) ||
-	       (len >= 4 && len <= 8 && name[len - 1] == '_' && islower((unsigned char)name[0]) &&
-		!memchr(name, '_', len - 1));
-}
-
 static int scan_binding(const char *name, uint64_t offset, unsigned type, unsigned sym_type,
 			void *arg)
 {
@@ -172,7 +161,8 @@ static int scan_binding(const char *name, uint64_t offset, unsigned type, unsign
 
 	(void)sym_type;
 	if ((type != R_X86_64_GLOB_DAT && type != R_X86_64_JUMP_SLOT && type != R_X86_64_64) ||
-	    !blas_name(name) || target__read(b->ctx->t, b->caller->base + offset, &to, sizeof(to)))
+	    !roles__blas_symbol(name) ||
+	    target__read(b->ctx->t, b->caller->base + offset, &to, sizeof(to)))
 		return 0;
 	/* A lazy slot not called yet points back into the caller's PLT (as one bound to its
 	 * own definition does): its first call binds it to the first definition in the global

@@ -202,4 +202,19 @@ struct live_pools {
 };
 void oversubscription__live(const struct live_pools *lp, struct findings *out);
 
+/* Live (watch --hot): a pthreads OpenBLAS dispatched to by threads of an OpenMP pool. */
+struct live_nested {
+	pid_t pid;
+	const char *comm;
+	const char *blas, *openmp; /* the objects */
+	int omp_callers;	   /* threads of the OpenMP pool that dispatched BLAS calls */
+	unsigned long long calls;  /* their dispatches, in that second */
+	int blas_pool;		   /* OpenBLAS's pool threads */
+	int omp_pool;		   /* the OpenMP runtime's pool threads */
+	int ncpu;
+	const char *cpus_list;
+};
+void blas_in_parallel__live(const struct live_nested *ln, struct findings *out);
+void blas_in_parallel__process(const struct check_ctx *ctx, struct findings *out);
+
 #endif

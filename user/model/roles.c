@@ -908,3 +908,12 @@ bool roles__static_libstdcxx(const struct elf_object *o, char *gcc, size_t gccle
 		snprintf(gcc, gcclen, "%s", c->static_cxx ? c->gcc : "");
 	return c->static_cxx;
 }
+
+bool roles__blas_symbol(const char *name)
+{
+	size_t len = strlen(name);
+
+	return !strncmp(name, "cblas_", 6) ||
+	       (len >= 4 && len <= 8 && name[len - 1] == '_' && islower((unsigned char)name[0]) &&
+		!memchr(name, '_', len - 1));
+}

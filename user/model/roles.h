@@ -122,6 +122,9 @@ const struct obj_role *obj_roles__find_impl(const struct obj_roles *r, enum role
 
 /* Static libstdc++ carried inside @o, which is not libstdc++ itself; fills its GCC version. */
 bool roles__static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen);
+/* Is @name a BLAS function's: cblas_dgemm, or Fortran's dgemm_, sgetrf_ (short, lower case,
+ * its one '_' last)? */
+bool roles__blas_symbol(const char *name);
 /* An object's roles as the ROLE[] array of docs/libs-schema.md (new reference). */
 json_t *obj_roles__to_json(const struct obj_roles *roles);
 /* "OpenMP runtime: GNU libgomp (GCC 12), OpenMP 5.1", for text output. */
