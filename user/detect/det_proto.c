@@ -79,6 +79,22 @@ static int by_name(const void *a, const void *b)
 	return c ? c : (x->obj > y->obj) - (x->obj < y->obj);
 }
 
+/*
+ * Whether @e has generated code to register: it needs the shared libprotobuf, or carries a
+ * copy of it that exports the registration. Only those have their symbols read (a process's
+ * whole .symtab is large).
+ */
+static bool uses_protobuf(const struct elf_object *e)
+{
+	GElf_Sym sym;
+
+	for (size_t i = 0; i < elfobj__n_needed(e); i++)
+		if (!strncmp(elfobj__needed(e, i), "libprotobuf.so", 14))
+			return true;
+	return !elfobj__lookup(e, RUNNER, ELFOBJ_DYNSYM, &sym) ||
+	       !elfobj__lookup(e, ADD, ELFOBJ_DYNSYM, &sym);
+}
+
 /* The definitions of @n objects, each asked through @elf_of, sorted by table name. */
 static int scan(size_t n, const struct elf_object *(*elf_of)(const void *ctx, size_t i),
 		const void *ctx, struct def_scan *s)
@@ -87,7 +103,8 @@ static int scan(size_t n, const struct elf_object *(*elf_of)(const void *ctx, si
 		const struct elf_object *e = elf_of(ctx, i);
 
 		s->obj = (unsigned int)i;
-		if (e && elfobj__foreach_defined(e, ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, collect, s) < 0)
+		if (e && uses_protobuf(e) &&
+		    elfobj__foreach_defined(e, ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, collect, s) < 0)
 			return -1;
 	}
 	if (s->n)
