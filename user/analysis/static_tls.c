@@ -8,6 +8,14 @@
 #include "static_tls.h"
 #include "target.h"
 
+static bool holds_tls_symbols(const struct lg_object *o)
+{
+	const struct obj_roles *r = lg_object__roles(o);
+
+	return obj_roles__find(r, ROLE_LIBC) || obj_roles__find(r, ROLE_LOADER) ||
+	       !strncmp(lg_object__basename(o), "libpthread.so", 13);
+}
+
 /* An l_tls_offset that is no place in the block: none yet (0), or forced dynamic (-1). */
 static bool placed(uint64_t off, uint64_t size)
 {
@@ -26,7 +34,9 @@ int static_tls__read(const struct target *t, const struct libgraph *g, struct st
 		unsigned char code[32];
 		uint64_t entry;
 
-		if (o->gone || !o->elf || o->ns)
+		/* The C library publishes the descriptors (libpthread before 2.34), the loader
+		 * has the accessor: no other object is asked (each lookup opens its file). */
+		if (o->gone || !o->elf || o->ns || !holds_tls_symbols(o))
 			continue;
 		/* The descriptors libc publishes for libthread_db: (bits, count, byte offset). */
 		if (!elfobj__lookup(o->elf, "_thread_db_link_map_l_tls_offset", ELFOBJ_DYNSYM,
