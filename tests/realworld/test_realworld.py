@@ -284,7 +284,8 @@ def test_a_soname_shadowed_by_an_earlier_import_is_named():
     # OpenBLAS's libblas.so.3; the extension's RUNPATH names the reference one, which it never
     # gets. dlopen fails on the symbol only the reference one has; watch says why as it fails.
     ext = ref_blas_ext()
-    p = dlscope("watch", "--", "/usr/bin/python3", "-c", SHADOW, "numpy-first", ext, "0",
+    # Alive a second after: the files are read through its root.
+    p = dlscope("watch", "--", "/usr/bin/python3", "-c", SHADOW, "numpy-first", ext, "1",
                 check=1, timeout=120)
     assert "py: " + ext + ": undefined symbol: cblas_dcabs1" in p.stdout, p.stdout
     assert re.search(r'FINDING error shadowed-soname: dlopen\("\S+ref_blas_ext.so"\) failed: '
@@ -338,8 +339,9 @@ def test_a_dlopen_with_no_static_tls_left_is_explained():
     # loaded second finds no room, depending on the import order.
     gomp, hip = f"{LIB}/libgomp.so.1", f"{LIB}/libamdhip64.so.5"
     for first, second, size in ((hip, gomp, 144), (gomp, hip, 272)):
+        # Alive a second: the room left is read from the process.
         p = dlscope("watch", "--", "/usr/bin/python3", "-c", LOAD_EACH, first, second,
-                    env=TIGHT_TLS, check=1, timeout=120)
+                    env=dict(TIGHT_TLS, HOLD="1"), check=1, timeout=120)
         assert f"py: {second}: cannot allocate memory in static TLS block" in p.stdout, p.stdout
         assert (f'FINDING error static-tls: dlopen("{second}") failed: no room left in the '
                 "static TLS block") in p.stdout, p.stdout
@@ -350,9 +352,14 @@ def test_a_dlopen_with_no_static_tls_left_is_explained():
         assert left and int(left.group(1)) < size, p.stdout
     # Without the tunables: a sanitizer runtime's 56 KiB never fit after start-up.
     p = dlscope("watch", "--", "/usr/bin/python3", "-c", LOAD_EACH, f"{LIB}/liblsan.so.0",
-                check=1, timeout=120)
+                env={"HOLD": "1"}, check=1, timeout=120)
     assert re.search(r"- /\S+/liblsan.so.0: 56240 bytes of initial-exec TLS \(DF_STATIC_TLS\)\n"
                      r"\s+- the process has \d+ of 1856 bytes left", p.stdout), p.stdout
+    # A command gone before its record is read: the finding all the same.
+    p = dlscope("watch", "--", "/usr/bin/python3", "-c", LOAD_EACH, f"{LIB}/liblsan.so.0",
+                check=1, timeout=120)
+    assert f'FINDING error static-tls: dlopen("{LIB}/liblsan.so.0") failed' in p.stdout, \
+        p.stdout
 
 
 def test_check_says_how_much_static_tls_is_left():

@@ -109,8 +109,9 @@ static void dlopen_failed(struct proc_state *ps, const struct event *ev, struct 
 	};
 	ssize_t n;
 
+	/* Gone already (a short command): said all the same, with what needs no process. */
 	if (target__open(ev->pid, &t, why, sizeof(why)))
-		return;
+		t = NULL;
 	snprintf(link, sizeof(link), "/proc/%d/cwd", ev->pid);
 	n = readlink(link, cwd, sizeof(cwd) - 1);
 	if (n > 0) {
