@@ -4,6 +4,7 @@ glibc 2.31, with dlopen, dlsym and dlclose in libdl.so.2, and Python 3.9) in roo
 debootstrap (distro_roots), run chroot-style and as a container engine runs them."""
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -106,6 +107,50 @@ def test_debian11_loads_are_seen_in_a_container():
 def test_debian13_loads_are_seen_in_a_container():
     with DistroRoot("trixie", NUMPY_ROOT) as root:
         check_import(record_import(root, root.pivot_argv("python3", "-c", IMPORT_LATER)), "3.13")
+
+
+# At the test's word, a dlopen that fails; then the process waits.
+FAIL_LATER = """import ctypes, os, time
+print('ready', os.getpid(), flush=True)
+while not os.path.exists('/tmp/go'):
+    time.sleep(0.01)
+try:
+    ctypes.CDLL('libnope.so.1')
+except OSError as e:
+    pass
+print('imported', flush=True)
+time.sleep(60)
+"""
+
+
+def failed_dlopen_and_static_tls(root):
+    """A contained python's failed dlopen as record has it, and check's static TLS line."""
+    argv = root.pivot_argv("python3", "-c", FAIL_LATER)
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "t.jsonl")
+        during_import(root, argv, ["record", "-o", trace],
+                      lambda: "libnope" in open(trace).read())
+        failed = [json.loads(ln) for ln in open(trace) if "libnope" in ln]
+    with Fixture(argv) as fx:
+        check = dlscope("check", first_child(fx.pid), check=0).stdout
+    return failed, check
+
+
+def test_debian13_failed_dlopen_error_and_static_tls_in_a_container():
+    # glibc 2.41: dlerror's per-thread state, and the libthread_db fields check reads.
+    with DistroRoot("trixie", NUMPY_ROOT) as root:
+        failed, check = failed_dlopen_and_static_tls(root)
+    assert len(failed) == 1 and failed[0]["handle"] == 0, failed
+    assert failed[0]["error"] == "cannot open shared object file: No such file or directory", \
+        failed
+    assert re.search(r"static TLS: \d+ of \d+ bytes left for objects loaded later", check), check
+
+
+def test_debian11_failed_dlopen_has_no_error_text():
+    # glibc 2.31 keeps dlerror's state in libdl, unread: "error" is null, nothing is guessed.
+    with DistroRoot("bullseye", ["python3"]) as root:
+        failed, _ = failed_dlopen_and_static_tls(root)
+    assert len(failed) == 1 and failed[0]["handle"] == 0 and failed[0]["error"] is None, failed
 
 
 def in_pidns(argv):
