@@ -306,6 +306,24 @@ def test_a_soname_shadowed_by_an_earlier_import_is_named():
     assert re.search(r"1 symbol it uses is defined by \S+ and not by \S+: cblas_dcabs1", ev), ev
 
 
+def test_an_executables_runpath_shadowed_by_a_preload_is_a_warning():
+    # The executable's own RUNPATH (its $ORIGIN is its file's directory) names the reference
+    # BLAS; LD_PRELOAD brings OpenBLAS's libblas.so.3 first. Nothing it calls is missing: it
+    # runs another build's code, a warning.
+    exe = build("blas_user", "c", ["-Wl,--enable-new-dtags", f"-Wl,-rpath,{LIB}/blas",
+                                   f"{LIB}/blas/libblas.so.3"], out="blas_user_runpath")
+    env = {"LD_PRELOAD": f"{LIB}/openblas-pthread/libblas.so.3"}
+    with Fixture([exe, "--wait"], env=env) as fx:
+        p = dlscope("check", "--json", "--fail-on", "warning", fx.pid, check=1)
+    f = [f for f in json.loads(p.stdout)["processes"][0]["findings"]
+         if f["id"] == "shadowed-soname"]
+    assert len(f) == 1 and f[0]["severity"] == "warning", f
+    assert f[0]["title"] == (f"blas_user_runpath is given the libblas.so.3 the process had "
+                             f"loaded first ({LIB}/openblas-pthread/libblas.so.3), not the one "
+                             f"its RUNPATH names ({LIB}/blas/libblas.so.3)"), f
+    assert f"{exe} needs libblas.so.3; its RUNPATH ({LIB}/blas) finds" in f[0]["evidence"][0], f
+
+
 def test_a_soname_that_arrived_through_its_own_runpath_is_silent():
     # The other import order: the extension brings the reference libblas.so.3 its RUNPATH
     # names, and numpy (no RUNPATH) takes it: nobody is given a file its own search path

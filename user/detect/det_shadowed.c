@@ -243,6 +243,8 @@ void shadowed__process(const struct check_ctx *ctx, struct findings *out)
 
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *d = g->objs[i];
+		/* The executable's link map names it "": its $ORIGIN is its file's directory. */
+		const char *dpath = d->origin == LG_EXECUTABLE && ctx->t ? ctx->t->exe : d->path;
 
 		for (size_t k = 0;
 		     !d->gone && d->elf && d->in_link_map && k < elfobj__n_needed(d->elf); k++) {
@@ -254,7 +256,7 @@ void shadowed__process(const struct check_ctx *ctx, struct findings *out)
 			struct missing m = { 0 };
 			struct finding *f;
 
-			if (!got || own_search(ctx->t, g->pid, d->path, d->elf, name, &own) ||
+			if (!got || own_search(ctx->t, g->pid, dpath, d->elf, name, &own) ||
 			    same_file(ctx->t, g->pid, own.file, got->path))
 				continue;
 			host_path(ctx->t, g->pid, own.file, host, sizeof(host));
@@ -275,7 +277,7 @@ void shadowed__process(const struct check_ctx *ctx, struct findings *out)
 				"%s is given the %s the process had loaded first (%s), not "
 				"the one its %s names (%s)",
 				lg_object__basename(d), name, got->path, own.from, own.file);
-			shadow_evidence(f, ctx->t, g, d->path, name, &own, own_elf, got, &m);
+			shadow_evidence(f, ctx->t, g, dpath, name, &own, own_elf, got, &m);
 			finding__explain(f, why, fix);
 		next:
 			elfobj__free(own_elf);
