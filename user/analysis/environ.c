@@ -19,23 +19,23 @@
  */
 static uint64_t environ_addr(const struct libgraph *g)
 {
+	static const char *const names[] = { "__environ", "environ" };
 	const struct lg_object *first = NULL;
+	const char *name = NULL;
 	GElf_Sym sym;
-	uint64_t addr = 0;
 
-	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
+	/* Either name: a copy of one alias is where both are read. */
+	for (size_t i = 0; i < 2; i++) {
+		const struct lg_object *o = libgraph__first_definer(g, names[i]);
 
-		if (o->gone || !o->elf || !o->in_link_map || o->ns ||
-		    (first && o->seq > first->seq))
-			continue;
-		if (!elfobj__lookup(o->elf, "__environ", ELFOBJ_DYNSYM, &sym) ||
-		    !elfobj__lookup(o->elf, "environ", ELFOBJ_DYNSYM, &sym)) {
+		if (o && (!first || o->seq < first->seq)) {
 			first = o;
-			addr = o->base + sym.st_value;
+			name = names[i];
 		}
 	}
-	return addr;
+	if (!first || elfobj__lookup(first->elf, name, ELFOBJ_DYNSYM, &sym))
+		return 0;
+	return first->base + sym.st_value;
 }
 
 /* @name's value in the live array: 0 and @buf, -ENOENT unset, or another -errno (unread). */

@@ -96,7 +96,8 @@ bool live_findings__loader_lock(const struct proc_state *ps, uint64_t uaddr)
  */
 static void dlopen_failed(struct proc_state *ps, const struct event *ev, struct findings *fs)
 {
-	char why[256], cwd[PATH_MAX], link[64];
+	const char *arg = ev->u.dlopen.path;
+	char why[256], file[PATH_MAX], link[64], cwd[PATH_MAX];
 	struct target *t = NULL;
 	struct live_ctx lc = live_findings__ctx(ps);
 	struct live_event le = {
@@ -104,7 +105,7 @@ static void dlopen_failed(struct proc_state *ps, const struct event *ev, struct 
 		.pid = ev->pid,
 		.tid = ev->tid,
 		.comm = ev->comm,
-		.dlopen_file = ev->u.dlopen.path,
+		.dlopen_file = arg,
 		.error = ev->u.dlopen.error,
 	};
 	ssize_t n;
@@ -113,10 +114,12 @@ static void dlopen_failed(struct proc_state *ps, const struct event *ev, struct 
 	if (target__open(ev->pid, &t, why, sizeof(why)))
 		t = NULL;
 	snprintf(link, sizeof(link), "/proc/%d/cwd", ev->pid);
-	n = readlink(link, cwd, sizeof(cwd) - 1);
-	if (n > 0) {
+	if (arg[0] == '/') {
+		le.file = arg;
+	} else if (strchr(arg, '/') && (n = readlink(link, cwd, sizeof(cwd) - 1)) > 0) {
 		cwd[n] = '\0';
-		le.cwd = cwd;
+		snprintf(file, sizeof(file), "%.*s/%s", PATH_MAX / 2, cwd, arg);
+		le.file = file;
 	}
 	le.t = t;
 	detectors__on_event(&lc, &le, fs);

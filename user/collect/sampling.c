@@ -43,13 +43,8 @@ static void symbolize(struct proc_state *ps, uint64_t addr, char *buf, size_t le
 			best = o;
 	}
 	/* No mapping known (a forked child that died unread): the object whose file spans it. */
-	for (size_t i = 0; !mp && ps && ps->g && i < ps->g->n; i++) {
-		const struct lg_object *o = ps->g->objs[i];
-
-		if (o->elf && !o->gone && o->base <= addr &&
-		    addr - o->base < elfobj__size(o->elf) && (!best || o->base > best->base))
-			best = o;
-	}
+	if (!mp && ps)
+		best = libgraph__object_at(ps->g, addr);
 	if (best && best->elf &&
 	    !elfobj__symbol_at(best->elf, addr - best->base, true, &name, &off))
 		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", name, off, lg_object__basename(best));
@@ -65,20 +60,6 @@ struct unwind_ctx {
 	bool unknown_pc; /* a pc in no mapping the model knows: the model may be behind */
 };
 
-static const struct lg_object *object_at(const struct proc_state *ps, uint64_t addr)
-{
-	const struct lg_object *best = NULL;
-
-	for (size_t i = 0; ps->g && i < ps->g->n; i++) {
-		const struct lg_object *o = ps->g->objs[i];
-
-		if (o->elf && !o->gone && o->base <= addr &&
-		    addr - o->base < elfobj__size(o->elf) && (!best || o->base > best->base))
-			best = o;
-	}
-	return best;
-}
-
 static bool uw_pc_ok(void *ctx, uint64_t pc)
 {
 	struct unwind_ctx *c = ctx;
@@ -87,7 +68,7 @@ static bool uw_pc_ok(void *ctx, uint64_t pc)
 	if (mp)
 		return mp->perms[2] == 'x';
 	/* Maps older than the object (read at exec, the process gone since): its image. */
-	if (object_at(c->ps, pc))
+	if (libgraph__object_at(c->ps->g, pc))
 		return true;
 	c->unknown_pc = true;
 	return false;
@@ -98,7 +79,7 @@ static bool uw_read(void *ctx, uint64_t addr, uint64_t *word)
 {
 	struct unwind_ctx *c = ctx;
 	const struct mapping *mp = c->ps->maps ? procmaps__find(c->ps->maps, addr) : NULL;
-	const struct lg_object *o = object_at(c->ps, addr);
+	const struct lg_object *o = libgraph__object_at(c->ps->g, addr);
 
 	if (!o || (mp && (mp->perms[1] == 'w' || !mapping__is_file(mp))))
 		return false;

@@ -309,14 +309,6 @@ static const struct vague_def *copy_def(const struct vague_list *l, const struct
 	return NULL;
 }
 
-/* Where the object at @id came from at the root of its DT_NEEDED chain. */
-static const struct lg_object *chain_root(const struct libgraph *g, unsigned int id)
-{
-	for (unsigned int hops = 0; libgraph__loaded_by(g, id) != LG_NONE && hops < 64; hops++)
-		id = libgraph__loaded_by(g, id);
-	return g->objs[id];
-}
-
 /*
  * Whether two definitions' versions let one bind a reference to the other. glibc matches an
  * unversioned reference with a default (@@) version and a versioned one with an unversioned
@@ -406,7 +398,7 @@ static unsigned describe_split(const struct libgraph *g, const struct vague_list
 			cause |= CAUSE_SYMBOLIC;
 		if (user->ns != g->objs[u[0].obj]->ns)
 			cause |= CAUSE_NAMESPACE;
-		if (chain_root(g, user->id)->origin == LG_DLOPEN)
+		if (g->objs[libgraph__root(g, user->id)]->origin == LG_DLOPEN)
 			cause |= CAUSE_LOCAL;
 	}
 	/* What shows that the split matters, and that the copies could be one. */

@@ -53,24 +53,6 @@ static bool has_pool(enum role_impl impl)
  * plain one (the loader found that one first), runs reference code many times slower.
  */
 
-/* Which of the copies @idx[0..n) of @rt holds @addr: its object or a front; -1 none. */
-static int copy_at(const struct libgraph *g, const struct runtime_list *rt, const size_t *idx,
-		   size_t n, uint64_t addr)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct runtime *r = &rt->r[idx[i]];
-
-		for (size_t k = 0; k <= r->n_fronts; k++) {
-			const struct lg_object *o = g->objs[k ? r->fronts[k - 1] : r->obj];
-
-			if (!o->gone && o->elf && addr >= o->base &&
-			    addr - o->base < elfobj__size(o->elf))
-				return (int)i;
-		}
-	}
-	return -1;
-}
-
 /* Whether object @from's DT_NEEDED closure reaches copy @r (its object or a front). */
 static bool needs_copy(const struct libgraph *g, unsigned int from, const struct runtime *r)
 {
@@ -126,36 +108,11 @@ struct blas_binding {
 	bool lazy; /* not called yet: bound as its first call will be */
 };
 
-/* Does @id lie in its process's global scope: a start-up object, not one a dlopen brought? */
-static bool in_global_scope(const struct libgraph *g, unsigned int id)
-{
-	for (unsigned int hops = 0; libgraph__loaded_by(g, id) != LG_NONE && hops < 64; hops++)
-		id = libgraph__loaded_by(g, id);
-	return g->objs[id]->ns == 0 && g->objs[id]->origin != LG_DLOPEN &&
-	       g->objs[id]->origin != LG_MAPPED_ONLY;
-}
-
-/* The copy whose object the loader's global scope finds @name in first; -1: another. */
-static int first_definer(const struct blas_binding *b, const char *name)
-{
-	const struct libgraph *g = b->ctx->g;
-	const struct lg_object *first = NULL;
-	GElf_Sym sym;
-
-	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
-
-		if (!o->gone && o->elf && o->in_link_map && (!first || o->seq < first->seq) &&
-		    in_global_scope(g, o->id) && !elfobj__lookup(o->elf, name, ELFOBJ_DYNSYM, &sym))
-			first = o;
-	}
-	return first ? copy_of(b->rt, b->idx, b->n, first->id) : -1;
-}
-
 static int scan_binding(const char *name, uint64_t offset, unsigned type, unsigned sym_type,
 			void *arg)
 {
 	struct blas_binding *b = arg;
+	const struct lg_object *lib;
 	uint64_t to;
 	int i;
 
@@ -169,11 +126,12 @@ static int scan_binding(const char *name, uint64_t offset, unsigned type, unsign
 	 * scope. */
 	b->lazy = to >= b->caller->base && to - b->caller->base < elfobj__size(b->caller->elf);
 	if (!b->lazy)
-		i = copy_at(b->ctx->g, b->rt, b->idx, b->n, to);
-	else if (type == R_X86_64_JUMP_SLOT && in_global_scope(b->ctx->g, b->caller->id))
-		i = first_definer(b, name);
+		lib = libgraph__object_at(b->ctx->g, to);
+	else if (type == R_X86_64_JUMP_SLOT && libgraph__in_global_scope(b->ctx->g, b->caller->id))
+		lib = libgraph__first_definer(b->ctx->g, name);
 	else
 		return 0;
+	i = lib ? copy_of(b->rt, b->idx, b->n, lib->id) : -1;
 	if (i < 0 || has_pool(b->rt->r[b->idx[i]].role.impl))
 		return 0;
 	b->name = name;

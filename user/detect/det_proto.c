@@ -186,22 +186,6 @@ static const struct elf_object *graph_elf(const void *ctx, size_t i)
 	return !o->gone && o->in_link_map ? o->elf : NULL;
 }
 
-/* The loaded object whose file spans @addr, or -1. */
-static int object_at(const struct libgraph *g, uint64_t addr)
-{
-	int best = -1;
-
-	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
-
-		if (!o->gone && o->elf && addr >= o->base &&
-		    addr - o->base < elfobj__size(o->elf) &&
-		    (best < 0 || o->base > g->objs[best]->base))
-			best = (int)i;
-	}
-	return best;
-}
-
 /* What one definer's registration used: its table and the libprotobuf it called. */
 struct binding {
 	const struct target *t;
@@ -257,7 +241,8 @@ void dup_proto__process(const struct check_ctx *ctx, struct findings *out)
 			if (!first_table)
 				first_table = used;
 			if (b.runner) {
-				int r = object_at(g, b.runner);
+				const struct lg_object *lib = libgraph__object_at(g, b.runner);
+				int r = lib ? (int)lib->id : -1;
 
 				runner = runner == -2 || runner == r ? r : -1;
 			}

@@ -23,15 +23,6 @@
 
 #define MISSING_SHOWN 5
 
-/* Where the host opens @path of process @pid: through @t when there is one. */
-static void host_path(const struct target *t, pid_t pid, const char *path, char *buf, size_t len)
-{
-	if (t)
-		target__host_path(t, path, buf, len);
-	else
-		snprintf(buf, len, "/proc/%d/root%s", pid, path);
-}
-
 /* What a dependent's own search finds for a name, before the process-wide search. */
 struct own_find {
 	char file[PATH_MAX]; /* as the target sees it */
@@ -71,7 +62,7 @@ static bool expand_dir(const char *dir, size_t n, const char *origin, char *out,
  * it: 0, -ENOENT for none, -EAGAIN when a directory before it cannot be expanded (then what
  * the loader finds is not known).
  */
-static int search_list(const struct target *t, pid_t pid, const char *list, const char *origin,
+static int search_list(const struct target *t, const char *list, const char *origin,
 		       const char *name, char *out, size_t len)
 {
 	for (const char *p = list; *p;) {
@@ -88,7 +79,7 @@ static int search_list(const struct target *t, pid_t pid, const char *list, cons
 			memcpy(out, dir, dl);
 			out[dl] = '/';
 			memcpy(out + dl + 1, name, strlen(name) + 1);
-			host_path(t, pid, out, host, sizeof(host));
+			target__host_path(t, out, host, sizeof(host));
 			if (!stat(host, &st) && S_ISREG(st.st_mode))
 				return 0;
 		}
@@ -103,8 +94,8 @@ static int search_list(const struct target *t, pid_t pid, const char *list, cons
  * process-wide search (ld.so.cache, the default directories) would decide, which is the same
  * for every object; -EAGAIN when unknown.
  */
-static int own_search(const struct target *t, pid_t pid, const char *dpath,
-		      const struct elf_object *d, const char *name, struct own_find *f)
+static int own_search(const struct target *t, const char *dpath, const struct elf_object *d,
+		      const char *name, struct own_find *f)
 {
 	char sp[1024], ldlp[1024] = "", origin[PATH_MAX];
 	const char *slash = strrchr(dpath, '/');
@@ -114,12 +105,11 @@ static int own_search(const struct target *t, pid_t pid, const char *dpath,
 	if (elfobj__search_path(d, sp, sizeof(sp), &runpath) || !sp[0] || !slash)
 		return -ENOENT;
 	snprintf(origin, sizeof(origin), "%.*s", (int)(slash - dpath), dpath);
-	if (t)
-		target__getenv(t, "LD_LIBRARY_PATH", ldlp, sizeof(ldlp));
+	target__getenv(t, "LD_LIBRARY_PATH", ldlp, sizeof(ldlp));
 	for (int k = 0; k < 2; k++) {
 		bool own = (k == 0) != runpath;
 
-		err = search_list(t, pid, own ? sp : ldlp, origin, name, f->file, sizeof(f->file));
+		err = search_list(t, own ? sp : ldlp, origin, name, f->file, sizeof(f->file));
 		if (err != -ENOENT) {
 			f->from = !own ? "LD_LIBRARY_PATH" : runpath ? "RUNPATH" : "RPATH";
 			snprintf(f->list, sizeof(f->list), "%s", own ? sp : ldlp);
@@ -130,13 +120,13 @@ static int own_search(const struct target *t, pid_t pid, const char *dpath,
 }
 
 /* Whether the host paths of two files of the target are one file. */
-static bool same_file(const struct target *t, pid_t pid, const char *a, const char *b)
+static bool same_file(const struct target *t, const char *a, const char *b)
 {
 	char ha[PATH_MAX + 64], hb[PATH_MAX + 64];
 	struct stat sa, sb;
 
-	host_path(t, pid, a, ha, sizeof(ha));
-	host_path(t, pid, b, hb, sizeof(hb));
+	target__host_path(t, a, ha, sizeof(ha));
+	target__host_path(t, b, hb, sizeof(hb));
 	return !stat(ha, &sa) && !stat(hb, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
@@ -241,6 +231,10 @@ void shadowed__process(const struct check_ctx *ctx, struct findings *out)
 {
 	const struct libgraph *g = ctx->g;
 
+	/* The files are read through the process's root. */
+	if (!ctx->t)
+		return;
+
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *d = g->objs[i];
 		/* The executable's link map names it "": its $ORIGIN is its file's directory. */
@@ -256,10 +250,10 @@ void shadowed__process(const struct check_ctx *ctx, struct findings *out)
 			struct missing m = { 0 };
 			struct finding *f;
 
-			if (!got || own_search(ctx->t, g->pid, dpath, d->elf, name, &own) ||
-			    same_file(ctx->t, g->pid, own.file, got->path))
+			if (!got || own_search(ctx->t, dpath, d->elf, name, &own) ||
+			    same_file(ctx->t, own.file, got->path))
 				continue;
-			host_path(ctx->t, g->pid, own.file, host, sizeof(host));
+			target__host_path(ctx->t, own.file, host, sizeof(host));
 			own_elf = elfobj__open(host);
 			/* The loader skips a file it cannot load (another class, not ELF). */
 			if (!own_elf || !got->elf)
@@ -309,11 +303,11 @@ static bool explain_undefined(const struct live_ctx *lc, const struct live_event
 			if (!g->objs[i]->gone && !g->objs[i]->ns && g->objs[i]->soname &&
 			    !strcmp(g->objs[i]->soname, name) && g->objs[i]->elf)
 				got = g->objs[i];
-		if (own_search(e->t, e->pid, dpath, d, name, &own))
+		if (own_search(e->t, dpath, d, name, &own))
 			continue;
-		host_path(e->t, e->pid, own.file, host, sizeof(host));
+		target__host_path(e->t, own.file, host, sizeof(host));
 		own_elf = elfobj__open(host);
-		if (own_elf && got && !same_file(e->t, e->pid, own.file, got->path)) {
+		if (own_elf && got && !same_file(e->t, own.file, got->path)) {
 			m.own = own_elf;
 			m.got = got->elf;
 			m.only = symbol;
@@ -342,25 +336,19 @@ static bool explain_undefined(const struct live_ctx *lc, const struct live_event
 void shadowed__on_event(const struct live_ctx *lc, const struct live_event *e, struct findings *out)
 {
 	const char *sym = e->error ? strstr(e->error, "undefined symbol: ") : NULL;
-	char symbol[256], path[PATH_MAX], host[PATH_MAX + 64];
+	char symbol[256], host[PATH_MAX + 64];
 	struct elf_object *d;
 
-	/* Only a file named by its path: a bare name is found by the caller's own search. */
-	if (e->kind != LIVE_DLOPEN_FAILED || !sym || !lc->g || !e->dlopen_file ||
-	    !strchr(e->dlopen_file, '/'))
+	/* Only a file named by its path (a bare name is found by the caller's own search), read
+	 * while the process lives. */
+	if (e->kind != LIVE_DLOPEN_FAILED || !sym || !lc->g || !e->file || !e->t)
 		return;
 	snprintf(symbol, sizeof(symbol), "%s", sym + strlen("undefined symbol: "));
 	symbol[strcspn(symbol, " ,")] = '\0';
-	if (e->dlopen_file[0] == '/')
-		snprintf(path, sizeof(path), "%s", e->dlopen_file);
-	else if (e->cwd)
-		snprintf(path, sizeof(path), "%s/%s", e->cwd, e->dlopen_file);
-	else
-		return;
-	host_path(e->t, e->pid, path, host, sizeof(host));
+	target__host_path(e->t, e->file, host, sizeof(host));
 	d = elfobj__open(host);
 	if (!d)
 		return;
-	explain_undefined(lc, e, path, d, symbol, 0, out);
+	explain_undefined(lc, e, e->file, d, symbol, 0, out);
 	elfobj__free(d);
 }

@@ -85,7 +85,7 @@ void static_tls__files(const struct lint_file *files, size_t n, struct findings 
 void static_tls__on_event(const struct live_ctx *lc, const struct live_event *e,
 			  struct findings *out)
 {
-	char path[PATH_MAX], host[PATH_MAX + 64];
+	char host[PATH_MAX + 64];
 	struct elf_object *o = NULL;
 	struct static_tls st;
 	struct finding *f;
@@ -97,26 +97,18 @@ void static_tls__on_event(const struct live_ctx *lc, const struct live_event *e,
 	f = findings__add(out, "static-tls", SEV_ERROR, e->pid,
 			  "dlopen(\"%s\") failed: no room left in the static TLS block",
 			  e->dlopen_file ? e->dlopen_file : "?");
-	if (e->dlopen_file &&
-	    (e->dlopen_file[0] == '/' || (e->cwd && strchr(e->dlopen_file, '/')))) {
-		if (e->dlopen_file[0] == '/')
-			snprintf(path, sizeof(path), "%s", e->dlopen_file);
-		else
-			snprintf(path, sizeof(path), "%s/%s", e->cwd, e->dlopen_file);
-		if (e->t)
-			target__host_path(e->t, path, host, sizeof(host));
-		else
-			snprintf(host, sizeof(host), "/proc/%d/root%s", e->pid, path);
+	if (e->file && e->t) {
+		target__host_path(e->t, e->file, host, sizeof(host));
 		o = elfobj__open(host);
 	}
 	if (o && elfobj__static_tls(o, &size, &align) && size)
-		finding__evidence(f, "%s: %llu bytes of initial-exec TLS (DF_STATIC_TLS)", path,
+		finding__evidence(f, "%s: %llu bytes of initial-exec TLS (DF_STATIC_TLS)", e->file,
 				  (unsigned long long)block(size, align));
 	else if (o && size)
 		finding__evidence(f,
 				  "%s: %llu bytes of TLS, which its initial-exec accesses "
 				  "need in the static block",
-				  path, (unsigned long long)block(size, align));
+				  e->file, (unsigned long long)block(size, align));
 	elfobj__free(o);
 	if (e->t && !static_tls__read(e->t, lc->g, &st))
 		finding__evidence(f,

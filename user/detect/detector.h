@@ -104,11 +104,12 @@ struct live_event {
 	pid_t waiter_tid;
 	const char *waiter_symbol;
 	/* LIVE_DLOPEN_FAILED: dlerror's text (without the object's name), the process opened
-	 * for reading (NULL: not readable) and its working directory as it sees it (NULL:
-	 * unknown), where a relative file name is found. */
+	 * for reading (NULL: gone), and the file the dlopen named as an absolute path the
+	 * process sees (a relative one from its working directory; NULL for a bare name, which
+	 * the loader searched for). */
 	const char *error;
 	const struct target *t;
-	const char *cwd;
+	const char *file;
 };
 
 struct detector {

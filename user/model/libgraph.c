@@ -220,6 +220,50 @@ unsigned int libgraph__loaded_by(const struct libgraph *g, unsigned int id)
 	return first_needer(g, o);
 }
 
+unsigned int libgraph__root(const struct libgraph *g, unsigned int id)
+{
+	for (unsigned int hops = 0; libgraph__loaded_by(g, id) != LG_NONE && hops < 64; hops++)
+		id = libgraph__loaded_by(g, id);
+	return id;
+}
+
+bool libgraph__in_global_scope(const struct libgraph *g, unsigned int id)
+{
+	const struct lg_object *r = g->objs[libgraph__root(g, id)];
+
+	return !r->ns && r->origin != LG_DLOPEN && r->origin != LG_MAPPED_ONLY;
+}
+
+const struct lg_object *libgraph__first_definer(const struct libgraph *g, const char *name)
+{
+	const struct lg_object *first = NULL;
+	GElf_Sym sym;
+
+	for (size_t i = 0; i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (!o->gone && o->elf && o->in_link_map && (!first || o->seq < first->seq) &&
+		    libgraph__in_global_scope(g, o->id) &&
+		    !elfobj__lookup(o->elf, name, ELFOBJ_DYNSYM, &sym))
+			first = o;
+	}
+	return first;
+}
+
+const struct lg_object *libgraph__object_at(const struct libgraph *g, uint64_t addr)
+{
+	const struct lg_object *best = NULL;
+
+	for (size_t i = 0; g && i < g->n; i++) {
+		const struct lg_object *o = g->objs[i];
+
+		if (o->elf && !o->gone && o->base <= addr &&
+		    addr - o->base < elfobj__size(o->elf) && (!best || o->base > best->base))
+			best = o;
+	}
+	return best;
+}
+
 size_t libgraph__needed_by(const struct libgraph *g, unsigned int id, unsigned int *out, size_t max)
 {
 	unsigned int by = libgraph__loaded_by(g, id);

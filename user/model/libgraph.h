@@ -141,6 +141,18 @@ int libgraph__link(struct libgraph *g);
  * preload, a dlopen), or an object gone or only mapped.
  */
 unsigned int libgraph__loaded_by(const struct libgraph *g, unsigned int id);
+/* The root of @id's chain of loaders (libgraph__loaded_by): itself when it is a root. */
+unsigned int libgraph__root(const struct libgraph *g, unsigned int id);
+/* Is @id in its process's global scope: a start-up object of namespace 0, not one a dlopen
+ * (or only a mapping) brought? */
+bool libgraph__in_global_scope(const struct libgraph *g, unsigned int id);
+/*
+ * The object the loader's global scope finds @name in first (.dynsym, the loader's order), as
+ * it binds a reference that no object of its own defines; NULL when none.
+ */
+const struct lg_object *libgraph__first_definer(const struct libgraph *g, const char *name);
+/* The object whose file spans address @addr (the highest base, when several would), or NULL. */
+const struct lg_object *libgraph__object_at(const struct libgraph *g, uint64_t addr);
 /*
  * The objects whose DT_NEEDED named object @id when it arrived, the one that loaded it first, then
  * the other parents that came before it: at most @max ids in @out, their number returned (0 for a
