@@ -587,7 +587,9 @@ def test_live_snapshot_of_the_command_leaves_its_exit_to_the_collector():
             Tui(["--", fixture_path("vfork_held")], env={"TMPDIR": d}) as ui:
         wait_command_ready(ui, d)
         ui.keys("1")
-        ui.wait_for("vfork_held")
+        # The command's row, not the title line: the title names the command before its row
+        # exists, and 'r' on "no process yet" selects nothing.
+        ui.wait_for(re.compile(r"(?m)^\d+ +- .*vfork_held"))
         ui.keys("r")
         ui.wait_for(("events stopped", "vfork_held"), timeout=30)
         status, s = ui.quit_and_status()
@@ -672,7 +674,7 @@ def test_live_snapshot_of_the_command_lets_go_of_it_once_it_stops():
                 lambda: f"the command ready: {os.listdir(d)}\n{ui.screen()}")
             pid = int(open(ready[0]).read().split()[1])
             ui.keys("1")
-            ui.wait_for("vfork_held")
+            ui.wait_for(re.compile(rf"(?m)^{pid} +- .*vfork_held"))  # its row, not the title
             ui.keys("r")
             s = ui.wait_for(f"snapshot of {pid}", timeout=60)
             assert all(st == "D" and tracer for st, tracer in task_states(pid)), \
