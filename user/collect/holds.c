@@ -7,6 +7,7 @@
  * objects, a few new at each of its holds).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,25 +74,25 @@ static void release(struct hold_proc *hp)
 
 struct libgraph *holds__take_graph(struct watch *w, pid_t pid)
 {
-	struct hold_proc *hp = find(w, pid);
-	struct libgraph *g = hp ? hp->first : NULL;
+	struct hold_proc *hp;
+	struct libgraph *g = NULL;
 
-	if (hp)
+	pthread_mutex_lock(&w->holds_lock);
+	hp = find(w, pid);
+	if (hp) {
+		g = hp->first;
 		hp->first = NULL;
+	}
+	pthread_mutex_unlock(&w->holds_lock);
 	return g;
 }
 
 void holds__drop_graph(struct watch *w, pid_t pid)
 {
-	struct hold_proc *hp = find(w, pid);
-
-	if (hp) {
-		libgraph__free(hp->first);
-		hp->first = NULL;
-	}
+	libgraph__free(holds__take_graph(w, pid));
 }
 
-void holds__forget(struct watch *w, pid_t pid)
+static void forget(struct watch *w, pid_t pid)
 {
 	struct hold_proc *hp = find(w, pid);
 
@@ -101,8 +102,16 @@ void holds__forget(struct watch *w, pid_t pid)
 	*hp = w->hold_procs[--w->n_hold_procs];
 }
 
+void holds__forget(struct watch *w, pid_t pid)
+{
+	pthread_mutex_lock(&w->holds_lock);
+	forget(w, pid);
+	pthread_mutex_unlock(&w->holds_lock);
+}
+
 void holds__free_all(struct watch *w)
 {
+	/* The reader has stopped: nothing else reads them. */
 	for (size_t i = 0; i < w->n_hold_procs; i++)
 		release(&w->hold_procs[i]);
 	free(w->hold_procs);
@@ -222,7 +231,7 @@ static void answer_whole(struct watch *w, struct hold_proc *hp)
 	hp->first = g;
 }
 
-void holds__answer(struct watch *w, pid_t pid)
+static void answer(struct watch *w, pid_t pid)
 {
 	struct hold_proc *hp = find(w, pid);
 	char why[128];
@@ -232,7 +241,7 @@ void holds__answer(struct watch *w, pid_t pid)
 	/* Its first hold; or its r_debug is no list any more (an exec): read again from the
 	 * start, the process opened anew. */
 	if (hp && hp->r_debug) {
-		holds__forget(w, pid);
+		forget(w, pid);
 		hp = NULL;
 	}
 	if (!hp) {
@@ -247,4 +256,51 @@ void holds__answer(struct watch *w, pid_t pid)
 		*hp = (struct hold_proc){ .pid = pid, .t = t };
 	}
 	answer_whole(w, hp);
+}
+
+void holds__answer(struct watch *w, pid_t pid)
+{
+	pthread_mutex_lock(&w->holds_lock);
+	answer(w, pid);
+	pthread_mutex_unlock(&w->holds_lock);
+}
+
+static bool named(const struct lm_entry *e)
+{
+	return e->name != NULL;
+}
+
+bool holds__answer_known(struct watch *w, pid_t pid)
+{
+	struct linkmap *lm = NULL;
+	struct hold_proc *hp;
+	uint64_t *keys = NULL, *addrs = NULL;
+	bool known = false;
+
+	pthread_mutex_lock(&w->holds_lock);
+	hp = find(w, pid);
+	if (!hp || !hp->r_debug ||
+	    linkmap__walk_new(hp->t, hp->r_debug, hp->order, hp->n_order, met_before, hp, &lm))
+		goto out;
+	/* An entry named is one not met: it wants its file analysed and probed. */
+	for (size_t i = 0; i < lm->n; i++)
+		if (named(&lm->e[i]))
+			goto out;
+	keys = malloc((lm->n ? lm->n : 1) * sizeof(*keys));
+	addrs = malloc((lm->n ? lm->n : 1) * sizeof(*addrs));
+	if (!keys || !addrs)
+		goto out;
+	for (size_t i = 0; i < lm->n; i++) {
+		keys[i] = entry_key(lm->e[i].lm_addr, lm->e[i].l_addr, lm->e[i].l_ld);
+		addrs[i] = lm->e[i].lm_addr;
+	}
+	remember(hp, keys, addrs, lm->n);
+	addrs = NULL;
+	known = true;
+out:
+	pthread_mutex_unlock(&w->holds_lock);
+	free(keys);
+	free(addrs);
+	linkmap__free(lm);
+	return known;
 }

@@ -603,7 +603,15 @@ static bool programs_quiet(struct watch *w, int wait_ms)
 		return false;
 	__atomic_store_n(&w->skel->bss->stopping, true, __ATOMIC_SEQ_CST);
 	while ((n = programs_running(w)) > 0 && mono_ns(CLOCK_MONOTONIC) < end) {
-		ring_buffer__consume(w->hrb);
+		/*
+		 * A held thread is in a program: answered here when no reader thread runs, else
+		 * by the reader, which may wait for the loop's lock to answer (draining: at once).
+		 * Kept from it, the hold and this wait both ran to their end (3 s).
+		 */
+		if (w->reader_on)
+			reader__let_holds_in(w);
+		else
+			ring_buffer__consume(w->hrb);
 		usleep(200);
 	}
 	return n == 0;

@@ -30,6 +30,12 @@
  * The model is not touched: the exec or the dlopen that brought the objects reports them, in
  * the stream's order. The kernel made the process a target, even one not in the model yet.
  */
+/* Whether this is the holds' reader thread (else the loop, which holds @lock). */
+static bool on_reader(const struct watch *w)
+{
+	return w->reader_on && pthread_equal(pthread_self(), w->reader);
+}
+
 static int read_hold(void *ctx, void *data, size_t size)
 {
 	struct watch *w = ctx;
@@ -46,10 +52,24 @@ static int read_hold(void *ctx, void *data, size_t size)
 	 * very thread waiting for it; then back to what it was (its nice value too).
 	 */
 	rtprio__raise(&prio);
-	w->in_hold = true;
-	if (!w->draining)
-		holds__answer(w, (pid_t)e->pid);
-	w->in_hold = false;
+	/*
+	 * On the reader's thread a hold that met nothing new (a dlopen of what is loaded, a
+	 * library back at its place) is answered without the loop's lock; one with objects to
+	 * analyse and probe takes it, between two pieces of the loop's work.
+	 */
+	if (!w->draining && !(on_reader(w) && holds__answer_known(w, (pid_t)e->pid))) {
+		if (on_reader(w)) {
+			__atomic_add_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
+			pthread_mutex_lock(&w->lock);
+			__atomic_sub_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
+		}
+		w->in_hold = true;
+		if (!w->draining)
+			holds__answer(w, (pid_t)e->pid);
+		w->in_hold = false;
+		if (on_reader(w))
+			pthread_mutex_unlock(&w->lock);
+	}
 	if (w->skel)
 		bpf_map__update_elem(w->skel->maps.released, &tid, sizeof(tid), &seq, sizeof(seq),
 				     BPF_ANY);
@@ -125,11 +145,8 @@ static void *hold_reader(void *arg)
 	while (!__atomic_load_n(&w->reader_stop, __ATOMIC_ACQUIRE)) {
 		if (epoll_wait(ep, &ev, 1, 50) <= 0)
 			continue;
-		__atomic_add_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&w->lock);
-		__atomic_sub_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
+		/* The ring is this thread's alone while it runs (reader__consume_holds). */
 		ring_buffer__consume(w->hrb);
-		pthread_mutex_unlock(&w->lock);
 	}
 	if (ep != ring_buffer__epoll_fd(w->hrb))
 		close(ep);
@@ -242,8 +259,11 @@ void reader__start(struct watch *w)
 	w->reader_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_lock(&w->lock);
 	w->reader_on = start_quiet(&w->reader, hold_reader, w);
-	if (w->reader_on)
+	if (w->reader_on) {
 		elf_cache__set_pause(w->cache, let_holds_in, w);
+		/* The holds are the reader's: the loop no longer wakes for them. */
+		epoll_ctl(w->epfd, EPOLL_CTL_DEL, ring_buffer__epoll_fd(w->hrb), NULL);
+	}
 	if (!w->reader_on) {
 		pthread_mutex_unlock(&w->lock);
 		pthread_mutex_destroy(&w->lock);
@@ -273,12 +293,18 @@ void reader__stop(struct watch *w)
  * The probes go first, so the ring holds a known rest: handled (see watch.c: read_event), and what is
  * left after that counted lost (generated = events + lost stays exact).
  */
+void reader__consume_holds(struct watch *w)
+{
+	if (!w->reader_on)
+		ring_buffer__consume(w->hrb);
+}
+
 void reader__drain(struct watch *w)
 {
 	/* Threads held now go at once (nothing more is attached), before the stop, which waits
 	 * for every program in progress. */
 	w->draining = true;
-	ring_buffer__consume(w->hrb);
+	reader__consume_holds(w);
 	probes__stop(w);
 	w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 	if (ring_buffer__consume(w->rb) == BATCH_OVER) {

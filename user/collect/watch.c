@@ -181,7 +181,7 @@ static int read_event(void *ctx, void *data, size_t size)
 		pthread_mutex_unlock(&w->lock);
 		pthread_mutex_lock(&w->lock);
 	}
-	ring_buffer__consume(w->hrb);
+	reader__consume_holds(w);
 	if (size >= offsetof(struct dlw_event, path)) {
 		const struct dlw_event *e = data;
 
@@ -237,6 +237,7 @@ static void watch_release(struct watch *w)
 	free(w->files);
 	proctable__free_all(w);
 	holds__free_all(w);
+	pthread_mutex_destroy(&w->holds_lock);
 	activity_counts__free(w->act);
 	ring_buffer__free(w->rb);
 	ring_buffer__free(w->hrb);
@@ -270,7 +271,7 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 		n = epoll_wait(w->epfd, &ev, 1, wait_ms) < 0 ? -errno : 0;
 		if (w->reader_on)
 			pthread_mutex_lock(&w->lock);
-		ring_buffer__consume(w->hrb);
+		reader__consume_holds(w);
 		if (n >= 0) {
 			/* The calls in progress first, then the ring: a call that ended before
 			 * the look has sent its record, read below or remembered unread. */
@@ -400,6 +401,7 @@ struct watch *watch__offline_new(const struct watch_opts *o, struct watch_stats 
 	st->command_status = -1;
 	w->cache = elf_cache__new();
 	w->pkgs = pkg_cache__new();
+	pthread_mutex_init(&w->holds_lock, NULL);
 	if (!w->cache || !w->pkgs) {
 		elf_cache__put(w->cache);
 		pkg_cache__free(w->pkgs);

@@ -194,7 +194,9 @@ struct watch {
 	/* Readers waiting for @lock (reader__let_holds_in); a hold being answered. */
 	int holds_waiting;
 	bool in_hold;
-	/* What each process's holds have met (holds.c), the reader's under @lock. */
+	/* What each process's holds have met (holds.c), under @holds_lock (taken after @lock,
+	 * never before it): the reader answers a hold that met nothing new with it alone. */
+	pthread_mutex_t holds_lock;
 	struct hold_proc *hold_procs;
 	size_t n_hold_procs, cap_hold_procs;
 	/* The heartbeat (reader.c: beat), which lets the BPF holds know the collector answers. */
@@ -284,6 +286,9 @@ void probes__count_lost(struct watch *w, struct watch_stats *st);
 
 /* holds.c: a hold's probes, the objects new since the process's last hold */
 void holds__answer(struct watch *w, pid_t pid);
+/* A hold answered without @lock: true when its process's link map has nothing new since its
+ * last hold (nothing to probe); false: holds__answer, under @lock. */
+bool holds__answer_known(struct watch *w, pid_t pid);
 void holds__forget(struct watch *w, pid_t pid);
 /* The graph the process's first hold read (the caller's now), or NULL; or dropped: the loop
  * read one of its own. */
@@ -364,6 +369,8 @@ void spawn__end_command(struct watch *w);
 int reader__open_rings(struct watch *w, int (*on_event)(void *ctx, void *data, size_t size),
 		       char *why, size_t whylen);
 void reader__start(struct watch *w);
+/* The holds' ring read by the loop, while no reader thread reads it. */
+void reader__consume_holds(struct watch *w);
 /* The loop lets a waiting hold's reader have @lock, between two pieces of its work. */
 void reader__let_holds_in(struct watch *w);
 /* @t's reads wait for the process (linkmap retries) with @lock let go. */
