@@ -18,6 +18,7 @@ Rows:
 The stop each thread of a 200-thread process sees is bench/scale_bench.py's "stop" part.
 """
 import os
+import random
 import re
 import signal
 import statistics
@@ -61,17 +62,45 @@ def number(pattern, text):
     return float(m.group(1))
 
 
+def reapers_gone(timeout=30):
+    """Until the reaper of the last watch has closed its links (fdreaper.h): each close waits
+    for grace periods, for a second or two after watch ended, and a run started meanwhile
+    pays for that teardown, not for its own watch (it made torch's row swing by 10 points)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and subprocess.run(["pgrep", "-x", "dlscope-reaper"],
+                                                    capture_output=True).returncode == 0:
+        time.sleep(0.05)
+
+
 def interleaved(configs, runs, measure):
     """{config: median of measure(argv)} over @runs rounds, one run of each config a round."""
     vals = {k: [] for k in configs}
+    order = list(configs)
+    rng = random.Random(1)
     for _ in range(runs):
-        for k, argv in configs.items():
-            vals[k].append(measure(argv))
+        # A new order each round: the first run after another's, whatever the machine keeps
+        # between them (page cache, the kernel's reclaim), is not always one config's.
+        rng.shuffle(order)
+        for k in order:
+            reapers_gone()
+            vals[k].append(measure(configs[k]))
     return {k: statistics.median(v) for k, v in vals.items()}
 
 
+def cache_env(argv):
+    """Each build its own cache folder: a build does not trust another's ELF analyses, so
+    builds run in turn would each find the cache cold (torch: +20% instead of +9%). The first
+    run of each build warms it; the cold figure is the one with no cache at all."""
+    if argv[0] not in BUILDS:
+        return None
+    d = os.path.join(OUT, "cache", str(abs(hash(os.path.realpath(argv[0])))))
+    os.makedirs(d, exist_ok=True)
+    return dict(os.environ, DLSCOPE_CACHE_DIR=d)
+
+
 def run_out(argv, timeout=600):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout).stdout
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          env=cache_env(argv)).stdout
 
 
 def floor_pair(fn, prog):
@@ -150,6 +179,9 @@ def row_torch():
     prog = [py, "-c", "import time; t = time.monotonic(); import torch; "
             "print(f'import {time.monotonic() - t:.3f} s')"]
     configs = under_watch({"untraced": prog}, prog)
+    # The first watch on a machine: no ELF analysis cached yet.
+    configs[f"watch, cache off ({name(BUILDS[-1])})"] = \
+        ["env", "DLSCOPE_CACHE=off", BUILDS[-1], "watch", "-q", "--", *prog]
     med = interleaved(configs, RUNS, lambda a: number(r"import ([\d.]+) s", run_out(a)))
     base = med["untraced"]
     print(f"import torch, median of {RUNS}:")
