@@ -168,16 +168,11 @@ static void attach_entry(struct watch *w, struct hold_proc *hp, const struct lm_
 	free(o.error);
 }
 
-/* The later holds: the walk from the known r_debug, new entries only. -errno: read it whole. */
-static int answer_known(struct watch *w, struct hold_proc *hp)
+/* A walk's entries (@lm, freed): the new ones (named) analysed and probed, all remembered. */
+static int apply_walk(struct watch *w, struct hold_proc *hp, struct linkmap *lm)
 {
-	struct linkmap *lm = NULL;
 	uint64_t *keys, *addrs;
-	int err =
-		linkmap__walk_new(hp->t, hp->r_debug, hp->order, hp->n_order, met_before, hp, &lm);
 
-	if (err)
-		return err;
 	keys = malloc((lm->n ? lm->n : 1) * sizeof(*keys));
 	addrs = malloc((lm->n ? lm->n : 1) * sizeof(*addrs));
 	if (!keys) {
@@ -198,6 +193,16 @@ static int answer_known(struct watch *w, struct hold_proc *hp)
 	free(keys);
 	linkmap__free(lm);
 	return 0;
+}
+
+/* The later holds: the walk from the known r_debug, new entries only. -errno: read it whole. */
+static int answer_known(struct watch *w, struct hold_proc *hp)
+{
+	struct linkmap *lm = NULL;
+	int err =
+		linkmap__walk_new(hp->t, hp->r_debug, hp->order, hp->n_order, met_before, hp, &lm);
+
+	return err ? err : apply_walk(w, hp, lm);
 }
 
 /* The first hold of a process (or one whose walk failed): its whole graph, as a refresh. */
@@ -258,49 +263,43 @@ static void answer(struct watch *w, pid_t pid)
 	answer_whole(w, hp);
 }
 
-void holds__answer(struct watch *w, pid_t pid)
+void holds__answer(struct watch *w, pid_t pid, struct linkmap *walked)
 {
-	pthread_mutex_lock(&w->holds_lock);
-	answer(w, pid);
-	pthread_mutex_unlock(&w->holds_lock);
-}
-
-static bool named(const struct lm_entry *e)
-{
-	return e->name != NULL;
-}
-
-bool holds__answer_known(struct watch *w, pid_t pid)
-{
-	struct linkmap *lm = NULL;
 	struct hold_proc *hp;
-	uint64_t *keys = NULL, *addrs = NULL;
-	bool known = false;
 
 	pthread_mutex_lock(&w->holds_lock);
 	hp = find(w, pid);
-	if (!hp || !hp->r_debug ||
-	    linkmap__walk_new(hp->t, hp->r_debug, hp->order, hp->n_order, met_before, hp, &lm))
-		goto out;
-	/* An entry named is one not met: it wants its file analysed and probed. */
-	for (size_t i = 0; i < lm->n; i++)
-		if (named(&lm->e[i]))
-			goto out;
-	keys = malloc((lm->n ? lm->n : 1) * sizeof(*keys));
-	addrs = malloc((lm->n ? lm->n : 1) * sizeof(*addrs));
-	if (!keys || !addrs)
-		goto out;
-	for (size_t i = 0; i < lm->n; i++) {
-		keys[i] = entry_key(lm->e[i].lm_addr, lm->e[i].l_addr, lm->e[i].l_ld);
-		addrs[i] = lm->e[i].lm_addr;
+	/* The walk holds__answer_known made: the thread is held, the link map as it was. */
+	if (walked && hp && hp->r_debug)
+		apply_walk(w, hp, walked);
+	else {
+		linkmap__free(walked);
+		answer(w, pid);
 	}
-	remember(hp, keys, addrs, lm->n);
-	addrs = NULL;
-	known = true;
-out:
 	pthread_mutex_unlock(&w->holds_lock);
-	free(keys);
-	free(addrs);
-	linkmap__free(lm);
+}
+
+bool holds__answer_known(struct watch *w, pid_t pid, struct linkmap **walked)
+{
+	struct linkmap *lm = NULL;
+	struct hold_proc *hp;
+	bool known = false;
+
+	*walked = NULL;
+	pthread_mutex_lock(&w->holds_lock);
+	hp = find(w, pid);
+	if (hp && hp->r_debug &&
+	    !linkmap__walk_new(hp->t, hp->r_debug, hp->order, hp->n_order, met_before, hp, &lm)) {
+		/* An entry named is one not met: it wants its file analysed and probed, under
+		 * the loop's lock (holds__answer, given this walk). */
+		known = true;
+		for (size_t i = 0; i < lm->n && known; i++)
+			known = lm->e[i].name == NULL;
+		if (known)
+			apply_walk(w, hp, lm);
+		else
+			*walked = lm;
+	}
+	pthread_mutex_unlock(&w->holds_lock);
 	return known;
 }

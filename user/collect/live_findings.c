@@ -43,9 +43,18 @@ static bool live_reported(const struct live_ctx *lc, const struct lg_object *o)
 
 /* The live detectors' view of @ps: reported objects are the present ones. */
 
-struct live_ctx live_findings__ctx(struct proc_state *ps)
+static void let_holds_in(void *w)
 {
-	return (struct live_ctx){ .g = ps ? ps->g : NULL, .reported = live_reported, .arg = ps };
+	reader__let_holds_in(w);
+}
+
+struct live_ctx live_findings__ctx(struct watch *w, struct proc_state *ps)
+{
+	return (struct live_ctx){ .g = ps ? ps->g : NULL,
+				  .reported = live_reported,
+				  .arg = ps,
+				  .pause = let_holds_in,
+				  .pause_arg = w };
 }
 
 /* Report what the detectors found about @we, then forget it. */
@@ -61,7 +70,7 @@ void live_findings__report(struct watch *w, struct proc_state *ps, const struct 
 void live_findings__on_object(struct watch *w, struct proc_state *ps,
 			      const struct watch_event *cause, const struct lg_object *o)
 {
-	struct live_ctx lc = live_findings__ctx(ps);
+	struct live_ctx lc = live_findings__ctx(w, ps);
 	struct findings fs = { 0 };
 
 	if (o->gone)
@@ -94,12 +103,13 @@ bool live_findings__loader_lock(const struct proc_state *ps, uint64_t uaddr)
  * A dlopen that failed, with its error: the detectors explain it from the files the process
  * sees, read through its root while it lives.
  */
-static void dlopen_failed(struct proc_state *ps, const struct event *ev, struct findings *fs)
+static void dlopen_failed(struct watch *w, struct proc_state *ps, const struct event *ev,
+			  struct findings *fs)
 {
 	const char *arg = ev->u.dlopen.path;
 	char why[256], file[PATH_MAX], link[64], cwd[PATH_MAX];
 	struct target *t = NULL;
-	struct live_ctx lc = live_findings__ctx(ps);
+	struct live_ctx lc = live_findings__ctx(w, ps);
 	struct live_event le = {
 		.kind = LIVE_DLOPEN_FAILED,
 		.pid = ev->pid,
@@ -147,7 +157,7 @@ void live_findings__on_event(struct watch *w, struct proc_state *ps, const struc
 
 	if (ev->kind == EVENT_DLOPEN && !ev->u.dlopen.handle && ev->u.dlopen.error[0] &&
 	    !ev->u.dlopen.path_null) {
-		dlopen_failed(ps, ev, fs);
+		dlopen_failed(w, ps, ev, fs);
 		return;
 	}
 	/* A region outside dlopen is sent only as its runtime's first: nothing to flag. */
@@ -155,6 +165,6 @@ void live_findings__on_event(struct watch *w, struct proc_state *ps, const struc
 		return;
 	if (futex && live_findings__loader_lock(ps, ev->u.futex.futex))
 		return;
-	lc = live_findings__ctx(ps);
+	lc = live_findings__ctx(w, ps);
 	detectors__on_event(&lc, &le, fs);
 }

@@ -21,6 +21,7 @@
 #include "elf_cache.h"
 #include "output.h"
 #include "rtprio.h"
+#include "linkmap.h"
 #include "target.h"
 #include "watch_internal.h"
 
@@ -42,6 +43,7 @@ static int read_hold(void *ctx, void *data, size_t size)
 	const struct dlw_event *e = data;
 	uint32_t tid = e->tid;
 	uint64_t seq = e->arg0;
+	struct linkmap *walked = NULL;
 	struct rtprio prio;
 
 	if (size < offsetof(struct dlw_event, path) || e->type != DLW_HOLD)
@@ -57,7 +59,7 @@ static int read_hold(void *ctx, void *data, size_t size)
 	 * library back at its place) is answered without the loop's lock; one with objects to
 	 * analyse and probe takes it, between two pieces of the loop's work.
 	 */
-	if (!w->draining && !(on_reader(w) && holds__answer_known(w, (pid_t)e->pid))) {
+	if (!w->draining && !(on_reader(w) && holds__answer_known(w, (pid_t)e->pid, &walked))) {
 		if (on_reader(w)) {
 			__atomic_add_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
 			pthread_mutex_lock(&w->lock);
@@ -65,7 +67,9 @@ static int read_hold(void *ctx, void *data, size_t size)
 		}
 		w->in_hold = true;
 		if (!w->draining)
-			holds__answer(w, (pid_t)e->pid);
+			holds__answer(w, (pid_t)e->pid, walked);
+		else
+			linkmap__free(walked);
 		w->in_hold = false;
 		if (on_reader(w))
 			pthread_mutex_unlock(&w->lock);
@@ -186,9 +190,15 @@ static void sleep_unlocked(const struct target *t, long ns)
 		pthread_mutex_lock(&w->lock);
 }
 
+static void pause_for_holds(const struct target *t)
+{
+	reader__let_holds_in(t->sleep_arg);
+}
+
 void reader__sleep_unlocked(struct watch *w, struct target *t)
 {
 	t->sleep = sleep_unlocked;
+	t->pause = pause_for_holds;
 	t->sleep_arg = w;
 }
 

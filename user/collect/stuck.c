@@ -103,7 +103,7 @@ static void loader_lock_cycle(struct watch *w, const struct watch_event *holder,
 			      const struct watch_event *waiter)
 {
 	struct proc_state *ps = proctable__find(w, holder->ev.pid);
-	struct live_ctx lc = live_findings__ctx(ps);
+	struct live_ctx lc = live_findings__ctx(w, ps);
 	struct findings fs = { 0 };
 	struct live_event le = {
 		.kind = LIVE_LOADER_LOCK_CYCLE,

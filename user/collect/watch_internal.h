@@ -285,10 +285,13 @@ void probes__stop(struct watch *w);
 void probes__count_lost(struct watch *w, struct watch_stats *st);
 
 /* holds.c: a hold's probes, the objects new since the process's last hold */
-void holds__answer(struct watch *w, pid_t pid);
+struct linkmap;
+/* Under @lock: @walked (taken), the walk holds__answer_known made, or NULL to walk. */
+void holds__answer(struct watch *w, pid_t pid, struct linkmap *walked);
 /* A hold answered without @lock: true when its process's link map has nothing new since its
- * last hold (nothing to probe); false: holds__answer, under @lock. */
-bool holds__answer_known(struct watch *w, pid_t pid);
+ * last hold (nothing to probe); false: holds__answer, under @lock, given *@walked (the new
+ * entries it met, or NULL when it could not walk). */
+bool holds__answer_known(struct watch *w, pid_t pid, struct linkmap **walked);
 void holds__forget(struct watch *w, pid_t pid);
 /* The graph the process's first hold read (the caller's now), or NULL; or dropped: the loop
  * read one of its own. */
@@ -325,7 +328,7 @@ void reported__forget(struct libgraph *g, const struct lg_object *o);
 void reported__carry(const struct libgraph *old, struct libgraph *g);
 
 /* live_findings.c */
-struct live_ctx live_findings__ctx(struct proc_state *ps);
+struct live_ctx live_findings__ctx(struct watch *w, struct proc_state *ps);
 void live_findings__report(struct watch *w, struct proc_state *ps, const struct watch_event *we,
 			   struct findings *fs);
 void live_findings__on_object(struct watch *w, struct proc_state *ps,

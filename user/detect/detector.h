@@ -76,7 +76,18 @@ struct live_ctx {
 	/* How the call that brought the object was made, when a Python thread made it:
 	 * "`import sklearn` at train.py:3"; NULL when unknown. */
 	const char *arrived_through;
+	/* Called between pieces of a long judgement: the collector's threads held in their
+	 * loader get its lock meanwhile. NULL: nothing to let in (check, lint). */
+	void (*pause)(void *pause_arg);
+	void *pause_arg;
 };
+
+/* A detector's yield point inside long work (struct live_ctx: pause). */
+static inline void live_ctx__pause(const struct live_ctx *lc)
+{
+	if (lc && lc->pause)
+		lc->pause(lc->pause_arg);
+}
 
 /* Live events a detector can judge, decoded by the collector. */
 enum live_event_kind {

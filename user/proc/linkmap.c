@@ -257,6 +257,10 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm, linkmap_k
 
 			if (++count > MAX_OBJECTS)
 				return -EFAULT;
+			/* Two system calls an entry: torch's 339 took the collector's lock for
+			 * milliseconds from a hold that waited for it. */
+			if (count % 32 == 0)
+				target__pause(t);
 			err = pf && prefetched(t, pf, lm_addr, &l) ?
 				      0 :
 				      target__read(t, lm_addr, &l, sizeof(l));

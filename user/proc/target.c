@@ -170,6 +170,12 @@ err_free:
 	return err;
 }
 
+void target__pause(const struct target *t)
+{
+	if (t->pause)
+		t->pause(t);
+}
+
 void target__sleep(const struct target *t, long ns)
 {
 	if (t->sleep)

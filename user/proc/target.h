@@ -40,6 +40,9 @@ struct target {
 	 */
 	void (*sleep)(const struct target *t, long ns);
 	void *sleep_arg;
+	/* Between pieces of a long read (a link map of hundreds of entries): the same threads
+	 * let in, without a wait. NULL: nothing to do. */
+	void (*pause)(const struct target *t);
 };
 
 /*
@@ -86,6 +89,8 @@ void target__exe_path(const struct target *t, char *buf, size_t len);
 int target__getenv(const struct target *t, const char *name, char *buf, size_t len);
 /* Wait @ns for the process to move on (struct target: sleep). */
 void target__sleep(const struct target *t, long ns);
+/* A long read's yield point (struct target: pause). */
+void target__pause(const struct target *t);
 /* True while the process exists and is not a zombie. */
 bool target__alive(const struct target *t);
 
