@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "cachefile.h"
 #include "objcache.h"
 #include "pkgindex.h"
@@ -570,8 +571,12 @@ static void bloom_add(uint64_t *bloom, const unsigned int bits[2])
 	bloom[bits[1] / 64] |= 1ull << (bits[1] % 64);
 }
 
+static void answers_drop(struct dpkg_answers *a);
+
 void dpkg_lists__free(struct dpkg_lists *l)
 {
+	answers_drop(l->answers);
+	l->answers = NULL;
 	for (size_t i = 0; i < l->blooms.cap; i++)
 		if (l->blooms.slots[i].key)
 			free(l->blooms.slots[i].val);
@@ -703,6 +708,8 @@ struct dpkg_answers {
 	char stamp[256];    /* the first line: magic, info's and status's identity and times */
 	char *data;	    /* the file: after the stamp, "PATH\tPACKAGE\tVERSION\n" lines */
 	struct pathmap map; /* PATH -> "PACKAGE\tVERSION" (empty: no package lists it) */
+	char **learnt;	    /* the values of answers added since it was read (kept answers) */
+	size_t n_learnt, cap_learnt;
 };
 
 static int64_t ns_of(const struct timespec *t)
@@ -711,25 +718,38 @@ static int64_t ns_of(const struct timespec *t)
 }
 
 /* Where the answers for @admindir under @root_fd live, and the stamp they must carry. */
-static int answers_open(struct dpkg_answers *a, int root_fd, const char *admindir)
+/* The answers file's name and first line for dpkg's state now. 0 or -errno. */
+static int answers_identity(char *name, size_t namelen, char *stamp, size_t stamplen, int root_fd,
+			    const char *admindir)
 {
 	char info[PATH_MAX], status[PATH_MAX];
 	struct stat si, ss;
-	size_t len;
 
-	memset(a, 0, sizeof(*a));
 	if (!objcache__enabled())
 		return -ENOENT;
 	snprintf(info, sizeof(info), "%s/info", admindir);
 	snprintf(status, sizeof(status), "%s/status", admindir);
 	if (fstatat(root_fd, rel(info), &si, 0) || fstatat(root_fd, rel(status), &ss, 0))
 		return -errno;
-	snprintf(a->name, sizeof(a->name), "dpkg-%llx-%llx.cache", (unsigned long long)si.st_dev,
+	snprintf(name, namelen, "dpkg-%llx-%llx.cache", (unsigned long long)si.st_dev,
 		 (unsigned long long)si.st_ino);
-	snprintf(a->stamp, sizeof(a->stamp), ANSWERS_MAGIC " %lld %lld %lld %lld %lld %lld\n",
+	snprintf(stamp, stamplen, ANSWERS_MAGIC " %lld %lld %lld %lld %lld %lld\n",
 		 (long long)ns_of(&si.st_mtim), (long long)ns_of(&si.st_ctim),
 		 (long long)ss.st_size, (long long)ns_of(&ss.st_mtim),
 		 (long long)ns_of(&ss.st_ctim), (long long)ss.st_ino);
+	return 0;
+}
+
+static int answers_open(struct dpkg_answers *a, int root_fd, const char *admindir)
+{
+	size_t len;
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	err = answers_identity(a->name, sizeof(a->name), a->stamp, sizeof(a->stamp), root_fd,
+			       admindir);
+	if (err)
+		return err;
 	/* A file of another stamp, not ours or damaged (sealed: a cut or changed byte shows) is
 	 * no answer: the lists are read. */
 	if (cachefile__read_sealed(NULL, a->name, ANSWERS_MAX_FILE, &a->data, &len))
@@ -793,20 +813,87 @@ static void answers_free(struct dpkg_answers *a)
 {
 	pathmap__free(&a->map);
 	free(a->data);
+	for (size_t i = 0; i < a->n_learnt; i++)
+		free(a->learnt[i]);
+	free(a->learnt);
+}
+
+/* The answers of @asked (found in @ix or not) added to the kept @a, to be written back later. */
+static int answers_learn(struct dpkg_answers *a, const struct pkg_index *ix,
+			 const struct pathmap *asked)
+{
+	for (size_t i = 0; i < asked->cap; i++) {
+		const struct pm_slot *w = &asked->slots[i];
+		const struct pkg_owner *o;
+		char *val;
+
+		if (!w->key)
+			continue;
+		o = pathmap__get(&ix->files, w->key, w->len);
+		if (a->n_learnt == a->cap_learnt && ARRAY_GROW(a->learnt, a->cap_learnt, 64))
+			return -ENOMEM;
+		if (asprintf(&val, "%s\t%s", o ? o->name : "", o ? o->version : "") < 0)
+			return -ENOMEM;
+		a->learnt[a->n_learnt++] = val;
+		if (pathmap__put(&a->map, w->key, w->len, val, 1) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The kept answers written back (when something was learnt) and freed. */
+static void answers_drop(struct dpkg_answers *a)
+{
+	static const struct pathmap none;
+
+	if (!a)
+		return;
+	if (a->n_learnt)
+		answers_save(a, NULL, &none);
+	answers_free(a);
+	free(a);
+}
+
+/*
+ * The answers @learnt keeps, read again when dpkg changed something since (or first): NULL
+ * when there are none to keep (no cache, no dpkg).
+ */
+static struct dpkg_answers *kept_answers(struct dpkg_lists *learnt, int root_fd,
+					 const char *admindir)
+{
+	char name[96], stamp[256];
+	struct dpkg_answers *a = learnt->answers;
+
+	if (answers_identity(name, sizeof(name), stamp, sizeof(stamp), root_fd, admindir))
+		return NULL;
+	if (a && !strcmp(a->name, name) && !strcmp(a->stamp, stamp))
+		return a;
+	answers_drop(a);
+	learnt->answers = a = malloc(sizeof(*a));
+	if (a && answers_open(a, root_fd, admindir)) {
+		answers_free(a);
+		free(a);
+		learnt->answers = a = NULL;
+	}
+	return a;
 }
 
 int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
 		       const struct pathmap *wanted, struct dpkg_lists *learnt)
 {
-	struct dpkg_answers a;
+	struct dpkg_answers own, *a = &own;
 	struct pathmap rest = { 0 }, owners = { 0 };
 	int n = 0, err = 0;
 
-	if (answers_open(&a, root_fd, admindir))
+	if (learnt)
+		a = kept_answers(learnt, root_fd, admindir);
+	else if (answers_open(&own, root_fd, admindir))
+		a = NULL;
+	if (!a)
 		return scan_dpkg_lists(ix, root_fd, admindir, wanted, learnt);
 	for (size_t i = 0; i < wanted->cap && !err; i++) {
 		const struct pm_slot *w = &wanted->slots[i];
-		const char *ans = w->key ? pathmap__get(&a.map, w->key, w->len) : NULL;
+		const char *ans = w->key ? pathmap__get(&a->map, w->key, w->len) : NULL;
 		struct pkg_owner *o;
 		const char *tab;
 
@@ -839,12 +926,16 @@ int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
 			err = found;
 		else {
 			n += found;
-			answers_save(&a, ix, &rest);
+			if (a == &own)
+				answers_save(a, ix, &rest);
+			else if (answers_learn(a, ix, &rest))
+				err = -ENOMEM;
 		}
 	}
 	pathmap__free(&rest);
 	pathmap__free(&owners);
-	answers_free(&a);
+	if (a == &own)
+		answers_free(a);
 	return err ? err : n;
 }
 
