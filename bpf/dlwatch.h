@@ -48,6 +48,17 @@ enum dlw_hold_at {
 #define DLW_HOLD_MAX_NS (3000ULL * 1000 * 1000)
 
 /*
+ * A process's last link-map entry whose objects the collector has probed (map known_tail): its
+ * link_map, load bias, dynamic section and name (l_name, NUL-terminated; a longer name is no
+ * tail). Two files of one layout come back at one place: the name tells them apart.
+ */
+#define DLW_TAIL_NAME 256
+struct dlw_known_tail {
+	unsigned long long lm, l_addr, l_ld;
+	char name[DLW_TAIL_NAME];
+};
+
+/*
  * The collector's heartbeat (collector_beat, CLOCK_MONOTONIC ns), written every
  * DLW_BEAT_EVERY_NS by a thread of its own: older than DLW_BEAT_STALE_NS, the collector is
  * stopped, killed, exiting or starved, and no thread is held for it (a hold in progress ends).

@@ -63,7 +63,9 @@ def collector(kind, pid, trace_dir):
 
 def victim_pays(kind, sig):
     """The longest dlopen and dlsym of a target whose collector gets @sig a second in."""
-    with Fixture(["hold_victim", fixture_path("libplain.so"), "3"]) as fx, \
+    # Two files in turn: each dlopen brings something new, and is held.
+    with Fixture(["hold_victim", fixture_path("libplain.so") + "," +
+                  fixture_path("storm/libstorm1.so"), "3"]) as fx, \
             tempfile.TemporaryDirectory() as d:
         pid, end = collector(kind, fx.pid, d)
         time.sleep(1)
@@ -167,7 +169,8 @@ def longest_dlopen_beside_a_busy_loop(watcher):
     busy = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
     try:
         with Fixture(["taskset", "-c", "0", fixture_path("hold_victim"),
-                      fixture_path("libplain.so"), "3"]) as fx:
+                      fixture_path("libplain.so") + "," + fixture_path("storm/libstorm1.so"),
+                      "3"]) as fx:
             w = subprocess.Popen(["taskset", "-c", "0", *watcher, "-p", str(fx.pid)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) \
                 if watcher else None

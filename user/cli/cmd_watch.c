@@ -391,6 +391,11 @@ static void print_watch_stats(const struct watch_stats *st)
 			"dlscope: %llu arrivals held until their probes were in place (%.2f ms each "
 			"on average, %.2f ms at most, as the held threads saw it)\n",
 			st->holds, st->hold_ms_total / (double)st->holds, st->hold_ms_max);
+	if (st->holds_known)
+		fprintf(stderr,
+			"dlscope: %llu dlopen%s brought nothing new since the last hold and went on "
+			"at once\n",
+			st->holds_known, st->holds_known == 1 ? "" : "s");
 	if (st->holds_late)
 		fprintf(stderr,
 			"dlscope: uncounted: %llu arrivals whose probes came late (%llu let go and "

@@ -29,6 +29,9 @@ struct hold_proc {
 	size_t n_met;
 	uint64_t *order; /* their link_maps' addresses, in the last walk's order */
 	size_t n_order;
+	uint64_t tail_key;    /* the last entry told to the kernel (probes__known_tail), 0: none */
+	struct lm_entry tail; /* that entry (its name owned), where the next walk starts */
+	unsigned int walks_after; /* walks after the tail since the last whole one */
 	/* The graph its first hold read, for the loop until it reads one itself: a short
 	 * command can be gone by the time its exec is handled. */
 	struct libgraph *first;
@@ -66,6 +69,7 @@ static struct hold_proc *find(struct watch *w, pid_t pid)
 
 static void release(struct hold_proc *hp)
 {
+	free(hp->tail.name);
 	target__free(hp->t);
 	free(hp->met);
 	free(hp->order);
@@ -168,6 +172,78 @@ static void attach_entry(struct watch *w, struct hold_proc *hp, const struct lm_
 	free(o.error);
 }
 
+/*
+ * The walk's last entry, its objects all probed now, told to the kernel: a later dlopen that
+ * leaves it last brought nothing new and is not held. Only with one namespace (the kernel
+ * checks namespace 0's list); written when it changed.
+ */
+static void note_tail(struct watch *w, struct hold_proc *hp, const struct linkmap *lm)
+{
+	const struct lm_entry *e = lm->n && lm->n_namespaces == 1 ? &lm->e[lm->n - 1] : NULL;
+	uint64_t key = e ? entry_key(e->lm_addr, e->l_addr, e->l_ld) : 0;
+	char name[PATH_MAX];
+
+	/* A walk after the tail that met nothing leaves the tail where it was. */
+	if (lm->after_tail && !lm->n)
+		return;
+	/* Its name tells two files of one layout at one place apart: read when it was met. */
+	if (e && !e->name &&
+	    (!e->l_name || target__read_str(hp->t, e->l_name, name, sizeof(name)) < 0))
+		e = NULL;
+	if (e && key == hp->tail_key && hp->tail.name &&
+	    !strcmp(hp->tail.name, e->name ? e->name : name))
+		return;
+	free(hp->tail.name);
+	hp->tail = (struct lm_entry){ 0 };
+	hp->tail_key = 0;
+	if (e) {
+		hp->tail = (struct lm_entry){ .lm_addr = e->lm_addr,
+					      .l_addr = e->l_addr,
+					      .l_ld = e->l_ld,
+					      .name = strdup(e->name ? e->name : name) };
+		hp->tail_key = hp->tail.name ? key : 0;
+	}
+	probes__known_tail(w, hp->pid, hp->tail.name ? &hp->tail : NULL);
+}
+
+/* Entries of a walk after the tail (@keys, @addrs, @n of them): met from now on too. */
+static void remember_more(struct hold_proc *hp, const uint64_t *keys, uint64_t *addrs, size_t n)
+{
+	uint64_t *met = realloc(hp->met, (hp->n_met + n + 1) * sizeof(*met));
+	uint64_t *order = addrs ? realloc(hp->order, (hp->n_order + n + 1) * sizeof(*order)) : NULL;
+
+	if (met) {
+		memcpy(met + hp->n_met, keys, n * sizeof(*met));
+		hp->met = met;
+		hp->n_met += n;
+		qsort(hp->met, hp->n_met, sizeof(*met), key_cmp);
+	} else {
+		hp->n_met = 0; /* the next hold names every entry again: slower, never wrong */
+	}
+	if (order) {
+		memcpy(order + hp->n_order, addrs, n * sizeof(*order));
+		hp->order = order;
+		hp->n_order += n;
+	}
+	free(addrs);
+}
+
+/*
+ * A later hold's walk: after the known tail, where the loader appends what it maps (what
+ * dlclose took out stays met, and whole walks now and then let it go); whole when the tail
+ * is not as it was or unknown.
+ */
+static int walk(struct hold_proc *hp, struct linkmap **lm)
+{
+	if (hp->tail.lm_addr && hp->walks_after < 64 &&
+	    !linkmap__walk_after(hp->t, hp->r_debug, &hp->tail, met_before, hp, lm)) {
+		hp->walks_after++;
+		return 0;
+	}
+	hp->walks_after = 0;
+	return linkmap__walk_new(hp->t, hp->r_debug, hp->order, hp->n_order, met_before, hp, lm);
+}
+
 /* A walk's entries (@lm, freed): the new ones (named) analysed and probed, all remembered. */
 static int apply_walk(struct watch *w, struct hold_proc *hp, struct linkmap *lm)
 {
@@ -189,8 +265,12 @@ static int apply_walk(struct watch *w, struct hold_proc *hp, struct linkmap *lm)
 		if (e->name)
 			attach_entry(w, hp, e);
 	}
-	remember(hp, keys, addrs, lm->n);
+	if (lm->after_tail)
+		remember_more(hp, keys, addrs, lm->n);
+	else
+		remember(hp, keys, addrs, lm->n);
 	free(keys);
+	note_tail(w, hp, lm);
 	linkmap__free(lm);
 	return 0;
 }
@@ -199,8 +279,7 @@ static int apply_walk(struct watch *w, struct hold_proc *hp, struct linkmap *lm)
 static int answer_known(struct watch *w, struct hold_proc *hp)
 {
 	struct linkmap *lm = NULL;
-	int err =
-		linkmap__walk_new(hp->t, hp->r_debug, hp->order, hp->n_order, met_before, hp, &lm);
+	int err = walk(hp, &lm);
 
 	return err ? err : apply_walk(w, hp, lm);
 }
@@ -288,8 +367,7 @@ bool holds__answer_known(struct watch *w, pid_t pid, struct linkmap **walked)
 	*walked = NULL;
 	pthread_mutex_lock(&w->holds_lock);
 	hp = find(w, pid);
-	if (hp && hp->r_debug &&
-	    !linkmap__walk_new(hp->t, hp->r_debug, hp->order, hp->n_order, met_before, hp, &lm)) {
+	if (hp && hp->r_debug && !walk(hp, &lm)) {
 		/* An entry named is one not met: it wants its file analysed and probed, under
 		 * the loop's lock (holds__answer, given this walk). */
 		known = true;

@@ -28,6 +28,7 @@
 #include "dlwatch.skel.h"
 #include "elfobj.h"
 #include "fdreaper.h"
+#include "linkmap.h"
 #include "output.h"
 #include "permission.h"
 #include "phase.h"
@@ -337,6 +338,27 @@ static int dlerror_reloc(const char *name, uint64_t offset, unsigned type, unsig
 	return 1;
 }
 
+void probes__known_tail(struct watch *w, pid_t pid, const struct lm_entry *tail)
+{
+	struct dlw_known_tail k = { 0 };
+	uint32_t key = (uint32_t)pid;
+
+	if (!w->skel)
+		return;
+	/* A name too long to compare is no tail: those dlopens are held. */
+	if (tail && tail->name && strlen(tail->name) < sizeof(k.name)) {
+		k.lm = tail->lm_addr;
+		k.l_addr = tail->l_addr;
+		k.l_ld = tail->l_ld;
+		strcpy(k.name, tail->name);
+		if (!bpf_map__update_elem(w->skel->maps.known_tail, &key, sizeof(key), &k,
+					  sizeof(k), BPF_ANY))
+			return;
+	}
+	/* None, or a failed write: the old one must not stay. */
+	bpf_map__delete_elem(w->skel->maps.known_tail, &key, sizeof(key), 0);
+}
+
 bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o)
 {
 	uint32_t key = (uint32_t)pid;
@@ -594,7 +616,7 @@ static long long programs_running(struct watch *w)
  * Every program's check off, then no program running (a held thread is let go meanwhile):
  * nothing more will reach the rings or the counts. False past @wait_ms.
  */
-static bool programs_quiet(struct watch *w, int wait_ms)
+static bool programs_quiet(struct watch *w, int wait_ms, void (*waiting)(struct watch *w))
 {
 	unsigned long long end = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)wait_ms * 1000000;
 	long long n;
@@ -609,7 +631,7 @@ static bool programs_quiet(struct watch *w, int wait_ms)
 		 * Kept from it, the hold and this wait both ran to their end (3 s).
 		 */
 		if (w->reader_on)
-			reader__let_holds_in(w);
+			waiting(w);
 		else
 			ring_buffer__consume(w->hrb);
 		usleep(200);
@@ -647,10 +669,10 @@ static int *links_to_hand_over(struct watch *w, size_t *n)
  * watch_release closes @w->reaper_fd. Otherwise (a program still running, no reaper) the
  * closes here wait for those programs.
  */
-void probes__stop(struct watch *w)
+void probes__stop(struct watch *w, void (*waiting)(struct watch *w))
 {
 	size_t n = 0;
-	int *fds = programs_quiet(w, 1000) ? links_to_hand_over(w, &n) : NULL;
+	int *fds = programs_quiet(w, 1000, waiting) ? links_to_hand_over(w, &n) : NULL;
 
 	w->reaper_fd = fds ? fd_reaper__start(fds, n) : -1;
 	for (size_t i = w->n_links; i < n; i++)
@@ -728,6 +750,7 @@ void probes__count_lost(struct watch *w, struct watch_stats *st)
 		st->hold_ms_max = (double)h->hold_ns_max / 1e6;
 		st->holds_abandoned = h->hold_abandoned;
 		st->holds_not_held = h->hold_not_held;
+		st->holds_known = h->hold_known;
 	}
 	probes__count_outside(w, st);
 	/* Uncounted regions are no events: not part of lost. */

@@ -83,6 +83,7 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 {
 	struct libgraph *old = ps->g, *g = NULL;
 	struct procmaps *maps;
+	bool unlocked, opened;
 	struct rtprio prio;
 	struct target *t;
 	char why[256];
@@ -90,11 +91,15 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	/* Its memory, its maps and the uprobes attached take its mmap lock: at a real-time
 	 * priority, so that a starved collector never holds it (rtprio.h). */
 	rtprio__raise(&prio);
-	reader__let_holds_in(w);
-	if (!target__open(ps->pid, &t, why, sizeof(why))) {
+	/* Its /proc files are read without the loop's lock (they are nobody else's): its maps
+	 * alone took 0.6 ms with 200 objects, which a thread held for its probes waited. */
+	unlocked = reader__unlock(w);
+	opened = !target__open(ps->pid, &t, why, sizeof(why));
+	/* One read of its maps: the graph's and the one kept for the unwinder. */
+	maps = opened ? procmaps__read(ps->pid) : NULL;
+	reader__relock(w, unlocked);
+	if (opened) {
 		reader__sleep_unlocked(w, t);
-		/* One read of its maps: the graph's and the one kept for the unwinder. */
-		maps = procmaps__read(ps->pid);
 		if (maps && !libgraph__snapshot_maps(t, maps, w->cache, &g, why, sizeof(why))) {
 			reader__let_holds_in(w);
 			/* Objects seen before answer from the cache; out of memory only leaves
@@ -104,9 +109,9 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 			ps->maps = maps;
 			maps = NULL;
 		}
-		procmaps__free(maps);
 		target__free(t);
 	}
+	procmaps__free(maps);
 	/* Gone already (a short command) before its start-up was read: the graph its first
 	 * hold read, if it had one. Only then: a failed read of a live process (a link map
 	 * rewritten all along) keeps the model it has. */

@@ -171,6 +171,22 @@ void reader__let_holds_in(struct watch *w)
 	pthread_mutex_lock(&w->lock);
 }
 
+bool reader__unlock(struct watch *w)
+{
+	/* Decided once: while the lock is let go, the reader's hold sets in_hold. */
+	bool go = w->reader_on && !w->in_hold;
+
+	if (go)
+		pthread_mutex_unlock(&w->lock);
+	return go;
+}
+
+void reader__relock(struct watch *w, bool unlocked)
+{
+	if (unlocked)
+		pthread_mutex_lock(&w->lock);
+}
+
 static void let_holds_in(void *arg)
 {
 	reader__let_holds_in(arg);
@@ -315,7 +331,7 @@ void reader__drain(struct watch *w)
 	 * for every program in progress. */
 	w->draining = true;
 	reader__consume_holds(w);
-	probes__stop(w);
+	probes__stop(w, reader__let_holds_in);
 	w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 	if (ring_buffer__consume(w->rb) == BATCH_OVER) {
 		w->counting = true;

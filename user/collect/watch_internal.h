@@ -274,6 +274,10 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 /* Tell the kernel where process @pid's failed dlopens leave their error, when @o is glibc's
  * C library (2.34 or later, where dlerror's state is its TLS): true once told. */
 bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o);
+/* The last entry of @pid's link map (one namespace; named) whose objects are all probed: a
+ * dlopen that leaves it last is not held (bpf/dlwatch.bpf.c: nothing_new). NULL: none known. */
+struct lm_entry;
+void probes__known_tail(struct watch *w, pid_t pid, const struct lm_entry *tail);
 void probes__attach_own_libc(struct watch *w, pid_t pid);
 /* Whether loader @o's r_brk was probed already, so that what it loads is held for the probes. */
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o);
@@ -281,7 +285,8 @@ bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o
  * is not ours: a musl program's ld-musl, a program built for another glibc's loader. */
 void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0);
 void probes__detach_all(struct watch *w);
-void probes__stop(struct watch *w);
+/* @waiting: called while it waits for the programs in progress (a held thread's among them). */
+void probes__stop(struct watch *w, void (*waiting)(struct watch *w));
 void probes__count_lost(struct watch *w, struct watch_stats *st);
 
 /* holds.c: a hold's probes, the objects new since the process's last hold */
@@ -376,6 +381,10 @@ void reader__start(struct watch *w);
 void reader__consume_holds(struct watch *w);
 /* The loop lets a waiting hold's reader have @lock, between two pieces of its work. */
 void reader__let_holds_in(struct watch *w);
+/* The loop's work that touches nothing the reader does (a process's /proc files) done
+ * without @lock: a hold is answered meanwhile. true: let go, to be taken back by relock. */
+bool reader__unlock(struct watch *w);
+void reader__relock(struct watch *w, bool unlocked);
 /* @t's reads wait for the process (linkmap retries) with @lock let go. */
 void reader__sleep_unlocked(struct watch *w, struct target *t);
 void reader__stop(struct watch *w);

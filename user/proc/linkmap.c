@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,65 +222,47 @@ static bool prefetched(const struct target *t, struct prefetch *pf, uint64_t add
 	return false;
 }
 
-static int walk_namespaces(const struct target *t, struct linkmap *lm, linkmap_known_fn known,
-			   void *arg, struct prefetch *pf)
+/*
+ * One namespace's list from the entry at @lm_addr (whose l_prev is @prev) to its end, pushed
+ * onto @lm. 0 or -errno.
+ */
+static int walk_list(const struct target *t, struct linkmap *lm, size_t *cap, unsigned int ns,
+		     uint64_t lm_addr, uint64_t prev, linkmap_known_fn known, void *arg,
+		     struct prefetch *pf)
 {
-	struct r_debug_extended rd;
-	uint64_t rd_addr = lm->r_debug;
-	size_t cap = 0;
-	uint64_t prev;
+	size_t count = 0;
 	int err;
 
-	clear_entries(lm);
-	lm->n_namespaces = 0;
-	lm->consistent = true;
-	for (unsigned ns = 0; rd_addr && ns < MAX_NAMESPACES; ns++) {
-		uint64_t lm_addr;
-		size_t count = 0;
+	while (lm_addr) {
+		struct link_map l;
+		struct lm_entry e = { .ns = ns, .lm_addr = lm_addr };
+		char name[PATH_MAX]; /* not in the entry: 500 of 4 KiB each cost page faults */
 
-		err = target__read(t, rd_addr, &rd, sizeof(rd));
+		if (++count > MAX_OBJECTS)
+			return -EFAULT;
+		/* Two system calls an entry: torch's 339 took the collector's lock for
+		 * milliseconds from a hold that waited for it. */
+		if (count % 32 == 0)
+			target__pause(t);
+		err = pf && prefetched(t, pf, lm_addr, &l) ?
+			      0 :
+			      target__read(t, lm_addr, &l, sizeof(l));
 		if (err)
 			return err;
-		if (ns == 0) {
-			if (rd.base.r_version < 1)
-				return -ENOENT; /* the loader has not initialized it yet */
-			lm->r_brk = rd.base.r_brk;
-		}
-		if (rd.base.r_state != RT_CONSISTENT)
-			lm->consistent = false;
-		lm_addr = (uint64_t)(uintptr_t)rd.base.r_map;
-		lm->n_namespaces++;
-		prev = 0;
-		while (lm_addr) {
-			struct link_map l;
-			struct lm_entry e = { .ns = ns, .lm_addr = lm_addr };
-			char name[PATH_MAX]; /* not in the entry: 500 of 4 KiB each cost page faults */
-
-			if (++count > MAX_OBJECTS)
-				return -EFAULT;
-			/* Two system calls an entry: torch's 339 took the collector's lock for
-			 * milliseconds from a hold that waited for it. */
-			if (count % 32 == 0)
-				target__pause(t);
-			err = pf && prefetched(t, pf, lm_addr, &l) ?
-				      0 :
-				      target__read(t, lm_addr, &l, sizeof(l));
-			if (err)
-				return err;
-			/*
-			 * The loader keeps l_prev in step with l_next: an entry that does not point
-			 * back at the one before is a list being rewritten or memory that is no
-			 * list (a loop would otherwise run to MAX_OBJECTS entries of PATH_MAX each).
-			 */
-			if ((uint64_t)(uintptr_t)l.l_prev != prev)
-				return -EFAULT;
-			prev = lm_addr;
-			e.l_addr = l.l_addr;
-			e.l_ld = (uint64_t)(uintptr_t)l.l_ld;
-			if (known && known(&e, arg)) {
-				e.name = NULL;
-				goto push;
-			}
+		/*
+		 * The loader keeps l_prev in step with l_next: an entry that does not point back
+		 * at the one before is a list being rewritten or memory that is no list (a loop
+		 * would otherwise run to MAX_OBJECTS entries of PATH_MAX each).
+		 */
+		if ((uint64_t)(uintptr_t)l.l_prev != prev)
+			return -EFAULT;
+		prev = lm_addr;
+		e.l_addr = l.l_addr;
+		e.l_ld = (uint64_t)(uintptr_t)l.l_ld;
+		e.l_name = (uint64_t)(uintptr_t)l.l_name;
+		if (known && known(&e, arg)) {
+			e.name = NULL;
+		} else {
 			name[0] = '\0';
 			if (l.l_name) {
 				err = target__read_str(t, (uint64_t)(uintptr_t)l.l_name, name,
@@ -290,12 +273,42 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm, linkmap_k
 			e.name = strdup(name);
 			if (!e.name)
 				return -ENOMEM;
-		push:
-			err = push_entry(lm, &cap, &e);
-			if (err)
-				return err;
-			lm_addr = (uint64_t)(uintptr_t)l.l_next;
 		}
+		err = push_entry(lm, cap, &e);
+		if (err)
+			return err;
+		lm_addr = (uint64_t)(uintptr_t)l.l_next;
+	}
+	return 0;
+}
+
+static int walk_namespaces(const struct target *t, struct linkmap *lm, linkmap_known_fn known,
+			   void *arg, struct prefetch *pf)
+{
+	struct r_debug_extended rd;
+	uint64_t rd_addr = lm->r_debug;
+	size_t cap = 0;
+	int err;
+
+	clear_entries(lm);
+	lm->n_namespaces = 0;
+	lm->consistent = true;
+	for (unsigned ns = 0; rd_addr && ns < MAX_NAMESPACES; ns++) {
+		err = target__read(t, rd_addr, &rd, sizeof(rd));
+		if (err)
+			return err;
+		if (ns == 0) {
+			if (rd.base.r_version < 1)
+				return -ENOENT; /* the loader has not initialized it yet */
+			lm->r_brk = rd.base.r_brk;
+		}
+		if (rd.base.r_state != RT_CONSISTENT)
+			lm->consistent = false;
+		lm->n_namespaces++;
+		err = walk_list(t, lm, &cap, ns, (uint64_t)(uintptr_t)rd.base.r_map, 0, known, arg,
+				pf);
+		if (err)
+			return err;
 		/* Namespaces other than the default are chained only from r_version 2 on. */
 		if (rd.base.r_version < 2)
 			break;
@@ -374,6 +387,53 @@ int linkmap__walk_new(const struct target *t, uint64_t r_debug, const uint64_t *
 	lm->r_debug = r_debug;
 	err = walk_namespaces(t, lm, known, arg, &pf);
 	free(pf.maps);
+	if (err) {
+		linkmap__free(lm);
+		return err;
+	}
+	*out = lm;
+	return 0;
+}
+
+int linkmap__walk_after(const struct target *t, uint64_t r_debug, const struct lm_entry *tail,
+			linkmap_known_fn known, void *arg, struct linkmap **out)
+{
+	struct r_debug_extended rd;
+	struct link_map l;
+	uint64_t back = 0;
+	struct linkmap *lm;
+	char name[PATH_MAX];
+	size_t cap = 0;
+	int err = target__read(t, r_debug, &rd, sizeof(rd));
+
+	*out = NULL;
+	if (err)
+		return err;
+	if (!tail->name)
+		return -ESTALE;
+	if (rd.base.r_version < 1 || (rd.base.r_version >= 2 && rd.r_next))
+		return -ESTALE;
+	err = target__read(t, tail->lm_addr, &l, sizeof(l));
+	if (err)
+		return err;
+	/* Still the same object at the same place, still linked from the entry before it. */
+	if (l.l_addr != tail->l_addr || (uint64_t)(uintptr_t)l.l_ld != tail->l_ld || !l.l_prev ||
+	    target__read(t, (uint64_t)(uintptr_t)l.l_prev + offsetof(struct link_map, l_next),
+			 &back, sizeof(back)) ||
+	    back != tail->lm_addr || !l.l_name ||
+	    target__read_str(t, (uint64_t)(uintptr_t)l.l_name, name, sizeof(name)) < 0 ||
+	    strcmp(name, tail->name))
+		return -ESTALE;
+	lm = calloc(1, sizeof(*lm));
+	if (!lm)
+		return -ENOMEM;
+	lm->r_debug = r_debug;
+	lm->r_brk = rd.base.r_brk;
+	lm->n_namespaces = 1;
+	lm->after_tail = true;
+	lm->consistent = rd.base.r_state == RT_CONSISTENT;
+	err = walk_list(t, lm, &cap, 0, (uint64_t)(uintptr_t)l.l_next, tail->lm_addr, known, arg,
+			NULL);
 	if (err) {
 		linkmap__free(lm);
 		return err;

@@ -15,6 +15,7 @@ struct lm_entry {
 	uint64_t lm_addr; /* the struct link_map in the target */
 	uint64_t l_addr;  /* load bias */
 	uint64_t l_ld;	  /* address of its dynamic section */
+	uint64_t l_name;  /* where its name is, in the target */
 	char *name;	  /* l_name: "" for the executable; owned by the linkmap */
 };
 
@@ -24,6 +25,7 @@ struct linkmap {
 	uint64_t interp_base; /* AT_BASE */
 	unsigned int n_namespaces;
 	bool consistent; /* false when a dlopen/dlclose was in progress every time we looked */
+	bool after_tail; /* linkmap__walk_after: only the entries after a known last one */
 	struct lm_entry *e;
 	size_t n;
 };
@@ -47,5 +49,14 @@ int linkmap__walk(const struct target *t, uint64_t r_debug, struct linkmap **out
 typedef bool (*linkmap_known_fn)(const struct lm_entry *e, void *arg);
 int linkmap__walk_new(const struct target *t, uint64_t r_debug, const uint64_t *prev, size_t n_prev,
 		      linkmap_known_fn known, void *arg, struct linkmap **out);
+
+/*
+ * The entries after @tail, the last one an earlier walk met (its lm_addr, l_addr, l_ld and
+ * name), in a list of one namespace: the loader appends what it maps, so these are all a reader
+ * that knows the rest has not seen. -ESTALE when @tail is not as it was (closed, reused by
+ * another file, unlinked) or the list has other namespaces now: walk it whole.
+ */
+int linkmap__walk_after(const struct target *t, uint64_t r_debug, const struct lm_entry *tail,
+			linkmap_known_fn known, void *arg, struct linkmap **out);
 
 #endif
