@@ -7,7 +7,8 @@ pair on the same function (the floor). Needs root (BPF), bpftrace and the fixtur
     harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,dlsym,twin,torch,kill,nice,attach,signals]
 
 Rows:
-  dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held every time)
+  dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held every time); and
+           of 200 distinct objects the process never had, the ELF cache warm and off
   dlsym    a dlsym in a loop: watched (default, and --dlsym), and the floor
   twin     the same loop in a process nobody watches, while `watch -p` (and `-f -p`) runs
   torch    `import torch` under `watch -- python3 -c 'import torch'` (Debian's python3-torch)
@@ -38,12 +39,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "build", "bench")
 FX = os.path.join(ROOT, "build", "fixtures")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+# hold_victim's two files in turn: each dlopen brings what the last did not, and is held (one
+# file back at its place is not held at all).
+TWO_LIBS = f"{FX}/libplain.so,{FX}/storm/libstorm1.so"
 os.makedirs(OUT, exist_ok=True)
 
 if os.geteuid() != 0:
     print("harm bench: needs root (BPF); skipped")
     sys.exit(0)
-for prog in ("dlopen_new_loop", "dlsym_loop"):
+for prog in ("dlopen_new_loop", "dlopen_each", "dlsym_loop"):
     subprocess.run(["cc", "-O2", "-o", f"{OUT}/{prog}", f"{ROOT}/bench/{prog}.c", "-ldl"],
                    check=True)
 
@@ -128,6 +132,20 @@ def row_dlopen():
         print(f"  {k:34s} {v:8.1f} us  (+{v - base:.1f} us)")
 
 
+def row_dlopen_distinct():
+    libdir = os.path.join(OUT, "libs200")
+    subprocess.run([os.path.join(ROOT, "bench", "gen_libs.sh"), libdir, "200"], check=True)
+    prog = [f"{OUT}/dlopen_each", os.path.join(libdir, "list.txt")]
+    configs = under_watch({"untraced": prog}, prog)
+    configs[f"watch, cache off ({name(BUILDS[-1])})"] = \
+        ["env", "DLSCOPE_CACHE=off", BUILDS[-1], "watch", "-q", "--", *prog]
+    med = interleaved(configs, RUNS, lambda a: number(r"([\d.]+) us per dlopen", run_out(a)))
+    base = med["untraced"]
+    print(f"dlopen of 200 objects the process never had (gen_libs.sh), median of {RUNS}:")
+    for k, v in med.items():
+        print(f"  {k:34s} {v:8.1f} us  (+{v - base:.1f} us)")
+
+
 def row_dlsym():
     prog = [f"{OUT}/dlsym_loop", "200000"]
     configs = {"untraced": prog, "bpftrace entry+uretprobe": floor_pair("dlsym", prog)}
@@ -190,7 +208,7 @@ def row_torch():
 
 
 def victim(build, sig):
-    v = subprocess.Popen([f"{FX}/hold_victim", f"{FX}/libplain.so", "3"],
+    v = subprocess.Popen([f"{FX}/hold_victim", TWO_LIBS, "3"],
                          stdout=subprocess.PIPE, text=True)
     v.stdout.readline()
     w = subprocess.Popen([build, "watch", "-q", "-p", str(v.pid)], stdout=subprocess.DEVNULL,
@@ -230,7 +248,7 @@ def mprotect_worst(build):
     """The longest mprotect of a target loading objects, while watch runs at nice 19 on the
     CPU of a busy loop (both pinned to CPU 0); None: no watch."""
     busy = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
-    v = subprocess.Popen(["taskset", "-c", "0", f"{FX}/hold_victim", f"{FX}/libplain.so", "4"],
+    v = subprocess.Popen(["taskset", "-c", "0", f"{FX}/hold_victim", TWO_LIBS, "4"],
                          stdout=subprocess.PIPE, text=True)
     v.stdout.readline()
     w = None
@@ -295,7 +313,7 @@ def row_signals():
               f"{int(m.group(1)) + int(m.group(2))} of {m.group(3)}")
 
 
-for row, fn in (("dlopen", row_dlopen), ("dlsym", row_dlsym), ("twin", row_twin),
+for row, fn in (("dlopen", row_dlopen), ("dlopen", row_dlopen_distinct), ("dlsym", row_dlsym), ("twin", row_twin),
                 ("torch", row_torch), ("kill", row_kill), ("nice", row_nice),
                 ("attach", row_attach), ("signals", row_signals)):
     if wanted(row):
