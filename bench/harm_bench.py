@@ -121,29 +121,36 @@ def under_watch(configs, prog, *opts):
     return configs
 
 
-def row_dlopen():
-    prog = [f"{OUT}/dlopen_new_loop", "300", f"{FX}/libplain.so"]
-    configs = under_watch({"untraced": prog,
-                           "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog)
+def print_dlopens(title, configs):
+    """The median of each config's "N us per dlopen", beside the untraced one's."""
     med = interleaved(configs, RUNS, lambda a: number(r"([\d.]+) us per dlopen", run_out(a)))
     base = med["untraced"]
-    print(f"dlopen of a new object (libplain.so, 300 a run), median of {RUNS}:")
+    print(f"{title}, median of {RUNS}:")
     for k, v in med.items():
         print(f"  {k:34s} {v:8.1f} us  (+{v - base:.1f} us)")
+
+
+def row_dlopen():
+    prog = [f"{OUT}/dlopen_new_loop", "300", f"{FX}/libplain.so"]
+    print_dlopens("dlopen of a new object (libplain.so, 300 a run)",
+                  under_watch({"untraced": prog,
+                               "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog))
+
+
+def with_cache_off(configs, prog):
+    """@configs with the newest build's watch without its ELF cache: the first watch on a
+    machine, every object analysed in its hold."""
+    configs[f"watch, cache off ({name(BUILDS[-1])})"] = \
+        ["env", "DLSCOPE_CACHE=off", BUILDS[-1], "watch", "-q", "--", *prog]
+    return configs
 
 
 def row_dlopen_distinct():
     libdir = os.path.join(OUT, "libs200")
     subprocess.run([os.path.join(ROOT, "bench", "gen_libs.sh"), libdir, "200"], check=True)
     prog = [f"{OUT}/dlopen_each", os.path.join(libdir, "list.txt")]
-    configs = under_watch({"untraced": prog}, prog)
-    configs[f"watch, cache off ({name(BUILDS[-1])})"] = \
-        ["env", "DLSCOPE_CACHE=off", BUILDS[-1], "watch", "-q", "--", *prog]
-    med = interleaved(configs, RUNS, lambda a: number(r"([\d.]+) us per dlopen", run_out(a)))
-    base = med["untraced"]
-    print(f"dlopen of 200 objects the process never had (gen_libs.sh), median of {RUNS}:")
-    for k, v in med.items():
-        print(f"  {k:34s} {v:8.1f} us  (+{v - base:.1f} us)")
+    print_dlopens("dlopen of 200 objects the process never had (gen_libs.sh)",
+                  with_cache_off(under_watch({"untraced": prog}, prog), prog))
 
 
 def row_dlsym():
@@ -196,10 +203,7 @@ def row_torch():
         return
     prog = [py, "-c", "import time; t = time.monotonic(); import torch; "
             "print(f'import {time.monotonic() - t:.3f} s')"]
-    configs = under_watch({"untraced": prog}, prog)
-    # The first watch on a machine: no ELF analysis cached yet.
-    configs[f"watch, cache off ({name(BUILDS[-1])})"] = \
-        ["env", "DLSCOPE_CACHE=off", BUILDS[-1], "watch", "-q", "--", *prog]
+    configs = with_cache_off(under_watch({"untraced": prog}, prog), prog)
     med = interleaved(configs, RUNS, lambda a: number(r"import ([\d.]+) s", run_out(a)))
     base = med["untraced"]
     print(f"import torch, median of {RUNS}:")

@@ -222,13 +222,10 @@ def test_hot_names_openblas_pthreads_called_from_openmp_regions():
     assert "done" in p.stdout and "blas-in-parallel" not in p.stdout, p.stdout
 
 
-def test_hot_parallel_region_inside_dlopen():
-    """--hot probes GOMP_parallel: the region a constructor starts is caught as it starts."""
-    if not is_root():
-        raise Skip("BPF tests need root")
-    fx = subprocess.Popen([fixture_path("dlopen_list"), "--global",
-                           "/usr/lib/x86_64-linux-gnu/libgomp.so.1", "--pause",
-                           fixture_path("libctor_omp.so")],
+def hot_watch_of_paused(fixture_argv):
+    """`watch --hot -p` of a dlopen_list paused before the rest of @fixture_argv (its
+    "--pause"), let go once attached: (exit status, stdout, stderr)."""
+    fx = subprocess.Popen([fixture_path("dlopen_list"), *fixture_argv],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert fx.stdout.readline().startswith("paused")
@@ -240,14 +237,23 @@ def test_hot_parallel_region_inside_dlopen():
         fx.stdin.write("go\n")
         fx.stdin.flush()
         out, err = w.communicate(timeout=30)
-        assert w.returncode == 1, (out, err)
-        assert "parallel region #1 started inside dlopen" in out, out
-        assert re.search(r"FINDING error loader-lock-hazard: thread \d+ \(dlopen_list\) runs a "
-                         r"GNU libgomp parallel region from a constructor inside dlopen", out), out
-        assert "- a parallel region started by a thread inside dlopen" in out, out
+        return w.returncode, out, err
     finally:
         fx.kill()
         fx.wait()
+
+
+def test_hot_parallel_region_inside_dlopen():
+    """--hot probes GOMP_parallel: the region a constructor starts is caught as it starts."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    status, out, err = hot_watch_of_paused(["--global", "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
+                                            "--pause", fixture_path("libctor_omp.so")])
+    assert status == 1, (out, err)
+    assert "parallel region #1 started inside dlopen" in out, out
+    assert re.search(r"FINDING error loader-lock-hazard: thread \d+ \(dlopen_list\) runs a "
+                     r"GNU libgomp parallel region from a constructor inside dlopen", out), out
+    assert "- a parallel region started by a thread inside dlopen" in out, out
 
 
 def test_a_dlopen_that_brought_nothing_new_goes_on_and_the_next_new_one_is_held():
@@ -258,32 +264,16 @@ def test_a_dlopen_that_brought_nothing_new_goes_on_and_the_next_new_one_is_held(
         raise Skip("BPF tests need root")
     # libm first: libplain's dependency stays, so each cycle frees and takes back one
     # link_map (the allocator gives its place back; the kernel's check needs that).
-    fx = subprocess.Popen([fixture_path("dlopen_list"), "--global",
-                           "/lib/x86_64-linux-gnu/libm.so.6",
-                           "/usr/lib/x86_64-linux-gnu/libgomp.so.1", "--pause",
-                           "--cycle", "50", fixture_path("libplain.so"),
-                           fixture_path("libctor_omp.so")],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert fx.stdout.readline().startswith("paused")
-        w = subprocess.Popen([dlscope_path(), "watch", "--hot", "--duration", "3", "-p",
-                              str(fx.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
-        line = w.stderr.readline()
-        assert line.startswith("dlscope: watching"), line
-        fx.stdin.write("go\n")
-        fx.stdin.flush()
-        out, err = w.communicate(timeout=30)
-        m = re.search(r"(\d+) dlopens? brought nothing new since the last hold", err)
-        # The first two come back before the kernel knows the list's end (the first hold
-        # reads the whole process, the second tells the kernel its last entry).
-        assert m and 40 <= int(m.group(1)) <= 49, err
-        assert out.count('dlopen("') >= 50, out  # libctor_omp's stays in its region
-        assert "parallel region #1 started inside dlopen" in out, out
-        assert w.returncode == 1 and "loader-lock-hazard" in out, (out, err)
-    finally:
-        fx.kill()
-        fx.wait()
+    status, out, err = hot_watch_of_paused(
+        ["--global", "/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
+         "--pause", "--cycle", "50", fixture_path("libplain.so"), fixture_path("libctor_omp.so")])
+    m = re.search(r"(\d+) dlopens? brought nothing new since the last hold", err)
+    # The first two come back before the kernel knows the list's end (the first hold reads
+    # the whole process, the second tells the kernel its last entry).
+    assert m and 40 <= int(m.group(1)) <= 49, err
+    assert out.count('dlopen("') >= 50, out  # libctor_omp's stays in its region
+    assert "parallel region #1 started inside dlopen" in out, out
+    assert status == 1 and "loader-lock-hazard" in out, (out, err)
 
 
 def test_two_files_of_one_layout_at_one_place_are_each_held():
