@@ -1084,72 +1084,23 @@ unsigned long long collector_beat;
 unsigned long long hold_held, hold_ns_total, hold_ns_max, hold_abandoned, hold_not_held;
 
 /*
- * Per process (tgid), the last entry of its link map as the collector's last answered hold saw
- * it (the list has one namespace): the loader appends new objects after it, so a dlopen that
- * finds it still last, linked and unchanged brought nothing the collector has not probed.
+ * Per process (tgid), the unloads begun so far (_dl_debug_state with RT_DELETE), sent with each
+ * hold: the collector walks the link map from the last entry it knew only while none came
+ * since, for a dlclose can take that entry with objects before it, and the next dlopen bring
+ * it back, at its place, after new ones.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, u32);
-	__type(value, struct dlw_known_tail);
-} known_tail SEC(".maps");
+	__type(value, u64);
+} unloads SEC(".maps");
 
-/* Arrivals not held: their link map's last entry was the one the collector knew. */
-unsigned long long hold_known;
-
-/* struct link_map's public head (<link.h>), as the loader lays it out. */
-struct lm_head {
-	u64 l_addr, l_name, l_ld, l_next, l_prev;
-};
-
-/*
- * Whether the link map of namespace 0 (r_debug at @rd) ends where the collector last saw it:
- * one namespace (r_version 1, or no r_next), the known last entry still last (no l_next),
- * still linked (its l_prev points back at it) and still the same object at the same place.
- * A dlclose of that entry, a new object after it or a reused link_map all fail a check.
- */
-/* The bytes of @word up to and including its first NUL (little-endian), or all eight. */
-static __always_inline u64 through_nul(u64 word)
+static __always_inline u64 unloads_of(u32 tgid)
 {
-	for (int j = 0; j < 7; j++)
-		if (!((word >> (8 * j)) & 0xff))
-			return (1ULL << (8 * (j + 1))) - 1;
-	return ~0ULL;
-}
+	u64 *n = bpf_map_lookup_elem(&unloads, &tgid);
 
-/* Whether the string at @user is @name (NUL-terminated within DLW_TAIL_NAME), 8 bytes a read. */
-static __always_inline bool same_name(const char *name, u64 user)
-{
-	for (int i = 0; i < DLW_TAIL_NAME / 8; i++) {
-		u64 want = *(const u64 *)(name + 8 * i), got, mask = through_nul(want);
-
-		if (bpf_copy_from_user(&got, sizeof(got), (void *)(user + 8 * i)) ||
-		    ((want ^ got) & mask))
-			return false;
-		if (mask != ~0ULL)
-			return true;
-	}
-	return false;
-}
-
-static __always_inline bool nothing_new(u32 tgid, u64 rd)
-{
-	struct dlw_known_tail *k = bpf_map_lookup_elem(&known_tail, &tgid);
-	struct lm_head lm;
-	u64 back = 0, next_ns = 0;
-	int version = 0;
-
-	if (!k || bpf_copy_from_user(&version, sizeof(version), (void *)rd))
-		return false;
-	if (version >= 2 &&
-	    (bpf_copy_from_user(&next_ns, sizeof(next_ns), (void *)(rd + 40)) || next_ns))
-		return false;
-	if (bpf_copy_from_user(&lm, sizeof(lm), (void *)k->lm) || lm.l_addr != k->l_addr ||
-	    lm.l_ld != k->l_ld || lm.l_next || !lm.l_prev || !lm.l_name)
-		return false;
-	return !bpf_copy_from_user(&back, sizeof(back), (void *)(lm.l_prev + 24)) &&
-	       back == k->lm && same_name(k->name, lm.l_name);
+	return n ? *n : 0;
 }
 
 /* Whether the collector has answered lately (its heartbeat, DLW_BEAT_STALE_NS). */
@@ -1243,16 +1194,20 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 		return 0;
 	if (delta &&
 	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + (s64)delta)) &&
-	    state != 0 /* RT_CONSISTENT */)
+	    state != 0 /* RT_CONSISTENT */) {
+		if (state == 2 /* RT_DELETE */) {
+			u64 one = 1, *n = bpf_map_lookup_elem(&unloads, &tgid);
+
+			if (n)
+				__sync_fetch_and_add(n, 1);
+			else
+				bpf_map_update_elem(&unloads, &tgid, &one, BPF_ANY);
+		}
 		return 0;
+	}
 	/* Outside dlopen only the start-up's link map is news (then a dlclose's is not). */
 	if (!depth && bpf_map_update_elem(&started, &tgid, &yes, BPF_NOEXIST))
 		return 0;
-	/* Nothing new since the last hold (a library back at its place): no wait at all. */
-	if (depth && delta && nothing_new(tgid, PT_REGS_IP(ctx) + (s64)delta - 24)) {
-		__sync_fetch_and_add(&hold_known, 1);
-		return 0;
-	}
 	start = bpf_ktime_get_ns();
 	/* A collector stopped, killed or starved holds nobody until it beats again. */
 	if (!collector_attentive(start)) {
@@ -1269,6 +1224,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	init_event(e, DLW_HOLD, false);
 	e->arg0 = h.seq;
 	e->arg1 = depth ? DLW_HOLD_DLOPEN : DLW_HOLD_STARTUP;
+	e->arg2 = unloads_of(tgid);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	h.start = start;
 	h.deadline = start + DLW_HOLD_MAX_NS;
@@ -1329,9 +1285,9 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 		}
 		bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
 	}
-	/* A new image: its start-up link map is news again, its old last entry nothing. */
+	/* A new image: its start-up link map is news again, its unloads none. */
 	bpf_map_delete_elem(&started, &tgid);
-	bpf_map_delete_elem(&known_tail, &tgid);
+	bpf_map_delete_elem(&unloads, &tgid);
 	if (!traced(tgid))
 		return 0;
 	e = reserve(DLW_EXEC);
@@ -1415,7 +1371,7 @@ static __always_inline int on_exit(struct bpf_raw_tracepoint_args *ctx)
 	bpf_map_delete_elem(&calls, &dlsym_key);
 	if (tid == tgid) {
 		bpf_map_delete_elem(&started, &tgid);
-		bpf_map_delete_elem(&known_tail, &tgid);
+		bpf_map_delete_elem(&unloads, &tgid);
 	}
 	if (!traced(tgid) || tid != tgid)
 		return 0;

@@ -32,7 +32,8 @@ enum dlw_type {
 	DLW_SIGNAL,	 /* arg0: signal, arg1: fault address */
 	DLW_FUTEX_WAIT,	 /* arg0: futex address, arg1: enum dlw_futex_kind, duration_ns: how
 			  * long it waited (DLW_FUTEX_ENDED) */
-	DLW_HOLD,	 /* the loader's link map is consistent with new objects in it, before
+	DLW_HOLD,	 /* (arg2: the process's unloads so far, map unloads)
+			  * the loader's link map is consistent with new objects in it, before
 			  * their relocation and constructors: the thread waits (arg0: the
 			  * hold's number) until user space attached their probes and wrote
 			  * that number into the released map; arg1: enum dlw_hold_at */
@@ -46,17 +47,6 @@ enum dlw_hold_at {
 
 /* How long a held thread waits for user space at most: then it goes on, counted late. */
 #define DLW_HOLD_MAX_NS (3000ULL * 1000 * 1000)
-
-/*
- * A process's last link-map entry whose objects the collector has probed (map known_tail): its
- * link_map, load bias, dynamic section and name (l_name, NUL-terminated; a longer name is no
- * tail). Two files of one layout come back at one place: the name tells them apart.
- */
-#define DLW_TAIL_NAME 256
-struct dlw_known_tail {
-	unsigned long long lm, l_addr, l_ld;
-	char name[DLW_TAIL_NAME];
-};
 
 /*
  * The collector's heartbeat (collector_beat, CLOCK_MONOTONIC ns), written every

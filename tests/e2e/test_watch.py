@@ -36,7 +36,7 @@ def test_loader_calls_and_the_live_graph():
     assert re.search(r"#0 ___dlopen\+0x[0-9a-f]+ \(libc.so.6\)\n\s+#1 fixture_dlopen \(two_omp, "
                      r"inlined\)\n\s+#2 main\+0x[0-9a-f]+ \(two_omp\)\n(.*\n)*\s+#\d+ _start\+0x[0-9a-f]+ "
                      r"\(two_omp\)", out), out
-    assert re.search(r"\d+ events, 0 lost, 1 findings; probes attached in [\d.]+ ms",
+    assert re.search(r"\d+ events, 0 lost, 1 finding; probes attached in [\d.]+ ms",
                      p.stderr), p.stderr
 
 
@@ -256,37 +256,31 @@ def test_hot_parallel_region_inside_dlopen():
     assert "- a parallel region started by a thread inside dlopen" in out, out
 
 
-def test_a_dlopen_that_brought_nothing_new_goes_on_and_the_next_new_one_is_held():
-    """A library opened and closed again comes back at its place: the kernel sees the link
-    map's last entry unchanged and lets the dlopen go on unheld; the next dlopen that brings a
-    new object (a constructor starting a parallel region) is still held and caught."""
+def test_a_runtime_mapped_before_a_reloaded_last_entry_is_held_for_its_probes():
+    """A hold walks the link map from the last entry it knew, while the process unloads
+    nothing. libplain.so takes libm with it when it is closed; libctor_omp_m.so then maps
+    libgomp and brings libm back at its place, last again: libgomp, new, comes before it and
+    must still be probed in the hold (its constructor's parallel region caught as it starts)."""
     if not is_root():
         raise Skip("BPF tests need root")
-    # libm first: libplain's dependency stays, so each cycle frees and takes back one
-    # link_map (the allocator gives its place back; the kernel's check needs that).
     status, out, err = hot_watch_of_paused(
-        ["--global", "/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
-         "--pause", "--cycle", "50", fixture_path("libplain.so"), fixture_path("libctor_omp.so")])
-    m = re.search(r"(\d+) dlopens? brought nothing new since the last hold", err)
-    # The first two come back before the kernel knows the list's end (the first hold reads
-    # the whole process, the second tells the kernel its last entry).
-    assert m and 40 <= int(m.group(1)) <= 49, err
-    assert out.count('dlopen("') >= 50, out  # libctor_omp's stays in its region
+        ["--pause", "--cycle", "3", fixture_path("libplain.so"),
+         fixture_path("libctor_omp_m.so")])
+    assert out.count('dlopen("') >= 3, out  # libctor_omp_m's stays in its region
     assert "parallel region #1 started inside dlopen" in out, out
     assert status == 1 and "loader-lock-hazard" in out, (out, err)
 
 
 def test_two_files_of_one_layout_at_one_place_are_each_held():
     """Two copies of a library under two names, opened and closed in turn, come back at the
-    same place with the same load bias and dynamic section: only the name tells them apart.
-    Each dlopen brings the other file than the list's last known entry, held for its probes."""
+    same place with the same load bias and dynamic section: each dlopen brings a file new to
+    the loader's list, held for its probes."""
     if not is_root():
         raise Skip("BPF tests need root")
-    # libm first, as above: one link_map freed and taken back at its place each time.
+    # libm first: one link_map freed and taken back at its place each time.
     p = watch("--duration", "2", "--", fixture_path("dlopen_list"),
               "/lib/x86_64-linux-gnu/libm.so.6", "--cycle", "20",
               fixture_path("libplain.so") + "," + fixture_path("storm/libstorm1.so"))
-    assert "brought nothing new" not in p.stderr, p.stderr
     held = re.search(r"(\d+) arrivals held until their probes were in place", p.stderr)
     assert held and int(held.group(1)) == 22, p.stderr  # start-up, libm, and each of the 20
     assert p.stdout.count('dlopen("') == 21, p.stdout  # libm's and the 20

@@ -379,23 +379,18 @@ static void print_watch_stats(const struct watch_stats *st)
 {
 	/* "0 lost" only when nothing can have been missed: no late probes, no running start. */
 	fprintf(stderr,
-		"dlscope: %llu events, %llu lost%s, %llu findings; probes attached in %.1f ms; "
+		"dlscope: %llu event%s, %llu lost%s, %llu finding%s; probes attached in %.1f ms; "
 		"collector CPU %.2f s\n",
-		st->events, st->lost,
+		st->events, st->events == 1 ? "" : "s", st->lost,
 		st->holds_late	     ? " (and probes late, below)" :
 		st->attached_running ? " since the attach (what ran before it is not seen)" :
 				       "",
-		st->findings, st->attach_ms, st->cpu_s);
+		st->findings, st->findings == 1 ? "" : "s", st->attach_ms, st->cpu_s);
 	if (st->holds)
 		fprintf(stderr,
 			"dlscope: %llu arrivals held until their probes were in place (%.2f ms each "
 			"on average, %.2f ms at most, as the held threads saw it)\n",
 			st->holds, st->hold_ms_total / (double)st->holds, st->hold_ms_max);
-	if (st->holds_known)
-		fprintf(stderr,
-			"dlscope: %llu dlopen%s brought nothing new since the last hold and went on "
-			"at once\n",
-			st->holds_known, st->holds_known == 1 ? "" : "s");
 	if (st->holds_late)
 		fprintf(stderr,
 			"dlscope: uncounted: %llu arrivals whose probes came late (%llu let go and "

@@ -29,8 +29,9 @@ struct hold_proc {
 	size_t n_met;
 	uint64_t *order; /* their link_maps' addresses, in the last walk's order */
 	size_t n_order;
-	uint64_t tail_key;    /* the last entry told to the kernel (probes__known_tail), 0: none */
-	struct lm_entry tail; /* that entry (its name owned), where the next walk starts */
+	struct lm_entry tail; /* the last entry of the last walk (no name), where the next starts */
+	uint64_t tail_unloads;	  /* the process's unloads when it was noted (bpf: unloads) */
+	uint64_t unloads;	  /* at the hold being answered */
 	unsigned int walks_after; /* walks after the tail since the last whole one */
 	/* The graph its first hold read, for the loop until it reads one itself: a short
 	 * command can be gone by the time its exec is handled. */
@@ -69,7 +70,6 @@ static struct hold_proc *find(struct watch *w, pid_t pid)
 
 static void release(struct hold_proc *hp)
 {
-	free(hp->tail.name);
 	target__free(hp->t);
 	free(hp->met);
 	free(hp->order);
@@ -173,37 +173,21 @@ static void attach_entry(struct watch *w, struct hold_proc *hp, const struct lm_
 }
 
 /*
- * The walk's last entry, its objects all probed now, told to the kernel: a later dlopen that
- * leaves it last brought nothing new and is not held. Only with one namespace (the kernel
- * checks namespace 0's list); written when it changed.
+ * The walk's last entry (one namespace), where the next hold's walk starts while the process
+ * unloads nothing: the loader appends what it maps.
  */
-static void note_tail(struct watch *w, struct hold_proc *hp, const struct linkmap *lm)
+static void note_tail(struct hold_proc *hp, const struct linkmap *lm)
 {
 	const struct lm_entry *e = lm->n && lm->n_namespaces == 1 ? &lm->e[lm->n - 1] : NULL;
-	uint64_t key = e ? entry_key(e->lm_addr, e->l_addr, e->l_ld) : 0;
-	char name[PATH_MAX];
 
 	/* A walk after the tail that met nothing leaves the tail where it was. */
 	if (lm->after_tail && !lm->n)
 		return;
-	/* Its name tells two files of one layout at one place apart: read when it was met. */
-	if (e && !e->name &&
-	    (!e->l_name || target__read_str(hp->t, e->l_name, name, sizeof(name)) < 0))
-		e = NULL;
-	if (e && key == hp->tail_key && hp->tail.name &&
-	    !strcmp(hp->tail.name, e->name ? e->name : name))
-		return;
-	free(hp->tail.name);
-	hp->tail = (struct lm_entry){ 0 };
-	hp->tail_key = 0;
-	if (e) {
-		hp->tail = (struct lm_entry){ .lm_addr = e->lm_addr,
-					      .l_addr = e->l_addr,
-					      .l_ld = e->l_ld,
-					      .name = strdup(e->name ? e->name : name) };
-		hp->tail_key = hp->tail.name ? key : 0;
-	}
-	probes__known_tail(w, hp->pid, hp->tail.name ? &hp->tail : NULL);
+	hp->tail = e ? (struct lm_entry){ .lm_addr = e->lm_addr,
+					  .l_addr = e->l_addr,
+					  .l_ld = e->l_ld } :
+		       (struct lm_entry){ 0 };
+	hp->tail_unloads = hp->unloads;
 }
 
 /* Entries of a walk after the tail (@keys, @addrs, @n of them): met from now on too. */
@@ -235,7 +219,9 @@ static void remember_more(struct hold_proc *hp, const uint64_t *keys, uint64_t *
  */
 static int walk(struct hold_proc *hp, struct linkmap **lm)
 {
-	if (hp->tail.lm_addr && hp->walks_after < 64 &&
+	/* An unload since the tail was noted may have taken it and brought it back after new
+	 * objects: then the whole list. */
+	if (hp->tail.lm_addr && hp->walks_after < 64 && hp->tail_unloads == hp->unloads &&
 	    !linkmap__walk_after(hp->t, hp->r_debug, &hp->tail, met_before, hp, lm)) {
 		hp->walks_after++;
 		return 0;
@@ -270,7 +256,7 @@ static int apply_walk(struct watch *w, struct hold_proc *hp, struct linkmap *lm)
 	else
 		remember(hp, keys, addrs, lm->n);
 	free(keys);
-	note_tail(w, hp, lm);
+	note_tail(hp, lm);
 	linkmap__free(lm);
 	return 0;
 }
@@ -342,12 +328,14 @@ static void answer(struct watch *w, pid_t pid)
 	answer_whole(w, hp);
 }
 
-void holds__answer(struct watch *w, pid_t pid, struct linkmap *walked)
+void holds__answer(struct watch *w, pid_t pid, uint64_t unloads, struct linkmap *walked)
 {
 	struct hold_proc *hp;
 
 	pthread_mutex_lock(&w->holds_lock);
 	hp = find(w, pid);
+	if (hp)
+		hp->unloads = unloads;
 	/* The walk holds__answer_known made: the thread is held, the link map as it was. */
 	if (walked && hp && hp->r_debug)
 		apply_walk(w, hp, walked);
@@ -358,7 +346,7 @@ void holds__answer(struct watch *w, pid_t pid, struct linkmap *walked)
 	pthread_mutex_unlock(&w->holds_lock);
 }
 
-bool holds__answer_known(struct watch *w, pid_t pid, struct linkmap **walked)
+bool holds__answer_known(struct watch *w, pid_t pid, uint64_t unloads, struct linkmap **walked)
 {
 	struct linkmap *lm = NULL;
 	struct hold_proc *hp;
@@ -367,6 +355,8 @@ bool holds__answer_known(struct watch *w, pid_t pid, struct linkmap **walked)
 	*walked = NULL;
 	pthread_mutex_lock(&w->holds_lock);
 	hp = find(w, pid);
+	if (hp)
+		hp->unloads = unloads;
 	if (hp && hp->r_debug && !walk(hp, &lm)) {
 		/* An entry named is one not met: it wants its file analysed and probed, under
 		 * the loop's lock (holds__answer, given this walk). */

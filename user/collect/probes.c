@@ -28,7 +28,6 @@
 #include "dlwatch.skel.h"
 #include "elfobj.h"
 #include "fdreaper.h"
-#include "linkmap.h"
 #include "output.h"
 #include "permission.h"
 #include "phase.h"
@@ -336,27 +335,6 @@ static int dlerror_reloc(const char *name, uint64_t offset, unsigned type, unsig
 		return 0;
 	*(uint64_t *)ctx = offset;
 	return 1;
-}
-
-void probes__known_tail(struct watch *w, pid_t pid, const struct lm_entry *tail)
-{
-	struct dlw_known_tail k = { 0 };
-	uint32_t key = (uint32_t)pid;
-
-	if (!w->skel)
-		return;
-	/* A name too long to compare is no tail: those dlopens are held. */
-	if (tail && tail->name && strlen(tail->name) < sizeof(k.name)) {
-		k.lm = tail->lm_addr;
-		k.l_addr = tail->l_addr;
-		k.l_ld = tail->l_ld;
-		strcpy(k.name, tail->name);
-		if (!bpf_map__update_elem(w->skel->maps.known_tail, &key, sizeof(key), &k,
-					  sizeof(k), BPF_ANY))
-			return;
-	}
-	/* None, or a failed write: the old one must not stay. */
-	bpf_map__delete_elem(w->skel->maps.known_tail, &key, sizeof(key), 0);
 }
 
 bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o)
@@ -750,7 +728,6 @@ void probes__count_lost(struct watch *w, struct watch_stats *st)
 		st->hold_ms_max = (double)h->hold_ns_max / 1e6;
 		st->holds_abandoned = h->hold_abandoned;
 		st->holds_not_held = h->hold_not_held;
-		st->holds_known = h->hold_known;
 	}
 	probes__count_outside(w, st);
 	/* Uncounted regions are no events: not part of lost. */

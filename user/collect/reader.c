@@ -59,7 +59,8 @@ static int read_hold(void *ctx, void *data, size_t size)
 	 * library back at its place) is answered without the loop's lock; one with objects to
 	 * analyse and probe takes it, between two pieces of the loop's work.
 	 */
-	if (!w->draining && !(on_reader(w) && holds__answer_known(w, (pid_t)e->pid, &walked))) {
+	if (!w->draining &&
+	    !(on_reader(w) && holds__answer_known(w, (pid_t)e->pid, e->arg2, &walked))) {
 		if (on_reader(w)) {
 			__atomic_add_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
 			pthread_mutex_lock(&w->lock);
@@ -67,7 +68,7 @@ static int read_hold(void *ctx, void *data, size_t size)
 		}
 		w->in_hold = true;
 		if (!w->draining)
-			holds__answer(w, (pid_t)e->pid, walked);
+			holds__answer(w, (pid_t)e->pid, e->arg2, walked);
 		else
 			linkmap__free(walked);
 		w->in_hold = false;

@@ -274,10 +274,6 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 /* Tell the kernel where process @pid's failed dlopens leave their error, when @o is glibc's
  * C library (2.34 or later, where dlerror's state is its TLS): true once told. */
 bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o);
-/* The last entry of @pid's link map (one namespace; named) whose objects are all probed: a
- * dlopen that leaves it last is not held (bpf/dlwatch.bpf.c: nothing_new). NULL: none known. */
-struct lm_entry;
-void probes__known_tail(struct watch *w, pid_t pid, const struct lm_entry *tail);
 void probes__attach_own_libc(struct watch *w, pid_t pid);
 /* Whether loader @o's r_brk was probed already, so that what it loads is held for the probes. */
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o);
@@ -291,12 +287,13 @@ void probes__count_lost(struct watch *w, struct watch_stats *st);
 
 /* holds.c: a hold's probes, the objects new since the process's last hold */
 struct linkmap;
-/* Under @lock: @walked (taken), the walk holds__answer_known made, or NULL to walk. */
-void holds__answer(struct watch *w, pid_t pid, struct linkmap *walked);
+/* Under @lock: @walked (taken), the walk holds__answer_known made, or NULL to walk.
+ * @unloads: the process's unloads at the hold (DLW_HOLD arg2). */
+void holds__answer(struct watch *w, pid_t pid, uint64_t unloads, struct linkmap *walked);
 /* A hold answered without @lock: true when its process's link map has nothing new since its
  * last hold (nothing to probe); false: holds__answer, under @lock, given *@walked (the new
  * entries it met, or NULL when it could not walk). */
-bool holds__answer_known(struct watch *w, pid_t pid, struct linkmap **walked);
+bool holds__answer_known(struct watch *w, pid_t pid, uint64_t unloads, struct linkmap **walked);
 void holds__forget(struct watch *w, pid_t pid);
 /* The graph the process's first hold read (the caller's now), or NULL; or dropped: the loop
  * read one of its own. */

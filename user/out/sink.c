@@ -428,10 +428,9 @@ static void json_summary(struct event_sink *s, const struct watch_stats *st)
 			  "holds", (json_int_t)st->holds, "holds_late", (json_int_t)st->holds_late,
 			  "hold_ms_max", st->hold_ms_max, "hold_ms_total", st->hold_ms_total,
 			  "holds_abandoned", (json_int_t)st->holds_abandoned, "holds_not_held",
-			  (json_int_t)st->holds_not_held, "holds_known",
-			  (json_int_t)st->holds_known, "probes_everywhere", st->probes_everywhere,
-			  "outside_processes", (json_int_t)st->outside_procs, "outside_hits",
-			  (json_int_t)st->outside_hits));
+			  (json_int_t)st->holds_not_held, "probes_everywhere",
+			  st->probes_everywhere, "outside_processes", (json_int_t)st->outside_procs,
+			  "outside_hits", (json_int_t)st->outside_hits));
 }
 
 static void json_flush(struct event_sink *s)

@@ -70,8 +70,6 @@ struct watch_stats {
 	/* Of the late ones: holds ended, and arrivals not held, as the collector's heartbeat was
 	 * stale (dlscope stopped, killed or starved: DLW_BEAT_STALE_NS). */
 	unsigned long long holds_abandoned, holds_not_held;
-	/* Arrivals not held: nothing new since the last hold (bpf/dlwatch.bpf.c: nothing_new). */
-	unsigned long long holds_known;
 	/*
 	 * Probes in every process that maps a probed file (--comm, --follow, --job): the
 	 * processes outside the watch whose calls hit them, their hits, and the busiest few.

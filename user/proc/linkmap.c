@@ -402,15 +402,12 @@ int linkmap__walk_after(const struct target *t, uint64_t r_debug, const struct l
 	struct link_map l;
 	uint64_t back = 0;
 	struct linkmap *lm;
-	char name[PATH_MAX];
 	size_t cap = 0;
 	int err = target__read(t, r_debug, &rd, sizeof(rd));
 
 	*out = NULL;
 	if (err)
 		return err;
-	if (!tail->name)
-		return -ESTALE;
 	if (rd.base.r_version < 1 || (rd.base.r_version >= 2 && rd.r_next))
 		return -ESTALE;
 	err = target__read(t, tail->lm_addr, &l, sizeof(l));
@@ -420,9 +417,7 @@ int linkmap__walk_after(const struct target *t, uint64_t r_debug, const struct l
 	if (l.l_addr != tail->l_addr || (uint64_t)(uintptr_t)l.l_ld != tail->l_ld || !l.l_prev ||
 	    target__read(t, (uint64_t)(uintptr_t)l.l_prev + offsetof(struct link_map, l_next),
 			 &back, sizeof(back)) ||
-	    back != tail->lm_addr || !l.l_name ||
-	    target__read_str(t, (uint64_t)(uintptr_t)l.l_name, name, sizeof(name)) < 0 ||
-	    strcmp(name, tail->name))
+	    back != tail->lm_addr)
 		return -ESTALE;
 	lm = calloc(1, sizeof(*lm));
 	if (!lm)

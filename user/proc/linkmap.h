@@ -51,10 +51,12 @@ int linkmap__walk_new(const struct target *t, uint64_t r_debug, const uint64_t *
 		      linkmap_known_fn known, void *arg, struct linkmap **out);
 
 /*
- * The entries after @tail, the last one an earlier walk met (its lm_addr, l_addr, l_ld and
- * name), in a list of one namespace: the loader appends what it maps, so these are all a reader
- * that knows the rest has not seen. -ESTALE when @tail is not as it was (closed, reused by
- * another file, unlinked) or the list has other namespaces now: walk it whole.
+ * The entries after @tail, the last one an earlier walk met (its lm_addr, l_addr and l_ld), in
+ * a list of one namespace: the loader appends what it maps, so while the process unloads
+ * nothing these are all a reader that knows the rest has not seen (an unload can take @tail
+ * and objects before it, and a dlopen bring it back after new ones: the caller checks). -ESTALE
+ * when @tail is not as it was (closed, reused, unlinked) or the list has other namespaces now:
+ * walk it whole.
  */
 int linkmap__walk_after(const struct target *t, uint64_t r_debug, const struct lm_entry *tail,
 			linkmap_known_fn known, void *arg, struct linkmap **out);
