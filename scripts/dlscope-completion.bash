@@ -6,6 +6,13 @@ _dlscope_options()
 		sed -n 's/^  \(-[[:alnum:]], \)\{0,1\} *\(--[[:alnum:]-]*\).*/\2/p'
 }
 
+# The options of CMD that take a value (an upper-case word after them in its --help).
+_dlscope_valued()
+{
+	"$1" "$2" --help 2>/dev/null |
+		sed -n 's/^  \(-[[:alnum:]], \)\{0,1\} *\(--[[:alnum:]-]*\) [A-Z].*/\2/p'
+}
+
 _dlscope()
 {
 	local cur prev cmd i
@@ -37,7 +44,17 @@ _dlscope()
 	--fail-on)
 		COMPREPLY=($(compgen -W "info warning error" -- "$cur"))
 		return ;;
+	--only)
+		COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" check --list 2>/dev/null |
+			sed 's/ .*//')" -- "$cur"))
+		return ;;
 	esac
+	# Any other option's value (a number, a name, a match): no file or PID is it.
+	if [[ $prev == -* ]] &&
+		_dlscope_valued "${COMP_WORDS[0]}" "$cmd" | grep -qxF -- "$prev"; then
+		COMPREPLY=()
+		return
+	fi
 	if [[ $cmd == help ]]; then
 		COMPREPLY=($(compgen -W "libs check lint stacks watch record ui report export merge capture" \
 			-- "$cur"))

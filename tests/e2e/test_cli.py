@@ -209,6 +209,11 @@ def test_cli_bash_completion():
     assert complete("") >= set(COMMANDS), complete("")
     assert str(os.getpid()) in complete("libs", "-p", "")
     assert complete("check", "--fail-on", "") == {"info", "warning", "error"}
+    # Detector ids after --only; nothing (no file, no PID) after an option's number.
+    assert "dup-openmp" in complete("check", "--only", "") and \
+        not any(w.isdigit() or os.path.exists(w) for w in complete("check", "--only", ""))
+    assert complete("libs", "--depth", "") == set(), complete("libs", "--depth", "")
+    assert complete("watch", "--duration", "") == set()
 
 
 def test_cli_readme_quick_start_and_command_table():

@@ -87,9 +87,14 @@ def assert_frames_match_gdb(ours, theirs, what):
         assert k >= 3, (what, tid, mine, frames)
 
 
-def core_json(core, *args, check=0):
-    """The one process of `stacks --json CORE` (the document of every --json command)."""
-    return json.loads(dlscope("stacks", "--json", *args, core, check=check).stdout)["processes"][0]
+def core_json(core, *args):
+    """The one process of `stacks --json CORE` (the document of every --json command). Its exit
+    status is stacks PID's: 1 for a deadlock or a wait that can never end, else 0."""
+    p = dlscope("stacks", "--json", *args, core)
+    doc = json.loads(p.stdout)["processes"][0]
+    assert p.returncode == (1 if doc["cycles"] or doc["never_ends"] else 0), \
+        (p.returncode, doc["cycles"], doc["never_ends"], p.stderr)
+    return doc
 
 
 def live_json(pid):
@@ -117,7 +122,8 @@ def test_gcore_of_a_hung_process_gives_its_live_stacks():
             assert_frames_match_gdb(functions(doc), gdb_core_functions(argv[0] if
                                     os.path.isabs(argv[0]) else fixture_path(argv[0]), core),
                                     argv)
-            text = dlscope("stacks", core, check=0).stdout
+            # Both deadlock: exit 1, as stacks PID.
+            text = dlscope("stacks", core, check=1).stdout
             assert text.startswith(f"Core file {core}: process {fx.pid} ("), text
             assert "no fatal signal" in text and f"Thread 1 (LWP {fx.pid})" in text, text
             assert re.search(r"#\d+ +0x[0-9a-f]{16} in main\+0x[0-9a-f]+ from "
@@ -516,6 +522,12 @@ def test_python_frames_from_a_core_are_the_live_ones():
         text = dlscope("stacks", small, check=0).stdout
         assert "only native frames are shown" in text and "capture --full" in text, text
         assert "[py]" not in text and "in _PyEval_EvalFrameDefault" in text, text
+        # --python: Python frames only, as stacks PID; none to show is an error, not natives.
+        text = dlscope("stacks", "--python", full, check=0).stdout
+        assert "Worker.run (" in text and "_PyEval_EvalFrameDefault" not in text, text
+        p = dlscope("stacks", "--python", small, check=3)
+        assert p.stdout == "" and "capture --full" in p.stderr and \
+            p.stderr.count("\n") == 1, p.stderr
 
 
 def test_stacks_and_check_of_a_core_give_the_live_deadlock_verdicts():
@@ -538,7 +550,8 @@ def test_stacks_and_check_of_a_core_give_the_live_deadlock_verdicts():
             assert doc["verdicts"][1:] == live_stacks["verdicts"], doc["verdicts"]
             assert {t["tid"]: t["waits_for"] for t in doc["threads"]} == \
                 {t["tid"]: t["waits_for"] for t in live_stacks["threads"]}
-            text = dlscope("stacks", core, check=0).stdout
+            # The same exit status as stacks PID: 1 for a deadlock (it was 0).
+            text = dlscope("stacks", core, check=1).stdout
             assert "\nVerdict:\n    Deadlock between 2 threads:" in text, text
             text = dlscope("check", core, check=1).stdout
             assert "error deadlock: 2 threads of process" in text, text

@@ -135,7 +135,7 @@ def test_watch_job_names_the_first_rank_to_die_in_a_dlopened_object():
     assert re.search(rf"- rank 3 \(PID {ranks[3]}\): sleeping in \S*futex", out), out
     assert out.count("rank-died") == 1, out
     assert_labelled(out, ranks)
-    assert "torchrun job: launcher %d" % fx.pid in err and "1 findings" in err, err
+    assert "torchrun job: launcher %d" % fx.pid in err and "1 finding;" in err, err
 
 
 def test_watch_job_exit_status_first_then_the_ranks_that_follow():

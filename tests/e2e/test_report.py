@@ -337,6 +337,30 @@ def test_report_limit_moves_sections_to_the_companion():
     # The companion holds what was left out, in full.
     assert "## Threads that matter" in extra and "take_b_then_a" in extra, extra[:500]
     assert "65,536" in dlscope("report", "--help", check=0).stdout
+    # The user's limit is called theirs, not GitHub's.
+    assert "GitHub's" not in md and "under the 2500-character --limit" in md, md
+
+
+def test_report_cut_inside_code_closes_the_block():
+    """A report still too long after the sections moved out is cut at a line's end, and a code
+    block cut open is closed: the cut note is not read as code."""
+    cuts = closed = 0
+    with Fixture(["hang_abba"]) as fx, tempfile.TemporaryDirectory() as d:
+        wait_idle(fx.pid)
+        out = os.path.join(d, "r.md")  # its companion beside it, not in the working folder
+        for limit in range(1024, 2600, 53):
+            dlscope("report", "--limit", str(limit), "-o", out, fx.pid, check=0)
+            md = open(out).read()
+            assert len(md) <= limit, (limit, len(md))
+            if "cut here" not in md:
+                continue
+            cuts += 1
+            body = md[:md.index("\n\n_(cut here")]
+            fences = [ln for ln in body.splitlines() if ln.startswith("```")]
+            assert len(fences) % 2 == 0, (limit, md)
+            closed += body.endswith("```")
+    # Some limits cut the report, some of them inside a code block.
+    assert cuts >= 3 and closed >= 1, (cuts, closed)
 
 
 def test_report_redact_leaves_no_home_user_host_or_address():
@@ -382,6 +406,11 @@ def test_report_errors_are_one_line():
     assert "cannot read no/such.jsonl" in proc.stderr
     proc = dlscope("report", "999999999", check=3)
     assert proc.stderr == "dlscope: report: no process with PID 999999999\n", proc.stderr
+    # A command that never ran is no report of "No findings" (it was, with exit 0).
+    proc = dlscope("report", "--", "no-such-command-here", check=3)
+    assert proc.stderr == ("dlscope: report: cannot run 'no-such-command-here': No such file "
+                           "or directory\n"), proc.stderr
+    assert proc.stdout == "", proc.stdout
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
         f.write("not json\n")
         f.flush()

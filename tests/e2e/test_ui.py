@@ -298,6 +298,11 @@ def test_errors_are_one_line_and_non_zero():
     with Tui(["-p", "999999999"]) as ui:
         s = ui.wait_for(re.compile(r"EXIT=\d+"))
         assert "EXIT=3" in s and s.count("dlscope:") == 1, s
+    # A command that cannot run: one line, not a screen about "dlscope (exited)".
+    with Tui(["--", "no-such-command-here"]) as ui:
+        s = ui.wait_for(re.compile(r"EXIT=\d+"))
+        assert "EXIT=3" in s and s.count("dlscope:") == 1 and \
+            "dlscope: ui: cannot run 'no-such-command-here'" in s, s
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as bad:
         bad.write('{"type":"header","format":"dlscope-trace/1"}\n{oops\n')
         bad.flush()

@@ -120,7 +120,7 @@ static void print_lockwait(const struct lockwait_report *r)
 
 static void print_text(const struct corefile *c, const char *exe, const struct stacks *s,
 		       int py_err, const char *py_why, const struct py_interp *pi,
-		       const struct lockwait_report *r)
+		       const struct lockwait_report *r, bool python_only)
 {
 	char crash[256];
 
@@ -135,6 +135,9 @@ static void print_text(const struct corefile *c, const char *exe, const struct s
 		const struct thread_stack *st = &s->t[i];
 		char name[32];
 
+		/* --python: the threads that run Python, their Python frames only (stacks PID's). */
+		if (python_only && !st->py)
+			continue;
 		printf("\nThread %zu (LWP %d", i + 1, st->tid);
 		if (st->py && st->py->name)
 			printf(", Python \"%s\"", st->py->name);
@@ -144,8 +147,8 @@ static void print_text(const struct corefile *c, const char *exe, const struct s
 		putchar('\n');
 		if (wait_of(r, st->tid) && !(is_crash(c) && st->tid == c->signal_tid))
 			printf("    wait: %s\n", wait_of(r, st->tid)->what);
-		thread_stack__print(st, false, stdout);
-		if (st->error)
+		thread_stack__print(st, python_only, stdout);
+		if (st->error && !python_only)
 			printf("    (%s)\n", st->error);
 	}
 	print_lockwait(r);
@@ -200,10 +203,11 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 	verdicts = json_pack("[{s:s, s:n}]", "text", crash, "remedy");
 	lockwait_report__to_json(r, edges, cycles, verdicts);
 	/* A process of the stacks document (stacks.schema.json), with the core it came from. */
-	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:n, s:o, s:o, s:o, s:o, s:o}", "pid",
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:n, s:o, s:o, s:o, s:o, s:o, s:b}", "pid",
 			 c->pid, "comm", c->comm, "exe", exe ? exe : "", "cmdline", c->args, "core",
 			 c->path, "stopped_ms", 0, "python", "signal", sig, "threads", threads,
-			 "edges", edges, "cycles", cycles, "verdicts", verdicts);
+			 "edges", edges, "cycles", cycles, "verdicts", verdicts, "never_ends",
+			 r && r->never_ends);
 }
 
 /* The executable to read: @given (which must be readable), else the one the core names. */
@@ -354,7 +358,8 @@ int core_opts__check(const char *path, const struct core_opts *o)
 	return ret;
 }
 
-int cmd_stacks_core(const char *path, const struct core_opts *o, bool json, unsigned int max_frames)
+int cmd_stacks_core(const char *path, const struct core_opts *o, bool json, bool python_only,
+		    unsigned int max_frames)
 {
 	struct corefile *c = NULL;
 	struct stacks *s = NULL;
@@ -401,13 +406,23 @@ int cmd_stacks_core(const char *path, const struct core_opts *o, bool json, unsi
 			dls_err("stacks: cannot write the JSON document");
 		putchar('\n');
 		json_decref(doc);
+	} else if (python_only && (py_err || !s->py || !s->py->n)) {
+		/* No Python frame to show is no answer of --python: say why, as stacks PID does. */
+		dls_err("stacks: core file %s: %s", path,
+			py_err == -ENOTSUP ? py_why :
+			py_err		   ? "the process ran no Python interpreter" :
+				 "no Python thread could be read (a core without the heap: take "
+				 "it with gcore or dlscope capture --full)");
+		goto out;
 	} else {
-		print_text(c, exe, s, py_err, py_why, &pi, in ? in->lw : NULL);
+		print_text(c, exe, s, py_err, py_why, &pi, in ? in->lw : NULL, python_only);
 	}
-	ret = DLS_EXIT_OK;
+	/* A deadlock or a wait that can never end, as stacks PID says it of the live process. */
+	ret = in && in->lw && (in->lw->n_cycles || in->lw->never_ends) ? DLS_EXIT_FINDINGS :
+									 DLS_EXIT_OK;
 out:
 	/* With --json a failure is a document too: no process, and why (as stacks PID). */
-	if (json && ret != DLS_EXIT_OK) {
+	if (json && ret == DLS_EXIT_INSPECT) {
 		json_t *doc = json_pack("{s:s, s:[], s:o}", "dlscope", DLSCOPE_VERSION, "processes",
 					"errors", output__errors_json());
 

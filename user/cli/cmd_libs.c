@@ -166,8 +166,8 @@ static void print_header(const struct libgraph *g, FILE *f)
 
 	for (size_t i = 0; i < g->n; i++)
 		live += !g->objs[i]->gone;
-	fprintf(f, "process %d (%s)  %zu objects  %u namespace%s  source: %s%s\n", g->pid, g->comm,
-		live, g->n_namespaces, g->n_namespaces == 1 ? "" : "s",
+	fprintf(f, "process %d (%s)  %zu object%s  %u namespace%s  source: %s%s\n", g->pid, g->comm,
+		live, live == 1 ? "" : "s", g->n_namespaces, g->n_namespaces == 1 ? "" : "s",
 		g->from_link_map ? "loader link maps" :
 		g->static_exe ? "/proc/PID/maps (statically linked: no loader, no shared library)" :
 				"/proc/PID/maps (link maps unreadable)",

@@ -559,8 +559,16 @@ static int report_command(const struct report_opts *o, struct report_run *r)
 		args[3 + i] = o->cl.command[i];
 	r->in.check = self_json(args, &code);
 	free(args);
-	if (!r->in.check) {
-		snprintf(r->why, sizeof(r->why), "the command could not be run under check");
+	/* A command that never ran (no such file, not executable) is no report of "no findings":
+	 * check's own reason, as watch and record give it. */
+	if (!json_array_size(json_object_get(r->in.check, "processes"))) {
+		const char *e = json_string_value(
+			json_array_get(json_object_get(r->in.check, "errors"), 0));
+
+		if (e && !strncmp(e, "check: ", 7))
+			e += 7;
+		snprintf(r->why, sizeof(r->why), "%s",
+			 e ? e : "the command could not be run under check");
 		free(cmd);
 		return REPORT_FAIL;
 	}

@@ -315,10 +315,10 @@ static void print_text(const struct inspection *in, const struct stacks *s,
 	free(go_summary);
 	if (stats)
 		fprintf(out,
-			"\nstopped for %.3f ms, each thread at most %.3f ms (%zu threads, %" PRIu64
+			"\nstopped for %.3f ms, each thread at most %.3f ms (%zu thread%s, %" PRIu64
 			" KiB of stack copied)\n",
 			(double)s->stopped_ns / 1e6, (double)s->held_max_ns / 1e6, s->n,
-			s->stack_bytes / 1024);
+			s->n == 1 ? "" : "s", s->stack_bytes / 1024);
 }
 
 static json_t *python_json(const struct inspection *in, const struct stacks *s)
@@ -656,8 +656,9 @@ static void print_job_text(const struct job *j, const json_t *ranks, const json_
 		if (errs[i])
 			printf(": could not be read: %s\n", errs[i]);
 		else
-			printf(", %lld threads%s\n",
+			printf(", %lld thread%s%s\n",
 			       (long long)json_integer_value(json_object_get(r, "threads")),
+			       json_integer_value(json_object_get(r, "threads")) == 1 ? "" : "s",
 			       json_is_true(json_object_get(r, "deadlock")) ?
 				       ", deadlocked (see stacks PID)" :
 			       json_is_true(json_object_get(r, "never_ends")) ?
@@ -890,7 +891,9 @@ static int stacks_run(struct stacks_opts *o, const struct cliopt *cl)
 	/* A core file (the operand, --core FILE, --coredump MATCH) in place of the process. */
 	err = core_opts__path(&o->co, cl, o->core, o->n_pids || o->job, &o->core);
 	if (err || o->core)
-		return err ? err : cmd_stacks_core(o->core, &o->co, o->json, o->max_frames);
+		return err ? err :
+			     cmd_stacks_core(o->core, &o->co, o->json, o->python_only,
+					     o->max_frames);
 	err = cliopt__pid_operands(cl, &o->pids, &o->n_pids);
 	pid = o->n_pids ? o->pids[0] : 0;
 	if (err)

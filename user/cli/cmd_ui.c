@@ -174,6 +174,11 @@ static int ui_parse(int argc, char **argv, struct ui_cmd *u)
 		dls_err("ui: no command after --");
 		return DLS_EXIT_USAGE;
 	}
+	/* A command that cannot run is an error now, not a screen about "dlscope (exited)". */
+	if (cl.command && (ret = cliopt__runnable(cl.command[0]))) {
+		dls_err("ui: cannot run '%s': %s", cl.command[0], strerror(-ret));
+		return DLS_EXIT_INSPECT;
+	}
 	u->o.command = cl.command;
 	return -1;
 }

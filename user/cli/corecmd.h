@@ -75,8 +75,9 @@ void core_opts__argv(const struct core_opts *o, const char *cmd, const char *pat
  */
 int core_target__open(const char *path, const struct core_opts *o, struct corefile **c,
 		      struct target **t);
-/* stacks CORE: every thread of the core, its crash, its Python frames and lock-wait graph. */
-int cmd_stacks_core(const char *path, const struct core_opts *o, bool json,
+/* stacks CORE: every thread of the core, its crash, its Python frames and lock-wait graph;
+ * @python_only (text): the Python threads' Python frames. */
+int cmd_stacks_core(const char *path, const struct core_opts *o, bool json, bool python_only,
 		    unsigned int max_frames);
 
 #endif

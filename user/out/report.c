@@ -268,8 +268,9 @@ static char *summary_section(const struct report_in *in)
 		fprintf(f, ".\n\n");
 	} else if (in->check && json_integer_value(json_object_get(in->check, "lost")) > 0) {
 		fprintf(f,
-			"**Incomplete:** the recorder lost %lld events (its summary says so).\n\n",
-			(long long)json_integer_value(json_object_get(in->check, "lost")));
+			"**Incomplete:** the recorder lost %lld event%s (its summary says so).\n\n",
+			(long long)json_integer_value(json_object_get(in->check, "lost")),
+			json_integer_value(json_object_get(in->check, "lost")) == 1 ? "" : "s");
 	}
 	json_array_foreach (procs, i, p)
 		json_array_foreach (json_object_get(p, "findings"), k, fd) {
@@ -657,7 +658,8 @@ static void stacks_of_job(FILE *f, const json_t *doc)
 	json_array_foreach (json_object_get(doc, "groups"), i, g) {
 		fprintf(f, "Ranks ");
 		md_text(f, str(g, "ranks_text"));
-		fprintf(f, " (%zu threads): ", json_array_size(json_object_get(g, "threads")));
+		fprintf(f, " (%zu thread%s): ", json_array_size(json_object_get(g, "threads")),
+			json_array_size(json_object_get(g, "threads")) == 1 ? "" : "s");
 		md_text(f, str(g, "where"));
 		fprintf(f, "\n\n```\n");
 		json_array_foreach (json_object_get(g, "frames"), k, fr) {
@@ -768,10 +770,10 @@ static char *left_out_note(const struct report_in *in, const struct section *sec
 
 	if (!nf)
 		return NULL;
-	fprintf(nf,
-		"## %s\n\n_Left out to stay under GitHub's %zu-character limit (%zu "
-		"characters): see ",
-		sec->name, limit, strlen(sec->text));
+	/* GitHub's is the default; another one is the user's own --limit. */
+	fprintf(nf, "## %s\n\n_Left out to stay under %s %zu-character %s (%zu characters): see ",
+		sec->name, limit == REPORT_LIMIT ? "GitHub's" : "the", limit,
+		limit == REPORT_LIMIT ? "limit" : "--limit", strlen(sec->text));
 	md_text(nf, in->companion ? in->companion : "the companion file");
 	fprintf(nf, "._\n");
 	fclose(nf);
@@ -786,15 +788,30 @@ static bool cut_to_limit(char *text, size_t limit, const struct section *sec, ch
 {
 	static const char cut[] = "\n\n_(cut here: longer than the limit; the whole report "
 				  "is in the companion file)_\n";
-	bool any_moved = false;
+	static const char fence_end[] = "\n```";
+	bool any_moved = false, in_fence = false;
+	char *end, *line;
 
 	for (size_t i = 0; i < n; i++)
 		if (!full[i] && sec[i].text && (full[i] = strdup(sec[i].text)))
 			any_moved = true;
-	if (limit > sizeof(cut)) {
-		text[limit - sizeof(cut)] = '\0';
-		strcat(text, cut);
+	if (limit <= sizeof(cut) + sizeof(fence_end))
+		return any_moved;
+	/* At the end of a whole line (never inside a character), and a code block cut open is
+	 * closed: what follows the cut would otherwise read as code. */
+	end = text + limit - sizeof(cut) - sizeof(fence_end);
+	while (end > text && end[-1] != '\n')
+		end--;
+	for (line = text; line < end; line = strchr(line, '\n') + 1) {
+		if (!strncmp(line, "```", 3))
+			in_fence = !in_fence;
+		if (!strchr(line, '\n'))
+			break;
 	}
+	*end = '\0';
+	if (in_fence)
+		strcat(text, fence_end + 1);
+	strcat(text, cut);
 	return any_moved;
 }
 

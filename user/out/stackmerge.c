@@ -531,7 +531,7 @@ void stackmerge__print_groups(const json_t *merged, FILE *out)
 				json_string_value(
 					json_object_get(json_array_get(threads, 0), "name")));
 		else
-			fprintf(out, "%zu threads%s\n", nthreads,
+			fprintf(out, "%zu thread%s%s\n", nthreads, nthreads == 1 ? "" : "s",
 				nthreads == nranks ? ", one per rank" : "");
 		if (!json_array_size(json_object_get(g, "frames"))) {
 			const char *why = json_string_value(
