@@ -57,8 +57,10 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	for (size_t i = 0; i < cs->n; i++) {
 		const struct captured *c = &cs->c[i];
 
-		if (c->stack && addr >= c->stack_lo &&
-		    addr + sizeof(*result) <= c->stack_lo + c->stack_len) {
+		/* Offsets, not ends: an address near the top wraps addr + 8 round to zero (a Go
+		 * program's frame pointer read as one). */
+		if (c->stack && addr >= c->stack_lo && c->stack_len >= sizeof(*result) &&
+		    addr - c->stack_lo <= c->stack_len - sizeof(*result)) {
 			memcpy(result, c->stack + (addr - c->stack_lo), sizeof(*result));
 			return true;
 		}
