@@ -196,15 +196,10 @@ static void let_holds_in(void *arg)
 /* The loop waits for a process to move on without @lock: the hold it may wait for is answered. */
 static void sleep_unlocked(const struct target *t, long ns)
 {
-	struct watch *w = t->sleep_arg;
-	/* Decided once: while the lock is let go, the reader's hold sets in_hold. */
-	bool let_go = w->reader_on && !w->in_hold;
+	bool unlocked = reader__unlock(t->sleep_arg);
 
-	if (let_go)
-		pthread_mutex_unlock(&w->lock);
 	nanosleep(&(struct timespec){ .tv_nsec = ns }, NULL);
-	if (let_go)
-		pthread_mutex_lock(&w->lock);
+	reader__relock(t->sleep_arg, unlocked);
 }
 
 static void pause_for_holds(const struct target *t)

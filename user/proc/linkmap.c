@@ -259,7 +259,6 @@ static int walk_list(const struct target *t, struct linkmap *lm, size_t *cap, un
 		prev = lm_addr;
 		e.l_addr = l.l_addr;
 		e.l_ld = (uint64_t)(uintptr_t)l.l_ld;
-		e.l_name = (uint64_t)(uintptr_t)l.l_name;
 		if (known && known(&e, arg)) {
 			e.name = NULL;
 		} else {

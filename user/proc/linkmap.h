@@ -15,7 +15,6 @@ struct lm_entry {
 	uint64_t lm_addr; /* the struct link_map in the target */
 	uint64_t l_addr;  /* load bias */
 	uint64_t l_ld;	  /* address of its dynamic section */
-	uint64_t l_name;  /* where its name is, in the target */
 	char *name;	  /* l_name: "" for the executable; owned by the linkmap */
 };
 
