@@ -10,24 +10,6 @@
 #include "forkorigin.h"
 #include "procfs.h"
 
-/* Fields 4 (ppid) and 22 (starttime, clock ticks after boot) of /proc/PID/stat. */
-static int read_ppid_start(pid_t pid, pid_t *ppid, unsigned long long *start)
-{
-	char path[64], buf[1024], *rparen;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (proc__read_small(path, buf, sizeof(buf)) < 0)
-		return -ESRCH;
-	rparen = strrchr(buf, ')');
-	/* After comm: state ppid, then 17 fields up to starttime. */
-	if (!rparen || sscanf(rparen + 2,
-			      "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-			      "%*d %*d %*d %llu",
-			      ppid, start) != 2)
-		return -EPROTO;
-	return 0;
-}
-
 /* The boot's wall-clock time: "btime" of /proc/stat. */
 static time_t boot_time(void)
 {
@@ -58,7 +40,7 @@ int fork_origin__read(pid_t pid, struct fork_origin *out)
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = read_ppid_start(pid, &ppid, &start);
+	err = proc__ppid_start(pid, &ppid, &start);
 	if (err)
 		return err;
 	if (boot_time())

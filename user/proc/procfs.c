@@ -63,6 +63,27 @@ int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *stat
 	return 0;
 }
 
+/* Fields 4 (ppid) and 22 (starttime, clock ticks after boot) of /proc/PID/stat. */
+int proc__ppid_start(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+	char path[64], buf[1024], *rparen;
+	pid_t parent;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (proc__read_small(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	rparen = strrchr(buf, ')');
+	/* After comm: state ppid, then 17 fields up to starttime. */
+	if (!rparen || sscanf(rparen + 2,
+			      "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			      "%*d %*d %*d %llu",
+			      &parent, start) != 2)
+		return -EPROTO;
+	if (ppid)
+		*ppid = parent;
+	return 0;
+}
+
 bool proc__in_child_pidns(void)
 {
 	/* The initial PID namespace's inode is fixed (PROC_PID_INIT_INO, linux/proc_ns.h). */
