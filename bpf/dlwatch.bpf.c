@@ -18,6 +18,11 @@ const volatile bool follow_children = false;
 /* --comm: a process that execs a program with this comm becomes a target, in the kernel. */
 const volatile bool comm_mode = false;
 const volatile char comm_filter[16] = {};
+/* The agent: with comm_mode, every process that execs becomes a target, whatever its name. */
+const volatile bool comm_any = false;
+/* Threads held at the consistent link map until the new objects' probes are in place; the
+ * agent holds none (what it judges is read from the model, not from the first calls). */
+const volatile bool hold_arrivals = true;
 const volatile unsigned long long futex_threshold_ns = 10000000;
 
 struct {
@@ -1205,6 +1210,8 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 		}
 		return 0;
 	}
+	if (!hold_arrivals)
+		return 0;
 	/* Outside dlopen only the start-up's link map is news (then a dlclose's is not). */
 	if (!depth && bpf_map_update_elem(&started, &tgid, &yes, BPF_NOEXIST))
 		return 0;
@@ -1277,7 +1284,7 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 		u8 one = 1;
 
 		bpf_get_current_comm(comm, sizeof(comm));
-		for (int i = 0; i < 16; i++) {
+		for (int i = 0; i < 16 && !comm_any; i++) {
 			if (comm[i] != comm_filter[i])
 				return 0;
 			if (!comm[i])

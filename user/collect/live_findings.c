@@ -8,8 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "detector.h"
 #include "elfobj.h"
 #include "finding.h"
+#include "rtprio.h"
+#include "runtimes.h"
 #include "target.h"
 #include "watch_internal.h"
 
@@ -34,6 +37,43 @@ void live_findings__one(struct watch *w, struct proc_state *ps, const struct wat
 		lf.stack = &stack;
 	SINKS(w, finding, &lf);
 	event_stack__clear(&stack);
+}
+
+/*
+ * A process found running (the agent's): what check would say of it now, said as live findings
+ * at this moment. Its threads are not read (nothing is stopped), so the rules that need them
+ * (loader-lock, deadlock, fork-hang) stay silent here; its live events still reach them.
+ */
+void live_findings__check_running(struct watch *w, struct proc_state *ps)
+{
+	struct watch_event we = {
+		.ev = { .t = mono_ns(CLOCK_MONOTONIC), .pid = ps->pid, .tid = ps->pid }
+	};
+	struct runtime_list rt = { 0 };
+	struct findings fs = { 0 };
+	struct check_ctx ctx;
+	struct rtprio prio;
+	struct target *t;
+	char why[256];
+
+	if (!ps->g || target__open(ps->pid, &t, why, sizeof(why)))
+		return;
+	/* Its memory is read: never from a starved thread (rtprio.h). */
+	rtprio__raise(&prio);
+	snprintf(we.comm, sizeof(we.comm), "%.15s", t->comm);
+	memcpy(we.ev.comm, we.comm, sizeof(we.ev.comm));
+	if (!runtimes__collect(ps->g, t, NULL, &rt)) {
+		ctx = (struct check_ctx){ .t = t, .g = ps->g, .rt = &rt };
+		for (size_t i = 0; i < n_detectors; i++) {
+			if (detectors[i].process)
+				detectors[i].process(&ctx, &fs);
+			reader__let_holds_in(w);
+		}
+	}
+	rtprio__restore(&prio);
+	runtimes__free(&rt);
+	target__free(t);
+	live_findings__report(w, ps, &we, &fs);
 }
 
 static bool live_reported(const struct live_ctx *lc, const struct lg_object *o)

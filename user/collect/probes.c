@@ -408,7 +408,8 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 	w->attach_pid = w->pid_filter ? pid : 0;
 	if (want & PROBE_LOADER)
 		attach_loader(w, path, o->elf, obj_roles__find_impl(r, IMPL_MUSL) != NULL);
-	if (want & PROBE_LINKMAP)
+	/* Its only use is the hold: without holds, two single-stepped traps a call saved. */
+	if ((want & PROBE_LINKMAP) && !w->o->no_holds)
 		attach_linkmap(w, path, o->elf);
 	for (size_t i = 0; (want & PROBE_OPENMP) && i < sizeof(omp_fns) / sizeof(omp_fns[0]); i++)
 		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i].fn, false,
@@ -700,7 +701,7 @@ static void probes__count_outside(struct watch *w, struct watch_stats *st)
 /*
  * Every event lost, by cause: what the BPF programs counted per CPU (ring buffer full, call
  * table full), and the probe hits the kernel did not run a program for. Nothing generated goes
- * uncounted: generated = recorded + lost.
+ * uncounted: generated = recorded + lost. Counted afresh at each call (live_counts: each second).
  */
 
 void probes__count_lost(struct watch *w, struct watch_stats *st)
@@ -709,6 +710,9 @@ void probes__count_lost(struct watch *w, struct watch_stats *st)
 						    &st->activity_uncounted, &st->holds_late };
 	struct bpf_program *prog;
 
+	st->lost_ring = st->lost_calls = st->activity_uncounted = st->holds_late = 0;
+	st->lost_skipped = st->outside_procs = st->outside_hits = 0;
+	st->n_outside_top = 0;
 	for (uint32_t k = 0; k < DLW_LOST__COUNT; k++)
 		percpu_sum(w->skel->maps.lost, k, by[k]);
 	bpf_object__for_each_program (prog, w->skel->obj) {
@@ -749,7 +753,7 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 		return err;
 	}
 	w->skel->rodata->follow_children = o->follow;
-	w->pid_filter = !o->follow && !o->comm;
+	w->pid_filter = !o->follow && !watch__by_exec(o);
 	/*
 	 * In a PID namespace below the host's (a debug container sharing its target's, kubectl
 	 * debug --target), the kernel's IDs are not ours: the probes report every ID in this
@@ -770,10 +774,13 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 		w->skel->rodata->pidns_dev = ns.st_dev;
 		w->skel->rodata->pidns_ino = ns.st_ino;
 	}
-	if (o->comm) {
+	w->skel->rodata->hold_arrivals = !o->no_holds;
+	if (watch__by_exec(o)) {
 		w->skel->rodata->comm_mode = true;
-		strncpy((char *)w->skel->rodata->comm_filter, o->comm,
-			sizeof(w->skel->rodata->comm_filter) - 1);
+		w->skel->rodata->comm_any = o->every_process;
+		if (o->comm)
+			strncpy((char *)w->skel->rodata->comm_filter, o->comm,
+				sizeof(w->skel->rodata->comm_filter) - 1);
 	}
 	w->skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
 	if (o->ring_mb)

@@ -125,6 +125,8 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	}
 	reader__let_holds_in(w);
 	ps->g = g;
+	ps->read_at = mono_ns(CLOCK_MONOTONIC);
+	ps->unsettled = false;
 	reported__carry(old, g);
 	unprobed_loader(w, ps, g);
 	for (size_t i = 0; i < g->n; i++) {
@@ -145,6 +147,8 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 			reported__mark(g, g->objs[i], now);
 			loaded(w, ps, g->objs[i], now, true);
 		}
+		if (w->o->check_running)
+			live_findings__check_running(w, ps);
 	}
 	/* What was reported and is gone from the new snapshot: once per load, said with the
 	 * dlclose that did it (unloads_said). */
@@ -479,11 +483,12 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 
 	/* proctable__add may move w->procs: @ps is found again. */
 	/* --follow, and --comm: a child forked without exec has its parent's name. */
-	if (ev->kind == EVENT_FORK && !ev->u.fork.thread && (w->o->follow || w->o->comm)) {
+	if (ev->kind == EVENT_FORK && !ev->u.fork.thread &&
+	    (w->o->follow || watch__by_exec(w->o))) {
 		proctable__add(w, ev->u.fork.child, ev->pid);
 		ps = proctable__find(w, ev->pid);
 	}
-	if (!ps && ev->kind == EVENT_EXEC && w->o->comm &&
+	if (!ps && ev->kind == EVENT_EXEC && watch__by_exec(w->o) &&
 	    !proctable__add_empty(w, ev->pid, ev->comm))
 		ps = proctable__find(w, ev->pid);
 	if (ps && ev->kind == EVENT_EXEC) {
@@ -506,8 +511,9 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		memcpy(ps->start.ev.comm, ev->comm, sizeof(ev->comm));
 		memcpy(ps->start.comm, we->comm, sizeof(we->comm));
 	}
-	if (ps && ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) || ev->kind == EVENT_DLCLOSE ||
-		   ev->kind == EVENT_EXEC)) {
+	if (ps && !w->cur.settling &&
+	    ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) || ev->kind == EVENT_DLCLOSE ||
+	     ev->kind == EVENT_EXEC)) {
 		if (ev->kind != EVENT_DLOPEN) {
 			proctable__refresh(w, ps);
 			unloads_said(w, ps, we);
@@ -524,7 +530,52 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 	return ps;
 }
 
-/* --comm: the processes already running under that name (threads' own names do not count). */
+/*
+ * watch_opts.settle_ms: whether @ev, a dlopen or dlclose of @ps, is left for the process's next
+ * read, which came less than settle_ms ago (marked: proctable__settle reads it in time).
+ */
+bool proctable__settling(struct watch *w, struct proc_state *ps, const struct event *ev)
+{
+	if (!w->o->settle_ms || !ps || !ps->g ||
+	    !((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) || ev->kind == EVENT_DLCLOSE) ||
+	    mono_ns(CLOCK_MONOTONIC) - ps->read_at >= w->o->settle_ms * 1000000ULL)
+		return false;
+	ps->unsettled = true;
+	return true;
+}
+
+/*
+ * The processes whose calls were left for a later read, read now that settle_ms has passed:
+ * what they loaded and unloaded meanwhile is said at once, claimed by no one call (as an
+ * exit's leftovers are), at this moment and on the process's own thread.
+ */
+void proctable__settle(struct watch *w)
+{
+	uint64_t now = mono_ns(CLOCK_MONOTONIC);
+
+	for (size_t i = 0; w->o->settle_ms && i < w->n_procs; i++) {
+		struct proc_state *ps = &w->procs[i];
+		/* No call's kind: announce and unloads_said take it as "whatever is new". */
+		struct watch_event at = {
+			.ev = { .kind = EVENT__COUNT, .t = now, .pid = ps->pid, .tid = ps->pid }
+		};
+
+		if (!ps->unsettled || now - ps->read_at < w->o->settle_ms * 1000000ULL)
+			continue;
+		memcpy(at.comm, ps->start.comm, sizeof(at.comm));
+		memcpy(at.ev.comm, ps->start.comm, sizeof(at.ev.comm));
+		if (proctable__refresh(w, ps))
+			ps->unsettled = false; /* gone: its exit says what is left */
+		ps = &w->procs[i];
+		unloads_said(w, ps, &at);
+		announce(w, ps, &at);
+	}
+}
+
+/*
+ * --comm: the processes already running under that name (threads' own names do not count);
+ * NULL: every process (the agent's), but dlscope.
+ */
 void proctable__add_by_comm(struct watch *w, const char *comm)
 {
 	DIR *d = opendir("/proc");
@@ -537,10 +588,14 @@ void proctable__add_by_comm(struct watch *w, const char *comm)
 		if (parse_pid(de->d_name, &pid) || pid == getpid())
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-		if (proc__read_small(path, name, sizeof(name)) <= 0)
-			continue;
-		name[strcspn(name, "\n")] = '\0';
-		if (!strcmp(name, comm) && proctable__add(w, pid, 0))
+		if (comm) {
+			if (proc__read_small(path, name, sizeof(name)) <= 0)
+				continue;
+			name[strcspn(name, "\n")] = '\0';
+			if (strcmp(name, comm))
+				continue;
+		}
+		if (proctable__add(w, pid, 0))
 			proctable__drop(w, pid); /* exited, a zombie, or a kernel thread */
 	}
 	if (d)
@@ -583,7 +638,7 @@ int proctable__add_targets(struct watch *w, int *release_fd, char *why, size_t w
 		if (!proctable__add_empty(w, w->command_pid, o->command[0]))
 			pyprocs__of_command(w, proctable__find(w, w->command_pid), o->command[0]);
 	}
-	if (o->comm) {
+	if (watch__by_exec(o)) {
 		probes__attach_own_libc(w, getpid());
 		proctable__add_by_comm(w, o->comm);
 	}

@@ -68,9 +68,10 @@ static void dispatch(struct watch *w, struct watch_event *we)
 
 	w->cur.we = we;
 	w->cur.done = w->cur.fresh = false;
+	w->cur.settling = proctable__settling(w, ps, ev);
 	/* The objects a dlopen brought: in the model before its stack is named (frames of a
 	 * constructor's library) and before it is announced. */
-	if (ps && ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) {
+	if (ps && ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle && !w->cur.settling) {
 		proctable__refresh(w, ps);
 		w->cur.fresh = true;
 		reader__let_holds_in(w);
@@ -253,6 +254,38 @@ static void watch_release(struct watch *w)
 }
 
 /* Read batch after batch until the deadline (0: none), a stop, or the targets' end. */
+/* watch_opts.live_counts: st's processes and lost, each second, for the sinks' ticks. */
+static void live_counts(struct watch *w)
+{
+	unsigned long long now = mono_ns(CLOCK_MONOTONIC);
+
+	if (!w->o->live_counts || now - w->last_counts < 1000000000ULL)
+		return;
+	w->last_counts = now;
+	w->st->procs_now = w->n_procs;
+	probes__count_lost(w, w->st);
+}
+
+/*
+ * watch_opts.batch_ms: the rest of the period since the last read slept before the next, so
+ * that a busy stream is read in batches, not woken for event by event.
+ */
+static void batch_pause(struct watch *w)
+{
+	unsigned long long now = mono_ns(CLOCK_MONOTONIC), next;
+	struct timespec ts;
+
+	if (!w->o->batch_ms)
+		return;
+	next = w->batch_at + w->o->batch_ms * 1000000ULL;
+	if (now < next && !stopping(w)) {
+		ts = (struct timespec){ .tv_sec = (time_t)((next - now) / 1000000000ULL),
+					.tv_nsec = (long)((next - now) % 1000000000ULL) };
+		nanosleep(&ts, NULL);
+	}
+	w->batch_at = mono_ns(CLOCK_MONOTONIC);
+}
+
 static int read_until_done(struct watch *w, unsigned long long deadline, char *why, size_t whylen)
 {
 	while (!stopping(w)) {
@@ -265,9 +298,10 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 		/* Either ring, at most 100 ms (20 while records wait for their turn); the holds
 		 * first, then a batch of the stream. Events submitted without a wake-up (dlsym)
 		 * wait for this. */
-		wait_ms = w->last_read > w->horizon ? 20 : 100;
+		wait_ms = w->last_read > w->horizon && !w->o->unordered ? 20 : 100;
 		if (w->reader_on)
 			pthread_mutex_unlock(&w->lock);
+		batch_pause(w);
 		n = epoll_wait(w->epfd, &ev, 1, wait_ms) < 0 ? -errno : 0;
 		if (w->reader_on)
 			pthread_mutex_lock(&w->lock);
@@ -275,7 +309,8 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 		if (n >= 0) {
 			/* The calls in progress first, then the ring: a call that ended before
 			 * the look has sent its record, read below or remembered unread. */
-			reader__look(w);
+			if (!w->o->unordered)
+				reader__look(w);
 			w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 			n = ring_buffer__consume(w->rb);
 			if (n >= 0 || n == -EINTR || n == BATCH_OVER)
@@ -297,6 +332,8 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 			hot__read_activity(w, mono_ns(CLOCK_MONOTONIC), false);
 		/* A trace being written can be followed (tail -f) batch by batch. */
 		SINKS(w, flush);
+		live_counts(w);
+		proctable__settle(w);
 		SINKS(w, tick, mono_ns(CLOCK_MONOTONIC));
 		stuck__scan(w, dispatch_made);
 		forkwatch__tick(w, mono_ns(CLOCK_MONOTONIC));
@@ -348,9 +385,12 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	fprintf(stderr,
 		"dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms (%zu uprobes)%s%s%s\n",
 		w.n_procs, w.n_procs == 1 ? "" : "es", o->comm ? " named " : "",
-		o->comm ? o->comm : "", o->comm ? " and those that start" : "", st->attach_ms,
-		w.n_probes, w.pid_filter ? "" : "; with ",
-		w.pid_filter ? "" : (o->comm ? "--comm" : "--follow"),
+		o->comm ? o->comm : "", watch__by_exec(o) ? " and those that start" : "",
+		st->attach_ms, w.n_probes, w.pid_filter ? "" : "; with ",
+		w.pid_filter	 ? "" :
+		o->comm		 ? "--comm" :
+		o->every_process ? "the agent" :
+				   "--follow",
 		w.pid_filter ? "" :
 			       " they are in every process that maps a probed file (the C "
 			       "library, each runtime), which pays a trap per probed call "

@@ -25,7 +25,34 @@ struct watch_opts {
 	 * NULL: it inherits ours.
 	 */
 	const int *command_stdio;
-	const char *comm;      /* every process with this comm, running or exec'ed later */
+	const char *comm; /* every process with this comm, running or exec'ed later */
+	/* The agent's: every process (of this PID namespace), running or exec'ed later, as
+	 * --comm matches a name. */
+	bool every_process;
+	/* Each process found running is judged as check would judge it (no thread read), its
+	 * findings live ones of that moment. */
+	bool check_running;
+	/* st's live counts (processes, lost) refreshed each second, for a sink's tick. */
+	bool live_counts;
+	/*
+	 * A process's model is read again at most once per settle_ms: the dlopens and dlcloses
+	 * in between are judged together at the next read, their objects reported then, with
+	 * no one call's stack (the agent's, so that a process loading a library a thousand
+	 * times a second costs it a read a second). 0: at each call, as watch does.
+	 */
+	unsigned int settle_ms;
+	/* No thread held until the probes of what it loaded are in place (the agent's): a runtime
+	 * loaded later may make its first calls before its probes are attached. */
+	bool no_holds;
+	/*
+	 * No sink writes in time order (the agent's): the calls in progress are not looked at
+	 * before each read to know how far the records are complete (a walk of the kernel's
+	 * call table, which a thousand calls a second made a third of the collector's time).
+	 */
+	bool unordered;
+	/* The stream read at most every batch_ms (the agent's): events wait in the ring meanwhile
+	 * (each wake-up costs a context switch, a thousand a second on a busy node); 0: at once. */
+	unsigned int batch_ms;
 	bool follow;	       /* children as they fork */
 	bool hot;	       /* also the per-region OpenMP/BLAS entry points */
 	bool dlsym;	       /* each dlsym/dlvsym with its result: a probe on its ret too */

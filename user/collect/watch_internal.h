@@ -109,6 +109,9 @@ struct proc_state {
 	} * gone;
 	size_t n_gone, cap_gone;
 	unsigned int refreshes;
+	/* watch_opts.settle_ms: its last read, and calls since whose objects are not judged. */
+	uint64_t read_at;
+	bool unsettled;
 	/* What each handle a dlopen returned is, by the stream: the model may have read a
 	 * later load at that link_map. */
 	struct handle_path {
@@ -146,6 +149,8 @@ struct watch {
 	size_t n_probes;	     /* the uprobes in them */
 	struct activity_counts *act; /* --hot: the kernel's counts, read each second */
 	unsigned long long last_activity;
+	unsigned long long last_counts; /* watch_opts.live_counts: when st's were last set */
+	unsigned long long batch_at;	/* watch_opts.batch_ms: when the last read began */
 	/* The runtimes that ran regions in the interval being read, per process. */
 	struct busy_pool {
 		pid_t pid;
@@ -222,7 +227,8 @@ struct watch {
 		const unsigned char *stack;
 		size_t len;
 		bool done;
-		bool fresh; /* the model was read again for this event */
+		bool fresh;    /* the model was read again for this event */
+		bool settling; /* a call left for the process's next read (settle_ms) */
 		struct thread_stack ts;
 		char python[640]; /* its Python stack in short: "`import numpy` at train.py:3" */
 	} cur;
@@ -235,6 +241,12 @@ struct watch {
 #define DRAIN_MIN_EVENTS 256
 
 /* The caller's stop flag: the collector installs no signal handler of its own. */
+/* Processes that become targets at their exec, by name (--comm) or all (the agent). */
+static inline bool watch__by_exec(const struct watch_opts *o)
+{
+	return o->comm || o->every_process;
+}
+
 static inline bool stopping(const struct watch *w)
 {
 	return w->o->stop && *w->o->stop;
@@ -338,6 +350,9 @@ void live_findings__on_object(struct watch *w, struct proc_state *ps,
 void live_findings__on_event(struct watch *w, struct proc_state *ps, const struct event *ev,
 			     struct findings *fs);
 bool live_findings__loader_lock(const struct proc_state *ps, uint64_t uaddr);
+void live_findings__check_running(struct watch *w, struct proc_state *ps);
+bool proctable__settling(struct watch *w, struct proc_state *ps, const struct event *ev);
+void proctable__settle(struct watch *w);
 
 /* pyprocs.c */
 void pyprocs__find(struct watch *w, struct proc_state *ps);

@@ -84,6 +84,9 @@ struct watch_stats {
 	size_t n_outside_top;
 	/* Processes watched from a running state: what they did before the attach is not seen. */
 	unsigned long long attached_running;
+	/* The processes watched now. With watch_opts.live_counts, it and the counts of lost
+	 * events and holds above are kept current during the run (each second). */
+	unsigned long long procs_now;
 };
 
 struct trace_header {
