@@ -74,9 +74,14 @@ DEB_ROOTS := debootstrap musl-tools golang-go
 # Real consumers of what dlscope writes: Chrome DevTools' trace engine, installed from the npm
 # registry by tests/e2e/test_export.py, reads export --perfetto's output.
 DEB_CONSUMERS := npm
+# The fleet agent's consumers (tests/e2e/test_agent.py): node_exporter's textfile collector
+# reads dlscope agent's metrics, Prometheus scrapes it; the test runs both binaries itself, and
+# checks deploy/'s unit (systemd-analyze) and DaemonSet (read with PyYAML).
+DEB_AGENT := prometheus prometheus-node-exporter systemd python3-yaml
 # The man page is made from docs/dlscope.1.md by pandoc (`make install`).
 DEB_DOC := pandoc man-db
-DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_ROOTS) $(DEB_CONSUMERS) $(DEB_DOC)
+DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_ROOTS) $(DEB_CONSUMERS) $(DEB_AGENT) \
+	   $(DEB_DOC)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
 	fuzz-smoke stress check-layers static install demo-fixtures

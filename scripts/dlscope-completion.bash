@@ -30,7 +30,7 @@ _dlscope()
 		esac
 	done
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W "libs check lint stacks watch record ui report export merge capture
+		COMPREPLY=($(compgen -W "libs check lint stacks watch record agent ui report export merge capture
 			help --help --version --no-cache" -- "$cur"))
 		return
 	fi
@@ -38,8 +38,11 @@ _dlscope()
 	-p | --pid | --job)
 		COMPREPLY=($(compgen -W "$(ps -e -o pid= 2>/dev/null)" -- "$cur"))
 		return ;;
-	-o | --output | --replay | --core | --exe)
+	-o | --output | --replay | --core | --exe | --json)
 		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	--textfile-dir | --reports-dir)
+		COMPREPLY=($(compgen -d -- "$cur"))
 		return ;;
 	--fail-on)
 		COMPREPLY=($(compgen -W "info warning error" -- "$cur"))
@@ -56,7 +59,7 @@ _dlscope()
 		return
 	fi
 	if [[ $cmd == help ]]; then
-		COMPREPLY=($(compgen -W "libs check lint stacks watch record ui report export merge capture" \
+		COMPREPLY=($(compgen -W "libs check lint stacks watch record agent ui report export merge capture" \
 			-- "$cur"))
 	elif [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "$(_dlscope_options "${COMP_WORDS[0]}" "$cmd")" -- "$cur"))

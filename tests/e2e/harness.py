@@ -230,3 +230,29 @@ def norm_function(name):
 # libdwfl 0.188 (eu-stack too) unwinds glibc's futex wait in pthread_join one frame too far
 # at two places where gdb does not: the frames of these two functions are missing on our side.
 LIBDWFL_SKIPS = {"__GI___futex_abstimed_wait_cancelable64", "___pthread_join"}
+
+
+def bpf_links_of(pid):
+    """The ids of the BPF links @pid holds, from its descriptors' fdinfo."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                m = re.search(r"^link_id:\s*(\d+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    return ids
+
+
+def bpf_links_alive(ids):
+    """Which of the link IDS the kernel still has."""
+    # bpftool lists by id, then opens each: a link closed in between (the reaper's, which this
+    # waits for, or another test's) fails the whole listing (exit 255, seen in a fresh root).
+    for _ in range(20):
+        p = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True)
+        if p.returncode == 0:
+            return {link["id"] for link in json.loads(p.stdout or "[]")} & ids
+        time.sleep(0.05)
+    raise AssertionError(f"bpftool link show failed 20 times: {p.stderr}")

@@ -10,14 +10,15 @@ import tempfile
 
 from harness import Fixture, dlscope, fixture_path, wait_idle
 
-COMMANDS = ["libs", "check", "lint", "stacks", "watch", "record", "ui", "report", "export",
-            "merge", "capture"]
+COMMANDS = ["libs", "check", "lint", "stacks", "watch", "record", "agent", "ui", "report",
+            "export", "merge", "capture"]
 # The commands that name processes, with -p/--pid and PIDs as operands.
 PID_COMMANDS = ["libs", "check", "stacks", "watch", "record", "ui", "report", "capture"]
 # An option of each command that takes a value.
 VALUE_OPT = {"libs": "--depth", "check": "--fail-on", "lint": "--only", "stacks": "--max-frames",
              "watch": "--duration", "record": "--output", "ui": "--replay", "report": "--output",
-             "export": "--output", "merge": "--output", "capture": "--output"}
+             "export": "--output", "merge": "--output", "capture": "--output",
+             "agent": "--interval"}
 
 
 def usage_error(cmd, proc, reason):

@@ -1107,31 +1107,6 @@ def test_duration_ends_on_time_with_nothing_after_its_end():
             assert all(r["t"] <= end for r in acts), (head["t0"], end, acts)
 
 
-def _bpf_links_of(pid):
-    """The ids of the BPF links @pid holds, from its descriptors' fdinfo."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                m = re.search(r"^link_id:\s*(\d+)", f.read(), re.M)
-        except OSError:
-            continue
-        if m:
-            ids.add(int(m.group(1)))
-    return ids
-
-
-def _bpf_links_alive(ids):
-    # bpftool lists by id, then opens each: a link closed in between (the reaper's, which this
-    # waits for, or another test's) fails the whole listing (exit 255, seen in a fresh root).
-    for _ in range(20):
-        p = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True)
-        if p.returncode == 0:
-            return {link["id"] for link in json.loads(p.stdout or "[]")} & ids
-        time.sleep(0.05)
-    raise AssertionError(f"bpftool link show failed 20 times: {p.stderr}")
-
-
 def test_a_stop_leaves_no_link_behind():
     """The links' close is left to a reaper (user/proc/fdreaper.c) so that the stop is quick;
     every link, uprobe and tracepoint, is still gone soon after dlscope ends, and the run's
@@ -1145,13 +1120,13 @@ def test_a_stop_leaves_no_link_behind():
                               str(fx.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         assert "watching 1 process" in p.stderr.readline()
-        links = _bpf_links_of(p.pid)
+        links = harness.bpf_links_of(p.pid)
         out, err = p.communicate(timeout=60)
         assert p.returncode in (0, 1), err
         # Its uprobes (one link per object and program) and its four raw tracepoints.
         assert len(links) > 4, links
         assert re.search(r"\b0 lost\b", err), err
-        wait_until(lambda: not _bpf_links_alive(links), 10, "every link of the run closed")
+        wait_until(lambda: not harness.bpf_links_alive(links), 10, "every link of the run closed")
 
 
 def test_text_and_trace_come_in_time_order():

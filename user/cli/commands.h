@@ -21,6 +21,7 @@ int cmd_lint(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 struct watch_opts;
 /*
  * --job PID of watch, record and ui: the launcher and every rank of the job PID belongs to

@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	  "every thread's stack, the lock-wait graph and the deadlock verdict" },
 	{ "watch", cmd_watch, "the eBPF event stream: loader calls, runtimes, GPU loads, live" },
 	{ "record", cmd_record, "the event stream into a JSON Lines trace" },
+	{ "agent", cmd_agent, "every process of the node, its findings for Prometheus and logs" },
 	{ "ui", cmd_ui, "the terminal UI: processes, libraries, threads, events, findings" },
 	{ "report", cmd_report, "one Markdown file for a bug report: findings, runtimes, stacks" },
 	{ "export", cmd_export, "a recorded trace as Chrome trace-event JSON, for Perfetto" },

@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dlscope agent: the collector of watch on every process of the node, for as long as it runs,
+ * publishing what is true now where operators look (docs/agent.md): a metrics file for
+ * node_exporter's textfile collector, one JSON line per finding, and a bounded ring of report
+ * files, each a small trace that 'dlscope report' and 'check' read.
+ */
+#include <dirent.h>
+#include <stddef.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "cliopt.h"
+#include "commands.h"
+#include "output.h"
+#include "outfile.h"
+#include "promfile.h"
+#include "sink.h"
+#include "watch.h"
+
+#define AGENT_INTERVAL_S 15
+#define AGENT_REPORTS_KEEP 100
+/* A process's model read at most once a second: its calls in between judged together. */
+#define AGENT_SETTLE_MS 1000
+/* The stream read ten times a second: a busy node's events in batches, not one wake-up each. */
+#define AGENT_BATCH_MS 100
+
+static void agent_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: dlscope agent [OPTIONS]\n"
+		"\n"
+		"Watch every process of this node (or those named by --comm), running or started\n"
+		"later, with watch's probes and live detectors; judge each process found running\n"
+		"as check does (its threads are not read: nothing is stopped); publish each\n"
+		"finding that is true of a live process now. Runs until SIGTERM, SIGINT or\n"
+		"--duration. Needs root, kernel BTF and uprobes (docs/agent.md).\n"
+		"\n"
+		"      --textfile-dir DIR  write DIR/dlscope.prom (Prometheus text format) for\n"
+		"                        node_exporter's textfile collector: a dlscope_finding\n"
+		"                        series per finding of a live process, and the agent's\n"
+		"                        counts; removed when the agent stops\n"
+		"      --interval SECS   how often the file is written (default %d)\n"
+		"  -c, --comm NAME       only the processes named NAME (their comm), and the\n"
+		"                        workers they fork without exec\n"
+		"      --json FILE       each new finding as one JSON object per line, the trace's\n"
+		"                        finding record (docs/trace-format.md), to FILE\n"
+		"                        (default: standard output; '-' too)\n"
+		"      --reports-dir DIR keep each finding as a small trace in DIR\n"
+		"                        (finding-TIME-PID-CHECK.jsonl: the header and the finding\n"
+		"                        with its evidence and stack), for 'dlscope report FILE'\n"
+		"      --reports-keep N  the newest N report files are kept (default %d)\n"
+		"  -d, --duration SECS   stop after SECS seconds\n"
+		"      --ring-mb N       the ring buffer, N MiB (a power of two; default 16)\n"
+		"  -h, --help\n"
+		"\n"
+		"The probes are in every process that maps the C library: each dlopen, dlclose and\n"
+		"dlsym of the node pays a trap (docs/reliability.md gives the cost per call).\n"
+		"\n"
+		"Exit status: 0 after a stop, 2 usage error, 3 could not start.\n",
+		AGENT_INTERVAL_S, AGENT_REPORTS_KEEP);
+}
+
+static volatile sig_atomic_t agent_stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	agent_stop = 1;
+}
+
+/* A process's present objects as their trace records, for its report files. */
+struct agent_obj {
+	char *path;
+	char *line; /* the loaded record, compact */
+};
+struct agent_proc {
+	pid_t pid;
+	struct agent_obj *objs;
+	size_t n, cap;
+};
+
+struct agent {
+	struct json_sink findings; /* findings as JSON lines, the report files' records */
+	void (*json_event)(struct event_sink *s, const struct event *ev);
+	const char *textfile_dir, *json_path, *reports_dir;
+	const struct watch_stats *st; /* the collector's, current (live_counts) */
+	struct agent_proc *procs;     /* with --reports-dir */
+	size_t n_procs, cap_procs;
+	double interval_s;
+	unsigned int reports_keep;
+	FILE *json_out;
+	json_t *header; /* the run's header record, at the top of every report file */
+	unsigned long long reports_written, reports_failed;
+	struct watch_opts o;
+};
+
+static int agent_option(struct agent *a, int c, const char *arg)
+{
+	double v;
+
+	switch (c) {
+	case 'T': a->textfile_dir = arg; return 0;
+	case 'i':
+		if (cliopt__number(arg, 86400, false, &a->interval_s) || a->interval_s < 0.1)
+			return cliopt__usage("agent",
+					     "--interval takes a number of seconds from 0.1 to "
+					     "86400, not '%s'",
+					     arg);
+		return 0;
+	case 'c':
+		if (!arg[0] || strlen(arg) > 15)
+			return cliopt__usage("agent",
+					     "--comm takes a process name of 1 to 15 characters "
+					     "(the kernel's comm), not '%s'",
+					     arg);
+		a->o.comm = arg;
+		return 0;
+	case 'j': a->json_path = arg; return 0;
+	case 'r': a->reports_dir = arg; return 0;
+	case 'k':
+		if (cliopt__number(arg, 1000000, true, &v))
+			return cliopt__usage(
+				"agent", "--reports-keep takes a whole number above 0, not '%s'",
+				arg);
+		a->reports_keep = (unsigned int)v;
+		return 0;
+	case 'd':
+		if (cliopt__number(arg, 86400 * 365, false, &a->o.duration_s))
+			return cliopt__usage(
+				"agent", "--duration takes a positive number of seconds, not '%s'",
+				arg);
+		return 0;
+	case 'R':
+		if (cliopt__number(arg, 4096, true, &v) || ((unsigned)v & ((unsigned)v - 1)))
+			return cliopt__usage(
+				"agent", "--ring-mb takes a power of two from 1 to 4096, not '%s'",
+				arg);
+		a->o.ring_mb = (unsigned int)v;
+		return 0;
+	case 'h': agent_usage(stdout); return DLS_EXIT_OK;
+	default: return DLS_EXIT_USAGE;
+	}
+}
+
+static int agent_parse(int argc, char **argv, struct agent *a)
+{
+	static const struct option opts[] = {
+		{ "textfile-dir", required_argument, NULL, 'T' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "comm", required_argument, NULL, 'c' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "reports-dir", required_argument, NULL, 'r' },
+		{ "reports-keep", required_argument, NULL, 'k' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "ring-mb", required_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct cliopt cl;
+	int c, err;
+
+	cliopt__init(&cl, "agent", argc, argv, "c:d:h", opts, false);
+	while ((c = cliopt__next(&cl)) != -1) {
+		if (c == CLIOPT_ERR)
+			return DLS_EXIT_USAGE;
+		err = agent_option(a, c, cl.arg);
+		if (err || c == 'h')
+			return err;
+	}
+	if (cl.n_ops)
+		return cliopt__usage("agent",
+				     "takes no operand ('%s'): it watches every process, or those "
+				     "of --comm",
+				     cl.ops[0]);
+	return -1;
+}
+
+/* A directory the agent writes into: it must exist (a typo is no new directory). */
+static int writable_dir(const char *opt, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		dls_err("agent: %s %s: %s", opt, dir, errno ? strerror(errno) : "not a directory");
+		return DLS_EXIT_INSPECT;
+	}
+	if (access(dir, W_OK)) {
+		dls_err("agent: %s %s: not writable: %s", opt, dir, strerror(errno));
+		return DLS_EXIT_INSPECT;
+	}
+	return -1;
+}
+
+static int name_cmp(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The ring: report files past the newest @keep are removed, oldest first (names sort by time). */
+static void prune_reports(const char *dir, unsigned int keep)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+
+	while (d && (de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "finding-", 8) || len < 6 ||
+		    strcmp(de->d_name + len - 6, ".jsonl"))
+			continue;
+		if (n == cap && ARRAY_GROW(names, cap, 64))
+			break;
+		if (!(names[n] = strdup(de->d_name)))
+			break;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	qsort(names, n, sizeof(*names), name_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (i + keep < n) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+			unlink(path);
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+static struct agent_proc *proc_of(struct agent *a, pid_t pid, bool add)
+{
+	for (size_t i = 0; i < a->n_procs; i++)
+		if (a->procs[i].pid == pid)
+			return &a->procs[i];
+	if (!add || (a->n_procs == a->cap_procs && ARRAY_GROW(a->procs, a->cap_procs, 64)))
+		return NULL;
+	a->procs[a->n_procs] = (struct agent_proc){ .pid = pid };
+	return &a->procs[a->n_procs++];
+}
+
+static void obj_free(struct agent_obj *o)
+{
+	free(o->path);
+	free(o->line);
+}
+
+/* The process's objects forgotten: it exited, or its exec starts a new image. */
+static void proc_forget(struct agent *a, pid_t pid)
+{
+	struct agent_proc *p = proc_of(a, pid, false);
+
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		obj_free(&p->objs[i]);
+	free(p->objs);
+	*p = a->procs[--a->n_procs];
+}
+
+static void proc_loaded(struct agent *a, json_t *rec)
+{
+	struct agent_proc *p =
+		proc_of(a, (pid_t)json_integer_value(json_object_get(rec, "pid")), true);
+	const char *path = json_string_value(json_object_get(rec, "path"));
+	struct agent_obj o = { .path = strdup(path ? path : ""),
+			       .line = json_dumps(rec, JSON_COMPACT) };
+
+	if (!p || !o.path || !o.line || (p->n == p->cap && ARRAY_GROW(p->objs, p->cap, 32))) {
+		obj_free(&o);
+		return;
+	}
+	p->objs[p->n++] = o;
+}
+
+static void proc_unloaded(struct agent *a, json_t *rec)
+{
+	struct agent_proc *p =
+		proc_of(a, (pid_t)json_integer_value(json_object_get(rec, "pid")), false);
+	const char *path = json_string_value(json_object_get(rec, "path"));
+
+	for (size_t i = 0; p && path && i < p->n; i++)
+		if (!strcmp(p->objs[i].path, path)) {
+			obj_free(&p->objs[i]);
+			memmove(&p->objs[i], &p->objs[i + 1], (p->n - i - 1) * sizeof(*p->objs));
+			p->n--;
+			return;
+		}
+}
+
+static void capture_record(void *ctx, json_t *rec)
+{
+	*(json_t **)ctx = json_incref(rec);
+}
+
+/* The run's counts now, as the summary record a trace ends with (sink.h builds it). */
+static json_t *summary_now(const struct agent *a)
+{
+	struct json_sink cap;
+	json_t *rec = NULL;
+
+	json_sink__init(&cap, capture_record, NULL, &rec);
+	cap.s.summary(&cap.s, a->st);
+	return rec;
+}
+
+static int put_record(FILE *f, const json_t *rec)
+{
+	return rec && !json_dumpf(rec, f, JSON_COMPACT) && fputc('\n', f) != EOF ? 0 : -1;
+}
+
+/*
+ * One finding as a small whole trace, written whole or not at all: the header, the process's
+ * objects then, the finding with its evidence and stack, and the counts so far.
+ */
+static int write_report(struct agent *a, json_t *rec)
+{
+	char path[4096], tmp[4096];
+	const char *id = json_string_value(json_object_get(rec, "id"));
+	struct timespec now;
+	const struct agent_proc *proc;
+	json_t *summary;
+	FILE *f;
+	int fd, err = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(path, sizeof(path), "%s/finding-%020llu-%lld-%s.jsonl", a->reports_dir,
+		 (unsigned long long)now.tv_sec * 1000000000ULL + (unsigned long long)now.tv_nsec,
+		 (long long)json_integer_value(json_object_get(rec, "pid")), id ? id : "finding");
+	snprintf(tmp, sizeof(tmp), "%s/.report.tmp", a->reports_dir);
+	/* No link followed: the directory may be another user's to change (outfile.h). */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		unlink(tmp);
+		return err;
+	}
+	proc = proc_of(a, (pid_t)json_integer_value(json_object_get(rec, "pid")), false);
+	summary = summary_now(a);
+	if (put_record(f, a->header))
+		err = -EIO;
+	for (size_t i = 0; !err && proc && i < proc->n; i++)
+		if (fputs(proc->objs[i].line, f) == EOF || fputc('\n', f) == EOF)
+			err = -EIO;
+	if (!err && (put_record(f, rec) || put_record(f, summary)))
+		err = -EIO;
+	json_decref(summary);
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		return err;
+	}
+	prune_reports(a->reports_dir, a->reports_keep);
+	return 0;
+}
+
+/* The trace's records: the header kept, each finding a line (and a report file); the rest not. */
+static void agent_emit(void *ctx, json_t *rec)
+{
+	struct agent *a = ctx;
+	const char *type = json_string_value(json_object_get(rec, "type"));
+
+	if (!type)
+		return;
+	if (!strcmp(type, "header")) {
+		json_decref(a->header);
+		a->header = json_deep_copy(rec);
+		return;
+	}
+	if (a->reports_dir && !strcmp(type, "loaded"))
+		proc_loaded(a, rec);
+	else if (a->reports_dir && !strcmp(type, "unloaded"))
+		proc_unloaded(a, rec);
+	else if (a->reports_dir && (!strcmp(type, "exec") || !strcmp(type, "exit")))
+		proc_forget(a, (pid_t)json_integer_value(json_object_get(rec, "pid")));
+	if (strcmp(type, "finding"))
+		return;
+	if (json_dumpf(rec, a->json_out, JSON_COMPACT) || fputc('\n', a->json_out) == EOF ||
+	    fflush(a->json_out))
+		dls_warn("agent: cannot write a finding to %s: %s", a->json_path, strerror(errno));
+	if (a->reports_dir) {
+		int err = write_report(a, rec);
+
+		if (err && !a->reports_failed++)
+			dls_warn("agent: cannot keep a report in %s: %s", a->reports_dir,
+				 strerror(-err));
+		else if (!err)
+			a->reports_written++;
+	}
+}
+
+/*
+ * Of the events, only a process's exec and exit matter here (its objects start again, or go):
+ * the others are not made into records at all, which a thousand dlopens a second would cost.
+ */
+static void agent_event(struct event_sink *s, const struct event *ev)
+{
+	struct agent *a = (struct agent *)((char *)s - offsetof(struct agent, findings.s));
+
+	if (a->reports_dir && (ev->kind == EVENT_EXEC || ev->kind == EVENT_EXIT))
+		a->json_event(s, ev);
+}
+
+static void install_stop_handlers(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* A log shipper that went away is no reason to die: its write fails and is said. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int agent_run(struct agent *a)
+{
+	struct event_sink *sinks[2];
+	struct prom_sink prom;
+	struct watch_stats st;
+	char why[512];
+	int err;
+
+	a->o.sinks = sinks;
+	json_sink__init(&a->findings, agent_emit, NULL, a);
+	/* Only findings are written, with their own stacks: no event's stack is unwound. */
+	a->findings.s.wants_stacks = false;
+	a->json_event = a->findings.s.event;
+	a->findings.s.event = agent_event;
+	sinks[a->o.n_sinks++] = &a->findings.s;
+	if (a->textfile_dir) {
+		err = prom_sink__init(&prom, a->textfile_dir, a->interval_s, &st, why, sizeof(why));
+		if (err) {
+			dls_err("agent: %s", why);
+			return DLS_EXIT_INSPECT;
+		}
+		sinks[a->o.n_sinks++] = &prom.s;
+	}
+	install_stop_handlers();
+	a->st = &st;
+	err = watch__run(&a->o, &st, why, sizeof(why));
+	if (a->textfile_dir)
+		prom_sink__free(&prom);
+	json_decref(a->header);
+	while (a->n_procs)
+		proc_forget(a, a->procs[0].pid);
+	free(a->procs);
+	if (err) {
+		dls_err("agent: %s", why);
+		return DLS_EXIT_INSPECT;
+	}
+	fprintf(stderr,
+		"dlscope: agent stopped: %llu event%s, %llu lost, %llu finding%s, %llu report "
+		"file%s kept; collector CPU %.2f s\n",
+		st.events, st.events == 1 ? "" : "s", st.lost, st.findings,
+		st.findings == 1 ? "" : "s", a->reports_written, a->reports_written == 1 ? "" : "s",
+		st.cpu_s);
+	return DLS_EXIT_OK;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct agent a = { .interval_s = AGENT_INTERVAL_S,
+			   .reports_keep = AGENT_REPORTS_KEEP,
+			   .o = { .check_running = true,
+				  .live_counts = true,
+				  .settle_ms = AGENT_SETTLE_MS,
+				  .no_holds = true,
+				  .unordered = true,
+				  .batch_ms = AGENT_BATCH_MS,
+				  .stop = &agent_stop } };
+	int ret = agent_parse(argc, argv, &a);
+	char why[512];
+
+	if (ret < 0 && a.textfile_dir)
+		ret = writable_dir("--textfile-dir", a.textfile_dir);
+	if (ret < 0 && a.reports_dir)
+		ret = writable_dir("--reports-dir", a.reports_dir);
+	if (ret >= 0)
+		return ret;
+	/* --comm narrows the agent to one name; every process otherwise. */
+	a.o.every_process = !a.o.comm;
+	a.json_out = stdout;
+	if (a.json_path && strcmp(a.json_path, "-")) {
+		/* Appended: a restarted agent adds to what a shipper may not have read yet. */
+		int fd = outfile__open("agent", a.json_path, O_APPEND, why, sizeof(why));
+
+		if (fd < 0 || !(a.json_out = fdopen(fd, "w"))) {
+			dls_err("agent: %s", fd < 0 ? why : strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return DLS_EXIT_INSPECT;
+		}
+	}
+	if (!a.json_path)
+		a.json_path = "standard output";
+	ret = agent_run(&a);
+	if (a.json_out != stdout)
+		fclose(a.json_out);
+	return ret;
+}
