@@ -256,3 +256,10 @@ def bpf_links_alive(ids):
             return {link["id"] for link in json.loads(p.stdout or "[]")} & ids
         time.sleep(0.05)
     raise AssertionError(f"bpftool link show failed 20 times: {p.stderr}")
+
+
+def first_child(pid):
+    """The host's PID of @pid's first child: a PID namespace's first process under unshare
+    --fork, whose own PID is 1."""
+    return wait_until(lambda: [int(c) for c in open(f"/proc/{pid}/task/{pid}/children")
+                               .read().split()], 10, "the namespace's first process")[0]

@@ -303,3 +303,31 @@ def test_the_daemonset_runs_the_agent_as_written():
     assert len(dirs) == 2, (argv, mounts)
     with tempfile.TemporaryDirectory() as work:
         _runs_as_written(argv, dirs, work)
+
+
+def test_containers_of_another_distro_are_judged_from_the_host():
+    """Debian 13 in containers (their own PID and mount namespaces, pivot_root): a NumPy process
+    gives no series, a process with two OpenMP runtimes (host-built, its runtimes copied into
+    the root) gives one under its host PID, found running when the agent starts."""
+    _need_root()
+    from distro_roots import NUMPY_ROOT, DistroRoot
+    with DistroRoot("trixie", NUMPY_ROOT) as root, tempfile.TemporaryDirectory() as work:
+        libdir = f"{root.dir}/usr/lib/x86_64-linux-gnu"
+        for lib in ("libgomp.so.1", "libomp.so.5"):
+            shutil.copy(os.path.realpath(f"/lib/x86_64-linux-gnu/{lib}"), f"{libdir}/{lib}")
+        shutil.copy(fixture_path("two_omp"), f"{root.dir}/two_omp")
+        numpy = Fixture(root.pivot_argv("python3", "-c", "import numpy, time; "
+                                        "print('ready', flush=True); time.sleep(1000)"))
+        two = Fixture(root.pivot_argv("/two_omp"))
+        with numpy, two:
+            numpy_pid, two_pid = harness.first_child(numpy.pid), harness.first_child(two.pid)
+            with _agent("--textfile-dir", work, "--interval", "1"):
+                prom = wait_until(lambda: f'pid="{two_pid}"' in _read(f"{work}/dlscope.prom") and
+                                  _read(f"{work}/dlscope.prom"), 30, "the container's series")
+                # The NumPy process was judged too: the next file still has no series of it.
+                time.sleep(1.5)
+                prom = _read(f"{work}/dlscope.prom")
+        series = [line for line in prom.splitlines() if line.startswith("dlscope_finding{")]
+        assert series == [f'dlscope_finding{{check="dup-openmp",severity="error",'
+                          f'pid="{two_pid}",comm="two_omp",container=""}} 1'], prom
+        assert f'pid="{numpy_pid}"' not in prom, prom

@@ -10,8 +10,8 @@ import subprocess
 import tempfile
 
 from distro_roots import NUMPY_ROOT, DistroRoot
-from harness import (Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, wait_idle,
-                     wait_until)
+from harness import (Fixture, Skip, dlscope, dlscope_path, first_child, fixture_path, is_root,
+                     wait_idle, wait_until)
 
 # Python in the root: ready, then at the test's word (a file) it imports decimal, whose
 # extension _decimal and its libmpdec are dlopened after the attach; then it waits.
@@ -25,13 +25,6 @@ __import__('_ctypes').dlclose(h)
 print('imported', flush=True)
 time.sleep(60)
 """
-
-
-def first_child(pid):
-    """The host's PID of @pid's first child: a PID namespace's first process under unshare
-    --fork, whose own PID is 1."""
-    return wait_until(lambda: [int(c) for c in open(f"/proc/{pid}/task/{pid}/children")
-                               .read().split()], 10, "the namespace's first process")[0]
 
 
 def during_import(root, argv, args, until=None):
