@@ -32,6 +32,8 @@
 #define AGENT_SETTLE_MS 1000
 /* The stream read ten times a second: a busy node's events in batches, not one wake-up each. */
 #define AGENT_BATCH_MS 100
+/* Half watch's ring: libbpf maps it twice, and a node's budget is 100 MiB. */
+#define AGENT_RING_MB 8
 
 static void agent_usage(FILE *f)
 {
@@ -59,14 +61,16 @@ static void agent_usage(FILE *f)
 		"                        with its evidence and stack), for 'dlscope report FILE'\n"
 		"      --reports-keep N  the newest N report files are kept (default %d)\n"
 		"  -d, --duration SECS   stop after SECS seconds\n"
-		"      --ring-mb N       the ring buffer, N MiB (a power of two; default 16)\n"
+		"      --ring-mb N       the ring buffer, N MiB (a power of two; default %d: read\n"
+		"                        ten times a second, it holds 250 dlopens of 32 KiB stacks\n"
+		"                        each; what does not fit is counted lost)\n"
 		"  -h, --help\n"
 		"\n"
 		"The probes are in every process that maps the C library: each dlopen, dlclose and\n"
 		"dlsym of the node pays a trap (docs/reliability.md gives the cost per call).\n"
 		"\n"
 		"Exit status: 0 after a stop, 2 usage error, 3 could not start.\n",
-		AGENT_INTERVAL_S, AGENT_REPORTS_KEEP);
+		AGENT_INTERVAL_S, AGENT_REPORTS_KEEP, AGENT_RING_MB);
 }
 
 static volatile sig_atomic_t agent_stop;
@@ -487,6 +491,7 @@ int cmd_agent(int argc, char **argv)
 				  .no_holds = true,
 				  .unordered = true,
 				  .batch_ms = AGENT_BATCH_MS,
+				  .ring_mb = AGENT_RING_MB,
 				  .stop = &agent_stop } };
 	int ret = agent_parse(argc, argv, &a);
 	char why[512];
