@@ -23,6 +23,15 @@ const volatile bool comm_any = false;
 /* Threads held at the consistent link map until the new objects' probes are in place; the
  * agent holds none (what it judges is read from the model, not from the first calls). */
 const volatile bool hold_arrivals = true;
+/* The agent's --cgroup: with comm_mode, only a process that execs inside target_cgroup. */
+const volatile bool cgroup_filter = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} target_cgroup SEC(".maps");
 const volatile unsigned long long futex_threshold_ns = 10000000;
 
 struct {
@@ -1282,6 +1291,9 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 	if (comm_mode && !traced(tgid)) {
 		char comm[16];
 		u8 one = 1;
+
+		if (cgroup_filter && bpf_current_task_under_cgroup(&target_cgroup, 0) != 1)
+			return 0;
 
 		bpf_get_current_comm(comm, sizeof(comm));
 		for (int i = 0; i < 16 && !comm_any; i++) {

@@ -74,14 +74,15 @@ def dlscope_path():
 class Fixture:
     """A fixture process started for one test; waits for its "ready PID" line."""
 
-    def __init__(self, argv, env=None, ready_timeout=20.0, wait_ready=True):
+    def __init__(self, argv, env=None, ready_timeout=20.0, wait_ready=True, preexec_fn=None):
         if not os.path.isabs(argv[0]) and os.path.exists(fixture_path(argv[0])):
             argv = [fixture_path(argv[0])] + list(argv[1:])
         full_env = dict(os.environ)
         if env:
             full_env.update(env)
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=full_env, text=True, start_new_session=True)
+                                     env=full_env, text=True, start_new_session=True,
+                                     preexec_fn=preexec_fn)
         _live.append(self)
         self.pid = self.proc.pid
         self.output = []

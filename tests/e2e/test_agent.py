@@ -331,3 +331,64 @@ def test_containers_of_another_distro_are_judged_from_the_host():
         assert series == [f'dlscope_finding{{check="dup-openmp",severity="error",'
                           f'pid="{two_pid}",comm="two_omp",container=""}} 1'], prom
         assert f'pid="{numpy_pid}"' not in prom, prom
+
+
+def _cgroup2_root():
+    for line in open("/proc/self/mounts"):
+        dev, mnt, fstype = line.split()[:3]
+        if fstype == "cgroup2":
+            return mnt
+    raise Skip("no cgroup v2 hierarchy mounted")
+
+
+@contextlib.contextmanager
+def _cgroup(*parts):
+    """A cgroup v2 directory made for the test (PARTS below the hierarchy's root), removed with
+    whatever is left in it killed."""
+    path = os.path.join(_cgroup2_root(), *parts)
+    os.makedirs(path)
+    try:
+        yield path
+    finally:
+        for d, _, _ in sorted(os.walk(path), key=lambda x: -len(x[0])):
+            for pid in open(f"{d}/cgroup.procs").read().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            wait_until(lambda: not open(f"{d}/cgroup.procs").read().strip(), 10,
+                       f"{d} empty")
+            os.rmdir(d)
+
+
+def _in_cgroup(path, argv):
+    """ARGV exec'ed inside cgroup PATH (it joins before its exec, as a runtime's init does)."""
+    def join():
+        with open(f"{path}/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+    return Fixture(argv, preexec_fn=join)
+
+
+def test_cgroup_and_slurm_job_filters_judge_their_processes_only():
+    """--cgroup DIR: a process running in it when the agent starts and one that execs in it
+    later are judged, one outside is not; --slurm-job ID finds the job's cgroup job_ID as
+    Slurm's cgroup/v2 plugin names it (system.slice/slurmstepd.scope/job_ID)."""
+    _need_root()
+    tag = f"dlscope-test-{os.getpid()}"
+    jobid = str(900000 + os.getpid() % 10000)
+    for args, parts in ((["--cgroup"], (tag,)),
+                        (["--slurm-job", jobid], (tag, "slurmstepd.scope", f"job_{jobid}"))):
+        with tempfile.TemporaryDirectory() as work, _cgroup(*parts) as cg:
+            before = _in_cgroup(cg, [fixture_path("two_omp")])
+            outside = Fixture(["two_omp"])
+            argv = args + [cg] if args == ["--cgroup"] else args
+            with before, outside, _agent(*argv, "--textfile-dir", work, "--interval", "1"):
+                later = _in_cgroup(cg, [fixture_path("two_omp")])
+                with later:
+                    prom = wait_until(
+                        lambda: all(f'pid="{p}"' in _read(f"{work}/dlscope.prom")
+                                    for p in (before.pid, later.pid)) and
+                        _read(f"{work}/dlscope.prom"), 30, "both processes of the cgroup")
+                    time.sleep(1.5)  # a write later: still nothing of the one outside
+                    prom = _read(f"{work}/dlscope.prom")
+            assert f'pid="{outside.pid}"' not in prom, (argv, prom)
+    p = dlscope("agent", "--slurm-job", "4242424242", check=3)
+    assert "no cgroup job_4242424242 below /sys/fs/cgroup" in p.stderr, p.stderr

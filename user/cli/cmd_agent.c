@@ -20,6 +20,7 @@
 #include "array.h"
 #include "cliopt.h"
 #include "commands.h"
+#include "job.h"
 #include "output.h"
 #include "outfile.h"
 #include "promfile.h"
@@ -40,8 +41,9 @@ static void agent_usage(FILE *f)
 	fprintf(f,
 		"Usage: dlscope agent [OPTIONS]\n"
 		"\n"
-		"Watch every process of this node (or those named by --comm), running or started\n"
-		"later, with watch's probes and live detectors; judge each process found running\n"
+		"Watch every process of this node (or those --comm, --cgroup or --slurm-job\n"
+		"select), running or started later, with watch's probes and live detectors;\n"
+		"judge each process found running\n"
 		"as check does (its threads are not read: nothing is stopped); publish each\n"
 		"finding that is true of a live process now. Runs until SIGTERM, SIGINT or\n"
 		"--duration. Needs root, kernel BTF and uprobes (docs/agent.md).\n"
@@ -53,6 +55,11 @@ static void agent_usage(FILE *f)
 		"      --interval SECS   how often the file is written (default %d)\n"
 		"  -c, --comm NAME       only the processes named NAME (their comm), and the\n"
 		"                        workers they fork without exec\n"
+		"      --cgroup DIR      only the processes of cgroup v2 directory DIR or below\n"
+		"                        (a container's, a systemd unit's), running or started\n"
+		"                        there later\n"
+		"      --slurm-job ID    only Slurm job ID's processes on this node (its cgroup\n"
+		"                        job_ID, from Slurm's cgroup/v2 plugin)\n"
 		"      --json FILE       each new finding as one JSON object per line, the trace's\n"
 		"                        finding record (docs/trace-format.md), to FILE\n"
 		"                        (default: standard output; '-' too)\n"
@@ -96,6 +103,8 @@ struct agent {
 	struct json_sink findings; /* findings as JSON lines, the report files' records */
 	void (*json_event)(struct event_sink *s, const struct event *ev);
 	const char *textfile_dir, *json_path, *reports_dir;
+	const char *slurm_job;
+	char cgroup_buf[4096];
 	const struct watch_stats *st; /* the collector's, current (live_counts) */
 	struct agent_proc *procs;     /* with --reports-dir */
 	size_t n_procs, cap_procs;
@@ -129,6 +138,8 @@ static int agent_option(struct agent *a, int c, const char *arg)
 		a->o.comm = arg;
 		return 0;
 	case 'j': a->json_path = arg; return 0;
+	case 'g': a->o.cgroup = arg; return 0;
+	case 'S': a->slurm_job = arg; return 0;
 	case 'r': a->reports_dir = arg; return 0;
 	case 'k':
 		if (cliopt__number(arg, 1000000, true, &v))
@@ -161,6 +172,8 @@ static int agent_parse(int argc, char **argv, struct agent *a)
 		{ "textfile-dir", required_argument, NULL, 'T' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "comm", required_argument, NULL, 'c' },
+		{ "cgroup", required_argument, NULL, 'g' },
+		{ "slurm-job", required_argument, NULL, 'S' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "reports-dir", required_argument, NULL, 'r' },
 		{ "reports-keep", required_argument, NULL, 'k' },
@@ -183,8 +196,31 @@ static int agent_parse(int argc, char **argv, struct agent *a)
 	if (cl.n_ops)
 		return cliopt__usage("agent",
 				     "takes no operand ('%s'): it watches every process, or those "
-				     "of --comm",
+				     "of --comm, --cgroup or --slurm-job",
 				     cl.ops[0]);
+	if (a->slurm_job && a->o.cgroup)
+		return cliopt__usage("agent", "--slurm-job is a cgroup: not with --cgroup");
+	return -1;
+}
+
+/* --slurm-job ID: the job's cgroup on this node. -1 to go on, or the exit status. */
+static int slurm_cgroup(struct agent *a)
+{
+	int err;
+
+	if (!a->slurm_job)
+		return -1;
+	err = job__slurm_cgroup(a->slurm_job, a->cgroup_buf, sizeof(a->cgroup_buf));
+	if (err == -EINVAL)
+		return cliopt__usage("agent", "--slurm-job takes a job ID (digits), not '%s'",
+				     a->slurm_job);
+	if (err) {
+		dls_err("agent: --slurm-job %s: no cgroup job_%s below /sys/fs/cgroup: the job has "
+			"no step on this node, or Slurm does not use its cgroup/v2 plugin here",
+			a->slurm_job, a->slurm_job);
+		return DLS_EXIT_INSPECT;
+	}
+	a->o.cgroup = a->cgroup_buf;
 	return -1;
 }
 
@@ -500,6 +536,8 @@ int cmd_agent(int argc, char **argv)
 		ret = writable_dir("--textfile-dir", a.textfile_dir);
 	if (ret < 0 && a.reports_dir)
 		ret = writable_dir("--reports-dir", a.reports_dir);
+	if (ret < 0)
+		ret = slurm_cgroup(&a);
 	if (ret >= 0)
 		return ret;
 	/* --comm narrows the agent to one name; every process otherwise. */

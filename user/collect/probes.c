@@ -19,8 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -738,6 +740,34 @@ void probes__count_lost(struct watch *w, struct watch_stats *st)
 	st->lost = st->lost_ring + st->lost_calls + st->lost_skipped + st->lost_unread;
 }
 
+/* --cgroup: the directory the exec filter tests each new process against (cgroup v2 only). */
+static int set_target_cgroup(struct watch *w, const char *dir, char *why, size_t whylen)
+{
+	uint32_t key = 0;
+	struct statfs sfs;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, whylen, "--cgroup %s: %s", dir, strerror(errno));
+		return err;
+	}
+	if (fstatfs(fd, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC) {
+		close(fd);
+		snprintf(why, whylen,
+			 "--cgroup %s: not a cgroup v2 directory (the unified hierarchy, where "
+			 "/proc/PID/cgroup says 0::PATH)",
+			 dir);
+		return -EINVAL;
+	}
+	err = bpf_map__update_elem(w->skel->maps.target_cgroup, &key, sizeof(key), &fd, sizeof(fd),
+				   BPF_ANY);
+	close(fd);
+	if (err)
+		snprintf(why, whylen, "--cgroup %s: %s", dir, strerror(-err));
+	return err;
+}
+
 /* The BPF object configured from the options, loaded, its tracepoints attached. */
 int probes__load(struct watch *w, char *why, size_t whylen)
 {
@@ -802,12 +832,15 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 	/* Two scratch records (an event and its stack, 33 KiB) per CPU. */
 	bpf_map__set_max_entries(w->skel->maps.scratch, 2 * (ncpu > 0 ? ncpu : 1));
 	phase__mark("watch: BPF object opened");
+	w->skel->rodata->cgroup_filter = o->cgroup != NULL;
 	err = dlwatch_bpf__load(w->skel);
 	phase__mark("watch: BPF object loaded");
 	if (err) {
 		snprintf(why, whylen, "cannot load the BPF programs: %s", strerror(-err));
 		return err;
 	}
+	if (o->cgroup && (err = set_target_cgroup(w, o->cgroup, why, whylen)))
+		return err;
 	/*
 	 * The futex tracepoints put every syscall of the machine on the slow path: only when
 	 * asked. They need tracefs; root may mount it. Without it, futex waits are left out

@@ -572,32 +572,67 @@ void proctable__settle(struct watch *w)
 	}
 }
 
+/* A running process of --comm (NULL: any name), --cgroup's or not, watched from now on. */
+static void add_running(struct watch *w, pid_t pid, const char *comm)
+{
+	char path[64], name[32];
+
+	if (pid == getpid() || proctable__find(w, pid))
+		return;
+	if (comm) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		if (proc__read_small(path, name, sizeof(name)) <= 0)
+			return;
+		name[strcspn(name, "\n")] = '\0';
+		if (strcmp(name, comm))
+			return;
+	}
+	if (proctable__add(w, pid, 0))
+		proctable__drop(w, pid); /* exited, a zombie, or a kernel thread */
+}
+
+/* --cgroup: the processes of cgroup @dir and of every cgroup below it, by their cgroup.procs. */
+static void add_cgroup(struct watch *w, const char *dir, const char *comm, unsigned int depth)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+	int pid;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if ((f = fopen(path, "re"))) {
+		while (fscanf(f, "%d", &pid) == 1)
+			add_running(w, pid, comm);
+		fclose(f);
+	}
+	if (depth > 32 || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
+			add_cgroup(w, path, comm, depth + 1);
+	closedir(d);
+}
+
 /*
  * --comm: the processes already running under that name (threads' own names do not count);
- * NULL: every process (the agent's), but dlscope.
+ * NULL: every process (the agent's), but dlscope; with --cgroup, those of the cgroup only.
  */
 void proctable__add_by_comm(struct watch *w, const char *comm)
 {
-	DIR *d = opendir("/proc");
+	DIR *d;
 	struct dirent *de;
+	pid_t pid;
 
-	while (d && (de = readdir(d))) {
-		char path[64], name[32];
-		pid_t pid;
-
-		if (parse_pid(de->d_name, &pid) || pid == getpid())
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-		if (comm) {
-			if (proc__read_small(path, name, sizeof(name)) <= 0)
-				continue;
-			name[strcspn(name, "\n")] = '\0';
-			if (strcmp(name, comm))
-				continue;
-		}
-		if (proctable__add(w, pid, 0))
-			proctable__drop(w, pid); /* exited, a zombie, or a kernel thread */
+	if (w->o->cgroup) {
+		add_cgroup(w, w->o->cgroup, comm, 0);
+		return;
 	}
+	d = opendir("/proc");
+	while (d && (de = readdir(d)))
+		if (!parse_pid(de->d_name, &pid))
+			add_running(w, pid, comm);
 	if (d)
 		closedir(d);
 }

@@ -29,6 +29,9 @@ struct watch_opts {
 	/* The agent's: every process (of this PID namespace), running or exec'ed later, as
 	 * --comm matches a name. */
 	bool every_process;
+	/* With comm or every_process: only the processes of this cgroup v2 directory or below,
+	 * running (its cgroup.procs) or exec'ed in it later. */
+	const char *cgroup;
 	/* Each process found running is judged as check would judge it (no thread read), its
 	 * findings live ones of that moment. */
 	bool check_running;

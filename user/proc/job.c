@@ -537,3 +537,47 @@ void job__format_ranks(int *ranks, size_t n, char *buf, size_t len)
 		i = k + 1;
 	}
 }
+
+/* A directory named @name at most @depth levels below @dir, breadth first by level. */
+static int find_dir(const char *dir, const char *name, unsigned int depth, char *buf, size_t len)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int err = -ENOENT;
+
+	while (d && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if (!strcmp(de->d_name, name)) {
+			err = (size_t)snprintf(buf, len, "%s/%s", dir, name) < len ? 0 :
+										     -ENAMETOOLONG;
+			break;
+		}
+	}
+	if (d)
+		rewinddir(d);
+	while (err == -ENOENT && depth > 1 && d && (de = readdir(d))) {
+		char sub[4096];
+
+		if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
+		    (size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) < sizeof(sub))
+			err = find_dir(sub, name, depth - 1, buf, len);
+	}
+	if (d)
+		closedir(d);
+	return err;
+}
+
+int job__slurm_cgroup(const char *jobid, char *buf, size_t len)
+{
+	char name[64];
+
+	for (const char *p = jobid; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+	if (!jobid[0] || (size_t)snprintf(name, sizeof(name), "job_%s", jobid) >= sizeof(name))
+		return -EINVAL;
+	/* system.slice/slurmstepd.scope/job_ID on a unified hierarchy; one level more on a
+	 * hybrid one (unified/). */
+	return find_dir("/sys/fs/cgroup", name, 4, buf, len);
+}

@@ -100,4 +100,11 @@ void job__format_ranks(int *ranks, size_t n, char *buf, size_t len);
  */
 int job__descendants(pid_t root, pid_t **out, size_t *n);
 
+/*
+ * The cgroup v2 directory of Slurm job @jobid on this node: Slurm's cgroup/v2 plugin puts each
+ * job's steps under a directory named job_ID (system.slice/slurmstepd.scope/job_ID), found
+ * below /sys/fs/cgroup. 0 with the path in @buf, or -ENOENT.
+ */
+int job__slurm_cgroup(const char *jobid, char *buf, size_t len);
+
 #endif
