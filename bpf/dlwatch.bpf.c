@@ -23,6 +23,8 @@ const volatile bool comm_any = false;
 /* Threads held at the consistent link map until the new objects' probes are in place; the
  * agent holds none (what it judges is read from the model, not from the first calls). */
 const volatile bool hold_arrivals = true;
+/* Events carry the stack above their sp for unwinding; the agent's carry registers only. */
+const volatile bool copy_stacks = true;
 /* The agent's --cgroup: with comm_mode, only a process that execs inside target_cgroup. */
 const volatile bool cgroup_filter = false;
 
@@ -459,7 +461,7 @@ static __always_inline void take_stack(struct dlw_event *e, const struct pt_regs
 	e->regs.r15 = BPF_CORE_READ(regs, r15);
 	e->stack_size = 0;
 	e->stack_absent = 0;
-	if (!e->regs.sp)
+	if (!e->regs.sp || !copy_stacks)
 		return;
 	w.base = e->regs.sp & ~(u64)(PAGE - 1);
 	bpf_loop(DLW_STACK_BYTES / PAGE, stack_page, &w, 0);
@@ -1399,6 +1401,10 @@ static __always_inline int on_exit(struct bpf_raw_tracepoint_args *ctx)
 		e->arg0 = BPF_CORE_READ(task, exit_code);
 		bpf_ringbuf_submit(e, 0);
 	}
+	/* Its last record: forgotten here, not by two system calls of the collector's each
+	 * (the agent sees hundreds of exits a second on a node running shell loops). */
+	bpf_map_delete_elem(&targets, &tgid);
+	bpf_map_delete_elem(&dlerror_slot, &tgid);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,9 +69,8 @@ static void agent_usage(FILE *f)
 		"                        with its evidence and stack), for 'dlscope report FILE'\n"
 		"      --reports-keep N  the newest N report files are kept (default %d)\n"
 		"  -d, --duration SECS   stop after SECS seconds\n"
-		"      --ring-mb N       the ring buffer, N MiB (a power of two; default %d: read\n"
-		"                        ten times a second, it holds 250 dlopens of 32 KiB stacks\n"
-		"                        each; what does not fit is counted lost)\n"
+		"      --ring-mb N       the ring buffer, N MiB (a power of two; default %d); what\n"
+		"                        does not fit is counted lost\n"
 		"  -h, --help\n"
 		"\n"
 		"The probes are in every process that maps the C library: each dlopen, dlclose and\n"
@@ -99,8 +99,24 @@ struct agent_proc {
 	size_t n, cap;
 };
 
+/*
+ * The agent's budget, 1% of one CPU: over it for the last minute, it reads each process and
+ * the stream half as often (up to 8 times), said in its log; well under it for a minute, back.
+ */
+#define BUDGET_CPU_SHARE 0.01
+#define BUDGET_WINDOW_NS (60ULL * 1000000000ULL)
+#define BUDGET_MAX_SHED 8
+
+struct budget {
+	struct event_sink s;
+	uint64_t window_start; /* CLOCK_MONOTONIC ns */
+	double cpu_start;      /* the agent's CPU seconds then */
+	unsigned int shed;     /* the periods' factor: 1 within budget */
+};
+
 struct agent {
 	struct json_sink findings; /* findings as JSON lines, the report files' records */
+	struct budget budget;
 	void (*json_event)(struct event_sink *s, const struct event *ev);
 	const char *textfile_dir, *json_path, *reports_dir;
 	const char *slurm_job;
@@ -460,6 +476,48 @@ static void agent_event(struct event_sink *s, const struct event *ev)
 		a->json_event(s, ev);
 }
 
+static double agent_cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* Each minute: the share of one CPU the agent took, and its periods set to keep it in budget. */
+static void budget_tick(struct event_sink *s, uint64_t now)
+{
+	struct agent *a = (struct agent *)((char *)s - offsetof(struct agent, budget.s));
+	struct budget *b = &a->budget;
+	double cpu = agent_cpu_seconds(), share;
+	unsigned int was = b->shed;
+
+	if (!b->window_start) {
+		b->window_start = now;
+		b->cpu_start = cpu;
+		return;
+	}
+	if (now - b->window_start < BUDGET_WINDOW_NS)
+		return;
+	share = (cpu - b->cpu_start) / ((double)(now - b->window_start) / 1e9);
+	if (share > BUDGET_CPU_SHARE && b->shed < BUDGET_MAX_SHED)
+		b->shed *= 2;
+	else if (share < BUDGET_CPU_SHARE / 4 && b->shed > 1)
+		b->shed /= 2;
+	if (b->shed != was) {
+		a->o.settle_ms = AGENT_SETTLE_MS * b->shed;
+		a->o.batch_ms = AGENT_BATCH_MS * b->shed;
+		dls_warn(
+			"agent: %.2f%% of one CPU over the last minute (budget %.0f%%): each "
+			"process's libraries now read at most every %.0f s, the events every %u ms",
+			share * 100, BUDGET_CPU_SHARE * 100, a->o.settle_ms / 1e3, a->o.batch_ms);
+	}
+	b->window_start = now;
+	b->cpu_start = cpu;
+}
+
 static void install_stop_handlers(void)
 {
 	struct sigaction sa = { .sa_handler = on_stop };
@@ -474,7 +532,7 @@ static void install_stop_handlers(void)
 
 static int agent_run(struct agent *a)
 {
-	struct event_sink *sinks[2];
+	struct event_sink *sinks[3];
 	struct prom_sink prom;
 	struct watch_stats st;
 	char why[512];
@@ -487,6 +545,8 @@ static int agent_run(struct agent *a)
 	a->json_event = a->findings.s.event;
 	a->findings.s.event = agent_event;
 	sinks[a->o.n_sinks++] = &a->findings.s;
+	a->budget = (struct budget){ .s = { .tick = budget_tick }, .shed = 1 };
+	sinks[a->o.n_sinks++] = &a->budget.s;
 	if (a->textfile_dir) {
 		err = prom_sink__init(&prom, a->textfile_dir, a->interval_s, &st, why, sizeof(why));
 		if (err) {
@@ -525,6 +585,7 @@ int cmd_agent(int argc, char **argv)
 				  .live_counts = true,
 				  .settle_ms = AGENT_SETTLE_MS,
 				  .no_holds = true,
+				  .no_stacks = true,
 				  .unordered = true,
 				  .batch_ms = AGENT_BATCH_MS,
 				  .ring_mb = AGENT_RING_MB,

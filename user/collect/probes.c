@@ -805,6 +805,7 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 		w->skel->rodata->pidns_ino = ns.st_ino;
 	}
 	w->skel->rodata->hold_arrivals = !o->no_holds;
+	w->skel->rodata->copy_stacks = !o->no_stacks;
 	if (watch__by_exec(o)) {
 		w->skel->rodata->comm_mode = true;
 		w->skel->rodata->comm_any = o->every_process;

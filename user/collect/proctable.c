@@ -399,7 +399,7 @@ static void loaded_after_exit(struct watch *w, struct proc_state *ps, const stru
 }
 
 /* A process caught at its exec (a command, --comm): everything it loads is news. */
-int proctable__add_empty(struct watch *w, pid_t pid, const char *comm)
+int proctable__add_empty(struct watch *w, pid_t pid, const char *comm, bool kernel_knows)
 {
 	uint32_t key = (uint32_t)pid;
 	uint8_t one = 1;
@@ -413,10 +413,27 @@ int proctable__add_empty(struct watch *w, pid_t pid, const char *comm)
 		.g = graph_empty(w, pid, comm),
 		.seen_all = true,
 	};
-	/* Offline (tests): no BPF map to tell. */
-	return w->skel ? bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one,
-					      sizeof(one), BPF_ANY) :
-			 0;
+	/* Offline (tests): no BPF map to tell; an exec by name, the kernel's exec handler did. */
+	return w->skel && !kernel_knows ?
+		       bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one,
+					    sizeof(one), BPF_ANY) :
+		       0;
+}
+
+static void settle_one(struct watch *w, struct proc_state *ps, uint64_t now);
+
+/*
+ * watch_opts.settle_ms: @ps (a fork's copy of its parent, a new image) is read only once it has
+ * lived settle_ms, by proctable__settle; one gone before is never read at all, which is what
+ * keeps a node's storm of short commands (a shell loop, a build) from costing a read each.
+ */
+static bool settle_later(struct watch *w, struct proc_state *ps)
+{
+	if (!w->o->settle_ms)
+		return false;
+	ps->read_at = mono_ns(CLOCK_MONOTONIC);
+	ps->unsettled = true;
+	return true;
 }
 
 /*
@@ -438,7 +455,8 @@ int proctable__add(struct watch *w, pid_t pid, pid_t parent)
 	w->procs = np;
 	w->procs[w->n_procs] = (struct proc_state){ .pid = pid };
 	w->n_procs++;
-	if (w->skel)
+	/* A fork's child is a target already: the kernel's fork handler made it one. */
+	if (w->skel && parent <= 0)
 		bpf_map__update_elem(w->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
 				     BPF_ANY);
 	ps = &w->procs[w->n_procs - 1];
@@ -447,6 +465,9 @@ int proctable__add(struct watch *w, pid_t pid, pid_t parent)
 		ps->g = libgraph__clone(pp->g, pid);
 		ps->seen_all = true;
 		ps->start = pp->start;
+		/* settle_ms: read once it has lived that long (a shell's fork-exec never is). */
+		if (ps->g && settle_later(w, ps))
+			return 0;
 	}
 	err = proctable__refresh(w, ps);
 	return err && ps->g ? 0 : err;
@@ -456,6 +477,16 @@ void proctable__drop(struct watch *w, pid_t pid)
 {
 	uint32_t key = (uint32_t)pid;
 
+	if (w->skel) {
+		bpf_map__delete_elem(w->skel->maps.targets, &key, sizeof(key), 0);
+		bpf_map__delete_elem(w->skel->maps.dlerror_slot, &key, sizeof(key), 0);
+	}
+	proctable__drop_exited(w, pid);
+}
+
+/* Its exit's record read: the kernel forgot it already (its maps' entries). */
+void proctable__drop_exited(struct watch *w, pid_t pid)
+{
 	for (size_t i = 0; i < w->n_procs; i++) {
 		if (w->procs[i].pid != pid)
 			continue;
@@ -466,10 +497,6 @@ void proctable__drop(struct watch *w, pid_t pid)
 		py_code_cache__free(w->procs[i].codes);
 		w->procs[i] = w->procs[--w->n_procs];
 		break;
-	}
-	if (w->skel) {
-		bpf_map__delete_elem(w->skel->maps.targets, &key, sizeof(key), 0);
-		bpf_map__delete_elem(w->skel->maps.dlerror_slot, &key, sizeof(key), 0);
 	}
 	pyprocs__forget(w, NULL, pid);
 	holds__forget(w, pid);
@@ -489,7 +516,7 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		ps = proctable__find(w, ev->pid);
 	}
 	if (!ps && ev->kind == EVENT_EXEC && watch__by_exec(w->o) &&
-	    !proctable__add_empty(w, ev->pid, ev->comm))
+	    !proctable__add_empty(w, ev->pid, ev->comm, true))
 		ps = proctable__find(w, ev->pid);
 	if (ps && ev->kind == EVENT_EXEC) {
 		/* A new image: everything it has is news, nothing of the old one "left". */
@@ -510,6 +537,8 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		};
 		memcpy(ps->start.ev.comm, ev->comm, sizeof(ev->comm));
 		memcpy(ps->start.comm, we->comm, sizeof(we->comm));
+		if (settle_later(w, ps))
+			w->cur.settling = true;
 	}
 	if (ps && !w->cur.settling &&
 	    ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) || ev->kind == EVENT_DLCLOSE ||
@@ -522,6 +551,11 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 			loaded_after_exit(w, ps, we);
 		if (ev->kind == EVENT_DLOPEN && ev->u.dlopen.file[0])
 			note_opened(ps, ev->u.dlopen.handle, ev->u.dlopen.file);
+	}
+	/* A fatal signal is the last moment it can be read: what it loaded is judged now. */
+	if (ps && ev->kind == EVENT_SIGNAL && ps->unsettled) {
+		settle_one(w, ps, ev->t);
+		ps = proctable__find(w, ev->pid);
 	}
 	if (ps && ev->kind == EVENT_EXIT) {
 		announce(w, ps, we);
@@ -549,27 +583,32 @@ bool proctable__settling(struct watch *w, struct proc_state *ps, const struct ev
  * what they loaded and unloaded meanwhile is said at once, claimed by no one call (as an
  * exit's leftovers are), at this moment and on the process's own thread.
  */
+static void settle_one(struct watch *w, struct proc_state *ps, uint64_t now)
+{
+	/* No call's kind: announce and unloads_said take it as "whatever is new". */
+	struct watch_event at = {
+		.ev = { .kind = EVENT__COUNT, .t = now, .pid = ps->pid, .tid = ps->pid }
+	};
+	pid_t pid = ps->pid;
+
+	memcpy(at.comm, ps->start.comm, sizeof(at.comm));
+	memcpy(at.ev.comm, ps->start.comm, sizeof(at.ev.comm));
+	if (proctable__refresh(w, ps))
+		ps->unsettled = false; /* gone: its exit says what is left */
+	if ((ps = proctable__find(w, pid))) {
+		unloads_said(w, ps, &at);
+		announce(w, ps, &at);
+	}
+}
+
 void proctable__settle(struct watch *w)
 {
 	uint64_t now = mono_ns(CLOCK_MONOTONIC);
 
-	for (size_t i = 0; w->o->settle_ms && i < w->n_procs; i++) {
-		struct proc_state *ps = &w->procs[i];
-		/* No call's kind: announce and unloads_said take it as "whatever is new". */
-		struct watch_event at = {
-			.ev = { .kind = EVENT__COUNT, .t = now, .pid = ps->pid, .tid = ps->pid }
-		};
-
-		if (!ps->unsettled || now - ps->read_at < w->o->settle_ms * 1000000ULL)
-			continue;
-		memcpy(at.comm, ps->start.comm, sizeof(at.comm));
-		memcpy(at.ev.comm, ps->start.comm, sizeof(at.ev.comm));
-		if (proctable__refresh(w, ps))
-			ps->unsettled = false; /* gone: its exit says what is left */
-		ps = &w->procs[i];
-		unloads_said(w, ps, &at);
-		announce(w, ps, &at);
-	}
+	for (size_t i = 0; w->o->settle_ms && i < w->n_procs; i++)
+		if (w->procs[i].unsettled &&
+		    now - w->procs[i].read_at >= w->o->settle_ms * 1000000ULL)
+			settle_one(w, &w->procs[i], now);
 }
 
 /* A running process of --comm (NULL: any name), --cgroup's or not, watched from now on. */
@@ -670,7 +709,7 @@ int proctable__add_targets(struct watch *w, int *release_fd, char *why, size_t w
 		}
 		probes__attach_own_libc(w, w->command_pid);
 		probes__attach_command_loader(w, w->command_pid, o->command[0]);
-		if (!proctable__add_empty(w, w->command_pid, o->command[0]))
+		if (!proctable__add_empty(w, w->command_pid, o->command[0], false))
 			pyprocs__of_command(w, proctable__find(w, w->command_pid), o->command[0]);
 	}
 	if (watch__by_exec(o)) {

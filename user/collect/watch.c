@@ -109,7 +109,7 @@ static void dispatch(struct watch *w, struct watch_event *we)
 	if (ev->kind == EVENT_EXIT) {
 		if (ev->pid == w->command_pid)
 			w->command_done = true;
-		proctable__drop(w, ev->pid);
+		proctable__drop_exited(w, ev->pid);
 	}
 	event__clear(ev);
 	thread_stack__clear(&w->cur.ts);
@@ -454,7 +454,7 @@ struct watch *watch__offline_new(const struct watch_opts *o, struct watch_stats 
 
 int watch__offline_add(struct watch *w, pid_t pid, const char *comm)
 {
-	return proctable__add_empty(w, pid, comm);
+	return proctable__add_empty(w, pid, comm, false);
 }
 
 void watch__offline_feed(struct watch *w, const void *raw, size_t size)

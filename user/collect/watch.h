@@ -53,6 +53,9 @@ struct watch_opts {
 	 * call table, which a thousand calls a second made a third of the collector's time).
 	 */
 	bool unordered;
+	/* Events carry no stack, their registers only (the agent's): what a thousand dlopens a
+	 * second of 32 KiB each would take from the targets and the ring. */
+	bool no_stacks;
 	/* The stream read at most every batch_ms (the agent's): events wait in the ring meanwhile
 	 * (each wake-up costs a context switch, a thousand a second on a busy node); 0: at once. */
 	unsigned int batch_ms;

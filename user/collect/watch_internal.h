@@ -361,9 +361,10 @@ void pyprocs__of_command(struct watch *w, struct proc_state *ps, const char *arg
 
 /* proctable.c */
 int proctable__refresh(struct watch *w, struct proc_state *ps);
-int proctable__add_empty(struct watch *w, pid_t pid, const char *comm);
+int proctable__add_empty(struct watch *w, pid_t pid, const char *comm, bool kernel_knows);
 int proctable__add(struct watch *w, pid_t pid, pid_t parent);
 void proctable__drop(struct watch *w, pid_t pid);
+void proctable__drop_exited(struct watch *w, pid_t pid);
 struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 				     const struct watch_event *we);
 void proctable__add_by_comm(struct watch *w, const char *comm);

@@ -660,8 +660,17 @@ struct libgraph *libgraph__clone(const struct libgraph *src, pid_t pid)
 	struct libgraph *g = graph_new(pid, src->comm, src->cache);
 	bool oom = !g;
 
-	if (g)
-		read_where(g);
+	/* A fork's child is in its parent's cgroup; its own PID number matters only where the
+	 * parent's namespace is not ours (the next snapshot reads both again): two /proc reads
+	 * less per fork, which a node's shell loops make hundreds of a second. */
+	if (g) {
+		memcpy(g->container, src->container, sizeof(g->container));
+		if (src->ns_pid) {
+			pid_t ns = proc__ns_tid(g->pid, 0);
+
+			g->ns_pid = ns && ns != g->pid ? ns : 0;
+		}
+	}
 
 	for (size_t i = 0; !oom && i < src->n; i++) {
 		const struct lg_object *so = src->objs[i];
