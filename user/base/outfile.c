@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -160,4 +161,34 @@ FILE *outfile__fopen(const char *cmd, const char *path, char *why, size_t whylen
 		close(fd);
 	}
 	return f;
+}
+
+FILE *outfile__temp(const char *tmp, int *err)
+{
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	FILE *f;
+
+	if (fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	if (!(f = fdopen(fd, "w"))) {
+		*err = -errno;
+		close(fd);
+		unlink(tmp);
+	}
+	return f;
+}
+
+int outfile__rename_into(FILE *f, const char *tmp, const char *path, int err)
+{
+	if ((fflush(f) || ferror(f)) && !err)
+		err = -(errno ? errno : EIO);
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
 }

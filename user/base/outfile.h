@@ -41,4 +41,16 @@ FILE *outfile__fopen(const char *cmd, const char *path, char *why, size_t whylen
  */
 bool outfile__dir_is_foreign(const char *dir, char *who, size_t wholen);
 
+/*
+ * A file that is written whole or not at all (the agent's metrics and reports): @tmp, in the
+ * directory of the file it will become, opened for writing without following a link (the
+ * directory may be another user's to change). NULL with *@err set (-errno).
+ */
+FILE *outfile__temp(const char *tmp, int *err);
+/*
+ * @f (from outfile__temp(@tmp)) flushed and closed, then renamed over @path; @err a failure
+ * met while writing (-EIO) or 0. 0, or -errno with @tmp removed and @path as it was.
+ */
+int outfile__rename_into(FILE *f, const char *tmp, const char *path, int err);
+
 #endif

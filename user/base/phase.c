@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -31,4 +32,14 @@ void phase__mark(const char *what)
 	fprintf(stderr, "phase %-28s %7.2f ms  (cpu since start %7.2f ms)\n", what,
 		last ? now - last : 0.0, now_ms(CLOCK_PROCESS_CPUTIME_ID));
 	last = now;
+}
+
+double phase__cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
 }

@@ -8,5 +8,7 @@
 #define DLSCOPE_PHASE_H
 
 void phase__mark(const char *what);
+/* This process's own CPU time so far, user and system, all threads: seconds. */
+double phase__cpu_seconds(void);
 
 #endif

@@ -262,3 +262,22 @@ int cliopt__print_processes(json_t *procs)
 	json_decref(doc);
 	return ret;
 }
+
+static volatile sig_atomic_t *stop_flag;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	*stop_flag = 1;
+}
+
+void cliopt__stop_on_signals(volatile sig_atomic_t *flag)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	stop_flag = flag;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}

@@ -9,10 +9,17 @@
 #define DLSCOPE_CLIOPT_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
 #define CLIOPT_ERR (-2)
+
+/*
+ * ^C, kill and a closed terminal (SIGINT, SIGTERM, SIGHUP) set *@flag: the run ends with its
+ * summary. One flag per process (watch's, record's, agent's).
+ */
+void cliopt__stop_on_signals(volatile sig_atomic_t *flag);
 
 struct cliopt {
 	const char *cmd;

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include "job.h"
 #include "output.h"
 #include "outfile.h"
+#include "phase.h"
 #include "promfile.h"
 #include "sink.h"
 #include "watch.h"
@@ -81,12 +81,6 @@ static void agent_usage(FILE *f)
 }
 
 static volatile sig_atomic_t agent_stop;
-
-static void on_stop(int sig)
-{
-	(void)sig;
-	agent_stop = 1;
-}
 
 /* A process's present objects as their trace records, for its report files. */
 struct agent_obj {
@@ -389,24 +383,16 @@ static int write_report(struct agent *a, json_t *rec)
 	const struct agent_proc *proc;
 	json_t *summary;
 	FILE *f;
-	int fd, err = 0;
+	int err = 0;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	snprintf(path, sizeof(path), "%s/finding-%020llu-%lld-%s.jsonl", a->reports_dir,
 		 (unsigned long long)now.tv_sec * 1000000000ULL + (unsigned long long)now.tv_nsec,
 		 (long long)json_integer_value(json_object_get(rec, "pid")), id ? id : "finding");
 	snprintf(tmp, sizeof(tmp), "%s/.report.tmp", a->reports_dir);
-	/* No link followed: the directory may be another user's to change (outfile.h). */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		close(fd);
-		unlink(tmp);
+	f = outfile__temp(tmp, &err);
+	if (!f)
 		return err;
-	}
 	proc = proc_of(a, (pid_t)json_integer_value(json_object_get(rec, "pid")), false);
 	summary = summary_now(a);
 	if (put_record(f, a->header))
@@ -417,16 +403,10 @@ static int write_report(struct agent *a, json_t *rec)
 	if (!err && (put_record(f, rec) || put_record(f, summary)))
 		err = -EIO;
 	json_decref(summary);
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err) {
-		unlink(tmp);
-		return err;
-	}
-	prune_reports(a->reports_dir, a->reports_keep);
-	return 0;
+	err = outfile__rename_into(f, tmp, path, err);
+	if (!err)
+		prune_reports(a->reports_dir, a->reports_keep);
+	return err;
 }
 
 /* The trace's records: the header kept, each finding a line (and a report file); the rest not. */
@@ -476,22 +456,12 @@ static void agent_event(struct event_sink *s, const struct event *ev)
 		a->json_event(s, ev);
 }
 
-static double agent_cpu_seconds(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
 /* Each minute: the share of one CPU the agent took, and its periods set to keep it in budget. */
 static void budget_tick(struct event_sink *s, uint64_t now)
 {
 	struct agent *a = (struct agent *)((char *)s - offsetof(struct agent, budget.s));
 	struct budget *b = &a->budget;
-	double cpu = agent_cpu_seconds(), share;
+	double cpu = phase__cpu_seconds(), share;
 	unsigned int was = b->shed;
 
 	if (!b->window_start) {
@@ -518,15 +488,11 @@ static void budget_tick(struct event_sink *s, uint64_t now)
 	b->cpu_start = cpu;
 }
 
+/* SIGTERM (systemd's, the kubelet's), SIGINT and SIGHUP end the run; a log shipper that went
+ * away (SIGPIPE) is no reason to die: its write fails and is said. */
 static void install_stop_handlers(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	/* A log shipper that went away is no reason to die: its write fails and is said. */
+	cliopt__stop_on_signals(&agent_stop);
 	signal(SIGPIPE, SIG_IGN);
 }
 

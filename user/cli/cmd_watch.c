@@ -96,26 +96,6 @@ static void watch_usage(FILE *f, const char *cmd)
 
 static volatile sig_atomic_t stop_requested;
 
-static void on_stop(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
-/*
- * ^C, kill and a closed terminal end the watch with its summary. Installed before the
- * collector says "watching": a signal sent as soon as that is read must be honoured.
- */
-static void install_stop_handlers(void)
-{
-	struct sigaction sa = { .sa_handler = on_stop };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
 /*
  * -o's name with %h replaced by this host's name (as the trace's header gives it) and %% by %,
  * so that one command line on every node of a job (srun) writes one file per node.
@@ -455,7 +435,9 @@ static int watch_stream(struct watch_cmd *w, int trace_fd)
 	job_sink = jobwatch__sink(jw);
 	w->o.sinks = &job_sink;
 	w->o.n_sinks = 1;
-	install_stop_handlers();
+	/* Before the collector says "watching": a signal sent as soon as that is read must be
+	 * honoured. */
+	cliopt__stop_on_signals(&stop_requested);
 	err = watch__run(&w->o, &st, why, sizeof(why));
 	st.findings += jobwatch__findings(jw);
 	jobwatch__free(jw);

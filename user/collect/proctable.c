@@ -591,8 +591,10 @@ static void settle_one(struct watch *w, struct proc_state *ps, uint64_t now)
 	};
 	pid_t pid = ps->pid;
 
-	memcpy(at.comm, ps->start.comm, sizeof(at.comm));
-	memcpy(at.ev.comm, ps->start.comm, sizeof(at.ev.comm));
+	/* Its exec's name; one found running has its graph's. */
+	snprintf(at.comm, sizeof(at.comm), "%.15s",
+		 ps->start.comm[0] || !ps->g ? ps->start.comm : ps->g->comm);
+	memcpy(at.ev.comm, at.comm, sizeof(at.ev.comm));
 	if (proctable__refresh(w, ps))
 		ps->unsettled = false; /* gone: its exit says what is left */
 	if ((ps = proctable__find(w, pid))) {

@@ -206,16 +206,6 @@ static int read_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
-	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
-}
-
 static void write_header(struct watch *w)
 {
 	struct trace_header h = {
@@ -405,7 +395,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	 * the start took); no activity record is stamped past its end. */
 	if (o->duration_s > 0)
 		deadline = mono_ns(CLOCK_MONOTONIC) + (unsigned long long)(o->duration_s * 1e9);
-	st->cpu_s = -cpu_seconds();
+	st->cpu_s = -phase__cpu_seconds();
 	err = read_until_done(&w, deadline, why, whylen);
 	t_end = mono_ns(CLOCK_MONOTONIC);
 	if (deadline && t_end > deadline)
@@ -418,7 +408,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		hot__read_activity(&w, t_end, true);
 		st->activity = activity_counts__totals(w.act, w.last_activity, &st->n_activity);
 	}
-	st->cpu_s += cpu_seconds();
+	st->cpu_s += phase__cpu_seconds();
 	probes__count_lost(&w, st);
 	SINKS(&w, summary, st);
 	phase__mark("watch: summary");

@@ -5,12 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "array.h"
+#include "outfile.h"
 #include "output.h"
+#include "phase.h"
 #include "procfs.h"
 #include "promfile.h"
 
@@ -105,16 +106,6 @@ static void put_label(FILE *f, const char *name, const char *v, bool last)
 	fputs(last ? "\"" : "\",", f);
 }
 
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
 static void put_metrics(struct prom_sink *p, FILE *f)
 {
 	const struct watch_stats *st = p->st;
@@ -149,41 +140,25 @@ static void put_metrics(struct prom_sink *p, FILE *f)
 		"# HELP dlscope_agent_cpu_seconds_total The agent's own CPU time, user and system.\n"
 		"# TYPE dlscope_agent_cpu_seconds_total counter\n"
 		"dlscope_agent_cpu_seconds_total %.3f\n",
-		st->procs_now, st->events, st->lost, cpu_seconds());
+		st->procs_now, st->events, st->lost, phase__cpu_seconds());
 }
 
 int prom_sink__write(struct prom_sink *p)
 {
 	size_t k = 0;
 	FILE *f;
-	int fd, err = 0;
+	int err = 0;
 
 	/* Only what is true now: a process that exited (or whose PID was reused) has none. */
 	for (size_t i = 0; i < p->n; i++)
 		if (still_there(&p->v[i]))
 			p->v[k++] = p->v[i];
 	p->n = k;
-	/* No link followed: the directory may be another user's to change (outfile.h). */
-	fd = open(p->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		close(fd);
-		unlink(p->tmp);
+	f = outfile__temp(p->tmp, &err);
+	if (!f)
 		return err;
-	}
 	put_metrics(p, f);
-	if (fflush(f) || ferror(f))
-		err = -(errno ? errno : EIO);
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(p->tmp, p->path))
-		err = -errno;
-	if (err)
-		unlink(p->tmp);
-	return err;
+	return outfile__rename_into(f, p->tmp, p->path, 0);
 }
 
 static void prom_tick(struct event_sink *s, uint64_t now)
