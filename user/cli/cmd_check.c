@@ -18,16 +18,17 @@
 #include "crash.h"
 #include "detector.h"
 #include "elfobj.h"
+#include "event.h"
 #include "inspect.h"
 #include "job.h"
 #include "libgraph.h"
-#include "phase.h"
-#include "runtimes.h"
-#include "static_tls.h"
 #include "outfile.h"
 #include "output.h"
-#include "procfs.h"
+#include "phase.h"
 #include "pkgowner.h"
+#include "procfs.h"
+#include "runtimes.h"
+#include "static_tls.h"
 #include "supervise.h"
 #include "target.h"
 #include "termsafe.h"
@@ -232,10 +233,12 @@ static void write_crash_core(const char *path, pid_t pid, pid_t tid, const sigin
 		if (ftruncate(fd, 0))
 			dls_warn("check: --core: cannot empty %s", path);
 	} else {
+		char sig[32];
+
 		fprintf(stderr,
-			"dlscope: check: the core at SIG%s of thread %d is in %s (%" PRIu64
-			" KiB)\n",
-			sigabbrev_np(si->si_signo) ?: "?", tid, path, st.file_size / 1024);
+			"dlscope: check: the core at %s of thread %d is in %s (%" PRIu64 " KiB)\n",
+			event__signal_name(si->si_signo, sig, sizeof(sig)), tid, path,
+			st.file_size / 1024);
 	}
 	close(fd);
 }

@@ -21,6 +21,7 @@
 #include "corecmd.h"
 #include "corefile.h"
 #include "elfobj.h"
+#include "event.h"
 #include "inspect.h"
 #include "lockwait.h"
 #include "output.h"
@@ -28,18 +29,6 @@
 #include "target.h"
 #include "threadtext.h"
 #include "unwind.h"
-
-/* "SIGSEGV", or "signal 77" in @buf. */
-static const char *signal_name(int signo, char *buf, size_t len)
-{
-	const char *abbrev = sigabbrev_np(signo);
-
-	if (abbrev)
-		snprintf(buf, len, "SIG%s", abbrev);
-	else
-		snprintf(buf, len, "signal %d", signo);
-	return buf;
-}
 
 /* One line on how the process ended, or that it did not: "thread 12 took SIGSEGV ...". */
 static void crash_line(const struct corefile *c, char *buf, size_t len)
@@ -53,7 +42,7 @@ static void crash_line(const struct corefile *c, char *buf, size_t len)
 		return;
 	}
 	n = snprintf(buf, len, "thread %d took %s", c->signal_tid,
-		     signal_name(c->signo, name, sizeof(name)));
+		     event__signal_name(c->signo, name, sizeof(name)));
 	if (code && n >= 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " (%s)", code);
 	if (c->si_code > 0 && c->signo != SIGABRT && c->signo != SIGQUIT && n >= 0 &&
@@ -143,7 +132,7 @@ static void print_text(const struct corefile *c, const char *exe, const struct s
 			printf(", Python \"%s\"", st->py->name);
 		putchar(')');
 		if (is_crash(c) && st->tid == c->signal_tid)
-			printf(": took %s", signal_name(c->signo, name, sizeof(name)));
+			printf(": took %s", event__signal_name(c->signo, name, sizeof(name)));
 		putchar('\n');
 		if (wait_of(r, st->tid) && !(is_crash(c) && st->tid == c->signal_tid))
 			printf("    wait: %s\n", wait_of(r, st->tid)->what);
@@ -193,8 +182,9 @@ static json_t *to_json(const struct corefile *c, const char *exe, const struct s
 		const char *code = corefile__si_code_name(c->signo, c->si_code);
 
 		sig = json_pack("{s:i, s:s, s:i, s:o, s:o, s:i, s:s}", "number", c->signo, "name",
-				signal_name(c->signo, name, sizeof(name)), "code", c->si_code,
-				"code_name", code ? json_string(code) : json_null(), "address",
+				event__signal_name(c->signo, name, sizeof(name)), "code",
+				c->si_code, "code_name", code ? json_string(code) : json_null(),
+				"address",
 				c->si_code > 0 ?
 					json_sprintf("0x%llx", (unsigned long long)c->fault_addr) :
 					json_null(),

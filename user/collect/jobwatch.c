@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "event.h"
 #include "finding.h"
 #include "frame_text.h"
 #include "job.h"
@@ -153,17 +154,6 @@ static bool rank_of(struct jobwatch *jw, pid_t pid, int *rank)
 	return p != NULL;
 }
 
-static const char *sig_name(unsigned int signo, char *buf, size_t len)
-{
-	const char *abbrev = sigabbrev_np((int)signo);
-
-	if (abbrev)
-		snprintf(buf, len, "SIG%s", abbrev);
-	else
-		snprintf(buf, len, "signal %u", signo);
-	return buf;
-}
-
 /* "running", "sleeping in pipe_read", "exited with status 3": @p's state now, in words. */
 static void state_of(const struct jw_proc *p, char *buf, size_t len)
 {
@@ -268,15 +258,18 @@ static void rank_ended(struct jobwatch *jw, struct jw_proc *p, const struct even
 		if (open && open > p->sig_at && open[-1] == ' ' && p->sig_at[n - 1] == ')' &&
 		    !strstr(p->sig_at, " in "))
 			snprintf(p->end, sizeof(p->end), "%s in %.*s from %.*s (fault address %s)",
-				 sig_name(sig, sn, sizeof(sn)), (int)(open - 1 - p->sig_at),
-				 p->sig_at, (int)(p->sig_at + n - 1 - open - 1), open + 1,
+				 event__signal_name((int)sig, sn, sizeof(sn)),
+				 (int)(open - 1 - p->sig_at), p->sig_at,
+				 (int)(p->sig_at + n - 1 - open - 1), open + 1,
 				 p->sig_where[0] ? p->sig_where : "?");
 		else
 			snprintf(p->end, sizeof(p->end), "%s at %s (fault address %s)",
-				 sig_name(sig, sn, sizeof(sn)), p->sig_at[0] ? p->sig_at : "?",
+				 event__signal_name((int)sig, sn, sizeof(sn)),
+				 p->sig_at[0] ? p->sig_at : "?",
 				 p->sig_where[0] ? p->sig_where : "?");
 	} else if (sig) {
-		snprintf(p->end, sizeof(p->end), "killed by %s", sig_name(sig, sn, sizeof(sn)));
+		snprintf(p->end, sizeof(p->end), "killed by %s",
+			 event__signal_name((int)sig, sn, sizeof(sn)));
 	} else {
 		snprintf(p->end, sizeof(p->end), "exited with status %u", code);
 	}
