@@ -8,7 +8,9 @@ whom, and both must agree with the layers (lowest first, as the Makefile lists t
   - includes: A includes B's header (a struct or an inline function reaches A without a call).
 Fails, naming what and the symbols or header, when:
   - a module depends on one in a folder above its own (a layer reaching up);
-  - modules call each other in a cycle (more than one file), in the linked objects.
+  - modules call each other in a cycle (more than one file), in the linked objects;
+  - a chore with one home is done outside it (HOMES: the machine's registers and instruction
+    set outside user/arch/), in code (comments do not count).
 """
 import argparse
 import os
@@ -18,6 +20,26 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+# (what, the folder it lives in, the words that are it): one home per chore (issue 38).
+HOMES = [("the machine's registers and instruction set", "user/arch",
+          re.compile(r"\b(__x86_64__|__aarch64__|user_regs_struct|user_fpregs_struct|"
+                     r"PTRACE_GETREGS|PTRACE_GETFPREGS|NT_X86_XSTATE)\b"))]
+
+
+def homes(files):
+    """'file:line: what, outside its home' for each use of a chore outside its folder."""
+    out = []
+    for f in files:
+        text = COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"),
+                           open(os.path.join(ROOT, f), errors="replace").read())
+        for what, home, words in HOMES:
+            if f.startswith(home + "/"):
+                continue
+            for m in words.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                out.append(f"{f}:{line}: {m.group(1)}: {what}, outside {home}/")
+    return out
 
 
 def sources():
@@ -153,6 +175,7 @@ def main():
             if rank(dep) > rank(m):
                 errors.append(f"{m}: calls {', '.join(sorted(names)[:3])} of {dep}, "
                               f"a layer above {os.path.dirname(m)}")
+    errors += homes(files)
     for comp in cycles(links):
         inside = [f"{a} -> {b} ({', '.join(sorted(links[a][b])[:2])})"
                   for a in comp for b in sorted(links.get(a, ())) if b in comp]

@@ -43,3 +43,12 @@ def test_check_layers_fails_on_a_cycle_the_includes_do_not_show():
                      "user/low/c.c": "int a(void);\nint c(void) { return a(); }\n"})
     assert rc == 1 and "cycle of 2 modules: user/low/a -> user/low/c (c); " \
         "user/low/c -> user/low/a (a)" in out, out
+
+
+def test_check_layers_keeps_the_machine_in_user_arch():
+    """The registers and instruction set have one home (issue 38): a use elsewhere fails, one in
+    user/arch/ or in a comment does not."""
+    rc, out = check({"user/low/a.c": "/* user_regs_struct in a comment is fine */\n"
+                                     "#if defined(__x86_64__)\nint a(void) { return 1; }\n#endif\n"})
+    assert rc == 1 and "user/low/a.c:2: __x86_64__: the machine's registers and instruction " \
+        "set, outside user/arch/" in out and "user_regs_struct" not in out, out

@@ -217,7 +217,7 @@ int crash__capture(pid_t pid, pid_t tid, const siginfo_t *si, const siginfo_t *c
 		   struct crash **out)
 {
 	const siginfo_t *fault = crash__is_fault(si) ? si : NULL;
-	struct user_regs_struct regs;
+	arch_regs regs;
 	struct procmaps *maps;
 	struct crash *c;
 	char why[512];
@@ -242,7 +242,7 @@ int crash__capture(pid_t pid, pid_t tid, const siginfo_t *si, const siginfo_t *c
 		snprintf(c->thread, sizeof(c->thread), "?");
 	maps = procmaps__read(pid);
 	if (maps) {
-		if (!ptrace(PTRACE_GETREGS, tid, NULL, &regs))
+		if (!arch_regs__read(tid, &regs))
 			resolve(pid, maps, arch_regs__pc(&regs), true, &c->pc);
 		if (fault)
 			resolve(pid, maps, (uint64_t)(uintptr_t)fault->si_addr, false, &c->addr);

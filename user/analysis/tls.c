@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "elfobj.h"
 #include "libgraph.h"
 #include "target.h"
@@ -149,7 +150,6 @@ static bool is_tid(uint64_t pd, pid_t tid, void *ctx)
 
 int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t tid, uint64_t *tp)
 {
-#if defined(__x86_64__)
 	struct thread_lists tl;
 
 	if (thread_lists(t, g, &tl))
@@ -159,17 +159,10 @@ int tls__thread_pointer(const struct target *t, const struct libgraph *g, pid_t 
 	for (int i = 0; i < 2; i++) {
 		uint64_t pd = walk_list(t, &tl, tl.heads[i], is_tid, &tid);
 
-		if (pd) {
-			/* x86-64 keeps the descriptor at the thread pointer (TLS_TCB_AT_TP). */
-			*tp = pd;
-			return 0;
-		}
+		if (pd)
+			return arch_tp_of_descriptor(pd, tp);
 	}
 	return -ESRCH;
-#else
-	(void)t, (void)g, (void)tid, (void)tp;
-	return -ENOTSUP;
-#endif
 }
 
 /* Thread lists longer than this are not taken whole: a pool has never been that large. */

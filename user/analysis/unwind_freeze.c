@@ -140,7 +140,7 @@ static int collect_one(struct capture_set *cs, struct captured *c, const struct 
 	 */
 	c->deliver_sig = tracee__held_signal(status);
 	c->stopped = true;
-	if (!ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs)) {
+	if (!arch_regs__read(c->tid, &c->regs)) {
 		c->have_regs = true;
 		if (!cs->regs_only) {
 			unwind_copy_stack(cs->mem_pid, maps, c);

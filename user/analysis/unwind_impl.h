@@ -17,6 +17,7 @@
 #include <sys/user.h>
 #include <time.h>
 
+#include "arch.h"
 #include "unwind.h"
 
 struct framecache;
@@ -32,7 +33,7 @@ struct captured {
 	uint64_t t_interrupt, t_release;
 	int seize_errno,
 		regs_errno; /* why PTRACE_SEIZE or PTRACE_GETREGS failed, 0 if they did not */
-	struct user_regs_struct regs;
+	arch_regs regs;
 	uint64_t stack_lo;
 	size_t stack_len;
 	unsigned char *stack;

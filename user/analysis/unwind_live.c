@@ -313,7 +313,7 @@ static bool call_reaches(Dwfl *dwfl, const unsigned char before[8], uint64_t ret
  */
 static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, struct walk *w)
 {
-	struct user_regs_struct saved = c->regs;
+	arch_regs saved = c->regs;
 	struct thread_stack *ts = w->ts;
 
 	for (int resume = 0; resume < SCAN_RESUMES; resume++) {
@@ -503,7 +503,7 @@ int stacks__capture_stopped(pid_t pid, pid_t tid, unsigned int max_frames, struc
 	err = proc_begin(pid, &dwfl, &maps, why, whylen);
 	if (err)
 		goto out;
-	if (ptrace(PTRACE_GETREGS, tid, NULL, &one.regs)) {
+	if (arch_regs__read(tid, &one.regs)) {
 		err = -errno;
 		snprintf(why, whylen, "cannot read the registers of thread %d: %s", tid,
 			 strerror(-err));

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/user.h>
 
 /* Bytes below the stack pointer a leaf function may use without moving it (the ABI's red zone). */
@@ -19,6 +20,26 @@
 #define ARCH_DWARF_REGS 17
 
 typedef struct user_regs_struct arch_regs;
+typedef struct user_fpregs_struct arch_fpregs;
+
+/* A thread in a ptrace stop of ours: its registers, its floating-point registers (0 or
+ * -errno), and its extended state (x86-64: the XSAVE area) into @buf, whose size is returned
+ * (0 where there is none or it cannot be read). */
+int arch_regs__read(pid_t tid, arch_regs *r);
+int arch_fpregs__read(pid_t tid, arch_fpregs *f);
+size_t arch_xstate__read(pid_t tid, void *buf, size_t len);
+/* The core note type the extended state is written as (x86-64: NT_X86_XSTATE). */
+unsigned int arch_xstate_note(void);
+
+/* The ELF machine of this build (its cores'), and its name for a line that refuses another. */
+unsigned int arch_elf_machine(void);
+const char *arch_elf_machine_name(void);
+
+/*
+ * The thread pointer of the thread whose glibc descriptor (struct pthread) is at @pd: x86-64
+ * keeps the descriptor at the thread pointer (TLS_TCB_AT_TP). 0, or -ENOTSUP where it is not.
+ */
+int arch_tp_of_descriptor(uint64_t pd, uint64_t *tp);
 
 uint64_t arch_regs__pc(const arch_regs *r);
 uint64_t arch_regs__sp(const arch_regs *r);

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* x86-64: see arch.h. */
+#include <elf.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "arch.h"
 
@@ -227,4 +230,42 @@ bool arch_decode_libgomp_max_threads(const unsigned char *code, size_t len, uint
 		return false;
 	out->global = entry + (uint64_t)(p + 7 - code) + (uint64_t)(int64_t)rel32(p + 3);
 	return true;
+}
+
+int arch_regs__read(pid_t tid, arch_regs *r)
+{
+	return ptrace(PTRACE_GETREGS, tid, NULL, r) ? -errno : 0;
+}
+
+int arch_fpregs__read(pid_t tid, arch_fpregs *f)
+{
+	return ptrace(PTRACE_GETFPREGS, tid, NULL, f) ? -errno : 0;
+}
+
+size_t arch_xstate__read(pid_t tid, void *buf, size_t len)
+{
+	struct iovec iov = { buf, len };
+
+	return ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) ? 0 : iov.iov_len;
+}
+
+unsigned int arch_xstate_note(void)
+{
+	return NT_X86_XSTATE;
+}
+
+unsigned int arch_elf_machine(void)
+{
+	return EM_X86_64;
+}
+
+const char *arch_elf_machine_name(void)
+{
+	return "x86-64";
+}
+
+int arch_tp_of_descriptor(uint64_t pd, uint64_t *tp)
+{
+	*tp = pd;
+	return 0;
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "array.h"
 #include "capture.h"
 #include "linkmap.h"
@@ -45,8 +46,8 @@ struct cthread {
 	pid_t tid;
 	bool seized, stopped, gone, have_regs;
 	int deliver_sig; /* a signal whose delivery stop was the thread's stop: sent at release */
-	struct user_regs_struct regs;
-	struct user_fpregs_struct fpregs;
+	arch_regs regs;
+	arch_fpregs fpregs;
 	unsigned char xstate[XSTATE_MAX];
 	size_t xstate_len;
 };
@@ -260,14 +261,11 @@ static int list_threads(pid_t pid, struct cthread **out, size_t *n)
 static void take_regs(struct cthread *c)
 {
 	c->stopped = true;
-	c->have_regs = !ptrace(PTRACE_GETREGS, c->tid, NULL, &c->regs);
+	c->have_regs = !arch_regs__read(c->tid, &c->regs);
 	if (c->have_regs) {
-		struct iovec iov = { c->xstate, sizeof(c->xstate) };
-
-		if (ptrace(PTRACE_GETFPREGS, c->tid, NULL, &c->fpregs))
+		if (arch_fpregs__read(c->tid, &c->fpregs))
 			memset(&c->fpregs, 0, sizeof(c->fpregs));
-		if (!ptrace(PTRACE_GETREGSET, c->tid, (void *)NT_X86_XSTATE, &iov))
-			c->xstate_len = iov.iov_len;
+		c->xstate_len = arch_xstate__read(c->tid, c->xstate, sizeof(c->xstate));
 	}
 }
 
@@ -486,7 +484,7 @@ static void thread_notes(struct notes *ns, const struct cthread *c, const siginf
 	note(ns, "CORE", NT_PRSTATUS, &pr, sizeof(pr));
 	note(ns, "CORE", NT_FPREGSET, &c->fpregs, sizeof(c->fpregs));
 	if (c->xstate_len)
-		note(ns, "LINUX", NT_X86_XSTATE, c->xstate, c->xstate_len);
+		note(ns, "LINUX", arch_xstate_note(), c->xstate, c->xstate_len);
 }
 
 static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)

@@ -13,17 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "corefile.h"
-
-#if defined(__x86_64__)
-#define CORE_MACHINE EM_X86_64
-#define CORE_MACHINE_NAME "x86-64"
-#elif defined(__aarch64__)
-#define CORE_MACHINE EM_AARCH64
-#define CORE_MACHINE_NAME "AArch64"
-#else
-#error "corefile.c: no core machine for this architecture"
-#endif
 
 /* The machines a core may come from, named for the one line that refuses it. */
 static const char *machine_name(unsigned int m)
@@ -211,19 +202,19 @@ static int check_header(struct corefile *c, const char *path, char *why, size_t 
 		return fail(-EINVAL, why, whylen, "%s is not an ELF file", path);
 	if (eh.e_type != ET_CORE)
 		return fail(-EINVAL, why, whylen, "%s is an ELF file but not a core file", path);
-	if (eh.e_machine == CORE_MACHINE && gelf_getclass(c->elf) == ELFCLASS64)
+	if (eh.e_machine == arch_elf_machine() && gelf_getclass(c->elf) == ELFCLASS64)
 		return 0;
 	m = machine_name(eh.e_machine);
 	if (m)
 		snprintf(why, whylen,
 			 "core file %s is of another machine (%s%s); this dlscope reads %s cores",
 			 path, m, gelf_getclass(c->elf) == ELFCLASS32 ? ", 32-bit" : "",
-			 CORE_MACHINE_NAME);
+			 arch_elf_machine_name());
 	else
 		snprintf(why, whylen,
 			 "core file %s is of another machine (ELF machine %u); this dlscope reads "
 			 "%s cores",
-			 path, eh.e_machine, CORE_MACHINE_NAME);
+			 path, eh.e_machine, arch_elf_machine_name());
 	return -ENOEXEC;
 }
 
