@@ -65,8 +65,9 @@ static void agent_usage(FILE *f)
 		"                        finding record (docs/trace-format.md), to FILE\n"
 		"                        (default: standard output; '-' too)\n"
 		"      --reports-dir DIR keep each finding as a small trace in DIR\n"
-		"                        (finding-TIME-PID-CHECK.jsonl: the header and the finding\n"
-		"                        with its evidence and stack), for 'dlscope report FILE'\n"
+		"                        (finding-TIME-PID-CHECK.jsonl: the header, the process's\n"
+		"                        objects and the finding with its evidence), for\n"
+		"                        'dlscope report FILE'\n"
 		"      --reports-keep N  the newest N report files are kept (default %d)\n"
 		"  -d, --duration SECS   stop after SECS seconds\n"
 		"      --ring-mb N       the ring buffer, N MiB (a power of two; default %d); what\n"
@@ -373,7 +374,7 @@ static int put_record(FILE *f, const json_t *rec)
 
 /*
  * One finding as a small whole trace, written whole or not at all: the header, the process's
- * objects then, the finding with its evidence and stack, and the counts so far.
+ * objects then, the finding with its evidence, and the counts so far.
  */
 static int write_report(struct agent *a, json_t *rec)
 {
