@@ -240,8 +240,12 @@ static int writable_dir(const char *opt, const char *dir)
 {
 	struct stat st;
 
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		dls_err("agent: %s %s: %s", opt, dir, errno ? strerror(errno) : "not a directory");
+	if (stat(dir, &st)) {
+		dls_err("agent: %s %s: %s", opt, dir, strerror(errno));
+		return DLS_EXIT_INSPECT;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		dls_err("agent: %s %s: not a directory", opt, dir);
 		return DLS_EXIT_INSPECT;
 	}
 	if (access(dir, W_OK)) {

@@ -31,8 +31,9 @@ static bool still_there(const struct prom_series *s)
 	unsigned long long start;
 	char state;
 
-	return !proc__read_stat(s->pid, 0, NULL, 0, &state, NULL) && state != 'Z' && state != 'X' &&
-	       !proc__ppid_start(s->pid, NULL, &start) && start == s->start;
+	/* One read of its stat: each write checks every series. */
+	return !proc__ppid_start(s->pid, &state, NULL, &start) && state != 'Z' && state != 'X' &&
+	       start == s->start;
 }
 
 static void drop_pid(struct prom_sink *p, pid_t pid)
@@ -51,7 +52,7 @@ static void prom_finding(struct event_sink *s, const struct live_finding *lf)
 	struct prom_sink *p = PROM(s);
 	struct prom_series n = { .pid = lf->pid, .sev = lf->f->sev };
 
-	if (!lf->pid || proc__ppid_start(lf->pid, NULL, &n.start))
+	if (!lf->pid || proc__ppid_start(lf->pid, NULL, NULL, &n.start))
 		return; /* gone already: nothing true of a live process */
 	for (size_t i = 0; i < p->n; i++)
 		if (p->v[i].pid == n.pid && p->v[i].start == n.start &&

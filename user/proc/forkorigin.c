@@ -40,7 +40,7 @@ int fork_origin__read(pid_t pid, struct fork_origin *out)
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = proc__ppid_start(pid, &ppid, &start);
+	err = proc__ppid_start(pid, NULL, &ppid, &start);
 	if (err)
 		return err;
 	if (boot_time())

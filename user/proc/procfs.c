@@ -64,9 +64,9 @@ int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *stat
 }
 
 /* Fields 4 (ppid) and 22 (starttime, clock ticks after boot) of /proc/PID/stat. */
-int proc__ppid_start(pid_t pid, pid_t *ppid, unsigned long long *start)
+int proc__ppid_start(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 {
-	char path[64], buf[1024], *rparen;
+	char path[64], buf[1024], *rparen, st;
 	pid_t parent;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
@@ -75,10 +75,12 @@ int proc__ppid_start(pid_t pid, pid_t *ppid, unsigned long long *start)
 	rparen = strrchr(buf, ')');
 	/* After comm: state ppid, then 17 fields up to starttime. */
 	if (!rparen || sscanf(rparen + 2,
-			      "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			      "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
 			      "%*d %*d %*d %llu",
-			      &parent, start) != 2)
+			      &st, &parent, start) != 3)
 		return -EPROTO;
+	if (state)
+		*state = st;
 	if (ppid)
 		*ppid = parent;
 	return 0;

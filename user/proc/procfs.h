@@ -11,9 +11,9 @@ ssize_t proc__read_small(const char *path, char *buf, size_t len);
 /* Parse "/proc/PID/stat"-style fields (@tid 0: the process's); NULL outputs are skipped. */
 int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
 		    unsigned long *flags);
-/* Its parent (@ppid may be NULL) and start (clock ticks after boot: with the PID, one process
- * for good). 0, -ESRCH when gone, -EPROTO. */
-int proc__ppid_start(pid_t pid, pid_t *ppid, unsigned long long *start);
+/* Its state letter and parent (@state, @ppid may be NULL) and start (clock ticks after boot:
+ * with the PID, one process for good), in one read. 0, -ESRCH when gone, -EPROTO. */
+int proc__ppid_start(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
 
 /*
  * The thread of process @pid whose /proc entries (maps, mem, exe, root, environ) are readable:
