@@ -132,5 +132,54 @@ int main(void)
 	CHECK(json_array_size(g0) == 1 && json_integer_value(json_array_get(g0, 0)) == 1,
 	      "rank 1 is unreadable");
 	json_decref(m);
+
+	/*
+	 * Waits in one collective group alike however they wait below it (STAT's prefix tree, cut
+	 * at the communication API): one rank spins in the progress engine, one sleeps in the
+	 * kernel, one is its root; the rank in no collective is the culprit.
+	 */
+	{
+		const char *const inner[][3] = {
+			{ "mca_btl_vader_poll", "opal_progress", "PMPI_Barrier" },
+			{ "__GI___poll", "ompi_coll_base_barrier_intra", "PMPI_Barrier" },
+			{ "ompi_request_default_wait_all", "opal_progress", "PMPI_Barrier" },
+			{ "__GI___clock_nanosleep", "compute", "solve" },
+		};
+		struct rank_stacks r[4] = { 0 };
+
+		for (size_t i = 0; i < 4; i++) {
+			bool mpi = i < 3;
+			json_t *frames = json_pack(
+				"[o, o, o, o, o]",
+				frame(inner[i][0], mpi ? "/lib/libmpi.so.40" : "/lib/libc.so.6"),
+				frame(inner[i][1], mpi ? "/lib/libopen-pal.so.40" : "/opt/app"),
+				frame(inner[i][2], mpi ? "/lib/libmpi.so.40" : "/opt/app"),
+				frame("main", "/opt/app"), frame("_start", "/opt/app"));
+
+			r[i] = (struct rank_stacks){ (int)i, (pid_t)(200 + i),
+						     json_pack("{s:[{s:i, s:s, s:o, s:n}]}",
+							       "threads", "tid", 200 + i, "name",
+							       "app", "frames", frames, "python"),
+						     NULL };
+		}
+		m = stackmerge__merge(r, 4, false);
+		CHECK(!strcmp(verdict_text(m), "rank 3 is in compute in app, in no "
+					       "collective; ranks 0-2 are in main in app, waiting "
+					       "in PMPI_Barrier"),
+		      "spinning, sleeping and root waits in one barrier are one group; the rank "
+		      "in no collective is named");
+		g0 = json_object_get(json_object_get(m, "verdict"), "outliers");
+		CHECK(json_array_size(g0) == 1 && json_integer_value(json_array_get(g0, 0)) == 3,
+		      "the culprit is rank 3");
+		json_decref(m);
+		/* Two ranks: one in a collective, one not, is a verdict too. */
+		m = stackmerge__merge(&r[2], 2, false);
+		g0 = json_object_get(json_object_get(m, "verdict"), "outliers");
+		CHECK(json_array_size(g0) == 1 && json_integer_value(json_array_get(g0, 0)) == 3,
+		      "of two ranks, the one in no collective is named");
+		json_decref(m);
+		for (size_t i = 0; i < 4; i++)
+			json_decref(r[i].doc);
+	}
 	return tap_done();
 }

@@ -18,6 +18,12 @@ struct mthread {
 	const char *error; /* why the thread has no frames (or fewer than it should) */
 	bool main;
 	char *sig;
+	/* The verdict's key: the stack outermost first down to the first frame of a
+	 * communication API (@cut, -1 none), named @comm; waits that spin and waits that sleep
+	 * under one collective differ only below it (STAT's prefix tree, cut there). */
+	char *wait;
+	long cut;
+	char comm[96];
 	json_t *frames;
 };
 
@@ -60,8 +66,11 @@ static json_t *thread_frames(const json_t *thread, bool python_only)
 	return out;
 }
 
-/* What makes two frames the same across ranks: names, not addresses (each rank has its own). */
-static char *signature(const json_t *frames)
+/*
+ * What makes two stacks the same across ranks: names, not addresses (each rank has its own), of
+ * frames [@from, end) of @frames; then the collective @comm they call, when not NULL.
+ */
+static char *signature_from(const json_t *frames, size_t from, const char *comm)
 {
 	char *sig = NULL;
 	size_t len = 0;
@@ -74,6 +83,8 @@ static char *signature(const json_t *frames)
 	json_array_foreach (frames, i, fr) {
 		const char *fn = json_string_value(json_object_get(fr, "function"));
 
+		if (i < from)
+			continue;
 		if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python"))
 			fprintf(f, "P %s %s:%lld\n", fn ? fn : "??",
 				json_string_value(json_object_get(fr, "file")) ?: "?",
@@ -82,8 +93,55 @@ static char *signature(const json_t *frames)
 			fprintf(f, "N %s %s\n", fn ? fn : "??",
 				path_base(json_string_value(json_object_get(fr, "module"))));
 	}
+	if (comm)
+		fprintf(f, "C %s\n", comm);
 	fclose(f);
 	return sig;
+}
+
+static char *signature(const json_t *frames)
+{
+	return signature_from(frames, 0, NULL);
+}
+
+/*
+ * Whether frame @fr is the entry of a communication API (MPI and its implementations' cores,
+ * NCCL/RCCL, gloo, PyTorch's c10d, mpi4py and torch.distributed in Python); its name without
+ * parameters into @buf.
+ */
+static bool comm_api(const json_t *fr, char *buf, size_t len)
+{
+	static const char *const native[] = { "PMPI_",	"MPI_", "ompi_", "opal_progress", "MPIR_",
+					      "MPIDI_", "nccl", "rccl",	 "gloo::",	  "c10d::" };
+	static const char *const python[] = { "/torch/distributed/", "/mpi4py/" };
+	const char *fn = json_string_value(json_object_get(fr, "function"));
+	const char *file = json_string_value(json_object_get(fr, "file"));
+	bool py = !strcmp(json_string_value(json_object_get(fr, "kind")) ?: "", "python");
+	bool hit = false;
+
+	if (!fn)
+		return false;
+	for (size_t k = 0; py && file && k < sizeof(python) / sizeof(python[0]); k++)
+		hit = hit || strstr(file, python[k]);
+	for (size_t k = 0; !py && k < sizeof(native) / sizeof(native[0]); k++)
+		hit = hit || !strncmp(fn, native[k], strlen(native[k]));
+	if (hit)
+		snprintf(buf, len, "%.*s", (int)strcspn(fn, "("), fn);
+	return hit;
+}
+
+/* The verdict's key of @x (its frames set): cut at the outermost communication API frame. */
+static char *wait_signature(struct mthread *x)
+{
+	size_t n = json_array_size(x->frames);
+
+	x->cut = -1;
+	for (size_t i = n; i-- > 0;)
+		if (comm_api(json_array_get(x->frames, i), x->comm, sizeof(x->comm))) {
+			x->cut = (long)i;
+			return signature_from(x->frames, i + 1, x->comm);
+		}
+	return signature(x->frames);
 }
 
 /* The C library and the loader: where every wait ends, so never the frame that explains it. */
@@ -147,30 +205,49 @@ static const char *collective(const json_t *frames, char *buf, size_t len)
 	return NULL;
 }
 
-static void meaningful_frame(const json_t *frames, char *buf, size_t len)
+/* A Python file of a library (site-packages, the standard library): not the user's line. */
+static bool library_file(const char *file)
 {
-	const json_t *named = NULL, *fr;
+	return !file || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+	       strstr(file, "/lib/python") || !strncmp(file, "<frozen", 7);
+}
+
+/*
+ * Where frames [@from, end) of a thread are, said in @buf: the user's innermost Python line
+ * (outside site-packages and the standard library; else the innermost Python line) when it runs
+ * Python, else its innermost named frame outside the C library and the loader; then the
+ * collective it waits in (@comm, or a NCCL call found in @frames).
+ */
+static void where_of(const json_t *frames, size_t from, const char *comm, char *buf, size_t len)
+{
+	const json_t *named = NULL, *py = NULL, *user_py = NULL, *fr;
 	char call[160];
-	size_t i;
+	size_t i, n;
 
 	json_array_foreach (frames, i, fr) {
-		if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python")) {
-			size_t n;
-
-			describe_frame(fr, buf, len);
-			/* A Python line hides the collective under it: name both. */
-			n = strlen(buf);
-			if (collective(frames, call, sizeof(call)) && n < len)
-				snprintf(buf + n, len - n, ", waiting in %s", call);
-			return;
-		}
+		if (i < from || strcmp(json_string_value(json_object_get(fr, "kind")), "python"))
+			continue;
+		if (!py)
+			py = fr;
+		if (!user_py && !library_file(json_string_value(json_object_get(fr, "file"))))
+			user_py = fr;
+	}
+	if (!comm)
+		comm = collective(frames, call, sizeof(call));
+	if (py) {
+		describe_frame(user_py ? user_py : py, buf, len);
+		/* A Python line hides the collective under it: name both. */
+		n = strlen(buf);
+		if (comm && n < len)
+			snprintf(buf + n, len - n, ", waiting in %s", comm);
+		return;
 	}
 	json_array_foreach (frames, i, fr) {
-		if (!json_string_value(json_object_get(fr, "function")))
+		if (i < from || !json_string_value(json_object_get(fr, "function")))
 			continue;
 		if (!system_module(json_string_value(json_object_get(fr, "module")))) {
-			describe_frame(fr, buf, len);
-			return;
+			named = fr;
+			break;
 		}
 		if (!named)
 			named = fr;
@@ -178,7 +255,16 @@ static void meaningful_frame(const json_t *frames, char *buf, size_t len)
 	if (named)
 		describe_frame(named, buf, len);
 	else
-		snprintf(buf, len, "%s", json_array_size(frames) ? "unnamed code" : "no frames");
+		snprintf(buf, len, "%s",
+			 json_array_size(frames) > from ? "unnamed code" : "no frames");
+	n = strlen(buf);
+	if (comm && from && n < len)
+		snprintf(buf + n, len - n, ", waiting in %s", comm);
+}
+
+static void meaningful_frame(const json_t *frames, char *buf, size_t len)
+{
+	where_of(frames, 0, NULL, buf, len);
 }
 
 static int cmp_sig(const void *a, const void *b)
@@ -222,11 +308,19 @@ static json_t *ranks_json(int *ranks, size_t n, char *text, size_t len)
 
 /* The main threads of the ranks, grouped by stack: the verdict. */
 struct vgroup {
-	const char *sig;
+	const char *sig; /* the members' wait signature */
 	int *ranks;
 	size_t n;
 	const json_t *frames;
+	size_t from;	  /* frames outer than the collective's entry start here */
+	const char *comm; /* the collective they wait in, NULL none */
 };
+
+/* Where group @g is, in words. */
+static void group_where(const struct vgroup *g, char *buf, size_t len)
+{
+	where_of(g->frames, g->from, g->comm, buf, len);
+}
 
 static int cmp_vgroup(const void *a, const void *b)
 {
@@ -257,11 +351,13 @@ static size_t group_main_threads(const struct mthread *t, size_t nt, size_t n, s
 			json_array_append_new(unreadable, json_integer(t[i].rank));
 			continue;
 		}
-		for (k = 0; k < ng && strcmp(g[k].sig, t[i].sig); k++)
+		for (k = 0; k < ng && strcmp(g[k].sig, t[i].wait); k++)
 			;
 		if (k == ng) {
-			g[ng] = (struct vgroup){ .sig = t[i].sig,
+			g[ng] = (struct vgroup){ .sig = t[i].wait,
 						 .frames = t[i].frames,
+						 .from = t[i].cut < 0 ? 0 : (size_t)t[i].cut + 1,
+						 .comm = t[i].cut < 0 ? NULL : t[i].comm,
 						 .ranks = calloc(n, sizeof(int)) };
 			if (!g[ng].ranks)
 				continue;
@@ -273,27 +369,74 @@ static size_t group_main_threads(const struct mthread *t, size_t nt, size_t n, s
 }
 
 /*
+ * Whether the ranks in no collective are the culprits: some groups wait in a collective, others
+ * are in none, and the former are no fewer (one rank of two in a collective names the other).
+ */
+static bool outside_collective(const struct vgroup *g, size_t ng)
+{
+	size_t in = 0, out = 0;
+
+	for (size_t k = 0; k < ng; k++)
+		*(g[k].comm ? &in : &out) += g[k].n;
+	return in && out && in >= out;
+}
+
+/* Group @g as a culprit: said to @f (after @sep), its ranks into @outliers and @ofr. */
+static void say_culprit(FILE *f, const char *sep, const struct vgroup *g, json_t *outliers,
+			json_t *ofr)
+{
+	char rtext[256], where[512];
+	json_t *rs;
+
+	group_where(g, where, sizeof(where));
+	rs = ranks_json(g->ranks, g->n, rtext, sizeof(rtext));
+	for (size_t m = 0; m < g->n; m++)
+		json_array_append_new(outliers, json_integer(g->ranks[m]));
+	json_array_append_new(ofr, json_pack("{s:o, s:s}", "ranks", rs, "frame", where));
+	fprintf(f, "%srank%s %s %s in %s", sep, g->n == 1 ? "" : "s", rtext,
+		g->n == 1 ? "is" : "are", where);
+}
+
+/*
  * Where the groups (@g, largest first) are, said to @f: all in one place, split evenly, or the
- * smaller groups (the outliers, into @outliers and @ofr) apart from the majority.
+ * culprits (into @outliers and @ofr): the ranks in no collective while the others wait in one,
+ * else the smaller groups apart from the majority.
  */
 static void say_where_groups_are(FILE *f, const struct vgroup *g, size_t ng, json_t *outliers,
 				 json_t *ofr)
 {
 	char rtext[256], where[512];
+	const char *sep = "";
 
 	if (!ng) {
 		fprintf(f, "no rank's main thread could be read");
 	} else if (ng == 1) {
-		meaningful_frame(g[0].frames, where, sizeof(where));
+		group_where(&g[0], where, sizeof(where));
 		if (g[0].n == 1)
 			fprintf(f, "the only rank read is in %s", where);
 		else
 			fprintf(f, "all %zu ranks are in %s", g[0].n, where);
+	} else if (outside_collective(g, ng)) {
+		/* Smallest first, as below; then where the others wait. */
+		for (size_t k = ng; k-- > 0;)
+			if (!g[k].comm) {
+				say_culprit(f, sep, &g[k], outliers, ofr);
+				sep = "; ";
+			}
+		fprintf(f, ", in no collective");
+		for (size_t k = 0; k < ng; k++) {
+			if (!g[k].comm)
+				continue;
+			group_where(&g[k], where, sizeof(where));
+			job__format_ranks(g[k].ranks, g[k].n, rtext, sizeof(rtext));
+			fprintf(f, "; rank%s %s %s in %s", g[k].n == 1 ? "" : "s", rtext,
+				g[k].n == 1 ? "is" : "are", where);
+		}
 	} else if (g[0].n == g[1].n) {
 		/* No majority to stand out from. */
 		fprintf(f, "the ranks are split:");
 		for (size_t k = 0; k < ng; k++) {
-			meaningful_frame(g[k].frames, where, sizeof(where));
+			group_where(&g[k], where, sizeof(where));
 			job__format_ranks(g[k].ranks, g[k].n, rtext, sizeof(rtext));
 			fprintf(f, "%s rank%s %s %s in %s", k ? ";" : "", g[k].n == 1 ? "" : "s",
 				rtext, g[k].n == 1 ? "is" : "are", where);
@@ -301,18 +444,10 @@ static void say_where_groups_are(FILE *f, const struct vgroup *g, size_t ng, jso
 	} else {
 		/* Smallest groups first: the rarest place is the likeliest culprit. */
 		for (size_t k = ng - 1; k >= 1; k--) {
-			json_t *rs;
-
-			meaningful_frame(g[k].frames, where, sizeof(where));
-			rs = ranks_json(g[k].ranks, g[k].n, rtext, sizeof(rtext));
-			for (size_t m = 0; m < g[k].n; m++)
-				json_array_append_new(outliers, json_integer(g[k].ranks[m]));
-			json_array_append_new(ofr,
-					      json_pack("{s:o, s:s}", "ranks", rs, "frame", where));
-			fprintf(f, "%srank%s %s %s in %s", k == ng - 1 ? "" : "; ",
-				g[k].n == 1 ? "" : "s", rtext, g[k].n == 1 ? "is" : "are", where);
+			say_culprit(f, sep, &g[k], outliers, ofr);
+			sep = "; ";
 		}
-		meaningful_frame(g[0].frames, where, sizeof(where));
+		group_where(&g[0], where, sizeof(where));
 		if (g[0].n == 1)
 			fprintf(f, "; the other waits in %s", where);
 		else
@@ -362,6 +497,7 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 	FILE *f = open_memstream(&text, &tlen);
 	int *bad = calloc(n + nt + 1, sizeof(*bad));
 	size_t nbad = 0;
+	long maj = -1;
 
 	if (!g || !f || !bad) {
 		free(g);
@@ -379,15 +515,20 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 	say_where_groups_are(f, g, ng, outliers, ofr);
 	say_what_was_unread(f, t, nt, r, n, bad, nbad, unreadable);
 	fclose(f);
-	if (ng > 1 && g[0].n > g[1].n)
-		meaningful_frame(g[0].frames, where, sizeof(where));
+	/* The majority: the largest group in a collective when the culprits are in none. */
+	if (ng > 1 && outside_collective(g, ng))
+		for (maj = 0; !g[maj].comm; maj++)
+			;
+	else if (ng > 1 && g[0].n > g[1].n)
+		maj = 0;
+	if (maj >= 0)
+		group_where(&g[maj], where, sizeof(where));
 	v = json_pack("{s:s, s:o, s:o, s:o, s:o}", "text", text ? text : "", "outliers", outliers,
 		      "outlier_frames", ofr, "majority",
-		      ng > 1 && g[0].n > g[1].n ?
-			      json_pack("{s:o, s:s}", "ranks",
-					ranks_json(g[0].ranks, g[0].n, rtext, sizeof(rtext)),
-					"frame", where) :
-			      json_null(),
+		      maj >= 0 ? json_pack("{s:o, s:s}", "ranks",
+					   ranks_json(g[maj].ranks, g[maj].n, rtext, sizeof(rtext)),
+					   "frame", where) :
+				 json_null(),
 		      "unreadable", unreadable);
 	for (size_t k = 0; k < ng; k++)
 		free(g[k].ranks);
@@ -426,8 +567,11 @@ static int collect_threads(const struct rank_stacks *r, size_t n, bool python_on
 				.frames = frames,
 				.sig = signature(frames),
 			};
+			x->wait = wait_signature(x);
 			x->main = x->tid == r[i].pid;
-			if (!x->sig) {
+			if (!x->sig || !x->wait) {
+				free(x->sig);
+				free(x->wait);
 				json_decref(frames);
 				return -ENOMEM;
 			}
@@ -503,6 +647,7 @@ json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_onl
 out:
 	for (size_t i = 0; i < nt; i++) {
 		free(t[i].sig);
+		free(t[i].wait);
 		json_decref(t[i].frames);
 	}
 	free(t);
