@@ -31,6 +31,7 @@
 #include "output.h"
 #include "procfs.h"
 #include "report.h"
+#include "runprog.h"
 #include "report_trace.h"
 #include "target.h"
 
@@ -68,14 +69,8 @@ static void report_usage(FILE *f)
 /* Run dlscope itself with @argv (after its name); its standard output, or NULL. */
 static char *run_self(char *const *argv, int *status)
 {
-	size_t n = 0, len = 0;
-	char **args, *out = NULL;
-	posix_spawn_file_actions_t fa;
-	int pipefd[2], devnull;
-	pid_t pid;
-	FILE *f;
-	char buf[65536];
-	ssize_t r;
+	size_t n = 0;
+	char **args, *out;
 
 	while (argv[n])
 		n++;
@@ -84,38 +79,8 @@ static char *run_self(char *const *argv, int *status)
 		return NULL;
 	args[0] = "dlscope";
 	memcpy(args + 1, argv, n * sizeof(*args));
-	if (pipe2(pipefd, O_CLOEXEC)) {
-		free(args);
-		return NULL;
-	}
-	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-	if (devnull >= 0)
-		posix_spawn_file_actions_adddup2(&fa, devnull, 2);
-	if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, args, environ)) {
-		posix_spawn_file_actions_destroy(&fa);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		if (devnull >= 0)
-			close(devnull);
-		free(args);
-		return NULL;
-	}
+	out = runprog__capture("/proc/self/exe", args, false, NULL, status);
 	free(args);
-	posix_spawn_file_actions_destroy(&fa);
-	close(pipefd[1]);
-	if (devnull >= 0)
-		close(devnull);
-	f = open_memstream(&out, &len);
-	while ((r = read(pipefd[0], buf, sizeof(buf))) > 0 || (r < 0 && errno == EINTR))
-		if (r > 0 && f)
-			fwrite(buf, 1, (size_t)r, f);
-	close(pipefd[0]);
-	if (f)
-		fclose(f);
-	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-		;
 	return out;
 }
 

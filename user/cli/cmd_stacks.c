@@ -30,6 +30,7 @@
 #include "pystate.h"
 #include "runtimes.h"
 #include "stackmerge.h"
+#include "stacks_job.h"
 #include "target.h"
 #include "threadscan.h"
 #include "threadtext.h"
@@ -409,40 +410,12 @@ static int print_json(json_t *proc)
 	return cliopt__print_processes(json_pack("[o*]", proc));
 }
 
-/*
- * stacks --job: each rank is read by a forked worker of its own, which seizes, stops, copies and
- * releases that one process (ptrace answers only the thread that seized, and libdwfl's state is
- * per process here) and hands its `stacks --json` document back through a pipe. Workers run
- * side by side, a few per CPU; a worker that dies or overruns leaves nothing stopped
- * (PTRACE_SEIZE) and its rank is reported unreadable.
- */
-#define JOB_WORKER_DEADLINE_MS 30000
-
-struct rank_worker {
-	pid_t pid; /* the worker; 0 before it starts and after it is reaped */
-	int fd;
-	char *buf;
-	size_t len, cap;
-	bool done;
-	struct timespec started;
-};
-
-static uint64_t ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)((now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000);
-}
-
-/* In the worker: one rank's document, or {"error": why}, written to @fd. */
-static void __attribute__((noreturn))
-rank_worker_main(pid_t pid, bool python_only, unsigned int max_frames, int fd)
+/* In stacks --job's worker: one rank's document, or {"error": why}. */
+static json_t *rank_doc(pid_t pid, bool python_only, unsigned int max_frames)
 {
 	struct inspection *in = NULL;
-	json_t *doc = NULL;
+	json_t *doc;
 	char why[512];
-	char *text;
 
 	if (inspection__new(pid, &in, why, sizeof(why)))
 		doc = json_pack("{s:s}", "error", why);
@@ -455,255 +428,42 @@ rank_worker_main(pid_t pid, bool python_only, unsigned int max_frames, int fd)
 		doc = json_pack("{s:s}", "error", in->stacks_why);
 	else
 		doc = to_json(in, in->stacks, in->ts, in->lw, NULL);
-	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-	for (size_t off = 0, len = text ? strlen(text) : 0; off < len;) {
-		ssize_t w = write(fd, text + off, len - off);
-
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
 	inspection__free(in);
 	stacks__release_pending(RELEASE_WAIT_MS);
-	_exit(text ? 0 : 1);
+	return doc;
 }
 
-static int start_worker(struct rank_worker *w, pid_t pid, bool python_only, unsigned int max_frames)
+static uint64_t ms_since(const struct timespec *t)
 {
-	int fds[2];
+	struct timespec now;
 
-	if (pipe2(fds, O_CLOEXEC))
-		return -errno;
-	fflush(NULL);
-	w->pid = fork();
-	if (w->pid < 0) {
-		int err = -errno;
-
-		close(fds[0]);
-		close(fds[1]);
-		w->pid = 0;
-		return err;
-	}
-	if (!w->pid) {
-		close(fds[0]);
-		rank_worker_main(pid, python_only, max_frames, fds[1]);
-	}
-	close(fds[1]);
-	w->fd = fds[0];
-	clock_gettime(CLOCK_MONOTONIC, &w->started);
-	return 0;
-}
-
-/* Read what a worker wrote; on EOF (or its deadline) reap it. */
-static void drain_worker(struct rank_worker *w, bool timed_out)
-{
-	if (!timed_out) {
-		if (w->cap - w->len < 65536) {
-			char *nb = realloc(w->buf, w->cap + 262144);
-
-			if (!nb)
-				timed_out = true;
-			else {
-				w->buf = nb;
-				w->cap += 262144;
-			}
-		}
-		if (!timed_out) {
-			ssize_t n = read(w->fd, w->buf + w->len, w->cap - w->len - 1);
-
-			if (n > 0) {
-				w->len += (size_t)n;
-				return;
-			}
-			if (n < 0 && errno == EINTR)
-				return;
-		}
-	}
-	if (timed_out)
-		kill(w->pid, SIGKILL);
-	close(w->fd);
-	waitpid(w->pid, NULL, 0);
-	if (w->buf)
-		w->buf[w->len] = '\0';
-	w->pid = 0;
-	w->done = true;
-}
-
-/* Every rank's document into @rs (doc or error), at most @par workers at a time. */
-static void read_ranks(const struct job *j, struct rank_stacks *rs, char **errs, bool python_only,
-		       unsigned int max_frames, size_t par)
-{
-	struct rank_worker *w = calloc(j->n, sizeof(*w));
-	struct pollfd *pfd = calloc(j->n, sizeof(*pfd));
-	size_t next = 0, done = 0;
-
-	if (!w || !pfd) {
-		for (size_t i = 0; i < j->n; i++)
-			errs[i] = strdup("out of memory");
-		free(w);
-		free(pfd);
-		return;
-	}
-	while (done < j->n) {
-		size_t running = 0, np = 0;
-		size_t idx[j->n];
-
-		for (size_t i = 0; i < j->n; i++)
-			running += w[i].pid != 0;
-		while (running < par && next < j->n) {
-			int err =
-				start_worker(&w[next], j->ranks[next].pid, python_only, max_frames);
-
-			if (err) {
-				w[next].done = true;
-				if (asprintf(&errs[next], "cannot start a reader: %s",
-					     strerror(-err)) < 0)
-					errs[next] = NULL;
-				done++;
-			} else {
-				running++;
-			}
-			next++;
-		}
-		for (size_t i = 0; i < j->n; i++)
-			if (w[i].pid) {
-				pfd[np] = (struct pollfd){ .fd = w[i].fd, .events = POLLIN };
-				idx[np++] = i;
-			}
-		if (!np)
-			continue;
-		if (poll(pfd, np, 100) < 0 && errno != EINTR)
-			break;
-		for (size_t k = 0; k < np; k++) {
-			struct rank_worker *x = &w[idx[k]];
-			bool late = ms_since(&x->started) > JOB_WORKER_DEADLINE_MS;
-
-			if (pfd[k].revents || late) {
-				drain_worker(x, late && !pfd[k].revents);
-				if (x->done)
-					done++;
-			}
-		}
-	}
-	for (size_t i = 0; i < j->n; i++) {
-		json_error_t jerr;
-		json_t *doc;
-
-		if (errs[i])
-			continue;
-		doc = w[i].len ? json_loadb(w[i].buf, w[i].len, 0, &jerr) : NULL;
-		if (!doc) {
-			errs[i] =
-				strdup("its reader ended without a result (killed, or over 30 s)");
-		} else if (json_is_string(json_object_get(doc, "error"))) {
-			errs[i] = strdup(json_string_value(json_object_get(doc, "error")));
-			json_decref(doc);
-		} else {
-			rs[i].doc = doc;
-		}
-		rs[i].error = errs[i];
-		free(w[i].buf);
-	}
-	free(w);
-	free(pfd);
-}
-
-/* The "ranks" of stacks --job: each rank's threads, stop time, deadlock or error. */
-static json_t *rank_table(const struct job *j, const struct rank_stacks *rs, char **errs,
-			  bool *deadlock, bool *unreadable)
-{
-	json_t *ranks = json_array();
-
-	for (size_t i = 0; i < j->n; i++) {
-		const json_t *d = rs[i].doc;
-		bool cyc = d && json_array_size(json_object_get(d, "cycles"));
-		bool forever = d && json_is_true(json_object_get(d, "never_ends"));
-
-		*deadlock |= cyc || forever;
-		*unreadable |= !d;
-		json_array_append_new(
-			ranks,
-			json_pack(
-				"{s:i, s:i, s:o, s:s, s:i, s:o, s:b, s:o}", "rank",
-				j->ranks[i].rank, "pid", j->ranks[i].pid, "local_rank",
-				j->ranks[i].local_rank >= 0 ? json_integer(j->ranks[i].local_rank) :
-							      json_null(),
-				"comm", j->ranks[i].comm, "threads",
-				d ? (int)json_array_size(json_object_get(d, "threads")) : 0,
-				"stopped_ms",
-				d ? json_deep_copy(json_object_get(d, "stopped_ms")) : json_null(),
-				"deadlock", cyc, "error",
-				errs[i] ? json_string(errs[i]) : json_null()));
-		json_object_set_new(json_array_get(ranks, i), "never_ends", json_boolean(forever));
-	}
-	return ranks;
-}
-
-/* stacks --job's text: the job, each rank, the verdict and the merged stacks. */
-static void print_job_text(const struct job *j, const json_t *ranks, const json_t *merged,
-			   char **errs, bool stats, double wall_ms)
-{
-	char desc[128];
-	const json_t *r;
-	size_t i;
-
-	job__describe_ranks(j, desc, sizeof(desc));
-	printf("%s job: launcher %d (%s: %s), %s; %d is %s\n", job_scheme__name(j->scheme),
-	       j->launcher, j->launcher_comm, j->launcher_cmd, desc, j->asked, j->asked_role);
-	json_array_foreach (ranks, i, r) {
-		printf("    rank %d: pid %d (%s)", j->ranks[i].rank, j->ranks[i].pid,
-		       j->ranks[i].comm);
-		if (errs[i])
-			printf(": could not be read: %s\n", errs[i]);
-		else
-			printf(", %lld thread%s%s\n",
-			       (long long)json_integer_value(json_object_get(r, "threads")),
-			       json_integer_value(json_object_get(r, "threads")) == 1 ? "" : "s",
-			       json_is_true(json_object_get(r, "deadlock")) ?
-				       ", deadlocked (see stacks PID)" :
-			       json_is_true(json_object_get(r, "never_ends")) ?
-				       ", waits for ever (see stacks PID)" :
-				       "");
-	}
-	printf("\nVerdict:\n    %s\n\nStacks merged across ranks, outliers first:\n\n",
-	       json_string_value(json_object_get(json_object_get(merged, "verdict"), "text")));
-	stackmerge__print_groups(merged, stdout);
-	if (stats)
-		printf("\n%zu ranks read in %.1f ms\n", j->n, wall_ms);
-}
-
-/* stacks --job --json: the job, @ranks (taken), the merged groups and the verdict. */
-static void print_job_json(const struct job *j, json_t *ranks, const json_t *merged, double wall_ms)
-{
-	json_t *doc = json_pack("{s:s, s:o, s:o, s:O, s:O, s:f}", "dlscope", DLSCOPE_VERSION, "job",
-				job__to_json(j), "ranks", ranks, "groups",
-				json_object_get(merged, "groups"), "verdict",
-				json_object_get(merged, "verdict"), "wall_ms", wall_ms);
-
-	if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
-		dls_err("stacks --job: cannot write the JSON document");
-	putchar('\n');
-	json_decref(doc);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)((now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000);
 }
 
 /*
  * stacks --job: every rank read in parallel (each stopped once), the stacks merged, the ranks
  * and the verdict said; 1 on a deadlock, a wait that can never end, or a rank the verdict
- * names; 3 when a rank could not be read.
+ * names; 3 when a rank could not be read. A Slurm job's task (or srun, or the batch script) is
+ * read on every node of its step (stacks_slurm.c).
  */
-static int stacks_job(pid_t pid, bool json, bool python_only, bool stats, unsigned int max_frames)
+static int stacks_job(const char *what, bool json, bool python_only, bool stats,
+		      unsigned int max_frames)
 {
+	struct stacks_job_opts so = { json, python_only, stats, max_frames, rank_doc };
 	struct rank_stacks *rs = NULL;
 	struct timespec t0;
 	struct job *j = NULL;
-	json_t *merged = NULL, *ranks;
 	char why[512], **errs = NULL;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int ret = DLS_EXIT_INSPECT;
-	bool deadlock = false, unreadable = false;
-	double wall_ms;
+	pid_t pid;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!strncmp(what, "slurm:", 6))
+		return stacks_slurm__job(what + 6, &so);
+	pid = (pid_t)atoi(what);
+	if (stacks_slurm__owns(pid, &so, &ret))
+		return ret;
 	if (job__find(pid, &j, why, sizeof(why))) {
 		dls_err("stacks --job: %s", why);
 		return DLS_EXIT_INSPECT;
@@ -714,32 +474,8 @@ static int stacks_job(pid_t pid, bool json, bool python_only, bool stats, unsign
 		dls_err("stacks --job: out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < j->n; i++)
-		rs[i] = (struct rank_stacks){ .rank = j->ranks[i].rank, .pid = j->ranks[i].pid };
-	/* Unwinding is CPU work: a few workers per CPU overlap one's reads with another's. */
-	read_ranks(j, rs, errs, python_only, max_frames, (size_t)(ncpu > 0 ? ncpu : 1) * 4);
-	merged = stackmerge__merge(rs, j->n, python_only);
-	if (!merged) {
-		dls_err("stacks --job: out of memory merging the stacks");
-		goto out;
-	}
-	wall_ms = (double)ms_since(&t0);
-	ranks = rank_table(j, rs, errs, &deadlock, &unreadable);
-	if (json) {
-		print_job_json(j, ranks, merged, wall_ms);
-	} else {
-		print_job_text(j, ranks, merged, errs, stats, wall_ms);
-		json_decref(ranks);
-	}
-	for (size_t i = 0; i < j->n; i++)
-		if (errs[i])
-			dls_err("stacks --job: rank %d (pid %d) could not be read: %s",
-				j->ranks[i].rank, j->ranks[i].pid, errs[i]);
-	/* A rank the verdict names (an outlier where the others wait) hangs the job: a CI step or
-	 * a watchdog acts on the status alone. */
-	if (json_array_size(json_object_get(json_object_get(merged, "verdict"), "outliers")))
-		deadlock = true;
-	ret = unreadable ? DLS_EXIT_INSPECT : deadlock ? DLS_EXIT_FINDINGS : DLS_EXIT_OK;
+	stacks_job__read(j, rs, errs, &so);
+	ret = stacks_job__report(j, rs, errs, &so, (double)ms_since(&t0));
 out:
 	for (size_t i = 0; rs && i < j->n; i++)
 		json_decref(rs[i].doc);
@@ -747,7 +483,6 @@ out:
 		free(errs[i]);
 	free(errs);
 	free(rs);
-	json_decref(merged);
 	job__free(j);
 	return ret;
 }
@@ -757,7 +492,8 @@ struct stacks_opts {
 	unsigned int max_frames;
 	bool json, stats, python_only, job, all;
 	const char *core;
-	struct core_opts co; /* --exe, --coredump, --ignore-build-id */
+	const char *job_node; /* --job-node JOBID[.STEP]: this node's part of a Slurm job */
+	struct core_opts co;  /* --exe, --coredump, --ignore-build-id */
 	pid_t *pids;
 	size_t n_pids;
 };
@@ -772,6 +508,7 @@ static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cli
 		{ "max-frames", required_argument, NULL, 'n' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "job", no_argument, NULL, 'J' },
+		{ "job-node", required_argument, NULL, 'N' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "core", required_argument, NULL, 'C' },
 		COREOPT_LONGOPTS,
@@ -808,6 +545,7 @@ static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cli
 			break;
 		case 's': o->stats = true; break;
 		case 'J': o->job = true; break;
+		case 'N': o->job_node = arg; break;
 		case 'a': o->all = true; break;
 		case 'C': o->core = arg; break;
 		case 'h': stacks_usage(stdout); return DLS_EXIT_OK;
@@ -888,6 +626,17 @@ static int stacks_run(struct stacks_opts *o, const struct cliopt *cl)
 	pid_t pid;
 	int err;
 
+	if (o->job_node) {
+		struct stacks_job_opts so = { o->json, o->python_only, o->stats, o->max_frames,
+					      rank_doc };
+
+		return stacks_slurm__node(o->job_node, &so);
+	}
+	/* A Slurm job by its id: slurm:JOBID[.STEP]. */
+	if (o->job && cl->n_ops == 1 && !strncmp(cl->ops[0], "slurm:", 6)) {
+		output__set_json(o->json);
+		return stacks_job(cl->ops[0], o->json, o->python_only, o->stats, o->max_frames);
+	}
 	/* A core file (the operand, --core FILE, --coredump MATCH) in place of the process. */
 	err = core_opts__path(&o->co, cl, o->core, o->n_pids || o->job, &o->core);
 	if (err || o->core)
@@ -902,8 +651,12 @@ static int stacks_run(struct stacks_opts *o, const struct cliopt *cl)
 		return cliopt__usage("stacks", "give one process ID");
 	output__set_json(o->json);
 	phase__mark("stacks start");
-	if (o->job)
-		return stacks_job(pid, o->json, o->python_only, o->stats, o->max_frames);
+	if (o->job) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "%d", pid);
+		return stacks_job(what, o->json, o->python_only, o->stats, o->max_frames);
+	}
 	return stacks_pid(pid, o);
 }
 

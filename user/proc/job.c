@@ -12,6 +12,7 @@
 #include "array.h"
 #include "job.h"
 #include "procfs.h"
+#include "runprog.h"
 
 /* Rank, local rank and size variables of each scheme, in enum job_scheme's order. */
 static const struct {
@@ -24,6 +25,18 @@ static const struct {
 	[JOB_PMI] = { "PMI", "PMI_RANK", "PMI_LOCAL_RANK", "PMI_SIZE" },
 	[JOB_SLURM] = { "Slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" },
 };
+
+#define STEP_TASKS "SLURM_STEP_NUM_TASKS"
+
+const char *job__world_var(const char *name)
+{
+	if (name && !strcmp(name, STEP_TASKS))
+		return STEP_TASKS;
+	for (int s = 0; name && s < JOB_SCHEME_NONE; s++)
+		if (!strcmp(name, schemes[s].size))
+			return schemes[s].size;
+	return NULL;
+}
 
 const char *job_scheme__name(enum job_scheme s)
 {
@@ -91,15 +104,59 @@ static int env_int(const char *env, size_t size, const char *name)
 	return -1;
 }
 
+/* The value of @name in @env, or NULL when unset. */
+static const char *env_str(const char *env, size_t size, const char *name)
+{
+	size_t nlen = strlen(name);
+
+	for (size_t off = 0; off < size; off += strlen(env + off) + 1)
+		if (!strncmp(env + off, name, nlen) && env[off + nlen] == '=')
+			return env + off + nlen + 1;
+	return NULL;
+}
+
+/*
+ * What one scheme leaves unset, from the others (each launcher sets its own: Slurm's PMIx no
+ * PMIX_SIZE, torchrun under srun both): the world size and the local rank.
+ */
+static void fill_from_other_schemes(const char *env, size_t size, struct job_identity *id)
+{
+	/* The step's own count first: SLURM_NTASKS is the allocation's inside sbatch. */
+	if ((id->world_size = env_int(env, size, STEP_TASKS)) >= 0)
+		id->world_var = STEP_TASKS;
+	for (int s = 0; s < JOB_SCHEME_NONE && id->world_size < 0; s++)
+		if ((id->world_size = env_int(env, size, schemes[s].size)) >= 0)
+			id->world_var = schemes[s].size;
+	for (int s = 0; s < JOB_SCHEME_NONE && id->local_rank < 0; s++)
+		id->local_rank = env_int(env, size, schemes[s].local);
+}
+
+/* Slurm's job, step and node of the environment @env. */
+static void slurm_place(const char *env, size_t size, struct job_identity *id)
+{
+	const char *node = env_str(env, size, "SLURMD_NODENAME");
+	int job = env_int(env, size, "SLURM_JOB_ID");
+
+	id->slurm_job = job;
+	id->slurm_step = job < 0 ? -1 : env_int(env, size, "SLURM_STEP_ID");
+	id->slurm_nodes = env_int(env, size, "SLURM_STEP_NUM_NODES");
+	if (id->slurm_nodes < 0)
+		id->slurm_nodes = env_int(env, size, "SLURM_JOB_NUM_NODES");
+	snprintf(id->node, sizeof(id->node), "%s", node ? node : "");
+}
+
 int job__identity(pid_t pid, struct job_identity *out)
 {
 	size_t size = 0;
 	char *env = NULL;
 	int err = read_environ(pid, &env, &size);
 
-	*out = (struct job_identity){ .scheme = JOB_SCHEME_NONE, .rank = -1 };
+	*out = (struct job_identity){
+		.scheme = JOB_SCHEME_NONE, .rank = -1, .slurm_job = -1, .slurm_step = -1
+	};
 	if (err)
 		return err;
+	slurm_place(env, size, out);
 	for (int s = 0; s < JOB_SCHEME_NONE; s++) {
 		int rank = env_int(env, size, schemes[s].rank);
 		int local = env_int(env, size, schemes[s].local);
@@ -110,7 +167,12 @@ int job__identity(pid_t pid, struct job_identity *out)
 		/* A bare RANK is too common a name: torchrun always sets the other two. */
 		if (s == JOB_TORCHRUN && local < 0 && world < 0)
 			continue;
-		*out = (struct job_identity){ s, rank, local, world };
+		out->scheme = s;
+		out->rank = rank;
+		out->local_rank = local;
+		out->world_size = world;
+		out->world_var = world >= 0 ? schemes[s].size : NULL;
+		fill_from_other_schemes(env, size, out);
 		break;
 	}
 	free(env);
@@ -276,11 +338,15 @@ static int collect_ranks(const struct ptable *t, struct job *j, const struct job
 		nr = &j->ranks[j->n++];
 		*nr = (struct job_rank){ .pid = t->p[i].pid,
 					 .rank = id.rank,
-					 .local_rank = id.local_rank };
+					 .local_rank = id.local_rank,
+					 .step = id.slurm_step };
+		snprintf(nr->node, sizeof(nr->node), "%s", id.node);
 		if (read_ppid(nr->pid, &(pid_t){ 0 }, nr->comm, sizeof(nr->comm)))
 			snprintf(nr->comm, sizeof(nr->comm), "?");
-		if (id.world_size > j->world_size)
+		if (id.world_size > j->world_size) {
 			j->world_size = id.world_size;
+			j->world_var = id.world_var;
+		}
 	}
 	qsort(j->ranks, j->n, sizeof(*j->ranks), cmp_rank);
 	return 0;
@@ -471,14 +537,22 @@ int job__cpus_allowed(pid_t pid, cpu_set_t *set, char *list, size_t len)
 json_t *job__to_json(const struct job *j)
 {
 	char desc[128];
+	json_t *o;
 
 	job__describe_ranks(j, desc, sizeof(desc));
-	return json_pack("{s:s, s:{s:i, s:s, s:s}, s:o, s:i, s:s, s:{s:i, s:s}}", "scheme",
-			 job_scheme__name(j->scheme), "launcher", "pid", j->launcher, "comm",
-			 j->launcher_comm, "cmdline", j->launcher_cmd, "world_size",
-			 j->world_size > 0 ? json_integer(j->world_size) : json_null(),
-			 "ranks_here", (int)j->n, "description", desc, "asked", "pid", j->asked,
-			 "role", j->asked_role);
+	o = json_pack("{s:s, s:{s:i, s:s, s:s}, s:o, s:i, s:s, s:{s:i, s:s}}", "scheme",
+		      job_scheme__name(j->scheme), "launcher", "pid", j->launcher, "comm",
+		      j->launcher_comm, "cmdline", j->launcher_cmd, "world_size",
+		      j->world_size > 0 ? json_integer(j->world_size) : json_null(), "ranks_here",
+		      (int)j->n, "description", desc, "asked", "pid", j->asked, "role",
+		      j->asked_role);
+	if (o && j->slurm_job > 0)
+		json_object_set_new(
+			o, "slurm",
+			json_pack("{s:I, s:o, s:s}", "job", (json_int_t)j->slurm_job, "step",
+				  j->slurm_step >= 0 ? json_integer(j->slurm_step) : json_null(),
+				  "nodes", j->nodes));
+	return o;
 }
 
 void job__free(struct job *j)
@@ -491,10 +565,13 @@ void job__free(struct job *j)
 
 void job__describe_ranks(const struct job *j, char *buf, size_t len)
 {
-	const char *var = j->scheme == JOB_SCHEME_NONE ? "" : schemes[j->scheme].size;
+	const char *var = j->world_var		       ? j->world_var :
+			  j->scheme == JOB_SCHEME_NONE ? "" :
+							 schemes[j->scheme].size;
 
 	if (j->world_size > (int)j->n)
-		snprintf(buf, len, "%zu of %s %d ranks on this host", j->n, var, j->world_size);
+		snprintf(buf, len, "%zu of %s %d ranks %s", j->n, var, j->world_size,
+			 j->slurm_job > 0 ? "read" : "on this host");
 	else if (j->world_size > 0)
 		snprintf(buf, len, "%zu rank%s (%s %d)", j->n, j->n == 1 ? "" : "s", var,
 			 j->world_size);
@@ -580,4 +657,173 @@ int job__slurm_cgroup(const char *jobid, char *buf, size_t len)
 	/* system.slice/slurmstepd.scope/job_ID on a unified hierarchy; one level more on a
 	 * hybrid one (unified/). */
 	return find_dir("/sys/fs/cgroup", name, 4, buf, len);
+}
+
+/* A shell a task may run its program under (srun bash -c 'python x.py'). */
+static bool is_shell(const char *comm)
+{
+	static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh", "tcsh", "csh" };
+
+	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
+		if (!strcmp(comm, shells[i]))
+			return true;
+	return false;
+}
+
+/* Below wrapper shells: the one child each runs, while it is the only one (else @pid). */
+static pid_t below_shells(const struct ptable *t, pid_t pid, char *comm, size_t commlen)
+{
+	for (int depth = 0; depth < 8 && is_shell(comm); depth++) {
+		pid_t only = 0, pp;
+		size_t kids = 0;
+
+		for (size_t i = 0; i < t->n; i++)
+			if (t->p[i].ppid == pid) {
+				only = t->p[i].pid;
+				kids++;
+			}
+		if (kids != 1 || read_ppid(only, &pp, comm, commlen))
+			break;
+		pid = only;
+	}
+	return pid;
+}
+
+static int cmp_task(const void *a, const void *b)
+{
+	const struct job_rank *x = a, *y = b;
+
+	if (x->step != y->step)
+		return (x->step > y->step) - (x->step < y->step);
+	return cmp_rank(a, b);
+}
+
+/* Whether @pid is a task of the job asked: slurmstepd's child with the job's place. */
+static bool slurm_task(const struct ptable *t, pid_t pid, long jobid, int step, const char *node,
+		       int own_step, struct job_identity *id)
+{
+	char pcomm[64];
+	pid_t pp;
+
+	if (job__identity(pid, id) || id->slurm_job != jobid || id->slurm_step < 0 ||
+	    id->slurm_step == own_step || (step >= 0 && id->slurm_step != step) ||
+	    (node && strcmp(node, id->node)))
+		return false;
+	pp = ptable_parent(t, pid);
+	return pp > 0 && !read_ppid(pp, &(pid_t){ 0 }, pcomm, sizeof(pcomm)) &&
+	       !strcmp(pcomm, "slurmstepd");
+}
+
+int job__slurm_tasks(long jobid, int step, const char *node, int own_step, struct job **out,
+		     char *why, size_t whylen)
+{
+	struct ptable t = { 0 };
+	struct job *j = calloc(1, sizeof(*j));
+	size_t cap = 0;
+	int err;
+
+	*out = NULL;
+	if (!j || (err = ptable_read(&t))) {
+		snprintf(why, whylen, "cannot list the processes in /proc: %s",
+			 strerror(j ? -err : ENOMEM));
+		free(t.p);
+		free(j);
+		return j ? err : -ENOMEM;
+	}
+	*j = (struct job){ .scheme = JOB_SCHEME_NONE, .world_size = -1 };
+	for (size_t i = 0; i < t.n; i++) {
+		struct job_identity id;
+		struct job_rank *r;
+
+		if (!slurm_task(&t, t.p[i].pid, jobid, step, node, own_step, &id))
+			continue;
+		if (j->n == cap && ARRAY_GROW(j->ranks, cap, 16)) {
+			free(t.p);
+			job__free(j);
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
+		}
+		r = &j->ranks[j->n++];
+		*r = (struct job_rank){ .pid = t.p[i].pid,
+					.rank = id.scheme == JOB_SCHEME_NONE ? -1 : id.rank,
+					.local_rank = id.local_rank,
+					.step = id.slurm_step };
+		snprintf(r->node, sizeof(r->node), "%s", id.node);
+		if (read_ppid(r->pid, &(pid_t){ 0 }, r->comm, sizeof(r->comm)))
+			snprintf(r->comm, sizeof(r->comm), "?");
+		r->pid = below_shells(&t, r->pid, r->comm, sizeof(r->comm));
+		if (!j->launcher)
+			j->launcher = t.p[i].ppid;
+		if (id.scheme < j->scheme)
+			j->scheme = id.scheme;
+		if (id.world_size > j->world_size) {
+			j->world_size = id.world_size;
+			j->world_var = id.world_var;
+		}
+	}
+	free(t.p);
+	if (!j->n) {
+		snprintf(why, whylen, "Slurm job %ld has no task%s%s here", jobid,
+			 node ? " on node " : "", node ? node : "");
+		job__free(j);
+		return -ENOENT;
+	}
+	qsort(j->ranks, j->n, sizeof(*j->ranks), cmp_task);
+	if (read_ppid(j->launcher, &(pid_t){ 0 }, j->launcher_comm, sizeof(j->launcher_comm)))
+		snprintf(j->launcher_comm, sizeof(j->launcher_comm), "?");
+	read_cmdline(j->launcher, j->launcher_cmd, sizeof(j->launcher_cmd));
+	*out = j;
+	return 0;
+}
+
+int job__parse_slurm_id(const char *s, long *jobid, int *step)
+{
+	char *end;
+	long j, st = -1;
+
+	errno = 0;
+	j = strtol(s, &end, 10);
+	if (errno || end == s || j <= 0 || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	if (*end == '.') {
+		const char *p = end + 1;
+
+		st = strtol(p, &end, 10);
+		if (errno || end == p || st < 0 || st > 1 << 30 || !isdigit((unsigned char)*p))
+			return -EINVAL;
+	}
+	if (*end)
+		return -EINVAL;
+	*jobid = j;
+	*step = (int)st;
+	return 0;
+}
+
+int job__slurm_step_of_srun(pid_t pid, long *jobid, int *step)
+{
+	char *argv[] = { "scontrol", "--oneliner", "show", "step", NULL };
+	char host[256], want[320], *out, *line, *save = NULL;
+	int status, err = -ENOENT;
+
+	if (gethostname(host, sizeof(host)))
+		return -errno;
+	host[sizeof(host) - 1] = '\0';
+	/* scontrol names srun's host as its short name. */
+	host[strcspn(host, ".")] = '\0';
+	snprintf(want, sizeof(want), "SrunHost:Pid=%s:%d", host, pid);
+	out = runprog__capture(NULL, argv, false, NULL, &status);
+	/* One step a line: "StepId=12.0 ... SrunHost:Pid=host:1234 ..." */
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line && err;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *id = strstr(line, "StepId="), *at = strstr(line, want);
+		char idbuf[64];
+
+		if (!id || !at || (at[strlen(want)] && at[strlen(want)] != ' '))
+			continue;
+		snprintf(idbuf, sizeof(idbuf), "%.*s", (int)strcspn(id + 7, " "), id + 7);
+		if (!job__parse_slurm_id(idbuf, jobid, step))
+			err = 0;
+	}
+	free(out);
+	return err;
 }

@@ -29,11 +29,21 @@ struct job_identity {
 	int rank;
 	int local_rank; /* -1 unknown */
 	int world_size; /* -1 unknown */
+	/* The variable world_size came from: the scheme's own, else another scheme's (Slurm's
+	 * PMIx sets no PMIX_SIZE: SLURM_STEP_NUM_TASKS says it). */
+	const char *world_var;
+	/* Slurm's job and step (-1: none; a batch script has a job and no step) and node. */
+	long slurm_job;
+	int slurm_step;
+	int slurm_nodes; /* the step's nodes (the job's for a batch script), -1 unknown */
+	char node[64];
 };
 
 struct job_rank {
 	pid_t pid;
 	int rank, local_rank;
+	int step;      /* Slurm's step, -1 none */
+	char node[64]; /* Slurm's node name, "" when not known */
 	char comm[64];
 };
 
@@ -43,11 +53,16 @@ struct job {
 	char launcher_comm[64];
 	char launcher_cmd[256]; /* its command line, spaces between arguments */
 	int world_size;		/* -1 when the ranks do not say */
+	const char *world_var;	/* the variable that said it */
 	struct job_rank *ranks; /* sorted by rank */
 	size_t n;
 	/* The PID given, and what it is: "launcher", "rank 3", "a child of rank 0". */
 	pid_t asked;
 	char asked_role[48];
+	/* A Slurm job read on its nodes: its id and step (0 and -1 otherwise), the nodes read. */
+	long slurm_job;
+	int slurm_step;
+	char nodes[256];
 };
 
 /*
@@ -65,6 +80,9 @@ int job__find(pid_t pid, struct job **out, char *why, size_t whylen);
 void job__free(struct job *j);
 /* {scheme, launcher {pid, comm, cmdline}, world_size, ranks_here, description, asked {pid, role}} */
 json_t *job__to_json(const struct job *j);
+
+/* The static name of world-size variable @name (as struct job keeps it), or NULL unknown. */
+const char *job__world_var(const char *name);
 
 /* "torchrun", "OpenMPI", "PMIx", "PMI", "Slurm". */
 const char *job_scheme__name(enum job_scheme s);
@@ -106,5 +124,24 @@ int job__descendants(pid_t root, pid_t **out, size_t *n);
  * below /sys/fs/cgroup. 0 with the path in @buf, or -ENOENT.
  */
 int job__slurm_cgroup(const char *jobid, char *buf, size_t len);
+
+/*
+ * The tasks of Slurm job @jobid on this host (step @step, or every step when -1; on node @node
+ * only, when not NULL: nodes made of network namespaces share one /proc): the processes
+ * slurmstepd started, never srun, the batch script or our own step (@own_step, -1 none), and
+ * below a wrapper shell (srun bash -c 'python x.py') the program it runs. Sorted by step, then
+ * rank; the launcher is the first task's slurmstepd. 0, or -ENOENT with one line in @why.
+ */
+int job__slurm_tasks(long jobid, int step, const char *node, int own_step, struct job **out,
+		     char *why, size_t whylen);
+
+/* "12" or "12.0" into @jobid and @step (-1 when absent). 0, or -EINVAL. */
+int job__parse_slurm_id(const char *s, long *jobid, int *step);
+
+/*
+ * The Slurm job and step srun @pid runs on this host (scontrol show step: its SrunHost:Pid).
+ * 0, or -ENOENT (no step of it, or no scontrol).
+ */
+int job__slurm_step_of_srun(pid_t pid, long *jobid, int *step);
 
 #endif

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * stacks --job's parts shared by its two sources of ranks: the launcher tree on this host
+ * (cmd_stacks.c) and a Slurm job's tasks on every node of its step (stacks_slurm.c).
+ */
+#ifndef DLSCOPE_STACKS_JOB_H
+#define DLSCOPE_STACKS_JOB_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "job.h"
+#include "stackmerge.h"
+
+struct stacks_job_opts {
+	bool json, python_only, stats;
+	unsigned int max_frames;
+	/* One process's `stacks --json` document, or {"error": why}; run in a forked worker. */
+	json_t *(*rank_doc)(pid_t pid, bool python_only, unsigned int max_frames);
+};
+
+/* Each rank of @j read by a worker of its own, side by side: its document or error in @rs[i]
+ * (and @errs[i], malloc'ed). */
+void stacks_job__read(const struct job *j, struct rank_stacks *rs, char **errs,
+		      const struct stacks_job_opts *o);
+/* The ranks merged and the verdict said (text or JSON); the exit status. */
+int stacks_job__report(const struct job *j, struct rank_stacks *rs, char **errs,
+		       const struct stacks_job_opts *o, double wall_ms);
+
+/* stacks --job slurm:JOBID[.STEP] (@spec after "slurm:"): every node's tasks. */
+int stacks_slurm__job(const char *spec, const struct stacks_job_opts *o);
+/*
+ * Whether @pid is Slurm's to answer: srun, a batch script, or a task slurmstepd started (not a
+ * rank of mpirun or torchrun inside a task); then the answer's exit status is in *@ret.
+ */
+bool stacks_slurm__owns(pid_t pid, const struct stacks_job_opts *o, int *ret);
+/* stacks --job-node JOBID[.STEP]: this node's tasks, one JSON document for the front end. */
+int stacks_slurm__node(const char *spec, const struct stacks_job_opts *o);
+
+#endif
