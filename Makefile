@@ -78,10 +78,14 @@ DEB_CONSUMERS := npm
 # reads dlscope agent's metrics, Prometheus scrapes it; the test runs both binaries itself, and
 # checks deploy/'s unit (systemd-analyze) and DaemonSet (read with PyYAML).
 DEB_AGENT := prometheus prometheus-node-exporter systemd python3-yaml
+# A real Slurm for stacks --job slurm:JOBID (tests/e2e/test_slurm.py starts munged, slurmctld and
+# a slurmd per node, nodes being network namespaces made with iproute2), OpenMPI's mpi4py and
+# the PMIx library Slurm's mpi/pmix plugin loads.
+DEB_SLURM := slurm-wlm munge python3-mpi4py libpmix-dev iproute2
 # The man page is made from docs/dlscope.1.md by pandoc (`make install`).
 DEB_DOC := pandoc man-db
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_ROOTS) $(DEB_CONSUMERS) $(DEB_AGENT) \
-	   $(DEB_DOC)
+	   $(DEB_SLURM) $(DEB_DOC)
 
 .PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
 	fuzz-smoke stress check-layers static install demo-fixtures

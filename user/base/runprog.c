@@ -16,7 +16,7 @@ char *runprog__capture(const char *path, char *const argv[], bool keep_stderr, s
 		       int *status)
 {
 	posix_spawn_file_actions_t fa;
-	int pipefd[2], devnull = -1, err;
+	int pipefd[2], devnull, err;
 	char buf[65536], *out = NULL;
 	size_t n = 0;
 	ssize_t r;
@@ -26,12 +26,15 @@ char *runprog__capture(const char *path, char *const argv[], bool keep_stderr, s
 	*status = 0;
 	if (pipe2(pipefd, O_CLOEXEC))
 		return NULL;
-	if (!keep_stderr)
-		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	/* Nothing to read: srun would forward our input (or an fd 0 left closed) to a task. */
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-	if (devnull >= 0)
-		posix_spawn_file_actions_adddup2(&fa, devnull, 2);
+	if (devnull >= 0) {
+		posix_spawn_file_actions_adddup2(&fa, devnull, 0);
+		if (!keep_stderr)
+			posix_spawn_file_actions_adddup2(&fa, devnull, 2);
+	}
 	err = path ? posix_spawn(&pid, path, &fa, NULL, argv, environ) :
 		     posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);

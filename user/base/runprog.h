@@ -11,7 +11,8 @@
 
 /*
  * Run @argv (argv[0] looked up in PATH unless it holds a slash; @path, when not NULL, is run
- * instead under the name argv[0]) with its standard error to /dev/null unless @keep_stderr, and
+ * instead under the name argv[0]), its standard input /dev/null and its standard error too unless
+ * @keep_stderr, and
  * wait for it. Its standard output (malloc'ed, NUL-terminated, *@len bytes), or NULL when it
  * could not be started (errno set); *@status as waitpid gives it.
  */

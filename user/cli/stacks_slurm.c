@@ -283,7 +283,12 @@ static int fan_out(long jobid, int step, const struct stacks_job_opts *o, struct
 {
 	char self[PATH_MAX], idarg[48], nodesarg[32], spec[48], frames[16], *out;
 	char *argv[24];
-	size_t n = 0, len = 0, off = 0;
+	struct {
+		FILE *f;
+		char *text;
+		size_t len;
+	} * bufs;
+	size_t n = 0, len = 0;
 	ssize_t sl;
 	int nodes, status, err, docs = 0;
 
@@ -305,9 +310,13 @@ static int fan_out(long jobid, int step, const struct stacks_job_opts *o, struct
 	snprintf(frames, sizeof(frames), "%u", o->max_frames);
 	/* A step of its own beside the job's: on every node once, sharing the job's CPUs
 	 * (--overlap), no MPI set-up, and no node's failure killing the others' reads. */
-	char *fixed[] = { "srun",	  idarg,	"--overlap",  "--ntasks-per-node=1",
-			  nodesarg,	  "--mpi=none", "--quiet",    "--kill-on-bad-exit=0",
-			  self,		  "stacks",	"--job-node", spec,
+	char *fixed[] = { "srun",	  idarg,
+			  "--overlap",	  "--ntasks-per-node=1",
+			  nodesarg,	  "--mpi=none",
+			  "--input=none", "--label",
+			  "--quiet",	  "--kill-on-bad-exit=0",
+			  self,		  "stacks",
+			  "--job-node",	  spec,
 			  "--max-frames", frames };
 
 	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
@@ -320,25 +329,50 @@ static int fan_out(long jobid, int step, const struct stacks_job_opts *o, struct
 		snprintf(why, whylen, "cannot run srun: %s", strerror(errno));
 		return -ENOENT;
 	}
-	while (off < len) {
+	/*
+	 * "N: " before each piece of task N's output: srun cuts a long line into pieces of its
+	 * buffer's size, each labelled and ended by a newline, and the pieces of two tasks
+	 * interleave. A compact JSON document has no newline of its own: each task's pieces,
+	 * joined without their newlines, are its document.
+	 */
+	bufs = calloc((size_t)nodes, sizeof(*bufs));
+	for (char *line = out, *next; bufs && line < out + len; line = next) {
+		char *colon, *end;
+		long task;
+
+		next = memchr(line, '\n', (size_t)(out + len - line));
+		next = next ? next + 1 : out + len;
+		task = strtol(line, &end, 10);
+		colon = end;
+		if (end == line || *colon != ':' || task < 0 || task >= nodes)
+			continue; /* not a labelled line: srun's own words */
+		colon += colon[1] == ' ' ? 2 : 1;
+		if (!bufs[task].f)
+			bufs[task].f = open_memstream(&bufs[task].text, &bufs[task].len);
+		if (bufs[task].f)
+			fwrite(colon, 1, (size_t)(next - colon) - (next[-1] == '\n'), bufs[task].f);
+	}
+	for (int t = 0; bufs && t < nodes; t++) {
 		json_error_t jerr;
 		json_t *doc;
 
-		off += strspn(out + off, " \t\r\n");
-		if (off >= len)
-			break;
-		doc = json_loadb(out + off, len - off, JSON_DISABLE_EOF_CHECK, &jerr);
+		if (!bufs[t].f)
+			continue;
+		fclose(bufs[t].f);
+		doc = json_loadb(bufs[t].text, bufs[t].len, 0, &jerr);
+		free(bufs[t].text);
 		if (!doc)
-			break;
-		off += (size_t)jerr.position;
+			continue;
 		docs++;
-		err = take_node_doc(r, doc);
+		if (!err)
+			err = take_node_doc(r, doc);
 		json_decref(doc);
-		if (err) {
-			free(out);
-			snprintf(why, whylen, "out of memory");
-			return err;
-		}
+	}
+	free(bufs);
+	if (err) {
+		free(out);
+		snprintf(why, whylen, "out of memory");
+		return err;
 	}
 	free(out);
 	if (docs < nodes)

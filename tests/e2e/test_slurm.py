@@ -1,0 +1,133 @@
+"""stacks --job on real Slurm jobs (Debian's slurm-wlm 22.05, munge, OpenMPI's mpi4py, torch's
+gloo): a one-node cluster and a two-node one made of network namespaces (slurm_cluster.py), no
+stub of srun. In every job the last rank stays away from the collective the others wait in,
+sleeping or spinning; the verdict must name it by its rank, asked by the job's id, srun's PID,
+a rank's PID or the batch script's."""
+import json
+import os
+import re
+import tempfile
+import time
+
+from harness import dlscope, wait_until
+from slurm_cluster import SlurmCluster, free_port
+
+# Serial: the ranks of MPI's barrier spin on the CPUs, and clusters are whole-machine set-ups.
+SERIAL = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+RANK = os.path.join(HERE, "python", "slurm_rank.py")
+PY = "/usr/bin/python3"  # Debian's, with mpi4py and torch
+
+
+def start_job(c, ntasks, how, away, nodes=1, mpi="none", wrapper=False, env=None):
+    """srun of @ntasks ranks of slurm_rank.py (as many on each of @nodes nodes), once every rank
+    is at its wait: (srun, job id)."""
+    d = tempfile.mkdtemp(dir=c.dir)
+    cmd = [PY, RANK, how, away, d]
+    if wrapper:
+        # "; true": a shell that only ran one command would exec it.
+        cmd = ["bash", "-c", " ".join(cmd) + "; true"]
+    srun = c.srun_background(["-N", str(nodes), "-n", str(ntasks),
+                              f"--ntasks-per-node={ntasks // nodes}", f"--mpi={mpi}", *cmd],
+                             cwd=d, env=env)
+    wait_until(lambda: sum(f.startswith("ready.") for f in os.listdir(d)) == ntasks, 90,
+               f"the {ntasks} ranks to be ready")
+    time.sleep(0.5)
+    return srun, c.job_of(srun)
+
+
+def stacks_job(c, what, status=1):
+    p = dlscope("stacks", "--job", "--json", what, env=c.env, timeout=120)
+    assert p.returncode == status, (what, p.returncode, p.stderr, p.stdout[-3000:])
+    return json.loads(p.stdout)
+
+
+def assert_names(doc, culprit, ranks, nodes=None):
+    v = doc["verdict"]
+    assert v["outliers"] == [culprit], v
+    assert sorted(r["rank"] for r in doc["ranks"]) == list(range(ranks)), doc["ranks"]
+    assert doc["job"]["world_size"] == ranks, doc["job"]
+    assert not v["unreadable"], v
+    if nodes:
+        assert doc["job"]["slurm"]["nodes"] == nodes, doc["job"]
+        assert {r["node"] for r in doc["ranks"]} == set(nodes.split(",")), doc["ranks"]
+
+
+def test_one_node_mpi_plain_wrapper_and_batch_jobs_name_the_rank_that_stays_away():
+    with SlurmCluster(nodes=1) as c:
+        # mpi4py under srun --mpi=pmix, the last rank asleep: by srun, by a rank, by the job.
+        srun, job = start_job(c, 4, "mpi", "sleep", mpi="pmix")
+        rank0 = min(p for p, e in c.tasks(job).items() if e.get("SLURM_PROCID") == "0")
+        for what in (srun.pid, rank0, f"slurm:{job}"):
+            doc = stacks_job(c, str(what))
+            assert_names(doc, 3, 4)
+            assert "in no collective" in doc["verdict"]["text"], doc["verdict"]
+            assert "PMPI_Barrier" in doc["verdict"]["majority"]["frame"], doc["verdict"]
+            assert doc["job"]["slurm"]["job"] == job and doc["job"]["slurm"]["step"] == 0
+        # World size from SLURM_STEP_NUM_TASKS (Slurm's PMIx sets no PMIX_SIZE), in words too.
+        text = dlscope("stacks", "--job", f"slurm:{job}", env=c.env, check=1).stdout
+        assert re.search(r"Slurm job \d+ step 0 \(PMIx\): 4 ranks \(SLURM_STEP_NUM_TASKS 4\)",
+                         text), text
+        assert "rank 3 is in stay_away" in text, text
+        c.run("scancel", str(job))
+
+        # The waiters spin in the progress engine, the culprit spins in Python.
+        srun, job = start_job(c, 3, "mpi", "spin", mpi="pmix")
+        assert_names(stacks_job(c, f"slurm:{job}"), 2, 3)
+        c.run("scancel", str(job))
+
+        # No library, under --mpi=pmi2 and a wrapper shell: the rank is the program it runs.
+        srun, job = start_job(c, 3, "plain", "sleep", mpi="pmi2", wrapper=True)
+        doc = stacks_job(c, f"slurm:{job}")
+        assert_names(doc, 2, 3)
+        assert {r["comm"] for r in doc["ranks"]} == {"python3"}, doc["ranks"]
+        c.run("scancel", str(job))
+
+        # The batch script's PID: the job's step, never the script or its srun.
+        d = tempfile.mkdtemp(dir=c.dir)
+        out = c.run("sbatch", "--parsable", "-n", "3", "-o", os.path.join(d, "out"), "--wrap",
+                    f"srun --mpi=none {PY} {RANK} plain sleep {d}").stdout
+        job = int(out.split(";")[0])
+        wait_until(lambda: sum(f.startswith("ready.") for f in os.listdir(d)) == 3, 90,
+                   "the batch job's ranks")
+        batch = [p for p in os.listdir("/proc") if p.isdigit() and batch_script(p, job)]
+        assert batch, "no batch script process"
+        doc = stacks_job(c, batch[0])
+        assert_names(doc, 2, 3)
+        assert doc["job"]["asked"]["role"] == f"the batch script of job {job}", doc["job"]
+
+
+def batch_script(pid, job):
+    """Whether @pid is job @job's batch script: its job's variables and no step."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+        with open(f"/proc/{pid}/comm") as f:
+            comm = f.read().strip()
+    except OSError:
+        return False
+    return env.get(b"SLURM_JOB_ID") == str(job).encode() and b"SLURM_STEP_ID" not in env and \
+        comm in ("slurm_script", "sh", "bash")
+
+
+def test_two_node_jobs_are_read_on_each_node_and_name_the_rank_by_its_slurm_rank():
+    with SlurmCluster(nodes=2) as c:
+        # Ranks 0-1 on n1, 2-3 on n2; rank 3 asleep on n2. Asked from the controller's side
+        # (a login node): by the job's id and srun's PID; and by rank 0's PID.
+        srun, job = start_job(c, 4, "mpi", "sleep", nodes=2, mpi="pmix")
+        rank0 = min(p for p, e in c.tasks(job).items() if e.get("SLURM_PROCID") == "0")
+        for what in (f"slurm:{job}", srun.pid, rank0):
+            doc = stacks_job(c, str(what))
+            assert_names(doc, 3, 4, nodes="n1,n2")
+            by_rank = {r["rank"]: r["node"] for r in doc["ranks"]}
+            assert by_rank == {0: "n1", 1: "n1", 2: "n2", 3: "n2"}, by_rank
+        c.run("scancel", str(job))
+
+        # torch's gloo, one rank per node, rank 1 spinning away from all_reduce.
+        # gloo finds its own address by the host name (127.0.0.1 here): the node's interface.
+        env = {"MASTER_ADDR": f"{c.net}.1", "MASTER_PORT": str(free_port()),
+               "GLOO_SOCKET_IFNAME": "eth0"}
+        srun, job = start_job(c, 2, "gloo", "spin", nodes=2, env=env)
+        doc = stacks_job(c, f"slurm:{job}")
+        assert_names(doc, 1, 2, nodes="n1,n2")
+        assert "in no collective" in doc["verdict"]["text"], doc["verdict"]
