@@ -6,10 +6,11 @@ a rank's PID or the batch script's."""
 import json
 import os
 import re
+import subprocess
 import tempfile
 import time
 
-from harness import dlscope, wait_until
+from harness import ROOT, Skip, dlscope, dlscope_path, is_root, wait_until
 from slurm_cluster import SlurmCluster, free_port
 
 # Serial: the ranks of MPI's barrier spin on the CPUs, and clusters are whole-machine set-ups.
@@ -131,3 +132,82 @@ def test_two_node_jobs_are_read_on_each_node_and_name_the_rank_by_its_slurm_rank
         doc = stacks_job(c, f"slurm:{job}")
         assert_names(doc, 1, 2, nodes="n1,n2")
         assert "in no collective" in doc["verdict"]["text"], doc["verdict"]
+
+
+def test_the_record_recipe_as_written_gives_the_hangs_stacks_and_one_merged_trace():
+    """deploy/slurm/dlscope-record.sbatch submitted with sbatch to a real Slurm, unchanged: an
+    mpi4py job whose last rank sleeps away from the barrier, stopped as the docs say
+    (scancel --batch --signal=USR1, what --signal=B:USR1@60 sends before the time limit). One
+    recorder per node (not one per task, all on one file), the stacks taken before the job
+    ends, and one whole merged trace."""
+    sbatch = os.path.join(ROOT, "deploy", "slurm", "dlscope-record.sbatch")
+    with SlurmCluster(nodes=1) as c:
+        d = tempfile.mkdtemp(dir=c.dir)
+        traces = os.path.join(d, "traces")
+        env = dict(c.full_env, DLSCOPE=dlscope_path(), TRACE_DIR=traces, DLSCOPE_DRAIN_S="4")
+        out = subprocess.run(["sbatch", "--parsable", "--nodes=1", "--ntasks-per-node=3",
+                              "-o", os.path.join(d, "batch.out"), sbatch, "--mpi=pmix", PY,
+                              RANK, "mpi", "sleep", d],
+                             capture_output=True, text=True, env=env, check=True,
+                             stdin=subprocess.DEVNULL).stdout
+        job = int(out.split(";")[0])
+        wait_until(lambda: sum(f.startswith("ready.") for f in os.listdir(d)) == 3, 120,
+                   "the recipe's ranks")
+        time.sleep(1)
+        recorders = [p for p in os.listdir("/proc") if p.isdigit() and comm_of(p) == "dlscope"
+                     and "trace-%h" in cmdline_of(p)]
+        assert len(recorders) == 1, ("one recorder per node", recorders)
+        c.run("scancel", "--batch", "--signal=USR1", str(job))
+        wait_until(lambda: os.path.exists(os.path.join(traces, "job.jsonl")) and
+                   job_gone(c, job), 120, "the recipe to take the stacks and merge")
+        with open(os.path.join(traces, "stacks.json")) as f:
+            doc = json.load(f)
+        assert_names(doc, 2, 3)
+        text = open(os.path.join(traces, "stacks.txt")).read()
+        assert "rank 2 is in stay_away" in text, text
+        merged = [json.loads(line) for line in open(os.path.join(traces, "job.jsonl"))]
+        assert merged[0]["type"] == "header" and merged[-1]["type"] == "summary", merged[-1]
+        host = merged[0]["hosts"][0]
+        assert sorted(os.listdir(traces)) == ["job.jsonl", "stacks.err", "stacks.json",
+                                              "stacks.txt", "stop", f"trace-{host}.jsonl"]
+        ranks = {int(p) for p, e in c.tasks(job).items()} if not job_gone(c, job) else set()
+        opens = [r for r in merged if r["type"] == "dlopen" and "mpi" in (r.get("path") or "")]
+        assert opens, "the ranks' loads of mpi4py's modules are in the merged trace"
+        assert not ranks, ("the job's ranks outlived the recipe", ranks)
+
+
+def comm_of(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def cmdline_of(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def job_gone(c, job):
+    jobs = json.loads(c.run("squeue", "--json").stdout)["jobs"]
+    return not any(j["job_id"] == job and j["job_state"] in ("RUNNING", "PENDING", "COMPLETING")
+                   for j in jobs)
+
+
+def test_merge_exits_non_zero_when_it_leaves_records_out():
+    if not is_root():
+        raise Skip("recording a trace needs root")
+    with tempfile.TemporaryDirectory() as d:
+        good = os.path.join(d, "a.jsonl")
+        subprocess.run([dlscope_path(), "record", "--comm", "dlscope-none", "-o", good, "-d",
+                        "0.5"], capture_output=True, check=True, timeout=60)
+        torn = os.path.join(d, "b.jsonl")
+        with open(good) as f, open(torn, "w") as g:
+            g.write(f.read() + '{"type": "dlopen", "pid": 1')  # a recorder killed mid-line
+        p = dlscope("merge", torn, "-o", os.path.join(d, "m.jsonl"), check=3)
+        assert "1 input line was no trace record and left out" in p.stderr, p.stderr
+        assert "is incomplete" in p.stderr, p.stderr

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -74,8 +75,22 @@ int outfile__check_replace(const char *cmd, const char *path, char *why, size_t 
 	return 0;
 }
 
+/*
+ * Whether another open of @path holds its lock (a writer that must be alone: two recorders on
+ * one trace truncate and interleave it); otherwise the lock is ours while @fd stays open.
+ */
+static bool locked_by_another(int fd, const char *path, char *why, size_t whylen)
+{
+	if (!flock(fd, LOCK_EX | LOCK_NB) || errno != EWOULDBLOCK)
+		return false;
+	snprintf(why, whylen,
+		 "%s is being written by another process (another dlscope record?): not written",
+		 path);
+	return true;
+}
+
 /* The existing @path, opened after lstat said what it is; -errno with @why. */
-static int open_existing(const char *path, int flags, char *why, size_t whylen)
+static int open_existing(const char *path, int flags, bool lock, char *why, size_t whylen)
 {
 	uid_t me = geteuid();
 	struct stat lst, st;
@@ -100,6 +115,10 @@ static int open_existing(const char *path, int flags, char *why, size_t whylen)
 		snprintf(why, whylen, "%s changed while it was opened: not written", path);
 		close(fd);
 		return -EAGAIN;
+	}
+	if (S_ISREG(st.st_mode) && lock && locked_by_another(fd, path, why, whylen)) {
+		close(fd);
+		return -EBUSY;
 	}
 	if (S_ISREG(st.st_mode)) {
 		/* A hard link is the other way to point a name at someone else's file. */
@@ -131,14 +150,25 @@ fail_errno:
 
 int outfile__open(const char *cmd, const char *path, int flags, char *why, size_t whylen)
 {
+	return outfile__open_alone(cmd, path, flags, false, why, whylen);
+}
+
+int outfile__open_alone(const char *cmd, const char *path, int flags, bool lock, char *why,
+			size_t whylen)
+{
 	int fd;
 
 	/* Written, or read back too (O_RDWR); never opened for reading alone. */
 	flags = (flags & ~O_ACCMODE) | ((flags & O_ACCMODE) == O_RDWR ? O_RDWR : O_WRONLY);
 	/* O_EXCL with O_CREAT never follows a link: a new file is simply ours. */
 	fd = open(path, O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | flags, 0666);
+	/* A file just made is ours, but its lock is taken at once: the next writer sees it. */
+	if (fd >= 0 && lock && locked_by_another(fd, path, why, whylen)) {
+		close(fd);
+		return -EBUSY;
+	}
 	if (fd < 0 && errno == EEXIST) {
-		fd = open_existing(path, flags, why, whylen);
+		fd = open_existing(path, flags, lock, why, whylen);
 	} else if (fd < 0) {
 		fd = -errno;
 		snprintf(why, whylen, "cannot write %s: %s", path, strerror(-fd));

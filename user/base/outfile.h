@@ -23,6 +23,13 @@
  * user. Returns the descriptor (O_CLOEXEC), or -errno with @why set to one line naming @path.
  */
 int outfile__open(const char *cmd, const char *path, int flags, char *why, size_t whylen);
+/*
+ * outfile__open, and with @lock a writer that must be alone: the file's flock is taken before it
+ * is truncated, and held while the descriptor is open; -EBUSY (nothing written) when another
+ * holds it.
+ */
+int outfile__open_alone(const char *cmd, const char *path, int flags, bool lock, char *why,
+			size_t whylen);
 
 /*
  * For a file written whole beside @path and renamed over it (merge): refuses @path when it is

@@ -62,11 +62,15 @@ int cmd_merge(int argc, char **argv)
 		dls_err("merge: %s", why);
 		return DLS_EXIT_INSPECT;
 	}
-	if (st.bad)
-		dls_warn("merge: %llu input lines were no trace record and were left out",
-			 (unsigned long long)st.bad);
 	if (stats)
 		fprintf(stderr, "%llu records written from %d traces into %s\n",
 			(unsigned long long)st.records, argc - optind, output);
+	/* A merged trace short of records is no success: a script acting on the status sees it. */
+	if (st.bad) {
+		dls_err("merge: %llu input line%s no trace record and left out: %s is "
+			"incomplete",
+			(unsigned long long)st.bad, st.bad == 1 ? " was" : "s were", output);
+		return DLS_EXIT_INSPECT;
+	}
 	return DLS_EXIT_OK;
 }

@@ -346,7 +346,8 @@ static int watch_open_trace(struct watch_cmd *w, int *ret)
 		return -1;
 	}
 	w->out_path = w->out_buf;
-	fd = outfile__open(w->cmd, w->out_path, 0, why, sizeof(why));
+	/* One writer per trace: a second recorder on it would truncate and interleave it. */
+	fd = outfile__open_alone(w->cmd, w->out_path, 0, true, why, sizeof(why));
 	if (fd < 0) {
 		dls_err("%s: %s", w->cmd, why);
 		*ret = DLS_EXIT_INSPECT;

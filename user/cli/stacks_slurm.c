@@ -108,17 +108,19 @@ static int keep_one_step(struct slurm_read *r, int step)
 {
 	struct job *j = r->j;
 	size_t kept = 0, best_n = 0;
+	int best = step;
 
 	for (size_t i = 0; step < 0 && i < j->n; i++) {
 		size_t n = 0;
 
 		for (size_t k = 0; k < j->n; k++)
 			n += j->ranks[k].step == j->ranks[i].step;
-		if (n > best_n || (n == best_n && j->ranks[i].step < step)) {
+		if (n > best_n || (n == best_n && j->ranks[i].step < best)) {
 			best_n = n;
-			step = j->ranks[i].step;
+			best = j->ranks[i].step;
 		}
 	}
+	step = best;
 	for (size_t i = 0; i < j->n; i++) {
 		if (j->ranks[i].step != step) {
 			json_decref(r->rs[i].doc);

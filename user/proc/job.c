@@ -752,6 +752,11 @@ int job__slurm_tasks(long jobid, int step, const char *node, int own_step, struc
 		if (read_ppid(r->pid, &(pid_t){ 0 }, r->comm, sizeof(r->comm)))
 			snprintf(r->comm, sizeof(r->comm), "?");
 		r->pid = below_shells(&t, r->pid, r->comm, sizeof(r->comm));
+		/* dlscope's own steps beside the job (its recorders) are no ranks of it. */
+		if (!strcmp(r->comm, "dlscope")) {
+			j->n--;
+			continue;
+		}
 		if (!j->launcher)
 			j->launcher = t.p[i].ppid;
 		if (id.scheme < j->scheme)
