@@ -48,7 +48,7 @@ static void stacks_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: dlscope stacks [OPTIONS] PID\n"
-		"       dlscope stacks --job [OPTIONS] PID\n"
+		"       dlscope stacks --job [OPTIONS] PID | slurm:JOBID[.STEP]\n"
 		"       dlscope stacks [OPTIONS] CORE | --core CORE [--exe PATH]\n"
 		"\n"
 		"Print the stack of every thread like gdb's 'thread apply all bt' (CFI unwinding,\n"
@@ -72,7 +72,10 @@ static void stacks_usage(FILE *f)
 		"                        any member: launcher, rank, a rank's child), each stopped\n"
 		"                        once, read in parallel, then merged: identical stacks\n"
 		"                        grouped with the ranks that share them, outliers first,\n"
-		"                        and the verdict naming the rank that is elsewhere\n"
+		"                        and the verdict naming the rank outside the collective\n"
+		"                        the others wait in. A Slurm job (slurm:JOBID, srun's\n"
+		"                        PID, the batch script's or a task's) is read on every\n"
+		"                        node of its step, through srun --overlap\n"
 		"      --core FILE       a core file (kernel's, gcore's, dlscope capture's) in place\n"
 		"                        of a process: each thread's stack, and the signal, the\n"
 		"                        faulting address and the thread of a crash (a CORE\n"
