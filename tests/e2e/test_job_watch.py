@@ -175,14 +175,20 @@ def test_watch_job_names_the_hung_rank_with_its_stack():
     assert re.search(r"#1 wait_on_futex\+0x[0-9a-f]+ \(job_launcher\)", out), out
 
 
-def test_watch_job_all_ranks_waiting_is_a_job_wide_wait_not_a_hang():
+def test_watch_job_all_ranks_asleep_the_stacks_name_the_one_that_waits_elsewhere():
+    """Every rank sleeps (rank 3 on a futex nobody wakes, the others in the allreduce it never
+    joins): CPU alone says "no rank is the one", the stacks name rank 3."""
     fx, ranks = launcher(4)
     with fx:
         if not is_root():
             raise Skip("BPF tests need root")
-        p = dlscope("watch", "--job", fx.pid, "--hang-secs", 1, "--duration", 4, check=0)
-    assert "rank-hung" not in p.stdout, p.stdout
-    assert "job: all 4 ranks made no CPU progress for 1 s at once: a job-wide wait" in p.stdout
+        p = dlscope("watch", "--job", fx.pid, "--hang-secs", 1, "--duration", 4, check=1)
+    hung = re.findall(r"rank-hung: rank (\d+) \(PID \d+\) hangs the job: every rank made no CPU "
+                      r"progress for 1 s, and it waits where the others do not; it is in "
+                      r"wait_on_futex", p.stdout)
+    assert hung == ["3"], p.stdout
+    assert "the ranks' stacks: rank 3 is in wait_on_futex (job_launcher.c:" in p.stdout, p.stdout
+    assert "job: all 4 ranks made no CPU progress for 1 s at once: a job-wide wait\n" in p.stdout
 
 
 @serial  # CPU progress over 2 s (--hang-secs 2): beside other tests, a rank may make none

@@ -16,6 +16,7 @@
 #include "jobwatch.h"
 #include "paths.h"
 #include "procfs.h"
+#include "stackmerge.h"
 #include "unwind.h"
 #include "watch.h"
 
@@ -53,9 +54,11 @@ struct jobwatch {
 	int first_rank; /* the first rank that died; -1 none yet */
 	pid_t first_pid;
 	uint64_t last_scan;
-	bool captured;	  /* a stack was captured: threads may be held (stacks__release_pending) */
-	bool job_idle;	  /* every rank made no progress for hang_ns at once */
-	double idle_secs; /* how long, when it was seen */
+	bool captured; /* a stack was captured: threads may be held (stacks__release_pending) */
+	bool job_idle; /* every rank made no progress for hang_ns at once */
+	uint64_t verdict_at; /* the last stacks verdict (at most one per hang_ns) */
+	bool verdict_named;  /* it named a rank: no more until every rank is idle */
+	double idle_secs;    /* how long, when it was seen */
 	size_t idle_ranks;
 	unsigned long long findings;
 };
@@ -426,9 +429,13 @@ static const struct stack_frame *telling_frame(const struct thread_stack *ts)
 	return ts->n_frames ? &ts->frames[0] : NULL;
 }
 
-/* @p made no progress for @idle_s while ranks @progressing did: a finding with its stack. */
+/*
+ * @p hangs the job, a finding with its stack: it made no progress for @idle_s while ranks
+ * @progressing did (@idle_s 0: it is one of them, and ranks @idle wait; @progressing NULL:
+ * every rank is idle); @verdict, when the stacks named it, says why.
+ */
 static void report_hung(struct jobwatch *jw, struct jw_proc *p, uint64_t now, double idle_s,
-			const char *progressing)
+			const char *progressing, const char *idle, const char *verdict)
 {
 	struct event_stack es = { 0 };
 	struct findings fs = { 0 };
@@ -459,12 +466,25 @@ static void report_hung(struct jobwatch *jw, struct jw_proc *p, uint64_t now, do
 		}
 	}
 	proc__read_stat(p->pid, 0, comm, sizeof(comm), NULL, NULL);
-	f = findings__add(
-		&fs, "rank-hung", SEV_ERROR, p->pid,
-		"rank %d (PID %d) is hung: no CPU progress (under 2%% of a CPU) for %.0f s while ranks %s "
-		"progress%s",
-		p->rank, p->pid, idle_s, progressing, in);
+	if (progressing && idle_s > 0)
+		f = findings__add(&fs, "rank-hung", SEV_ERROR, p->pid,
+				  "rank %d (PID %d) is hung: no CPU progress (under 2%% of a CPU) "
+				  "for %.0f s while ranks %s progress%s",
+				  p->rank, p->pid, idle_s, progressing, in);
+	else if (progressing)
+		f = findings__add(
+			&fs, "rank-hung", SEV_ERROR, p->pid,
+			"rank %d (PID %d) hangs the job: it runs on elsewhere while ranks "
+			"%s make no CPU progress where they wait%s",
+			p->rank, p->pid, idle, in);
+	else
+		f = findings__add(&fs, "rank-hung", SEV_ERROR, p->pid,
+				  "rank %d (PID %d) hangs the job: every rank made no CPU progress "
+				  "for %.0f s, and it waits where the others do not%s",
+				  p->rank, p->pid, idle_s, in);
 	if (f) {
+		if (verdict)
+			finding__evidence(f, "the ranks' stacks: %s", verdict);
 		others_state(jw, p, f);
 		if (err)
 			finding__evidence(f, "its stack could not be read: %s", why);
@@ -479,6 +499,136 @@ static void report_hung(struct jobwatch *jw, struct jw_proc *p, uint64_t now, do
 	findings__free(&fs);
 	event_stack__clear(&es);
 	stacks__free(st);
+}
+
+/*
+ * The live ranks' main threads, each stopped once in turn and released, merged as stacks --job
+ * merges them: the verdict (NULL when fewer than two ranks were read).
+ */
+static json_t *stack_verdict(struct jobwatch *jw)
+{
+	struct rank_stacks *rs = calloc(jw->n ? jw->n : 1, sizeof(*rs));
+	json_t *merged = NULL, *v = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; rs && i < jw->n; i++) {
+		const struct jw_proc *p = &jw->p[i];
+		struct stacks *st = NULL;
+		json_t *frames;
+		char why[256];
+
+		if (!p->is_rank || p->exited ||
+		    stacks__capture(p->pid, NULL, NULL, 0, &p->pid, 1, HUNG_MAX_FRAMES, &st, why,
+				    sizeof(why)))
+			continue;
+		jw->captured = true;
+		frames = json_array();
+		for (size_t k = 0; st->n && k < st->t[0].n_frames; k++)
+			json_array_append_new(frames, stack_frame__to_json(&st->t[0].frames[k]));
+		rs[n++] = (struct rank_stacks){
+			.rank = p->rank,
+			.pid = p->pid,
+			.doc = json_pack("{s:[{s:i, s:s, s:o, s:n}]}", "threads", "tid", p->pid,
+					 "name", "", "frames", frames, "python"),
+		};
+		stacks__free(st);
+	}
+	if (n >= 2)
+		merged = stackmerge__merge(rs, n, false);
+	if (merged)
+		v = json_incref(json_object_get(merged, "verdict"));
+	for (size_t i = 0; i < n; i++)
+		json_decref(rs[i].doc);
+	free(rs);
+	json_decref(merged);
+	return v;
+}
+
+/*
+ * The ranks the stacks name (outliers not reported yet), each reported; how many. @idle_s and
+ * @progressing say what the CPU showed (@progressing NULL: no rank progressed).
+ */
+static size_t report_named(struct jobwatch *jw, const json_t *v, uint64_t now, double idle_s,
+			   const char *progressing, const char *idle)
+{
+	const char *text = json_string_value(json_object_get(v, "text"));
+	const json_t *o;
+	size_t i, named = 0;
+
+	json_array_foreach (json_object_get(v, "outliers"), i, o) {
+		for (size_t k = 0; k < jw->n; k++) {
+			struct jw_proc *p = &jw->p[k];
+
+			if (!p->is_rank || p->exited || p->rank != json_integer_value(o))
+				continue;
+			named++;
+			if (p->hung)
+				continue;
+			/* A named rank that used CPU runs elsewhere: no idle time to say. */
+			report_hung(jw, p, now, now - p->cpu_changed >= jw->hang_ns ? idle_s : 0.0,
+				    progressing, idle, text);
+		}
+	}
+	return named;
+}
+
+/* The ranks (into @ranks, their count) that made progress within hang_ns. */
+static size_t progressing_ranks(const struct jobwatch *jw, uint64_t now, int *ranks)
+{
+	size_t k = 0;
+
+	for (size_t j = 0; j < jw->n; j++)
+		if (jw->p[j].is_rank && !jw->p[j].exited && jw->p[j].cpu_known &&
+		    now - jw->p[j].cpu_changed < jw->hang_ns)
+			ranks[k++] = jw->p[j].rank;
+	return k;
+}
+
+/*
+ * Whether a rank made no progress for hang_ns: then the stacks decide (a rank idle while the
+ * others compute may be the one waiting for a rank that computes elsewhere, and when every
+ * rank sleeps one may still sleep where the others do not). Once a verdict named a rank, the
+ * next is taken only when every rank is idle (ranks going idle one after another wait for it).
+ */
+static void decide_with_stacks(struct jobwatch *jw, uint64_t now, size_t live, size_t moving,
+			       int *ranks)
+{
+	char progressing[256], idle_text[256];
+	int idle[256];
+	size_t k, ni = 0, named = 0;
+	json_t *v;
+
+	if (now - jw->verdict_at < jw->hang_ns || (jw->verdict_named && moving))
+		return;
+	jw->verdict_at = now;
+	k = progressing_ranks(jw, now, ranks);
+	job__format_ranks(ranks, k, progressing, sizeof(progressing));
+	for (size_t j = 0; j < jw->n && ni < 256; j++)
+		if (jw->p[j].is_rank && !jw->p[j].exited && jw->p[j].cpu_known &&
+		    now - jw->p[j].cpu_changed >= jw->hang_ns)
+			idle[ni++] = jw->p[j].rank;
+	job__format_ranks(idle, ni, idle_text, sizeof(idle_text));
+	v = stack_verdict(jw);
+	if (v)
+		/* Progressing ranks named run outside the collective the idle ones wait in. */
+		named = report_named(jw, v, now, (double)jw->hang_ns / 1e9,
+				     moving ? progressing : NULL, idle_text);
+	if (named) {
+		jw->verdict_named = true;
+	} else if (moving && k + 1 == live) {
+		/* The stacks tell nothing apart: the one rank idle while all others run. */
+		for (size_t i = 0; i < jw->n; i++) {
+			struct jw_proc *p = &jw->p[i];
+
+			if (p->is_rank && !p->exited && !p->hung && p->cpu_known &&
+			    now - p->cpu_changed >= jw->hang_ns) {
+				report_hung(jw, p, now, (double)(now - p->cpu_changed) / 1e9,
+					    progressing, NULL, NULL);
+				jw->verdict_named = true;
+			}
+		}
+	}
+	json_decref(v);
 }
 
 static void scan_progress(struct jobwatch *jw, uint64_t now)
@@ -505,42 +655,18 @@ static void scan_progress(struct jobwatch *jw, uint64_t now)
 		if (now - p->cpu_changed < jw->hang_ns)
 			moving++;
 	}
-	if (live < 2)
+	if (live < 2 || moving == live)
 		return;
-	if (!moving) {
-		/* Everyone waits: a job-wide wait, not one rank's hang (said in the summary). */
-		if (!jw->job_idle) {
-			jw->job_idle = true;
-			jw->idle_secs = (double)jw->hang_ns / 1e9;
-			jw->idle_ranks = live;
-		}
-		return;
+	if (!moving && !jw->job_idle) {
+		/* Everyone waits: a job-wide wait (said in the summary), unless the stacks name
+		 * one rank that waits where the others do not. */
+		jw->job_idle = true;
+		jw->idle_secs = (double)jw->hang_ns / 1e9;
+		jw->idle_ranks = live;
 	}
 	ranks = calloc(jw->n, sizeof(*ranks));
-	if (!ranks)
-		return;
-	for (size_t i = 0; i < jw->n; i++) {
-		struct jw_proc *p = &jw->p[i];
-		char progressing[256];
-		size_t k = 0;
-
-		if (!p->is_rank || p->exited || p->hung || !p->cpu_known ||
-		    now - p->cpu_changed < jw->hang_ns)
-			continue;
-		for (size_t j = 0; j < jw->n; j++)
-			if (jw->p[j].is_rank && !jw->p[j].exited && jw->p[j].cpu_known &&
-			    now - jw->p[j].cpu_changed < jw->hang_ns)
-				ranks[k++] = jw->p[j].rank;
-		/*
-		 * Only the one rank idle while all the others run is the outlier: ranks that go
-		 * idle after it wait for it in their next collective (torchrun's ranks in
-		 * c10d::Work::wait once rank 2 stopped), and are no second hang.
-		 */
-		if (k + 1 < live)
-			continue;
-		job__format_ranks(ranks, k, progressing, sizeof(progressing));
-		report_hung(jw, p, now, (double)(now - p->cpu_changed) / 1e9, progressing);
-	}
+	if (ranks)
+		decide_with_stacks(jw, now, live, moving, ranks);
 	free(ranks);
 }
 
@@ -567,8 +693,11 @@ static void jw_summary(struct event_sink *s, const struct watch_stats *st)
 	if (jw->job_idle) {
 		snprintf(line, sizeof(line),
 			 "job: all %zu ranks made no CPU progress for %.0f s at once: a job-wide "
-			 "wait (every rank waits; no rank is the one that hangs)",
-			 jw->idle_ranks, jw->idle_secs);
+			 "wait%s",
+			 jw->idle_ranks, jw->idle_secs,
+			 jw->verdict_named ? "" :
+					     " (every rank waits in one place; no rank is the "
+					     "one that hangs)");
 		DOWN(jw, note, line);
 	}
 	c.findings += jw->findings;

@@ -68,23 +68,21 @@ static json_t *thread_frames(const json_t *thread, bool python_only)
 
 /*
  * What makes two stacks the same across ranks: names, not addresses (each rank has its own), of
- * frames [@from, end) of @frames; then the collective @comm they call, when not NULL.
+ * frames [@from, end) of @frames, one line each, innermost first or (@outer_first) outermost
+ * first; then the collective @comm they call, when not NULL.
  */
-static char *signature_from(const json_t *frames, size_t from, const char *comm)
+static char *signature_from(const json_t *frames, size_t from, const char *comm, bool outer_first)
 {
+	size_t len = 0, n = json_array_size(frames);
 	char *sig = NULL;
-	size_t len = 0;
 	FILE *f = open_memstream(&sig, &len);
-	size_t i;
-	json_t *fr;
 
 	if (!f)
 		return NULL;
-	json_array_foreach (frames, i, fr) {
+	for (size_t k = from; k < n; k++) {
+		const json_t *fr = json_array_get(frames, outer_first ? n - 1 - (k - from) : k);
 		const char *fn = json_string_value(json_object_get(fr, "function"));
 
-		if (i < from)
-			continue;
 		if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python"))
 			fprintf(f, "P %s %s:%lld\n", fn ? fn : "??",
 				json_string_value(json_object_get(fr, "file")) ?: "?",
@@ -101,7 +99,7 @@ static char *signature_from(const json_t *frames, size_t from, const char *comm)
 
 static char *signature(const json_t *frames)
 {
-	return signature_from(frames, 0, NULL);
+	return signature_from(frames, 0, NULL, false);
 }
 
 /*
@@ -130,7 +128,10 @@ static bool comm_api(const json_t *fr, char *buf, size_t len)
 	return hit;
 }
 
-/* The verdict's key of @x (its frames set): cut at the outermost communication API frame. */
+/*
+ * The verdict's key of @x (its frames set): outermost first (a path down STAT's prefix tree),
+ * cut at the outermost communication API frame.
+ */
 static char *wait_signature(struct mthread *x)
 {
 	size_t n = json_array_size(x->frames);
@@ -139,9 +140,32 @@ static char *wait_signature(struct mthread *x)
 	for (size_t i = n; i-- > 0;)
 		if (comm_api(json_array_get(x->frames, i), x->comm, sizeof(x->comm))) {
 			x->cut = (long)i;
-			return signature_from(x->frames, i + 1, x->comm);
+			return signature_from(x->frames, i + 1, x->comm, true);
 		}
-	return signature(x->frames);
+	return signature_from(x->frames, 0, NULL, true);
+}
+
+/* The length of the first @lines lines of @s (all of it when it has fewer). */
+static size_t lines_len(const char *s, size_t lines)
+{
+	const char *p = s;
+
+	while (lines-- && *p) {
+		const char *nl = strchr(p, '\n');
+
+		p = nl ? nl + 1 : p + strlen(p);
+	}
+	return (size_t)(p - s);
+}
+
+/* How many leading lines @a and @b share. */
+static size_t common_lines(const char *a, const char *b)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; a[i] && a[i] == b[i]; i++)
+		n += a[i] == '\n';
+	return n;
 }
 
 /* The C library and the loader: where every wait ends, so never the frame that explains it. */
@@ -308,7 +332,7 @@ static json_t *ranks_json(int *ranks, size_t n, char *text, size_t len)
 
 /* The main threads of the ranks, grouped by stack: the verdict. */
 struct vgroup {
-	const char *sig; /* the members' wait signature */
+	char *sig; /* where the members' paths go, down to the level where the ranks part */
 	int *ranks;
 	size_t n;
 	const json_t *frames;
@@ -339,10 +363,24 @@ static int cmp_vgroup(const void *a, const void *b)
 static size_t group_main_threads(const struct mthread *t, size_t nt, size_t n, struct vgroup *g,
 				 int *bad, size_t *nbad, json_t *unreadable)
 {
-	size_t ng = 0;
+	const char *first = NULL;
+	size_t ng = 0, shared = (size_t)-1;
 
+	/*
+	 * STAT's prefix tree: the paths (outermost first) part at some depth; the ranks are
+	 * grouped by where they go there. Below it, the frames of a spinning rank and of a
+	 * sleeping one, of a root and of a leaf, differ without telling anything.
+	 */
 	for (size_t i = 0; i < nt; i++) {
-		size_t k;
+		if (!t[i].main || !json_array_size(t[i].frames))
+			continue;
+		if (!first)
+			first = t[i].wait;
+		else if (common_lines(first, t[i].wait) < shared)
+			shared = common_lines(first, t[i].wait);
+	}
+	for (size_t i = 0; i < nt; i++) {
+		size_t k, klen;
 
 		if (!t[i].main)
 			continue;
@@ -351,16 +389,22 @@ static size_t group_main_threads(const struct mthread *t, size_t nt, size_t n, s
 			json_array_append_new(unreadable, json_integer(t[i].rank));
 			continue;
 		}
-		for (k = 0; k < ng && strcmp(g[k].sig, t[i].wait); k++)
+		klen = shared == (size_t)-1 ? strlen(t[i].wait) : lines_len(t[i].wait, shared + 1);
+		for (k = 0;
+		     k < ng && (strlen(g[k].sig) != klen || strncmp(g[k].sig, t[i].wait, klen));
+		     k++)
 			;
 		if (k == ng) {
-			g[ng] = (struct vgroup){ .sig = t[i].wait,
+			g[ng] = (struct vgroup){ .sig = strndup(t[i].wait, klen),
 						 .frames = t[i].frames,
 						 .from = t[i].cut < 0 ? 0 : (size_t)t[i].cut + 1,
 						 .comm = t[i].cut < 0 ? NULL : t[i].comm,
 						 .ranks = calloc(n, sizeof(int)) };
-			if (!g[ng].ranks)
+			if (!g[ng].ranks || !g[ng].sig) {
+				free(g[ng].ranks);
+				free(g[ng].sig);
 				continue;
+			}
 			ng++;
 		}
 		g[k].ranks[g[k].n++] = t[i].rank;
@@ -530,8 +574,10 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 					   "frame", where) :
 				 json_null(),
 		      "unreadable", unreadable);
-	for (size_t k = 0; k < ng; k++)
+	for (size_t k = 0; k < ng; k++) {
 		free(g[k].ranks);
+		free(g[k].sig);
+	}
 	free(g);
 	free(bad);
 	free(text);
