@@ -508,7 +508,7 @@ int cmd_lint(int argc, char **argv)
 	size_t named_bad = 0; /* paths named on the command line that could not be checked */
 	int ret;
 
-	ret = check_opts__parse(argc, argv, &o, "lint", lint_usage, &list, &cl, NULL, NULL);
+	ret = check_opts__parse(argc, argv, &o, "lint", lint_usage, &list, &cl, NULL, NULL, NULL);
 	if (ret >= 0)
 		return ret == 100 ? DLS_EXIT_OK : ret;
 	if (list) {

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "corefile.h"
 #include "permission.h"
 #include "procfs.h"
@@ -402,16 +403,11 @@ out:
 	return err;
 }
 
-int parse_pid_append(const char *s, pid_t **pids, size_t *n)
+int parse_pid_append(const char *s, pid_t **pids, size_t *n, size_t *cap)
 {
-	pid_t pid, *np;
+	pid_t pid;
 
 	if (parse_pid(s, &pid))
 		return -EINVAL;
-	np = realloc(*pids, (*n + 1) * sizeof(*np));
-	if (!np)
-		return -ENOMEM;
-	*pids = np;
-	(*pids)[(*n)++] = pid;
-	return 0;
+	return ARRAY_PUSH(*pids, *n, *cap, pid);
 }
