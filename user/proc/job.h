@@ -44,7 +44,7 @@ struct job {
 	char launcher_cmd[256]; /* its command line, spaces between arguments */
 	int world_size;		/* -1 when the ranks do not say */
 	struct job_rank *ranks; /* sorted by rank */
-	size_t n;
+	size_t n, cap;
 	/* The PID given, and what it is: "launcher", "rank 3", "a child of rank 0". */
 	pid_t asked;
 	char asked_role[48];

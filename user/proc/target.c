@@ -375,15 +375,9 @@ int target__getenv(const struct target *t, const char *name, char *buf, size_t l
 	if (fd < 0)
 		return -errno;
 	do {
-		if (cap - size < 4096) {
-			char *ne = realloc(env, cap + 65536);
-
-			if (!ne) {
-				err = -ENOMEM;
-				goto out;
-			}
-			env = ne;
-			cap += 65536;
+		if (cap - size < 4096 && ARRAY_GROW(env, cap, 65536)) {
+			err = -ENOMEM;
+			goto out;
 		}
 		n = read(fd, env + size, cap - size - 1);
 		if (n > 0)
