@@ -264,16 +264,9 @@ static int read_names(const char *dir, char ***out, size_t *n)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (*n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			char **nn = realloc(*out, ncap * sizeof(*nn));
-
-			if (!nn) {
-				err = -ENOMEM;
-				break;
-			}
-			*out = nn;
-			cap = ncap;
+		if (*n == cap && ARRAY_GROW(*out, cap, 64)) {
+			err = -ENOMEM;
+			break;
 		}
 		if (!((*out)[*n] = strdup(de->d_name))) {
 			err = -ENOMEM;
