@@ -10,7 +10,8 @@ Fails, naming what and the symbols or header, when:
   - a module depends on one in a folder above its own (a layer reaching up);
   - modules call each other in a cycle (more than one file), in the linked objects;
   - a chore with one home is done outside it (HOMES: the machine's registers and instruction
-    set outside user/arch/), in code (comments do not count).
+    set outside user/arch/, a realloc (growing arrays) outside user/base/), in code (comments
+    do not count).
 """
 import argparse
 import os
@@ -21,10 +22,15 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-# (what, the folder it lives in, the words that are it): one home per chore (issue 38).
+# (what, the folder it lives in, the words that are it, the files not yet moved to it): one
+# home per chore (issue 38). A file listed last is being converted by its own change: drop its
+# name when that lands, so that no new copy can come in behind it.
 HOMES = [("the machine's registers and instruction set", "user/arch",
           re.compile(r"\b(__x86_64__|__aarch64__|user_regs_struct|user_fpregs_struct|"
-                     r"PTRACE_GETREGS|PTRACE_GETFPREGS|NT_X86_XSTATE)\b"))]
+                     r"PTRACE_GETREGS|PTRACE_GETFPREGS|NT_X86_XSTATE)\b"), ()),
+         # user/base/array.h's ARRAY_GROW, ARRAY_RESERVE, ARRAY_PUSH: doubling, not +1 a call.
+         ("growing arrays", "user/base", re.compile(r"\b(realloc)\s*\("),
+          ("user/collect/holds.c", "user/collect/probes.c", "user/elf/objcache.c"))]
 
 
 def homes(files):
@@ -33,8 +39,8 @@ def homes(files):
     for f in files:
         text = COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"),
                            open(os.path.join(ROOT, f), errors="replace").read())
-        for what, home, words in HOMES:
-            if f.startswith(home + "/"):
+        for what, home, words, not_yet in HOMES:
+            if f.startswith(home + "/") or f in not_yet:
                 continue
             for m in words.finditer(text):
                 line = text.count("\n", 0, m.start()) + 1

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "detector.h"
 #include "event.h"
 #include "model.h"
@@ -115,7 +116,7 @@ void model__reset(struct model *m)
 	}
 	free(m->procs);
 	m->procs = NULL;
-	m->n_procs = 0;
+	m->n_procs = m->cap_procs = 0;
 	for (size_t i = 0; i < m->ring_cap; i++)
 		event_clear(&m->ring[i]);
 	m->ring_n = 0;
@@ -124,7 +125,7 @@ void model__reset(struct model *m)
 		finding_clear(&m->findings[i]);
 	free(m->findings);
 	m->findings = NULL;
-	m->n_findings = 0;
+	m->n_findings = m->cap_findings = 0;
 	m->t0 = m->t_last = 0;
 	m->has_summary = false;
 	m->summary_events = m->summary_lost = 0;
@@ -151,14 +152,12 @@ struct m_proc *model__proc(struct model *m, pid_t pid)
 
 struct m_proc *model__proc_get(struct model *m, pid_t pid)
 {
-	struct m_proc *p = model__proc(m, pid), *np;
+	struct m_proc *p = model__proc(m, pid);
 
 	if (p)
 		return p;
-	np = realloc(m->procs, (m->n_procs + 1) * sizeof(*np));
-	if (!np)
+	if (ARRAY_RESERVE(m->procs, m->cap_procs, m->n_procs + 1))
 		return NULL;
-	m->procs = np;
 	p = &m->procs[m->n_procs++];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
@@ -199,7 +198,7 @@ static struct m_lib *lib_upsert(struct model *m, pid_t pid, const char *path, co
 				size_t n_needed_by, const struct m_role *roles, size_t n_roles)
 {
 	struct m_proc *p = model__proc_get(m, pid);
-	struct m_lib *l = NULL, *nl;
+	struct m_lib *l = NULL;
 
 	if (!p || !path)
 		return NULL;
@@ -207,10 +206,8 @@ static struct m_lib *lib_upsert(struct model *m, pid_t pid, const char *path, co
 		if (p->libs[i].ns == ns && !strcmp(p->libs[i].path, path))
 			l = &p->libs[i];
 	if (!l) {
-		nl = realloc(p->libs, (p->n_libs + 1) * sizeof(*nl));
-		if (!nl)
+		if (ARRAY_RESERVE(p->libs, p->cap_libs, p->n_libs + 1))
 			return NULL;
-		p->libs = nl;
 		l = &p->libs[p->n_libs++];
 	} else {
 		lib_clear(l);
@@ -251,11 +248,10 @@ int model__add_finding(struct model *m, pid_t pid, uint64_t t, const char *id, c
 		       const char *title, const char *const *evidence, size_t n_evidence,
 		       const char *why, const char *remedy, const char *stack)
 {
-	struct m_finding *nf = realloc(m->findings, (m->n_findings + 1) * sizeof(*nf)), *f;
+	struct m_finding *f;
 
-	if (!nf)
+	if (ARRAY_RESERVE(m->findings, m->cap_findings, m->n_findings + 1))
 		return -ENOMEM;
-	m->findings = nf;
 	f = &m->findings[m->n_findings++];
 	memset(f, 0, sizeof(*f));
 	f->pid = pid;

@@ -88,7 +88,7 @@ struct m_proc {
 	int exit_code;
 	uint64_t n_events;
 	struct m_lib *libs;
-	size_t n_libs;
+	size_t n_libs, cap_libs;
 	struct m_thread *threads;
 	size_t n_threads;
 	struct m_edge *edges;
@@ -111,12 +111,12 @@ struct m_finding {
 
 struct model {
 	struct m_proc *procs;
-	size_t n_procs;
+	size_t n_procs, cap_procs;
 	struct m_event *ring;
 	size_t ring_cap, ring_n; /* the oldest event has seq next_seq - ring_n */
 	uint64_t next_seq;
 	struct m_finding *findings;
-	size_t n_findings;
+	size_t n_findings, cap_findings;
 	uint64_t t0, t_last; /* header t0, latest record time */
 	bool has_summary;
 	uint64_t summary_events, summary_lost;

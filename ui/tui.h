@@ -104,7 +104,7 @@ struct ui {
 	uint64_t sel_seq; /* selected event when not following */
 
 	char **collapsed; /* folded library subtrees, by path */
-	size_t n_collapsed;
+	size_t n_collapsed, cap_collapsed;
 
 	/* a scrolling text box over the view: help, a stack */
 	char popup_title[128];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "tui.h"
 
 static bool is_collapsed(void *ctx, const char *path)
@@ -19,8 +20,6 @@ static bool is_collapsed(void *ctx, const char *path)
 
 static void set_collapsed(struct ui *ui, const char *path, bool fold)
 {
-	char **nc;
-
 	for (size_t i = 0; i < ui->n_collapsed; i++)
 		if (!strcmp(ui->collapsed[i], path)) {
 			if (!fold) {
@@ -31,12 +30,10 @@ static void set_collapsed(struct ui *ui, const char *path, bool fold)
 		}
 	if (!fold)
 		return;
-	nc = realloc(ui->collapsed, (ui->n_collapsed + 1) * sizeof(*nc));
-	if (!nc)
+	if (ARRAY_RESERVE(ui->collapsed, ui->cap_collapsed, ui->n_collapsed + 1))
 		return;
-	ui->collapsed = nc;
-	nc[ui->n_collapsed] = strdup(path);
-	if (nc[ui->n_collapsed])
+	ui->collapsed[ui->n_collapsed] = strdup(path);
+	if (ui->collapsed[ui->n_collapsed])
 		ui->n_collapsed++;
 }
 

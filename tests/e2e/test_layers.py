@@ -8,9 +8,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "scripts", "check-layers.py")
 
 
-def check(files):
+def check(files, layers="user/low user/high"):
     """Writes @files ({path: C source}) under a new tree, compiles each .c into build/, runs the
-    script with layers user/low then user/high; returns (exit status, output)."""
+    script with @layers (lowest first); returns (exit status, output)."""
     with tempfile.TemporaryDirectory() as d:
         for path, text in files.items():
             full = os.path.join(d, path)
@@ -22,7 +22,7 @@ def check(files):
                 os.makedirs(os.path.dirname(obj), exist_ok=True)
                 subprocess.run(["cc", "-c", "-o", obj, full], check=True)
         p = subprocess.run(["python3", SCRIPT, "--root", d, "--build", "build",
-                            "--layers", "user/low user/high"], capture_output=True, text=True)
+                            "--layers", layers], capture_output=True, text=True)
         return p.returncode, p.stdout + p.stderr
 
 
@@ -52,3 +52,15 @@ def test_check_layers_keeps_the_machine_in_user_arch():
                                      "#if defined(__x86_64__)\nint a(void) { return 1; }\n#endif\n"})
     assert rc == 1 and "user/low/a.c:2: __x86_64__: the machine's registers and instruction " \
         "set, outside user/arch/" in out and "user_regs_struct" not in out, out
+
+
+def test_check_layers_keeps_growing_arrays_in_user_base():
+    """A realloc has one home, user/base/ (array.h, issue 38): one elsewhere fails, one in
+    user/base/ or in a comment does not."""
+    grow = "#include <stdlib.h>\nvoid *g(void *p, unsigned long n) { return realloc(p, n); }\n"
+    rc, out = check({"user/low/a.c": "/* realloc(p, n + 1) in a comment is fine */\n" + grow})
+    assert rc == 1 and "user/low/a.c:3: realloc: growing arrays, outside user/base/" in out \
+        and "a.c:1:" not in out, out
+    rc, out = check({"user/base/array.c": grow, "user/low/a.c": "int a(void) { return 1; }\n"},
+                    layers="user/base user/low")
+    assert rc == 0 and "no violations" in out, out

@@ -32,7 +32,7 @@ struct fc_object {
 
 struct framecache {
 	struct fc_object *o;
-	size_t n;
+	size_t n, cap;
 };
 
 struct framecache *framecache__new(void)
@@ -163,10 +163,8 @@ static struct fc_object *object(struct framecache *fc, const unsigned char *bid,
 	for (size_t i = 0; i < fc->n; i++)
 		if (!strcmp(fc->o[i].id, id))
 			return &fc->o[i];
-	no = realloc(fc->o, (fc->n + 1) * sizeof(*no));
-	if (!no)
+	if (ARRAY_RESERVE(fc->o, fc->cap, fc->n + 1))
 		return NULL;
-	fc->o = no;
 	no = &fc->o[fc->n++];
 	memset(no, 0, sizeof(*no));
 	memcpy(no->id, id, sizeof(id));

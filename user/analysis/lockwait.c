@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "array.h"
 #include "addrmap.h"
 #include "arch.h"
 #include "dwarf_member.h"
@@ -155,11 +156,11 @@ static int runtime_of(const struct libgraph *g, const struct thread_info *ti, bo
 static int add_edge(struct lockwait_report *r, pid_t from, pid_t to, enum wait_kind kind,
 		    const char *what)
 {
-	struct wait_edge *ne = realloc(r->edges, (r->n_edges + 1) * sizeof(*ne));
+	struct wait_edge *ne;
 
-	if (!ne)
+	if (ARRAY_RESERVE(r->edges, r->cap_edges, r->n_edges + 1))
 		return -ENOMEM;
-	r->edges = ne;
+	ne = r->edges;
 	ne[r->n_edges].from = from;
 	ne[r->n_edges].to = to;
 	ne[r->n_edges].kind = kind;
@@ -522,14 +523,8 @@ static int team_edges(const struct libgraph *g, const struct threadscan *ts,
 /* Append a verdict and its remedy (NULL when there is nothing to do); takes both strings. */
 static int add_verdict(struct lockwait_report *r, char *text, char *remedy)
 {
-	char **nv = realloc(r->verdicts, (r->n_verdicts + 1) * sizeof(*nv));
-	char **nr = nv ? realloc(r->remedies, (r->n_verdicts + 1) * sizeof(*nr)) : NULL;
-
-	if (nv)
-		r->verdicts = nv;
-	if (nr)
-		r->remedies = nr;
-	if (!nv || !nr || !text) {
+	if (ARRAY_RESERVE(r->verdicts, r->cap_verdicts, r->n_verdicts + 1) ||
+	    ARRAY_RESERVE(r->remedies, r->cap_remedies, r->n_verdicts + 1) || !text) {
 		free(text);
 		free(remedy);
 		return -ENOMEM;
@@ -561,8 +556,6 @@ static void emit_cycle(struct tarjan *tj, int *members, int n)
 	struct lockwait_report *r = tj->r;
 	pid_t *cyc = calloc((size_t)n + 1, sizeof(*cyc));
 	bool *in = calloc(r->n_threads, sizeof(*in));
-	pid_t **nc;
-	size_t *nl;
 	int len = 0, cur;
 
 	if (!cyc || !in)
@@ -590,13 +583,9 @@ static void emit_cycle(struct tarjan *tj, int *members, int n)
 		cur = nxt;
 	} while (cur >= 0 && cur != members[0] && len < n);
 	cyc[len++] = cyc[0];
-	nc = realloc(r->cycles, (r->n_cycles + 1) * sizeof(*nc));
-	nl = nc ? realloc(r->cycle_len, (r->n_cycles + 1) * sizeof(*nl)) : NULL;
-	if (nc)
-		r->cycles = nc;
-	if (!nl)
+	if (ARRAY_RESERVE(r->cycles, r->cap_cycles, r->n_cycles + 1) ||
+	    ARRAY_RESERVE(r->cycle_len, r->cap_cycle_len, r->n_cycles + 1))
 		goto oom;
-	r->cycle_len = nl;
 	r->cycles[r->n_cycles] = cyc;
 	r->cycle_len[r->n_cycles++] = (size_t)len;
 	free(in);

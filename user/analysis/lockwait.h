@@ -54,13 +54,13 @@ struct lockwait_report {
 	struct thread_wait *threads;
 	size_t n_threads;
 	struct wait_edge *edges;
-	size_t n_edges;
+	size_t n_edges, cap_edges;
 	pid_t **cycles; /* each a list of TIDs in wait order, ending where it started */
 	size_t *cycle_len;
-	size_t n_cycles;
+	size_t n_cycles, cap_cycles, cap_cycle_len;
 	char **verdicts; /* one paragraph per cycle, or one describing the hang without a cycle */
 	char **remedies;
-	size_t n_verdicts;
+	size_t n_verdicts, cap_verdicts, cap_remedies;
 	/* A wait that can never end (WAIT_DEAD_OWNER, WAIT_NO_TEAM): a hang as sure as a cycle. */
 	bool never_ends;
 };

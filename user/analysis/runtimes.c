@@ -494,7 +494,7 @@ void runtimes__group(const struct rt_ref *refs, size_t n, size_t *owner)
 static int gather_roles(const struct libgraph *g, int only, struct rt_ref **refs,
 			struct runtime **rs, size_t *n)
 {
-	size_t cap = 0;
+	size_t cap_refs = 0, cap_rs = 0;
 
 	for (size_t i = 0; i < g->n; i++) {
 		const struct lg_object *o = g->objs[i];
@@ -523,19 +523,9 @@ static int gather_roles(const struct libgraph *g, int only, struct rt_ref **refs
 			}
 			if (only >= 0 && r.role.kind != (enum role_kind)only)
 				continue;
-			if (*n == cap) {
-				size_t ncap = cap ? cap * 2 : 16;
-				struct rt_ref *nr = realloc(*refs, ncap * sizeof(*nr));
-				struct runtime *nrs = realloc(*rs, ncap * sizeof(*nrs));
-
-				if (nr)
-					*refs = nr;
-				if (nrs)
-					*rs = nrs;
-				if (!nr || !nrs)
-					return -ENOMEM;
-				cap = ncap;
-			}
+			if ((*n == cap_refs && ARRAY_GROW(*refs, cap_refs, 16)) ||
+			    (*n == cap_rs && ARRAY_GROW(*rs, cap_rs, 16)))
+				return -ENOMEM;
 			(*refs)[*n] = (struct rt_ref){
 				.kind = r.role.kind,
 				.self = o->id,
@@ -602,16 +592,12 @@ static int collect(const struct libgraph *g, const struct target *t, const struc
 		goto nomem;
 	for (size_t i = 0; i < n; i++) {
 		struct runtime *r;
-		unsigned int *nf;
 
 		if (owner[i] == i)
 			continue;
 		r = &out->r[at[owner[i]]];
-		nf = realloc(r->fronts, (r->n_fronts + 1) * sizeof(*nf));
-		if (!nf)
+		if (ARRAY_PUSH(r->fronts, r->n_fronts, r->cap_fronts, rs[i].obj))
 			goto nomem;
-		r->fronts = nf;
-		r->fronts[r->n_fronts++] = rs[i].obj;
 	}
 	free(refs);
 	free(rs);

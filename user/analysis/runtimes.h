@@ -32,7 +32,7 @@ struct runtime {
 	char *vendor_file; /* an OpenCL ICD driver: the vendor file that named it (the loader's
 			    * /etc/OpenCL/vendors/pocl.icd, as the target sees it); NULL none */
 	unsigned int *fronts; /* objects of the same kind that forward to it */
-	size_t n_fronts;
+	size_t n_fronts, cap_fronts;
 };
 
 struct runtime_list {

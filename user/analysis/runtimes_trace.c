@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "roles.h"
 #include "runtimes.h"
 
@@ -36,10 +37,11 @@ static json_t *copy_or_null(const json_t *v)
 
 /*
  * Every runtime role of the loaded records, each with the record it forwards to: @*refs and
- * @*roles, @*n of them, grown here from @*cap (kept for the caller to free, also on -ENOMEM).
+ * @*roles, @*n of them, grown here from their room @*cap_refs and @*cap_roles (kept for the
+ * caller to free, also on -ENOMEM).
  */
 static int loaded_roles(const json_t *recs, struct rt_ref **refs, const json_t ***roles, size_t *n,
-			size_t *cap)
+			size_t *cap_refs, size_t *cap_roles)
 {
 	const json_t *rec, *role;
 	size_t i;
@@ -60,18 +62,9 @@ static int loaded_roles(const json_t *recs, struct rt_ref **refs, const json_t *
 				impl = record_of(
 					recs, front,
 					json_integer_value(json_object_get(rec, "namespace")));
-			if (*n == *cap) {
-				struct rt_ref *nr = realloc(*refs, *cap * 2 * sizeof(*nr));
-				const json_t **nro = realloc(*roles, *cap * 2 * sizeof(*nro));
-
-				if (nr)
-					*refs = nr;
-				if (nro)
-					*roles = nro;
-				if (!nr || !nro)
-					return -ENOMEM;
-				*cap *= 2;
-			}
+			if ((*n == *cap_refs && ARRAY_GROW(*refs, *cap_refs, 16)) ||
+			    (*n == *cap_roles && ARRAY_GROW(*roles, *cap_roles, 16)))
+				return -ENOMEM;
 			/* A front of an object the trace never loaded is shown as what it is. */
 			(*refs)[*n] = (struct rt_ref){ .kind = (enum role_kind)kind,
 						       .self = (long)i,
@@ -113,10 +106,10 @@ json_t *runtimes__from_loaded(const json_t *recs)
 {
 	struct rt_ref *refs = calloc(1, sizeof(*refs));
 	const json_t **roles = calloc(1, sizeof(*roles));
-	size_t n = 0, cap = 1, *owner = NULL, i;
+	size_t n = 0, cap_refs = 1, cap_roles = 1, *owner = NULL, i;
 	json_t *out = json_array(), **made = NULL;
 
-	if (!refs || !roles || !out || loaded_roles(recs, &refs, &roles, &n, &cap))
+	if (!refs || !roles || !out || loaded_roles(recs, &refs, &roles, &n, &cap_refs, &cap_roles))
 		goto nomem;
 	owner = calloc(n ? n : 1, sizeof(*owner));
 	made = calloc(n ? n : 1, sizeof(*made));

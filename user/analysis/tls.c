@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "arch.h"
 #include "elfobj.h"
 #include "libgraph.h"
@@ -184,18 +185,12 @@ static bool collect_one(uint64_t pd, pid_t tid, void *ctx)
 	if (tid <= 0)
 		return false; /* exited, its descriptor not yet reused */
 	if (c->n == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 64;
-		struct tls_thread *nv;
-
-		if (ncap > MAX_LISTED)
+		if ((c->cap ? c->cap * 2 : 64) > MAX_LISTED)
 			return true;
-		nv = realloc(c->v, ncap * sizeof(*nv));
-		if (!nv) {
+		if (ARRAY_GROW(c->v, c->cap, 64)) {
 			c->oom = true;
 			return true;
 		}
-		c->v = nv;
-		c->cap = ncap;
 	}
 	if (c->tl->start_off != UINT32_MAX)
 		target__read(c->t, pd + c->tl->start_off, &start, sizeof(start));

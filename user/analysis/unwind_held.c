@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "tracee.h"
 #include "unwind.h"
 #include "unwind_impl.h"
@@ -37,17 +38,8 @@ bool held__add(pid_t tid, bool keep_exit)
 	bool ok = true;
 
 	pthread_mutex_lock(&held.lock);
-	if (held.n == held.cap) {
-		size_t ncap = held.cap ? held.cap * 2 : 8;
-		struct held *nh = realloc(held.h, ncap * sizeof(*nh));
-
-		if (nh) {
-			held.h = nh;
-			held.cap = ncap;
-		} else {
-			ok = false;
-		}
-	}
+	if (held.n == held.cap && ARRAY_GROW(held.h, held.cap, 8))
+		ok = false;
 	if (ok)
 		held.h[held.n++] = (struct held){ tid, gettid(), keep_exit };
 	pthread_mutex_unlock(&held.lock);

@@ -112,7 +112,7 @@ struct pc_memo {
 		bool activation;
 		struct thread_stack named; /* the frames this pc expands to */
 	} * e;
-	size_t n;
+	size_t n, cap;
 };
 
 /* The frames of @ts named, each pc once per @memo, from @fc when given (see there). */

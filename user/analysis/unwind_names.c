@@ -311,16 +311,14 @@ int unwind_symbolize(Dwfl *dwfl, struct framecache *fc, struct pc_memo *memo,
 			    memo->e[m].activation == raw[i].activation)
 				named = &memo->e[m].named;
 		if (!named) {
-			void *ne = realloc(memo->e, (memo->n + 1) * sizeof(*memo->e));
 			struct thread_stack one = { .frames = malloc(sizeof(raw[i])),
 						    .n_frames = 1 };
 
-			if (!ne || !one.frames) {
+			if (ARRAY_RESERVE(memo->e, memo->cap, memo->n + 1) || !one.frames) {
 				free(one.frames);
 				err = -ENOMEM;
 				break;
 			}
-			memo->e = ne;
 			one.frames[0] = raw[i];
 			err = fc ? symbolize_cached(dwfl, fc, &one) : symbolize_frames(dwfl, &one);
 			if (err) {
@@ -343,12 +341,8 @@ int unwind_symbolize(Dwfl *dwfl, struct framecache *fc, struct pc_memo *memo,
 	}
 	free(raw);
 	/* Thousands of threads keep their frames to the end (the output): no room to spare. */
-	if (!err && ts->n_frames && ts->n_frames < cap) {
-		struct stack_frame *fit = realloc(ts->frames, ts->n_frames * sizeof(*fit));
-
-		if (fit)
-			ts->frames = fit;
-	}
+	if (!err && ts->n_frames < cap)
+		ARRAY_SHRINK(ts->frames, ts->n_frames);
 	return err;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "array.h"
 #include "arch.h"
 #include "debuginfo_cache.h"
 #include "unwind.h"
@@ -60,7 +61,7 @@ static struct {
 		char *key;     /* the name, then its build-id (or its file) */
 		uint64_t bias; /* where it is reported here */
 	} * o;
-	size_t n;
+	size_t n, cap;
 	uint64_t next;
 	struct pc_memo memo;
 } namer = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -76,7 +77,7 @@ static void namer_release(void)
 			free(namer.o[i].key);
 		free(namer.o);
 		namer.o = NULL;
-		namer.n = 0;
+		namer.n = namer.cap = 0;
 		pc_memo__clear(&namer.memo);
 	}
 	pthread_mutex_unlock(&namer.lock);
@@ -126,13 +127,10 @@ static bool namer_place(Dwfl_Module *mod, uint64_t *off)
 		namer.dwfl = dwfl_begin(&sample_dwfl_callbacks);
 		namer.next = NAMER_BASE;
 	}
-	void *no = realloc(namer.o, (namer.n + 1) * sizeof(*namer.o));
-
-	if (!namer.dwfl || !no) {
+	if (!namer.dwfl || ARRAY_RESERVE(namer.o, namer.cap, namer.n + 1)) {
 		free(key);
 		return false;
 	}
-	namer.o = no;
 	dwfl_report_begin_add(namer.dwfl);
 	if (!dwfl_report_elf(namer.dwfl, name, file, -1, namer.next, true)) {
 		dwfl_report_end(namer.dwfl, NULL, NULL);
@@ -153,7 +151,7 @@ static bool namer_place(Dwfl_Module *mod, uint64_t *off)
 static int name_sample(struct sample_unwinder *u, struct thread_stack *ts)
 {
 	struct stack_frame *raw = ts->frames;
-	size_t n = ts->n_frames;
+	size_t n = ts->n_frames, cap = 0;
 	int err = 0;
 
 	ts->frames = NULL;
@@ -168,7 +166,6 @@ static int name_sample(struct sample_unwinder *u, struct thread_stack *ts)
 		Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, lookup);
 		bool shared = mod && namer_place(mod, &off);
 		struct thread_stack one = { .frames = malloc(sizeof(*raw)), .n_frames = 1 };
-		void *grown;
 
 		if (!one.frames) {
 			err = -ENOMEM;
@@ -178,14 +175,11 @@ static int name_sample(struct sample_unwinder *u, struct thread_stack *ts)
 		one.frames[0].pc += off;
 		err = shared ? unwind_symbolize(namer.dwfl, NULL, &namer.memo, &one) :
 			       unwind_symbolize(u->dwfl, NULL, &u->memo, &one);
-		grown = err ? NULL :
-			      realloc(ts->frames, (ts->n_frames + one.n_frames) * sizeof(*raw));
-		if (!grown) {
+		if (err || ARRAY_RESERVE(ts->frames, cap, ts->n_frames + one.n_frames)) {
 			unwind_free_frames(one.frames, one.n_frames);
 			err = -ENOMEM;
 			break;
 		}
-		ts->frames = grown;
 		for (size_t k = 0; k < one.n_frames; k++) {
 			one.frames[k].pc = raw[i].pc;
 			ts->frames[ts->n_frames++] = one.frames[k];

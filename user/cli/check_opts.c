@@ -67,7 +67,7 @@ void check_opts__list_detectors(void)
  */
 int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *cmd,
 		      void (*usage)(FILE *), bool *list, struct cliopt *cl, pid_t **pids,
-		      size_t *n_pids)
+		      size_t *n_pids, size_t *cap_pids)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -106,7 +106,7 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 			continue;
 		switch (c) {
 		case 'p':
-			err = cliopt__pids(cmd, arg, pids, n_pids);
+			err = cliopt__pids(cmd, arg, pids, n_pids, cap_pids);
 			if (err)
 				return err;
 			break;

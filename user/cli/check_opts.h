@@ -43,7 +43,7 @@ void check_opts__list_detectors(void);
  */
 int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *cmd,
 		      void (*usage)(FILE *), bool *list, struct cliopt *cl, pid_t **pids,
-		      size_t *n_pids);
+		      size_t *n_pids, size_t *cap_pids);
 /*
  * Print @doc (when not NULL) with its version and errors, and return the exit status: the most
  * severe of a finding at or above --fail-on (1) and a process or path not read (3).

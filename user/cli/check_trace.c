@@ -32,7 +32,7 @@ struct tproc {
 
 struct tstate {
 	char **hosts;
-	size_t n_hosts;
+	size_t n_hosts, cap_hosts;
 	struct tproc *p;
 	size_t n, cap;
 	size_t *slots; /* open addressing: index + 1 into p, 0 free */
@@ -41,16 +41,12 @@ struct tstate {
 
 static long host_index(struct tstate *s, const char *h)
 {
-	char **nh;
-
 	for (size_t i = 0; i < s->n_hosts; i++)
 		if (!strcmp(s->hosts[i], h))
 			return (long)i;
-	nh = realloc(s->hosts, (s->n_hosts + 1) * sizeof(*nh));
-	if (!nh)
+	if (ARRAY_RESERVE(s->hosts, s->cap_hosts, s->n_hosts + 1))
 		return -1;
-	s->hosts = nh;
-	if (!(nh[s->n_hosts] = strdup(h)))
+	if (!(s->hosts[s->n_hosts] = strdup(h)))
 		return -1;
 	return (long)s->n_hosts++;
 }

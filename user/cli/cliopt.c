@@ -149,7 +149,7 @@ int cliopt__next(struct cliopt *c)
 	return CLIOPT_ERR;
 }
 
-int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n)
+int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n, size_t *cap)
 {
 	const char *p = s;
 
@@ -164,7 +164,7 @@ int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n)
 		}
 		memcpy(word, p, len);
 		word[len] = '\0';
-		err = parse_pid_append(word, pids, n);
+		err = parse_pid_append(word, pids, n, cap);
 		if (err == -EINVAL)
 			return cliopt__usage(cmd, "'%s' is not a process ID", word);
 		if (err) {
@@ -176,10 +176,10 @@ int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n)
 	return 0;
 }
 
-int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n)
+int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n, size_t *cap)
 {
 	for (int i = 0; i < c->n_ops; i++) {
-		int err = cliopt__pids(c->cmd, c->ops[i], pids, n);
+		int err = cliopt__pids(c->cmd, c->ops[i], pids, n, cap);
 
 		if (err)
 			return err;

@@ -44,12 +44,13 @@ int cliopt__next(struct cliopt *c);
 /* "dlscope: CMD: reason" on stderr; returns DLS_EXIT_USAGE. */
 int cliopt__usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
- * A PID or a comma list of them ("1,2") appended to @pids; 0, or DLS_EXIT_USAGE after
- * "dlscope: CMD: 'x' is not a process ID", or DLS_EXIT_INSPECT when out of memory.
+ * A PID or a comma list of them ("1,2") appended to @pids (@n of them, room for @cap); 0, or
+ * DLS_EXIT_USAGE after "dlscope: CMD: 'x' is not a process ID", or DLS_EXIT_INSPECT when out
+ * of memory.
  */
-int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n);
+int cliopt__pids(const char *cmd, const char *s, pid_t **pids, size_t *n, size_t *cap);
 /* The operands of @c, each a PID or a comma list, appended to @pids (as cliopt__pids). */
-int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n);
+int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n, size_t *cap);
 
 /*
  * An option's number: above 0 and at most @max, whole when @whole ("0.5" ms of a futex wait

@@ -71,7 +71,7 @@ static int parse_args(int argc, char **argv, struct capture_args *a)
 		{ "help", no_argument, NULL, 'h' },	 {},
 	};
 	pid_t *pids = NULL;
-	size_t n_pids = 0;
+	size_t n_pids = 0, cap_pids = 0;
 	struct cliopt cl;
 	bool help = false;
 	int c, err = 0;
@@ -79,7 +79,7 @@ static int parse_args(int argc, char **argv, struct capture_args *a)
 	cliopt__init(&cl, "capture", argc, argv, "p:o:sh", opts, false);
 	while (!err && (c = cliopt__next(&cl)) != -1) {
 		switch (c) {
-		case 'p': err = cliopt__pids("capture", cl.arg, &pids, &n_pids); break;
+		case 'p': err = cliopt__pids("capture", cl.arg, &pids, &n_pids, &cap_pids); break;
 		case 'o': a->output = cl.arg; break;
 		case 'F': a->full = true; break;
 		case 's': a->stats = true; break;
@@ -91,7 +91,7 @@ static int parse_args(int argc, char **argv, struct capture_args *a)
 		default: err = DLS_EXIT_USAGE; break;
 		}
 	}
-	err = err ?: cliopt__pid_operands(&cl, &pids, &n_pids);
+	err = err ?: cliopt__pid_operands(&cl, &pids, &n_pids, &cap_pids);
 	if (!err && n_pids != 1)
 		err = cliopt__usage("capture", "give one process ID");
 	if (!err && !a->output)

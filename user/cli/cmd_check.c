@@ -562,7 +562,7 @@ struct check_args {
 	struct check_opts o;
 	struct cliopt cl;
 	pid_t *pids;
-	size_t n_pids;
+	size_t n_pids, cap_pids;
 	const char *core;  /* a core file operand */
 	const char *trace; /* a trace operand */
 };
@@ -573,7 +573,7 @@ static int check_parse(int argc, char **argv, struct check_args *a)
 	const struct cliopt *cl = &a->cl;
 	bool list = false;
 	int ret = check_opts__parse(argc, argv, &a->o, "check", check_usage, &list, &a->cl,
-				    &a->pids, &a->n_pids);
+				    &a->pids, &a->n_pids, &a->cap_pids);
 
 	if (ret >= 0)
 		return ret == 100 ? DLS_EXIT_OK : ret;
@@ -598,7 +598,7 @@ static int check_parse(int argc, char **argv, struct check_args *a)
 		return -1;
 	}
 	if (!cl->command && !a->core) {
-		ret = cliopt__pid_operands(cl, &a->pids, &a->n_pids);
+		ret = cliopt__pid_operands(cl, &a->pids, &a->n_pids, &a->cap_pids);
 		if (ret)
 			return ret;
 		if (!a->n_pids)

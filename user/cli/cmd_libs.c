@@ -311,7 +311,7 @@ struct libs_opts {
 	bool roles, runtimes, packages;
 	struct lv_kinds kinds; /* --roles=KINDS */
 	pid_t *pids;
-	size_t n_pids; /* with a core, 1 */
+	size_t n_pids, cap_pids; /* with a core, 1 */
 	const char *core;
 	struct core_opts co; /* --exe, --coredump, --ignore-build-id */
 };
@@ -372,7 +372,9 @@ static int libs_options(int argc, char **argv, struct libs_opts *o, struct cliop
 		if (core_opts__take(&o->co, c, arg))
 			continue;
 		switch (c) {
-		case 'p': ret = cliopt__pids("libs", arg, &o->pids, &o->n_pids); break;
+		case 'p':
+			ret = cliopt__pids("libs", arg, &o->pids, &o->n_pids, &o->cap_pids);
+			break;
 		case 'j': o->fmt = FMT_JSON; break;
 		case 'd': o->fmt = FMT_DOT; break;
 		case 'D': ret = libs_depth(arg, o); break;
@@ -397,7 +399,7 @@ static int libs_parse(int argc, char **argv, struct libs_opts *o)
 	/* A core file (the operand, --coredump MATCH), in place of the PIDs: the process it holds. */
 	ret = core_opts__path(&o->co, &cl, NULL, o->n_pids, &o->core);
 	if (!ret && !o->core)
-		ret = cliopt__pid_operands(&cl, &o->pids, &o->n_pids);
+		ret = cliopt__pid_operands(&cl, &o->pids, &o->n_pids, &o->cap_pids);
 	if (ret)
 		return ret;
 	o->n_pids += o->core != NULL;

@@ -264,16 +264,9 @@ static int read_names(const char *dir, char ***out, size_t *n)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (*n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			char **nn = realloc(*out, ncap * sizeof(*nn));
-
-			if (!nn) {
-				err = -ENOMEM;
-				break;
-			}
-			*out = nn;
-			cap = ncap;
+		if (*n == cap && ARRAY_GROW(*out, cap, 64)) {
+			err = -ENOMEM;
+			break;
 		}
 		if (!((*out)[*n] = strdup(de->d_name))) {
 			err = -ENOMEM;
@@ -508,7 +501,7 @@ int cmd_lint(int argc, char **argv)
 	size_t named_bad = 0; /* paths named on the command line that could not be checked */
 	int ret;
 
-	ret = check_opts__parse(argc, argv, &o, "lint", lint_usage, &list, &cl, NULL, NULL);
+	ret = check_opts__parse(argc, argv, &o, "lint", lint_usage, &list, &cl, NULL, NULL, NULL);
 	if (ret >= 0)
 		return ret == 100 ? DLS_EXIT_OK : ret;
 	if (list) {

@@ -335,7 +335,7 @@ struct report_opts {
 	unsigned long limit;
 	struct cliopt cl;
 	pid_t *pids; /* -p's and the operands' */
-	size_t n_pids;
+	size_t n_pids, cap_pids;
 	char **pid_args; /* the same PIDs as text, for the commands run on them */
 	int n_pid_args;
 	const char *core;    /* a core file: the operand, or --coredump's copy */
@@ -380,7 +380,7 @@ static int report_parse(int argc, char **argv, struct report_opts *o)
 			continue;
 		switch (c) {
 		case 'p':
-			code = cliopt__pids("report", optarg, &o->pids, &o->n_pids);
+			code = cliopt__pids("report", optarg, &o->pids, &o->n_pids, &o->cap_pids);
 			if (code)
 				return code;
 			break;
@@ -434,7 +434,7 @@ static int report_targets(struct report_opts *o)
 				stat(cl->ops[i], &st) ? strerror(errno) : "not a regular file");
 			return DLS_EXIT_INSPECT;
 		}
-		code = cliopt__pids("report", cl->ops[i], &o->pids, &o->n_pids);
+		code = cliopt__pids("report", cl->ops[i], &o->pids, &o->n_pids, &o->cap_pids);
 		if (code)
 			return code;
 	}

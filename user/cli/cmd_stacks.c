@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "arch.h"
 #include "cliopt.h"
 #include "commands.h"
@@ -498,7 +499,7 @@ struct stacks_opts {
 	const char *job_node; /* --job-node JOBID[.STEP]: this node's part of a Slurm job */
 	struct core_opts co;  /* --exe, --coredump, --ignore-build-id */
 	pid_t *pids;
-	size_t n_pids;
+	size_t n_pids, cap_pids;
 };
 
 /* The options into @o and @cl: -1 to go on, or the exit status (after one line, or help). */
@@ -531,7 +532,7 @@ static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cli
 			continue;
 		switch (c) {
 		case 'p':
-			err = cliopt__pids("stacks", arg, &o->pids, &o->n_pids);
+			err = cliopt__pids("stacks", arg, &o->pids, &o->n_pids, &o->cap_pids);
 			if (err)
 				return err;
 			break;
@@ -646,7 +647,7 @@ static int stacks_run(struct stacks_opts *o, const struct cliopt *cl)
 		return err ? err :
 			     cmd_stacks_core(o->core, &o->co, o->json, o->python_only,
 					     o->max_frames);
-	err = cliopt__pid_operands(cl, &o->pids, &o->n_pids);
+	err = cliopt__pid_operands(cl, &o->pids, &o->n_pids, &o->cap_pids);
 	pid = o->n_pids ? o->pids[0] : 0;
 	if (err)
 		return err;

@@ -167,7 +167,7 @@ static int ui_parse(int argc, char **argv, struct ui_cmd *u)
 			return ret;
 	}
 	/* "dlscope ui --snapshot PID", like "dlscope stacks PID"; a command goes after "--". */
-	ret = cliopt__pid_operands(&cl, &u->o.pids, &u->o.n_pids);
+	ret = cliopt__pid_operands(&cl, &u->o.pids, &u->o.n_pids, &u->o.cap_pids);
 	if (ret)
 		return ret;
 	if (cl.command && !cl.command[0]) {

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <sys/utsname.h>
 
+#include "array.h"
 #include "cliopt.h"
 #include "commands.h"
 #include "job.h"
@@ -127,17 +128,6 @@ static int expand_output_path(const char *pattern, char *buf, size_t len)
 	return 0;
 }
 
-static int pid_append(pid_t pid, pid_t **pids, size_t *n)
-{
-	pid_t *np = realloc(*pids, (*n + 1) * sizeof(*np));
-
-	if (!np)
-		return -ENOMEM;
-	np[(*n)++] = pid;
-	*pids = np;
-	return 0;
-}
-
 /* --job PID: the launcher and every rank of the job on this host, followed. */
 int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o)
 {
@@ -151,9 +141,9 @@ int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o)
 		/* As stacks --job: a PID in no job, gone or not ours cannot be inspected. */
 		return DLS_EXIT_INSPECT;
 	}
-	err = pid_append(j->launcher, &o->pids, &o->n_pids);
+	err = ARRAY_PUSH(o->pids, o->n_pids, o->cap_pids, j->launcher);
 	for (size_t i = 0; !err && i < j->n; i++)
-		err = pid_append(j->ranks[i].pid, &o->pids, &o->n_pids);
+		err = ARRAY_PUSH(o->pids, o->n_pids, o->cap_pids, j->ranks[i].pid);
 	if (!err) {
 		char ranks[128];
 
@@ -193,7 +183,7 @@ int watch_live_option(const char *cmd, int c, const char *arg, struct watch_opts
 	double v;
 
 	switch (c) {
-	case 'p': return cliopt__pids(cmd, arg, &o->pids, &o->n_pids);
+	case 'p': return cliopt__pids(cmd, arg, &o->pids, &o->n_pids, &o->cap_pids);
 	case 'f': o->follow = true; return 0;
 	case 'H': o->hot = true; return 0;
 	case 'Y': o->dlsym = true; return 0;
@@ -293,7 +283,7 @@ static int watch_parse(int argc, char **argv, struct watch_cmd *w)
 			return err;
 	}
 	/* PIDs as operands, as in libs and stacks; a command goes after "--". */
-	err = cliopt__pid_operands(&cl, &w->o.pids, &w->o.n_pids);
+	err = cliopt__pid_operands(&cl, &w->o.pids, &w->o.n_pids, &w->o.cap_pids);
 	if (err)
 		return err;
 	if (cl.command && !cl.command[0])

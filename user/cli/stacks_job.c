@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "commands.h"
 #include "output.h"
 #include "stacks_job.h"
@@ -90,16 +91,8 @@ static int start_worker(struct rank_worker *w, pid_t pid, const struct stacks_jo
 static void drain_worker(struct rank_worker *w, bool timed_out)
 {
 	if (!timed_out) {
-		if (w->cap - w->len < 65536) {
-			char *nb = realloc(w->buf, w->cap + 262144);
-
-			if (!nb)
-				timed_out = true;
-			else {
-				w->buf = nb;
-				w->cap += 262144;
-			}
-		}
+		if (w->cap - w->len < 65536 && ARRAY_GROW(w->buf, w->cap, 262144))
+			timed_out = true;
 		if (!timed_out) {
 			ssize_t n = read(w->fd, w->buf + w->len, w->cap - w->len - 1);
 

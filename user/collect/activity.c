@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "activity.h"
 #include "dlwatch.h"
 
@@ -28,10 +29,11 @@ struct activity_counts {
 	struct counter *c; /* sorted by pid, runtime, tid */
 	size_t n, cap;
 	struct runtime_name *rt;
-	size_t n_rt;
-	/* What activity_counts__totals and __read hand out. */
+	size_t n_rt, cap_rt;
+	/* What activity_counts__totals and __read hand out: room for n counters' groups. */
 	struct activity *out;
 	struct activity_thread *threads;
+	size_t cap_out, cap_threads;
 };
 
 static int key_cmp(const struct dlw_activity_key *a, const struct dlw_activity_key *b)
@@ -71,11 +73,11 @@ void activity_counts__free(struct activity_counts *a)
 int activity_counts__name(struct activity_counts *a, unsigned int id, const char *path,
 			  const char *kind)
 {
-	struct runtime_name *nr = realloc(a->rt, (a->n_rt + 1) * sizeof(*nr));
+	struct runtime_name *nr;
 
-	if (!nr)
+	if (ARRAY_RESERVE(a->rt, a->cap_rt, a->n_rt + 1))
 		return -ENOMEM;
-	a->rt = nr;
+	nr = a->rt;
 	nr[a->n_rt] = (struct runtime_name){ id, strdup(path), kind };
 	if (!nr[a->n_rt].path)
 		return -ENOMEM;
@@ -106,15 +108,8 @@ static struct counter *counter_of(struct activity_counts *a, const struct dlw_ac
 	c = a->n ? bsearch(&probe, a->c, a->n, sizeof(*a->c), counter_cmp) : NULL;
 	if (c)
 		return c;
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 64;
-		struct counter *nc = realloc(a->c, cap * sizeof(*nc));
-
-		if (!nc)
-			return NULL;
-		a->c = nc;
-		a->cap = cap;
-	}
+	if (a->n == a->cap && ARRAY_GROW(a->c, a->cap, 64))
+		return NULL;
 	a->c[a->n] = probe;
 	a->n++;
 	qsort(a->c, a->n, sizeof(*a->c), counter_cmp);
@@ -137,15 +132,14 @@ static bool thread_ended(const struct dlw_activity_key *k)
 static size_t group(struct activity_counts *a, uint64_t t, bool totals)
 {
 	size_t n_out = 0, n_thr = 0;
-	struct activity *out = realloc(a->out, (a->n ? a->n : 1) * sizeof(*out));
-	struct activity_thread *thr = realloc(a->threads, (a->n ? a->n : 1) * sizeof(*thr));
+	struct activity *out;
+	struct activity_thread *thr;
 
-	if (out)
-		a->out = out;
-	if (thr)
-		a->threads = thr;
-	if (!out || !thr)
+	if (ARRAY_RESERVE(a->out, a->cap_out, a->n ? a->n : 1) ||
+	    ARRAY_RESERVE(a->threads, a->cap_threads, a->n ? a->n : 1))
 		return 0;
+	out = a->out;
+	thr = a->threads;
 	for (size_t i = 0; i < a->n;) {
 		const struct runtime_name *r = name_of(a, a->c[i].k.runtime);
 		struct activity *act = &out[n_out];

@@ -403,11 +403,9 @@ int proctable__add_empty(struct watch *w, pid_t pid, const char *comm, bool kern
 {
 	uint32_t key = (uint32_t)pid;
 	uint8_t one = 1;
-	struct proc_state *np = realloc(w->procs, (w->n_procs + 1) * sizeof(*np));
 
-	if (!np)
+	if (ARRAY_RESERVE(w->procs, w->cap_procs, w->n_procs + 1))
 		return -ENOMEM;
-	w->procs = np;
 	w->procs[w->n_procs++] = (struct proc_state){
 		.pid = pid,
 		.g = graph_empty(w, pid, comm),
@@ -442,17 +440,15 @@ static bool settle_later(struct watch *w, struct proc_state *ps)
  */
 int proctable__add(struct watch *w, pid_t pid, pid_t parent)
 {
-	struct proc_state *np, *ps, *pp;
+	struct proc_state *ps, *pp;
 	uint8_t one = 1;
 	uint32_t key = (uint32_t)pid;
 	int err;
 
 	if (proctable__find(w, pid))
 		return 0;
-	np = realloc(w->procs, (w->n_procs + 1) * sizeof(*np));
-	if (!np)
+	if (ARRAY_RESERVE(w->procs, w->cap_procs, w->n_procs + 1))
 		return -ENOMEM;
-	w->procs = np;
 	w->procs[w->n_procs] = (struct proc_state){ .pid = pid };
 	w->n_procs++;
 	/* A fork's child is a target already: the kernel's fork handler made it one. */
@@ -733,5 +729,5 @@ void proctable__free_all(struct watch *w)
 	}
 	free(w->procs);
 	w->procs = NULL;
-	w->n_procs = 0;
+	w->n_procs = w->cap_procs = 0;
 }

@@ -17,7 +17,7 @@
 
 struct watch_opts {
 	pid_t *pids;
-	size_t n_pids;
+	size_t n_pids, cap_pids;
 	char **command; /* -- CMD ARGS, or NULL */
 	/*
 	 * The command's stdin, stdout and stderr, and it runs in a session of its own, with no

@@ -131,7 +131,7 @@ struct watch {
 	struct ring_buffer *hrb; /* the holds (DLW_HOLD), read before any other event */
 	int epfd;		 /* both rings' */
 	struct proc_state *procs;
-	size_t n_procs;
+	size_t n_procs, cap_procs;
 	uint64_t uw_clock;
 	/* The files probed, by process when only the watched processes pay (pid_filter). */
 	struct attached_file *files;

@@ -418,7 +418,7 @@ struct lint_verneed {
 	size_t n, self;
 	struct elf_object **system; /* providers opened from the system's directories, by name */
 	char **system_names;
-	size_t n_system;
+	size_t n_system, cap_system, cap_system_names;
 	struct findings *out;
 	struct finding *f;
 };
@@ -449,21 +449,13 @@ static const struct elf_object *find_provider(struct lint_verneed *v, const char
 		o = elfobj__open(path);
 	}
 	/* Remember misses too, so each name is searched once. */
-	{
-		struct elf_object **ns = realloc(v->system, (v->n_system + 1) * sizeof(*ns));
-		char **nn = ns ? realloc(v->system_names, (v->n_system + 1) * sizeof(*nn)) : NULL;
-
-		if (ns)
-			v->system = ns;
-		if (!nn || !(nn[v->n_system] = strdup(file))) {
-			if (nn)
-				v->system_names = nn;
-			elfobj__free(o);
-			return NULL;
-		}
-		v->system_names = nn;
-		v->system[v->n_system++] = o;
+	if (ARRAY_RESERVE(v->system, v->cap_system, v->n_system + 1) ||
+	    ARRAY_RESERVE(v->system_names, v->cap_system_names, v->n_system + 1) ||
+	    !(v->system_names[v->n_system] = strdup(file))) {
+		elfobj__free(o);
+		return NULL;
 	}
+	v->system[v->n_system++] = o;
 	*where = o ? elfobj__path(o) : NULL;
 	return o;
 }

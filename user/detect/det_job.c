@@ -207,10 +207,11 @@ static const char *env_value(const struct rank_view *r, const char *name)
 /* Every name some rank sets, once, into *@names (*@nn of them); -1 when out of memory. */
 static int env_names(const struct job_ctx *ctx, char ***names, size_t *nn)
 {
+	size_t cap = 0; /* the room of *@names, empty when given */
+
 	for (size_t i = 0; i < ctx->n; i++)
 		for (size_t k = 0; ctx->r[i].env_known && k < ctx->r[i].n_env; k++) {
 			size_t len = strcspn(ctx->r[i].env[k], "="), m;
-			char **n2;
 
 			for (m = 0; m < *nn; m++)
 				if (strlen((*names)[m]) == len &&
@@ -218,10 +219,8 @@ static int env_names(const struct job_ctx *ctx, char ***names, size_t *nn)
 					break;
 			if (m < *nn)
 				continue;
-			n2 = realloc(*names, (*nn + 1) * sizeof(*n2));
-			if (!n2)
+			if (ARRAY_RESERVE(*names, cap, *nn + 1))
 				return -1;
-			*names = n2;
 			if (!((*names)[*nn] = strndup(ctx->r[i].env[k], len)))
 				return -1;
 			(*nn)++;

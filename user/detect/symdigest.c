@@ -208,27 +208,11 @@ struct build {
 	bool hidden, oom;
 };
 
-static bool grow(void **v, size_t n, size_t *cap, size_t size)
-{
-	void *nv;
-	size_t ncap;
-
-	if (n < *cap)
-		return true;
-	ncap = *cap ? *cap * 2 : 64;
-	nv = realloc(*v, ncap * size);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = ncap;
-	return true;
-}
-
 static int add_def(const char *name, const char *version, const GElf_Sym *sym, void *ctx)
 {
 	struct build *b = ctx;
 
-	if (!grow((void **)&b->d->defs, b->d->n_defs, &b->cap_defs, sizeof(uint64_t)))
+	if (b->d->n_defs == b->cap_defs && ARRAY_GROW(b->d->defs, b->cap_defs, 64))
 		return b->oom = true, -1;
 	b->d->defs[b->d->n_defs++] = symdigest__entry(name, version, false);
 	return 0;
@@ -238,7 +222,7 @@ static int add_undef(const char *name, const char *version, bool weak, void *ctx
 {
 	struct build *b = ctx;
 
-	if (!grow((void **)&b->d->undefs, b->d->n_undefs, &b->cap_undefs, sizeof(uint64_t)))
+	if (b->d->n_undefs == b->cap_undefs && ARRAY_GROW(b->d->undefs, b->cap_undefs, 64))
 		return b->oom = true, -1;
 	b->d->undefs[b->d->n_undefs++] = symdigest__entry(name, version, weak);
 	return 0;
@@ -256,7 +240,7 @@ static int add_vague_versioned(const char *name, const char *version, const GElf
 	if (!symdigest__vague_candidate(name, sym, b->hidden, false) ||
 	    strlen(name) > SD_MAX_NAME || (version && strlen(version) > SD_MAX_NAME))
 		return 0;
-	if (!grow((void **)v, *n, cap, sizeof(**v)))
+	if (*n == *cap && ARRAY_GROW(*v, *cap, 64))
 		return b->oom = true, -1;
 	e = &(*v)[*n];
 	*e = (struct symd_vague){
@@ -315,8 +299,7 @@ static int add_verneed(const char *file, const char *version, void *ctx)
 
 	if (strlen(file) > SD_MAX_NAME || strlen(version) > SD_MAX_NAME)
 		return 0;
-	if (!grow((void **)&b->d->verneed, b->d->n_verneed, &b->cap_verneed,
-		  sizeof(*b->d->verneed)))
+	if (b->d->n_verneed == b->cap_verneed && ARRAY_GROW(b->d->verneed, b->cap_verneed, 64))
 		return b->oom = true, -1;
 	v = &b->d->verneed[b->d->n_verneed];
 	v->file = strdup(file);
@@ -331,7 +314,7 @@ static int add_ref(const char *name, uint64_t offset, unsigned type, unsigned sy
 
 	if (!symdigest__ref_candidate(name, type, sym_type))
 		return 0;
-	if (!grow((void **)&b->d->refs, b->d->n_refs, &b->cap_refs, sizeof(*b->d->refs)))
+	if (b->d->n_refs == b->cap_refs && ARRAY_GROW(b->d->refs, b->cap_refs, 64))
 		return b->oom = true, -1;
 	b->d->refs[b->d->n_refs++] =
 		(struct symd_ref){ symdigest__entry(name, NULL, false), offset << 8 | type };

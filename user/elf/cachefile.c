@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "account.h"
 #include "cachefile.h"
 #include "output.h"
@@ -505,19 +506,9 @@ void cache_wbuf__put(struct cache_wbuf *w, const void *data, size_t len)
 {
 	if (w->oom || !len)
 		return;
-	if (w->len + len > w->cap) {
-		size_t ncap = w->cap ? w->cap : 4096;
-		unsigned char *np;
-
-		while (ncap < w->len + len)
-			ncap *= 2;
-		np = realloc(w->p, ncap);
-		if (!np) {
-			w->oom = true;
-			return;
-		}
-		w->p = np;
-		w->cap = ncap;
+	if (ARRAY_RESERVE(w->p, w->cap, w->len + len)) {
+		w->oom = true;
+		return;
 	}
 	memcpy(w->p + w->len, data, len);
 	w->len += len;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "elfobj.h"
 #include "elfobj_impl.h"
 #include "objcache.h"
@@ -30,15 +31,12 @@ static int ensure_libelf(void)
 	return 0;
 }
 
-static int push_str(char ***arr, size_t *n, const char *s)
+static int push_str(char ***arr, size_t *n, size_t *cap, const char *s)
 {
-	char **na = realloc(*arr, (*n + 1) * sizeof(**arr));
-
-	if (!na)
+	if (ARRAY_RESERVE(*arr, *cap, *n + 1))
 		return -ENOMEM;
-	*arr = na;
-	na[*n] = strdup(s);
-	if (!na[*n])
+	(*arr)[*n] = strdup(s);
+	if (!(*arr)[*n])
 		return -ENOMEM;
 	(*n)++;
 	return 0;
@@ -68,7 +66,8 @@ static int read_dynamic(struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh)
 			continue;
 		if (dyn.d_tag == DT_SONAME && !o->soname)
 			o->soname = strdup(s);
-		else if (dyn.d_tag == DT_NEEDED && push_str(&o->needed, &o->n_needed, s))
+		else if (dyn.d_tag == DT_NEEDED &&
+			 push_str(&o->needed, &o->n_needed, &o->cap_needed, s))
 			return -ENOMEM;
 	}
 	return 0;
@@ -92,7 +91,7 @@ static int read_verdefs(struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh)
 		if (vd.vd_cnt && gelf_getverdaux(data, (int)(off + vd.vd_aux), &va) &&
 		    !(vd.vd_flags & VER_FLG_BASE)) {
 			name = elf_strptr(o->elf, sh->sh_link, va.vda_name);
-			if (name && push_str(&o->verdefs, &o->n_verdefs, name))
+			if (name && push_str(&o->verdefs, &o->n_verdefs, &o->cap_verdefs, name))
 				return -ENOMEM;
 		}
 		if (!vd.vd_next)

@@ -35,9 +35,9 @@ struct elf_object {
 	char *soname;
 	char *interp;
 	char **needed;
-	size_t n_needed;
+	size_t n_needed, cap_needed;
 	char **verdefs;
-	size_t n_verdefs;
+	size_t n_verdefs, cap_verdefs;
 	char build_id[2 * 64 + 1];
 	bool has_build_id;
 	bool symbolic;	  /* DT_SYMBOLIC or DF_SYMBOLIC: its own definitions win its lookups */

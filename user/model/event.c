@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "array.h"
 #include "event.h"
 #include "event_gpu.h"
 #include "termsafe.h"
@@ -881,16 +882,9 @@ int event__from_json(const json_t *rec, struct event *ev, char *why, size_t whyl
 
 int event_stack__push(struct event_stack *s, const char *frame, uint64_t pc)
 {
-	char **nf = realloc(s->frames, (s->n + 1) * sizeof(*nf));
-	uint64_t *np;
-
-	if (!nf)
+	if (ARRAY_RESERVE(s->frames, s->cap_frames, s->n + 1) ||
+	    ARRAY_RESERVE(s->pcs, s->cap_pcs, s->n + 1))
 		return -ENOMEM;
-	s->frames = nf;
-	np = realloc(s->pcs, (s->n + 1) * sizeof(*np));
-	if (!np)
-		return -ENOMEM;
-	s->pcs = np;
 	s->frames[s->n] = strdup(frame);
 	if (!s->frames[s->n])
 		return -ENOMEM;

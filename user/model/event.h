@@ -50,7 +50,7 @@ enum event_futex {
 
 /* The user stack an event carried, unwound: frames as text, innermost first. */
 struct event_stack {
-	size_t n;
+	size_t n, cap_frames, cap_pcs;
 	char **frames; /* "fn+0x12 (libfoo.so)" */
 	uint64_t *pcs;
 	char *end; /* why it ends before the outermost frame, or NULL */

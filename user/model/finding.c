@@ -51,7 +51,7 @@ struct finding *findings__add(struct findings *fs, const char *id, enum severity
 
 void finding__evidence(struct finding *f, const char *fmt, ...)
 {
-	char **ne, *line;
+	char *line;
 	va_list ap;
 	int n;
 
@@ -62,13 +62,8 @@ void finding__evidence(struct finding *f, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return;
-	ne = realloc(f->evidence, (f->n_evidence + 1) * sizeof(*ne));
-	if (!ne) {
+	if (ARRAY_PUSH(f->evidence, f->n_evidence, f->cap_evidence, line))
 		free(line);
-		return;
-	}
-	ne[f->n_evidence++] = line;
-	f->evidence = ne;
 }
 
 void finding__explain(struct finding *f, const char *why, const char *remedy)

@@ -20,7 +20,7 @@ struct finding {
 	pid_t pid;	 /* 0 for file-level findings of lint */
 	char *title;	 /* one line */
 	char **evidence; /* one line each: objects, paths, who loaded them, symbols */
-	size_t n_evidence;
+	size_t n_evidence, cap_evidence;
 	char *why;    /* why it breaks */
 	char *remedy; /* what to do about it */
 	json_t *data; /* structured evidence for --json (object), may be NULL */

@@ -57,12 +57,10 @@ bool lg_object__is_system(const struct lg_object *o)
 
 static struct lg_object *new_object(struct libgraph *g)
 {
-	struct lg_object *o, **nobjs;
+	struct lg_object *o;
 
-	nobjs = realloc(g->objs, (g->n + 1) * sizeof(*nobjs));
-	if (!nobjs)
+	if (ARRAY_RESERVE(g->objs, g->cap, g->n + 1))
 		return NULL;
-	g->objs = nobjs;
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;
@@ -156,19 +154,12 @@ static struct lg_object *index_get(const struct name_index *ix, const char *name
 	return NULL;
 }
 
-static int push_id(unsigned int **arr, size_t *n, unsigned int id)
+static int push_id(unsigned int **arr, size_t *n, size_t *cap, unsigned int id)
 {
-	unsigned int *na;
-
 	for (size_t i = 0; i < *n; i++)
 		if ((*arr)[i] == id)
 			return 0;
-	na = realloc(*arr, (*n + 1) * sizeof(*na));
-	if (!na)
-		return -ENOMEM;
-	na[(*n)++] = id;
-	*arr = na;
-	return 0;
+	return ARRAY_PUSH(*arr, *n, *cap, id);
 }
 
 static bool is_preloaded(const struct libgraph *g, const struct lg_object *o)
@@ -346,6 +337,7 @@ static void unlink_object(struct lg_object *o)
 	o->parents = o->children = NULL;
 	o->unresolved = NULL;
 	o->n_parents = o->n_children = o->n_unresolved = 0;
+	o->cap_parents = o->cap_children = o->cap_unresolved = 0;
 }
 
 /* An edge from @p to each object its DT_NEEDED names; the names no object answers kept. */
@@ -354,25 +346,20 @@ static int link_needed(const struct name_index *ix, struct lg_object *p)
 	for (size_t k = 0; k < elfobj__n_needed(p->elf); k++) {
 		const char *name = elfobj__needed(p->elf, k);
 		struct lg_object *c = index_get(ix, name, p->ns);
-		char **nu;
 		int err;
 
 		if (c && c != p) {
-			err = push_id(&p->children, &p->n_children, c->id) ?:
-				      push_id(&c->parents, &c->n_parents, p->id);
+			err = push_id(&p->children, &p->n_children, &p->cap_children, c->id) ?:
+				      push_id(&c->parents, &c->n_parents, &c->cap_parents, p->id);
 			if (err)
 				return err;
 			continue;
 		}
 		if (c)
 			continue;
-		nu = realloc(p->unresolved, (p->n_unresolved + 1) * sizeof(*nu));
-		if (!nu || !(nu[p->n_unresolved] = strdup(name))) {
-			if (nu)
-				p->unresolved = nu;
+		if (ARRAY_RESERVE(p->unresolved, p->cap_unresolved, p->n_unresolved + 1) ||
+		    !(p->unresolved[p->n_unresolved] = strdup(name)))
 			return -ENOMEM;
-		}
-		p->unresolved = nu;
 		p->n_unresolved++;
 	}
 	return 0;
@@ -688,6 +675,10 @@ struct libgraph *libgraph__clone(const struct libgraph *src, pid_t pid)
 		o->parents = ids_dup(so->parents, so->n_parents, &oom);
 		o->children = ids_dup(so->children, so->n_children, &oom);
 		o->unresolved = so->n_unresolved ? calloc(so->n_unresolved, sizeof(char *)) : NULL;
+		/* The copies are of the sizes they hold, not of the room @so kept. */
+		o->cap_parents = o->parents ? so->n_parents : 0;
+		o->cap_children = o->children ? so->n_children : 0;
+		o->cap_unresolved = o->unresolved ? so->n_unresolved : 0;
 		if (so->n_unresolved && !o->unresolved) {
 			o->n_unresolved = 0;
 			oom = true;

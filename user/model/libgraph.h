@@ -58,9 +58,9 @@ struct lg_object {
 	unsigned int seq;
 	/* parents: every object whose DT_NEEDED resolves to it, before or after it, by id. */
 	unsigned int *parents, *children;
-	size_t n_parents, n_children;
+	size_t n_parents, n_children, cap_parents, cap_children;
 	char **unresolved; /* DT_NEEDED names no loaded object matched */
-	size_t n_unresolved;
+	size_t n_unresolved, cap_unresolved;
 	struct elf_object *elf; /* shared between objects of one file; NULL when unreadable */
 	char *error;		/* why elf is NULL */
 	/* The installed distribution that owns the file; NULL: none, or not asked (find_packages). */
@@ -85,7 +85,7 @@ struct libgraph {
 	unsigned int n_namespaces;
 	uint64_t r_debug, r_brk;
 	struct lg_object **objs;
-	size_t n;
+	size_t n, cap;
 	struct elf_cache *cache;
 	char *preload; /* LD_PRELOAD of the target, to tell preloaded objects from dlopened ones */
 };

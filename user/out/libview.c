@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "libgraph.h"
 #include "libview.h"
 
@@ -152,13 +153,7 @@ const struct obj_role *lv_kinds__match(const struct lv_kinds *ks, const struct l
 
 static int push_edge(struct lv_subgraph *s, unsigned int from, unsigned int to, bool loaded)
 {
-	struct lv_edge *ne = realloc(s->e, (s->n_edges + 1) * sizeof(*ne));
-
-	if (!ne)
-		return -ENOMEM;
-	ne[s->n_edges++] = (struct lv_edge){ from, to, loaded };
-	s->e = ne;
-	return 0;
+	return ARRAY_PUSH(s->e, s->n_edges, s->cap_edges, ((struct lv_edge){ from, to, loaded }));
 }
 
 /* reach[a * k + b]: kept object a needs kept object b, directly or through any others. */

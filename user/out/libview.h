@@ -63,7 +63,7 @@ struct lv_subgraph {
 	bool *keep; /* [id] */
 	size_t n_nodes;
 	struct lv_edge *e;
-	size_t n_edges;
+	size_t n_edges, cap_edges;
 };
 
 /*

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "order.h"
 
 int order__push(struct order_queue *q, uint64_t t, void *p)
@@ -14,15 +15,8 @@ int order__push(struct order_queue *q, uint64_t t, void *p)
 		t = q->last_t;
 	else if (t > q->last_t)
 		q->last_t = t;
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? 2 * q->cap : 64;
-		struct order_item *v = realloc(q->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		q->v = v;
-		q->cap = cap;
-	}
+	if (q->n == q->cap && ARRAY_GROW(q->v, q->cap, 64))
+		return -ENOMEM;
 	/* Mostly the newest: found from the end. */
 	for (i = q->n; i > 0 && q->v[i - 1].t > t; i--)
 		;

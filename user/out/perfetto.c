@@ -53,7 +53,7 @@ struct exporter {
 	struct track *tracks;
 	size_t n_tracks, cap_tracks;
 	char **hosts; /* the hosts of a merged trace, as its records name them */
-	size_t n_hosts;
+	size_t n_hosts, cap_hosts;
 	long base;  /* the host of the record being written: its ids' offset */
 	bool first; /* no event written yet: no comma before it */
 	struct perfetto_stats *st;
@@ -72,20 +72,15 @@ static int cmp_slot(const void *a, const void *b)
 static long host_of(struct exporter *e, const json_t *rec)
 {
 	const char *h = json_string_value(json_object_get(rec, "host"));
-	char **nh;
 
 	if (!h)
 		return 0;
 	for (size_t i = 0; i < e->n_hosts; i++)
 		if (!strcmp(e->hosts[i], h))
 			return (long)i;
-	nh = realloc(e->hosts, (e->n_hosts + 1) * sizeof(*nh));
-	if (!nh || !(nh[e->n_hosts] = strdup(h))) {
-		if (nh)
-			e->hosts = nh;
+	if (ARRAY_RESERVE(e->hosts, e->cap_hosts, e->n_hosts + 1) ||
+	    !(e->hosts[e->n_hosts] = strdup(h)))
 		return -1;
-	}
-	e->hosts = nh;
 	return (long)e->n_hosts++;
 }
 
@@ -157,17 +152,8 @@ static int index_records(struct exporter *e, char *why, size_t whylen)
 					snprintf(p->rank, sizeof(p->rank), "%" JSON_INTEGER_FORMAT,
 						 json_integer_value(rank));
 			}
-			if (!err && e->n == e->cap) {
-				size_t ncap = e->cap ? e->cap * 2 : 4096;
-				struct slot *ns = realloc(e->slots, ncap * sizeof(*ns));
-
-				if (!ns)
-					err = -ENOMEM;
-				else {
-					e->slots = ns;
-					e->cap = ncap;
-				}
-			}
+			if (!err && e->n == e->cap && ARRAY_GROW(e->slots, e->cap, 4096))
+				err = -ENOMEM;
 			if (!err)
 				e->slots[e->n++] =
 					(struct slot){ get_u64(rec, "t"), off, (size_t)len };
@@ -368,16 +354,10 @@ static int write_sorted(struct exporter *e, char *why, size_t whylen)
 		struct event ev;
 		char err[256];
 
-		if (s->len + 1 > cap) {
-			char *nb = realloc(buf, s->len + 1);
-
-			if (!nb) {
-				free(buf);
-				snprintf(why, whylen, "out of memory");
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap = s->len + 1;
+		if (ARRAY_RESERVE(buf, cap, s->len + 1)) {
+			free(buf);
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
 		}
 		if (fseeko(e->in, s->off, SEEK_SET) || fread(buf, 1, s->len, e->in) != s->len) {
 			free(buf);

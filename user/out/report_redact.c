@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "report.h"
 
 /* Placeholders, one per distinct value. */
@@ -17,7 +18,7 @@ struct redactor {
 		char *value;
 		char *placeholder;
 	} * map;
-	size_t n;
+	size_t n, cap;
 	unsigned int counts[4];
 };
 
@@ -25,15 +26,12 @@ static const char *placeholder(struct redactor *r, const char *kind, int k, cons
 			       size_t len)
 {
 	char ph[32];
-	void *nm;
 
 	for (size_t i = 0; i < r->n; i++)
 		if (strlen(r->map[i].value) == len && !strncmp(r->map[i].value, value, len))
 			return r->map[i].placeholder;
-	nm = realloc(r->map, (r->n + 1) * sizeof(*r->map));
-	if (!nm)
+	if (ARRAY_RESERVE(r->map, r->cap, r->n + 1))
 		return NULL;
-	r->map = nm;
 	snprintf(ph, sizeof(ph), "<%s%u>", kind, ++r->counts[k]);
 	r->map[r->n].value = strndup(value, len);
 	r->map[r->n].placeholder = strdup(ph);

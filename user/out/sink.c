@@ -8,6 +8,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "finding.h"
 #include "libgraph.h"
 #include "objrecord.h"
@@ -500,16 +501,10 @@ static void file_emit(void *ctx, json_t *rec)
 	need = json_dumpb(rec, NULL, 0, JSON_COMPACT) + 1;
 	if (tf->len + need > tf->cap)
 		file_flush(tf);
-	if (need > tf->cap) {
-		char *nb = realloc(tf->buf, need);
-
-		if (!nb) {
-			tf->err = ENOMEM;
-			tf->unwritten++;
-			return;
-		}
-		tf->buf = nb;
-		tf->cap = need;
+	if (need > tf->cap && ARRAY_RESERVE(tf->buf, tf->cap, need)) {
+		tf->err = ENOMEM;
+		tf->unwritten++;
+		return;
 	}
 	if (tf->err) {
 		tf->unwritten++;
@@ -552,5 +547,6 @@ int trace_file__close(struct trace_file *tf)
 		tf->err = errno;
 	free(tf->buf);
 	tf->buf = NULL;
+	tf->cap = 0;
 	return -tf->err;
 }

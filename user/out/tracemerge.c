@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "event.h"
 #include "outfile.h"
 #include "tracefile.h"
@@ -309,14 +310,10 @@ static int write_rec(struct writer *w, json_t *rec)
 	int err = 0;
 
 	if (n + 1 > w->cap) {
-		char *nb = realloc(w->buf, n + 1);
-
-		if (!nb) {
+		if (ARRAY_RESERVE(w->buf, w->cap, n + 1)) {
 			json_decref(rec);
 			return -ENOMEM;
 		}
-		w->buf = nb;
-		w->cap = n + 1;
 		n = json_dumpb(rec, w->buf, w->cap, JSON_COMPACT);
 	}
 	json_decref(rec);

@@ -164,11 +164,10 @@ static bool ends_with(const char *s, const char *suffix)
 static struct pkg_owner *new_owner(struct pkg_index *ix, enum pkg_manager m, const char *name,
 				   size_t name_len, const char *version, size_t version_len)
 {
-	struct pkg_owner **no = realloc(ix->owners, (ix->n_owners + 1) * sizeof(*no)), *o;
+	struct pkg_owner *o;
 
-	if (!no)
+	if (ARRAY_RESERVE(ix->owners, ix->cap_owners, ix->n_owners + 1))
 		return NULL;
-	ix->owners = no;
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;

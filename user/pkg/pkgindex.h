@@ -29,7 +29,7 @@ struct pkg_owner {
 struct pkg_index {
 	struct pathmap files; /* path -> struct pkg_owner * (keys copied) */
 	struct pkg_owner **owners;
-	size_t n_owners;
+	size_t n_owners, cap_owners;
 };
 
 /*

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "pkgowner.h"
 
 #define MAX_LINKS 40 /* as the kernel's path walk */
@@ -30,7 +31,7 @@ struct pkg_root {
 
 struct pkg_cache {
 	struct pkg_root **roots;
-	size_t n;
+	size_t n, cap;
 };
 
 static const struct pkg_owner no_owner;
@@ -68,7 +69,7 @@ void pkg_cache__free(struct pkg_cache *c)
 /* Processes in one container (or on the host) share a root: keyed by its device and inode. */
 static struct pkg_root *root_of(struct pkg_cache *c, int root_fd)
 {
-	struct pkg_root **nr, *r;
+	struct pkg_root *r;
 	struct stat st;
 
 	if (fstat(root_fd, &st))
@@ -76,10 +77,8 @@ static struct pkg_root *root_of(struct pkg_cache *c, int root_fd)
 	for (size_t i = 0; i < c->n; i++)
 		if (c->roots[i]->dev == st.st_dev && c->roots[i]->ino == st.st_ino)
 			return c->roots[i];
-	nr = realloc(c->roots, (c->n + 1) * sizeof(*nr));
-	if (!nr)
+	if (ARRAY_RESERVE(c->roots, c->cap, c->n + 1))
 		return NULL;
-	c->roots = nr;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;

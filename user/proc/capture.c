@@ -240,15 +240,9 @@ static int list_threads(pid_t pid, struct cthread **out, size_t *n)
 
 		if (parse_pid(de->d_name, &tid))
 			continue;
-		if (*n == cap) {
-			struct cthread *nt =
-				realloc(*out, (cap = cap ? cap * 2 : 64) * sizeof(*nt));
-
-			if (!nt) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			*out = nt;
+		if (*n == cap && ARRAY_GROW(*out, cap, 64)) {
+			closedir(d);
+			return -ENOMEM;
 		}
 		memset(&(*out)[*n], 0, sizeof(**out));
 		(*out)[(*n)++].tid = tid;
@@ -379,16 +373,9 @@ static void note(struct notes *ns, const char *name, uint32_t type, const void *
 
 	if (ns->failed)
 		return;
-	if (ns->len + need > ns->cap) {
-		size_t ncap = (ns->len + need) * 2;
-		unsigned char *nb = realloc(ns->b, ncap);
-
-		if (!nb) {
-			ns->failed = true;
-			return;
-		}
-		ns->b = nb;
-		ns->cap = ncap;
+	if (ARRAY_RESERVE(ns->b, ns->cap, ns->len + need)) {
+		ns->failed = true;
+		return;
 	}
 	memset(ns->b + ns->len, 0, need);
 	memcpy(ns->b + ns->len, &nh, sizeof(nh));

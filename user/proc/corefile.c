@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "array.h"
 #include "corefile.h"
 
 /* The machines a core may come from, named for the one line that refuses it. */
@@ -60,10 +61,9 @@ static int add_thread(struct corefile *c, const void *desc, size_t len)
 	memcpy(&st, desc, sizeof(st));
 	if (st.pr_pid <= 0)
 		return -EINVAL;
-	nt = realloc(c->threads, (c->n_threads + 1) * sizeof(*nt));
-	if (!nt)
+	if (ARRAY_RESERVE(c->threads, c->cap_threads, c->n_threads + 1))
 		return -ENOMEM;
-	c->threads = nt;
+	nt = c->threads;
 	nt[c->n_threads] = (struct core_thread){ .tid = st.pr_pid, .cursig = st.pr_cursig };
 	_Static_assert(sizeof(st.pr_reg) == sizeof(arch_regs), "pr_reg is not arch_regs");
 	memcpy(&nt[c->n_threads++].regs, &st.pr_reg, sizeof(arch_regs));

@@ -41,7 +41,7 @@ struct corefile {
 	char comm[17]; /* pr_fname */
 	char args[81]; /* pr_psargs */
 	struct core_thread *threads;
-	size_t n_threads;
+	size_t n_threads, cap_threads;
 	/* NT_SIGINFO (the first one, the dumping thread's in a kernel core). */
 	bool have_siginfo;
 	int signo, si_code;

@@ -56,16 +56,10 @@ static int read_environ(pid_t pid, char **out, size_t *size)
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	do {
-		if (cap - len < 4096) {
-			char *ne = realloc(env, cap + 65536);
-
-			if (!ne) {
-				free(env);
-				close(fd);
-				return -ENOMEM;
-			}
-			env = ne;
-			cap += 65536;
+		if (cap - len < 4096 && ARRAY_GROW(env, cap, 65536)) {
+			free(env);
+			close(fd);
+			return -ENOMEM;
 		}
 		n = read(fd, env + len, cap - len - 1);
 		if (n > 0)
@@ -331,10 +325,8 @@ static int collect_ranks(const struct ptable *t, struct job *j, const struct job
 			continue;
 		if (id.scheme != j->scheme || same_identity(&id, lid))
 			continue;
-		nr = realloc(j->ranks, (j->n + 1) * sizeof(*nr));
-		if (!nr)
+		if (ARRAY_RESERVE(j->ranks, j->cap, j->n + 1))
 			return -ENOMEM;
-		j->ranks = nr;
 		nr = &j->ranks[j->n++];
 		*nr = (struct job_rank){ .pid = t->p[i].pid,
 					 .rank = id.rank,
@@ -464,7 +456,7 @@ int job__environment(pid_t pid, char ***vars, size_t *n)
 	if (err)
 		return err;
 	for (size_t off = 0; off < size; off += strlen(env + off) + 1) {
-		char *eq = strchr(env + off, '='), **nv;
+		char *eq = strchr(env + off, '=');
 
 		if (!eq)
 			continue;
@@ -474,14 +466,9 @@ int job__environment(pid_t pid, char ***vars, size_t *n)
 			continue;
 		}
 		*eq = '=';
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			nv = realloc(v, cap * sizeof(*nv));
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			v = nv;
+		if (*n == cap && ARRAY_GROW(v, cap, 16)) {
+			err = -ENOMEM;
+			break;
 		}
 		if (!(v[*n] = strdup(env + off))) {
 			err = -ENOMEM;

@@ -55,7 +55,7 @@ struct job {
 	int world_size;		/* -1 when the ranks do not say */
 	const char *world_var;	/* the variable that said it */
 	struct job_rank *ranks; /* sorted by rank */
-	size_t n;
+	size_t n, cap;
 	/* The PID given, and what it is: "launcher", "rank 3", "a child of rank 0". */
 	pid_t asked;
 	char asked_role[48];

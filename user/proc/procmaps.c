@@ -28,14 +28,8 @@ static char *slurp(const char *path)
 	/* /proc files report size 0: read until EOF, growing the buffer. */
 	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
 		len += (size_t)n;
-		if (cap - len < 4096) {
-			char *nbuf = realloc(buf, cap * 2);
-
-			if (!nbuf)
-				goto err;
-			buf = nbuf;
-			cap *= 2;
-		}
+		if (cap - len < 4096 && ARRAY_GROW(buf, cap, 65536))
+			goto err;
 	}
 	if (n < 0)
 		goto err;

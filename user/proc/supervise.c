@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "output.h"
 #include "procfs.h"
 #include "supervise.h"
@@ -25,7 +26,7 @@ struct tracees {
 		bool caught;  /* it had a fault that a handler of the program caught */
 		siginfo_t fault;
 	} * t;
-	size_t n;
+	size_t n, cap;
 };
 
 /* A process of the command's tree: the command, or one it ran (fork and exec). */
@@ -39,7 +40,7 @@ struct traced_proc {
 
 struct traced_procs {
 	struct traced_proc *p;
-	size_t n;
+	size_t n, cap;
 };
 
 /* One run: the command's PID, what is traced, and how far it got. */
@@ -74,15 +75,11 @@ static pid_t tgid_of(pid_t tid)
 
 static struct tracee *tracee_get(struct tracees *ts, pid_t tid)
 {
-	struct tracee *nt;
-
 	for (size_t i = 0; i < ts->n; i++)
 		if (ts->t[i].tid == tid)
 			return &ts->t[i];
-	nt = realloc(ts->t, (ts->n + 1) * sizeof(*nt));
-	if (!nt)
+	if (ARRAY_RESERVE(ts->t, ts->cap, ts->n + 1))
 		return NULL;
-	ts->t = nt;
 	ts->t[ts->n] = (struct tracee){ .tid = tid, .tgid = tgid_of(tid) };
 	if (!ts->t[ts->n].tgid)
 		ts->t[ts->n].tgid = tid;
@@ -109,15 +106,11 @@ static size_t tracee_count(const struct tracees *ts, pid_t tgid)
 
 static struct traced_proc *proc_get(struct traced_procs *ps, pid_t pid)
 {
-	struct traced_proc *np;
-
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->p[i].pid == pid)
 			return &ps->p[i];
-	np = realloc(ps->p, (ps->n + 1) * sizeof(*np));
-	if (!np)
+	if (ARRAY_RESERVE(ps->p, ps->cap, ps->n + 1))
 		return NULL;
-	ps->p = np;
 	ps->p[ps->n] = (struct traced_proc){ .pid = pid };
 	return &ps->p[ps->n++];
 }

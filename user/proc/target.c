@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "corefile.h"
 #include "permission.h"
 #include "procfs.h"
@@ -374,15 +375,9 @@ int target__getenv(const struct target *t, const char *name, char *buf, size_t l
 	if (fd < 0)
 		return -errno;
 	do {
-		if (cap - size < 4096) {
-			char *ne = realloc(env, cap + 65536);
-
-			if (!ne) {
-				err = -ENOMEM;
-				goto out;
-			}
-			env = ne;
-			cap += 65536;
+		if (cap - size < 4096 && ARRAY_GROW(env, cap, 65536)) {
+			err = -ENOMEM;
+			goto out;
 		}
 		n = read(fd, env + size, cap - size - 1);
 		if (n > 0)
@@ -402,16 +397,11 @@ out:
 	return err;
 }
 
-int parse_pid_append(const char *s, pid_t **pids, size_t *n)
+int parse_pid_append(const char *s, pid_t **pids, size_t *n, size_t *cap)
 {
-	pid_t pid, *np;
+	pid_t pid;
 
 	if (parse_pid(s, &pid))
 		return -EINVAL;
-	np = realloc(*pids, (*n + 1) * sizeof(*np));
-	if (!np)
-		return -ENOMEM;
-	*pids = np;
-	(*pids)[(*n)++] = pid;
-	return 0;
+	return ARRAY_PUSH(*pids, *n, *cap, pid);
 }

@@ -96,7 +96,7 @@ bool target__alive(const struct target *t);
 
 /* Parse a PID argument; returns -EINVAL for anything but a positive decimal number. */
 int parse_pid(const char *s, pid_t *pid);
-/* Parse a PID argument onto a growing list: -EINVAL (not a PID) or -ENOMEM. */
-int parse_pid_append(const char *s, pid_t **pids, size_t *n);
+/* Parse a PID argument onto a growing list of room @cap: -EINVAL (not a PID) or -ENOMEM. */
+int parse_pid_append(const char *s, pid_t **pids, size_t *n, size_t *cap);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <sys/uio.h>
 
+#include "array.h"
 #include "pyimport.h"
 #include "pylines.h"
 
@@ -51,11 +52,11 @@ void py_import__cfg(const struct py_interp *pi, struct dlw_pycfg *cfg)
 
 int py_import__push(struct py_import *imp, const char *function, const char *file, int line)
 {
-	struct py_import_frame *nf = realloc(imp->f, (imp->n + 1) * sizeof(*nf));
+	struct py_import_frame *nf;
 
-	if (!nf)
+	if (ARRAY_RESERVE(imp->f, imp->cap, imp->n + 1))
 		return -ENOMEM;
-	imp->f = nf;
+	nf = imp->f;
 	nf[imp->n] = (struct py_import_frame){ strdup(function), strdup(file), line };
 	if (!nf[imp->n].function || !nf[imp->n].file) {
 		free(nf[imp->n].function);
@@ -79,29 +80,26 @@ void py_import__frame_text(const struct py_import_frame *f, char *buf, size_t le
 		snprintf(buf, len, "%s (%s:?)", f->function, f->file);
 }
 
-/* Append @text to the growing string *@s. */
-static void append(char **s, size_t *len, const char *text)
+/* Append @text to the growing string *@s of @cap bytes. */
+static void append(char **s, size_t *len, size_t *cap, const char *text)
 {
 	size_t n = strlen(text);
-	char *ns;
 
 	if (!*s)
 		return;
-	ns = realloc(*s, *len + n + 1);
-	if (!ns) {
+	if (ARRAY_RESERVE(*s, *cap, *len + n + 1)) {
 		free(*s);
 		*s = NULL;
 		return;
 	}
-	memcpy(ns + *len, text, n + 1);
-	*s = ns;
+	memcpy(*s + *len, text, n + 1);
 	*len += n;
 }
 
 char *py_import__lines(const struct py_import *imp, bool skip_importlib, const char *indent)
 {
 	char *s = strdup(""), line[1200];
-	size_t len = 0, shown = 0;
+	size_t len = 0, cap = 1, shown = 0;
 
 	for (size_t i = 0; i < imp->n; i++) {
 		char frame[1024];
@@ -109,22 +107,22 @@ char *py_import__lines(const struct py_import *imp, bool skip_importlib, const c
 		if (imp->gap && i == imp->gap_at) {
 			snprintf(line, sizeof(line), "%s... %zu frames left out ...\n", indent,
 				 imp->gap);
-			append(&s, &len, line);
+			append(&s, &len, &cap, line);
 		}
 		if (skip_importlib && py_import__is_importlib(&imp->f[i]))
 			continue;
 		py_import__frame_text(&imp->f[i], frame, sizeof(frame));
 		snprintf(line, sizeof(line), "%spy#%zu %s\n", indent, i, frame);
-		append(&s, &len, line);
+		append(&s, &len, &cap, line);
 		shown++;
 	}
 	if (imp->more) {
 		snprintf(line, sizeof(line), "%s... more frames, not walked ...\n", indent);
-		append(&s, &len, line);
+		append(&s, &len, &cap, line);
 	}
 	if (imp->error) {
 		snprintf(line, sizeof(line), "%s(%s)\n", indent, imp->error);
-		append(&s, &len, line);
+		append(&s, &len, &cap, line);
 	}
 	if (s && !len) {
 		free(s);

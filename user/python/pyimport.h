@@ -23,7 +23,7 @@ struct py_import_frame {
 
 struct py_import {
 	struct py_import_frame *f; /* innermost first */
-	size_t n;
+	size_t n, cap;
 	size_t gap_at; /* frames left out (@gap) just before f[gap_at]: a chain too long */
 	size_t gap;
 	bool more;    /* the chain goes on past what was walked */

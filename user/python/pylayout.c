@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "pylayout.h"
 
 /* clang-format off */
@@ -240,22 +241,21 @@ static const struct debug_fields debug_fields[] = {
 static struct {
 	pthread_mutex_t lock;
 	struct py_layout **l;
-	size_t n;
+	size_t n, cap;
 } made = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static const struct py_layout *keep(const struct py_layout *l)
 {
 	const struct py_layout *found = NULL;
-	struct py_layout **nl, *copy;
+	struct py_layout *copy;
 
 	pthread_mutex_lock(&made.lock);
 	for (size_t i = 0; i < made.n && !found; i++)
 		if (!memcmp(made.l[i], l, sizeof(*l)))
 			found = made.l[i];
 	if (!found && (copy = malloc(sizeof(*copy))) &&
-	    (nl = realloc(made.l, (made.n + 1) * sizeof(*nl)))) {
+	    !ARRAY_RESERVE(made.l, made.cap, made.n + 1)) {
 		*copy = *l;
-		made.l = nl;
 		made.l[made.n++] = copy;
 		found = copy;
 	} else if (!found) {
