@@ -22,15 +22,12 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-# (what, the folder it lives in, the words that are it, the files not yet moved to it): one
-# home per chore (issue 38). A file listed last is being converted by its own change: drop its
-# name when that lands, so that no new copy can come in behind it.
+# (what, the folder it lives in, the words that are it): one home per chore (issue 38).
 HOMES = [("the machine's registers and instruction set", "user/arch",
           re.compile(r"\b(__x86_64__|__aarch64__|user_regs_struct|user_fpregs_struct|"
-                     r"PTRACE_GETREGS|PTRACE_GETFPREGS|NT_X86_XSTATE)\b"), ()),
+                     r"PTRACE_GETREGS|PTRACE_GETFPREGS|NT_X86_XSTATE)\b")),
          # user/base/array.h's ARRAY_GROW, ARRAY_RESERVE, ARRAY_PUSH: doubling, not +1 a call.
-         ("growing arrays", "user/base", re.compile(r"\b(realloc)\s*\("),
-          ("user/collect/holds.c", "user/collect/probes.c", "user/elf/objcache.c"))]
+         ("growing arrays", "user/base", re.compile(r"\b(realloc)\s*\("))]
 
 
 def homes(files):
@@ -39,8 +36,8 @@ def homes(files):
     for f in files:
         text = COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"),
                            open(os.path.join(ROOT, f), errors="replace").read())
-        for what, home, words, not_yet in HOMES:
-            if f.startswith(home + "/") or f in not_yet:
+        for what, home, words in HOMES:
+            if f.startswith(home + "/"):
                 continue
             for m in words.finditer(text):
                 line = text.count("\n", 0, m.start()) + 1

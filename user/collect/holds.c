@@ -26,9 +26,9 @@ struct hold_proc {
 	struct target *t; /* held open: the root its paths are named in */
 	uint64_t r_debug;
 	uint64_t *met; /* the link-map entries whose probes are attached, sorted */
-	size_t n_met;
+	size_t n_met, cap_met;
 	uint64_t *order; /* their link_maps' addresses, in the last walk's order */
-	size_t n_order;
+	size_t n_order, cap_order;
 	struct lm_entry tail; /* the last entry of the last walk (no name), where the next starts */
 	uint64_t tail_unloads;	  /* the process's unloads when it was noted (bpf: unloads) */
 	uint64_t unloads;	  /* at the hold being answered */
@@ -130,7 +130,7 @@ static void remember(struct hold_proc *hp, const uint64_t *keys, uint64_t *addrs
 
 	free(hp->order);
 	hp->order = addrs;
-	hp->n_order = addrs ? n : 0;
+	hp->n_order = hp->cap_order = addrs ? n : 0;
 	if (!met) {
 		hp->n_met = 0; /* the next hold names every entry again: slower, never wrong */
 		return;
@@ -140,6 +140,7 @@ static void remember(struct hold_proc *hp, const uint64_t *keys, uint64_t *addrs
 	free(hp->met);
 	hp->met = met;
 	hp->n_met = n;
+	hp->cap_met = n ? n : 1;
 }
 
 /* A new entry: its file analysed (once per file, w->cache) and what its roles call for. */
@@ -193,20 +194,15 @@ static void note_tail(struct hold_proc *hp, const struct linkmap *lm)
 /* Entries of a walk after the tail (@keys, @addrs, @n of them): met from now on too. */
 static void remember_more(struct hold_proc *hp, const uint64_t *keys, uint64_t *addrs, size_t n)
 {
-	uint64_t *met = realloc(hp->met, (hp->n_met + n + 1) * sizeof(*met));
-	uint64_t *order = addrs ? realloc(hp->order, (hp->n_order + n + 1) * sizeof(*order)) : NULL;
-
-	if (met) {
-		memcpy(met + hp->n_met, keys, n * sizeof(*met));
-		hp->met = met;
+	if (!ARRAY_RESERVE(hp->met, hp->cap_met, hp->n_met + n)) {
+		memcpy(hp->met + hp->n_met, keys, n * sizeof(*hp->met));
 		hp->n_met += n;
-		qsort(hp->met, hp->n_met, sizeof(*met), key_cmp);
+		qsort(hp->met, hp->n_met, sizeof(*hp->met), key_cmp);
 	} else {
 		hp->n_met = 0; /* the next hold names every entry again: slower, never wrong */
 	}
-	if (order) {
-		memcpy(order + hp->n_order, addrs, n * sizeof(*order));
-		hp->order = order;
+	if (addrs && !ARRAY_RESERVE(hp->order, hp->cap_order, hp->n_order + n)) {
+		memcpy(hp->order + hp->n_order, addrs, n * sizeof(*hp->order));
 		hp->n_order += n;
 	}
 	free(addrs);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "activity.h"
+#include "array.h"
 #include "dlwatch.skel.h"
 #include "elfobj.h"
 #include "fdreaper.h"
@@ -54,20 +55,15 @@ enum probe_group {
 
 static int add_link(struct watch *w, int fd)
 {
-	int *nl;
-
 	/* The run is ending and its probes are off: none is added back. */
 	if (w->draining) {
 		close(fd);
 		return 0;
 	}
-	nl = realloc(w->links, (w->n_links + 1) * sizeof(*nl));
-	if (!nl) {
+	if (ARRAY_PUSH(w->links, w->n_links, w->cap_links, fd)) {
 		close(fd);
 		return -ENOMEM;
 	}
-	w->links = nl;
-	w->links[w->n_links++] = fd;
 	return 0;
 }
 
@@ -140,12 +136,10 @@ static unsigned int *attached_mask(struct watch *w, pid_t pid, uint64_t inode)
 	for (size_t i = 0; i < w->n_files; i++)
 		if (w->files[i].inode == inode && w->files[i].pid == pid)
 			return &w->files[i].what;
-	nf = realloc(w->files, (w->n_files + 1) * sizeof(*nf));
-	if (!nf)
+	nf = &(struct attached_file){ pid, inode, 0 };
+	if (ARRAY_PUSH(w->files, w->n_files, w->cap_files, *nf))
 		return NULL;
-	w->files = nf;
-	w->files[w->n_files] = (struct attached_file){ pid, inode, 0 };
-	return &w->files[w->n_files++].what;
+	return &w->files[w->n_files - 1].what;
 }
 
 /*
@@ -568,7 +562,7 @@ void probes__detach_all(struct watch *w)
 			pthread_join(t[i], NULL);
 	free(w->links);
 	w->links = NULL;
-	w->n_links = 0;
+	w->n_links = w->cap_links = 0;
 }
 
 /* The sum over the CPUs of per-CPU array @map's value at @key, added to *@sum: 0 or -1. */

@@ -136,6 +136,7 @@ struct watch {
 	/* The files probed, by process when only the watched processes pay (pid_filter). */
 	struct attached_file *files;
 	size_t n_files;
+	size_t cap_files;
 	/*
 	 * A fixed set of processes (-p, -- CMD, without --follow, --comm or --job): every uprobe
 	 * goes into their address spaces only (uprobe_multi's PID filter), and no other process
@@ -146,6 +147,7 @@ struct watch {
 	pid_t attach_pid;
 	int *links; /* uprobe_multi links (fds) */
 	size_t n_links;
+	size_t cap_links;
 	size_t n_probes;	     /* the uprobes in them */
 	struct activity_counts *act; /* --hot: the kernel's counts, read each second */
 	unsigned long long last_activity;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cachefile.h"
+#include "array.h"
 #include "objcache.h"
 #include "version.h"
 
@@ -382,15 +383,8 @@ static struct objcache_rec *adopt(struct objcache_rec *rec)
 		oc.recs[at] = rec;
 		return rec;
 	}
-	if (oc.n == oc.cap) {
-		size_t ncap = oc.cap ? oc.cap * 2 : 256;
-		struct objcache_rec **nr = realloc(oc.recs, ncap * sizeof(*nr));
-
-		if (!nr)
-			goto fail;
-		oc.recs = nr;
-		oc.cap = ncap;
-	}
+	if (oc.n == oc.cap && ARRAY_GROW(oc.recs, oc.cap, 256))
+		goto fail;
 	oc.recs[oc.n] = rec;
 	if (index_add(oc.n))
 		goto fail;
