@@ -26,6 +26,17 @@ from harness import Skip, is_root, wait_until
 DAEMONS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "scontrol")
 
 
+def proc_env(pid):
+    """(environ as {bytes: bytes}, comm) of process @pid, or (None, "") when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+        with open(f"/proc/{pid}/comm") as f:
+            return env, f.read().strip()
+    except OSError:
+        return None, ""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -219,15 +230,9 @@ class SlurmCluster:
         for d in os.listdir("/proc"):
             if not d.isdigit():
                 continue
-            try:
-                with open(f"/proc/{d}/environ", "rb") as f:
-                    env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-                with open(f"/proc/{d}/comm") as f:
-                    comm = f.read().strip()
-            except OSError:
-                continue
-            if env.get(b"SLURM_JOB_ID") == str(jobid).encode() and b"SLURM_STEP_ID" in env \
-                    and comm not in ("slurmstepd", "srun"):
+            env, comm = proc_env(d)
+            if env and env.get(b"SLURM_JOB_ID") == str(jobid).encode() and \
+                    b"SLURM_STEP_ID" in env and comm not in ("slurmstepd", "srun"):
                 out[int(d)] = {k.decode(): v.decode(errors="replace") for k, v in env.items()}
         return out
 

@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from harness import ROOT, Skip, dlscope, dlscope_path, is_root, wait_until
-from slurm_cluster import SlurmCluster, free_port
+from slurm_cluster import SlurmCluster, free_port, proc_env
 
 # Serial: the ranks of MPI's barrier spin on the CPUs, and clusters are whole-machine set-ups.
 SERIAL = True
@@ -100,15 +100,9 @@ def test_one_node_mpi_plain_wrapper_and_batch_jobs_name_the_rank_that_stays_away
 
 def batch_script(pid, job):
     """Whether @pid is job @job's batch script: its job's variables and no step."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-        with open(f"/proc/{pid}/comm") as f:
-            comm = f.read().strip()
-    except OSError:
-        return False
-    return env.get(b"SLURM_JOB_ID") == str(job).encode() and b"SLURM_STEP_ID" not in env and \
-        comm in ("slurm_script", "sh", "bash")
+    env, comm = proc_env(pid)
+    return bool(env) and env.get(b"SLURM_JOB_ID") == str(job).encode() and \
+        b"SLURM_STEP_ID" not in env and comm in ("slurm_script", "sh", "bash")
 
 
 def test_two_node_jobs_are_read_on_each_node_and_name_the_rank_by_its_slurm_rank():
@@ -177,11 +171,7 @@ def test_the_record_recipe_as_written_gives_the_hangs_stacks_and_one_merged_trac
 
 
 def comm_of(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    return proc_env(pid)[1]
 
 
 def cmdline_of(pid):
