@@ -504,9 +504,11 @@ bool stacks_slurm__owns(pid_t pid, const struct stacks_job_opts *o, int *ret)
 	}
 	if (job__identity(pid, &id) || id.slurm_job <= 0)
 		return false;
-	/* A rank of mpirun or torchrun inside a task is theirs: their launcher is here. */
-	if (!job__find(pid, &j, why, sizeof(why)) && strcmp(j->launcher_comm, "slurmstepd") &&
-	    id.slurm_step >= 0 && strcmp(j->asked_role, "the launcher")) {
+	/*
+	 * A job of mpirun or torchrun inside the allocation (or a task) is theirs: its launcher is
+	 * here, and so are its ranks. A rank under a wrapper shell climbs to slurmstepd.
+	 */
+	if (!job__find(pid, &j, why, sizeof(why)) && strcmp(j->launcher_comm, "slurmstepd")) {
 		job__free(j);
 		return false;
 	}
