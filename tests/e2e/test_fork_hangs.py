@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 
-from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, wait_idle
+from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, serial, wait_idle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
@@ -131,6 +131,10 @@ def test_check_names_the_hazard_on_a_child_that_has_not_hung_yet():
         assert "fork-hang" not in out, out
 
 
+# Alone: the warning is judged 50 ms after the fork while the child has not exec'd or exited;
+# in the sanitizer suite beside three others on 2 CPUs the collector came to it after the
+# child had gone (no warning, rightly, for a child that no longer exists).
+@serial
 def test_watch_warns_at_a_fork_without_exec_while_the_pool_has_threads():
     if os.geteuid() != 0:
         raise Skip("BPF tests need root")
