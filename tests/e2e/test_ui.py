@@ -186,6 +186,7 @@ def test_replay_views_filter_seek_and_quit():
             assert_sane_terminal(s)
 
 
+@serial  # records two_omp, whose second runtime's hold came late beside other tests
 def test_replay_without_colours():
     with tempfile.TemporaryDirectory() as d:
         trace = os.path.join(d, "t.jsonl")
@@ -460,6 +461,7 @@ def first_state(trace):
     return k, len(recs)
 
 
+@serial  # records two_omp, whose second runtime's hold came late beside other tests
 def test_replay_opens_on_the_first_state():
     if not is_root():
         raise Skip("recording a trace needs root")
@@ -758,6 +760,7 @@ def popup_text(ui, width, height):
         ui.wait_for(re.compile(r"\((?!%s-)\d+-\d+ of" % first))
 
 
+@serial  # records two_omp, whose second runtime's hold came late beside other tests
 def test_every_view_fits_80x24_and_120x40():
     """At 80x24 and 120x40: the header whole, '?: help' on the footer, the Events WHAT column
     wide enough to read, the Libraries header without a stray count, and the finding's title,
