@@ -164,9 +164,13 @@ def test_openmp_code_that_calls_pthreads_openblas_is_named_as_a_hazard():
         with Fixture(["blas_omp", "600", where]) as fx:
             findings, _ = check_json("--fail-on", "info", fx.pid, status=1)
         f = only(findings, "blas-in-parallel")[0]
-        assert f["severity"] == "info", f
-        assert "blas_omp starts OpenMP regions and calls BLAS (cblas_dgemm)" in \
-            "\n".join(f["evidence"]), f
+        ev = "\n".join(f["evidence"])
+        # Inside regions, the read may catch a pool thread in the act: then it says so, and
+        # it is a warning (seen on a loaded VM); between regions it never can.
+        caught = "of libgomp.so.1's pool, is inside libopenblas.so.0" in ev
+        assert f["severity"] == ("warning" if caught else "info"), f
+        assert where == "inside" or not caught, f
+        assert "blas_omp starts OpenMP regions and calls BLAS (cblas_dgemm)" in ev, f
         assert "libopenblas0-openmp" in f["remedy"], f
 
 
