@@ -11,23 +11,13 @@ import subprocess
 import sys
 import time
 
+from timing import children  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "build", "bench")
 DLSCOPE = os.path.join(ROOT, "dlscope")
 SIZES = [int(x) for x in sys.argv[1:]] or [100, 300, 1000]
 RUNS = int(os.environ.get("JOB_SCALE_RUNS", "3"))
-
-
-def children(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(d))
-        except (OSError, ValueError, IndexError):
-            pass
-    return out
 
 
 def main():

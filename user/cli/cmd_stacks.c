@@ -437,14 +437,6 @@ static json_t *rank_doc(pid_t pid, bool python_only, unsigned int max_frames)
 	return doc;
 }
 
-static uint64_t ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)((now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000);
-}
-
 /*
  * stacks --job: every rank read in parallel (each stopped once), the stacks merged, the ranks
  * and the verdict said; 1 on a deadlock, a wait that can never end, or a rank the verdict
@@ -479,7 +471,7 @@ static int stacks_job(const char *what, bool json, bool python_only, bool stats,
 		goto out;
 	}
 	stacks_job__read(j, rs, errs, &so);
-	ret = stacks_job__report(j, rs, errs, &so, (double)ms_since(&t0));
+	ret = stacks_job__report(j, rs, errs, &so, stacks_job__ms_since(&t0));
 out:
 	for (size_t i = 0; rs && i < j->n; i++)
 		json_decref(rs[i].doc);

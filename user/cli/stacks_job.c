@@ -36,12 +36,12 @@ struct rank_worker {
 	struct timespec started;
 };
 
-static uint64_t ms_since(const struct timespec *t)
+double stacks_job__ms_since(const struct timespec *t)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)((now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000);
+	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
 /* In the worker: one rank's document, or {"error": why}, written to @fd. */
@@ -160,7 +160,7 @@ static void read_ranks(const struct job *j, struct rank_stacks *rs, char **errs,
 			break;
 		for (size_t k = 0; k < np; k++) {
 			struct rank_worker *x = &w[idx[k]];
-			bool late = ms_since(&x->started) > JOB_WORKER_DEADLINE_MS;
+			bool late = stacks_job__ms_since(&x->started) > JOB_WORKER_DEADLINE_MS;
 
 			if (pfd[k].revents || late) {
 				drain_worker(x, late && !pfd[k].revents);

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "job.h"
 #include "stackmerge.h"
@@ -27,6 +28,9 @@ void stacks_job__read(const struct job *j, struct rank_stacks *rs, char **errs,
 /* The ranks merged and the verdict said (text or JSON); the exit status. */
 int stacks_job__report(const struct job *j, struct rank_stacks *rs, char **errs,
 		       const struct stacks_job_opts *o, double wall_ms);
+
+/* Milliseconds since @t (CLOCK_MONOTONIC). */
+double stacks_job__ms_since(const struct timespec *t);
 
 /* stacks --job slurm:JOBID[.STEP] (@spec after "slurm:"): every node's tasks. */
 int stacks_slurm__job(const char *spec, const struct stacks_job_opts *o);

@@ -25,14 +25,6 @@
 #include "runprog.h"
 #include "stacks_job.h"
 
-static double ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
-}
-
 /* Ranks read, from any number of nodes, and what could not be read (node by node). */
 struct slurm_read {
 	struct job *j;
@@ -395,16 +387,10 @@ static int read_here(long jobid, int step, const struct stacks_job_opts *o, stru
 {
 	char why[256];
 	struct job *j;
-	bool elsewhere = false;
 
 	if (job__slurm_tasks(jobid, step, NULL, -1, &j, why, sizeof(why)))
 		return -ENOENT;
-	for (size_t i = 0; i < j->n && !elsewhere; i++) {
-		struct job_identity id;
-
-		elsewhere = job__identity(j->ranks[i].pid, &id) || id.slurm_nodes != 1;
-	}
-	if (elsewhere) {
+	if (j->step_nodes != 1) {
 		job__free(j);
 		return -EXDEV;
 	}
@@ -458,7 +444,7 @@ static int slurm_job(long jobid, int step, pid_t asked, const char *role,
 	name_nodes(r.j);
 	if (r.node_errors)
 		dls_warn("stacks --job: not every node answered: %s", r.node_errors);
-	ret = stacks_job__report(r.j, r.rs, r.errs, o, ms_since(&t0));
+	ret = stacks_job__report(r.j, r.rs, r.errs, o, stacks_job__ms_since(&t0));
 	if (r.node_errors && ret != DLS_EXIT_FINDINGS)
 		ret = DLS_EXIT_INSPECT;
 out:

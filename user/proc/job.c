@@ -717,7 +717,7 @@ int job__slurm_tasks(long jobid, int step, const char *node, int own_step, struc
 		free(j);
 		return j ? err : -ENOMEM;
 	}
-	*j = (struct job){ .scheme = JOB_SCHEME_NONE, .world_size = -1 };
+	*j = (struct job){ .scheme = JOB_SCHEME_NONE, .world_size = -1, .step_nodes = 0 };
 	for (size_t i = 0; i < t.n; i++) {
 		struct job_identity id;
 		struct job_rank *r;
@@ -746,6 +746,10 @@ int job__slurm_tasks(long jobid, int step, const char *node, int own_step, struc
 		}
 		if (!j->launcher)
 			j->launcher = t.p[i].ppid;
+		if (id.slurm_nodes < 0 || j->step_nodes < 0)
+			j->step_nodes = -1;
+		else if (id.slurm_nodes > j->step_nodes)
+			j->step_nodes = id.slurm_nodes;
 		if (id.scheme < j->scheme)
 			j->scheme = id.scheme;
 		if (id.world_size > j->world_size) {

@@ -63,6 +63,7 @@ struct job {
 	long slurm_job;
 	int slurm_step;
 	char nodes[256];
+	int step_nodes; /* job__slurm_tasks: the most nodes a task's step spans, -1 unknown */
 };
 
 /*
