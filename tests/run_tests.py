@@ -300,7 +300,7 @@ def main():
                                            f"unit {os.path.basename(t[1])}", 1.0))
 
     counts = {"passed": 0, "failed": 0, "skipped": 0}
-    seen, skipped = {}, []
+    seen, skipped, failed = {}, [], []
     lock = threading.Lock()
 
     def report(res):
@@ -310,6 +310,8 @@ def main():
             seen[res["name"]] = res.get("secs", 0.0)
             if res["skipped"] and not res["name"].startswith("unit "):
                 skipped.append(res["name"])
+            if res["failed"]:
+                failed.append(res["name"])
             for line in res["lines"]:
                 print(line, flush=True)
 
@@ -331,6 +333,9 @@ def main():
               f"{par_secs:.0f}s; {len(serial)} alone: {wall - par_secs:.0f}s); the slowest:")
         for name, secs in slow:
             print(f"  {secs:7.2f}s {name}")
+    # Named again last: CI shows a log's tail, and the failures are far above it.
+    for name in failed:
+        print(f"failed: {name}")
     line = f"{counts['passed']} passed, {counts['failed']} failed"
     if counts["skipped"]:
         line += f", {counts['skipped']} skipped"
