@@ -216,6 +216,24 @@ def test_static_libstdcxx_beside_shared():
         assert "with hidden symbols" in ev
 
 
+def test_a_dlscope_process_is_not_its_own_libstdcxx_copy():
+    """dlscope keeps libstdc++'s own messages to recognise a copy linked into an object; a
+    running dlscope (a recorder, an agent) is not one, though it links the shared one."""
+    if not is_root():
+        raise Skip("record needs root")
+    with tempfile.TemporaryDirectory() as d:
+        rec = subprocess.Popen([dlscope_path(), "record", "-q", "--comm", "dlscope-none", "-o",
+                                os.path.join(d, "t.jsonl"), "-d", "30"],
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            assert "watching" in rec.stderr.readline()
+            findings = check_json(rec.pid, status=0)[0]
+            assert not findings, findings
+        finally:
+            rec.terminate()
+            rec.communicate(timeout=30)
+
+
 def test_vague_statics_split_when_local():
     libs = [fixture_path("libvague_a.so"), fixture_path("libvague_b.so")]
     with Fixture(["dlopen_list", "--local", *libs]) as fx:

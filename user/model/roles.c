@@ -862,13 +862,31 @@ const struct obj_roles *roles__of(const struct elf_object *o)
 	return c ? &c->roles : &none;
 }
 
+/*
+ * libstdc++'s own messages, each byte's case swapped: dlscope keeps them in its .rodata so, and
+ * would otherwise find a copy of libstdc++ in itself (check of a dlscope process).
+ */
+static const char *const static_cxx_markers[] = { "LOCALE::_s_NORMALIZE_CATEGORY",
+						  "_s_CREATE_C_LOCALE NAME NOT VALID" };
+
+/* @marker (static_cxx_markers') as libstdc++ has it, into @buf. Returns its length. */
+static size_t unswap_marker(const char *marker, char *buf, size_t len)
+{
+	static volatile char flip = 0x20; /* volatile: not folded back into a .rodata string */
+	size_t n = 0;
+
+	for (; marker[n] && n + 1 < len; n++)
+		buf[n] = isalpha((unsigned char)marker[n]) ? marker[n] ^ flip : marker[n];
+	buf[n] = '\0';
+	return n;
+}
+
 static bool find_static_libstdcxx(const struct elf_object *o, char *gcc, size_t gcclen)
 {
-	static const char *markers[] = { "locale::_S_normalize_category",
-					 "_S_create_c_locale name not valid" };
 	const struct obj_role *r = obj_roles__find(roles__of(o), ROLE_CXX_RUNTIME);
 	const char *data;
 	bool found = false;
+	char marker[64];
 	size_t size;
 
 	/* libstdc++ itself defines the GLIBCXX_ version nodes; a copy linked in does not. */
@@ -880,7 +898,9 @@ static bool find_static_libstdcxx(const struct elf_object *o, char *gcc, size_t 
 	} else {
 		data = elfobj__section(o, ".rodata", &size);
 		for (size_t i = 0; data && i < 2 && !found; i++)
-			found = memmem(data, size, markers[i], strlen(markers[i])) != NULL;
+			found = memmem(data, size, marker,
+				       unswap_marker(static_cxx_markers[i], marker,
+						     sizeof(marker))) != NULL;
 	}
 	if (found && gcc) {
 		/* The copy's GCC: the newest that .comment names. */
