@@ -43,70 +43,17 @@ const char *job_scheme__name(enum job_scheme s)
 	return s < JOB_SCHEME_NONE ? schemes[s].name : "none";
 }
 
-/* The whole initial environment of @pid, NUL-separated, NUL-terminated. */
-static int read_environ(pid_t pid, char **out, size_t *size)
-{
-	char path[64], *env = NULL;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	do {
-		if (cap - len < 4096 && ARRAY_GROW(env, cap, 65536)) {
-			free(env);
-			close(fd);
-			return -ENOMEM;
-		}
-		n = read(fd, env + len, cap - len - 1);
-		if (n > 0)
-			len += (size_t)n;
-	} while (n > 0);
-	close(fd);
-	if (n < 0) {
-		int err = errno == ESRCH ? -ESRCH : -errno;
-
-		free(env);
-		return err;
-	}
-	env[len] = '\0';
-	*out = env;
-	*size = len;
-	return 0;
-}
-
 /* A decimal value of @name in @env, or -1 when unset or not a number. */
 static int env_int(const char *env, size_t size, const char *name)
 {
-	size_t nlen = strlen(name);
+	const char *v = proc__environ_get(env, size, name);
+	char *end;
+	long x;
 
-	for (size_t off = 0; off < size; off += strlen(env + off) + 1) {
-		const char *v = env + off + nlen + 1;
-		char *end;
-		long x;
-
-		if (strncmp(env + off, name, nlen) || env[off + nlen] != '=')
-			continue;
-		if (!isdigit((unsigned char)*v))
-			return -1;
-		x = strtol(v, &end, 10);
-		return *end || x > 1 << 30 ? -1 : (int)x;
-	}
-	return -1;
-}
-
-/* The value of @name in @env, or NULL when unset. */
-static const char *env_str(const char *env, size_t size, const char *name)
-{
-	size_t nlen = strlen(name);
-
-	for (size_t off = 0; off < size; off += strlen(env + off) + 1)
-		if (!strncmp(env + off, name, nlen) && env[off + nlen] == '=')
-			return env + off + nlen + 1;
-	return NULL;
+	if (!v || !isdigit((unsigned char)*v))
+		return -1;
+	x = strtol(v, &end, 10);
+	return *end || x > 1 << 30 ? -1 : (int)x;
 }
 
 /*
@@ -128,7 +75,7 @@ static void fill_from_other_schemes(const char *env, size_t size, struct job_ide
 /* Slurm's job, step and node of the environment @env. */
 static void slurm_place(const char *env, size_t size, struct job_identity *id)
 {
-	const char *node = env_str(env, size, "SLURMD_NODENAME");
+	const char *node = proc__environ_get(env, size, "SLURMD_NODENAME");
 	int job = env_int(env, size, "SLURM_JOB_ID");
 
 	id->slurm_job = job;
@@ -143,7 +90,7 @@ int job__identity(pid_t pid, struct job_identity *out)
 {
 	size_t size = 0;
 	char *env = NULL;
-	int err = read_environ(pid, &env, &size);
+	int err = proc__environ(pid, &env, &size);
 
 	*out = (struct job_identity){
 		.scheme = JOB_SCHEME_NONE, .rank = -1, .slurm_job = -1, .slurm_step = -1
@@ -449,7 +396,7 @@ int job__environment(pid_t pid, char ***vars, size_t *n)
 {
 	size_t size = 0, cap = 0;
 	char *env = NULL, **v = NULL;
-	int err = read_environ(pid, &env, &size);
+	int err = proc__environ(pid, &env, &size);
 
 	*vars = NULL;
 	*n = 0;

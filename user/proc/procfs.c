@@ -324,3 +324,55 @@ char *proc__cmdline(pid_t pid)
 	buf[n] = '\0';
 	return buf;
 }
+
+int proc__environ(pid_t pid, char **out, size_t *size)
+{
+	char path[64], *env = NULL;
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	do {
+		if (cap - len < 4096 && ARRAY_GROW(env, cap, 65536)) {
+			free(env);
+			close(fd);
+			return -ENOMEM;
+		}
+		n = read(fd, env + len, cap - len - 1);
+		if (n > 0)
+			len += (size_t)n;
+	} while (n > 0);
+	close(fd);
+	if (n < 0) {
+		int err = errno == ESRCH ? -ESRCH : -errno;
+
+		free(env);
+		return err;
+	}
+	env[len] = '\0';
+	*out = env;
+	*size = len;
+	return 0;
+}
+
+bool proc__environ_has(const char *env, size_t size, const char *entry)
+{
+	for (size_t off = 0; off < size; off += strlen(env + off) + 1)
+		if (!strcmp(env + off, entry))
+			return true;
+	return false;
+}
+
+const char *proc__environ_get(const char *env, size_t size, const char *name)
+{
+	size_t nlen = strlen(name);
+
+	for (size_t off = 0; off < size; off += strlen(env + off) + 1)
+		if (!strncmp(env + off, name, nlen) && env[off + nlen] == '=')
+			return env + off + nlen + 1;
+	return NULL;
+}

@@ -64,6 +64,16 @@ size_t proc__ns_tids(pid_t pid, struct ns_tid **out);
  */
 int proc__container(pid_t pid, char *buf, size_t len);
 
+/*
+ * The whole initial environment of @pid (/proc/PID/environ), NUL-separated and NUL-terminated,
+ * into @*env (free it), its length in @*size. 0, -ESRCH when gone, or another -errno.
+ */
+int proc__environ(pid_t pid, char **env, size_t *size);
+/* Whether @env (proc__environ's, @size long) holds the entry NAME=VALUE @entry, whole. */
+bool proc__environ_has(const char *env, size_t size, const char *entry);
+/* The value of variable @name in @env (proc__environ's), or NULL. */
+const char *proc__environ_get(const char *env, size_t size, const char *name);
+
 /* /proc/PID/cmdline with spaces between the arguments (NULL when it cannot be read); free it. */
 char *proc__cmdline(pid_t pid);
 

@@ -363,38 +363,20 @@ bool target__alive(const struct target *t)
 
 int target__getenv(const struct target *t, const char *name, char *buf, size_t len)
 {
-	char path[64], *env = NULL;
-	size_t size = 0, cap = 0, nlen = strlen(name);
-	int fd, err = -ENOENT;
-	ssize_t n;
+	const char *value;
+	char *env;
+	size_t size;
+	int err;
 
 	if (t->core)
 		return -ENOENT; /* a core keeps no environment we read */
-	snprintf(path, sizeof(path), "/proc/%d/environ", t->task);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	do {
-		if (cap - size < 4096 && ARRAY_GROW(env, cap, 65536)) {
-			err = -ENOMEM;
-			goto out;
-		}
-		n = read(fd, env + size, cap - size - 1);
-		if (n > 0)
-			size += (size_t)n;
-	} while (n > 0);
-	env[size] = '\0';
-	for (size_t off = 0; off < size; off += strlen(env + off) + 1) {
-		if (!strncmp(env + off, name, nlen) && env[off + nlen] == '=') {
-			snprintf(buf, len, "%s", env + off + nlen + 1);
-			err = 0;
-			break;
-		}
-	}
-out:
+	if ((err = proc__environ(t->task, &env, &size)))
+		return err;
+	value = proc__environ_get(env, size, name);
+	if (value)
+		snprintf(buf, len, "%s", value);
 	free(env);
-	close(fd);
-	return err;
+	return value ? 0 : -ENOENT;
 }
 
 int parse_pid_append(const char *s, pid_t **pids, size_t *n, size_t *cap)
