@@ -27,6 +27,11 @@ const volatile bool hold_arrivals = true;
 const volatile bool copy_stacks = true;
 /* The agent's --cgroup: with comm_mode, only a process that execs inside target_cgroup. */
 const volatile bool cgroup_filter = false;
+/* --slurm-job without the job's cgroup: with comm_mode, only a process whose environment holds
+ * the entry env_filter ("SLURM_JOB_ID=42", its NUL included in env_filter_len) at its exec. */
+const volatile bool env_filter_on = false;
+const volatile char env_filter[DLW_ENV_ENTRY_MAX] = {};
+const volatile unsigned int env_filter_len = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
@@ -1282,6 +1287,91 @@ int BPF_KPROBE(linkmap_consistent)
 	return GUARDED(linkmap_hold(ctx));
 }
 
+/*
+ * The new image's environment, read from its stack as exec left it (mm->env_start..env_end),
+ * matched against env_filter a byte at a time: every exec of the host pays this scan while a
+ * --slurm-job runs, about 10 ns a byte, so no more than ENV_SCAN_MAX bytes are read. The scan's
+ * state lives in a map value, not on the stack, for the verifier (as take_stack's does).
+ */
+#define ENV_CHUNK 256
+#define ENV_SCAN_MAX (64 * 1024)
+
+struct env_scan {
+	u64 at, end;
+	u32 matched;  /* bytes of env_filter matched, from an entry's first */
+	u32 at_start; /* the next byte is an entry's first */
+	u32 found;
+	char buf[ENV_CHUNK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct env_scan);
+} env_scans SEC(".maps");
+
+/* bpf_loop's context is on the stack: the scan it points to is not. */
+struct env_walk {
+	struct env_scan *s;
+};
+
+static long env_byte(u64 i, void *ctx)
+{
+	struct env_scan *s = ((struct env_walk *)ctx)->s;
+	char c = s->buf[i & (ENV_CHUNK - 1)];
+	u32 m = s->matched;
+
+	/* env_filter holds one NUL, its last byte: a mismatch restarts at the next entry. */
+	if (m || s->at_start)
+		m = c == env_filter[m & (DLW_ENV_ENTRY_MAX - 1)] ? m + 1 : 0;
+	s->at_start = !c;
+	s->matched = m;
+	if (m >= env_filter_len) {
+		s->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static long env_chunk(u64 i, void *ctx)
+{
+	struct env_walk w = { .s = ((struct env_walk *)ctx)->s };
+	struct env_scan *s = w.s;
+	u64 left = s->end - s->at;
+	u32 n = left > ENV_CHUNK ? ENV_CHUNK : (u32)left;
+
+	if (!n || bpf_probe_read_user(s->buf, n, (void *)s->at))
+		return 1;
+	s->at += n;
+	bpf_loop(n, env_byte, &w, 0);
+	return s->found ? 1 : 0;
+}
+
+static __always_inline bool env_holds_filter(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct env_walk w;
+	struct env_scan *s;
+	u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&env_scans, &zero);
+	if (!s || !env_filter_len)
+		return false;
+	s->at = BPF_CORE_READ(task, mm, env_start);
+	s->end = BPF_CORE_READ(task, mm, env_end);
+	if (s->end <= s->at)
+		return false;
+	if (s->end - s->at > ENV_SCAN_MAX)
+		s->end = s->at + ENV_SCAN_MAX;
+	s->matched = 0;
+	s->at_start = 1;
+	s->found = 0;
+	w.s = s;
+	bpf_loop(ENV_SCAN_MAX / ENV_CHUNK, env_chunk, &w, 0);
+	return s->found ? 1 : 0;
+}
+
 static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
@@ -1290,6 +1380,17 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!tgid)
 		return 0; /* outside the collector's PID namespace: never its target */
+	if (comm_any) {
+		char comm[16];
+
+		/* Every process, or a job's: never a dlscope (a job's stacks, run by its batch
+		 * script, a target, or on its nodes), not even a target's child that becomes one. */
+		bpf_get_current_comm(comm, sizeof(comm));
+		if (!bpf_strncmp(comm, sizeof(comm), "dlscope")) {
+			bpf_map_delete_elem(&targets, &tgid);
+			return 0;
+		}
+	}
 	if (comm_mode && !traced(tgid)) {
 		char comm[16];
 		u8 one = 1;
@@ -1304,6 +1405,8 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 			if (!comm[i])
 				break;
 		}
+		if (env_filter_on && !env_holds_filter())
+			return 0;
 		bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
 	}
 	/* A new image: its start-up link map is news again, its unloads none. */

@@ -4,6 +4,8 @@
 #define DLSCOPE_DLWATCH_H
 
 #define DLW_STR_LEN 256
+/* The environment entry NAME=VALUE a process must hold at its exec (--slurm-job), with its NUL. */
+#define DLW_ENV_ENTRY_MAX 64
 /*
  * The user stack copied with an event that carries one, for CFI unwinding in user space (what
  * perf record --call-graph dwarf does): whole pages from the one that holds sp, so at least

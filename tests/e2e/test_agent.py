@@ -56,7 +56,8 @@ def _agent(*args):
                          stderr=subprocess.PIPE, text=True)
     try:
         line = p.stderr.readline()
-        assert re.match(r"dlscope: watching \d+ process(es)? and those that start", line), \
+        assert re.match(r"dlscope: watching \d+ process(es)?( [^;]*)? and those that start",
+                        line), \
             (line, p.stderr.read() if p.poll() is not None else "")
         yield p
     finally:
@@ -390,5 +391,33 @@ def test_cgroup_and_slurm_job_filters_judge_their_processes_only():
                     time.sleep(1.5)  # a write later: still nothing of the one outside
                     prom = _read(f"{work}/dlscope.prom")
             assert f'pid="{outside.pid}"' not in prom, (argv, prom)
-    p = dlscope("agent", "--slurm-job", "4242424242", check=3)
-    assert "no cgroup job_4242424242 below /sys/fs/cgroup" in p.stderr, p.stderr
+    p = dlscope("agent", "--slurm-job", "42x", check=2)
+    assert "--slurm-job takes a job ID (digits), not '42x'" in p.stderr, p.stderr
+
+
+def test_slurm_job_without_its_cgroup_is_selected_by_its_environment():
+    """--slurm-job ID where Slurm made no cgroup job_ID (another proctrack plugin, a hybrid
+    hierarchy: this VM's): the processes whose environment holds SLURM_JOB_ID=ID, the one
+    running when the agent starts and one exec'ed later (the kernel's exec filter reads the new
+    image's environment); neither a process of job ID1 (the same digits and one more) nor one
+    of no job."""
+    _need_root()
+    jobid = str(4200000000 + os.getpid() % 10000)
+    job = {"SLURM_JOB_ID": jobid, "SLURM_STEP_ID": "0"}
+    with tempfile.TemporaryDirectory() as work:
+        before = Fixture(["two_omp"], env=job)
+        other = Fixture(["two_omp"], env={"SLURM_JOB_ID": jobid + "1"})
+        plain = Fixture(["two_omp"])
+        with before, other, plain, _agent("--slurm-job", jobid, "--textfile-dir", work,
+                                         "--interval", "1"):
+            with Fixture(["two_omp"], env=job) as later:
+                late_other = Fixture(["two_omp"], env={"SLURM_JOB_ID": jobid[:-1]})
+                with late_other:
+                    prom = wait_until(
+                        lambda: all(f'pid="{p}"' in _read(f"{work}/dlscope.prom")
+                                    for p in (before.pid, later.pid)) and
+                        _read(f"{work}/dlscope.prom"), 30, "both processes of the job")
+                    time.sleep(1.5)  # a write later: still nothing of the others
+                    prom = _read(f"{work}/dlscope.prom")
+        for p in (other, plain, late_other):
+            assert f'pid="{p.pid}"' not in prom, (p.pid, prom)

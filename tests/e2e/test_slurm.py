@@ -132,13 +132,15 @@ def test_the_record_recipe_as_written_gives_the_hangs_stacks_and_one_merged_trac
     """deploy/slurm/dlscope-record.sbatch submitted with sbatch to a real Slurm, unchanged: an
     mpi4py job whose last rank sleeps away from the barrier, stopped as the docs say
     (scancel --batch --signal=USR1, what --signal=B:USR1@60 sends before the time limit). One
-    recorder per node (not one per task, all on one file), the stacks taken before the job
-    ends, and one whole merged trace."""
+    recorder per node (not one per task, all on one file), that records the job's processes
+    only (not a python3 of no job nor one of another job, started before or during it), the
+    stacks taken before the job ends, and one whole merged trace."""
     sbatch = os.path.join(ROOT, "deploy", "slurm", "dlscope-record.sbatch")
     with SlurmCluster(nodes=1) as c:
         d = tempfile.mkdtemp(dir=c.dir)
         traces = os.path.join(d, "traces")
         env = dict(c.full_env, DLSCOPE=dlscope_path(), TRACE_DIR=traces, DLSCOPE_DRAIN_S="4")
+        outsiders = [outsider(d, "before", {})]
         out = subprocess.run(["sbatch", "--parsable", "--nodes=1", "--ntasks-per-node=3",
                               "-o", os.path.join(d, "batch.out"), sbatch, "--mpi=pmix", PY,
                               RANK, "mpi", "sleep", d],
@@ -151,6 +153,7 @@ def test_the_record_recipe_as_written_gives_the_hangs_stacks_and_one_merged_trac
         recorders = [p for p in os.listdir("/proc") if p.isdigit() and comm_of(p) == "dlscope"
                      and "trace-%h" in cmdline_of(p)]
         assert len(recorders) == 1, ("one recorder per node", recorders)
+        outsiders.append(outsider(d, "during", {"SLURM_JOB_ID": str(job + 1000)}))
         c.run("scancel", "--batch", "--signal=USR1", str(job))
         wait_until(lambda: os.path.exists(os.path.join(traces, "job.jsonl")) and
                    job_gone(c, job), 120, "the recipe to take the stacks and merge")
@@ -163,11 +166,29 @@ def test_the_record_recipe_as_written_gives_the_hangs_stacks_and_one_merged_trac
         assert merged[0]["type"] == "header" and merged[-1]["type"] == "summary", merged[-1]
         host = merged[0]["hosts"][0]
         assert sorted(os.listdir(traces)) == ["job.jsonl", "stacks.err", "stacks.json",
-                                              "stacks.txt", "stop", f"trace-{host}.jsonl"]
+                                              "stacks.txt", f"trace-{host}.jsonl"]
         ranks = {int(p) for p, e in c.tasks(job).items()} if not job_gone(c, job) else set()
         opens = [r for r in merged if r["type"] == "dlopen" and "mpi" in (r.get("path") or "")]
         assert opens, "the ranks' loads of mpi4py's modules are in the merged trace"
         assert not ranks, ("the job's ranks outlived the recipe", ranks)
+        assert not [r for r in merged if r.get("comm") == "dlscope"], "dlscope recorded itself"
+        node = [json.loads(line) for line in open(os.path.join(traces, f"trace-{host}.jsonl"))]
+        assert node[-1]["type"] == "summary", ("the recorder did not end its trace", node[-1])
+        for p in outsiders:
+            seen = [r for r in merged if r.get("pid") == p.pid]
+            assert not seen, ("a python3 outside the job was recorded", seen[:3])
+            p.kill()
+            p.wait()
+
+
+def outsider(d, name, env):
+    """A python3 of this node that is no process of the job: it loads extension modules (dlopen)
+    once started, and sleeps."""
+    p = subprocess.Popen([PY, "-c", "import ctypes, decimal, json, time; "
+                          f"open({os.path.join(d, name)!r}, 'w').close(); time.sleep(600)"],
+                         env=dict(os.environ, **env), stdin=subprocess.DEVNULL)
+    wait_until(lambda: os.path.exists(os.path.join(d, name)), 30, f"the python3 {name} the job")
+    return p
 
 
 def comm_of(pid):

@@ -21,6 +21,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "job.h"
+#include "slurm_select.h"
 #include "output.h"
 #include "outfile.h"
 #include "phase.h"
@@ -59,8 +60,9 @@ static void agent_usage(FILE *f)
 		"      --cgroup DIR      only the processes of cgroup v2 directory DIR or below\n"
 		"                        (a container's, a systemd unit's), running or started\n"
 		"                        there later\n"
-		"      --slurm-job ID    only Slurm job ID's processes on this node (its cgroup\n"
-		"                        job_ID, from Slurm's cgroup/v2 plugin)\n"
+		"      --slurm-job ID    only Slurm job ID's processes on this node: its cgroup\n"
+		"                        job_ID (Slurm's cgroup/v2 plugin), else those with\n"
+		"                        SLURM_JOB_ID=ID in their environment\n"
 		"      --json FILE       each new finding as one JSON object per line, the trace's\n"
 		"                        finding record (docs/trace-format.md), to FILE\n"
 		"                        (default: standard output; '-' too)\n"
@@ -115,7 +117,7 @@ struct agent {
 	void (*json_event)(struct event_sink *s, const struct event *ev);
 	const char *textfile_dir, *json_path, *reports_dir;
 	const char *slurm_job;
-	char cgroup_buf[4096];
+	struct slurm_select slurm;
 	const struct watch_stats *st; /* the collector's, current (live_counts) */
 	struct agent_proc *procs;     /* with --reports-dir */
 	size_t n_procs, cap_procs;
@@ -209,29 +211,6 @@ static int agent_parse(int argc, char **argv, struct agent *a)
 				     "takes no operand ('%s'): it watches every process, or those "
 				     "of --comm, --cgroup or --slurm-job",
 				     cl.ops[0]);
-	if (a->slurm_job && a->o.cgroup)
-		return cliopt__usage("agent", "--slurm-job is a cgroup: not with --cgroup");
-	return -1;
-}
-
-/* --slurm-job ID: the job's cgroup on this node. -1 to go on, or the exit status. */
-static int slurm_cgroup(struct agent *a)
-{
-	int err;
-
-	if (!a->slurm_job)
-		return -1;
-	err = job__slurm_cgroup(a->slurm_job, a->cgroup_buf, sizeof(a->cgroup_buf));
-	if (err == -EINVAL)
-		return cliopt__usage("agent", "--slurm-job takes a job ID (digits), not '%s'",
-				     a->slurm_job);
-	if (err) {
-		dls_err("agent: --slurm-job %s: no cgroup job_%s below /sys/fs/cgroup: the job has "
-			"no step on this node, or Slurm does not use its cgroup/v2 plugin here",
-			a->slurm_job, a->slurm_job);
-		return DLS_EXIT_INSPECT;
-	}
-	a->o.cgroup = a->cgroup_buf;
 	return -1;
 }
 
@@ -569,7 +548,7 @@ int cmd_agent(int argc, char **argv)
 	if (ret < 0 && a.reports_dir)
 		ret = writable_dir("--reports-dir", a.reports_dir);
 	if (ret < 0)
-		ret = slurm_cgroup(&a);
+		ret = a.slurm_job ? slurm_select__apply("agent", a.slurm_job, &a.slurm, &a.o) : -1;
 	if (ret >= 0)
 		return ret;
 	/* --comm narrows the agent to one name; every process otherwise. */

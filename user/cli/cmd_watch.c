@@ -18,6 +18,7 @@
 #include "jobwatch.h"
 #include "sink.h"
 #include "outfile.h"
+#include "slurm_select.h"
 #include "output.h"
 #include "target.h"
 #include "dlwatch.h"
@@ -32,6 +33,7 @@ static void watch_usage(FILE *f, const char *cmd)
 		"       dlscope %s [OPTIONS]%s --comm NAME\n"
 		"       dlscope %s [OPTIONS]%s -- COMMAND [ARGS...]\n"
 		"       dlscope %s [OPTIONS]%s --job PID\n"
+		"       dlscope %s [OPTIONS]%s --slurm-job ID\n"
 		"\n%s"
 		"Stream the loader's calls (dlopen, dlmopen, dlclose; dlsym, dlvsym with --dlsym),\n"
 		"GPU module\n"
@@ -50,6 +52,10 @@ static void watch_usage(FILE *f, const char *cmd)
 		"      --job PID         every rank of the job PID belongs to (any member: the\n"
 		"                        launcher, a rank, a rank's child), and the ranks the\n"
 		"                        launcher starts later (implies --follow)\n"
+		"      --slurm-job ID    every process of Slurm job ID on this node, running or\n"
+		"                        started later (with --comm: of that name): the job's\n"
+		"                        cgroup job_ID where Slurm's cgroup/v2 plugin made one,\n"
+		"                        else those with SLURM_JOB_ID=ID in their environment\n"
 		"      --hang-secs N     a rank whose threads use no CPU for N seconds while\n"
 		"                        another rank's do is reported hung, with its stack\n"
 		"                        (default 10)\n"
@@ -86,7 +92,8 @@ static void watch_usage(FILE *f, const char *cmd)
 		"\n"
 		"Exit status: 0 fine, 1 live findings, 2 usage error, 3 could not watch.\n",
 		cmd, record ? " -o FILE" : "", cmd, record ? " -o FILE" : "", cmd,
-		record ? " -o FILE" : "", cmd, record ? " -o FILE" : "",
+		record ? " -o FILE" : "", cmd, record ? " -o FILE" : "", cmd,
+		record ? " -o FILE" : "",
 		record ?
 			"Write what 'dlscope watch' sees, every event and finding, to FILE as a JSON\n"
 			"Lines trace for 'dlscope ui --replay', 'check', 'report' and 'export'; no\n"
@@ -210,6 +217,8 @@ struct watch_cmd {
 	char out_buf[PATH_MAX];
 	double hang_secs;
 	pid_t job_pid;
+	const char *slurm_job; /* --slurm-job ID */
+	struct slurm_select slurm;
 	struct watch_opts o;
 };
 
@@ -237,6 +246,7 @@ static int watch_option(struct watch_cmd *w, int c, const char *arg)
 		return 0;
 	case 'o': w->out_path = arg; return 0;
 	case 'q': w->quiet = true; return 0;
+	case 'S': w->slurm_job = arg; return 0;
 	case 'R':
 		if (cliopt__number(arg, 4096, true, &v) || v < 1 || (unsigned)v != v ||
 		    ((unsigned)v & ((unsigned)v - 1)))
@@ -267,6 +277,7 @@ static int watch_parse(int argc, char **argv, struct watch_cmd *w)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "ring-mb", required_argument, NULL, 'R' },
 		{ "hang-secs", required_argument, NULL, 'G' },
+		{ "slurm-job", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -298,18 +309,28 @@ static int watch_targets(struct watch_cmd *w)
 	const char *cmd = w->cmd;
 	int err;
 
-	if (w->job_pid && (w->o.command || w->o.comm))
+	if (w->job_pid && (w->o.command || w->o.comm || w->slurm_job))
 		return cliopt__usage(cmd,
-				     "--job watches a running job: not with -- COMMAND or --comm");
-	if (!w->o.n_pids && !w->o.command && !w->o.comm && !w->job_pid)
-		return cliopt__usage(
-			cmd, "nothing to watch: give -p PID, --comm NAME, --job PID or -- COMMAND");
+				     "--job watches a running job: not with -- COMMAND, --comm "
+				     "or --slurm-job");
+	if (w->slurm_job && (w->o.command || w->o.n_pids))
+		return cliopt__usage(cmd, "--slurm-job selects the job's processes: not with -- "
+					  "COMMAND or PIDs");
+	if (!w->o.n_pids && !w->o.command && !w->o.comm && !w->job_pid && !w->slurm_job)
+		return cliopt__usage(cmd, "nothing to watch: give -p PID, --comm NAME, --job PID, "
+					  "--slurm-job ID or -- COMMAND");
 	if (w->record && !w->out_path)
 		return cliopt__usage("record", "-o FILE is required");
 	if (w->job_pid) {
 		err = watch_job_targets(cmd, w->job_pid, &w->o);
 		if (err)
 			return err;
+	}
+	if (w->slurm_job) {
+		err = slurm_select__apply(cmd, w->slurm_job, &w->slurm, &w->o);
+		if (err >= 0)
+			return err;
+		w->o.every_process = !w->o.comm;
 	}
 	/* A command that cannot run is an error now, not an empty watch and a bogus exit. */
 	if (w->o.command && (err = cliopt__runnable(w->o.command[0]))) {

@@ -807,6 +807,18 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 			strncpy((char *)w->skel->rodata->comm_filter, o->comm,
 				sizeof(w->skel->rodata->comm_filter) - 1);
 	}
+	if (watch__by_exec(o) && o->env_entry) {
+		size_t len = strlen(o->env_entry) + 1;
+
+		if (len > sizeof(w->skel->rodata->env_filter)) {
+			snprintf(why, whylen, "the environment entry '%s' is over %zu characters",
+				 o->env_entry, sizeof(w->skel->rodata->env_filter) - 1);
+			return -ENAMETOOLONG;
+		}
+		memcpy((char *)w->skel->rodata->env_filter, o->env_entry, len);
+		w->skel->rodata->env_filter_len = (uint32_t)len;
+		w->skel->rodata->env_filter_on = true;
+	}
 	w->skel->rodata->futex_threshold_ns = (unsigned long long)o->futex_ms * 1000000ULL;
 	if (o->ring_mb)
 		bpf_map__set_max_entries(w->skel->maps.events, o->ring_mb << 20);

@@ -609,21 +609,37 @@ void proctable__settle(struct watch *w)
 			settle_one(w, &w->procs[i], now);
 }
 
-/* A running process of --comm (NULL: any name), --cgroup's or not, watched from now on. */
+/* Whether running process @pid's initial environment holds the entry @entry (NAME=VALUE). */
+static bool environ_holds(pid_t pid, const char *entry)
+{
+	size_t size;
+	char *env;
+	bool has;
+
+	if (proc__environ(pid, &env, &size))
+		return false;
+	has = proc__environ_has(env, size, entry);
+	free(env);
+	return has;
+}
+
+/* A running process of --comm (NULL: any name), --cgroup's or not, with the environment entry
+ * asked for or not, watched from now on. */
 static void add_running(struct watch *w, pid_t pid, const char *comm)
 {
 	char path[64], name[32];
 
 	if (pid == getpid() || proctable__find(w, pid))
 		return;
-	if (comm) {
-		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-		if (proc__read_small(path, name, sizeof(name)) <= 0)
-			return;
-		name[strcspn(name, "\n")] = '\0';
-		if (strcmp(name, comm))
-			return;
-	}
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if (proc__read_small(path, name, sizeof(name)) <= 0)
+		return;
+	name[strcspn(name, "\n")] = '\0';
+	/* Any name: but never another dlscope, as the kernel's exec filter (a job's stacks). */
+	if (comm ? strcmp(name, comm) != 0 : !strcmp(name, "dlscope"))
+		return;
+	if (w->o->env_entry && !environ_holds(pid, w->o->env_entry))
+		return;
 	if (proctable__add(w, pid, 0))
 		proctable__drop(w, pid); /* exited, a zombie, or a kernel thread */
 }

@@ -373,13 +373,18 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	/* Tests and scripts wait for this line before they make the target act. Probes in
 	 * every process are said on it: whoever reads it sees what the host pays. */
 	fprintf(stderr,
-		"dlscope: watching %zu process%s%s%s%s; probes attached in %.1f ms (%zu uprobes)%s%s%s\n",
+		"dlscope: watching %zu process%s%s%s%s%s%s%s%s; probes attached in %.1f ms (%zu "
+		"uprobes)%s%s%s\n",
 		w.n_procs, w.n_procs == 1 ? "" : "es", o->comm ? " named " : "",
-		o->comm ? o->comm : "", watch__by_exec(o) ? " and those that start" : "",
-		st->attach_ms, w.n_probes, w.pid_filter ? "" : "; with ",
+		o->comm ? o->comm : "", o->env_entry ? " whose environment has " : "",
+		o->env_entry ? o->env_entry : "",
+		o->cgroup && watch__by_exec(o) ? " in cgroup " : "",
+		o->cgroup && watch__by_exec(o) ? o->cgroup : "",
+		watch__by_exec(o) ? " and those that start" : "", st->attach_ms, w.n_probes,
+		w.pid_filter ? "" : "; with ",
 		w.pid_filter	 ? "" :
 		o->comm		 ? "--comm" :
-		o->every_process ? "the agent" :
+		o->every_process ? "every process watched" :
 				   "--follow",
 		w.pid_filter ? "" :
 			       " they are in every process that maps a probed file (the C "

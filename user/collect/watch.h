@@ -32,6 +32,9 @@ struct watch_opts {
 	/* With comm or every_process: only the processes of this cgroup v2 directory or below,
 	 * running (its cgroup.procs) or exec'ed in it later. */
 	const char *cgroup;
+	/* With comm or every_process: only the processes whose initial environment holds this
+	 * entry, NAME=VALUE (--slurm-job: SLURM_JOB_ID=ID), running or at their exec. */
+	const char *env_entry;
 	/* Each process found running is judged as check would judge it (no thread read), its
 	 * findings live ones of that moment. */
 	bool check_running;
