@@ -10,8 +10,8 @@ Fails, naming what and the symbols or header, when:
   - a module depends on one in a folder above its own (a layer reaching up);
   - modules call each other in a cycle (more than one file), in the linked objects;
   - a chore with one home is done outside it (HOMES: the machine's registers and instruction
-    set outside user/arch/, a realloc (growing arrays) outside user/base/), in code (comments
-    do not count).
+    set outside user/arch/, a realloc (growing arrays) outside user/base/, a /proc/PID path
+    built outside user/proc/), in code (comments do not count).
 """
 import argparse
 import os
@@ -27,7 +27,9 @@ HOMES = [("the machine's registers and instruction set", "user/arch",
           re.compile(r"\b(__x86_64__|__aarch64__|user_regs_struct|user_fpregs_struct|"
                      r"PTRACE_GETREGS|PTRACE_GETFPREGS|NT_X86_XSTATE)\b")),
          # user/base/array.h's ARRAY_GROW, ARRAY_RESERVE, ARRAY_PUSH: doubling, not +1 a call.
-         ("growing arrays", "user/base", re.compile(r"\b(realloc)\s*\("))]
+         ("growing arrays", "user/base", re.compile(r"\b(realloc)\s*\(")),
+         # user/proc/procfs.h's readers and proc__path: a process's /proc entries named once.
+         ("a process's /proc files", "user/proc", re.compile(r"(/proc/%)"))]
 
 
 def homes(files):

@@ -64,3 +64,16 @@ def test_check_layers_keeps_growing_arrays_in_user_base():
     rc, out = check({"user/base/array.c": grow, "user/low/a.c": "int a(void) { return 1; }\n"},
                     layers="user/base user/low")
     assert rc == 0 and "no violations" in out, out
+
+
+def test_check_layers_keeps_proc_paths_in_user_proc():
+    """A process's /proc files are named in user/proc/ only (procfs.h, issue 38): a path built
+    elsewhere fails, one in user/proc/ or in a comment does not."""
+    build = ("#include <stdio.h>\n"
+             "void p(char *b, int pid) { sprintf(b, \"/proc/%d/status\", pid); }\n")
+    rc, out = check({"user/low/a.c": "/* \"/proc/%d/maps\" in a comment is fine */\n" + build})
+    assert rc == 1 and "user/low/a.c:3: /proc/%: a process's /proc files, outside user/proc/" \
+        in out and "a.c:1:" not in out, out
+    rc, out = check({"user/proc/p.c": build, "user/low/a.c": "int a(void) { return 1; }\n"},
+                    layers="user/proc user/low")
+    assert rc == 0 and "no violations" in out, out

@@ -57,14 +57,13 @@ static bool status_mask(const char *status, const char *field, uint64_t *mask)
 
 bool crash__signal_kills(pid_t pid, pid_t tid, const siginfo_t *si)
 {
-	char path[96], buf[8192];
+	char buf[8192];
 	uint64_t ign, cgt, bit;
 
 	if (si->si_signo <= 0 || si->si_signo > 64 || default_spares(si->si_signo))
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	if (proc__read_small(path, buf, sizeof(buf)) < 0 || !status_mask(buf, "SigIgn", &ign) ||
-	    !status_mask(buf, "SigCgt", &cgt))
+	if (proc__read(pid, tid, "status", buf, sizeof(buf)) < 0 ||
+	    !status_mask(buf, "SigIgn", &ign) || !status_mask(buf, "SigCgt", &cgt))
 		return false;
 	bit = 1ULL << (si->si_signo - 1);
 	return !(ign & bit) && !(cgt & bit);
@@ -174,10 +173,9 @@ static void resolve(pid_t pid, const struct procmaps *maps, uint64_t addr, bool 
 		return;
 	p->object = strdup(file->path);
 	if (file->deleted)
-		snprintf(host, sizeof(host), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid,
-			 file->start, file->end);
+		proc__map_file_path(host, sizeof(host), pid, file->start, file->end);
 	else
-		snprintf(host, sizeof(host), "/proc/%d/root%s", pid, file->path);
+		proc__file_path(host, sizeof(host), pid, file->path);
 	o = elfobj__open(host);
 	if (!o)
 		return;

@@ -834,7 +834,6 @@ static bool thread_of(pid_t pid, pid_t tid)
 {
 	struct ns_tid *ids = NULL;
 	size_t n = proc__ns_tids(pid, &ids);
-	char path[64];
 	bool found = false;
 
 	for (size_t i = 0; i < n && !found; i++)
@@ -842,8 +841,8 @@ static bool thread_of(pid_t pid, pid_t tid)
 	free(ids);
 	if (n)
 		return found;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
-	return !access(path, F_OK);
+	/* Where it cannot tell, it is one: a wait never said endless on a doubt. */
+	return !proc__gone(pid, tid);
 }
 
 /* One verdict per wait that can never end, with the fork that made it so when one is known. */

@@ -170,7 +170,7 @@ static int count_cpu_list(const char *s)
  */
 static void openmp_threads(const struct target *t, struct runtime *r)
 {
-	char buf[64], path[64], status[4096], *line;
+	char buf[64], cpus[4096];
 	long v;
 
 	if (!target__getenv(t, "OMP_NUM_THREADS", buf, sizeof(buf)) &&
@@ -179,11 +179,9 @@ static void openmp_threads(const struct target *t, struct runtime *r)
 		r->num_threads_from = "default, OMP_NUM_THREADS";
 		return;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/status", t->pid);
-	if (proc__read_small(path, status, sizeof(status)) <= 0)
+	if (proc__status_field(t->pid, 0, "Cpus_allowed_list", cpus, sizeof(cpus)))
 		return;
-	line = strstr(status, "\nCpus_allowed_list:");
-	if (line && (v = count_cpu_list(line + 19 + strspn(line + 19, " \t"))) > 0) {
+	if ((v = count_cpu_list(cpus)) > 0) {
 		r->num_threads = (int)v;
 		r->num_threads_from = "default, CPU affinity";
 	}
@@ -332,7 +330,7 @@ static char *vendor_file(const struct target *t, const struct lg_object *o, cons
 	if (t && !target__getenv(t, "OCL_ICD_VENDORS", env, sizeof(env)) && env[0] == '/')
 		dirname = env;
 	if (t)
-		snprintf(dirpath, sizeof(dirpath), "/proc/%d/root%s", t->pid, dirname);
+		proc__file_path(dirpath, sizeof(dirpath), t->pid, dirname);
 	else
 		snprintf(dirpath, sizeof(dirpath), "%s", dirname);
 	d = opendir(dirpath);

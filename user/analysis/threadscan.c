@@ -40,11 +40,10 @@ static bool after_call(const struct target *t, uint64_t addr)
 
 static int read_syscall(pid_t pid, struct thread_info *ti)
 {
-	char path[96], buf[512];
+	char buf[512];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, ti->tid);
-	n = proc__read_small(path, buf, sizeof(buf));
+	n = proc__read(pid, ti->tid, "syscall", buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	ti->syscall = -2;
@@ -143,18 +142,15 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, const str
 		     struct threadscan **out)
 {
 	struct threadscan *ts = NULL;
-	struct dirent *de;
-	char path[64];
-	size_t cap = 0;
+	pid_t *tids;
+	size_t n_tids, cap = 0;
 	bool other_ns;
-	DIR *dir;
-	int err = 0;
+	int err;
 
 	*out = NULL;
-	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
-	dir = opendir(path);
-	if (!dir)
-		return errno == ENOENT ? -ESRCH : -errno;
+	err = proc__tids(t->pid, &tids, &n_tids);
+	if (err)
+		return err;
 	ts = calloc(1, sizeof(*ts));
 	if (!ts) {
 		err = -ENOMEM;
@@ -162,12 +158,10 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, const str
 	}
 	/* One more /proc read a thread, only in a container: its ids in its memory are its own. */
 	other_ns = proc__in_other_pidns(t->pid);
-	while ((de = readdir(dir))) {
+	for (size_t k = 0; k < n_tids; k++) {
 		struct thread_info *ti;
-		pid_t tid;
+		pid_t tid = tids[k];
 
-		if (parse_pid(de->d_name, &tid))
-			continue;
 		if (ts->n == cap) {
 			if (ARRAY_GROW(ts->t, cap, 16)) {
 				err = -ENOMEM;
@@ -196,7 +190,7 @@ int threadscan__scan(const struct target *t, const struct libgraph *g, const str
 			goto out;
 	}
 out:
-	closedir(dir);
+	free(tids);
 	if (err) {
 		threadscan__free(ts);
 		return err;

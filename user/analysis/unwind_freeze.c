@@ -33,39 +33,22 @@
 /* The threads to stop: @tids when the caller listed them already, else /proc/PID/task. */
 int unwind_list_threads(pid_t pid, const pid_t *tids, size_t n_tids, struct capture_set *cs)
 {
-	char path[64];
-	struct dirent *de;
-	size_t cap = 0;
-	DIR *d;
+	pid_t *listed = NULL;
+	int err = 0;
 
-	if (tids) {
-		cs->c = calloc(n_tids ? n_tids : 1, sizeof(*cs->c));
-		if (!cs->c)
-			return -ENOMEM;
-		for (size_t i = 0; i < n_tids; i++)
-			cs->c[cs->n++].tid = tids[i];
-		return 0;
+	if (!tids) {
+		err = proc__tids(pid, &listed, &n_tids);
+		if (err)
+			return err;
+		tids = listed;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while ((de = readdir(d))) {
-		pid_t tid;
-
-		if (parse_pid(de->d_name, &tid))
-			continue;
-		if (cs->n == cap) {
-			if (ARRAY_GROW(cs->c, cap, 16)) {
-				closedir(d);
-				return -ENOMEM;
-			}
-		}
-		memset(&cs->c[cs->n], 0, sizeof(cs->c[0]));
-		cs->c[cs->n++].tid = tid;
-	}
-	closedir(d);
-	return 0;
+	cs->c = calloc(n_tids ? n_tids : 1, sizeof(*cs->c));
+	if (!cs->c)
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < n_tids; i++)
+		cs->c[cs->n++].tid = tids[i];
+	free(listed);
+	return err;
 }
 
 /*
@@ -106,14 +89,9 @@ void unwind_copy_stack(pid_t pid, const struct procmaps *maps, struct captured *
 /* True when @pid is a child of this process (a command it runs). */
 bool unwind_is_own_child(pid_t pid)
 {
-	char path[64], buf[1024];
-	const char *p;
+	pid_t ppid;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (proc__read_small(path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
-		return false;
-	/* ") S PPID ...": the state, then the parent. */
-	return atoi(p + 4) == getpid();
+	return !proc__ppid_start(pid, NULL, &ppid, NULL) && ppid == getpid();
 }
 
 /*

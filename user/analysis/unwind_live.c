@@ -106,7 +106,7 @@ static int find_elf_in_root(Dwfl_Module *mod, void **userdata, const char *name,
 		char path[PATH_MAX + 32];
 		int fd;
 
-		snprintf(path, sizeof(path), "/proc/%d/root%s", reporting_pid, own);
+		proc__file_path(path, sizeof(path), reporting_pid, own);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			/* Read through the root, named as the process names it. */
@@ -133,12 +133,12 @@ static void set_debuginfo_root(pid_t pid)
 
 	free(proc_debuginfo_path);
 	proc_debuginfo_path = NULL;
-	snprintf(root, sizeof(root), "/proc/%d/root/", pid);
+	proc__path(root, sizeof(root), pid, 0, "root");
 	if (stat("/", &ours) || stat(root, &theirs) ||
 	    (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino))
 		return;
-	if (asprintf(&proc_debuginfo_path, ":.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug",
-		     pid) < 0)
+	proc__file_path(root, sizeof(root), pid, "/usr/lib/debug");
+	if (asprintf(&proc_debuginfo_path, ":.debug:/usr/lib/debug:%s", root) < 0)
 		proc_debuginfo_path = NULL;
 }
 

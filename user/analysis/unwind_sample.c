@@ -11,6 +11,7 @@
 #include "array.h"
 #include "arch.h"
 #include "debuginfo_cache.h"
+#include "procfs.h"
 #include "unwind.h"
 #include "unwind_impl.h"
 
@@ -265,7 +266,7 @@ struct sample_unwinder *sample_unwinder__new(pid_t pid)
 		return NULL;
 	u->pid = pid;
 	u->refs = 1;
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	proc__path(root, sizeof(root), pid, 0, "root");
 	if (!stat(root, &st)) {
 		u->root_dev = st.st_dev;
 		u->root_ino = st.st_ino;
@@ -331,7 +332,7 @@ bool sample_unwinder__serves(const struct sample_unwinder *u, pid_t pid,
 			return false;
 	if (pid == u->pid)
 		return true;
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	proc__path(root, sizeof(root), pid, 0, "root");
 	return !stat(root, &st) && st.st_dev == u->root_dev && st.st_ino == u->root_ino;
 }
 

@@ -111,16 +111,8 @@ static void os_release(char *buf, size_t len)
 
 static void cpus_allowed(pid_t pid, char *buf, size_t len)
 {
-	char path[64], text[8192], *p;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	if (proc__read_small(path, text, sizeof(text)) > 0 &&
-	    (p = strstr(text, "Cpus_allowed_list:"))) {
-		p += strlen("Cpus_allowed_list:");
-		p += strspn(p, " \t");
-		snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
-	}
+	if (proc__status_field(pid, 0, "Cpus_allowed_list", buf, len))
+		buf[0] = '\0';
 }
 
 /* The host's facts, and those of the first process inspected. */
@@ -199,19 +191,13 @@ static char *shell_line(int argc, char *const *argv)
 /* The command line process @pid runs, as a shell line (NULL when it cannot be read). */
 static char *pid_command(const char *pid)
 {
-	char path[64], buf[8192], *argv[256];
-	int argc = 0, fd;
+	char buf[8192], *argv[256], *end;
+	long id = strtol(pid, &end, 10);
+	int argc = 0;
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (*end || id <= 0 || (n = proc__read((pid_t)id, 0, "cmdline", buf, sizeof(buf))) <= 0)
 		return NULL;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return NULL;
-	buf[n] = '\0';
 	for (char *p = buf; p < buf + n && argc < 256; p += strlen(p) + 1)
 		argv[argc++] = p;
 	return shell_line(argc, argv);
@@ -230,7 +216,7 @@ static void add_user(char **users, size_t *nu, size_t maxu, char *name)
 static void redact_names(pid_t pid, const char *trace_host, char **users, size_t maxu, char **hosts,
 			 size_t maxh)
 {
-	char host[256] = "", path[64], text[4096], *p;
+	char host[256] = "", uid[64];
 	size_t nu = 0, nh = 0;
 	struct dirent *de;
 	DIR *d;
@@ -238,9 +224,8 @@ static void redact_names(pid_t pid, const char *trace_host, char **users, size_t
 	add_user(users, &nu, maxu, account__name(getuid()));
 	if (getenv("SUDO_USER") && nu < maxu - 1)
 		users[nu++] = strdup(getenv("SUDO_USER"));
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	if (pid > 0 && proc__read_small(path, text, sizeof(text)) > 0 && (p = strstr(text, "Uid:")))
-		add_user(users, &nu, maxu, account__name((uid_t)strtoul(p + 4, NULL, 10)));
+	if (pid > 0 && !proc__status_field(pid, 0, "Uid", uid, sizeof(uid)))
+		add_user(users, &nu, maxu, account__name((uid_t)strtoul(uid, NULL, 10)));
 	if ((d = opendir("/home"))) {
 		while ((de = readdir(d)) && nu < maxu - 1)
 			if (de->d_name[0] != '.')
@@ -440,10 +425,7 @@ static int report_targets(struct report_opts *o)
 	}
 	/* Every PID is in the report or none is: a gone one is no silent omission. */
 	for (size_t i = 0; i < o->n_pids; i++) {
-		char proc[32];
-
-		snprintf(proc, sizeof(proc), "/proc/%d", o->pids[i]);
-		if (access(proc, F_OK)) {
+		if (proc__gone(o->pids[i], 0)) {
 			dls_err("report: no process with PID %d", o->pids[i]);
 			return DLS_EXIT_INSPECT;
 		}

@@ -97,17 +97,15 @@ static void stacks_usage(FILE *f)
 
 static void read_extra(pid_t pid, pid_t tid, struct thread_extra *x)
 {
-	char path[96], buf[1024];
+	char buf[1024];
 	const char *p;
 	int field = 3;
 
 	x->cpu = -1;
 	x->wchan[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", pid, tid);
-	if (proc__read_small(path, buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
+	if (proc__read(pid, tid, "wchan", buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
 		snprintf(x->wchan, sizeof(x->wchan), "%.63s", buf);
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	if (proc__read_small(path, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+	if (proc__read(pid, tid, "stat", buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
 		return;
 	/* Field 39 is the CPU it last ran on; fields count from 1, state is field 3. */
 	for (p += 2; *p && field < 39; p++)

@@ -10,6 +10,7 @@
 #include "array.h"
 #include "activity.h"
 #include "dlwatch.h"
+#include "procfs.h"
 
 /* One thread's count in one runtime: what the kernel said last, and the run's total. */
 struct counter {
@@ -119,10 +120,7 @@ static struct counter *counter_of(struct activity_counts *a, const struct dlw_ac
 /* A thread that ended starts no more regions: its entry can go (a reused tid starts at 0). */
 static bool thread_ended(const struct dlw_activity_key *k)
 {
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%u/task/%u", k->pid, k->tid);
-	return access(path, F_OK) && errno == ENOENT;
+	return proc__gone((pid_t)k->pid, (pid_t)k->tid);
 }
 
 /*

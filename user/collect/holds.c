@@ -18,6 +18,7 @@
 #include "elfobj.h"
 #include "libgraph.h"
 #include "linkmap.h"
+#include "procfs.h"
 #include "target.h"
 #include "watch_internal.h"
 
@@ -162,7 +163,7 @@ static void attach_entry(struct watch *w, struct hold_proc *hp, const struct lm_
 	if (e->name[0] == '/')
 		target__host_path(hp->t, e->name, host, sizeof(host));
 	else
-		snprintf(host, sizeof(host), "/proc/%d/cwd/%s", hp->pid, e->name);
+		proc__file_path(host, sizeof(host), hp->pid, e->name);
 	if (stat(host, &st))
 		return;
 	o.inode = st.st_ino;

@@ -131,7 +131,7 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 	struct target *t = NULL;
 	pid_t starters[64];
 	size_t n_starters = 0;
-	char list[256], comm[32] = "?", why[256], path[64];
+	char list[256], comm[32] = "?", why[256];
 	struct rtprio prio;
 	bool scanned;
 	cpu_set_t cpus;
@@ -161,9 +161,7 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 				if (!seen_tid(starters, n_starters, b[i].starters[k]))
 					starters[n_starters++] = b[i].starters[k];
 		}
-		snprintf(path, sizeof(path), "/proc/%d/comm", b[0].pid);
-		if (proc__read_small(path, comm, sizeof(comm)) > 0)
-			comm[strcspn(comm, "\n")] = '\0';
+		proc__comm(b[0].pid, 0, comm, sizeof(comm));
 		if (!ps->nested_said)
 			nested_pools(ps, b, n, &rl, ts, comm, &cpus, list, &fs);
 		if (!ps->oversubscribed)

@@ -83,15 +83,9 @@ static struct jw_proc *find(struct jobwatch *jw, pid_t pid)
 
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[1024], *paren;
 	pid_t ppid;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (proc__read_small(path, buf, sizeof(buf)) < 0 || !(paren = strrchr(buf, ')')))
-		return 0;
-	if (sscanf(paren + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return ppid;
+	return proc__ppid_start(pid, NULL, &ppid, NULL) ? 0 : ppid;
 }
 
 /* @pid's entry, a new one (in no job) when it has none; NULL when out of memory. */
@@ -160,41 +154,35 @@ static bool rank_of(struct jobwatch *jw, pid_t pid, int *rank)
 /* "running", "sleeping in pipe_read", "exited with status 3": @p's state now, in words. */
 static void state_of(const struct jw_proc *p, char *buf, size_t len)
 {
-	char path[96], stat[1024], wchan[128] = "", *paren, state = '?';
+	char wchan[128] = "", state = '?', ts;
 	bool running = false;
-	struct dirent *de;
-	DIR *d;
+	pid_t *tids;
+	size_t n;
 
 	if (p->exited) {
 		snprintf(buf, len, "%s", p->end);
 		return;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/task", p->pid);
-	d = opendir(path);
-	if (!d) {
+	if (proc__tids(p->pid, &tids, &n)) {
 		snprintf(buf, len, "gone");
 		return;
 	}
 	/* A process runs when any of its threads runs; else it is where its main thread is. */
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
+	for (size_t i = 0; i < n; i++) {
+		if (proc__read_stat(p->pid, tids[i], NULL, 0, &ts, NULL))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", p->pid, atoi(de->d_name));
-		if (proc__read_small(path, stat, sizeof(stat)) < 0 || !(paren = strrchr(stat, ')')))
-			continue;
-		running |= paren[2] == 'R';
-		if (atoi(de->d_name) == p->pid)
-			state = paren[2];
+		running |= ts == 'R';
+		if (tids[i] == p->pid)
+			state = ts;
 	}
-	closedir(d);
+	free(tids);
 	if (running)
 		state = 'R';
 	switch (state) {
 	case 'R': snprintf(buf, len, "running"); break;
 	case 'S':
 	case 'D':
-		snprintf(path, sizeof(path), "/proc/%d/wchan", p->pid);
-		if (proc__read_small(path, wchan, sizeof(wchan)) > 0 && strcmp(wchan, "0"))
+		if (proc__read(p->pid, 0, "wchan", wchan, sizeof(wchan)) > 0 && strcmp(wchan, "0"))
 			snprintf(buf, len, "sleeping in %s", wchan);
 		else
 			snprintf(buf, len, "sleeping");
@@ -390,27 +378,17 @@ static void jw_flush(struct event_sink *s)
 /* utime + stime of every thread of @pid, in clock ticks; -errno when it is gone. */
 static int cpu_ticks(pid_t pid, unsigned long long *out)
 {
-	char path[96], stat[1024], *paren;
-	unsigned long long sum = 0, ut, st;
-	struct dirent *de;
-	DIR *d;
+	unsigned long long sum = 0, t;
+	pid_t *tids;
+	size_t n;
+	int err = proc__tids(pid, &tids, &n);
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return -ESRCH;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, atoi(de->d_name));
-		if (proc__read_small(path, stat, sizeof(stat)) < 0 || !(paren = strrchr(stat, ')')))
-			continue;
-		/* Fields 14 and 15 of stat, the 12th and 13th after the comm. */
-		if (sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			   &st) == 2)
-			sum += ut + st;
-	}
-	closedir(d);
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++)
+		if (!proc__cpu_ticks(pid, tids[i], &t))
+			sum += t;
+	free(tids);
 	*out = sum;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include "detector.h"
 #include "elfobj.h"
 #include "finding.h"
+#include "procfs.h"
 #include "rtprio.h"
 #include "runtimes.h"
 #include "target.h"
@@ -163,7 +164,7 @@ static void dlopen_failed(struct watch *w, struct proc_state *ps, const struct e
 	/* Gone already (a short command): said all the same, with what needs no process. */
 	if (target__open(ev->pid, &t, why, sizeof(why)))
 		t = NULL;
-	snprintf(link, sizeof(link), "/proc/%d/cwd", ev->pid);
+	proc__path(link, sizeof(link), ev->pid, 0, "cwd");
 	if (arg[0] == '/') {
 		le.file = arg;
 	} else if (strchr(arg, '/') && (n = readlink(link, cwd, sizeof(cwd) - 1)) > 0) {

@@ -208,7 +208,7 @@ static int open_in_root(pid_t pid, const char *path, char *out, size_t len)
 
 	/* A relative name (dlopen("build/libx.so")) is the process's: from its working
 	 * directory. */
-	snprintf(root, sizeof(root), "/proc/%d/%s", pid, path[0] == '/' ? "root" : "cwd");
+	proc__path(root, sizeof(root), pid, 0, path[0] == '/' ? "root" : "cwd");
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
@@ -390,8 +390,7 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 	if (fd < 0 && kill(pid, 0) && errno == ESRCH)
 		return;
 	if (fd < 0)
-		snprintf(path, sizeof(path), "/proc/%d/%s%s", pid,
-			 o->path[0] == '/' ? "root" : "cwd/", o->path);
+		proc__file_path(path, sizeof(path), pid, o->path);
 	/* Nor through /proc (a process exiting, a zombie already: its root is gone): left
 	 * unmarked too, not marked probed with every probe refused. */
 	if (fd < 0 && access(path, R_OK))

@@ -377,8 +377,7 @@ static void loaded_after_exit(struct watch *w, struct proc_state *ps, const stru
 
 	if (!file[0] || !(ps->g = ps->g ?: graph_empty(w, ps->pid, we->comm)))
 		return;
-	snprintf(host, sizeof(host), "/proc/%d/root%s", we->ev.pid, file);
-	if (access(host, R_OK))
+	if (proc__file_path(host, sizeof(host), we->ev.pid, file) || access(host, R_OK))
 		snprintf(host, sizeof(host), "%s", file);
 	o = libgraph__add(ps->g, 0, file, host, handle, handle, 0);
 	if (!o || !o->elf)
@@ -627,14 +626,12 @@ static bool environ_holds(pid_t pid, const char *entry)
  * asked for or not, watched from now on. */
 static void add_running(struct watch *w, pid_t pid, const char *comm)
 {
-	char path[64], name[32];
+	char name[32];
 
 	if (pid == getpid() || proctable__find(w, pid))
 		return;
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	if (proc__read_small(path, name, sizeof(name)) <= 0)
+	if (proc__comm(pid, 0, name, sizeof(name)))
 		return;
-	name[strcspn(name, "\n")] = '\0';
 	/* Any name: but never another dlscope, as the kernel's exec filter (a job's stacks). */
 	if (comm ? strcmp(name, comm) != 0 : !strcmp(name, "dlscope"))
 		return;

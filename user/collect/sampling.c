@@ -11,6 +11,7 @@
 
 #include "elfobj.h"
 #include "frame_text.h"
+#include "procfs.h"
 #include "procmaps.h"
 #include "watch_internal.h"
 
@@ -169,7 +170,7 @@ bool sampling__unwind(struct watch *w, struct proc_state *ps, const struct dlw_e
 		 * has no known base). */
 		if (!o->elf || o->gone || !o->in_maps || o->origin == LG_VDSO)
 			continue;
-		snprintf(file, flen, "/proc/%d/root%s", ps->pid, o->path);
+		proc__file_path(file, flen, ps->pid, o->path);
 		mods[n++] = (struct sample_module){ o->path, file, o->base };
 	}
 	unwinder_for(w, ps, mods, n);

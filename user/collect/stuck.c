@@ -24,12 +24,11 @@
 static bool blocked_in_futex(pid_t pid, pid_t tid, unsigned long long *uaddr,
 			     unsigned long long *sp)
 {
-	char path[64], buf[256];
+	char buf[256];
 	unsigned long long a[5];
 	long nr;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
-	if (proc__read_small(path, buf, sizeof(buf)) <= 0)
+	if (proc__read(pid, tid, "syscall", buf, sizeof(buf)) <= 0)
 		return false;
 	/* "NR ARG1 ... ARG6 SP PC" */
 	return sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx", &nr, uaddr, &a[0], &a[1],
@@ -73,8 +72,6 @@ static bool first_report(struct watch *w, pid_t tid, unsigned long long since)
 static void stuck_event(struct watch_event *we, const struct dlw_call *c, unsigned int type,
 			pid_t tid, unsigned long long uaddr, unsigned long long now)
 {
-	char path[64];
-
 	memset(we, 0, sizeof(*we));
 	we->ev = (struct event){ .kind = EVENT_FUTEX_WAIT,
 				 .t = now,
@@ -91,9 +88,7 @@ static void stuck_event(struct watch_event *we, const struct dlw_call *c, unsign
 		records__read_str((pid_t)c->pid, c->strptr, we->ev.u.futex.call,
 				  sizeof(we->ev.u.futex.call));
 	we->ev.u.futex.call[sizeof(we->ev.u.futex.call) - 1] = '\0';
-	snprintf(path, sizeof(path), "/proc/%u/task/%d/comm", c->pid, tid);
-	if (proc__read_small(path, we->comm, sizeof(we->comm)) > 0)
-		we->comm[strcspn(we->comm, "\n")] = '\0';
+	proc__comm((pid_t)c->pid, tid, we->comm, sizeof(we->comm));
 	/* The thread names itself (prctl): shown escaped, as event__decode shows it. */
 	termsafe__escape(we->comm, sizeof(we->comm), we->ev.comm, sizeof(we->ev.comm));
 }

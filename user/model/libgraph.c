@@ -520,9 +520,8 @@ static int add_link_map_objects(struct libgraph *g, const struct target *t,
 						  path,
 					  host, sizeof(host));
 			if (mp && mapping__is_file(mp))
-				snprintf(mapped, sizeof(mapped),
-					 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, t->task,
-					 mp->start, mp->end);
+				proc__map_file_path(mapped, sizeof(mapped), t->task, mp->start,
+						    mp->end);
 		}
 		object_open_elf(g, o, host, mapped[0] ? mapped : NULL);
 	}
@@ -562,8 +561,7 @@ static int add_mapped_only(struct libgraph *g, const struct target *t, const str
 			continue;
 		target__host_path(t, mp->path, host, sizeof(host));
 		if (!has_elf_magic(host)) {
-			snprintf(host, sizeof(host), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-				 t->task, mp->start, mp->end);
+			proc__map_file_path(host, sizeof(host), t->task, mp->start, mp->end);
 			if (!has_elf_magic(host))
 				continue;
 		}
@@ -815,7 +813,7 @@ int libgraph__find_packages(struct libgraph *g, const struct target *t, struct p
 		goto out;
 	/* A target without its root held (an image, a fuzz input) may still have /proc/PID/root. */
 	if (fd < 0) {
-		snprintf(root, sizeof(root), "/proc/%d/root", t->task);
+		proc__path(root, sizeof(root), t->task, 0, "root");
 		fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
 	for (size_t i = 0; i < g->n; i++) {

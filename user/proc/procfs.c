@@ -28,6 +28,128 @@ ssize_t proc__read_small(const char *path, char *buf, size_t len)
 	return n;
 }
 
+int proc__path(char *buf, size_t len, pid_t pid, pid_t tid, const char *name)
+{
+	int n;
+
+	if (tid)
+		n = snprintf(buf, len, "/proc/%d/task/%d%s%s", pid, tid, name ? "/" : "",
+			     name ? name : "");
+	else
+		n = snprintf(buf, len, "/proc/%d%s%s", pid, name ? "/" : "", name ? name : "");
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+ssize_t proc__read(pid_t pid, pid_t tid, const char *name, char *buf, size_t len)
+{
+	char path[128];
+	int err = proc__path(path, sizeof(path), pid, tid, name);
+
+	return err ? err : proc__read_small(path, buf, len);
+}
+
+int proc__comm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char comm[64];
+	ssize_t n = proc__read(pid, tid, "comm", comm, sizeof(comm));
+
+	if (n <= 0)
+		return n < 0 ? (int)n : -ESRCH;
+	comm[strcspn(comm, "\n")] = '\0';
+	snprintf(buf, len, "%s", comm);
+	return 0;
+}
+
+bool proc__gone(pid_t pid, pid_t tid)
+{
+	char path[64];
+	struct stat st;
+
+	return !proc__path(path, sizeof(path), pid, tid, NULL) && stat(path, &st) &&
+	       errno == ENOENT;
+}
+
+int proc__tids(pid_t pid, pid_t **tids, size_t *n)
+{
+	char path[64];
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	*tids = NULL;
+	*n = 0;
+	proc__path(path, sizeof(path), pid, 0, "task");
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(d))) {
+		long tid = strtol(de->d_name, NULL, 10);
+
+		if (tid <= 0)
+			continue;
+		if (ARRAY_PUSH(*tids, *n, cap, (pid_t)tid)) {
+			closedir(d);
+			free(*tids);
+			*tids = NULL;
+			*n = 0;
+			return -ENOMEM;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int proc__cpu_ticks(pid_t pid, pid_t tid, unsigned long long *ticks)
+{
+	char buf[1024], *paren;
+	unsigned long long ut, st;
+	ssize_t n = proc__read(pid, tid, "stat", buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	/* Fields 14 and 15 of stat, the 12th and 13th after the comm. */
+	if (!(paren = strrchr(buf, ')')) ||
+	    sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) !=
+		    2)
+		return -EPROTO;
+	*ticks = ut + st;
+	return 0;
+}
+
+int proc__status_field(pid_t pid, pid_t tid, const char *key, char *buf, size_t len)
+{
+	char text[8192], *p;
+	size_t klen = strlen(key);
+	ssize_t n = proc__read(pid, tid, "status", text, sizeof(text));
+
+	if (n < 0)
+		return (int)n;
+	for (p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, key, klen) || p[klen] != ':')
+			continue;
+		p += klen + 1;
+		p += strspn(p, " \t");
+		snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int proc__file_path(char *buf, size_t len, pid_t pid, const char *path)
+{
+	int n = snprintf(buf, len, "/proc/%d/%s%s", pid, path[0] == '/' ? "root" : "cwd/", path);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int proc__map_file_path(char *buf, size_t len, pid_t pid, unsigned long long start,
+			unsigned long long end)
+{
+	int n = snprintf(buf, len, "/proc/%d/map_files/%llx-%llx", pid, start, end);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
 		    unsigned long *flags)
 {
@@ -66,23 +188,25 @@ int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *stat
 /* Fields 4 (ppid) and 22 (starttime, clock ticks after boot) of /proc/PID/stat. */
 int proc__ppid_start(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 {
-	char path[64], buf[1024], *rparen, st;
+	char buf[1024], *rparen, st;
+	unsigned long long begun;
 	pid_t parent;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (proc__read_small(path, buf, sizeof(buf)) < 0)
+	if (proc__read(pid, 0, "stat", buf, sizeof(buf)) < 0)
 		return -ESRCH;
 	rparen = strrchr(buf, ')');
 	/* After comm: state ppid, then 17 fields up to starttime. */
 	if (!rparen || sscanf(rparen + 2,
 			      "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
 			      "%*d %*d %*d %llu",
-			      &st, &parent, start) != 3)
+			      &st, &parent, &begun) != 3)
 		return -EPROTO;
 	if (state)
 		*state = st;
 	if (ppid)
 		*ppid = parent;
+	if (start)
+		*start = begun;
 	return 0;
 }
 

@@ -8,10 +8,42 @@
 
 /* Read a small /proc file in one read, NUL-terminated. Returns its length or -errno. */
 ssize_t proc__read_small(const char *path, char *buf, size_t len);
+
+/*
+ * The one way to name a process's /proc entries: "/proc/PID/NAME", or its thread's own,
+ * "/proc/PID/task/TID/NAME" (@tid 0: the process's); @name NULL: the directory itself.
+ * 0, or -ENAMETOOLONG when @buf is too short.
+ */
+int proc__path(char *buf, size_t len, pid_t pid, pid_t tid, const char *name);
+/* proc__read_small of proc__path's file. */
+ssize_t proc__read(pid_t pid, pid_t tid, const char *name, char *buf, size_t len);
+/* The name (comm) of process @pid or its thread @tid as it set it, without the newline, raw
+ * (escape it to show it). 0, or -errno with @buf untouched. */
+int proc__comm(pid_t pid, pid_t tid, char *buf, size_t len);
+/* Whether process @pid (thread @tid of it when not 0) is gone: its /proc entry is no more. */
+bool proc__gone(pid_t pid, pid_t tid);
+/* The threads of @pid (its task directory) into @*tids (free it), @*n of them. 0, -ESRCH
+ * when the process is gone, -ENOMEM, or another -errno. */
+int proc__tids(pid_t pid, pid_t **tids, size_t *n);
+/* A thread's user and system time, in clock ticks (fields 14 and 15 of its stat). 0 or -errno. */
+int proc__cpu_ticks(pid_t pid, pid_t tid, unsigned long long *ticks);
+/* The value of field @key ("Cpus_allowed_list", "Uid") of @pid's (@tid's) status, into @buf
+ * without the newline. 0, -ENOENT when it has no such field, or -errno. */
+int proc__status_field(pid_t pid, pid_t tid, const char *key, char *buf, size_t len);
+
+/*
+ * A file of process @pid as it names it, where we can open it: an absolute @path through its
+ * root (/proc/PID/root/PATH, a container's files), a relative one from its working directory
+ * (/proc/PID/cwd/PATH). 0 or -ENAMETOOLONG.
+ */
+int proc__file_path(char *buf, size_t len, pid_t pid, const char *path);
+/* The file mapped at [@start, @end) in @pid, even deleted or replaced: /proc/PID/map_files. */
+int proc__map_file_path(char *buf, size_t len, pid_t pid, unsigned long long start,
+			unsigned long long end);
 /* Parse "/proc/PID/stat"-style fields (@tid 0: the process's); NULL outputs are skipped. */
 int proc__read_stat(pid_t pid, pid_t tid, char *comm, size_t commlen, char *state,
 		    unsigned long *flags);
-/* Its state letter and parent (@state, @ppid may be NULL) and start (clock ticks after boot:
+/* Its state letter and parent (@state, @ppid, @start may be NULL) and start (clock ticks after boot:
  * with the PID, one process for good), in one read. 0, -ESRCH when gone, -EPROTO. */
 int proc__ppid_start(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
 
