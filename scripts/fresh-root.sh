@@ -9,8 +9,8 @@
 # The root is bound onto itself (a mount point, as a machine's / is: `unshare --propagation`
 # needs one) with /proc, /sys and /dev bound in (BPF, uprobes, ptrace and ptys work in a chroot
 # on this kernel), all in a mount namespace of this script's own, gone when it ends. Only the
-# minbase tarball is kept between runs (scripts/root-tarball.sh, outside the repository): every
-# package the command needs is installed afresh. Every process left in the root is killed at
+# minbase tarball and the downloaded .deb files are kept between runs (scripts/root-tarball.sh's
+# folder, outside the repository): every package the command needs is installed afresh. Every process left in the root is killed at
 # the end and the root removed (--keep keeps the root and says where; --logs DIR copies the
 # files *.log the command left in /root to DIR first). Needs root.
 set -euo pipefail
@@ -64,12 +64,18 @@ git clone -q "$repo" "$root/root/dlscope"
 # Inside a private mount namespace: the mounts, the command with an environment a login shell
 # would give it, then every process whose root is this one killed (a fixture left behind keeps
 # the namespace, and so the mounts, alive).
+# The .deb files the root downloads are kept between runs, beside the tarball (as an apt proxy
+# keeps them): apt checks each against the root's own package lists, so what is installed and
+# how is the same as from the network, only the transfer is saved.
+debs=${DLSCOPE_ROOT_CACHE:-/var/cache/dlscope-ci}/bookworm-debs
+mkdir -p "$debs/partial"
 status=0
-unshare --mount --propagation private bash -s "$root" "$1" <<-'EOF' || status=$?
+unshare --mount --propagation private bash -s "$root" "$1" "$debs" <<-'EOF' || status=$?
 	set -u
 	root=$1
 	mount --bind "$root" "$root"
 	for fs in proc sys dev; do mount --rbind "/$fs" "$root/$fs"; done
+	mount --bind "$3" "$root/var/cache/apt/archives"
 	status=0
 	env -i HOME=/root TERM="${TERM:-xterm}" \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
