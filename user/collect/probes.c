@@ -178,7 +178,7 @@ static int attach_returns(struct watch *w, struct bpf_program *prog, const char 
 
 /*
  * The loader's r_brk (_dl_debug_state), where a thread is held until the probes of the objects
- * it just mapped are in place (bpf/dlwatch.bpf.c: linkmap_consistent). The cookie is where
+ * it just mapped are in place (bpf/dlwatch/holds.bpf.h: linkmap_consistent). The cookie is where
  * _r_debug.r_state is from the function, so that the program holds at RT_CONSISTENT only.
  */
 static void attach_linkmap(struct watch *w, const char *path, const struct elf_object *elf)
@@ -578,7 +578,7 @@ static int percpu_sum(const struct bpf_map *map, uint32_t key, unsigned long lon
 	return err ? -1 : 0;
 }
 
-/* How many programs run now (bpf/dlwatch.bpf.c: `running`), all CPUs; -1 when unreadable. */
+/* How many programs run now (bpf/dlwatch/ring.bpf.h: `running`), all CPUs; -1 when unreadable. */
 static long long programs_running(struct watch *w)
 {
 	unsigned long long n = 0;

@@ -26,7 +26,7 @@
 #include "watch_internal.h"
 
 /*
- * A thread held at its loader's consistent link map (bpf/dlwatch.bpf.c: linkmap_consistent):
+ * A thread held at its loader's consistent link map (bpf/dlwatch/holds.bpf.h: linkmap_consistent):
  * its link map read now, the probes its new objects call for attached, then the thread let go.
  * The model is not touched: the exec or the dlopen that brought the objects reports them, in
  * the stream's order. The kernel made the process a target, even one not in the model yet.

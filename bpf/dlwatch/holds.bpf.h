@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The hold at the loader's consistent link map: a thread that mapped new objects waits until
+ * the collector has put their probes in place, never longer than the collector is attentive.
+ * A part of dlwatch.bpf.c, included there in order.
+ */
+#ifndef DLSCOPE_DLWATCH_HOLDS_H
+#define DLSCOPE_DLWATCH_HOLDS_H
+
+/*
+ * The hold at the loader's consistent link map (DLW_HOLD): the threads waiting, by tid, for
+ * user space to write their hold's number here once it attached the new objects' probes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u64);
+} released SEC(".maps");
+
+/* The processes (tgid) whose start-up link map was seen: a later one outside dlopen is not. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u8);
+} started SEC(".maps");
+
+/* Holds go on a ring of their own, which the collector reads before any other event. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 10);
+} holds SEC(".maps");
+
+__u64 hold_seq;
+unsigned long long collector_beat;
+/* What the holds cost the targets, as the held threads saw it: holds that waited, their time
+ * (start to going on) in all and at most, those ended because the heartbeat went stale, and
+ * arrivals not held as it was stale already. */
+unsigned long long hold_held, hold_ns_total, hold_ns_max, hold_abandoned, hold_not_held;
+
+/*
+ * Per process (tgid), the unloads begun so far (_dl_debug_state with RT_DELETE), sent with each
+ * hold: the collector walks the link map from the last entry it knew only while none came
+ * since, for a dlclose can take that entry with objects before it, and the next dlopen bring
+ * it back, at its place, after new ones.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u64);
+} unloads SEC(".maps");
+
+static __always_inline u64 unloads_of(u32 tgid)
+{
+	u64 *n = bpf_map_lookup_elem(&unloads, &tgid);
+
+	return n ? *n : 0;
+}
+
+/* Whether the collector has answered lately (its heartbeat, DLW_BEAT_STALE_NS). */
+static __always_inline bool collector_attentive(u64 now)
+{
+	u64 beat = *(volatile unsigned long long *)&collector_beat;
+
+	return beat && now - beat <= DLW_BEAT_STALE_NS;
+}
+
+/* The open-coded number iterator (kernel 6.4): verified once, whatever its count. */
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+
+/*
+ * A held thread's wait, by tid: kept in a map rather than on the program's stack, which a
+ * sleepable program preempted on its CPU has been seen to find overwritten (a per-CPU private
+ * stack), ending the wait at once.
+ */
+struct hold_wait {
+	u64 seq, start, deadline, pc;
+	u32 done, stale;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct hold_wait);
+} holding SEC(".maps");
+
+/* One turn of the wait: released, or past the deadline, ends it (1). */
+static long hold_poll(u64 i, void *ctx)
+{
+	u32 tid = (u32)current_id();
+	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
+	u64 *v = bpf_map_lookup_elem(&released, &tid);
+	u8 byte;
+
+	if (!h)
+		return 1;
+	if (v && *v >= h->seq) {
+		h->done = 1;
+		return 1;
+	}
+	if (!collector_attentive(bpf_ktime_get_ns())) {
+		h->stale = 1;
+		return 1;
+	}
+	/*
+	 * A read of the thread's own code through the page tables (get_user_pages): it calls
+	 * cond_resched(), so that a kernel without preemption (PREEMPT_NONE) runs the collector
+	 * meanwhile, even on this CPU; the wait is a busy one otherwise.
+	 */
+	bpf_copy_from_user_task(&byte, 1, (void *)h->pc, bpf_get_current_task_btf(), 0);
+	return bpf_ktime_get_ns() > h->deadline;
+}
+
+/* Whether the wait goes on: neither released nor past its deadline. */
+static __always_inline bool hold_waiting(void)
+{
+	u32 tid = (u32)current_id();
+	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
+
+	return h && !h->done && !h->stale && bpf_ktime_get_ns() <= h->deadline;
+}
+
+/*
+ * _dl_debug_state, the loader's r_brk: called with r_state RT_CONSISTENT once the objects a
+ * dlopen maps (or those of the start-up) are in the link map, before they are relocated and
+ * before any of their constructors runs. The cookie is where r_state (_r_debug) is from the
+ * probed function, so that RT_ADD and RT_DELETE pass. The thread then waits here, in the
+ * kernel (no stop a parent or debugger could see), until user space has attached what the new
+ * objects need, at most DLW_HOLD_MAX_NS. Sleepable: outside RCU's read side, since attaching
+ * a uprobe waits for an RCU grace period (the dup_mmap_sem write), which a program spinning
+ * under rcu_read_lock() would hold back until its hold ran out.
+ */
+static __always_inline int linkmap_hold(struct pt_regs *ctx)
+{
+	u64 id = current_id(), delta = bpf_get_attach_cookie(ctx);
+	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
+	struct hold_wait h = { .pc = PT_REGS_IP(ctx) }, *hp;
+	u64 start, took;
+	struct bpf_iter_num it;
+	int dummy = 0;
+	struct dlw_event *e;
+	u8 yes = 1;
+
+	if (!probe_for(tgid))
+		return 0;
+	if (delta &&
+	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + (s64)delta)) &&
+	    state != 0 /* RT_CONSISTENT */) {
+		if (state == 2 /* RT_DELETE */) {
+			u64 one = 1, *n = bpf_map_lookup_elem(&unloads, &tgid);
+
+			if (n)
+				__sync_fetch_and_add(n, 1);
+			else
+				bpf_map_update_elem(&unloads, &tgid, &one, BPF_ANY);
+		}
+		return 0;
+	}
+	if (!hold_arrivals)
+		return 0;
+	/* Outside dlopen only the start-up's link map is news (then a dlclose's is not). */
+	if (!depth && bpf_map_update_elem(&started, &tgid, &yes, BPF_NOEXIST))
+		return 0;
+	start = bpf_ktime_get_ns();
+	/* A collector stopped, killed or starved holds nobody until it beats again. */
+	if (!collector_attentive(start)) {
+		__sync_fetch_and_add(&hold_not_held, 1);
+		count_lost_as(DLW_LOST_HOLD);
+		return 0;
+	}
+	h.seq = __sync_fetch_and_add(&hold_seq, 1) + 1;
+	e = bpf_ringbuf_reserve(&holds, __builtin_offsetof(struct dlw_event, path), 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	init_event(e, DLW_HOLD, false);
+	e->arg0 = h.seq;
+	e->arg1 = depth ? DLW_HOLD_DLOPEN : DLW_HOLD_STARTUP;
+	e->arg2 = unloads_of(tgid);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	h.start = start;
+	h.deadline = start + DLW_HOLD_MAX_NS;
+	if (bpf_map_update_elem(&holding, &tid, &h, BPF_ANY))
+		return 0;
+	/*
+	 * bpf_loop's turns (8M, some 100 ms here) in rounds, until the deadline or the release:
+	 * bpf_loop cannot nest, and a bounded loop would be verified once per round.
+	 */
+	bpf_iter_num_new(&it, 0, 1024);
+	while (bpf_iter_num_next(&it) && hold_waiting())
+		bpf_loop(1 << 23, hold_poll, &dummy, 0);
+	bpf_iter_num_destroy(&it);
+	/* The thread's own, not what the stack may hold by now. */
+	tid = (u32)current_id();
+	hp = bpf_map_lookup_elem(&holding, &tid);
+	if (hp && !hp->done)
+		count_lost_as(DLW_LOST_HOLD);
+	if (hp) {
+		if (!hp->done && hp->stale)
+			__sync_fetch_and_add(&hold_abandoned, 1);
+		/* The hold as the thread saw it (its start from the map, as the rest). */
+		took = bpf_ktime_get_ns() - hp->start;
+		__sync_fetch_and_add(&hold_held, 1);
+		__sync_fetch_and_add(&hold_ns_total, took);
+		if (took > hold_ns_max)
+			hold_ns_max = took; /* racy between CPUs: a maximum, not a sum */
+	}
+	bpf_map_delete_elem(&holding, &tid);
+	bpf_map_delete_elem(&released, &tid);
+	return 0;
+}
+
+SEC("uprobe.s")
+int BPF_KPROBE(linkmap_consistent)
+{
+	return GUARDED(linkmap_hold(ctx));
+}
+
+#endif
