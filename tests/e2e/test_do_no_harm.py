@@ -198,7 +198,7 @@ def test_a_starved_collector_stalls_no_target_call():
 def twin_rate(watch_args):
     """dlsym calls a second of a loop nobody watches, run while `watch WATCH_ARGS -p IDLE`
     watches another process (None: no watch); and the watch's stderr."""
-    from test_watch import _dlsym_loop
+    from test_watch_loss import _dlsym_loop
     idle = subprocess.Popen(["sleep", "60"])
     w = None
     try:

@@ -148,7 +148,7 @@ def test_export_opens_in_chrome_devtools_trace_engine():
 def test_export_draws_hot_activity_as_counters():
     """record --hot's activity records become counter tracks whose samples add up to the
     regions the fixture ran (1000 in libgomp, 300 in libomp)."""
-    from test_watch import record_hot_regions
+    from test_watch_runtimes import record_hot_regions
 
     with tempfile.TemporaryDirectory() as d:
         trace = os.path.join(d, "hot.jsonl")
