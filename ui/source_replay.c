@@ -8,6 +8,7 @@
 
 #include "event.h"
 #include "source.h"
+#include "tracefile.h"
 
 static uint64_t record_time(const json_t *rec)
 {
@@ -103,27 +104,11 @@ static int open_trace_file(struct replay *r, const char *path, char *why, size_t
 static int read_header(struct replay *r, char *buf, size_t *lineno, const char *path, char *why,
 		       size_t whylen)
 {
-	json_t *rec = next_record(r, buf, lineno, true, why, whylen, path);
-	const char *fmt;
+	char bad[256];
+	json_t *rec = next_record(r, buf, lineno, true, bad, sizeof(bad), path);
 
-	if (!rec || !json_is_string(json_object_get(rec, "format"))) {
-		if (!why[0])
-			snprintf(why, whylen, "%s is not a dlscope trace: %s", path,
-				 *lineno ?
-					 "its first line has no \"format\" (make one with 'dlscope "
-					 "record')" :
-					 "it is empty");
-		json_decref(rec);
-		return -EINVAL;
-	}
-	/* This format and the ones before it (their records are a subset; docs/trace-format.md). */
-	fmt = json_string_value(json_object_get(rec, "format"));
-	if (strcmp(fmt, TRACE_FORMAT) && strcmp(fmt, TRACE_FORMAT_V2) &&
-	    strcmp(fmt, TRACE_FORMAT_V1)) {
-		snprintf(why, whylen,
-			 "%s is a trace of format \"%.64s\", which this dlscope does "
-			 "not read (it reads %s, %s and %s)",
-			 path, fmt, TRACE_FORMAT_V1, TRACE_FORMAT_V2, TRACE_FORMAT);
+	/* What every reader of traces says of a file that is none, or of a newer format. */
+	if (tracefile__check_header(rec, path, !*lineno, why, whylen)) {
 		json_decref(rec);
 		return -EINVAL;
 	}

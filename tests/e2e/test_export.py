@@ -100,7 +100,8 @@ def test_export_errors_are_one_line():
         f.write('{"type":"header","format":"something-else/1"}\n')
         f.flush()
         proc = dlscope("export", "--perfetto", f.name, "-o", f.name + ".json", check=3)
-        assert "is not a dlscope trace this dlscope reads" in proc.stderr, proc.stderr
+        assert 'format "something-else/1", which this dlscope does not read' in proc.stderr, \
+            proc.stderr
         assert not os.path.exists(f.name + ".json"), "a failed export left its file behind"
     # --perfetto is the default, the only format; one trace and no more.
     proc = dlscope("export", "/tmp/a.jsonl", "/tmp/b.jsonl", check=2)

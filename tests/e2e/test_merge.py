@@ -286,3 +286,28 @@ def test_slurm_script_parses():
     """bash -n; the recipe itself runs on a real Slurm in test_slurm.py."""
     sbatch = os.path.join(ROOT, "deploy", "slurm", "dlscope-record.sbatch")
     subprocess.run(["bash", "-n", sbatch], check=True)
+
+
+def test_every_reader_of_traces_says_the_same_of_a_file_that_is_none():
+    """check, report, export, merge and ui --replay read traces through one reader: a file that
+    is no trace, an empty one and one of a newer format get one line each, the same words from
+    every command, and exit 3."""
+    cases = {"not json\n": "is not a dlscope trace (its first line is no trace header; make "
+                           "one with 'dlscope record')",
+             "": "is not a dlscope trace (it is empty; make one with 'dlscope record')",
+             '{"type":"header","format":"dlscope-trace/99"}\n':
+                 'is a trace of format "dlscope-trace/99", which this dlscope does not read'}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.jsonl")
+        for text, words in cases.items():
+            with open(path, "w") as f:
+                f.write(text)
+            for cmd in (["check"], ["report"], ["export"], ["merge", "-o", path + ".m"]):
+                p = dlscope(*cmd, path, check=3)
+                assert p.stderr.count("\n") == 1 and \
+                    p.stderr.startswith(f"dlscope: {cmd[0]}: {path} {words}"), (cmd, p.stderr)
+            # The UI wants a terminal: script(1) gives it one.
+            ui = subprocess.run(["script", "-qec", f"{dlscope_path()} ui --replay {path}",
+                                 "/dev/null"], capture_output=True, text=True, timeout=30,
+                                stdin=subprocess.DEVNULL)
+            assert ui.returncode == 3 and f"dlscope: ui: {path} {words}" in ui.stdout, ui

@@ -316,35 +316,28 @@ json_t *check__trace_doc(const char *path, bool all,
 			 char *why, size_t whylen)
 {
 	struct tstate s = { 0 };
-	struct trace_end end = { .records = 1 }; /* the header, read by tracefile__open */
-	json_t *hdr = NULL, *doc = NULL, *procs;
-	char *line = NULL, cut[256] = "";
+	struct trace_reader r;
+	json_t *doc = NULL, *procs, *rec;
+	char cut[256] = "";
 	bool complete;
-	size_t cap = 0;
-	ssize_t len;
-	struct stat st;
-	FILE *f;
 
-	if (tracefile__open(path, &f, &hdr, &st, why, whylen))
+	if (trace_reader__open(&r, path, why, whylen))
 		return NULL;
 	if (host_index(&s, "") < 0)
 		goto oom;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		json_t *rec = json_loadb(line, (size_t)len, 0, NULL);
-		int err;
+	while (trace_reader__next(&r, &rec)) {
+		int err = take_record(&s, rec, selected, ctx);
 
-		trace_end__see(&end, line, (size_t)len, rec);
-		err = take_record(&s, rec, selected, ctx);
 		json_decref(rec);
 		if (err)
 			goto oom;
 	}
 	/* Whether the trace is whole: a reader of findings alone must learn what is missing. */
-	complete = !trace_end__cut(&end, cut, sizeof(cut));
+	complete = !trace_end__cut(&r.end, cut, sizeof(cut));
 	doc = json_pack("{s:s, s:s, s:O*, s:I, s:b, s:s*, s:I, s:[]}", "dlscope", DLSCOPE_VERSION,
-			"trace", path, "hosts", json_object_get(hdr, "hosts"), "processes_seen",
+			"trace", path, "hosts", json_object_get(r.hdr, "hosts"), "processes_seen",
 			(json_int_t)s.n, "complete", complete, "cut", complete ? NULL : cut, "lost",
-			(json_int_t)end.lost, "processes");
+			(json_int_t)r.end.lost, "processes");
 	procs = json_object_get(doc, "processes");
 	if (!procs)
 		goto oom;
@@ -357,9 +350,7 @@ oom:
 	json_decref(doc);
 	doc = NULL;
 out:
-	fclose(f);
-	free(line);
-	json_decref(hdr);
+	trace_reader__close(&r);
 	tstate__free(&s);
 	return doc;
 }

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "event.h"
 #include "report_trace.h"
+#include "tracefile.h"
 
 /* A runtime role of a loaded record, in words: "GNU libgomp (GCC 12), OpenMP 5.1 arrived",
  * a front as what it forwards to ("front of /lib/.../libopenblas.so.0 arrived"). */
@@ -82,38 +83,18 @@ static void timeline_text(const json_t *rec, const char *type, char *text, size_
 	}
 }
 
-/* Whether @rec is a trace's header. */
-static bool is_header(const json_t *rec, const char *type)
+/* The records of the trace @r has open into @tr's timeline. */
+static void read_records(struct trace_reader *r, struct from_trace *tr)
 {
-	const char *fmt = json_string_value(json_object_get(rec, "format"));
-
-	return type && !strcmp(type, "header") && fmt && !strncmp(fmt, "dlscope-trace/", 14);
-}
-
-/* The lines of @f into @tr: 1 when the first was a header, 0 when there was none, -1 when bad. */
-static int read_records(FILE *f, struct from_trace *tr)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
 	uint64_t t0 = 0;
-	int header = 0;
+	json_t *rec;
 
-	while ((len = getline(&line, &cap, f)) > 0) {
-		json_t *rec = json_loadb(line, (size_t)len, 0, NULL);
+	read_header(r->hdr, tr, &t0);
+	while (trace_reader__next(r, &rec)) {
 		const char *type = json_string_value(json_object_get(rec, "type"));
 		char text[1024] = "";
 		double t;
 
-		if (!header) {
-			header = is_header(rec, type) ? 1 : -1;
-			if (header > 0)
-				read_header(rec, tr, &t0);
-			json_decref(rec);
-			if (header < 0)
-				break;
-			continue;
-		}
 		if (!type || !json_is_integer(json_object_get(rec, "pid"))) {
 			json_decref(rec);
 			continue;
@@ -127,33 +108,21 @@ static int read_records(FILE *f, struct from_trace *tr)
 							"host", json_object_get(rec, "host")));
 		json_decref(rec);
 	}
-	free(line);
-	return header;
 }
 
 int report_trace__read(const char *path, struct from_trace *tr, char *why, size_t whylen)
 {
-	FILE *f = fopen(path, "r");
-	int header;
+	struct trace_reader r;
+	int err = trace_reader__open(&r, path, why, whylen);
 
-	if (!f) {
-		snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
-		return -errno;
-	}
+	if (err)
+		return err;
 	tr->timeline = json_array();
-	header = read_records(f, tr);
-	fclose(f);
-	if (header < 0)
-		snprintf(why, whylen,
-			 "%s is not a dlscope trace (its first line is no header; make one with "
-			 "'dlscope record')",
-			 path);
-	else if (!header)
-		snprintf(why, whylen, "%s is empty, not a dlscope trace", path);
+	read_records(&r, tr);
+	trace_reader__close(&r);
 	/* The processes, their names, runtimes and findings: what check TRACE says of them. */
-	if (header > 0)
-		tr->check = check__trace_doc(path, true, NULL, NULL, why, whylen);
-	if (header <= 0 || !tr->check) {
+	tr->check = check__trace_doc(path, true, NULL, NULL, why, whylen);
+	if (!tr->check) {
 		json_decref(tr->timeline);
 		tr->timeline = NULL;
 		return -EINVAL;

@@ -15,6 +15,7 @@
 #include "event.h"
 #include "paths.h"
 #include "perfetto.h"
+#include "tracefile.h"
 
 /* How many frames of a stack go into an event's arguments. */
 #define ARGS_FRAMES 16
@@ -428,31 +429,12 @@ static void write_names(struct exporter *e)
 	}
 }
 
-/* The header: this dlscope reads formats 1 up to the one it writes. */
-static int read_header(struct exporter *e, const char *path, json_t **hdr, char *why, size_t whylen)
+/* The header (tracefile__open read and checked it): the trace's first time. */
+static void take_header(struct exporter *e, const json_t *hdr)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len = getline(&line, &cap, e->in);
-	json_t *rec = len > 0 ? json_loadb(line, (size_t)len, 0, NULL) : NULL;
-	const char *fmt = rec ? json_string_value(json_object_get(rec, "format")) : NULL;
-	int version = 0, ours = TRACE_FORMAT_NUMBER;
-
-	free(line);
-	if (!fmt || sscanf(fmt, "dlscope-trace/%d", &version) != 1 || version < 1 ||
-	    version > ours) {
-		snprintf(why, whylen,
-			 "%s is not a dlscope trace this dlscope reads (its first line must be a "
-			 "header of format dlscope-trace/1 to /%d; make one with 'dlscope record')",
-			 path, ours);
-		json_decref(rec);
-		return -EINVAL;
-	}
-	e->t0 = get_u64(rec, "t0");
+	e->t0 = get_u64(hdr, "t0");
 	e->st->records++;
 	e->st->skipped++; /* the header is no event */
-	*hdr = rec;
-	return 0;
 }
 
 int perfetto__export(const char *path, FILE *out, struct perfetto_stats *st, char *why,
@@ -460,18 +442,15 @@ int perfetto__export(const char *path, FILE *out, struct perfetto_stats *st, cha
 {
 	struct exporter e = { .out = out, .first = true, .st = st };
 	json_t *hdr = NULL;
+	struct stat fst;
 	int err;
 
 	memset(st, 0, sizeof(*st));
-	e.in = fopen(path, "r");
-	if (!e.in) {
-		err = -errno;
-		snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
+	err = tracefile__open(path, &e.in, &hdr, &fst, why, whylen);
+	if (err)
 		return err;
-	}
-	err = read_header(&e, path, &hdr, why, whylen);
-	if (!err)
-		err = index_records(&e, why, whylen);
+	take_header(&e, hdr);
+	err = index_records(&e, why, whylen);
 	if (!err) {
 		json_t *other = json_pack("{s:O, s:O, s:O}", "dlscope",
 					  json_object_get(hdr, "dlscope") ?: json_null(), "host",

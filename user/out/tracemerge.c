@@ -24,21 +24,16 @@
 
 struct input {
 	const char *path;
-	FILE *f;
-	struct stat st;
-	json_t *hdr;
-	json_t *label;	  /* the "host" every record gets (a string) */
-	int64_t off;	  /* realtime_minus_monotonic_ns */
-	uint64_t lines;	  /* lines after the header */
-	uint64_t written; /* records of it written */
+	struct trace_reader r; /* the trace, its header (r.hdr) and file (r.st) */
+	json_t *label;	       /* the "host" every record gets (a string) */
+	int64_t off;	       /* realtime_minus_monotonic_ns */
+	uint64_t lines;	       /* lines after the header */
+	uint64_t written;      /* records of it written */
 	uint64_t bad, first_bad;
-	uint64_t lineno;
 	json_t *head;	 /* its next record, NULL at its end */
 	uint64_t head_t; /* its time on the merged clock */
 	uint64_t last_t; /* a record without a time keeps its place: the time before it */
 	json_t *summary;
-	char *line;
-	size_t cap;
 };
 
 uint64_t merge__realtime(uint64_t t, int64_t off)
@@ -121,17 +116,17 @@ static const char *str_of(const json_t *o, const char *key)
 /* Open an input and read its header: 0, or -errno with the reason in @why. */
 static int open_input(struct input *in, char *why, size_t whylen)
 {
-	int err = tracefile__open(in->path, &in->f, &in->hdr, &in->st, why, whylen);
+	int err = trace_reader__open(&in->r, in->path, why, whylen);
 
 	if (err)
 		return err;
-	if (json_object_get(in->hdr, "inputs")) {
+	if (json_object_get(in->r.hdr, "inputs")) {
 		snprintf(why, whylen,
 			 "%s is already a merged trace: merge the nodes' own traces in one run",
 			 in->path);
 		return -EINVAL;
 	}
-	if (!json_is_integer(json_object_get(in->hdr, "realtime_minus_monotonic_ns"))) {
+	if (!json_is_integer(json_object_get(in->r.hdr, "realtime_minus_monotonic_ns"))) {
 		snprintf(why, whylen,
 			 "%s has no realtime_minus_monotonic_ns in its header: its times cannot be "
 			 "put on the other nodes' clock",
@@ -139,9 +134,8 @@ static int open_input(struct input *in, char *why, size_t whylen)
 		return -EINVAL;
 	}
 	in->off = (int64_t)json_integer_value(
-		json_object_get(in->hdr, "realtime_minus_monotonic_ns"));
-	in->lineno = 1;
-	if (count_lines(in->f, &in->lines)) {
+		json_object_get(in->r.hdr, "realtime_minus_monotonic_ns"));
+	if (count_lines(in->r.f, &in->lines)) {
 		snprintf(why, whylen, "cannot read %s: %s", in->path, strerror(EIO));
 		return -EIO;
 	}
@@ -151,17 +145,15 @@ static int open_input(struct input *in, char *why, size_t whylen)
 /* The input's next record on the merged clock, labelled; NULL at its end. */
 static json_t *next_record(struct input *in)
 {
-	ssize_t len;
+	json_t *rec;
 
-	while ((len = getline(&in->line, &in->cap, in->f)) > 0) {
-		json_t *rec = json_loadb(in->line, (size_t)len, 0, NULL);
+	while (trace_reader__next(&in->r, &rec)) {
 		const char *type = str_of(rec, "type");
 		const json_t *t = json_object_get(rec, "t");
 
-		in->lineno++;
 		if (!json_is_object(rec) || !type || !strcmp(type, "header")) {
 			if (!in->bad++)
-				in->first_bad = in->lineno;
+				in->first_bad = in->r.lineno;
 			json_decref(rec);
 			continue;
 		}
@@ -226,7 +218,7 @@ static json_t *merged_header(struct input *ins, size_t n)
 	bool follow = false, hot = false;
 
 	for (size_t i = 0; i < n; i++) {
-		const json_t *h = ins[i].hdr;
+		const json_t *h = ins[i].r.hdr;
 		uint64_t t = merge__realtime((uint64_t)int_of(h, "t0"), ins[i].off);
 
 		t0 = t < t0 ? t : t0;
@@ -386,7 +378,7 @@ static int refuse_overwriting_input(const struct input *ins, size_t n, const cha
 	if (stat(out_path, &ost))
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if (ost.st_dev == ins[i].st.st_dev && ost.st_ino == ins[i].st.st_ino) {
+		if (ost.st_dev == ins[i].r.st.st_dev && ost.st_ino == ins[i].r.st.st_ino) {
 			snprintf(why, whylen,
 				 "-o %s is the input %s: the merge would overwrite it; write "
 				 "to another file",
@@ -405,8 +397,8 @@ static int label_hosts(struct input *ins, size_t n, const char *const *paths,
 
 	for (size_t i = 0; i < n; i++) {
 		/* A header without a host name: the file's name stands for it. */
-		hosts[i].host = str_of(ins[i].hdr, "host") ?: paths[i];
-		hosts[i].boot_id = str_of(ins[i].hdr, "boot_id");
+		hosts[i].host = str_of(ins[i].r.hdr, "host") ?: paths[i];
+		hosts[i].boot_id = str_of(ins[i].r.hdr, "boot_id");
 	}
 	err = merge__labels(hosts, n, labels, dup);
 	if (err == -EEXIST) {
@@ -473,13 +465,10 @@ static int write_merged(struct input *ins, size_t n, const char *out_path, struc
 static void close_inputs(struct input *ins, char **labels, size_t n)
 {
 	for (size_t i = 0; ins && i < n; i++) {
-		if (ins[i].f)
-			fclose(ins[i].f);
-		json_decref(ins[i].hdr);
+		trace_reader__close(&ins[i].r);
 		json_decref(ins[i].label);
 		json_decref(ins[i].head);
 		json_decref(ins[i].summary);
-		free(ins[i].line);
 		if (labels)
 			free(labels[i]);
 	}
