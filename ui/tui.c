@@ -131,6 +131,7 @@ static void init_colors(struct ui *ui)
 {
 	const char *no_color = getenv("NO_COLOR");
 
+	ui->show_frames = getenv("DLSCOPE_UI_FRAMES") != NULL;
 	/* https://no-color.org: any non-empty value turns colours off. */
 	ui->colors = has_colors() && !(no_color && *no_color);
 	if (!ui->colors)
@@ -357,6 +358,13 @@ static void draw(struct ui *ui)
 			snprintf(line, sizeof(line),
 				 " ?: help  Tab: next view  /: search  Enter: open  q: quit");
 		put_line(ui, ui->lines - 1, ui->status_error ? C_ERROR : C_STATUS, false, line);
+	}
+	if (ui->show_frames) {
+		char frame[32];
+		int n = snprintf(frame, sizeof(frame), " frame %lu ", ui->redraws + 1);
+
+		if (n < ui->cols)
+			mvaddstr(ui->lines - 1, ui->cols - n, frame);
 	}
 	wnoutrefresh(stdscr);
 	if (ui->popup_text)

@@ -123,6 +123,9 @@ struct ui {
 	bool colors;
 	int lines, cols;
 	unsigned long redraws;
+	/* DLSCOPE_UI_FRAMES set: each frame's number at the status line's end, written last, so
+	 * that a test's screen capture can tell a whole frame from one taken mid-redraw. */
+	bool show_frames;
 	pid_t snapshot_pid; /* a view's request for the loop (ui__request_snapshot); 0: none */
 };
 

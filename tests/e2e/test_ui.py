@@ -28,7 +28,10 @@ class Tui:
         have_tmux()
         self.name = f"dlscope-ui-{os.getpid()}-{time.monotonic_ns()}"
         self.socket_dir = tempfile.mkdtemp(prefix="dlscope-tmux-")
-        envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+        # Each frame's number at the status line's end (the UI writes it last): wait_for
+        # takes a screen only when two captures in a row show one whole frame.
+        env = dict(env or {}, DLSCOPE_UI_FRAMES="1")
+        envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         cmd = " ".join(shlex.quote(str(a)) for a in [dlscope_path(), "ui", *args])
         # The shell stays after dlscope: the exit status and anything printed are checked.
         script = (f"env {envs} {cmd}; echo EXIT=$?; printf STTY=; stty -a | tr ' ;' '\\n\\n' | "
@@ -44,17 +47,27 @@ class Tui:
         args = ["capture-pane", "-p", "-t", self.name] + (["-e"] if escapes else [])
         return self.tmux(*args, capture_output=True, text=True).stdout
 
-    def wait_for(self, what, timeout=20.0, escapes=False):
+    def wait_for(self, what, timeout=20.0, escapes=False, frame=True):
         """Wait until the screen contains @what (a string, a compiled regex, or a tuple of
-        them that must all be there: a capture can fall between a view's header and its
-        body, drawn one after the other); return it."""
+        them that must all be there); return it. @frame: only a whole frame of the UI counts,
+        never a capture taken while it redraws (its status line, written last, says which
+        frame it is, and a second capture must show the same screen), until the UI has gone
+        (the shell printed EXIT=); False: any capture."""
         def has(s, w):
             return w.search(s) if hasattr(w, "search") else w in s
 
+        def frame_of(s):
+            m = re.search(r" frame (\d+) *$", s.rstrip("\n").rsplit("\n", 1)[-1])
+            return m and m.group(1)
+
         def shown():
             s = self.screen(escapes)
-            return s if all(has(s, w) for w in (what if isinstance(what, tuple) else (what,))) \
-                else None
+            if not all(has(s, w) for w in (what if isinstance(what, tuple) else (what,))):
+                return None
+            # The UI gone (the shell said its exit status): what is left is whole.
+            if not frame or re.search(r"^EXIT=\d+$", s, re.M):
+                return s
+            return s if frame_of(s) and self.screen(escapes) == s else None
 
         return wait_until(shown, timeout, lambda: f"{what!r} on screen:\n{self.screen()}",
                           interval=0.05)
@@ -67,7 +80,7 @@ class Tui:
 
     def quit_and_status(self):
         self.keys("q")
-        s = self.wait_for(re.compile(r"STTY=-*icanon -*echo"))
+        s = self.wait_for(re.compile(r"STTY=-*icanon -*echo"), frame=False)
         return int(re.search(r"EXIT=(\d+)", s).group(1)), s
 
     def kill(self):
