@@ -25,21 +25,22 @@ void forkwatch__on_fork(struct watch *w, const struct proc_state *ps, const stru
 	int threads;
 
 	if (!ps || !ps->g || ev->u.fork.thread || !forkpool__has_gomp(ps->g, NULL, 0) ||
-	    w->n_forks == sizeof(w->forks) / sizeof(w->forks[0]))
+	    w->forks.n == sizeof(w->forks.pending) / sizeof(w->forks.pending[0]))
 		return;
-	if (w->pool_count.pid == ev->pid && ev->t - w->pool_count.t < POOL_RECOUNT_NS) {
-		threads = w->pool_count.threads;
-		snprintf(path, sizeof(path), "%s", w->pool_count.runtime);
+	if (w->forks.pool_count.pid == ev->pid && ev->t - w->forks.pool_count.t < POOL_RECOUNT_NS) {
+		threads = w->forks.pool_count.threads;
+		snprintf(path, sizeof(path), "%s", w->forks.pool_count.runtime);
 	} else {
 		threads = forkpool__gomp_threads(ev->pid, w->cache, path, sizeof(path));
-		w->pool_count.pid = ev->pid;
-		w->pool_count.t = ev->t;
-		w->pool_count.threads = threads;
-		snprintf(w->pool_count.runtime, sizeof(w->pool_count.runtime), "%s", path);
+		w->forks.pool_count.pid = ev->pid;
+		w->forks.pool_count.t = ev->t;
+		w->forks.pool_count.threads = threads;
+		snprintf(w->forks.pool_count.runtime, sizeof(w->forks.pool_count.runtime), "%s",
+			 path);
 	}
 	if (threads <= 0)
 		return;
-	p = &w->forks[w->n_forks++];
+	p = &w->forks.pending[w->forks.n++];
 	*p = (struct fork_pending){
 		.parent = ev->pid, .child = (pid_t)ev->u.fork.child, .threads = threads, .t = ev->t
 	};
@@ -82,17 +83,17 @@ void forkwatch__tick(struct watch *w, unsigned long long now)
 {
 	size_t kept = 0;
 
-	for (size_t i = 0; i < w->n_forks; i++) {
-		const struct fork_pending *p = &w->forks[i];
+	for (size_t i = 0; i < w->forks.n; i++) {
+		const struct fork_pending *p = &w->forks.pending[i];
 		struct fork_origin fo;
 
-		if (now - p->t < FORK_EXEC_GRACE_NS && !w->draining) {
-			w->forks[kept++] = *p;
+		if (now - p->t < FORK_EXEC_GRACE_NS && !w->loop.draining) {
+			w->forks.pending[kept++] = *p;
 			continue;
 		}
 		/* Still its parent's program: it did not exec (nor exit). */
 		if (!fork_origin__read(p->child, &fo) && fo.parent == p->parent && fo.same_program)
 			say(w, p, &fo);
 	}
-	w->n_forks = kept;
+	w->forks.n = kept;
 }

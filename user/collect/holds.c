@@ -63,9 +63,9 @@ static bool met_before(const struct lm_entry *e, void *arg)
 
 static struct hold_proc *find(struct watch *w, pid_t pid)
 {
-	for (size_t i = 0; i < w->n_hold_procs; i++)
-		if (w->hold_procs[i].pid == pid)
-			return &w->hold_procs[i];
+	for (size_t i = 0; i < w->holds.n_procs; i++)
+		if (w->holds.procs[i].pid == pid)
+			return &w->holds.procs[i];
 	return NULL;
 }
 
@@ -82,13 +82,13 @@ struct libgraph *holds__take_graph(struct watch *w, pid_t pid)
 	struct hold_proc *hp;
 	struct libgraph *g = NULL;
 
-	pthread_mutex_lock(&w->holds_lock);
+	pthread_mutex_lock(&w->holds.lock);
 	hp = find(w, pid);
 	if (hp) {
 		g = hp->first;
 		hp->first = NULL;
 	}
-	pthread_mutex_unlock(&w->holds_lock);
+	pthread_mutex_unlock(&w->holds.lock);
 	return g;
 }
 
@@ -104,24 +104,24 @@ static void forget(struct watch *w, pid_t pid)
 	if (!hp)
 		return;
 	release(hp);
-	*hp = w->hold_procs[--w->n_hold_procs];
+	*hp = w->holds.procs[--w->holds.n_procs];
 }
 
 void holds__forget(struct watch *w, pid_t pid)
 {
-	pthread_mutex_lock(&w->holds_lock);
+	pthread_mutex_lock(&w->holds.lock);
 	forget(w, pid);
-	pthread_mutex_unlock(&w->holds_lock);
+	pthread_mutex_unlock(&w->holds.lock);
 }
 
 void holds__free_all(struct watch *w)
 {
 	/* The reader has stopped: nothing else reads them. */
-	for (size_t i = 0; i < w->n_hold_procs; i++)
-		release(&w->hold_procs[i]);
-	free(w->hold_procs);
-	w->hold_procs = NULL;
-	w->n_hold_procs = w->cap_hold_procs = 0;
+	for (size_t i = 0; i < w->holds.n_procs; i++)
+		release(&w->holds.procs[i]);
+	free(w->holds.procs);
+	w->holds.procs = NULL;
+	w->holds.n_procs = w->holds.cap_procs = 0;
 }
 
 /* The entries of this walk (@keys, @addrs in its order): what the next hold has met. */
@@ -314,12 +314,12 @@ static void answer(struct watch *w, pid_t pid)
 	if (!hp) {
 		struct target *t;
 
-		if (w->n_hold_procs == w->cap_hold_procs &&
-		    ARRAY_GROW(w->hold_procs, w->cap_hold_procs, 16))
+		if (w->holds.n_procs == w->holds.cap_procs &&
+		    ARRAY_GROW(w->holds.procs, w->holds.cap_procs, 16))
 			return;
 		if (target__open(pid, &t, why, sizeof(why)))
 			return;
-		hp = &w->hold_procs[w->n_hold_procs++];
+		hp = &w->holds.procs[w->holds.n_procs++];
 		*hp = (struct hold_proc){ .pid = pid, .t = t };
 	}
 	answer_whole(w, hp);
@@ -329,7 +329,7 @@ void holds__answer(struct watch *w, pid_t pid, uint64_t unloads, struct linkmap 
 {
 	struct hold_proc *hp;
 
-	pthread_mutex_lock(&w->holds_lock);
+	pthread_mutex_lock(&w->holds.lock);
 	hp = find(w, pid);
 	if (hp)
 		hp->unloads = unloads;
@@ -340,7 +340,7 @@ void holds__answer(struct watch *w, pid_t pid, uint64_t unloads, struct linkmap 
 		linkmap__free(walked);
 		answer(w, pid);
 	}
-	pthread_mutex_unlock(&w->holds_lock);
+	pthread_mutex_unlock(&w->holds.lock);
 }
 
 bool holds__answer_known(struct watch *w, pid_t pid, uint64_t unloads, struct linkmap **walked)
@@ -350,7 +350,7 @@ bool holds__answer_known(struct watch *w, pid_t pid, uint64_t unloads, struct li
 	bool known = false;
 
 	*walked = NULL;
-	pthread_mutex_lock(&w->holds_lock);
+	pthread_mutex_lock(&w->holds.lock);
 	hp = find(w, pid);
 	if (hp)
 		hp->unloads = unloads;
@@ -365,6 +365,6 @@ bool holds__answer_known(struct watch *w, pid_t pid, uint64_t unloads, struct li
 		else
 			*walked = lm;
 	}
-	pthread_mutex_unlock(&w->holds_lock);
+	pthread_mutex_unlock(&w->holds.lock);
 	return known;
 }

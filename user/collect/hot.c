@@ -25,17 +25,17 @@
 static void emit_activity(void *ctx, const struct activity *a)
 {
 	struct watch *w = ctx;
-	struct busy_pool *b = &w->busy[w->n_busy];
+	struct busy_pool *b = &w->hot.busy[w->hot.n_busy];
 
 	SINKS(w, activity, a);
-	if (w->n_busy == sizeof(w->busy) / sizeof(w->busy[0]))
+	if (w->hot.n_busy == sizeof(w->hot.busy) / sizeof(w->hot.busy[0]))
 		return;
 	*b = (struct busy_pool){ .pid = a->pid, .runtime = a->runtime, .kind = a->kind, .n = a->n };
 	for (size_t i = 0; i < a->n_threads && b->n_starters < 8; i++) {
 		b->starter_n[b->n_starters] = a->threads[i].n;
 		b->starters[b->n_starters++] = a->threads[i].tid;
 	}
-	w->n_busy++;
+	w->hot.n_busy++;
 }
 
 /* Scans of a process's threads for its pool sizes, one a second while two pools are busy. */
@@ -175,7 +175,7 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
 					       &fs);
 	}
 	for (size_t i = 0; i < fs.n; i++) {
-		struct live_finding lf = { .t = w->last_activity,
+		struct live_finding lf = { .t = w->hot.last_activity,
 					   .pid = b[0].pid,
 					   .tid = b[0].pid,
 					   .comm = comm,
@@ -203,16 +203,16 @@ static void check_pools(struct watch *w, const struct busy_pool *b, size_t n)
  */
 void hot__read_activity(struct watch *w, unsigned long long t, bool last)
 {
-	w->last_activity = t;
-	w->n_busy = 0;
-	if (activity_counts__read(w->act, bpf_map__fd(w->skel->maps.activity), w->last_activity,
-				  emit_activity, w))
+	w->hot.last_activity = t;
+	w->hot.n_busy = 0;
+	if (activity_counts__read(w->hot.counts, bpf_map__fd(w->skel->maps.activity),
+				  w->hot.last_activity, emit_activity, w))
 		dls_warn("cannot read the activity counts: out of memory");
 	/* The busy runtimes come grouped by process. */
-	for (size_t i = 0, j; i < w->n_busy && !last; i = j) {
-		for (j = i + 1; j < w->n_busy && w->busy[j].pid == w->busy[i].pid; j++)
+	for (size_t i = 0, j; i < w->hot.n_busy && !last; i = j) {
+		for (j = i + 1; j < w->hot.n_busy && w->hot.busy[j].pid == w->hot.busy[i].pid; j++)
 			;
 		if (j - i >= 2)
-			check_pools(w, &w->busy[i], j - i);
+			check_pools(w, &w->hot.busy[i], j - i);
 	}
 }

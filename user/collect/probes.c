@@ -56,11 +56,11 @@ enum probe_group {
 static int add_link(struct watch *w, int fd)
 {
 	/* The run is ending and its probes are off: none is added back. */
-	if (w->draining) {
+	if (w->loop.draining) {
 		close(fd);
 		return 0;
 	}
-	if (ARRAY_PUSH(w->links, w->n_links, w->cap_links, fd)) {
+	if (ARRAY_PUSH(w->probes.links, w->probes.n_links, w->probes.cap_links, fd)) {
 		close(fd);
 		return -ENOMEM;
 	}
@@ -94,7 +94,7 @@ static int attach_multi(struct watch *w, struct bpf_program *prog, const char *p
 		.cookies = (uint64_t)(uintptr_t)cookies,
 		.cnt = (uint32_t)n,
 		.um_flags = ret ? DLW_F_UPROBE_MULTI_RETURN : 0,
-		.pid = (uint32_t)w->attach_pid,
+		.pid = (uint32_t)w->probes.attach_pid,
 	};
 	int fd;
 
@@ -102,7 +102,7 @@ static int attach_multi(struct watch *w, struct bpf_program *prog, const char *p
 	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, buf, sizeof(a));
 	if (fd < 0)
 		return -errno;
-	w->n_probes += n;
+	w->probes.n_probes += n;
 	return add_link(w, fd);
 }
 
@@ -121,25 +121,25 @@ static int attach_fn(struct watch *w, struct bpf_program *prog, const char *path
 	return err;
 }
 
-/* The place in w->files of the entry whose mask is @mask. */
+/* The place in w->probes.files of the entry whose mask is @mask. */
 static size_t container_of_mask(const struct watch *w, const unsigned int *mask)
 {
 	return (size_t)((const struct attached_file *)((const char *)mask -
 						       offsetof(struct attached_file, what)) -
-			w->files);
+			w->probes.files);
 }
 
 static unsigned int *attached_mask(struct watch *w, pid_t pid, uint64_t inode)
 {
 	struct attached_file *nf;
 
-	for (size_t i = 0; i < w->n_files; i++)
-		if (w->files[i].inode == inode && w->files[i].pid == pid)
-			return &w->files[i].what;
+	for (size_t i = 0; i < w->probes.n_files; i++)
+		if (w->probes.files[i].inode == inode && w->probes.files[i].pid == pid)
+			return &w->probes.files[i].what;
 	nf = &(struct attached_file){ pid, inode, 0 };
-	if (ARRAY_PUSH(w->files, w->n_files, w->cap_files, *nf))
+	if (ARRAY_PUSH(w->probes.files, w->probes.n_files, w->probes.cap_files, *nf))
 		return NULL;
-	return &w->files[w->n_files - 1].what;
+	return &w->probes.files[w->probes.n_files - 1].what;
 }
 
 /*
@@ -315,10 +315,10 @@ static bool defines_glibc_dlopen(const struct elf_object *elf)
 
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o)
 {
-	for (size_t i = 0; o->elf && i < w->n_files; i++)
-		if (w->files[i].inode == elfobj__inode(o->elf) &&
-		    w->files[i].pid == (w->pid_filter ? pid : 0))
-			return w->files[i].what & PROBE_LINKMAP;
+	for (size_t i = 0; o->elf && i < w->probes.n_files; i++)
+		if (w->probes.files[i].inode == elfobj__inode(o->elf) &&
+		    w->probes.files[i].pid == (w->probes.pid_filter ? pid : 0))
+			return w->probes.files[i].what & PROBE_LINKMAP;
 	return false;
 }
 
@@ -350,7 +350,7 @@ bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o)
 }
 
 /* Attach what an object's roles call for, once per file (uprobes are per inode), and per
- * process when only the watched processes pay (w->pid_filter). */
+ * process when only the watched processes pay (w->probes.pid_filter). */
 void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o)
 {
 	static const struct {
@@ -377,7 +377,8 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 		want |= PROBE_GPU;
 	if (o->origin == LG_INTERPRETER)
 		want |= PROBE_LINKMAP;
-	mask = want ? attached_mask(w, w->pid_filter ? pid : 0, elfobj__inode(o->elf)) : NULL;
+	mask = want ? attached_mask(w, w->probes.pid_filter ? pid : 0, elfobj__inode(o->elf)) :
+		      NULL;
 	if (!mask || !(want & ~*mask))
 		return;
 	want &= ~*mask;
@@ -396,11 +397,12 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 	if (fd < 0 && access(path, R_OK))
 		return;
 	*mask |= want;
-	/* The runtime's id in the probes' cookies: its file's place in w->files. */
+	/* The runtime's id in the probes' cookies: its file's place in w->probes.files. */
 	rt = (unsigned int)(container_of_mask(w, mask) + 1);
-	if ((want & (PROBE_OPENMP | PROBE_BLAS)) && w->act)
-		activity_counts__name(w->act, rt, o->path, want & PROBE_BLAS ? "blas" : "openmp");
-	w->attach_pid = w->pid_filter ? pid : 0;
+	if ((want & (PROBE_OPENMP | PROBE_BLAS)) && w->hot.counts)
+		activity_counts__name(w->hot.counts, rt, o->path,
+				      want & PROBE_BLAS ? "blas" : "openmp");
+	w->probes.attach_pid = w->probes.pid_filter ? pid : 0;
 	if (want & PROBE_LOADER)
 		attach_loader(w, path, o->elf, obj_roles__find_impl(r, IMPL_MUSL) != NULL);
 	/* Its only use is the hold: without holds, two single-stepped traps a call saved. */
@@ -418,7 +420,7 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 			  0);
 	if (want & PROBE_GPU)
 		attach_gpu(w, path, o->elf, r);
-	w->attach_pid = 0;
+	w->probes.attach_pid = 0;
 	if (fd >= 0)
 		close(fd);
 }
@@ -546,12 +548,14 @@ void probes__detach_all(struct watch *w)
 	pthread_t t[CLOSERS];
 	bool started[CLOSERS] = { false };
 	/* With a reaper (probes__stop), no close here is the last: no thread needed. */
-	size_t n = w->reaper_fd >= 0 ? 0 : w->n_links < CLOSERS ? w->n_links : CLOSERS;
+	size_t n = w->reader.reaper_fd >= 0    ? 0 :
+		   w->probes.n_links < CLOSERS ? w->probes.n_links :
+						 CLOSERS;
 
 	if (!n)
-		close_some(&(struct closer){ w->links, w->n_links, 0, 1 });
+		close_some(&(struct closer){ w->probes.links, w->probes.n_links, 0, 1 });
 	for (size_t i = 0; i < n; i++) {
-		c[i] = (struct closer){ w->links, w->n_links, i, n };
+		c[i] = (struct closer){ w->probes.links, w->probes.n_links, i, n };
 		started[i] = !pthread_create(&t[i], NULL, close_some, &c[i]);
 		if (!started[i])
 			close_some(&c[i]);
@@ -559,9 +563,9 @@ void probes__detach_all(struct watch *w)
 	for (size_t i = 0; i < n; i++)
 		if (started[i])
 			pthread_join(t[i], NULL);
-	free(w->links);
-	w->links = NULL;
-	w->n_links = w->cap_links = 0;
+	free(w->probes.links);
+	w->probes.links = NULL;
+	w->probes.n_links = w->probes.cap_links = 0;
 }
 
 /* The sum over the CPUs of per-CPU array @map's value at @key, added to *@sum: 0 or -1. */
@@ -604,10 +608,10 @@ static bool programs_quiet(struct watch *w, int wait_ms, void (*waiting)(struct 
 		 * by the reader, which may wait for the loop's lock to answer (draining: at once).
 		 * Kept from it, the hold and this wait both ran to their end (3 s).
 		 */
-		if (w->reader_on)
+		if (w->reader.on)
 			waiting(w);
 		else
-			ring_buffer__consume(w->hrb);
+			ring_buffer__consume(w->ring.hrb);
 		usleep(200);
 	}
 	return n == 0;
@@ -620,13 +624,13 @@ static bool programs_quiet(struct watch *w, int wait_ms, void (*waiting)(struct 
 static int *links_to_hand_over(struct watch *w, size_t *n)
 {
 	const struct bpf_object_skeleton *sk = w->skel->skeleton;
-	int *fds = malloc((w->n_links + (size_t)sk->prog_cnt) * sizeof(*fds));
+	int *fds = malloc((w->probes.n_links + (size_t)sk->prog_cnt) * sizeof(*fds));
 
 	*n = 0;
 	if (!fds)
 		return NULL;
-	for (size_t i = 0; i < w->n_links; i++)
-		fds[(*n)++] = w->links[i];
+	for (size_t i = 0; i < w->probes.n_links; i++)
+		fds[(*n)++] = w->probes.links[i];
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		struct bpf_link *l = *sk->progs[i].link;
 		int fd = l ? fcntl(bpf_link__fd(l), F_DUPFD_CLOEXEC, 0) : -1;
@@ -640,7 +644,7 @@ static int *links_to_hand_over(struct watch *w, size_t *n)
 /*
  * The probes off for good. Once no program runs, the links go to a reaper too (fdreaper.h):
  * their last close, a grace period each, is paid after dlscope has gone on or ended, when
- * watch_release closes @w->reaper_fd. Otherwise (a program still running, no reaper) the
+ * watch_release closes @w->reader.reaper_fd. Otherwise (a program still running, no reaper) the
  * closes here wait for those programs.
  */
 void probes__stop(struct watch *w, void (*waiting)(struct watch *w))
@@ -648,8 +652,8 @@ void probes__stop(struct watch *w, void (*waiting)(struct watch *w))
 	size_t n = 0;
 	int *fds = programs_quiet(w, 1000, waiting) ? links_to_hand_over(w, &n) : NULL;
 
-	w->reaper_fd = fds ? fd_reaper__start(fds, n) : -1;
-	for (size_t i = w->n_links; i < n; i++)
+	w->reader.reaper_fd = fds ? fd_reaper__start(fds, n) : -1;
+	for (size_t i = w->probes.n_links; i < n; i++)
 		close(fds[i]);
 	free(fds);
 	probes__detach_all(w);
@@ -677,7 +681,7 @@ static void probes__count_outside(struct watch *w, struct watch_stats *st)
 	uint32_t key, next, *prev = NULL;
 	struct dlw_outside v;
 
-	st->probes_everywhere = !w->pid_filter;
+	st->probes_everywhere = !w->probes.pid_filter;
 	while (!bpf_map__get_next_key(m, prev, &next, sizeof(next))) {
 		struct outside_proc o = { .pid = (int)next };
 
@@ -776,7 +780,7 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 		return err;
 	}
 	w->skel->rodata->follow_children = o->follow;
-	w->pid_filter = !o->follow && !watch__by_exec(o);
+	w->probes.pid_filter = !o->follow && !watch__by_exec(o);
 	/*
 	 * In a PID namespace below the host's (a debug container sharing its target's, kubectl
 	 * debug --target), the kernel's IDs are not ours: the probes report every ID in this

@@ -710,18 +710,18 @@ int proctable__add_targets(struct watch *w, int *release_fd, char *why, size_t w
 		}
 	}
 	if (o->command) {
-		w->command_pid = spawn__held(o->command, o->command_stdio, release_fd);
-		if (w->command_pid < 0) {
+		w->command.pid = spawn__held(o->command, o->command_stdio, release_fd);
+		if (w->command.pid < 0) {
 			int err = -errno;
 
 			snprintf(why, whylen, "cannot start '%s': %s", o->command[0],
 				 strerror(errno));
 			return err;
 		}
-		probes__attach_own_libc(w, w->command_pid);
-		probes__attach_command_loader(w, w->command_pid, o->command[0]);
-		if (!proctable__add_empty(w, w->command_pid, o->command[0], false))
-			pyprocs__of_command(w, proctable__find(w, w->command_pid), o->command[0]);
+		probes__attach_own_libc(w, w->command.pid);
+		probes__attach_command_loader(w, w->command.pid, o->command[0]);
+		if (!proctable__add_empty(w, w->command.pid, o->command[0], false))
+			pyprocs__of_command(w, proctable__find(w, w->command.pid), o->command[0]);
 	}
 	if (watch__by_exec(o)) {
 		probes__attach_own_libc(w, getpid());

@@ -34,7 +34,7 @@
 /* Whether this is the holds' reader thread (else the loop, which holds @lock). */
 static bool on_reader(const struct watch *w)
 {
-	return w->reader_on && pthread_equal(pthread_self(), w->reader);
+	return w->reader.on && pthread_equal(pthread_self(), w->reader.thread);
 }
 
 static int read_hold(void *ctx, void *data, size_t size)
@@ -59,21 +59,21 @@ static int read_hold(void *ctx, void *data, size_t size)
 	 * library back at its place) is answered without the loop's lock; one with objects to
 	 * analyse and probe takes it, between two pieces of the loop's work.
 	 */
-	if (!w->draining &&
+	if (!w->loop.draining &&
 	    !(on_reader(w) && holds__answer_known(w, (pid_t)e->pid, e->arg2, &walked))) {
 		if (on_reader(w)) {
-			__atomic_add_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
-			pthread_mutex_lock(&w->lock);
-			__atomic_sub_fetch(&w->holds_waiting, 1, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
+			pthread_mutex_lock(&w->reader.lock);
+			__atomic_sub_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
 		}
-		w->in_hold = true;
-		if (!w->draining)
+		w->reader.in_hold = true;
+		if (!w->loop.draining)
 			holds__answer(w, (pid_t)e->pid, e->arg2, walked);
 		else
 			linkmap__free(walked);
-		w->in_hold = false;
+		w->reader.in_hold = false;
 		if (on_reader(w))
-			pthread_mutex_unlock(&w->lock);
+			pthread_mutex_unlock(&w->reader.lock);
 	}
 	if (w->skel)
 		bpf_map__update_elem(w->skel->maps.released, &tid, sizeof(tid), &seq, sizeof(seq),
@@ -86,11 +86,11 @@ static int read_hold(void *ctx, void *data, size_t size)
 /* Whether the event ring is empty now: every record reserved so far has been read. */
 static bool ring_empty(const struct watch *w)
 {
-	const unsigned long *cons = w->ring_pos, *prod;
+	const unsigned long *cons = w->ring.pos, *prod;
 
 	if (!cons)
 		return false; /* unknown: the horizon waits for the newest record read */
-	prod = (const unsigned long *)((const char *)w->ring_pos + w->page_size);
+	prod = (const unsigned long *)((const char *)w->ring.pos + w->ring.page_size);
 	return __atomic_load_n(cons, __ATOMIC_ACQUIRE) == __atomic_load_n(prod, __ATOMIC_ACQUIRE);
 }
 
@@ -101,7 +101,7 @@ void reader__look(struct watch *w)
 	unsigned long long key, next, *prev = NULL;
 	struct dlw_call c;
 
-	horizon__look(&w->hz, mono_ns(CLOCK_MONOTONIC));
+	horizon__look(&w->order.hz, mono_ns(CLOCK_MONOTONIC));
 	while (!bpf_map__get_next_key(calls, prev, &next, sizeof(next))) {
 		key = next;
 		prev = &key;
@@ -109,7 +109,7 @@ void reader__look(struct watch *w)
 		if (!w->o->dlsym && ((key >> 8) & 0xff) == DLW_DLSYM)
 			continue;
 		if (!bpf_map__lookup_elem(calls, &key, sizeof(key), &c, sizeof(c), 0))
-			horizon__saw_call(&w->hz, (unsigned int)(key >> 16), c.ts);
+			horizon__saw_call(&w->order.hz, (unsigned int)(key >> 16), c.ts);
 	}
 }
 
@@ -118,10 +118,10 @@ void reader__look(struct watch *w)
 void reader__release_ordered(struct watch *w, bool batch_over)
 {
 	unsigned long long h =
-		horizon__after_read(&w->hz, !batch_over && ring_empty(w), w->last_read);
+		horizon__after_read(&w->order.hz, !batch_over && ring_empty(w), w->order.last_read);
 
-	if (h > w->horizon) {
-		w->horizon = h;
+	if (h > w->order.horizon) {
+		w->order.horizon = h;
 		SINKS(w, horizon, h);
 	}
 }
@@ -141,19 +141,19 @@ static void *hold_reader(void *arg)
 
 	pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
 	/* The holds' ring and the stop's eventfd: a stop wakes it at once. */
-	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->hrb), &ev) ||
-	    epoll_ctl(ep, EPOLL_CTL_ADD, w->reader_wake, &ev)) {
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->ring.hrb), &ev) ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, w->reader.wake, &ev)) {
 		if (ep >= 0)
 			close(ep);
-		ep = ring_buffer__epoll_fd(w->hrb);
+		ep = ring_buffer__epoll_fd(w->ring.hrb);
 	}
-	while (!__atomic_load_n(&w->reader_stop, __ATOMIC_ACQUIRE)) {
+	while (!__atomic_load_n(&w->reader.stop, __ATOMIC_ACQUIRE)) {
 		if (epoll_wait(ep, &ev, 1, 50) <= 0)
 			continue;
 		/* The ring is this thread's alone while it runs (reader__consume_holds). */
-		ring_buffer__consume(w->hrb);
+		ring_buffer__consume(w->ring.hrb);
 	}
-	if (ep != ring_buffer__epoll_fd(w->hrb))
+	if (ep != ring_buffer__epoll_fd(w->ring.hrb))
 		close(ep);
 	return NULL;
 }
@@ -166,26 +166,27 @@ static void *hold_reader(void *arg)
  */
 void reader__let_holds_in(struct watch *w)
 {
-	if (!w->reader_on || w->in_hold || !__atomic_load_n(&w->holds_waiting, __ATOMIC_ACQUIRE))
+	if (!w->reader.on || w->reader.in_hold ||
+	    !__atomic_load_n(&w->reader.holds_waiting, __ATOMIC_ACQUIRE))
 		return;
-	pthread_mutex_unlock(&w->lock);
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_unlock(&w->reader.lock);
+	pthread_mutex_lock(&w->reader.lock);
 }
 
 bool reader__unlock(struct watch *w)
 {
 	/* Decided once: while the lock is let go, the reader's hold sets in_hold. */
-	bool go = w->reader_on && !w->in_hold;
+	bool go = w->reader.on && !w->reader.in_hold;
 
 	if (go)
-		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_unlock(&w->reader.lock);
 	return go;
 }
 
 void reader__relock(struct watch *w, bool unlocked)
 {
 	if (unlocked)
-		pthread_mutex_lock(&w->lock);
+		pthread_mutex_lock(&w->reader.lock);
 }
 
 static void let_holds_in(void *arg)
@@ -241,7 +242,7 @@ static void *beat(void *arg)
 	struct timespec every = { 0, (long)DLW_BEAT_EVERY_NS };
 
 	pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
-	while (!__atomic_load_n(&w->beat_stop, __ATOMIC_ACQUIRE)) {
+	while (!__atomic_load_n(&w->reader.beat_stop, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&w->skel->bss->collector_beat, mono_ns(CLOCK_MONOTONIC),
 				 __ATOMIC_RELEASE);
 		nanosleep(&every, NULL);
@@ -254,19 +255,19 @@ static void beat_start(struct watch *w)
 {
 	/* The first beat before any probe is attached: no hold finds the collector absent. */
 	w->skel->bss->collector_beat = mono_ns(CLOCK_MONOTONIC);
-	w->beat_on = start_quiet(&w->beat, beat, w);
-	if (!w->beat_on)
+	w->reader.beat_on = start_quiet(&w->reader.beat, beat, w);
+	if (!w->reader.beat_on)
 		dls_warn("cannot start the heartbeat: the loader is not held for new objects' "
 			 "probes, which may come after their first calls");
 }
 
 static void beat_stop(struct watch *w)
 {
-	if (!w->beat_on)
+	if (!w->reader.beat_on)
 		return;
-	__atomic_store_n(&w->beat_stop, true, __ATOMIC_RELEASE);
-	pthread_join(w->beat, NULL);
-	w->beat_on = false;
+	__atomic_store_n(&w->reader.beat_stop, true, __ATOMIC_RELEASE);
+	pthread_join(w->reader.beat, NULL);
+	w->reader.beat_on = false;
 }
 
 void reader__start(struct watch *w)
@@ -274,41 +275,41 @@ void reader__start(struct watch *w)
 	pthread_mutexattr_t a;
 
 	if (pthread_mutexattr_init(&a) || pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) ||
-	    pthread_mutex_init(&w->lock, &a))
+	    pthread_mutex_init(&w->reader.lock, &a))
 		return;
 	pthread_mutexattr_destroy(&a);
 	beat_start(w);
-	w->reader_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	pthread_mutex_lock(&w->lock);
-	w->reader_on = start_quiet(&w->reader, hold_reader, w);
-	if (w->reader_on) {
+	w->reader.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_mutex_lock(&w->reader.lock);
+	w->reader.on = start_quiet(&w->reader.thread, hold_reader, w);
+	if (w->reader.on) {
 		elf_cache__set_pause(w->cache, let_holds_in, w);
 		/* The holds are the reader's: the loop no longer wakes for them. */
-		epoll_ctl(w->epfd, EPOLL_CTL_DEL, ring_buffer__epoll_fd(w->hrb), NULL);
+		epoll_ctl(w->ring.epfd, EPOLL_CTL_DEL, ring_buffer__epoll_fd(w->ring.hrb), NULL);
 	}
-	if (!w->reader_on) {
-		pthread_mutex_unlock(&w->lock);
-		pthread_mutex_destroy(&w->lock);
-		if (w->reader_wake >= 0)
-			close(w->reader_wake);
+	if (!w->reader.on) {
+		pthread_mutex_unlock(&w->reader.lock);
+		pthread_mutex_destroy(&w->reader.lock);
+		if (w->reader.wake >= 0)
+			close(w->reader.wake);
 	}
 }
 
 void reader__stop(struct watch *w)
 {
 	beat_stop(w);
-	if (!w->reader_on)
+	if (!w->reader.on)
 		return;
 	elf_cache__set_pause(w->cache, NULL, NULL);
-	__atomic_store_n(&w->reader_stop, true, __ATOMIC_RELEASE);
-	if (w->reader_wake >= 0 && eventfd_write(w->reader_wake, 1))
+	__atomic_store_n(&w->reader.stop, true, __ATOMIC_RELEASE);
+	if (w->reader.wake >= 0 && eventfd_write(w->reader.wake, 1))
 		dls_warn("cannot wake the holds' reader: %s", strerror(errno));
-	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->reader, NULL);
-	pthread_mutex_destroy(&w->lock);
-	if (w->reader_wake >= 0)
-		close(w->reader_wake);
-	w->reader_on = false;
+	pthread_mutex_unlock(&w->reader.lock);
+	pthread_join(w->reader.thread, NULL);
+	pthread_mutex_destroy(&w->reader.lock);
+	if (w->reader.wake >= 0)
+		close(w->reader.wake);
+	w->reader.on = false;
 }
 
 /*
@@ -317,21 +318,21 @@ void reader__stop(struct watch *w)
  */
 void reader__consume_holds(struct watch *w)
 {
-	if (!w->reader_on)
-		ring_buffer__consume(w->hrb);
+	if (!w->reader.on)
+		ring_buffer__consume(w->ring.hrb);
 }
 
 void reader__drain(struct watch *w)
 {
 	/* Threads held now go at once (nothing more is attached), before the stop, which waits
 	 * for every program in progress. */
-	w->draining = true;
+	w->loop.draining = true;
 	reader__consume_holds(w);
 	probes__stop(w, reader__let_holds_in);
-	w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
-	if (ring_buffer__consume(w->rb) == BATCH_OVER) {
-		w->counting = true;
-		ring_buffer__consume(w->rb);
+	w->loop.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
+	if (ring_buffer__consume(w->ring.rb) == BATCH_OVER) {
+		w->loop.counting = true;
+		ring_buffer__consume(w->ring.rb);
 	}
 }
 
@@ -341,38 +342,40 @@ int reader__open_rings(struct watch *w, int (*on_event)(void *ctx, void *data, s
 {
 	int err;
 
-	w->rb = ring_buffer__new(bpf_map__fd(w->skel->maps.events), on_event, w, NULL);
-	w->hrb = ring_buffer__new(bpf_map__fd(w->skel->maps.holds), read_hold, w, NULL);
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (w->rb && w->hrb && w->epfd >= 0) {
+	w->ring.rb = ring_buffer__new(bpf_map__fd(w->skel->maps.events), on_event, w, NULL);
+	w->ring.hrb = ring_buffer__new(bpf_map__fd(w->skel->maps.holds), read_hold, w, NULL);
+	w->ring.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->ring.rb && w->ring.hrb && w->ring.epfd >= 0) {
 		struct epoll_event ev = { .events = EPOLLIN };
 
-		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->rb), &ev) ||
-		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->hrb), &ev)) {
-			ring_buffer__free(w->rb);
-			w->rb = NULL;
+		if (epoll_ctl(w->ring.epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->ring.rb),
+			      &ev) ||
+		    epoll_ctl(w->ring.epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(w->ring.hrb),
+			      &ev)) {
+			ring_buffer__free(w->ring.rb);
+			w->ring.rb = NULL;
 		}
 	}
-	if (!w->rb || !w->hrb || w->epfd < 0) {
+	if (!w->ring.rb || !w->ring.hrb || w->ring.epfd < 0) {
 		err = -errno;
 		snprintf(why, whylen, "cannot open the ring buffer: %s", strerror(errno));
 		return err;
 	}
 	/* The ring's consumer and producer positions, read-only, for ring_empty. Without them
 	 * (never seen) the order only waits longer. */
-	w->page_size = (size_t)sysconf(_SC_PAGESIZE);
-	w->ring_pos = mmap(NULL, 2 * w->page_size, PROT_READ, MAP_SHARED,
+	w->ring.page_size = (size_t)sysconf(_SC_PAGESIZE);
+	w->ring.pos = mmap(NULL, 2 * w->ring.page_size, PROT_READ, MAP_SHARED,
 			   bpf_map__fd(w->skel->maps.events), 0);
-	if (w->ring_pos == MAP_FAILED)
-		w->ring_pos = NULL;
+	if (w->ring.pos == MAP_FAILED)
+		w->ring.pos = NULL;
 	return 0;
 }
 
 /* What reader__open_rings mapped, and the calls the horizon remembers. */
 void reader__close_rings(struct watch *w)
 {
-	if (w->ring_pos)
-		munmap(w->ring_pos, 2 * w->page_size);
-	w->ring_pos = NULL;
-	horizon__free(&w->hz);
+	if (w->ring.pos)
+		munmap(w->ring.pos, 2 * w->ring.page_size);
+	w->ring.pos = NULL;
+	horizon__free(&w->order.hz);
 }

@@ -101,14 +101,14 @@ bool spawn__targets_done(struct watch *w)
 {
 	int status;
 
-	if (w->command_pid > 0) {
-		if (command_ended(w->command_pid) &&
-		    waitpid(w->command_pid, &status, WNOHANG) == w->command_pid) {
+	if (w->command.pid > 0) {
+		if (command_ended(w->command.pid) &&
+		    waitpid(w->command.pid, &status, WNOHANG) == w->command.pid) {
 			w->st->command_status = WIFEXITED(status) ? WEXITSTATUS(status) :
 								    128 + WTERMSIG(status);
-			w->command_done = true;
+			w->command.done = true;
 		}
-		return w->command_done && w->st->command_status >= 0;
+		return w->command.done && w->st->command_status >= 0;
 	}
 	return !w->n_procs && w->o->n_pids;
 }
@@ -124,12 +124,12 @@ void spawn__end_command(struct watch *w)
 	size_t n = 0;
 	int status;
 
-	if (w->command_pid <= 0 || w->st->command_status >= 0)
+	if (w->command.pid <= 0 || w->st->command_status >= 0)
 		return;
-	kill(w->command_pid, SIGSTOP);
+	kill(w->command.pid, SIGSTOP);
 	for (int round = 0; round < 2; round++) {
 		free(below);
-		if (job__descendants(w->command_pid, &below, &n))
+		if (job__descendants(w->command.pid, &below, &n))
 			break;
 		for (size_t i = 0; i < n; i++)
 			kill(below[i], SIGSTOP);
@@ -137,9 +137,9 @@ void spawn__end_command(struct watch *w)
 	for (size_t i = 0; i < n; i++)
 		kill(below[i], SIGKILL);
 	free(below);
-	kill(w->command_pid, SIGKILL);
+	kill(w->command.pid, SIGKILL);
 	/* A ptrace stop (see command_ended) may come before its end. */
-	while (waitpid(w->command_pid, &status, __WALL) == w->command_pid && !WIFEXITED(status) &&
+	while (waitpid(w->command.pid, &status, __WALL) == w->command.pid && !WIFEXITED(status) &&
 	       !WIFSIGNALED(status))
 		;
 }

@@ -56,12 +56,12 @@ static bool dlsym_in_progress(const struct dlw_call *c, unsigned long long sp)
 /* Report once per call: a (thread, start time) pair remembered in a small ring. */
 static bool first_report(struct watch *w, pid_t tid, unsigned long long since)
 {
-	const size_t cap = sizeof(w->stuck) / sizeof(w->stuck[0]);
+	const size_t cap = sizeof(w->stuck.calls) / sizeof(w->stuck.calls[0]);
 
-	for (size_t i = 0; i < w->n_stuck && i < cap; i++)
-		if (w->stuck[i].tid == tid && w->stuck[i].since == since)
+	for (size_t i = 0; i < w->stuck.n && i < cap; i++)
+		if (w->stuck.calls[i].tid == tid && w->stuck.calls[i].since == since)
 			return false;
-	w->stuck[w->n_stuck++ % cap] = (struct stuck){ tid, since };
+	w->stuck.calls[w->stuck.n++ % cap] = (struct stuck){ tid, since };
 	return true;
 }
 
@@ -127,9 +127,9 @@ void stuck__scan(struct watch *w, void (*dispatch)(struct watch *w, struct watch
 	struct watch_event holder = { 0 }, waiter = { 0 }, we;
 	struct dlw_call c;
 
-	if (w->o->futex_ms || now - w->last_scan < STUCK_NS / 2)
+	if (w->o->futex_ms || now - w->loop.last_scan < STUCK_NS / 2)
 		return;
-	w->last_scan = now;
+	w->loop.last_scan = now;
 	while (!bpf_map__get_next_key(calls, prev, &next, sizeof(next))) {
 		unsigned int type = (next >> 8) & 0xff;
 		pid_t tid = (pid_t)(next >> 16);

@@ -107,8 +107,8 @@ static void dispatch(struct watch *w, struct watch_event *we)
 		name_stack(w, ps);
 	live_findings__report(w, ps, we, &fs);
 	if (ev->kind == EVENT_EXIT) {
-		if (ev->pid == w->command_pid)
-			w->command_done = true;
+		if (ev->pid == w->command.pid)
+			w->command.done = true;
 		proctable__drop_exited(w, ev->pid);
 	}
 	event__clear(ev);
@@ -144,8 +144,8 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 	memcpy(we.comm, e->comm, sizeof(we.comm));
 	we.raw = e;
 	we.size = size;
-	if (we.ev.kind == EVENT_OMP_FORK && w->act) {
-		const char *rt = activity_counts__path(w->act, we.ev.u.omp_fork.runtime_id);
+	if (we.ev.kind == EVENT_OMP_FORK && w->hot.counts) {
+		const char *rt = activity_counts__path(w->hot.counts, we.ev.u.omp_fork.runtime_id);
 
 		snprintf(we.ev.u.omp_fork.runtime, sizeof(we.ev.u.omp_fork.runtime), "%s",
 			 rt ? rt : "");
@@ -173,35 +173,35 @@ static int read_event(void *ctx, void *data, size_t size)
 	struct watch *w = ctx;
 	bool stop = stopping(w);
 
-	if (w->counting) {
+	if (w->loop.counting) {
 		w->st->lost_unread++;
 		return 0;
 	}
 	/* A thread waits for each hold: none waits behind the stream. */
-	if (w->reader_on) {
-		pthread_mutex_unlock(&w->lock);
-		pthread_mutex_lock(&w->lock);
+	if (w->reader.on) {
+		pthread_mutex_unlock(&w->reader.lock);
+		pthread_mutex_lock(&w->reader.lock);
 	}
 	reader__consume_holds(w);
 	if (size >= offsetof(struct dlw_event, path)) {
 		const struct dlw_event *e = data;
 
 		/* When it was sent: a call's record is stamped with the call's entry. */
-		if (e->ts_ns + e->duration_ns > w->last_read)
-			w->last_read = e->ts_ns + e->duration_ns;
+		if (e->ts_ns + e->duration_ns > w->order.last_read)
+			w->order.last_read = e->ts_ns + e->duration_ns;
 		/* A call's record: the call no longer holds the order back (horizon.h). */
 		if (e->type == DLW_DLOPEN || e->type == DLW_DLCLOSE || e->type == DLW_DLSYM ||
 		    e->type == DLW_GPU_LOAD)
-			horizon__read_call(&w->hz, e->tid, e->ts_ns);
+			horizon__read_call(&w->order.hz, e->tid, e->ts_ns);
 	}
 	handle_event(w, data, size);
-	if (w->draining && w->drain_all)
+	if (w->loop.draining && w->loop.drain_all)
 		return stop ? BATCH_OVER : 0;
 	/* The last read handles DRAIN_MIN_EVENTS however long they take: on a loaded machine a
 	 * short run lost its last events to the batch's time ("unread at stop"). */
-	if (w->draining && ++w->drained < DRAIN_MIN_EVENTS)
+	if (w->loop.draining && ++w->loop.drained < DRAIN_MIN_EVENTS)
 		return 0;
-	if (mono_ns(CLOCK_MONOTONIC) >= w->batch_end || (!w->draining && stop))
+	if (mono_ns(CLOCK_MONOTONIC) >= w->loop.batch_end || (!w->loop.draining && stop))
 		return BATCH_OVER;
 	return 0;
 }
@@ -225,20 +225,20 @@ static void write_header(struct watch *w)
 static void watch_release(struct watch *w)
 {
 	probes__detach_all(w);
-	free(w->files);
+	free(w->probes.files);
 	proctable__free_all(w);
 	holds__free_all(w);
-	pthread_mutex_destroy(&w->holds_lock);
-	activity_counts__free(w->act);
-	ring_buffer__free(w->rb);
-	ring_buffer__free(w->hrb);
+	pthread_mutex_destroy(&w->holds.lock);
+	activity_counts__free(w->hot.counts);
+	ring_buffer__free(w->ring.rb);
+	ring_buffer__free(w->ring.hrb);
 	reader__close_rings(w);
-	if (w->epfd > 0)
-		close(w->epfd);
+	if (w->ring.epfd > 0)
+		close(w->ring.epfd);
 	dlwatch_bpf__destroy(w->skel);
 	/* Every copy of the links closed here: the reaper's are the last. */
-	if (w->reaper_fd >= 0)
-		close(w->reaper_fd);
+	if (w->reader.reaper_fd >= 0)
+		close(w->reader.reaper_fd);
 	elf_cache__put(w->cache);
 	pkg_cache__free(w->pkgs);
 }
@@ -249,9 +249,9 @@ static void live_counts(struct watch *w)
 {
 	unsigned long long now = mono_ns(CLOCK_MONOTONIC);
 
-	if (!w->o->live_counts || now - w->last_counts < 1000000000ULL)
+	if (!w->o->live_counts || now - w->loop.last_counts < 1000000000ULL)
 		return;
-	w->last_counts = now;
+	w->loop.last_counts = now;
 	w->st->procs_now = w->n_procs;
 	probes__count_lost(w, w->st);
 }
@@ -267,13 +267,13 @@ static void batch_pause(struct watch *w)
 
 	if (!w->o->batch_ms)
 		return;
-	next = w->batch_at + w->o->batch_ms * 1000000ULL;
+	next = w->loop.batch_at + w->o->batch_ms * 1000000ULL;
 	if (now < next && !stopping(w)) {
 		ts = (struct timespec){ .tv_sec = (time_t)((next - now) / 1000000000ULL),
 					.tv_nsec = (long)((next - now) % 1000000000ULL) };
 		nanosleep(&ts, NULL);
 	}
-	w->batch_at = mono_ns(CLOCK_MONOTONIC);
+	w->loop.batch_at = mono_ns(CLOCK_MONOTONIC);
 }
 
 static int read_until_done(struct watch *w, unsigned long long deadline, char *why, size_t whylen)
@@ -288,21 +288,21 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 		/* Either ring, at most 100 ms (20 while records wait for their turn); the holds
 		 * first, then a batch of the stream. Events submitted without a wake-up (dlsym)
 		 * wait for this. */
-		wait_ms = w->last_read > w->horizon && !w->o->unordered ? 20 : 100;
-		if (w->reader_on)
-			pthread_mutex_unlock(&w->lock);
+		wait_ms = w->order.last_read > w->order.horizon && !w->o->unordered ? 20 : 100;
+		if (w->reader.on)
+			pthread_mutex_unlock(&w->reader.lock);
 		batch_pause(w);
-		n = epoll_wait(w->epfd, &ev, 1, wait_ms) < 0 ? -errno : 0;
-		if (w->reader_on)
-			pthread_mutex_lock(&w->lock);
+		n = epoll_wait(w->ring.epfd, &ev, 1, wait_ms) < 0 ? -errno : 0;
+		if (w->reader.on)
+			pthread_mutex_lock(&w->reader.lock);
 		reader__consume_holds(w);
 		if (n >= 0) {
 			/* The calls in progress first, then the ring: a call that ended before
 			 * the look has sent its record, read below or remembered unread. */
 			if (!w->o->unordered)
 				reader__look(w);
-			w->batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
-			n = ring_buffer__consume(w->rb);
+			w->loop.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
+			n = ring_buffer__consume(w->ring.rb);
 			if (n >= 0 || n == -EINTR || n == BATCH_OVER)
 				reader__release_ordered(w, n == BATCH_OVER);
 		}
@@ -315,10 +315,10 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 		if (deadline && mono_ns(CLOCK_MONOTONIC) >= deadline)
 			break;
 		if (spawn__targets_done(w)) {
-			w->drain_all = true;
+			w->loop.drain_all = true;
 			break;
 		}
-		if (w->act && mono_ns(CLOCK_MONOTONIC) - w->last_activity >= ACTIVITY_NS)
+		if (w->hot.counts && mono_ns(CLOCK_MONOTONIC) - w->hot.last_activity >= ACTIVITY_NS)
 			hot__read_activity(w, mono_ns(CLOCK_MONOTONIC), false);
 		/* A trace being written can be followed (tail -f) batch by batch. */
 		SINKS(w, flush);
@@ -333,7 +333,7 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 
 int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, size_t whylen)
 {
-	struct watch w = { .o = o, .st = st, .reaper_fd = -1 };
+	struct watch w = { .o = o, .st = st, .reader.reaper_fd = -1 };
 	unsigned long long deadline = 0, t_attach, t_end;
 	int err, release_fd = -1;
 
@@ -350,7 +350,7 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	if (o->hot && !(w.act = activity_counts__new())) {
+	if (o->hot && !(w.hot.counts = activity_counts__new())) {
 		snprintf(why, whylen, "out of memory");
 		err = -ENOMEM;
 		goto out;
@@ -380,16 +380,16 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 		o->env_entry ? o->env_entry : "",
 		o->cgroup && watch__by_exec(o) ? " in cgroup " : "",
 		o->cgroup && watch__by_exec(o) ? o->cgroup : "",
-		watch__by_exec(o) ? " and those that start" : "", st->attach_ms, w.n_probes,
-		w.pid_filter ? "" : "; with ",
-		w.pid_filter	 ? "" :
-		o->comm		 ? "--comm" :
-		o->every_process ? "every process watched" :
-				   "--follow",
-		w.pid_filter ? "" :
-			       " they are in every process that maps a probed file (the C "
-			       "library, each runtime), which pays a trap per probed call "
-			       "(docs/reliability.md); the summary names who did");
+		watch__by_exec(o) ? " and those that start" : "", st->attach_ms, w.probes.n_probes,
+		w.probes.pid_filter ? "" : "; with ",
+		w.probes.pid_filter ? "" :
+		o->comm		    ? "--comm" :
+		o->every_process    ? "every process watched" :
+				      "--follow",
+		w.probes.pid_filter ? "" :
+				      " they are in every process that maps a probed file (the C "
+				      "library, each runtime), which pays a trap per probed call "
+				      "(docs/reliability.md); the summary names who did");
 
 	if (release_fd >= 0) {
 		if (write(release_fd, "g", 1) != 1)
@@ -409,9 +409,10 @@ int watch__run(const struct watch_opts *o, struct watch_stats *st, char *why, si
 	reader__drain(&w);
 	phase__mark("watch: drained");
 	/* The probes are off: this read has the run's last regions. */
-	if (w.act) {
+	if (w.hot.counts) {
 		hot__read_activity(&w, t_end, true);
-		st->activity = activity_counts__totals(w.act, w.last_activity, &st->n_activity);
+		st->activity =
+			activity_counts__totals(w.hot.counts, w.hot.last_activity, &st->n_activity);
 	}
 	st->cpu_s += phase__cpu_seconds();
 	probes__count_lost(&w, st);
@@ -431,12 +432,14 @@ struct watch *watch__offline_new(const struct watch_opts *o, struct watch_stats 
 
 	if (!w)
 		return NULL;
-	*w = (struct watch){ .o = o, .st = st, .t0 = mono_ns(CLOCK_MONOTONIC), .reaper_fd = -1 };
+	*w = (struct watch){
+		.o = o, .st = st, .t0 = mono_ns(CLOCK_MONOTONIC), .reader.reaper_fd = -1
+	};
 	memset(st, 0, sizeof(*st));
 	st->command_status = -1;
 	w->cache = elf_cache__new();
 	w->pkgs = pkg_cache__new();
-	pthread_mutex_init(&w->holds_lock, NULL);
+	pthread_mutex_init(&w->holds.lock, NULL);
 	if (!w->cache || !w->pkgs) {
 		elf_cache__put(w->cache);
 		pkg_cache__free(w->pkgs);

@@ -121,108 +121,151 @@ struct proc_state {
 	size_t n_opened, cap_opened;
 };
 
+/*
+ * The collector's state, grouped by the part that owns it (as the kernel's struct rq groups
+ * cfs, rt and dl): the part's file is named beside each group. What no one part owns (the
+ * options, caches, the BPF object, the processes, the event being handled) is at the top.
+ */
 struct watch {
 	const struct watch_opts *o;
 	struct elf_cache *cache; /* every process's files, analysed once */
 	struct pkg_cache *pkgs;	 /* the package databases of each root, read as objects need */
 	struct watch_stats *st;
 	struct dlwatch_bpf *skel;
-	struct ring_buffer *rb;
-	struct ring_buffer *hrb; /* the holds (DLW_HOLD), read before any other event */
-	int epfd;		 /* both rings' */
-	struct proc_state *procs;
+	struct proc_state *procs; /* proctable.c */
 	size_t n_procs, cap_procs;
 	uint64_t uw_clock;
-	/* The files probed, by process when only the watched processes pay (pid_filter). */
-	struct attached_file *files;
-	size_t n_files;
-	size_t cap_files;
-	/*
-	 * A fixed set of processes (-p, -- CMD, without --follow, --comm or --job): every uprobe
-	 * goes into their address spaces only (uprobe_multi's PID filter), and no other process
-	 * that maps the same file takes a trap. attach_pid: the process the probes being
-	 * attached now are for (0: every process).
-	 */
-	bool pid_filter;
-	pid_t attach_pid;
-	int *links; /* uprobe_multi links (fds) */
-	size_t n_links;
-	size_t cap_links;
-	size_t n_probes;	     /* the uprobes in them */
-	struct activity_counts *act; /* --hot: the kernel's counts, read each second */
-	unsigned long long last_activity;
-	unsigned long long last_counts; /* watch_opts.live_counts: when st's were last set */
-	unsigned long long batch_at;	/* watch_opts.batch_ms: when the last read began */
-	/* The runtimes that ran regions in the interval being read, per process. */
-	struct busy_pool {
-		pid_t pid;
-		const char *runtime;
-		const char *kind; /* "openmp" or "blas" */
-		unsigned long long n;
-		pid_t starters[8];
-		unsigned long long starter_n[8]; /* what each started in the interval */
-		size_t n_starters;
-	} busy[32];
-	size_t n_busy;
 	unsigned long long t0;
-	pid_t command_pid;
-	bool command_done;
-	unsigned long long last_scan;
-	/* When the batch being read must give the loop back (deadline, signals, the command). */
-	unsigned long long batch_end;
-	bool draining;	      /* the last read, after the loop */
-	bool drain_all;	      /* the targets ended by themselves: that read takes every event */
-	bool counting;	      /* past that read: what is left is counted, not handled */
-	unsigned int drained; /* events handled by that read */
+
+	/* The two rings (reader.c, records.c): the holds' first, then every other event. */
+	struct {
+		struct ring_buffer *rb;
+		struct ring_buffer *hrb; /* the holds (DLW_HOLD), read before any other event */
+		int epfd;		 /* both rings' */
+		void *pos;		 /* the event ring's positions (two pages) */
+		size_t page_size;
+	} ring;
+
+	/* The uprobes (probes.c). */
+	struct {
+		/* The files probed, by process when only the watched processes pay. */
+		struct attached_file *files;
+		size_t n_files;
+		size_t cap_files;
+		/*
+		 * A fixed set of processes (-p, -- CMD, without --follow, --comm or --job): every
+		 * uprobe goes into their address spaces only (uprobe_multi's PID filter), and no
+		 * other process that maps the same file takes a trap. attach_pid: the process the
+		 * probes being attached now are for (0: every process).
+		 */
+		bool pid_filter;
+		pid_t attach_pid;
+		int *links; /* uprobe_multi links (fds) */
+		size_t n_links;
+		size_t cap_links;
+		size_t n_probes; /* the uprobes in them */
+	} probes;
+
+	/* --hot (hot.c, activity.c): the kernel's counts, read each second, and the runtimes
+	 * that ran regions in the interval being read, per process. */
+	struct {
+		struct activity_counts *counts;
+		unsigned long long last_activity;
+		struct busy_pool {
+			pid_t pid;
+			const char *runtime;
+			const char *kind; /* "openmp" or "blas" */
+			unsigned long long n;
+			pid_t starters[8];
+			unsigned long long starter_n[8]; /* what each started in the interval */
+			size_t n_starters;
+		} busy[32];
+		size_t n_busy;
+	} hot;
+
+	/* The loop (watch.c): its reads, and the last one after it. */
+	struct {
+		unsigned long long last_counts; /* watch_opts.live_counts: when st's were last set */
+		unsigned long long batch_at;	/* watch_opts.batch_ms: when the last read began */
+		unsigned long long last_scan;
+		/* When the batch being read must give the loop back (deadline, signals, the
+		 * command). */
+		unsigned long long batch_end;
+		bool draining;	      /* the last read, after the loop */
+		bool drain_all;	      /* the targets ended by themselves: that read takes all */
+		bool counting;	      /* past that read: what is left is counted, not handled */
+		unsigned int drained; /* events handled by that read */
+	} loop;
+
+	/* The command (spawn.c). */
+	struct {
+		pid_t pid;
+		bool done;
+	} command;
+
 	/*
-	 * The holds' reader (hold_reader): a thread at real-time priority that waits on the holds'
+	 * The holds' reader (reader.c): a thread at real-time priority that waits on the holds'
 	 * ring and answers them under @lock, which the loop holds but while it waits and between
 	 * two records. Priority-inheriting: a loop started at nice 19 that holds it when a hold
 	 * comes runs at the reader's priority until it lets go.
 	 */
-	pthread_mutex_t lock;
-	pthread_t reader;
+	struct {
+		pthread_mutex_t lock;
+		pthread_t thread;
+		/* Readers waiting for @lock (reader__let_holds_in); a hold being answered. */
+		int holds_waiting;
+		bool in_hold;
+		/* The heartbeat (beat), which lets the BPF holds know the collector answers. */
+		pthread_t beat;
+		bool beat_on, beat_stop;
+		int wake;      /* an eventfd: the reader's stop, without waiting out its poll */
+		int reaper_fd; /* closed last: the reaper of the links ends (probes__stop) */
+		bool on, stop;
+	} reader;
+
+	/* What each process's holds have met (holds.c), under @lock (taken after reader.lock,
+	 * never before it): the reader answers a hold that met nothing new with it alone. */
+	struct {
+		pthread_mutex_t lock;
+		struct hold_proc *procs;
+		size_t n_procs, cap_procs;
+	} holds;
+
 	/* Forks of processes whose GNU libgomp pool had threads, said once the child has not
 	 * exec'd (forkwatch.c); the last pool count, reused by a parent forking again. */
-	struct fork_pending {
-		pid_t parent, child;
-		int threads;
-		unsigned long long t;
-		char runtime[256];
-		char comm[16];
-	} forks[16];
-	size_t n_forks;
 	struct {
-		pid_t pid;
-		unsigned long long t;
-		int threads;
-		char runtime[256];
-	} pool_count;
-	/* Readers waiting for @lock (reader__let_holds_in); a hold being answered. */
-	int holds_waiting;
-	bool in_hold;
-	/* What each process's holds have met (holds.c), under @holds_lock (taken after @lock,
-	 * never before it): the reader answers a hold that met nothing new with it alone. */
-	pthread_mutex_t holds_lock;
-	struct hold_proc *hold_procs;
-	size_t n_hold_procs, cap_hold_procs;
-	/* The heartbeat (reader.c: beat), which lets the BPF holds know the collector answers. */
-	pthread_t beat;
-	bool beat_on, beat_stop;
-	int reader_wake; /* an eventfd: the reader's stop, without waiting out its poll */
-	int reaper_fd;	 /* closed last: the reaper of the links ends (probes__stop) */
-	bool reader_on, reader_stop;
+		struct fork_pending {
+			pid_t parent, child;
+			int threads;
+			unsigned long long t;
+			char runtime[256];
+			char comm[16];
+		} pending[16];
+		size_t n;
+		struct {
+			pid_t pid;
+			unsigned long long t;
+			int threads;
+			char runtime[256];
+		} pool_count;
+	} forks;
+
 	/* Time order (order.h, horizon.h): the horizon the sinks were given, the latest record
-	 * read, the calls that hold it back, and the event ring's positions (two pages). */
-	unsigned long long horizon, last_read;
-	struct horizon hz;
-	void *ring_pos;
-	size_t page_size;
-	struct stuck {
-		pid_t tid;
-		unsigned long long since; /* the dlopen's start: one report per dlopen */
-	} stuck[64];
-	size_t n_stuck;
+	 * read, the calls that hold it back. */
+	struct {
+		unsigned long long horizon, last_read;
+		struct horizon hz;
+	} order;
+
+	/* Calls stuck in the loader (stuck.c): one report per dlopen. */
+	struct {
+		struct stuck {
+			pid_t tid;
+			unsigned long long since; /* the dlopen's start */
+		} calls[64];
+		size_t n;
+	} stuck;
+
 	/* The event being handled and the stack it carries, unwound once when first needed. */
 	struct {
 		const struct watch_event *we;
