@@ -14,6 +14,7 @@
 #include "elfobj.h"
 #include "corefile.h"
 #include "linkmap.h"
+#include "procfs.h"
 #include "output.h"
 
 /* More than any real process has; bounds a corrupted or hostile list. */
@@ -32,7 +33,7 @@ static int read_auxv(pid_t pid, struct auxv_info *ai)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	proc__path(path, sizeof(path), pid, 0, "auxv");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;

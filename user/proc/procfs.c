@@ -124,13 +124,14 @@ int proc__status_field(pid_t pid, pid_t tid, const char *key, char *buf, size_t 
 
 	if (n < 0)
 		return (int)n;
-	for (p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, key, klen) || p[klen] != ':')
-			continue;
-		p += klen + 1;
-		p += strspn(p, " \t");
-		snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
-		return 0;
+	/* "Key:\tvalue" lines: the key at the text's start or after a newline. */
+	for (p = text; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n')) {
+		if (!strncmp(p, key, klen) && p[klen] == ':') {
+			p += klen + 1;
+			p += strspn(p, " \t");
+			snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+			return 0;
+		}
 	}
 	return -ENOENT;
 }
@@ -456,7 +457,7 @@ int proc__environ(pid_t pid, char **out, size_t *size)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	proc__path(path, sizeof(path), pid, 0, "environ");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
