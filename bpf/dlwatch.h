@@ -47,6 +47,19 @@ enum dlw_hold_at {
 	DLW_HOLD_DLOPEN = 1,  /* the objects a dlopen maps, before it relocates them */
 };
 
+/*
+ * A file by what identifies its content (objcache.h's key, the device as the kernel encodes
+ * it: major << 20 | minor): the no_probe_files map's key, of files whose objects need no
+ * probes, so a dlopen that brings only such objects is not held.
+ */
+struct dlw_file_key {
+	unsigned long long ino, size;
+	long long mtime_ns, ctime_ns;
+	unsigned int dev, pad;
+};
+
+#define DLW_NO_PROBE_FILES_MAX 32768
+
 /* How long a held thread waits for user space at most: then it goes on, counted late. */
 #define DLW_HOLD_MAX_NS (3000ULL * 1000 * 1000)
 

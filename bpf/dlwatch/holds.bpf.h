@@ -59,6 +59,166 @@ static __always_inline u64 unloads_of(u32 tgid)
 	return n ? *n : 0;
 }
 
+/* The open-coded number iterator (kernel 6.4): verified once, whatever its count. */
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+
+/*
+ * Arrivals that need no hold: a dlopen whose every new object is of a file the collector found
+ * to need no probes (no runtime's role, not glibc's loader) goes on at once. The files, by what
+ * identifies a file's content (objcache.h: device, inode, size, mtime, ctime), filled by user
+ * space from its ELF cache and from each file it analyses (probes.c: probes__note_no_probes).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DLW_NO_PROBE_FILES_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct dlw_file_key);
+	__type(value, u8);
+} no_probe_files SEC(".maps");
+
+/* Where a process's link map ended at its last consistent state, and its unloads then: what
+ * follows that entry later is new while it unloaded nothing since. */
+struct lm_tail {
+	u64 lm, unloads;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct lm_tail);
+} lm_tails SEC(".maps");
+
+/* Arrivals let go at once: each new object's file needs no probes. */
+unsigned long long hold_no_probes;
+
+/* The first words of a struct link_map (<link.h>; musl's struct dso begins alike). */
+struct lm_head {
+	u64 l_addr, l_name, l_ld, l_next, l_prev;
+};
+
+/* Bounds of the walks: the whole list (else the tail is unknown, and holds as before), and the
+ * new entries one dlopen may bring and still go unheld. */
+#define LM_WALK_MAX 4096
+#define LM_NEW_MAX 64
+
+/* bpf_find_vma's answer for a new entry's dynamic section: whether its file needs no probes. */
+static long vma_needs_no_probes(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct inode *ino = BPF_CORE_READ(vma, vm_file, f_inode);
+	struct dlw_file_key k = {};
+	bool *yes = ctx;
+
+	/* Before 6.11 the times are a struct timespec64: no such entry, held as before. */
+	if (!ino || !bpf_core_field_exists(ino->i_mtime_sec))
+		return 0;
+	k.dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	k.ino = BPF_CORE_READ(ino, i_ino);
+	k.size = BPF_CORE_READ(ino, i_size);
+	k.mtime_ns = BPF_CORE_READ(ino, i_mtime_sec) * 1000000000LL + BPF_CORE_READ(ino, i_mtime_nsec);
+	/* The ctime's top nanosecond bit is a flag of the kernel's own (I_CTIME_QUERIED, 6.13). */
+	k.ctime_ns = BPF_CORE_READ(ino, i_ctime_sec) * 1000000000LL +
+		     (BPF_CORE_READ(ino, i_ctime_nsec) & ~(1U << 31));
+	*yes = bpf_map_lookup_elem(&no_probe_files, &k) != NULL;
+	return 0;
+}
+
+/* A walk of the list (lm_walk), one entry a turn of bpf_loop. */
+struct lm_walk_state {
+	u64 lm, end;
+	u32 n_new;
+	bool check, all_free;
+};
+
+static long lm_walk_step(u64 i, void *ctx)
+{
+	struct lm_walk_state *st = ctx;
+	struct lm_head h;
+
+	if (!st->lm || bpf_copy_from_user(&h, sizeof(h), (void *)st->lm))
+		return 1;
+	if (st->check && i > 0) {
+		bool yes = false;
+
+		st->n_new++;
+		if (st->all_free && st->n_new <= LM_NEW_MAX)
+			bpf_find_vma(bpf_get_current_task_btf(), h.l_ld, vma_needs_no_probes, &yes,
+				     0);
+		st->all_free = st->all_free && yes && st->n_new <= LM_NEW_MAX;
+	}
+	if (!h.l_next) {
+		st->end = st->lm;
+		return 1;
+	}
+	st->lm = h.l_next;
+	return 0;
+}
+
+/*
+ * The list from entry @lm to its end: the last entry (0 when a read fails or it is longer than
+ * LM_WALK_MAX). With @check, the entries after @lm are new: *@n_new counts them and *@all_free
+ * says whether each is of a file that needs no probes (at most LM_NEW_MAX of them).
+ */
+static __always_inline u64 lm_walk(u64 lm, bool check, u32 *n_new, bool *all_free)
+{
+	struct lm_walk_state st = { .lm = lm, .check = check, .all_free = true };
+
+	bpf_loop(LM_WALK_MAX, lm_walk_step, &st, 0);
+	*n_new = st.n_new;
+	*all_free = st.all_free;
+	return st.end;
+}
+
+/* The process's tail, when still valid: it unloaded nothing since it was noted. */
+static __always_inline u64 valid_tail(u32 tgid)
+{
+	struct lm_tail *t = bpf_map_lookup_elem(&lm_tails, &tgid);
+
+	return t && t->unloads == unloads_of(tgid) ? t->lm : 0;
+}
+
+static __always_inline void note_tail(u32 tgid, u64 end)
+{
+	struct lm_tail t = { .lm = end, .unloads = unloads_of(tgid) };
+
+	if (end)
+		bpf_map_update_elem(&lm_tails, &tgid, &t, BPF_ANY);
+	else
+		bpf_map_delete_elem(&lm_tails, &tgid);
+}
+
+/* The list's end noted anew, from its known tail or else from its head (@r_map_at: where
+ * _r_debug.r_map is; 0 when unknown). */
+static __always_inline void renote_tail(u32 tgid, u64 r_map_at)
+{
+	u64 from = valid_tail(tgid), head = 0;
+	u32 n = 0;
+	bool all = false;
+
+	if (!from && r_map_at && !bpf_copy_from_user(&head, sizeof(head), (void *)r_map_at))
+		from = head;
+	note_tail(tgid, lm_walk(from, false, &n, &all));
+}
+
+/*
+ * Whether the objects this dlopen added (after the known tail) all need no probes: then no
+ * hold. The tail moves to the list's end either way (a hold's answer leaves it there too).
+ */
+static __always_inline bool arrivals_need_no_probes(u32 tgid)
+{
+	u64 tail = valid_tail(tgid), end;
+	u32 n_new = 0;
+	bool all_free = true;
+
+	if (!tail)
+		return false;
+	end = lm_walk(tail, true, &n_new, &all_free);
+	note_tail(tgid, end);
+	return end && n_new && all_free;
+}
+
 /* Whether the collector has answered lately (its heartbeat, DLW_BEAT_STALE_NS). */
 static __always_inline bool collector_attentive(u64 now)
 {
@@ -67,18 +227,13 @@ static __always_inline bool collector_attentive(u64 now)
 	return beat && now - beat <= DLW_BEAT_STALE_NS;
 }
 
-/* The open-coded number iterator (kernel 6.4): verified once, whatever its count. */
-extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
-extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
-extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
-
 /*
  * A held thread's wait, by tid: kept in a map rather than on the program's stack, which a
  * sleepable program preempted on its CPU has been seen to find overwritten (a per-CPU private
  * stack), ending the wait at once.
  */
 struct hold_wait {
-	u64 seq, start, deadline, pc;
+	u64 seq, start, deadline, pc, r_map_at;
 	u32 done, stale;
 };
 
@@ -140,7 +295,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	u64 id = current_id(), delta = bpf_get_attach_cookie(ctx);
 	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
 	struct hold_wait h = { .pc = PT_REGS_IP(ctx) }, *hp;
-	u64 start, took;
+	u64 start, took, r_map_at;
 	struct bpf_iter_num it;
 	int dummy = 0;
 	struct dlw_event *e;
@@ -163,9 +318,17 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	}
 	if (!hold_arrivals)
 		return 0;
-	/* Outside dlopen only the start-up's link map is news (then a dlclose's is not). */
-	if (!depth && bpf_map_update_elem(&started, &tgid, &yes, BPF_NOEXIST))
+	r_map_at = delta ? PT_REGS_IP(ctx) + (s64)delta - 16 : 0;
+	/* Outside dlopen only the start-up's link map is news (then a dlclose's, or a load of
+	 * libc's own, is not: only where the list ends now is noted). */
+	if (!depth && bpf_map_update_elem(&started, &tgid, &yes, BPF_NOEXIST)) {
+		renote_tail(tgid, r_map_at);
 		return 0;
+	}
+	if (depth && r_map_at && arrivals_need_no_probes(tgid)) {
+		__sync_fetch_and_add(&hold_no_probes, 1);
+		return 0;
+	}
 	start = bpf_ktime_get_ns();
 	/* A collector stopped, killed or starved holds nobody until it beats again. */
 	if (!collector_attentive(start)) {
@@ -186,6 +349,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	h.start = start;
 	h.deadline = start + DLW_HOLD_MAX_NS;
+	h.r_map_at = r_map_at;
 	if (bpf_map_update_elem(&holding, &tid, &h, BPF_ANY))
 		return 0;
 	/*
@@ -198,7 +362,9 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	bpf_iter_num_destroy(&it);
 	/* The thread's own, not what the stack may hold by now. */
 	tid = (u32)current_id();
+	tgid = current_id() >> 32;
 	hp = bpf_map_lookup_elem(&holding, &tid);
+	r_map_at = hp ? hp->r_map_at : 0;
 	if (hp && !hp->done)
 		count_lost_as(DLW_LOST_HOLD);
 	if (hp) {
@@ -213,6 +379,9 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	}
 	bpf_map_delete_elem(&holding, &tid);
 	bpf_map_delete_elem(&released, &tid);
+	/* The start-up, or a dlopen after an unload: where the list ends, for the next dlopen. */
+	if (r_map_at && !valid_tail(tgid))
+		renote_tail(tgid, r_map_at);
 	return 0;
 }
 

@@ -13,6 +13,10 @@ from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root,
 from test_ui import Tui, ui_pid
 
 
+# A runtime (a GPU module loader): each dlopen of it is held until its probes are in place.
+HELD_EVERY_TIME = fixture_path("stubcuda/libcuda.so.1")
+
+
 def need_root():
     if not is_root():
         raise Skip("BPF tests need root")
@@ -63,9 +67,7 @@ def collector(kind, pid, trace_dir):
 
 def victim_pays(kind, sig):
     """The longest dlopen and dlsym of a target whose collector gets @sig a second in."""
-    # Two files in turn: each dlopen brings something new, and is held.
-    with Fixture(["hold_victim", fixture_path("libplain.so") + "," +
-                  fixture_path("storm/libstorm1.so"), "3"]) as fx, \
+    with Fixture(["hold_victim", HELD_EVERY_TIME, "3"]) as fx, \
             tempfile.TemporaryDirectory() as d:
         pid, end = collector(kind, fx.pid, d)
         time.sleep(1)
@@ -168,8 +170,7 @@ def longest_dlopen_beside_a_busy_loop(watcher):
     before "-p PID", or None) pinned there too."""
     busy = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
     try:
-        with Fixture(["taskset", "-c", "0", fixture_path("hold_victim"),
-                      fixture_path("libplain.so") + "," + fixture_path("storm/libstorm1.so"),
+        with Fixture(["taskset", "-c", "0", fixture_path("hold_victim"), HELD_EVERY_TIME,
                       "3"]) as fx:
             w = subprocess.Popen(["taskset", "-c", "0", *watcher, "-p", str(fx.pid)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) \
@@ -238,3 +239,43 @@ def test_an_unwatched_twin_pays_nothing():
     m = re.search(r"dlscope: (\d+) process(?:es)? outside the watch hit its probes (\d+) times", err)
     assert m and int(m.group(2)) >= 270000, err
     assert re.search(r"\d+ \(dlsym_loop\) \d+", err), err
+
+
+def arrivals(stderr):
+    """(held, let go because their files need no probes) from watch's summary."""
+    held = re.search(r"(\d+) arrivals? held until", stderr)
+    free = re.search(r"(\d+) arrivals? not held: (its|their) files? needs? no probes", stderr)
+    return int(held.group(1)) if held else 0, int(free.group(1)) if free else 0
+
+
+def test_a_dlopen_of_files_that_need_no_probes_is_not_held():
+    # A file dlscope knows to need no probes (no runtime's role, not glibc's dlopen) is let go
+    # by the kernel at once; a file rewritten in place is another file to it, held anew.
+    need_root()
+    with tempfile.TemporaryDirectory() as d:
+        lib = os.path.join(d, "libx.so")
+        with open(fixture_path("libplain.so"), "rb") as src, open(lib, "wb") as dst:
+            dst.write(src.read())
+        env = {"DLSCOPE_CACHE_DIR": os.path.join(d, "cache"), "DLSCOPE_CACHE": "on"}
+
+        def run():
+            # libm.so.6 first: libx.so's dependency stays, so each dlopen brings libx alone.
+            p = dlscope("watch", "--duration", "1.5", "--", fixture_path("dlopen_list"),
+                        "/lib/x86_64-linux-gnu/libm.so.6", "--cycle", "5", lib, env=env,
+                        check=0)
+            assert p.stdout.count('dlopen("') == 6, p.stdout
+            return arrivals(p.stderr), p.stderr
+
+        # New to dlscope: held while it is analysed; then each comes back unheld.
+        (held, free), said = run()
+        assert (held, free) == (3, 4), said  # the start-up, libm, libx once; 4 let go
+        # Known from the ELF cache: not held even the first time.
+        (held, free), said = run()
+        assert (held, free) == (2, 5), said
+        # The same inode with an OpenMP runtime in it: held every time.
+        with open("/usr/lib/x86_64-linux-gnu/libgomp.so.1", "rb") as src, \
+                open(lib, "r+b") as dst:
+            dst.write(src.read())
+            dst.truncate()
+        (held, free), said = run()
+        assert (held, free) == (7, 0), said

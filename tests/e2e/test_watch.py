@@ -190,10 +190,10 @@ def test_a_dlopen_queued_behind_a_slow_constructor_is_no_hazard():
         assert "FINDING" not in p.stdout and " 0 findings" in p.stderr, p.stdout + p.stderr
 
 
-def test_two_files_of_one_layout_at_one_place_are_each_held():
+def test_two_files_of_one_layout_at_one_place_are_each_seen():
     """Two copies of a library under two names, opened and closed in turn, come back at the
     same place with the same load bias and dynamic section: each dlopen brings a file new to
-    the loader's list, held for its probes."""
+    the loader's list, held for its probes or, its file known to need none, let go."""
     if not is_root():
         raise Skip("BPF tests need root")
     # libm first: one link_map freed and taken back at its place each time.
@@ -201,7 +201,10 @@ def test_two_files_of_one_layout_at_one_place_are_each_held():
               "/lib/x86_64-linux-gnu/libm.so.6", "--cycle", "20",
               fixture_path("libplain.so") + "," + fixture_path("storm/libstorm1.so"))
     held = re.search(r"(\d+) arrivals held until their probes were in place", p.stderr)
-    assert held and int(held.group(1)) == 22, p.stderr  # start-up, libm, and each of the 20
+    free = re.search(r"(\d+) arrivals? not held: (its|their) files? needs? no probes", p.stderr)
+    # The start-up and libm held; each of the 20 held or, once its file is known, let go.
+    assert held and int(held.group(1)) >= 2, p.stderr
+    assert int(held.group(1)) + (int(free.group(1)) if free else 0) == 22, p.stderr
     assert p.stdout.count('dlopen("') == 21, p.stdout  # libm's and the 20
 
 

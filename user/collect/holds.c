@@ -168,8 +168,10 @@ static void attach_entry(struct watch *w, struct hold_proc *hp, const struct lm_
 		return;
 	o.inode = st.st_ino;
 	o.elf = elf_cache__open(w->cache, host, NULL, st.st_ino, &o.error);
-	if (o.elf)
+	if (o.elf) {
 		probes__attach_object(w, hp->pid, &o);
+		probes__note_no_probes(w, &o);
+	}
 	elfobj__free(o.elf);
 	free(o.error);
 }
@@ -283,6 +285,7 @@ static void answer_whole(struct watch *w, struct hold_proc *hp)
 		const struct lg_object *o = g->objs[i];
 
 		probes__attach_object(w, hp->pid, o);
+		probes__note_no_probes(w, o);
 		if (keys && addrs && o->in_link_map) {
 			addrs[n] = o->lm_addr;
 			keys[n++] = entry_key(o->lm_addr, o->base, o->l_ld);

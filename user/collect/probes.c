@@ -22,6 +22,7 @@
 #include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,10 +32,12 @@
 #include "dlwatch.skel.h"
 #include "elfobj.h"
 #include "fdreaper.h"
+#include "objcache.h"
 #include "output.h"
 #include "permission.h"
 #include "phase.h"
 #include "procfs.h"
+#include "roles.h"
 #include "termsafe.h"
 #include "target.h"
 #include "watch_internal.h"
@@ -311,6 +314,47 @@ static bool defines_glibc_dlopen(const struct elf_object *elf)
 	for (size_t i = 0; i < elfobj__n_verdefs(elf) && !glibc; i++)
 		glibc = !strncmp(elfobj__verdef(elf, i), "GLIBC_", 6);
 	return glibc && !elfobj__lookup(elf, "dlopen", ELFOBJ_DYNSYM, &sym);
+}
+
+/*
+ * Files whose objects need no probes in any watch: no runtime's role, and not glibc's dlopen.
+ * The kernel lets a dlopen that brings only such objects go on unheld (holds.bpf.h). The ELF
+ * cache keeps no symbols: from it, every file with a GLIBC_ version node is held the first time.
+ */
+static bool glibc_node(const char *verdef)
+{
+	return !strncmp(verdef, "GLIBC_", 6);
+}
+
+static void note_no_probes(struct watch *w, const struct objcache_key *k)
+{
+	struct dlw_file_key key = { .ino = k->ino,
+				    .size = k->size,
+				    .mtime_ns = k->mtime_ns,
+				    .ctime_ns = k->ctime_ns,
+				    /* the kernel's dev_t: MKDEV, not the one stat gives */
+				    .dev = (uint32_t)(major(k->dev) << 20 | minor(k->dev)) };
+	uint8_t yes = 1;
+
+	/* Full: that file's dlopen is held, as before. */
+	bpf_map_update_elem(bpf_map__fd(w->skel->maps.no_probe_files), &key, &yes, BPF_ANY);
+}
+
+void probes__note_no_probes(struct watch *w, const struct lg_object *o)
+{
+	/* Here the symbols are at hand: of glibc's libraries only the one with dlopen is held. */
+	if (o->elf && w->skel && !lg_object__roles(o)->n && !defines_glibc_dlopen(o->elf))
+		note_no_probes(w, elfobj__content_key(o->elf));
+}
+
+static void note_cached(const struct objcache_rec *rec, void *arg)
+{
+	if (!roles__blob_says_none(rec->blob, rec->blob_len))
+		return;
+	for (size_t i = 0; i < rec->n_verdefs; i++)
+		if (glibc_node(rec->verdefs[i]))
+			return;
+	note_no_probes(arg, &rec->key);
 }
 
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o)
@@ -731,6 +775,7 @@ void probes__count_lost(struct watch *w, struct watch_stats *st)
 		st->hold_ms_max = (double)h->hold_ns_max / 1e6;
 		st->holds_abandoned = h->hold_abandoned;
 		st->holds_not_held = h->hold_not_held;
+		st->holds_no_probes = h->hold_no_probes;
 	}
 	probes__count_outside(w, st);
 	/* Uncounted regions are no events: not part of lost. */
@@ -851,6 +896,9 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 	}
 	if (o->cgroup && (err = set_target_cgroup(w, o->cgroup, why, whylen)))
 		return err;
+	/* What the ELF cache knows needs no probes: those dlopens go unheld from the start. */
+	if (!o->no_holds)
+		objcache__for_each(note_cached, w);
 	/*
 	 * The futex tracepoints put every syscall of the machine on the slow path: only when
 	 * asked. They need tracefs; root may mount it. Without it, futex waits are left out

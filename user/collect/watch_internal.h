@@ -334,6 +334,8 @@ bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o)
 void probes__attach_own_libc(struct watch *w, pid_t pid);
 /* Whether loader @o's r_brk was probed already, so that what it loads is held for the probes. */
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o);
+/* @o's file needs no probes (no runtime's role, not glibc's): its dlopens go unheld. */
+void probes__note_no_probes(struct watch *w, const struct lg_object *o);
 /* Probe the loader the command @argv0 (process @pid, held before its exec) will run, when it
  * is not ours: a musl program's ld-musl, a program built for another glibc's loader. */
 void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0);

@@ -458,6 +458,16 @@ struct objcache_rec *objcache__find(const struct objcache_key *key)
 	return oc.recs[at];
 }
 
+void objcache__for_each(void (*fn)(const struct objcache_rec *rec, void *arg), void *arg)
+{
+	if (!oc.enabled)
+		return;
+	if (!oc.loaded)
+		load();
+	for (size_t i = 0; i < oc.n; i++)
+		fn(oc.recs[i], arg);
+}
+
 static char *dup_or(const char *s, bool *oom)
 {
 	char *d = s ? strdup(s) : NULL;

@@ -56,6 +56,8 @@ struct objcache_rec *objcache__find(const struct objcache_key *key);
 struct objcache_rec *objcache__put(const struct objcache_rec *rec);
 /* Attach @blob (copied) to the record of @key. */
 void objcache__set_blob(const struct objcache_key *key, const void *blob, size_t len);
+/* Call @fn on every record (loading the file first): the collector's look over what it knows. */
+void objcache__for_each(void (*fn)(const struct objcache_rec *rec, void *arg), void *arg);
 /* Write the cache now when it changed (also done at exit). 0 or -errno. */
 int objcache__save(void);
 

@@ -835,6 +835,16 @@ static bool load(const struct elf_object *o, struct role_cache *c)
 	return true;
 }
 
+bool roles__blob_says_none(const void *blob, size_t len)
+{
+	struct role_blob b;
+
+	if (!blob || len != sizeof(b))
+		return false;
+	memcpy(&b, blob, sizeof(b));
+	return b.n == 0 && b.static_cxx >= -1 && b.static_cxx <= 1;
+}
+
 static struct role_cache *cache_of(const struct elf_object *o)
 {
 	struct role_cache *c = elfobj__annotation(o, ELFOBJ_NOTE_ROLES);
