@@ -7,8 +7,9 @@ pair on the same function (the floor). Needs root (BPF), bpftrace and the fixtur
     harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,dlsym,twin,torch,kill,nice,attach,signals]
 
 Rows:
-  dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held every time); and
-           of 200 distinct objects the process never had, the ELF cache warm and off
+  dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held once: then known
+           to need no probes, let go at once); of a runtime (held every time); and of 200
+           distinct objects the process never had, the ELF cache warm and off
   dlsym    a dlsym in a loop: watched (default, and --dlsym), and the floor
   twin     the same loop in a process nobody watches, while `watch -p` (and `-f -p`) runs
   torch    `import torch` under `watch -- python3 -c 'import torch'` (Debian's python3-torch)
@@ -39,9 +40,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "build", "bench")
 FX = os.path.join(ROOT, "build", "fixtures")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
-# hold_victim's two files in turn: each dlopen brings what the last did not, and is held (one
-# file back at its place is not held at all).
-TWO_LIBS = f"{FX}/libplain.so,{FX}/storm/libstorm1.so"
+# hold_victim's library: a runtime (a GPU module loader, a stand-in), held at each dlopen until
+# its probes are in place (a file known to need no probes is not held at all).
+HELD_LIB = f"{FX}/stubcuda/libcuda.so.1"
 os.makedirs(OUT, exist_ok=True)
 
 if os.geteuid() != 0:
@@ -135,6 +136,10 @@ def row_dlopen():
     print_dlopens("dlopen of a new object (libplain.so, 300 a run)",
                   under_watch({"untraced": prog,
                                "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog))
+    prog = [f"{OUT}/dlopen_new_loop", "300", HELD_LIB]
+    print_dlopens("dlopen of a runtime, held each time (a stand-in libcuda.so.1, 300 a run)",
+                  under_watch({"untraced": prog,
+                               "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog))
 
 
 def with_cache_off(configs, prog):
@@ -212,7 +217,7 @@ def row_torch():
 
 
 def victim(build, sig):
-    v = subprocess.Popen([f"{FX}/hold_victim", TWO_LIBS, "3"],
+    v = subprocess.Popen([f"{FX}/hold_victim", HELD_LIB, "3"],
                          stdout=subprocess.PIPE, text=True)
     v.stdout.readline()
     w = subprocess.Popen([build, "watch", "-q", "-p", str(v.pid)], stdout=subprocess.DEVNULL,
@@ -252,7 +257,7 @@ def mprotect_worst(build):
     """The longest mprotect of a target loading objects, while watch runs at nice 19 on the
     CPU of a busy loop (both pinned to CPU 0); None: no watch."""
     busy = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
-    v = subprocess.Popen(["taskset", "-c", "0", f"{FX}/hold_victim", TWO_LIBS, "4"],
+    v = subprocess.Popen(["taskset", "-c", "0", f"{FX}/hold_victim", HELD_LIB, "4"],
                          stdout=subprocess.PIPE, text=True)
     v.stdout.readline()
     w = None
