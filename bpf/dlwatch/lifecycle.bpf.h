@@ -129,9 +129,11 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 			return 0;
 		bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
 	}
-	/* A new image: its start-up link map is news again, its unloads none. */
+	/* A new image: its start-up link map is news again, its unloads none, its list's end
+	 * unknown. */
 	bpf_map_delete_elem(&started, &tgid);
 	bpf_map_delete_elem(&unloads, &tgid);
+	bpf_map_delete_elem(&lm_tails, &tgid);
 	if (!traced(tgid))
 		return 0;
 	e = reserve(DLW_EXEC);
@@ -216,6 +218,7 @@ static __always_inline int on_exit(struct bpf_raw_tracepoint_args *ctx)
 	if (tid == tgid) {
 		bpf_map_delete_elem(&started, &tgid);
 		bpf_map_delete_elem(&unloads, &tgid);
+		bpf_map_delete_elem(&lm_tails, &tgid);
 	}
 	if (!traced(tgid) || tid != tgid)
 		return 0;

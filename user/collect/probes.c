@@ -317,10 +317,24 @@ static bool defines_glibc_dlopen(const struct elf_object *elf)
 }
 
 /*
- * Files whose objects need no probes in any watch: no runtime's role, and not glibc's dlopen.
- * The kernel lets a dlopen that brings only such objects go on unheld (holds.bpf.h). The ELF
- * cache keeps no symbols: from it, every file with a GLIBC_ version node is held the first time.
+ * Files whose objects need no probes in any watch: no role that probes__attach_object acts on
+ * (the C++ runtime, TBB, oneDNN and Python extension modules are named, never probed), and not
+ * glibc's dlopen. The kernel lets a dlopen that brings only such objects go on unheld
+ * (holds.bpf.h). The ELF cache keeps no symbols: from it, every file with a GLIBC_ version node
+ * is held the first time.
  */
+static bool roles_need_no_probes(const struct obj_roles *r)
+{
+	for (unsigned int i = 0; i < r->n; i++) {
+		enum role_kind k = r->r[i].kind;
+
+		if (!(k == ROLE_CXX_RUNTIME || k == ROLE_TBB || k == ROLE_ONEDNN ||
+		      (k == ROLE_PYTHON && r->r[i].impl == IMPL_PYTHON_EXT)))
+			return false;
+	}
+	return true;
+}
+
 static bool glibc_node(const char *verdef)
 {
 	return !strncmp(verdef, "GLIBC_", 6);
@@ -343,13 +357,16 @@ static void note_no_probes(struct watch *w, const struct objcache_key *k)
 void probes__note_no_probes(struct watch *w, const struct lg_object *o)
 {
 	/* Here the symbols are at hand: of glibc's libraries only the one with dlopen is held. */
-	if (o->elf && w->skel && !lg_object__roles(o)->n && !defines_glibc_dlopen(o->elf))
+	if (o->elf && w->skel && roles_need_no_probes(lg_object__roles(o)) &&
+	    !defines_glibc_dlopen(o->elf))
 		note_no_probes(w, elfobj__content_key(o->elf));
 }
 
 static void note_cached(const struct objcache_rec *rec, void *arg)
 {
-	if (!roles__blob_says_none(rec->blob, rec->blob_len))
+	struct obj_roles r;
+
+	if (!roles__from_blob(rec->blob, rec->blob_len, &r) || !roles_need_no_probes(&r))
 		return;
 	for (size_t i = 0; i < rec->n_verdefs; i++)
 		if (glibc_node(rec->verdefs[i]))

@@ -804,11 +804,9 @@ static void store(const struct elf_object *o, const struct role_cache *c)
 }
 
 /* Bytes from the cache file, checked as if hostile: any flaw means classifying again. */
-static bool load(const struct elf_object *o, struct role_cache *c)
+static bool decode(const unsigned char *p, size_t len, struct role_cache *c)
 {
 	struct role_blob b;
-	size_t len;
-	const unsigned char *p = elfobj__cached_annotation(o, &len);
 
 	if (!p || len < sizeof(b))
 		return false;
@@ -835,14 +833,23 @@ static bool load(const struct elf_object *o, struct role_cache *c)
 	return true;
 }
 
-bool roles__blob_says_none(const void *blob, size_t len)
+static bool load(const struct elf_object *o, struct role_cache *c)
 {
-	struct role_blob b;
+	size_t len;
+	const unsigned char *p = elfobj__cached_annotation(o, &len);
 
-	if (!blob || len != sizeof(b))
-		return false;
-	memcpy(&b, blob, sizeof(b));
-	return b.n == 0 && b.static_cxx >= -1 && b.static_cxx <= 1;
+	return decode(p, len, c);
+}
+
+bool roles__from_blob(const void *blob, size_t len, struct obj_roles *out)
+{
+	struct role_cache *c = calloc(1, sizeof(*c));
+	bool ok = c && decode(blob, len, c);
+
+	if (ok)
+		*out = c->roles;
+	free(c);
+	return ok;
 }
 
 static struct role_cache *cache_of(const struct elf_object *o)

@@ -112,8 +112,9 @@ int role_kind__parse(const char *id);		/* the kind of an id, or -1 */
 const char *role_kind__label(enum role_kind k); /* "OpenMP runtime", ... (text) */
 const char *role_impl__name(enum role_impl i);	/* "GNU libgomp", ... */
 const char *role_impl__id(enum role_impl i);	/* "libgomp", ... */
-/* Whether an object's stored annotation (objcache's blob, this build's) says it has no role. */
-bool roles__blob_says_none(const void *blob, size_t len);
+/* The roles an object's stored annotation (objcache's blob, this build's) holds: false when
+ * the bytes are no such annotation. */
+bool roles__from_blob(const void *blob, size_t len, struct obj_roles *out);
 /* The kinds that are runtimes (not the interpreter, libc or the loader): inventories, --roles. */
 bool role_kind__is_runtime(enum role_kind k);
 
