@@ -10,8 +10,8 @@ Fails, naming what and the symbols or header, when:
   - a module depends on one in a folder above its own (a layer reaching up);
   - modules call each other in a cycle (more than one file), in the linked objects;
   - a chore with one home is done outside it (HOMES: the machine's registers and instruction
-    set outside user/arch/, a realloc (growing arrays) outside user/base/, a /proc/PID path
-    built outside user/proc/), in code (comments do not count).
+    set outside user/arch/, a realloc (growing arrays) or a linear probe (hash tables) outside
+    user/base/, a /proc/PID path built outside user/proc/), in code (comments do not count).
 """
 import argparse
 import os
@@ -29,7 +29,10 @@ HOMES = [("the machine's registers and instruction set", "user/arch",
          # user/base/array.h's ARRAY_GROW, ARRAY_RESERVE, ARRAY_PUSH: doubling, not +1 a call.
          ("growing arrays", "user/base", re.compile(r"\b(realloc)\s*\(")),
          # user/proc/procfs.h's readers and proc__path: a process's /proc entries named once.
-         ("a process's /proc files", "user/proc", re.compile(r"(/proc/%)"))]
+         ("a process's /proc files", "user/proc", re.compile(r"(/proc/%)")),
+         # user/base/hashmap.h: a linear probe's next slot, "(i + 1) & mask", is a private
+         # open-addressing table (a ring buffer steps by "% cap").
+         ("hash tables", "user/base", re.compile(r"(\(\s*\w+\s*\+\s*1\s*\)\s*&)"))]
 
 
 def homes(files):

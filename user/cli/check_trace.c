@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "hashmap.h"
 #include "commands.h"
 #include "finding.h"
 #include "output.h"
@@ -35,8 +36,7 @@ struct tstate {
 	size_t n_hosts, cap_hosts;
 	struct tproc *p;
 	size_t n, cap;
-	size_t *slots; /* open addressing: index + 1 into p, 0 free */
-	size_t n_slots;
+	struct hashmap index; /* (host, pid) -> its index in p */
 };
 
 static long host_index(struct tstate *s, const char *h)
@@ -51,53 +51,37 @@ static long host_index(struct tstate *s, const char *h)
 	return (long)s->n_hosts++;
 }
 
-static size_t slot_of(const struct tstate *s, size_t host, pid_t pid)
+struct proc_key {
+	const struct tproc *p;
+	size_t host;
+	pid_t pid;
+};
+
+static bool proc_is(size_t idx, const void *ctx)
 {
-	uint64_t k = ((uint64_t)host << 32 | (uint32_t)pid) * 0x9E3779B97F4A7C15ULL;
+	const struct proc_key *k = ctx;
 
-	return (size_t)(k >> 20) & (s->n_slots - 1);
-}
-
-static int grow(struct tstate *s)
-{
-	size_t n = s->n_slots ? s->n_slots * 2 : 1024, *ns = calloc(n, sizeof(*ns));
-
-	if (!ns)
-		return -ENOMEM;
-	free(s->slots);
-	s->slots = ns;
-	s->n_slots = n;
-	for (size_t i = 0; i < s->n; i++) {
-		size_t j = slot_of(s, s->p[i].host, s->p[i].pid);
-
-		while (s->slots[j])
-			j = (j + 1) & (n - 1);
-		s->slots[j] = i + 1;
-	}
-	return 0;
+	return k->p[idx].host == k->host && k->p[idx].pid == k->pid;
 }
 
 static struct tproc *proc_of(struct tstate *s, size_t host, pid_t pid)
 {
-	size_t j;
+	uint64_t h = hashmap__hash_u64((uint64_t)host << 32 | (uint32_t)pid);
+	struct proc_key k = { NULL, host, pid };
+	size_t at;
+	int added;
 
-	if ((s->n + 1) * 2 > s->n_slots && grow(s))
+	if (ARRAY_RESERVE(s->p, s->cap, s->n + 1))
 		return NULL;
-	for (j = slot_of(s, host, pid); s->slots[j]; j = (j + 1) & (s->n_slots - 1)) {
-		struct tproc *p = &s->p[s->slots[j] - 1];
-
-		if (p->host == host && p->pid == pid)
-			return p;
-	}
-	if (s->n == s->cap) {
-		if (ARRAY_GROW(s->p, s->cap, 64))
-			return NULL;
-	}
-	s->p[s->n] = (struct tproc){
-		.host = host, .pid = pid, .findings = json_array(), .loaded = json_array()
-	};
-	s->slots[j] = ++s->n;
-	return &s->p[s->n - 1];
+	k.p = s->p;
+	added = hashmap__insert(&s->index, h, s->n, proc_is, &k, &at);
+	if (added < 0)
+		return NULL;
+	if (added)
+		s->p[s->n++] = (struct tproc){
+			.host = host, .pid = pid, .findings = json_array(), .loaded = json_array()
+		};
+	return &s->p[at];
 }
 
 static bool has_runtime_role(const json_t *rec)
@@ -308,7 +292,7 @@ static void tstate__free(struct tstate *s)
 		free(s->hosts[i]);
 	free(s->hosts);
 	free(s->p);
-	free(s->slots);
+	hashmap__free(&s->index);
 }
 
 json_t *check__trace_doc(const char *path, bool all,

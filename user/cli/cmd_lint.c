@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "hashmap.h"
 #include "check_opts.h"
 #include "cliopt.h"
 #include "commands.h"
@@ -36,59 +37,47 @@ struct lint_state {
 	size_t n, cap;
 	size_t seen, unreadable, again;
 	size_t foreign;	     /* ELF objects of another machine (32-bit i386, ARM...): skipped */
-	struct file_id *ids; /* an open-addressing set; ino 0 marks a free slot */
+	struct file_id *ids; /* the files visited, */
 	size_t n_ids, cap_ids;
+	struct hashmap id_index; /* by dev and inode */
 	bool progress, oom;
 	struct timespec last;
 	json_t *bad, *skipped;
 };
 
-static size_t file_id_hash(dev_t dev, ino_t ino)
+static uint64_t file_id_hash(dev_t dev, ino_t ino)
 {
-	uint64_t h = ((uint64_t)dev * 0x9e3779b97f4a7c15ULL) ^
-		     ((uint64_t)ino * 0xc2b2ae3d27d4eb4fULL);
-
-	return (size_t)(h ^ (h >> 31));
+	return hashmap__hash_u64((uint64_t)dev * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ino);
 }
 
-static void file_id_put(struct file_id *ids, size_t cap, dev_t dev, ino_t ino)
+static bool file_id_is(size_t idx, const void *ctx)
 {
-	size_t i = file_id_hash(dev, ino) & (cap - 1);
+	const struct file_id *const *k = ctx; /* { ids, the id } */
 
-	while (ids[i].ino)
-		i = (i + 1) & (cap - 1);
-	ids[i] = (struct file_id){ dev, ino };
+	return k[0][idx].dev == k[1]->dev && k[0][idx].ino == k[1]->ino;
 }
 
 /* True when the file @st describes was visited before; records it otherwise. */
 static bool lint_visited(struct lint_state *s, const struct stat *st)
 {
-	dev_t dev = st->st_dev;
-	ino_t ino = st->st_ino ? st->st_ino : (ino_t)-1;
+	struct file_id id = { st->st_dev, st->st_ino ? st->st_ino : (ino_t)-1 };
+	const struct file_id *key[2] = { NULL, &id };
+	int added;
 
-	if (s->cap_ids) {
-		for (size_t i = file_id_hash(dev, ino) & (s->cap_ids - 1); s->ids[i].ino;
-		     i = (i + 1) & (s->cap_ids - 1))
-			if (s->ids[i].dev == dev && s->ids[i].ino == ino)
-				return true;
+	if (ARRAY_RESERVE(s->ids, s->cap_ids, s->n_ids + 1)) {
+		s->oom = true;
+		return false; /* visit it again rather than not at all */
 	}
-	if (2 * (s->n_ids + 1) > s->cap_ids) {
-		size_t ncap = s->cap_ids ? s->cap_ids * 2 : 1024;
-		struct file_id *nids = calloc(ncap, sizeof(*nids));
-
-		if (!nids) {
-			s->oom = true;
-			return false; /* visit it again rather than not at all */
-		}
-		for (size_t i = 0; i < s->cap_ids; i++)
-			if (s->ids[i].ino)
-				file_id_put(nids, ncap, s->ids[i].dev, s->ids[i].ino);
-		free(s->ids);
-		s->ids = nids;
-		s->cap_ids = ncap;
+	key[0] = s->ids;
+	added = hashmap__insert(&s->id_index, file_id_hash(id.dev, id.ino), s->n_ids, file_id_is,
+				key, NULL);
+	if (added < 0) {
+		s->oom = true;
+		return false;
 	}
-	file_id_put(s->ids, s->cap_ids, dev, ino);
-	s->n_ids++;
+	if (!added)
+		return true;
+	s->ids[s->n_ids++] = id;
 	return false;
 }
 
@@ -544,6 +533,7 @@ int cmd_lint(int argc, char **argv)
 	}
 	free(s.files);
 	free(s.ids);
+	hashmap__free(&s.id_index);
 	findings__free(&fs);
 	return ret;
 }

@@ -16,6 +16,7 @@
 #include "demangle.h"
 #include "detector.h"
 #include "elfobj.h"
+#include "hashmap.h"
 #include "libgraph.h"
 #include "symdigest.h"
 #include "target.h"
@@ -221,14 +222,15 @@ static bool provides(const struct lg_object *o, unsigned ns)
 }
 
 /*
- * A set of digest entries by open addressing (hashes are uniform already): the names judged
+ * A set of digest entries, indexed by the base map (user/base/hashmap.h): the names judged
  * objects need, each with what the namespace defines of it, and the versioned definitions of
  * those names. Sorting 60,000 needs and searching them 240,000 times was most of the screen.
  */
 struct entry_set {
-	uint64_t *key; /* entry + 1; 0 is empty */
-	uint8_t *flags;
-	size_t mask, n;
+	uint64_t *key;	/* the entries, in the order added */
+	uint8_t *flags; /* of each */
+	size_t cap;	/* at most that many: index.n of them */
+	struct hashmap index;
 };
 
 #define NEED_DEFINED 1
@@ -238,42 +240,54 @@ static int set_init(struct entry_set *s, size_t n)
 {
 	size_t slots = 1024;
 
+	/* Half of the slots the set had by its own open addressing: the same bound. */
 	while (slots < 2 * n)
 		slots *= 2;
-	s->key = calloc(slots, sizeof(*s->key));
-	s->flags = calloc(slots, sizeof(*s->flags));
-	s->mask = slots - 1;
-	return s->key && s->flags ? 0 : -ENOMEM;
+	s->cap = slots / 2;
+	s->key = calloc(s->cap, sizeof(*s->key));
+	s->flags = calloc(s->cap, sizeof(*s->flags));
+	return s->key && s->flags && !hashmap__reserve(&s->index, s->cap) ? 0 : -ENOMEM;
 }
 
-/* The slot of @e: where it is, or the empty one where it would go. */
-static size_t set_slot(const struct entry_set *s, uint64_t e)
-{
-	size_t i = (size_t)(e ^ e >> 29) & s->mask;
+struct entry_key {
+	const struct entry_set *s;
+	uint64_t e;
+};
 
-	while (s->key[i] && s->key[i] != e + 1)
-		i = (i + 1) & s->mask;
-	return i;
+static bool entry_is(size_t idx, const void *ctx)
+{
+	const struct entry_key *k = ctx;
+
+	return k->s->key[idx] == k->e;
 }
 
-/* Add @e; its slot, or -1 when the set is half full (a bound on probing, not a resize). */
-static ssize_t set_add(struct entry_set *s, uint64_t e)
+/* The index of @e in @s, or HASHMAP_NONE. */
+static size_t set_find(const struct entry_set *s, uint64_t e)
 {
-	size_t at = set_slot(s, e);
+	struct entry_key k = { s, e };
 
-	if (!s->key[at]) {
-		if (2 * (s->n + 1) > s->mask + 1)
-			return -1;
-		s->key[at] = e + 1;
-		s->n++;
-	}
-	return (ssize_t)at;
+	return hashmap__find(&s->index, hashmap__hash_u64(e), entry_is, &k);
+}
+
+/* Add @e: 0, or -1 when the set is full (a bound, not a resize) or out of memory. */
+static int set_add(struct entry_set *s, uint64_t e)
+{
+	struct entry_key k = { s, e };
+	int added;
+
+	if (s->index.n == s->cap)
+		return set_find(s, e) == HASHMAP_NONE ? -1 : 0;
+	added = hashmap__insert(&s->index, hashmap__hash_u64(e), s->index.n, entry_is, &k, NULL);
+	if (added > 0)
+		s->key[s->index.n - 1] = e;
+	return added < 0 ? -1 : 0;
 }
 
 static void set_free(struct entry_set *s)
 {
 	free(s->key);
 	free(s->flags);
+	hashmap__free(&s->index);
 }
 
 /*
@@ -310,9 +324,9 @@ static bool screen(const struct libgraph *g, unsigned ns, bool *suspect)
 
 		for (size_t k = 0; d && k < d->n_defs; k++) {
 			uint64_t e = d->defs[k];
-			size_t at = set_slot(&need, SYMD_NAME(e));
+			size_t at = set_find(&need, SYMD_NAME(e));
 
-			if (!need.key[at])
+			if (at == HASHMAP_NONE)
 				continue;
 			need.flags[at] |= NEED_DEFINED | provider;
 			if (SYMD_VERSION(e) && set_add(&versioned, e) < 0)
@@ -325,14 +339,16 @@ static bool screen(const struct libgraph *g, unsigned ns, bool *suspect)
 
 		for (size_t k = 0; d && k < d->n_undefs && !suspect[i]; k++) {
 			uint64_t u = d->undefs[k];
+			size_t at;
 			uint8_t f;
 
 			if (SYMD_WEAK(u))
 				continue;
-			f = need.flags[set_slot(&need, SYMD_NAME(u))];
+			at = set_find(&need, SYMD_NAME(u));
+			f = at == HASHMAP_NONE ? 0 : need.flags[at];
 			suspect[i] = !(f & NEED_DEFINED) ||
 				     (SYMD_VERSION(u) && (f & NEED_VERSIONED_PROVIDER) &&
-				      !versioned.key[set_slot(&versioned, u)]);
+				      set_find(&versioned, u) == HASHMAP_NONE);
 		}
 	}
 	ok = true;

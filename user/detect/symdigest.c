@@ -12,6 +12,7 @@
 #include "cachefile.h"
 #include "elfdefects.h"
 #include "elfobj.h"
+#include "hashmap.h"
 #include "objcache.h"
 #include "static_identity.h"
 #include "symdigest.h"
@@ -561,27 +562,25 @@ static struct {
 	char *file;
 	struct store_rec *recs;
 	size_t n, cap;
-	size_t *slots; /* open addressing over recs, index + 1 */
-	size_t nslots;
+	struct hashmap index; /* the hash of a record's key -> its index in recs */
 } store;
 
-static size_t key_slot(const struct objcache_key *key)
+static uint64_t key_hash(const struct objcache_key *key)
 {
-	size_t i = (size_t)objcache__checksum(key, sizeof(*key)) & (store.nslots - 1);
+	return hashmap__hash_bytes(key, sizeof(*key));
+}
 
-	while (store.slots[i] && memcmp(&store.recs[store.slots[i] - 1].key, key, sizeof(*key)))
-		i = (i + 1) & (store.nslots - 1);
-	return i;
+/* Is store.recs[@idx] the record of key @ctx? */
+static bool rec_is(size_t idx, const void *ctx)
+{
+	return !memcmp(&store.recs[idx].key, ctx, sizeof(store.recs[idx].key));
 }
 
 static struct store_rec *store_find(const struct objcache_key *key)
 {
-	size_t i;
+	size_t at = hashmap__find(&store.index, key_hash(key), rec_is, key);
 
-	if (!store.nslots)
-		return NULL;
-	i = key_slot(key);
-	return store.slots[i] ? &store.recs[store.slots[i] - 1] : NULL;
+	return at == HASHMAP_NONE ? NULL : &store.recs[at];
 }
 
 /* Add a record (replacing one of the same key); false when out of memory. */
@@ -598,20 +597,9 @@ static bool store_add(const struct store_rec *r)
 		if (ARRAY_GROW(store.recs, store.cap, 512))
 			return false;
 	}
-	if (2 * (store.n + 1) > store.nslots) {
-		size_t nn = store.nslots ? store.nslots * 2 : 1024;
-		size_t *ns = calloc(nn, sizeof(*ns));
-
-		if (!ns)
-			return false;
-		free(store.slots);
-		store.slots = ns;
-		store.nslots = nn;
-		for (size_t k = 0; k < store.n; k++)
-			store.slots[key_slot(&store.recs[k].key)] = k + 1;
-	}
-	store.recs[store.n] = *r;
-	store.slots[key_slot(&r->key)] = ++store.n;
+	if (hashmap__insert(&store.index, key_hash(&r->key), store.n, rec_is, &r->key, NULL) < 0)
+		return false;
+	store.recs[store.n++] = *r;
 	return true;
 }
 
@@ -656,7 +644,7 @@ static void store_close(void)
 	for (size_t i = 0; i < store.n; i++)
 		free(store.recs[i].own);
 	free(store.recs);
-	free(store.slots);
+	hashmap__free(&store.index);
 	free(store.file);
 	memset(&store, 0, sizeof(store));
 	store.loaded = true; /* a digest asked for after exit is computed, not stored */

@@ -12,6 +12,7 @@
 
 #include "cachefile.h"
 #include "array.h"
+#include "hashmap.h"
 #include "objcache.h"
 #include "version.h"
 
@@ -42,8 +43,7 @@ static struct {
 	pid_t owner; /* the process that enabled it: a forked child does not save */
 	struct objcache_rec **recs;
 	size_t n, cap;
-	size_t *slots; /* open addressing over recs, index + 1; 0 is empty */
-	size_t nslots;
+	struct hashmap index; /* key_hash of a record's key -> its index in recs */
 } oc;
 
 uint64_t objcache__checksum(const void *p, size_t len)
@@ -53,13 +53,19 @@ uint64_t objcache__checksum(const void *p, size_t len)
 
 static uint64_t key_hash(const struct objcache_key *k)
 {
-	return objcache__checksum(k, sizeof(*k));
+	return hashmap__hash_bytes(k, sizeof(*k));
 }
 
 static bool key_eq(const struct objcache_key *a, const struct objcache_key *b)
 {
 	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+/* Is oc.recs[@idx] the record of key @ctx? */
+static bool rec_is(size_t idx, const void *ctx)
+{
+	return key_eq(&oc.recs[idx]->key, ctx);
 }
 
 void objcache_rec__free(struct objcache_rec *r)
@@ -332,45 +338,11 @@ int objcache__decode(const void *image, size_t len, struct objcache_rec ***recs,
 
 /* ---- the process's cache ---- */
 
-static int index_add(size_t idx)
-{
-	if ((oc.n + 1) * 2 > oc.nslots) {
-		size_t nn = oc.nslots ? oc.nslots * 2 : 1024;
-		size_t *ns = calloc(nn, sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		free(oc.slots);
-		oc.slots = ns;
-		oc.nslots = nn;
-		for (size_t i = 0; i < oc.n; i++) {
-			size_t s = key_hash(&oc.recs[i]->key) & (nn - 1);
-
-			if (i == idx)
-				continue;
-			while (oc.slots[s])
-				s = (s + 1) & (nn - 1);
-			oc.slots[s] = i + 1;
-		}
-	}
-	{
-		size_t s = key_hash(&oc.recs[idx]->key) & (oc.nslots - 1);
-
-		while (oc.slots[s])
-			s = (s + 1) & (oc.nslots - 1);
-		oc.slots[s] = idx + 1;
-	}
-	return 0;
-}
-
 static ssize_t find_index(const struct objcache_key *key)
 {
-	if (!oc.nslots)
-		return -1;
-	for (size_t s = key_hash(key) & (oc.nslots - 1); oc.slots[s]; s = (s + 1) & (oc.nslots - 1))
-		if (key_eq(&oc.recs[oc.slots[s] - 1]->key, key))
-			return (ssize_t)oc.slots[s] - 1;
-	return -1;
+	size_t at = hashmap__find(&oc.index, key_hash(key), rec_is, key);
+
+	return at == HASHMAP_NONE ? -1 : (ssize_t)at;
 }
 
 /* Append @rec (owned from now on); replaces a record of the same key. */
@@ -386,7 +358,7 @@ static struct objcache_rec *adopt(struct objcache_rec *rec)
 	if (oc.n == oc.cap && ARRAY_GROW(oc.recs, oc.cap, 256))
 		goto fail;
 	oc.recs[oc.n] = rec;
-	if (index_add(oc.n))
+	if (hashmap__insert(&oc.index, key_hash(&rec->key), oc.n, rec_is, &rec->key, NULL) < 0)
 		goto fail;
 	oc.n++;
 	return rec;
@@ -418,10 +390,9 @@ static void at_exit(void)
 	for (size_t i = 0; i < oc.n; i++)
 		objcache_rec__free(oc.recs[i]);
 	free(oc.recs);
-	free(oc.slots);
+	hashmap__free(&oc.index);
 	oc.recs = NULL;
-	oc.slots = NULL;
-	oc.n = oc.cap = oc.nslots = 0;
+	oc.n = oc.cap = 0;
 	oc.enabled = false;
 }
 

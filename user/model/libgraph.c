@@ -11,6 +11,7 @@
 #include "array.h"
 #include "elf_cache.h"
 #include "elfobj.h"
+#include "hashmap.h"
 #include "libgraph.h"
 #include "linkmap.h"
 #include "paths.h"
@@ -108,50 +109,59 @@ void libgraph__remove(struct libgraph *g, uint64_t lm_addr)
 			g->objs[i]->gone = true;
 }
 
-/* A small open-addressing index from (namespace, name) to object, for DT_NEEDED matching. */
+/* An index from (namespace, name) to object, for DT_NEEDED matching. */
+struct name_entry {
+	const char *name;
+	unsigned int ns;
+	struct lg_object *o;
+};
+
 struct name_index {
-	struct {
-		const char *name;
-		unsigned int ns;
-		struct lg_object *o;
-	} * slot;
-	size_t mask;
+	struct name_entry *e;
+	size_t n, cap;
+	struct hashmap map;
+};
+
+struct name_key {
+	const struct name_entry *e;
+	const char *name;
+	unsigned int ns;
 };
 
 static uint64_t name_hash(const char *s, unsigned int ns)
 {
-	uint64_t h = 1469598103934665603ULL ^ ns;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-	return h;
+	return hashmap__hash_bytes(s, strlen(s)) ^ hashmap__hash_u64(ns);
 }
 
-static void index_put(struct name_index *ix, const char *name, unsigned int ns, struct lg_object *o)
+static bool name_is(size_t idx, const void *ctx)
 {
-	size_t i = name_hash(name, ns) & ix->mask;
+	const struct name_key *k = ctx;
 
-	while (ix->slot[i].name) {
-		/* The loader keeps the first object of a name: so do we. */
-		if (ix->slot[i].ns == ns && !strcmp(ix->slot[i].name, name))
-			return;
-		i = (i + 1) & ix->mask;
-	}
-	ix->slot[i].name = name;
-	ix->slot[i].ns = ns;
-	ix->slot[i].o = o;
+	return k->e[idx].ns == k->ns && !strcmp(k->e[idx].name, k->name);
+}
+
+/* 0 or -ENOMEM. */
+static int index_put(struct name_index *ix, const char *name, unsigned int ns, struct lg_object *o)
+{
+	struct name_key k = { NULL, name, ns };
+	int added;
+
+	if (ARRAY_RESERVE(ix->e, ix->cap, ix->n + 1))
+		return -ENOMEM;
+	k.e = ix->e;
+	/* The loader keeps the first object of a name: so do we. */
+	added = hashmap__insert(&ix->map, name_hash(name, ns), ix->n, name_is, &k, NULL);
+	if (added > 0)
+		ix->e[ix->n++] = (struct name_entry){ name, ns, o };
+	return added < 0 ? added : 0;
 }
 
 static struct lg_object *index_get(const struct name_index *ix, const char *name, unsigned int ns)
 {
-	size_t i = name_hash(name, ns) & ix->mask;
+	struct name_key k = { ix->e, name, ns };
+	size_t at = hashmap__find(&ix->map, name_hash(name, ns), name_is, &k);
 
-	while (ix->slot[i].name) {
-		if (ix->slot[i].ns == ns && !strcmp(ix->slot[i].name, name))
-			return ix->slot[i].o;
-		i = (i + 1) & ix->mask;
-	}
-	return NULL;
+	return at == HASHMAP_NONE ? NULL : ix->e[at].o;
 }
 
 static int push_id(unsigned int **arr, size_t *n, size_t *cap, unsigned int id)
@@ -390,32 +400,31 @@ static const char *const musl_names[] = { "libc.so",  "libpthread.so", "librt.so
 
 int libgraph__link(struct libgraph *g)
 {
-	struct name_index ix;
-	size_t size = 64;
+	struct name_index ix = { 0 };
 	int err = 0;
 
-	while (size < g->n * 6)
-		size *= 2;
-	ix.mask = size - 1;
-	ix.slot = calloc(size, sizeof(*ix.slot));
-	if (!ix.slot)
+	/* A SONAME, a path and a file name each. */
+	if (ARRAY_RESERVE(ix.e, ix.cap, g->n * 3) || hashmap__reserve(&ix.map, g->n * 3)) {
+		free(ix.e);
 		return -ENOMEM;
+	}
 	/* The loader matches a DT_NEEDED name against SONAMEs and the names it opened. */
 	for (size_t i = 0; i < g->n; i++) {
 		struct lg_object *o = g->objs[i];
 
 		unlink_object(o);
-		if (o->gone || !o->in_link_map)
+		if (o->gone || !o->in_link_map || err)
 			continue;
 		if (o->soname)
-			index_put(&ix, o->soname, o->ns, o);
-		index_put(&ix, o->path, o->ns, o);
-		index_put(&ix, lg_object__basename(o), o->ns, o);
+			err = index_put(&ix, o->soname, o->ns, o);
+		err = err ? err : index_put(&ix, o->path, o->ns, o);
+		err = err ? err : index_put(&ix, lg_object__basename(o), o->ns, o);
 		/* musl's loader is its libc: it answers the names of the libraries it replaces
 		 * (musl-gcc links libc.so, which no file of that name answers). */
 		if (o->elf && obj_roles__find_impl(roles__of(o->elf), IMPL_MUSL))
-			for (size_t k = 0; k < sizeof(musl_names) / sizeof(musl_names[0]); k++)
-				index_put(&ix, musl_names[k], o->ns, o);
+			for (size_t k = 0; k < sizeof(musl_names) / sizeof(musl_names[0]) && !err;
+			     k++)
+				err = index_put(&ix, musl_names[k], o->ns, o);
 	}
 	for (size_t i = 0; i < g->n && !err; i++) {
 		struct lg_object *p = g->objs[i];
@@ -423,7 +432,8 @@ int libgraph__link(struct libgraph *g)
 		if (!p->gone && p->elf && p->in_link_map)
 			err = link_needed(&ix, p);
 	}
-	free(ix.slot);
+	free(ix.e);
+	hashmap__free(&ix.map);
 	if (!err && g->unordered)
 		err = replay_order(g);
 	for (size_t i = 0; i < g->n && !err; i++)

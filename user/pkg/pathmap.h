@@ -2,7 +2,8 @@
 /*
  * A hash map from file paths to values, for the package indexes: a Debian system lists about
  * 180,000 paths, looked up a few hundred times. Keys are borrowed (a file buffer the index keeps)
- * or copied into the map's own arena; the first value put for a key stays.
+ * or copied into the map's own arena; the first value put for a key stays. The entries are
+ * walked in the order they were put.
  */
 #ifndef DLSCOPE_PATHMAP_H
 #define DLSCOPE_PATHMAP_H
@@ -10,18 +11,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct pm_slot {
-	const char *key; /* NULL: empty */
+#include "hashmap.h"
+
+/* A key and its value, in the order put: what callers walk (pathmap.e[0 .. n)). */
+struct pm_entry {
+	const char *key;
 	uint32_t len;
-	uint32_t hash;
 	void *val;
 };
 
 struct pm_chunk;
 
 struct pathmap {
-	struct pm_slot *slots;
-	size_t cap, n; /* cap: a power of two, or 0 */
+	struct pm_entry *e;
+	size_t n, cap;
+	struct hashmap index; /* hashmap__hash_bytes of the key -> its entry */
 	struct pm_chunk *arena;
 };
 

@@ -576,9 +576,8 @@ void dpkg_lists__free(struct dpkg_lists *l)
 {
 	answers_drop(l->answers);
 	l->answers = NULL;
-	for (size_t i = 0; i < l->blooms.cap; i++)
-		if (l->blooms.slots[i].key)
-			free(l->blooms.slots[i].val);
+	for (size_t i = 0; i < l->blooms.n; i++)
+		free(l->blooms.e[i].val);
 	pathmap__free(&l->blooms);
 }
 
@@ -651,12 +650,10 @@ static int scan_dpkg_lists(struct pkg_index *ix, int root_fd, const char *admind
 		return err;
 	}
 	info_fd = dirfd(d);
-	for (size_t i = 0; i < wanted->cap; i++) {
-		const struct pm_slot *w = &wanted->slots[i];
-		unsigned int b = w->key ? sieve_bit(w->key, w->len) : 0;
+	for (size_t i = 0; i < wanted->n; i++) {
+		const struct pm_entry *w = &wanted->e[i];
+		unsigned int b = sieve_bit(w->key, w->len);
 
-		if (!w->key)
-			continue;
 		sieve[b / 64] |= 1ull << (b % 64);
 		dir_bits(w->key, w->len, want[n_want++]);
 	}
@@ -784,13 +781,12 @@ static void answers_save(struct dpkg_answers *a, const struct pkg_index *ix,
 	for (int pass = 0; pass < 2; pass++) {
 		const struct pathmap *m = pass ? asked : &a->map;
 
-		for (size_t i = 0; i < m->cap && ftell(f) < (long)ANSWERS_MAX_FILE - PATH_MAX;
-		     i++) {
-			const struct pm_slot *w = &m->slots[i];
+		for (size_t i = 0; i < m->n && ftell(f) < (long)ANSWERS_MAX_FILE - PATH_MAX; i++) {
+			const struct pm_entry *w = &m->e[i];
 			const struct pkg_owner *o;
 
 			/* A line per path: one with a tab or a newline is not kept. */
-			if (!w->key || memchr(w->key, '\t', w->len) || memchr(w->key, '\n', w->len))
+			if (memchr(w->key, '\t', w->len) || memchr(w->key, '\n', w->len))
 				continue;
 			if (!pass) {
 				if (!pathmap__get(asked, w->key, w->len))
@@ -821,13 +817,11 @@ static void answers_free(struct dpkg_answers *a)
 static int answers_learn(struct dpkg_answers *a, const struct pkg_index *ix,
 			 const struct pathmap *asked)
 {
-	for (size_t i = 0; i < asked->cap; i++) {
-		const struct pm_slot *w = &asked->slots[i];
+	for (size_t i = 0; i < asked->n; i++) {
+		const struct pm_entry *w = &asked->e[i];
 		const struct pkg_owner *o;
 		char *val;
 
-		if (!w->key)
-			continue;
 		o = pathmap__get(&ix->files, w->key, w->len);
 		if (a->n_learnt == a->cap_learnt && ARRAY_GROW(a->learnt, a->cap_learnt, 64))
 			return -ENOMEM;
@@ -890,14 +884,12 @@ int pkgindex__add_dpkg(struct pkg_index *ix, int root_fd, const char *admindir,
 		a = NULL;
 	if (!a)
 		return scan_dpkg_lists(ix, root_fd, admindir, wanted, learnt);
-	for (size_t i = 0; i < wanted->cap && !err; i++) {
-		const struct pm_slot *w = &wanted->slots[i];
-		const char *ans = w->key ? pathmap__get(&a->map, w->key, w->len) : NULL;
+	for (size_t i = 0; i < wanted->n && !err; i++) {
+		const struct pm_entry *w = &wanted->e[i];
+		const char *ans = pathmap__get(&a->map, w->key, w->len);
 		struct pkg_owner *o;
 		const char *tab;
 
-		if (!w->key)
-			continue;
 		if (!ans) {
 			err = pathmap__put(&rest, w->key, w->len, (void *)1, 1) < 0 ? -ENOMEM : 0;
 			continue;

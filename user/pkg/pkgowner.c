@@ -51,9 +51,8 @@ void pkg_cache__free(struct pkg_cache *c)
 		close(r->fd);
 		pathmap__free(&r->dirs);
 		pathmap__free(&r->memo);
-		for (size_t k = 0; k < r->real_dirs.cap; k++)
-			if (r->real_dirs.slots[k].key)
-				free(r->real_dirs.slots[k].val);
+		for (size_t k = 0; k < r->real_dirs.n; k++)
+			free(r->real_dirs.e[k].val);
 		pathmap__free(&r->real_dirs);
 		pkgindex__free(&r->pip);
 		pkgindex__free(&r->conda);

@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 
 #include "array.h"
+#include "hashmap.h"
 #include "pyimport.h"
 #include "pylines.h"
 
@@ -253,7 +254,7 @@ static char *read_same_str(const struct py_interp *pi, pid_t pid, uint64_t addr,
 	return s;
 }
 
-#define CACHE_CAP 4096 /* a power of two */
+#define CACHE_MAX 2048 /* codes kept: one more and the cache starts over */
 
 struct cached_code {
 	uint64_t code, func, file; /* as captured: all equal, the same code object */
@@ -262,28 +263,22 @@ struct cached_code {
 };
 
 struct py_code_cache {
-	struct cached_code *e; /* open addressing on code */
-	size_t n;
+	struct cached_code *e; /* in the order first read */
+	size_t n, cap;
+	struct hashmap index; /* by code */
 };
 
 struct py_code_cache *py_code_cache__new(void)
 {
-	struct py_code_cache *c = calloc(1, sizeof(*c));
-
-	if (c && !(c->e = calloc(CACHE_CAP, sizeof(*c->e)))) {
-		free(c);
-		return NULL;
-	}
-	return c;
+	return calloc(1, sizeof(struct py_code_cache));
 }
 
 static void cache_clear(struct py_code_cache *c)
 {
-	for (size_t i = 0; i < CACHE_CAP; i++)
-		if (c->e[i].code)
-			py_code_info__clear(&c->e[i].info);
-	memset(c->e, 0, CACHE_CAP * sizeof(*c->e));
+	for (size_t i = 0; i < c->n; i++)
+		py_code_info__clear(&c->e[i].info);
 	c->n = 0;
+	hashmap__clear(&c->index);
 }
 
 void py_code_cache__free(struct py_code_cache *c)
@@ -292,17 +287,37 @@ void py_code_cache__free(struct py_code_cache *c)
 		return;
 	cache_clear(c);
 	free(c->e);
+	hashmap__free(&c->index);
 	free(c);
 }
 
-/* The slot of @rf's code: its entry, or the empty slot where it goes. */
-static struct cached_code *cache_slot(struct py_code_cache *c, const struct dlw_pyframe *rf)
+static bool code_is(size_t idx, const void *ctx)
 {
-	size_t h = (rf->code >> 4) & (CACHE_CAP - 1);
+	const struct py_code_cache *c = ((const void *const *)ctx)[0];
 
-	while (c->e[h].code && c->e[h].code != rf->code)
-		h = (h + 1) & (CACHE_CAP - 1);
-	return &c->e[h];
+	return c->e[idx].code == *(const uint64_t *)((const void *const *)ctx)[1];
+}
+
+/* The entry of @rf's code, or NULL. */
+static struct cached_code *cache_find(struct py_code_cache *c, const struct dlw_pyframe *rf)
+{
+	const void *key[2] = { c, &rf->code };
+	size_t at = hashmap__find(&c->index, hashmap__hash_u64(rf->code), code_is, key);
+
+	return at == HASHMAP_NONE ? NULL : &c->e[at];
+}
+
+/* A new entry for @rf's code (not in @c), starting over when full; NULL without memory. */
+static struct cached_code *cache_add(struct py_code_cache *c, const struct dlw_pyframe *rf)
+{
+	const void *key[2] = { c, &rf->code };
+
+	if (c->n >= CACHE_MAX)
+		cache_clear(c);
+	if (ARRAY_RESERVE(c->e, c->cap, c->n + 1) ||
+	    hashmap__insert(&c->index, hashmap__hash_u64(rf->code), c->n, code_is, key, NULL) < 0)
+		return NULL;
+	return &c->e[c->n++];
 }
 
 /*
@@ -321,8 +336,8 @@ static int code_info(const struct py_interp *pi, pid_t pid, struct py_code_cache
 	int err;
 
 	if (cache) {
-		slot = cache_slot(cache, rf);
-		if (slot->code && slot->func == rf->func && slot->file == rf->file &&
+		slot = cache_find(cache, rf);
+		if (slot && slot->func == rf->func && slot->file == rf->file &&
 		    slot->file_digest == rf->file_digest && name_agrees(rf, slot->info.function)) {
 			*info = &slot->info;
 			return 0;
@@ -340,13 +355,10 @@ static int code_info(const struct py_interp *pi, pid_t pid, struct py_code_cache
 	*info = tmp;
 	if (err || !cache)
 		return err;
-	if (slot->code) {
+	if (slot)
 		py_code_info__clear(&slot->info);
-	} else if (cache->n * 2 >= CACHE_CAP) {
-		cache_clear(cache);
-		slot = cache_slot(cache, rf);
-	}
-	cache->n += !slot->code;
+	else if (!(slot = cache_add(cache, rf)))
+		return 0; /* not kept: *@info is @tmp, the caller's */
 	*slot = (struct cached_code){ rf->code, rf->func, rf->file, rf->file_digest, *tmp };
 	memset(tmp, 0, sizeof(*tmp));
 	*info = &slot->info;

@@ -13,6 +13,7 @@
 #include "array.h"
 #include "corefile.h"
 #include "elfobj.h"
+#include "hashmap.h"
 #include "procfs.h"
 #include "pylines.h"
 #include "pystate.h"
@@ -32,8 +33,9 @@ struct py_code {
 };
 
 struct py_strings {
-	struct py_code *codes; /* open addressing on addr; cap a power of two */
+	struct py_code *codes; /* in the order first read */
 	size_t n, cap;
+	struct hashmap index; /* by addr */
 };
 
 /* Set while py_snapshot__read_core reads: the memory is the core's, not a process's. */
@@ -460,44 +462,32 @@ static void read_thread_names(struct py_snapshot *s, pid_t pid, uint64_t interp)
 	}
 }
 
-static int strings_grow(struct py_strings *st)
+static bool code_is(size_t idx, const void *ctx)
 {
-	size_t ncap = st->cap ? st->cap * 2 : 256;
-	struct py_code *nc = calloc(ncap, sizeof(*nc));
+	const struct py_strings *st = ((const void *const *)ctx)[0];
 
-	if (!nc)
-		return -ENOMEM;
-	for (size_t i = 0; i < st->cap; i++) {
-		size_t h;
-
-		if (!st->codes[i].addr)
-			continue;
-		for (h = (st->codes[i].addr >> 4) & (ncap - 1); nc[h].addr;
-		     h = (h + 1) & (ncap - 1))
-			;
-		nc[h] = st->codes[i];
-	}
-	free(st->codes);
-	st->codes = nc;
-	st->cap = ncap;
-	return 0;
+	return st->codes[idx].addr == *(const uint64_t *)((const void *const *)ctx)[1];
 }
 
 /* The code object at @addr, read on first use. NULL only without memory. */
 static const struct py_code *code_of(struct py_strings *st, const struct py_interp *pi, pid_t pid,
 				     uint64_t addr)
 {
+	const void *key[2] = { st, &addr };
 	struct py_code *c;
-	size_t h;
+	size_t at;
+	int added;
 
-	if (st->n * 2 >= st->cap && strings_grow(st))
+	if (ARRAY_RESERVE(st->codes, st->cap, st->n + 1))
 		return NULL;
-	for (h = (addr >> 4) & (st->cap - 1); st->codes[h].addr; h = (h + 1) & (st->cap - 1))
-		if (st->codes[h].addr == addr)
-			return &st->codes[h];
-	c = &st->codes[h];
+	added = hashmap__insert(&st->index, hashmap__hash_u64(addr), st->n, code_is, key, &at);
+	if (added < 0)
+		return NULL;
+	if (!added)
+		return &st->codes[at];
+	c = &st->codes[st->n++];
+	memset(c, 0, sizeof(*c));
 	c->addr = addr;
-	st->n++;
 	c->bad = py_code__read(pi, pid, addr, 0, 0, &c->info) != 0;
 	return c;
 }
@@ -818,10 +808,10 @@ void py_snapshot__free(struct py_snapshot *s)
 	}
 	free(s->t);
 	if (s->strings) {
-		for (size_t i = 0; i < s->strings->cap; i++) {
+		for (size_t i = 0; i < s->strings->n; i++)
 			py_code_info__clear(&s->strings->codes[i].info);
-		}
 		free(s->strings->codes);
+		hashmap__free(&s->strings->index);
 		free(s->strings);
 	}
 	free(s->error);

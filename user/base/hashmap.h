@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef DLSCOPE_HASHMAP_H
+#define DLSCOPE_HASHMAP_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/*
+ * The one hash map (issue 38): an index from a 64-bit hash to the records of the caller's own
+ * array (a record's index), by open addressing: linear probing, a power-of-two capacity, at most
+ * half full. The caller keeps the records and says when two keys are equal (eq, on an index);
+ * the map keeps 32 bits of each record's hash (its slot is 8 bytes), so it grows without asking
+ * for keys again and compares hashes before keys. At most 2^32 - 1 records. No deletion: a map
+ * is filled, read, then cleared or freed whole.
+ *
+ * A zeroed struct hashmap is an empty map.
+ */
+
+struct hashmap_slot {
+	uint32_t hash; /* the low 32 bits: a capacity is at most 2^32 */
+	uint32_t idx;  /* the record's index + 1; 0: empty */
+};
+
+struct hashmap {
+	struct hashmap_slot *slots;
+	size_t cap, n; /* cap: a power of two, or 0 */
+};
+
+/* Not found (hashmap__find). */
+#define HASHMAP_NONE SIZE_MAX
+
+/* Is the record at @idx the key @ctx stands for? The caller's: @ctx holds its array and key. */
+typedef bool (*hashmap_eq_fn)(size_t idx, const void *ctx);
+
+/* Room for @n records without growing: 0 or -ENOMEM (the map as it was). */
+int hashmap__reserve(struct hashmap *m, size_t n);
+/* Forget every record; the room stays. */
+void hashmap__clear(struct hashmap *m);
+void hashmap__free(struct hashmap *m);
+
+/* The string hash: eight bytes at a time, mixed by multiplication (10 MB of paths in a few ms). */
+static inline uint64_t hashmap__hash_bytes(const void *p, size_t len)
+{
+	const unsigned char *s = p;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
+
+	for (; len >= 8; s += 8, len -= 8) {
+		uint64_t w;
+
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	if (len) {
+		uint64_t w = 0;
+
+		memcpy(&w, s, len);
+		h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	}
+	h ^= h >> 29;
+	return h;
+}
+/* A 64-bit key mixed (murmur3's finalizer): every bit of the key in the low bits. */
+static inline uint64_t hashmap__hash_u64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+/* The slot of the record of @hash that @eq says is @ctx's key, or the empty slot it would go to. */
+static inline struct hashmap_slot *hashmap__slot_(const struct hashmap *m, uint64_t hash,
+						  hashmap_eq_fn eq, const void *ctx)
+{
+	size_t mask = m->cap - 1;
+
+	for (size_t i = (size_t)hash & mask;; i = (i + 1) & mask) {
+		struct hashmap_slot *s = &m->slots[i];
+
+		if (!s->idx || (s->hash == (uint32_t)hash && eq(s->idx - 1, ctx)))
+			return s;
+	}
+}
+
+/* The index of the record of @hash and key @ctx (by @eq), or HASHMAP_NONE. */
+static inline size_t hashmap__find(const struct hashmap *m, uint64_t hash, hashmap_eq_fn eq,
+				   const void *ctx)
+{
+	const struct hashmap_slot *s = m->cap ? hashmap__slot_(m, hash, eq, ctx) : NULL;
+
+	return s && s->idx ? s->idx - 1 : HASHMAP_NONE;
+}
+
+int hashmap__grow_(struct hashmap *m);
+
+/*
+ * Index record @idx under @hash unless a record of the same key (@eq, @ctx) is there: 1 when
+ * added, 0 when there (its index in *@at, @idx when added; @at may be NULL), -ENOMEM with the
+ * map as it was. The caller adds the record at @idx when 1 (eq is never asked about @idx).
+ */
+static inline int hashmap__insert(struct hashmap *m, uint64_t hash, size_t idx, hashmap_eq_fn eq,
+				  const void *ctx, size_t *at)
+{
+	struct hashmap_slot *s;
+
+	if (idx >= UINT32_MAX || ((m->n + 1) * 2 > m->cap && hashmap__grow_(m)))
+		return -ENOMEM;
+	s = hashmap__slot_(m, hash, eq, ctx);
+	if (s->idx) {
+		if (at)
+			*at = s->idx - 1;
+		return 0;
+	}
+	s->hash = (uint32_t)hash;
+	s->idx = (uint32_t)idx + 1;
+	m->n++;
+	if (at)
+		*at = idx;
+	return 1;
+}
+
+#endif
