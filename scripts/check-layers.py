@@ -30,7 +30,7 @@ HOMES = [("the machine's registers and instruction set", "user/arch",
          ("growing arrays", "user/base", re.compile(r"\b(realloc)\s*\(")),
          # user/proc/procfs.h's readers and proc__path: a process's /proc entries named once.
          ("a process's /proc files", "user/proc", re.compile(r"(/proc/%)")),
-         # user/base/hashmap.h: a linear probe's next slot, "(i + 1) & mask", is a private
+         # user/base/idxmap.h: a linear probe's next slot, "(i + 1) & mask", is a private
          # open-addressing table (a ring buffer steps by "% cap").
          ("hash tables", "user/base", re.compile(r"(\(\s*\w+\s*\+\s*1\s*\)\s*&)"))]
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "array.h"
-#include "hashmap.h"
+#include "idxmap.h"
 #include "commands.h"
 #include "finding.h"
 #include "output.h"
@@ -36,7 +36,7 @@ struct tstate {
 	size_t n_hosts, cap_hosts;
 	struct tproc *p;
 	size_t n, cap;
-	struct hashmap index; /* (host, pid) -> its index in p */
+	struct idxmap index; /* (host, pid) -> its index in p */
 };
 
 static long host_index(struct tstate *s, const char *h)
@@ -66,7 +66,7 @@ static bool proc_is(size_t idx, const void *ctx)
 
 static struct tproc *proc_of(struct tstate *s, size_t host, pid_t pid)
 {
-	uint64_t h = hashmap__hash_u64((uint64_t)host << 32 | (uint32_t)pid);
+	uint64_t h = idxmap__hash_u64((uint64_t)host << 32 | (uint32_t)pid);
 	struct proc_key k = { NULL, host, pid };
 	size_t at;
 	int added;
@@ -74,7 +74,7 @@ static struct tproc *proc_of(struct tstate *s, size_t host, pid_t pid)
 	if (ARRAY_RESERVE(s->p, s->cap, s->n + 1))
 		return NULL;
 	k.p = s->p;
-	added = hashmap__insert(&s->index, h, s->n, proc_is, &k, &at);
+	added = idxmap__insert(&s->index, h, s->n, proc_is, &k, &at);
 	if (added < 0)
 		return NULL;
 	if (added)
@@ -292,7 +292,7 @@ static void tstate__free(struct tstate *s)
 		free(s->hosts[i]);
 	free(s->hosts);
 	free(s->p);
-	hashmap__free(&s->index);
+	idxmap__free(&s->index);
 }
 
 json_t *check__trace_doc(const char *path, bool all,

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "array.h"
-#include "hashmap.h"
+#include "idxmap.h"
 #include "check_opts.h"
 #include "cliopt.h"
 #include "commands.h"
@@ -39,7 +39,7 @@ struct lint_state {
 	size_t foreign;	     /* ELF objects of another machine (32-bit i386, ARM...): skipped */
 	struct file_id *ids; /* the files visited, */
 	size_t n_ids, cap_ids;
-	struct hashmap id_index; /* by dev and inode */
+	struct idxmap id_index; /* by dev and inode */
 	bool progress, oom;
 	struct timespec last;
 	json_t *bad, *skipped;
@@ -47,7 +47,7 @@ struct lint_state {
 
 static uint64_t file_id_hash(dev_t dev, ino_t ino)
 {
-	return hashmap__hash_u64((uint64_t)dev * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ino);
+	return idxmap__hash_u64((uint64_t)dev * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ino);
 }
 
 static bool file_id_is(size_t idx, const void *ctx)
@@ -69,8 +69,8 @@ static bool lint_visited(struct lint_state *s, const struct stat *st)
 		return false; /* visit it again rather than not at all */
 	}
 	key[0] = s->ids;
-	added = hashmap__insert(&s->id_index, file_id_hash(id.dev, id.ino), s->n_ids, file_id_is,
-				key, NULL);
+	added = idxmap__insert(&s->id_index, file_id_hash(id.dev, id.ino), s->n_ids, file_id_is,
+			       key, NULL);
 	if (added < 0) {
 		s->oom = true;
 		return false;
@@ -533,7 +533,7 @@ int cmd_lint(int argc, char **argv)
 	}
 	free(s.files);
 	free(s.ids);
-	hashmap__free(&s.id_index);
+	idxmap__free(&s.id_index);
 	findings__free(&fs);
 	return ret;
 }

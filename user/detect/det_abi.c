@@ -16,7 +16,7 @@
 #include "demangle.h"
 #include "detector.h"
 #include "elfobj.h"
-#include "hashmap.h"
+#include "idxmap.h"
 #include "libgraph.h"
 #include "symdigest.h"
 #include "target.h"
@@ -222,7 +222,7 @@ static bool provides(const struct lg_object *o, unsigned ns)
 }
 
 /*
- * A set of digest entries, indexed by the base map (user/base/hashmap.h): the names judged
+ * A set of digest entries, indexed by the base map (user/base/idxmap.h): the names judged
  * objects need, each with what the namespace defines of it, and the versioned definitions of
  * those names. Sorting 60,000 needs and searching them 240,000 times was most of the screen.
  */
@@ -230,7 +230,7 @@ struct entry_set {
 	uint64_t *key;	/* the entries, in the order added */
 	uint8_t *flags; /* of each */
 	size_t cap;	/* at most that many: index.n of them */
-	struct hashmap index;
+	struct idxmap index;
 };
 
 #define NEED_DEFINED 1
@@ -246,7 +246,7 @@ static int set_init(struct entry_set *s, size_t n)
 	s->cap = slots / 2;
 	s->key = calloc(s->cap, sizeof(*s->key));
 	s->flags = calloc(s->cap, sizeof(*s->flags));
-	return s->key && s->flags && !hashmap__reserve(&s->index, s->cap) ? 0 : -ENOMEM;
+	return s->key && s->flags && !idxmap__reserve(&s->index, s->cap) ? 0 : -ENOMEM;
 }
 
 struct entry_key {
@@ -261,12 +261,12 @@ static bool entry_is(size_t idx, const void *ctx)
 	return k->s->key[idx] == k->e;
 }
 
-/* The index of @e in @s, or HASHMAP_NONE. */
+/* The index of @e in @s, or IDXMAP_NONE. */
 static size_t set_find(const struct entry_set *s, uint64_t e)
 {
 	struct entry_key k = { s, e };
 
-	return hashmap__find(&s->index, hashmap__hash_u64(e), entry_is, &k);
+	return idxmap__find(&s->index, idxmap__hash_u64(e), entry_is, &k);
 }
 
 /* Add @e: 0, or -1 when the set is full (a bound, not a resize) or out of memory. */
@@ -276,8 +276,8 @@ static int set_add(struct entry_set *s, uint64_t e)
 	int added;
 
 	if (s->index.n == s->cap)
-		return set_find(s, e) == HASHMAP_NONE ? -1 : 0;
-	added = hashmap__insert(&s->index, hashmap__hash_u64(e), s->index.n, entry_is, &k, NULL);
+		return set_find(s, e) == IDXMAP_NONE ? -1 : 0;
+	added = idxmap__insert(&s->index, idxmap__hash_u64(e), s->index.n, entry_is, &k, NULL);
 	if (added > 0)
 		s->key[s->index.n - 1] = e;
 	return added < 0 ? -1 : 0;
@@ -287,7 +287,7 @@ static void set_free(struct entry_set *s)
 {
 	free(s->key);
 	free(s->flags);
-	hashmap__free(&s->index);
+	idxmap__free(&s->index);
 }
 
 /*
@@ -326,7 +326,7 @@ static bool screen(const struct libgraph *g, unsigned ns, bool *suspect)
 			uint64_t e = d->defs[k];
 			size_t at = set_find(&need, SYMD_NAME(e));
 
-			if (at == HASHMAP_NONE)
+			if (at == IDXMAP_NONE)
 				continue;
 			need.flags[at] |= NEED_DEFINED | provider;
 			if (SYMD_VERSION(e) && set_add(&versioned, e) < 0)
@@ -345,10 +345,10 @@ static bool screen(const struct libgraph *g, unsigned ns, bool *suspect)
 			if (SYMD_WEAK(u))
 				continue;
 			at = set_find(&need, SYMD_NAME(u));
-			f = at == HASHMAP_NONE ? 0 : need.flags[at];
+			f = at == IDXMAP_NONE ? 0 : need.flags[at];
 			suspect[i] = !(f & NEED_DEFINED) ||
 				     (SYMD_VERSION(u) && (f & NEED_VERSIONED_PROVIDER) &&
-				      set_find(&versioned, u) == HASHMAP_NONE);
+				      set_find(&versioned, u) == IDXMAP_NONE);
 		}
 	}
 	ok = true;

@@ -12,7 +12,7 @@
 #include "cachefile.h"
 #include "elfdefects.h"
 #include "elfobj.h"
-#include "hashmap.h"
+#include "idxmap.h"
 #include "objcache.h"
 #include "static_identity.h"
 #include "symdigest.h"
@@ -562,12 +562,12 @@ static struct {
 	char *file;
 	struct store_rec *recs;
 	size_t n, cap;
-	struct hashmap index; /* the hash of a record's key -> its index in recs */
+	struct idxmap index; /* the hash of a record's key -> its index in recs */
 } store;
 
 static uint64_t key_hash(const struct objcache_key *key)
 {
-	return hashmap__hash_bytes(key, sizeof(*key));
+	return idxmap__hash_bytes(key, sizeof(*key));
 }
 
 /* Is store.recs[@idx] the record of key @ctx? */
@@ -578,9 +578,9 @@ static bool rec_is(size_t idx, const void *ctx)
 
 static struct store_rec *store_find(const struct objcache_key *key)
 {
-	size_t at = hashmap__find(&store.index, key_hash(key), rec_is, key);
+	size_t at = idxmap__find(&store.index, key_hash(key), rec_is, key);
 
-	return at == HASHMAP_NONE ? NULL : &store.recs[at];
+	return at == IDXMAP_NONE ? NULL : &store.recs[at];
 }
 
 /* Add a record (replacing one of the same key); false when out of memory. */
@@ -597,7 +597,7 @@ static bool store_add(const struct store_rec *r)
 		if (ARRAY_GROW(store.recs, store.cap, 512))
 			return false;
 	}
-	if (hashmap__insert(&store.index, key_hash(&r->key), store.n, rec_is, &r->key, NULL) < 0)
+	if (idxmap__insert(&store.index, key_hash(&r->key), store.n, rec_is, &r->key, NULL) < 0)
 		return false;
 	store.recs[store.n++] = *r;
 	return true;
@@ -644,7 +644,7 @@ static void store_close(void)
 	for (size_t i = 0; i < store.n; i++)
 		free(store.recs[i].own);
 	free(store.recs);
-	hashmap__free(&store.index);
+	idxmap__free(&store.index);
 	free(store.file);
 	memset(&store, 0, sizeof(store));
 	store.loaded = true; /* a digest asked for after exit is computed, not stored */

@@ -12,7 +12,7 @@
 
 #include "cachefile.h"
 #include "array.h"
-#include "hashmap.h"
+#include "idxmap.h"
 #include "objcache.h"
 #include "version.h"
 
@@ -43,7 +43,7 @@ static struct {
 	pid_t owner; /* the process that enabled it: a forked child does not save */
 	struct objcache_rec **recs;
 	size_t n, cap;
-	struct hashmap index; /* key_hash of a record's key -> its index in recs */
+	struct idxmap index; /* key_hash of a record's key -> its index in recs */
 } oc;
 
 uint64_t objcache__checksum(const void *p, size_t len)
@@ -53,7 +53,7 @@ uint64_t objcache__checksum(const void *p, size_t len)
 
 static uint64_t key_hash(const struct objcache_key *k)
 {
-	return hashmap__hash_bytes(k, sizeof(*k));
+	return idxmap__hash_bytes(k, sizeof(*k));
 }
 
 static bool key_eq(const struct objcache_key *a, const struct objcache_key *b)
@@ -340,9 +340,9 @@ int objcache__decode(const void *image, size_t len, struct objcache_rec ***recs,
 
 static ssize_t find_index(const struct objcache_key *key)
 {
-	size_t at = hashmap__find(&oc.index, key_hash(key), rec_is, key);
+	size_t at = idxmap__find(&oc.index, key_hash(key), rec_is, key);
 
-	return at == HASHMAP_NONE ? -1 : (ssize_t)at;
+	return at == IDXMAP_NONE ? -1 : (ssize_t)at;
 }
 
 /* Append @rec (owned from now on); replaces a record of the same key. */
@@ -358,7 +358,7 @@ static struct objcache_rec *adopt(struct objcache_rec *rec)
 	if (oc.n == oc.cap && ARRAY_GROW(oc.recs, oc.cap, 256))
 		goto fail;
 	oc.recs[oc.n] = rec;
-	if (hashmap__insert(&oc.index, key_hash(&rec->key), oc.n, rec_is, &rec->key, NULL) < 0)
+	if (idxmap__insert(&oc.index, key_hash(&rec->key), oc.n, rec_is, &rec->key, NULL) < 0)
 		goto fail;
 	oc.n++;
 	return rec;
@@ -390,7 +390,7 @@ static void at_exit(void)
 	for (size_t i = 0; i < oc.n; i++)
 		objcache_rec__free(oc.recs[i]);
 	free(oc.recs);
-	hashmap__free(&oc.index);
+	idxmap__free(&oc.index);
 	oc.recs = NULL;
 	oc.n = oc.cap = 0;
 	oc.enabled = false;

@@ -11,7 +11,7 @@
 #include "array.h"
 #include "elf_cache.h"
 #include "elfobj.h"
-#include "hashmap.h"
+#include "idxmap.h"
 #include "libgraph.h"
 #include "linkmap.h"
 #include "paths.h"
@@ -119,7 +119,7 @@ struct name_entry {
 struct name_index {
 	struct name_entry *e;
 	size_t n, cap;
-	struct hashmap map;
+	struct idxmap map;
 };
 
 struct name_key {
@@ -130,7 +130,7 @@ struct name_key {
 
 static uint64_t name_hash(const char *s, unsigned int ns)
 {
-	return hashmap__hash_bytes(s, strlen(s)) ^ hashmap__hash_u64(ns);
+	return idxmap__hash_bytes(s, strlen(s)) ^ idxmap__hash_u64(ns);
 }
 
 static bool name_is(size_t idx, const void *ctx)
@@ -150,7 +150,7 @@ static int index_put(struct name_index *ix, const char *name, unsigned int ns, s
 		return -ENOMEM;
 	k.e = ix->e;
 	/* The loader keeps the first object of a name: so do we. */
-	added = hashmap__insert(&ix->map, name_hash(name, ns), ix->n, name_is, &k, NULL);
+	added = idxmap__insert(&ix->map, name_hash(name, ns), ix->n, name_is, &k, NULL);
 	if (added > 0)
 		ix->e[ix->n++] = (struct name_entry){ name, ns, o };
 	return added < 0 ? added : 0;
@@ -159,9 +159,9 @@ static int index_put(struct name_index *ix, const char *name, unsigned int ns, s
 static struct lg_object *index_get(const struct name_index *ix, const char *name, unsigned int ns)
 {
 	struct name_key k = { ix->e, name, ns };
-	size_t at = hashmap__find(&ix->map, name_hash(name, ns), name_is, &k);
+	size_t at = idxmap__find(&ix->map, name_hash(name, ns), name_is, &k);
 
-	return at == HASHMAP_NONE ? NULL : ix->e[at].o;
+	return at == IDXMAP_NONE ? NULL : ix->e[at].o;
 }
 
 static int push_id(unsigned int **arr, size_t *n, size_t *cap, unsigned int id)
@@ -404,7 +404,7 @@ int libgraph__link(struct libgraph *g)
 	int err = 0;
 
 	/* A SONAME, a path and a file name each. */
-	if (ARRAY_RESERVE(ix.e, ix.cap, g->n * 3) || hashmap__reserve(&ix.map, g->n * 3)) {
+	if (ARRAY_RESERVE(ix.e, ix.cap, g->n * 3) || idxmap__reserve(&ix.map, g->n * 3)) {
 		free(ix.e);
 		return -ENOMEM;
 	}
@@ -433,7 +433,7 @@ int libgraph__link(struct libgraph *g)
 			err = link_needed(&ix, p);
 	}
 	free(ix.e);
-	hashmap__free(&ix.map);
+	idxmap__free(&ix.map);
 	if (!err && g->unordered)
 		err = replay_order(g);
 	for (size_t i = 0; i < g->n && !err; i++)

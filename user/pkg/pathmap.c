@@ -65,7 +65,7 @@ int pathmap__put(struct pathmap *m, const char *key, size_t len, void *val, int 
 	if (ARRAY_RESERVE(m->e, m->cap, m->n + 1) || (copy && arena_room(m, len)))
 		return -ENOMEM;
 	k.e = m->e;
-	added = hashmap__insert(&m->index, hashmap__hash_bytes(key, len), m->n, entry_is, &k, NULL);
+	added = idxmap__insert(&m->index, idxmap__hash_bytes(key, len), m->n, entry_is, &k, NULL);
 	if (added <= 0)
 		return added;
 	m->e[m->n++] =
@@ -76,14 +76,14 @@ int pathmap__put(struct pathmap *m, const char *key, size_t len, void *val, int 
 void *pathmap__get(const struct pathmap *m, const char *key, size_t len)
 {
 	struct pm_key k = { m->e, key, len };
-	size_t at = hashmap__find(&m->index, hashmap__hash_bytes(key, len), entry_is, &k);
+	size_t at = idxmap__find(&m->index, idxmap__hash_bytes(key, len), entry_is, &k);
 
-	return at == HASHMAP_NONE ? NULL : m->e[at].val;
+	return at == IDXMAP_NONE ? NULL : m->e[at].val;
 }
 
 uint32_t pathmap__hash(const char *key, size_t len)
 {
-	return (uint32_t)hashmap__hash_bytes(key, len);
+	return (uint32_t)idxmap__hash_bytes(key, len);
 }
 
 void pathmap__free(struct pathmap *m)
@@ -95,6 +95,6 @@ void pathmap__free(struct pathmap *m)
 		m->arena = next;
 	}
 	free(m->e);
-	hashmap__free(&m->index);
+	idxmap__free(&m->index);
 	memset(m, 0, sizeof(*m));
 }

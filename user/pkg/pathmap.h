@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hashmap.h"
+#include "idxmap.h"
 
 /* A key and its value, in the order put: what callers walk (pathmap.e[0 .. n)). */
 struct pm_entry {
@@ -25,7 +25,7 @@ struct pm_chunk;
 struct pathmap {
 	struct pm_entry *e;
 	size_t n, cap;
-	struct hashmap index; /* hashmap__hash_bytes of the key -> its entry */
+	struct idxmap index; /* idxmap__hash_bytes of the key -> its entry */
 	struct pm_chunk *arena;
 };
 

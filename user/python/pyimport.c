@@ -8,7 +8,7 @@
 #include <sys/uio.h>
 
 #include "array.h"
-#include "hashmap.h"
+#include "idxmap.h"
 #include "pyimport.h"
 #include "pylines.h"
 
@@ -265,7 +265,7 @@ struct cached_code {
 struct py_code_cache {
 	struct cached_code *e; /* in the order first read */
 	size_t n, cap;
-	struct hashmap index; /* by code */
+	struct idxmap index; /* by code */
 };
 
 struct py_code_cache *py_code_cache__new(void)
@@ -278,7 +278,7 @@ static void cache_clear(struct py_code_cache *c)
 	for (size_t i = 0; i < c->n; i++)
 		py_code_info__clear(&c->e[i].info);
 	c->n = 0;
-	hashmap__clear(&c->index);
+	idxmap__clear(&c->index);
 }
 
 void py_code_cache__free(struct py_code_cache *c)
@@ -287,7 +287,7 @@ void py_code_cache__free(struct py_code_cache *c)
 		return;
 	cache_clear(c);
 	free(c->e);
-	hashmap__free(&c->index);
+	idxmap__free(&c->index);
 	free(c);
 }
 
@@ -302,9 +302,9 @@ static bool code_is(size_t idx, const void *ctx)
 static struct cached_code *cache_find(struct py_code_cache *c, const struct dlw_pyframe *rf)
 {
 	const void *key[2] = { c, &rf->code };
-	size_t at = hashmap__find(&c->index, hashmap__hash_u64(rf->code), code_is, key);
+	size_t at = idxmap__find(&c->index, idxmap__hash_u64(rf->code), code_is, key);
 
-	return at == HASHMAP_NONE ? NULL : &c->e[at];
+	return at == IDXMAP_NONE ? NULL : &c->e[at];
 }
 
 /* A new entry for @rf's code (not in @c), starting over when full; NULL without memory. */
@@ -315,7 +315,7 @@ static struct cached_code *cache_add(struct py_code_cache *c, const struct dlw_p
 	if (c->n >= CACHE_MAX)
 		cache_clear(c);
 	if (ARRAY_RESERVE(c->e, c->cap, c->n + 1) ||
-	    hashmap__insert(&c->index, hashmap__hash_u64(rf->code), c->n, code_is, key, NULL) < 0)
+	    idxmap__insert(&c->index, idxmap__hash_u64(rf->code), c->n, code_is, key, NULL) < 0)
 		return NULL;
 	return &c->e[c->n++];
 }

@@ -13,7 +13,7 @@
 #include "array.h"
 #include "corefile.h"
 #include "elfobj.h"
-#include "hashmap.h"
+#include "idxmap.h"
 #include "procfs.h"
 #include "pylines.h"
 #include "pystate.h"
@@ -35,7 +35,7 @@ struct py_code {
 struct py_strings {
 	struct py_code *codes; /* in the order first read */
 	size_t n, cap;
-	struct hashmap index; /* by addr */
+	struct idxmap index; /* by addr */
 };
 
 /* Set while py_snapshot__read_core reads: the memory is the core's, not a process's. */
@@ -480,7 +480,7 @@ static const struct py_code *code_of(struct py_strings *st, const struct py_inte
 
 	if (ARRAY_RESERVE(st->codes, st->cap, st->n + 1))
 		return NULL;
-	added = hashmap__insert(&st->index, hashmap__hash_u64(addr), st->n, code_is, key, &at);
+	added = idxmap__insert(&st->index, idxmap__hash_u64(addr), st->n, code_is, key, &at);
 	if (added < 0)
 		return NULL;
 	if (!added)
@@ -811,7 +811,7 @@ void py_snapshot__free(struct py_snapshot *s)
 		for (size_t i = 0; i < s->strings->n; i++)
 			py_code_info__clear(&s->strings->codes[i].info);
 		free(s->strings->codes);
-		hashmap__free(&s->strings->index);
+		idxmap__free(&s->strings->index);
 		free(s->strings);
 	}
 	free(s->error);

@@ -3,13 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hashmap.h"
+#include "idxmap.h"
 
 /* The room of a map's first slots: a few records cost a small allocation. */
-#define HASHMAP_FIRST 64
+#define IDXMAP_FIRST 64
 
 /* Every record of @old (@ocap slots) into @m's empty slots, by the hashes kept. */
-static void rehash(struct hashmap *m, const struct hashmap_slot *old, size_t ocap)
+static void rehash(struct idxmap *m, const struct idxmap_slot *old, size_t ocap)
 {
 	size_t mask = m->cap - 1;
 
@@ -25,9 +25,9 @@ static void rehash(struct hashmap *m, const struct hashmap_slot *old, size_t oca
 }
 
 /* @m with @ncap slots (a power of two, at least twice its records, at most 2^32): 0 or -ENOMEM. */
-static int resize(struct hashmap *m, size_t ncap)
+static int resize(struct idxmap *m, size_t ncap)
 {
-	struct hashmap_slot *old = m->slots, *ns;
+	struct idxmap_slot *old = m->slots, *ns;
 	size_t ocap = m->cap;
 
 	if (ncap - 1 > UINT32_MAX || !(ns = calloc(ncap, sizeof(*ns))))
@@ -39,14 +39,14 @@ static int resize(struct hashmap *m, size_t ncap)
 	return 0;
 }
 
-int hashmap__grow_(struct hashmap *m)
+int idxmap__grow_(struct idxmap *m)
 {
-	return resize(m, m->cap ? m->cap * 2 : HASHMAP_FIRST);
+	return resize(m, m->cap ? m->cap * 2 : IDXMAP_FIRST);
 }
 
-int hashmap__reserve(struct hashmap *m, size_t n)
+int idxmap__reserve(struct idxmap *m, size_t n)
 {
-	size_t ncap = m->cap ? m->cap : HASHMAP_FIRST;
+	size_t ncap = m->cap ? m->cap : IDXMAP_FIRST;
 
 	if (n >= UINT32_MAX / 2)
 		return -ENOMEM;
@@ -55,14 +55,14 @@ int hashmap__reserve(struct hashmap *m, size_t n)
 	return ncap == m->cap ? 0 : resize(m, ncap);
 }
 
-void hashmap__clear(struct hashmap *m)
+void idxmap__clear(struct idxmap *m)
 {
 	if (m->cap)
 		memset(m->slots, 0, m->cap * sizeof(*m->slots));
 	m->n = 0;
 }
 
-void hashmap__free(struct hashmap *m)
+void idxmap__free(struct idxmap *m)
 {
 	free(m->slots);
 	memset(m, 0, sizeof(*m));
