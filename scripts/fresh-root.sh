@@ -55,7 +55,8 @@ EOF
 # dpkg without an fsync per file, as Debian's own container images have it
 # (/etc/dpkg/dpkg.cfg.d/docker-apt-speedup): the same packages, unpacked the same way. On this
 # VM, installing python3-scipy, gdb and elfutils into the root took 96 and 129 s with the
-# fsyncs, 72 and 65 s without (2026-11-29).
+# fsyncs, 72 and 65 s without (2026-11-29); the whole `make test` of CI's next run did not
+# get faster (1,332 s, against 1,289-1,328 s before), so its install is slow for other reasons.
 echo force-unsafe-io > "$root/etc/dpkg/dpkg.cfg.d/unsafe-io"
 # The network as a machine on this one has it: its resolver, and the local certificate
 # authorities a site's TLS proxy needs (npm's registry is reached over https).
