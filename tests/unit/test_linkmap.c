@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The link-map walk on memory images laid out as glibc lays them out, good and corrupt. */
+/*
+ * The link-map walk on memory images laid out as glibc lays them out, good and corrupt; and
+ * the read again of this very process around a dlopen and a dlclose.
+ */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -49,6 +54,80 @@ static int walk(struct linkmap **lm)
 	return err;
 }
 
+static bool same(const struct linkmap *a, const struct linkmap *b)
+{
+	if (a->n != b->n || a->r_debug != b->r_debug || a->n_namespaces != b->n_namespaces)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->e[i].lm_addr != b->e[i].lm_addr || a->e[i].l_addr != b->e[i].l_addr ||
+		    a->e[i].ns != b->e[i].ns || strcmp(a->e[i].name, b->e[i].name))
+			return false;
+	return true;
+}
+
+/* A library of glibc's that this test has not loaded; NULL when none is installed. */
+static const char *unloaded_library(void)
+{
+	static const char *const libs[] = { "libanl.so.1", "libutil.so.1", "libnss_dns.so.2",
+					    "libresolv.so.2" };
+
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+
+		if (h) {
+			dlclose(h);
+			continue;
+		}
+		return libs[i];
+	}
+	return NULL;
+}
+
+/* linkmap__read_again agrees with a whole read after a dlopen, a dlclose and a stale hint. */
+static void read_again_of_self(void)
+{
+	struct linkmap *before = NULL, *again = NULL, *whole = NULL, *after = NULL;
+	struct procmaps *maps = procmaps__read(getpid());
+	const char *lib = unloaded_library();
+	struct target *t = NULL;
+	char why[256];
+	void *h = NULL;
+
+	if (!maps || !lib || target__open(getpid(), &t, why, sizeof(why)) ||
+	    linkmap__read(t, maps, &before)) {
+		CHECK(false, "this process's link map is read, and a library of glibc not loaded "
+			     "is found");
+		goto out;
+	}
+	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL, "a library of glibc not loaded yet is loaded");
+	CHECK(!linkmap__read_again(t, maps, before, &again) && !linkmap__read(t, maps, &whole) &&
+		      again->n == before->n + 1 && same(again, whole),
+	      "after a dlopen, the read again is the whole read, one object more");
+	CHECK(again && strstr(again->e[again->n - 1].name, lib) != NULL, "the new object is named");
+	linkmap__free(whole);
+	whole = NULL;
+	if (h)
+		dlclose(h);
+	CHECK(!linkmap__read_again(t, maps, again, &after) && !linkmap__read(t, maps, &whole) &&
+		      after->n == before->n && same(after, whole) && same(after, before),
+	      "after its dlclose, the read again is the whole read and the first one");
+	linkmap__free(after);
+	after = NULL;
+	/* A hint from another loader (another image at that address): the whole read. */
+	before->interp_base ^= 0x1000;
+	CHECK(!linkmap__read_again(t, maps, before, &after) && same(after, whole) &&
+		      after->interp_base == whole->interp_base,
+	      "a hint whose loader base does not match is not taken");
+out:
+	linkmap__free(before);
+	linkmap__free(again);
+	linkmap__free(whole);
+	linkmap__free(after);
+	target__free(t);
+	procmaps__free(maps);
+}
+
 int main(void)
 {
 	static const char *const ns0[] = { "", "/lib/x86_64-linux-gnu/libc.so.6",
@@ -82,5 +161,7 @@ int main(void)
 	lay_out(0, 0x400, 0x1000, ns0, 3, 0, false);
 	memset(mem + 0x1000, 'x', sizeof(mem) - 0x1000);
 	CHECK(walk(&lm) == -EFAULT, "a name running off the end of memory is -EFAULT");
+
+	read_again_of_self();
 	return tap_done();
 }

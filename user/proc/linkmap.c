@@ -73,11 +73,40 @@ static int exe_entry(const struct target *t, uint64_t *entry)
 	return 0;
 }
 
+/*
+ * DT_DEBUG's value in the @n entries of the dynamic section at @addr: the section in one read
+ * (each read takes the target's mmap lock, which its own mmap and dlopen wait for), entry by
+ * entry where that fails (a p_memsz that overstates the mapping).
+ */
+static int dt_debug_at(const struct target *t, uint64_t addr, uint64_t n, uint64_t *r_debug)
+{
+	Elf64_Dyn *dyn = n && n <= MAX_DYN ? malloc(n * sizeof(*dyn)) : NULL;
+	bool whole = dyn && !target__read(t, addr, dyn, n * sizeof(*dyn));
+	int err = 0;
+
+	for (size_t i = 0; i < (whole ? n : MAX_DYN); i++) {
+		Elf64_Dyn d;
+
+		if (whole)
+			d = dyn[i];
+		else if ((err = target__read(t, addr + i * sizeof(d), &d, sizeof(d))))
+			break;
+		if (d.d_tag == DT_NULL)
+			break;
+		if (d.d_tag == DT_DEBUG) {
+			*r_debug = d.d_un.d_ptr;
+			break;
+		}
+	}
+	free(dyn);
+	return err;
+}
+
 /* DT_DEBUG of the executable, read from memory: where the loader published its r_debug. */
 static int find_dt_debug(const struct target *t, const struct auxv_info *ai, uint64_t *r_debug)
 {
 	Elf64_Phdr ph[64];
-	uint64_t bias = 0, dyn_addr = 0, entry = 0;
+	uint64_t bias = 0, dyn_addr = 0, entry = 0, dyn_n = 0;
 	bool have_bias = false, have_interp = false;
 	size_t phnum = ai->phnum < 64 ? ai->phnum : 64;
 	int err;
@@ -102,25 +131,14 @@ static int find_dt_debug(const struct target *t, const struct auxv_info *ai, uin
 		bias = ai->entry - entry;
 	}
 	for (size_t i = 0; i < phnum; i++)
-		if (ph[i].p_type == PT_DYNAMIC)
+		if (ph[i].p_type == PT_DYNAMIC) {
 			dyn_addr = ph[i].p_vaddr + bias;
+			dyn_n = ph[i].p_memsz / sizeof(Elf64_Dyn);
+		}
 	*r_debug = 0;
 	if (!dyn_addr)
 		return 0;
-	for (size_t i = 0; i < MAX_DYN; i++) {
-		Elf64_Dyn d;
-
-		err = target__read(t, dyn_addr + i * sizeof(d), &d, sizeof(d));
-		if (err)
-			return err;
-		if (d.d_tag == DT_NULL)
-			break;
-		if (d.d_tag == DT_DEBUG) {
-			*r_debug = d.d_un.d_ptr;
-			break;
-		}
-	}
-	return 0;
+	return dt_debug_at(t, dyn_addr, dyn_n, r_debug);
 }
 
 struct sym_lookup {
@@ -368,6 +386,101 @@ int linkmap__read(const struct target *t, const struct procmaps *maps, struct li
 err_free:
 	linkmap__free(lm);
 	return err;
+}
+
+/* The entry of @prev that @e is, met from @*cursor on: the same link_map, bias and dynamic
+ * section in the same namespace (a dlclose removes a few, a dlopen appends). */
+static const struct lm_entry *prev_entry(const struct linkmap *prev, size_t *cursor,
+					 const struct lm_entry *e)
+{
+	for (size_t j = *cursor; j < prev->n && j < *cursor + 64; j++) {
+		const struct lm_entry *p = &prev->e[j];
+
+		if (p->lm_addr == e->lm_addr && p->l_addr == e->l_addr && p->l_ld == e->l_ld &&
+		    p->ns == e->ns && p->name) {
+			*cursor = j + 1;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+struct again {
+	const struct linkmap *prev;
+	size_t cursor;
+};
+
+static bool known_before(const struct lm_entry *e, void *arg)
+{
+	struct again *a = arg;
+
+	return prev_entry(a->prev, &a->cursor, e) != NULL;
+}
+
+/* The names of the entries known_before left unnamed, from @prev. */
+static int names_from(struct linkmap *lm, const struct linkmap *prev)
+{
+	size_t cursor = 0;
+
+	for (size_t i = 0; i < lm->n; i++) {
+		const struct lm_entry *p;
+
+		if (lm->e[i].name)
+			continue;
+		p = prev_entry(prev, &cursor, &lm->e[i]);
+		lm->e[i].name = strdup(p ? p->name : "");
+		if (!lm->e[i].name)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int linkmap__read_again(const struct target *t, const struct procmaps *maps,
+			const struct linkmap *prev, struct linkmap **out)
+{
+	uint64_t *addrs = NULL, ldbase = 0;
+	struct linkmap *lm = NULL;
+	int err = -ESTALE;
+
+	*out = NULL;
+	/* Still the loader it was: its r_debug names the same base (r_ldbase, AT_BASE). */
+	if (!prev || !prev->r_debug || !prev->interp_base || t->core ||
+	    target__read(t, prev->r_debug + offsetof(struct r_debug, r_ldbase), &ldbase,
+			 sizeof(ldbase)) ||
+	    ldbase != prev->interp_base)
+		return linkmap__read(t, maps, out);
+	addrs = malloc((prev->n ? prev->n : 1) * sizeof(*addrs));
+	lm = calloc(1, sizeof(*lm));
+	if (!addrs || !lm) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < prev->n; i++)
+		addrs[i] = prev->e[i].lm_addr;
+	lm->r_debug = prev->r_debug;
+	lm->interp_base = prev->interp_base;
+	for (int attempt = 0; attempt < 20; attempt++) {
+		struct prefetch pf = { .addrs = addrs, .n = prev->n };
+		struct again a = { prev, 0 };
+
+		err = walk_namespaces(t, lm, known_before, &a, &pf);
+		free(pf.maps);
+		if (!err)
+			err = names_from(lm, prev);
+		if (!err && lm->consistent)
+			break;
+		if (err == -ESRCH || err == -EPERM || err == -ENOMEM)
+			break;
+		target__sleep(t, 1000000);
+	}
+out:
+	free(addrs);
+	if (err) {
+		linkmap__free(lm);
+		return err == -ENOMEM ? err : linkmap__read(t, maps, out);
+	}
+	*out = lm;
+	return 0;
 }
 
 int linkmap__walk(const struct target *t, uint64_t r_debug, struct linkmap **out)

@@ -36,6 +36,14 @@ struct linkmap {
  * -ESRCH when the process went away, -EPERM, or -EFAULT for a list that does not hold together.
  */
 int linkmap__read(const struct target *t, const struct procmaps *maps, struct linkmap **out);
+/*
+ * linkmap__read for a reader that kept @prev, the last read of the same process: its r_debug
+ * and loader base are taken again where the loader still names that base, its entries are read
+ * in one go and only new ones named (a refresh at each dlopen of a process with 500 objects:
+ * three reads instead of a thousand). Falls back to linkmap__read; @prev NULL is that.
+ */
+int linkmap__read_again(const struct target *t, const struct procmaps *maps,
+			const struct linkmap *prev, struct linkmap **out);
 void linkmap__free(struct linkmap *lm);
 /* The walk alone, from a known r_debug address (the readers' tests and fuzzing). */
 int linkmap__walk(const struct target *t, uint64_t r_debug, struct linkmap **out);
