@@ -79,6 +79,29 @@ static bool gone(pid_t pid)
 static void keep_gone(struct proc_state *ps, const struct libgraph *old, const struct lg_object *o);
 
 /* Re-read the process's graph and maps; attach probes to any runtime it now has. */
+/* proc_state.t: dropped at its exec and exit. */
+static void drop_target(struct proc_state *ps)
+{
+	target__free(ps->t);
+	ps->t = NULL;
+}
+
+/* @ps's process opened for reading: the one kept (proc_state.t) while it still checks out. */
+static int open_target(struct watch *w, struct proc_state *ps, struct target **t, char *why,
+		       size_t len)
+{
+	if (ps->t && !target__recheck(ps->t, why, len)) {
+		*t = ps->t;
+		return 0;
+	}
+	drop_target(ps);
+	if (target__open(ps->pid, t, why, len))
+		return -1;
+	if (!w->o->settle_ms)
+		ps->t = *t;
+	return 0;
+}
+
 int proctable__refresh(struct watch *w, struct proc_state *ps)
 {
 	struct libgraph *old = ps->g, *g = NULL;
@@ -94,13 +117,14 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	/* Its /proc files are read without the loop's lock (they are nobody else's): its maps
 	 * alone took 0.6 ms with 200 objects, which a thread held for its probes waited. */
 	unlocked = reader__unlock(w);
-	opened = !target__open(ps->pid, &t, why, sizeof(why));
+	opened = !open_target(w, ps, &t, why, sizeof(why));
 	/* One read of its maps: the graph's and the one kept for the unwinder. */
 	maps = opened ? procmaps__read(ps->pid) : NULL;
 	reader__relock(w, unlocked);
 	if (opened) {
 		reader__sleep_unlocked(w, t);
-		if (maps && !libgraph__snapshot_maps(t, maps, w->cache, &g, why, sizeof(why))) {
+		if (maps &&
+		    !libgraph__snapshot_again(t, maps, w->cache, old, &g, why, sizeof(why))) {
 			reader__let_holds_in(w);
 			/* Objects seen before answer from the cache; out of memory only leaves
 			 * owners out. */
@@ -109,7 +133,8 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 			ps->maps = maps;
 			maps = NULL;
 		}
-		target__free(t);
+		if (t != ps->t)
+			target__free(t);
 	}
 	procmaps__free(maps);
 	/* Gone already (a short command) before its start-up was read: the graph its first
@@ -487,6 +512,7 @@ void proctable__drop_exited(struct watch *w, pid_t pid)
 			continue;
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
+		drop_target(&w->procs[i]);
 		proctable__forget_gone(&w->procs[i]);
 		sample_unwinder__free(w->procs[i].uw);
 		py_code_cache__free(w->procs[i].codes);
@@ -517,6 +543,7 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		/* A new image: everything it has is news, nothing of the old one "left". */
 		libgraph__free(ps->g);
 		ps->g = graph_empty(w, ps->pid, ev->comm);
+		drop_target(ps);
 		holds__forget(w, ps->pid);
 		/* The old image's handles mean nothing in the new one. */
 		for (size_t i = 0; i < ps->n_opened; i++)
@@ -736,6 +763,7 @@ void proctable__free_all(struct watch *w)
 	for (size_t i = 0; i < w->n_procs; i++) {
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
+		drop_target(&w->procs[i]);
 		proctable__forget_gone(&w->procs[i]);
 		sample_unwinder__free(w->procs[i].uw);
 		py_code_cache__free(w->procs[i].codes);

@@ -59,6 +59,9 @@ struct proc_state {
 	pid_t pid;
 	struct libgraph *g;
 	struct procmaps *maps;
+	/* Opened for reading, kept between reads of one image where each call is read (watch's:
+	 * no settle_ms), to spare the dozen /proc look-ups of an open at each dlopen. */
+	struct target *t;
 	/*
 	 * The model is read from the process, which runs ahead of the event stream: objects it
 	 * already has are reported only when the event that brought them (its exec, the dlopen
@@ -334,7 +337,8 @@ bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o)
 void probes__attach_own_libc(struct watch *w, pid_t pid);
 /* Whether loader @o's r_brk was probed already, so that what it loads is held for the probes. */
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o);
-/* @o's file needs no probes (no runtime's role, not glibc's): its dlopens go unheld. */
+/* @o's file needs no probes in this watch (probes__attach_object would attach none): its
+ * dlopens go unheld. */
 void probes__note_no_probes(struct watch *w, const struct lg_object *o);
 /* Probe the loader the command @argv0 (process @pid, held before its exec) will run, when it
  * is not ours: a musl program's ld-musl, a program built for another glibc's loader. */

@@ -740,8 +740,23 @@ int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
 			    struct elf_cache *cache, struct libgraph **out, char *why,
 			    size_t whylen)
 {
+	return libgraph__snapshot_again(t, maps, cache, NULL, out, why, whylen);
+}
+
+/* What @prev, the same image's last snapshot, read that does not change while it runs. */
+static bool same_image(const struct libgraph *prev, const struct target *t)
+{
+	return prev && prev->pid == t->pid && prev->lm && !t->core && !t->image &&
+	       !strcmp(prev->exe, t->exe);
+}
+
+int libgraph__snapshot_again(const struct target *t, const struct procmaps *maps,
+			     struct elf_cache *cache, const struct libgraph *prev,
+			     struct libgraph **out, char *why, size_t whylen)
+{
 	struct linkmap *lm = NULL;
 	struct libgraph *g;
+	bool again = same_image(prev, t);
 	int err;
 
 	*out = NULL;
@@ -751,10 +766,15 @@ int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
 		return -ENOMEM;
 	}
 	snprintf(g->exe, sizeof(g->exe), "%s", t->exe);
-	if (!t->core && !t->image)
+	if (again) {
+		/* Its container and PID namespace, as a fork's child takes its parent's. */
+		g->ns_pid = prev->ns_pid;
+		memcpy(g->container, prev->container, sizeof(g->container));
+	} else if (!t->core && !t->image) {
 		read_where(g);
+	}
 
-	err = linkmap__read(t, maps, &lm);
+	err = linkmap__read_again(t, maps, again ? prev->lm : NULL, &lm);
 	if (err == -ESRCH || (err && !target__alive(t))) {
 		err = -ESRCH;
 		snprintf(why, whylen, "process %d (%s) exited while being read", t->pid, t->comm);
@@ -768,7 +788,10 @@ int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
 			 t->pid, t->comm, reason);
 		goto err_free;
 	}
-	{
+	if (again) {
+		/* The environment it started with (/proc/PID/environ) is read once an image. */
+		g->preload = prev->preload ? strdup(prev->preload) : NULL;
+	} else {
 		char preload[4096];
 
 		if (!target__getenv(t, "LD_PRELOAD", preload, sizeof(preload)))
@@ -800,7 +823,8 @@ int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
 	err = libgraph__link(g);
 	if (err)
 		goto err_oom;
-	linkmap__free(lm);
+	/* Kept for the next snapshot of this image (libgraph__snapshot_again). */
+	g->lm = lm;
 	*out = g;
 	return 0;
 
@@ -864,6 +888,7 @@ void libgraph__free(struct libgraph *g)
 		free(o);
 	}
 	elf_cache__put(g->cache);
+	linkmap__free(g->lm);
 	free(g->preload);
 	free(g->objs);
 	free(g);

@@ -69,6 +69,8 @@ struct lg_object {
 
 #define LG_NONE UINT_MAX
 
+struct linkmap;
+
 struct libgraph {
 	pid_t pid;
 	char comm[64];
@@ -88,6 +90,7 @@ struct libgraph {
 	size_t n, cap;
 	struct elf_cache *cache;
 	char *preload; /* LD_PRELOAD of the target, to tell preloaded objects from dlopened ones */
+	struct linkmap *lm; /* the link maps as read (NULL: not read), for the next snapshot */
 };
 
 /*
@@ -105,6 +108,15 @@ struct procmaps;
 int libgraph__snapshot_maps(const struct target *t, const struct procmaps *maps,
 			    struct elf_cache *cache, struct libgraph **out, char *why,
 			    size_t whylen);
+/*
+ * The same for a reader that kept @prev, the process's last snapshot: of the same image, what
+ * does not change while it runs (its container, LD_PRELOAD, where its loader keeps r_debug) is
+ * taken from it, and only new link-map entries are named (linkmap__read_again). @prev NULL, or
+ * of another image: libgraph__snapshot_maps.
+ */
+int libgraph__snapshot_again(const struct target *t, const struct procmaps *maps,
+			     struct elf_cache *cache, const struct libgraph *prev,
+			     struct libgraph **out, char *why, size_t whylen);
 struct libgraph *libgraph__new_cached(pid_t pid, const char *comm, struct elf_cache *cache);
 /* A deep copy for @pid, sharing the ELF cache: a forked child starts with its parent's objects. */
 struct libgraph *libgraph__clone(const struct libgraph *g, pid_t pid);

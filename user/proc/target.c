@@ -171,6 +171,11 @@ err_free:
 	return err;
 }
 
+int target__recheck(struct target *t, char *reason, size_t reasonlen)
+{
+	return t->core || t->image ? 0 : read_task(t, reason, reasonlen);
+}
+
 void target__pause(const struct target *t)
 {
 	if (t->pause)

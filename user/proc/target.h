@@ -52,6 +52,12 @@ struct target {
 int target__open(pid_t pid, struct target **out, char *why, size_t whylen);
 void target__free(struct target *t);
 /*
+ * @t, kept open by a reader that reads the same image again: its name, state and task read
+ * anew (a thread renamed it, its main thread exited). 0, or -errno as target__open refuses.
+ * What it opened stays the image's: whoever keeps @t drops it at the process's exec.
+ */
+int target__recheck(struct target *t, char *why, size_t whylen);
+/*
  * A target with no process behind it: its memory is the @len bytes at @mem, seen at address
  * @base, and every other read fails with -EFAULT. For feeding the readers bytes (fuzzing).
  */
