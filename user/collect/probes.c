@@ -317,22 +317,24 @@ static bool defines_glibc_dlopen(const struct elf_object *elf)
 }
 
 /*
- * Files whose objects need no probes in any watch: no role that probes__attach_object acts on
- * (the C++ runtime, TBB, oneDNN and Python extension modules are named, never probed), and not
- * glibc's dlopen. The kernel lets a dlopen that brings only such objects go on unheld
- * (holds.bpf.h). The ELF cache keeps no symbols: from it, every file with a GLIBC_ version node
- * is held the first time.
+ * The probes this watch puts in an object of roles @r (PROBE_*; @dlopen: its file defines
+ * glibc's dlopen), the loader's PROBE_LINKMAP aside: the one rule for what is attached
+ * (probes__attach_object) and for which files' dlopens the kernel lets go unheld, as they have
+ * nothing to wait for (probes__note_no_probes, holds.bpf.h).
  */
-static bool roles_need_no_probes(const struct obj_roles *r)
+static unsigned int probes_for(const struct watch *w, const struct obj_roles *r, bool dlopen)
 {
-	for (unsigned int i = 0; i < r->n; i++) {
-		enum role_kind k = r->r[i].kind;
+	unsigned int want = 0;
 
-		if (!(k == ROLE_CXX_RUNTIME || k == ROLE_TBB || k == ROLE_ONEDNN ||
-		      (k == ROLE_PYTHON && r->r[i].impl == IMPL_PYTHON_EXT)))
-			return false;
-	}
-	return true;
+	if (obj_roles__find(r, ROLE_LIBC) || dlopen)
+		want |= PROBE_LOADER;
+	if (w->o->hot && obj_roles__find(r, ROLE_OPENMP))
+		want |= PROBE_OPENMP;
+	if (w->o->hot && obj_roles__find(r, ROLE_BLAS))
+		want |= PROBE_BLAS;
+	if (obj_roles__find(r, ROLE_CUDA))
+		want |= PROBE_GPU;
+	return want;
 }
 
 static bool glibc_node(const char *verdef)
@@ -357,21 +359,22 @@ static void note_no_probes(struct watch *w, const struct objcache_key *k)
 void probes__note_no_probes(struct watch *w, const struct lg_object *o)
 {
 	/* Here the symbols are at hand: of glibc's libraries only the one with dlopen is held. */
-	if (o->elf && w->skel && roles_need_no_probes(lg_object__roles(o)) &&
-	    !defines_glibc_dlopen(o->elf))
+	if (o->elf && w->skel && o->origin != LG_INTERPRETER &&
+	    !probes_for(w, lg_object__roles(o), defines_glibc_dlopen(o->elf)))
 		note_no_probes(w, elfobj__content_key(o->elf));
 }
 
+/* The ELF cache keeps no symbols: from it, every file with a GLIBC_ version node may define
+ * glibc's dlopen, and is held the first time (the analysis in the hold then knows). */
 static void note_cached(const struct objcache_rec *rec, void *arg)
 {
 	struct obj_roles r;
+	bool glibc = false;
 
-	if (!roles__from_blob(rec->blob, rec->blob_len, &r) || !roles_need_no_probes(&r))
-		return;
 	for (size_t i = 0; i < rec->n_verdefs; i++)
-		if (glibc_node(rec->verdefs[i]))
-			return;
-	note_no_probes(arg, &rec->key);
+		glibc = glibc || glibc_node(rec->verdefs[i]);
+	if (roles__from_blob(rec->blob, rec->blob_len, &r) && !probes_for(arg, &r, glibc))
+		note_no_probes(arg, &rec->key);
 }
 
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o)
@@ -428,14 +431,7 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 
 	if (!o->elf || o->gone || !s)
 		return;
-	if (obj_roles__find(r, ROLE_LIBC) || defines_glibc_dlopen(o->elf))
-		want |= PROBE_LOADER;
-	if (w->o->hot && obj_roles__find(r, ROLE_OPENMP))
-		want |= PROBE_OPENMP;
-	if (w->o->hot && obj_roles__find(r, ROLE_BLAS))
-		want |= PROBE_BLAS;
-	if (obj_roles__find(r, ROLE_CUDA))
-		want |= PROBE_GPU;
+	want = probes_for(w, r, defines_glibc_dlopen(o->elf));
 	if (o->origin == LG_INTERPRETER)
 		want |= PROBE_LINKMAP;
 	mask = want ? attached_mask(w, w->probes.pid_filter ? pid : 0, elfobj__inode(o->elf)) :
