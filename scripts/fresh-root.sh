@@ -4,23 +4,27 @@
 # of this repository in /root/dlscope, the command run there as root (.ci/run runs the README's
 # `make demo` and `make test` this way).
 #
-#   scripts/fresh-root.sh [--keep] [--logs DIR] 'make demo && make test'
+#   scripts/fresh-root.sh [--keep] [--in ROOT] [--logs DIR] 'make demo && make test'
 #
 # The root is bound onto itself (a mount point, as a machine's / is: `unshare --propagation`
 # needs one) with /proc, /sys and /dev bound in (BPF, uprobes, ptrace and ptys work in a chroot
 # on this kernel), all in a mount namespace of this script's own, gone when it ends. Only the
 # minbase tarball and the downloaded .deb files are kept between runs (scripts/root-tarball.sh's
 # folder, outside the repository): every package the command needs is installed afresh. Every process left in the root is killed at
-# the end and the root removed (--keep keeps the root and says where; --logs DIR copies the
-# files *.log the command left in /root to DIR first). Needs root.
+# the end and the root removed (--keep keeps the root and says where, "fresh-root: kept ROOT";
+# --in ROOT runs the command in a root kept so, as the next command a user types on that
+# machine; --logs DIR copies the files *.log the command left in /root to DIR first). Needs
+# root.
 set -euo pipefail
 
-usage() { echo "usage: scripts/fresh-root.sh [--keep] [--logs DIR] COMMAND" >&2; exit 2; }
+usage() { echo "usage: scripts/fresh-root.sh [--keep] [--in ROOT] [--logs DIR] COMMAND" >&2; exit 2; }
 keep=0
 logs=
+root=
 while [ $# -gt 1 ]; do
 	case $1 in
 	--keep) keep=1; shift ;;
+	--in) root=$(realpath -m "$2"); shift 2 ;;
 	--logs) logs=$(realpath -m "$2"); shift 2 ;;
 	*) usage ;;
 	esac
@@ -30,9 +34,15 @@ done
 repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 
 cd "$repo"
-command -v debootstrap > /dev/null || scripts/install-deps.sh debootstrap
-tarball=$(scripts/root-tarball.sh bookworm make,git,ca-certificates)
-root=$(mktemp -d /var/tmp/dlscope-fresh.XXXXXX)
+if [ -n "$root" ]; then
+	[ -d "$root/root/dlscope" ] || { echo "fresh-root: $root is not a root that --keep kept" >&2; exit 2; }
+	made=0
+else
+	command -v debootstrap > /dev/null || scripts/install-deps.sh debootstrap
+	tarball=$(scripts/root-tarball.sh bookworm make,git,ca-certificates)
+	root=$(mktemp -d /var/tmp/dlscope-fresh.XXXXXX)
+	made=1
+fi
 cleanup() {
 	if [ -n "$logs" ]; then
 		mkdir -p "$logs"
@@ -45,27 +55,32 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-tar -C "$root" -xzf "$tarball"
-# A real Debian 12 install has its updates and security suites; debootstrap writes only main.
-cat > "$root/etc/apt/sources.list" <<-EOF
-	deb http://deb.debian.org/debian bookworm main
-	deb http://deb.debian.org/debian bookworm-updates main
-	deb http://deb.debian.org/debian-security bookworm-security main
-EOF
-# dpkg without an fsync per file, as Debian's own container images have it
-# (/etc/dpkg/dpkg.cfg.d/docker-apt-speedup): the same packages, unpacked the same way. On this
-# VM, installing python3-scipy, gdb and elfutils into the root took 96 and 129 s with the
-# fsyncs, 72 and 65 s without (2026-11-29); the whole `make test` of CI's next run did not
-# get faster (1,332 s, against 1,289-1,328 s before), so its install is slow for other reasons.
-echo force-unsafe-io > "$root/etc/dpkg/dpkg.cfg.d/unsafe-io"
-# The network as a machine on this one has it: its resolver, and the local certificate
-# authorities a site's TLS proxy needs (npm's registry is reached over https).
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-if compgen -G "/usr/local/share/ca-certificates/*.crt" > /dev/null; then
-	cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
-	chroot "$root" update-ca-certificates > /dev/null
-fi
-git clone -q "$repo" "$root/root/dlscope"
+# A minbase root from the tarball, as Debian's installer leaves a machine, with a clone of this
+# commit.
+make_root() {
+	tar -C "$root" -xzf "$tarball"
+	# A real Debian 12 install has its updates and security suites; debootstrap writes only main.
+	cat > "$root/etc/apt/sources.list" <<-EOF
+		deb http://deb.debian.org/debian bookworm main
+		deb http://deb.debian.org/debian bookworm-updates main
+		deb http://deb.debian.org/debian-security bookworm-security main
+	EOF
+	# dpkg without an fsync per file, as Debian's own container images have it
+	# (/etc/dpkg/dpkg.cfg.d/docker-apt-speedup): the same packages, unpacked the same way. On this
+	# VM, installing python3-scipy, gdb and elfutils into the root took 96 and 129 s with the
+	# fsyncs, 72 and 65 s without (2026-11-29); the whole `make test` of CI's next run did not
+	# get faster (1,332 s, against 1,289-1,328 s before), so its install is slow for other reasons.
+	echo force-unsafe-io > "$root/etc/dpkg/dpkg.cfg.d/unsafe-io"
+	# The network as a machine on this one has it: its resolver, and the local certificate
+	# authorities a site's TLS proxy needs (npm's registry is reached over https).
+	cp /etc/resolv.conf "$root/etc/resolv.conf"
+	if compgen -G "/usr/local/share/ca-certificates/*.crt" > /dev/null; then
+		cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+		chroot "$root" update-ca-certificates > /dev/null
+	fi
+	git clone -q "$repo" "$root/root/dlscope"
+}
+[ "$made" -eq 0 ] || make_root
 
 # Inside a private mount namespace: the mounts, the command with an environment a login shell
 # would give it, then every process whose root is this one killed (a fixture left behind keeps
