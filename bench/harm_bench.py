@@ -8,7 +8,8 @@ pair on the same function (the floor). Needs root (BPF), bpftrace and the fixtur
 
 Rows:
   dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held once: then known
-           to need no probes, let go at once); of a runtime (held every time); and of 200
+           to need no probes, let go at once); of a runtime again (held once: then its probes
+           are in place); of a new copy of a runtime each time (held every time); and of 200
            distinct objects the process never had, the ELF cache warm and off
   dlsym    a dlsym in a loop: watched (default, and --dlsym), and the floor
   twin     the same loop in a process nobody watches, while `watch -p` (and `-f -p`) runs
@@ -40,8 +41,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "build", "bench")
 FX = os.path.join(ROOT, "build", "fixtures")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
-# hold_victim's library: a runtime (a GPU module loader, a stand-in), held at each dlopen until
-# its probes are in place (a file known to need no probes is not held at all).
+# A runtime (a GPU module loader, a stand-in): a dlopen of it is held until its probes are in
+# place, the first time (hold_victim and dlopen_new_loop's "fresh" map a new copy each time).
 HELD_LIB = f"{FX}/stubcuda/libcuda.so.1"
 os.makedirs(OUT, exist_ok=True)
 
@@ -137,7 +138,13 @@ def row_dlopen():
                   under_watch({"untraced": prog,
                                "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog))
     prog = [f"{OUT}/dlopen_new_loop", "300", HELD_LIB]
-    print_dlopens("dlopen of a runtime, held each time (a stand-in libcuda.so.1, 300 a run)",
+    print_dlopens("dlopen of a runtime again, its probes in place (a stand-in libcuda.so.1, "
+                  "300 a run)",
+                  under_watch({"untraced": prog,
+                               "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog))
+    prog = [f"{OUT}/dlopen_new_loop", "300", HELD_LIB, "fresh"]
+    print_dlopens("dlopen of a runtime never seen, held each time (a new copy of it each "
+                  "time, 300 a run)",
                   under_watch({"untraced": prog,
                                "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog))
 

@@ -49,14 +49,21 @@ enum dlw_hold_at {
 
 /*
  * A file by what identifies its content (objcache.h's key, the device as the kernel encodes
- * it: major << 20 | minor): the no_probe_files map's key, of files whose objects need no
- * probes, so a dlopen that brings only such objects is not held.
+ * it: major << 20 | minor): the no_probe_files map's key, of files with no probe to put in
+ * place, so a dlopen that brings only such objects is not held. pid and start 0: in every
+ * process (the file needs none, or has them all for every process); else the process, with its
+ * start in clock ticks after boot (/proc/PID/stat's starttime: a PID used again is another
+ * process), in whose address space its probes are (uprobe_multi's PID filter).
  */
 struct dlw_file_key {
 	unsigned long long ino, size;
 	long long mtime_ns, ctime_ns;
-	unsigned int dev, pad;
+	unsigned int dev, pid;
+	unsigned long long start;
 };
+
+/* /proc/PID/stat's clock ticks (USER_HZ, 100 on every architecture dlscope runs on). */
+#define DLW_NS_PER_TICK 10000000ULL
 
 #define DLW_NO_PROBE_FILES_MAX 32768
 

@@ -65,10 +65,12 @@ extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 
 /*
- * Arrivals that need no hold: a dlopen whose every new object is of a file the collector found
- * to need no probes (no runtime's role, not glibc's loader) goes on at once. The files, by what
- * identifies a file's content (objcache.h: device, inode, size, mtime, ctime), filled by user
- * space from its ELF cache and from each file it analyses (probes.c: probes__note_no_probes).
+ * Arrivals that need no hold: a dlopen whose every new object is of a file with no probe to put
+ * in place goes on at once: the collector found it to need none, or its probes are in place
+ * already (in every process, or in this one: dlscope never takes a probe out while it runs).
+ * The files, by what identifies a file's content (objcache.h: device, inode, size, mtime,
+ * ctime), filled by user space from its ELF cache and from each file it analyses (probes.c:
+ * probes__note_no_probes).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -104,12 +106,20 @@ struct lm_head {
 #define LM_WALK_MAX 4096
 #define LM_NEW_MAX 64
 
-/* bpf_find_vma's answer for a new entry's dynamic section: whether its file needs no probes. */
+/* The question to bpf_find_vma, and its answer. */
+struct no_probes_q {
+	u32 tgid;
+	u64 start;
+	bool yes;
+};
+
+/* bpf_find_vma's answer for a new entry's dynamic section: whether its file has no probe to
+ * put in place, in every process or in this one. */
 static long vma_needs_no_probes(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
 {
 	struct inode *ino = BPF_CORE_READ(vma, vm_file, f_inode);
 	struct dlw_file_key k = {};
-	bool *yes = ctx;
+	struct no_probes_q *q = ctx;
 
 	/* Before 6.11 the times are a struct timespec64: no such entry, held as before. */
 	if (!ino || !bpf_core_field_exists(ino->i_mtime_sec))
@@ -121,7 +131,12 @@ static long vma_needs_no_probes(struct task_struct *task, struct vm_area_struct 
 	/* The ctime's top nanosecond bit is a flag of the kernel's own (I_CTIME_QUERIED, 6.13). */
 	k.ctime_ns = BPF_CORE_READ(ino, i_ctime_sec) * 1000000000LL +
 		     (BPF_CORE_READ(ino, i_ctime_nsec) & ~(1U << 31));
-	*yes = bpf_map_lookup_elem(&no_probe_files, &k) != NULL;
+	q->yes = bpf_map_lookup_elem(&no_probe_files, &k) != NULL;
+	if (!q->yes) {
+		k.pid = q->tgid;
+		k.start = q->start;
+		q->yes = bpf_map_lookup_elem(&no_probe_files, &k) != NULL;
+	}
 	return 0;
 }
 
@@ -130,6 +145,7 @@ struct lm_walk_state {
 	u64 lm, end;
 	u32 n_new;
 	bool check, all_free;
+	struct no_probes_q q; /* the process, for its own probes' entries */
 };
 
 static long lm_walk_step(u64 i, void *ctx)
@@ -140,13 +156,12 @@ static long lm_walk_step(u64 i, void *ctx)
 	if (!st->lm || bpf_copy_from_user(&h, sizeof(h), (void *)st->lm))
 		return 1;
 	if (st->check && i > 0) {
-		bool yes = false;
-
 		st->n_new++;
+		st->q.yes = false;
 		if (st->all_free && st->n_new <= LM_NEW_MAX)
-			bpf_find_vma(bpf_get_current_task_btf(), h.l_ld, vma_needs_no_probes, &yes,
-				     0);
-		st->all_free = st->all_free && yes && st->n_new <= LM_NEW_MAX;
+			bpf_find_vma(bpf_get_current_task_btf(), h.l_ld, vma_needs_no_probes,
+				     &st->q, 0);
+		st->all_free = st->all_free && st->q.yes && st->n_new <= LM_NEW_MAX;
 	}
 	if (!h.l_next) {
 		st->end = st->lm;
@@ -164,6 +179,12 @@ static long lm_walk_step(u64 i, void *ctx)
 static __always_inline u64 lm_walk(u64 lm, bool check, u32 *n_new, bool *all_free)
 {
 	struct lm_walk_state st = { .lm = lm, .check = check, .all_free = true };
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	if (check) {
+		st.q.tgid = task->tgid;
+		st.q.start = BPF_CORE_READ(task, group_leader, start_boottime) / DLW_NS_PER_TICK;
+	}
 
 	bpf_loop(LM_WALK_MAX, lm_walk_step, &st, 0);
 	*n_new = st.n_new;

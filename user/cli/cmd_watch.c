@@ -384,9 +384,10 @@ static void print_watch_stats(const struct watch_stats *st)
 			"on average, %.2f ms at most, as the held threads saw it)\n",
 			st->holds, st->hold_ms_total / (double)st->holds, st->hold_ms_max);
 	if (st->holds_no_probes)
-		fprintf(stderr, "dlscope: %llu arrival%s not held: %s files need no probes\n",
-			st->holds_no_probes, st->holds_no_probes == 1 ? "" : "s",
-			st->holds_no_probes == 1 ? "its" : "their");
+		fprintf(stderr,
+			"dlscope: %llu arrival%s not held: no probes to put in place (none "
+			"needed, or in place already)\n",
+			st->holds_no_probes, st->holds_no_probes == 1 ? "" : "s");
 	if (st->holds_late)
 		fprintf(stderr,
 			"dlscope: uncounted: %llu arrivals whose probes came late (%llu let go and "

@@ -170,7 +170,7 @@ static void attach_entry(struct watch *w, struct hold_proc *hp, const struct lm_
 	o.elf = elf_cache__open(w->cache, host, NULL, st.st_ino, &o.error);
 	if (o.elf) {
 		probes__attach_object(w, hp->pid, &o);
-		probes__note_no_probes(w, &o);
+		probes__note_no_probes(w, hp->pid, &o);
 	}
 	elfobj__free(o.elf);
 	free(o.error);
@@ -285,7 +285,7 @@ static void answer_whole(struct watch *w, struct hold_proc *hp)
 		const struct lg_object *o = g->objs[i];
 
 		probes__attach_object(w, hp->pid, o);
-		probes__note_no_probes(w, o);
+		probes__note_no_probes(w, hp->pid, o);
 		if (keys && addrs && o->in_link_map) {
 			addrs[n] = o->lm_addr;
 			keys[n++] = entry_key(o->lm_addr, o->base, o->l_ld);

@@ -342,26 +342,49 @@ static bool glibc_node(const char *verdef)
 	return !strncmp(verdef, "GLIBC_", 6);
 }
 
-static void note_no_probes(struct watch *w, const struct objcache_key *k)
+/* @k's file has no probe to put in place: in every process (@pid 0), or in process @pid,
+ * begun at @start (clock ticks after boot). */
+static void note_no_probes(struct watch *w, const struct objcache_key *k, pid_t pid,
+			   unsigned long long start)
 {
 	struct dlw_file_key key = { .ino = k->ino,
 				    .size = k->size,
 				    .mtime_ns = k->mtime_ns,
 				    .ctime_ns = k->ctime_ns,
 				    /* the kernel's dev_t: MKDEV, not the one stat gives */
-				    .dev = (uint32_t)(major(k->dev) << 20 | minor(k->dev)) };
+				    .dev = (uint32_t)(major(k->dev) << 20 | minor(k->dev)),
+				    .pid = (uint32_t)pid,
+				    .start = start };
 	uint8_t yes = 1;
 
 	/* Full: that file's dlopen is held, as before. */
 	bpf_map_update_elem(bpf_map__fd(w->skel->maps.no_probe_files), &key, &yes, BPF_ANY);
 }
 
-void probes__note_no_probes(struct watch *w, const struct lg_object *o)
+void probes__note_no_probes(struct watch *w, pid_t pid, const struct lg_object *o)
 {
+	unsigned int want, *mask = NULL;
+	pid_t owner = w->probes.pid_filter ? pid : 0;
+	unsigned long long start = 0;
+
+	if (!o->elf || !w->skel || o->origin == LG_INTERPRETER)
+		return;
 	/* Here the symbols are at hand: of glibc's libraries only the one with dlopen is held. */
-	if (o->elf && w->skel && o->origin != LG_INTERPRETER &&
-	    !probes_for(w, lg_object__roles(o), defines_glibc_dlopen(o->elf)))
-		note_no_probes(w, elfobj__content_key(o->elf));
+	want = probes_for(w, lg_object__roles(o), defines_glibc_dlopen(o->elf));
+	if (!want) {
+		note_no_probes(w, elfobj__content_key(o->elf), 0, 0);
+		return;
+	}
+	/* Its probes in place (probes__attach_object marks them so, and none is ever taken
+	 * out): its next dlopen, in every process or in this one, has nothing to wait for. */
+	for (size_t i = 0; i < w->probes.n_files && !mask; i++)
+		if (w->probes.files[i].inode == elfobj__inode(o->elf) &&
+		    w->probes.files[i].pid == owner)
+			mask = &w->probes.files[i].what;
+	if (!mask || (*mask & want) != want ||
+	    (owner && proc__ppid_start(owner, NULL, NULL, &start)))
+		return;
+	note_no_probes(w, elfobj__content_key(o->elf), owner, start);
 }
 
 /* The ELF cache keeps no symbols: from it, every file with a GLIBC_ version node may define
@@ -374,7 +397,7 @@ static void note_cached(const struct objcache_rec *rec, void *arg)
 	for (size_t i = 0; i < rec->n_verdefs; i++)
 		glibc = glibc || glibc_node(rec->verdefs[i]);
 	if (roles__from_blob(rec->blob, rec->blob_len, &r) && !probes_for(arg, &r, glibc))
-		note_no_probes(arg, &rec->key);
+		note_no_probes(arg, &rec->key, 0, 0);
 }
 
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o)

@@ -337,9 +337,10 @@ bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o)
 void probes__attach_own_libc(struct watch *w, pid_t pid);
 /* Whether loader @o's r_brk was probed already, so that what it loads is held for the probes. */
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o);
-/* @o's file needs no probes in this watch (probes__attach_object would attach none): its
- * dlopens go unheld. */
-void probes__note_no_probes(struct watch *w, const struct lg_object *o);
+/* @o's file has no probe to put in place, after probes__attach_object(@w, @pid, @o): it needs
+ * none in this watch, or they are all in place (in every process, or in @pid's address space
+ * with the PID filter). Its next dlopens there go unheld. */
+void probes__note_no_probes(struct watch *w, pid_t pid, const struct lg_object *o);
 /* Probe the loader the command @argv0 (process @pid, held before its exec) will run, when it
  * is not ours: a musl program's ld-musl, a program built for another glibc's loader. */
 void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0);
