@@ -353,19 +353,24 @@ def test_watch_from_a_container_sharing_the_targets_pid_namespace():
     # probes report that namespace's numbers: the import is seen, attributed, under its PIDs.
     if not is_root():
         raise Skip("a PID namespace needs root")
-    script = (f'python3 -c "{IMPORT_LATER_INLINE}" & '
-              f'{dlscope_path()} watch -p $! --duration 3; echo "watch exit $?"')
-    proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script],
-                          capture_output=True, text=True, timeout=60)
+    # The import waits for watch to say it is watching: attaching took over a second beside
+    # a loaded machine's other tests (ASan), and the import went by before it.
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "imp.py"), "w") as f:
+            f.write(f"import os, time\nwhile not os.path.exists('{d}/go'): time.sleep(0.02)\n"
+                    "import decimal; time.sleep(1)\n")
+        script = (f'python3 {d}/imp.py & py=$!; '
+                  f'{dlscope_path()} watch -p $py --duration 5 2> {d}/err & w=$!; '
+                  f'until grep -q watching {d}/err || ! kill -0 $w; do sleep 0.05; done; '
+                  f'touch {d}/go; wait $w; echo "watch exit $?"; cat {d}/err >&2')
+        proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+                               script], capture_output=True, text=True, timeout=60)
     assert "watch exit 0" in proc.stdout, proc.stdout + proc.stderr
     opens = [ln for ln in proc.stdout.splitlines() if "dlopen(" in ln and "_decimal" in ln]
     assert len(opens) == 1 and "from `import decimal`" in opens[0], proc.stdout
     # The namespace's numbers: its first process is 1, python is 2 or so, never a host PID.
     ns_pid = int(opens[0].split("]")[1].split("/")[0])
     assert ns_pid < 100, opens[0]
-
-
-IMPORT_LATER_INLINE = "import time; time.sleep(1); import decimal; time.sleep(1)"
 
 
 # OpenBLAS's pool in a container: its thread is found through glibc's thread list, whose TIDs
