@@ -78,10 +78,17 @@ static bool gone(pid_t pid)
 
 static void keep_gone(struct proc_state *ps, const struct libgraph *old, const struct lg_object *o);
 
-/* Re-read the process's graph and maps; attach probes to any runtime it now has. */
+/*
+ * At most this many processes' targets are kept open (proc_state.t): three descriptors each,
+ * against a soft limit of 1,024 that the probes' links share (--follow of a parallel build).
+ */
+#define TARGETS_KEPT_MAX 64
+
 /* proc_state.t: dropped at its exec and exit. */
-static void drop_target(struct proc_state *ps)
+static void drop_target(struct watch *w, struct proc_state *ps)
 {
+	if (ps->t)
+		w->n_targets_kept--;
 	target__free(ps->t);
 	ps->t = NULL;
 }
@@ -94,14 +101,17 @@ static int open_target(struct watch *w, struct proc_state *ps, struct target **t
 		*t = ps->t;
 		return 0;
 	}
-	drop_target(ps);
+	drop_target(w, ps);
 	if (target__open(ps->pid, t, why, len))
 		return -1;
-	if (!w->o->settle_ms)
+	if (!w->o->settle_ms && w->n_targets_kept < TARGETS_KEPT_MAX) {
 		ps->t = *t;
+		w->n_targets_kept++;
+	}
 	return 0;
 }
 
+/* Re-read the process's graph and maps; attach probes to any runtime it now has. */
 int proctable__refresh(struct watch *w, struct proc_state *ps)
 {
 	struct libgraph *old = ps->g, *g = NULL;
@@ -512,7 +522,7 @@ void proctable__drop_exited(struct watch *w, pid_t pid)
 			continue;
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
-		drop_target(&w->procs[i]);
+		drop_target(w, &w->procs[i]);
 		proctable__forget_gone(&w->procs[i]);
 		sample_unwinder__free(w->procs[i].uw);
 		py_code_cache__free(w->procs[i].codes);
@@ -543,7 +553,7 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		/* A new image: everything it has is news, nothing of the old one "left". */
 		libgraph__free(ps->g);
 		ps->g = graph_empty(w, ps->pid, ev->comm);
-		drop_target(ps);
+		drop_target(w, ps);
 		holds__forget(w, ps->pid);
 		/* The old image's handles mean nothing in the new one. */
 		for (size_t i = 0; i < ps->n_opened; i++)
@@ -763,7 +773,7 @@ void proctable__free_all(struct watch *w)
 	for (size_t i = 0; i < w->n_procs; i++) {
 		libgraph__free(w->procs[i].g);
 		procmaps__free(w->procs[i].maps);
-		drop_target(&w->procs[i]);
+		drop_target(w, &w->procs[i]);
 		proctable__forget_gone(&w->procs[i]);
 		sample_unwinder__free(w->procs[i].uw);
 		py_code_cache__free(w->procs[i].codes);

@@ -60,7 +60,8 @@ struct proc_state {
 	struct libgraph *g;
 	struct procmaps *maps;
 	/* Opened for reading, kept between reads of one image where each call is read (watch's:
-	 * no settle_ms), to spare the dozen /proc look-ups of an open at each dlopen. */
+	 * no settle_ms), to spare the dozen /proc look-ups of an open at each dlopen; for the
+	 * first TARGETS_KEPT_MAX processes that have one. */
 	struct target *t;
 	/*
 	 * The model is read from the process, which runs ahead of the event stream: objects it
@@ -137,6 +138,7 @@ struct watch {
 	struct dlwatch_bpf *skel;
 	struct proc_state *procs; /* proctable.c */
 	size_t n_procs, cap_procs;
+	size_t n_targets_kept; /* procs[].t held open: three descriptors each, TARGETS_KEPT_MAX */
 	uint64_t uw_clock;
 	unsigned long long t0;
 
