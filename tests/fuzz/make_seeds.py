@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Seed corpora for the fuzzers, made fresh into OUT/{elf,linkmap,trace,core}.
+"""Seed corpora for the fuzzers, made fresh into OUT/{elf,linkmap,trace,core,procmaps}.
 
 elf: the fixtures' objects and a few of the system's small libraries (real layouts to mutate);
 linkmap: loader link maps laid out as glibc does (r_debug_extended and link_map chains: one
 namespace, two namespaces, a loop, a name without its NUL); trace: the committed traces;
 core: small x86-64 core files laid out as the kernel writes them (threads, signal, files, auxv,
-a stack segment).
+a stack segment); procmaps: this process's /proc/PID/maps and some odd lines.
 """
 import os
 import shutil
@@ -14,7 +14,7 @@ import sys
 
 out, build = sys.argv[1], sys.argv[2]
 here = os.path.dirname(os.path.abspath(__file__))
-for d in ("elf", "linkmap", "trace", "core"):
+for d in ("elf", "linkmap", "trace", "core", "procmaps"):
     os.makedirs(os.path.join(out, d), exist_ok=True)
 
 fixtures = os.path.join(build, "fixtures")
@@ -130,5 +130,15 @@ cores = {
 for name, data in cores.items():
     with open(os.path.join(out, "core", name), "wb") as f:
         f.write(data)
+
+# procmaps: real maps (this process's, with its Python and libraries) and lines made odd.
+with open("/proc/self/maps") as f, open(os.path.join(out, "procmaps", "self"), "w") as g:
+    g.write(f.read())
+with open(os.path.join(out, "procmaps", "odd"), "w") as g:
+    g.write("7f0000000000-7f0000001000 rw-p 00001000 fe:00 42    /tmp/a b.so (deleted)\n"
+            "7f0000001000-7f0000002000 rw-p 00000000 00:00 0 \n"
+            "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]\n"
+            "7f0000003000-7f0000004000 r--s 00000000 103:0a 9       /dev/shm/x (deleted)\n"
+            "1000-2000 rw-p 0 00:00\n12-\n3000-4000 r--p 00000000 00:1f 77 /no/newline")
 print(f"seeds: {len(cores)} cores, {picked} ELF objects, {len(seeds)} link maps, "
-      f"{len(os.listdir(os.path.join(out, 'trace')))} traces")
+      f"{len(os.listdir(os.path.join(out, 'trace')))} traces, 2 maps")
