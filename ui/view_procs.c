@@ -36,7 +36,9 @@ static void procs_rows(struct ui *ui, struct rows *out)
 	/* RANK and LOCAL only for a job: at 80 columns COMMAND keeps the room. */
 	for (size_t i = 0; i < ui->m->n_procs; i++)
 		ranks |= ui->m->procs[i].rank[0] || ui->m->procs[i].local_rank[0];
-	snprintf(rank, sizeof(rank), ranks ? "%-5s %-6s " : "", "RANK", "LOCAL");
+	rank[0] = '\0';
+	if (ranks)
+		snprintf(rank, sizeof(rank), "%-5s %-6s ", "RANK", "LOCAL");
 	rows__add(out, C_HEADER, -1, "%-8s %-8s %s%7s %5s %7s %8s  %s", "PID", "PPID", rank,
 		  "EVENTS", "LIBS", "THREADS", "FINDINGS", "COMMAND");
 	for (ssize_t i = 0; i < n; i++) {
