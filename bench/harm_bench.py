@@ -42,8 +42,11 @@ OUT = os.path.join(ROOT, "build", "bench")
 FX = os.path.join(ROOT, "build", "fixtures")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 # A runtime (a GPU module loader, a stand-in): a dlopen of it is held until its probes are in
-# place, the first time (hold_victim and dlopen_new_loop's "fresh" map a new copy each time).
+# place, the first time (dlopen_new_loop's "fresh" maps a new copy each time).
 HELD_LIB = f"{FX}/stubcuda/libcuda.so.1"
+# hold_victim maps a new copy of its library for each dlopen, each held while it is analysed: a
+# plain one, whose copies get no probes (a runtime's would each get theirs, hundreds a run).
+VICTIM_LIB = f"{FX}/libplain.so"
 os.makedirs(OUT, exist_ok=True)
 
 if os.geteuid() != 0:
@@ -224,7 +227,7 @@ def row_torch():
 
 
 def victim(build, sig):
-    v = subprocess.Popen([f"{FX}/hold_victim", HELD_LIB, "3"],
+    v = subprocess.Popen([f"{FX}/hold_victim", VICTIM_LIB, "3"],
                          stdout=subprocess.PIPE, text=True)
     v.stdout.readline()
     w = subprocess.Popen([build, "watch", "-q", "-p", str(v.pid)], stdout=subprocess.DEVNULL,
@@ -264,7 +267,7 @@ def mprotect_worst(build):
     """The longest mprotect of a target loading objects, while watch runs at nice 19 on the
     CPU of a busy loop (both pinned to CPU 0); None: no watch."""
     busy = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
-    v = subprocess.Popen(["taskset", "-c", "0", f"{FX}/hold_victim", HELD_LIB, "4"],
+    v = subprocess.Popen(["taskset", "-c", "0", f"{FX}/hold_victim", VICTIM_LIB, "4"],
                          stdout=subprocess.PIPE, text=True)
     v.stdout.readline()
     w = None

@@ -13,9 +13,10 @@ from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root,
 from test_ui import Tui, ui_pid
 
 
-# A runtime (a GPU module loader): a dlopen of it is held until its probes are in place, the
-# first time; hold_victim maps a new copy of it for each, so that each is held.
-HELD_EVERY_TIME = fixture_path("stubcuda/libcuda.so.1")
+# hold_victim maps a new copy of this library for each dlopen: a file dlscope has not seen, so
+# each is held while it is analysed. A plain library: a runtime's copies would each get their
+# probes, hundreds in a run, which a killed watch must all take out as it dies.
+HELD_EVERY_TIME = fixture_path("libplain.so")
 
 
 def need_root():
@@ -249,6 +250,9 @@ def arrivals(stderr):
     return int(held.group(1)) if held else 0, int(free.group(1)) if free else 0
 
 
+# Alone: in one ASan suite beside the others, its first watch held one of libx's dlopens more
+# (4 held, 3 let go; alone under ASan, 2 of 2 runs gave 3 and 4). Not understood yet.
+@serial
 def test_a_dlopen_of_files_that_need_no_probes_is_not_held():
     # A file dlscope knows to need no probes in this watch (none for its roles, not glibc's
     # dlopen), or whose probes are in this process already, is let go by the kernel at once; a
