@@ -132,13 +132,22 @@ static size_t container_of_mask(const struct watch *w, const unsigned int *mask)
 			w->probes.files);
 }
 
-static unsigned int *attached_mask(struct watch *w, pid_t pid, uint64_t inode)
+/* The probes in place in file @inode for process @pid (0: every process); NULL: none yet. */
+static unsigned int *probed_mask(const struct watch *w, pid_t pid, uint64_t inode)
 {
-	struct attached_file *nf;
-
 	for (size_t i = 0; i < w->probes.n_files; i++)
 		if (w->probes.files[i].inode == inode && w->probes.files[i].pid == pid)
 			return &w->probes.files[i].what;
+	return NULL;
+}
+
+static unsigned int *attached_mask(struct watch *w, pid_t pid, uint64_t inode)
+{
+	unsigned int *mask = probed_mask(w, pid, inode);
+	struct attached_file *nf;
+
+	if (mask)
+		return mask;
 	nf = &(struct attached_file){ pid, inode, 0 };
 	if (ARRAY_PUSH(w->probes.files, w->probes.n_files, w->probes.cap_files, *nf))
 		return NULL;
@@ -363,7 +372,7 @@ static void note_no_probes(struct watch *w, const struct objcache_key *k, pid_t 
 
 void probes__note_no_probes(struct watch *w, pid_t pid, const struct lg_object *o)
 {
-	unsigned int want, *mask = NULL;
+	unsigned int want, *mask;
 	pid_t owner = w->probes.pid_filter ? pid : 0;
 	unsigned long long start = 0;
 
@@ -377,10 +386,7 @@ void probes__note_no_probes(struct watch *w, pid_t pid, const struct lg_object *
 	}
 	/* Its probes in place (probes__attach_object marks them so, and none is ever taken
 	 * out): its next dlopen, in every process or in this one, has nothing to wait for. */
-	for (size_t i = 0; i < w->probes.n_files && !mask; i++)
-		if (w->probes.files[i].inode == elfobj__inode(o->elf) &&
-		    w->probes.files[i].pid == owner)
-			mask = &w->probes.files[i].what;
+	mask = probed_mask(w, owner, elfobj__inode(o->elf));
 	if (!mask || (*mask & want) != want ||
 	    (owner && proc__ppid_start(owner, NULL, NULL, &start)))
 		return;
@@ -402,11 +408,11 @@ static void note_cached(const struct objcache_rec *rec, void *arg)
 
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o)
 {
-	for (size_t i = 0; o->elf && i < w->probes.n_files; i++)
-		if (w->probes.files[i].inode == elfobj__inode(o->elf) &&
-		    w->probes.files[i].pid == (w->probes.pid_filter ? pid : 0))
-			return w->probes.files[i].what & PROBE_LINKMAP;
-	return false;
+	const unsigned int *mask =
+		o->elf ? probed_mask(w, w->probes.pid_filter ? pid : 0, elfobj__inode(o->elf)) :
+			 NULL;
+
+	return mask && (*mask & PROBE_LINKMAP);
 }
 
 /* glibc's GOT slot of __libc_dlerror_result's thread-pointer offset (a TPOFF64 relocation). */
