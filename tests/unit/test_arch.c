@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The machine layer's decoders on instruction bytes as GCC and glibc emit them, and on bytes
- * that only look alike; and the real libgomp's omp_get_max_threads, read from its file.
+ * that only look alike; the real libgomp's omp_get_max_threads, read from its file; and the
+ * calls to _dl_debug_state in the real loader.
  */
 #include <errno.h>
 #include <string.h>
@@ -18,6 +19,41 @@ static bool follows(const char *insn, size_t len)
 
 	memcpy(b + 8 - len, insn, len);
 	return arch_follows_call(b);
+}
+
+/* The direct calls to 0x1000 in a made-up code block at 0x2000, or -1 when a jump reaches it. */
+static long calls_to_0x1000(const unsigned char *code, size_t len, uint64_t *sites)
+{
+	size_t n = 0;
+
+	return arch_direct_calls_to(code, len, 0x2000, 0x1000, sites, 4, &n) ? (long)n : -1;
+}
+
+/* The loader's calls to _dl_debug_state: each one a call rel32 to it, read back from the file. */
+static void loader_calls(void)
+{
+	const char *ld = "/lib64/ld-linux-x86-64.so.2";
+	struct elf_object *o = elfobj__open(ld);
+	uint64_t vaddrs[32], offs[32], fn = 0;
+	bool each = true;
+	size_t n = 0;
+
+	CHECK(o && !elfobj__func_code(o, "_dl_debug_state", (unsigned char[1]){ 0 }, 1, &fn) &&
+		      !elfobj__calls_to(o, NULL, "_dl_debug_state", vaddrs, offs, 32, &n) && n >= 2,
+	      "the loader calls _dl_debug_state from two places or more");
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b[8] = { 0 };
+		uint64_t target = 0;
+
+		/* The 8 bytes before the return address: the call's 5 at their end. */
+		each &= !elfobj__read_vaddr(o, vaddrs[i] - 3, b, 8) &&
+			arch_direct_call_target(b, vaddrs[i] + 5, &target) && target == fn;
+	}
+	CHECK(n && each, "each place is a call to it");
+	CHECK(o && elfobj__calls_to(o, NULL, "_dl_debug_state", vaddrs, offs, 1, &n) == -E2BIG &&
+		      !n,
+	      "more calls than room: none is given (the function is probed instead)");
+	elfobj__free(o);
 }
 
 int main(void)
@@ -68,5 +104,26 @@ int main(void)
 		      arch_decode_libgomp_max_threads(code, sizeof(code), entry, &icv),
 	      "Debian's libgomp.so.1 decodes");
 	elfobj__free(o);
+
+	/* call 0x1000 at 0x2000 (e8, displacement -0x1005); one to 0x1001; a nop. */
+	static const unsigned char two_calls[] = { 0xe8, 0xfb, 0xef, 0xff, 0xff, 0xe8, 0xf7, 0xef,
+						   0xff, 0xff, 0x90, 0xe8, 0xf0, 0xef, 0xff, 0xff };
+	/* call 0x1000; jmp 0x1000 (a tail call) */
+	static const unsigned char tail_jump[] = { 0xe8, 0xfb, 0xef, 0xff, 0xff,
+						   0xe9, 0xf6, 0xef, 0xff, 0xff };
+	/* call 0x1000; je 0x1000 (jcc rel32: 0f 84, displacement -0x100b) */
+	static const unsigned char cond_jump[] = { 0xe8, 0xfb, 0xef, 0xff, 0xff, 0x0f,
+						   0x84, 0xf5, 0xef, 0xff, 0xff };
+	uint64_t sites[4] = { 0 };
+
+	CHECK(calls_to_0x1000(two_calls, sizeof(two_calls), sites) == 2 && sites[0] == 0x2000 &&
+		      sites[1] == 0x200b,
+	      "two calls to the target found, one to the byte after it not");
+	CHECK(calls_to_0x1000(tail_jump, sizeof(tail_jump), sites) == 2 && sites[1] == 0x2005,
+	      "a tail call (jmp rel32) to the target is a call");
+	CHECK(calls_to_0x1000(cond_jump, sizeof(cond_jump), sites) == -1,
+	      "a conditional jump to the target refuses them all (a probe there fires untaken)");
+	CHECK(calls_to_0x1000(two_calls, 4, sites) == 0, "a call cut by the end is not read");
+	loader_calls();
 	return tap_done();
 }

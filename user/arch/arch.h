@@ -79,6 +79,15 @@ bool arch_follows_call(const unsigned char before[8]);
 /* The target of the direct call (call rel32) that ends just before return address @ret, whose
  * 8 bytes before it are @before; false when that is no direct call. */
 bool arch_direct_call_target(const unsigned char before[8], uint64_t ret, uint64_t *target);
+/*
+ * The direct calls to @target in code @code, @len bytes at virtual address @vaddr (call rel32,
+ * and jmp rel32, a tail call): the address of each into @sites (at most @max; *n counts them
+ * all). Each is a 5-byte pattern whose displacement must land exactly on @target, so a match
+ * inside another instruction is all but impossible. false when a branch that may not be taken
+ * (jcc), or a 2-byte jmp, lands there too: a probe on the others would miss it.
+ */
+bool arch_direct_calls_to(const unsigned char *code, size_t len, uint64_t vaddr, uint64_t target,
+			  uint64_t *sites, size_t max, size_t *n);
 /* True when @byte, at an instruction boundary, is a return. */
 bool arch_is_ret(unsigned char byte);
 

@@ -130,6 +130,47 @@ bool arch_direct_call_target(const unsigned char before[8], uint64_t ret, uint64
 	return true;
 }
 
+/* Where the branch at @at (@len bytes of opcode, then a displacement of @disp bytes) lands. */
+static uint64_t branch_target(const unsigned char *code, size_t at, size_t len, size_t disp,
+			      uint64_t vaddr)
+{
+	int32_t rel32;
+	int8_t rel8;
+
+	if (disp == 1) {
+		memcpy(&rel8, code + at + len, 1);
+		return vaddr + at + len + 1 + (uint64_t)(int64_t)rel8;
+	}
+	memcpy(&rel32, code + at + len, 4);
+	return vaddr + at + len + 4 + (uint64_t)(int64_t)rel32;
+}
+
+bool arch_direct_calls_to(const unsigned char *code, size_t len, uint64_t vaddr, uint64_t target,
+			  uint64_t *sites, size_t max, size_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; i + 2 <= len; i++) {
+		unsigned char b = code[i];
+
+		/* call rel32, or jmp rel32 (a tail call): it always lands there. */
+		if ((b == 0xe8 || b == 0xe9) && i + 5 <= len &&
+		    branch_target(code, i, 1, 4, vaddr) == target) {
+			if (*n < max)
+				sites[*n] = vaddr + i;
+			(*n)++;
+			continue;
+		}
+		/* A conditional one (jcc rel8, jcc rel32) may not; a jmp rel8 is too short a
+		 * pattern to tell from other bytes. */
+		if (((b == 0xeb || (b & 0xf0) == 0x70) &&
+		     branch_target(code, i, 1, 1, vaddr) == target) ||
+		    (b == 0x0f && (code[i + 1] & 0xf0) == 0x80 && i + 6 <= len &&
+		     branch_target(code, i, 2, 4, vaddr) == target))
+			return false;
+	}
+	return true;
+}
+
 bool arch_is_ret(unsigned char byte)
 {
 	return byte == 0xc3;

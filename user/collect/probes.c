@@ -73,6 +73,8 @@ static int add_link(struct watch *w, int fd)
 /* The kernel's uprobe_multi link (6.6), which the system's linux/bpf.h and libbpf 1.1 lack. */
 #define DLW_TRACE_UPROBE_MULTI 48
 #define DLW_F_UPROBE_MULTI_RETURN 1U
+/* The calls to _dl_debug_state a loader may have (glibc 2.36's ld.so: 6). */
+#define LINKMAP_CALLS_MAX 32
 
 struct uprobe_multi_attr {
 	uint32_t prog_fd, target_fd, attach_type, flags;
@@ -191,19 +193,31 @@ static int attach_returns(struct watch *w, struct bpf_program *prog, const char 
 /*
  * The loader's r_brk (_dl_debug_state), where a thread is held until the probes of the objects
  * it just mapped are in place (bpf/dlwatch/holds.bpf.h: linkmap_consistent). The cookie is where
- * _r_debug.r_state is from the function, so that the program holds at RT_CONSISTENT only.
+ * _r_debug.r_state is from the probed address, so that the program holds at RT_CONSISTENT only.
+ * The function is a bare ret, which the kernel single-steps (two traps, some 25 us a hit on a
+ * nested VM, four hits a dlopen and dlclose): its callers' call instructions, which the kernel
+ * emulates, are probed instead wherever they can all be found.
  */
 static void attach_linkmap(struct watch *w, const char *path, const struct elf_object *elf)
 {
+	uint64_t sites[LINKMAP_CALLS_MAX], offs[LINKMAP_CALLS_MAX], cookies[LINKMAP_CALLS_MAX];
 	GElf_Sym fn, rd;
-	uint64_t delta = 0;
+	bool have_rd;
+	size_t n;
 
 	if (elfobj__lookup(elf, "_dl_debug_state", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &fn))
 		return;
 	/* struct r_debug: int r_version; struct link_map *r_map; ElfW(Addr) r_brk; r_state. */
-	if (!elfobj__lookup(elf, "_r_debug", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &rd))
-		delta = rd.st_value + 24 - fn.st_value;
-	attach_fn(w, w->skel->progs.linkmap_consistent, path, elf, "_dl_debug_state", false, delta);
+	have_rd = !elfobj__lookup(elf, "_r_debug", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &rd);
+	if (!elfobj__calls_to(elf, path, "_dl_debug_state", sites, offs, LINKMAP_CALLS_MAX, &n)) {
+		for (size_t i = 0; i < n; i++)
+			cookies[i] = have_rd ? rd.st_value + 24 - sites[i] : 0;
+		if (!attach_multi(w, w->skel->progs.linkmap_consistent, path, offs, cookies, n,
+				  false))
+			return;
+	}
+	attach_fn(w, w->skel->progs.linkmap_consistent, path, elf, "_dl_debug_state", false,
+		  have_rd ? rd.st_value + 24 - fn.st_value : 0);
 }
 
 /*

@@ -137,6 +137,22 @@ static bool cfa_is_sp_plus_8(Dwarf_Frame *frame)
 	       ops[0].number == 7 /* rsp */ && ops[0].number2 == 8;
 }
 
+/* The object's file, to read its code from: @file, or its own path when NULL; -errno. */
+static int code_fd(const struct elf_object *o, const char *file)
+{
+	int fd;
+
+	if (file)
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+	else if (o->keep_handle) /* its path named a descriptor of ours, closed since */
+		fd = o->fd >= 0 ? fcntl(o->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	else
+		fd = open(o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return o->keep_handle && !file ? -ENOENT : -errno;
+	return fd;
+}
+
 int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
 			 uint64_t *offsets, size_t max, size_t *n)
 {
@@ -158,14 +174,9 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 	 * writes the int3 of every uprobe on the file (another dlscope's, or ours on an earlier
 	 * function) into each private mapping that may execute, ours included.
 	 */
-	if (file)
-		fd = open(file, O_RDONLY | O_CLOEXEC);
-	else if (o->keep_handle) /* its path named a descriptor of ours, closed since */
-		fd = o->fd >= 0 ? fcntl(o->fd, F_DUPFD_CLOEXEC, 0) : -1;
-	else
-		fd = open(o->lazy_path ? o->lazy_path : o->path, O_RDONLY | O_CLOEXEC);
+	fd = code_fd(o, file);
 	if (fd < 0)
-		return o->keep_handle && !file ? -ENOENT : -errno;
+		return fd;
 	cfi = dwarf_getcfi_elf(o->elf);
 	if (!cfi) {
 		close(fd);
@@ -194,6 +205,83 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 	dwarf_cfi_end(cfi);
 	close(fd);
 	return *n ? 0 : -ENOENT;
+}
+
+/* The direct calls to @target in executable segment @ph, read from @fd, into @vaddrs. */
+static int segment_calls(int fd, const GElf_Phdr *ph, uint64_t target, uint64_t *vaddrs, size_t max,
+			 size_t *n)
+{
+	unsigned char *code = malloc(ph->p_filesz ? ph->p_filesz : 1);
+	size_t found = 0;
+	int err = 0;
+
+	if (!code)
+		return -ENOMEM;
+	if (pread(fd, code, ph->p_filesz, (off_t)ph->p_offset) != (ssize_t)ph->p_filesz)
+		err = -EIO;
+	else if (!arch_direct_calls_to(code, ph->p_filesz, ph->p_vaddr, target, vaddrs + *n,
+				       max - *n, &found))
+		err = -EXDEV;
+	else if (found > max - *n)
+		err = -E2BIG;
+	else
+		*n += found;
+	free(code);
+	return err;
+}
+
+/* True when every one of @vaddrs lies inside a function the CFI describes. */
+static bool all_in_cfi(const struct elf_object *o, const uint64_t *vaddrs, size_t n)
+{
+	Dwarf_CFI *cfi = dwarf_getcfi_elf(o->elf);
+	bool ok = cfi != NULL;
+
+	for (size_t i = 0; ok && i < n; i++) {
+		Dwarf_Frame *frame;
+
+		ok = !dwarf_cfi_addrframe(cfi, vaddrs[i], &frame);
+		if (ok)
+			free(frame);
+	}
+	if (cfi)
+		dwarf_cfi_end(cfi);
+	return ok;
+}
+
+int elfobj__calls_to(const struct elf_object *o, const char *file, const char *name,
+		     uint64_t *vaddrs, uint64_t *offsets, size_t max, size_t *n)
+{
+	GElf_Sym sym;
+	GElf_Ehdr eh;
+	size_t nph;
+	int fd, err = 0;
+
+	*n = 0;
+	if (!elfobj_loaded(o) || !find_function(o, name, &sym))
+		return -ENOENT;
+	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64 || elf_getphdrnum(o->elf, &nph))
+		return -ENOTSUP;
+	fd = code_fd(o, file);
+	if (fd < 0)
+		return fd;
+	for (size_t i = 0; i < nph && !err; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(o->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    (ph.p_flags & PF_X))
+			err = segment_calls(fd, &ph, sym.st_value, vaddrs, max, n);
+	}
+	close(fd);
+	if (!err && !*n)
+		err = -ENOENT;
+	/* A match outside every function's unwind table is no call the compiler wrote. */
+	if (!err && !all_in_cfi(o, vaddrs, *n))
+		err = -ENODATA;
+	for (size_t i = 0; !err && i < *n; i++)
+		err = vaddr_to_offset(o, vaddrs[i], &offsets[i]);
+	if (err)
+		*n = 0;
+	return err;
 }
 
 /* @len bytes at virtual address @vaddr, read from the file (see func_returns for why). */
