@@ -404,7 +404,7 @@ static __always_inline void stack_submit(struct dlw_event *e, u32 *busy, u64 fla
 /* The walk of take_stack's pages, one bpf_loop turn a page. */
 struct stack_walk {
 	struct dlw_stack_event *se;
-	u64 base;
+	u64 base, end; /* the first page, and where the stack's mapping ends */
 };
 
 /*
@@ -418,10 +418,19 @@ static long stack_page(u64 i, void *ctx)
 	struct dlw_stack_event *se = w->se;
 	u32 k = (u32)i & (DLW_STACK_BYTES / PAGE - 1);
 
+	if (w->base + k * PAGE >= w->end)
+		return 1;
 	if (bpf_probe_read_user(se->stack + k * PAGE, PAGE, (void *)(w->base + k * PAGE)))
 		se->e.stack_absent |= 1u << k;
 	else
 		se->e.stack_size = (k + 1) * PAGE;
+	return 0;
+}
+
+/* bpf_find_vma's answer: where the mapping that holds the stack pointer ends. */
+static long stack_vma_end(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	*(u64 *)ctx = BPF_CORE_READ(vma, vm_end);
 	return 0;
 }
 
@@ -444,6 +453,10 @@ static __always_inline void take_stack(struct dlw_event *e, const struct pt_regs
 	if (!e->regs.sp || !copy_stacks)
 		return;
 	w.base = e->regs.sp & ~(u64)(PAGE - 1);
+	/* No read past the stack's mapping: each is a page fault, some 4 us on a nested VM, and
+	 * a main thread's stack often ends a page or two above its sp. */
+	w.end = w.base + DLW_STACK_BYTES;
+	bpf_find_vma(bpf_get_current_task_btf(), e->regs.sp, stack_vma_end, &w.end, 0);
 	bpf_loop(DLW_STACK_BYTES / PAGE, stack_page, &w, 0);
 	end = e->stack_size / PAGE;
 	e->stack_absent &= end >= 32 ? ~0u : (1u << end) - 1;
