@@ -87,7 +87,7 @@ DEB_DOC := pandoc man-db
 DEB_ALL := $(DEB_BUILD) $(DEB_TEST) $(DEB_REALWORLD) $(DEB_ROOTS) $(DEB_CONSUMERS) $(DEB_AGENT) \
 	   $(DEB_SLURM) $(DEB_DOC)
 
-.PHONY: all deps test test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
+.PHONY: all deps test test-needs test-san unit e2e demo bench clean format format-check fixtures fuzz fuzz-build \
 	fuzz-smoke stress check-layers static install demo-fixtures
 # The sanitizer build stays in its own folder; only the plain build is copied to ./dlscope.
 ifeq ($(SAN),1)
@@ -248,9 +248,13 @@ TEST_NEEDS := all unit fixtures check-layers build/bench/libs/list.txt
 build/bench/libs/list.txt: bench/gen_libs.sh
 	@bench/gen_libs.sh $(dir $@) 500
 
-test: deps
+# What the plain suite needs, before it runs: the packages, the builds and the fixtures, and the
+# other distributions' roots (debootstrap). Its own target so that CI makes it beside other work.
+test-needs: deps
 	@$(MAKE) -s -j$(NPROC) $(TEST_NEEDS) static
 	@cd tests/e2e && python3 distro_roots.py --prepare
+
+test: test-needs
 	@python3 tests/run_tests.py --build $(OUTPUT) $(TEST_ARGS)
 
 # The whole suite against an ASan+UBSan build (build-san/).
