@@ -53,9 +53,11 @@ static int key_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static bool met_before(const struct lm_entry *e, void *arg)
+static bool met_before(const struct lm_entry *e, void *arg, const char **name)
 {
 	const struct hold_proc *hp = arg;
+
+	*name = NULL; /* its objects are in the model already: no name needed */
 	uint64_t k = entry_key(e->lm_addr, e->l_addr, e->l_ld);
 
 	return hp->n_met && bsearch(&k, hp->met, hp->n_met, sizeof(k), key_cmp);

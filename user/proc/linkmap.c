@@ -256,6 +256,7 @@ static int walk_list(const struct target *t, struct linkmap *lm, size_t *cap, un
 		struct link_map l;
 		struct lm_entry e = { .ns = ns, .lm_addr = lm_addr };
 		char name[PATH_MAX]; /* not in the entry: 500 of 4 KiB each cost page faults */
+		const char *known_name = NULL;
 
 		if (++count > MAX_OBJECTS)
 			return -EFAULT;
@@ -278,8 +279,10 @@ static int walk_list(const struct target *t, struct linkmap *lm, size_t *cap, un
 		prev = lm_addr;
 		e.l_addr = l.l_addr;
 		e.l_ld = (uint64_t)(uintptr_t)l.l_ld;
-		if (known && known(&e, arg)) {
-			e.name = NULL;
+		if (known && known(&e, arg, &known_name)) {
+			e.name = known_name ? strdup(known_name) : NULL;
+			if (known_name && !e.name)
+				return -ENOMEM;
 		} else {
 			name[0] = '\0';
 			if (l.l_name) {
@@ -410,29 +413,14 @@ struct again {
 	size_t cursor;
 };
 
-static bool known_before(const struct lm_entry *e, void *arg)
+/* An entry of @prev again: named as it was. */
+static bool known_before(const struct lm_entry *e, void *arg, const char **name)
 {
 	struct again *a = arg;
+	const struct lm_entry *p = prev_entry(a->prev, &a->cursor, e);
 
-	return prev_entry(a->prev, &a->cursor, e) != NULL;
-}
-
-/* The names of the entries known_before left unnamed, from @prev. */
-static int names_from(struct linkmap *lm, const struct linkmap *prev)
-{
-	size_t cursor = 0;
-
-	for (size_t i = 0; i < lm->n; i++) {
-		const struct lm_entry *p;
-
-		if (lm->e[i].name)
-			continue;
-		p = prev_entry(prev, &cursor, &lm->e[i]);
-		lm->e[i].name = strdup(p ? p->name : "");
-		if (!lm->e[i].name)
-			return -ENOMEM;
-	}
-	return 0;
+	*name = p ? p->name : NULL;
+	return p != NULL;
 }
 
 int linkmap__read_again(const struct target *t, const struct procmaps *maps,
@@ -465,8 +453,6 @@ int linkmap__read_again(const struct target *t, const struct procmaps *maps,
 
 		err = walk_namespaces(t, lm, known_before, &a, &pf);
 		free(pf.maps);
-		if (!err)
-			err = names_from(lm, prev);
 		if (!err && lm->consistent)
 			break;
 		if (err == -ESRCH || err == -EPERM || err == -ENOMEM)

@@ -51,9 +51,10 @@ int linkmap__walk(const struct target *t, uint64_t r_debug, struct linkmap **out
 /*
  * The walk again for a reader that remembers the last one: @prev, the @n_prev link_map addresses
  * that walk met in its order, are read in one go; and only the entries @known does not know are
- * named (the others' name is NULL). One system call for the list, one per new object.
+ * named from the target. One it knows takes the name it gives in @name (copied), else NULL. One
+ * system call for the list, one per new object.
  */
-typedef bool (*linkmap_known_fn)(const struct lm_entry *e, void *arg);
+typedef bool (*linkmap_known_fn)(const struct lm_entry *e, void *arg, const char **name);
 int linkmap__walk_new(const struct target *t, uint64_t r_debug, const uint64_t *prev, size_t n_prev,
 		      linkmap_known_fn known, void *arg, struct linkmap **out);
 
