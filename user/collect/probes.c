@@ -523,6 +523,9 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 	w->probes.attach_pid = 0;
 	if (fd >= 0)
 		close(fd);
+	/* Attached outside a hold too (a process's read after its dlopen): its next arrival has
+	 * nothing to wait for either. Once, here, where its probes are new. */
+	probes__note_no_probes(w, pid, o);
 }
 
 int probes__check_capabilities(char *why, size_t len)
