@@ -35,7 +35,7 @@ def test_attach_in_the_middle_of_loader_calls_guesses_no_depth():
             p = dlscope("watch", "--hot", "-p", fx.pid, "--duration", "0.7", timeout=60)
             assert p.returncode == 0 and "loader-lock-hazard" not in p.stdout, \
                 p.stdout[-3000:] + p.stderr
-            assert "arrivals held" not in p.stderr, p.stderr
+            assert "paused until dlscope" not in p.stderr, p.stderr
 
 
 # A target thread held for a collector that no longer answers goes on within the heartbeat's
@@ -102,9 +102,9 @@ def test_a_killed_or_stopped_collector_stalls_no_target_thread():
             assert dlopen_ms < STALL_MAX_MS and dlsym_ms < STALL_MAX_MS, what
             if kind != "ui" and sig == signal.SIGSTOP:
                 # The holds the target saw, and those it was spared, are said.
-                assert re.search(r"arrivals held until their probes were in place \([\d.]+ ms "
-                                 r"each on average, ([\d.]+) ms at most, as the held threads "
-                                 r"saw it\)", said), said
+                assert re.search(r"library loads? paused until dlscope's probes were in the "
+                                 r"new libraries \([\d.]+ ms each on average, ([\d.]+) ms at "
+                                 r"most, as the paused threads saw it\)", said), said
                 assert re.search(r"\d+ let go and [1-9]\d* not held because dlscope was "
                                  r"stopped or starved for 50 ms", said), said
 
@@ -245,8 +245,8 @@ def test_an_unwatched_twin_pays_nothing():
 
 def arrivals(stderr):
     """(held, let go because they had no probes to put in place) from watch's summary."""
-    held = re.search(r"(\d+) arrivals? held until", stderr)
-    free = re.search(r"(\d+) arrivals? not held: no probes to put in place", stderr)
+    held = re.search(r"(\d+) library loads? paused until", stderr)
+    free = re.search(r"(\d+) library loads? not paused: nothing to probe", stderr)
     return int(held.group(1)) if held else 0, int(free.group(1)) if free else 0
 
 

@@ -200,8 +200,8 @@ def test_two_files_of_one_layout_at_one_place_are_each_seen():
     p = watch("--duration", "2", "--", fixture_path("dlopen_list"),
               "/lib/x86_64-linux-gnu/libm.so.6", "--cycle", "20",
               fixture_path("libplain.so") + "," + fixture_path("storm/libstorm1.so"))
-    held = re.search(r"(\d+) arrivals held until their probes were in place", p.stderr)
-    free = re.search(r"(\d+) arrivals? not held: no probes to put in place", p.stderr)
+    held = re.search(r"(\d+) library loads? paused until dlscope's probes were in", p.stderr)
+    free = re.search(r"(\d+) library loads? not paused: nothing to probe", p.stderr)
     # The start-up and libm held; each of the 20 held or, once its file is known, let go.
     assert held and int(held.group(1)) >= 2, p.stderr
     assert int(held.group(1)) + (int(free.group(1)) if free else 0) == 22, p.stderr

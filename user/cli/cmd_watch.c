@@ -378,19 +378,23 @@ static void print_watch_stats(const struct watch_stats *st)
 		st->attached_running ? " since the attach (what ran before it is not seen)" :
 				       "",
 		st->findings, st->findings == 1 ? "" : "s", st->attach_ms, st->cpu_s);
+	/* A "library load": a dlopen, or the start-up, paused in the loader before the new
+	 * libraries run until dlscope's probes are in them (docs/watch-internals.md). */
 	if (st->holds)
 		fprintf(stderr,
-			"dlscope: %llu arrivals held until their probes were in place (%.2f ms each "
-			"on average, %.2f ms at most, as the held threads saw it)\n",
-			st->holds, st->hold_ms_total / (double)st->holds, st->hold_ms_max);
+			"dlscope: %llu library load%s paused until dlscope's probes were in the new "
+			"libraries (%.2f ms each on average, %.2f ms at most, as the paused threads "
+			"saw it)\n",
+			st->holds, st->holds == 1 ? "" : "s", st->hold_ms_total / (double)st->holds,
+			st->hold_ms_max);
 	if (st->holds_no_probes)
 		fprintf(stderr,
-			"dlscope: %llu arrival%s not held: no probes to put in place (none "
-			"needed, or in place already)\n",
+			"dlscope: %llu library load%s not paused: nothing to probe in the new "
+			"libraries (none needed, or probed already)\n",
 			st->holds_no_probes, st->holds_no_probes == 1 ? "" : "s");
 	if (st->holds_late)
 		fprintf(stderr,
-			"dlscope: uncounted: %llu arrivals whose probes came late (%llu let go and "
+			"dlscope: uncounted: %llu library loads whose probes came late (%llu let go and "
 			"%llu not held because dlscope was stopped or starved for %.0f ms, the rest "
 			"not answered within %.0f s): their first calls may be missing\n",
 			st->holds_late, st->holds_abandoned, st->holds_not_held,
