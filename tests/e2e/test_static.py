@@ -98,7 +98,7 @@ def test_static_binary_in_an_empty_chroot():
             doc = json.loads(bare.run("check", "--json", fx.pid, status=None).stdout)
             rt = [r for r in doc["processes"][0]["runtimes"] if r["impl"] == "libgomp"]
             assert rt and rt[0]["num_threads"] == n, rt
-            assert rt[0]["num_threads_from"] == "nthreads-var of the main thread", rt
+            assert rt[0]["num_threads_from"] == "omp_get_max_threads() on the main thread", rt
 
         # stacks: the ABBA deadlock, both edges named from the fixture's symbols.
         with Fixture(["hang_abba"]) as fx:

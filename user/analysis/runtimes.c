@@ -235,14 +235,14 @@ static void live_values(const struct libgraph *g, const struct target *t, struct
 		/* What openblas_get_num_threads() returns. */
 		if (read_exported_int(t, o, "blas_cpu_number", &v) && v > 0) {
 			r->num_threads = v;
-			r->num_threads_from = "blas_cpu_number";
+			r->num_threads_from = "OpenBLAS's blas_cpu_number";
 		}
 		break;
 	case IMPL_GNU_LIBGOMP:
 		/* What the main thread's next parallel region gets, omp_set_num_threads included. */
 		if (t && libgomp_max_threads(g, t, o, t->pid, &v)) {
 			r->num_threads = v;
-			r->num_threads_from = "nthreads-var of the main thread";
+			r->num_threads_from = "omp_get_max_threads() on the main thread";
 			break;
 		}
 		/* fall through */

@@ -142,8 +142,11 @@ static void format_syscall(const struct thread_info *ti, char *buf, size_t len)
 	else if (ti->syscall == arch_syscall_futex())
 		snprintf(buf, len, "futex(0x%" PRIx64 ", %s, %" PRIu64 ")", ti->args[0],
 			 futex_op(ti->args[1], op, sizeof(op)), ti->args[2]);
+	else if (arch_syscall_name(ti->syscall))
+		snprintf(buf, len, "%s(0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64 ")",
+			 arch_syscall_name(ti->syscall), ti->args[0], ti->args[1], ti->args[2]);
 	else
-		snprintf(buf, len, "syscall %ld(0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64 ")",
+		snprintf(buf, len, "system call %ld(0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64 ")",
 			 ti->syscall, ti->args[0], ti->args[1], ti->args[2]);
 }
 

@@ -347,9 +347,14 @@ static void dlopen_text(const struct event *ev, bool resolved, char *buf, size_t
 
 static void dlopen_to_json(const struct event *ev, json_t *j)
 {
+	char names[128];
+
 	set(j, "path", ev->u.dlopen.path_null ? json_null() : json_string(ev->u.dlopen.path));
 	set(j, "file", json_string(ev->u.dlopen.file));
 	set(j, "flags", jint(ev->u.dlopen.flags));
+	/* The number in <dlfcn.h>'s names, as the text line says it. */
+	event__dlopen_flags(ev->u.dlopen.flags, names, sizeof(names));
+	set(j, "flags_names", json_string(names));
 	set(j, "handle", jint(ev->u.dlopen.handle));
 	set(j, "duration_ns", jint(ev->u.dlopen.duration_ns));
 	if (!ev->u.dlopen.handle)
