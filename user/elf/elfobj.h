@@ -124,8 +124,9 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
  * The direct calls to function @name (x86-64 call or jmp rel32) in the object's code, from @file
  * (its own path when NULL): their virtual addresses and file offsets, at most @max. A probe on
  * a call is emulated by the kernel, where one on a function that is a bare ret is single-stepped.
- * -ENOENT: none; -EXDEV: a branch that may not be taken reaches it too; -E2BIG: more than @max; -ENODATA: a match
- * outside every function the unwind tables describe (no CFI: musl). Any error: probe @name.
+ * -ENOENT: none; -EXDEV: a branch that may not be taken reaches it too; -E2BIG: more than @max,
+ * or over 64 MiB of code in a segment; -ENODATA: a match outside every function the unwind
+ * tables describe (no CFI: musl). Any error: probe @name.
  */
 int elfobj__calls_to(const struct elf_object *o, const char *file, const char *name,
 		     uint64_t *vaddrs, uint64_t *offsets, size_t max, size_t *n);

@@ -207,14 +207,22 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 	return *n ? 0 : -ENOENT;
 }
 
+/* The most code bytes elfobj__calls_to reads from one segment. */
+#define CALLS_SCAN_MAX (64u << 20)
+
 /* The direct calls to @target in executable segment @ph, read from @fd, into @vaddrs. */
 static int segment_calls(int fd, const GElf_Phdr *ph, uint64_t target, uint64_t *vaddrs, size_t max,
 			 size_t *n)
 {
-	unsigned char *code = malloc(ph->p_filesz ? ph->p_filesz : 1);
+	unsigned char *code;
 	size_t found = 0;
 	int err = 0;
 
+	/* A loader's code is a few hundred KiB; a giant static program's is probed at the
+	 * function rather than copied whole. */
+	if (ph->p_filesz > CALLS_SCAN_MAX)
+		return -E2BIG;
+	code = malloc(ph->p_filesz ? ph->p_filesz : 1);
 	if (!code)
 		return -ENOMEM;
 	if (pread(fd, code, ph->p_filesz, (off_t)ph->p_offset) != (ssize_t)ph->p_filesz)
