@@ -249,7 +249,7 @@ build/bench/libs/list.txt: bench/gen_libs.sh
 	@bench/gen_libs.sh $(dir $@) 500
 
 # What the plain suite needs, before it runs: the packages, the builds and the fixtures, and the
-# other distributions' roots (debootstrap). Its own target so that CI makes it beside other work.
+# other distributions' roots (debootstrap). Its own target, to be made ahead of a run of the suite.
 test-needs: deps
 	@$(MAKE) -s -j$(NPROC) $(TEST_NEEDS) static
 	@cd tests/e2e && python3 distro_roots.py --prepare
