@@ -119,17 +119,6 @@ bool arch_follows_call(const unsigned char before[8])
 	return false;
 }
 
-bool arch_direct_call_target(const unsigned char before[8], uint64_t ret, uint64_t *target)
-{
-	int32_t rel;
-
-	if (before[3] != 0xe8) /* call rel32: e8 and 4 bytes, then the return address */
-		return false;
-	memcpy(&rel, before + 4, sizeof(rel));
-	*target = ret + (uint64_t)(int64_t)rel;
-	return true;
-}
-
 /* Where the branch at @at (@len bytes of opcode, then a displacement of @disp bytes) lands. */
 static uint64_t branch_target(const unsigned char *code, size_t at, size_t len, size_t disp,
 			      uint64_t vaddr)
@@ -143,6 +132,15 @@ static uint64_t branch_target(const unsigned char *code, size_t at, size_t len, 
 	}
 	memcpy(&rel32, code + at + len, 4);
 	return vaddr + at + len + 4 + (uint64_t)(int64_t)rel32;
+}
+
+bool arch_direct_call_target(const unsigned char before[8], uint64_t ret, uint64_t *target)
+{
+	if (before[3] != 0xe8) /* call rel32: e8 and 4 bytes, then the return address */
+		return false;
+	/* The 8 bytes end at @ret: they start at ret - 8. */
+	*target = branch_target(before, 3, 1, 4, ret - 8);
+	return true;
 }
 
 bool arch_direct_calls_to(const unsigned char *code, size_t len, uint64_t vaddr, uint64_t target,
