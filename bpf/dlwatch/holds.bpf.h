@@ -245,7 +245,8 @@ static __always_inline bool collector_attentive(u64 now)
 {
 	u64 beat = *(volatile unsigned long long *)&collector_beat;
 
-	return beat && now - beat <= DLW_BEAT_STALE_NS;
+	/* Signed: a beat written after @now was read is fresh, not 2^64 ns old. */
+	return beat && (s64)(now - beat) <= (s64)DLW_BEAT_STALE_NS;
 }
 
 /*
