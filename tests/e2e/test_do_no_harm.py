@@ -39,8 +39,10 @@ def test_attach_in_the_middle_of_loader_calls_guesses_no_depth():
 
 
 # A target thread held for a collector that no longer answers goes on within the heartbeat's
-# 50 ms (DLW_BEAT_STALE_NS); the test allows for a busy machine, the bench measures.
-STALL_MAX_MS = 200
+# 25 ms (DLW_BEAT_STALE_NS), measured from the signal: the holds before it, as long as a
+# sanitizer build starved by the suite takes to analyse a file, are not what the signal cost.
+# The test allows for a busy machine, the bench measures.
+STALL_MAX_MS = 100
 
 
 def collector(kind, pid, trace_dir):
@@ -67,28 +69,43 @@ def collector(kind, pid, trace_dir):
     return p.pid, end
 
 
+def mark(path):
+    """Notes the time for hold_victim (CLOCK_MONOTONIC ms, its MARKS file)."""
+    with open(path, "a") as f:
+        f.write(f"{time.monotonic() * 1e3:.3f}\n")
+
+
 def victim_pays(kind, sig):
-    """The longest dlopen and dlsym of a target whose collector gets @sig a second in."""
-    with Fixture(["hold_victim", HELD_EVERY_TIME, "3"]) as fx, \
-            tempfile.TemporaryDirectory() as d:
-        pid, end = collector(kind, fx.pid, d)
-        time.sleep(1)
-        t = time.monotonic()
-        os.kill(pid, sig)
-        if sig == signal.SIGKILL:
-            wait_until(lambda: not os.path.exists(f"/proc/{pid}/status") or
-                       "zombie" in open(f"/proc/{pid}/status").read(), 10, f"{kind} gone")
-            gone = time.monotonic() - t
-            # Its held programs no longer keep it from dying (it took 3.7-4.1 s).
-            assert gone < 2, f"{kind} took {gone:.1f} s to die"
-        else:
-            time.sleep(1.2)
-            os.kill(pid, signal.SIGCONT)
-        said = end()
-        out, _ = fx.proc.communicate(timeout=30)
-        m = re.search(r"longest dlopen ([\d.]+) ms of (\d+), longest dlsym ([\d.]+) ms", out)
-        assert m, out
-        return float(m.group(1)), int(m.group(2)), float(m.group(3)), said
+    """How long a dlopen and a dlsym of a target went on, at most, after its collector got
+    @sig a second in (until its SIGCONT for a SIGSTOP), and the calls made."""
+    with tempfile.TemporaryDirectory() as d:
+        marks = os.path.join(d, "marks")
+        with Fixture(["hold_victim", HELD_EVERY_TIME, "3", marks]) as fx:
+            return victim_pays_of(kind, sig, fx, d, marks)
+
+
+def victim_pays_of(kind, sig, fx, d, marks):
+    pid, end = collector(kind, fx.pid, d)
+    time.sleep(1)
+    t = time.monotonic()
+    mark(marks)
+    os.kill(pid, sig)
+    if sig == signal.SIGKILL:
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}/status") or
+                   "zombie" in open(f"/proc/{pid}/status").read(), 10, f"{kind} gone")
+        gone = time.monotonic() - t
+        # Its held programs no longer keep it from dying (it took 3.7-4.1 s).
+        assert gone < 2, f"{kind} took {gone:.1f} s to die"
+    else:
+        time.sleep(1.2)
+        mark(marks)
+        os.kill(pid, signal.SIGCONT)
+    said = end()
+    out, _ = fx.proc.communicate(timeout=30)
+    n = re.search(r"longest dlopen [\d.]+ ms of (\d+)", out)
+    m = re.search(r"after the mark: longest dlopen ([\d.]+) ms, longest dlsym ([\d.]+) ms", out)
+    assert n and m, out
+    return float(m.group(1)), int(n.group(1)), float(m.group(2)), said
 
 
 @serial
@@ -106,7 +123,7 @@ def test_a_killed_or_stopped_collector_stalls_no_target_thread():
                                  r"new libraries \([\d.]+ ms each on average, ([\d.]+) ms at "
                                  r"most, as the paused threads saw it\)", said), said
                 assert re.search(r"\d+ let go and [1-9]\d* not held because dlscope was "
-                                 r"stopped or starved for 50 ms", said), said
+                                 r"stopped or starved for 25 ms", said), said
 
 
 def test_a_dlsym_that_returned_is_not_taken_for_one_in_progress():
