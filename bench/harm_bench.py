@@ -4,13 +4,16 @@
 round by round, with the medians printed beside the untraced run and bpftrace's entry and return
 pair on the same function (the floor). Needs root (BPF), bpftrace and the fixtures (make).
 
-    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,dlsym,twin,torch,kill,nice,attach,signals]
+    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,where,dlsym,twin,torch,kill,nice,attach,signals]
 
 Rows:
   dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held once: then known
            to need no probes, let go at once); of a runtime again (held once: then its probes
            are in place); of a new copy of a runtime each time (held every time); and of 200
            distinct objects the process never had, the ELF cache warm and off
+  where    where a watched dlopen's extra time goes: the loop's thread off its CPU (preempted,
+           by whom; waiting, on what), by the scheduler's tracepoint; the rest is on its CPU
+           (the probes' traps and programs)
   dlsym    a dlsym in a loop: watched (default, and --dlsym), and the floor
   twin     the same loop in a process nobody watches, while `watch -p` (and `-f -p`) runs
   torch    `import torch` under `watch -- python3 -c 'import torch'` (Debian's python3-torch)
@@ -24,6 +27,7 @@ The stop each thread of a 200-thread process sees is bench/scale_bench.py's "sto
 import os
 import random
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -159,6 +163,107 @@ def with_cache_off(configs, prog):
     configs[f"watch, cache off ({name(BUILDS[-1])})"] = \
         ["env", "DLSCOPE_CACHE=off", BUILDS[-1], "watch", "-q", "--", *prog]
     return configs
+
+
+TRACING = "/sys/kernel/tracing"
+LOOP_COMM = "dlopen_new_loop"  # the comm the kernel keeps: 15 characters
+
+
+def tracefs(path, value):
+    with open(os.path.join(TRACING, path), "w") as f:
+        f.write(value)
+
+
+def off_cpu(trace):
+    """{why: (ms, times)} of the loop's thread off its CPU though not asleep by its own
+    choice (a sleep or a futex wait), from sched_switch records with kernel stacks."""
+    out, went, cur = {}, {}, None
+    for line in trace.splitlines():
+        m = re.search(r"(\d+\.\d+): sched_switch: prev_comm=(.*) prev_pid=(\d+) .*"
+                      r"prev_state=(\S+) ==> next_comm=(.*) next_pid=(\d+)", line)
+        if m:
+            t, pcomm, pid, state, ncomm, npid = m.groups()
+            cur = None
+            if pcomm == LOOP_COMM:
+                cur = went[pid] = {"t": float(t), "state": state[0], "next": ncomm, "st": []}
+            if ncomm == LOOP_COMM and npid in went:
+                w = went.pop(npid)
+                waited = " ".join(w["st"])
+                if w["state"] == "S" and ("nanosleep" in waited or "futex" in waited):
+                    continue
+                if w["state"] == "R":
+                    why = f"preempted by {w['next']}"
+                else:
+                    why = " < ".join([f.split("+")[0] for f in w["st"] if "schedule" not in f
+                                      and "trace" not in f][:3])
+                ms, n = out.get(why, (0.0, 0))
+                out[why] = (ms + (float(t) - w["t"]) * 1e3, n + 1)
+        elif line.startswith(" => ") and cur is not None:
+            cur["st"].append(line[4:].strip())
+    return out
+
+
+def row_where():
+    """The loop's time off its CPU while watched, per dlopen, against its whole extra time."""
+    loops = 2000
+    prog = [f"{OUT}/dlopen_new_loop", str(loops), f"{FX}/libplain.so"]
+    if not os.path.isdir(os.path.join(TRACING, "events", "sched")):
+        print("where: tracefs is not mounted at /sys/kernel/tracing; skipped")
+        return
+    base = statistics.median(number(r"([\d.]+) us per dlopen", run_out(prog))
+                             for _ in range(RUNS))
+    print(f"where a watched dlopen's extra time goes ({loops} dlopens and dlcloses of "
+          f"libplain.so, one traced run a build; untraced {base:.1f} us, median of {RUNS}):")
+    for b in BUILDS:
+        reapers_gone()
+        tracefs("buffer_size_kb", "30000")
+        tracefs("trace", "")
+        tracefs("events/sched/sched_switch/filter",
+                f'prev_comm == "{LOOP_COMM}" || next_comm == "{LOOP_COMM}"')
+        tracefs("events/sched/sched_switch/trigger", f'stacktrace if prev_comm == "{LOOP_COMM}"')
+        tracefs("events/sched/sched_switch/enable", "1")
+        try:
+            per = number(r"([\d.]+) us per dlopen", run_out([b, "watch", "-q", "--", *prog]))
+        finally:
+            tracefs("events/sched/sched_switch/enable", "0")
+            tracefs("events/sched/sched_switch/trigger",
+                    f'!stacktrace if prev_comm == "{LOOP_COMM}"')
+            tracefs("events/sched/sched_switch/filter", "0")
+        with open(os.path.join(TRACING, "trace")) as f:
+            waits = off_cpu(f.read())
+        off = sum(ms for ms, _ in waits.values()) * 1e3 / loops
+        print(f"  ({name(b)}): {per:.1f} us per dlopen (+{per - base:.1f} us), of which off "
+              f"its CPU {off:.1f} us, on it {per - base - off:.1f} us")
+        for why, (ms, n) in sorted(waits.items(), key=lambda kv: -kv[1][0])[:5]:
+            print(f"      {ms * 1e3 / loops:7.1f} us  {n:6d}x  {why}")
+        on_cpu_parts(b, prog)
+
+
+def on_cpu_parts(build, prog):
+    """The loop's CPU time in the kernel's uprobe paths, by perf's samples of the loop alone:
+    int3 traps (with the programs they run), the programs alone, and single-steps (a probed
+    instruction the kernel cannot emulate, such as a ret)."""
+    if not shutil.which("perf"):
+        print("      (perf is not installed: the on-CPU part is not split)")
+        return
+    data = os.path.join(OUT, "where.perf")
+    ran = subprocess.run(["perf", "record", "-q", "-g", "-o", data, "--", build, "watch", "-q",
+                          "--", *prog], capture_output=True, text=True, env=cache_env([build]))
+    # The shares are of the sampled run, which perf slows: its own time a dlopen.
+    per = number(r"([\d.]+) us per dlopen", ran.stdout)
+    rep = subprocess.run(["perf", "report", "-i", data, "--comms", LOOP_COMM, "--children",
+                          "--sort", "sym", "-g", "none", "--percentage", "relative", "-q"],
+                         capture_output=True, text=True).stdout
+    share = {}
+    for line in rep.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+[\d.]+%\s+\[k\] (\S+)", line)
+        if m:
+            share.setdefault(m.group(2), float(m.group(1)))
+    for what, sym in (("int3 traps, with their programs", "asm_exc_int3"),
+                      ("the BPF programs alone", "uprobe_prog_run"),
+                      ("single-steps (debug traps)", "asm_exc_debug")):
+        print(f"      {share.get(sym, 0.0) * per / 100:7.1f} us  {what}: {share.get(sym, 0.0):.1f}% "
+              f"of the loop's samples, of {per:.0f} us a dlopen under perf")
 
 
 def row_dlopen_distinct():
@@ -347,7 +452,8 @@ def row_signals():
               f"{int(m.group(1)) + int(m.group(2))} of {m.group(3)}")
 
 
-for row, fn in (("dlopen", row_dlopen), ("dlopen", row_dlopen_distinct), ("dlsym", row_dlsym), ("twin", row_twin),
+for row, fn in (("dlopen", row_dlopen), ("dlopen", row_dlopen_distinct), ("where", row_where),
+                ("dlsym", row_dlsym), ("twin", row_twin),
                 ("torch", row_torch), ("kill", row_kill), ("nice", row_nice),
                 ("attach", row_attach), ("signals", row_signals)):
     if wanted(row):
