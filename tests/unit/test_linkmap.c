@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <stdint.h>
 #include <string.h>
@@ -128,6 +129,51 @@ out:
 	procmaps__free(maps);
 }
 
+/*
+ * target__read_strs, which the walk reads its names with, against target__read_str one by one
+ * on this process: a short string, one that ends at the last byte before an unmapped page,
+ * one longer than a batch reads of each, one too long for the buffer, and an address that
+ * cannot be read (the strings after it are still read).
+ */
+static void strings_in_one_go(void)
+{
+	char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	static char longer[1000], too_long[5000];
+	char bufs[6][4096], *bp[6], one[4096];
+	uint64_t addrs[6];
+	struct target *t = NULL;
+	int res[6], want[6];
+	char why[256];
+	bool same = true;
+
+	if (pages == MAP_FAILED || munmap(pages + 4096, 4096) ||
+	    target__open(getpid(), &t, why, sizeof(why))) {
+		CHECK(false, "a page before an unmapped one, and this process as a target");
+		return;
+	}
+	memset(longer, 'l', sizeof(longer) - 1);
+	memset(too_long, 't', sizeof(too_long) - 1);
+	memcpy(pages + 4096 - 6, "edge!", 6);
+	addrs[0] = (uintptr_t) "libc.so.6";
+	addrs[1] = (uintptr_t)(pages + 4096 - 6);
+	addrs[2] = (uintptr_t)longer;
+	addrs[3] = (uintptr_t)too_long;
+	addrs[4] = (uintptr_t)(pages + 4096); /* unmapped */
+	addrs[5] = (uintptr_t) "after it";
+	for (int i = 0; i < 6; i++)
+		bp[i] = bufs[i];
+	target__read_strs(t, addrs, 6, bp, sizeof(bufs[0]), res);
+	for (int i = 0; i < 6; i++) {
+		want[i] = target__read_str(t, addrs[i], one, sizeof(one));
+		same = same && res[i] == want[i] && (want[i] < 0 || !strcmp(one, bufs[i]));
+	}
+	CHECK(same && res[0] == 9 && res[1] == 5 && res[2] == 999 && res[3] == -ENAMETOOLONG &&
+		      res[4] == -EFAULT && !strcmp(bufs[5], "after it"),
+	      "strings read in one go are what one read each gives");
+	munmap(pages, 4096);
+	target__free(t);
+}
+
 int main(void)
 {
 	static const char *const ns0[] = { "", "/lib/x86_64-linux-gnu/libc.so.6",
@@ -163,5 +209,6 @@ int main(void)
 	CHECK(walk(&lm) == -EFAULT, "a name running off the end of memory is -EFAULT");
 
 	read_again_of_self();
+	strings_in_one_go();
 	return tap_done();
 }

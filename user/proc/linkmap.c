@@ -241,13 +241,65 @@ static bool prefetched(const struct target *t, struct prefetch *pf, uint64_t add
 	return false;
 }
 
+/* The entries whose names are still to be read (lm->e[at[i]], its l_name at addr[i]). */
+struct names_due {
+	size_t *at;
+	uint64_t *addr;
+	size_t n, cap;
+};
+
+static void names_due__free(struct names_due *due)
+{
+	free(due->at);
+	free(due->addr);
+}
+
+/* What read_names reads of each name in one go: longer ones are read again alone. */
+#define NAME_PEEK 257
+
+/*
+ * The names of @due, in one system call per 256 entries rather than one each (a process's
+ * 500 objects took 500 reads). 0 or -errno.
+ */
+static int read_names(const struct target *t, struct linkmap *lm, const struct names_due *due)
+{
+	char *block = malloc(due->n * NAME_PEEK), **bufs = malloc(due->n * sizeof(*bufs));
+	int *res = malloc(due->n * sizeof(*res)), err = 0;
+
+	if (due->n && (!block || !bufs || !res)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < due->n; i++)
+		bufs[i] = block + i * NAME_PEEK;
+	target__read_strs(t, due->addr, due->n, bufs, NAME_PEEK, res);
+	for (size_t i = 0; i < due->n && !err; i++) {
+		char name[PATH_MAX]; /* not in the entry: 500 of 4 KiB each cost page faults */
+		const char *got = bufs[i];
+
+		if (res[i] == -ENAMETOOLONG) {
+			res[i] = target__read_str(t, due->addr[i], name, sizeof(name));
+			got = name;
+		}
+		if (res[i] < 0)
+			err = res[i] == -ENAMETOOLONG ? -EFAULT : res[i];
+		else if (!(lm->e[due->at[i]].name = strdup(got)))
+			err = -ENOMEM;
+	}
+out:
+	free(block);
+	free(bufs);
+	free(res);
+	return err;
+}
+
 /*
  * One namespace's list from the entry at @lm_addr (whose l_prev is @prev) to its end, pushed
- * onto @lm. 0 or -errno.
+ * onto @lm; the names to read are left in @due. 0 or -errno.
  */
 static int walk_list(const struct target *t, struct linkmap *lm, size_t *cap, unsigned int ns,
 		     uint64_t lm_addr, uint64_t prev, linkmap_known_fn known, void *arg,
-		     struct prefetch *pf)
+		     struct prefetch *pf, struct names_due *due)
 {
 	size_t count = 0;
 	int err;
@@ -255,8 +307,8 @@ static int walk_list(const struct target *t, struct linkmap *lm, size_t *cap, un
 	while (lm_addr) {
 		struct link_map l;
 		struct lm_entry e = { .ns = ns, .lm_addr = lm_addr };
-		char name[PATH_MAX]; /* not in the entry: 500 of 4 KiB each cost page faults */
 		const char *known_name = NULL;
+		bool name_due = false;
 
 		if (++count > MAX_OBJECTS)
 			return -EFAULT;
@@ -283,21 +335,23 @@ static int walk_list(const struct target *t, struct linkmap *lm, size_t *cap, un
 			e.name = known_name ? strdup(known_name) : NULL;
 			if (known_name && !e.name)
 				return -ENOMEM;
-		} else {
-			name[0] = '\0';
-			if (l.l_name) {
-				err = target__read_str(t, (uint64_t)(uintptr_t)l.l_name, name,
-						       sizeof(name));
-				if (err < 0)
-					return err == -ENAMETOOLONG ? -EFAULT : err;
-			}
-			e.name = strdup(name);
-			if (!e.name)
-				return -ENOMEM;
+		} else if (l.l_name) {
+			name_due = true;
+		} else if (!(e.name = strdup(""))) {
+			return -ENOMEM;
 		}
 		err = push_entry(lm, cap, &e);
 		if (err)
 			return err;
+		if (name_due) {
+			size_t c = due->cap;
+
+			if (due->n == due->cap &&
+			    (ARRAY_GROW(due->at, c, 64) || ARRAY_GROW(due->addr, due->cap, 64)))
+				return -ENOMEM;
+			due->at[due->n] = lm->n - 1;
+			due->addr[due->n++] = (uint64_t)(uintptr_t)l.l_name;
+		}
 		lm_addr = (uint64_t)(uintptr_t)l.l_next;
 	}
 	return 0;
@@ -308,34 +362,38 @@ static int walk_namespaces(const struct target *t, struct linkmap *lm, linkmap_k
 {
 	struct r_debug_extended rd;
 	uint64_t rd_addr = lm->r_debug;
+	struct names_due due = { 0 };
 	size_t cap = 0;
-	int err;
+	int err = 0;
 
 	clear_entries(lm);
 	lm->n_namespaces = 0;
 	lm->consistent = true;
-	for (unsigned ns = 0; rd_addr && ns < MAX_NAMESPACES; ns++) {
+	for (unsigned ns = 0; rd_addr && ns < MAX_NAMESPACES && !err; ns++) {
 		err = target__read(t, rd_addr, &rd, sizeof(rd));
 		if (err)
-			return err;
+			break;
 		if (ns == 0) {
-			if (rd.base.r_version < 1)
-				return -ENOENT; /* the loader has not initialized it yet */
+			if (rd.base.r_version < 1) {
+				err = -ENOENT; /* the loader has not initialized it yet */
+				break;
+			}
 			lm->r_brk = rd.base.r_brk;
 		}
 		if (rd.base.r_state != RT_CONSISTENT)
 			lm->consistent = false;
 		lm->n_namespaces++;
 		err = walk_list(t, lm, &cap, ns, (uint64_t)(uintptr_t)rd.base.r_map, 0, known, arg,
-				pf);
-		if (err)
-			return err;
+				pf, &due);
 		/* Namespaces other than the default are chained only from r_version 2 on. */
 		if (rd.base.r_version < 2)
 			break;
 		rd_addr = (uint64_t)(uintptr_t)rd.r_next;
 	}
-	return 0;
+	if (!err)
+		err = read_names(t, lm, &due);
+	names_due__free(&due);
+	return err;
 }
 
 int linkmap__read(const struct target *t, const struct procmaps *maps, struct linkmap **out)
@@ -500,6 +558,7 @@ int linkmap__walk_after(const struct target *t, uint64_t r_debug, const struct l
 	struct r_debug_extended rd;
 	struct link_map l;
 	uint64_t back = 0;
+	struct names_due due = { 0 };
 	struct linkmap *lm;
 	size_t cap = 0;
 	int err = target__read(t, r_debug, &rd, sizeof(rd));
@@ -527,7 +586,10 @@ int linkmap__walk_after(const struct target *t, uint64_t r_debug, const struct l
 	lm->after_tail = true;
 	lm->consistent = rd.base.r_state == RT_CONSISTENT;
 	err = walk_list(t, lm, &cap, 0, (uint64_t)(uintptr_t)l.l_next, tail->lm_addr, known, arg,
-			NULL);
+			NULL, &due);
+	if (!err)
+		err = read_names(t, lm, &due);
+	names_due__free(&due);
 	if (err) {
 		linkmap__free(lm);
 		return err;

@@ -333,6 +333,52 @@ int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t le
 	return -ENAMETOOLONG;
 }
 
+/* What target__read_strs reads of each string in its batch: most file names fit. */
+#define STR_PEEK 256
+
+void target__read_strs(const struct target *t, const uint64_t *addrs, size_t n, char *const *bufs,
+		       size_t len, int *res)
+{
+	enum { BATCH = 256 };
+	struct iovec local[BATCH], remote[BATCH];
+	size_t done = 0;
+
+	while (done < n && len > 1 && !t->image && !t->core && t->task > 0) {
+		size_t k = n - done < BATCH ? n - done : BATCH, got = 0;
+		ssize_t rd;
+
+		for (size_t i = 0; i < k; i++) {
+			uint64_t a = addrs[done + i];
+			/* Not past the string's page: the next one may not be mapped. */
+			size_t want = 4096 - (a & 4095);
+
+			if (want > STR_PEEK)
+				want = STR_PEEK;
+			if (want > len - 1)
+				want = len - 1;
+			local[i] = (struct iovec){ bufs[done + i], want };
+			remote[i] = (struct iovec){ (void *)(uintptr_t)a, want };
+			res[done + i] = -EAGAIN; /* not read whole yet */
+		}
+		rd = process_vm_readv(t->task, local, k, remote, k, 0);
+		/* A partial transfer stops at the first address that cannot be read: the strings
+		 * before it are whole, that one and the rest are read one by one below. */
+		for (size_t i = 0; rd > 0 && i < k && got + local[i].iov_len <= (size_t)rd; i++) {
+			char *nul = memchr(bufs[done + i], '\0', local[i].iov_len);
+
+			got += local[i].iov_len;
+			if (nul)
+				res[done + i] = (int)(nul - bufs[done + i]);
+		}
+		done += k;
+		if (rd < 0)
+			break;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (i >= done || res[i] == -EAGAIN)
+			res[i] = target__read_str(t, addrs[i], bufs[i], len);
+}
+
 void target__host_path(const struct target *t, const char *path, char *buf, size_t len)
 {
 	const char *sep = path[0] == '/' ? "" : "/";

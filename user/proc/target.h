@@ -83,6 +83,14 @@ size_t target__read_many(const struct target *t, const uint64_t *addrs, size_t n
 			 size_t len);
 /* Read a NUL-terminated string of at most @len-1 bytes. Returns its length or -errno. */
 int target__read_str(const struct target *t, uint64_t addr, char *buf, size_t len);
+/*
+ * The strings at @addrs[0..@n) into @bufs[i] (@len bytes each), as target__read_str reads one,
+ * in as few system calls as the kernel allows: short ones (a link map's file names) come in
+ * one go, a long one or one next to memory that cannot be read is read alone. @res[i] is each
+ * one's length or -errno.
+ */
+void target__read_strs(const struct target *t, const uint64_t *addrs, size_t n, char *const *bufs,
+		       size_t len, int *res);
 
 /*
  * Where the host can open a file the target names: @path under the target's root directory
