@@ -17,7 +17,7 @@ USER_LAYERS := $(CORE_LAYERS) collect cli
 LAYERS := $(addprefix user/,$(CORE_LAYERS) collect) ui user/cli
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 	  -I$(OUTPUT) $(addprefix -Iuser/,$(USER_LAYERS)) -Iui -Ibpf $(EXTRA_CFLAGS)
-CORE_LDLIBS := -ldw -lelf -lz -ljansson -lpthread -lstdc++
+CORE_LDLIBS := -ldw -lelf -lz -ljansson -lpthread
 LDLIBS += -lbpf -lncursesw $(CORE_LDLIBS)
 
 # libFuzzer builds (clang): the project's objects instrumented, each tests/fuzz/*.c a fuzzer.
@@ -126,7 +126,7 @@ $(OUTPUT)/static/%.o: %.c $(BPF_SKELS)
 	$(CC) $(CFLAGS) -DDLSCOPE_STATIC -MMD -MP -c $< -o $@
 
 $(OUTPUT)/dlscope-static: $(STATIC_OBJS)
-	$(CC) $(LDFLAGS) -static -Wl,--wrap=dlopen -o $@.tmp $^ $(STATIC_LDLIBS)
+	$(CC) $(LDFLAGS) -static -Wl,--wrap=dlopen -Wl,-u,__cxa_demangle -o $@.tmp $^ $(STATIC_LDLIBS)
 	strip --strip-debug $@.tmp && mv -f $@.tmp $@
 
 # `make install PREFIX=/usr/local DESTDIR=...`: the dynamic ./dlscope and its man page.
