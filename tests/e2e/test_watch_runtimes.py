@@ -72,7 +72,7 @@ def test_a_runtime_mapped_before_a_reloaded_last_entry_is_held_for_its_probes():
         ["--pause", "--cycle", "3", fixture_path("libplain.so"),
          fixture_path("libctor_omp_m.so")])
     assert out.count('dlopen("') >= 3, out  # libctor_omp_m's stays in its region
-    assert "parallel region #1 started inside dlopen" in out, out
+    assert "parallel region #1 started inside dlopen" in out, (out, err)
     assert status == 1 and "loader-lock-hazard" in out, (out, err)
 
 
