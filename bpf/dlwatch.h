@@ -75,8 +75,8 @@ struct dlw_file_key {
  * DLW_BEAT_EVERY_NS by a thread of its own: older than DLW_BEAT_STALE_NS, the collector is
  * stopped, killed, exiting or starved, and no thread is held for it (a hold in progress ends).
  */
-#define DLW_BEAT_EVERY_NS (5ULL * 1000 * 1000)
-#define DLW_BEAT_STALE_NS (25ULL * 1000 * 1000)
+#define DLW_BEAT_EVERY_NS (10ULL * 1000 * 1000)
+#define DLW_BEAT_STALE_NS (50ULL * 1000 * 1000)
 
 /* The parallel-region entry points probed (DLW_OMP_FORK arg0, their attach cookies). */
 enum dlw_fork_entry {
