@@ -38,6 +38,9 @@ unsigned long long collector_beat;
  * (start to going on) in all and at most, those ended because the heartbeat went stale, and
  * arrivals not held as it was stale already. */
 unsigned long long hold_held, hold_ns_total, hold_ns_max, hold_abandoned, hold_not_held;
+/* The oldest the beat was when a hold was refused or let go for it (~0: none had come yet):
+ * whether dlscope was really away, or its beat only late. */
+unsigned long long hold_stale_age_max;
 
 /*
  * Per process (tgid), the unloads begun so far (_dl_debug_state with RT_DELETE), sent with each
@@ -249,6 +252,15 @@ static __always_inline bool collector_attentive(u64 now)
 	return beat && (s64)(now - beat) <= (s64)DLW_BEAT_STALE_NS;
 }
 
+/* A hold refused or let go at @now for a stale beat: its age noted (racy: a maximum). */
+static __always_inline void note_stale_beat(u64 now)
+{
+	u64 beat = *(volatile unsigned long long *)&collector_beat, age = beat ? now - beat : ~0ULL;
+
+	if (age > hold_stale_age_max)
+		hold_stale_age_max = age;
+}
+
 /*
  * A held thread's wait, by tid: kept in a map rather than on the program's stack, which a
  * sleepable program preempted on its CPU has been seen to find overwritten (a per-CPU private
@@ -282,6 +294,7 @@ static long hold_poll(u64 i, void *ctx)
 	}
 	if (!collector_attentive(bpf_ktime_get_ns())) {
 		h->stale = 1;
+		note_stale_beat(bpf_ktime_get_ns());
 		return 1;
 	}
 	/*
@@ -354,6 +367,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	start = bpf_ktime_get_ns();
 	/* A collector stopped, killed or starved holds nobody until it beats again. */
 	if (!collector_attentive(start)) {
+		note_stale_beat(start);
 		__sync_fetch_and_add(&hold_not_held, 1);
 		count_lost_as(DLW_LOST_HOLD);
 		return 0;

@@ -392,13 +392,21 @@ static void print_watch_stats(const struct watch_stats *st)
 			"dlscope: %llu library load%s not paused: nothing to probe in the new "
 			"libraries (none needed, or probed already)\n",
 			st->holds_no_probes, st->holds_no_probes == 1 ? "" : "s");
-	if (st->holds_late)
+	if (st->holds_late) {
 		fprintf(stderr,
 			"dlscope: uncounted: %llu library loads whose probes came late (%llu let go and "
 			"%llu not held because dlscope was stopped or starved for %.0f ms, the rest "
-			"not answered within %.0f s): their first calls may be missing\n",
+			"not answered within %.0f s): their first calls may be missing",
 			st->holds_late, st->holds_abandoned, st->holds_not_held,
 			DLW_BEAT_STALE_NS / 1e6, DLW_HOLD_MAX_NS / 1e9);
+		/* Whether dlscope was away, or its heartbeat only late. */
+		if (st->holds_stale_age_ns == ~0ULL)
+			fprintf(stderr, "; its heartbeat had not begun");
+		else if (st->holds_stale_age_ns)
+			fprintf(stderr, "; its heartbeat was %.1f ms old at most",
+				(double)st->holds_stale_age_ns / 1e6);
+		fputc('\n', stderr);
+	}
 	if (st->outside_procs) {
 		fprintf(stderr,
 			"dlscope: %llu process%s outside the watch hit its probes %llu times (they are "

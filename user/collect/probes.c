@@ -834,6 +834,7 @@ void probes__count_lost(struct watch *w, struct watch_stats *st)
 		st->hold_ms_max = (double)h->hold_ns_max / 1e6;
 		st->holds_abandoned = h->hold_abandoned;
 		st->holds_not_held = h->hold_not_held;
+		st->holds_stale_age_ns = h->hold_stale_age_max;
 		st->holds_no_probes = h->hold_no_probes;
 	}
 	probes__count_outside(w, st);

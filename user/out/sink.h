@@ -70,7 +70,8 @@ struct watch_stats {
 	/* Of the late ones: holds ended, and arrivals not held, as the collector's heartbeat was
 	 * stale (dlscope stopped, killed or starved: DLW_BEAT_STALE_NS). */
 	unsigned long long holds_abandoned, holds_not_held;
-	unsigned long long holds_no_probes; /* arrivals not held: no probes to put in place */
+	unsigned long long holds_stale_age_ns; /* the beat's age then, at most; ~0: none yet */
+	unsigned long long holds_no_probes;    /* arrivals not held: no probes to put in place */
 	/*
 	 * Probes in every process that maps a probed file (--comm, --follow, --job): the
 	 * processes outside the watch whose calls hit them, their hits, and the busiest few.
