@@ -283,7 +283,7 @@ static long hold_poll(u64 i, void *ctx)
 {
 	u32 tid = (u32)current_id();
 	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
-	u64 *v = bpf_map_lookup_elem(&released, &tid);
+	u64 *v = bpf_map_lookup_elem(&released, &tid), now;
 	u8 byte;
 
 	if (!h)
@@ -292,9 +292,10 @@ static long hold_poll(u64 i, void *ctx)
 		h->done = 1;
 		return 1;
 	}
-	if (!collector_attentive(bpf_ktime_get_ns())) {
+	now = bpf_ktime_get_ns();
+	if (!collector_attentive(now)) {
 		h->stale = 1;
-		note_stale_beat(bpf_ktime_get_ns());
+		note_stale_beat(now);
 		return 1;
 	}
 	/*
