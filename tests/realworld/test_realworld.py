@@ -9,9 +9,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 
@@ -352,29 +354,54 @@ LOAD_EACH = ("import ctypes, os, sys, time\n"
 TIGHT_TLS = {"GLIBC_TUNABLES": "glibc.rtld.nns=1:glibc.rtld.optional_static_tls=0"}
 
 
+def watch_held(argv, env, done, timeout=120):
+    """`dlscope watch -- ARGV` of LOAD_EACH with HOLD long, the command ended by the test once a
+    line of dlscope's matches DONE: what the collector reads of the live process is then there
+    however late a loaded machine lets it run. Returns (stdout, stderr, exit status)."""
+    with tempfile.TemporaryFile(mode="w+") as err:
+        w = subprocess.Popen([harness.dlscope_path(), "watch", "--", *argv], text=True,
+                             stdout=subprocess.PIPE, stderr=err, env=dict(os.environ, **env))
+        late = threading.Timer(timeout, w.kill)
+        late.start()
+        out, pid = [], None
+        try:
+            for line in w.stdout:
+                out.append(line)
+                ready = re.fullmatch(r"ready (\d+)\n", line)
+                pid = int(ready.group(1)) if ready else pid
+                if pid and re.search(done, line):
+                    os.kill(pid, signal.SIGTERM)
+            w.wait()
+        finally:
+            late.cancel()
+        err.seek(0)
+        return "".join(out), err.read(), w.returncode
+
+
 def test_a_dlopen_with_no_static_tls_left_is_explained():
     # scikit-learn #17231's libgomp, with Debian's libgomp and AMD's HIP runtime: whichever is
     # loaded second finds no room, depending on the import order.
     gomp, hip = f"{LIB}/libgomp.so.1", f"{LIB}/libamdhip64.so.5"
     for first, second, size in ((hip, gomp, 144), (gomp, hip, 272)):
-        # Alive a second: the room left is read from the process.
-        p = dlscope("watch", "--", "/usr/bin/python3", "-c", LOAD_EACH, first, second,
-                    env=dict(TIGHT_TLS, HOLD="1"), check=1, timeout=120)
-        assert f"py: {second}: cannot allocate memory in static TLS block" in p.stdout, p.stdout
+        # Alive until the finding's room is out: the room left is read from the process.
+        out, err, status = watch_held([PY, "-c", LOAD_EACH, first, second],
+                                      dict(TIGHT_TLS, HOLD="120"), r"^\s+- the process has ")
+        assert status == 1, (status, out, err)
+        assert f"py: {second}: cannot allocate memory in static TLS block" in out, out
         assert (f'FINDING error static-tls: dlopen("{second}") failed: no room left in the '
-                "static TLS block") in p.stdout, p.stdout
-        assert f"- {second}: {size} bytes of initial-exec TLS (DF_STATIC_TLS)" in p.stdout, \
-            p.stdout
+                "static TLS block") in out, out
+        assert f"- {second}: {size} bytes of initial-exec TLS (DF_STATIC_TLS)" in out, out
         left = re.search(r"- the process has (\d+) of 448 bytes left \(2 objects took (\d+), "
-                         r"the thread descriptor \d+\)", p.stdout)
-        assert left and int(left.group(1)) < size, p.stdout
+                         r"the thread descriptor \d+\)", out)
+        assert left and int(left.group(1)) < size, out
     # Without the tunables: a sanitizer runtime's 56 KiB never fit after start-up.
-    p = dlscope("watch", "--", "/usr/bin/python3", "-c", LOAD_EACH, f"{LIB}/liblsan.so.0",
-                env={"HOLD": "1"}, check=1, timeout=120)
+    out, err, status = watch_held([PY, "-c", LOAD_EACH, f"{LIB}/liblsan.so.0"], {"HOLD": "120"},
+                                  r"^\s+- the process has ")
+    assert status == 1, (status, out, err)
     assert re.search(r"- /\S+/liblsan.so.0: 56240 bytes of initial-exec TLS \(DF_STATIC_TLS\)\n"
-                     r"\s+- the process has \d+ of 1856 bytes left", p.stdout), p.stdout
+                     r"\s+- the process has \d+ of 1856 bytes left", out), out
     # A command gone before its record is read: the finding all the same.
-    p = dlscope("watch", "--", "/usr/bin/python3", "-c", LOAD_EACH, f"{LIB}/liblsan.so.0",
+    p = dlscope("watch", "--", PY, "-c", LOAD_EACH, f"{LIB}/liblsan.so.0",
                 check=1, timeout=120)
     assert f'FINDING error static-tls: dlopen("{LIB}/liblsan.so.0") failed' in p.stdout, \
         p.stdout
