@@ -118,6 +118,21 @@ def run_unit(path):
     return res
 
 
+def why_in_short(e):
+    """A failure in a few hundred characters, for the summary at the end of the output: the test
+    file's line that raised it, and the head and tail of its message (an assertion's message is
+    most often a whole dlscope output)."""
+    where = ""
+    for fs in traceback.extract_tb(e.__traceback__):
+        if os.path.abspath(fs.filename).startswith(os.path.join(ROOT, "tests")):
+            where = f"{os.path.basename(fs.filename)}:{fs.lineno}: {fs.line} -- "
+    msg = " | ".join(line.strip() for line in str(e).splitlines() if line.strip())
+    msg = f"{type(e).__name__}: {msg}"
+    if len(msg) > 900:
+        msg = f"{msg[:300]} [...] {msg[-600:]}"
+    return where + msg
+
+
 def run_one(mods, full):
     """Runs one e2e test here; returns a result dict."""
     mname, name = full.split(".", 1)
@@ -133,9 +148,10 @@ def run_one(mods, full):
     except harness.Skip as e:
         res["skipped"] = 1
         res["lines"].append(f"skip {full}: {e}")
-    except Exception:
+    except Exception as e:
         res["failed"] = 1
         res["lines"].append(f"FAIL {full}\n{traceback.format_exc()}")
+        res["why"] = why_in_short(e)
     else:
         res["passed"] = 1
         res["lines"].append(f"ok   {full} ({time.monotonic() - start:.2f}s)")
@@ -311,7 +327,7 @@ def main():
             if res["skipped"] and not res["name"].startswith("unit "):
                 skipped.append(res["name"])
             if res["failed"]:
-                failed.append(res["name"])
+                failed.append((res["name"], res.get("why", res["lines"][-1][-600:].replace("\n", " | "))))
             for line in res["lines"]:
                 print(line, flush=True)
 
@@ -333,9 +349,10 @@ def main():
               f"{par_secs:.0f}s; {len(serial)} alone: {wall - par_secs:.0f}s); the slowest:")
         for name, secs in slow:
             print(f"  {secs:7.2f}s {name}")
-    # Named again last: CI shows a log's tail, and the failures are far above it.
-    for name in failed:
-        print(f"failed: {name}")
+    # Named again last, each with why in short: CI shows a log's tail, and the failures are far
+    # above it.
+    for name, why in failed:
+        print(f"failed: {name}\n    {why}")
     line = f"{counts['passed']} passed, {counts['failed']} failed"
     if counts["skipped"]:
         line += f", {counts['skipped']} skipped"
