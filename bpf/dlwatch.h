@@ -73,10 +73,13 @@ struct dlw_file_key {
 /*
  * The collector's heartbeat (collector_beat, CLOCK_MONOTONIC ns), written every
  * DLW_BEAT_EVERY_NS by a thread of its own: older than DLW_BEAT_STALE_NS, the collector is
- * stopped, killed, exiting or starved, and no thread is held for it (a hold in progress ends).
+ * stopped, exiting, frozen or starved, and no thread is held for it (a hold in progress ends).
+ * A signal that stops or ends it does so at once (holds.bpf.h: collector_away_since); the
+ * beat is for what sends none (a cgroup freezer, a ptrace seize, a machine that runs it not at
+ * all): 250 ms, as a 50 ms window let holds go in a loaded CI run while dlscope only ran late.
  */
 #define DLW_BEAT_EVERY_NS (10ULL * 1000 * 1000)
-#define DLW_BEAT_STALE_NS (50ULL * 1000 * 1000)
+#define DLW_BEAT_STALE_NS (250ULL * 1000 * 1000)
 
 /* The parallel-region entry points probed (DLW_OMP_FORK arg0, their attach cookies). */
 enum dlw_fork_entry {
@@ -111,15 +114,22 @@ enum dlw_futex_kind {
 };
 
 /*
- * The signals that kill with a fault, which DLW_SIGNAL reports (vmlinux.h has no signal.h;
- * user space checks these against its own).
+ * The signals that kill with a fault, which DLW_SIGNAL reports; the two no process can catch,
+ * and those whose default is to be ignored, which tell whether a signal sent to the collector
+ * stops or ends it (vmlinux.h has no signal.h; user space checks these against its own).
  */
 #define DLW_SIGILL 4
 #define DLW_SIGTRAP 5
 #define DLW_SIGABRT 6
 #define DLW_SIGBUS 7
 #define DLW_SIGFPE 8
+#define DLW_SIGKILL 9
 #define DLW_SIGSEGV 11
+#define DLW_SIGCHLD 17
+#define DLW_SIGCONT 18
+#define DLW_SIGSTOP 19
+#define DLW_SIGURG 23
+#define DLW_SIGWINCH 28
 
 /* futex(2) operations: the command bits of op, and the two plain waits. */
 #define DLW_FUTEX_CMD_MASK 0x7f

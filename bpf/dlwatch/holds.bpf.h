@@ -243,22 +243,103 @@ static __always_inline bool arrivals_need_no_probes(u32 tgid)
 	return end && n_new && all_free;
 }
 
-/* Whether the collector has answered lately (its heartbeat, DLW_BEAT_STALE_NS). */
-static __always_inline bool collector_attentive(u64 now)
+/*
+ * When a signal that stops or ends the collector was sent to it (CLOCK_MONOTONIC ns; 0: none,
+ * handle_collector_signal): it is away from then, whatever its heartbeat's age, so that a
+ * SIGKILL or a SIGSTOP lets every hold go at once. Its threads stop only as each comes to the
+ * signal (a thread in a long system call, later), and its heartbeat may beat meanwhile: a
+ * SIGCONT ends the away, or the collector beating on for DLW_AWAY_HEALS_NS after the signal
+ * (one it did not act on after all: a SIGTSTP to an orphaned process group).
+ */
+unsigned long long collector_away_since;
+#define DLW_AWAY_HEALS_NS (1000ULL * 1000 * 1000)
+/* Holds let go or refused as such a signal had been sent. */
+unsigned long long hold_signalled;
+/* The collector's process ID (in its own namespace, as task_id gives it); 0: not known. */
+const volatile unsigned int collector_tgid = 0;
+enum collector_state {
+	COLLECTOR_ATTENTIVE,
+	COLLECTOR_SIGNALLED, /* sent a signal that stops or ends it, and no beat since */
+	COLLECTOR_STALE,     /* no beat for DLW_BEAT_STALE_NS (or none at all) */
+};
+
+/* Whether the collector answers: not signalled away, and a heartbeat lately. */
+static __always_inline enum collector_state collector_state(u64 now)
 {
 	u64 beat = *(volatile unsigned long long *)&collector_beat;
+	u64 away = *(volatile unsigned long long *)&collector_away_since;
 
+	if (beat && away && (s64)(beat - away) < (s64)DLW_AWAY_HEALS_NS)
+		return COLLECTOR_SIGNALLED;
 	/* Signed: a beat written after @now was read is fresh, not 2^64 ns old. */
-	return beat && (s64)(now - beat) <= (s64)DLW_BEAT_STALE_NS;
+	return beat && (s64)(now - beat) <= (s64)DLW_BEAT_STALE_NS ? COLLECTOR_ATTENTIVE
+								    : COLLECTOR_STALE;
 }
 
-/* A hold refused or let go at @now for a stale beat: its age noted (racy: a maximum). */
-static __always_inline void note_stale_beat(u64 now)
+/*
+ * A hold refused or let go at @now as the collector was away: counted by why; for a stale
+ * beat, its age (racy: a maximum).
+ */
+static __always_inline void note_away(enum collector_state why, u64 now)
 {
 	u64 beat = *(volatile unsigned long long *)&collector_beat, age = beat ? now - beat : ~0ULL;
 
-	if (age > hold_stale_age_max)
+	if (why == COLLECTOR_SIGNALLED)
+		__sync_fetch_and_add(&hold_signalled, 1);
+	else if (age > hold_stale_age_max)
 		hold_stale_age_max = age;
+}
+
+/* The signals whose default action is none. */
+static __always_inline bool default_ignored(int sig)
+{
+	return sig == DLW_SIGCHLD || sig == DLW_SIGCONT || sig == DLW_SIGURG || sig == DLW_SIGWINCH;
+}
+
+/* Whether @sig, sent to @task, stops or ends it: SIGKILL and SIGSTOP always; another one when
+ * its default action does that and the process left it at the default. */
+static __always_inline bool signal_stops_or_ends(struct task_struct *task, int sig)
+{
+	struct sighand_struct *sh;
+	unsigned long handler = 1;
+
+	if (sig == DLW_SIGKILL || sig == DLW_SIGSTOP)
+		return true;
+	if (sig < 1 || sig > 64 || default_ignored(sig))
+		return false;
+	sh = BPF_CORE_READ(task, sighand);
+	if (!sh)
+		return false;
+	bpf_probe_read_kernel(&handler, sizeof(handler),
+			      (void *)sh + bpf_core_field_offset(struct sighand_struct, action) +
+				      (sig - 1) * bpf_core_type_size(struct k_sigaction) +
+				      bpf_core_field_offset(struct k_sigaction, sa.sa_handler));
+	return handler == 0; /* SIG_DFL */
+}
+
+/* signal_generate(sig, info, task, group, result): one to the collector that stops or ends it
+ * marks it away (collector_away_since); a SIGCONT, which continues it even when it is
+ * ignored, ends that. */
+static __always_inline int on_signal_generate(struct bpf_raw_tracepoint_args *ctx)
+{
+	int sig = (int)ctx->args[0], result = (int)ctx->args[4];
+	struct task_struct *task = (struct task_struct *)ctx->args[2];
+
+	if (!collector_tgid || (sig != DLW_SIGCONT && (result == TRACE_SIGNAL_IGNORED ||
+						       default_ignored(sig))) ||
+	    task_id(task, true) != collector_tgid)
+		return 0;
+	if (sig == DLW_SIGCONT)
+		collector_away_since = 0;
+	else if (signal_stops_or_ends(task, sig))
+		collector_away_since = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("raw_tp/signal_generate")
+int handle_collector_signal(struct bpf_raw_tracepoint_args *ctx)
+{
+	return GUARDED(on_signal_generate(ctx));
 }
 
 /*
@@ -284,6 +365,7 @@ static long hold_poll(u64 i, void *ctx)
 	u32 tid = (u32)current_id();
 	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
 	u64 *v = bpf_map_lookup_elem(&released, &tid), now;
+	enum collector_state away;
 	u8 byte;
 
 	if (!h)
@@ -293,9 +375,10 @@ static long hold_poll(u64 i, void *ctx)
 		return 1;
 	}
 	now = bpf_ktime_get_ns();
-	if (!collector_attentive(now)) {
+	away = collector_state(now);
+	if (away != COLLECTOR_ATTENTIVE) {
 		h->stale = 1;
-		note_stale_beat(now);
+		note_away(away, now);
 		return 1;
 	}
 	/*
@@ -334,6 +417,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	u64 start, took, r_map_at;
 	struct bpf_iter_num it;
 	int dummy = 0;
+	enum collector_state away;
 	struct dlw_event *e;
 	u8 yes = 1;
 
@@ -367,8 +451,9 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	}
 	start = bpf_ktime_get_ns();
 	/* A collector stopped, killed or starved holds nobody until it beats again. */
-	if (!collector_attentive(start)) {
-		note_stale_beat(start);
+	away = collector_state(start);
+	if (away != COLLECTOR_ATTENTIVE) {
+		note_away(away, start);
 		__sync_fetch_and_add(&hold_not_held, 1);
 		count_lost_as(DLW_LOST_HOLD);
 		return 0;

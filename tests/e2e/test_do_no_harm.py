@@ -38,8 +38,8 @@ def test_attach_in_the_middle_of_loader_calls_guesses_no_depth():
             assert "paused until dlscope" not in p.stderr, p.stderr
 
 
-# A target thread held for a collector that no longer answers goes on within the heartbeat's
-# 50 ms (DLW_BEAT_STALE_NS), measured from the signal: the holds before it, as long as a
+# A target thread held for a collector sent SIGKILL or SIGSTOP goes on at once (the BPF side
+# sees the signal sent), measured from the signal: the holds before it, as long as a
 # sanitizer build starved by the suite takes to analyse a file, are not what the signal cost.
 # The test allows for a busy machine, the bench measures.
 STALL_MAX_MS = 200
@@ -123,7 +123,9 @@ def test_a_killed_or_stopped_collector_stalls_no_target_thread():
                                  r"new libraries \([\d.]+ ms each on average, ([\d.]+) ms at "
                                  r"most, as the paused threads saw it\)", said), said
                 assert re.search(r"\d+ let go and [1-9]\d* not held because dlscope was "
-                                 r"stopped or starved for 50 ms", said), said
+                                 r"stopped, killed or starved for \d+ ms, the rest not "
+                                 r"answered within 3 s\): their first calls may be missing; "
+                                 r"[1-9]\d* as a signal had stopped or ended dlscope", said), said
 
 
 def test_a_dlsym_that_returned_is_not_taken_for_one_in_progress():

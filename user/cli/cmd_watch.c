@@ -395,11 +395,14 @@ static void print_watch_stats(const struct watch_stats *st)
 	if (st->holds_late) {
 		fprintf(stderr,
 			"dlscope: uncounted: %llu library loads whose probes came late (%llu let go and "
-			"%llu not held because dlscope was stopped or starved for %.0f ms, the rest "
-			"not answered within %.0f s): their first calls may be missing",
+			"%llu not held because dlscope was stopped, killed or starved for %.0f ms, the "
+			"rest not answered within %.0f s): their first calls may be missing",
 			st->holds_late, st->holds_abandoned, st->holds_not_held,
 			DLW_BEAT_STALE_NS / 1e6, DLW_HOLD_MAX_NS / 1e9);
 		/* Whether dlscope was away, or its heartbeat only late. */
+		if (st->holds_signalled)
+			fprintf(stderr, "; %llu as a signal had stopped or ended dlscope",
+				st->holds_signalled);
 		if (st->holds_stale_age_ns == ~0ULL)
 			fprintf(stderr, "; its heartbeat had not begun");
 		else if (st->holds_stale_age_ns)

@@ -834,6 +834,7 @@ void probes__count_lost(struct watch *w, struct watch_stats *st)
 		st->hold_ms_max = (double)h->hold_ns_max / 1e6;
 		st->holds_abandoned = h->hold_abandoned;
 		st->holds_not_held = h->hold_not_held;
+		st->holds_signalled = h->hold_signalled;
 		st->holds_stale_age_ns = h->hold_stale_age_max;
 		st->holds_no_probes = h->hold_no_probes;
 	}
@@ -907,6 +908,11 @@ int probes__load(struct watch *w, char *why, size_t whylen)
 		w->skel->rodata->pidns_ino = ns.st_ino;
 	}
 	w->skel->rodata->hold_arrivals = !o->no_holds;
+	/* A signal that stops or ends this process lets the holds go at once (holds.bpf.h). */
+	if (o->no_holds)
+		bpf_program__set_autoload(w->skel->progs.handle_collector_signal, false);
+	else
+		w->skel->rodata->collector_tgid = (uint32_t)getpid();
 	w->skel->rodata->copy_stacks = !o->no_stacks;
 	if (watch__by_exec(o)) {
 		w->skel->rodata->comm_mode = true;

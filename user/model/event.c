@@ -14,9 +14,11 @@
 #include "event_gpu.h"
 #include "termsafe.h"
 
-/* The BPF side names the fault signals without signal.h: they must be the kernel's. */
+/* The BPF side names signals without signal.h: they must be the kernel's. */
 _Static_assert(DLW_SIGILL == SIGILL && DLW_SIGTRAP == SIGTRAP && DLW_SIGABRT == SIGABRT &&
-		       DLW_SIGBUS == SIGBUS && DLW_SIGFPE == SIGFPE && DLW_SIGSEGV == SIGSEGV,
+		       DLW_SIGBUS == SIGBUS && DLW_SIGFPE == SIGFPE && DLW_SIGSEGV == SIGSEGV &&
+		       DLW_SIGKILL == SIGKILL && DLW_SIGCHLD == SIGCHLD && DLW_SIGCONT == SIGCONT &&
+		       DLW_SIGSTOP == SIGSTOP && DLW_SIGURG == SIGURG && DLW_SIGWINCH == SIGWINCH,
 	       "dlwatch.h's signal numbers");
 
 /* A fixed-size string of the raw record, always terminated. */

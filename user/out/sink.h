@@ -67,9 +67,10 @@ struct watch_stats {
 	 */
 	unsigned long long holds, holds_late;
 	double hold_ms_total, hold_ms_max;
-	/* Of the late ones: holds ended, and arrivals not held, as the collector's heartbeat was
-	 * stale (dlscope stopped, killed or starved: DLW_BEAT_STALE_NS). */
-	unsigned long long holds_abandoned, holds_not_held;
+	/* Of the late ones: holds ended, and arrivals not held, as the collector was away (sent a
+	 * signal that stops or ends it, or its heartbeat stale: DLW_BEAT_STALE_NS); of those, the
+	 * ones for a signal. */
+	unsigned long long holds_abandoned, holds_not_held, holds_signalled;
 	unsigned long long holds_stale_age_ns; /* the beat's age then, at most; ~0: none yet */
 	unsigned long long holds_no_probes;    /* arrivals not held: no probes to put in place */
 	/*
