@@ -279,6 +279,10 @@ def load_times(build):
 
 
 def main():
+    # The tests' Python programs as a fresh machine runs them: unbuffered (PYTHONUNBUFFERED, set
+    # on this host), print() writes each of its pieces alone, and a line the test looks for
+    # ("py: ...") came cut by the watch's own lines on the output they share.
+    os.environ.pop("PYTHONUNBUFFERED", None)
     if "--worker" in sys.argv:
         ap = argparse.ArgumentParser()
         ap.add_argument("--worker", action="store_true")
