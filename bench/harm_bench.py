@@ -4,7 +4,7 @@
 round by round, with the medians printed beside the untraced run and bpftrace's entry and return
 pair on the same function (the floor). Needs root (BPF), bpftrace and the fixtures (make).
 
-    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,where,dlsym,twin,torch,kill,nice,attach,signals]
+    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,where,dlsym,twin,sigcost,torch,kill,nice,attach,signals]
 
 Rows:
   dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held once: then known
@@ -16,6 +16,8 @@ Rows:
            (the probes' traps and programs)
   dlsym    a dlsym in a loop: watched (default, and --dlsym), and the floor
   twin     the same loop in a process nobody watches, while `watch -p` (and `-f -p`) runs
+  sigcost  a signal a process nobody watches sends itself, while `watch -p` runs (dlscope's
+           signal_generate program, which lets holds go when dlscope is stopped or killed)
   torch    `import torch` under `watch -- python3 -c 'import torch'` (Debian's python3-torch)
   kill     SIGKILL and SIGSTOP (1.2 s) of watch: how long the target's dlopen and dlsym went
            on after the signal, at most (and its longest of the run, holds before included)
@@ -57,7 +59,7 @@ os.makedirs(OUT, exist_ok=True)
 if os.geteuid() != 0:
     print("harm bench: needs root (BPF); skipped")
     sys.exit(0)
-for prog in ("dlopen_new_loop", "dlopen_each", "dlsym_loop"):
+for prog in ("dlopen_new_loop", "dlopen_each", "dlsym_loop", "signal_loop"):
     subprocess.run(["cc", "-O2", "-o", f"{OUT}/{prog}", f"{ROOT}/bench/{prog}.c", "-ldl"],
                    check=True)
 
@@ -317,6 +319,35 @@ def row_twin():
         print(f"  {k:34s} {statistics.median(v):8.3f} us per call")
 
 
+def signal_cost(build):
+    """A signal's cost to a process nobody watches, beside `watch -p` of another: the collector's
+    signal_generate program (holds.bpf.h) runs for every signal sent on the host."""
+    idle = subprocess.Popen(["sleep", "60"])
+    w = subprocess.Popen([build, "watch", "-q", "-p", str(idle.pid)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert w.stderr.readline().startswith("dlscope: watching")
+        return number(r"([\d.]+) ns per signal", run_out([f"{OUT}/signal_loop", "300000"]))
+    finally:
+        w.send_signal(signal.SIGINT)
+        w.communicate(timeout=60)
+        idle.kill()
+        idle.wait()
+
+
+def row_sigcost():
+    vals = {"untraced": []}
+    for _ in range(RUNS):
+        vals["untraced"].append(number(r"([\d.]+) ns per signal",
+                                       run_out([f"{OUT}/signal_loop", "300000"])))
+        for b in BUILDS:
+            vals.setdefault(f"watch -p other ({name(b)})", []).append(signal_cost(b))
+    print(f"a signal a process nobody watches sends itself, while another is watched, "
+          f"median of {RUNS}:")
+    for k, v in vals.items():
+        print(f"  {k:34s} {statistics.median(v):8.1f} ns per signal")
+
+
 def row_torch():
     py = "/usr/bin/python3"
     if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode:
@@ -453,7 +484,7 @@ def row_signals():
 
 
 for row, fn in (("dlopen", row_dlopen), ("dlopen", row_dlopen_distinct), ("where", row_where),
-                ("dlsym", row_dlsym), ("twin", row_twin),
+                ("dlsym", row_dlsym), ("twin", row_twin), ("sigcost", row_sigcost),
                 ("torch", row_torch), ("kill", row_kill), ("nice", row_nice),
                 ("attach", row_attach), ("signals", row_signals)):
     if wanted(row):
