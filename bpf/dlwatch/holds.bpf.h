@@ -257,9 +257,10 @@ unsigned long long collector_away_since;
 unsigned long long hold_signalled;
 /* The collector's process ID (in its own namespace, as task_id gives it); 0: not known. */
 const volatile unsigned int collector_tgid = 0;
+
 enum collector_state {
 	COLLECTOR_ATTENTIVE,
-	COLLECTOR_SIGNALLED, /* sent a signal that stops or ends it, and no beat since */
+	COLLECTOR_SIGNALLED, /* sent a signal that stops or ends it, not continued since */
 	COLLECTOR_STALE,     /* no beat for DLW_BEAT_STALE_NS (or none at all) */
 };
 
@@ -450,7 +451,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 		return 0;
 	}
 	start = bpf_ktime_get_ns();
-	/* A collector stopped, killed or starved holds nobody until it beats again. */
+	/* A collector stopped, killed or starved holds nobody until it answers again. */
 	away = collector_state(start);
 	if (away != COLLECTOR_ATTENTIVE) {
 		note_away(away, start);

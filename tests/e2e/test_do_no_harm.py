@@ -123,7 +123,7 @@ def test_a_killed_or_stopped_collector_stalls_no_target_thread():
                                  r"new libraries \([\d.]+ ms each on average, ([\d.]+) ms at "
                                  r"most, as the paused threads saw it\)", said), said
                 assert re.search(r"\d+ let go and [1-9]\d* not held because dlscope was "
-                                 r"stopped, killed or starved for \d+ ms, the rest not "
+                                 r"stopped or killed, or silent for \d+ ms, the rest not "
                                  r"answered within 3 s\): their first calls may be missing; "
                                  r"[1-9]\d* as a signal had stopped or ended dlscope", said), said
 

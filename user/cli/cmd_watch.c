@@ -395,8 +395,8 @@ static void print_watch_stats(const struct watch_stats *st)
 	if (st->holds_late) {
 		fprintf(stderr,
 			"dlscope: uncounted: %llu library loads whose probes came late (%llu let go and "
-			"%llu not held because dlscope was stopped, killed or starved for %.0f ms, the "
-			"rest not answered within %.0f s): their first calls may be missing",
+			"%llu not held because dlscope was stopped or killed, or silent for %.0f ms, "
+			"the rest not answered within %.0f s): their first calls may be missing",
 			st->holds_late, st->holds_abandoned, st->holds_not_held,
 			DLW_BEAT_STALE_NS / 1e6, DLW_HOLD_MAX_NS / 1e9);
 		/* Whether dlscope was away, or its heartbeat only late. */
