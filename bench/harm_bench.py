@@ -289,14 +289,16 @@ def row_dlsym():
         print(f"  {k:34s} {v:8.3f} us per call")
 
 
-def twin_cost(build, follow):
+def beside_watch(build, follow, measure):
+    """measure() while `watch -p` (with -f: probes in every process) watches an idle process:
+    what a process nobody watches pays beside it."""
     idle = subprocess.Popen(["sleep", "60"])
     w = subprocess.Popen([build, "watch", "-q", *(["-f"] if follow else []), "-p",
                           str(idle.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True)
     try:
         assert w.stderr.readline().startswith("dlscope: watching")
-        return 1e6 / number(r"(\d+) calls/s", run_out([f"{OUT}/dlsym_loop", "300000"]))
+        return measure()
     finally:
         w.send_signal(signal.SIGINT)
         w.communicate(timeout=60)
@@ -304,44 +306,37 @@ def twin_cost(build, follow):
         idle.wait()
 
 
+def dlsym_cost():
+    return 1e6 / number(r"(\d+) calls/s", run_out([f"{OUT}/dlsym_loop", "300000"]))
+
+
 def row_twin():
     vals = {"untraced": []}
     for _ in range(RUNS):
-        vals["untraced"].append(1e6 / number(r"(\d+) calls/s",
-                                             run_out([f"{OUT}/dlsym_loop", "300000"])))
+        vals["untraced"].append(dlsym_cost())
         for b in BUILDS:
             for follow in (False, True):
                 k = f"watch {'-f ' if follow else ''}-p other ({name(b)})"
-                vals.setdefault(k, []).append(twin_cost(b, follow))
+                vals.setdefault(k, []).append(beside_watch(b, follow, dlsym_cost))
     print(f"dlsym in a loop in a process nobody watches, while another is watched, "
           f"median of {RUNS}:")
     for k, v in vals.items():
         print(f"  {k:34s} {statistics.median(v):8.3f} us per call")
 
 
-def signal_cost(build):
-    """A signal's cost to a process nobody watches, beside `watch -p` of another: the collector's
+def signal_cost():
+    """A signal's cost to a process nobody watches: beside a watch, the collector's
     signal_generate program (holds.bpf.h) runs for every signal sent on the host."""
-    idle = subprocess.Popen(["sleep", "60"])
-    w = subprocess.Popen([build, "watch", "-q", "-p", str(idle.pid)], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        assert w.stderr.readline().startswith("dlscope: watching")
-        return number(r"([\d.]+) ns per signal", run_out([f"{OUT}/signal_loop", "300000"]))
-    finally:
-        w.send_signal(signal.SIGINT)
-        w.communicate(timeout=60)
-        idle.kill()
-        idle.wait()
+    return number(r"([\d.]+) ns per signal", run_out([f"{OUT}/signal_loop", "300000"]))
 
 
 def row_sigcost():
     vals = {"untraced": []}
     for _ in range(RUNS):
-        vals["untraced"].append(number(r"([\d.]+) ns per signal",
-                                       run_out([f"{OUT}/signal_loop", "300000"])))
+        vals["untraced"].append(signal_cost())
         for b in BUILDS:
-            vals.setdefault(f"watch -p other ({name(b)})", []).append(signal_cost(b))
+            vals.setdefault(f"watch -p other ({name(b)})", []).append(
+                beside_watch(b, False, signal_cost))
     print(f"a signal a process nobody watches sends itself, while another is watched, "
           f"median of {RUNS}:")
     for k, v in vals.items():
