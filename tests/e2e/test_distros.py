@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import time
 
 from distro_roots import NUMPY_ROOT, DistroRoot
 from harness import (Fixture, Skip, dlscope, dlscope_path, first_child, fixture_path, is_root,
@@ -207,16 +208,29 @@ time.sleep(1000)
 
 
 def faulthandler_stacks(text):
-    """{thread ident: [(file, line, function)]} of a faulthandler dump, innermost first."""
+    """{thread ident: [(file, line, function)]} of a faulthandler dump, innermost first; None
+    while the dump is still being written (faulthandler writes a line in pieces)."""
     stacks, cur = {}, None
+    if not text.endswith("\n"):
+        return None
     for ln in text.splitlines():
         if ln.startswith(("Thread 0x", "Current thread 0x")):
             cur = stacks.setdefault(int(ln.split("0x", 1)[1].split()[0], 16), [])
         elif ln.startswith("  File ") and cur is not None:
-            file = ln.split('"')[1]
-            line, func = ln.rsplit(", line ", 1)[1].split(" in ", 1)
-            cur.append((file, int(line), func))
+            m = re.fullmatch(r'  File "(.*)", line (\d+) in (.+)', ln)
+            if not m:
+                return None
+            cur.append((m.group(1), int(m.group(2)), m.group(3)))
     return stacks
+
+
+def whole_dump(path):
+    """The dump at @path once written whole: two threads, and the same a moment later."""
+    first = faulthandler_stacks(open(path).read())
+    if not first or len(first) != 2:
+        return None
+    time.sleep(0.1)
+    return first if faulthandler_stacks(open(path).read()) == first else None
 
 
 def check_frames_as_faulthandler(root, argv, version):
@@ -225,8 +239,7 @@ def check_frames_as_faulthandler(root, argv, version):
     dump = os.path.join(root.dir, "tmp", "faulthandler.txt")
     with Fixture(argv) as fx:
         pid = first_child(fx.pid) if "--pid" in argv else fx.pid
-        expected = wait_until(lambda: len(faulthandler_stacks(open(dump).read())) == 2 and
-                              faulthandler_stacks(open(dump).read()), 10, "faulthandler's dump")
+        expected = wait_until(lambda: whole_dump(dump), 10, "faulthandler's dump")
         doc = json.loads(dlscope("stacks", "--json", pid, check=0).stdout)["processes"][0]
     # Up to 3.10 the version is its file's name (no Py_Version): no micro then.
     assert doc["python"]["version"] == version or \
