@@ -331,7 +331,9 @@ def main():
             if res["skipped"] and not res["name"].startswith("unit "):
                 skipped.append(res["name"])
             if res["failed"]:
-                failed.append((res["name"], res.get("why", res["lines"][-1][-600:].replace("\n", " | "))))
+                # A unit binary's or a worker's failure has no exception: its last line.
+                why = res.get("why") or res["lines"][-1][-600:].replace("\n", " | ")
+                failed.append((res["name"], why))
             for line in res["lines"]:
                 print(line, flush=True)
 

@@ -264,10 +264,11 @@ enum collector_state {
 	COLLECTOR_STALE,     /* no beat for DLW_BEAT_STALE_NS (or none at all) */
 };
 
-/* Whether the collector answers: not signalled away, and a heartbeat lately. */
-static __always_inline enum collector_state collector_state(u64 now)
+/* Whether the collector answers: not signalled away, and a heartbeat lately (*@beat: the beat
+ * it was judged by). */
+static __always_inline enum collector_state collector_state(u64 now, u64 *beat_seen)
 {
-	u64 beat = *(volatile unsigned long long *)&collector_beat;
+	u64 beat = *beat_seen = *(volatile unsigned long long *)&collector_beat;
 	u64 away = *(volatile unsigned long long *)&collector_away_since;
 
 	if (beat && away && (s64)(beat - away) < (s64)DLW_AWAY_HEALS_NS)
@@ -279,11 +280,11 @@ static __always_inline enum collector_state collector_state(u64 now)
 
 /*
  * A hold refused or let go at @now as the collector was away: counted by why; for a stale
- * beat, its age (racy: a maximum).
+ * @beat, its age (racy: a maximum).
  */
-static __always_inline void note_away(enum collector_state why, u64 now)
+static __always_inline void note_away(enum collector_state why, u64 now, u64 beat)
 {
-	u64 beat = *(volatile unsigned long long *)&collector_beat, age = beat ? now - beat : ~0ULL;
+	u64 age = beat ? now - beat : ~0ULL;
 
 	if (why == COLLECTOR_SIGNALLED)
 		__sync_fetch_and_add(&hold_signalled, 1);
@@ -306,7 +307,7 @@ static __always_inline bool signal_stops_or_ends(struct task_struct *task, int s
 
 	if (sig == DLW_SIGKILL || sig == DLW_SIGSTOP)
 		return true;
-	if (sig < 1 || sig > 64 || default_ignored(sig))
+	if (sig < 1 || sig > 64)
 		return false;
 	sh = BPF_CORE_READ(task, sighand);
 	if (!sh)
@@ -365,7 +366,7 @@ static long hold_poll(u64 i, void *ctx)
 {
 	u32 tid = (u32)current_id();
 	struct hold_wait *h = bpf_map_lookup_elem(&holding, &tid);
-	u64 *v = bpf_map_lookup_elem(&released, &tid), now;
+	u64 *v = bpf_map_lookup_elem(&released, &tid), now, beat;
 	enum collector_state away;
 	u8 byte;
 
@@ -376,10 +377,10 @@ static long hold_poll(u64 i, void *ctx)
 		return 1;
 	}
 	now = bpf_ktime_get_ns();
-	away = collector_state(now);
+	away = collector_state(now, &beat);
 	if (away != COLLECTOR_ATTENTIVE) {
 		h->stale = 1;
-		note_away(away, now);
+		note_away(away, now, beat);
 		return 1;
 	}
 	/*
@@ -415,7 +416,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	u64 id = current_id(), delta = bpf_get_attach_cookie(ctx);
 	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
 	struct hold_wait h = { .pc = PT_REGS_IP(ctx) }, *hp;
-	u64 start, took, r_map_at;
+	u64 start, took, r_map_at, beat;
 	struct bpf_iter_num it;
 	int dummy = 0;
 	enum collector_state away;
@@ -452,9 +453,9 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	}
 	start = bpf_ktime_get_ns();
 	/* A collector stopped, killed or starved holds nobody until it answers again. */
-	away = collector_state(start);
+	away = collector_state(start, &beat);
 	if (away != COLLECTOR_ATTENTIVE) {
-		note_away(away, start);
+		note_away(away, start, beat);
 		__sync_fetch_and_add(&hold_not_held, 1);
 		count_lost_as(DLW_LOST_HOLD);
 		return 0;
