@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0
+/* A Slurm job's tasks read on their own nodes and gathered into one job (slurm_tasks.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "output.h"
+#include "procfs.h"
+#include "runprog.h"
+#include "slurm_tasks.h"
+
+void slurm_tasks__free(struct slurm_tasks *t)
+{
+	for (size_t i = 0; t->j && t->task && i < t->j->n; i++)
+		json_decref(t->task[i]);
+	free(t->task);
+	free(t->node_errors);
+	job__free(t->j);
+	*t = (struct slurm_tasks){ 0 };
+}
+
+/* Room for one more rank in @t. 0 or -ENOMEM. */
+static int tasks_grow(struct slurm_tasks *t)
+{
+	struct job *j = t->j;
+	size_t cap = t->cap;
+
+	if (j->n < t->cap)
+		return 0;
+	if (ARRAY_GROW(j->ranks, cap, 16))
+		return -ENOMEM;
+	cap = t->cap;
+	if (ARRAY_GROW(t->task, cap, 16))
+		return -ENOMEM;
+	t->cap = cap;
+	return 0;
+}
+
+static void node_error(struct slurm_tasks *t, const char *node, const char *why)
+{
+	char *prev = t->node_errors;
+
+	if (asprintf(&t->node_errors, "%s%s%s: %s", prev ? prev : "", prev ? "; " : "", node, why) <
+	    0)
+		t->node_errors = prev;
+	else
+		free(prev);
+}
+
+/* The node as Slurm names it: SLURMD_NODENAME inside a step, else the host's short name. */
+static void node_name(char *buf, size_t len)
+{
+	const char *n = getenv("SLURMD_NODENAME");
+
+	if (n && *n) {
+		snprintf(buf, len, "%s", n);
+		return;
+	}
+	if (gethostname(buf, len))
+		snprintf(buf, len, "?");
+	buf[len - 1] = '\0';
+	buf[strcspn(buf, ".")] = '\0';
+}
+
+int slurm_tasks__here(long jobid, int step, struct slurm_tasks *t)
+{
+	char why[256];
+	struct job *j;
+
+	if (job__slurm_tasks(jobid, step, NULL, -1, &j, why, sizeof(why)))
+		return -ENOENT;
+	if (j->step_nodes != 1) {
+		job__free(j);
+		return -EXDEV;
+	}
+	t->j = j;
+	t->cap = j->n;
+	t->task = calloc(j->n ? j->n : 1, sizeof(*t->task));
+	return t->task ? 0 : -ENOMEM;
+}
+
+/* Keep the ranks of one step: @step, or the one with most ranks (ties: the first). */
+static int keep_one_step(struct slurm_tasks *t, int step)
+{
+	struct job *j = t->j;
+	size_t kept = 0, best_n = 0;
+	int best = step;
+
+	for (size_t i = 0; step < 0 && i < j->n; i++) {
+		size_t n = 0;
+
+		for (size_t k = 0; k < j->n; k++)
+			n += j->ranks[k].step == j->ranks[i].step;
+		if (n > best_n || (n == best_n && j->ranks[i].step < best)) {
+			best_n = n;
+			best = j->ranks[i].step;
+		}
+	}
+	step = best;
+	for (size_t i = 0; i < j->n; i++) {
+		if (j->ranks[i].step != step) {
+			json_decref(t->task[i]);
+			continue;
+		}
+		j->ranks[kept] = j->ranks[i];
+		t->task[kept++] = t->task[i];
+	}
+	j->n = kept;
+	return step;
+}
+
+/* Ranks in rank order (they came node by node): both arrays sorted alike. */
+static void sort_ranks(struct slurm_tasks *t)
+{
+	struct job *j = t->j;
+
+	for (size_t i = 1; i < j->n; i++)
+		for (size_t k = i; k > 0 && j->ranks[k - 1].rank > j->ranks[k].rank; k--) {
+			struct job_rank r = j->ranks[k];
+			json_t *d = t->task[k];
+
+			j->ranks[k] = j->ranks[k - 1];
+			t->task[k] = t->task[k - 1];
+			j->ranks[k - 1] = r;
+			t->task[k - 1] = d;
+		}
+}
+
+/* The names of the nodes ranks were read on, "n1,n2", into @j->nodes. */
+static void name_nodes(struct job *j)
+{
+	size_t off = 0;
+
+	j->nodes[0] = '\0';
+	for (size_t i = 0; i < j->n; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = !strcmp(j->ranks[k].node, j->ranks[i].node);
+		if (seen || !j->ranks[i].node[0] || off >= sizeof(j->nodes))
+			continue;
+		off += (size_t)snprintf(j->nodes + off, sizeof(j->nodes) - off, "%s%s",
+					off ? "," : "", j->ranks[i].node);
+	}
+	if (!j->nodes[0])
+		snprintf(j->nodes, sizeof(j->nodes), "this host");
+}
+
+bool slurm_tasks__settle(struct slurm_tasks *t, long jobid, int step, pid_t asked, const char *role)
+{
+	if (!t->j->n)
+		return false;
+	t->j->slurm_job = jobid;
+	t->j->slurm_step = keep_one_step(t, step);
+	t->j->asked = asked;
+	snprintf(t->j->asked_role, sizeof(t->j->asked_role), "%s", role);
+	sort_ranks(t);
+	name_nodes(t->j);
+	return true;
+}
+
+/* The tasks of one node's document into @t, each task document kept whole. */
+static int take_node_doc(struct slurm_tasks *t, const json_t *doc)
+{
+	const char *node = json_string_value(json_object_get(doc, "node")) ?: "?";
+	const char *scheme = json_string_value(json_object_get(doc, "scheme")) ?: "";
+	json_int_t world = json_integer_value(json_object_get(doc, "world_size"));
+	json_t *x;
+	size_t i;
+
+	if (json_is_string(json_object_get(doc, "error")))
+		node_error(t, node, json_string_value(json_object_get(doc, "error")));
+	if (world > t->j->world_size) {
+		t->j->world_size = (int)world;
+		t->j->world_var =
+			job__world_var(json_string_value(json_object_get(doc, "world_var")));
+	}
+	json_array_foreach (json_object_get(doc, "tasks"), i, x) {
+		const json_t *lr = json_object_get(x, "local_rank");
+		struct job_rank *jr;
+
+		if (tasks_grow(t))
+			return -ENOMEM;
+		jr = &t->j->ranks[t->j->n];
+		*jr = (struct job_rank){
+			.pid = (pid_t)json_integer_value(json_object_get(x, "pid")),
+			.rank = (int)json_integer_value(json_object_get(x, "rank")),
+			.local_rank = json_is_integer(lr) ? (int)json_integer_value(lr) : -1,
+			.step = (int)json_integer_value(json_object_get(x, "step")),
+		};
+		snprintf(jr->node, sizeof(jr->node), "%s", node);
+		snprintf(jr->comm, sizeof(jr->comm), "%s",
+			 json_string_value(json_object_get(x, "comm")) ?: "?");
+		t->task[t->j->n++] = json_incref(x);
+		for (int k = 0; t->j->scheme == JOB_SCHEME_NONE && k < JOB_SCHEME_NONE; k++)
+			if (!strcmp(scheme, job_scheme__name(k)))
+				t->j->scheme = k;
+	}
+	return 0;
+}
+
+/* The number of nodes of job @jobid, from squeue's JSON. -errno with @why. */
+static int job_nodes(long jobid, int *nodes, char *why, size_t whylen)
+{
+	char id[32], *out;
+	char *argv[] = { "squeue", "--json", "--jobs", id, NULL };
+	const json_t *job = NULL, *x;
+	json_error_t jerr;
+	json_t *doc;
+	size_t i;
+	int status;
+
+	snprintf(id, sizeof(id), "%ld", jobid);
+	out = runprog__capture(NULL, argv, false, NULL, &status);
+	if (!out) {
+		snprintf(why, whylen, "cannot run squeue: %s", strerror(errno));
+		return -ENOENT;
+	}
+	doc = json_loads(out, 0, &jerr);
+	free(out);
+	/* squeue 22.05 gives every job with --json, whatever --jobs asks. */
+	json_array_foreach (json_object_get(doc, "jobs"), i, x)
+		if (json_integer_value(json_object_get(x, "job_id")) == jobid)
+			job = x;
+	if (!job || strcmp(json_string_value(json_object_get(job, "job_state")) ?: "", "RUNNING")) {
+		snprintf(why, whylen, "Slurm job %ld is %s", jobid,
+			 !doc ? "not known (squeue gave no JSON)" :
+			 job  ? json_string_value(json_object_get(job, "job_state")) ?:
+										       "not running" :
+				"not known to squeue");
+		json_decref(doc);
+		return -ENOENT;
+	}
+	*nodes = (int)json_integer_value(json_object_get(job, "node_count"));
+	json_decref(doc);
+	if (*nodes <= 0) {
+		snprintf(why, whylen, "squeue gives Slurm job %ld no nodes", jobid);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* One labelled line of srun's output: its task number and text, or -1 for srun's own words. */
+static long task_of_line(char *line, char *next, int nodes, char **text)
+{
+	char *end;
+	long task = strtol(line, &end, 10);
+
+	if (end == line || *end != ':' || task < 0 || task >= nodes)
+		return -1;
+	*text = end + (end[1] == ' ' ? 2 : 1);
+	return *text <= next ? task : -1;
+}
+
+/*
+ * srun's labelled output (@out, @len) into one document per node, gathered into @t; how many
+ * nodes answered.
+ */
+static int take_output(char *out, size_t len, int nodes, struct slurm_tasks *t, int *err)
+{
+	struct {
+		FILE *f;
+		char *text;
+		size_t len;
+	} *bufs = calloc((size_t)nodes, sizeof(*bufs));
+	int docs = 0;
+
+	/*
+	 * "N: " before each piece of task N's output: srun cuts a long line into pieces of its
+	 * buffer's size, each labelled and ended by a newline, and the pieces of two tasks
+	 * interleave. A compact JSON document has no newline of its own: each task's pieces,
+	 * joined without their newlines, are its document.
+	 */
+	for (char *line = out, *next, *text; bufs && line < out + len; line = next) {
+		long task;
+
+		next = memchr(line, '\n', (size_t)(out + len - line));
+		next = next ? next + 1 : out + len;
+		task = task_of_line(line, next, nodes, &text);
+		if (task < 0)
+			continue;
+		if (!bufs[task].f)
+			bufs[task].f = open_memstream(&bufs[task].text, &bufs[task].len);
+		if (bufs[task].f)
+			fwrite(text, 1, (size_t)(next - text) - (next[-1] == '\n'), bufs[task].f);
+	}
+	for (int k = 0; bufs && k < nodes; k++) {
+		json_error_t jerr;
+		json_t *doc;
+
+		if (!bufs[k].f)
+			continue;
+		fclose(bufs[k].f);
+		doc = json_loadb(bufs[k].text, bufs[k].len, 0, &jerr);
+		free(bufs[k].text);
+		if (!doc)
+			continue;
+		docs++;
+		if (!*err)
+			*err = take_node_doc(t, doc);
+		json_decref(doc);
+	}
+	if (!bufs)
+		*err = -ENOMEM;
+	free(bufs);
+	return docs;
+}
+
+int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *args,
+			 struct slurm_tasks *t, char *why, size_t whylen)
+{
+	char self[PATH_MAX], idarg[48], nodesarg[32], spec[48], *out;
+	char *argv[32];
+	size_t n = 0, len = 0;
+	ssize_t sl;
+	int nodes, status, err = 0, docs;
+
+	if (!t->j) {
+		t->j = calloc(1, sizeof(*t->j));
+		if (!t->j) {
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
+		}
+		*t->j = (struct job){ .scheme = JOB_SCHEME_NONE, .world_size = -1 };
+	}
+	err = job_nodes(jobid, &nodes, why, whylen);
+	if (err)
+		return err;
+	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl <= 0) {
+		snprintf(why, whylen, "cannot find dlscope's own file: %s", strerror(errno));
+		return -ENOENT;
+	}
+	self[sl] = '\0';
+	snprintf(idarg, sizeof(idarg), "--jobid=%ld", jobid);
+	snprintf(nodesarg, sizeof(nodesarg), "--nodes=%d", nodes);
+	if (step >= 0)
+		snprintf(spec, sizeof(spec), "%ld.%d", jobid, step);
+	else
+		snprintf(spec, sizeof(spec), "%ld", jobid);
+	/* A step of its own beside the job's: on every node once, sharing the job's CPUs
+	 * (--overlap), no MPI set-up, and no node's failure killing the others' reads. */
+	char *fixed[] = { "srun",	  idarg,
+			  "--overlap",	  "--ntasks-per-node=1",
+			  nodesarg,	  "--mpi=none",
+			  "--input=none", "--label",
+			  "--quiet",	  "--kill-on-bad-exit=0",
+			  self,		  (char *)cmd,
+			  "--job-node",	  spec };
+
+	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
+		argv[n++] = fixed[k];
+	for (size_t k = 0; args && args[k] && n < sizeof(argv) / sizeof(argv[0]) - 1; k++)
+		argv[n++] = args[k];
+	argv[n] = NULL;
+	out = runprog__capture(NULL, argv, true, &len, &status);
+	if (!out) {
+		snprintf(why, whylen, "cannot run srun: %s", strerror(errno));
+		return -ENOENT;
+	}
+	docs = take_output(out, len, nodes, t, &err);
+	free(out);
+	if (err) {
+		snprintf(why, whylen, "out of memory");
+		return err;
+	}
+	if (docs < nodes)
+		node_error(t, "srun",
+			   docs ? "some nodes gave no answer" : "no node gave an answer");
+	if (!docs) {
+		snprintf(why, whylen,
+			 "srun --overlap on Slurm job %ld's %d node%s gave no answer (status %d)",
+			 jobid, nodes, nodes == 1 ? "" : "s",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int slurm_tasks__job_of(pid_t pid, const char *cmd, long *jobid, int *step, char *role,
+			size_t rolelen)
+{
+	struct job_identity id;
+	struct job *j = NULL;
+	char comm[64] = "", why[512];
+
+	if (proc__read_stat(pid, 0, comm, sizeof(comm), NULL, NULL))
+		return 0;
+	if (!strcmp(comm, "srun")) {
+		if (job__slurm_step_of_srun(pid, jobid, step)) {
+			dls_err("%s --job: srun %d runs no step that scontrol shows (is the job "
+				"still starting, or is scontrol missing?)",
+				cmd, pid);
+			return -1;
+		}
+		snprintf(role, rolelen, "srun of step %ld.%d", *jobid, *step);
+		return 1;
+	}
+	if (job__identity(pid, &id) || id.slurm_job <= 0)
+		return 0;
+	/*
+	 * A job of mpirun or torchrun inside the allocation (or a task) is theirs: its launcher is
+	 * here, and so are its ranks. A rank under a wrapper shell climbs to slurmstepd.
+	 */
+	if (!job__find(pid, &j, why, sizeof(why)) && strcmp(j->launcher_comm, "slurmstepd")) {
+		job__free(j);
+		return 0;
+	}
+	if (id.slurm_step < 0)
+		snprintf(role, rolelen, "the batch script of job %ld", id.slurm_job);
+	else if (j && j->asked == pid && strncmp(j->asked_role, "the launcher", 12))
+		snprintf(role, rolelen, "%s", j->asked_role);
+	else
+		snprintf(role, rolelen, "in step %ld.%d", id.slurm_job, id.slurm_step);
+	job__free(j);
+	*jobid = id.slurm_job;
+	*step = id.slurm_step;
+	return 1;
+}
+
+int slurm_tasks__of_node(const char *cmd, const char *spec, struct job **j, char *node,
+			 size_t nodelen, char *why, size_t whylen)
+{
+	const char *own_job = getenv("SLURM_JOB_ID"), *own_step = getenv("SLURM_STEP_ID");
+	const char *name = getenv("SLURMD_NODENAME");
+	long jobid;
+	int step, own = -1;
+
+	node_name(node, nodelen);
+	if (job__parse_slurm_id(spec, &jobid, &step)) {
+		dls_err("%s --job-node: '%s' is no Slurm job id (JOBID or JOBID.STEP)", cmd, spec);
+		return -EINVAL;
+	}
+	/* Our own step (the one srun started for us) is no task of the job's to read. */
+	if (own_job && own_step && atol(own_job) == jobid)
+		own = atoi(own_step);
+	if (job__slurm_tasks(jobid, step, name && *name ? name : NULL, own, j, why, whylen))
+		return -ENOENT;
+	return 0;
+}
+
+json_t *slurm_tasks__task_json(const struct job_rank *t, const char *key, json_t *payload,
+			       const char *err)
+{
+	return json_pack("{s:i, s:o, s:i, s:i, s:s, s:o, s:s?}", "rank", t->rank, "local_rank",
+			 t->local_rank >= 0 ? json_integer(t->local_rank) : json_null(), "pid",
+			 t->pid, "step", t->step, "comm", t->comm, key,
+			 payload ? payload : json_null(), "error", payload ? NULL : err);
+}
+
+void slurm_tasks__write_node(const char *cmd, const char *node, const struct job *j, json_t *tasks,
+			     const char *why)
+{
+	json_t *doc;
+
+	if (!j)
+		doc = json_pack("{s:s, s:s, s:o}", "node", node, "error", why, "tasks", tasks);
+	else
+		doc = json_pack("{s:s, s:s, s:i, s:s?, s:o}", "node", node, "scheme",
+				job_scheme__name(j->scheme), "world_size", j->world_size,
+				"world_var", j->world_var, "tasks", tasks);
+	if (!doc || json_dumpf(doc, stdout, JSON_COMPACT) < 0)
+		dls_err("%s --job-node: cannot write the JSON document", cmd);
+	putchar('\n');
+	fflush(stdout);
+	json_decref(doc);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A Slurm job's tasks read on their own nodes, from a login node or any node: a command's node
+ * half (`dlscope CMD --job-node JOBID[.STEP]`) runs once on every node of the job, started by
+ * `srun --jobid --overlap --ntasks-per-node=1` (a step beside the job's, taking none of its
+ * resources), and writes one JSON line: its tasks, each with what CMD read of it. The front
+ * end gathers the lines into one job, its ranks in rank order. Shared by stacks and check.
+ */
+#ifndef DLSCOPE_SLURM_TASKS_H
+#define DLSCOPE_SLURM_TASKS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "job.h"
+
+/* The tasks of one job, from any number of nodes. */
+struct slurm_tasks {
+	struct job *j; /* its ranks, each with its node */
+	json_t **task; /* each rank's task document, as its node wrote it (owned); as j->ranks */
+	size_t cap;    /* room of j->ranks and task */
+	char *node_errors; /* what some nodes could not read: "n2: why; n3: why"; NULL none */
+};
+
+/*
+ * This host's tasks of job @jobid's step @step (-1: any) when the step runs on this host alone:
+ * @t->j, and @t->task all NULL for the caller to fill. -EXDEV when the step spans nodes,
+ * -ENOENT when it has no task here, -ENOMEM.
+ */
+int slurm_tasks__here(long jobid, int step, struct slurm_tasks *t);
+/*
+ * Every node's tasks: `dlscope @cmd --job-node SPEC @args...` on each node of the job (@args
+ * NULL-ended), their documents gathered into @t. -errno with @why when no node answered.
+ */
+int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *args,
+			 struct slurm_tasks *t, char *why, size_t whylen);
+/*
+ * The tasks of one step kept (@step, or the job's main one: most ranks), in rank order; the
+ * job's id, step, nodes and what was asked (@asked, @role) set. False when no task is left.
+ */
+bool slurm_tasks__settle(struct slurm_tasks *t, long jobid, int step, pid_t asked,
+			 const char *role);
+void slurm_tasks__free(struct slurm_tasks *t);
+
+/*
+ * Whether @pid is Slurm's to answer: srun, a batch script, or a task slurmstepd started (not a
+ * rank of mpirun or torchrun inside a task). 1 with its job, step and @role ("srun of step
+ * 12.0"); 0 when it is not; -1 after one line naming why (@cmd's) when it cannot be told.
+ */
+int slurm_tasks__job_of(pid_t pid, const char *cmd, long *jobid, int *step, char *role,
+			size_t rolelen);
+
+/*
+ * The node half's tasks: this node's tasks of @spec (JOBID[.STEP]), without the step that runs
+ * the node half itself, into *@j; @node named as Slurm names this node. 0, -EINVAL when @spec
+ * is no job id (said, with @cmd's name), or -ENOENT with @why (the node's document says it).
+ */
+int slurm_tasks__of_node(const char *cmd, const char *spec, struct job **j, char *node,
+			 size_t nodelen, char *why, size_t whylen);
+/* One task as the front end reads it: its identity, and @payload under @key (NULL: @err). */
+json_t *slurm_tasks__task_json(const struct job_rank *t, const char *key, json_t *payload,
+			       const char *err);
+/* The node half's one line: @tasks (stolen) of @j, or @why when @j is NULL. */
+void slurm_tasks__write_node(const char *cmd, const char *node, const struct job *j, json_t *tasks,
+			     const char *why);
+
+#endif
