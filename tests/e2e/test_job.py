@@ -10,6 +10,7 @@ import tempfile
 import time
 
 from harness import Fixture, Skip, dlscope, fixture_path, wait_idle, wait_until
+from test_cli import validate
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python")
 
@@ -143,6 +144,7 @@ def test_check_job_reports_rank_2s_extra_libgomp():
     fx, ranks = launcher(4)
     with fx:
         doc = check_job(fx.pid)
+        assert validate("check", doc) is None, validate("check", doc)
         procs = {p["rank"]: p for p in doc["processes"]}
         assert sorted(procs) == [0, 1, 2, 3]
         assert {f["id"] for f in procs[2]["findings"]} >= {"dup-openmp"}, procs[2]["findings"]
@@ -163,6 +165,10 @@ def test_check_job_reports_rank_2s_extra_libgomp():
         assert doc["diff"]["environment"] == []
         text = dlscope("check", "--job", ranks[3], check=1).stdout
         assert "\nrank 2, process %d (job_launcher)" % ranks[2] in text
+        # Each part of the diff is said only when its detector ran.
+        only = dlscope("check", "--job", "--only", "rank-objects", ranks[3], check=0).stdout
+        assert "objects not in every rank" in only and "\n  environment (" not in only and \
+            "\n  CPUs" not in only, only
         assert "objects not in every rank:\n    %s" % vendored in text and \
             "in rank 2, not in ranks 0-1,3" in text, text
 

@@ -11,6 +11,7 @@ import tempfile
 import time
 
 from harness import ROOT, Skip, dlscope, dlscope_path, is_root, wait_until
+from test_cli import validate
 from slurm_cluster import SlurmCluster, free_port, proc_env
 
 # Serial: the ranks of MPI's barrier spin on the CPUs, and clusters are whole-machine set-ups.
@@ -126,6 +127,52 @@ def test_two_node_jobs_are_read_on_each_node_and_name_the_rank_by_its_slurm_rank
         doc = stacks_job(c, f"slurm:{job}")
         assert_names(doc, 1, 2, nodes="n1,n2")
         assert "in no collective" in doc["verdict"]["text"], doc["verdict"]
+
+
+def check_job(c, what, *args, status=0):
+    p = dlscope("check", "--job", "--json", *args, what, env=c.env, timeout=120)
+    assert p.returncode == status, (what, p.returncode, p.stderr, p.stdout[-3000:])
+    return json.loads(p.stdout)
+
+
+def test_check_of_a_two_node_job_compares_ranks_read_on_their_own_nodes():
+    with SlurmCluster(nodes=2) as c:
+        # Ranks 0-1 on n1, 2-3 on n2; rank 3 alone loads libgomp and runs with
+        # OMP_NUM_THREADS=1. Asked from the controller's side, by the job's id and srun's PID.
+        lib = "libgomp.so.1"
+        srun, job = start_job(c, 4, "plain", "sleep", nodes=2,
+                              env={"SLURM_RANK_ODD_LIB": lib})
+        for what in (f"slurm:{job}", str(srun.pid)):
+            doc = check_job(c, what)
+            assert validate("check", doc) is None, validate("check", doc)
+            procs = {p["rank"]: p for p in doc["processes"]}
+            assert {r: p["node"] for r, p in procs.items()} == \
+                {0: "n1", 1: "n1", 2: "n2", 3: "n2"}, procs
+            assert all(p["object_count"] > 5 for p in procs.values()), procs
+            assert doc["job"]["slurm"]["job"] == job and doc["job"]["world_size"] == 4, doc["job"]
+            odd = [o for o in doc["diff"]["objects"] if lib in o["path"]]
+            assert [(o["ranks"], o["missing_in"]) for o in odd] == [([3], [0, 1, 2])], \
+                doc["diff"]["objects"]
+            env = {e["name"]: e["values"] for e in doc["diff"]["environment"]}
+            assert env.get("OMP_NUM_THREADS") == [{"value": None, "ranks": [0, 1, 2]},
+                                                 {"value": "1", "ranks": [3]}], env
+            ids = {f["id"]: f for f in doc["job_findings"]}
+            assert {"rank-objects", "rank-environment"} <= set(ids), ids
+            assert ids["rank-objects"]["title"] == f"ranks of Slurm job {job} load different " \
+                "objects", ids["rank-objects"]
+            # CPUs are counted node by node: two nodes never share one.
+            assert sorted(n["node"] for n in doc["diff"]["cpus"]["nodes"]) == ["n1", "n2"], \
+                doc["diff"]["cpus"]
+        # In words, and the warning counts for --fail-on.
+        p = dlscope("check", "--job", "--fail-on", "warning", f"slurm:{job}", env=c.env,
+                    timeout=120)
+        assert p.returncode == 1, (p.returncode, p.stderr, p.stdout[-3000:])
+        assert re.search(rf"Slurm job {job} step 0 \(\w+\): 4 ranks .* on n1,n2\n", p.stdout), \
+            p.stdout
+        assert re.search(r"\nrank 3 on n2, process \d+ \(python3\): \d+ objects", p.stdout), \
+            p.stdout
+        assert re.search(rf"{lib} .*: in rank 3, not in ranks 0-2", p.stdout), p.stdout
+        c.run("scancel", str(job))
 
 
 def test_the_record_recipe_as_written_gives_the_hangs_stacks_and_one_merged_trace():

@@ -77,6 +77,7 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 		{ "list", no_argument, NULL, 'l' },
 		{ "progress", no_argument, NULL, 'P' },
 		{ "job", no_argument, NULL, 'J' },
+		{ "job-node", required_argument, NULL, 'D' },
 		{ "no-follow", no_argument, NULL, 'N' },
 		{ "core", required_argument, NULL, 'C' },
 		COREOPT_LONGOPTS,
@@ -125,6 +126,7 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 			break;
 		case 'l': *list = true; break;
 		case 'J': o->job = true; break;
+		case 'D': o->job_node = arg; break;
 		case 'N': o->no_follow = true; break;
 		case 'C': o->core = arg; break;
 		case 'P': o->progress = true; break;

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "check_job.h"
+#include "check_process.h"
 #include "check_opts.h"
 #include "cliopt.h"
 #include "commands.h"
@@ -17,22 +19,15 @@
 #include "corefile.h"
 #include "crash.h"
 #include "detector.h"
-#include "elfobj.h"
 #include "event.h"
 #include "inspect.h"
-#include "job.h"
-#include "libgraph.h"
 #include "outfile.h"
 #include "output.h"
-#include "phase.h"
 #include "pkgowner.h"
 #include "procfs.h"
-#include "runtimes.h"
-#include "static_tls.h"
 #include "supervise.h"
 #include "target.h"
 #include "termsafe.h"
-#include "threadscan.h"
 
 /* An argument that names a trace file rather than a process: it exists, or looks like a path. */
 static bool is_trace_arg(const char *arg)
@@ -43,131 +38,6 @@ static bool is_trace_arg(const char *arg)
 
 	return parse_pid(arg, &pid) &&
 	       (!stat(arg, &st) || strchr(arg, '/') || (n > 6 && !strcmp(arg + n - 6, ".jsonl")));
-}
-
-/* The static TLS block's room left, when it could be read. */
-static json_t *static_tls_json(const struct static_tls *st, bool known)
-{
-	if (!known)
-		return json_null();
-	return json_pack("{s:I, s:I, s:I, s:I}", "size", (json_int_t)st->size, "descriptor",
-			 (json_int_t)st->tcb, "used", (json_int_t)st->used, "left",
-			 (json_int_t)st->left);
-}
-
-/* check --json: a process's entry in "processes", with @mine, its findings. */
-static void append_process(json_t *procs, const struct target *t, const struct libgraph *g,
-			   size_t n_threads, const struct runtime_list *rt,
-			   const struct findings *mine)
-{
-	struct static_tls st;
-	bool st_known = !static_tls__read(t, g, &st);
-
-	/* A core's process is gone: its command line is the one the core kept. */
-	char *cmdline = t->core ? strdup(t->core->args) : proc__cmdline(t->pid);
-
-	/* The command line: a report says how to run the program again, elsewhere. */
-	json_array_append_new(
-		procs, json_pack("{s:i, s:s, s:s, s:o*, s:i, s:i, s:o, s:o}", "pid",
-				 (json_int_t)t->pid, "comm", t->comm, "exe", t->exe, "cmdline",
-				 cmdline ? json_string(cmdline) : json_null(), "object_count",
-				 (json_int_t)g->n, "threads", (json_int_t)n_threads, "runtimes",
-				 runtimes__to_json(rt, g), "findings", findings__to_json(mine)));
-	free(cmdline);
-	json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "static_tls",
-			    static_tls_json(&st, st_known));
-	/* The executable's build-id: which build of the program this is. */
-	for (size_t k = 0; k < g->n; k++)
-		if (g->objs[k]->origin == LG_EXECUTABLE && g->objs[k]->elf &&
-		    elfobj__build_id(g->objs[k]->elf)) {
-			json_object_set_new(json_array_get(procs, json_array_size(procs) - 1),
-					    "build_id",
-					    json_string(elfobj__build_id(g->objs[k]->elf)));
-			break;
-		}
-}
-
-/* check's text: a process's counts, runtimes and @mine, its findings. */
-static void print_process(const struct target *t, const struct libgraph *g, size_t n_threads,
-			  const struct runtime_list *rt, const struct findings *mine)
-{
-	printf("process %d (%s): %zu object%s, %zu thread%s, %zu finding%s\n", t->pid, t->comm,
-	       g->n, g->n == 1 ? "" : "s", n_threads, n_threads == 1 ? "" : "s", mine->n,
-	       mine->n == 1 ? "" : "s");
-	struct static_tls st;
-
-	if (rt->n) {
-		printf("runtimes:\n");
-		runtimes__print(rt, g, "  ", stdout);
-	}
-	/* What a later dlopen of initial-exec TLS (libgomp, many wheels) may still take. */
-	if (!static_tls__read(t, g, &st))
-		printf("static TLS: %llu of %llu bytes left for objects loaded later (%u object%s in "
-		       "it, %llu bytes taken)\n",
-		       (unsigned long long)st.left, (unsigned long long)(st.size - st.tcb),
-		       st.objects, st.objects == 1 ? "" : "s", (unsigned long long)st.used);
-	if (mine->n) {
-		putchar('\n');
-		findings__print(mine, stdout);
-	}
-}
-
-/* All selected detectors on one process; findings are appended to @fs. */
-static int check_process(struct inspection *in, const struct check_opts *o, struct findings *fs,
-			 json_t *procs, struct runtime_list *keep_rt)
-{
-	const struct target *t = in->t;
-	const struct threadscan *ts;
-	const struct libgraph *g;
-	struct runtime_list rt = { 0 };
-	struct check_ctx ctx;
-	struct findings mine;
-	size_t first = fs->n, n_threads;
-	char why[512];
-	int err;
-
-	/* The lock-wait graph is built once, here, when the deadlock detector will read it. */
-	err = inspection__read(
-		in, INSPECT_THREADS | (check_opts__selected(o, "deadlock") ? INSPECT_LOCKWAIT : 0),
-		0, why, sizeof(why));
-	if (err) {
-		dls_err("%s", why);
-		return err;
-	}
-	/* Owners before the detectors, whose findings name the packages to rebuild. */
-	if (libgraph__find_packages(in->g, t, o->pkgs))
-		dls_warn("process %d (%s): out of memory naming the packages of its objects",
-			 t->pid, t->comm);
-	g = in->g;
-	ts = in->ts;
-	err = t->core ? 0 : in->ts_err; /* a core has no live threads to read */
-	if (err)
-		dls_warn("process %d (%s): cannot read its threads (%s); thread counts and the "
-			 "loader-lock check are left out",
-			 t->pid, t->comm, strerror(-err));
-	phase__mark("packages");
-	if (runtimes__collect(g, t->core ? NULL : t, ts, &rt))
-		dls_warn("process %d (%s): out of memory listing its runtimes", t->pid, t->comm);
-	phase__mark("runtimes");
-	ctx = (struct check_ctx){ .t = t, .g = g, .ts = ts, .rt = &rt, .lw = in->lw };
-	for (size_t i = 0; i < n_detectors; i++)
-		if (detectors[i].process && check_opts__selected(o, detectors[i].id)) {
-			detectors[i].process(&ctx, fs);
-			phase__mark(detectors[i].id);
-		}
-	/* A core's threads are its NT_PRSTATUS notes. */
-	n_threads = ts ? ts->n : t->core ? t->core->n_threads : 0;
-	mine = (struct findings){ .f = fs->f + first, .n = fs->n - first };
-	if (procs)
-		append_process(procs, t, g, n_threads, &rt, &mine);
-	else
-		print_process(t, g, n_threads, &rt, &mine);
-	/* check --job compares the ranks' runtimes after every rank is checked. */
-	if (keep_rt)
-		*keep_rt = rt;
-	else
-		runtimes__free(&rt);
-	return 0;
 }
 
 /* How the command ended. */
@@ -207,7 +77,7 @@ static int check_at_exit(void *ctx, pid_t pid, bool descendant, const char *cmdl
 	}
 	if (descendant && !o->json)
 		printf("process %d, run by the command: %s\n", pid, cmdline ? cmdline : "?");
-	e = check_process(in, o, cc->fs, cc->procs, NULL);
+	e = check__process(in, o, cc->fs, cc->procs, cc->procs ? NULL : stdout, NULL);
 	if (!e && cc->procs)
 		json_object_set_new(json_array_get(cc->procs, json_array_size(cc->procs) - 1),
 				    "cmdline", cmdline ? json_string(cmdline) : json_null());
@@ -329,194 +199,12 @@ static json_t *outcome_to_json(const struct cmd_outcome *res)
 			 res->crash ? crash__to_json(res->crash) : json_null());
 }
 
-/* The cross-rank diff in words, from the job detectors' JSON. */
-/* A JSON array of ranks as "0-2,4". */
-static void ranks_text(const json_t *ranks, char *buf, size_t len)
-{
-	int r[1024];
-	size_t n = 0, k;
-	const json_t *v;
-
-	json_array_foreach (ranks, k, v)
-		if (n < 1024)
-			r[n++] = (int)json_integer_value(v);
-	job__format_ranks(r, n, buf, len);
-}
-
-static void print_job_diff(const json_t *diff, size_t n_ranks)
-{
-	const json_t *objs = json_object_get(diff, "objects"),
-		     *env = json_object_get(diff, "environment"),
-		     *cpus = json_object_get(diff, "cpus"), *x;
-	size_t i;
-
-	printf("\nacross the %zu ranks:\n", n_ranks);
-	if (!json_array_size(objs))
-		printf("  objects: the same in every rank\n");
-	else
-		printf("  objects not in every rank:\n");
-	json_array_foreach (objs, i, x) {
-		const char *bid = json_string_value(json_object_get(x, "build_id"));
-		const char *label = json_string_value(json_object_get(x, "label"));
-		char in[256], notin[256];
-
-		ranks_text(json_object_get(x, "ranks"), in, sizeof(in));
-		ranks_text(json_object_get(x, "missing_in"), notin, sizeof(notin));
-		printf("    %s (%s, build-id %.12s): in rank%s %s, not in rank%s %s\n",
-		       json_string_value(json_object_get(x, "path")),
-		       label ? label : "version unknown", bid ? bid : "none",
-		       strpbrk(in, ",-") ? "s" : "", in, strpbrk(notin, ",-") ? "s" : "", notin);
-	}
-	if (!json_array_size(env))
-		printf("  environment (*_NUM_THREADS, LD_*, NCCL_*, CUDA_VISIBLE_DEVICES): the same in every rank\n");
-	json_array_foreach (env, i, x) {
-		const json_t *v;
-		size_t k;
-
-		printf("  %s:", json_string_value(json_object_get(x, "name")));
-		json_array_foreach (json_object_get(x, "values"), k, v) {
-			const char *val = json_string_value(json_object_get(v, "value"));
-			char rtext[256];
-
-			ranks_text(json_object_get(v, "ranks"), rtext, sizeof(rtext));
-			printf("%s %s%s%s in rank%s %s", k ? ";" : "", val ? "\"" : "",
-			       val ? val : "unset", val ? "\"" : "",
-			       json_array_size(json_object_get(v, "ranks")) == 1 ? "" : "s", rtext);
-		}
-		putchar('\n');
-	}
-	if (cpus)
-		printf("  CPUs: the ranks may use %lld CPU%s and run %lld threads (main and pool threads)\n",
-		       (long long)json_integer_value(json_object_get(cpus, "cpus")),
-		       json_integer_value(json_object_get(cpus, "cpus")) == 1 ? "" : "s",
-		       (long long)json_integer_value(json_object_get(cpus, "threads")));
-}
-
-/* What check --job holds of each rank while the job detectors compare them. */
-struct rank_checks {
-	struct inspection **in;
-	struct runtime_list *rt;
-	struct rank_view *rv;
-};
-
-/* Rank @i of @j checked as check PID would, into @rc's views. False when it could not be. */
-static bool check_rank(const struct job *j, size_t i, const struct check_opts *o,
-		       struct findings *fs, json_t *procs, struct rank_checks *rc)
-{
-	struct rank_view *rv = &rc->rv[i];
-	pid_t rp = j->ranks[i].pid;
-	char why[512];
-
-	*rv = (struct rank_view){ .rank = j->ranks[i].rank, .pid = rp, .comm = j->ranks[i].comm };
-	if (!o->json)
-		printf("%srank %d, ", i ? "\n" : "", j->ranks[i].rank);
-	if (inspection__new(rp, &rc->in[i], why, sizeof(why))) {
-		if (!o->json)
-			printf("process %d: could not be inspected\n", rp);
-		dls_err("check --job: rank %d: %s", j->ranks[i].rank, why);
-		return false;
-	}
-	if (check_process(rc->in[i], o, fs, procs, &rc->rt[i]))
-		return false;
-	if (procs)
-		json_object_set_new(json_array_get(procs, json_array_size(procs) - 1), "rank",
-				    json_integer(j->ranks[i].rank));
-	rv->g = rc->in[i]->g;
-	rv->rt = &rc->rt[i];
-	rv->env_known = !job__environment(rp, &rv->env, &rv->n_env);
-	rv->cpus_known = !job__cpus_allowed(rp, &rv->cpus, rv->cpus_list, sizeof(rv->cpus_list));
-	return true;
-}
-
-static void rank_checks__free(struct rank_checks *rc, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (rc->rv) {
-			for (size_t k = 0; k < rc->rv[i].n_env; k++)
-				free(rc->rv[i].env[k]);
-			free(rc->rv[i].env);
-		}
-		if (rc->rt)
-			runtimes__free(&rc->rt[i]);
-		if (rc->in)
-			inspection__free(rc->in[i]);
-	}
-	free(rc->in);
-	free(rc->rt);
-	free(rc->rv);
-}
-
-/* The job detectors across the ranks of @rv, into @jfs and @diff; then said. */
-static void compare_ranks(const struct job *j, const struct rank_checks *rc,
-			  const struct check_opts *o, struct findings *jfs, json_t *diff,
-			  json_t *doc)
-{
-	struct job_ctx ctx = { .launcher = j->launcher, .r = rc->rv, .n = j->n, .diff = diff };
-
-	for (size_t d = 0; d < n_detectors; d++)
-		if (detectors[d].job && check_opts__selected(o, detectors[d].id))
-			detectors[d].job(&ctx, jfs);
-	if (doc) {
-		json_object_set_new(doc, "job", job__to_json(j));
-		json_object_set(doc, "diff", diff);
-		json_object_set_new(doc, "job_findings", findings__to_json(jfs));
-	} else {
-		print_job_diff(diff, j->n);
-		if (jfs->n) {
-			putchar('\n');
-			findings__print(jfs, stdout);
-		}
-	}
-}
-
-/*
- * check --job: each rank checked as check PID would, then the job detectors across the ranks.
- * Nothing is stopped. Returns true when the job or a rank could not be inspected.
- */
-static bool check_job(pid_t pid, const struct check_opts *o, struct findings *fs,
-		      struct findings *jfs, json_t *doc)
-{
-	struct rank_checks rc = { 0 };
-	json_t *procs = doc ? json_object_get(doc, "processes") : NULL, *diff = json_object();
-	struct job *j = NULL;
-	char why[512], desc[128];
-	bool failed = false;
-
-	if (job__find(pid, &j, why, sizeof(why))) {
-		dls_err("check --job: %s", why);
-		json_decref(diff);
-		return true;
-	}
-	rc.in = calloc(j->n, sizeof(*rc.in));
-	rc.rt = calloc(j->n, sizeof(*rc.rt));
-	rc.rv = calloc(j->n, sizeof(*rc.rv));
-	if (!rc.in || !rc.rt || !rc.rv) {
-		dls_err("check --job: out of memory");
-		failed = true;
-		goto out;
-	}
-	job__describe_ranks(j, desc, sizeof(desc));
-	if (!o->json)
-		printf("%s job: launcher %d (%s: %s), %s; %d is %s\n\n",
-		       job_scheme__name(j->scheme), j->launcher, j->launcher_comm, j->launcher_cmd,
-		       desc, j->asked, j->asked_role);
-	for (size_t i = 0; i < j->n; i++)
-		if (!check_rank(j, i, o, fs, procs, &rc))
-			failed = true;
-	compare_ranks(j, &rc, o, jfs, diff, doc);
-out:
-	rank_checks__free(&rc, j->n);
-	json_decref(diff);
-	job__free(j);
-	return failed;
-}
-
 static void check_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: dlscope check [OPTIONS] PID...\n"
 		"       dlscope check [OPTIONS] -- COMMAND [ARGS...]\n"
-		"       dlscope check --job [OPTIONS] PID\n"
+		"       dlscope check --job [OPTIONS] PID | slurm:JOBID[.STEP]\n"
 		"       dlscope check [OPTIONS] TRACE.jsonl\n"
 		"       dlscope check [OPTIONS] CORE | --coredump MATCH\n"
 		"\n"
@@ -544,7 +232,10 @@ static void check_usage(FILE *f)
 		"                        any member), then what differs between the ranks:\n"
 		"                        objects, versions and builds, environment (*_NUM_THREADS,\n"
 		"                        LD_*, NCCL_*, CUDA_VISIBLE_DEVICES), and pool threads\n"
-		"                        against the CPUs the ranks may use (oversubscription)\n" COREOPT_USAGE
+		"                        against the CPUs each node's ranks may use\n"
+		"                        (oversubscription). A Slurm job (slurm:JOBID, srun's\n"
+		"                        PID, the batch script's or a task's) is checked on each\n"
+		"                        of its nodes, through srun --overlap, from any node\n" COREOPT_USAGE
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
@@ -565,6 +256,7 @@ struct check_args {
 	size_t n_pids, cap_pids;
 	const char *core;  /* a core file operand */
 	const char *trace; /* a trace operand */
+	const char *slurm; /* --job slurm:JOBID[.STEP]: after "slurm:" */
 };
 
 /* The options and operands into @a: -1 to go on, or the exit status (after one line, or help). */
@@ -580,6 +272,16 @@ static int check_parse(int argc, char **argv, struct check_args *a)
 	if (list) {
 		check_opts__list_detectors();
 		return DLS_EXIT_OK;
+	}
+	if (a->o.job_node)
+		return cl->command || cl->n_ops || a->n_pids || a->o.job ?
+			       cliopt__usage("check", "--job-node takes no other target") :
+			       -1;
+	/* A Slurm job by its id, read on its nodes. */
+	if (a->o.job && !cl->command && !a->n_pids && cl->n_ops == 1 &&
+	    !strncmp(cl->ops[0], "slurm:", 6)) {
+		a->slurm = cl->ops[0] + 6;
+		return -1;
 	}
 	if (cl->command && (!cl->command[0] || a->n_pids || cl->n_ops || a->o.job))
 		return cliopt__usage("check",
@@ -641,7 +343,7 @@ static bool check_core(const char *core, const struct check_opts *o, struct find
 		in = inspection__from_target(t);
 		if (!in)
 			target__free(t);
-		failed = !in || check_process(in, o, fs, procs, NULL);
+		failed = !in || check__process(in, o, fs, procs, procs ? NULL : stdout, NULL);
 		inspection__free(in);
 		corefile__free(cf);
 	}
@@ -665,7 +367,7 @@ static bool check_pids(const pid_t *pids, size_t n_pids, const struct check_opts
 		}
 		if (!o->json && i)
 			putchar('\n');
-		if (check_process(in, o, fs, procs, NULL))
+		if (check__process(in, o, fs, procs, procs ? NULL : stdout, NULL))
 			failed = true;
 		inspection__free(in);
 	}
@@ -678,7 +380,7 @@ static int check_run(struct check_args *a)
 	struct check_opts *o = &a->o;
 	struct findings fs = { 0 }, jfs = { 0 };
 	json_t *doc = NULL, *procs = NULL;
-	bool failed, cmd_failed = false;
+	bool failed, cmd_failed = false, usage = false;
 	int ret;
 
 	if (o->json) {
@@ -688,8 +390,10 @@ static int check_run(struct check_args *a)
 		json_object_set_new(doc, "processes", procs);
 	}
 	o->pkgs = pkg_cache__new();
-	if (o->job)
-		failed = check_job(a->pids[0], o, &fs, &jfs, doc);
+	if (a->slurm)
+		failed = check_job__slurm(a->slurm, o, &fs, &jfs, doc, &usage);
+	else if (o->job)
+		failed = check_job__pid(a->pids[0], o, &fs, &jfs, doc);
 	else if (a->cl.command)
 		failed = check_command_run(a->cl.command, o, &fs, doc, procs, &cmd_failed);
 	else if (a->core)
@@ -697,6 +401,8 @@ static int check_run(struct check_args *a)
 	else
 		failed = check_pids(a->pids, a->n_pids, o, &fs, procs);
 	ret = check_opts__finish(&fs, o, doc, failed);
+	if (usage)
+		ret = DLS_EXIT_USAGE;
 	/* The cross-rank findings count for the exit status like a rank's own. */
 	if (o->job && ret != DLS_EXIT_FINDINGS && findings__max_severity(&jfs) >= o->fail_on)
 		ret = DLS_EXIT_FINDINGS;
@@ -716,7 +422,11 @@ int cmd_check(int argc, char **argv)
 
 	if (ret < 0 && a.trace)
 		ret = check__trace(a.trace, a.o.json, a.o.fail_on, check_opts__selected_cb, &a.o);
-	else if (ret < 0)
+	else if (ret < 0 && a.o.job_node) {
+		a.o.pkgs = pkg_cache__new();
+		ret = check_job__node(a.o.job_node, &a.o);
+		pkg_cache__free(a.o.pkgs);
+	} else if (ret < 0)
 		ret = check_run(&a);
 	core_opts__done(&a.o.read_core);
 	free(a.pids);

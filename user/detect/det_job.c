@@ -9,10 +9,8 @@
 
 #include "array.h"
 #include "detector.h"
-#include "elfobj.h"
+#include "paths.h"
 #include "job.h"
-#include "libgraph.h"
-#include "runtimes.h"
 
 /* The ranks listed in @ranks as JSON and as text ("0-2,4"). */
 static json_t *rank_set(const int *ranks, size_t n, char *text, size_t len)
@@ -36,31 +34,16 @@ static size_t readable(const struct job_ctx *ctx, int *ranks)
 	size_t n = 0;
 
 	for (size_t i = 0; i < ctx->n; i++)
-		if (ctx->r[i].g)
+		if (ctx->r[i].read)
 			ranks[n++] = ctx->r[i].rank;
 	return n;
 }
 
 struct obj_entry {
-	const char *path, *build_id, *version;
-	char label[160]; /* the role with its versions named, for the text: "" none */
+	const struct rank_object *o; /* the first rank's */
 	int *ranks;
 	size_t n;
 };
-
-/* The first role that has a version: its version (the JSON's) and its label (the text's). */
-static const char *object_version(const struct lg_object *o, char *label, size_t len)
-{
-	const struct obj_roles *roles = lg_object__roles(o);
-
-	label[0] = '\0';
-	for (unsigned int k = 0; roles && k < roles->n; k++)
-		if (roles->r[k].version[0] || roles->r[k].release[0]) {
-			obj_role__label(&roles->r[k], label, len);
-			return roles->r[k].version;
-		}
-	return "";
-}
 
 static bool same_str(const char *a, const char *b)
 {
@@ -76,36 +59,31 @@ struct obj_table {
 static int collect_objects(const struct job_ctx *ctx, struct obj_table *t)
 {
 	for (size_t i = 0; i < ctx->n; i++) {
-		const struct libgraph *g = ctx->r[i].g;
+		const struct rank_view *r = &ctx->r[i];
 
-		for (size_t k = 0; g && k < g->n; k++) {
-			const struct lg_object *o = g->objs[k];
-			const char *bid = o->elf ? elfobj__build_id(o->elf) : NULL;
+		for (size_t k = 0; r->read && k < r->n_objs; k++) {
+			const struct rank_object *o = &r->objs[k];
 			struct obj_entry *e;
 			size_t m;
 
-			if (o->gone || o->origin == LG_VDSO || !o->path || !o->path[0])
-				continue;
 			for (m = 0; m < t->n; m++)
-				if (!strcmp(t->e[m].path, o->path) &&
-				    same_str(t->e[m].build_id, bid))
+				if (!strcmp(t->e[m].o->path, o->path) &&
+				    same_str(t->e[m].o->build_id, o->build_id))
 					break;
 			if (m == t->n) {
 				if (t->n == t->cap && ARRAY_GROW(t->e, t->cap, 256))
 					return -1;
 				e = &t->e[t->n];
-				*e = (struct obj_entry){ .path = o->path,
-							 .build_id = bid,
+				*e = (struct obj_entry){ .o = o,
 							 .ranks = calloc(ctx->n, sizeof(int)) };
-				e->version = object_version(o, e->label, sizeof(e->label));
 				if (!e->ranks)
 					return -1;
 				t->n++;
 			}
 			/* One rank may map a file twice (two namespaces): count it once. */
 			e = &t->e[m];
-			if (!e->n || e->ranks[e->n - 1] != ctx->r[i].rank)
-				e->ranks[e->n++] = ctx->r[i].rank;
+			if (!e->n || e->ranks[e->n - 1] != r->rank)
+				e->ranks[e->n++] = r->rank;
 		}
 	}
 	return 0;
@@ -135,18 +113,20 @@ static void report_object(const struct job_ctx *ctx, const struct obj_entry *e, 
 	json_t *rs = rank_set(e->ranks, e->n, in, sizeof(in));
 	json_t *ms = rank_set(missing, nm, notin, sizeof(notin));
 
+	const struct rank_object *o = e->o;
+
 	json_array_append_new(
-		diff, json_pack("{s:s, s:o, s:s, s:s?, s:o, s:o}", "path", e->path, "build_id",
-				e->build_id ? json_string(e->build_id) : json_null(), "version",
-				e->version, "label", e->label[0] ? e->label : NULL, "ranks", rs,
+		diff, json_pack("{s:s, s:o, s:s, s:s?, s:o, s:o}", "path", o->path, "build_id",
+				o->build_id ? json_string(o->build_id) : json_null(), "version",
+				o->version, "label", o->label[0] ? o->label : NULL, "ranks", rs,
 				"missing_in", ms));
 	if (!*f)
 		*f = findings__add(out, "rank-objects", SEV_WARNING, ctx->launcher,
-				   "ranks of job %d load different objects", ctx->launcher);
+				   "ranks of %s load different objects", ctx->name);
 	if (*f)
 		finding__evidence(*f, "%s (%s, build-id %.12s): in rank%s %s, not in rank%s %s",
-				  e->path, e->label[0] ? e->label : "version unknown",
-				  e->build_id ? e->build_id : "none", e->n == 1 ? "" : "s", in,
+				  o->path, o->label[0] ? o->label : "version unknown",
+				  o->build_id ? o->build_id : "none", e->n == 1 ? "" : "s", in,
 				  nm == 1 ? "" : "s", notin);
 }
 
@@ -314,8 +294,7 @@ void rank_environment__job(const struct job_ctx *ctx, struct findings *out)
 			   strcmp(names[m], "HIP_VISIBLE_DEVICES");
 		if (!f)
 			f = findings__add(out, "rank-environment", SEV_INFO, ctx->launcher,
-					  "ranks of job %d run with different environments",
-					  ctx->launcher);
+					  "ranks of %s run with different environments", ctx->name);
 		if (f)
 			finding__evidence(f, "%s", line);
 	}
@@ -345,9 +324,9 @@ out:
  * The runtimes whose pools compute: OpenMP, BLAS, TBB, oneDNN. A C++ runtime's "pool" is every
  * std::thread (a communication or I/O thread that mostly sleeps), not a compute pool.
  */
-static int compute_pool(const struct runtime *rt)
+static int compute_pool(const struct rank_runtime *rt)
 {
-	enum role_kind k = rt->role.kind;
+	enum role_kind k = rt->kind;
 
 	if (rt->pool_threads <= 0)
 		return 0;
@@ -356,80 +335,135 @@ static int compute_pool(const struct runtime *rt)
 		       0;
 }
 
-void oversubscription__job(const struct job_ctx *ctx, struct findings *out)
+/* The threads @r computes with: its main thread and its compute pools' threads. */
+static int rank_pool(const struct rank_view *r)
 {
-	json_t *ranks = json_array();
-	cpu_set_t all;
-	int total = 0, pools = 0, ncpu;
-	struct finding *f;
+	int pool = 0;
 
-	CPU_ZERO(&all);
+	for (size_t k = 0; k < r->n_rts; k++)
+		pool += compute_pool(&r->rts[k]);
+	return pool;
+}
+
+/* The ranks of one node (@node, "" this host), their threads and the CPUs they may use. */
+struct node_load {
+	const char *node;
+	cpu_set_t cpus;
+	int threads, pools;
+};
+
+static void node_load(const struct job_ctx *ctx, const char *node, struct node_load *nl)
+{
+	*nl = (struct node_load){ .node = node };
+	CPU_ZERO(&nl->cpus);
 	for (size_t i = 0; i < ctx->n; i++) {
 		const struct rank_view *r = &ctx->r[i];
-		int pool = 0;
 
-		if (!r->g)
+		if (!r->read || strcmp(r->node ?: "", node))
 			continue;
-		for (size_t k = 0; r->rt && k < r->rt->n; k++)
-			pool += compute_pool(&r->rt->r[k]);
 		if (r->cpus_known)
-			CPU_OR(&all, &all, &r->cpus);
+			CPU_OR(&nl->cpus, &nl->cpus, &r->cpus);
 		/* The main thread computes beside its pool in every parallel region. */
-		total += 1 + pool;
-		pools += pool;
-		json_array_append_new(ranks, json_pack("{s:i, s:i, s:o, s:i, s:i}", "rank", r->rank,
-						       "pid", r->pid, "cpus_allowed",
-						       r->cpus_known ? json_string(r->cpus_list) :
-								       json_null(),
-						       "pool_threads", pool, "threads", 1 + pool));
+		nl->threads += 1 + rank_pool(r);
+		nl->pools += rank_pool(r);
 	}
-	ncpu = CPU_COUNT(&all);
-	json_object_set_new(ctx->diff, "cpus",
-			    json_pack("{s:o, s:i, s:i}", "ranks", ranks, "cpus", ncpu, "threads",
-				      total));
-	if (!pools || !ncpu || total <= ncpu)
-		return;
-	f = findings__add(out, "oversubscription", SEV_WARNING, ctx->launcher,
-			  "the ranks of job %d run %d threads (main and pool "
-			  "threads) on the %d CPU%s they may use",
-			  ctx->launcher, total, ncpu, ncpu == 1 ? "" : "s");
-	if (!f)
-		return;
+}
+
+/* Each rank of @nl's node that computes, as evidence: its pools and its CPUs. */
+static void node_evidence(const struct job_ctx *ctx, const struct node_load *nl, struct finding *f)
+{
 	for (size_t i = 0; i < ctx->n; i++) {
 		const struct rank_view *r = &ctx->r[i];
 		char pools_text[512] = "";
 		size_t used = 0;
 		int pool = 0;
 
-		if (!r->g)
+		if (!r->read || strcmp(r->node ?: "", nl->node))
 			continue;
-		for (size_t k = 0; r->rt && k < r->rt->n && used < sizeof(pools_text); k++) {
-			const struct runtime *rt = &r->rt->r[k];
+		for (size_t k = 0; k < r->n_rts && used < sizeof(pools_text); k++) {
+			const struct rank_runtime *rt = &r->rts[k];
 
 			if (!compute_pool(rt))
 				continue;
 			pool += rt->pool_threads;
 			used += (size_t)snprintf(pools_text + used, sizeof(pools_text) - used,
 						 "%s%s %s: %d", used ? ", " : "",
-						 role_impl__name(rt->role.impl),
-						 lg_object__basename(r->g->objs[rt->obj]),
+						 role_impl__name(rt->impl), path_base(rt->path),
 						 rt->pool_threads);
 		}
 		finding__evidence(
 			f,
-			"rank %d (pid %d): main thread + %d pool thread%s%s%s%s; may use CPUs %s",
-			r->rank, r->pid, pool, pool == 1 ? "" : "s", used ? " (" : "", pools_text,
-			used ? ")" : "", r->cpus_known ? r->cpus_list : "?");
+			"rank %d (pid %d%s%s): main thread + %d pool thread%s%s%s%s; may use CPUs %s",
+			r->rank, r->pid, nl->node[0] ? " on " : "", nl->node, pool,
+			pool == 1 ? "" : "s", used ? " (" : "", pools_text, used ? ")" : "",
+			r->cpus_known ? r->cpus_list : "?");
 	}
-	finding__explain(
-		f,
-		"Each rank sizes its thread pools to the CPUs it sees, not knowing that other ranks "
-		"share them: together they run more threads than there are CPUs, so threads wait for "
-		"a CPU inside parallel regions, spinning barriers burn the time of the others, and "
-		"the collectives wait for the slowest rank.",
-		"Give each rank its share: OMP_NUM_THREADS (and MKL_NUM_THREADS, "
-		"OPENBLAS_NUM_THREADS) = CPUs / ranks on the node, at least 1; or bind each rank to "
-		"CPUs of its own (mpirun --bind-to core, srun --cpu-bind=cores, taskset).");
+}
+
+/* Whether rank @i is the first of its node, so that each node is judged once. */
+static bool first_of_node(const struct job_ctx *ctx, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (!strcmp(ctx->r[k].node ?: "", ctx->r[i].node ?: ""))
+			return false;
+	return true;
+}
+
+void oversubscription__job(const struct job_ctx *ctx, struct findings *out)
+{
+	json_t *ranks = json_array(), *nodes = json_array();
+	int total = 0, cpus = 0;
+
+	for (size_t i = 0; i < ctx->n; i++) {
+		const struct rank_view *r = &ctx->r[i];
+
+		if (!r->read)
+			continue;
+		json_array_append_new(
+			ranks,
+			json_pack("{s:i, s:i, s:s?, s:o, s:i, s:i}", "rank", r->rank, "pid", r->pid,
+				  "node", r->node && r->node[0] ? r->node : NULL, "cpus_allowed",
+				  r->cpus_known ? json_string(r->cpus_list) : json_null(),
+				  "pool_threads", rank_pool(r), "threads", 1 + rank_pool(r)));
+	}
+	/* CPUs are a node's own: the ranks of two nodes never share one. */
+	for (size_t i = 0; i < ctx->n; i++) {
+		struct node_load nl;
+		struct finding *f;
+		int ncpu;
+
+		if (!ctx->r[i].read || !first_of_node(ctx, i))
+			continue;
+		node_load(ctx, ctx->r[i].node ?: "", &nl);
+		ncpu = CPU_COUNT(&nl.cpus);
+		total += nl.threads;
+		cpus += ncpu;
+		json_array_append_new(nodes, json_pack("{s:s, s:i, s:i}", "node", nl.node, "cpus",
+						       ncpu, "threads", nl.threads));
+		if (!nl.pools || !ncpu || nl.threads <= ncpu)
+			continue;
+		f = findings__add(out, "oversubscription", SEV_WARNING, ctx->launcher,
+				  "the ranks of %s%s%s run %d threads (main and pool threads) on "
+				  "the %d CPU%s they may use",
+				  ctx->name, nl.node[0] ? " on node " : "", nl.node, nl.threads,
+				  ncpu, ncpu == 1 ? "" : "s");
+		if (!f)
+			continue;
+		node_evidence(ctx, &nl, f);
+		finding__explain(
+			f,
+			"Each rank sizes its thread pools to the CPUs it sees, not knowing that other "
+			"ranks share them: together they run more threads than there are CPUs, so "
+			"threads wait for a CPU inside parallel regions, spinning barriers burn the "
+			"time of the others, and the collectives wait for the slowest rank.",
+			"Give each rank its share: OMP_NUM_THREADS (and MKL_NUM_THREADS, "
+			"OPENBLAS_NUM_THREADS) = CPUs / ranks on the node, at least 1; or bind each "
+			"rank to CPUs of its own (mpirun --bind-to core, srun --cpu-bind=cores, "
+			"taskset).");
+	}
+	json_object_set_new(ctx->diff, "cpus",
+			    json_pack("{s:o, s:i, s:i, s:o}", "ranks", ranks, "cpus", cpus,
+				      "threads", total, "nodes", nodes));
 }
 
 /*
@@ -480,8 +514,7 @@ static const enum role_impl rank_gpu[] = { IMPL_NCCL, IMPL_RCCL, IMPL_CUDA_RUNTI
 					   IMPL_CUBLAS };
 
 struct gpu_version {
-	char version[48], label[160];
-	const char *path;
+	const char *version, *label, *path; /* the first rank's */
 	int *ranks;
 	size_t n;
 };
@@ -493,33 +526,32 @@ static size_t gpu_versions(const struct job_ctx *ctx, enum role_impl impl, struc
 	size_t nv = 0;
 
 	for (size_t i = 0; i < ctx->n; i++) {
-		const struct runtime_list *rt = ctx->r[i].rt;
+		const struct rank_view *rv = &ctx->r[i];
 
-		for (size_t k = 0; ctx->r[i].g && rt && k < rt->n; k++) {
-			const struct obj_role *r = &rt->r[k].role;
-			const char *ver = r->release[0] ? r->release : r->version;
+		for (size_t k = 0; rv->read && k < rv->n_rts; k++) {
+			const struct rank_runtime *r = &rv->rts[k];
 			size_t m;
 
-			if (r->impl != impl || !ver[0])
+			if (r->impl != impl || !r->version[0])
 				continue;
 			for (m = 0; m < nv; m++)
-				if (!strcmp(v[m].version, ver))
+				if (!strcmp(v[m].version, r->version))
 					break;
 			if (m == nv) {
 				if (nv == max)
 					continue;
 				v[nv] = (struct gpu_version){
-					.path = ctx->r[i].g->objs[rt->r[k].obj]->path,
+					.version = r->version,
+					.label = r->label,
+					.path = r->path,
 					.ranks = calloc(ctx->n, sizeof(int)),
 				};
-				snprintf(v[nv].version, sizeof(v[nv].version), "%s", ver);
-				obj_role__label(r, v[nv].label, sizeof(v[nv].label));
 				if (!v[nv].ranks)
 					continue;
 				nv++;
 			}
-			if (!v[m].n || v[m].ranks[v[m].n - 1] != ctx->r[i].rank)
-				v[m].ranks[v[m].n++] = ctx->r[i].rank;
+			if (!v[m].n || v[m].ranks[v[m].n - 1] != rv->rank)
+				v[m].ranks[v[m].n++] = rv->rank;
 		}
 	}
 	return nv;
@@ -545,8 +577,8 @@ void rank_gpu__job(const struct job_ctx *ctx, struct findings *out)
 			if (!f)
 				f = findings__add(out, "rank-gpu-versions", SEV_ERROR,
 						  ctx->launcher,
-						  "ranks of job %d load %zu versions of %s",
-						  ctx->launcher, nv, role_impl__name(rank_gpu[k]));
+						  "ranks of %s load %zu versions of %s", ctx->name,
+						  nv, role_impl__name(rank_gpu[k]));
 			finding__evidence(f, "%s (%s): in rank%s %s", v[m].label, v[m].path,
 					  v[m].n == 1 ? "" : "s", in);
 		}

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "finding.h"
+#include "rank_view.h"
 
 struct target;
 struct libgraph;
@@ -39,24 +40,11 @@ struct lint_file {
 	struct elf_object *elf;
 };
 
-/* One rank of a job as the cross-rank detectors see it (check --job). */
-struct rank_view {
-	int rank;
-	pid_t pid;
-	const char *comm;
-	const struct libgraph *g;      /* NULL when the rank could not be read */
-	const struct runtime_list *rt; /* its runtimes with their pool threads */
-	char **env;		       /* "NAME=VALUE" of job__environment's variables, sorted */
-	size_t n_env;
-	bool env_known;
-	cpu_set_t cpus; /* the CPUs it may run on */
-	char cpus_list[256];
-	bool cpus_known;
-};
-
-/* A job's ranks on this host; each job detector adds its part of the cross-rank diff. */
+/* A job's ranks (rank_view.h), of one host or many; each job detector adds its part of the
+ * cross-rank diff. */
 struct job_ctx {
-	pid_t launcher;
+	pid_t launcher;	  /* 0: none on this host (a Slurm job read on its nodes) */
+	const char *name; /* "job 1234" (its launcher), "Slurm job 12": in the findings' titles */
 	const struct rank_view *r;
 	size_t n;
 	json_t *diff; /* an object: "objects", "environment", "cpus" */

@@ -137,6 +137,14 @@ const char *role_impl__id(enum role_impl i)
 	return i < IMPL__COUNT ? impls[i].id : "?";
 }
 
+int role_impl__parse(const char *id)
+{
+	for (int i = 0; id && i < IMPL__COUNT; i++)
+		if (!strcmp(impls[i].id, id))
+			return i;
+	return -1;
+}
+
 bool role_kind__is_runtime(enum role_kind k)
 {
 	return k < ROLE__COUNT && k != ROLE_LIBC && k != ROLE_LOADER && k != ROLE_PYTHON;

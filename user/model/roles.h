@@ -112,6 +112,7 @@ int role_kind__parse(const char *id);		/* the kind of an id, or -1 */
 const char *role_kind__label(enum role_kind k); /* "OpenMP runtime", ... (text) */
 const char *role_impl__name(enum role_impl i);	/* "GNU libgomp", ... */
 const char *role_impl__id(enum role_impl i);	/* "libgomp", ... */
+int role_impl__parse(const char *id);		/* the implementation of an id, or -1 */
 /* The roles an object's stored annotation (objcache's blob, this build's) holds: false when
  * the bytes are no such annotation. */
 bool roles__from_blob(const void *blob, size_t len, struct obj_roles *out);

@@ -2,12 +2,15 @@
 in. argv[1]: how the ranks meet (mpi: mpi4py's Barrier; gloo: torch.distributed's all_reduce;
 plain: no library, the others block reading a pipe nobody writes); argv[2]: how the last rank
 stays away (sleep, or spin in a Python loop); argv[3]: a folder where each rank creates
-ready.RANK just before it waits or stays away."""
+ready.RANK just before it waits or stays away. SLURM_RANK_ODD_LIB: a library the last rank alone
+loads, and the last rank alone runs with OMP_NUM_THREADS=1 (it starts itself again with it), as
+a rank started from another environment would."""
 import os
 import sys
 import time
 
 HOW, AWAY, DIR = sys.argv[1], sys.argv[2], sys.argv[3]
+ODD_LIB = os.environ.get("SLURM_RANK_ODD_LIB")
 
 
 def stay_away():
@@ -20,6 +23,20 @@ def stay_away():
 
 def ready(rank):
     open(os.path.join(DIR, f"ready.{rank}"), "w").close()
+
+
+def odd_one_out():
+    """The last rank of a job with SLURM_RANK_ODD_LIB: another environment, one more library."""
+    if not ODD_LIB or os.environ["SLURM_PROCID"] != str(int(os.environ["SLURM_NTASKS"]) - 1):
+        return
+    if os.environ.get("OMP_NUM_THREADS") != "1":
+        os.execve(sys.executable, [sys.executable, *sys.argv],
+                  dict(os.environ, OMP_NUM_THREADS="1"))
+    import ctypes
+    ctypes.CDLL(ODD_LIB)
+
+
+odd_one_out()
 
 
 if HOW == "mpi":
