@@ -135,7 +135,7 @@ def check_job(c, what, *args, status=0):
     return json.loads(p.stdout)
 
 
-def test_check_of_a_two_node_job_compares_ranks_read_on_their_own_nodes():
+def test_check_and_report_of_a_two_node_job_compare_ranks_read_on_their_own_nodes():
     with SlurmCluster(nodes=2) as c:
         # Ranks 0-1 on n1, 2-3 on n2; rank 3 alone loads libgomp and runs with
         # OMP_NUM_THREADS=1. Asked from the controller's side, by the job's id and srun's PID.
@@ -172,6 +172,12 @@ def test_check_of_a_two_node_job_compares_ranks_read_on_their_own_nodes():
         assert re.search(r"\nrank 3 on n2, process \d+ \(python3\): \d+ objects", p.stdout), \
             p.stdout
         assert re.search(rf"{lib} .*: in rank 3, not in ranks 0-2", p.stdout), p.stdout
+        # report --job: both, by the job's id, each rank with its node.
+        md = dlscope("report", "--job", f"slurm:{job}", env=c.env, timeout=120, check=0).stdout
+        assert md.startswith(f"# dlscope report: Slurm job {job} (4 ranks"), md[:300]
+        assert re.search(r"\| n2: rank 3 \(\d+ python3\) \|", md), md
+        assert "`rank-objects`: ranks of Slurm job" in md and "rank 3 is in stay_away" in md, md
+        assert f"\ndlscope report --job slurm:{job}\n" in md, md
         c.run("scancel", str(job))
 
 

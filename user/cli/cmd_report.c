@@ -32,6 +32,7 @@
 #include "procfs.h"
 #include "report.h"
 #include "runprog.h"
+#include "slurm_tasks.h"
 #include "report_trace.h"
 #include "target.h"
 
@@ -41,7 +42,7 @@ static void report_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: dlscope report [OPTIONS] PID...\n"
-		"       dlscope report [OPTIONS] --job PID\n"
+		"       dlscope report [OPTIONS] --job PID | --job slurm:JOBID[.STEP]\n"
 		"       dlscope report [OPTIONS] TRACE.jsonl\n"
 		"       dlscope report [OPTIONS] CORE | --coredump MATCH\n"
 		"       dlscope report [OPTIONS] -- COMMAND [ARGS...]\n"
@@ -60,7 +61,8 @@ static void report_usage(FILE *f)
 		"      --redact          replace home directories, user names, host names and IP\n"
 		"                        addresses, one placeholder per value, everywhere\n"
 		"      --limit CHARS     the size limit (default 65536)\n"
-		"      --job PID         a multi-rank job, named by any member's PID\n" COREOPT_USAGE
+		"      --job PID         a multi-rank job, named by any member's PID, or a Slurm\n"
+		"                        job by its id (slurm:JOBID), read on each of its nodes\n" COREOPT_USAGE
 		"  -h, --help\n"
 		"\n"
 		"Exit status: 0 written, 2 usage error, 3 nothing could be inspected or written.\n");
@@ -441,36 +443,71 @@ static int report_targets(struct report_opts *o)
 	return -1;
 }
 
-/* --job PID: check --job and stacks --job of it; the launcher's command line to reproduce. */
+/* How to reproduce a Slurm job's report: a rank's command line, run under srun. */
+static void reproduce_slurm(const struct report_opts *o, struct report_in *in)
+{
+	const json_t *procs = json_object_get(in->check, "processes");
+	const char *cmd = json_string_value(json_object_get(json_array_get(procs, 0), "cmdline"));
+
+	if (cmd && *cmd) {
+		json_array_append_new(
+			in->reproduce,
+			json_string("# the job's ranks ran, under srun on every node:"));
+		json_array_append_new(in->reproduce, json_sprintf("# %s", cmd));
+		json_array_append_new(
+			in->reproduce,
+			json_string("# then, once it shows the problem, from any node:"));
+	}
+	json_array_append_new(in->reproduce, json_sprintf("dlscope report --job %s", o->job));
+}
+
+/*
+ * --job PID or slurm:JOBID: check --job and stacks --job of it; the launcher's command line to
+ * reproduce.
+ */
 static int report_job(const struct report_opts *o, struct report_run *r)
 {
 	struct report_in *in = &r->in;
 	const char *launcher;
+	bool slurm = !strncmp(o->job, "slurm:", 6);
+	char role[48];
 	struct job *j;
-	pid_t pid;
-	int code;
+	long jobid;
+	pid_t pid = 0;
+	int code, step;
 
-	if (o->cl.n_ops || o->n_pid_args || parse_pid(o->job, &pid))
-		return cliopt__usage("report", "--job takes one process ID and nothing else");
+	if (o->cl.n_ops || o->n_pid_args || (!slurm && parse_pid(o->job, &pid)))
+		return cliopt__usage("report",
+				     "--job takes one process ID or slurm:JOBID and nothing else");
 	/* A PID in no job is an error, as in check --job and stacks --job: no report. */
-	if (job__find(pid, &j, r->why, sizeof(r->why))) {
+	code = slurm ? 1 : slurm_tasks__job_of(pid, "report", &jobid, &step, role, sizeof(role));
+	if (code < 0)
+		return DLS_EXIT_INSPECT;
+	if (!code && job__find(pid, &j, r->why, sizeof(r->why))) {
 		dls_err("report: --job: %s", r->why);
 		return DLS_EXIT_INSPECT;
 	}
-	job__free(j);
+	if (!code)
+		job__free(j);
 	in->check =
 		self_json((char *[]){ "check", "--job", "--json", (char *)o->job, NULL }, &code);
 	in->stacks =
 		self_json((char *[]){ "stacks", "--job", "--json", (char *)o->job, NULL }, &code);
 	if (!in->check) {
-		snprintf(r->why, sizeof(r->why), "job of process %s could not be checked", o->job);
+		snprintf(r->why, sizeof(r->why), "job %s could not be checked", o->job);
 		return REPORT_FAIL;
 	}
-	r->first_pid = pid;
+	/* A Slurm job's ranks may run on other hosts: no PID of this one to read. */
+	r->first_pid = slurm ? 0 : pid;
 	snprintf(
-		r->title, sizeof(r->title), "the job of process %s (%s)", o->job,
+		r->title, sizeof(r->title), "%s%s (%s)",
+		slurm ? "Slurm job " : "the job of process ", slurm ? o->job + 6 : o->job,
 		json_string_value(json_object_get(json_object_get(in->check, "job"), "description")) ?:
 			"");
+	if (json_object_get(json_object_get(in->check, "job"), "slurm")) {
+		reproduce_slurm(o, in);
+		return 0;
+	}
 	/* The launcher's command line, not a PID of this machine. */
 	launcher = json_string_value(json_object_get(
 		json_object_get(json_object_get(in->check, "job"), "launcher"), "cmdline"));

@@ -43,10 +43,12 @@ static const json_t *processes(const struct report_in *in)
 static void process_label(const json_t *p, char *buf, size_t len)
 {
 	const json_t *rank = json_object_get(p, "rank");
-	const char *host = json_string_value(json_object_get(p, "host"));
+	const char *host = json_string_value(json_object_get(p, "host")) ?:
+				   json_string_value(json_object_get(p, "node"));
 	int n = 0;
 
-	/* A merged trace's process is named with its host: PIDs repeat across hosts. */
+	/* A merged trace's process is named with its host, a Slurm job's rank with its node: PIDs
+	 * repeat across hosts. */
 	if (host)
 		n = snprintf(buf, len, "%s: ", host);
 	if (n < 0 || (size_t)n >= len)
