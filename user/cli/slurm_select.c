@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cliopt.h"
 #include "job.h"
@@ -25,5 +26,12 @@ int slurm_select__apply(const char *cmd, const char *id, struct slurm_select *s,
 	 * no step yet): the variable every task of the job has. */
 	snprintf(s->entry, sizeof(s->entry), "SLURM_JOB_ID=%s", id);
 	o->env_entry = s->entry;
+	/* Run in a step (watch --job slurm:JOBID's node half): this node's tasks alone, where
+	 * two slurmds share one kernel (a test cluster) and each sees the other's. */
+	if (getenv("SLURMD_NODENAME") && *getenv("SLURMD_NODENAME")) {
+		snprintf(s->node_entry, sizeof(s->node_entry), "SLURMD_NODENAME=%s",
+			 getenv("SLURMD_NODENAME"));
+		o->env_node = s->node_entry;
+	}
 	return -1;
 }

@@ -10,6 +10,7 @@
 struct slurm_select {
 	char cgroup[PATH_MAX];
 	char entry[64];
+	char node_entry[128];
 };
 
 /*

@@ -533,6 +533,20 @@ void proctable__drop_exited(struct watch *w, pid_t pid)
 	holds__forget(w, pid);
 }
 
+/* Whether running process @pid's initial environment holds the entry @entry (NAME=VALUE). */
+static bool environ_holds(pid_t pid, const char *entry)
+{
+	size_t size;
+	char *env;
+	bool has;
+
+	if (proc__environ(pid, &env, &size))
+		return false;
+	has = proc__environ_has(env, size, entry);
+	free(env);
+	return has;
+}
+
 /* The model follows the event: processes come and go, their graphs are read again. */
 struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 				     const struct watch_event *we)
@@ -547,6 +561,7 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		ps = proctable__find(w, ev->pid);
 	}
 	if (!ps && ev->kind == EVENT_EXEC && watch__by_exec(w->o) &&
+	    (!w->o->env_node || environ_holds(ev->pid, w->o->env_node)) &&
 	    !proctable__add_empty(w, ev->pid, ev->comm, true))
 		ps = proctable__find(w, ev->pid);
 	if (ps && ev->kind == EVENT_EXEC) {
@@ -645,20 +660,6 @@ void proctable__settle(struct watch *w)
 			settle_one(w, &w->procs[i], now);
 }
 
-/* Whether running process @pid's initial environment holds the entry @entry (NAME=VALUE). */
-static bool environ_holds(pid_t pid, const char *entry)
-{
-	size_t size;
-	char *env;
-	bool has;
-
-	if (proc__environ(pid, &env, &size))
-		return false;
-	has = proc__environ_has(env, size, entry);
-	free(env);
-	return has;
-}
-
 /* A running process of --comm (NULL: any name), --cgroup's or not, with the environment entry
  * asked for or not, watched from now on. */
 static void add_running(struct watch *w, pid_t pid, const char *comm)
@@ -673,6 +674,8 @@ static void add_running(struct watch *w, pid_t pid, const char *comm)
 	if (comm ? strcmp(name, comm) != 0 : !strcmp(name, "dlscope"))
 		return;
 	if (w->o->env_entry && !environ_holds(pid, w->o->env_entry))
+		return;
+	if (w->o->env_node && !environ_holds(pid, w->o->env_node))
 		return;
 	if (proctable__add(w, pid, 0))
 		proctable__drop(w, pid); /* exited, a zombie, or a kernel thread */

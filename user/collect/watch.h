@@ -35,6 +35,9 @@ struct watch_opts {
 	/* With comm or every_process: only the processes whose initial environment holds this
 	 * entry, NAME=VALUE (--slurm-job: SLURM_JOB_ID=ID), running or at their exec. */
 	const char *env_entry;
+	/* And, when not NULL, this one too (SLURMD_NODENAME=NODE), checked in user space on the
+	 * running processes and at each exec the kernel's filter let in. */
+	const char *env_node;
 	/* Each process found running is judged as check would judge it (no thread read), its
 	 * findings live ones of that moment. */
 	bool check_running;

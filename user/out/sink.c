@@ -343,11 +343,16 @@ static void json_header(struct event_sink *s, const struct trace_header *h)
 		boot[strcspn(boot, "\n")] = '\0';
 	for (size_t i = 0; i < h->n_targets; i++)
 		json_array_append_new(pids, json_integer(h->targets[i]));
+	/* Recorded in a Slurm step: the node's name, which merge labels it by (two slurmds of a
+	 * test cluster share one host name and boot). */
+	const char *node = getenv("SLURMD_NODENAME");
+
 	emit(s,
-	     json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}", "type",
-		       "header", "format", TRACE_FORMAT, "dlscope", DLSCOPE_VERSION, "host",
-		       u.nodename, "boot_id", boot[0] ? boot : NULL, "kernel", u.release, "glibc",
-		       gnu_get_libc_version(), "clock", "CLOCK_MONOTONIC", "t0", (json_int_t)h->t0,
+	     json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:s, s:s, s:s, s:I, s:I, s:o, s:b, s:b}",
+		       "type", "header", "format", TRACE_FORMAT, "dlscope", DLSCOPE_VERSION, "host",
+		       u.nodename, "node", node && *node ? node : NULL, "boot_id",
+		       boot[0] ? boot : NULL, "kernel", u.release, "glibc", gnu_get_libc_version(),
+		       "clock", "CLOCK_MONOTONIC", "t0", (json_int_t)h->t0,
 		       "realtime_minus_monotonic_ns", (json_int_t)h->realtime_minus_monotonic_ns,
 		       "targets", pids, "follow", h->follow, "hot", h->hot));
 }

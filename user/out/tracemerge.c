@@ -396,8 +396,11 @@ static int label_hosts(struct input *ins, size_t n, const char *const *paths,
 	int err;
 
 	for (size_t i = 0; i < n; i++) {
-		/* A header without a host name: the file's name stands for it. */
-		hosts[i].host = str_of(ins[i].r.hdr, "host") ?: paths[i];
+		/* A Slurm node's trace by the node's name; a header without a host name: the file's
+		 * name stands for it. */
+		hosts[i].host = str_of(ins[i].r.hdr, "node")	     ?:
+					str_of(ins[i].r.hdr, "host") ?:
+								       paths[i];
 		hosts[i].boot_id = str_of(ins[i].r.hdr, "boot_id");
 	}
 	err = merge__labels(hosts, n, labels, dup);
