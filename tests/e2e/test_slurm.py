@@ -6,6 +6,7 @@ a rank's PID or the batch script's."""
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -178,6 +179,52 @@ def test_check_and_report_of_a_two_node_job_compare_ranks_read_on_their_own_node
         assert re.search(r"\| n2: rank 3 \(\d+ python3\) \|", md), md
         assert "`rank-objects`: ranks of Slurm job" in md and "rank 3 is in stay_away" in md, md
         assert f"\ndlscope report --job slurm:{job}\n" in md, md
+        c.run("scancel", str(job))
+
+
+def test_watch_and_record_of_a_two_node_job_name_each_nodes_lines_and_merge_its_traces():
+    with SlurmCluster(nodes=2) as c:
+        # Ranks 0-1 on n1, 2-3 on n2; once both watch and record run on both nodes, rank 3
+        # loads libgomp. From the controller's side, by the job's id.
+        lib = "libgomp.so.1"
+        srun, job = start_job(c, 4, "plain", "sleep", nodes=2,
+                              env={"SLURM_RANK_LATE_LIB": lib})
+        d = next(os.path.dirname(os.path.join(r, "ready.3")) for r, _, fs in os.walk(c.dir)
+                 if "ready.3" in fs)
+        trace = os.path.join(c.dir, "job.jsonl")
+        runs = {}
+        for cmd, extra in (("watch", []), ("record", ["-o", trace])):
+            out, err = (open(c.path(f"{cmd}.{k}"), "w+") for k in ("out", "err"))
+            runs[cmd] = (subprocess.Popen([dlscope_path(), cmd, "--job", f"slurm:{job}", *extra],
+                                          stdout=out, stderr=err, env=c.full_env), out, err)
+
+        def said(cmd, pattern, stream=2):
+            f = runs[cmd][stream]
+            f.seek(0)
+            return re.search(pattern, f.read(), re.M)
+        for cmd in runs:
+            wait_until(lambda: said(cmd, r"^n1: dlscope: watching 2 processes") and
+                       said(cmd, r"^n2: dlscope: watching 2 processes"), 60,
+                       f"{cmd} to watch on both nodes")
+        open(os.path.join(d, "go"), "w").close()
+        wait_until(lambda: said("watch", rf"^n2: .*\[rank 3\] \d+ \+ \S+{lib} \[OpenMP", 1),
+                   30, "the load in watch's lines")
+        time.sleep(1)
+        for p, _, _ in runs.values():
+            p.send_signal(signal.SIGINT)
+        for cmd, (p, out, err) in runs.items():
+            assert p.wait(timeout=60) == 0, (cmd, p.returncode, said(cmd, r"(?s).*", 2))
+            # Each node's summary, named; rank 3's load on its own node alone.
+            assert said(cmd, r"^n1: dlscope: \d+ events") and \
+                said(cmd, r"^n2: dlscope: \d+ events"), said(cmd, r"(?s).*", 2)
+        assert not said("watch", rf"^n1: .*{lib}", 1), said("watch", r"(?s).*", 1)
+        # record: each node's trace beside FILE, merged into FILE, labelled by node.
+        recs = [json.loads(line) for line in open(trace)]
+        assert recs[0]["merged"] and recs[0]["hosts"] == ["n1", "n2"], recs[0]
+        loads = [r for r in recs if lib in json.dumps(r) and r.get("type") != "header"]
+        assert loads and {(r["host"], r.get("rank")) for r in loads} == {("n2", 3)}, loads
+        assert os.path.exists(f"{trace}.n1") and os.path.exists(f"{trace}.n2")
+        assert dlscope("check", trace).returncode == 0
         c.run("scancel", str(job))
 
 

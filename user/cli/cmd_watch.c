@@ -19,6 +19,7 @@
 #include "sink.h"
 #include "outfile.h"
 #include "slurm_select.h"
+#include "watch_slurm.h"
 #include "output.h"
 #include "target.h"
 #include "dlwatch.h"
@@ -32,7 +33,7 @@ static void watch_usage(FILE *f, const char *cmd)
 		"Usage: dlscope %s [OPTIONS]%s PID...\n"
 		"       dlscope %s [OPTIONS]%s --comm NAME\n"
 		"       dlscope %s [OPTIONS]%s -- COMMAND [ARGS...]\n"
-		"       dlscope %s [OPTIONS]%s --job PID\n"
+		"       dlscope %s [OPTIONS]%s --job PID | --job slurm:JOBID\n"
 		"       dlscope %s [OPTIONS]%s --slurm-job ID\n"
 		"\n%s"
 		"Stream the loader's calls (dlopen, dlmopen, dlclose; dlsym, dlvsym with --dlsym),\n"
@@ -51,7 +52,9 @@ static void watch_usage(FILE *f, const char *cmd)
 		"  -f, --follow          also the children they fork (torchrun's ranks)\n"
 		"      --job PID         every rank of the job PID belongs to (any member: the\n"
 		"                        launcher, a rank, a rank's child), and the ranks the\n"
-		"                        launcher starts later (implies --follow)\n"
+		"                        launcher starts later (implies --follow); slurm:JOBID:\n"
+		"                        every node of a Slurm job, from any node (srun --overlap\n"
+		"                        runs %s --slurm-job on each; lines named by node)%s\n"
 		"      --slurm-job ID    every process of Slurm job ID on this node, running or\n"
 		"                        started later (with --comm: of that name): the job's\n"
 		"                        cgroup job_ID where Slurm's cgroup/v2 plugin made one,\n"
@@ -81,7 +84,8 @@ static void watch_usage(FILE *f, const char *cmd)
 		"      --ring-mb N       the ring buffer, N MiB (a power of two; default 16); what\n"
 		"                        does not fit is counted lost, never dropped unsaid\n"
 		"  -o, --output FILE     %s the JSON Lines trace (docs/trace-format.md); %%h in\n"
-		"                        FILE is the host name (one file per node), %%%% a %%\n"
+		"                        FILE is the host name (one file per node), %%n Slurm's\n"
+		"                        node name (the host name outside a step), %%%% a %%\n"
 		"  -q, --quiet           no line per event\n"
 		"  -h, --help\n"
 		"\n"
@@ -99,6 +103,10 @@ static void watch_usage(FILE *f, const char *cmd)
 			"Lines trace for 'dlscope ui --replay', 'check', 'report' and 'export'; no\n"
 			"line per event on the terminal (the counts at the end).\n\n" :
 			"",
+		cmd,
+		record ?
+			"\n                        each node's trace in FILE.NODE, merged into FILE" :
+			"",
 		record ? "(required)" : "also write");
 }
 
@@ -110,11 +118,16 @@ static volatile sig_atomic_t stop_requested;
  */
 static int expand_output_path(const char *pattern, char *buf, size_t len)
 {
+	const char *node = getenv("SLURMD_NODENAME");
 	struct utsname u;
 	size_t n = 0;
 
 	if (uname(&u))
 		snprintf(u.nodename, sizeof(u.nodename), "unknown");
+	/* Slurm's name for the node, which two nodes sharing one kernel's host name still differ
+	 * in; the host name outside a step. */
+	if (!node || !*node)
+		node = u.nodename;
 	for (const char *p = pattern; *p; p++) {
 		const char *add = p;
 		size_t k = 1;
@@ -122,6 +135,8 @@ static int expand_output_path(const char *pattern, char *buf, size_t len)
 		if (*p == '%') {
 			if (p[1] == 'h')
 				add = u.nodename, k = strlen(u.nodename);
+			else if (p[1] == 'n')
+				add = node, k = strlen(node);
 			else if (p[1] != '%')
 				return -EINVAL;
 			p++;
@@ -217,6 +232,7 @@ struct watch_cmd {
 	char out_buf[PATH_MAX];
 	double hang_secs;
 	pid_t job_pid;
+	const char *job_slurm; /* --job slurm:JOBID: after "slurm:", watched on every node */
 	const char *slurm_job; /* --slurm-job ID */
 	struct slurm_select slurm;
 	struct watch_opts o;
@@ -287,6 +303,10 @@ static int watch_parse(int argc, char **argv, struct watch_cmd *w)
 
 	cliopt__init(&cl, cmd, argc, argv, "p:c:fd:o:qh", opts, true);
 	while ((c = cliopt__next(&cl)) != -1) {
+		if (c == 'J' && !strncmp(cl.arg, "slurm:", 6)) {
+			w->job_slurm = cl.arg + 6;
+			continue;
+		}
 		err = watch_live_option(cmd, c, cl.arg, &w->o, &w->job_pid);
 		if (err == 1)
 			err = watch_option(w, c, cl.arg);
@@ -309,6 +329,14 @@ static int watch_targets(struct watch_cmd *w)
 	const char *cmd = w->cmd;
 	int err;
 
+	if (w->job_slurm &&
+	    (w->o.command || w->o.comm || w->slurm_job || w->o.n_pids || w->job_pid))
+		return cliopt__usage(cmd,
+				     "--job slurm:JOBID watches the job on each of its nodes: "
+				     "no -- COMMAND, --comm, --slurm-job, PIDs or other --job");
+	if (w->job_slurm)
+		return w->record && !w->out_path ? cliopt__usage("record", "-o FILE is required") :
+						   -1;
 	if (w->job_pid && (w->o.command || w->o.comm || w->slurm_job))
 		return cliopt__usage(cmd,
 				     "--job watches a running job: not with -- COMMAND, --comm "
@@ -350,7 +378,8 @@ static int watch_open_trace(struct watch_cmd *w, int *ret)
 	if (!w->out_path)
 		return -1;
 	if (expand_output_path(w->out_path, w->out_buf, sizeof(w->out_buf))) {
-		dls_err("%s: -o %s: a %% is followed by h (the host name) or %%, and the name must "
+		dls_err("%s: -o %s: a %% is followed by h (the host name), n (Slurm's node name) or "
+			"%%, and the name must "
 			"fit in %zu bytes",
 			w->cmd, w->out_path, sizeof(w->out_buf) - 1);
 		*ret = DLS_EXIT_USAGE;
@@ -510,6 +539,11 @@ static int run(int argc, char **argv, bool record)
 
 	if (ret < 0)
 		ret = watch_targets(&w);
+	if (ret < 0 && w.job_slurm) {
+		cliopt__stop_on_signals(&stop_requested);
+		ret = watch_slurm__run(w.cmd, w.job_slurm, argc - 1, argv + 1, w.out_path,
+				       &stop_requested);
+	}
 	if (ret < 0)
 		trace_fd = watch_open_trace(&w, &ret);
 	if (ret < 0)

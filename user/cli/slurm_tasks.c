@@ -204,8 +204,11 @@ static int take_node_doc(struct slurm_tasks *t, const json_t *doc)
 	return 0;
 }
 
-/* The number of nodes of job @jobid, from squeue's JSON. -errno with @why. */
-static int job_nodes(long jobid, int *nodes, char *why, size_t whylen)
+/*
+ * The number of nodes of job @jobid, from squeue's JSON, and their list as Slurm writes it
+ * ("n[1-2]") into @list when not NULL. -errno with @why.
+ */
+static int job_nodes(long jobid, int *nodes, char *list, size_t listlen, char *why, size_t whylen)
 {
 	char id[32], *out;
 	char *argv[] = { "squeue", "--json", "--jobs", id, NULL };
@@ -237,6 +240,9 @@ static int job_nodes(long jobid, int *nodes, char *why, size_t whylen)
 		return -ENOENT;
 	}
 	*nodes = (int)json_integer_value(json_object_get(job, "node_count"));
+	if (list)
+		snprintf(list, listlen, "%s",
+			 json_string_value(json_object_get(job, "nodes")) ?: "");
 	json_decref(doc);
 	if (*nodes <= 0) {
 		snprintf(why, whylen, "squeue gives Slurm job %ld no nodes", jobid);
@@ -328,7 +334,7 @@ int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *arg
 		}
 		*t->j = (struct job){ .scheme = JOB_SCHEME_NONE, .world_size = -1 };
 	}
-	err = job_nodes(jobid, &nodes, why, whylen);
+	err = job_nodes(jobid, &nodes, NULL, 0, why, whylen);
 	if (err)
 		return err;
 	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -469,4 +475,33 @@ void slurm_tasks__write_node(const char *cmd, const char *node, const struct job
 	putchar('\n');
 	fflush(stdout);
 	json_decref(doc);
+}
+
+int slurm_tasks__nodes(long jobid, char ***names, int *n, char *why, size_t whylen)
+{
+	char list[4096], *out, *save = NULL;
+	char *argv[] = { "scontrol", "show", "hostnames", list, NULL };
+	int nodes, status, err = job_nodes(jobid, &nodes, list, sizeof(list), why, whylen);
+
+	*names = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	out = runprog__capture(NULL, argv, false, NULL, &status);
+	*names = calloc((size_t)nodes, sizeof(**names));
+	for (char *t = out ? strtok_r(out, "\n", &save) : NULL; *names && t && *n < nodes;
+	     t = strtok_r(NULL, "\n", &save))
+		if (!((*names)[(*n)++] = strdup(t)))
+			break;
+	free(out);
+	if (*n == nodes && (*names)[nodes - 1])
+		return 0;
+	for (int i = 0; *names && i < *n; i++)
+		free((*names)[i]);
+	free(*names);
+	*names = NULL;
+	*n = 0;
+	snprintf(why, whylen, "scontrol show hostnames %s did not name Slurm job %ld's %d nodes",
+		 list, jobid, nodes);
+	return -ENOENT;
 }

@@ -42,6 +42,11 @@ int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *arg
 bool slurm_tasks__settle(struct slurm_tasks *t, long jobid, int step, pid_t asked,
 			 const char *role);
 void slurm_tasks__free(struct slurm_tasks *t);
+/*
+ * The names of job @jobid's nodes, in Slurm's order (a step of one task per node puts task K on
+ * the K-th): *@names (malloc'ed, each too), *@n of them. -errno with @why.
+ */
+int slurm_tasks__nodes(long jobid, char ***names, int *n, char *why, size_t whylen);
 
 /*
  * Whether @pid is Slurm's to answer: srun, a batch script, or a task slurmstepd started (not a

@@ -4,7 +4,8 @@ plain: no library, the others block reading a pipe nobody writes); argv[2]: how 
 stays away (sleep, or spin in a Python loop); argv[3]: a folder where each rank creates
 ready.RANK just before it waits or stays away. SLURM_RANK_ODD_LIB: a library the last rank alone
 loads, and the last rank alone runs with OMP_NUM_THREADS=1 (it starts itself again with it), as
-a rank started from another environment would."""
+a rank started from another environment would. SLURM_RANK_LATE_LIB: a library the last rank
+loads once the file DIR/go exists (a load a watch started after the job sees)."""
 import os
 import sys
 import time
@@ -14,6 +15,13 @@ ODD_LIB = os.environ.get("SLURM_RANK_ODD_LIB")
 
 
 def stay_away():
+    late = os.environ.get("SLURM_RANK_LATE_LIB")
+    if late:
+        while not os.path.exists(os.path.join(DIR, "go")):
+            time.sleep(0.05)
+        import ctypes
+        ctypes.CDLL(late)
+        open(os.path.join(DIR, "loaded"), "w").close()
     if AWAY == "sleep":
         time.sleep(3600)
     x = 0

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+/* watch and record --job slurm:JOBID: each node's half, relayed and named (watch_slurm.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "job.h"
+#include "output.h"
+#include "runprog.h"
+#include "slurm_tasks.h"
+#include "watch_slurm.h"
+
+/* Whether @arg is --job or -o, with its value in it (--job=X, -oX) or next (*@takes_next). */
+static bool front_end_only(const char *arg, bool *takes_next)
+{
+	*takes_next = !strcmp(arg, "--job") || !strcmp(arg, "-o") || !strcmp(arg, "--output");
+	return *takes_next || !strncmp(arg, "--job=", 6) || !strncmp(arg, "--output=", 9) ||
+	       (!strncmp(arg, "-o", 2) && arg[2]);
+}
+
+/* The node half's command line: srun's options, then dlscope CMD, @argv's options, --slurm-job. */
+static char **node_argv(const char *cmd, long jobid, int nodes, int argc, char **argv,
+			const char *trace, char *buf, size_t len)
+{
+	char **a = calloc((size_t)argc + 24, sizeof(*a));
+	char *self = buf, *idarg = buf + PATH_MAX, *nodesarg = idarg + 48, *name = nodesarg + 48,
+	     *id = name + 64, *ntasks = id + 32;
+	ssize_t sl;
+	size_t n = 0;
+
+	if (!a || len < PATH_MAX + 48 * 2 + 64 + 32 * 2)
+		goto fail;
+	sl = readlink("/proc/self/exe", self, PATH_MAX - 1);
+	if (sl <= 0)
+		goto fail;
+	self[sl] = '\0';
+	snprintf(idarg, 48, "--jobid=%ld", jobid);
+	snprintf(nodesarg, 48, "--nodes=%d", nodes);
+	/* --ntasks too: inside the job srun would take its task count from SLURM_NTASKS. */
+	snprintf(ntasks, 32, "--ntasks=%d", nodes);
+	/* Its own name, so that SIGINT reaches this step alone (scancel by step). */
+	snprintf(name, 64, "--job-name=dlscope-%s-%d", cmd, (int)getpid());
+	snprintf(id, 32, "%ld", jobid);
+	const char *fixed[] = { "srun",
+				idarg,
+				"--overlap",
+				nodesarg,
+				ntasks,
+				"--ntasks-per-node=1",
+				"--mpi=none",
+				"--input=none",
+				"--label",
+				"--quiet",
+				"--kill-on-bad-exit=0",
+				name,
+				self,
+				cmd };
+
+	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
+		a[n++] = (char *)fixed[k];
+	a[n++] = "--slurm-job";
+	a[n++] = id;
+	for (int i = 0; i < argc; i++) {
+		bool next;
+
+		if (front_end_only(argv[i], &next)) {
+			i += next;
+			continue;
+		}
+		a[n++] = argv[i];
+	}
+	if (trace) {
+		a[n++] = "-o";
+		a[n++] = (char *)trace;
+	}
+	a[n] = NULL;
+	return a;
+fail:
+	free(a);
+	return NULL;
+}
+
+/* srun of @argv, its output and errors into the pipes @out and @err. Its PID, or -errno. */
+static pid_t start_srun(char **argv, int out[2], int err[2])
+{
+	pid_t pid;
+
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		int null = open("/dev/null", O_RDONLY);
+
+		dup2(null, STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
+		dup2(err[1], STDERR_FILENO);
+		/* Its own process group: the terminal's Ctrl-C is the front end's to pass on. */
+		setpgid(0, 0);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	return pid;
+}
+
+/* One stream of srun's output: lines "K: text", relayed as "NODE: text". */
+struct relay {
+	int fd;
+	FILE *to;
+	char buf[65536];
+	size_t len;
+};
+
+static void relay_line(const struct relay *r, char *line, size_t len, char **nodes, int n)
+{
+	char *end;
+	long task = strtol(line, &end, 10);
+
+	if (end != line && *end == ':' && task >= 0 && task < n) {
+		end += end[1] == ' ' ? 2 : 1;
+		fprintf(r->to, "%s: %.*s\n", nodes[task], (int)(len - (size_t)(end - line)), end);
+	} else {
+		fprintf(r->to, "%.*s\n", (int)len, line);
+	}
+}
+
+/* What can be read of @r now, relayed line by line. False at its end. */
+static bool relay_read(struct relay *r, char **nodes, int n)
+{
+	ssize_t got = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
+	char *nl;
+
+	if (got < 0 && errno == EINTR)
+		return true;
+	if (got <= 0) {
+		if (r->len)
+			relay_line(r, r->buf, r->len, nodes, n);
+		r->len = 0;
+		fflush(r->to);
+		return false;
+	}
+	r->len += (size_t)got;
+	while ((nl = memchr(r->buf, '\n', r->len))) {
+		size_t l = (size_t)(nl - r->buf);
+
+		relay_line(r, r->buf, l, nodes, n);
+		memmove(r->buf, nl + 1, r->len - l - 1);
+		r->len -= l + 1;
+	}
+	/* A line longer than the buffer goes out in pieces. */
+	if (r->len == sizeof(r->buf)) {
+		relay_line(r, r->buf, r->len, nodes, n);
+		r->len = 0;
+	}
+	fflush(r->to);
+	return true;
+}
+
+/* SIGINT to the node halves' step alone: each ends its watch with its summary. */
+static void stop_step(const char *cmd, long jobid)
+{
+	char id[32], name[64], *out, *save = NULL;
+	char *q[] = { "squeue", "--noheader", "--steps", id, "--format=%i %j", NULL };
+	int status;
+
+	snprintf(id, sizeof(id), "--jobs=%ld", jobid);
+	snprintf(name, sizeof(name), "dlscope-%s-%d", cmd, (int)getpid());
+	out = runprog__capture(NULL, q, false, NULL, &status);
+	for (char *l = out ? strtok_r(out, "\n", &save) : NULL; l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *sp = strchr(l, ' ');
+
+		if (sp && !strcmp(sp + 1, name)) {
+			char *s[] = { "scancel", "--signal=INT", l, NULL };
+
+			*sp = '\0';
+			free(runprog__capture(NULL, s, false, NULL, &status));
+			break;
+		}
+	}
+	free(out);
+}
+
+/* Relay srun's two streams until it ends; on @stop, end the node halves. srun's status. */
+static int relay_all(const char *cmd, long jobid, pid_t srun, struct relay *r, char **nodes, int n,
+		     volatile sig_atomic_t *stop)
+{
+	bool open[2] = { true, true }, stopping = false;
+	struct timespec asked = { 0 }, now;
+	int status = 0;
+
+	while (open[0] || open[1]) {
+		struct pollfd p[2] = { { .fd = open[0] ? r[0].fd : -1, .events = POLLIN },
+				       { .fd = open[1] ? r[1].fd : -1, .events = POLLIN } };
+
+		if (*stop && !stopping) {
+			stopping = true;
+			clock_gettime(CLOCK_MONOTONIC, &asked);
+			stop_step(cmd, jobid);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		/* A node half that does not end within 30 s of the stop: srun's own end. */
+		if (stopping && now.tv_sec - asked.tv_sec > 30) {
+			kill(srun, SIGTERM);
+			stopping = false;
+			asked.tv_sec = now.tv_sec + 3600;
+		}
+		if (poll(p, 2, 200) <= 0)
+			continue;
+		for (int k = 0; k < 2; k++)
+			if (open[k] && (p[k].revents & (POLLIN | POLLHUP | POLLERR)))
+				open[k] = relay_read(&r[k], nodes, n);
+	}
+	while (waitpid(srun, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* record's end: the nodes' traces (FILE.NODE) merged into FILE. The exit status. */
+static int merge_traces(const char *out, char **nodes, int n)
+{
+	char **argv = calloc((size_t)n + 6, sizeof(*argv)), self[PATH_MAX];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	size_t k = 0;
+	int status = -1;
+	pid_t pid;
+
+	if (!argv || sl <= 0) {
+		free(argv);
+		return DLS_EXIT_INSPECT;
+	}
+	self[sl] = '\0';
+	argv[k++] = self;
+	argv[k++] = "merge";
+	for (int i = 0; i < n; i++)
+		if (asprintf(&argv[k], "%s.%s", out, nodes[i]) >= 0)
+			k++;
+	argv[k++] = "-o";
+	argv[k++] = (char *)out;
+	pid = fork();
+	if (!pid) {
+		execv(self, argv);
+		_exit(127);
+	}
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	for (size_t i = 2; i < k - 2; i++)
+		free(argv[i]);
+	free(argv);
+	return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : DLS_EXIT_INSPECT;
+}
+
+int watch_slurm__run(const char *cmd, const char *spec, int argc, char **argv, const char *out,
+		     volatile sig_atomic_t *stop)
+{
+	struct relay *r = calloc(2, sizeof(*r));
+	char why[512], buf[PATH_MAX + 256], trace[PATH_MAX + 8], **nodes = NULL, **a = NULL;
+	int po[2], pe[2], n = 0, ret = DLS_EXIT_INSPECT, step;
+	long jobid;
+	pid_t srun;
+
+	if (job__parse_slurm_id(spec, &jobid, &step) || step >= 0) {
+		dls_err("%s --job: 'slurm:%s' is no Slurm job id (slurm:JOBID: the whole job is "
+			"watched on each of its nodes)",
+			cmd, spec);
+		free(r);
+		return DLS_EXIT_USAGE;
+	}
+	if (slurm_tasks__nodes(jobid, &nodes, &n, why, sizeof(why))) {
+		dls_err("%s --job: %s", cmd, why);
+		goto out;
+	}
+	snprintf(trace, sizeof(trace), "%s.%%n", out ? out : "");
+	a = node_argv(cmd, jobid, n, argc, argv, out ? trace : NULL, buf, sizeof(buf));
+	if (!a || !r) {
+		dls_err("%s --job: cannot build srun's command line", cmd);
+		goto out;
+	}
+	srun = start_srun(a, po, pe);
+	if (srun < 0) {
+		dls_err("%s --job: cannot run srun: %s", cmd, strerror((int)-srun));
+		goto out;
+	}
+	r[0] = (struct relay){ .fd = po[0], .to = stdout };
+	r[1] = (struct relay){ .fd = pe[0], .to = stderr };
+	ret = relay_all(cmd, jobid, srun, r, nodes, n, stop);
+	close(po[0]);
+	close(pe[0]);
+	/* srun's status is its worst task's: 1 for findings, 3 for a node that could not watch. */
+	if (out && ret != DLS_EXIT_INSPECT) {
+		int m = merge_traces(out, nodes, n);
+
+		if (m)
+			ret = m;
+	}
+out:
+	for (int i = 0; i < n; i++)
+		free(nodes[i]);
+	free(nodes);
+	free(a);
+	free(r);
+	return ret;
+}
