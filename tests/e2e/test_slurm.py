@@ -130,6 +130,36 @@ def test_two_node_jobs_are_read_on_each_node_and_name_the_rank_by_its_slurm_rank
         assert "in no collective" in doc["verdict"]["text"], doc["verdict"]
 
 
+def test_torchrun_on_each_node_its_ranks_are_the_jobs_ranks():
+    with SlurmCluster(nodes=2) as c:
+        # srun starts torchrun once per node; each starts 2 ranks (gloo): ranks 0-1 on n1,
+        # 2-3 on n2, rank 3 asleep away from all_reduce. The tasks are torchrun; the ranks,
+        # with torchrun's RANK and WORLD_SIZE, are its children.
+        d = tempfile.mkdtemp(dir=c.dir)
+        # --redirects/--tee: their default "0" breaks torch 1.13's launcher on Python 3.11
+        # (test_job.py says why).
+        run = (f"exec torchrun --nnodes=2 --nproc_per_node=2 --node_rank=$SLURM_NODEID "
+               f"--master_addr={c.net}.1 --master_port={free_port()} --redirects 2 --tee 2 "
+               f"--log_dir {d}/logs-$SLURM_NODEID {RANK} torchrun sleep {d}")
+        srun = c.srun_background(["-N", "2", "-n", "2", "--ntasks-per-node=1", "--mpi=none",
+                                  "bash", "-c", run], cwd=d,
+                                 env={"GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1"})
+        wait_until(lambda: sum(f.startswith("ready.") for f in os.listdir(d)) == 4, 120,
+                   "the 4 ranks to be ready")
+        time.sleep(0.5)
+        job = c.job_of(srun)
+        rank0 = min(p for p, e in c.tasks(job).items() if e.get("RANK") == "0")
+        for what in (f"slurm:{job}", str(rank0)):
+            doc = stacks_job(c, what)
+            assert_names(doc, 3, 4, nodes="n1,n2")
+            assert doc["job"]["scheme"] == "torchrun", doc["job"]
+            by_rank = {r["rank"]: r["node"] for r in doc["ranks"]}
+            assert by_rank == {0: "n1", 1: "n1", 2: "n2", 3: "n2"}, by_rank
+        doc = check_job(c, f"slurm:{job}")
+        assert sorted(p["rank"] for p in doc["processes"]) == [0, 1, 2, 3], doc["processes"]
+        c.run("scancel", str(job))
+
+
 def check_job(c, what, *args, status=0):
     p = dlscope("check", "--job", "--json", *args, what, env=c.env, timeout=120)
     assert p.returncode == status, (what, p.returncode, p.stderr, p.stdout[-3000:])
@@ -251,7 +281,7 @@ def test_the_record_recipe_as_written_gives_the_hangs_stacks_and_one_merged_trac
                    "the recipe's ranks")
         time.sleep(1)
         recorders = [p for p in os.listdir("/proc") if p.isdigit() and comm_of(p) == "dlscope"
-                     and "trace-%h" in cmdline_of(p)]
+                     and "trace-%n" in cmdline_of(p)]
         assert len(recorders) == 1, ("one recorder per node", recorders)
         outsiders.append(outsider(d, "during", {"SLURM_JOB_ID": str(job + 1000)}))
         c.run("scancel", "--batch", "--signal=USR1", str(job))

@@ -388,6 +388,15 @@ int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *arg
 	return 0;
 }
 
+/* Whether @launcher is a Slurm task of a step that runs on more than one node. */
+static bool launcher_spans_nodes(pid_t launcher)
+{
+	struct job_identity id;
+
+	return launcher > 0 && !job__identity(launcher, &id) && id.slurm_step >= 0 &&
+	       id.slurm_nodes > 1;
+}
+
 int slurm_tasks__job_of(pid_t pid, const char *cmd, long *jobid, int *step, char *role,
 			size_t rolelen)
 {
@@ -411,9 +420,12 @@ int slurm_tasks__job_of(pid_t pid, const char *cmd, long *jobid, int *step, char
 		return 0;
 	/*
 	 * A job of mpirun or torchrun inside the allocation (or a task) is theirs: its launcher is
-	 * here, and so are its ranks. A rank under a wrapper shell climbs to slurmstepd.
+	 * here, and so are its ranks; unless the launcher is a task of a step over several nodes
+	 * (srun torchrun on each node), whose other nodes hold ranks too. A rank under a wrapper
+	 * shell climbs to slurmstepd.
 	 */
-	if (!job__find(pid, &j, why, sizeof(why)) && strcmp(j->launcher_comm, "slurmstepd")) {
+	if (!job__find(pid, &j, why, sizeof(why)) && strcmp(j->launcher_comm, "slurmstepd") &&
+	    !launcher_spans_nodes(j->launcher)) {
 		job__free(j);
 		return 0;
 	}

@@ -62,9 +62,14 @@ static int env_int(const char *env, size_t size, const char *name)
  */
 static void fill_from_other_schemes(const char *env, size_t size, struct job_identity *id)
 {
-	/* The step's own count first: SLURM_NTASKS is the allocation's inside sbatch. */
-	if ((id->world_size = env_int(env, size, STEP_TASKS)) >= 0)
+	int step_tasks = env_int(env, size, STEP_TASKS);
+
+	/* The step's own count before SLURM_NTASKS, the allocation's inside sbatch; never before
+	 * a launcher's own (srun torchrun: WORLD_SIZE counts its ranks, the step its agents). */
+	if (step_tasks >= 0 && (id->world_size < 0 || id->scheme == JOB_SLURM)) {
+		id->world_size = step_tasks;
 		id->world_var = STEP_TASKS;
+	}
 	for (int s = 0; s < JOB_SCHEME_NONE && id->world_size < 0; s++)
 		if ((id->world_size = env_int(env, size, schemes[s].size)) >= 0)
 			id->world_var = schemes[s].size;
@@ -648,6 +653,85 @@ static bool slurm_task(const struct ptable *t, pid_t pid, long jobid, int step, 
 	       !strcmp(pcomm, "slurmstepd");
 }
 
+/* The world size and scheme of the job @j from a rank's identity @id. */
+static void take_identity(struct job *j, const struct job_identity *id)
+{
+	if (id->scheme < j->scheme)
+		j->scheme = id->scheme;
+	if (id->world_size > j->world_size) {
+		j->world_size = id->world_size;
+		j->world_var = id->world_var;
+	}
+}
+
+/*
+ * A launcher run as a task (srun torchrun ...): its children that carry a rank of a scheme of
+ * their own are the job's ranks, appended to @j as @task's node and step. How many, or -ENOMEM.
+ */
+static int launched_ranks(const struct ptable *t, const struct job_rank *task, struct job *j,
+			  size_t *cap)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < t->n; i++) {
+		struct job_identity id;
+		struct job_rank *r;
+
+		if (t->p[i].ppid != task->pid || job__identity(t->p[i].pid, &id) ||
+		    id.scheme == JOB_SCHEME_NONE || id.scheme == JOB_SLURM)
+			continue;
+		if (j->n == *cap && ARRAY_GROW(j->ranks, *cap, 16))
+			return -ENOMEM;
+		r = &j->ranks[j->n++];
+		*r = (struct job_rank){ .pid = t->p[i].pid,
+					.rank = id.rank,
+					.local_rank = id.local_rank,
+					.step = task->step };
+		snprintf(r->node, sizeof(r->node), "%s", task->node);
+		if (read_ppid(r->pid, &(pid_t){ 0 }, r->comm, sizeof(r->comm)))
+			snprintf(r->comm, sizeof(r->comm), "?");
+		take_identity(j, &id);
+		n++;
+	}
+	return n;
+}
+
+/* Task @pid (its identity @id) of @t into @j: itself, or the ranks it launched. */
+static int add_task(const struct ptable *t, pid_t pid, const struct job_identity *id, struct job *j,
+		    size_t *cap)
+{
+	struct job_rank task = { .pid = pid,
+				 .rank = id->scheme == JOB_SCHEME_NONE ? -1 : id->rank,
+				 .local_rank = id->local_rank,
+				 .step = id->slurm_step };
+	int launched;
+
+	snprintf(task.node, sizeof(task.node), "%s", id->node);
+	if (read_ppid(pid, &(pid_t){ 0 }, task.comm, sizeof(task.comm)))
+		snprintf(task.comm, sizeof(task.comm), "?");
+	task.pid = below_shells(t, pid, task.comm, sizeof(task.comm));
+	/* dlscope's own steps beside the job (its recorders) are no ranks of it. */
+	if (!strcmp(task.comm, "dlscope"))
+		return 0;
+	launched = launched_ranks(t, &task, j, cap);
+	if (launched < 0)
+		return launched;
+	if (!launched) {
+		if (j->n == *cap && ARRAY_GROW(j->ranks, *cap, 16))
+			return -ENOMEM;
+		j->ranks[j->n++] = task;
+		take_identity(j, id);
+	}
+	/* The ranks' parent: slurmstepd, or the launcher the task runs. */
+	if (!j->launcher)
+		j->launcher = launched ? task.pid : ptable_parent(t, pid);
+	if (id->slurm_nodes < 0 || j->step_nodes < 0)
+		j->step_nodes = -1;
+	else if (id->slurm_nodes > j->step_nodes)
+		j->step_nodes = id->slurm_nodes;
+	return 0;
+}
+
 int job__slurm_tasks(long jobid, int step, const char *node, int own_step, struct job **out,
 		     char *why, size_t whylen)
 {
@@ -667,41 +751,14 @@ int job__slurm_tasks(long jobid, int step, const char *node, int own_step, struc
 	*j = (struct job){ .scheme = JOB_SCHEME_NONE, .world_size = -1, .step_nodes = 0 };
 	for (size_t i = 0; i < t.n; i++) {
 		struct job_identity id;
-		struct job_rank *r;
 
 		if (!slurm_task(&t, t.p[i].pid, jobid, step, node, own_step, &id))
 			continue;
-		if (j->n == cap && ARRAY_GROW(j->ranks, cap, 16)) {
+		if (add_task(&t, t.p[i].pid, &id, j, &cap)) {
 			free(t.p);
 			job__free(j);
 			snprintf(why, whylen, "out of memory");
 			return -ENOMEM;
-		}
-		r = &j->ranks[j->n++];
-		*r = (struct job_rank){ .pid = t.p[i].pid,
-					.rank = id.scheme == JOB_SCHEME_NONE ? -1 : id.rank,
-					.local_rank = id.local_rank,
-					.step = id.slurm_step };
-		snprintf(r->node, sizeof(r->node), "%s", id.node);
-		if (read_ppid(r->pid, &(pid_t){ 0 }, r->comm, sizeof(r->comm)))
-			snprintf(r->comm, sizeof(r->comm), "?");
-		r->pid = below_shells(&t, r->pid, r->comm, sizeof(r->comm));
-		/* dlscope's own steps beside the job (its recorders) are no ranks of it. */
-		if (!strcmp(r->comm, "dlscope")) {
-			j->n--;
-			continue;
-		}
-		if (!j->launcher)
-			j->launcher = t.p[i].ppid;
-		if (id.slurm_nodes < 0 || j->step_nodes < 0)
-			j->step_nodes = -1;
-		else if (id.slurm_nodes > j->step_nodes)
-			j->step_nodes = id.slurm_nodes;
-		if (id.scheme < j->scheme)
-			j->scheme = id.scheme;
-		if (id.world_size > j->world_size) {
-			j->world_size = id.world_size;
-			j->world_var = id.world_var;
 		}
 	}
 	free(t.p);

@@ -1,5 +1,6 @@
 """One task of a Slurm job in which the last rank never reaches the collective the others wait
 in. argv[1]: how the ranks meet (mpi: mpi4py's Barrier; gloo: torch.distributed's all_reduce;
+torchrun: the same, in ranks torchrun started;
 plain: no library, the others block reading a pipe nobody writes); argv[2]: how the last rank
 stays away (sleep, or spin in a Python loop); argv[3]: a folder where each rank creates
 ready.RANK just before it waits or stays away. SLURM_RANK_ODD_LIB: a library the last rank alone
@@ -60,6 +61,16 @@ elif HOW == "gloo":
     import torch.distributed as dist
     rank, size = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
     dist.init_process_group("gloo", rank=rank, world_size=size)
+    ready(rank)
+    if rank == size - 1:
+        stay_away()
+    dist.all_reduce(torch.ones(8))
+elif HOW == "torchrun":
+    # A rank torchrun started (srun torchrun on each node): its rank and world are torchrun's.
+    import torch
+    import torch.distributed as dist
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo")
     ready(rank)
     if rank == size - 1:
         stay_away()
