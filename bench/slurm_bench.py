@@ -5,7 +5,9 @@ asleep away from the barrier the others spin in. Medians over --runs of: the who
 (front end, srun --overlap to both nodes, each node's ranks read there, the merge), the longest
 stop of one rank as that rank's reader measured it, and beside it gdb attached rank by rank
 (`gdb -batch -p PID -ex 'thread apply all bt'` on each, one after the other: what a user does
-without dlscope). Needs root and make deps (slurm-wlm, munge, python3-mpi4py)."""
+without dlscope). Then check --job slurm:JOBID (each node's ranks checked there, compared at
+the front end) beside `dlscope check PID` run rank by rank, one after the other. Needs root and
+make deps (slurm-wlm, munge, python3-mpi4py)."""
 import json
 import os
 import statistics
@@ -72,6 +74,21 @@ def main():
               f"({g / w:.1f}x dlscope)")
         for v in sorted(verdicts):
             print(f"  verdict: {v}")
+        checks, singles, finds = [], [], set()
+        for _ in range(RUNS):
+            t, p = timed([DLSCOPE, "check", "--job", "--json", f"slurm:{job}"], c.full_env)
+            doc = json.loads(p.stdout)
+            checks.append(t)
+            finds.add((len(doc["processes"]), len(doc["job_findings"])))
+            singles.append(sum(timed([DLSCOPE, "check", str(pid)], c.full_env)[0]
+                               for pid in ranks))
+        k, one = statistics.median(checks), statistics.median(singles)
+        print(f"check --job slurm:JOBID, the same job, median of {RUNS}:")
+        print(f"  dlscope, the whole command      {k * 1000:8.1f} ms")
+        print(f"  check PID rank by rank ({NTASKS})    {one * 1000:8.1f} ms  "
+              f"({one / k:.1f}x check --job)")
+        for n, f in sorted(finds):
+            print(f"  {n} ranks checked, {f} job findings")
 
 
 if __name__ == "__main__":
