@@ -94,7 +94,7 @@ static void print_job_diff(const json_t *diff, size_t n_ranks)
  * when it could not be.
  */
 static bool check_rank(const struct job *j, size_t i, const struct check_opts *o,
-		       struct findings *fs, json_t *procs, struct rank_view *rv)
+		       struct findings *fs, json_t *procs, struct rank_view *rv, const void *arg)
 {
 	struct runtime_list rt = { 0 };
 	struct inspection *in;
@@ -104,7 +104,7 @@ static bool check_rank(const struct job *j, size_t i, const struct check_opts *o
 
 	*rv = (struct rank_view){ .rank = j->ranks[i].rank, .pid = rp, .comm = j->ranks[i].comm };
 	if (!o->json)
-		printf("%srank %d, ", i ? "\n" : "", j->ranks[i].rank);
+		printf("\nrank %d, ", j->ranks[i].rank);
 	if (inspection__new(rp, &in, why, sizeof(why))) {
 		if (!o->json)
 			printf("process %d: could not be inspected\n", rp);
@@ -157,26 +157,46 @@ static void compare_ranks(const struct job *j, const struct rank_view *rv,
 	json_decref(diff);
 }
 
-/* check --job of this host's job: each rank read here. True when one could not be. */
-static bool check_local_job(struct job *j, const struct check_opts *o, struct findings *fs,
-			    struct findings *jfs, json_t *doc)
+/* One rank of @j checked, said, and its view into @rv; false when it could not be. */
+typedef bool (*rank_checker)(const struct job *j, size_t i, const struct check_opts *o,
+			     struct findings *fs, json_t *procs, struct rank_view *rv,
+			     const void *arg);
+
+/* The job's line: its launcher here, or its Slurm id and nodes. */
+static void print_job_line(const struct job *j)
+{
+	char desc[128];
+
+	job__describe_ranks(j, desc, sizeof(desc));
+	if (j->slurm_job > 0)
+		printf("Slurm job %ld step %d (%s): %s on %s", j->slurm_job, j->slurm_step,
+		       job_scheme__name(j->scheme), desc, j->nodes);
+	else
+		printf("%s job: launcher %d (%s: %s), %s", job_scheme__name(j->scheme), j->launcher,
+		       j->launcher_comm, j->launcher_cmd, desc);
+	if (j->asked > 0)
+		printf("; %d is %s", j->asked, j->asked_role);
+	putchar('\n');
+}
+
+/* Every rank of @j checked by @one, then the job detectors across them. True when a rank
+ * could not be checked. */
+static bool check_ranks(const struct job *j, rank_checker one, const void *arg,
+			const struct check_opts *o, struct findings *fs, struct findings *jfs,
+			json_t *doc)
 {
 	json_t *procs = doc ? json_object_get(doc, "processes") : NULL;
 	struct rank_view *rv = calloc(j->n ? j->n : 1, sizeof(*rv));
-	char desc[128];
 	bool failed = false;
 
 	if (!rv) {
 		dls_err("check --job: out of memory");
 		return true;
 	}
-	job__describe_ranks(j, desc, sizeof(desc));
 	if (!o->json)
-		printf("%s job: launcher %d (%s: %s), %s; %d is %s\n\n",
-		       job_scheme__name(j->scheme), j->launcher, j->launcher_comm, j->launcher_cmd,
-		       desc, j->asked, j->asked_role);
+		print_job_line(j);
 	for (size_t i = 0; i < j->n; i++)
-		if (!check_rank(j, i, o, fs, procs, &rv[i]))
+		if (!one(j, i, o, fs, procs, &rv[i], arg))
 			failed = true;
 	compare_ranks(j, rv, o, jfs, doc);
 	for (size_t i = 0; i < j->n; i++)
@@ -270,10 +290,11 @@ static void count_findings(const json_t *proc, pid_t pid, struct findings *fs)
 }
 
 /* Rank @i of @t as its node checked it: said, and its view into @rv. False when it was not. */
-static bool take_task(const struct slurm_tasks *t, size_t i, const struct check_opts *o,
-		      struct findings *fs, json_t *procs, struct rank_view *rv)
+static bool take_task(const struct job *j, size_t i, const struct check_opts *o,
+		      struct findings *fs, json_t *procs, struct rank_view *rv, const void *arg)
 {
-	const struct job_rank *r = &t->j->ranks[i];
+	const struct slurm_tasks *t = arg;
+	const struct job_rank *r = &j->ranks[i];
 	const json_t *chk = json_object_get(t->task[i], "check");
 	const char *err = json_string_value(json_object_get(t->task[i], "error"));
 	json_t *proc;
@@ -299,38 +320,6 @@ static bool take_task(const struct slurm_tasks *t, size_t i, const struct check_
 	}
 	json_decref(proc);
 	return true;
-}
-
-/* The tasks of @t, each checked where it runs, said; the job detectors across them. */
-static bool check_tasks(const struct slurm_tasks *t, const struct check_opts *o,
-			struct findings *fs, struct findings *jfs, json_t *doc)
-{
-	json_t *procs = doc ? json_object_get(doc, "processes") : NULL;
-	struct rank_view *rv = calloc(t->j->n ? t->j->n : 1, sizeof(*rv));
-	const struct job *j = t->j;
-	char desc[128];
-	bool failed = false;
-
-	if (!rv) {
-		dls_err("check --job: out of memory");
-		return true;
-	}
-	job__describe_ranks(j, desc, sizeof(desc));
-	if (!o->json && j->asked > 0)
-		printf("Slurm job %ld step %d (%s): %s on %s; %d is %s\n", j->slurm_job,
-		       j->slurm_step, job_scheme__name(j->scheme), desc, j->nodes, j->asked,
-		       j->asked_role);
-	else if (!o->json)
-		printf("Slurm job %ld step %d (%s): %s on %s\n", j->slurm_job, j->slurm_step,
-		       job_scheme__name(j->scheme), desc, j->nodes);
-	for (size_t i = 0; i < j->n; i++)
-		if (!take_task(t, i, o, fs, procs, &rv[i]))
-			failed = true;
-	compare_ranks(j, rv, o, jfs, doc);
-	for (size_t i = 0; i < j->n; i++)
-		rank_view__free(&rv[i]);
-	free(rv);
-	return failed;
 }
 
 /* Job @jobid's step @step (-1: its main one) checked on its nodes. True when not all was. */
@@ -367,7 +356,7 @@ static bool check_slurm_job(long jobid, int step, pid_t asked, const char *role,
 	}
 	if (t.node_errors)
 		dls_warn("check --job: not every node answered: %s", t.node_errors);
-	failed = check_tasks(&t, o, fs, jfs, doc) || t.node_errors;
+	failed = check_ranks(t.j, take_task, &t, o, fs, jfs, doc) || t.node_errors;
 out:
 	slurm_tasks__free(&t);
 	return failed;
@@ -406,7 +395,7 @@ bool check_job__pid(pid_t pid, const struct check_opts *o, struct findings *fs,
 		dls_err("check --job: %s", why);
 		return true;
 	}
-	failed = check_local_job(j, o, fs, jfs, doc);
+	failed = check_ranks(j, check_rank, NULL, o, fs, jfs, doc);
 	job__free(j);
 	return failed;
 }

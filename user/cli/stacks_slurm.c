@@ -19,6 +19,19 @@
 #include "slurm_tasks.h"
 #include "stacks_job.h"
 
+/* @n ranks' stacks and errors, and the arrays that held them. */
+static void reads_free(struct rank_stacks *rs, char **errs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (rs)
+			json_decref(rs[i].doc);
+		if (errs)
+			free(errs[i]);
+	}
+	free(rs);
+	free(errs);
+}
+
 /* This host's tasks read here, each as the document a node would have sent. */
 static int read_here(long jobid, int step, const struct stacks_job_opts *o, struct slurm_tasks *t)
 {
@@ -97,14 +110,7 @@ static int slurm_job(long jobid, int step, pid_t asked, const char *role,
 	if (t.node_errors && ret != DLS_EXIT_FINDINGS)
 		ret = DLS_EXIT_INSPECT;
 out:
-	for (size_t i = 0; t.j && i < t.j->n; i++) {
-		if (rs)
-			json_decref(rs[i].doc);
-		if (errs)
-			free(errs[i]);
-	}
-	free(rs);
-	free(errs);
+	reads_free(rs, errs, t.j ? t.j->n : 0);
 	slurm_tasks__free(&t);
 	return ret;
 }
@@ -161,14 +167,7 @@ int stacks_slurm__node(const char *spec, const struct stacks_job_opts *o)
 						      errs && errs[i] ? errs[i] : "out of memory"));
 	}
 	slurm_tasks__write_node("stacks", node, err ? NULL : j, tasks, why);
-	for (size_t i = 0; j && i < j->n; i++) {
-		if (rs)
-			json_decref(rs[i].doc);
-		if (errs)
-			free(errs[i]);
-	}
-	free(rs);
-	free(errs);
+	reads_free(rs, errs, j ? j->n : 0);
 	job__free(j);
 	return DLS_EXIT_OK;
 }
