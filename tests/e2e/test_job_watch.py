@@ -156,6 +156,24 @@ def test_watch_job_exit_status_first_then_the_ranks_that_follow():
     assert "2 findings" in err, err
 
 
+def test_a_rank_ended_by_sigterm_was_ended_not_dead():
+    """scancel, a time limit or a launcher's teardown sends SIGTERM: no rank died there, and
+    the first rank that does die is still the first death."""
+    fx, ranks = launcher(4, env={"JOB_MODE": "crash"})
+    with fx, Stream("watch", "--job", fx.pid, "--duration", 120) as w:
+        w.wait_attached()
+        os.kill(ranks[0], signal.SIGTERM)
+        w.wait_for(rf"{ranks[0]}/{ranks[0]} \S+ exit, killed by SIGTERM")
+        os.kill(ranks[1], signal.SIGUSR2)  # rank 1 exits with status 3
+        w.wait_for(r"FINDING error rank-died")
+        status, out, err = w.stop()
+    assert status == 1, (status, out, err)
+    assert f"rank 1 (PID {ranks[1]}) died first: exited with status 3" in out, out
+    assert f"- rank 0 (PID {ranks[0]}): killed by SIGTERM" in out, out
+    assert f"rank-died: rank 0 (PID {ranks[0]})" not in out, out
+    assert "1 finding" in err, err
+
+
 def test_watch_job_names_the_hung_rank_with_its_stack():
     fx, ranks = launcher(4, env={"JOB_MODE": "spin"})
     with fx, Stream("watch", "--job", ranks[2], "--hang-secs", 2, "--duration", 120) as w:

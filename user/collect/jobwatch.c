@@ -264,6 +264,15 @@ static void rank_ended(struct jobwatch *jw, struct jw_proc *p, const struct even
 	} else {
 		snprintf(p->end, sizeof(p->end), "exited with status %u", code);
 	}
+	/*
+	 * SIGTERM, SIGINT and SIGHUP ask a process to end (scancel, a time limit, Ctrl-C, a
+	 * launcher tearing the job down for a failure elsewhere): no rank died here, the job was
+	 * ended. Its exit line says it; no finding blames it.
+	 */
+	if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+		p->exited = true;
+		return;
+	}
 	if (jw->first_rank < 0) {
 		jw->first_rank = p->rank;
 		jw->first_pid = p->pid;
