@@ -59,7 +59,8 @@ def assert_names(doc, culprit, ranks, nodes=None):
 def test_one_node_mpi_plain_wrapper_and_batch_jobs_name_the_rank_that_stays_away():
     with SlurmCluster(nodes=1) as c:
         # mpi4py under srun --mpi=pmix, the last rank asleep: by srun, by a rank, by the job.
-        srun, job = start_job(c, 4, "mpi", "sleep", mpi="pmix")
+        # Each rank has a child of its own, with its PMIX_RANK: no rank, no launcher's.
+        srun, job = start_job(c, 4, "mpi", "sleep", mpi="pmix", env={"SLURM_RANK_HELPER": "1"})
         rank0 = min(p for p, e in c.tasks(job).items() if e.get("SLURM_PROCID") == "0")
         for what in (srun.pid, rank0, f"slurm:{job}"):
             doc = stacks_job(c, str(what))

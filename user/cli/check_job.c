@@ -230,6 +230,8 @@ static json_t *check_task(const struct job_rank *r, const struct check_opts *o, 
 	} else if (check__process(in, o, &fs, procs, f, &rt)) {
 		snprintf(why, whylen, "process %d could not be read (the node's errors say why)",
 			 r->pid);
+	} else if (!json_array_size(procs)) {
+		snprintf(why, whylen, "process %d's entry could not be written as JSON", r->pid);
 	} else if (rank_view__fill(&rv, in->g, &rt)) {
 		snprintf(why, whylen, "out of memory");
 	} else {
@@ -281,10 +283,16 @@ static void count_findings(const json_t *proc, pid_t pid, struct findings *fs)
 	size_t i;
 
 	json_array_foreach (json_object_get(proc, "findings"), i, f) {
-		int sev = severity__parse(json_string_value(json_object_get(f, "severity")));
+		const char *sev_name = json_string_value(json_object_get(f, "severity"));
+		const char *id = json_string_value(json_object_get(f, "id")) ?: "";
+		const char *known = "other"; /* a finding keeps its id's pointer: a lasting one */
+		int sev = sev_name ? severity__parse(sev_name) : -EINVAL;
 
-		findings__add(fs, json_string_value(json_object_get(f, "id")) ?: "?",
-			      sev < 0 ? SEV_ERROR : sev, pid, "%s",
+		for (size_t d = 0; d < n_detectors; d++)
+			if (!strcmp(detectors[d].id, id))
+				known = detectors[d].id;
+		/* One of a newer node's severities counts as the gravest. */
+		findings__add(fs, known, sev < 0 ? SEV_ERROR : sev, pid, "%s",
 			      json_string_value(json_object_get(f, "title")) ?: "");
 	}
 }

@@ -72,7 +72,12 @@ int slurm_tasks__here(long jobid, int step, struct slurm_tasks *t)
 	char why[256];
 	struct job *j;
 
-	if (job__slurm_tasks(jobid, step, NULL, -1, &j, why, sizeof(why)))
+	const char *own_job = getenv("SLURM_JOB_ID"), *own_step = getenv("SLURM_STEP_ID");
+
+	/* Run from a step of the job itself (an interactive srun --pty shell): not a task. */
+	if (job__slurm_tasks(jobid, step, NULL,
+			     own_job && own_step && atol(own_job) == jobid ? atoi(own_step) : -1,
+			     &j, why, sizeof(why)))
 		return -ENOENT;
 	if (j->step_nodes != 1) {
 		job__free(j);
@@ -212,7 +217,7 @@ static int job_nodes(long jobid, int *nodes, char *list, size_t listlen, char *w
 {
 	char id[32], *out;
 	char *argv[] = { "squeue", "--json", "--jobs", id, NULL };
-	const json_t *job = NULL, *x;
+	const json_t *job = NULL, *x, *state = NULL, *count;
 	json_error_t jerr;
 	json_t *doc;
 	size_t i;
@@ -230,16 +235,23 @@ static int job_nodes(long jobid, int *nodes, char *list, size_t listlen, char *w
 	json_array_foreach (json_object_get(doc, "jobs"), i, x)
 		if (json_integer_value(json_object_get(x, "job_id")) == jobid)
 			job = x;
-	if (!job || strcmp(json_string_value(json_object_get(job, "job_state")) ?: "", "RUNNING")) {
+	/* job_state: "RUNNING" in Slurm 22.05's JSON, ["RUNNING"] from 23.11 on. */
+	state = json_object_get(job, "job_state");
+	if (json_is_array(state))
+		state = json_array_get(state, 0);
+	if (!job || strcmp(json_string_value(state) ?: "", "RUNNING")) {
 		snprintf(why, whylen, "Slurm job %ld is %s", jobid,
 			 !doc ? "not known (squeue gave no JSON)" :
-			 job  ? json_string_value(json_object_get(job, "job_state")) ?:
-										       "not running" :
+			 job  ? json_string_value(state) ?: "not running" :
 				"not known to squeue");
 		json_decref(doc);
 		return -ENOENT;
 	}
-	*nodes = (int)json_integer_value(json_object_get(job, "node_count"));
+	/* node_count: a number in 22.05, {"set", "infinite", "number"} from 23.11 on. */
+	count = json_object_get(job, "node_count");
+	if (json_is_object(count))
+		count = json_object_get(count, "number");
+	*nodes = (int)json_integer_value(count);
 	if (list)
 		snprintf(list, listlen, "%s",
 			 json_string_value(json_object_get(job, "nodes")) ?: "");
@@ -320,7 +332,7 @@ static int take_output(char *out, size_t len, int nodes, struct slurm_tasks *t, 
 int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *args,
 			 struct slurm_tasks *t, char *why, size_t whylen)
 {
-	char self[PATH_MAX], idarg[48], nodesarg[32], spec[48], *out;
+	char self[PATH_MAX], idarg[48], nodesarg[32], ntasks[32], spec[48], *out;
 	char *argv[32];
 	size_t n = 0, len = 0;
 	ssize_t sl;
@@ -345,6 +357,8 @@ int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *arg
 	self[sl] = '\0';
 	snprintf(idarg, sizeof(idarg), "--jobid=%ld", jobid);
 	snprintf(nodesarg, sizeof(nodesarg), "--nodes=%d", nodes);
+	/* --ntasks too: inside the job (a batch script) srun would take SLURM_NTASKS. */
+	snprintf(ntasks, sizeof(ntasks), "--ntasks=%d", nodes);
 	if (step >= 0)
 		snprintf(spec, sizeof(spec), "%ld.%d", jobid, step);
 	else

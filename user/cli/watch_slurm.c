@@ -93,11 +93,19 @@ static pid_t start_srun(char **argv, int out[2], int err[2])
 {
 	pid_t pid;
 
-	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+	if (pipe2(out, O_CLOEXEC))
 		return -errno;
+	if (pipe2(err, O_CLOEXEC)) {
+		pid = -errno;
+		goto fail_out;
+	}
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		pid = -errno;
+		close(err[0]);
+		close(err[1]);
+		goto fail_out;
+	}
 	if (!pid) {
 		int null = open("/dev/null", O_RDONLY);
 
@@ -112,6 +120,10 @@ static pid_t start_srun(char **argv, int out[2], int err[2])
 	close(out[1]);
 	close(err[1]);
 	return pid;
+fail_out:
+	close(out[0]);
+	close(out[1]);
+	return pid;
 }
 
 /* One stream of srun's output: lines "K: text", relayed as "NODE: text". */
@@ -120,9 +132,10 @@ struct relay {
 	FILE *to;
 	char buf[65536];
 	size_t len;
+	unsigned long labelled; /* lines of a node half (srun's own words are not) */
 };
 
-static void relay_line(const struct relay *r, char *line, size_t len, char **nodes, int n)
+static void relay_line(struct relay *r, char *line, size_t len, char **nodes, int n)
 {
 	char *end;
 	long task = strtol(line, &end, 10);
@@ -130,6 +143,7 @@ static void relay_line(const struct relay *r, char *line, size_t len, char **nod
 	if (end != line && *end == ':' && task >= 0 && task < n) {
 		end += end[1] == ' ' ? 2 : 1;
 		fprintf(r->to, "%s: %.*s\n", nodes[task], (int)(len - (size_t)(end - line)), end);
+		r->labelled++;
 	} else {
 		fprintf(r->to, "%.*s\n", (int)len, line);
 	}
@@ -192,29 +206,32 @@ static void stop_step(const char *cmd, long jobid)
 	free(out);
 }
 
-/* Relay srun's two streams until it ends; on @stop, end the node halves. srun's status. */
+/*
+ * Relay srun's two streams until it ends; on @stop, end the node halves: SIGINT to their step,
+ * then, when srun has not ended 30 s later, SIGTERM to srun, and SIGKILL 5 s after that.
+ * srun's wait status.
+ */
 static int relay_all(const char *cmd, long jobid, pid_t srun, struct relay *r, char **nodes, int n,
 		     volatile sig_atomic_t *stop)
 {
-	bool open[2] = { true, true }, stopping = false;
-	struct timespec asked = { 0 }, now;
-	int status = 0;
+	static const int waits_s[] = { 30, 5 }, sigs[] = { SIGTERM, SIGKILL };
+	bool open[2] = { true, true };
+	struct timespec since = { 0 }, now;
+	int status = 0, stage = 0; /* 0 running, 1 INT sent, 2 TERM sent, 3 KILL sent */
 
 	while (open[0] || open[1]) {
 		struct pollfd p[2] = { { .fd = open[0] ? r[0].fd : -1, .events = POLLIN },
 				       { .fd = open[1] ? r[1].fd : -1, .events = POLLIN } };
 
-		if (*stop && !stopping) {
-			stopping = true;
-			clock_gettime(CLOCK_MONOTONIC, &asked);
-			stop_step(cmd, jobid);
-		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		/* A node half that does not end within 30 s of the stop: srun's own end. */
-		if (stopping && now.tv_sec - asked.tv_sec > 30) {
-			kill(srun, SIGTERM);
-			stopping = false;
-			asked.tv_sec = now.tv_sec + 3600;
+		if (*stop && !stage) {
+			stage = 1;
+			since = now;
+			stop_step(cmd, jobid);
+		} else if (stage && stage < 3 && now.tv_sec - since.tv_sec >= waits_s[stage - 1]) {
+			kill(srun, sigs[stage - 1]);
+			stage++;
+			since = now;
 		}
 		if (poll(p, 2, 200) <= 0)
 			continue;
@@ -224,7 +241,7 @@ static int relay_all(const char *cmd, long jobid, pid_t srun, struct relay *r, c
 	}
 	while (waitpid(srun, &status, 0) < 0 && errno == EINTR)
 		;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return status;
 }
 
 /* record's end: the nodes' traces (FILE.NODE) merged into FILE. The exit status. */
@@ -266,7 +283,7 @@ int watch_slurm__run(const char *cmd, const char *spec, int argc, char **argv, c
 {
 	struct relay *r = calloc(2, sizeof(*r));
 	char why[512], buf[PATH_MAX + 256], trace[PATH_MAX + 8], **nodes = NULL, **a = NULL;
-	int po[2], pe[2], n = 0, ret = DLS_EXIT_INSPECT, step;
+	int po[2], pe[2], n = 0, ret = DLS_EXIT_INSPECT, step, status;
 	long jobid;
 	pid_t srun;
 
@@ -274,6 +291,14 @@ int watch_slurm__run(const char *cmd, const char *spec, int argc, char **argv, c
 		dls_err("%s --job: 'slurm:%s' is no Slurm job id (slurm:JOBID: the whole job is "
 			"watched on each of its nodes)",
 			cmd, spec);
+		free(r);
+		return DLS_EXIT_USAGE;
+	}
+	/* One merged file: each node's is FILE.NODE, named here to merge them. */
+	if (out && strchr(out, '%')) {
+		dls_err("%s --job: -o %s: with slurm:JOBID, -o names the one merged trace (each "
+			"node's is FILE.NODE): no %% in it",
+			cmd, out);
 		free(r);
 		return DLS_EXIT_USAGE;
 	}
@@ -294,10 +319,26 @@ int watch_slurm__run(const char *cmd, const char *spec, int argc, char **argv, c
 	}
 	r[0] = (struct relay){ .fd = po[0], .to = stdout };
 	r[1] = (struct relay){ .fd = pe[0], .to = stderr };
-	ret = relay_all(cmd, jobid, srun, r, nodes, n, stop);
+	status = relay_all(cmd, jobid, srun, r, nodes, n, stop);
 	close(po[0]);
 	close(pe[0]);
-	/* srun's status is its worst task's: 1 for findings, 3 for a node that could not watch. */
+	/*
+	 * srun's status is its worst task's (1 findings, 3 a node that could not watch), unless
+	 * srun itself failed (127: not found; a step it could not create, with no node's line) or
+	 * was killed.
+	 */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !r[0].labelled && !r[1].labelled) {
+		dls_err("%s --job: cannot run srun (is Slurm's client installed and in PATH?)",
+			cmd);
+		goto out;
+	}
+	if (!WIFEXITED(status) || (WEXITSTATUS(status) && !r[0].labelled && !r[1].labelled)) {
+		dls_err("%s --job: srun ended without the nodes' watches (%s %d): see its lines above",
+			cmd, WIFEXITED(status) ? "status" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		goto out;
+	}
+	ret = WEXITSTATUS(status);
 	if (out && ret != DLS_EXIT_INSPECT) {
 		int m = merge_traces(out, nodes, n);
 

@@ -668,17 +668,21 @@ static void take_identity(struct job *j, const struct job_identity *id)
  * A launcher run as a task (srun torchrun ...): its children that carry a rank of a scheme of
  * their own are the job's ranks, appended to @j as @task's node and step. How many, or -ENOMEM.
  */
-static int launched_ranks(const struct ptable *t, const struct job_rank *task, struct job *j,
-			  size_t *cap)
+static int launched_ranks(const struct ptable *t, const struct job_rank *task,
+			  enum job_scheme task_scheme, struct job *j, size_t *cap)
 {
+	size_t first = j->n;
 	int n = 0;
 
 	for (size_t i = 0; i < t->n; i++) {
 		struct job_identity id;
 		struct job_rank *r;
 
+		/* A scheme the task does not carry itself: a rank's own children (DataLoader
+		 * workers) inherit its PMIX_RANK, its ranks are no launcher's. */
 		if (t->p[i].ppid != task->pid || job__identity(t->p[i].pid, &id) ||
-		    id.scheme == JOB_SCHEME_NONE || id.scheme == JOB_SLURM)
+		    id.scheme == JOB_SCHEME_NONE || id.scheme == JOB_SLURM ||
+		    id.scheme == task_scheme)
 			continue;
 		if (j->n == *cap && ARRAY_GROW(j->ranks, *cap, 16))
 			return -ENOMEM;
@@ -693,6 +697,14 @@ static int launched_ranks(const struct ptable *t, const struct job_rank *task, s
 		take_identity(j, &id);
 		n++;
 	}
+	/* A launcher's ranks are ranks apart: children that share one rank are a process's
+	 * helpers that were given its variables, and the task stays the rank. */
+	for (size_t a = first; a < j->n; a++)
+		for (size_t b = a + 1; b < j->n; b++)
+			if (j->ranks[a].rank == j->ranks[b].rank) {
+				j->n = first;
+				return 0;
+			}
 	return n;
 }
 
@@ -713,7 +725,7 @@ static int add_task(const struct ptable *t, pid_t pid, const struct job_identity
 	/* dlscope's own steps beside the job (its recorders) are no ranks of it. */
 	if (!strcmp(task.comm, "dlscope"))
 		return 0;
-	launched = launched_ranks(t, &task, j, cap);
+	launched = launched_ranks(t, &task, id->scheme, j, cap);
 	if (launched < 0)
 		return launched;
 	if (!launched) {

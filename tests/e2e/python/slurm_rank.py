@@ -6,7 +6,9 @@ stays away (sleep, or spin in a Python loop); argv[3]: a folder where each rank 
 ready.RANK just before it waits or stays away. SLURM_RANK_ODD_LIB: a library the last rank alone
 loads, and the last rank alone runs with OMP_NUM_THREADS=1 (it starts itself again with it), as
 a rank started from another environment would. SLURM_RANK_LATE_LIB: a library the last rank
-loads once the file DIR/go exists (a load a watch started after the job sees)."""
+loads once the file DIR/go exists (a load a watch started after the job sees).
+SLURM_RANK_HELPER: each rank starts a child of its own first (as a DataLoader worker: it
+inherits the rank's variables and is no rank)."""
 import os
 import sys
 import time
@@ -46,6 +48,9 @@ def odd_one_out():
 
 
 odd_one_out()
+if os.environ.get("SLURM_RANK_HELPER"):
+    import subprocess
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
 
 
 if HOW == "mpi":
