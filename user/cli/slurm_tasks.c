@@ -13,6 +13,7 @@
 #include "procfs.h"
 #include "runprog.h"
 #include "slurm_tasks.h"
+#include "srun_io.h"
 
 void slurm_tasks__free(struct slurm_tasks *t)
 {
@@ -263,59 +264,58 @@ static int job_nodes(long jobid, int *nodes, char *list, size_t listlen, char *w
 	return 0;
 }
 
-/* One labelled line of srun's output: its task number and text, or -1 for srun's own words. */
-static long task_of_line(char *line, char *next, int nodes, char **text)
-{
-	char *end;
-	long task = strtol(line, &end, 10);
-
-	if (end == line || *end != ':' || task < 0 || task >= nodes)
-		return -1;
-	*text = end + (end[1] == ' ' ? 2 : 1);
-	return *text <= next ? task : -1;
-}
-
-/*
- * srun's labelled output (@out, @len) into one document per node, gathered into @t; how many
- * nodes answered.
- */
-static int take_output(char *out, size_t len, int nodes, struct slurm_tasks *t, int *err)
-{
+/* What the node halves write: each task's JSON document, its errors named by its node. */
+struct node_answers {
 	struct {
 		FILE *f;
 		char *text;
 		size_t len;
-	} *bufs = calloc((size_t)nodes, sizeof(*bufs));
+	} * bufs;
+	char **nodes;
+};
+
+/*
+ * A node half's output: srun cuts a long line into labelled pieces, and the pieces of two tasks
+ * interleave; a compact JSON document has no newline of its own, so each task's pieces joined
+ * are its document.
+ */
+static void answer_line(void *arg, long task, const char *text, size_t len)
+{
+	struct node_answers *a = arg;
+
+	if (task < 0)
+		return; /* srun's own words on its output: none are expected */
+	if (!a->bufs[task].f)
+		a->bufs[task].f = open_memstream(&a->bufs[task].text, &a->bufs[task].len);
+	if (a->bufs[task].f)
+		fwrite(text, 1, len, a->bufs[task].f);
+}
+
+/* A node half's errors, named by its node rather than srun's task number. */
+static void error_line(void *arg, long task, const char *text, size_t len)
+{
+	const struct node_answers *a = arg;
+
+	if (task >= 0)
+		fprintf(stderr, "%s: %.*s\n", a->nodes[task], (int)len, text);
+	else
+		fprintf(stderr, "%.*s\n", (int)len, text);
+}
+
+/* Each task's document (@a) into @t; how many nodes answered, -errno in *@err. */
+static int take_answers(struct node_answers *a, int nodes, struct slurm_tasks *t, int *err)
+{
 	int docs = 0;
 
-	/*
-	 * "N: " before each piece of task N's output: srun cuts a long line into pieces of its
-	 * buffer's size, each labelled and ended by a newline, and the pieces of two tasks
-	 * interleave. A compact JSON document has no newline of its own: each task's pieces,
-	 * joined without their newlines, are its document.
-	 */
-	for (char *line = out, *next, *text; bufs && line < out + len; line = next) {
-		long task;
-
-		next = memchr(line, '\n', (size_t)(out + len - line));
-		next = next ? next + 1 : out + len;
-		task = task_of_line(line, next, nodes, &text);
-		if (task < 0)
-			continue;
-		if (!bufs[task].f)
-			bufs[task].f = open_memstream(&bufs[task].text, &bufs[task].len);
-		if (bufs[task].f)
-			fwrite(text, 1, (size_t)(next - text) - (next[-1] == '\n'), bufs[task].f);
-	}
-	for (int k = 0; bufs && k < nodes; k++) {
+	for (int k = 0; k < nodes; k++) {
 		json_error_t jerr;
 		json_t *doc;
 
-		if (!bufs[k].f)
+		if (!a->bufs[k].f)
 			continue;
-		fclose(bufs[k].f);
-		doc = json_loadb(bufs[k].text, bufs[k].len, 0, &jerr);
-		free(bufs[k].text);
+		fclose(a->bufs[k].f);
+		doc = json_loadb(a->bufs[k].text, a->bufs[k].len, 0, &jerr);
+		free(a->bufs[k].text);
 		if (!doc)
 			continue;
 		docs++;
@@ -323,20 +323,20 @@ static int take_output(char *out, size_t len, int nodes, struct slurm_tasks *t, 
 			*err = take_node_doc(t, doc);
 		json_decref(doc);
 	}
-	if (!bufs)
-		*err = -ENOMEM;
-	free(bufs);
 	return docs;
 }
 
 int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *args,
 			 struct slurm_tasks *t, char *why, size_t whylen)
 {
-	char self[PATH_MAX], idarg[48], nodesarg[32], ntasks[32], spec[48], *out;
+	char self[PATH_MAX], idarg[48], nodesarg[32], ntasks[32], spec[48], **names = NULL;
 	char *argv[32];
-	size_t n = 0, len = 0;
+	struct node_answers answers = { 0 };
+	struct srun_stream *s = NULL;
+	size_t n = 0;
 	ssize_t sl;
-	int nodes, status, err = 0, docs;
+	int nodes = 0, status, err = 0, docs, fo, fe;
+	pid_t pid;
 
 	if (!t->j) {
 		t->j = calloc(1, sizeof(*t->j));
@@ -346,13 +346,14 @@ int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *arg
 		}
 		*t->j = (struct job){ .scheme = JOB_SCHEME_NONE, .world_size = -1 };
 	}
-	err = job_nodes(jobid, &nodes, NULL, 0, why, whylen);
+	err = slurm_tasks__nodes(jobid, &names, &nodes, why, whylen);
 	if (err)
 		return err;
+	err = -ENOENT;
 	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (sl <= 0) {
 		snprintf(why, whylen, "cannot find dlscope's own file: %s", strerror(errno));
-		return -ENOENT;
+		goto out;
 	}
 	self[sl] = '\0';
 	snprintf(idarg, sizeof(idarg), "--jobid=%ld", jobid);
@@ -365,41 +366,71 @@ int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *arg
 		snprintf(spec, sizeof(spec), "%ld", jobid);
 	/* A step of its own beside the job's: on every node once, sharing the job's CPUs
 	 * (--overlap), no MPI set-up, and no node's failure killing the others' reads. */
-	char *fixed[] = { "srun",	  idarg,
-			  "--overlap",	  "--ntasks-per-node=1",
-			  nodesarg,	  "--mpi=none",
-			  "--input=none", "--label",
-			  "--quiet",	  "--kill-on-bad-exit=0",
-			  self,		  (char *)cmd,
-			  "--job-node",	  spec };
+	char *fixed[] = { "srun",
+			  idarg,
+			  "--overlap",
+			  "--ntasks-per-node=1",
+			  ntasks,
+			  nodesarg,
+			  "--mpi=none",
+			  "--input=none",
+			  "--label",
+			  "--quiet",
+			  "--kill-on-bad-exit=0",
+			  self,
+			  (char *)cmd,
+			  "--job-node",
+			  spec };
 
 	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
 		argv[n++] = fixed[k];
 	for (size_t k = 0; args && args[k] && n < sizeof(argv) / sizeof(argv[0]) - 1; k++)
 		argv[n++] = args[k];
 	argv[n] = NULL;
-	out = runprog__capture(NULL, argv, true, &len, &status);
-	if (!out) {
-		snprintf(why, whylen, "cannot run srun: %s", strerror(errno));
-		return -ENOENT;
+	answers.bufs = calloc((size_t)nodes, sizeof(*answers.bufs));
+	answers.nodes = names;
+	s = calloc(2, sizeof(*s));
+	if (!answers.bufs || !s) {
+		snprintf(why, whylen, "out of memory");
+		err = -ENOMEM;
+		goto out;
 	}
-	docs = take_output(out, len, nodes, t, &err);
-	free(out);
+	pid = srun_io__start(argv, &fo, &fe);
+	if (pid < 0) {
+		snprintf(why, whylen, "cannot run srun: %s", strerror((int)-pid));
+		goto out;
+	}
+	s[0] = (struct srun_stream){
+		.fd = fo, .line = answer_line, .arg = &answers, .ntasks = nodes
+	};
+	s[1] = (struct srun_stream){
+		.fd = fe, .line = error_line, .arg = &answers, .ntasks = nodes
+	};
+	status = srun_io__relay(pid, s, NULL, NULL);
+	err = 0;
+	docs = take_answers(&answers, nodes, t, &err);
 	if (err) {
 		snprintf(why, whylen, "out of memory");
-		return err;
+		goto out;
 	}
 	if (docs < nodes)
 		node_error(t, "srun",
 			   docs ? "some nodes gave no answer" : "no node gave an answer");
 	if (!docs) {
 		snprintf(why, whylen,
-			 "srun --overlap on Slurm job %ld's %d node%s gave no answer (status %d)",
+			 "srun --overlap on Slurm job %ld's %d node%s gave no answer (%s %d)",
 			 jobid, nodes, nodes == 1 ? "" : "s",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-		return -ENOENT;
+			 WIFEXITED(status) ? "status" : "signal",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		err = -ENOENT;
 	}
-	return 0;
+out:
+	for (int k = 0; k < nodes; k++)
+		free(names[k]);
+	free(names);
+	free(answers.bufs);
+	free(s);
+	return err;
 }
 
 /* Whether @launcher is a Slurm task of a step that runs on more than one node. */

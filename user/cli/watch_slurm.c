@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* watch and record --job slurm:JOBID: each node's half, relayed and named (watch_slurm.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +14,7 @@
 #include "output.h"
 #include "runprog.h"
 #include "slurm_tasks.h"
+#include "srun_io.h"
 #include "watch_slurm.h"
 
 /* Whether @arg is --job or -o, with its value in it (--job=X, -oX) or next (*@takes_next). */
@@ -88,97 +87,21 @@ fail:
 	return NULL;
 }
 
-/* srun of @argv, its output and errors into the pipes @out and @err. Its PID, or -errno. */
-static pid_t start_srun(char **argv, int out[2], int err[2])
-{
-	pid_t pid;
-
-	if (pipe2(out, O_CLOEXEC))
-		return -errno;
-	if (pipe2(err, O_CLOEXEC)) {
-		pid = -errno;
-		goto fail_out;
-	}
-	pid = fork();
-	if (pid < 0) {
-		pid = -errno;
-		close(err[0]);
-		close(err[1]);
-		goto fail_out;
-	}
-	if (!pid) {
-		int null = open("/dev/null", O_RDONLY);
-
-		dup2(null, STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		dup2(err[1], STDERR_FILENO);
-		/* Its own process group: the terminal's Ctrl-C is the front end's to pass on. */
-		setpgid(0, 0);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(out[1]);
-	close(err[1]);
-	return pid;
-fail_out:
-	close(out[0]);
-	close(out[1]);
-	return pid;
-}
-
-/* One stream of srun's output: lines "K: text", relayed as "NODE: text". */
-struct relay {
-	int fd;
+/* Where a node half's lines go: each named by its node. */
+struct named_out {
 	FILE *to;
-	char buf[65536];
-	size_t len;
-	unsigned long labelled; /* lines of a node half (srun's own words are not) */
+	char **nodes;
 };
 
-static void relay_line(struct relay *r, char *line, size_t len, char **nodes, int n)
+static void named_line(void *arg, long task, const char *text, size_t len)
 {
-	char *end;
-	long task = strtol(line, &end, 10);
+	const struct named_out *o = arg;
 
-	if (end != line && *end == ':' && task >= 0 && task < n) {
-		end += end[1] == ' ' ? 2 : 1;
-		fprintf(r->to, "%s: %.*s\n", nodes[task], (int)(len - (size_t)(end - line)), end);
-		r->labelled++;
-	} else {
-		fprintf(r->to, "%.*s\n", (int)len, line);
-	}
-}
-
-/* What can be read of @r now, relayed line by line. False at its end. */
-static bool relay_read(struct relay *r, char **nodes, int n)
-{
-	ssize_t got = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
-	char *nl;
-
-	if (got < 0 && errno == EINTR)
-		return true;
-	if (got <= 0) {
-		if (r->len)
-			relay_line(r, r->buf, r->len, nodes, n);
-		r->len = 0;
-		fflush(r->to);
-		return false;
-	}
-	r->len += (size_t)got;
-	while ((nl = memchr(r->buf, '\n', r->len))) {
-		size_t l = (size_t)(nl - r->buf);
-
-		relay_line(r, r->buf, l, nodes, n);
-		memmove(r->buf, nl + 1, r->len - l - 1);
-		r->len -= l + 1;
-	}
-	/* A line longer than the buffer goes out in pieces. */
-	if (r->len == sizeof(r->buf)) {
-		relay_line(r, r->buf, r->len, nodes, n);
-		r->len = 0;
-	}
-	fflush(r->to);
-	return true;
+	if (task >= 0)
+		fprintf(o->to, "%s: %.*s\n", o->nodes[task], (int)len, text);
+	else
+		fprintf(o->to, "%.*s\n", (int)len, text);
+	fflush(o->to);
 }
 
 /* SIGINT to the node halves' step alone: each ends its watch with its summary. */
@@ -206,42 +129,37 @@ static void stop_step(const char *cmd, long jobid)
 	free(out);
 }
 
+/* How the front end ends the node halves when asked (@stop). */
+struct stopper {
+	const char *cmd;
+	long jobid;
+	pid_t srun;
+	volatile sig_atomic_t *stop;
+	int stage; /* 0 running, 1 SIGINT to the step, 2 SIGTERM to srun, 3 SIGKILL */
+	struct timespec since;
+};
+
 /*
- * Relay srun's two streams until it ends; on @stop, end the node halves: SIGINT to their step,
- * then, when srun has not ended 30 s later, SIGTERM to srun, and SIGKILL 5 s after that.
- * srun's wait status.
+ * srun_io's tick: on @stop, SIGINT to the node halves' step; when srun has not ended 30 s
+ * later, SIGTERM to srun, and SIGKILL 5 s after that.
  */
-static int relay_all(const char *cmd, long jobid, pid_t srun, struct relay *r, char **nodes, int n,
-		     volatile sig_atomic_t *stop)
+static void stop_tick(void *arg)
 {
 	static const int waits_s[] = { 30, 5 }, sigs[] = { SIGTERM, SIGKILL };
-	bool open[2] = { true, true };
-	struct timespec since = { 0 }, now;
-	int status = 0, stage = 0; /* 0 running, 1 INT sent, 2 TERM sent, 3 KILL sent */
+	struct stopper *st = arg;
+	struct timespec now;
 
-	while (open[0] || open[1]) {
-		struct pollfd p[2] = { { .fd = open[0] ? r[0].fd : -1, .events = POLLIN },
-				       { .fd = open[1] ? r[1].fd : -1, .events = POLLIN } };
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (*stop && !stage) {
-			stage = 1;
-			since = now;
-			stop_step(cmd, jobid);
-		} else if (stage && stage < 3 && now.tv_sec - since.tv_sec >= waits_s[stage - 1]) {
-			kill(srun, sigs[stage - 1]);
-			stage++;
-			since = now;
-		}
-		if (poll(p, 2, 200) <= 0)
-			continue;
-		for (int k = 0; k < 2; k++)
-			if (open[k] && (p[k].revents & (POLLIN | POLLHUP | POLLERR)))
-				open[k] = relay_read(&r[k], nodes, n);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (*st->stop && !st->stage) {
+		st->stage = 1;
+		st->since = now;
+		stop_step(st->cmd, st->jobid);
+	} else if (st->stage && st->stage < 3 &&
+		   now.tv_sec - st->since.tv_sec >= waits_s[st->stage - 1]) {
+		kill(st->srun, sigs[st->stage - 1]);
+		st->stage++;
+		st->since = now;
 	}
-	while (waitpid(srun, &status, 0) < 0 && errno == EINTR)
-		;
-	return status;
 }
 
 /* record's end: the nodes' traces (FILE.NODE) merged into FILE. The exit status. */
@@ -281,9 +199,11 @@ static int merge_traces(const char *out, char **nodes, int n)
 int watch_slurm__run(const char *cmd, const char *spec, int argc, char **argv, const char *out,
 		     volatile sig_atomic_t *stop)
 {
-	struct relay *r = calloc(2, sizeof(*r));
+	struct srun_stream *r = calloc(2, sizeof(*r));
+	struct named_out sout, serr;
+	struct stopper st;
 	char why[512], buf[PATH_MAX + 256], trace[PATH_MAX + 8], **nodes = NULL, **a = NULL;
-	int po[2], pe[2], n = 0, ret = DLS_EXIT_INSPECT, step, status;
+	int fo, fe, n = 0, ret = DLS_EXIT_INSPECT, step, status;
 	long jobid;
 	pid_t srun;
 
@@ -312,16 +232,17 @@ int watch_slurm__run(const char *cmd, const char *spec, int argc, char **argv, c
 		dls_err("%s --job: cannot build srun's command line", cmd);
 		goto out;
 	}
-	srun = start_srun(a, po, pe);
+	srun = srun_io__start(a, &fo, &fe);
 	if (srun < 0) {
 		dls_err("%s --job: cannot run srun: %s", cmd, strerror((int)-srun));
 		goto out;
 	}
-	r[0] = (struct relay){ .fd = po[0], .to = stdout };
-	r[1] = (struct relay){ .fd = pe[0], .to = stderr };
-	status = relay_all(cmd, jobid, srun, r, nodes, n, stop);
-	close(po[0]);
-	close(pe[0]);
+	sout = (struct named_out){ .to = stdout, .nodes = nodes };
+	serr = (struct named_out){ .to = stderr, .nodes = nodes };
+	r[0] = (struct srun_stream){ .fd = fo, .line = named_line, .arg = &sout, .ntasks = n };
+	r[1] = (struct srun_stream){ .fd = fe, .line = named_line, .arg = &serr, .ntasks = n };
+	st = (struct stopper){ .cmd = cmd, .jobid = jobid, .srun = srun, .stop = stop };
+	status = srun_io__relay(srun, r, stop_tick, &st);
 	/*
 	 * srun's status is its worst task's (1 findings, 3 a node that could not watch), unless
 	 * srun itself failed (127: not found; a step it could not create, with no node's line) or
