@@ -330,6 +330,18 @@ static bool take_task(const struct job *j, size_t i, const struct check_opts *o,
 	return true;
 }
 
+/* This host's tasks (@t's) checked here, each as the document a node would have sent. */
+static void check_here(struct slurm_tasks *t, const void *arg)
+{
+	char why[512];
+
+	for (size_t i = 0; i < t->j->n; i++) {
+		json_t *chk = check_task(&t->j->ranks[i], arg, why, sizeof(why));
+
+		t->task[i] = slurm_tasks__task_json(&t->j->ranks[i], "check", chk, why);
+	}
+}
+
 /* Job @jobid's step @step (-1: its main one) checked on its nodes. True when not all was. */
 static bool check_slurm_job(long jobid, int step, pid_t asked, const char *role,
 			    const struct check_opts *o, struct findings *fs, struct findings *jfs,
@@ -337,35 +349,10 @@ static bool check_slurm_job(long jobid, int step, pid_t asked, const char *role,
 {
 	struct slurm_tasks t = { 0 };
 	char *args[] = { o->only ? "--only" : NULL, (char *)o->only, NULL };
-	char why[512];
 	bool failed = true;
-	int err = slurm_tasks__here(jobid, step, &t);
 
-	for (size_t i = 0; !err && i < t.j->n; i++) {
-		json_t *chk = check_task(&t.j->ranks[i], o, why, sizeof(why));
-
-		t.task[i] = slurm_tasks__task_json(&t.j->ranks[i], "check", chk, why);
-	}
-	if (err == -EXDEV || err == -ENOENT) {
-		slurm_tasks__free(&t);
-		err = slurm_tasks__fan_out(jobid, step, "check", args, &t, why, sizeof(why));
-		if (err) {
-			dls_err("check --job: %s", why);
-			goto out;
-		}
-	} else if (err) {
-		dls_err("check --job: out of memory");
-		goto out;
-	}
-	if (!slurm_tasks__settle(&t, jobid, step, asked, role)) {
-		dls_err("check --job: Slurm job %ld has no task on its nodes%s%s", jobid,
-			t.node_errors ? ": " : "", t.node_errors ? t.node_errors : "");
-		goto out;
-	}
-	if (t.node_errors)
-		dls_warn("check --job: not every node answered: %s", t.node_errors);
-	failed = check_ranks(t.j, take_task, &t, o, fs, jfs, doc) || t.node_errors;
-out:
+	if (!slurm_tasks__gather(jobid, step, "check", args, check_here, o, asked, role, &t))
+		failed = check_ranks(t.j, take_task, &t, o, fs, jfs, doc) || t.node_errors;
 	slurm_tasks__free(&t);
 	return failed;
 }

@@ -170,6 +170,36 @@ bool slurm_tasks__settle(struct slurm_tasks *t, long jobid, int step, pid_t aske
 	return true;
 }
 
+int slurm_tasks__gather(long jobid, int step, const char *cmd, char *const *args,
+			void (*read_here)(struct slurm_tasks *t, const void *arg), const void *arg,
+			pid_t asked, const char *role, struct slurm_tasks *t)
+{
+	char why[512];
+	int err = slurm_tasks__here(jobid, step, t);
+
+	if (!err)
+		read_here(t, arg);
+	if (err == -EXDEV || err == -ENOENT) {
+		slurm_tasks__free(t);
+		err = slurm_tasks__fan_out(jobid, step, cmd, args, t, why, sizeof(why));
+		if (err) {
+			dls_err("%s --job: %s", cmd, why);
+			return err;
+		}
+	} else if (err) {
+		dls_err("%s --job: out of memory", cmd);
+		return err;
+	}
+	if (!slurm_tasks__settle(t, jobid, step, asked, role)) {
+		dls_err("%s --job: Slurm job %ld has no task on its nodes%s%s", cmd, jobid,
+			t->node_errors ? ": " : "", t->node_errors ? t->node_errors : "");
+		return -ENOENT;
+	}
+	if (t->node_errors)
+		dls_warn("%s --job: not every node answered: %s", cmd, t->node_errors);
+	return 0;
+}
+
 /* The tasks of one node's document into @t, each task document kept whole. */
 static int take_node_doc(struct slurm_tasks *t, const json_t *doc)
 {

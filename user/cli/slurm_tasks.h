@@ -36,6 +36,15 @@ int slurm_tasks__here(long jobid, int step, struct slurm_tasks *t);
 int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *args,
 			 struct slurm_tasks *t, char *why, size_t whylen);
 /*
+ * Job @jobid's step @step (-1: its main one) read into @t: here by @read_here (which fills
+ * @t->task for the ranks of @t->j) when the step runs on this host alone, else on every node by
+ * `dlscope @cmd --job-node` with @args; then settled (slurm_tasks__settle, @asked and @role).
+ * 0, or -errno after one line naming why (@cmd's).
+ */
+int slurm_tasks__gather(long jobid, int step, const char *cmd, char *const *args,
+			void (*read_here)(struct slurm_tasks *t, const void *arg), const void *arg,
+			pid_t asked, const char *role, struct slurm_tasks *t);
+/*
  * The tasks of one step kept (@step, or the job's main one: most ranks), in rank order; the
  * job's id, step, nodes and what was asked (@asked, @role) set. False when no task is left.
  */

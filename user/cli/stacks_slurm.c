@@ -32,17 +32,13 @@ static void reads_free(struct rank_stacks *rs, char **errs, size_t n)
 	free(errs);
 }
 
-/* This host's tasks read here, each as the document a node would have sent. */
-static int read_here(long jobid, int step, const struct stacks_job_opts *o, struct slurm_tasks *t)
+/* This host's tasks (@t's) read here, each as the document a node would have sent. */
+static void read_here(struct slurm_tasks *t, const void *arg)
 {
-	struct rank_stacks *rs;
-	char **errs;
-	int err = slurm_tasks__here(jobid, step, t);
+	const struct stacks_job_opts *o = arg;
+	struct rank_stacks *rs = calloc(t->j->n ? t->j->n : 1, sizeof(*rs));
+	char **errs = calloc(t->j->n ? t->j->n : 1, sizeof(*errs));
 
-	if (err)
-		return err;
-	rs = calloc(t->j->n ? t->j->n : 1, sizeof(*rs));
-	errs = calloc(t->j->n ? t->j->n : 1, sizeof(*errs));
 	if (rs && errs)
 		stacks_job__read(t->j, rs, errs, o);
 	for (size_t i = 0; i < t->j->n; i++) {
@@ -54,7 +50,6 @@ static int read_here(long jobid, int step, const struct stacks_job_opts *o, stru
 	}
 	free(rs);
 	free(errs);
-	return 0;
 }
 
 /* Job @jobid's step @step (-1: its main one) read on its nodes, merged and said. */
@@ -64,29 +59,14 @@ static int slurm_job(long jobid, int step, pid_t asked, const char *role,
 	struct slurm_tasks t = { 0 };
 	struct rank_stacks *rs = NULL;
 	struct timespec t0;
-	char why[512], frames[16], **errs = NULL;
+	char frames[16], **errs = NULL;
 	char *args[] = { "--max-frames", frames, o->python_only ? "--python" : NULL, NULL };
-	int err, ret = DLS_EXIT_INSPECT;
+	int ret = DLS_EXIT_INSPECT;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	snprintf(frames, sizeof(frames), "%u", o->max_frames);
-	err = read_here(jobid, step, o, &t);
-	if (err == -EXDEV || err == -ENOENT) {
-		slurm_tasks__free(&t);
-		err = slurm_tasks__fan_out(jobid, step, "stacks", args, &t, why, sizeof(why));
-		if (err) {
-			dls_err("stacks --job: %s", why);
-			goto out;
-		}
-	} else if (err) {
-		dls_err("stacks --job: out of memory");
+	if (slurm_tasks__gather(jobid, step, "stacks", args, read_here, o, asked, role, &t))
 		goto out;
-	}
-	if (!slurm_tasks__settle(&t, jobid, step, asked, role)) {
-		dls_err("stacks --job: Slurm job %ld has no task on its nodes%s%s", jobid,
-			t.node_errors ? ": " : "", t.node_errors ? t.node_errors : "");
-		goto out;
-	}
 	rs = calloc(t.j->n, sizeof(*rs));
 	errs = calloc(t.j->n, sizeof(*errs));
 	if (!rs || !errs) {
@@ -104,8 +84,6 @@ static int slurm_job(long jobid, int step, pid_t asked, const char *role,
 		else
 			rs[i].error = errs[i] = strdup(e ? e : "no stacks came back");
 	}
-	if (t.node_errors)
-		dls_warn("stacks --job: not every node answered: %s", t.node_errors);
 	ret = stacks_job__report(t.j, rs, errs, o, stacks_job__ms_since(&t0));
 	if (t.node_errors && ret != DLS_EXIT_FINDINGS)
 		ret = DLS_EXIT_INSPECT;
