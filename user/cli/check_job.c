@@ -363,10 +363,7 @@ bool check_job__slurm(const char *spec, const struct check_opts *o, struct findi
 	long jobid;
 	int step;
 
-	if (job__parse_slurm_id(spec, &jobid, &step)) {
-		dls_err("check --job: 'slurm:%s' is no Slurm job id (slurm:JOBID or "
-			"slurm:JOBID.STEP)",
-			spec);
+	if (slurm_tasks__parse("check", spec, &jobid, &step)) {
 		*usage = true;
 		return true;
 	}

@@ -68,6 +68,27 @@ static void node_name(char *buf, size_t len)
 	buf[strcspn(buf, ".")] = '\0';
 }
 
+int slurm_tasks__parse(const char *cmd, const char *spec, long *jobid, int *step)
+{
+	if (!job__parse_slurm_id(spec, jobid, step))
+		return 0;
+	dls_err("%s --job: 'slurm:%s' is no Slurm job id (slurm:JOBID or slurm:JOBID.STEP)", cmd,
+		spec);
+	return -EINVAL;
+}
+
+int slurm_tasks__self(char *buf, size_t len, char *why, size_t whylen)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+
+	if (n <= 0) {
+		snprintf(why, whylen, "cannot find dlscope's own file: %s", strerror(errno));
+		return -ENOENT;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
 int slurm_tasks__here(long jobid, int step, struct slurm_tasks *t)
 {
 	char why[256];
@@ -364,7 +385,6 @@ int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *arg
 	struct node_answers answers = { 0 };
 	struct srun_stream *s = NULL;
 	size_t n = 0;
-	ssize_t sl;
 	int nodes = 0, status, err = 0, docs, fo, fe;
 	pid_t pid;
 
@@ -379,13 +399,10 @@ int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *arg
 	err = slurm_tasks__nodes(jobid, &names, &nodes, why, whylen);
 	if (err)
 		return err;
-	err = -ENOENT;
-	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (sl <= 0) {
-		snprintf(why, whylen, "cannot find dlscope's own file: %s", strerror(errno));
+	err = slurm_tasks__self(self, sizeof(self), why, whylen);
+	if (err)
 		goto out;
-	}
-	self[sl] = '\0';
+	err = -ENOENT;
 	snprintf(idarg, sizeof(idarg), "--jobid=%ld", jobid);
 	snprintf(nodesarg, sizeof(nodesarg), "--nodes=%d", nodes);
 	/* --ntasks too: inside the job (a batch script) srun would take SLURM_NTASKS. */

@@ -58,6 +58,15 @@ void slurm_tasks__free(struct slurm_tasks *t);
 int slurm_tasks__nodes(long jobid, char ***names, int *n, char *why, size_t whylen);
 
 /*
+ * slurm:JOBID[.STEP]'s id (@spec after "slurm:") into @jobid and @step (-1 none). 0, or
+ * -EINVAL after one line naming it (@cmd's).
+ */
+int slurm_tasks__parse(const char *cmd, const char *spec, long *jobid, int *step);
+/* dlscope's own file, which srun runs on every node (at the same path there). 0, or -errno
+ * with @why. */
+int slurm_tasks__self(char *buf, size_t len, char *why, size_t whylen);
+
+/*
  * Whether @pid is Slurm's to answer: srun, a batch script, or a task slurmstepd started (not a
  * rank of mpirun or torchrun inside a task). 1 with its job, step and @role ("srun of step
  * 12.0"); 0 when it is not; -1 after one line naming why (@cmd's) when it cannot be told.

@@ -98,10 +98,7 @@ int stacks_slurm__job(const char *spec, const struct stacks_job_opts *o)
 	long jobid;
 	int step;
 
-	if (job__parse_slurm_id(spec, &jobid, &step)) {
-		dls_err("stacks --job: 'slurm:%s' is no Slurm job id (slurm:JOBID or "
-			"slurm:JOBID.STEP)",
-			spec);
+	if (slurm_tasks__parse("stacks", spec, &jobid, &step)) {
 		return DLS_EXIT_USAGE;
 	}
 	return slurm_job(jobid, step, 0, "", o);

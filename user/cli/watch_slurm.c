@@ -25,48 +25,48 @@ static bool front_end_only(const char *arg, bool *takes_next)
 	       (!strncmp(arg, "-o", 2) && arg[2]);
 }
 
+/* The words of the node halves' srun command line that are made here. */
+struct node_words {
+	char self[PATH_MAX], idarg[48], nodes[48], ntasks[32], name[64], id[32];
+};
+
 /* The node half's command line: srun's options, then dlscope CMD, @argv's options, --slurm-job. */
 static char **node_argv(const char *cmd, long jobid, int nodes, int argc, char **argv,
-			const char *trace, char *buf, size_t len)
+			const char *trace, struct node_words *w)
 {
-	char **a = calloc((size_t)argc + 24, sizeof(*a));
-	char *self = buf, *idarg = buf + PATH_MAX, *nodesarg = idarg + 48, *name = nodesarg + 48,
-	     *id = name + 64, *ntasks = id + 32;
-	ssize_t sl;
+	char **a = calloc((size_t)argc + 24, sizeof(*a)), why[256];
 	size_t n = 0;
 
-	if (!a || len < PATH_MAX + 48 * 2 + 64 + 32 * 2)
-		goto fail;
-	sl = readlink("/proc/self/exe", self, PATH_MAX - 1);
-	if (sl <= 0)
-		goto fail;
-	self[sl] = '\0';
-	snprintf(idarg, 48, "--jobid=%ld", jobid);
-	snprintf(nodesarg, 48, "--nodes=%d", nodes);
+	if (!a || slurm_tasks__self(w->self, sizeof(w->self), why, sizeof(why))) {
+		free(a);
+		return NULL;
+	}
+	snprintf(w->idarg, sizeof(w->idarg), "--jobid=%ld", jobid);
+	snprintf(w->nodes, sizeof(w->nodes), "--nodes=%d", nodes);
 	/* --ntasks too: inside the job srun would take its task count from SLURM_NTASKS. */
-	snprintf(ntasks, 32, "--ntasks=%d", nodes);
+	snprintf(w->ntasks, sizeof(w->ntasks), "--ntasks=%d", nodes);
 	/* Its own name, so that SIGINT reaches this step alone (scancel by step). */
-	snprintf(name, 64, "--job-name=dlscope-%s-%d", cmd, (int)getpid());
-	snprintf(id, 32, "%ld", jobid);
+	snprintf(w->name, sizeof(w->name), "--job-name=dlscope-%s-%d", cmd, (int)getpid());
+	snprintf(w->id, sizeof(w->id), "%ld", jobid);
 	const char *fixed[] = { "srun",
-				idarg,
+				w->idarg,
 				"--overlap",
-				nodesarg,
-				ntasks,
+				w->nodes,
+				w->ntasks,
 				"--ntasks-per-node=1",
 				"--mpi=none",
 				"--input=none",
 				"--label",
 				"--quiet",
 				"--kill-on-bad-exit=0",
-				name,
-				self,
-				cmd };
+				w->name,
+				w->self,
+				cmd,
+				"--slurm-job",
+				w->id };
 
 	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
 		a[n++] = (char *)fixed[k];
-	a[n++] = "--slurm-job";
-	a[n++] = id;
 	for (int i = 0; i < argc; i++) {
 		bool next;
 
@@ -82,9 +82,6 @@ static char **node_argv(const char *cmd, long jobid, int nodes, int argc, char *
 	}
 	a[n] = NULL;
 	return a;
-fail:
-	free(a);
-	return NULL;
 }
 
 /* Where a node half's lines go: each named by its node. */
@@ -165,35 +162,29 @@ static void stop_tick(void *arg)
 /* record's end: the nodes' traces (FILE.NODE) merged into FILE. The exit status. */
 static int merge_traces(const char *out, char **nodes, int n)
 {
-	char **argv = calloc((size_t)n + 6, sizeof(*argv)), self[PATH_MAX];
-	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char **argv = calloc((size_t)n + 5, sizeof(*argv)), *said;
 	size_t k = 0;
-	int status = -1;
-	pid_t pid;
+	int status = 0;
 
-	if (!argv || sl <= 0) {
-		free(argv);
+	if (!argv)
 		return DLS_EXIT_INSPECT;
-	}
-	self[sl] = '\0';
-	argv[k++] = self;
+	argv[k++] = "dlscope";
 	argv[k++] = "merge";
 	for (int i = 0; i < n; i++)
 		if (asprintf(&argv[k], "%s.%s", out, nodes[i]) >= 0)
 			k++;
 	argv[k++] = "-o";
 	argv[k++] = (char *)out;
-	pid = fork();
-	if (!pid) {
-		execv(self, argv);
-		_exit(127);
-	}
-	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	said = runprog__capture("/proc/self/exe", argv, true, NULL, &status);
+	if (said)
+		fputs(said, stdout);
 	for (size_t i = 2; i < k - 2; i++)
 		free(argv[i]);
 	free(argv);
-	return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : DLS_EXIT_INSPECT;
+	if (!said)
+		return DLS_EXIT_INSPECT;
+	free(said);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : DLS_EXIT_INSPECT;
 }
 
 int watch_slurm__run(const char *cmd, const char *spec, int argc, char **argv, const char *out,
@@ -202,7 +193,8 @@ int watch_slurm__run(const char *cmd, const char *spec, int argc, char **argv, c
 	struct srun_stream *r = calloc(2, sizeof(*r));
 	struct named_out sout, serr;
 	struct stopper st;
-	char why[512], buf[PATH_MAX + 256], trace[PATH_MAX + 8], **nodes = NULL, **a = NULL;
+	char why[512], trace[PATH_MAX + 8], **nodes = NULL, **a = NULL;
+	struct node_words words;
 	int fo, fe, n = 0, ret = DLS_EXIT_INSPECT, step, status;
 	long jobid;
 	pid_t srun;
@@ -227,7 +219,7 @@ int watch_slurm__run(const char *cmd, const char *spec, int argc, char **argv, c
 		goto out;
 	}
 	snprintf(trace, sizeof(trace), "%s.%%n", out ? out : "");
-	a = node_argv(cmd, jobid, n, argc, argv, out ? trace : NULL, buf, sizeof(buf));
+	a = node_argv(cmd, jobid, n, argc, argv, out ? trace : NULL, &words);
 	if (!a || !r) {
 		dls_err("%s --job: cannot build srun's command line", cmd);
 		goto out;

@@ -533,16 +533,23 @@ void proctable__drop_exited(struct watch *w, pid_t pid)
 	holds__forget(w, pid);
 }
 
-/* Whether running process @pid's initial environment holds the entry @entry (NAME=VALUE). */
-static bool environ_holds(pid_t pid, const char *entry)
+/*
+ * Whether running process @pid's initial environment holds what the watch selects by: its
+ * entry (NAME=VALUE) and its node's (each when set), from one read of the environment.
+ */
+static bool environ_selected(const struct watch *w, pid_t pid)
 {
+	const char *entry = w->o->env_entry, *node = w->o->env_node;
 	size_t size;
 	char *env;
 	bool has;
 
+	if (!entry && !node)
+		return true;
 	if (proc__environ(pid, &env, &size))
 		return false;
-	has = proc__environ_has(env, size, entry);
+	has = (!entry || proc__environ_has(env, size, entry)) &&
+	      (!node || proc__environ_has(env, size, node));
 	free(env);
 	return has;
 }
@@ -561,7 +568,7 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		ps = proctable__find(w, ev->pid);
 	}
 	if (!ps && ev->kind == EVENT_EXEC && watch__by_exec(w->o) &&
-	    (!w->o->env_node || environ_holds(ev->pid, w->o->env_node)) &&
+	    (!w->o->env_node || environ_selected(w, ev->pid)) &&
 	    !proctable__add_empty(w, ev->pid, ev->comm, true))
 		ps = proctable__find(w, ev->pid);
 	if (ps && ev->kind == EVENT_EXEC) {
@@ -673,9 +680,7 @@ static void add_running(struct watch *w, pid_t pid, const char *comm)
 	/* Any name: but never another dlscope, as the kernel's exec filter (a job's stacks). */
 	if (comm ? strcmp(name, comm) != 0 : !strcmp(name, "dlscope"))
 		return;
-	if (w->o->env_entry && !environ_holds(pid, w->o->env_entry))
-		return;
-	if (w->o->env_node && !environ_holds(pid, w->o->env_node))
+	if (!environ_selected(w, pid))
 		return;
 	if (proctable__add(w, pid, 0))
 		proctable__drop(w, pid); /* exited, a zombie, or a kernel thread */
