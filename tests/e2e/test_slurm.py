@@ -131,6 +131,42 @@ def test_two_node_jobs_are_read_on_each_node_and_name_the_rank_by_its_slurm_rank
         assert "in no collective" in doc["verdict"]["text"], doc["verdict"]
 
 
+def test_a_three_node_job_read_through_a_fan_in_tree_gives_the_same_verdict():
+    """--fanout 2 on three nodes: relays on n1 (reading n1 and n2) and on n3 (reading n3), each
+    sending each distinct stack once; the front end reads two answers, and names the same
+    rank as when it reads every node itself."""
+    p = dlscope("stacks", "--job", "--fanout", "1", "slurm:1", check=2)
+    assert "--fanout takes a number from 2" in p.stderr, p.stderr
+    with SlurmCluster(nodes=3) as c:
+        srun, job = start_job(c, 6, "mpi", "sleep", nodes=3, mpi="pmix")
+        flat = stacks_job(c, f"slurm:{job}")
+        assert_names(flat, 5, 6, nodes="n1,n2,n3")
+        assert flat["fan_in"]["answers"] == 3 and flat["fan_in"]["relays"] == 0, flat["fan_in"]
+        for args in ((), ("--python",)):
+            p = dlscope("stacks", "--job", "--json", "--fanout", "2", *args, f"slurm:{job}",
+                        env=c.env, timeout=120)
+            assert p.returncode == 1, (args, p.returncode, p.stderr, p.stdout[-3000:])
+            tree = json.loads(p.stdout)
+            assert_names(tree, 5, 6, nodes="n1,n2,n3")
+            assert tree["fan_in"] == {"width": 2, "relays": 2, "answers": 2,
+                                      "bytes": tree["fan_in"]["bytes"]}, tree["fan_in"]
+            by_rank = {r["rank"]: r["node"] for r in tree["ranks"]}
+            assert by_rank == {0: "n1", 1: "n1", 2: "n2", 3: "n2", 4: "n3", 5: "n3"}, by_rank
+            assert tree["verdict"]["majority"]["ranks"] == [0, 1, 2, 3, 4], tree["verdict"]
+            assert all(r["threads"] > 0 and r["stopped_ms"] is not None
+                       for r in tree["ranks"]), tree["ranks"]
+            if not args:
+                assert tree["verdict"]["text"] == flat["verdict"]["text"], (tree, flat)
+                # Each distinct stack crossed once per relay, not once per rank.
+                assert tree["fan_in"]["bytes"] < flat["fan_in"]["bytes"], \
+                    (tree["fan_in"], flat["fan_in"])
+        text = dlscope("stacks", "--job", "--stats", "--fanout", "2", f"slurm:{job}",
+                       env=c.env, check=1).stdout
+        assert "rank 5 is in stay_away" in text, text
+        assert re.search(r"2 answers, \d+ bytes, came to this reader through 2 relays", text), text
+        c.run("scancel", str(job))
+
+
 def test_torchrun_on_each_node_its_ranks_are_the_jobs_ranks():
     with SlurmCluster(nodes=2) as c:
         # srun starts torchrun once per node; each starts 2 ranks (gloo): ranks 0-1 on n1,

@@ -56,7 +56,7 @@ static json_t *merge(const char **inner, size_t n, const char *py_file)
 							      NULL,
 						      7),
 					     NULL };
-	m = stackmerge__merge(r, n, false);
+	m = stackmerge__merge(r, n, NULL, false);
 	for (size_t i = 0; i < n; i++)
 		json_decref(r[i].doc);
 	return m;
@@ -97,6 +97,62 @@ int main(void)
 		      json_array_size(json_object_get(g0, "threads")) == 5,
 	      "the pool threads of all ranks are one group, last");
 	json_decref(m);
+
+	/*
+	 * The same ranks through a fan-in tree: two relays fold their ranks' stacks (each stack
+	 * once), the front end folds the relays' tables into one; the merge is the same.
+	 */
+	{
+		struct stackfold relay[2], front;
+		struct rank_stacks r[5];
+		json_t *whole, *table[2];
+		bool ok = true;
+
+		for (size_t i = 0; i < 5; i++)
+			r[i] = (struct rank_stacks){
+				(int)i, (pid_t)(100 + 10 * i),
+				rank_doc((pid_t)(100 + 10 * i), one_off[i], NULL, 0), NULL
+			};
+		whole = stackmerge__merge(r, 5, NULL, false);
+		CHECK(!stackfold__init(&relay[0]) && !stackfold__init(&relay[1]) &&
+			      !stackfold__init(&front),
+		      "fold tables");
+		for (size_t i = 0; i < 5; i++)
+			ok = ok && !stackfold__doc(&relay[i < 3], r[i].doc, NULL, false);
+		CHECK(ok, "each relay folds its ranks");
+		CHECK(json_array_size(relay[1].groups) == 2 &&
+			      json_array_size(relay[0].groups) == 3,
+		      "a relay sends each distinct stack once (ranks 0-2: allreduce and pool; ranks "
+		      "3-4: stuck, allreduce and pool)");
+		CHECK(!json_object_get(json_array_get(json_object_get(r[0].doc, "threads"), 0),
+				       "frames"),
+		      "a folded thread keeps no frames of its own");
+		/* The relays' tables travel as JSON, as they do through srun. */
+		for (size_t k = 0; k < 2; k++) {
+			char *text = json_dumps(relay[k].groups, JSON_COMPACT);
+
+			table[k] = json_loads(text, 0, NULL);
+			free(text);
+		}
+		for (size_t i = 0; i < 5; i++)
+			ok = ok && !stackfold__doc(&front, r[i].doc, table[i < 3], false);
+		CHECK(ok, "the front end folds the relays' tables into one");
+		CHECK(json_array_size(front.groups) == 3, "3 distinct stacks in all");
+		m = stackmerge__merge(r, 5, front.groups, false);
+		CHECK(m && !strcmp(verdict_text(m), verdict_text(whole)),
+		      "the verdict through the tree is the verdict of the whole documents");
+		CHECK(json_equal(json_object_get(m, "groups"), json_object_get(whole, "groups")),
+		      "and so are the merged groups");
+		json_decref(m);
+		json_decref(whole);
+		for (size_t k = 0; k < 2; k++) {
+			json_decref(table[k]);
+			stackfold__free(&relay[k]);
+		}
+		stackfold__free(&front);
+		for (size_t i = 0; i < 5; i++)
+			json_decref(r[i].doc);
+	}
 
 	m = merge(split, 4, NULL);
 	CHECK(!strncmp(verdict_text(m),
@@ -162,7 +218,7 @@ int main(void)
 							       "app", "frames", frames, "python"),
 						     NULL };
 		}
-		m = stackmerge__merge(r, 4, false);
+		m = stackmerge__merge(r, 4, NULL, false);
 		CHECK(!strcmp(verdict_text(m), "rank 3 is in compute in app, in no "
 					       "collective; ranks 0-2 are in main in app, waiting "
 					       "in PMPI_Barrier"),
@@ -173,7 +229,7 @@ int main(void)
 		      "the culprit is rank 3");
 		json_decref(m);
 		/* Two ranks: one in a collective, one not, is a verdict too. */
-		m = stackmerge__merge(&r[2], 2, false);
+		m = stackmerge__merge(&r[2], 2, NULL, false);
 		g0 = json_object_get(json_object_get(m, "verdict"), "outliers");
 		CHECK(json_array_size(g0) == 1 && json_integer_value(json_array_get(g0, 0)) == 3,
 		      "of two ranks, the one in no collective is named");

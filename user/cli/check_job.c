@@ -271,7 +271,7 @@ int check_job__node(const char *spec, const struct check_opts *o)
 		json_array_append_new(tasks,
 				      slurm_tasks__task_json(&j->ranks[i], "check", chk, twhy));
 	}
-	slurm_tasks__write_node("check", node, err ? NULL : j, tasks, why);
+	slurm_tasks__write_node("check", node, err ? NULL : j, tasks, why, NULL);
 	job__free(j);
 	return DLS_EXIT_OK;
 }
@@ -351,7 +351,7 @@ static bool check_slurm_job(long jobid, int step, pid_t asked, const char *role,
 	char *args[] = { o->only ? "--only" : NULL, (char *)o->only, NULL };
 	bool failed = true;
 
-	if (!slurm_tasks__gather(jobid, step, "check", args, check_here, o, asked, role, &t))
+	if (!slurm_tasks__gather(jobid, step, "check", args, 0, check_here, o, asked, role, &t))
 		failed = check_ranks(t.j, take_task, &t, o, fs, jfs, doc) || t.node_errors;
 	slurm_tasks__free(&t);
 	return failed;

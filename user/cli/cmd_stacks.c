@@ -31,6 +31,7 @@
 #include "pystate.h"
 #include "runtimes.h"
 #include "stackmerge.h"
+#include "slurm_tasks.h"
 #include "stacks_job.h"
 #include "target.h"
 #include "threadscan.h"
@@ -444,10 +445,8 @@ static json_t *rank_doc(pid_t pid, bool python_only, unsigned int max_frames)
  * names; 3 when a rank could not be read. A Slurm job's task (or srun, or the batch script) is
  * read on every node of its step (stacks_slurm.c).
  */
-static int stacks_job(const char *what, bool json, bool python_only, bool stats,
-		      unsigned int max_frames)
+static int stacks_job(const char *what, const struct stacks_job_opts *so)
 {
-	struct stacks_job_opts so = { json, python_only, stats, max_frames, rank_doc };
 	struct rank_stacks *rs = NULL;
 	struct timespec t0;
 	struct job *j = NULL;
@@ -457,9 +456,9 @@ static int stacks_job(const char *what, bool json, bool python_only, bool stats,
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!strncmp(what, "slurm:", 6))
-		return stacks_slurm__job(what + 6, &so);
+		return stacks_slurm__job(what + 6, so);
 	pid = (pid_t)atoi(what);
-	if (stacks_slurm__owns(pid, &so, &ret))
+	if (stacks_slurm__owns(pid, so, &ret))
 		return ret;
 	if (job__find(pid, &j, why, sizeof(why))) {
 		dls_err("stacks --job: %s", why);
@@ -471,8 +470,8 @@ static int stacks_job(const char *what, bool json, bool python_only, bool stats,
 		dls_err("stacks --job: out of memory");
 		goto out;
 	}
-	stacks_job__read(j, rs, errs, &so);
-	ret = stacks_job__report(j, rs, errs, &so, stacks_job__ms_since(&t0));
+	stacks_job__read(j, rs, errs, so);
+	ret = stacks_job__report(j, rs, errs, NULL, NULL, so, stacks_job__ms_since(&t0));
 out:
 	for (size_t i = 0; rs && i < j->n; i++)
 		json_decref(rs[i].doc);
@@ -489,8 +488,10 @@ struct stacks_opts {
 	unsigned int max_frames;
 	bool json, stats, python_only, job, all;
 	const char *core;
-	const char *job_node; /* --job-node JOBID[.STEP]: this node's part of a Slurm job */
-	struct core_opts co;  /* --exe, --coredump, --ignore-build-id */
+	const char *job_node;  /* --job-node JOBID[.STEP]: this node's part of a Slurm job */
+	const char *job_relay; /* --job-relay ...: a relay of a Slurm job's fan-in tree */
+	unsigned int fanout;   /* --fanout N: nodes one reader of a Slurm job reads */
+	struct core_opts co;   /* --exe, --coredump, --ignore-build-id */
 	pid_t *pids;
 	size_t n_pids, cap_pids;
 };
@@ -506,6 +507,8 @@ static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cli
 		{ "stats", no_argument, NULL, 's' },
 		{ "job", no_argument, NULL, 'J' },
 		{ "job-node", required_argument, NULL, 'N' },
+		{ "job-relay", required_argument, NULL, 'L' },
+		{ "fanout", required_argument, NULL, 'F' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "core", required_argument, NULL, 'C' },
 		COREOPT_LONGOPTS,
@@ -543,6 +546,15 @@ static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cli
 		case 's': o->stats = true; break;
 		case 'J': o->job = true; break;
 		case 'N': o->job_node = arg; break;
+		case 'L': o->job_relay = arg; break;
+		case 'F':
+			v = strtoul(arg, &end, 10);
+			if (*end || v < 2 || v > 100000)
+				return cliopt__usage(
+					"stacks",
+					"--fanout takes a number from 2 to 100000, not '%s'", arg);
+			o->fanout = (unsigned int)v;
+			break;
 		case 'a': o->all = true; break;
 		case 'C': o->core = arg; break;
 		case 'h': stacks_usage(stdout); return DLS_EXIT_OK;
@@ -623,16 +635,21 @@ static int stacks_run(struct stacks_opts *o, const struct cliopt *cl)
 	pid_t pid;
 	int err;
 
-	if (o->job_node) {
-		struct stacks_job_opts so = { o->json, o->python_only, o->stats, o->max_frames,
-					      rank_doc };
+	struct stacks_job_opts so = { .json = o->json,
+				      .python_only = o->python_only,
+				      .stats = o->stats,
+				      .max_frames = o->max_frames,
+				      .fanout = o->fanout,
+				      .rank_doc = rank_doc };
 
+	if (o->job_node)
 		return stacks_slurm__node(o->job_node, &so);
-	}
+	if (o->job_relay)
+		return stacks_slurm__relay(o->job_relay, &so);
 	/* A Slurm job by its id: slurm:JOBID[.STEP]. */
 	if (o->job && cl->n_ops == 1 && !strncmp(cl->ops[0], "slurm:", 6)) {
 		output__set_json(o->json);
-		return stacks_job(cl->ops[0], o->json, o->python_only, o->stats, o->max_frames);
+		return stacks_job(cl->ops[0], &so);
 	}
 	/* A core file (the operand, --core FILE, --coredump MATCH) in place of the process. */
 	err = core_opts__path(&o->co, cl, o->core, o->n_pids || o->job, &o->core);
@@ -652,14 +669,14 @@ static int stacks_run(struct stacks_opts *o, const struct cliopt *cl)
 		char what[32];
 
 		snprintf(what, sizeof(what), "%d", pid);
-		return stacks_job(what, o->json, o->python_only, o->stats, o->max_frames);
+		return stacks_job(what, &so);
 	}
 	return stacks_pid(pid, o);
 }
 
 int cmd_stacks(int argc, char **argv)
 {
-	struct stacks_opts o = { .max_frames = DEFAULT_MAX_FRAMES };
+	struct stacks_opts o = { .max_frames = DEFAULT_MAX_FRAMES, .fanout = SLURM_FANOUT_DEFAULT };
 	struct cliopt cl;
 	int ret = stacks_parse(argc, argv, &o, &cl);
 

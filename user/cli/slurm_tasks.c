@@ -192,6 +192,7 @@ bool slurm_tasks__settle(struct slurm_tasks *t, long jobid, int step, pid_t aske
 }
 
 int slurm_tasks__gather(long jobid, int step, const char *cmd, char *const *args,
+			unsigned int fanout,
 			void (*read_here)(struct slurm_tasks *t, const void *arg), const void *arg,
 			pid_t asked, const char *role, struct slurm_tasks *t)
 {
@@ -202,7 +203,7 @@ int slurm_tasks__gather(long jobid, int step, const char *cmd, char *const *args
 		read_here(t, arg);
 	if (err == -EXDEV || err == -ENOENT) {
 		slurm_tasks__free(t);
-		err = slurm_tasks__fan_out(jobid, step, cmd, args, t, why, sizeof(why));
+		err = slurm_tasks__fan_out(jobid, step, cmd, args, fanout, t, why, sizeof(why));
 		if (err) {
 			dls_err("%s --job: %s", cmd, why);
 			return err;
@@ -230,8 +231,14 @@ static int take_node_doc(struct slurm_tasks *t, const json_t *doc)
 	json_t *x;
 	size_t i;
 
+	const json_t *shared = json_object_get(doc, "shared");
+
 	if (json_is_string(json_object_get(doc, "error")))
 		node_error(t, node, json_string_value(json_object_get(doc, "error")));
+	/* A relay's: what the nodes under it could not read, each named by its node. */
+	if (json_is_string(json_object_get(doc, "node_errors")))
+		node_error(t, node, json_string_value(json_object_get(doc, "node_errors")));
+	t->relays += (int)json_integer_value(json_object_get(doc, "relays"));
 	if (world > t->j->world_size) {
 		t->j->world_size = (int)world;
 		t->j->world_var =
@@ -250,9 +257,13 @@ static int take_node_doc(struct slurm_tasks *t, const json_t *doc)
 			.local_rank = json_is_integer(lr) ? (int)json_integer_value(lr) : -1,
 			.step = (int)json_integer_value(json_object_get(x, "step")),
 		};
-		snprintf(jr->node, sizeof(jr->node), "%s", node);
+		/* A relay names each task's node; a node half, itself. */
+		snprintf(jr->node, sizeof(jr->node), "%s",
+			 json_string_value(json_object_get(x, "node")) ?: node);
 		snprintf(jr->comm, sizeof(jr->comm), "%s",
 			 json_string_value(json_object_get(x, "comm")) ?: "?");
+		if (shared && json_object_set(x, "shared", (json_t *)shared))
+			return -ENOMEM;
 		t->task[t->j->n++] = json_incref(x);
 		for (int k = 0; t->j->scheme == JOB_SCHEME_NONE && k < JOB_SCHEME_NONE; k++)
 			if (!strcmp(scheme, job_scheme__name(k)))
@@ -366,10 +377,12 @@ static int take_answers(struct node_answers *a, int nodes, struct slurm_tasks *t
 			continue;
 		fclose(a->bufs[k].f);
 		doc = json_loadb(a->bufs[k].text, a->bufs[k].len, 0, &jerr);
+		t->bytes += a->bufs[k].len;
 		free(a->bufs[k].text);
 		if (!doc)
 			continue;
 		docs++;
+		t->answers++;
 		if (!*err)
 			*err = take_node_doc(t, doc);
 		json_decref(doc);
@@ -377,106 +390,247 @@ static int take_answers(struct node_answers *a, int nodes, struct slurm_tasks *t
 	return docs;
 }
 
-int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *args,
-			 struct slurm_tasks *t, char *why, size_t whylen)
+/* The job's id as the node halves and relays take it: JOBID or JOBID.STEP. */
+static void job_spec(long jobid, int step, char *buf, size_t len)
 {
-	char self[PATH_MAX], idarg[48], nodesarg[32], ntasks[32], spec[48], **names = NULL;
+	if (step >= 0)
+		snprintf(buf, len, "%ld.%d", jobid, step);
+	else
+		snprintf(buf, len, "%ld", jobid);
+}
+
+/* @names (@n of them) as srun's --nodelist: "--nodelist=n1,n2" (malloc'ed), NULL no memory. */
+static char *nodelist_arg(char *const *names, size_t n)
+{
+	char *arg = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&arg, &len);
+
+	if (!f)
+		return NULL;
+	fputs("--nodelist=", f);
+	for (size_t k = 0; k < n; k++)
+		fprintf(f, "%s%s", k ? "," : "", names[k]);
+	if (fclose(f)) {
+		free(arg);
+		return NULL;
+	}
+	return arg;
+}
+
+/*
+ * `dlscope @cmd @mode @value @args...` once on each of @nodes (@n, Slurm's order), in a step
+ * of its own beside job @jobid's, each one's line taken into @t. 0, or -errno with @why.
+ */
+static int run_on_nodes(long jobid, char **nodes, size_t n, const char *cmd, const char *mode,
+			const char *value, char *const *args, struct slurm_tasks *t, char *why,
+			size_t whylen)
+{
+	char self[PATH_MAX], idarg[48], nodesarg[32], ntasks[32], *nodelist = NULL;
 	char *argv[32];
 	struct node_answers answers = { 0 };
 	struct srun_stream *s = NULL;
-	size_t n = 0;
-	int nodes = 0, status, err = 0, docs, fo, fe;
+	size_t argc = 0;
+	int status, err, docs, fo, fe;
 	pid_t pid;
 
-	if (!t->j) {
-		t->j = calloc(1, sizeof(*t->j));
-		if (!t->j) {
-			snprintf(why, whylen, "out of memory");
-			return -ENOMEM;
-		}
-		*t->j = (struct job){ .scheme = JOB_SCHEME_NONE, .world_size = -1 };
-	}
-	err = slurm_tasks__nodes(jobid, &names, &nodes, why, whylen);
-	if (err)
-		return err;
 	err = slurm_tasks__self(self, sizeof(self), why, whylen);
 	if (err)
-		goto out;
-	err = -ENOENT;
+		return err;
 	snprintf(idarg, sizeof(idarg), "--jobid=%ld", jobid);
-	snprintf(nodesarg, sizeof(nodesarg), "--nodes=%d", nodes);
+	snprintf(nodesarg, sizeof(nodesarg), "--nodes=%zu", n);
 	/* --ntasks too: inside the job (a batch script) srun would take SLURM_NTASKS. */
-	snprintf(ntasks, sizeof(ntasks), "--ntasks=%d", nodes);
-	if (step >= 0)
-		snprintf(spec, sizeof(spec), "%ld.%d", jobid, step);
-	else
-		snprintf(spec, sizeof(spec), "%ld", jobid);
-	/* A step of its own beside the job's: on every node once, sharing the job's CPUs
-	 * (--overlap), no MPI set-up, and no node's failure killing the others' reads. */
-	char *fixed[] = { "srun",
-			  idarg,
-			  "--overlap",
-			  "--ntasks-per-node=1",
-			  ntasks,
-			  nodesarg,
-			  "--mpi=none",
-			  "--input=none",
-			  "--label",
-			  "--quiet",
-			  "--kill-on-bad-exit=0",
-			  self,
-			  (char *)cmd,
-			  "--job-node",
-			  spec };
-
-	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
-		argv[n++] = fixed[k];
-	for (size_t k = 0; args && args[k] && n < sizeof(argv) / sizeof(argv[0]) - 1; k++)
-		argv[n++] = args[k];
-	argv[n] = NULL;
-	answers.bufs = calloc((size_t)nodes, sizeof(*answers.bufs));
-	answers.nodes = names;
+	snprintf(ntasks, sizeof(ntasks), "--ntasks=%zu", n);
+	nodelist = nodelist_arg(nodes, n);
+	answers.bufs = calloc(n, sizeof(*answers.bufs));
+	answers.nodes = nodes;
 	s = calloc(2, sizeof(*s));
-	if (!answers.bufs || !s) {
+	if (!nodelist || !answers.bufs || !s) {
 		snprintf(why, whylen, "out of memory");
 		err = -ENOMEM;
 		goto out;
 	}
+	/* A step of its own beside the job's: on each node once, sharing the job's CPUs
+	 * (--overlap), no MPI set-up, and no node's failure killing the others' reads. */
+	char *fixed[] = { "srun",	  idarg,       "--overlap",  "--ntasks-per-node=1",
+			  ntasks,	  nodesarg,    nodelist,     "--mpi=none",
+			  "--input=none", "--label",   "--quiet",    "--kill-on-bad-exit=0",
+			  self,		  (char *)cmd, (char *)mode, (char *)value };
+
+	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
+		argv[argc++] = fixed[k];
+	for (size_t k = 0; args && args[k] && argc < sizeof(argv) / sizeof(argv[0]) - 1; k++)
+		argv[argc++] = args[k];
+	argv[argc] = NULL;
 	pid = srun_io__start(argv, &fo, &fe);
 	if (pid < 0) {
 		snprintf(why, whylen, "cannot run srun: %s", strerror((int)-pid));
+		err = -ENOENT;
 		goto out;
 	}
 	s[0] = (struct srun_stream){
-		.fd = fo, .line = answer_line, .arg = &answers, .ntasks = nodes
+		.fd = fo, .line = answer_line, .arg = &answers, .ntasks = (long)n
 	};
 	s[1] = (struct srun_stream){
-		.fd = fe, .line = error_line, .arg = &answers, .ntasks = nodes
+		.fd = fe, .line = error_line, .arg = &answers, .ntasks = (long)n
 	};
 	status = srun_io__relay(pid, s, NULL, NULL);
-	err = 0;
-	docs = take_answers(&answers, nodes, t, &err);
+	docs = take_answers(&answers, (int)n, t, &err);
 	if (err) {
 		snprintf(why, whylen, "out of memory");
 		goto out;
 	}
-	if (docs < nodes)
+	if ((size_t)docs < n)
 		node_error(t, "srun",
 			   docs ? "some nodes gave no answer" : "no node gave an answer");
 	if (!docs) {
 		snprintf(why, whylen,
-			 "srun --overlap on Slurm job %ld's %d node%s gave no answer (%s %d)",
-			 jobid, nodes, nodes == 1 ? "" : "s",
-			 WIFEXITED(status) ? "status" : "signal",
+			 "srun --overlap on Slurm job %ld's %zu node%s gave no answer (%s %d)",
+			 jobid, n, n == 1 ? "" : "s", WIFEXITED(status) ? "status" : "signal",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		err = -ENOENT;
 	}
 out:
-	for (int k = 0; k < nodes; k++)
-		free(names[k]);
-	free(names);
+	free(nodelist);
 	free(answers.bufs);
 	free(s);
+	return err;
+}
+
+size_t slurm_tasks__chunk(size_t count, unsigned int fanout)
+{
+	size_t per_relay;
+
+	if (!fanout || count <= fanout)
+		return count;
+	per_relay = (count + fanout - 1) / fanout;
+	return per_relay > fanout ? per_relay : fanout;
+}
+
+/*
+ * Nodes [@first, @first + @count) of @names read into @t: each by its node half when they are
+ * at most @fanout, else through relays, each on the first node of its share
+ * (slurm_tasks__chunk) and reading the share.
+ */
+static int fan_out_range(long jobid, const char *spec, const char *list, char **names, size_t first,
+			 size_t count, unsigned int fanout, const char *cmd, char *const *args,
+			 struct slurm_tasks *t, char *why, size_t whylen)
+{
+	size_t chunk = slurm_tasks__chunk(count, fanout), n = 0;
+	char **relays, *value = NULL;
+	int err;
+
+	if (chunk >= count)
+		return run_on_nodes(jobid, names + first, count, cmd, "--job-node", spec, args, t,
+				    why, whylen);
+	relays = calloc((count + chunk - 1) / chunk, sizeof(*relays));
+	if (!relays) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t k = first; k < first + count; k += chunk)
+		relays[n++] = names[k];
+	/* The job's node list goes along: a step's environment names the step's nodes only. */
+	if (asprintf(&value, "%s:%zu:%zu:%u:%s", spec, first, count, fanout, list) < 0) {
+		free(relays);
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	err = run_on_nodes(jobid, relays, n, cmd, "--job-relay", value, args, t, why, whylen);
+	free(value);
+	free(relays);
+	return err;
+}
+
+/* A job's ranks, none yet, into @t when it has none. 0, or -ENOMEM with @why. */
+static int tasks_start(struct slurm_tasks *t, char *why, size_t whylen)
+{
+	if (t->j)
+		return 0;
+	t->j = calloc(1, sizeof(*t->j));
+	if (!t->j) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	*t->j = (struct job){ .scheme = JOB_SCHEME_NONE, .world_size = -1 };
+	return 0;
+}
+
+static void free_names(char **names, int n)
+{
+	for (int k = 0; k < n; k++)
+		free(names[k]);
+	free(names);
+}
+
+/* Slurm's node list @list ("n[1-3]") as names, in its order: *@names (*@n). -errno, @why. */
+static int hostnames(const char *list, char ***names, int *n, char *why, size_t whylen)
+{
+	char *out, *save = NULL;
+	char *argv[] = { "scontrol", "show", "hostnames", (char *)list, NULL };
+	int status, cap = 0;
+
+	*names = NULL;
+	*n = 0;
+	/* scontrol expands the list itself, asking no daemon. */
+	out = runprog__capture(NULL, argv, false, NULL, &status);
+	for (char *t = out ? strtok_r(out, "\n", &save) : NULL; t;
+	     t = strtok_r(NULL, "\n", &save)) {
+		char *name = strdup(t);
+
+		if (!name || (*n == cap && ARRAY_GROW(*names, cap, 16))) {
+			free(name);
+			free(out);
+			free_names(*names, *n);
+			*names = NULL;
+			*n = 0;
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
+		}
+		(*names)[(*n)++] = name;
+	}
+	free(out);
+	if (*n)
+		return 0;
+	free(*names);
+	*names = NULL;
+	snprintf(why, whylen, "scontrol show hostnames %s named no node", list);
+	return -ENOENT;
+}
+
+static int job_nodes_named(long jobid, char *list, size_t listlen, char ***names, int *n, char *why,
+			   size_t whylen)
+{
+	int nodes, err = job_nodes(jobid, &nodes, list, listlen, why, whylen);
+
+	*names = NULL;
+	*n = 0;
+	if (!err)
+		err = hostnames(list, names, n, why, whylen);
+	if (err || *n == nodes)
+		return err;
+	free_names(*names, *n);
+	*names = NULL;
+	*n = 0;
+	snprintf(why, whylen, "scontrol show hostnames %s did not name Slurm job %ld's %d nodes",
+		 list, jobid, nodes);
+	return -ENOENT;
+}
+
+int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *args,
+			 unsigned int fanout, struct slurm_tasks *t, char *why, size_t whylen)
+{
+	char spec[48], list[4096], **names = NULL;
+	int nodes = 0, err = tasks_start(t, why, whylen);
+
+	if (!err)
+		err = job_nodes_named(jobid, list, sizeof(list), &names, &nodes, why, whylen);
+	if (err)
+		return err;
+	job_spec(jobid, step, spec, sizeof(spec));
+	err = fan_out_range(jobid, spec, list, names, 0, (size_t)nodes, fanout, cmd, args, t, why,
+			    whylen);
+	free_names(names, nodes);
 	return err;
 }
 
@@ -564,7 +718,7 @@ json_t *slurm_tasks__task_json(const struct job_rank *t, const char *key, json_t
 }
 
 void slurm_tasks__write_node(const char *cmd, const char *node, const struct job *j, json_t *tasks,
-			     const char *why)
+			     const char *why, json_t *extra)
 {
 	json_t *doc;
 
@@ -574,6 +728,9 @@ void slurm_tasks__write_node(const char *cmd, const char *node, const struct job
 		doc = json_pack("{s:s, s:s, s:i, s:s?, s:o}", "node", node, "scheme",
 				job_scheme__name(j->scheme), "world_size", j->world_size,
 				"world_var", j->world_var, "tasks", tasks);
+	if (doc && extra)
+		json_object_update(doc, extra);
+	json_decref(extra);
 	if (!doc || json_dumpf(doc, stdout, JSON_COMPACT) < 0)
 		dls_err("%s --job-node: cannot write the JSON document", cmd);
 	putchar('\n');
@@ -583,29 +740,53 @@ void slurm_tasks__write_node(const char *cmd, const char *node, const struct job
 
 int slurm_tasks__nodes(long jobid, char ***names, int *n, char *why, size_t whylen)
 {
-	char list[4096], *out, *save = NULL;
-	char *argv[] = { "scontrol", "show", "hostnames", list, NULL };
-	int nodes, status, err = job_nodes(jobid, &nodes, list, sizeof(list), why, whylen);
+	char list[4096];
 
-	*names = NULL;
-	*n = 0;
+	return job_nodes_named(jobid, list, sizeof(list), names, n, why, whylen);
+}
+
+int slurm_tasks__relay(const char *cmd, const char *value, char *const *args, struct slurm_tasks *t,
+		       long *jobid, int *step, char *why, size_t whylen)
+{
+	const char *list, *me = getenv("SLURMD_NODENAME");
+	char spec[48], **names = NULL;
+	size_t first, count, chunk, at;
+	unsigned int fanout;
+	int n = 0, used = 0, err;
+
+	if (sscanf(value, "%47[^:]:%zu:%zu:%u:%n", spec, &first, &count, &fanout, &used) != 4 ||
+	    !used || !value[used] || fanout < 2 || !count ||
+	    job__parse_slurm_id(spec, jobid, step)) {
+		dls_err("%s --job-relay: '%s' is not JOBID[.STEP]:FIRST:COUNT:WIDTH:NODELIST", cmd,
+			value);
+		return -EINVAL;
+	}
+	list = value + used;
+	err = tasks_start(t, why, whylen);
 	if (err)
 		return err;
-	out = runprog__capture(NULL, argv, false, NULL, &status);
-	*names = calloc((size_t)nodes, sizeof(**names));
-	for (char *t = out ? strtok_r(out, "\n", &save) : NULL; *names && t && *n < nodes;
-	     t = strtok_r(NULL, "\n", &save))
-		if (!((*names)[(*n)++] = strdup(t)))
-			break;
-	free(out);
-	if (*n == nodes && (*names)[nodes - 1])
-		return 0;
-	for (int i = 0; *names && i < *n; i++)
-		free((*names)[i]);
-	free(*names);
-	*names = NULL;
-	*n = 0;
-	snprintf(why, whylen, "scontrol show hostnames %s did not name Slurm job %ld's %d nodes",
-		 list, jobid, nodes);
-	return -ENOENT;
+	if (!me) {
+		snprintf(why, whylen,
+			 "a relay runs in a step of the job (no SLURMD_NODENAME here)");
+		return -ENOENT;
+	}
+	/* The job's nodes, in the order the reader above cut them into shares. */
+	err = hostnames(list, &names, &n, why, whylen);
+	if (err)
+		return err;
+	for (at = 0; at < (size_t)n && strcmp(names[at], me); at++)
+		;
+	chunk = slurm_tasks__chunk(count, fanout);
+	if (first + count > (size_t)n || at < first || at >= first + count ||
+	    (at - first) % chunk) {
+		snprintf(why, whylen, "node %s heads no share of nodes %zu-%zu of %s", me, first,
+			 first + count - 1, list);
+		err = -ENOENT;
+	} else {
+		count = first + count - at < chunk ? first + count - at : chunk;
+		err = fan_out_range(*jobid, spec, list, names, at, count, fanout, cmd, args, t, why,
+				    whylen);
+	}
+	free_names(names, n);
+	return err;
 }

@@ -15,12 +15,25 @@
 
 #include "job.h"
 
+/*
+ * A reader of a big job reads at most this many nodes, or relays (STAT's fan-in tree): 1,024
+ * nodes are 32 relays of 32 nodes each.
+ */
+#define SLURM_FANOUT_DEFAULT 32
+
 /* The tasks of one job, from any number of nodes. */
 struct slurm_tasks {
 	struct job *j; /* its ranks, each with its node */
-	json_t **task; /* each rank's task document, as its node wrote it (owned); as j->ranks */
-	size_t cap;    /* room of j->ranks and task */
+	/*
+	 * Each rank's task document, as its node wrote it (owned); as j->ranks. A relay's tasks
+	 * carry its node's name ("node") and the tables their payloads refer to ("shared").
+	 */
+	json_t **task;
+	size_t cap;	   /* room of j->ranks and task */
 	char *node_errors; /* what some nodes could not read: "n2: why; n3: why"; NULL none */
+	/* What came to this reader: answers (lines), their bytes, relays in the tree below. */
+	int answers, relays;
+	size_t bytes;
 };
 
 /*
@@ -31,17 +44,33 @@ struct slurm_tasks {
 int slurm_tasks__here(long jobid, int step, struct slurm_tasks *t);
 /*
  * Every node's tasks: `dlscope @cmd --job-node SPEC @args...` on each node of the job (@args
- * NULL-ended), their documents gathered into @t. -errno with @why when no node answered.
+ * NULL-ended), their documents gathered into @t. With more nodes than @fanout (0: no limit),
+ * through relays (`dlscope @cmd --job-relay SPEC:FIRST:COUNT:WIDTH`), each reading at most
+ * @fanout nodes or relays of its own. -errno with @why when no node answered.
  */
 int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *args,
-			 struct slurm_tasks *t, char *why, size_t whylen);
+			 unsigned int fanout, struct slurm_tasks *t, char *why, size_t whylen);
+/*
+ * A relay's share of the tree (@value: its --job-relay SPEC:FIRST:COUNT:WIDTH), read into @t
+ * (its job's id and step into @jobid, @step). -EINVAL when @value is malformed (said, with
+ * @cmd's name), or -errno with @why.
+ */
+int slurm_tasks__relay(const char *cmd, const char *value, char *const *args, struct slurm_tasks *t,
+		       long *jobid, int *step, char *why, size_t whylen);
+/*
+ * How many nodes of @count one relay under a reader of @fanout takes: @count itself when the
+ * reader reads them all (no relays), else at least @fanout, and few enough that the reader has
+ * at most @fanout relays.
+ */
+size_t slurm_tasks__chunk(size_t count, unsigned int fanout);
 /*
  * Job @jobid's step @step (-1: its main one) read into @t: here by @read_here (which fills
  * @t->task for the ranks of @t->j) when the step runs on this host alone, else on every node by
- * `dlscope @cmd --job-node` with @args; then settled (slurm_tasks__settle, @asked and @role).
+ * `dlscope @cmd --job-node` with @args (slurm_tasks__fan_out, @fanout); then settled (slurm_tasks__settle, @asked and @role).
  * 0, or -errno after one line naming why (@cmd's).
  */
 int slurm_tasks__gather(long jobid, int step, const char *cmd, char *const *args,
+			unsigned int fanout,
 			void (*read_here)(struct slurm_tasks *t, const void *arg), const void *arg,
 			pid_t asked, const char *role, struct slurm_tasks *t);
 /*
@@ -84,8 +113,11 @@ int slurm_tasks__of_node(const char *cmd, const char *spec, struct job **j, char
 /* One task as the front end reads it: its identity, and @payload under @key (NULL: @err). */
 json_t *slurm_tasks__task_json(const struct job_rank *t, const char *key, json_t *payload,
 			       const char *err);
-/* The node half's one line: @tasks (stolen) of @j, or @why when @j is NULL. */
+/*
+ * The node half's one line: @tasks (stolen) of @j, or @why when @j is NULL; the members of
+ * @extra (stolen, NULL none) added (a relay's "shared", "relays", "node_errors").
+ */
 void slurm_tasks__write_node(const char *cmd, const char *node, const struct job *j, json_t *tasks,
-			     const char *why);
+			     const char *why, json_t *extra);
 
 #endif

@@ -228,7 +228,7 @@ static json_t *rank_table(const struct job *j, const struct rank_stacks *rs, cha
 
 /* stacks --job's text: the job, each rank, the verdict and the merged stacks. */
 static void print_job_text(const struct job *j, const json_t *ranks, const json_t *merged,
-			   char **errs, bool stats, double wall_ms)
+			   char **errs, const json_t *fan_in, bool stats, double wall_ms)
 {
 	char desc[128];
 	const json_t *r;
@@ -266,15 +266,36 @@ static void print_job_text(const struct job *j, const json_t *ranks, const json_
 	stackmerge__print_groups(merged, stdout);
 	if (stats)
 		printf("\n%zu ranks read in %.1f ms\n", j->n, wall_ms);
+	if (stats && fan_in) {
+		long long answers = json_integer_value(json_object_get(fan_in, "answers"));
+		long long relays = json_integer_value(json_object_get(fan_in, "relays"));
+
+		printf("%lld answer%s, %lld bytes, came to this reader ", answers,
+		       answers == 1 ? "" : "s",
+		       (long long)json_integer_value(json_object_get(fan_in, "bytes")));
+		if (relays)
+			printf("through %lld relay%s (each reader reads at most %lld nodes or "
+			       "relays)\n",
+			       relays, relays == 1 ? "" : "s",
+			       (long long)json_integer_value(json_object_get(fan_in, "width")));
+		else
+			printf("from the nodes themselves (--fanout %lld: relays past that many "
+			       "nodes)\n",
+			       (long long)json_integer_value(json_object_get(fan_in, "width")));
+	}
 }
 
 /* stacks --job --json: the job, @ranks (taken), the merged groups and the verdict. */
-static void print_job_json(const struct job *j, json_t *ranks, const json_t *merged, double wall_ms)
+static void print_job_json(const struct job *j, json_t *ranks, const json_t *merged,
+			   const json_t *fan_in, double wall_ms)
 {
 	json_t *doc = json_pack("{s:s, s:o, s:o, s:O, s:O, s:f}", "dlscope", DLSCOPE_VERSION, "job",
 				job__to_json(j), "ranks", ranks, "groups",
 				json_object_get(merged, "groups"), "verdict",
 				json_object_get(merged, "verdict"), "wall_ms", wall_ms);
+
+	if (doc && fan_in)
+		json_object_set(doc, "fan_in", (json_t *)fan_in);
 
 	if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
 		dls_err("stacks --job: cannot write the JSON document");
@@ -294,9 +315,10 @@ void stacks_job__read(const struct job *j, struct rank_stacks *rs, char **errs,
 }
 
 int stacks_job__report(const struct job *j, struct rank_stacks *rs, char **errs,
-		       const struct stacks_job_opts *o, double wall_ms)
+		       const json_t *groups, const json_t *fan_in, const struct stacks_job_opts *o,
+		       double wall_ms)
 {
-	json_t *merged = stackmerge__merge(rs, j->n, o->python_only), *ranks;
+	json_t *merged = stackmerge__merge(rs, j->n, groups, o->python_only), *ranks;
 	bool deadlock = false, unreadable = false;
 
 	if (!merged) {
@@ -305,9 +327,9 @@ int stacks_job__report(const struct job *j, struct rank_stacks *rs, char **errs,
 	}
 	ranks = rank_table(j, rs, errs, &deadlock, &unreadable);
 	if (o->json) {
-		print_job_json(j, ranks, merged, wall_ms);
+		print_job_json(j, ranks, merged, fan_in, wall_ms);
 	} else {
-		print_job_text(j, ranks, merged, errs, o->stats, wall_ms);
+		print_job_text(j, ranks, merged, errs, fan_in, o->stats, wall_ms);
 		json_decref(ranks);
 	}
 	for (size_t i = 0; i < j->n; i++)

@@ -17,6 +17,7 @@
 struct stacks_job_opts {
 	bool json, python_only, stats;
 	unsigned int max_frames;
+	unsigned int fanout; /* nodes (or relays) one reader reads; 0: every node by the front end */
 	/* One process's `stacks --json` document, or {"error": why}; run in a forked worker. */
 	json_t *(*rank_doc)(pid_t pid, bool python_only, unsigned int max_frames);
 };
@@ -25,9 +26,14 @@ struct stacks_job_opts {
  * (and @errs[i], malloc'ed). */
 void stacks_job__read(const struct job *j, struct rank_stacks *rs, char **errs,
 		      const struct stacks_job_opts *o);
-/* The ranks merged and the verdict said (text or JSON); the exit status. */
+/*
+ * The ranks merged and the verdict said (text or JSON); the exit status. @groups: the stacks
+ * table of folded threads (stackfold), NULL none; @fan_in: how a Slurm job's answers came
+ * ({"width", "relays", "answers", "bytes"}), NULL for a job of this host.
+ */
 int stacks_job__report(const struct job *j, struct rank_stacks *rs, char **errs,
-		       const struct stacks_job_opts *o, double wall_ms);
+		       const json_t *groups, const json_t *fan_in, const struct stacks_job_opts *o,
+		       double wall_ms);
 
 /* Milliseconds since @t (CLOCK_MONOTONIC). */
 double stacks_job__ms_since(const struct timespec *t);
@@ -41,5 +47,11 @@ int stacks_slurm__job(const char *spec, const struct stacks_job_opts *o);
 bool stacks_slurm__owns(pid_t pid, const struct stacks_job_opts *o, int *ret);
 /* stacks --job-node JOBID[.STEP]: this node's tasks, one JSON document for the front end. */
 int stacks_slurm__node(const char *spec, const struct stacks_job_opts *o);
+/*
+ * stacks --job-relay JOBID[.STEP]:FIRST:COUNT:WIDTH: a relay of the fan-in tree, run on a node
+ * of the job; it reads its share of nodes FIRST..FIRST+COUNT-1 (through relays of its own when
+ * more than WIDTH), folds their stacks (stackfold) and writes one document as a node would.
+ */
+int stacks_slurm__relay(const char *spec, const struct stacks_job_opts *o);
 
 #endif

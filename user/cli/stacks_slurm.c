@@ -52,24 +52,66 @@ static void read_here(struct slurm_tasks *t, const void *arg)
 	free(errs);
 }
 
+/*
+ * The stacks of @t's tasks folded into @sf: those that came through relays (against the table
+ * their relay sent, "shared", then dropped), and with @all the whole ones of node halves too.
+ * 0, or -ENOMEM.
+ */
+static int fold_tasks(struct slurm_tasks *t, struct stackfold *sf, bool all, bool python_only)
+{
+	for (size_t i = 0; i < t->j->n; i++) {
+		json_t *shared = json_object_get(t->task[i], "shared");
+		json_t *doc = json_object_get(t->task[i], "stacks");
+
+		if (!shared && !all)
+			continue;
+		if (json_is_object(doc) &&
+		    stackfold__doc(sf, doc, json_object_get(shared, "stack_groups"), python_only))
+			return -ENOMEM;
+		json_object_del(t->task[i], "shared");
+	}
+	return 0;
+}
+
+/* The arguments of the node halves and relays below this reader: @o's, NULL-ended. */
+struct node_args {
+	char frames[16];
+	char *argv[8];
+};
+
+static void node_args(struct node_args *a, const struct stacks_job_opts *o)
+{
+	size_t n = 0;
+
+	snprintf(a->frames, sizeof(a->frames), "%u", o->max_frames);
+	a->argv[n++] = "--max-frames";
+	a->argv[n++] = a->frames;
+	if (o->python_only)
+		a->argv[n++] = "--python";
+	a->argv[n] = NULL;
+}
+
 /* Job @jobid's step @step (-1: its main one) read on its nodes, merged and said. */
 static int slurm_job(long jobid, int step, pid_t asked, const char *role,
 		     const struct stacks_job_opts *o)
 {
 	struct slurm_tasks t = { 0 };
 	struct rank_stacks *rs = NULL;
+	struct stackfold sf = { 0 };
+	struct node_args a;
 	struct timespec t0;
-	char frames[16], **errs = NULL;
-	char *args[] = { "--max-frames", frames, o->python_only ? "--python" : NULL, NULL };
+	json_t *fan_in = NULL;
+	char **errs = NULL;
 	int ret = DLS_EXIT_INSPECT;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	snprintf(frames, sizeof(frames), "%u", o->max_frames);
-	if (slurm_tasks__gather(jobid, step, "stacks", args, read_here, o, asked, role, &t))
+	node_args(&a, o);
+	if (slurm_tasks__gather(jobid, step, "stacks", a.argv, o->fanout, read_here, o, asked, role,
+				&t))
 		goto out;
 	rs = calloc(t.j->n, sizeof(*rs));
 	errs = calloc(t.j->n, sizeof(*errs));
-	if (!rs || !errs) {
+	if (!rs || !errs || stackfold__init(&sf) || fold_tasks(&t, &sf, false, o->python_only)) {
 		dls_err("stacks --job: out of memory");
 		goto out;
 	}
@@ -84,10 +126,16 @@ static int slurm_job(long jobid, int step, pid_t asked, const char *role,
 		else
 			rs[i].error = errs[i] = strdup(e ? e : "no stacks came back");
 	}
-	ret = stacks_job__report(t.j, rs, errs, o, stacks_job__ms_since(&t0));
+	/* Read here (one node), nothing came through srun: no fan-in to tell of. */
+	if (t.answers)
+		fan_in = json_pack("{s:i, s:i, s:i, s:I}", "width", (int)o->fanout, "relays",
+				   t.relays, "answers", t.answers, "bytes", (json_int_t)t.bytes);
+	ret = stacks_job__report(t.j, rs, errs, sf.groups, fan_in, o, stacks_job__ms_since(&t0));
 	if (t.node_errors && ret != DLS_EXIT_FINDINGS)
 		ret = DLS_EXIT_INSPECT;
 out:
+	json_decref(fan_in);
+	stackfold__free(&sf);
 	reads_free(rs, errs, t.j ? t.j->n : 0);
 	slurm_tasks__free(&t);
 	return ret;
@@ -141,8 +189,43 @@ int stacks_slurm__node(const char *spec, const struct stacks_job_opts *o)
 						      rs ? json_incref(rs[i].doc) : NULL,
 						      errs && errs[i] ? errs[i] : "out of memory"));
 	}
-	slurm_tasks__write_node("stacks", node, err ? NULL : j, tasks, why);
+	slurm_tasks__write_node("stacks", node, err ? NULL : j, tasks, why, NULL);
 	reads_free(rs, errs, j ? j->n : 0);
 	job__free(j);
+	return DLS_EXIT_OK;
+}
+
+int stacks_slurm__relay(const char *value, const struct stacks_job_opts *o)
+{
+	struct slurm_tasks t = { 0 };
+	struct stackfold sf = { 0 };
+	struct node_args a;
+	char node[256], why[512] = "";
+	json_t *tasks = json_array(), *extra = NULL;
+	long jobid;
+	int step, err;
+
+	node_args(&a, o);
+	snprintf(node, sizeof(node), "%s", getenv("SLURMD_NODENAME") ?: "?");
+	err = slurm_tasks__relay("stacks", value, a.argv, &t, &jobid, &step, why, sizeof(why));
+	if (err == -EINVAL) {
+		json_decref(tasks);
+		return DLS_EXIT_USAGE;
+	}
+	/* Each task's stacks folded into this relay's table; the task named by its node. */
+	if (!err && (stackfold__init(&sf) || fold_tasks(&t, &sf, true, o->python_only)))
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < t.j->n; i++)
+		if (json_object_set_new(t.task[i], "node", json_string(t.j->ranks[i].node)) ||
+		    json_array_append(tasks, t.task[i]))
+			err = -ENOMEM;
+	if (err == -ENOMEM)
+		snprintf(why, sizeof(why), "out of memory");
+	if (!err)
+		extra = json_pack("{s:{s:O}, s:i, s:s?}", "shared", "stack_groups", sf.groups,
+				  "relays", 1 + t.relays, "node_errors", t.node_errors);
+	slurm_tasks__write_node("stacks", node, err ? NULL : t.j, tasks, why, extra);
+	stackfold__free(&sf);
+	slurm_tasks__free(&t);
 	return DLS_EXIT_OK;
 }

@@ -521,7 +521,7 @@ static json_t *stack_verdict(struct jobwatch *jw)
 		stacks__free(st);
 	}
 	if (n >= 2)
-		merged = stackmerge__merge(rs, n, false);
+		merged = stackmerge__merge(rs, n, NULL, false);
 	if (merged)
 		v = json_incref(json_object_get(merged, "verdict"));
 	for (size_t i = 0; i < n; i++)

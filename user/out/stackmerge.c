@@ -585,8 +585,8 @@ static json_t *verdict(const struct mthread *t, size_t nt, const struct rank_sta
 }
 
 /* Every thread of every rank (@r[@n]) with its frames and their signature, into *@t. */
-static int collect_threads(const struct rank_stacks *r, size_t n, bool python_only,
-			   struct mthread **t, size_t *nt)
+static int collect_threads(const struct rank_stacks *r, size_t n, const json_t *groups,
+			   bool python_only, struct mthread **t, size_t *nt)
 {
 	size_t cap = 0;
 
@@ -595,15 +595,27 @@ static int collect_threads(const struct rank_stacks *r, size_t n, bool python_on
 		size_t k;
 
 		json_array_foreach (threads, k, th) {
+			const json_t *folded = json_object_get(th, "group");
 			struct mthread *x;
 			json_t *frames;
 
-			/* --python: a thread that runs no Python has nothing to show. */
-			if (python_only && !json_is_object(json_object_get(th, "python")))
+			/* --python: a thread that runs no Python has nothing to show (a relay
+			 * folds no stack for it). */
+			if (json_is_integer(folded))
+				frames = json_incref(
+					json_array_get(groups, (size_t)json_integer_value(folded)));
+			else if (python_only && !json_is_object(json_object_get(th, "python")))
 				continue;
-			if (*nt == cap && ARRAY_GROW(*t, cap, 64))
+			else
+				frames = thread_frames(th, python_only);
+			if (!json_is_array(frames)) {
+				json_decref(frames);
+				frames = json_array(); /* an index past the table: a relay's bug */
+			}
+			if (!frames || (*nt == cap && ARRAY_GROW(*t, cap, 64))) {
+				json_decref(frames);
 				return -ENOMEM;
-			frames = thread_frames(th, python_only);
+			}
 			x = &(*t)[*nt];
 			*x = (struct mthread){
 				.rank = r[i].rank,
@@ -667,7 +679,8 @@ static json_t *group_json(const struct mthread *t, const struct group *gr, int *
 			 threads, "where", where, "frames", t[gr->first].frames);
 }
 
-json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_only)
+json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, const json_t *table,
+			  bool python_only)
 {
 	struct mthread *t = NULL;
 	struct group *gs = NULL;
@@ -675,7 +688,7 @@ json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, bool python_onl
 	json_t *groups = json_array(), *out = NULL, *v;
 	int *ranks = NULL;
 
-	if (collect_threads(r, n, python_only, &t, &nt))
+	if (collect_threads(r, n, table, python_only, &t, &nt))
 		goto out;
 	if (nt)
 		qsort(t, nt, sizeof(*t), cmp_sig);
@@ -701,6 +714,92 @@ out:
 	free(ranks);
 	json_decref(groups);
 	return out;
+}
+
+int stackfold__init(struct stackfold *sf)
+{
+	*sf = (struct stackfold){ .groups = json_array() };
+	return sf->groups ? 0 : -ENOMEM;
+}
+
+void stackfold__free(struct stackfold *sf)
+{
+	for (size_t i = 0; i < json_array_size(sf->groups); i++)
+		free(sf->sigs[i]);
+	free(sf->sigs);
+	json_decref(sf->groups);
+	idxmap__free(&sf->map);
+	*sf = (struct stackfold){ 0 };
+}
+
+struct fold_key {
+	const struct stackfold *sf;
+	char *sig;
+};
+
+static bool fold_eq(size_t idx, const void *ctx)
+{
+	const struct fold_key *k = ctx;
+
+	return !strcmp(k->sf->sigs[idx], k->sig);
+}
+
+/* The index of @frames (taken) in @sf's table, added when new: 0, or -ENOMEM. */
+static int fold_stack(struct stackfold *sf, json_t *frames, size_t *at)
+{
+	size_t n = json_array_size(sf->groups);
+	struct fold_key key = { sf, frames ? signature(frames) : NULL };
+	int added;
+
+	if (!key.sig || (n == sf->cap && ARRAY_GROW(sf->sigs, sf->cap, 16)))
+		goto nomem;
+	added = idxmap__insert(&sf->map, idxmap__hash_bytes(key.sig, strlen(key.sig)), n, fold_eq,
+			       &key, at);
+	if (added < 0 || (added && json_array_append(sf->groups, frames)))
+		goto nomem;
+	if (added)
+		sf->sigs[n] = key.sig;
+	else
+		free(key.sig);
+	json_decref(frames);
+	return 0;
+nomem:
+	free(key.sig);
+	json_decref(frames);
+	return -ENOMEM;
+}
+
+int stackfold__doc(struct stackfold *sf, json_t *doc, const json_t *in, bool python_only)
+{
+	json_t *th;
+	size_t i, at;
+
+	json_array_foreach (json_object_get(doc, "threads"), i, th) {
+		const json_t *folded = json_object_get(th, "group");
+		bool was_folded = json_is_integer(folded);
+		json_t *frames;
+
+		if (was_folded && !in)
+			continue; /* folded into @sf already */
+		if (was_folded)
+			frames =
+				json_incref(json_array_get(in, (size_t)json_integer_value(folded)));
+		else if (python_only && !json_is_object(json_object_get(th, "python")))
+			frames = NULL; /* not merged (collect_threads): no stack to send */
+		else
+			frames = thread_frames(th, python_only);
+		json_object_del(th, "frames");
+		json_object_del(th, "python");
+		json_object_del(th, "group");
+		if (!frames && was_folded)
+			frames = json_array(); /* a bad index below: a stack of no frames */
+		if (!frames)
+			continue;
+		if (fold_stack(sf, frames, &at) ||
+		    json_object_set_new(th, "group", json_integer((json_int_t)at)))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 void stackmerge__print_groups(const json_t *merged, FILE *out)
