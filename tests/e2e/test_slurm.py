@@ -133,12 +133,14 @@ def test_two_node_jobs_are_read_on_each_node_and_name_the_rank_by_its_slurm_rank
 
 def test_a_three_node_job_read_through_a_fan_in_tree_gives_the_same_verdict():
     """--fanout 2 on three nodes: relays on n1 (reading n1 and n2) and on n3 (reading n3), each
-    sending each distinct stack once; the front end reads two answers, and names the same
-    rank as when it reads every node itself."""
+    sending each distinct stack (library list) once; the front end reads two answers, and
+    names the same rank (the same differences) as when it reads every node itself."""
     p = dlscope("stacks", "--job", "--fanout", "1", "slurm:1", check=2)
     assert "--fanout takes a number from 2" in p.stderr, p.stderr
     with SlurmCluster(nodes=3) as c:
-        srun, job = start_job(c, 6, "mpi", "sleep", nodes=3, mpi="pmix")
+        lib = "libgomp.so.1"
+        srun, job = start_job(c, 6, "mpi", "sleep", nodes=3, mpi="pmix",
+                              env={"SLURM_RANK_ODD_LIB": lib})
         flat = stacks_job(c, f"slurm:{job}")
         assert_names(flat, 5, 6, nodes="n1,n2,n3")
         assert flat["fan_in"]["answers"] == 3 and flat["fan_in"]["relays"] == 0, flat["fan_in"]
@@ -164,6 +166,22 @@ def test_a_three_node_job_read_through_a_fan_in_tree_gives_the_same_verdict():
                        env=c.env, check=1).stdout
         assert "rank 5 is in stay_away" in text, text
         assert re.search(r"2 answers, \d+ bytes, came to this reader through 2 relays", text), text
+
+        # check: each rank's library list and runtimes cross each relay once; the comparison
+        # of the ranks is the flat read's.
+        flat = check_job(c, f"slurm:{job}")
+        tree = check_job(c, f"slurm:{job}", "--fanout", "2")
+        assert validate("check", tree) is None, validate("check", tree)
+        assert tree["fan_in"]["relays"] == 2 and tree["fan_in"]["answers"] == 2, tree["fan_in"]
+        assert tree["fan_in"]["bytes"] < flat["fan_in"]["bytes"], (tree["fan_in"],
+                                                                  flat["fan_in"])
+        odd = [(o["ranks"], o["missing_in"]) for o in tree["diff"]["objects"]
+               if lib in o["path"]]
+        assert odd == [([5], [0, 1, 2, 3, 4])], tree["diff"]["objects"]
+        for key in ("diff", "job_findings"):
+            assert tree[key] == flat[key], (key, tree[key], flat[key])
+        assert [(p["rank"], p["node"], p["object_count"]) for p in tree["processes"]] == \
+            [(p["rank"], p["node"], p["object_count"]) for p in flat["processes"]]
         c.run("scancel", str(job))
 
 

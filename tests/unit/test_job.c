@@ -103,7 +103,7 @@ int main(void)
 	 * once), the front end folds the relays' tables into one; the merge is the same.
 	 */
 	{
-		struct stackfold relay[2], front;
+		struct jsonfold relay[2], front;
 		struct rank_stacks r[5];
 		json_t *whole, *table[2];
 		bool ok = true;
@@ -114,14 +114,14 @@ int main(void)
 				rank_doc((pid_t)(100 + 10 * i), one_off[i], NULL, 0), NULL
 			};
 		whole = stackmerge__merge(r, 5, NULL, false);
-		CHECK(!stackfold__init(&relay[0]) && !stackfold__init(&relay[1]) &&
-			      !stackfold__init(&front),
+		CHECK(!jsonfold__init(&relay[0]) && !jsonfold__init(&relay[1]) &&
+			      !jsonfold__init(&front),
 		      "fold tables");
 		for (size_t i = 0; i < 5; i++)
-			ok = ok && !stackfold__doc(&relay[i < 3], r[i].doc, NULL, false);
+			ok = ok && !stackmerge__fold(&relay[i < 3], r[i].doc, NULL, false);
 		CHECK(ok, "each relay folds its ranks");
-		CHECK(json_array_size(relay[1].groups) == 2 &&
-			      json_array_size(relay[0].groups) == 3,
+		CHECK(json_array_size(relay[1].values) == 2 &&
+			      json_array_size(relay[0].values) == 3,
 		      "a relay sends each distinct stack once (ranks 0-2: allreduce and pool; ranks "
 		      "3-4: stuck, allreduce and pool)");
 		CHECK(!json_object_get(json_array_get(json_object_get(r[0].doc, "threads"), 0),
@@ -129,16 +129,16 @@ int main(void)
 		      "a folded thread keeps no frames of its own");
 		/* The relays' tables travel as JSON, as they do through srun. */
 		for (size_t k = 0; k < 2; k++) {
-			char *text = json_dumps(relay[k].groups, JSON_COMPACT);
+			char *text = json_dumps(relay[k].values, JSON_COMPACT);
 
 			table[k] = json_loads(text, 0, NULL);
 			free(text);
 		}
 		for (size_t i = 0; i < 5; i++)
-			ok = ok && !stackfold__doc(&front, r[i].doc, table[i < 3], false);
+			ok = ok && !stackmerge__fold(&front, r[i].doc, table[i < 3], false);
 		CHECK(ok, "the front end folds the relays' tables into one");
-		CHECK(json_array_size(front.groups) == 3, "3 distinct stacks in all");
-		m = stackmerge__merge(r, 5, front.groups, false);
+		CHECK(json_array_size(front.values) == 3, "3 distinct stacks in all");
+		m = stackmerge__merge(r, 5, front.values, false);
 		CHECK(m && !strcmp(verdict_text(m), verdict_text(whole)),
 		      "the verdict through the tree is the verdict of the whole documents");
 		CHECK(json_equal(json_object_get(m, "groups"), json_object_get(whole, "groups")),
@@ -147,9 +147,9 @@ int main(void)
 		json_decref(whole);
 		for (size_t k = 0; k < 2; k++) {
 			json_decref(table[k]);
-			stackfold__free(&relay[k]);
+			jsonfold__free(&relay[k]);
 		}
-		stackfold__free(&front);
+		jsonfold__free(&front);
 		for (size_t i = 0; i < 5; i++)
 			json_decref(r[i].doc);
 	}

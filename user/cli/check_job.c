@@ -276,6 +276,58 @@ int check_job__node(const char *spec, const struct check_opts *o)
 	return DLS_EXIT_OK;
 }
 
+/*
+ * The big values of a task's check, the same in most ranks of a job (its objects, its
+ * runtimes), folded into @f (slurm_fold_fn).
+ */
+static int fold_check(json_t *task, struct jsonfold *f, const json_t *in, const void *arg)
+{
+	json_t *chk = json_object_get(task, "check");
+	json_t *view = json_object_get(chk, "view"), *proc = json_object_get(chk, "process");
+
+	if (!json_is_object(chk))
+		return 0;
+	return jsonfold__member(f, view, "objects", in) ||
+			       jsonfold__member(f, view, "runtimes", in) ||
+			       jsonfold__member(f, proc, "runtimes", in) ?
+		       -ENOMEM :
+		       0;
+}
+
+int check_job__relay(const char *value, const struct check_opts *o)
+{
+	char *args[] = { o->only ? "--only" : NULL, (char *)o->only, NULL };
+
+	return slurm_tasks__relay("check", value, args, fold_check, o);
+}
+
+/*
+ * The checks of @t's tasks that came through relays given back their folded values; one whose
+ * relay's table lacks one is sent no more (its rank said unchecked). 0, or -ENOMEM.
+ */
+static int unfold_relayed(struct slurm_tasks *t)
+{
+	for (size_t i = 0; i < t->j->n; i++) {
+		const json_t *table = slurm_tasks__table(t->task[i]);
+		json_t *chk = json_object_get(t->task[i], "check");
+		json_t *view = json_object_get(chk, "view"),
+		       *proc = json_object_get(chk, "process");
+		int err;
+
+		if (!table)
+			continue;
+		err = jsonfold__unfold_member(view, "objects", table);
+		err = err ?: jsonfold__unfold_member(view, "runtimes", table);
+		err = err ?: jsonfold__unfold_member(proc, "runtimes", table);
+		if (err == -ENOMEM)
+			return err;
+		if (err)
+			json_object_set_new(t->task[i], "check", json_null());
+		json_object_del(t->task[i], "shared");
+	}
+	return 0;
+}
+
 /* A rank's findings as its node sent them, counted in @fs for the exit status. */
 static void count_findings(const json_t *proc, pid_t pid, struct findings *fs)
 {
@@ -351,8 +403,18 @@ static bool check_slurm_job(long jobid, int step, pid_t asked, const char *role,
 	char *args[] = { o->only ? "--only" : NULL, (char *)o->only, NULL };
 	bool failed = true;
 
-	if (!slurm_tasks__gather(jobid, step, "check", args, 0, check_here, o, asked, role, &t))
+	if (slurm_tasks__gather(jobid, step, "check", args, o->fanout, check_here, o, asked, role,
+				&t)) {
+		/* said */
+	} else if (unfold_relayed(&t)) {
+		dls_err("check --job: out of memory");
+	} else {
 		failed = check_ranks(t.j, take_task, &t, o, fs, jfs, doc) || t.node_errors;
+		json_t *fan_in = doc ? slurm_tasks__fan_in(&t, o->fanout) : NULL;
+
+		if (fan_in)
+			json_object_set_new(doc, "fan_in", fan_in);
+	}
 	slurm_tasks__free(&t);
 	return failed;
 }

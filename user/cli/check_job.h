@@ -26,5 +26,10 @@ bool check_job__slurm(const char *spec, const struct check_opts *o, struct findi
 		      struct findings *jfs, json_t *doc, bool *usage);
 /* check --job-node JOBID[.STEP]: this node's tasks checked, one JSON line for the front end. */
 int check_job__node(const char *spec, const struct check_opts *o);
+/*
+ * check --job-relay JOBID[.STEP]:FIRST:COUNT:WIDTH:NODELIST: a relay of the fan-in tree
+ * (slurm_tasks__relay), its tasks' library lists and runtimes sent once each.
+ */
+int check_job__relay(const char *value, const struct check_opts *o);
 
 #endif

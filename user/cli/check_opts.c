@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "detector.h"
 #include "output.h"
+#include "slurm_tasks.h"
 #include "version.h"
 
 bool check_opts__selected(const struct check_opts *o, const char *id)
@@ -78,6 +79,8 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 		{ "progress", no_argument, NULL, 'P' },
 		{ "job", no_argument, NULL, 'J' },
 		{ "job-node", required_argument, NULL, 'D' },
+		{ "job-relay", required_argument, NULL, 'L' },
+		{ "fanout", required_argument, NULL, 'F' },
 		{ "no-follow", no_argument, NULL, 'N' },
 		{ "core", required_argument, NULL, 'C' },
 		COREOPT_LONGOPTS,
@@ -97,6 +100,7 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 	int c, err;
 
 	o->fail_on = SEV_ERROR;
+	o->fanout = SLURM_FANOUT_DEFAULT;
 	o->progress = isatty(STDERR_FILENO);
 	/* --fail-on, --only and --progress are long only: -f follows, -o writes, -P elsewhere. */
 	cliopt__init(cl, cmd, argc, argv, lint ? "jlh" : "p:jlh", lint ? lint_opts : opts, !lint);
@@ -127,6 +131,12 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 		case 'l': *list = true; break;
 		case 'J': o->job = true; break;
 		case 'D': o->job_node = arg; break;
+		case 'L': o->job_relay = arg; break;
+		case 'F':
+			err = cliopt__fanout(cmd, arg, &o->fanout);
+			if (err)
+				return err;
+			break;
 		case 'N': o->no_follow = true; break;
 		case 'C': o->core = arg; break;
 		case 'P': o->progress = true; break;

@@ -281,3 +281,13 @@ void cliopt__stop_on_signals(volatile sig_atomic_t *flag)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 }
+
+int cliopt__fanout(const char *cmd, const char *s, unsigned int *out)
+{
+	double v;
+
+	if (cliopt__number(s, 100000, true, &v) || v < 2)
+		return cliopt__usage(cmd, "--fanout takes a number from 2 to 100000, not '%s'", s);
+	*out = (unsigned int)v;
+	return 0;
+}

@@ -273,9 +273,11 @@ static int check_parse(int argc, char **argv, struct check_args *a)
 		check_opts__list_detectors();
 		return DLS_EXIT_OK;
 	}
-	if (a->o.job_node)
-		return cl->command || cl->n_ops || a->n_pids || a->o.job ?
-			       cliopt__usage("check", "--job-node takes no other target") :
+	if (a->o.job_node || a->o.job_relay)
+		return cl->command || cl->n_ops || a->n_pids || a->o.job ||
+				       (a->o.job_node && a->o.job_relay) ?
+			       cliopt__usage("check", "--job-node or --job-relay takes no other "
+						      "target") :
 			       -1;
 	/* A Slurm job by its id, read on its nodes. */
 	if (a->o.job && !cl->command && !a->n_pids && cl->n_ops == 1 &&
@@ -426,6 +428,8 @@ int cmd_check(int argc, char **argv)
 		a.o.pkgs = pkg_cache__new();
 		ret = check_job__node(a.o.job_node, &a.o);
 		pkg_cache__free(a.o.pkgs);
+	} else if (ret < 0 && a.o.job_relay) {
+		ret = check_job__relay(a.o.job_relay, &a.o);
 	} else if (ret < 0)
 		ret = check_run(&a);
 	core_opts__done(&a.o.read_core);

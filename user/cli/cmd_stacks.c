@@ -548,12 +548,9 @@ static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cli
 		case 'N': o->job_node = arg; break;
 		case 'L': o->job_relay = arg; break;
 		case 'F':
-			v = strtoul(arg, &end, 10);
-			if (*end || v < 2 || v > 100000)
-				return cliopt__usage(
-					"stacks",
-					"--fanout takes a number from 2 to 100000, not '%s'", arg);
-			o->fanout = (unsigned int)v;
+			err = cliopt__fanout("stacks", arg, &o->fanout);
+			if (err)
+				return err;
 			break;
 		case 'a': o->all = true; break;
 		case 'C': o->core = arg; break;

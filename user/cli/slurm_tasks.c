@@ -745,8 +745,13 @@ int slurm_tasks__nodes(long jobid, char ***names, int *n, char *why, size_t whyl
 	return job_nodes_named(jobid, list, sizeof(list), names, n, why, whylen);
 }
 
-int slurm_tasks__relay(const char *cmd, const char *value, char *const *args, struct slurm_tasks *t,
-		       long *jobid, int *step, char *why, size_t whylen)
+/*
+ * A relay's share of the tree (@value: its --job-relay argument), read into @t (its job's id
+ * and step into @jobid, @step). -EINVAL when @value is malformed (said, with @cmd's name), or
+ * -errno with @why.
+ */
+static int relay_read(const char *cmd, const char *value, char *const *args, struct slurm_tasks *t,
+		      long *jobid, int *step, char *why, size_t whylen)
 {
 	const char *list, *me = getenv("SLURMD_NODENAME");
 	char spec[48], **names = NULL;
@@ -789,4 +794,56 @@ int slurm_tasks__relay(const char *cmd, const char *value, char *const *args, st
 	}
 	free_names(names, n);
 	return err;
+}
+
+json_t *slurm_tasks__fan_in(const struct slurm_tasks *t, unsigned int fanout)
+{
+	if (!t->answers)
+		return NULL;
+	return json_pack("{s:i, s:i, s:i, s:I}", "width", (int)fanout, "relays", t->relays,
+			 "answers", t->answers, "bytes", (json_int_t)t->bytes);
+}
+
+const json_t *slurm_tasks__table(const json_t *task)
+{
+	return json_object_get(json_object_get(task, "shared"), "values");
+}
+
+int slurm_tasks__relay(const char *cmd, const char *value, char *const *args, slurm_fold_fn fold,
+		       const void *arg)
+{
+	struct slurm_tasks t = { 0 };
+	struct jsonfold f = { 0 };
+	char node[256], why[512] = "";
+	json_t *tasks = json_array(), *extra = NULL;
+	long jobid;
+	int step, err;
+
+	node_name(node, sizeof(node));
+	err = relay_read(cmd, value, args, &t, &jobid, &step, why, sizeof(why));
+	if (err == -EINVAL) {
+		json_decref(tasks);
+		return DLS_EXIT_USAGE;
+	}
+	if (!err && (!tasks || jsonfold__init(&f)))
+		err = -ENOMEM;
+	/* Each task folded into this relay's table, named by its node. */
+	for (size_t i = 0; !err && t.j && i < t.j->n; i++) {
+		json_t *x = t.task[i];
+
+		if (fold(x, &f, slurm_tasks__table(x), arg) ||
+		    json_object_set_new(x, "node", json_string(t.j->ranks[i].node)) ||
+		    json_array_append(tasks, x))
+			err = -ENOMEM;
+		json_object_del(x, "shared");
+	}
+	if (err == -ENOMEM)
+		snprintf(why, sizeof(why), "out of memory");
+	if (!err)
+		extra = json_pack("{s:{s:O}, s:i, s:s?}", "shared", "values", f.values, "relays",
+				  1 + t.relays, "node_errors", t.node_errors);
+	slurm_tasks__write_node(cmd, node, err ? NULL : t.j, tasks, why, extra);
+	jsonfold__free(&f);
+	slurm_tasks__free(&t);
+	return DLS_EXIT_OK;
 }

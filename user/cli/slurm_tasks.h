@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "job.h"
+#include "jsonfold.h"
 
 /*
  * A reader of a big job reads at most this many nodes, or relays (STAT's fan-in tree): 1,024
@@ -51,12 +52,27 @@ int slurm_tasks__here(long jobid, int step, struct slurm_tasks *t);
 int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *args,
 			 unsigned int fanout, struct slurm_tasks *t, char *why, size_t whylen);
 /*
- * A relay's share of the tree (@value: its --job-relay SPEC:FIRST:COUNT:WIDTH), read into @t
- * (its job's id and step into @jobid, @step). -EINVAL when @value is malformed (said, with
- * @cmd's name), or -errno with @why.
+ * A task's document folded into @f (jsonfold.h): its payload's big values (a stack, a library
+ * list) moved to @f's table. @in: the table of the relay it came through, NULL when it came
+ * from its node whole. 0, or -ENOMEM.
  */
-int slurm_tasks__relay(const char *cmd, const char *value, char *const *args, struct slurm_tasks *t,
-		       long *jobid, int *step, char *why, size_t whylen);
+typedef int (*slurm_fold_fn)(json_t *task, struct jsonfold *f, const json_t *in, const void *arg);
+/*
+ * `dlscope @cmd --job-relay SPEC:FIRST:COUNT:WIDTH:NODELIST` (@value): a relay of the fan-in
+ * tree, on the first node of its share. It reads the share (its node halves, or relays of its
+ * own, with @args), folds every task by @fold into one table, and writes one line as a node
+ * half does, with the table ("shared": {"values"}), how many relays it stands for and what its
+ * nodes could not read. The exit status.
+ */
+int slurm_tasks__relay(const char *cmd, const char *value, char *const *args, slurm_fold_fn fold,
+		       const void *arg);
+/*
+ * How @t's answers came, for the JSON ("fan_in"): {"width": @fanout, "relays", "answers",
+ * "bytes"}; NULL when none came through srun (read on this host).
+ */
+json_t *slurm_tasks__fan_in(const struct slurm_tasks *t, unsigned int fanout);
+/* The table a task that came through a relay refers to; NULL when it came whole. */
+const json_t *slurm_tasks__table(const json_t *task);
 /*
  * How many nodes of @count one relay under a reader of @fanout takes: @count itself when the
  * reader reads them all (no relays), else at least @fanout, and few enough that the reader has

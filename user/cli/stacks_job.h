@@ -28,7 +28,7 @@ void stacks_job__read(const struct job *j, struct rank_stacks *rs, char **errs,
 		      const struct stacks_job_opts *o);
 /*
  * The ranks merged and the verdict said (text or JSON); the exit status. @groups: the stacks
- * table of folded threads (stackfold), NULL none; @fan_in: how a Slurm job's answers came
+ * table of folded threads (stackmerge__fold), NULL none; @fan_in: how a Slurm job's answers came
  * ({"width", "relays", "answers", "bytes"}), NULL for a job of this host.
  */
 int stacks_job__report(const struct job *j, struct rank_stacks *rs, char **errs,
@@ -48,9 +48,9 @@ bool stacks_slurm__owns(pid_t pid, const struct stacks_job_opts *o, int *ret);
 /* stacks --job-node JOBID[.STEP]: this node's tasks, one JSON document for the front end. */
 int stacks_slurm__node(const char *spec, const struct stacks_job_opts *o);
 /*
- * stacks --job-relay JOBID[.STEP]:FIRST:COUNT:WIDTH: a relay of the fan-in tree, run on a node
+ * stacks --job-relay JOBID[.STEP]:FIRST:COUNT:WIDTH:NODELIST: a relay of the fan-in tree, run on a node
  * of the job; it reads its share of nodes FIRST..FIRST+COUNT-1 (through relays of its own when
- * more than WIDTH), folds their stacks (stackfold) and writes one document as a node would.
+ * more than WIDTH), folds their stacks (stackmerge__fold) and writes one document as a node would.
  */
 int stacks_slurm__relay(const char *spec, const struct stacks_job_opts *o);
 

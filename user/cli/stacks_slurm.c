@@ -52,21 +52,22 @@ static void read_here(struct slurm_tasks *t, const void *arg)
 	free(errs);
 }
 
-/*
- * The stacks of @t's tasks folded into @sf: those that came through relays (against the table
- * their relay sent, "shared", then dropped), and with @all the whole ones of node halves too.
- * 0, or -ENOMEM.
- */
-static int fold_tasks(struct slurm_tasks *t, struct stackfold *sf, bool all, bool python_only)
+/* A task's stacks folded into @f (slurm_fold_fn); @arg: the options. */
+static int fold_stacks(json_t *task, struct jsonfold *f, const json_t *in, const void *arg)
+{
+	const struct stacks_job_opts *o = arg;
+	json_t *doc = json_object_get(task, "stacks");
+
+	return json_is_object(doc) ? stackmerge__fold(f, doc, in, o->python_only) : 0;
+}
+
+/* The stacks of @t's tasks that came through relays, folded into @f (the merge's table). */
+static int fold_relayed(struct slurm_tasks *t, struct jsonfold *f, const struct stacks_job_opts *o)
 {
 	for (size_t i = 0; i < t->j->n; i++) {
-		json_t *shared = json_object_get(t->task[i], "shared");
-		json_t *doc = json_object_get(t->task[i], "stacks");
+		const json_t *table = slurm_tasks__table(t->task[i]);
 
-		if (!shared && !all)
-			continue;
-		if (json_is_object(doc) &&
-		    stackfold__doc(sf, doc, json_object_get(shared, "stack_groups"), python_only))
+		if (table && fold_stacks(t->task[i], f, table, o))
 			return -ENOMEM;
 		json_object_del(t->task[i], "shared");
 	}
@@ -97,7 +98,7 @@ static int slurm_job(long jobid, int step, pid_t asked, const char *role,
 {
 	struct slurm_tasks t = { 0 };
 	struct rank_stacks *rs = NULL;
-	struct stackfold sf = { 0 };
+	struct jsonfold f = { 0 };
 	struct node_args a;
 	struct timespec t0;
 	json_t *fan_in = NULL;
@@ -111,7 +112,7 @@ static int slurm_job(long jobid, int step, pid_t asked, const char *role,
 		goto out;
 	rs = calloc(t.j->n, sizeof(*rs));
 	errs = calloc(t.j->n, sizeof(*errs));
-	if (!rs || !errs || stackfold__init(&sf) || fold_tasks(&t, &sf, false, o->python_only)) {
+	if (!rs || !errs || jsonfold__init(&f) || fold_relayed(&t, &f, o)) {
 		dls_err("stacks --job: out of memory");
 		goto out;
 	}
@@ -126,16 +127,13 @@ static int slurm_job(long jobid, int step, pid_t asked, const char *role,
 		else
 			rs[i].error = errs[i] = strdup(e ? e : "no stacks came back");
 	}
-	/* Read here (one node), nothing came through srun: no fan-in to tell of. */
-	if (t.answers)
-		fan_in = json_pack("{s:i, s:i, s:i, s:I}", "width", (int)o->fanout, "relays",
-				   t.relays, "answers", t.answers, "bytes", (json_int_t)t.bytes);
-	ret = stacks_job__report(t.j, rs, errs, sf.groups, fan_in, o, stacks_job__ms_since(&t0));
+	fan_in = slurm_tasks__fan_in(&t, o->fanout);
+	ret = stacks_job__report(t.j, rs, errs, f.values, fan_in, o, stacks_job__ms_since(&t0));
 	if (t.node_errors && ret != DLS_EXIT_FINDINGS)
 		ret = DLS_EXIT_INSPECT;
 out:
 	json_decref(fan_in);
-	stackfold__free(&sf);
+	jsonfold__free(&f);
 	reads_free(rs, errs, t.j ? t.j->n : 0);
 	slurm_tasks__free(&t);
 	return ret;
@@ -197,35 +195,8 @@ int stacks_slurm__node(const char *spec, const struct stacks_job_opts *o)
 
 int stacks_slurm__relay(const char *value, const struct stacks_job_opts *o)
 {
-	struct slurm_tasks t = { 0 };
-	struct stackfold sf = { 0 };
 	struct node_args a;
-	char node[256], why[512] = "";
-	json_t *tasks = json_array(), *extra = NULL;
-	long jobid;
-	int step, err;
 
 	node_args(&a, o);
-	snprintf(node, sizeof(node), "%s", getenv("SLURMD_NODENAME") ?: "?");
-	err = slurm_tasks__relay("stacks", value, a.argv, &t, &jobid, &step, why, sizeof(why));
-	if (err == -EINVAL) {
-		json_decref(tasks);
-		return DLS_EXIT_USAGE;
-	}
-	/* Each task's stacks folded into this relay's table; the task named by its node. */
-	if (!err && (stackfold__init(&sf) || fold_tasks(&t, &sf, true, o->python_only)))
-		err = -ENOMEM;
-	for (size_t i = 0; !err && i < t.j->n; i++)
-		if (json_object_set_new(t.task[i], "node", json_string(t.j->ranks[i].node)) ||
-		    json_array_append(tasks, t.task[i]))
-			err = -ENOMEM;
-	if (err == -ENOMEM)
-		snprintf(why, sizeof(why), "out of memory");
-	if (!err)
-		extra = json_pack("{s:{s:O}, s:i, s:s?}", "shared", "stack_groups", sf.groups,
-				  "relays", 1 + t.relays, "node_errors", t.node_errors);
-	slurm_tasks__write_node("stacks", node, err ? NULL : t.j, tasks, why, extra);
-	stackfold__free(&sf);
-	slurm_tasks__free(&t);
-	return DLS_EXIT_OK;
+	return slurm_tasks__relay("stacks", value, a.argv, fold_stacks, o);
 }

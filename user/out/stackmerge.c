@@ -716,63 +716,12 @@ out:
 	return out;
 }
 
-int stackfold__init(struct stackfold *sf)
-{
-	*sf = (struct stackfold){ .groups = json_array() };
-	return sf->groups ? 0 : -ENOMEM;
-}
-
-void stackfold__free(struct stackfold *sf)
-{
-	for (size_t i = 0; i < json_array_size(sf->groups); i++)
-		free(sf->sigs[i]);
-	free(sf->sigs);
-	json_decref(sf->groups);
-	idxmap__free(&sf->map);
-	*sf = (struct stackfold){ 0 };
-}
-
-struct fold_key {
-	const struct stackfold *sf;
-	char *sig;
-};
-
-static bool fold_eq(size_t idx, const void *ctx)
-{
-	const struct fold_key *k = ctx;
-
-	return !strcmp(k->sf->sigs[idx], k->sig);
-}
-
-/* The index of @frames (taken) in @sf's table, added when new: 0, or -ENOMEM. */
-static int fold_stack(struct stackfold *sf, json_t *frames, size_t *at)
-{
-	size_t n = json_array_size(sf->groups);
-	struct fold_key key = { sf, frames ? signature(frames) : NULL };
-	int added;
-
-	if (!key.sig || (n == sf->cap && ARRAY_GROW(sf->sigs, sf->cap, 16)))
-		goto nomem;
-	added = idxmap__insert(&sf->map, idxmap__hash_bytes(key.sig, strlen(key.sig)), n, fold_eq,
-			       &key, at);
-	if (added < 0 || (added && json_array_append(sf->groups, frames)))
-		goto nomem;
-	if (added)
-		sf->sigs[n] = key.sig;
-	else
-		free(key.sig);
-	json_decref(frames);
-	return 0;
-nomem:
-	free(key.sig);
-	json_decref(frames);
-	return -ENOMEM;
-}
-
-int stackfold__doc(struct stackfold *sf, json_t *doc, const json_t *in, bool python_only)
+int stackmerge__fold(struct jsonfold *f, json_t *doc, const json_t *in, bool python_only)
 {
 	json_t *th;
 	size_t i, at;
+	char *sig;
+	int err;
 
 	json_array_foreach (json_object_get(doc, "threads"), i, th) {
 		const json_t *folded = json_object_get(th, "group");
@@ -780,7 +729,7 @@ int stackfold__doc(struct stackfold *sf, json_t *doc, const json_t *in, bool pyt
 		json_t *frames;
 
 		if (was_folded && !in)
-			continue; /* folded into @sf already */
+			continue; /* folded into @f already */
 		if (was_folded)
 			frames =
 				json_incref(json_array_get(in, (size_t)json_integer_value(folded)));
@@ -795,8 +744,12 @@ int stackfold__doc(struct stackfold *sf, json_t *doc, const json_t *in, bool pyt
 			frames = json_array(); /* a bad index below: a stack of no frames */
 		if (!frames)
 			continue;
-		if (fold_stack(sf, frames, &at) ||
-		    json_object_set_new(th, "group", json_integer((json_int_t)at)))
+		sig = signature(frames);
+		err = sig ? jsonfold__add(f, frames, sig, &at) : -ENOMEM;
+		free(sig);
+		if (!sig)
+			json_decref(frames);
+		if (err || json_object_set_new(th, "group", json_integer((json_int_t)at)))
 			return -ENOMEM;
 	}
 	return 0;

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "idxmap.h"
+#include "jsonfold.h"
 
 struct rank_stacks {
 	int rank;
@@ -24,33 +24,20 @@ struct rank_stacks {
 
 /*
  * Merge @n ranks: returns {"groups": [...], "verdict": {...}} (docs/stacks-schema.md), or NULL
- * when out of memory. A thread folded by stackfold (its "group": K) has @table[K] for frames.
+ * when out of memory. A folded thread (stackmerge__fold: its "group": K) has @table[K] for frames.
  * @python_only: only Python frames make a stack (stacks --python).
  */
 json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, const json_t *table,
 			  bool python_only);
 
 /*
- * Stacks folded for a fan-in tree (STAT's reduction at each level of its tree): each thread's
- * frames move into one table of distinct stacks, and the thread keeps its stack's index there
- * ("group": K). A relay folds the documents of the nodes under it and sends each stack once,
- * however many ranks share it; the front end folds the relays' tables into one the same way.
+ * The threads of @doc (a stacks --json document) folded for a fan-in tree (jsonfold.h): each
+ * thread's stack, as the merge reads it, moves into @f's table, keyed by what makes two stacks
+ * the same here, and the thread keeps its index ("group": K). Threads folded already (by the
+ * relay below, against its table @in) are folded again into @f; with @in NULL they are left
+ * as they are. 0, or -ENOMEM.
  */
-struct stackfold {
-	json_t *groups; /* [frames, ...]: each stack as the merge reads it, innermost first */
-	char **sigs;	/* each stack's signature (what makes two the same), for @map */
-	size_t cap;
-	struct idxmap map;
-};
-
-/* 0, or -ENOMEM. */
-int stackfold__init(struct stackfold *sf);
-/*
- * Fold the threads of @doc (a stacks --json document; its threads already folded against @in,
- * a table of the node or relay that sent it, or whole) into @sf, in place. 0, or -ENOMEM.
- */
-int stackfold__doc(struct stackfold *sf, json_t *doc, const json_t *in, bool python_only);
-void stackfold__free(struct stackfold *sf);
+int stackmerge__fold(struct jsonfold *f, json_t *doc, const json_t *in, bool python_only);
 /* The groups as text: each group's ranks and threads, then its frames, innermost first. */
 void stackmerge__print_groups(const json_t *merged, FILE *out);
 
