@@ -137,6 +137,9 @@ def test_a_three_node_job_read_through_a_fan_in_tree_gives_the_same_verdict():
     names the same rank (the same differences) as when it reads every node itself."""
     p = dlscope("stacks", "--job", "--fanout", "1", "slurm:1", check=2)
     assert "--fanout takes a number from 2" in p.stderr, p.stderr
+    for cmd in ("stacks", "check"):
+        p = dlscope(cmd, "--fanout", "4", str(os.getpid()), check=2)
+        assert "--fanout is for --job" in p.stderr, p.stderr
     with SlurmCluster(nodes=3) as c:
         lib = "libgomp.so.1"
         srun, job = start_job(c, 6, "mpi", "sleep", nodes=3, mpi="pmix",

@@ -11,7 +11,6 @@
 #include "commands.h"
 #include "detector.h"
 #include "output.h"
-#include "slurm_tasks.h"
 #include "version.h"
 
 bool check_opts__selected(const struct check_opts *o, const char *id)
@@ -100,7 +99,6 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 	int c, err;
 
 	o->fail_on = SEV_ERROR;
-	o->fanout = SLURM_FANOUT_DEFAULT;
 	o->progress = isatty(STDERR_FILENO);
 	/* --fail-on, --only and --progress are long only: -f follows, -o writes, -P elsewhere. */
 	cliopt__init(cl, cmd, argc, argv, lint ? "jlh" : "p:jlh", lint ? lint_opts : opts, !lint);

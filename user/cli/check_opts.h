@@ -23,7 +23,7 @@ struct check_opts {
 	bool job;	       /* check --job */
 	const char *job_node;  /* --job-node JOBID[.STEP]: this node's part of a Slurm job */
 	const char *job_relay; /* --job-relay ...: a relay of a Slurm job's fan-in tree */
-	unsigned int fanout;   /* --fanout N: nodes one reader of a Slurm job reads */
+	unsigned int fanout;   /* --fanout N: nodes one reader of a Slurm job reads; 0: not given */
 	bool no_follow;	       /* check --no-follow -- CMD: CMD only, not the processes it runs */
 	const char *core; /* check --core FILE -- CMD: a core at its fatal signal, written there */
 	struct core_opts read_core; /* check CORE: --exe, --coredump, --ignore-build-id */

@@ -279,6 +279,8 @@ static int check_parse(int argc, char **argv, struct check_args *a)
 			       cliopt__usage("check", "--job-node or --job-relay takes no other "
 						      "target") :
 			       -1;
+	if (a->o.fanout && !a->o.job)
+		return cliopt__usage("check", "--fanout is for --job (a Slurm job's fan-in tree)");
 	/* A Slurm job by its id, read on its nodes. */
 	if (a->o.job && !cl->command && !a->n_pids && cl->n_ops == 1 &&
 	    !strncmp(cl->ops[0], "slurm:", 6)) {

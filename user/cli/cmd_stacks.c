@@ -31,7 +31,6 @@
 #include "pystate.h"
 #include "runtimes.h"
 #include "stackmerge.h"
-#include "slurm_tasks.h"
 #include "stacks_job.h"
 #include "target.h"
 #include "threadscan.h"
@@ -490,7 +489,7 @@ struct stacks_opts {
 	const char *core;
 	const char *job_node;  /* --job-node JOBID[.STEP]: this node's part of a Slurm job */
 	const char *job_relay; /* --job-relay ...: a relay of a Slurm job's fan-in tree */
-	unsigned int fanout;   /* --fanout N: nodes one reader of a Slurm job reads */
+	unsigned int fanout;   /* --fanout N: nodes one reader of a Slurm job reads; 0: not given */
 	struct core_opts co;   /* --exe, --coredump, --ignore-build-id */
 	pid_t *pids;
 	size_t n_pids, cap_pids;
@@ -639,6 +638,8 @@ static int stacks_run(struct stacks_opts *o, const struct cliopt *cl)
 				      .fanout = o->fanout,
 				      .rank_doc = rank_doc };
 
+	if (o->fanout && !o->job)
+		return cliopt__usage("stacks", "--fanout is for --job (a Slurm job's fan-in tree)");
 	if (o->job_node)
 		return stacks_slurm__node(o->job_node, &so);
 	if (o->job_relay)
@@ -673,7 +674,7 @@ static int stacks_run(struct stacks_opts *o, const struct cliopt *cl)
 
 int cmd_stacks(int argc, char **argv)
 {
-	struct stacks_opts o = { .max_frames = DEFAULT_MAX_FRAMES, .fanout = SLURM_FANOUT_DEFAULT };
+	struct stacks_opts o = { .max_frames = DEFAULT_MAX_FRAMES };
 	struct cliopt cl;
 	int ret = stacks_parse(argc, argv, &o, &cl);
 

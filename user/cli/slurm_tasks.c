@@ -203,7 +203,9 @@ int slurm_tasks__gather(long jobid, int step, const char *cmd, char *const *args
 		read_here(t, arg);
 	if (err == -EXDEV || err == -ENOENT) {
 		slurm_tasks__free(t);
-		err = slurm_tasks__fan_out(jobid, step, cmd, args, fanout, t, why, sizeof(why));
+		err = slurm_tasks__fan_out(jobid, step, cmd, args,
+					   fanout ? fanout : SLURM_FANOUT_DEFAULT, t, why,
+					   sizeof(why));
 		if (err) {
 			dls_err("%s --job: %s", cmd, why);
 			return err;
@@ -800,7 +802,8 @@ json_t *slurm_tasks__fan_in(const struct slurm_tasks *t, unsigned int fanout)
 {
 	if (!t->answers)
 		return NULL;
-	return json_pack("{s:i, s:i, s:i, s:I}", "width", (int)fanout, "relays", t->relays,
+	return json_pack("{s:i, s:i, s:i, s:I}", "width",
+			 (int)(fanout ? fanout : SLURM_FANOUT_DEFAULT), "relays", t->relays,
 			 "answers", t->answers, "bytes", (json_int_t)t->bytes);
 }
 

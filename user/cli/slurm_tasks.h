@@ -67,7 +67,7 @@ typedef int (*slurm_fold_fn)(json_t *task, struct jsonfold *f, const json_t *in,
 int slurm_tasks__relay(const char *cmd, const char *value, char *const *args, slurm_fold_fn fold,
 		       const void *arg);
 /*
- * How @t's answers came, for the JSON ("fan_in"): {"width": @fanout, "relays", "answers",
+ * How @t's answers came, for the JSON ("fan_in"): {"width": @fanout (0: the default), "relays", "answers",
  * "bytes"}; NULL when none came through srun (read on this host).
  */
 json_t *slurm_tasks__fan_in(const struct slurm_tasks *t, unsigned int fanout);
@@ -82,7 +82,8 @@ size_t slurm_tasks__chunk(size_t count, unsigned int fanout);
 /*
  * Job @jobid's step @step (-1: its main one) read into @t: here by @read_here (which fills
  * @t->task for the ranks of @t->j) when the step runs on this host alone, else on every node by
- * `dlscope @cmd --job-node` with @args (slurm_tasks__fan_out, @fanout); then settled (slurm_tasks__settle, @asked and @role).
+ * `dlscope @cmd --job-node` with @args (slurm_tasks__fan_out, @fanout or, when 0,
+ * SLURM_FANOUT_DEFAULT); then settled (slurm_tasks__settle, @asked and @role).
  * 0, or -errno after one line naming why (@cmd's).
  */
 int slurm_tasks__gather(long jobid, int step, const char *cmd, char *const *args,

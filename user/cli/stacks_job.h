@@ -17,7 +17,7 @@
 struct stacks_job_opts {
 	bool json, python_only, stats;
 	unsigned int max_frames;
-	unsigned int fanout; /* nodes (or relays) one reader reads; 0: every node by the front end */
+	unsigned int fanout; /* nodes (or relays) one reader reads; 0: SLURM_FANOUT_DEFAULT */
 	/* One process's `stacks --json` document, or {"error": why}; run in a forked worker. */
 	json_t *(*rank_doc)(pid_t pid, bool python_only, unsigned int max_frames);
 };
