@@ -69,8 +69,8 @@ static void put_py_frame(const struct py_frame *f, FILE *out)
 }
 
 /*
- * Frames as "#N function+off (module) at file:line", one per line, each eval frame followed by
- * the Python frames it runs, like stacks prints them.
+ * Frames as stacks prints them, "#N 0xPC in function+off from module at file:line", one per
+ * line, each eval frame followed by the Python frames it runs.
  */
 static char *stack_text(const struct thread_stack *st)
 {
@@ -87,7 +87,8 @@ static char *stack_text(const struct thread_stack *st)
 	for (size_t k = 0; k < st->n_frames; k++) {
 		if (k)
 			fputc('\n', out);
-		frame_text__fprint(out, &st->frames[k], NULL, k, &frame_fmt_tui);
+		frame_text__fprint(out, &st->frames[k], k ? &st->frames[k - 1] : NULL, k,
+				   FRAME_FULL);
 		for (; j < n_py && at[j] == (long)k; j++)
 			put_py_frame(&st->py->frames[j], out);
 	}

@@ -86,14 +86,19 @@ def test_stacks_job_from_the_launcher_names_the_futex_rank():
 
 def test_report_job_names_an_unnamed_frame_as_every_view_does():
     """report --job printed a merged frame without a name as a line with none,
-    " (/usr/lib/.../libgomp.so.1.0.0)"; it reads "?? (...)", as stacks does."""
+    " (/usr/lib/.../libgomp.so.1.0.0)"; it reads "?? from ...", as stacks does. A merged frame
+    has no address nor offset: its line has neither, and is stacks --job's line."""
     fx, ranks = launcher(4)
     with fx:
         md = dlscope("report", "--job", fx.pid, check=0).stdout
+        text = dlscope("stacks", "--job", fx.pid, check=1).stdout
         lines = [ln for b in re.findall(r"```\n(.*?)```", md, re.S) for ln in b.splitlines()]
-        assert "main (%s)" % fixture_path("job_launcher") in lines, md
+        main = [ln for ln in lines if re.fullmatch(r"#\d+ +main from %s at \S*job_launcher\.c:\d+"
+                                                   % re.escape(fixture_path("job_launcher")), ln)]
+        assert main, md
+        assert "\n    %s\n" % main[0] in text, text
         # The pool threads of libgomp run in code without a symbol (Debian strips it).
-        assert any(re.fullmatch(r"\?\? \(/\S+/libgomp\.so[.\d]*\)", ln) for ln in lines), md
+        assert any(re.fullmatch(r"#\d+ +\?\? from /\S+/libgomp\.so[.\d]*", ln) for ln in lines), md
         assert not [ln for ln in lines if ln.startswith(" ")], md
 
 

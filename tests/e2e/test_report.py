@@ -173,7 +173,10 @@ def test_report_on_a_deadlock_shows_the_threads_and_the_verdict():
     s = sections(md)
     t = s["Threads that matter"]
     assert "**Verdict:** Deadlock between 2 threads" in t and "**What to do:**" in t, t
-    assert t.count("waits for mutex lock_") == 2 and "take_b_then_a (hang_abba)" in t, t
+    assert t.count("waits for mutex lock_") == 2, t
+    # A frame as stacks prints it: the same line in every view.
+    assert re.search(r"\n#\d+ +0x[0-9a-f]{16} in take_b_then_a\+0x[0-9a-f]+ from \S*/hang_abba "
+                     r"at \S*hang_abba\.c:\d+\n", t), t
     assert "### error `deadlock`" in s["Findings"]
 
 
@@ -264,9 +267,9 @@ def test_report_summary_names_the_program_and_reproduces_without_pids():
     assert unnamed, doc["threads"]
     for f in unnamed:
         assert int(f["module_offset"], 16) == int(f["pc"], 16) - base, (f, hex(base))
-        line = f"{os.path.basename(gomp)}+{f['module_offset']}"
+        # As stacks prints it: gdb's "??", where addr2line finds it, and the object.
+        line = f"?? ({os.path.basename(gomp)}+{f['module_offset']}) from {gomp}"
         assert line in sections(md)["Threads that matter"], (line, md)
-    assert "??" not in sections(md)["Threads that matter"], md
 
 
 def record_trace(path):

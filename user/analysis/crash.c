@@ -329,8 +329,9 @@ void crash__print(const struct crash *c, FILE *out)
 	}
 	fprintf(out, "    stack of thread %d:\n", c->tid);
 	for (size_t k = 0; st && k < st->n_frames; k++) {
+		fputs("    ", out);
 		frame_text__fprint(out, &st->frames[k], k ? &st->frames[k - 1] : NULL, k,
-				   &(struct frame_fmt){ .style = FRAME_GDB, .indent = "    " });
+				   FRAME_FULL);
 		fputc('\n', out);
 	}
 	if (c->stack_error || (st && st->error))

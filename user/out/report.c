@@ -62,16 +62,15 @@ static void process_label(const json_t *p, char *buf, size_t len)
 			 (long long)json_integer_value(json_object_get(p, "pid")), str(p, "comm"));
 }
 
-/*
- * A native frame record as a line: "name (module) at file:line"; an unnamed one
- * "module+0xOFF", else "0xPC (module)" (frame_text.h).
- */
-static void frame_line(FILE *f, size_t k, const json_t *fr)
+/* Native frame @k of the records @frames as a line, as stacks prints it (frame_text.h). */
+static void frame_line(FILE *f, const json_t *frames, size_t k)
 {
-	struct stack_frame v;
+	struct stack_frame v, prev;
 
-	frame_text__from_json(fr, &v);
-	frame_text__fprint(f, &v, NULL, k, &frame_fmt_report);
+	frame_text__from_json(json_array_get(frames, k), &v);
+	if (k)
+		frame_text__from_json(json_array_get(frames, k - 1), &prev);
+	frame_text__fprint(f, &v, k ? &prev : NULL, k, FRAME_FULL);
 	fputc('\n', f);
 }
 
@@ -531,7 +530,7 @@ static char *findings_section(const struct report_in *in)
 			fprintf(f, ".\n\n");
 			fprintf(f, "```\n");
 			json_array_foreach (json_object_get(crash, "stack"), k, fr)
-				frame_line(f, k, fr);
+				frame_line(f, json_object_get(crash, "stack"), k);
 			fprintf(f, "```\n\n");
 		}
 	}
@@ -551,7 +550,7 @@ static void thread_frames(FILE *f, const json_t *t)
 		fprintf(f, "(no stack: %s)\n",
 			*str(t, "error") ? str(t, "error") : "none was read");
 	json_array_foreach (frames, k, fr) {
-		frame_line(f, k, fr);
+		frame_line(f, frames, k);
 		json_array_foreach (pyframes, j, pf)
 			if (json_integer_value(json_object_get(pf, "native_frame")) ==
 				    (json_int_t)k &&
@@ -674,7 +673,7 @@ static void stacks_of_job(FILE *f, const json_t *doc)
 				continue;
 			}
 			frame_text__from_json(fr, &nf);
-			frame_text__fprint(f, &nf, NULL, k, &frame_fmt_report_job);
+			frame_text__fprint(f, &nf, NULL, k, FRAME_FULL);
 			fputc('\n', f);
 		}
 		fprintf(f, "```\n\n");

@@ -794,7 +794,8 @@ void stackmerge__print_groups(const json_t *merged, FILE *out)
 				continue;
 			}
 			frame_text__from_json(fr, &v);
-			frame_text__fprint(out, &v, NULL, level++, &frame_fmt_merged);
+			fputs("    ", out);
+			frame_text__fprint(out, &v, NULL, level++, FRAME_FULL);
 			fputc('\n', out);
 		}
 	}

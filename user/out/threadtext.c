@@ -33,7 +33,7 @@ void thread_stack__print(const struct thread_stack *st, bool python_only, FILE *
 	} else {
 		for (size_t k = 0; k < st->n_frames; k++) {
 			frame_text__fprint(out, &st->frames[k], k ? &st->frames[k - 1] : NULL, k,
-					   &(struct frame_fmt){ .style = FRAME_GDB });
+					   FRAME_FULL);
 			fputc('\n', out);
 			for (; j < n_py && at[j] == (long)k; j++)
 				print_py_frame(&st->py->frames[j], "        [py] ", out);
