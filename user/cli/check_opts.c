@@ -61,47 +61,26 @@ void check_opts__list_detectors(void)
 		       detectors[i].files ? " (also lint)" : "");
 }
 
-/*
- * The options of check and lint (lint has no -p, --job or command). Returns -1 to go on, or the
- * exit status (DLS_EXIT_OK + 100 after --help).
- */
-int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *cmd,
-		      void (*usage)(FILE *), bool *list, struct cliopt *cl, pid_t **pids,
-		      size_t *n_pids, size_t *cap_pids)
+const char *check_opts__detector_word(size_t i)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "fail-on", required_argument, NULL, 'f' },
-		{ "only", required_argument, NULL, 'o' },
-		{ "list", no_argument, NULL, 'l' },
-		{ "progress", no_argument, NULL, 'P' },
-		{ "job", no_argument, NULL, 'J' },
-		{ "job-node", required_argument, NULL, 'D' },
-		{ "job-relay", required_argument, NULL, 'L' },
-		{ "fanout", required_argument, NULL, 'F' },
-		{ "no-follow", no_argument, NULL, 'N' },
-		{ "core", required_argument, NULL, 'C' },
-		COREOPT_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
-	static const struct option lint_opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "fail-on", required_argument, NULL, 'f' },
-		{ "only", required_argument, NULL, 'o' },
-		{ "list", no_argument, NULL, 'l' },
-		{ "progress", no_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	return i < n_detectors ? detectors[i].id : NULL;
+}
+
+const char *check_opts__level_word(size_t i)
+{
+	return i <= SEV_ERROR - SEV_INFO ? severity__name((enum severity)(SEV_INFO + i)) : NULL;
+}
+
+int check_opts__parse(int argc, char **argv, struct check_opts *o, const struct cliopt_cmd *def,
+		      bool *list, struct cliopt *cl, pid_t **pids, size_t *n_pids, size_t *cap_pids)
+{
+	const char *cmd = def->name;
 	bool lint = !strcmp(cmd, "lint");
 	int c, err;
 
 	o->fail_on = SEV_ERROR;
 	o->progress = isatty(STDERR_FILENO);
-	/* --fail-on, --only and --progress are long only: -f follows, -o writes, -P elsewhere. */
-	cliopt__init(cl, cmd, argc, argv, lint ? "jlh" : "p:jlh", lint ? lint_opts : opts, !lint);
+	cliopt__init(cl, def, argc, argv);
 	while ((c = cliopt__next(cl)) != -1) {
 		const char *arg = cl->arg;
 
@@ -138,7 +117,7 @@ int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *c
 		case 'N': o->no_follow = true; break;
 		case 'C': o->core = arg; break;
 		case 'P': o->progress = true; break;
-		case 'h': usage(stdout); return DLS_EXIT_OK + 100;
+		case 'h': cliopt__help(def); return DLS_EXIT_OK + 100;
 		default: return DLS_EXIT_USAGE;
 		}
 	}

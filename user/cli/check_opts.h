@@ -14,6 +14,7 @@
 #include "corecmd.h"
 
 struct cliopt;
+struct cliopt_cmd;
 struct findings;
 struct pkg_cache;
 
@@ -40,13 +41,39 @@ bool check_opts__selected_cb(const void *ctx, const char *id);
 int check_opts__validate_only(const char *only);
 /* check --list, lint --list: each detector, one line. */
 void check_opts__list_detectors(void);
+/* The detectors' ids and the severities, in their tables' order: completion's words. */
+const char *check_opts__detector_word(size_t i);
+const char *check_opts__level_word(size_t i);
 /*
- * The options of check and lint (lint has no -p, --job or command). Returns -1 to go on, or the
- * exit status (DLS_EXIT_OK + 100 after --help).
+ * The options check and lint share, in their option tables (cliopt.h). Long only: -f follows,
+ * -o writes, -P is --no-packages elsewhere.
  */
-int check_opts__parse(int argc, char **argv, struct check_opts *o, const char *cmd,
-		      void (*usage)(FILE *), bool *list, struct cliopt *cl, pid_t **pids,
-		      size_t *n_pids, size_t *cap_pids);
+#define CHECK_OPTS_SHARED_DEFS                                                                     \
+	{ .name = "fail-on",                                                                       \
+	  .val = 'f',                                                                              \
+	  .arg = "LEVEL",                                                                          \
+	  .value = CLIOPT_WORDS,                                                                   \
+	  .word = check_opts__level_word,                                                          \
+	  .help = "exit 1 when a finding at or above LEVEL (info, warning, error; default error) " \
+		  "is found" },                                                                    \
+		{ .name = "only",                                                                  \
+		  .val = 'o',                                                                      \
+		  .arg = "IDS",                                                                    \
+		  .value = CLIOPT_WORDS,                                                           \
+		  .word = check_opts__detector_word,                                               \
+		  .help = "run only these detectors (comma-separated)" },                          \
+		{ .name = "list", .letter = 'l', .help = "list the detectors" },                   \
+	{                                                                                          \
+		.name = "progress", .val = 'P',                                                    \
+		.help = "a progress line on stderr (default when it is a terminal)"                \
+	}
+/*
+ * The options of check and lint, @def's (lint has no -p, --job or command). Returns -1 to go
+ * on, or the exit status (DLS_EXIT_OK + 100 after --help).
+ */
+int check_opts__parse(int argc, char **argv, struct check_opts *o, const struct cliopt_cmd *def,
+		      bool *list, struct cliopt *cl, pid_t **pids, size_t *n_pids,
+		      size_t *cap_pids);
 /*
  * Print @doc (when not NULL) with its version and errors, and return the exit status: the most
  * severe of a finding at or above --fail-on (1) and a process or path not read (3).

@@ -69,18 +69,57 @@ static int find_end(int argc, char **argv, const char *shortopts, const struct o
 	return argc;
 }
 
-void cliopt__init(struct cliopt *c, const char *cmd, int argc, char **argv, const char *shortopts,
-		  const struct option *longopts, bool takes_command)
+const struct cliopt_def *cliopt__def_next(const struct cliopt_cmd *def, const struct cliopt_def *d,
+					  bool hidden_too)
 {
-	*c = (struct cliopt){ .cmd = cmd,
-			      .argc = argc,
-			      .argv = argv,
-			      .longopts = longopts,
-			      .takes_command = takes_command };
+	/* The option every command has, after its own. */
+	static const struct cliopt_def help_def = { .name = "help",
+						    .letter = 'h',
+						    .help = "this help" };
+
+	if (d == &help_def)
+		return NULL;
+	for (d = d ? d + 1 : def->opts; d->name; d++)
+		if ((hidden_too || !d->hidden) && (!d->only || !strcmp(d->only, def->name)))
+			return d;
+	return &help_def;
+}
+
+void cliopt__init(struct cliopt *c, const struct cliopt_cmd *def, int argc, char **argv)
+{
+	size_t n = 0, s = 1;
+
+	*c = (struct cliopt){
+		.cmd = def->name, .argc = argc, .argv = argv, .takes_command = def->takes_command
+	};
 	/* ':' first: a missing value is told apart from an unknown option. */
-	snprintf(c->shortopts, sizeof(c->shortopts), ":%s", shortopts);
-	c->end = find_end(argc, argv, shortopts, longopts);
-	output__set_command(cmd);
+	c->shortopts[0] = ':';
+	for (const struct cliopt_def *d = cliopt__def_next(def, NULL, true); d;
+	     d = cliopt__def_next(def, d, true)) {
+		if (n == CLIOPT_MAX) {
+			/* A table too long for getopt's arrays is a bug of the build, not of input. */
+			fprintf(stderr, "dlscope: %s: more than %d options\n", def->name,
+				CLIOPT_MAX);
+			abort();
+		}
+		c->longopts[n++] = (struct option){
+			.name = d->name,
+			.has_arg = !d->arg     ? no_argument :
+				   d->optional ? optional_argument :
+						 required_argument,
+			.val = d->letter ? d->letter : d->val,
+		};
+		if (d->letter) {
+			c->shortopts[s++] = d->letter;
+			if (d->arg)
+				c->shortopts[s++] = ':';
+			if (d->arg && d->optional)
+				c->shortopts[s++] = ':';
+		}
+	}
+	c->shortopts[s] = '\0';
+	c->end = find_end(argc, argv, c->shortopts + 1, c->longopts);
+	output__set_command(def->name);
 	optind = 0; /* glibc: start afresh, permutation state included */
 	opterr = 0;
 }

@@ -11,6 +11,8 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define CLIOPT_ERR (-2)
@@ -21,12 +23,73 @@
  */
 void cliopt__stop_on_signals(volatile sig_atomic_t *flag);
 
+/*
+ * What an option's value is, for the shell's completion: what it may offer after the option
+ * (none after a number, a name or a match: no file or PID is it).
+ */
+enum cliopt_value {
+	CLIOPT_NONE,
+	CLIOPT_PID,
+	CLIOPT_FILE,
+	CLIOPT_DIR,
+	CLIOPT_WORDS, /* one of ->word's, or a comma list of them */
+};
+
+/*
+ * One option of a command: the one source of its parsing (getopt's tables), its --help line,
+ * its entry in the man page's OPTIONS and its completion. Adding an option is adding an entry.
+ */
+struct cliopt_def {
+	const char *name; /* the long option, without "--" */
+	char letter;	  /* its short option, or 0: long only */
+	/*
+	 * What cliopt__next() returns for it when it has no letter: a letter that means something
+	 * else as a short option of another command (-s, -j), or a value above 0xff.
+	 */
+	int val;
+	const char *arg; /* the value's name (PID, FILE); NULL: it takes none */
+	bool optional;	 /* the value only as "--name=value" (--roles[=KINDS]) */
+	/* One text for --help and the man page, wrapped there; `code` is code in the man page. */
+	const char *help;
+	enum cliopt_value value;
+	const char *(*word)(size_t i); /* CLIOPT_WORDS: the i-th word, NULL after the last */
+	const char *only;	       /* NULL, or the one command of a shared table it is for */
+	bool hidden; /* run by dlscope itself (srun --overlap's --job-node): no help, no completion */
+};
+
+/* What a command's operands are, for completion: a set of these. */
+enum cliopt_operands {
+	CLIOPT_OP_PID = 1,
+	CLIOPT_OP_FILE = 2,
+};
+
+/* A command's command line: its options (-h, --help added to them) and the text around them. */
+struct cliopt_cmd {
+	const char *name;
+	const char *usage; /* its forms, one a line, each after "dlscope " */
+	/*
+	 * The paragraphs between the forms and the options, and after the options (notes, exit
+	 * status): a blank line between two, each wrapped to 80 columns when printed.
+	 */
+	const char *about;
+	const struct cliopt_def *opts; /* ends with an entry without a name */
+	const char *after;
+	bool takes_command;    /* what follows "--" is a command, not operands */
+	unsigned int operands; /* enum cliopt_operands */
+};
+
+#define CLIOPT_MAX 40 /* options in one command's table, --help included */
+
+/* A number's digits in a help text: "(default " CLIOPT_STR(DEFAULT_X) ")". */
+#define CLIOPT_STR_(x) #x
+#define CLIOPT_STR(x) CLIOPT_STR_(x)
+
 struct cliopt {
 	const char *cmd;
 	int argc;
 	char **argv;
-	char shortopts[64];
-	const struct option *longopts;
+	char shortopts[2 * CLIOPT_MAX + 2];
+	struct option longopts[CLIOPT_MAX + 1];
 	bool takes_command;
 	int end;	 /* the index of the "--" that ends the options, or argc */
 	const char *arg; /* the value of the option cliopt__next() returned */
@@ -36,11 +99,29 @@ struct cliopt {
 	char **command;
 };
 
-/* @shortopts as getopt's, with no leading '+' or ':'. */
-void cliopt__init(struct cliopt *c, const char *cmd, int argc, char **argv, const char *shortopts,
-		  const struct option *longopts, bool takes_command);
-/* The next option's value, -1 at the end of the options, or CLIOPT_ERR after one line. */
+/*
+ * The option of @def after @d (NULL: the first), those for @def->name only, --help last; the
+ * hidden ones too with @hidden_too. NULL after the last.
+ */
+const struct cliopt_def *cliopt__def_next(const struct cliopt_cmd *def, const struct cliopt_def *d,
+					  bool hidden_too);
+/* getopt's tables made from @def's. */
+void cliopt__init(struct cliopt *c, const struct cliopt_cmd *def, int argc, char **argv);
+/*
+ * The next option's letter (or val), -1 at the end of the options, or CLIOPT_ERR after one line.
+ * 'h' is --help: cliopt__help() prints it.
+ */
 int cliopt__next(struct cliopt *c);
+/* CMD --help, on stdout; returns DLS_EXIT_OK. */
+int cliopt__help(const struct cliopt_cmd *def);
+/* The options of @def as the man page's OPTIONS gives them: "### CMD", an entry each. */
+void cliopt__print_man(const struct cliopt_cmd *def, FILE *f);
+/*
+ * What the shell's completion needs of @def, a line each: "operands pid file", then
+ * "--NAME -L|- none|required|optional KIND [WORD...]" per option (KIND: none, pid, file, dir,
+ * words).
+ */
+void cliopt__print_complete(const struct cliopt_cmd *def, FILE *f);
 /* "dlscope: CMD: reason" on stderr; returns DLS_EXIT_USAGE. */
 int cliopt__usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*

@@ -38,50 +38,77 @@
 /* Half watch's ring: libbpf maps it twice, and a node's budget is 100 MiB. */
 #define AGENT_RING_MB 8
 
-static void agent_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope agent [OPTIONS]\n"
-		"\n"
-		"Watch every process of this node (or those --comm, --cgroup or --slurm-job\n"
-		"select), running or started later, with watch's probes and live detectors;\n"
-		"judge each process found running\n"
-		"as check does (its threads are not read: nothing is stopped); publish each\n"
-		"finding that is true of a live process now. Runs until SIGTERM, SIGINT or\n"
-		"--duration. Needs root, kernel BTF and uprobes (docs/agent.md).\n"
-		"\n"
-		"      --textfile-dir DIR  write DIR/dlscope.prom (Prometheus text format) for\n"
-		"                        node_exporter's textfile collector: a dlscope_finding\n"
-		"                        series per finding of a live process, and the agent's\n"
-		"                        counts; removed when the agent stops\n"
-		"      --interval SECS   how often the file is written (default %d)\n"
-		"  -c, --comm NAME       only the processes named NAME (their comm), and the\n"
-		"                        workers they fork without exec\n"
-		"      --cgroup DIR      only the processes of cgroup v2 directory DIR or below\n"
-		"                        (a container's, a systemd unit's), running or started\n"
-		"                        there later\n"
-		"      --slurm-job ID    only Slurm job ID's processes on this node: its cgroup\n"
-		"                        job_ID (Slurm's cgroup/v2 plugin), else those with\n"
-		"                        SLURM_JOB_ID=ID in their environment\n"
-		"      --json FILE       each new finding as one JSON object per line, the trace's\n"
-		"                        finding record (docs/trace-format.md), to FILE\n"
-		"                        (default: standard output; '-' too)\n"
-		"      --reports-dir DIR keep each finding as a small trace in DIR\n"
-		"                        (finding-TIME-PID-CHECK.jsonl: the header, the process's\n"
-		"                        objects and the finding with its evidence), for\n"
-		"                        'dlscope report FILE'\n"
-		"      --reports-keep N  the newest N report files are kept (default %d)\n"
-		"  -d, --duration SECS   stop after SECS seconds\n"
-		"      --ring-mb N       the ring buffer, N MiB (a power of two; default %d); what\n"
-		"                        does not fit is counted lost\n"
-		"  -h, --help\n"
-		"\n"
+static const struct cliopt_def agent_defs[] = {
+	{ .name = "textfile-dir",
+	  .val = 'T',
+	  .arg = "DIR",
+	  .value = CLIOPT_DIR,
+	  .help = "write DIR/dlscope.prom (Prometheus text format) for node_exporter's textfile "
+		  "collector: a dlscope_finding series per finding of a live process, and the "
+		  "agent's counts; removed when the agent stops" },
+	{ .name = "interval",
+	  .val = 'i',
+	  .arg = "SECS",
+	  .help = "how often the file is written (default " CLIOPT_STR(AGENT_INTERVAL_S) ")" },
+	{ .name = "comm",
+	  .letter = 'c',
+	  .arg = "NAME",
+	  .help = "only the processes named NAME (their comm), and the workers they fork without "
+		  "exec" },
+	{ .name = "cgroup",
+	  .val = 'g',
+	  .arg = "DIR",
+	  .value = CLIOPT_DIR,
+	  .help = "only the processes of cgroup v2 directory DIR or below (a container's, a "
+		  "systemd unit's), running or started there later" },
+	{ .name = "slurm-job",
+	  .val = 'S',
+	  .arg = "ID",
+	  .help = "only Slurm job ID's processes on this node: its cgroup job_ID (Slurm's "
+		  "cgroup/v2 plugin), else those with SLURM_JOB_ID=ID in their environment" },
+	{ .name = "json",
+	  .val = 'j',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .help = "each new finding as one JSON object per line, the trace's finding record "
+		  "(docs/trace-format.md), to FILE (default: standard output; '-' too)" },
+	{ .name = "reports-dir",
+	  .val = 'r',
+	  .arg = "DIR",
+	  .value = CLIOPT_DIR,
+	  .help = "keep each finding as a small trace in DIR (finding-TIME-PID-CHECK.jsonl: the "
+		  "header, the process's objects and the finding with its evidence), for "
+		  "'dlscope report FILE'" },
+	{ .name = "reports-keep",
+	  .val = 'k',
+	  .arg = "N",
+	  .help = "the newest N report files are kept (default " CLIOPT_STR(
+		  AGENT_REPORTS_KEEP) ")" },
+	{ .name = "duration", .letter = 'd', .arg = "SECS", .help = "stop after SECS seconds" },
+	{ .name = "ring-mb",
+	  .val = 'R',
+	  .arg = "N",
+	  .help = "the ring buffer, N MiB (a power of two; default " CLIOPT_STR(
+		  AGENT_RING_MB) "); what does not fit is counted lost" },
+	{},
+};
+
+const struct cliopt_cmd agent_cli = {
+	.name = "agent",
+	.usage = "agent [OPTIONS]",
+	.about = "Watch every process of this node (or those --comm, --cgroup or --slurm-job\n"
+		 "select), running or started later, with watch's probes and live detectors;\n"
+		 "judge each process found running as check does (its threads are not read:\n"
+		 "nothing is stopped); publish each finding that is true of a live process now.\n"
+		 "Runs until SIGTERM, SIGINT or --duration. Needs root, kernel BTF and uprobes\n"
+		 "(docs/agent.md).\n",
+	.opts = agent_defs,
+	.after =
 		"The probes are in every process that maps the C library: each dlopen, dlclose and\n"
 		"dlsym of the node pays a trap (docs/reliability.md gives the cost per call).\n"
 		"\n"
 		"Exit status: 0 after a stop, 2 usage error, 3 could not start.\n",
-		AGENT_INTERVAL_S, AGENT_REPORTS_KEEP, AGENT_RING_MB);
-}
+};
 
 static volatile sig_atomic_t agent_stop;
 
@@ -174,31 +201,17 @@ static int agent_option(struct agent *a, int c, const char *arg)
 				arg);
 		a->o.ring_mb = (unsigned int)v;
 		return 0;
-	case 'h': agent_usage(stdout); return DLS_EXIT_OK;
+	case 'h': return cliopt__help(&agent_cli);
 	default: return DLS_EXIT_USAGE;
 	}
 }
 
 static int agent_parse(int argc, char **argv, struct agent *a)
 {
-	static const struct option opts[] = {
-		{ "textfile-dir", required_argument, NULL, 'T' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "comm", required_argument, NULL, 'c' },
-		{ "cgroup", required_argument, NULL, 'g' },
-		{ "slurm-job", required_argument, NULL, 'S' },
-		{ "json", required_argument, NULL, 'j' },
-		{ "reports-dir", required_argument, NULL, 'r' },
-		{ "reports-keep", required_argument, NULL, 'k' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "ring-mb", required_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	struct cliopt cl;
 	int c, err;
 
-	cliopt__init(&cl, "agent", argc, argv, "c:d:h", opts, false);
+	cliopt__init(&cl, &agent_cli, argc, argv);
 	while ((c = cliopt__next(&cl)) != -1) {
 		if (c == CLIOPT_ERR)
 			return DLS_EXIT_USAGE;

@@ -16,29 +16,40 @@
 #include "procmaps.h"
 #include "target.h"
 
-static void capture_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope capture [OPTIONS] -o FILE PID\n"
-		"\n"
-		"Write an ELF core file of a live process, small enough to attach to an issue,\n"
-		"that gdb, eu-stack and 'dlscope stacks|libs|check FILE' read: every thread's\n"
-		"registers, the process's auxv and mapped files, and of its memory what the\n"
-		"stacks and the library graph need (each thread's stack from its stack pointer\n"
-		"up, the loader's and libc's writable data, the link maps, each object's first\n"
-		"page with its build-id, the vDSO); code and read-only data stay in the files\n"
-		"the core names. The threads are stopped (PTRACE_SEIZE) only while that memory\n"
-		"is copied, and run again before the file is written.\n"
-		"\n"
-		"  -p, --pid PID         the process (or as the operand)\n"
-		"  -o, --output FILE     write the core there (required)\n"
-		"      --full            every readable mapping, as gcore writes it\n"
-		"  -s, --stats           say how long the process was stopped, on standard error\n"
-		"  -h, --help\n"
-		"\n"
-		"Exit status: 0 written, 2 usage error, 3 the process could not be read or the\n"
-		"file written.\n");
-}
+static const struct cliopt_def capture_defs[] = {
+	{ .name = "pid",
+	  .letter = 'p',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .help = "the process (or as the operand)" },
+	{ .name = "output",
+	  .letter = 'o',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .help = "write the core there (required)" },
+	{ .name = "full", .val = 'F', .help = "every readable mapping, as gcore writes it" },
+	{ .name = "stats",
+	  .letter = 's',
+	  .help = "say how long the process was stopped, on standard error" },
+	{},
+};
+
+const struct cliopt_cmd capture_cli = {
+	.name = "capture",
+	.usage = "capture [OPTIONS] -o FILE PID",
+	.about = "Write an ELF core file of a live process, small enough to attach to an issue,\n"
+		 "that gdb, eu-stack and 'dlscope stacks|libs|check FILE' read: every thread's\n"
+		 "registers, the process's auxv and mapped files, and of its memory what the\n"
+		 "stacks and the library graph need (each thread's stack from its stack pointer\n"
+		 "up, the loader's and libc's writable data, the link maps, each object's first\n"
+		 "page with its build-id, the vDSO); code and read-only data stay in the files\n"
+		 "the core names. The threads are stopped (PTRACE_SEIZE) only while that memory\n"
+		 "is copied, and run again before the file is written.\n",
+	.opts = capture_defs,
+	.after = "Exit status: 0 written, 2 usage error, 3 the process could not be read or the\n"
+		 "file written.\n",
+	.operands = CLIOPT_OP_PID,
+};
 
 /* Does @pid map a CPython interpreter (python3.11, libpython3.12.so.1.0)? */
 static bool runs_python(pid_t pid)
@@ -65,18 +76,13 @@ struct capture_args {
 /* The command line into @a: -1 to go on, or the exit status (after --help, or one line). */
 static int parse_args(int argc, char **argv, struct capture_args *a)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' }, { "output", required_argument, NULL, 'o' },
-		{ "full", no_argument, NULL, 'F' },	 { "stats", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },	 {},
-	};
 	pid_t *pids = NULL;
 	size_t n_pids = 0, cap_pids = 0;
 	struct cliopt cl;
 	bool help = false;
 	int c, err = 0;
 
-	cliopt__init(&cl, "capture", argc, argv, "p:o:sh", opts, false);
+	cliopt__init(&cl, &capture_cli, argc, argv);
 	while (!err && (c = cliopt__next(&cl)) != -1) {
 		switch (c) {
 		case 'p': err = cliopt__pids("capture", cl.arg, &pids, &n_pids, &cap_pids); break;
@@ -84,7 +90,7 @@ static int parse_args(int argc, char **argv, struct capture_args *a)
 		case 'F': a->full = true; break;
 		case 's': a->stats = true; break;
 		case 'h':
-			capture_usage(stdout);
+			cliopt__help(&capture_cli);
 			help = true;
 			err = -1;
 			break;

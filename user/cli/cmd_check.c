@@ -25,6 +25,7 @@
 #include "output.h"
 #include "pkgowner.h"
 #include "procfs.h"
+#include "slurm_tasks.h"
 #include "supervise.h"
 #include "target.h"
 #include "termsafe.h"
@@ -199,15 +200,62 @@ static json_t *outcome_to_json(const struct cmd_outcome *res)
 			 res->crash ? crash__to_json(res->crash) : json_null());
 }
 
-static void check_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope check [OPTIONS] PID...\n"
-		"       dlscope check [OPTIONS] -- COMMAND [ARGS...]\n"
-		"       dlscope check --job [OPTIONS] PID | slurm:JOBID[.STEP]\n"
-		"       dlscope check [OPTIONS] TRACE.jsonl\n"
-		"       dlscope check [OPTIONS] CORE | --coredump MATCH\n"
-		"\n"
+/* --fanout's default in its help: a name left undefined would print as itself. */
+_Static_assert(SLURM_FANOUT_DEFAULT > 1, "SLURM_FANOUT_DEFAULT comes from slurm_tasks.h");
+#define FANOUT_DEFAULT CLIOPT_STR(SLURM_FANOUT_DEFAULT)
+
+static const struct cliopt_def check_defs[] = {
+	{ .name = "pid",
+	  .letter = 'p',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .help = "a process (as an operand; a comma list \"1,2\" for several)" },
+	{ .name = "json", .letter = 'j', .help = "one JSON document (docs/check-schema.md)" },
+	CHECK_OPTS_SHARED_DEFS,
+	{ .name = "no-follow",
+	  .val = 'N',
+	  .help = "with -- COMMAND: check COMMAND only, not the processes it runs" },
+	{ .name = "core",
+	  .val = 'C',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .help = "with -- COMMAND: at its fatal signal, before the signal is delivered, write a "
+		  "core of it there (as capture: the crashing thread's registers, its NT_SIGINFO, "
+		  "the memory the stacks and the link maps need; the other threads run on and are "
+		  "not in it)" },
+	{ .name = "job",
+	  .val = 'J',
+	  .help = "every rank of PID's job (torchrun, mpirun, srun; PID is any member), then what "
+		  "differs between the ranks: objects, versions and builds, environment "
+		  "(*_NUM_THREADS, LD_*, NCCL_*, CUDA_VISIBLE_DEVICES), and pool threads against "
+		  "the CPUs each node's ranks may use (oversubscription). A Slurm job (slurm:JOBID, "
+		  "srun's PID, the batch script's or a task's) is checked on each of its nodes, "
+		  "through srun --overlap, from any node" },
+	{ .name = "job-node", .val = 'D', .arg = "JOBID[.STEP]", .hidden = true },
+	{ .name = "job-relay",
+	  .val = 'L',
+	  .arg = "JOBID[.STEP]:FIRST:COUNT:WIDTH:NODELIST",
+	  .hidden = true },
+	{ .name = "fanout",
+	  .val = 'F',
+	  .arg = "N",
+	  .help = "with --job of a Slurm job: past N nodes (2 to 100000, default " FANOUT_DEFAULT
+		  ") the answers come up a tree, as in stacks: relays (`dlscope check "
+		  "--job-relay`, on the first node of each share) read at most N nodes or relays "
+		  "each and send each distinct library list once; the front end reads at most N "
+		  "answers" },
+	COREOPT_DEFS,
+	{},
+};
+
+const struct cliopt_cmd check_cli = {
+	.name = "check",
+	.usage = "check [OPTIONS] PID...\n"
+		 "check [OPTIONS] -- COMMAND [ARGS...]\n"
+		 "check --job [OPTIONS] PID | slurm:JOBID[.STEP]\n"
+		 "check [OPTIONS] TRACE.jsonl\n"
+		 "check [OPTIONS] CORE | --coredump MATCH",
+	.about =
 		"Run every detector on live processes, without stopping them; or run COMMAND, stop\n"
 		"it at its exit (ptrace exit event; no root needed), check the libraries it ended\n"
 		"with, and let it exit; each process COMMAND runs (fork and exec: a wrapper's,\n"
@@ -215,29 +263,9 @@ static void check_usage(FILE *f)
 		"line. A command killed by a signal is reported with the signal, the faulting\n"
 		"address, the function and object of the pc, and the crashing thread's stack; the\n"
 		"signal is still delivered. Each finding has an id, a severity, the evidence, why\n"
-		"it breaks and what to do.\n"
-		"\n"
-		"  -p, --pid PID         a process (as an operand; a comma list \"1,2\" for several)\n"
-		"  -j, --json            one JSON document (docs/check-schema.md)\n"
-		"      --fail-on LEVEL   exit 1 when a finding at or above LEVEL (info, warning,\n"
-		"                        error; default error) is found\n"
-		"      --only IDS        run only these detectors (comma-separated)\n"
-		"  -l, --list            list the detectors\n"
-		"      --progress        a progress line on stderr (default when it is a terminal)\n"
-		"      --no-follow       with -- COMMAND: check COMMAND only, not the processes it runs\n"
-		"      --core FILE       with -- COMMAND: at its fatal signal, before the signal is\n"
-		"                        delivered, write a core of it there (as capture: the\n"
-		"                        crashing thread, its signal and the memory it needs)\n"
-		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
-		"                        any member), then what differs between the ranks:\n"
-		"                        objects, versions and builds, environment (*_NUM_THREADS,\n"
-		"                        LD_*, NCCL_*, CUDA_VISIBLE_DEVICES), and pool threads\n"
-		"                        against the CPUs each node's ranks may use\n"
-		"                        (oversubscription). A Slurm job (slurm:JOBID, srun's\n"
-		"                        PID, the batch script's or a task's) is checked on each\n"
-		"                        of its nodes, through srun --overlap, from any node\n" COREOPT_USAGE
-		"  -h, --help\n"
-		"\n"
+		"it breaks and what to do.\n",
+	.opts = check_defs,
+	.after =
 		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
 		"3 a process could not be inspected, 4 COMMAND exited non-zero or was killed by\n"
 		"a signal. When several apply, the most severe: 4, then 1, then 3 (the findings\n"
@@ -245,8 +273,10 @@ static void check_usage(FILE *f)
 		"\n"
 		"With TRACE.jsonl (of 'dlscope record', or 'dlscope merge' of several nodes), the\n"
 		"findings the live detectors recorded in it, by process (a merged trace's by host\n"
-		"and PID); --only and --fail-on apply, 3 when the trace cannot be read.\n");
-}
+		"and PID); --only and --fail-on apply, 3 when the trace cannot be read.\n",
+	.takes_command = true,
+	.operands = CLIOPT_OP_PID | CLIOPT_OP_FILE,
+};
 
 /* What check's command line names: processes, a command, a job, a core or a trace. */
 struct check_args {
@@ -264,8 +294,8 @@ static int check_parse(int argc, char **argv, struct check_args *a)
 {
 	const struct cliopt *cl = &a->cl;
 	bool list = false;
-	int ret = check_opts__parse(argc, argv, &a->o, "check", check_usage, &list, &a->cl,
-				    &a->pids, &a->n_pids, &a->cap_pids);
+	int ret = check_opts__parse(argc, argv, &a->o, &check_cli, &list, &a->cl, &a->pids,
+				    &a->n_pids, &a->cap_pids);
 
 	if (ret >= 0)
 		return ret == 100 ? DLS_EXIT_OK : ret;

@@ -11,35 +11,36 @@
 #include "output.h"
 #include "perfetto.h"
 
-static void export_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope export [OPTIONS] TRACE.jsonl\n"
-		"\n"
-		"Convert a trace of 'dlscope record' into Chrome trace-event JSON, which\n"
-		"ui.perfetto.dev and chrome://tracing open: a track per process (named with its\n"
-		"rank) and thread; dlopen, dlsym and futex waits as nested slices; GPU module\n"
-		"loads, signals, findings and arriving objects as instants; parallel regions as\n"
-		"counters.\n"
-		"\n"
-		"      --perfetto        Chrome trace-event JSON (the default: the only format)\n"
-		"  -o, --output FILE     write there (default: standard output)\n"
-		"  -s, --stats           say what was converted, on standard error\n"
-		"  -h, --help\n"
-		"\n"
-		"Exit status: 0 written, 2 usage error, 3 the trace could not be read or the\n"
-		"output written.\n");
-}
+/* --perfetto is long only (-p is a process) and the default: the only format so far. */
+static const struct cliopt_def export_defs[] = {
+	{ .name = "perfetto",
+	  .val = 'P',
+	  .help = "Chrome trace-event JSON (the default: the only format)" },
+	{ .name = "output",
+	  .letter = 'o',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .help = "write there (default: standard output)" },
+	{ .name = "stats", .letter = 's', .help = "say what was converted, on standard error" },
+	{},
+};
+
+const struct cliopt_cmd export_cli = {
+	.name = "export",
+	.usage = "export [OPTIONS] TRACE.jsonl",
+	.about = "Convert a trace of 'dlscope record' into Chrome trace-event JSON, which\n"
+		 "ui.perfetto.dev and chrome://tracing open: a track per process (named with its\n"
+		 "rank) and thread; dlopen, dlsym and futex waits as nested slices; GPU module\n"
+		 "loads, signals, findings and arriving objects as instants; parallel regions as\n"
+		 "counters.\n",
+	.opts = export_defs,
+	.after = "Exit status: 0 written, 2 usage error, 3 the trace could not be read or the\n"
+		 "output written.\n",
+	.operands = CLIOPT_OP_FILE,
+};
 
 int cmd_export(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "perfetto", no_argument, NULL, 'P' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "stats", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	const char *output = NULL;
 	bool perfetto = false, stats = false;
 	struct perfetto_stats st;
@@ -48,14 +49,13 @@ int cmd_export(int argc, char **argv)
 	struct cliopt cl;
 	int c, err;
 
-	/* --perfetto is long only (-p is a process) and the default: the only format so far. */
-	cliopt__init(&cl, "export", argc, argv, "o:sh", opts, false);
+	cliopt__init(&cl, &export_cli, argc, argv);
 	while ((c = cliopt__next(&cl)) != -1) {
 		switch (c) {
 		case 'P': perfetto = true; break;
 		case 'o': output = cl.arg; break;
 		case 's': stats = true; break;
-		case 'h': export_usage(stdout); return DLS_EXIT_OK;
+		case 'h': return cliopt__help(&export_cli);
 		default: return DLS_EXIT_USAGE;
 		}
 	}

@@ -23,47 +23,6 @@
 
 enum libs_format { FMT_TEXT, FMT_JSON, FMT_DOT };
 
-static void libs_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope libs [OPTIONS] PID...\n"
-		"       dlscope libs [OPTIONS] CORE | --coredump MATCH\n"
-		"\n"
-		"Print the library graph of each process, read from the dynamic loader's link maps\n"
-		"(every dlmopen namespace) and cross-checked with /proc/PID/maps, without stopping it.\n"
-		"Each object shows its runtime role (OpenMP, BLAS, C++ runtime, CUDA, Python), judged\n"
-		"by the symbols it defines, its path as the process sees it, load address, build-id\n"
-		"and the installed package that owns the file (pip's RECORD, conda-meta, dpkg).\n"
-		"The tree shows each object once, under the object whose DT_NEEDED loaded it, with the\n"
-		"number of other objects that need it.\n"
-		"\n"
-		"  -p, --pid PID    a process (as an operand; a comma list \"1,2\" for several)\n"
-		"  -j, --json       one JSON document (schema: docs/libs-schema.md)\n"
-		"      --dot        a Graphviz digraph; roles as colours\n"
-		"  -D, --depth N    cut the tree N levels below each root (0: the roots only)\n"
-		"      --roles[=KINDS]\n"
-		"                   only the objects with a runtime role, each with the chain that\n"
-		"                   loaded it; with --dot, those objects and chains as a small graph.\n"
-		"                   KINDS: 'all' or a comma list of openmp, blas, cxx-runtime, cuda,\n"
-		"                   python, libc, loader, ... (default: all but python, libc, loader)\n"
-		"  -R, --runtimes   the runtime inventory of `dlscope check`: each OpenMP, BLAS/LAPACK,\n"
-		"                   C++, TBB, oneDNN and GPU runtime once (fronts under what they\n"
-		"                   forward to), real file, version, threading layer, live thread\n"
-		"                   counts; with --json, a \"runtimes\" array in each process\n"
-		"  -P, --no-packages\n"
-		"                   do not look up the owning packages (\"package\": null in JSON)\n"
-		"      --exe PATH   with a core: its executable, when not the one it names\n"
-		"      --coredump MATCH\n"
-		"                   systemd-coredump's core of MATCH (a PID, latest, or a\n"
-		"                   coredumpctl match), read through coredumpctl\n"
-		"      --ignore-build-id\n"
-		"                   with a core: read it even when a file it mapped has changed\n"
-		"                   since (its symbols and findings may be wrong)\n"
-		"  -h, --help\n"
-		"\n"
-		"Exit status: 0 fine, 2 usage error, 3 a process could not be inspected.\n");
-}
-
 static void print_package(const struct lg_object *o, FILE *f)
 {
 	char pkg[256];
@@ -348,24 +307,70 @@ static int libs_roles(const char *arg, struct cliopt *cl, char **argv, struct li
 	return 0;
 }
 
+/* --roles' words: all, then each kind. */
+static const char *libs_role_word(size_t i)
+{
+	return !i ? "all" : i <= ROLE__COUNT ? role_kind__id((enum role_kind)(i - 1)) : NULL;
+}
+
+static const struct cliopt_def libs_defs[] = {
+	{ .name = "pid",
+	  .letter = 'p',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .help = "a process (as an operand; a comma list \"1,2\" for several)" },
+	{ .name = "json", .letter = 'j', .help = "one JSON document (schema: docs/libs-schema.md)" },
+	{ .name = "dot", .val = 'd', .help = "a Graphviz digraph; roles as colours" },
+	{ .name = "depth",
+	  .letter = 'D',
+	  .arg = "N",
+	  .help = "cut the tree N levels below each root (0: the roots only)" },
+	{ .name = "roles",
+	  .val = 'r',
+	  .arg = "KINDS",
+	  .optional = true,
+	  .value = CLIOPT_WORDS,
+	  .word = libs_role_word,
+	  .help = "only the objects with a runtime role, each with the chain that loaded it; with "
+		  "--dot, those objects and chains as a small graph. KINDS: 'all' or a comma list "
+		  "of openmp, blas, cxx-runtime, cuda, python, libc, loader, ... (default: all but "
+		  "python, libc, loader)" },
+	{ .name = "runtimes",
+	  .letter = 'R',
+	  .help = "the runtime inventory of `dlscope check`: each OpenMP, BLAS/LAPACK, C++, TBB, "
+		  "oneDNN and GPU runtime once (fronts under what they forward to), real file, "
+		  "version, threading layer, live thread counts; with --json, a \"runtimes\" array "
+		  "in each process" },
+	{ .name = "no-packages",
+	  .letter = 'P',
+	  .help = "do not look up the owning packages (\"package\": null in JSON)" },
+	COREOPT_DEFS,
+	{},
+};
+
+const struct cliopt_cmd libs_cli = {
+	.name = "libs",
+	.usage = "libs [OPTIONS] PID...\n"
+		 "libs [OPTIONS] CORE | --coredump MATCH",
+	.about =
+		"Print the library graph of each process, read from the dynamic loader's link maps\n"
+		"(every dlmopen namespace) and cross-checked with /proc/PID/maps, without stopping it.\n"
+		"Each object shows its runtime role (OpenMP, BLAS, C++ runtime, CUDA, Python), judged\n"
+		"by the symbols it defines, its path as the process sees it, load address, build-id\n"
+		"and the installed package that owns the file (pip's RECORD, conda-meta, dpkg).\n"
+		"The tree shows each object once, under the object whose DT_NEEDED loaded it, with the\n"
+		"number of other objects that need it.\n",
+	.opts = libs_defs,
+	.after = "Exit status: 0 fine, 2 usage error, 3 a process could not be inspected.\n",
+	.operands = CLIOPT_OP_PID | CLIOPT_OP_FILE,
+};
+
 /* The options into @o and @cl: -1 to go on, or the exit status (after one line, or help). */
 static int libs_options(int argc, char **argv, struct libs_opts *o, struct cliopt *cl)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "dot", no_argument, NULL, 'd' },
-		{ "depth", required_argument, NULL, 'D' },
-		{ "roles", optional_argument, NULL, 'r' },
-		{ "runtimes", no_argument, NULL, 'R' },
-		{ "no-packages", no_argument, NULL, 'P' },
-		COREOPT_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	int c, ret = 0;
 
-	cliopt__init(cl, "libs", argc, argv, "p:jD:RPh", opts, false);
+	cliopt__init(cl, &libs_cli, argc, argv);
 	while (!ret && (c = cliopt__next(cl)) != -1) {
 		const char *arg = cl->arg;
 
@@ -381,7 +386,7 @@ static int libs_options(int argc, char **argv, struct libs_opts *o, struct cliop
 		case 'r': ret = libs_roles(arg, cl, argv, o); break;
 		case 'R': o->runtimes = true; break;
 		case 'P': o->packages = false; break;
-		case 'h': libs_usage(stdout); return DLS_EXIT_OK;
+		case 'h': return cliopt__help(&libs_cli);
 		default: return DLS_EXIT_USAGE;
 		}
 	}

@@ -360,32 +360,30 @@ static json_t *lint_findings_json(const struct findings *fs, const struct lint_f
 	return arr;
 }
 
-static void lint_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope lint [OPTIONS] PATH...\n"
-		"\n"
-		"The object-level checks on files and directory trees, with no process: a JIT\n"
-		"kernel cache full of .o files, a wheel's unpacked tree, a site-packages. Finds\n"
-		"sections with conflicting flags, W+X segments, executable stacks, statically\n"
-		"linked C++ runtimes, and one build present as several files. Symbolic links are\n"
-		"followed; a file reached by several paths is checked once.\n"
-		"\n"
-		"  -j, --json            one JSON document\n"
-		"      --fail-on LEVEL   info, warning or error (default error)\n"
-		"      --only IDS        run only these detectors\n"
-		"  -l, --list            list the detectors\n"
-		"      --progress        a progress line on stderr (default when it is a terminal)\n"
-		"  -h, --help\n"
-		"\n"
-		"Objects of another machine (32-bit i386, ARM) are skipped and counted as such.\n"
-		"\n"
-		"Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
-		"3 a path named on the command line could not be read, or no ELF object was\n"
-		"found to check. Files inside a tree that could not be read are warned about,\n"
-		"counted as unreadable and skipped; they do not change the exit status. Findings\n"
-		"at or above --fail-on (1) win over a path that could not be read (3).\n");
-}
+static const struct cliopt_def lint_defs[] = {
+	{ .name = "json", .letter = 'j', .help = "one JSON document" },
+	CHECK_OPTS_SHARED_DEFS,
+	{},
+};
+
+const struct cliopt_cmd lint_cli = {
+	.name = "lint",
+	.usage = "lint [OPTIONS] PATH...",
+	.about = "The object-level checks on files and directory trees, with no process: a JIT\n"
+		 "kernel cache full of .o files, a wheel's unpacked tree, a site-packages. Finds\n"
+		 "sections with conflicting flags, W+X segments, executable stacks, statically\n"
+		 "linked C++ runtimes, and one build present as several files. Symbolic links are\n"
+		 "followed; a file reached by several paths is checked once.\n",
+	.opts = lint_defs,
+	.after = "Objects of another machine (32-bit i386, ARM) are skipped and counted as such.\n"
+		 "\n"
+		 "Exit status: 0 nothing at or above --fail-on, 1 findings, 2 usage error,\n"
+		 "3 a path named on the command line could not be read, or no ELF object was\n"
+		 "found to check. Files inside a tree that could not be read are warned about,\n"
+		 "counted as unreadable and skipped; they do not change the exit status. Findings\n"
+		 "at or above --fail-on (1) win over a path that could not be read (3).\n",
+	.operands = CLIOPT_OP_FILE,
+};
 
 /*
  * A path named on the command line: a tree walked, a file checked. Returns how many named paths
@@ -490,7 +488,7 @@ int cmd_lint(int argc, char **argv)
 	size_t named_bad = 0; /* paths named on the command line that could not be checked */
 	int ret;
 
-	ret = check_opts__parse(argc, argv, &o, "lint", lint_usage, &list, &cl, NULL, NULL, NULL);
+	ret = check_opts__parse(argc, argv, &o, &lint_cli, &list, &cl, NULL, NULL, NULL);
 	if (ret >= 0)
 		return ret == 100 ? DLS_EXIT_OK : ret;
 	if (list) {

@@ -9,11 +9,20 @@
 #include "output.h"
 #include "tracemerge.h"
 
-static void merge_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope merge [OPTIONS] -o MERGED.jsonl TRACE.jsonl...\n"
-		"\n"
+static const struct cliopt_def merge_defs[] = {
+	{ .name = "output",
+	  .letter = 'o',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .help = "write there (required; never one of the inputs)" },
+	{ .name = "stats", .letter = 's', .help = "say what was merged, on standard error" },
+	{},
+};
+
+const struct cliopt_cmd merge_cli = {
+	.name = "merge",
+	.usage = "merge [OPTIONS] -o MERGED.jsonl TRACE.jsonl...",
+	.about =
 		"Merge the traces that 'dlscope record' wrote on several nodes (one each) into\n"
 		"one trace: every time moves to the common wall clock (CLOCK_REALTIME, through\n"
 		"each header's realtime_minus_monotonic_ns), every record is labelled with its\n"
@@ -21,24 +30,15 @@ static void merge_usage(FILE *f)
 		"by time, streaming (memory does not grow with the traces). ui --replay, check,\n"
 		"report and export --perfetto read the result. Two traces of one host and one\n"
 		"boot are refused (one node recorded twice); a host seen with two boot ids is\n"
-		"two hosts, labelled NAME/BOOT.\n"
-		"\n"
-		"  -o, --output FILE     write there (required; never one of the inputs)\n"
-		"  -s, --stats           say what was merged, on standard error\n"
-		"  -h, --help\n"
-		"\n"
-		"Exit status: 0 written, 2 usage error, 3 an input could not be read or merged,\n"
-		"or the output written.\n");
-}
+		"two hosts, labelled NAME/BOOT.\n",
+	.opts = merge_defs,
+	.after = "Exit status: 0 written, 2 usage error, 3 an input could not be read or merged,\n"
+		 "or the output written.\n",
+	.operands = CLIOPT_OP_FILE,
+};
 
 int cmd_merge(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "stats", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	const char *output = NULL;
 	struct merge_stats st;
 	bool stats = false;
@@ -46,12 +46,12 @@ int cmd_merge(int argc, char **argv)
 	struct cliopt cl;
 	int c;
 
-	cliopt__init(&cl, "merge", argc, argv, "o:sh", opts, false);
+	cliopt__init(&cl, &merge_cli, argc, argv);
 	while ((c = cliopt__next(&cl)) != -1) {
 		switch (c) {
 		case 'o': output = cl.arg; break;
 		case 's': stats = true; break;
-		case 'h': merge_usage(stdout); return DLS_EXIT_OK;
+		case 'h': return cliopt__help(&merge_cli);
 		default: return DLS_EXIT_USAGE;
 		}
 	}

@@ -38,35 +38,57 @@
 
 extern char **environ;
 
-static void report_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope report [OPTIONS] PID...\n"
-		"       dlscope report [OPTIONS] --job PID | --job slurm:JOBID[.STEP]\n"
-		"       dlscope report [OPTIONS] TRACE.jsonl\n"
-		"       dlscope report [OPTIONS] CORE | --coredump MATCH\n"
-		"       dlscope report [OPTIONS] -- COMMAND [ARGS...]\n"
-		"\n"
+/* --redact, --svg, --limit and --job are long only: -r, -s, -l, -j mean others elsewhere. */
+static const struct cliopt_def report_defs[] = {
+	{ .name = "pid",
+	  .letter = 'p',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .help = "a process (as an operand; a comma list \"1,2\" for several)" },
+	{ .name = "output",
+	  .letter = 'o',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .help = "write there (default: standard output)" },
+	{ .name = "svg",
+	  .val = 's',
+	  .help = "also draw the runtimes' library graph (libs --dot --roles, collisions in red) "
+		  "with graphviz into FILE.svg" },
+	{ .name = "redact",
+	  .val = 'r',
+	  .help = "replace home directories, user names, host names and IP addresses, one "
+		  "placeholder per value, everywhere" },
+	{ .name = "limit", .val = 'l', .arg = "CHARS", .help = "the size limit (default 65536)" },
+	{ .name = "job",
+	  .val = 'j',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .help = "a multi-rank job, named by any member's PID, or a Slurm job by its id "
+		  "(slurm:JOBID), read on each of its nodes" },
+	COREOPT_DEFS,
+	{},
+};
+
+const struct cliopt_cmd report_cli = {
+	.name = "report",
+	.usage = "report [OPTIONS] PID...\n"
+		 "report [OPTIONS] --job PID | --job slurm:JOBID[.STEP]\n"
+		 "report [OPTIONS] TRACE.jsonl\n"
+		 "report [OPTIONS] CORE | --coredump MATCH\n"
+		 "report [OPTIONS] -- COMMAND [ARGS...]",
+	.about =
 		"Write one Markdown file to paste into a bug report (a GitHub issue): what was\n"
 		"inspected and when, the environment, the runtimes (duplicates first, with their\n"
 		"packages), the findings with evidence, why and fix, the stacks of the threads that\n"
 		"matter, a timeline from a trace, and the commands that reproduce the capture.\n"
 		"It stays under GitHub's 65,536-character limit; what does not fit goes to a\n"
-		"companion file, named in the report.\n"
-		"\n"
-		"  -p, --pid PID         a process (as an operand; a comma list \"1,2\" for several)\n"
-		"  -o, --output FILE     write there (default: standard output)\n"
-		"      --svg             also draw the runtimes' library graph (libs --dot --roles,\n"
-		"                        collisions in red) with graphviz into FILE.svg\n"
-		"      --redact          replace home directories, user names, host names and IP\n"
-		"                        addresses, one placeholder per value, everywhere\n"
-		"      --limit CHARS     the size limit (default 65536)\n"
-		"      --job PID         a multi-rank job, named by any member's PID, or a Slurm\n"
-		"                        job by its id (slurm:JOBID), read on each of its nodes\n" COREOPT_USAGE
-		"  -h, --help\n"
-		"\n"
-		"Exit status: 0 written, 2 usage error, 3 nothing could be inspected or written.\n");
-}
+		"companion file, named in the report.\n",
+	.opts = report_defs,
+	.after =
+		"Exit status: 0 written, 2 usage error, 3 nothing could be inspected or written.\n",
+	.takes_command = true,
+	.operands = CLIOPT_OP_PID | CLIOPT_OP_FILE,
+};
 
 /* Run dlscope itself with @argv (after its name); its standard output, or NULL. */
 static char *run_self(char *const *argv, int *status)
@@ -344,22 +366,10 @@ struct report_run {
 /* The options into @o: -1 to go on, or the exit status (after one line, or the help). */
 static int report_parse(int argc, char **argv, struct report_opts *o)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "redact", no_argument, NULL, 'r' },
-		{ "limit", required_argument, NULL, 'l' },
-		{ "job", required_argument, NULL, 'j' },
-		{ "svg", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		COREOPT_LONGOPTS,
-		{},
-	};
 	char *end;
 	int c, code;
 
-	/* --redact, --svg, --limit and --job are long only: -r, -s, -l, -j mean others elsewhere. */
-	cliopt__init(&o->cl, "report", argc, argv, "p:o:h", opts, true);
+	cliopt__init(&o->cl, &report_cli, argc, argv);
 	while ((c = cliopt__next(&o->cl)) != -1) {
 		const char *optarg = o->cl.arg;
 
@@ -384,7 +394,7 @@ static int report_parse(int argc, char **argv, struct report_opts *o)
 					optarg);
 			break;
 		case 'j': o->job = optarg; break;
-		case 'h': report_usage(stdout); return DLS_EXIT_OK;
+		case 'h': return cliopt__help(&report_cli);
 		default: return DLS_EXIT_USAGE;
 		}
 	}

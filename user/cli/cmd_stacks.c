@@ -31,6 +31,7 @@
 #include "pystate.h"
 #include "runtimes.h"
 #include "stackmerge.h"
+#include "slurm_tasks.h"
 #include "stacks_job.h"
 #include "target.h"
 #include "threadscan.h"
@@ -44,56 +45,6 @@ struct thread_extra {
 	int cpu;
 	char wchan[64];
 };
-
-static void stacks_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope stacks [OPTIONS] PID\n"
-		"       dlscope stacks --job [OPTIONS] PID | slurm:JOBID[.STEP]\n"
-		"       dlscope stacks [OPTIONS] CORE | --core CORE [--exe PATH]\n"
-		"\n"
-		"Print the stack of every thread like gdb's 'thread apply all bt' (CFI unwinding,\n"
-		"symbols from .symtab/.dynsym and separate debug info, inline frames, source lines),\n"
-		"then the lock-wait graph (mutex owners, glibc's loader lock, joins, OpenMP/BLAS\n"
-		"teams, CPython's GIL and locks) and the verdict: every deadlock cycle explained,\n"
-		"with what to do. In a CPython process (3.6 to 3.15) each thread's Python frames\n"
-		"are shown under the _PyEval_EvalFrameDefault frame that runs them.\n"
-		"The threads are stopped only to copy their registers and stacks (PTRACE_SEIZE and\n"
-		"PTRACE_INTERRUPT: a killed dlscope leaves nothing stopped or traced).\n"
-		"\n"
-		"  -p, --pid PID         the process (or as the operand)\n"
-		"  -j, --json            one JSON document\n"
-		"      --python          Python frames only (like py-spy dump)\n"
-		"  -n, --max-frames N    frames per thread (default %d)\n"
-		"  -s, --stats           say how long the process was stopped\n"
-		"      --all             every thread with its own stack; by default threads\n"
-		"                        whose stacks are the same are printed as one group,\n"
-		"                        each thread's id, state and wait kept\n"
-		"      --job             every rank of PID's job (torchrun, mpirun, srun; PID is\n"
-		"                        any member: launcher, rank, a rank's child), each stopped\n"
-		"                        once, read in parallel, then merged: identical stacks\n"
-		"                        grouped with the ranks that share them, outliers first,\n"
-		"                        and the verdict naming the rank outside the collective\n"
-		"                        the others wait in. A Slurm job (slurm:JOBID, srun's\n"
-		"                        PID, the batch script's or a task's) is read on every\n"
-		"                        node of its step, through srun --overlap\n"
-		"      --core FILE       a core file (kernel's, gcore's, dlscope capture's) in place\n"
-		"                        of a process: each thread's stack, and the signal, the\n"
-		"                        faulting address and the thread of a crash (a CORE\n"
-		"                        operand is recognized as such too)\n"
-		"      --exe PATH        the core's executable, when not where the core says\n"
-		"      --coredump MATCH  systemd-coredump's core of MATCH (a PID, latest, or a\n"
-		"                        coredumpctl match), read through coredumpctl\n"
-		"      --ignore-build-id with a core: read it even when a file it mapped has\n"
-		"                        changed since (its frames may be wrong)\n"
-		"  -h, --help\n"
-		"\n"
-		"Exit status: 0 no deadlock, 1 a deadlock or a wait that can never end (a\n"
-		"lock or a pool lost in a fork) was found, or with --job a rank the verdict\n"
-		"names as the one that hangs, 2 usage error,\n"
-		"3 the process (with --job: a rank, or the job) could not be inspected.\n",
-		DEFAULT_MAX_FRAMES);
-}
 
 static void read_extra(pid_t pid, pid_t tid, struct thread_extra *x)
 {
@@ -495,31 +446,118 @@ struct stacks_opts {
 	size_t n_pids, cap_pids;
 };
 
+/* --fanout's default in its help: a name left undefined would print as itself. */
+_Static_assert(SLURM_FANOUT_DEFAULT > 1, "SLURM_FANOUT_DEFAULT comes from slurm_tasks.h");
+#define FANOUT_DEFAULT CLIOPT_STR(SLURM_FANOUT_DEFAULT)
+
+/* --python is long only: -p is a process in every command. */
+static const struct cliopt_def stacks_defs[] = {
+	{ .name = "pid",
+	  .letter = 'p',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .help = "the process (or as the operand)" },
+	{ .name = "json", .letter = 'j', .help = "one JSON document" },
+	{ .name = "python", .val = 'y', .help = "Python frames only (like py-spy dump)" },
+	{ .name = "max-frames",
+	  .letter = 'n',
+	  .arg = "N",
+	  .help = "frames per thread (default " CLIOPT_STR(DEFAULT_MAX_FRAMES) ")" },
+	{ .name = "stats", .letter = 's', .help = "say how long the process was stopped" },
+	{ .name = "all",
+	  .val = 'a',
+	  .help = "every thread with its own stack; by default threads whose stacks are the same "
+		  "(a pool's workers in one wait) are printed as one group, each thread's id, "
+		  "name, state and wait kept, the frames once" },
+	{ .name = "job",
+	  .val = 'J',
+	  .help = "every rank of PID's job (torchrun, mpirun, srun; PID is any member: launcher, "
+		  "rank, a rank's child), each stopped once, read in parallel, then merged: "
+		  "identical stacks grouped with the ranks that share them, outliers first, and "
+		  "the verdict naming the rank outside the collective the others wait in. A Slurm "
+		  "job (slurm:JOBID, srun's PID, the batch script's or a task's) is read on every "
+		  "node of its step, through srun --overlap" },
+	{ .name = "job-node", .val = 'N', .arg = "JOBID[.STEP]", .hidden = true },
+	{ .name = "job-relay",
+	  .val = 'L',
+	  .arg = "JOBID[.STEP]:FIRST:COUNT:WIDTH:NODELIST",
+	  .hidden = true },
+	{ .name = "fanout",
+	  .val = 'F',
+	  .arg = "N",
+	  .help = "with --job of a Slurm job: past N nodes (2 to 100000, default " FANOUT_DEFAULT
+		  ") the answers come up a tree, as STAT's do: relays (`dlscope stacks "
+		  "--job-relay`, on the first node of each share) read at most N nodes or relays "
+		  "each and send each distinct stack once, with the threads that have it; the "
+		  "front end reads at most N answers" },
+	{ .name = "core",
+	  .val = 'C',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .help = "a core file (the kernel's, gcore's, dlscope capture's) in place of a process: "
+		  "each thread's stack, unwound and named as a live one's (libdwfl's "
+		  "`dwfl_core_file_report` and `dwfl_core_file_attach`), and for a crash the "
+		  "signal, its code, the faulting address (`NT_SIGINFO`) and the thread that took "
+		  "it, listed first. An operand that is an ELF core file is taken as --core too. "
+		  "In a CPython process each thread's Python frames are read from the core's "
+		  "memory (gcore's and `capture --full`'s cores hold them; capture's small one does "
+		  "not, and says so). The lock-wait graph and its verdict come from each thread's "
+		  "registers in the core (the system call it was in and its arguments) and the "
+		  "mutex and loader-lock owners in its memory; the live state (wait channel, "
+		  "thread names) is not shown; exit status 0, or 3 for a core that cannot be read "
+		  "(truncated, zeroed notes, another machine's), one line" },
+	{ .name = "exe",
+	  .val = COREOPT_EXE,
+	  .arg = "PATH",
+	  .value = CLIOPT_FILE,
+	  .help = "the core's executable, when it is no longer where the core's `NT_FILE` note "
+		  "says; one whose build-id is not the one in the core (another program, a "
+		  "rebuild) is refused in one line, as a changed library is" },
+	{ .name = "coredump",
+	  .val = COREOPT_COREDUMP,
+	  .arg = "MATCH",
+	  .help = "systemd-coredump's core of MATCH (a PID, `latest`, or any `coredumpctl` "
+		  "match), copied by `coredumpctl -o FILE dump MATCH` and read as a core file; "
+		  "refused in one line where systemd does not run or `coredumpctl` is missing "
+		  "(`libs`, `check` and `report` take it too)" },
+	{ .name = "ignore-build-id",
+	  .val = COREOPT_IGNORE_BUILD_ID,
+	  .help = "read a core even when a file its process mapped has another build-id here "
+		  "(rebuilt since), which is otherwise refused in one line; each such file is "
+		  "then a warning line (`libs`, `check` and `report` take it too)" },
+	{},
+};
+
+const struct cliopt_cmd stacks_cli = {
+	.name = "stacks",
+	.usage = "stacks [OPTIONS] PID\n"
+		 "stacks --job [OPTIONS] PID | slurm:JOBID[.STEP]\n"
+		 "stacks [OPTIONS] CORE | --core CORE [--exe PATH]",
+	.about =
+		"Print the stack of every thread like gdb's 'thread apply all bt' (CFI unwinding,\n"
+		"symbols from .symtab/.dynsym and separate debug info, inline frames, source lines),\n"
+		"then the lock-wait graph (mutex owners, glibc's loader lock, joins, OpenMP/BLAS\n"
+		"teams, CPython's GIL and locks) and the verdict: every deadlock cycle explained,\n"
+		"with what to do. In a CPython process (3.6 to 3.15) each thread's Python frames\n"
+		"are shown under the _PyEval_EvalFrameDefault frame that runs them.\n"
+		"The threads are stopped only to copy their registers and stacks (PTRACE_SEIZE and\n"
+		"PTRACE_INTERRUPT: a killed dlscope leaves nothing stopped or traced).\n",
+	.opts = stacks_defs,
+	.after = "Exit status: 0 no deadlock, 1 a deadlock or a wait that can never end (a\n"
+		 "lock or a pool lost in a fork) was found, or with --job a rank the verdict\n"
+		 "names as the one that hangs, 2 usage error,\n"
+		 "3 the process (with --job: a rank, or the job) could not be inspected.\n",
+	.operands = CLIOPT_OP_PID | CLIOPT_OP_FILE,
+};
+
 /* The options into @o and @cl: -1 to go on, or the exit status (after one line, or help). */
 static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cliopt *cl)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "python", no_argument, NULL, 'y' },
-		{ "max-frames", required_argument, NULL, 'n' },
-		{ "stats", no_argument, NULL, 's' },
-		{ "job", no_argument, NULL, 'J' },
-		{ "job-node", required_argument, NULL, 'N' },
-		{ "job-relay", required_argument, NULL, 'L' },
-		{ "fanout", required_argument, NULL, 'F' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "core", required_argument, NULL, 'C' },
-		COREOPT_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	unsigned long v;
 	char *end;
 	int c, err;
 
-	/* --python is long only: -p is a process in every command. */
-	cliopt__init(cl, "stacks", argc, argv, "p:jn:sh", opts, false);
+	cliopt__init(cl, &stacks_cli, argc, argv);
 	while ((c = cliopt__next(cl)) != -1) {
 		const char *arg = cl->arg;
 
@@ -553,7 +591,7 @@ static int stacks_parse(int argc, char **argv, struct stacks_opts *o, struct cli
 			break;
 		case 'a': o->all = true; break;
 		case 'C': o->core = arg; break;
-		case 'h': stacks_usage(stdout); return DLS_EXIT_OK;
+		case 'h': return cliopt__help(&stacks_cli);
 		default: return DLS_EXIT_USAGE;
 		}
 	}

@@ -21,47 +21,77 @@
 
 #define EVENT_RING 100000
 
-static void ui_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: dlscope ui [OPTIONS] PID...\n"
-		"       dlscope ui [OPTIONS] -- COMMAND [ARGS...]\n"
-		"       dlscope ui [OPTIONS] --job PID\n"
-		"       dlscope ui --replay FILE\n"
-		"       dlscope ui --snapshot PID...\n"
-		"\n"
+/* --snapshot is long only: -s is --stats in the other commands. */
+static const struct cliopt_def ui_defs[] = {
+	{ .name = "pid",
+	  .letter = 'p',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .help = "this process (repeatable, a comma list, or operands)" },
+	{ .name = "follow", .letter = 'f', .help = "also the children they fork (live)" },
+	{ .name = "job",
+	  .val = 'J',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .help = "every rank of the job PID belongs to, and ranks its launcher starts later "
+		  "(live; events show their rank)" },
+	{ .name = "hot",
+	  .val = 'H',
+	  .help = "(live) as in watch: a parallel region or OpenBLAS dispatch started inside "
+		  "dlopen (others are only counted), and OpenBLAS pool thread starts; every region "
+		  "pays a uprobe" },
+	{ .name = "dlsym",
+	  .val = 'Y',
+	  .help = "(live) as in watch: each dlsym and dlvsym call with its result (a probe on "
+		  "their return: some 10 us per call)" },
+	{ .name = "output",
+	  .letter = 'o',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .help = "the command's stdout and stderr go there (default: a new file in $TMPDIR or "
+		  "/tmp), named on the status line; its stdin is /dev/null and it has no "
+		  "controlling terminal" },
+	{ .name = "futex-ms",
+	  .val = 'F',
+	  .arg = "MS",
+	  .help = "also every futex wait of at least MS ms, from the futex syscall tracepoints "
+		  "(they slow every futex call of the machine; off by default: a thread blocked "
+		  "inside dlopen is still found, by sampling, within 0.1 s)" },
+	{ .name = "replay",
+	  .letter = 'r',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .help = "replay a trace from 'dlscope record' (play, pause, seek), read as it plays; bad "
+		  "lines (a cut last line of a killed record) are left out and counted on the "
+		  "status line" },
+	{ .name = "strict", .val = 'S', .help = "with --replay: refuse a trace with a bad line" },
+	{ .name = "snapshot",
+	  .val = 's',
+	  .help = "no events: what libs, check and stacks see, without root" },
+	{},
+};
+
+const struct cliopt_cmd ui_cli = {
+	.name = "ui",
+	.usage = "ui [OPTIONS] PID...\n"
+		 "ui [OPTIONS] -- COMMAND [ARGS...]\n"
+		 "ui [OPTIONS] --job PID\n"
+		 "ui --replay FILE\n"
+		 "ui --snapshot PID...",
+	.about =
 		"A terminal UI over everything dlscope sees: the process tree with ranks, each\n"
 		"process's library graph with runtime roles and collisions, threads with what they\n"
 		"wait for and their stacks, the live event stream, and the findings. Live mode\n"
 		"needs root (eBPF); without root, -p PID falls back to a snapshot (libraries,\n"
-		"findings, threads and stacks; no events). Press ? in the UI for the keys.\n"
-		"\n"
-		"  -p, --pid PID         this process (repeatable, a comma list, or operands)\n"
-		"  -f, --follow          also the children they fork (live)\n"
-		"      --job PID         every rank of the job PID belongs to, and ranks its\n"
-		"                        launcher starts later (live; events show their rank)\n"
-		"      --hot             (live) as in watch: a parallel region or OpenBLAS dispatch\n"
-		"                        started inside dlopen (others are only counted), and\n"
-		"                        OpenBLAS pool thread starts; every region pays a uprobe\n"
-		"      --dlsym           (live) as in watch: each dlsym and dlvsym call with its\n"
-		"                        result (a probe on their return: some 10 us per call)\n"
-		"  -o, --output FILE     the command's stdout and stderr go there (default: a new\n"
-		"                        file in $TMPDIR or /tmp), named on the status line; its\n"
-		"                        stdin is /dev/null and it has no controlling terminal\n"
-		"      --futex-ms MS     also every futex wait of at least MS ms, from the futex\n"
-		"                        syscall tracepoints (they slow every futex call of the\n"
-		"                        machine; off by default: a thread blocked inside dlopen\n"
-		"                        is still found, by sampling, within 0.1 s)\n"
-		"  -r, --replay FILE     replay a trace from 'dlscope record' (play, pause, seek),\n"
-		"                        read as it plays; bad lines (a cut last line of a killed\n"
-		"                        record) are left out and counted on the status line\n"
-		"      --strict          with --replay: refuse a trace with a bad line\n"
-		"      --snapshot       no events: what libs, check and stacks see, without root\n"
-		"  -h, --help\n"
-		"\n"
+		"findings, threads and stacks; no events). Press ? in the UI for the keys.\n",
+	.opts = ui_defs,
+	.after =
 		"The NO_COLOR environment variable turns colours off.\n"
-		"Exit status: 0 fine, 2 usage error (or a terminal too small), 3 could not inspect.\n");
-}
+		"\n"
+		"Exit status: 0 fine, 2 usage error (or a terminal too small), 3 could not inspect.\n",
+	.takes_command = true,
+	.operands = CLIOPT_OP_PID,
+};
 
 /*
  * The command's stdio: stdin /dev/null (the UI owns the keyboard), stdout and stderr one file,
@@ -137,7 +167,7 @@ static int ui_option(struct ui_cmd *u, int c, const char *arg)
 	case 'r': u->replay_path = arg; return 0;
 	case 's': u->snapshot = true; return 0;
 	case 'S': u->strict = true; return 0;
-	case 'h': ui_usage(stdout); return DLS_EXIT_OK;
+	case 'h': return cliopt__help(&ui_cli);
 	default: return DLS_EXIT_USAGE;
 	}
 }
@@ -145,20 +175,10 @@ static int ui_option(struct ui_cmd *u, int c, const char *arg)
 /* The options and operands into @u: -1 to go on, or the exit status (after one line, or help). */
 static int ui_parse(int argc, char **argv, struct ui_cmd *u)
 {
-	static const struct option opts[] = {
-		WATCH_LIVE_LONGOPTS,
-		{ "output", required_argument, NULL, 'o' },
-		{ "replay", required_argument, NULL, 'r' },
-		{ "snapshot", no_argument, NULL, 's' },
-		{ "strict", no_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	struct cliopt cl;
 	int c, ret;
 
-	/* --snapshot is long only: -s is --stats in the other commands. */
-	cliopt__init(&cl, "ui", argc, argv, "p:fr:o:h", opts, true);
+	cliopt__init(&cl, &ui_cli, argc, argv);
 	while ((c = cliopt__next(&cl)) != -1) {
 		ret = watch_live_option("ui", c, cl.arg, &u->o, &u->job_pid);
 		if (ret == 1)

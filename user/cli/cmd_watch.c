@@ -25,90 +25,150 @@
 #include "dlwatch.h"
 #include "watch.h"
 
-static void watch_usage(FILE *f, const char *cmd)
-{
-	bool record = !strcmp(cmd, "record");
+/* One table for watch and record: where they differ, an entry each (.only). */
+static const struct cliopt_def watch_defs[] = {
+	{ .name = "pid",
+	  .letter = 'p',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .help = "watch this process (repeatable, a comma list \"1,2\", or PIDs as operands)" },
+	{ .name = "comm",
+	  .letter = 'c',
+	  .arg = "NAME",
+	  .help = "every process named NAME (its comm), running or started later, and the "
+		  "workers they fork without exec (a prefork server's), until --duration or "
+		  "Ctrl-C" },
+	{ .name = "follow",
+	  .letter = 'f',
+	  .help = "also the children they fork (torchrun's ranks)" },
+	{ .name = "job",
+	  .val = 'J',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .only = "watch",
+	  .help = "every rank of the job PID belongs to (any member: the launcher, a rank, a "
+		  "rank's child), and the ranks the launcher starts later (implies --follow); "
+		  "slurm:JOBID: every node of a Slurm job, from any node (srun --overlap runs watch "
+		  "--slurm-job on each; lines named by node)" },
+	{ .name = "job",
+	  .val = 'J',
+	  .arg = "PID",
+	  .value = CLIOPT_PID,
+	  .only = "record",
+	  .help = "every rank of the job PID belongs to (any member: the launcher, a rank, a "
+		  "rank's child), and the ranks the launcher starts later (implies --follow); "
+		  "slurm:JOBID: every node of a Slurm job, from any node (srun --overlap runs "
+		  "record --slurm-job on each; lines named by node), each node's trace in "
+		  "FILE.NODE, merged into FILE" },
+	{ .name = "slurm-job",
+	  .val = 'S',
+	  .arg = "ID",
+	  .help = "every process of Slurm job ID on this node, running or started later (with "
+		  "--comm: of that name): the job's cgroup job_ID where Slurm's cgroup/v2 plugin "
+		  "made one, else those with SLURM_JOB_ID=ID in their environment, tested in the "
+		  "kernel at each exec" },
+	{ .name = "hang-secs",
+	  .val = 'G',
+	  .arg = "N",
+	  .help = "a rank whose threads use no CPU for N seconds while another rank's do is "
+		  "reported hung, with its stack (default 10)" },
+	{ .name = "hot",
+	  .val = 'H',
+	  .help = "also probe the OpenMP and OpenBLAS entry points (GOMP_parallel, "
+		  "GOMP_parallel_start, __kmpc_fork_call, exec_blas): a parallel region or BLAS "
+		  "dispatch started inside dlopen is reported, with the thread's count so far, and "
+		  "flagged, and each runtime's first one; the others are counted per thread and "
+		  "runtime in the kernel: a line per busy runtime each second, totals at the end, "
+		  "and a live oversubscription finding when two busy pools have more threads than "
+		  "CPUs. Also a line per OpenBLAS pool thread start. Every region then pays a "
+		  "uprobe (tens of microseconds)" },
+	{ .name = "dlsym",
+	  .val = 'Y',
+	  .help = "also each dlsym and dlvsym call with its result: a probe on their ret "
+		  "instructions, which costs the process some 10 us per call on a VM (without it, "
+		  "their entry alone: a thread blocked in dlsym is still found and named)" },
+	{ .name = "duration",
+	  .letter = 'd',
+	  .arg = "SECS",
+	  .help = "stop SECS seconds after the probes are attached (the \"watching\" line); no "
+		  "activity line is stamped after that end" },
+	{ .name = "futex-ms",
+	  .val = 'F',
+	  .arg = "MS",
+	  .help = "also report every futex wait of at least MS ms, from the futex syscall "
+		  "tracepoints (they slow every futex call of the machine; without them, a thread "
+		  "blocked inside dlopen is still found, by sampling, within 0.1 s)" },
+	{ .name = "ring-mb",
+	  .val = 'R',
+	  .arg = "N",
+	  .help = "the ring buffer, N MiB (a power of two; default 16); what does not fit is "
+		  "counted lost, never dropped unsaid" },
+	{ .name = "output",
+	  .letter = 'o',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .only = "watch",
+	  .help = "also write the JSON Lines trace (docs/trace-format.md); %h in FILE is the host "
+		  "name (one file per node), %n Slurm's node name (the host name outside a step), "
+		  "%% a %" },
+	{ .name = "output",
+	  .letter = 'o',
+	  .arg = "FILE",
+	  .value = CLIOPT_FILE,
+	  .only = "record",
+	  .help = "(required) the JSON Lines trace (docs/trace-format.md); %h in FILE is the host "
+		  "name (one file per node), %n Slurm's node name (the host name outside a step), "
+		  "%% a %" },
+	{ .name = "quiet", .letter = 'q', .help = "no line per event" },
+	{},
+};
 
-	fprintf(f,
-		"Usage: dlscope %s [OPTIONS]%s PID...\n"
-		"       dlscope %s [OPTIONS]%s --comm NAME\n"
-		"       dlscope %s [OPTIONS]%s -- COMMAND [ARGS...]\n"
-		"       dlscope %s [OPTIONS]%s --job PID | --job slurm:JOBID\n"
-		"       dlscope %s [OPTIONS]%s --slurm-job ID\n"
-		"\n%s"
-		"Stream the loader's calls (dlopen, dlmopen, dlclose; dlsym, dlvsym with --dlsym),\n"
-		"GPU module\n"
-		"loads (cuModuleLoad*, cuLibraryLoad*, hipModuleLoad*), exec/fork/exit, fatal\n"
-		"signals with the faulting object, from eBPF probes; keep each\n"
-		"process's library graph current and flag, live, a second OpenMP/BLAS/C++ runtime\n"
-		"arriving and threads created, waiting or starting parallel regions inside dlopen.\n"
-		"Needs root, kernel BTF and uprobes.\n"
-		"\n"
-		"  -p, --pid PID         watch this process (repeatable, a comma list \"1,2\", or PIDs\n"
-		"                        as operands)\n"
-		"  -c, --comm NAME       every process named NAME (its comm), running or started\n"
-		"                        later, and the workers they fork without exec (a\n"
-		"                        prefork server's), until --duration or Ctrl-C\n"
-		"  -f, --follow          also the children they fork (torchrun's ranks)\n"
-		"      --job PID         every rank of the job PID belongs to (any member: the\n"
-		"                        launcher, a rank, a rank's child), and the ranks the\n"
-		"                        launcher starts later (implies --follow); slurm:JOBID:\n"
-		"                        every node of a Slurm job, from any node (srun --overlap\n"
-		"                        runs %s --slurm-job on each; lines named by node)%s\n"
-		"      --slurm-job ID    every process of Slurm job ID on this node, running or\n"
-		"                        started later (with --comm: of that name): the job's\n"
-		"                        cgroup job_ID where Slurm's cgroup/v2 plugin made one,\n"
-		"                        else those with SLURM_JOB_ID=ID in their environment\n"
-		"      --hang-secs N     a rank whose threads use no CPU for N seconds while\n"
-		"                        another rank's do is reported hung, with its stack\n"
-		"                        (default 10)\n"
-		"      --hot             also probe the OpenMP and OpenBLAS entry points\n"
-		"                        (GOMP_parallel, GOMP_parallel_start, __kmpc_fork_call,\n"
-		"                        exec_blas): a parallel region or BLAS dispatch started\n"
-		"                        inside dlopen is reported, with the thread's count so far,\n"
-		"                        and flagged, and each runtime's first one; the others are\n"
-		"                        counted per thread and runtime in the kernel: a line per\n"
-		"                        busy runtime each second, totals at the end, and a live\n"
-		"                        oversubscription finding when two busy pools have more\n"
-		"                        threads than CPUs. Also a line per OpenBLAS pool thread start.\n"
-		"                        Every region then pays a uprobe (tens of microseconds)\n"
-		"      --dlsym           also each dlsym and dlvsym call with its result: a probe\n"
-		"                        on their ret instructions, which costs the process some\n"
-		"                        10 us per call on a VM (without it, their entry alone:\n"
-		"                        a thread blocked in dlsym is still found and named)\n"
-		"  -d, --duration SECS   stop after SECS seconds\n"
-		"      --futex-ms MS     also report every futex wait of at least MS ms, from the\n"
-		"                        futex syscall tracepoints (they slow every futex call of\n"
-		"                        the machine; without them, a thread blocked inside dlopen\n"
-		"                        is still found, by sampling, within 0.1 s)\n"
-		"      --ring-mb N       the ring buffer, N MiB (a power of two; default 16); what\n"
-		"                        does not fit is counted lost, never dropped unsaid\n"
-		"  -o, --output FILE     %s the JSON Lines trace (docs/trace-format.md); %%h in\n"
-		"                        FILE is the host name (one file per node), %%n Slurm's\n"
-		"                        node name (the host name outside a step), %%%% a %%\n"
-		"  -q, --quiet           no line per event\n"
-		"  -h, --help\n"
-		"\n"
-		"A rank's lines and records carry its rank ([rank 2], \"rank\": 2), from RANK,\n"
-		"OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID in its environment;\n"
-		"the first rank to die (its fatal signal and faulting object, or exit status)\n"
-		"is a rank-died finding with the other ranks' state, a hung rank rank-hung.\n"
-		"\n"
-		"Exit status: 0 fine, 1 live findings, 2 usage error, 3 could not watch.\n",
-		cmd, record ? " -o FILE" : "", cmd, record ? " -o FILE" : "", cmd,
-		record ? " -o FILE" : "", cmd, record ? " -o FILE" : "", cmd,
-		record ? " -o FILE" : "",
-		record ?
-			"Write what 'dlscope watch' sees, every event and finding, to FILE as a JSON\n"
-			"Lines trace for 'dlscope ui --replay', 'check', 'report' and 'export'; no\n"
-			"line per event on the terminal (the counts at the end).\n\n" :
-			"",
-		cmd,
-		record ?
-			"\n                        each node's trace in FILE.NODE, merged into FILE" :
-			"",
-		record ? "(required)" : "also write");
-}
+#define WATCH_ABOUT                                                                           \
+	"Stream the loader's calls (dlopen, dlmopen, dlclose; dlsym, dlvsym with --dlsym),\n" \
+	"GPU module loads (cuModuleLoad*, cuLibraryLoad*, hipModuleLoad*), exec/fork/exit,\n" \
+	"fatal signals with the faulting object, from eBPF probes; keep each process's\n"     \
+	"library graph current and flag, live, a second OpenMP/BLAS/C++ runtime arriving\n"   \
+	"and threads created, waiting or starting parallel regions inside dlopen.\n"          \
+	"Needs root, kernel BTF and uprobes.\n"
+
+#define WATCH_AFTER                                                                       \
+	"A rank's lines and records carry its rank ([rank 2], \"rank\": 2), from RANK,\n" \
+	"OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID in its environment;\n" \
+	"the first rank to die (its fatal signal and faulting object, or exit status)\n"  \
+	"is a rank-died finding with the other ranks' state, a hung rank rank-hung.\n"    \
+	"\n"                                                                              \
+	"Exit status: 0 fine, 1 live findings, 2 usage error, 3 could not watch.\n"
+
+const struct cliopt_cmd watch_cli = {
+	.name = "watch",
+	.usage = "watch [OPTIONS] PID...\n"
+		 "watch [OPTIONS] --comm NAME\n"
+		 "watch [OPTIONS] -- COMMAND [ARGS...]\n"
+		 "watch [OPTIONS] --job PID | --job slurm:JOBID\n"
+		 "watch [OPTIONS] --slurm-job ID",
+	.about = WATCH_ABOUT,
+	.opts = watch_defs,
+	.after = WATCH_AFTER,
+	.takes_command = true,
+	.operands = CLIOPT_OP_PID,
+};
+
+const struct cliopt_cmd record_cli = {
+	.name = "record",
+	.usage = "record [OPTIONS] -o FILE PID...\n"
+		 "record [OPTIONS] -o FILE --comm NAME\n"
+		 "record [OPTIONS] -o FILE -- COMMAND [ARGS...]\n"
+		 "record [OPTIONS] -o FILE --job PID | --job slurm:JOBID\n"
+		 "record [OPTIONS] -o FILE --slurm-job ID",
+	.about = "Write what 'dlscope watch' sees, every event and finding, to FILE as a JSON\n"
+		 "Lines trace for 'dlscope ui --replay', 'check', 'report' and 'export'; no\n"
+		 "line per event on the terminal (the counts at the end).\n"
+		 "\n" WATCH_ABOUT,
+	.opts = watch_defs,
+	.after = WATCH_AFTER,
+	.takes_command = true,
+	.operands = CLIOPT_OP_PID,
+};
 
 static volatile sig_atomic_t stop_requested;
 
@@ -277,7 +337,7 @@ static int watch_option(struct watch_cmd *w, int c, const char *arg)
 				cmd, "--hang-secs takes a positive number of seconds, not '%s'",
 				arg);
 		return 0;
-	case 'h': watch_usage(stdout, cmd); return DLS_EXIT_OK;
+	case 'h': return cliopt__help(w->record ? &record_cli : &watch_cli);
 	default: return DLS_EXIT_USAGE;
 	}
 }
@@ -285,23 +345,11 @@ static int watch_option(struct watch_cmd *w, int c, const char *arg)
 /* The options and operands into @w: -1 to go on, or the exit status (after one line, or help). */
 static int watch_parse(int argc, char **argv, struct watch_cmd *w)
 {
-	static const struct option opts[] = {
-		WATCH_LIVE_LONGOPTS,
-		{ "duration", required_argument, NULL, 'd' },
-		{ "comm", required_argument, NULL, 'c' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "ring-mb", required_argument, NULL, 'R' },
-		{ "hang-secs", required_argument, NULL, 'G' },
-		{ "slurm-job", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
 	const char *cmd = w->cmd;
 	struct cliopt cl;
 	int c, err;
 
-	cliopt__init(&cl, cmd, argc, argv, "p:c:fd:o:qh", opts, true);
+	cliopt__init(&cl, w->record ? &record_cli : &watch_cli, argc, argv);
 	while ((c = cliopt__next(&cl)) != -1) {
 		if (c == 'J' && !strncmp(cl.arg, "slurm:", 6)) {
 			w->job_slurm = cl.arg + 6;

@@ -9,11 +9,18 @@
 
 #include "version.h"
 
+struct cliopt_cmd;
+
 struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
 	const char *summary;
+	const struct cliopt_cmd *cli; /* its options and help (cliopt.h) */
 };
+
+/* Each command's command line, in its cmd_*.c (record's beside watch's). */
+extern const struct cliopt_cmd libs_cli, check_cli, lint_cli, stacks_cli, watch_cli, record_cli,
+	agent_cli, ui_cli, report_cli, export_cli, merge_cli, capture_cli;
 
 int cmd_libs(int argc, char **argv);
 int cmd_check(int argc, char **argv);
@@ -35,16 +42,6 @@ int watch_job_targets(const char *cmd, pid_t pid, struct watch_opts *o);
  */
 int watch_live_option(const char *cmd, int c, const char *arg, struct watch_opts *o,
 		      pid_t *job_pid);
-/* Their long options, for an option table. */
-/* clang-format off */
-#define WATCH_LIVE_LONGOPTS					\
-	{ "pid", required_argument, NULL, 'p' },		\
-	{ "follow", no_argument, NULL, 'f' },			\
-	{ "job", required_argument, NULL, 'J' },		\
-	{ "hot", no_argument, NULL, 'H' },			\
-	{ "dlsym", no_argument, NULL, 'Y' },			\
-	{ "futex-ms", required_argument, NULL, 'F' }
-/* clang-format on */
 int cmd_ui(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);

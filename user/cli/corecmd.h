@@ -21,19 +21,25 @@ enum {
 	COREOPT_IGNORE_BUILD_ID,
 };
 
-/* clang-format off */
-#define COREOPT_LONGOPTS						\
-	{ "exe", required_argument, NULL, COREOPT_EXE },		\
-	{ "coredump", required_argument, NULL, COREOPT_COREDUMP },	\
-	{ "ignore-build-id", no_argument, NULL, COREOPT_IGNORE_BUILD_ID }
-/* clang-format on */
-
-#define COREOPT_USAGE                                                                      \
-	"      --exe PATH        with a core: the executable, when not the one it names\n" \
-	"      --coredump MATCH  systemd-coredump's core of MATCH (a PID, latest, or a\n"  \
-	"                        coredumpctl match), read through coredumpctl\n"           \
-	"      --ignore-build-id with a core: read it even when a file it mapped has\n"    \
-	"                        changed since (its frames and findings may be wrong)\n"
+/* Their entries of an option table (cliopt.h), the same in libs, check and report. */
+#define COREOPT_DEFS                                                                                           \
+	{ .name = "exe",                                                                                       \
+	  .val = COREOPT_EXE,                                                                                  \
+	  .arg = "PATH",                                                                                       \
+	  .value = CLIOPT_FILE,                                                                                \
+	  .help = "with a core: its executable, when it is no longer where the core's `NT_FILE` "              \
+		  "note says" },                                                                               \
+		{ .name = "coredump",                                                                          \
+		  .val = COREOPT_COREDUMP,                                                                     \
+		  .arg = "MATCH",                                                                              \
+		  .help = "systemd-coredump's core of MATCH (a PID, `latest`, or a `coredumpctl` "             \
+			  "match), read through `coredumpctl`, as in `stacks`" },                              \
+	{                                                                                                      \
+		.name = "ignore-build-id", .val = COREOPT_IGNORE_BUILD_ID,                                     \
+		.help = "with a core: read it even when a file its process mapped has another "                \
+			"build-id here (changed since: its symbols, frames and findings may be wrong), as in " \
+			"`stacks`"                                                                             \
+	}
 
 struct core_opts {
 	const char *exe;      /* --exe PATH, or NULL for the one the core names */
