@@ -187,6 +187,27 @@ def test_cli_help_and_man_page_agree():
         raise AssertionError(f"SYNOPSIS names {sorted(named)}")
 
 
+def test_cli_man_options_generated():
+    """The man page's OPTIONS entries are those `dlscope help --man-options` prints from the
+    option tables (make docs splices them in): the committed page cannot drift from the code."""
+    text = open(MAN).read()
+    m = re.search(r"^<!-- BEGIN OPTIONS[^\n]*-->\n\n(.*)^<!-- END OPTIONS -->$", text,
+                  re.M | re.S)
+    if not m:
+        raise AssertionError("docs/dlscope.1.md has no BEGIN OPTIONS ... END OPTIONS markers")
+    generated = dlscope("help", "--man-options").stdout
+    if m.group(1) != generated:
+        import difflib
+        diff = "".join(difflib.unified_diff(m.group(1).splitlines(True),
+                                            generated.splitlines(True), "committed", "generated"))
+        raise AssertionError(f"docs/dlscope.1.md's OPTIONS differ from the code: run make docs\n"
+                             f"{diff[:3000]}")
+    # Every command has its entries, each option of its --help among them.
+    for cmd in COMMANDS:
+        if f"### {cmd}\n" not in generated:
+            raise AssertionError(f"help --man-options has no '### {cmd}'")
+
+
 def test_cli_bash_completion():
     """scripts/dlscope-completion.bash (installed by make install) offers each command's
     options as its --help lists them, PIDs after -p, the levels after --fail-on."""
