@@ -1,76 +1,83 @@
-# bash completion for dlscope. The options come from 'dlscope CMD --help' itself, the one
-# source the man page's OPTIONS are checked against: nothing here to keep in step.
-_dlscope_options()
-{
-	"$1" "$2" --help 2>/dev/null |
-		sed -n 's/^  \(-[[:alnum:]], \)\{0,1\} *\(--[[:alnum:]-]*\).*/\2/p'
-}
+# bash completion for dlscope. What each command's options and operands are comes from
+# 'dlscope help --complete CMD', printed from the command's option table, the one source of its
+# --help and of the man page's OPTIONS: nothing here to keep in step. Its lines:
+#   operands [pid] [file] [command]
+#   --NAME -L|- none|required|optional none|pid|file|dir|words [WORD...]
 
-# The options of CMD that take a value (an upper-case word after them in its --help).
-_dlscope_valued()
+_dlscope_pids()
 {
-	"$1" "$2" --help 2>/dev/null |
-		sed -n 's/^  \(-[[:alnum:]], \)\{0,1\} *\(--[[:alnum:]-]*\) [A-Z].*/\2/p'
+	compgen -W "$(ps -e -o pid= 2>/dev/null)" -- "$1"
 }
 
 _dlscope()
 {
-	local cur prev cmd i
+	local dls=${COMP_WORDS[0]} cur prev cmd dd i spec ops
+	local name letter arg kind words
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	cmd=
+	# "--opt=<TAB>": bash made "=" a word of its own.
+	if [[ $prev == = && $COMP_CWORD -ge 2 ]]; then
+		prev=${COMP_WORDS[COMP_CWORD - 2]}
+	elif [[ $cur == --*=* ]]; then
+		prev=${cur%%=*} cur=${cur#*=}
+	fi
+	cmd='' dd=''
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		--) # a command of its own: complete it as bash would
-			COMPREPLY=($(compgen -c -- "$cur"))
-			return ;;
-		--no-cache) ;;
+		--) dd=$i; break ;;
 		-*) ;;
 		*) [[ -z $cmd ]] && cmd=${COMP_WORDS[i]} ;;
 		esac
 	done
+	COMPREPLY=()
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W "libs check lint stacks watch record agent ui report export merge capture
+		[[ -n $dd ]] && return
+		COMPREPLY=($(compgen -W "$("$dls" help --complete 2>/dev/null)
 			help --help --version --no-cache" -- "$cur"))
 		return
 	fi
-	case $prev in
-	-p | --pid | --job)
-		COMPREPLY=($(compgen -W "$(ps -e -o pid= 2>/dev/null)" -- "$cur"))
-		return ;;
-	-o | --output | --replay | --core | --exe | --json)
-		COMPREPLY=($(compgen -f -- "$cur"))
-		return ;;
-	--textfile-dir | --reports-dir)
-		COMPREPLY=($(compgen -d -- "$cur"))
-		return ;;
-	--fail-on)
-		COMPREPLY=($(compgen -W "info warning error" -- "$cur"))
-		return ;;
-	--only)
-		COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" check --list 2>/dev/null |
-			sed 's/ .*//')" -- "$cur"))
-		return ;;
-	esac
-	# Any other option's value (a number, a name, a match): no file or PID is it.
-	if [[ $prev == -* ]] &&
-		_dlscope_valued "${COMP_WORDS[0]}" "$cmd" | grep -qxF -- "$prev"; then
-		COMPREPLY=()
+	if [[ $cmd == help ]]; then
+		COMPREPLY=($(compgen -W "$("$dls" help --complete 2>/dev/null)" -- "$cur"))
 		return
 	fi
-	if [[ $cmd == help ]]; then
-		COMPREPLY=($(compgen -W "libs check lint stacks watch record agent ui report export merge capture" \
-			-- "$cur"))
-	elif [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W "$(_dlscope_options "${COMP_WORDS[0]}" "$cmd")" -- "$cur"))
-	else
-		case $cmd in
-		lint | export | merge | report | check | stacks) COMPREPLY=($(compgen -f -- "$cur")) ;;
-		esac
-		case $cmd in
-		libs | check | stacks | watch | record | ui | report | capture)
-			COMPREPLY+=($(compgen -W "$(ps -e -o pid= 2>/dev/null)" -- "$cur")) ;;
-		esac
+	spec=$("$dls" help --complete "$cmd" 2>/dev/null) || return
+	ops=$(sed -n 's/^operands//p' <<<"$spec")
+	if [[ -n $dd ]]; then
+		# After "--": a command and its own arguments, or more operands.
+		if [[ $ops == *command* ]]; then
+			if ((COMP_CWORD == dd + 1)); then
+				COMPREPLY=($(compgen -c -- "$cur"))
+			else
+				COMPREPLY=($(compgen -f -- "$cur"))
+			fi
+			return
+		fi
+	elif [[ $prev == -* ]]; then
+		# The value of the option before: what its table says it is.
+		while read -r name letter arg kind words; do
+			[[ $prev == "$name" || $prev == "$letter" ]] || continue
+			case $arg in
+			required) ;;
+			optional) # --roles [KINDS]: the words, or what would come without them
+				[[ $kind == words ]] && COMPREPLY=($(compgen -W "$words" -- "$cur"))
+				break ;;
+			*) break ;;
+			esac
+			case $kind in
+			pid) COMPREPLY=($(_dlscope_pids "$cur")) ;;
+			file) COMPREPLY=($(compgen -f -- "$cur")) ;;
+			dir) COMPREPLY=($(compgen -d -- "$cur")) ;;
+			words) COMPREPLY=($(compgen -W "$words" -- "$cur")) ;;
+			esac
+			# A number, a name, a match: no file or PID is it.
+			return
+		done < <(grep '^--' <<<"$spec")
 	fi
+	if [[ -z $dd && $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$(sed -n 's/^\(--[^ ]*\) .*/\1/p' <<<"$spec")" -- "$cur"))
+		return
+	fi
+	[[ $ops == *file* ]] && COMPREPLY+=($(compgen -f -- "$cur"))
+	[[ $ops == *pid* ]] && COMPREPLY+=($(_dlscope_pids "$cur"))
 }
 complete -F _dlscope dlscope

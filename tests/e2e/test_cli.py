@@ -210,7 +210,9 @@ def test_cli_man_options_generated():
 
 def test_cli_bash_completion():
     """scripts/dlscope-completion.bash (installed by make install) offers each command's
-    options as its --help lists them, PIDs after -p, the levels after --fail-on."""
+    options as its --help lists them, and after an option what its value is: PIDs after
+    -p/--pid/--job, files after -o, the detectors after --only, the levels after --fail-on,
+    nothing after a number."""
     script = os.path.join(os.path.dirname(MAN), "..", "scripts", "dlscope-completion.bash")
     from harness import dlscope_path
 
@@ -236,6 +238,31 @@ def test_cli_bash_completion():
         not any(w.isdigit() or os.path.exists(w) for w in complete("check", "--only", ""))
     assert complete("libs", "--depth", "") == set(), complete("libs", "--depth", "")
     assert complete("watch", "--duration", "") == set()
+    assert complete("stacks", "--max-frames", "") == set()
+    # --only: every detector of check --list, and nothing else (no file in the directory).
+    detectors = {line.split()[0] for line in dlscope("check", "--list").stdout.splitlines()}
+    only = complete("check", "--only", "")
+    if only != detectors:
+        raise AssertionError(f"check --only offers {sorted(only ^ detectors)} unlike --list")
+    assert complete("lint", "--only", "") == detectors
+    # PIDs after -p, --pid and --job; files (and no PID) after -o.
+    for words in (("stacks", "-p"), ("stacks", "--pid"), ("watch", "--job"), ("ui", "-p")):
+        got = complete(*words, "")
+        if str(os.getpid()) not in got or any(not w.isdigit() for w in got):
+            raise AssertionError(f"{' '.join(words)}: {sorted(got)[:10]}, not the PIDs")
+    with tempfile.TemporaryDirectory() as d:
+        open(os.path.join(d, "trace.jsonl"), "w").close()
+        got = complete("record", "-o", f"{d}/tr")
+        assert got == {f"{d}/trace.jsonl"}, got
+        assert complete("check", "--only", f"{d}/tr") == set()
+    # "--fail-on=<TAB>": bash makes "=" a word of its own.
+    assert complete("check", "--fail-on", "=", "w") == {"warning"}
+    # --roles[=KINDS]: the kinds, or a PID (what follows without them).
+    roles = complete("libs", "--roles", "")
+    assert {"all", "openmp", "blas"} <= roles and str(os.getpid()) in roles, roles
+    # After "--" a command where the command takes one (check), never where it does not.
+    assert "ls" in complete("check", "--", "l")
+    assert "ls" not in complete("lint", "--", "l")
 
 
 def test_cli_readme_quick_start_and_command_table():
