@@ -154,6 +154,35 @@ int main(void)
 			json_decref(r[i].doc);
 	}
 
+	/* A relay's bad JSON is no crash: a stack without kinds, a bad index, a thread that is
+	 * no object, an index with no table. */
+	{
+		struct jsonfold f;
+		json_t *in = json_loads("[[{}], [5]]", 0, NULL);
+		json_t *doc = json_loads("{\"threads\": [{\"tid\": 1, \"group\": 0}, 5, "
+					 "{\"tid\": 2, \"group\": 9}, {\"tid\": 3, \"group\": 1}]}",
+					 0, NULL);
+		json_t *alone = json_loads("{\"threads\": [{\"tid\": 4, \"group\": 0}]}", 0, NULL);
+		struct rank_stacks r[2] = { { 0, 1, doc, NULL }, { 1, 4, alone, NULL } };
+
+		CHECK(in && doc && alone && !jsonfold__init(&f), "bad documents made");
+		CHECK(!stackmerge__fold(&f, doc, in, false) &&
+			      !stackmerge__fold(&f, alone, NULL, false),
+		      "folding a relay's bad stacks succeeds");
+		CHECK(json_array_size(f.values) == 1 &&
+			      json_array_size(json_array_get(f.values, 0)) == 0,
+		      "each bad stack is the stack of no frames");
+		m = stackmerge__merge(r, 2, f.values, false);
+		CHECK(m && json_array_size(json_object_get(json_object_get(m, "verdict"),
+							   "unreadable")) == 2,
+		      "their main threads are unread, not in some other rank's stack");
+		json_decref(m);
+		json_decref(in);
+		json_decref(doc);
+		json_decref(alone);
+		jsonfold__free(&f);
+	}
+
 	m = merge(split, 4, NULL);
 	CHECK(!strncmp(verdict_text(m),
 		       "the ranks are split: ranks 0-1 are in a in app; ranks 2-3 "

@@ -70,6 +70,10 @@ int main(void)
 	CHECK(jsonfold__unfold_member(json_object_get(t[0], "view"), "objects", upper.values) ==
 		      -EINVAL,
 	      "an index past the table is an error, not a crash");
+	/* A reference the table below cannot resolve is no value here, never entry 7 above. */
+	ok = !jsonfold__member(&upper, json_object_get(t[0], "view"), "objects", table[0]) &&
+	     json_is_null(json_object_get(json_object_get(t[0], "view"), "objects"));
+	CHECK(ok, "an unresolvable reference becomes null");
 	for (int i = 0; i < 4; i++) {
 		json_decref(t[i]);
 		json_decref(whole[i]);

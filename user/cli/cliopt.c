@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "corefile.h"
 #include "output.h"
+#include "slurm_tasks.h"
 #include "target.h"
 
 /* Whether short option @ch takes a value that must be the next argument when not attached. */
@@ -325,8 +326,9 @@ int cliopt__fanout(const char *cmd, const char *s, unsigned int *out)
 {
 	double v;
 
-	if (cliopt__number(s, 100000, true, &v) || v < 2)
-		return cliopt__usage(cmd, "--fanout takes a number from 2 to 100000, not '%s'", s);
+	if (cliopt__number(s, SLURM_FANOUT_MAX, true, &v) || v < 2)
+		return cliopt__usage(cmd, "--fanout takes a number from 2 to %d, not '%s'",
+				     SLURM_FANOUT_MAX, s);
 	*out = (unsigned int)v;
 	return 0;
 }

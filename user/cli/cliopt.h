@@ -140,7 +140,7 @@ int cliopt__pid_operands(const struct cliopt *c, pid_t **pids, size_t *n, size_t
 int cliopt__number(const char *s, double max, bool whole, double *out);
 
 /*
- * --fanout N of a Slurm job's fan-in tree (2 to 100000: one would be a tree of no width) into
+ * --fanout N of a Slurm job's fan-in tree (2 to SLURM_FANOUT_MAX: one would be a tree of no width) into
  * *@out. 0, or the usage status after one line.
  */
 int cliopt__fanout(const char *cmd, const char *s, unsigned int *out);

@@ -203,6 +203,7 @@ static json_t *outcome_to_json(const struct cmd_outcome *res)
 /* --fanout's default in its help: a name left undefined would print as itself. */
 _Static_assert(SLURM_FANOUT_DEFAULT > 1, "SLURM_FANOUT_DEFAULT comes from slurm_tasks.h");
 #define FANOUT_DEFAULT CLIOPT_STR(SLURM_FANOUT_DEFAULT)
+#define FANOUT_MAX CLIOPT_STR(SLURM_FANOUT_MAX)
 
 static const struct cliopt_def check_defs[] = {
 	{ .name = "pid",
@@ -239,7 +240,8 @@ static const struct cliopt_def check_defs[] = {
 	{ .name = "fanout",
 	  .val = 'F',
 	  .arg = "N",
-	  .help = "with --job of a Slurm job: past N nodes (2 to 100000, default " FANOUT_DEFAULT
+	  .help = "with --job of a Slurm job: past N nodes (2 to " FANOUT_MAX
+		  ", default " FANOUT_DEFAULT
 		  ") the answers come up a tree, as in stacks: relays (`dlscope check "
 		  "--job-relay`, on the first node of each share) read at most N nodes or relays "
 		  "each and send each distinct library list once; the front end reads at most N "

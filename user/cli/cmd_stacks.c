@@ -449,6 +449,7 @@ struct stacks_opts {
 /* --fanout's default in its help: a name left undefined would print as itself. */
 _Static_assert(SLURM_FANOUT_DEFAULT > 1, "SLURM_FANOUT_DEFAULT comes from slurm_tasks.h");
 #define FANOUT_DEFAULT CLIOPT_STR(SLURM_FANOUT_DEFAULT)
+#define FANOUT_MAX CLIOPT_STR(SLURM_FANOUT_MAX)
 
 /* --python is long only: -p is a process in every command. */
 static const struct cliopt_def stacks_defs[] = {
@@ -485,7 +486,8 @@ static const struct cliopt_def stacks_defs[] = {
 	{ .name = "fanout",
 	  .val = 'F',
 	  .arg = "N",
-	  .help = "with --job of a Slurm job: past N nodes (2 to 100000, default " FANOUT_DEFAULT
+	  .help = "with --job of a Slurm job: past N nodes (2 to " FANOUT_MAX
+		  ", default " FANOUT_DEFAULT
 		  ") the answers come up a tree, as STAT's do: relays (`dlscope stacks "
 		  "--job-relay`, on the first node of each share) read at most N nodes or relays "
 		  "each and send each distinct stack once, with the threads that have it; the "

@@ -250,6 +250,8 @@ static int take_node_doc(struct slurm_tasks *t, const json_t *doc)
 		const json_t *lr = json_object_get(x, "local_rank");
 		struct job_rank *jr;
 
+		if (!json_is_object(x))
+			continue; /* a bad answer's: no task */
 		if (tasks_grow(t))
 			return -ENOMEM;
 		jr = &t->j->ranks[t->j->n];
@@ -421,12 +423,13 @@ static char *nodelist_arg(char *const *names, size_t n)
 }
 
 /*
- * `dlscope @cmd @mode @value @args...` once on each of @nodes (@n, Slurm's order), in a step
- * of its own beside job @jobid's, each one's line taken into @t. 0, or -errno with @why.
+ * `dlscope @cmd @mode @value @args...` once on each of @nodes (@n, Slurm's order; @whole: all
+ * the job's, named to srun by their count alone), in a step of its own beside job @jobid's,
+ * each one's line taken into @t. 0, or -errno with @why.
  */
-static int run_on_nodes(long jobid, char **nodes, size_t n, const char *cmd, const char *mode,
-			const char *value, char *const *args, struct slurm_tasks *t, char *why,
-			size_t whylen)
+static int run_on_nodes(long jobid, char **nodes, size_t n, bool whole, const char *cmd,
+			const char *mode, const char *value, char *const *args,
+			struct slurm_tasks *t, char *why, size_t whylen)
 {
 	char self[PATH_MAX], idarg[48], nodesarg[32], ntasks[32], *nodelist = NULL;
 	char *argv[32];
@@ -443,11 +446,12 @@ static int run_on_nodes(long jobid, char **nodes, size_t n, const char *cmd, con
 	snprintf(nodesarg, sizeof(nodesarg), "--nodes=%zu", n);
 	/* --ntasks too: inside the job (a batch script) srun would take SLURM_NTASKS. */
 	snprintf(ntasks, sizeof(ntasks), "--ntasks=%zu", n);
-	nodelist = nodelist_arg(nodes, n);
+	/* A share's nodes by name: at most --fanout of them, so the list fits an argument. */
+	nodelist = whole ? NULL : nodelist_arg(nodes, n);
 	answers.bufs = calloc(n, sizeof(*answers.bufs));
 	answers.nodes = nodes;
 	s = calloc(2, sizeof(*s));
-	if (!nodelist || !answers.bufs || !s) {
+	if ((!whole && !nodelist) || !answers.bufs || !s) {
 		snprintf(why, whylen, "out of memory");
 		err = -ENOMEM;
 		goto out;
@@ -460,7 +464,8 @@ static int run_on_nodes(long jobid, char **nodes, size_t n, const char *cmd, con
 			  self,		  (char *)cmd, (char *)mode, (char *)value };
 
 	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
-		argv[argc++] = fixed[k];
+		if (fixed[k])
+			argv[argc++] = fixed[k];
 	for (size_t k = 0; args && args[k] && argc < sizeof(argv) / sizeof(argv[0]) - 1; k++)
 		argv[argc++] = args[k];
 	argv[argc] = NULL;
@@ -514,17 +519,17 @@ size_t slurm_tasks__chunk(size_t count, unsigned int fanout)
  * at most @fanout, else through relays, each on the first node of its share
  * (slurm_tasks__chunk) and reading the share.
  */
-static int fan_out_range(long jobid, const char *spec, const char *list, char **names, size_t first,
-			 size_t count, unsigned int fanout, const char *cmd, char *const *args,
-			 struct slurm_tasks *t, char *why, size_t whylen)
+static int fan_out_range(long jobid, const char *spec, const char *list, char **names, size_t total,
+			 size_t first, size_t count, unsigned int fanout, const char *cmd,
+			 char *const *args, struct slurm_tasks *t, char *why, size_t whylen)
 {
 	size_t chunk = slurm_tasks__chunk(count, fanout), n = 0;
 	char **relays, *value = NULL;
 	int err;
 
 	if (chunk >= count)
-		return run_on_nodes(jobid, names + first, count, cmd, "--job-node", spec, args, t,
-				    why, whylen);
+		return run_on_nodes(jobid, names + first, count, first == 0 && count == total, cmd,
+				    "--job-node", spec, args, t, why, whylen);
 	relays = calloc((count + chunk - 1) / chunk, sizeof(*relays));
 	if (!relays) {
 		snprintf(why, whylen, "out of memory");
@@ -538,7 +543,8 @@ static int fan_out_range(long jobid, const char *spec, const char *list, char **
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
-	err = run_on_nodes(jobid, relays, n, cmd, "--job-relay", value, args, t, why, whylen);
+	err = run_on_nodes(jobid, relays, n, false, cmd, "--job-relay", value, args, t, why,
+			   whylen);
 	free(value);
 	free(relays);
 	return err;
@@ -630,8 +636,8 @@ int slurm_tasks__fan_out(long jobid, int step, const char *cmd, char *const *arg
 	if (err)
 		return err;
 	job_spec(jobid, step, spec, sizeof(spec));
-	err = fan_out_range(jobid, spec, list, names, 0, (size_t)nodes, fanout, cmd, args, t, why,
-			    whylen);
+	err = fan_out_range(jobid, spec, list, names, (size_t)nodes, 0, (size_t)nodes, fanout, cmd,
+			    args, t, why, whylen);
 	free_names(names, nodes);
 	return err;
 }
@@ -791,8 +797,8 @@ static int relay_read(const char *cmd, const char *value, char *const *args, str
 		err = -ENOENT;
 	} else {
 		count = first + count - at < chunk ? first + count - at : chunk;
-		err = fan_out_range(*jobid, spec, list, names, at, count, fanout, cmd, args, t, why,
-				    whylen);
+		err = fan_out_range(*jobid, spec, list, names, (size_t)n, at, count, fanout, cmd,
+				    args, t, why, whylen);
 	}
 	free_names(names, n);
 	return err;

@@ -21,6 +21,8 @@
  * nodes are 32 relays of 32 nodes each.
  */
 #define SLURM_FANOUT_DEFAULT 32
+/* At most this many: a reader names its share's nodes to srun in one argument (128 KiB). */
+#define SLURM_FANOUT_MAX 1024
 
 /* The tasks of one job, from any number of nodes. */
 struct slurm_tasks {

@@ -81,8 +81,9 @@ int jsonfold__member(struct jsonfold *f, json_t *obj, const char *name, const js
 		return 0;
 	if (jsonfold__ref(v, &at)) {
 		v = json_array_get(in, at);
+		/* Past the table below, or none: no value, never another level's entry K. */
 		if (!v)
-			return 0; /* past the table below: left as it came */
+			return json_object_set_new(obj, name, json_null()) ? -ENOMEM : 0;
 	}
 	if (jsonfold__add(f, json_incref(v), NULL, &at))
 		return -ENOMEM;

@@ -31,8 +31,9 @@ void jsonfold__free(struct jsonfold *f);
 int jsonfold__add(struct jsonfold *f, json_t *value, const char *key, size_t *at);
 /*
  * @obj's member @name moved into the table, {"folded": K} in its place; when it is folded
- * already, against @in (the table of the reader below), its value is taken from there. A
- * member that is not there, or null, stays. 0, or -ENOMEM.
+ * already, against @in (the table of the reader below), its value is taken from there, and
+ * when @in has no such value the member becomes null. A member that is not there, or null,
+ * stays. 0, or -ENOMEM.
  */
 int jsonfold__member(struct jsonfold *f, json_t *obj, const char *name, const json_t *in);
 /* Whether @v stands for a value of a table: its index into *@at. */

@@ -83,7 +83,7 @@ static char *signature_from(const json_t *frames, size_t from, const char *comm,
 		const json_t *fr = json_array_get(frames, outer_first ? n - 1 - (k - from) : k);
 		const char *fn = json_string_value(json_object_get(fr, "function"));
 
-		if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python"))
+		if (!strcmp(json_string_value(json_object_get(fr, "kind")) ?: "", "python"))
 			fprintf(f, "P %s %s:%lld\n", fn ? fn : "??",
 				json_string_value(json_object_get(fr, "file")) ?: "?",
 				(long long)json_integer_value(json_object_get(fr, "line")));
@@ -183,7 +183,7 @@ static void describe_frame(const json_t *fr, char *buf, size_t len)
 	const char *fn = json_string_value(json_object_get(fr, "function"));
 	const char *file = json_string_value(json_object_get(fr, "file"));
 	json_int_t line = json_integer_value(json_object_get(fr, "line"));
-	bool python = !strcmp(json_string_value(json_object_get(fr, "kind")), "python");
+	bool python = !strcmp(json_string_value(json_object_get(fr, "kind")) ?: "", "python");
 
 	if (python)
 		snprintf(buf, len, "%s (%s:%lld)", fn ? fn : "??", file ? file : "?",
@@ -249,7 +249,8 @@ static void where_of(const json_t *frames, size_t from, const char *comm, char *
 	size_t i, n;
 
 	json_array_foreach (frames, i, fr) {
-		if (i < from || strcmp(json_string_value(json_object_get(fr, "kind")), "python"))
+		if (i < from ||
+		    strcmp(json_string_value(json_object_get(fr, "kind")) ?: "", "python"))
 			continue;
 		if (!py)
 			py = fr;
@@ -289,6 +290,24 @@ static void where_of(const json_t *frames, size_t from, const char *comm, char *
 static void meaningful_frame(const json_t *frames, char *buf, size_t len)
 {
 	where_of(frames, 0, NULL, buf, len);
+}
+
+/*
+ * Stack @k of a relay's @table as the merge reads it: an array of frame objects, each with its
+ * kind. Anything else (an index past the table, a relay's bad JSON) is a stack of no frames.
+ * A new reference.
+ */
+static json_t *table_stack(const json_t *table, const json_t *k)
+{
+	json_t *frames = json_is_integer(k) ? json_array_get(table, (size_t)json_integer_value(k)) :
+					      NULL;
+	const json_t *fr;
+	size_t i;
+
+	json_array_foreach (frames, i, fr)
+		if (!json_is_string(json_object_get(fr, "kind")))
+			return json_array();
+	return json_is_array(frames) ? json_incref(frames) : json_array();
 }
 
 static int cmp_sig(const void *a, const void *b)
@@ -601,17 +620,14 @@ static int collect_threads(const struct rank_stacks *r, size_t n, const json_t *
 
 			/* --python: a thread that runs no Python has nothing to show (a relay
 			 * folds no stack for it). */
-			if (json_is_integer(folded))
-				frames = json_incref(
-					json_array_get(groups, (size_t)json_integer_value(folded)));
+			if (!json_is_object(th))
+				continue; /* a relay's bad JSON */
+			if (folded)
+				frames = table_stack(groups, folded);
 			else if (python_only && !json_is_object(json_object_get(th, "python")))
 				continue;
 			else
 				frames = thread_frames(th, python_only);
-			if (!json_is_array(frames)) {
-				json_decref(frames);
-				frames = json_array(); /* an index past the table: a relay's bug */
-			}
 			if (!frames || (*nt == cap && ARRAY_GROW(*t, cap, 64))) {
 				json_decref(frames);
 				return -ENOMEM;
@@ -725,14 +741,13 @@ int stackmerge__fold(struct jsonfold *f, json_t *doc, const json_t *in, bool pyt
 
 	json_array_foreach (json_object_get(doc, "threads"), i, th) {
 		const json_t *folded = json_object_get(th, "group");
-		bool was_folded = json_is_integer(folded);
 		json_t *frames;
 
-		if (was_folded && !in)
-			continue; /* folded into @f already */
-		if (was_folded)
-			frames =
-				json_incref(json_array_get(in, (size_t)json_integer_value(folded)));
+		if (!json_is_object(th))
+			continue; /* a relay's bad JSON: no thread */
+		/* Folded below: its stack from that table (none from a node, which never folds). */
+		if (folded)
+			frames = table_stack(in, folded);
 		else if (python_only && !json_is_object(json_object_get(th, "python")))
 			frames = NULL; /* not merged (collect_threads): no stack to send */
 		else
@@ -740,8 +755,6 @@ int stackmerge__fold(struct jsonfold *f, json_t *doc, const json_t *in, bool pyt
 		json_object_del(th, "frames");
 		json_object_del(th, "python");
 		json_object_del(th, "group");
-		if (!frames && was_folded)
-			frames = json_array(); /* a bad index below: a stack of no frames */
 		if (!frames)
 			continue;
 		sig = signature(frames);
@@ -788,7 +801,8 @@ void stackmerge__print_groups(const json_t *merged, FILE *out)
 			json_int_t line = json_integer_value(json_object_get(fr, "line"));
 			struct stack_frame v;
 
-			if (!strcmp(json_string_value(json_object_get(fr, "kind")), "python")) {
+			if (!strcmp(json_string_value(json_object_get(fr, "kind")) ?: "",
+				    "python")) {
 				fprintf(out, "        [py] %s (%s:%lld)\n", fn ? fn : "??",
 					file ? file : "?", (long long)line);
 				continue;

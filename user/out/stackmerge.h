@@ -34,8 +34,8 @@ json_t *stackmerge__merge(const struct rank_stacks *r, size_t n, const json_t *t
  * The threads of @doc (a stacks --json document) folded for a fan-in tree (jsonfold.h): each
  * thread's stack, as the merge reads it, moves into @f's table, keyed by what makes two stacks
  * the same here, and the thread keeps its index ("group": K). Threads folded already (by the
- * relay below, against its table @in) are folded again into @f; with @in NULL they are left
- * as they are. 0, or -ENOMEM.
+ * relay below, against its table @in) are folded again into @f; a stack @in does not hold
+ * (a bad index, no @in, a frame without its kind) is a stack of no frames. 0, or -ENOMEM.
  */
 int stackmerge__fold(struct jsonfold *f, json_t *doc, const json_t *in, bool python_only);
 /* The groups as text: each group's ranks and threads, then its frames, innermost first. */
