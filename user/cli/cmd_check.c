@@ -200,11 +200,6 @@ static json_t *outcome_to_json(const struct cmd_outcome *res)
 			 res->crash ? crash__to_json(res->crash) : json_null());
 }
 
-/* --fanout's default in its help: a name left undefined would print as itself. */
-_Static_assert(SLURM_FANOUT_DEFAULT > 1, "SLURM_FANOUT_DEFAULT comes from slurm_tasks.h");
-#define FANOUT_DEFAULT CLIOPT_STR(SLURM_FANOUT_DEFAULT)
-#define FANOUT_MAX CLIOPT_STR(SLURM_FANOUT_MAX)
-
 static const struct cliopt_def check_defs[] = {
 	{ .name = "pid",
 	  .letter = 'p',
@@ -232,20 +227,7 @@ static const struct cliopt_def check_defs[] = {
 		  "the CPUs each node's ranks may use (oversubscription). A Slurm job (slurm:JOBID, "
 		  "srun's PID, the batch script's or a task's) is checked on each of its nodes, "
 		  "through srun --overlap, from any node" },
-	{ .name = "job-node", .val = 'D', .arg = "JOBID[.STEP]", .hidden = true },
-	{ .name = "job-relay",
-	  .val = 'L',
-	  .arg = "JOBID[.STEP]:FIRST:COUNT:WIDTH:NODELIST",
-	  .hidden = true },
-	{ .name = "fanout",
-	  .val = 'F',
-	  .arg = "N",
-	  .help = "with --job of a Slurm job: past N nodes (2 to " FANOUT_MAX
-		  ", default " FANOUT_DEFAULT
-		  ") the answers come up a tree, as in stacks: relays (`dlscope check "
-		  "--job-relay`, on the first node of each share) read at most N nodes or relays "
-		  "each and send each distinct library list once; the front end reads at most N "
-		  "answers" },
+	SLURM_TASKS_OPTION_DEFS("check", 'D', "as in stacks", "library list once"),
 	COREOPT_DEFS,
 	{},
 };

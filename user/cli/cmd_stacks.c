@@ -446,11 +446,6 @@ struct stacks_opts {
 	size_t n_pids, cap_pids;
 };
 
-/* --fanout's default in its help: a name left undefined would print as itself. */
-_Static_assert(SLURM_FANOUT_DEFAULT > 1, "SLURM_FANOUT_DEFAULT comes from slurm_tasks.h");
-#define FANOUT_DEFAULT CLIOPT_STR(SLURM_FANOUT_DEFAULT)
-#define FANOUT_MAX CLIOPT_STR(SLURM_FANOUT_MAX)
-
 /* --python is long only: -p is a process in every command. */
 static const struct cliopt_def stacks_defs[] = {
 	{ .name = "pid",
@@ -478,20 +473,8 @@ static const struct cliopt_def stacks_defs[] = {
 		  "the verdict naming the rank outside the collective the others wait in. A Slurm "
 		  "job (slurm:JOBID, srun's PID, the batch script's or a task's) is read on every "
 		  "node of its step, through srun --overlap" },
-	{ .name = "job-node", .val = 'N', .arg = "JOBID[.STEP]", .hidden = true },
-	{ .name = "job-relay",
-	  .val = 'L',
-	  .arg = "JOBID[.STEP]:FIRST:COUNT:WIDTH:NODELIST",
-	  .hidden = true },
-	{ .name = "fanout",
-	  .val = 'F',
-	  .arg = "N",
-	  .help = "with --job of a Slurm job: past N nodes (2 to " FANOUT_MAX
-		  ", default " FANOUT_DEFAULT
-		  ") the answers come up a tree, as STAT's do: relays (`dlscope stacks "
-		  "--job-relay`, on the first node of each share) read at most N nodes or relays "
-		  "each and send each distinct stack once, with the threads that have it; the "
-		  "front end reads at most N answers" },
+	SLURM_TASKS_OPTION_DEFS("stacks", 'N', "as STAT's do",
+				"stack once, with the threads that have it"),
 	{ .name = "core",
 	  .val = 'C',
 	  .arg = "FILE",

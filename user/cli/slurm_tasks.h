@@ -24,6 +24,29 @@
 /* At most this many: a reader names its share's nodes to srun in one argument (128 KiB). */
 #define SLURM_FANOUT_MAX 1024
 
+/*
+ * The option entries (struct cliopt_def, cliopt.h) of a command that reads a Slurm job on its
+ * nodes: its hidden node half (--job-node, cliopt__next() gives @node_val) and relay
+ * (--job-relay, 'L'), and --fanout ('F'). @cmd names the command, @how how the tree is told
+ * ("as STAT's do"), @what what a relay sends once ("library list once").
+ */
+/* A table's entries, laid out as the tables that use them. */
+// clang-format off
+#define SLURM_FANOUT_STR_(x) #x
+#define SLURM_FANOUT_STR(x) SLURM_FANOUT_STR_(x)
+#define SLURM_TASKS_OPTION_DEFS(cmd, node_val, how, what)				\
+	{ .name = "job-node", .val = (node_val), .arg = "JOBID[.STEP]", .hidden = true },	\
+	{ .name = "job-relay", .val = 'L', .arg = "JOBID[.STEP]:FIRST:COUNT:WIDTH:NODELIST",	\
+	  .hidden = true },								\
+	{ .name = "fanout", .val = 'F', .arg = "N",					\
+	  .help = "with --job of a Slurm job: past N nodes (2 to "			\
+		  SLURM_FANOUT_STR(SLURM_FANOUT_MAX) ", default "			\
+		  SLURM_FANOUT_STR(SLURM_FANOUT_DEFAULT) ") the answers come up a tree, "	\
+		  how ": relays (`dlscope " cmd " --job-relay`, on the first node of each "	\
+		  "share) read at most N nodes or relays each and send each distinct "	\
+		  what "; the front end reads at most N answers" }
+// clang-format on
+
 /* The tasks of one job, from any number of nodes. */
 struct slurm_tasks {
 	struct job *j; /* its ranks, each with its node */
