@@ -16,6 +16,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "corecmd.h"
+#include "heapwarm.h"
 #include "corefile.h"
 #include "crash.h"
 #include "detector.h"
@@ -446,8 +447,12 @@ int cmd_check(int argc, char **argv)
 		pkg_cache__free(a.o.pkgs);
 	} else if (ret < 0 && a.o.job_relay) {
 		ret = check_job__relay(a.o.job_relay, &a.o);
-	} else if (ret < 0)
+	} else if (ret < 0) {
+		/* A process read once (not a command run and watched). */
+		if (a.n_pids)
+			heap__warm_enable();
 		ret = check_run(&a);
+	}
 	core_opts__done(&a.o.read_core);
 	free(a.pids);
 	return ret;

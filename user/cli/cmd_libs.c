@@ -10,6 +10,7 @@
 #include "cliopt.h"
 #include "corefile.h"
 #include "commands.h"
+#include "heapwarm.h"
 #include "corecmd.h"
 #include "elfobj.h"
 #include "graph_export.h"
@@ -547,6 +548,7 @@ int cmd_libs(int argc, char **argv)
 	if (ret >= 0)
 		goto out;
 	output__set_json(o.fmt == FMT_JSON);
+	heap__warm_enable();
 	lg.g = calloc(o.n_pids, sizeof(*lg.g));
 	lg.rt = calloc(o.n_pids, sizeof(*lg.rt));
 	lg.pkgs = o.packages ? pkg_cache__new() : NULL;

@@ -24,6 +24,7 @@
 #include "job.h"
 #include "libgraph.h"
 #include "goroutines.h"
+#include "heapwarm.h"
 #include "lockwait.h"
 #include "output.h"
 #include "phase.h"
@@ -701,8 +702,10 @@ int cmd_stacks(int argc, char **argv)
 	struct cliopt cl;
 	int ret = stacks_parse(argc, argv, &o, &cl);
 
-	if (ret < 0)
+	if (ret < 0) {
+		heap__warm_enable();
 		ret = stacks_run(&o, &cl);
+	}
 	core_opts__done(&o.co);
 	free(o.pids);
 	return ret;
