@@ -64,9 +64,20 @@ int cachefile__root(char *buf, size_t len)
 uint64_t cachefile__checksum(const void *p, size_t len)
 {
 	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = 0xcbf29ce484222325ull ^ len, w;
+	size_t i = 0;
 
-	for (size_t i = 0; i < len; i++)
+	/*
+	 * FNV-1a over eight bytes a step (a byte a step took 5% of libs' time, on dpkg's answers).
+	 * Each step maps the state one-to-one for a given word, so any one word changed changes
+	 * the sum.
+	 */
+	for (; i + sizeof(w) <= len; i += sizeof(w)) {
+		memcpy(&w, b + i, sizeof(w));
+		h = (h ^ w) * 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	for (; i < len; i++)
 		h = (h ^ b[i]) * 0x100000001b3ull;
 	return h;
 }
@@ -469,7 +480,7 @@ struct seal {
 	char magic[8];
 	uint64_t len, sum;
 };
-#define SEAL_MAGIC "dlsseal1"
+#define SEAL_MAGIC "dlsseal2" /* 2: the checksum by words */
 
 int cachefile__write_sealed(const char *sub, const char *name, const void *data, size_t len)
 {

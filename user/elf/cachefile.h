@@ -72,7 +72,7 @@ int cachefile__commit(const char *sub, const char *tmp, const char *name, bool o
  */
 bool cachefile__trusted_source(const struct stat *st);
 
-/* The checksum dlscope's cache files carry (FNV-1a, 64 bits). */
+/* The checksum dlscope's cache files carry (FNV-1a by 64-bit words, folded). */
 uint64_t cachefile__checksum(const void *p, size_t len);
 
 /* A cache file's image being built: bytes appended as it grows; @oom once an allocation failed. */
