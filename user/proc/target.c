@@ -274,6 +274,22 @@ int target__read(const struct target *t, uint64_t addr, void *buf, size_t len)
 	return -EFAULT;
 }
 
+ssize_t target__read_some(const struct target *t, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n;
+
+	if (t->image || t->core || t->task <= 0)
+		return -ENOTSUP;
+	n = process_vm_readv(t->task, &local, 1, &remote, 1, 0);
+	if (n >= 0)
+		return n;
+	if (errno == ESRCH || errno == EPERM || errno == EACCES)
+		return errno == ESRCH ? -ESRCH : -EPERM;
+	return -EFAULT;
+}
+
 size_t target__read_many(const struct target *t, const uint64_t *addrs, size_t n, void *buf,
 			 size_t len)
 {

@@ -75,6 +75,11 @@ struct target *target__from_core(const struct corefile *core, const char *exe);
 /* Read @len bytes at @addr in the target. Returns 0, or -EFAULT/-ESRCH/-EPERM. */
 int target__read(const struct target *t, uint64_t addr, void *buf, size_t len);
 /*
+ * Up to @len bytes at @addr of a live process, as many as are readable from @addr on (a read
+ * stops at the first page that is not): how many, or -errno. A core or an image: -ENOTSUP.
+ */
+ssize_t target__read_some(const struct target *t, uint64_t addr, void *buf, size_t len);
+/*
  * Read @n records of @len bytes, the i-th at @addrs[i], into @buf one after the other, in as
  * few system calls as the kernel allows (a list walked before, read again in one go). Returns
  * how many leading records were read whole.
