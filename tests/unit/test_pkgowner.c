@@ -196,7 +196,7 @@ int main(void)
 					SITE "/baz/_c.so", "/lib/x86_64-linux-gnu/libc.so.6" };
 		const struct pkg_owner *out[5];
 
-		CHECK(!pkg_cache__lookup_many(c, fd, paths, 5, out) && out[0] &&
+		CHECK(!pkg_cache__lookup_many(c, fd, paths, NULL, 5, out) && out[0] &&
 			      !strcmp(out[0]->name, "libalt0") && !out[1] && !out[2] && out[3] &&
 			      out[3]->manager == PKG_PIP && out[4] &&
 			      !strcmp(out[4]->version, "2.36-9"),

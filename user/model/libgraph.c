@@ -513,6 +513,7 @@ static int add_link_map_objects(struct libgraph *g, const struct target *t,
 			o->in_maps = true;
 			o->inode = mp->inode;
 			o->deleted = mp->deleted;
+			o->kernel_path = !t->core && mp->path && !strcmp(path, mp->path);
 		}
 		if (exe) {
 			o->origin = LG_EXECUTABLE;
@@ -583,6 +584,7 @@ static int add_mapped_only(struct libgraph *g, const struct target *t, const str
 		o->in_maps = true;
 		o->inode = mp->inode;
 		o->deleted = mp->deleted;
+		o->kernel_path = !t->core;
 		if (!g->from_link_map && !strcmp(mp->path, t->exe))
 			o->origin = LG_EXECUTABLE;
 		object_open_elf(g, o, host, NULL);
@@ -843,10 +845,11 @@ int libgraph__find_packages(struct libgraph *g, const struct target *t, struct p
 {
 	const struct pkg_owner **owners = calloc(g->n ? g->n : 1, sizeof(*owners));
 	const char **paths = calloc(g->n ? g->n : 1, sizeof(*paths));
+	bool *real = calloc(g->n ? g->n : 1, sizeof(*real));
 	char root[64];
 	int fd = t->root_fd, err = -ENOMEM;
 
-	if (!owners || !paths)
+	if (!owners || !paths || !real)
 		goto out;
 	/* A target without its root held (an image, a fuzz input) may still have /proc/PID/root. */
 	if (fd < 0) {
@@ -858,8 +861,9 @@ int libgraph__find_packages(struct libgraph *g, const struct target *t, struct p
 
 		if (!o->pkg && !o->gone && !o->deleted && o->origin != LG_VDSO)
 			paths[i] = o->path;
+		real[i] = o->kernel_path;
 	}
-	err = pkg_cache__lookup_many(pc, fd, paths, g->n, owners);
+	err = pkg_cache__lookup_many(pc, fd, paths, real, g->n, owners);
 	for (size_t i = 0; !err && i < g->n; i++)
 		if (owners[i] && !(g->objs[i]->pkg = pkg_owner__dup(owners[i])))
 			err = -ENOMEM;
@@ -868,6 +872,7 @@ int libgraph__find_packages(struct libgraph *g, const struct target *t, struct p
 out:
 	free(owners);
 	free(paths);
+	free(real);
 	return err;
 }
 

@@ -42,6 +42,9 @@ struct lg_object {
 	uint64_t inode;
 	enum lg_origin origin;
 	bool in_link_map, in_maps, deleted, gone;
+	/* path is the kernel's name of its mapping (a live process's /proc/PID/maps): no link
+	 * in it, nothing to resolve before asking who installed the file. */
+	bool kernel_path;
 	/* A live collector saw the dlopen call that brought it in (libgraph__saw_dlopen). */
 	bool dlopened;
 	/*

@@ -315,14 +315,15 @@ static int resolve_cached(struct pkg_root *r, const char *path, char *out, size_
 	return -ELOOP;
 }
 
-/* The real file is what the mapping holds; a link to it is only a name. */
-static const struct pkg_owner *python_lookup(struct pkg_root *r, char *asked, char *real,
-					     size_t len)
+/* The real file is what the mapping holds; a link to it is only a name. @resolved: @asked holds
+ * no link. */
+static const struct pkg_owner *python_lookup(struct pkg_root *r, char *asked, bool resolved,
+					     char *real, size_t len)
 {
 	const struct pkg_owner *o;
 
 	pkg_path__normalize(asked);
-	if (resolve_cached(r, asked, real, len))
+	if (resolved || resolve_cached(r, asked, real, len))
 		snprintf(real, len, "%s", asked);
 	scan_ancestors(r, real);
 	if ((o = pkgindex__get(&r->pip, real)) || (o = pkgindex__get(&r->conda, real)))
@@ -330,8 +331,8 @@ static const struct pkg_owner *python_lookup(struct pkg_root *r, char *asked, ch
 	return NULL;
 }
 
-int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *paths, size_t n,
-			   const struct pkg_owner **out)
+int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *paths,
+			   const bool *real_paths, size_t n, const struct pkg_owner **out)
 {
 	struct pending *pend = NULL;
 	struct pathmap wanted = { 0 };
@@ -358,7 +359,8 @@ int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *
 			continue;
 		}
 		snprintf(asked, sizeof(asked), "%s", paths[i]);
-		if ((out[i] = python_lookup(r, asked, real, sizeof(real))))
+		if ((out[i] = python_lookup(r, asked, real_paths && real_paths[i], real,
+					    sizeof(real))))
 			continue;
 		p->i = i;
 		p->asked = strdup(asked);
@@ -403,6 +405,6 @@ const struct pkg_owner *pkg_cache__lookup(struct pkg_cache *c, int root_fd, cons
 {
 	const struct pkg_owner *o = NULL;
 
-	pkg_cache__lookup_many(c, root_fd, &path, 1, &o);
+	pkg_cache__lookup_many(c, root_fd, &path, NULL, 1, &o);
 	return o;
 }

@@ -29,10 +29,12 @@ void pkg_cache__free(struct pkg_cache *c);
 const struct pkg_owner *pkg_cache__lookup(struct pkg_cache *c, int root_fd, const char *path);
 /*
  * The same for @n paths at once, into @out (NULL where none): dpkg's lists are read once for all
- * the paths no Python installer claimed. 0, or -ENOMEM (@out then holds what was found).
+ * the paths no Python installer claimed. @real (NULL: none) marks the paths that hold no link
+ * (the kernel's names of mappings): not resolved again, a system call less each. 0, or -ENOMEM
+ * (@out then holds what was found).
  */
-int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *paths, size_t n,
-			   const struct pkg_owner **out);
+int pkg_cache__lookup_many(struct pkg_cache *c, int root_fd, const char *const *paths,
+			   const bool *real, size_t n, const struct pkg_owner **out);
 
 /*
  * @path with its symbolic links resolved inside the root @root_fd (an absolute link starts again
