@@ -108,6 +108,14 @@ static bool root_is_ours(const struct target *t)
 	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* The environment a process started with, as /proc/PID/environ shows it once read. */
+struct target_env {
+	bool read;
+	int err;
+	char *data;
+	size_t size;
+};
+
 int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 {
 	struct target *t;
@@ -121,6 +129,7 @@ int target__open(pid_t pid, struct target **out, char *reason, size_t reasonlen)
 		return why(reason, reasonlen, ENOMEM, "out of memory");
 	t->pid = pid;
 	t->mem_fd = t->root_fd = t->exe_fd = -1;
+	t->env = calloc(1, sizeof(*t->env)); /* NULL: read at each ask */
 
 	err = read_task(t, reason, reasonlen);
 	if (err)
@@ -202,6 +211,9 @@ void target__free(struct target *t)
 	}
 	if (t->exe_fd >= 0)
 		close(t->exe_fd);
+	if (t->env)
+		free(t->env->data);
+	free(t->env);
 	free(t);
 }
 
@@ -430,19 +442,22 @@ bool target__alive(const struct target *t)
 
 int target__getenv(const struct target *t, const char *name, char *buf, size_t len)
 {
+	struct target_env once = { 0 }, *e = t->env ? t->env : &once;
 	const char *value;
-	char *env;
-	size_t size;
-	int err;
 
 	if (t->core)
 		return -ENOENT; /* a core keeps no environment we read */
-	if ((err = proc__environ(t->task, &env, &size)))
-		return err;
-	value = proc__environ_get(env, size, name);
+	if (!e->read) {
+		e->err = proc__environ(t->task, &e->data, &e->size);
+		e->read = true;
+	}
+	if (e->err)
+		return e->err;
+	value = proc__environ_get(e->data, e->size, name);
 	if (value)
 		snprintf(buf, len, "%s", value);
-	free(env);
+	if (e == &once)
+		free(once.data);
 	return value ? 0 : -ENOENT;
 }
 
