@@ -18,11 +18,21 @@ LAYERS := $(addprefix user/,$(CORE_LAYERS) collect) ui user/cli
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
 	  -I$(OUTPUT) $(addprefix -Iuser/,$(USER_LAYERS)) -Iui -Ibpf $(EXTRA_CFLAGS)
 CORE_LDLIBS := -ldw -lelf -lz -ljansson -lpthread
-# ./dlscope links these libraries' archives and the C library alone dynamically: ten shared
-# objects fewer to map and relocate at each start (some 100 page faults of the loader's, 2 of
-# the 7 ms a `dlscope --version` took on a nested VM), for commands run in loops and by scripts.
-LDLIBS += -Wl,-Bstatic -lbpf -lncursesw -ltinfo -ldw -lelf -lz -llzma -lbz2 -ljansson \
-	  -Wl,-Bdynamic -lpthread
+# ./dlscope links its libraries' archives where the system has every one (Debian's -dev packages
+# ship them; pkg-config --static names what each needs, zstd where elfutils uses it) and only
+# the C library dynamically: ten shared objects fewer to map and relocate at each start (some
+# 100 page faults of the loader's, 2 of the 7 ms a `dlscope --version` took on a nested VM), for
+# commands run in loops and by scripts. Where an archive is missing (Fedora ships them apart)
+# it links the shared libraries.
+ARCHIVE_LIBS := $(filter-out -lpthread -ldl -lm -lrt -lc,$(filter -l%,\
+	$(shell pkg-config --static --libs libbpf libdw ncursesw jansson 2>/dev/null)))
+ARCHIVES_MISSING := $(strip $(foreach l,$(ARCHIVE_LIBS),\
+	$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l:-l%=%).a)),,$(l))))
+ifneq ($(and $(ARCHIVE_LIBS),$(if $(ARCHIVES_MISSING),,yes)),)
+LDLIBS += -Wl,-Bstatic $(ARCHIVE_LIBS) -Wl,-Bdynamic -lpthread -ldl
+else
+LDLIBS += -lbpf -lncursesw $(CORE_LDLIBS)
+endif
 
 # libFuzzer builds (clang): the project's objects instrumented, each tests/fuzz/*.c a fuzzer.
 ifeq ($(FUZZ),1)
