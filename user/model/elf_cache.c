@@ -14,9 +14,9 @@
  * One analysis per file: dlmopen namespaces and renamed copies map the same inode twice, and a
  * collector that re-reads a process after every dlopen meets the same files again. The cache
  * holds a reference to each analysis and every graph object one more; analyses no graph holds
- * any longer are dropped, oldest first, past ELF_CACHE_IDLE of them (looked for once every
- * ELF_CACHE_IDLE / 2 new analyses), so that a process loading and unloading thousands of
- * libraries does not grow a collector without bound.
+ * any longer are dropped, oldest first, past ELF_CACHE_IDLE of them (looked for when a graph
+ * lets its analyses go, and once every ELF_CACHE_IDLE / 2 new analyses), so that a process
+ * loading and unloading thousands of libraries does not grow a collector without bound.
  */
 #define ELF_CACHE_IDLE 64
 
@@ -54,17 +54,6 @@ struct elf_cache *elf_cache__get(struct elf_cache *c)
 {
 	c->refs++;
 	return c;
-}
-
-void elf_cache__put(struct elf_cache *c)
-{
-	if (!c || --c->refs)
-		return;
-	for (size_t i = 0; i < c->n; i++)
-		elfobj__free(c->e[i].elf);
-	free(c->e);
-	idxmap__free(&c->by_inode);
-	free(c);
 }
 
 struct inode_key {
@@ -119,6 +108,24 @@ static void cache_trim(struct elf_cache *c)
 	for (size_t i = 0; i < c->n; i++)
 		if (index_entry(c, i))
 			break;
+}
+
+void elf_cache__put(struct elf_cache *c)
+{
+	if (!c)
+		return;
+	if (--c->refs) {
+		/* A graph let its analyses go: those it alone held are idle now, and a collector
+		 * may open nothing new for a long while (a quiet node after a process ended). */
+		c->trim_at = 0;
+		cache_trim(c);
+		return;
+	}
+	for (size_t i = 0; i < c->n; i++)
+		elfobj__free(c->e[i].elf);
+	free(c->e);
+	idxmap__free(&c->by_inode);
+	free(c);
 }
 
 static struct elf_object *cache_find(const struct elf_cache *c, uint64_t inode)

@@ -16,8 +16,8 @@ struct elf_cache *elf_cache__new(void);
 /* One more reference to @c, for a graph that shares it. */
 struct elf_cache *elf_cache__get(struct elf_cache *c);
 void elf_cache__put(struct elf_cache *c);
-/* Analyses held: those some graph uses, and at most 96 others (ELF_CACHE_IDLE, 64, and the 32
- * opened before the next look), newest kept. */
+/* Analyses held: those some graph uses, and at most ELF_CACHE_IDLE (64) others once a graph let
+ * its analyses go (32 more may be opened in between), newest kept. */
 size_t elf_cache__size(const struct elf_cache *c);
 /*
  * Open @host_path once per file; the cache owns the result (a reference for the caller). @inode,

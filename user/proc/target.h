@@ -44,7 +44,8 @@ struct target {
 	 * let in, without a wait. NULL: nothing to do. */
 	void (*pause)(const struct target *t);
 	/* /proc/PID/environ, read at the first target__getenv and kept (NULL: not kept, read
-	 * each time): check asked it once an object, 506 reads for 500 objects. */
+	 * each time): check asked it once an object, 506 reads for 500 objects. So
+	 * target__getenv writes here: a target is not to be shared between threads. */
 	struct target_env *env;
 };
 
