@@ -61,6 +61,16 @@ int cachefile__root(char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+uint64_t cachefile__checksum_bytewise(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
 uint64_t cachefile__checksum(const void *p, size_t len)
 {
 	const unsigned char *b = p;

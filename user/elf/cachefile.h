@@ -74,6 +74,9 @@ bool cachefile__trusted_source(const struct stat *st);
 
 /* The checksum dlscope's cache files carry (FNV-1a by 64-bit words, folded). */
 uint64_t cachefile__checksum(const void *p, size_t len);
+/* FNV-1a a byte at a time, the sum before 2026-11-30: debuginfo files' trailers keep it, so that
+ * the inflated copies (10 to 25 MB each) written before stay valid. */
+uint64_t cachefile__checksum_bytewise(const void *p, size_t len);
 
 /* A cache file's image being built: bytes appended as it grows; @oom once an allocation failed. */
 struct cache_wbuf {

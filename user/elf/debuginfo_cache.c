@@ -30,7 +30,7 @@
 struct trailer {
 	char magic[8];
 	uint64_t image; /* the ELF image's length: the trailer starts there */
-	uint64_t sum;	/* cachefile__checksum of the ELF header, then the section headers */
+	uint64_t sum; /* cachefile__checksum_bytewise of the ELF header, then the section headers */
 	uint32_t bidlen, pad;
 	unsigned char bid[64];
 };
@@ -97,7 +97,7 @@ static int header_sum(int fd, uint64_t image, uint64_t *sum)
 	if (!buf || pread(fd, buf, eh.e_ehsize, 0) != eh.e_ehsize ||
 	    pread(fd, buf + eh.e_ehsize, shsize, (off_t)eh.e_shoff) != (ssize_t)shsize)
 		goto out;
-	*sum = cachefile__checksum(buf, eh.e_ehsize + shsize);
+	*sum = cachefile__checksum_bytewise(buf, eh.e_ehsize + shsize);
 	err = 0;
 out:
 	free(buf);
