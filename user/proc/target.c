@@ -448,14 +448,12 @@ int target__getenv(const struct target *t, const char *name, char *buf, size_t l
 	if (t->core)
 		return -ENOENT; /* a core keeps no environment we read */
 	if (!e->read) {
-		char *fit;
-
 		e->err = proc__environ(t->task, &e->data, &e->size);
 		/* Out of memory may pass: asked again next time. */
 		e->read = e->err != -ENOMEM;
 		/* Kept at its size (read into 64 KiB): a collector keeps up to 64 targets. */
-		if (!e->err && (fit = realloc(e->data, e->size + 1)))
-			e->data = fit;
+		if (!e->err)
+			ARRAY_SHRINK(e->data, e->size + 1);
 	}
 	if (e->err)
 		return e->err;
