@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cliopt.h"
 #include "job.h"
 #include "jsonfold.h"
 
@@ -28,20 +29,18 @@
  * The option entries (struct cliopt_def, cliopt.h) of a command that reads a Slurm job on its
  * nodes: its hidden node half (--job-node, cliopt__next() gives @node_val) and relay
  * (--job-relay, 'L'), and --fanout ('F'). @cmd names the command, @how how the tree is told
- * ("as STAT's do"), @what what a relay sends once ("library list once").
+ * ("as STAT's do"), @what what a relay sends once ("library list once"). Laid out as the
+ * tables that use them.
  */
-/* A table's entries, laid out as the tables that use them. */
 // clang-format off
-#define SLURM_FANOUT_STR_(x) #x
-#define SLURM_FANOUT_STR(x) SLURM_FANOUT_STR_(x)
 #define SLURM_TASKS_OPTION_DEFS(cmd, node_val, how, what)				\
 	{ .name = "job-node", .val = (node_val), .arg = "JOBID[.STEP]", .hidden = true },	\
 	{ .name = "job-relay", .val = 'L', .arg = "JOBID[.STEP]:FIRST:COUNT:WIDTH:NODELIST",	\
 	  .hidden = true },								\
 	{ .name = "fanout", .val = 'F', .arg = "N",					\
 	  .help = "with --job of a Slurm job: past N nodes (2 to "			\
-		  SLURM_FANOUT_STR(SLURM_FANOUT_MAX) ", default "			\
-		  SLURM_FANOUT_STR(SLURM_FANOUT_DEFAULT) ") the answers come up a tree, "	\
+		  CLIOPT_STR(SLURM_FANOUT_MAX) ", default "			\
+		  CLIOPT_STR(SLURM_FANOUT_DEFAULT) ") the answers come up a tree, "	\
 		  how ": relays (`dlscope " cmd " --job-relay`, on the first node of each "	\
 		  "share) read at most N nodes or relays each and send each distinct "	\
 		  what "; the front end reads at most N answers" }
