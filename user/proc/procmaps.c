@@ -13,7 +13,6 @@
 
 #include "array.h"
 #include "corefile.h"
-#include "heapwarm.h"
 #include "procfs.h"
 #include "procmaps.h"
 
@@ -176,8 +175,6 @@ struct procmaps *procmaps__read(pid_t pid)
 	char *text;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	/* Its text (some 500 bytes an object) and what is parsed from it. */
-	heap__warm(1u << 20);
 	text = slurp(path);
 	/* No mapping at all: the main thread exited, and another thread has the memory. */
 	if (text && !text[0]) {
