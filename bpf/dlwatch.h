@@ -335,20 +335,24 @@ struct dlw_event {
 	char str[DLW_STR_LEN];
 	/* Only in full-size events (dlopen, GPU loads, fork, signal, omp_fork); others end here. */
 	char path[DLW_STR_LEN];	   /* dlopen: l_name of the returned link_map, the file loaded */
-	struct dlw_pystack py;	   /* dlopen: the Python stack at its entry */
 	unsigned int stack_size;   /* bytes of user stack that follow, from regs.sp & ~4095 */
 	unsigned int stack_absent; /* bit i: page i of them could not be read (zeros) */
-	struct dlw_regs regs;	   /* the user registers where the stack was taken */
+	unsigned int py_follows;   /* dlopen: its Python stack follows the stack's bytes */
+	unsigned int pad;
+	struct dlw_regs regs; /* the user registers where the stack was taken */
 };
 
 /*
  * An event with its stack: stack_size bytes of user memory from the page of regs.sp (the bytes
- * below sp are dead, above it the frames). Built in a scratch slot, sent at the size of the
- * event and the bytes copied.
+ * below sp are dead, above it the frames), then, for a dlopen of a Python thread
+ * (py_follows), the Python stack at its entry. Built in a scratch slot, sent at the size of
+ * what it holds: a record that carried room for a Python stack in every event was 6 KiB more
+ * to write into the ring for each dlopen of any process, most of them no Python's.
  */
 struct dlw_stack_event {
 	struct dlw_event e;
 	unsigned char stack[DLW_STACK_BYTES];
+	struct dlw_pystack py_room; /* where the Python stack goes when the copy fills stack[] */
 };
 
 #endif

@@ -97,6 +97,20 @@ static __always_inline void dlopen_error(struct dlw_event *e)
 		e->arg2 = (u32)code;
 }
 
+/* A dlopen's Python stack (python.bpf.h: py_capture), right after the stack bytes copied. */
+static __always_inline void py_after_stack(struct dlw_stack_event *se, u64 key)
+{
+	struct dlw_pystack *py = bpf_map_lookup_elem(&pystacks, &key);
+	u32 at = se->e.stack_size;
+
+	if (!py || py->status == DLW_PY_NONE)
+		return;
+	if (at > DLW_STACK_BYTES)
+		at = DLW_STACK_BYTES;
+	if (!bpf_probe_read_kernel(se->stack + at, sizeof(*py), py))
+		se->e.py_follows = 1;
+}
+
 static __always_inline int call_exit(void *ctx, u32 type, long ret)
 {
 	u64 id = current_id();
@@ -148,15 +162,11 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 		}
 		if (type == DLW_GPU_LOAD)
 			gpu_result(e, ret);
-		if (type == DLW_DLOPEN) {
-			struct dlw_pystack *py = bpf_map_lookup_elem(&pystacks, &key);
-
-			if (py)
-				bpf_probe_read_kernel(&e->py, sizeof(e->py), py);
-		}
 		/* On the ret instruction: the pc is still in the loader's function. */
 		if (busy) {
 			take_stack(e, ctx);
+			if (type == DLW_DLOPEN)
+				py_after_stack((struct dlw_stack_event *)e, key);
 			stack_submit(e, busy, 0);
 		} else {
 			/* dlsym can come by the hundred thousand: no wake-up each, the

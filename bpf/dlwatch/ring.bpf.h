@@ -296,8 +296,7 @@ static __always_inline void init_event(struct dlw_event *e, u32 type, bool full)
 	e->str[0] = '\0';
 	if (full) {
 		e->path[0] = '\0';
-		e->py.status = DLW_PY_NONE;
-		e->py.n = 0;
+		e->py_follows = 0;
 		e->stack_size = 0;
 		e->stack_absent = 0;
 	}
@@ -380,13 +379,16 @@ static __always_inline struct dlw_event *stack_reserve(u32 type, u32 **busy)
 	return e;
 }
 
-/* The event and the stack bytes it holds, no more; the slot is free again. */
+/* The event and the stack bytes it holds (and the Python stack after them), no more; the slot
+ * is free again. */
 static __always_inline void stack_submit(struct dlw_event *e, u32 *busy, u64 flags)
 {
 	u32 size = e->stack_size;
 
 	if (size > DLW_STACK_BYTES)
 		size = DLW_STACK_BYTES;
+	if (e->py_follows)
+		size += sizeof(struct dlw_pystack);
 	if (bpf_ringbuf_output(&events, e, sizeof(*e) + size, flags))
 		count_lost();
 	*busy = 0;

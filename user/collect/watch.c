@@ -82,9 +82,9 @@ static void dispatch(struct watch *w, struct watch_event *we)
 		sampling__name_signal(w, ps, we);
 	}
 	w->cur.python[0] = '\0';
-	if (ev->kind == EVENT_DLOPEN && ps && ps->python && we->raw &&
-	    we->size >= offsetof(struct dlw_event, regs) && we->raw->py.status != DLW_PY_NONE &&
-	    !py_import__resolve(&ps->py, ps->pid, &we->raw->py, ps->codes, &ev->py)) {
+	if (ev->kind == EVENT_DLOPEN && ps && ps->python && we->py &&
+	    we->py->status != DLW_PY_NONE &&
+	    !py_import__resolve(&ps->py, ps->pid, we->py, ps->codes, &ev->py)) {
 		ev->has_python = true;
 		py_import__describe(&ev->py, w->cur.python, sizeof(w->cur.python));
 	}
@@ -145,6 +145,7 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 	memcpy(we.comm, e->comm, sizeof(we.comm));
 	we.raw = e;
 	we.size = size;
+	we.py = NULL;
 	if (we.ev.kind == EVENT_OMP_FORK && w->hot.counts) {
 		const char *rt = activity_counts__path(w->hot.counts, we.ev.u.omp_fork.runtime_id);
 
@@ -159,6 +160,10 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 		w->cur.stack = se->stack + (e->regs.sp & 4095);
 		w->cur.len = e->stack_size - (e->regs.sp & 4095);
 	}
+	/* After the stack's bytes (whole pages: aligned). */
+	if (size >= sizeof(*e) && e->py_follows && e->stack_size <= sizeof(se->stack) &&
+	    size - sizeof(*e) >= e->stack_size + sizeof(*we.py))
+		we.py = (const struct dlw_pystack *)(se->stack + e->stack_size);
 	dispatch(w, &we);
 }
 

@@ -50,9 +50,10 @@ struct elf_object;
  */
 struct watch_event {
 	struct event ev;
-	char comm[16];		     /* the thread's name as it set it (findings carry it so) */
-	const struct dlw_event *raw; /* the kernel's record (registers, stack); NULL: made here */
-	size_t size;		     /* its size */
+	char comm[16];		      /* the thread's name as it set it (findings carry it so) */
+	const struct dlw_event *raw;  /* the kernel's record (registers, stack); NULL: made here */
+	size_t size;		      /* its size */
+	const struct dlw_pystack *py; /* a dlopen's Python stack, after the stack's bytes */
 };
 
 struct proc_state {
