@@ -4,7 +4,8 @@
  * not hold otherwise, each dlopen mapping it anew (a new object in the link map). With "fresh",
  * each round maps a new copy of LIB (another file, whose content watch has not seen: one it
  * holds if it is a runtime), made before the round's clock starts. Prints the mean time of
- * one dlopen in microseconds.
+ * one dlopen in microseconds. DLOPEN_NEW_LOOP_WAIT_MS: a sleep before the first round (a
+ * bench stops the watch that started it meanwhile).
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -53,6 +54,8 @@ int main(int argc, char **argv)
 
 	if (argc > 3 && !strcmp(argv[3], "fresh") && !(bytes = read_all(lib, &len)))
 		return 1;
+	if (getenv("DLOPEN_NEW_LOOP_WAIT_MS"))
+		usleep((useconds_t)atoi(getenv("DLOPEN_NEW_LOOP_WAIT_MS")) * 1000);
 	for (long i = 0; i < n; i++) {
 		struct timespec a, b;
 		void *h;

@@ -4,13 +4,17 @@
 round by round, with the medians printed beside the untraced run and bpftrace's entry and return
 pair on the same function (the floor). Needs root (BPF), bpftrace and the fixtures (make).
 
-    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,where,dlsym,twin,sigcost,torch,kill,nice,attach,signals]
+    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,steady,where,dlsym,twin,sigcost,torch,kill,nice,attach,signals]
 
 Rows:
   dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held once: then known
            to need no probes, let go at once); of a runtime again (held once: then its probes
            are in place); of a new copy of a runtime each time (held every time); and of 200
            distinct objects the process never had, the ELF cache warm and off
+  steady   a dlopen's steady cost: 1,500 dlopens of an object not loaded yet (the first hold's
+           milliseconds, which the dlopen row's 300 carry, spread thin), under watch, with
+           --ring-mb 1, and with watch stopped once the loop runs (its probes and programs
+           alone: nothing holds while it is stopped)
   where    where a watched dlopen's extra time goes: the loop's thread off its CPU (preempted,
            by whom; waiting, on what), by the scheduler's tracepoint; the rest is on its CPU
            (the probes' traps and programs)
@@ -268,6 +272,37 @@ def on_cpu_parts(build, prog):
               f"of the loop's samples, of {per:.0f} us a dlopen under perf")
 
 
+def row_steady():
+    loops, wait_ms = 1500, 400
+    prog = [f"{OUT}/dlopen_new_loop", str(loops), f"{FX}/libplain.so"]
+    env = dict(os.environ, DLOPEN_NEW_LOOP_WAIT_MS=str(wait_ms))
+    configs = {"untraced": prog}
+    for b in BUILDS:
+        configs[f"watch ({name(b)})"] = [b, "watch", "-q", "--", *prog]
+        configs[f"watch --ring-mb 1 ({name(b)})"] = [b, "watch", "-q", "--ring-mb", "1", "--",
+                                                    *prog]
+        configs[f"watch, stopped ({name(b)})"] = ["stopped", b, "watch", "-q", "--", *prog]
+
+    def measure(argv):
+        stop = argv[0] == "stopped"
+        argv = argv[1:] if stop else argv
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             env=dict(cache_env(argv) or os.environ, **env))
+        if stop:
+            # Attached (about 0.15 s) and the loop still asleep: stopped for the whole loop.
+            time.sleep(wait_ms / 1000 - 0.05)
+            p.send_signal(signal.SIGSTOP)
+            time.sleep(loops * 1.2e-3 + 0.5)
+            p.send_signal(signal.SIGCONT)
+        return number(r"([\d.]+) us per dlopen", p.communicate(timeout=600)[0])
+
+    med = interleaved(configs, RUNS, measure)
+    base = med["untraced"]
+    print(f"a dlopen's steady cost ({loops} dlopens of libplain.so a run), median of {RUNS}:")
+    for k, v in med.items():
+        print(f"  {k:40s} {v:8.1f} us  (+{v - base:.1f} us)")
+
+
 def row_dlopen_distinct():
     libdir = os.path.join(OUT, "libs200")
     subprocess.run([os.path.join(ROOT, "bench", "gen_libs.sh"), libdir, "200"], check=True)
@@ -478,7 +513,8 @@ def row_signals():
               f"{int(m.group(1)) + int(m.group(2))} of {m.group(3)}")
 
 
-for row, fn in (("dlopen", row_dlopen), ("dlopen", row_dlopen_distinct), ("where", row_where),
+for row, fn in (("dlopen", row_dlopen), ("dlopen", row_dlopen_distinct), ("steady", row_steady),
+                ("where", row_where),
                 ("dlsym", row_dlsym), ("twin", row_twin), ("sigcost", row_sigcost),
                 ("torch", row_torch), ("kill", row_kill), ("nice", row_nice),
                 ("attach", row_attach), ("signals", row_signals)):
