@@ -240,10 +240,17 @@ int handle_exit(struct bpf_raw_tracepoint_args *ctx)
 	return GUARDED(on_exit(ctx));
 }
 
+/*
+ * A fatal signal as it is delivered: one of the faults or an abort with its default action. A
+ * signal a handler takes is not fatal: the JVM's SIGSEGV handler serves its null checks and
+ * safepoints (a dozen in a second of start-up), Go's and Python's faulthandler theirs; a
+ * handler that gives up resets the default and raises again, and that delivery is the one seen.
+ */
 static __always_inline int on_signal(struct bpf_raw_tracepoint_args *ctx)
 {
 	int sig = (int)ctx->args[0];
 	struct kernel_siginfo *info = (struct kernel_siginfo *)ctx->args[1];
+	struct k_sigaction *ka = (struct k_sigaction *)ctx->args[2];
 	struct dlw_event *e;
 	u32 *busy = NULL;
 
@@ -251,10 +258,16 @@ static __always_inline int on_signal(struct bpf_raw_tracepoint_args *ctx)
 	    !(sig == DLW_SIGILL || sig == DLW_SIGTRAP || sig == DLW_SIGABRT || sig == DLW_SIGBUS ||
 	      sig == DLW_SIGFPE || sig == DLW_SIGSEGV))
 		return 0;
+	if (ka && BPF_CORE_READ(ka, sa.sa_handler) != NULL /* SIG_DFL */)
+		return 0;
 	e = stack_reserve(DLW_SIGNAL, &busy);
 	if (e && busy) {
 		e->arg0 = sig;
-		if (info)
+		/* Sent by kill, tgkill or raise (si_code <= 0: SI_USER, SI_TKILL, SI_QUEUE...): no
+		 * fault address, the sender's PID (arg2 = its PID + 1; 0: a fault). */
+		if (info && BPF_CORE_READ(info, si_code) <= 0)
+			e->arg2 = (u64)BPF_CORE_READ(info, _sifields._kill._pid) + 1;
+		else if (info)
 			e->arg1 = (u64)BPF_CORE_READ(info, _sifields._sigfault._addr);
 		take_stack(e, task_regs());
 		stack_submit(e, busy, 0);

@@ -21,6 +21,38 @@ def test_fatal_signal_with_faulting_object():
     assert "exit, killed by SIGSEGV" in p.stdout
 
 
+def test_a_signal_a_handler_takes_is_not_fatal():
+    """The JVM serves its null checks and safepoints with a SIGSEGV handler (four in `java
+    -version`'s start): a signal that a handler takes is no fatal signal."""
+    p = watch("--", fixture_path("handled_faults"), "5", status=0)
+    assert "recovered 5" in p.stdout and "exit, status 0" in p.stdout, p.stdout
+    assert "fatal signal" not in p.stdout, p.stdout
+
+
+def test_a_signal_sent_names_its_sender_not_a_fault_address():
+    """Python's faulthandler takes the SIGSEGV, then raises it again with the default action:
+    that second one is the fatal one, sent by the process itself, with no fault address (its
+    siginfo holds the sender's PID where a fault's holds the address)."""
+    if not is_root():
+        raise Skip("BPF tests need root")
+    code = "import ctypes; ctypes.string_at(0)"
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "t.jsonl")
+        dlscope("record", "-o", trace, "--", "/usr/bin/python3", "-X", "faulthandler", "-c",
+                code, check=0, timeout=60)
+        recs = [json.loads(line) for line in open(trace)]
+    sig = [r for r in recs if r["type"] == "signal"]
+    assert len(sig) == 1, sig
+    assert sig[0]["signal"] == 11 and sig[0]["sent_by"] == sig[0]["pid"], sig
+    assert sig[0]["address"] == 0 and sig[0]["where"] == "none", sig
+    p = watch("--", "/usr/bin/python3", "-X", "faulthandler", "-c", code, status=0)
+    assert len(re.findall(r"python3 fatal signal SIGSEGV, sent by PID (\d+) \(itself; not a "
+                          r"fault\), at ", p.stdout)) == 1, p.stdout
+    # A fault keeps its address.
+    p = watch("--", "/usr/bin/python3", "-c", code, status=0)
+    assert "fatal signal SIGSEGV, fault address 0x0 (null pointer)" in p.stdout, p.stdout
+
+
 def _exec_mappings(pid):
     """(start, end) of every executable mapping of @pid."""
     out = []

@@ -234,7 +234,11 @@ void sampling__name_signal(struct watch *w, struct proc_state *ps, struct watch_
 	char *at = ev->u.signal.at;
 	size_t atlen = sizeof(ev->u.signal.at);
 
-	symbolize(ps, ev->u.signal.address, ev->u.signal.where, sizeof(ev->u.signal.where));
+	/* A signal sent (kill, raise) has no fault address to name. */
+	if (ev->u.signal.sent)
+		snprintf(ev->u.signal.where, sizeof(ev->u.signal.where), "none");
+	else
+		symbolize(ps, ev->u.signal.address, ev->u.signal.where, sizeof(ev->u.signal.where));
 	snprintf(at, atlen, "?");
 	/* The faulting pc: the stack's first frame, else the pc named from the model. */
 	if (ts && ts->n_frames) {

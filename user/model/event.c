@@ -2,6 +2,7 @@
 /* The typed watch event: raw BPF record in, text line and trace record out, and back. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -620,16 +621,25 @@ static void signal_decode(struct event *ev, const struct dlw_event *raw, bool fu
 {
 	ev->u.signal.signo = (unsigned int)raw->arg0;
 	ev->u.signal.address = raw->arg1;
+	ev->u.signal.sent = raw->arg2 != 0;
+	ev->u.signal.sent_by = ev->u.signal.sent ? (int64_t)raw->arg2 - 1 : 0;
 }
 
 static void signal_text(const struct event *ev, bool resolved, char *buf, size_t len)
 {
 	char sig[32];
 
-	snprintf(buf, len, "fatal signal %s, fault address %s, at %s",
-		 event__signal_name((int)ev->u.signal.signo, sig, sizeof(sig)),
-		 ev->u.signal.where[0] ? ev->u.signal.where : "?",
-		 ev->u.signal.at[0] ? ev->u.signal.at : "?");
+	if (ev->u.signal.sent)
+		snprintf(buf, len,
+			 "fatal signal %s, sent by PID %" PRId64 " (%snot a fault), at %s",
+			 event__signal_name((int)ev->u.signal.signo, sig, sizeof(sig)),
+			 ev->u.signal.sent_by, ev->u.signal.sent_by == ev->pid ? "itself; " : "",
+			 ev->u.signal.at[0] ? ev->u.signal.at : "?");
+	else
+		snprintf(buf, len, "fatal signal %s, fault address %s, at %s",
+			 event__signal_name((int)ev->u.signal.signo, sig, sizeof(sig)),
+			 ev->u.signal.where[0] ? ev->u.signal.where : "?",
+			 ev->u.signal.at[0] ? ev->u.signal.at : "?");
 }
 
 static void signal_to_json(const struct event *ev, json_t *j)
@@ -638,6 +648,8 @@ static void signal_to_json(const struct event *ev, json_t *j)
 	set(j, "signal", jint(ev->u.signal.signo));
 	set(j, "address", jint(ev->u.signal.address));
 	set(j, "where", json_string(ev->u.signal.where));
+	if (ev->u.signal.sent)
+		set(j, "sent_by", jint(ev->u.signal.sent_by));
 }
 
 static void signal_from_json(struct reader *r, struct event *ev)
@@ -646,6 +658,8 @@ static void signal_from_json(struct reader *r, struct event *ev)
 	ev->u.signal.signo = (unsigned int)get_int(r, "signal", false);
 	ev->u.signal.address = get_int(r, "address", false);
 	get_str(r, "where", false, ev->u.signal.where, sizeof(ev->u.signal.where));
+	ev->u.signal.sent = json_object_get(r->rec, "sent_by") != NULL;
+	ev->u.signal.sent_by = ev->u.signal.sent ? (int64_t)get_int(r, "sent_by", false) : 0;
 }
 
 /* A futex wait */

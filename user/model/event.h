@@ -124,8 +124,11 @@ struct event {
 		struct {
 			unsigned int signo;
 			uint64_t address; /* the fault address */
-			char where[256];  /* it, symbolized */
-			char at[512];	  /* the faulting pc, symbolized */
+			/* Sent by kill, tgkill or raise (no fault address): by this PID. */
+			bool sent;
+			int64_t sent_by;
+			char where[256]; /* it, symbolized */
+			char at[512];	 /* the faulting pc, symbolized */
 		} signal;
 		struct {
 			enum event_futex what;
