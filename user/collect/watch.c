@@ -167,13 +167,6 @@ static void handle_event(struct watch *w, const void *data, size_t size)
 	dispatch(w, &we);
 }
 
-/* Whether a busy stream is read a batch at a time (batch_pause). Without the reader the loop
- * answers holds, and waits for none. */
-static bool batching(const struct watch *w)
-{
-	return w->o->batch_ms || w->reader.on;
-}
-
 /*
  * libbpf's reader: a producer faster than we are would keep libbpf reading for ever, so past
  * the batch's time (the event is handled and counts as read) the loop gets control back to
@@ -185,7 +178,6 @@ static int read_event(void *ctx, void *data, size_t size)
 {
 	struct watch *w = ctx;
 	bool stop = stopping(w);
-	unsigned long long sent = 0;
 
 	if (w->loop.counting) {
 		w->st->lost_unread++;
@@ -200,10 +192,9 @@ static int read_event(void *ctx, void *data, size_t size)
 	if (size >= offsetof(struct dlw_event, path)) {
 		const struct dlw_event *e = data;
 
-		sent = e->ts_ns + e->duration_ns;
 		/* When it was sent: a call's record is stamped with the call's entry. */
-		if (sent > w->order.last_read)
-			w->order.last_read = sent;
+		if (e->ts_ns + e->duration_ns > w->order.last_read)
+			w->order.last_read = e->ts_ns + e->duration_ns;
 		/* A call's record: the call no longer holds the order back (horizon.h). */
 		if (e->type == DLW_DLOPEN || e->type == DLW_DLCLOSE || e->type == DLW_DLSYM ||
 		    e->type == DLW_GPU_LOAD)
@@ -217,9 +208,6 @@ static int read_event(void *ctx, void *data, size_t size)
 	if (w->loop.draining && ++w->loop.drained < DRAIN_MIN_EVENTS)
 		return 0;
 	if (mono_ns(CLOCK_MONOTONIC) >= w->loop.batch_end || (!w->loop.draining && stop))
-		return BATCH_OVER;
-	/* Sent while this batch was read: the next batch has it (batch_pause). */
-	if (!w->loop.draining && batching(w) && sent > w->loop.batch_from)
 		return BATCH_OVER;
 	return 0;
 }
@@ -275,19 +263,17 @@ static void live_counts(struct watch *w)
 }
 
 /*
- * watch_opts.batch_ms (else BATCH_MIN_MS): the rest of the period since the last read slept
- * before the next, so that a busy stream is read in batches, not woken for event by event.
- * A lone record still wakes the loop at once; holds go to the reader meanwhile.
+ * watch_opts.batch_ms: the rest of the period since the last read slept before the next, so
+ * that a busy stream is read in batches, not woken for event by event.
  */
 static void batch_pause(struct watch *w)
 {
 	unsigned long long now = mono_ns(CLOCK_MONOTONIC), next;
-	unsigned int ms = w->o->batch_ms ? w->o->batch_ms : BATCH_MIN_MS;
 	struct timespec ts;
 
-	if (!batching(w))
+	if (!w->o->batch_ms)
 		return;
-	next = w->loop.batch_at + ms * 1000000ULL;
+	next = w->loop.batch_at + w->o->batch_ms * 1000000ULL;
 	if (now < next && !stopping(w)) {
 		ts = (struct timespec){ .tv_sec = (time_t)((next - now) / 1000000000ULL),
 					.tv_nsec = (long)((next - now) % 1000000000ULL) };
@@ -321,8 +307,7 @@ static int read_until_done(struct watch *w, unsigned long long deadline, char *w
 			 * the look has sent its record, read below or remembered unread. */
 			if (!w->o->unordered)
 				reader__look(w);
-			w->loop.batch_from = mono_ns(CLOCK_MONOTONIC);
-			w->loop.batch_end = w->loop.batch_from + BATCH_NS;
+			w->loop.batch_end = mono_ns(CLOCK_MONOTONIC) + BATCH_NS;
 			n = ring_buffer__consume(w->ring.rb);
 			if (n >= 0 || n == -EINTR || n == BATCH_OVER)
 				reader__release_ordered(w, n == BATCH_OVER);

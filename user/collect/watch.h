@@ -63,8 +63,7 @@ struct watch_opts {
 	 * second of 32 KiB each would take from the targets and the ring. */
 	bool no_stacks;
 	/* The stream read at most every batch_ms (the agent's): events wait in the ring meanwhile
-	 * (each wake-up costs a context switch, a thousand a second on a busy node); 0: at most every
-	 * 5 ms while records keep coming (watch_internal.h: BATCH_MIN_MS). */
+	 * (each wake-up costs a context switch, a thousand a second on a busy node); 0: at once. */
 	unsigned int batch_ms;
 	bool follow;	       /* children as they fork */
 	bool hot;	       /* also the per-region OpenMP/BLAS entry points */

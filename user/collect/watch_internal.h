@@ -198,9 +198,6 @@ struct watch {
 		/* When the batch being read must give the loop back (deadline, signals, the
 		 * command). */
 		unsigned long long batch_end;
-		/* When the batch began to be read: what was sent later waits for the next one
-		 * (watch.c: read_event), which one read of each process then serves. */
-		unsigned long long batch_from;
 		bool draining;	      /* the last read, after the loop */
 		bool drain_all;	      /* the targets ended by themselves: that read takes all */
 		bool counting;	      /* past that read: what is left is counted, not handled */
@@ -291,13 +288,6 @@ struct watch {
 
 /* The longest the loop reads events before it checks its deadline, signals and command. */
 #define BATCH_NS (50ULL * 1000 * 1000)
-/*
- * A busy stream is read at most this often (watch.c: batch_pause) where no batch_ms is asked:
- * each wake-up and read of a process beside a target that is loading costs that target (on a
- * 2-CPU VM a dlopen took twice as long while the other CPU only spun), and a batch lets one
- * read serve all its calls (proctable__read_since).
- */
-#define BATCH_MIN_MS 5
 #define BATCH_OVER (-ECANCELED)
 /* The least the last read handles, whatever the time: a storm's rest is counted, not a run's. */
 #define DRAIN_MIN_EVENTS 256
