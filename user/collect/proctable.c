@@ -114,8 +114,6 @@ static int open_target(struct watch *w, struct proc_state *ps, struct target **t
 /* Re-read the process's graph and maps; attach probes to any runtime it now has. */
 int proctable__refresh(struct watch *w, struct proc_state *ps)
 {
-	/* A call that returned before this moment is in what is read now (read_since). */
-	uint64_t began = mono_ns(CLOCK_MONOTONIC);
 	struct libgraph *old = ps->g, *g = NULL;
 	struct procmaps *maps;
 	bool unlocked, opened;
@@ -149,8 +147,6 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 			target__free(t);
 	}
 	procmaps__free(maps);
-	if (g)
-		ps->read_from = began;
 	/* Gone already (a short command) before its start-up was read: the graph its first
 	 * hold read, if it had one. Only then: a failed read of a live process (a link map
 	 * rewritten all along) keeps the model it has. */
@@ -602,8 +598,7 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 	    ((ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle) || ev->kind == EVENT_DLCLOSE ||
 	     ev->kind == EVENT_EXEC)) {
 		if (ev->kind != EVENT_DLOPEN) {
-			if (ev->kind == EVENT_EXEC || !proctable__read_since(ps, we))
-				proctable__refresh(w, ps);
+			proctable__refresh(w, ps);
 			unloads_said(w, ps, we);
 		}
 		if (ev->kind != EVENT_DLCLOSE && !announce(w, ps, we) && ev->kind == EVENT_DLOPEN)
@@ -621,17 +616,6 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		unloads_said(w, ps, we);
 	}
 	return ps;
-}
-
-/*
- * Whether @ps's model was read after the call @we reports had returned: that read shows what
- * the call did already, and another would show only later calls, which bring their own
- * records. A burst of dlopens read a batch at a time (watch.c: batch_pause) is read once a
- * batch, not once a call: the collector's reads beside a loading target are what it pays.
- */
-bool proctable__read_since(const struct proc_state *ps, const struct watch_event *we)
-{
-	return ps && ps->g && we->raw && ps->read_from > we->ev.t + we->raw->duration_ns;
 }
 
 /*

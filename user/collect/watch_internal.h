@@ -117,7 +117,6 @@ struct proc_state {
 	/* watch_opts.settle_ms: its last read, and calls since whose objects are not judged. */
 	uint64_t read_at;
 	bool unsettled;
-	uint64_t read_from; /* when its last read began (proctable__read_since) */
 	/* What each handle a dlopen returned is, by the stream: the model may have read a
 	 * later load at that link_map. */
 	struct handle_path {
@@ -408,7 +407,6 @@ void live_findings__on_event(struct watch *w, struct proc_state *ps, const struc
 bool live_findings__loader_lock(const struct proc_state *ps, uint64_t uaddr);
 void live_findings__check_running(struct watch *w, struct proc_state *ps);
 bool proctable__settling(struct watch *w, struct proc_state *ps, const struct event *ev);
-bool proctable__read_since(const struct proc_state *ps, const struct watch_event *we);
 void proctable__settle(struct watch *w);
 
 /* pyprocs.c */
