@@ -223,9 +223,10 @@ def test_a_starved_collector_stalls_no_target_call():
     assert watched < alone + 50, (alone, watched)
 
 
-def twin_rate(watch_args):
-    """dlsym calls a second of a loop nobody watches, run while `watch WATCH_ARGS -p IDLE`
-    watches another process (None: no watch); and the watch's stderr."""
+def twin_rate(watch_args, calls=300000, runs=1):
+    """dlsym calls a second of a loop nobody watches (the best of RUNS loops of CALLS), run
+    while `watch WATCH_ARGS -p IDLE` watches another process (None: no watch); and the
+    watch's stderr."""
     from test_watch_loss import _dlsym_loop
     idle = subprocess.Popen(["sleep", "60"])
     w = None
@@ -235,9 +236,11 @@ def twin_rate(watch_args):
                                   str(idle.pid)], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)
             assert w.stderr.readline().startswith("dlscope: watching")
-        out = subprocess.run([_dlsym_loop(), "300000"], capture_output=True, text=True,
-                             check=True, timeout=120).stdout
-        rate = float(re.search(r"(\d+) calls/s", out).group(1))
+        rate = 0.0
+        for _ in range(runs):
+            out = subprocess.run([_dlsym_loop(), str(calls)], capture_output=True, text=True,
+                                 check=True, timeout=120).stdout
+            rate = max(rate, float(re.search(r"(\d+) calls/s", out).group(1)))
         err = ""
         if w:
             w.send_signal(signal.SIGINT)
@@ -256,10 +259,13 @@ def test_an_unwatched_twin_pays_nothing():
     # uprobes are per file: without the PID filter, a process nobody watches that maps the same
     # libc took a trap per dlsym (6 us here). With -p it takes none; with --follow the probes
     # must be everywhere, which the start says and the summary counts.
+    # A trap costs 1 us or more, so a twin that took one per call would run at 1M calls/s
+    # at most, 20x below its rate alone here; the best of three loops of 0.1 s each keeps a
+    # busy machine's preemptions (a fresh root's suite once halved one 11 ms loop) out of it.
     need_root()
-    alone, _ = twin_rate(None)
-    beside, err = twin_rate([])
-    assert beside > alone / 2, (alone, beside)
+    alone, _ = twin_rate(None, 3000000, 3)
+    beside, err = twin_rate([], 3000000, 3)
+    assert beside > alone / 4, (alone, beside)
     assert "outside the watch" not in err, err
     everywhere, err = twin_rate(["--follow"])
     assert everywhere < beside / 5, (beside, everywhere)
