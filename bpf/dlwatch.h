@@ -202,6 +202,9 @@ struct dlw_call {
 	unsigned int pid;
 	unsigned int str_state; /* enum dlw_str_state */
 	unsigned int pad;
+	/* dlopen, dlclose: the process's link map changes (holds.bpf.h: lm_changes) at entry;
+	 * 0: none seen yet, so none can be told apart */
+	unsigned long long lm_changes;
 	char str[DLW_STR_LEN];
 };
 
@@ -331,6 +334,12 @@ struct dlw_event {
 	unsigned int type;
 	unsigned int in_dlopen; /* the thread was inside dlopen (depth) when it happened */
 	unsigned int str_state; /* enum dlw_str_state: what str[] holds */
+	/*
+	 * dlopen, dlclose: the process's link map did not change while the call ran (the loader
+	 * called _dl_debug_state in none of its threads, and it was seen to before): a dlopen
+	 * that found its object loaded, a dlclose that only dropped a reference.
+	 */
+	unsigned int lm_unchanged;
 	char comm[16];
 	char str[DLW_STR_LEN];
 	/* Only in full-size events (dlopen, GPU loads, fork, signal, omp_fork); others end here. */

@@ -425,6 +425,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 
 	if (!probe_for(tgid))
 		return 0;
+	count_lm_change(tgid);
 	if (delta &&
 	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + (s64)delta)) &&
 	    state != 0 /* RT_CONSISTENT */) {

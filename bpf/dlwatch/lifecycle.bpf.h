@@ -133,6 +133,7 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 	 * unknown. */
 	bpf_map_delete_elem(&started, &tgid);
 	bpf_map_delete_elem(&unloads, &tgid);
+	bpf_map_delete_elem(&lm_changes, &tgid);
 	bpf_map_delete_elem(&lm_tails, &tgid);
 	if (!traced(tgid))
 		return 0;
@@ -218,6 +219,7 @@ static __always_inline int on_exit(struct bpf_raw_tracepoint_args *ctx)
 	if (tid == tgid) {
 		bpf_map_delete_elem(&started, &tgid);
 		bpf_map_delete_elem(&unloads, &tgid);
+		bpf_map_delete_elem(&lm_changes, &tgid);
 		bpf_map_delete_elem(&lm_tails, &tgid);
 	}
 	if (!traced(tgid) || tid != tgid)

@@ -7,6 +7,36 @@
 #ifndef DLSCOPE_DLWATCH_LOADER_H
 #define DLSCOPE_DLWATCH_LOADER_H
 
+/*
+ * Per process (tgid), its loader's calls of _dl_debug_state so far (any r_state): glibc makes
+ * one before it maps a new object or unmaps one, so a dlopen or dlclose during which the
+ * count stayed put changed nothing in the link map (dlw_event.lm_unchanged), and the collector
+ * need not read the process again for it. Counted from 1: 0 is a process not seen yet.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, u64);
+} lm_changes SEC(".maps");
+
+static __always_inline u64 lm_changes_of(u32 tgid)
+{
+	u64 *n = bpf_map_lookup_elem(&lm_changes, &tgid);
+
+	return n ? *n : 0;
+}
+
+static __always_inline void count_lm_change(u32 tgid)
+{
+	u64 one = 1, *n = bpf_map_lookup_elem(&lm_changes, &tgid);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&lm_changes, &tgid, &one, BPF_ANY);
+}
+
 static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1, u64 arg2)
 {
 	u64 id = current_id();
@@ -30,6 +60,8 @@ static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 a
 	p->type = type;
 	p->pid = id >> 32;
 	p->strptr = (u64)str;
+	if (type == DLW_DLOPEN || type == DLW_DLCLOSE)
+		p->lm_changes = lm_changes_of(id >> 32);
 	/* Not read (page not present): read again at return, else by user space. */
 	if (!str)
 		p->str_state = DLW_STR_NULL;
@@ -120,6 +152,7 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 	bool with_stack = type == DLW_DLOPEN || type == DLW_GPU_LOAD;
 	struct dlw_event *e;
 	u32 *busy = NULL;
+	u64 flags;
 
 	/* Only a call whose entry was recorded takes its level back: one entered before the
 	 * probes were attached changes no depth. */
@@ -141,6 +174,7 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 		e->arg1 = p->arg1;
 		e->arg2 = p->arg2;
 		e->ret = ret;
+		e->lm_unchanged = p->lm_changes && p->lm_changes == lm_changes_of(p->pid);
 		__builtin_memcpy(e->str, p->str, sizeof(e->str));
 		e->str_state = p->str_state;
 		/* A name that was not readable at entry: the call has read it since, normally. */
@@ -162,17 +196,20 @@ static __always_inline int call_exit(void *ctx, u32 type, long ret)
 		}
 		if (type == DLW_GPU_LOAD)
 			gpu_result(e, ret);
+		/*
+		 * No wake-up for what the collector need not act on at once: dlsym comes by the
+		 * hundred thousand, and a dlopen or dlclose that changed no object leaves nothing
+		 * to read before it changes again (a wake-up took 10 us of each dlclose here).
+		 */
+		flags = type == DLW_DLSYM || e->lm_unchanged ? quiet_submit() : 0;
 		/* On the ret instruction: the pc is still in the loader's function. */
 		if (busy) {
 			take_stack(e, ctx);
 			if (type == DLW_DLOPEN)
 				py_after_stack((struct dlw_stack_event *)e, key);
-			stack_submit(e, busy, 0);
+			stack_submit(e, busy, flags);
 		} else {
-			/* dlsym can come by the hundred thousand: no wake-up each, the
-			 * collector's poll (at most 100 ms) or the next other event drains
-			 * them in order. */
-			bpf_ringbuf_submit(e, type == DLW_DLSYM ? BPF_RB_NO_WAKEUP : 0);
+			bpf_ringbuf_submit(e, flags);
 		}
 	}
 	bpf_map_delete_elem(&calls, &key);

@@ -449,12 +449,13 @@ static void print_watch_stats(const struct watch_stats *st)
 	/* "0 lost" only when nothing can have been missed: no late probes, no running start. */
 	fprintf(stderr,
 		"dlscope: %llu event%s, %llu lost%s, %llu finding%s; probes attached in %.1f ms; "
-		"collector CPU %.2f s\n",
+		"collector CPU %.2f s; processes read %llu time%s\n",
 		st->events, st->events == 1 ? "" : "s", st->lost,
 		st->holds_late	     ? " (and probes late, below)" :
 		st->attached_running ? " since the attach (what ran before it is not seen)" :
 				       "",
-		st->findings, st->findings == 1 ? "" : "s", st->attach_ms, st->cpu_s);
+		st->findings, st->findings == 1 ? "" : "s", st->attach_ms, st->cpu_s, st->reads,
+		st->reads == 1 ? "" : "s");
 	/* A "library load": a dlopen, or the start-up, paused in the loader before the new
 	 * libraries run until dlscope's probes are in them (docs/watch-internals.md). */
 	if (st->holds)

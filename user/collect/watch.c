@@ -71,7 +71,8 @@ static void dispatch(struct watch *w, struct watch_event *we)
 	w->cur.settling = proctable__settling(w, ps, ev);
 	/* The objects a dlopen brought: in the model before its stack is named (frames of a
 	 * constructor's library) and before it is announced. */
-	if (ps && ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle && !w->cur.settling) {
+	if (ps && ev->kind == EVENT_DLOPEN && ev->u.dlopen.handle && !w->cur.settling &&
+	    !proctable__unchanged(ps, we)) {
 		proctable__refresh(w, ps);
 		w->cur.fresh = true;
 		reader__let_holds_in(w);

@@ -416,6 +416,8 @@ void pyprocs__of_command(struct watch *w, struct proc_state *ps, const char *arg
 
 /* proctable.c */
 int proctable__refresh(struct watch *w, struct proc_state *ps);
+/* Whether dlopen or dlclose @we changed nothing a read of @ps would find (no read needed). */
+bool proctable__unchanged(const struct proc_state *ps, const struct watch_event *we);
 int proctable__add_empty(struct watch *w, pid_t pid, const char *comm, bool kernel_knows);
 int proctable__add(struct watch *w, pid_t pid, pid_t parent);
 void proctable__drop(struct watch *w, pid_t pid);

@@ -87,6 +87,9 @@ struct watch_stats {
 	size_t n_outside_top;
 	/* Processes watched from a running state: what they did before the attach is not seen. */
 	unsigned long long attached_running;
+	/* Reads of a watched process (its maps, link maps and memory: each takes its mmap lock
+	 * for a moment), at its start and after each dlopen or dlclose that changed its objects. */
+	unsigned long long reads;
 	/* The processes watched now. With watch_opts.live_counts, it and the counts of lost
 	 * events and holds above are kept current during the run (each second). */
 	unsigned long long procs_now;
