@@ -10,7 +10,8 @@ Rows:
   dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held once: then known
            to need no probes, let go at once); of a runtime again (held once: then its probes
            are in place); of a new copy of a runtime each time (held every time); and of 200
-           distinct objects the process never had, the ELF cache warm and off
+           distinct objects the process never had, the ELF cache warm and off; and of a
+           library loaded already (a reference counted, nothing mapped)
   steady   a dlopen's steady cost: 1,500 dlopens of an object not loaded yet (the first hold's
            milliseconds, which the dlopen row's 300 carry, spread thin), under watch, with
            --ring-mb 1, and with watch stopped once the loop runs (its probes and programs
@@ -154,6 +155,11 @@ def row_dlopen():
     prog = [f"{OUT}/dlopen_new_loop", "300", HELD_LIB]
     print_dlopens("dlopen of a runtime again, its probes in place (a stand-in libcuda.so.1, "
                   "300 a run)",
+                  under_watch({"untraced": prog,
+                               "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog))
+    prog = [f"{OUT}/dlopen_new_loop", "2000", f"{FX}/libplain.so", "held"]
+    print_dlopens("dlopen of a library loaded already (each round only counts a reference, "
+                  "2000 a run)",
                   under_watch({"untraced": prog,
                                "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog))
     prog = [f"{OUT}/dlopen_new_loop", "300", HELD_LIB, "fresh"]
