@@ -165,7 +165,9 @@ def test_two_processes_by_name_and_one_under_load_lose_nothing_unsaid():
 
 
 # The loop's records come without a wake-up each; the ring is drained at the collector's poll,
-# or sooner when it fills (ring.bpf.h: quiet_submit).
+# or sooner when it fills (ring.bpf.h: quiet_submit). The sanitizer build names each record's
+# 60 Python frames 100 times slower than the loop makes them.
+@plain
 def test_a_python_loop_of_ctypes_cdll_of_a_loaded_library_loses_nothing():
     # Each ctypes.CDLL of a library Python holds already is a dlopen with its stack (60 Python
     # frames deep here): the collector read the process after each one and lost half of 20,000
