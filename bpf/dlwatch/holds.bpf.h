@@ -43,23 +43,16 @@ unsigned long long hold_held, hold_ns_total, hold_ns_max, hold_abandoned, hold_n
 unsigned long long hold_stale_age_max;
 
 /*
- * Per process (tgid), the unloads begun so far (_dl_debug_state with RT_DELETE), sent with each
- * hold: the collector walks the link map from the last entry it knew only while none came
- * since, for a dlclose can take that entry with objects before it, and the next dlopen bring
- * it back, at its place, after new ones.
+ * The unloads a process began so far (lm_counts.unloads), sent with each hold: the collector
+ * walks the link map from the last entry it knew only while none came since, for a dlclose can
+ * take that entry with objects before it, and the next dlopen bring it back, at its place,
+ * after new ones.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, u32);
-	__type(value, u64);
-} unloads SEC(".maps");
-
 static __always_inline u64 unloads_of(u32 tgid)
 {
-	u64 *n = bpf_map_lookup_elem(&unloads, &tgid);
+	struct lm_counts *n = bpf_map_lookup_elem(&lm_counts, &tgid);
 
-	return n ? *n : 0;
+	return n ? n->unloads : 0;
 }
 
 /* The open-coded number iterator (kernel 6.4): verified once, whatever its count. */
@@ -425,20 +418,13 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 
 	if (!probe_for(tgid))
 		return 0;
-	count_lm_change(tgid);
 	if (delta &&
 	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + (s64)delta)) &&
 	    state != 0 /* RT_CONSISTENT */) {
-		if (state == 2 /* RT_DELETE */) {
-			u64 one = 1, *n = bpf_map_lookup_elem(&unloads, &tgid);
-
-			if (n)
-				__sync_fetch_and_add(n, 1);
-			else
-				bpf_map_update_elem(&unloads, &tgid, &one, BPF_ANY);
-		}
+		count_lm_change(tgid, state == 2 /* RT_DELETE */);
 		return 0;
 	}
+	count_lm_change(tgid, false);
 	if (!hold_arrivals)
 		return 0;
 	r_map_at = delta ? PT_REGS_IP(ctx) + (s64)delta - 16 : 0;

@@ -132,8 +132,7 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 	/* A new image: its start-up link map is news again, its unloads none, its list's end
 	 * unknown. */
 	bpf_map_delete_elem(&started, &tgid);
-	bpf_map_delete_elem(&unloads, &tgid);
-	bpf_map_delete_elem(&lm_changes, &tgid);
+	bpf_map_delete_elem(&lm_counts, &tgid);
 	bpf_map_delete_elem(&lm_tails, &tgid);
 	if (!traced(tgid))
 		return 0;
@@ -218,8 +217,7 @@ static __always_inline int on_exit(struct bpf_raw_tracepoint_args *ctx)
 	bpf_map_delete_elem(&calls, &dlsym_key);
 	if (tid == tgid) {
 		bpf_map_delete_elem(&started, &tgid);
-		bpf_map_delete_elem(&unloads, &tgid);
-		bpf_map_delete_elem(&lm_changes, &tgid);
+		bpf_map_delete_elem(&lm_counts, &tgid);
 		bpf_map_delete_elem(&lm_tails, &tgid);
 	}
 	if (!traced(tgid) || tid != tgid)

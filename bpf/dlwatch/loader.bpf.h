@@ -8,33 +8,41 @@
 #define DLSCOPE_DLWATCH_LOADER_H
 
 /*
- * Per process (tgid), its loader's calls of _dl_debug_state so far (any r_state): glibc makes
- * one before it maps a new object or unmaps one, so a dlopen or dlclose during which the
- * count stayed put changed nothing in the link map (dlw_event.lm_unchanged), and the collector
- * need not read the process again for it. Counted from 1: 0 is a process not seen yet.
+ * Per process (tgid), its loader's calls of _dl_debug_state so far: all of them (changes) and
+ * those with RT_DELETE (unloads, holds.bpf.h). glibc makes one before it maps a new object or
+ * unmaps one, so a dlopen or dlclose during which changes stayed put changed nothing in the
+ * link map (dlw_event.lm_unchanged), and the collector need not read the process again for
+ * it. changes counts from 1: 0 is a process not seen yet.
  */
+struct lm_counts {
+	u64 changes, unloads;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, u32);
-	__type(value, u64);
-} lm_changes SEC(".maps");
+	__type(value, struct lm_counts);
+} lm_counts SEC(".maps");
 
 static __always_inline u64 lm_changes_of(u32 tgid)
 {
-	u64 *n = bpf_map_lookup_elem(&lm_changes, &tgid);
+	struct lm_counts *n = bpf_map_lookup_elem(&lm_counts, &tgid);
 
-	return n ? *n : 0;
+	return n ? n->changes : 0;
 }
 
-static __always_inline void count_lm_change(u32 tgid)
+static __always_inline void count_lm_change(u32 tgid, bool unload)
 {
-	u64 one = 1, *n = bpf_map_lookup_elem(&lm_changes, &tgid);
+	struct lm_counts first = { 1, unload }, *n = bpf_map_lookup_elem(&lm_counts, &tgid);
 
-	if (n)
-		__sync_fetch_and_add(n, 1);
-	else
-		bpf_map_update_elem(&lm_changes, &tgid, &one, BPF_ANY);
+	if (!n) {
+		bpf_map_update_elem(&lm_counts, &tgid, &first, BPF_ANY);
+		return;
+	}
+	__sync_fetch_and_add(&n->changes, 1);
+	if (unload)
+		__sync_fetch_and_add(&n->unloads, 1);
 }
 
 static __always_inline int call_enter(u32 type, const void *str, u64 arg0, u64 arg1, u64 arg2)
