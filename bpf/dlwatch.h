@@ -202,7 +202,7 @@ struct dlw_call {
 	unsigned int pid;
 	unsigned int str_state; /* enum dlw_str_state */
 	unsigned int pad;
-	/* dlopen, dlclose: the process's link map changes (holds.bpf.h: lm_changes) at entry;
+	/* dlopen, dlclose: the process's link map changes at entry (loader.bpf.h: lm_counts);
 	 * 0: none seen yet, so none can be told apart */
 	unsigned long long lm_changes;
 	char str[DLW_STR_LEN];
