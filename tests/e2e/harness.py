@@ -60,6 +60,13 @@ def build_once(out, argv, sources):
     return out
 
 
+def bench_prog(name):
+    """bench/NAME.c (a loop the benchmarks time), built once into the build folder."""
+    out = os.path.join(BUILD, name)
+    src = os.path.join(ROOT, "bench", name + ".c")
+    return build_once(out, ["cc", "-O2", "-o", out, src, "-ldl"], [src])
+
+
 def fixture_path(name):
     """A fixture by the path the kernel gives it (/proc/PID/exe, maps), which is what dlscope
     prints: build-san/fixtures is a link to build/fixtures (one set for every build)."""

@@ -8,8 +8,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root, plain, serial, \
-    wait_until
+from harness import Fixture, Skip, bench_prog, dlscope, dlscope_path, fixture_path, is_root, \
+    plain, serial, wait_until
 from test_ui import Tui, ui_pid
 
 
@@ -323,12 +323,6 @@ def test_a_dlopen_of_files_that_need_no_probes_is_not_held():
         assert (held, free) == (2, 5), said
 
 
-def _dlopen_new_loop():
-    """bench/dlopen_new_loop, built once."""
-    from test_watch_loss import _bench_prog
-    return _bench_prog("dlopen_new_loop")
-
-
 def test_a_dlopen_or_dlclose_that_changes_no_object_is_not_read_for():
     # A dlopen of a library loaded already, and a dlclose that only drops a reference, leave
     # the link map as it was: the kernel says so with the record (no _dl_debug_state while it
@@ -336,7 +330,7 @@ def test_a_dlopen_or_dlclose_that_changes_no_object_is_not_read_for():
     # target's mmap lock and some 50 us of the collector's CPU beside it.
     need_root()
     lib = fixture_path("libplain.so")
-    p = dlscope("watch", "--", _dlopen_new_loop(), "300", lib, "held", check=0)
+    p = dlscope("watch", "--", bench_prog("dlopen_new_loop"), "300", lib, "held", check=0)
     assert p.stdout.count('dlopen("') == 301 and p.stdout.count("dlclose(0x") == 300, p.stdout
     # Loaded once, at the dlopen before the rounds; never unloaded.
     assert len(re.findall(r"^\[[ \d.]+\] \d+ \+ \S*libplain\.so ", p.stdout, re.M)) == 1, p.stdout
@@ -346,6 +340,6 @@ def test_a_dlopen_or_dlclose_that_changes_no_object_is_not_read_for():
     assert reads <= 4, p.stderr
     assert re.search(r" 0 lost", p.stderr), p.stderr
     # Each load and unload is still read for: 20 rounds of a library mapped anew each time.
-    p = dlscope("watch", "--", _dlopen_new_loop(), "20", lib, check=0)
+    p = dlscope("watch", "--", bench_prog("dlopen_new_loop"), "20", lib, check=0)
     assert p.stdout.count('dlopen("') == 20, p.stdout
     assert int(re.search(r"processes read (\d+) times?", p.stderr).group(1)) >= 40, p.stderr

@@ -12,17 +12,9 @@ from harness import Skip, dlscope, dlscope_path, is_root, plain, serial, wait_un
 from watchlib import gone_or_zombie
 
 
-def _bench_prog(name):
-    """bench/NAME.c, built once."""
-    out = os.path.join(harness.BUILD, name)
-    src = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "bench", name + ".c")
-    return harness.build_once(out, ["cc", "-O2", "-o", out, src, "-ldl"], [src])
-
-
 def _dlsym_loop():
     """bench/dlsym_loop, built once: N dlsym calls as fast as it can."""
-    return _bench_prog("dlsym_loop")
+    return harness.bench_prog("dlsym_loop")
 
 
 def _exit_line(path, pid):
