@@ -45,6 +45,10 @@ enum dlw_type {
 enum dlw_hold_at {
 	DLW_HOLD_STARTUP = 0, /* the start-up objects, before the first constructor and main */
 	DLW_HOLD_DLOPEN = 1,  /* the objects a dlopen maps, before it relocates them */
+	/* Not a hold (arg0 0: nobody waits): a new image, whose loader the reader probes at
+	 * once when it has no probes yet (another root); arg2: the inode of the file its first
+	 * instruction is in (its loader's, or a static program's own), 0 when unknown. */
+	DLW_HOLD_EXEC = 2,
 };
 
 /*

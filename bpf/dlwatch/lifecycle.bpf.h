@@ -92,6 +92,37 @@ static __always_inline bool env_holds_filter(void)
 	return s->found ? 1 : 0;
 }
 
+/* bpf_find_vma's answer: the inode of the file mapped there. */
+static long vma_inode(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	*(u64 *)ctx = BPF_CORE_READ(vma, vm_file, f_inode, i_ino);
+	return 0;
+}
+
+/*
+ * The new image's loader to the holds' reader, which reads that ring before any event: one
+ * dlscope has not probed yet (a program of another root, its own ld.so) runs unheld, its
+ * dlopens unseen, until its probes are in, and the event ring may be long in being read.
+ */
+static __always_inline void exec_to_reader(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct dlw_event *e;
+	u64 ino = 0;
+
+	/* exec has set the registers the image starts with: its loader's entry, for a
+	 * dynamic program. */
+	bpf_find_vma(task, BPF_CORE_READ(regs, ip), vma_inode, &ino, 0);
+	e = bpf_ringbuf_reserve(&holds, __builtin_offsetof(struct dlw_event, path), 0);
+	if (!e)
+		return;
+	init_event(e, DLW_HOLD, false);
+	e->arg1 = DLW_HOLD_EXEC;
+	e->arg2 = ino;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
 static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
@@ -141,6 +172,8 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 		bpf_probe_read_kernel_str(e->str, sizeof(e->str), BPF_CORE_READ(bprm, filename));
 		bpf_ringbuf_submit(e, 0);
 	}
+	if (hold_arrivals)
+		exec_to_reader();
 	return 0;
 }
 

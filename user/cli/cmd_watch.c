@@ -452,6 +452,8 @@ static void print_watch_stats(const struct watch_stats *st)
 		"collector CPU %.2f s; processes read %llu time%s\n",
 		st->events, st->events == 1 ? "" : "s", st->lost,
 		st->holds_late	     ? " (and probes late, below)" :
+		st->late_starts	     ? " (and the first moments of a process under a loader not "
+				       "probed yet were not seen: its note above)" :
 		st->attached_running ? " since the attach (what ran before it is not seen)" :
 				       "",
 		st->findings, st->findings == 1 ? "" : "s", st->attach_ms, st->cpu_s, st->reads,

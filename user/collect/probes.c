@@ -623,6 +623,78 @@ void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0
 	elfobj__free(prog);
 }
 
+/*
+ * A new image's loader, probed at its exec by the holds' reader (DLW_HOLD_EXEC) when it has no
+ * probe yet: a program of another root runs its own ld.so, unheld and its dlopens unseen until
+ * then. The window from its exec to its probes is kept for the process's exec to say.
+ */
+void probes__probe_exec_loader(struct watch *w, pid_t pid, uint64_t first_ino,
+			       unsigned long long exec_ns)
+{
+	const unsigned int *mask =
+		first_ino ? probed_mask(w, w->probes.pid_filter ? pid : 0, first_ino) : NULL;
+	char exe[64], path[PATH_MAX + 64], *error = NULL;
+	struct late_loader late = { .pid = pid, .exec_ns = exec_ns };
+	struct elf_object *prog;
+	const char *interp;
+	struct stat st;
+	int fd = -1;
+
+	/* The common case: the loader it starts in was probed before (its own root's). */
+	if (!w->skel || w->o->no_holds || (mask && (*mask & PROBE_LINKMAP)))
+		return;
+	proc__path(exe, sizeof(exe), pid, 0, "exe");
+	prog = elfobj__open(exe);
+	interp = prog ? elfobj__interp(prog) : NULL;
+	/* Static (no loader: its first instruction is its own), or gone already. */
+	if (prog && !interp) {
+		elfobj__free(prog);
+		return;
+	}
+	if (interp && (fd = open_in_root(pid, interp, path, sizeof(path))) >= 0 &&
+	    !fstat(fd, &st)) {
+		struct lg_object o = { .path = (char *)interp, .origin = LG_INTERPRETER };
+
+		o.elf = elf_cache__open(w->cache, path, NULL, st.st_ino, &error);
+		if (o.elf && !probes__loader_probed(w, pid, &o)) {
+			probes__attach_object(w, pid, &o);
+			snprintf(late.loader, sizeof(late.loader), "%s", interp);
+			late.probed_ns =
+				probes__loader_probed(w, pid, &o) ? mono_ns(CLOCK_MONOTONIC) : 0;
+		} else if (o.elf) {
+			late.pid = 0; /* probed after all (by inode: a copy under another name) */
+		}
+		elfobj__free(o.elf);
+		free(error);
+	}
+	if (fd >= 0)
+		close(fd);
+	elfobj__free(prog);
+	/* Kept until its exec is read (probes__late_loader), even when it could not be probed:
+	 * gone before it, nothing it did was seen. */
+	if (late.pid)
+		ARRAY_PUSH(w->probes.late, w->probes.n_late, w->probes.cap_late, late);
+}
+
+bool probes__late_loader(struct watch *w, pid_t pid, unsigned long long exec_ns,
+			 struct late_loader *out)
+{
+	for (size_t i = 0; i < w->probes.n_late; i++) {
+		const struct late_loader *l = &w->probes.late[i];
+
+		/* A later exec's (this one read late): kept for it. */
+		if (l->pid != pid || l->exec_ns > exec_ns + 1000000)
+			continue;
+		*out = *l;
+		w->probes.late[i] = w->probes.late[--w->probes.n_late];
+		/* An earlier exec's, whose read never came: dropped. */
+		if (out->exec_ns + 1000000 < exec_ns)
+			return probes__late_loader(w, pid, exec_ns, out);
+		return true;
+	}
+	return false;
+}
+
 /* The links a closing thread takes: fds[i] for i = first, first + step, ... */
 struct closer {
 	const int *fds;

@@ -41,31 +41,51 @@ static struct libgraph *graph_empty(struct watch *w, pid_t pid, const char *comm
 
 /*
  * A process that started under a loader with no probe yet (one in a root dlscope had not seen:
- * a followed child entering a container) ran without being held: its loads so far are listed
- * from its link map, but its dlopen calls until now were not seen. Said once, never silent.
+ * a followed child entering a container) ran unheld until the holds' reader probed it at its
+ * exec (probes__probe_exec_loader), or until this read: its dlopen calls until then were not
+ * seen; what they loaded is listed from its link map. Said once, never silent. @g: its graph,
+ * or NULL when it was gone before it could be read.
  */
 static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct libgraph *g)
 {
-	char note[PATH_MAX + 256];
+	const char *comm = g ? g->comm : ps->start.comm;
+	unsigned long long exec = ps->start.ev.t;
+	char note[PATH_MAX + 512];
+	struct late_loader late = { 0 };
 
 	if (ps->loader_said || ps->start.ev.kind != EVENT_EXEC)
 		return;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct lg_object *o = g->objs[i];
-
-		if (o->origin != LG_INTERPRETER || probes__loader_probed(w, ps->pid, o))
-			continue;
-		ps->loader_said = true;
-		snprintf(
-			note, sizeof(note),
-			"dlscope: process %d (%s) started under %s, a loader not probed before it "
-			"ran (another root): its dlopen calls until it was read, %.0f ms after its "
-			"exec, were not seen; the objects it loaded are listed",
-			ps->pid, g->comm, o->path,
-			(double)(mono_ns(CLOCK_MONOTONIC) - ps->start.ev.t) / 1e6);
-		SINKS(w, note, note);
-		return;
+	if (!probes__late_loader(w, ps->pid, exec, &late)) {
+		/* Not seen by the reader (holds off, or the exec read first): as this read finds. */
+		late = (struct late_loader){ 0 };
+		for (size_t i = 0; g && i < g->n && !late.pid; i++)
+			if (g->objs[i]->origin == LG_INTERPRETER &&
+			    !probes__loader_probed(w, ps->pid, g->objs[i]))
+				late = (struct late_loader){ .pid = ps->pid,
+							     .exec_ns = exec,
+							     .probed_ns =
+								     mono_ns(CLOCK_MONOTONIC) };
+		if (!late.pid)
+			return;
+		for (size_t i = 0; g && i < g->n; i++)
+			if (g->objs[i]->origin == LG_INTERPRETER)
+				snprintf(late.loader, sizeof(late.loader), "%s", g->objs[i]->path);
 	}
+	ps->loader_said = true;
+	w->st->late_starts++;
+	if (late.probed_ns)
+		snprintf(note, sizeof(note),
+			 "dlscope: process %d (%s) started under %s, a loader not probed before it "
+			 "ran (another root): its dlopen calls in the %.1f ms from its exec to its "
+			 "probes were not seen; what they loaded is listed",
+			 ps->pid, comm, late.loader, (double)(late.probed_ns - exec) / 1e6);
+	else
+		snprintf(note, sizeof(note),
+			 "dlscope: process %d (%s) started under %s, a loader not probed before it "
+			 "ran (another root), and was gone before its probes could be put in: "
+			 "none of its dlopen calls was seen",
+			 ps->pid, comm, late.loader[0] ? late.loader : "its loader");
+	SINKS(w, note, note);
 }
 
 /* Whether @pid has exited: no such process, or a zombie not reaped yet. */
@@ -160,7 +180,11 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 			reader__let_holds_in(w);
 			/* Objects seen before answer from the cache; out of memory only leaves
 			 * owners out. */
+			/* The package index (cold, the host's dpkg database: 30 ms) is the
+			 * loop's alone: a new image's loader is probed meanwhile. */
+			unlocked = reader__unlock(w);
 			libgraph__find_packages(g, t, w->pkgs);
+			reader__relock(w, unlocked);
 			procmaps__free(ps->maps);
 			ps->maps = maps;
 			maps = NULL;
@@ -622,7 +646,8 @@ struct proc_state *proctable__follow(struct watch *w, struct proc_state *ps,
 		/* A dlclose that only dropped a reference unloaded nothing: nothing to say. */
 		if (ev->kind != EVENT_DLOPEN &&
 		    !(ev->kind == EVENT_DLCLOSE && proctable__unchanged(ps, we))) {
-			proctable__refresh(w, ps);
+			if (proctable__refresh(w, ps) && ev->kind == EVENT_EXEC)
+				unprobed_loader(w, ps, NULL);
 			unloads_said(w, ps, we);
 		}
 		if (ev->kind != EVENT_DLCLOSE && !announce(w, ps, we) && ev->kind == EVENT_DLOPEN)

@@ -37,6 +37,26 @@ static bool on_reader(const struct watch *w)
 	return w->reader.on && pthread_equal(pthread_self(), w->reader.thread);
 }
 
+/* A new image (DLW_HOLD_EXEC): its loader probed now, under @lock, if it has no probe yet.
+ * Nobody waits: what it did before is said at its exec (proctable.c: late_loader). */
+static void exec_loader(struct watch *w, const struct dlw_event *e)
+{
+	struct rtprio prio;
+
+	if (w->loop.draining)
+		return;
+	rtprio__raise(&prio);
+	if (on_reader(w)) {
+		__atomic_add_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&w->reader.lock);
+		__atomic_sub_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
+	}
+	probes__probe_exec_loader(w, (pid_t)e->pid, e->arg2, e->ts_ns);
+	if (on_reader(w))
+		pthread_mutex_unlock(&w->reader.lock);
+	rtprio__restore(&prio);
+}
+
 static int read_hold(void *ctx, void *data, size_t size)
 {
 	struct watch *w = ctx;
@@ -48,6 +68,10 @@ static int read_hold(void *ctx, void *data, size_t size)
 
 	if (size < offsetof(struct dlw_event, path) || e->type != DLW_HOLD)
 		return 0;
+	if (e->arg1 == DLW_HOLD_EXEC) {
+		exec_loader(w, e);
+		return 0;
+	}
 	/*
 	 * The held thread waits busily on its CPU: this work runs at the lowest real-time
 	 * priority, so that a collector started at nice 19 on that CPU is not held back by the

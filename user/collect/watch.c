@@ -232,6 +232,7 @@ static void watch_release(struct watch *w)
 {
 	probes__detach_all(w);
 	free(w->probes.files);
+	free(w->probes.late);
 	proctable__free_all(w);
 	holds__free_all(w);
 	pthread_mutex_destroy(&w->holds.lock);

@@ -170,6 +170,10 @@ struct watch {
 		size_t n_links;
 		size_t cap_links;
 		size_t n_probes; /* the uprobes in them */
+		/* Processes whose new image's loader had no probe at its exec, until the exec
+		 * is read (probes__probe_exec_loader). */
+		struct late_loader *late;
+		size_t n_late, cap_late;
 	} probes;
 
 	/* --hot (hot.c, activity.c): the kernel's counts, read each second, and the runtimes
@@ -330,6 +334,13 @@ static inline struct proc_state *proctable__find(struct watch *w, pid_t pid)
 }
 
 /* probes.c */
+/* A loader not probed when the process exec'd into it: its window unwatched. */
+struct late_loader {
+	pid_t pid;
+	unsigned long long exec_ns;
+	unsigned long long probed_ns; /* 0: it could not be (gone before) */
+	char loader[256];
+};
 int probes__check_capabilities(char *why, size_t len);
 /* The BPF object configured from the options, loaded, its tracepoints attached. */
 int probes__load(struct watch *w, char *why, size_t whylen);
@@ -347,6 +358,13 @@ void probes__note_no_probes(struct watch *w, pid_t pid, const struct lg_object *
 /* Probe the loader the command @argv0 (process @pid, held before its exec) will run, when it
  * is not ours: a musl program's ld-musl, a program built for another glibc's loader. */
 void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0);
+/* Process @pid's new image (exec'd at @exec_ns; @first_ino: the inode of the file its first
+ * instruction is in, 0 unknown): its loader probed now when it has no probes yet. */
+void probes__probe_exec_loader(struct watch *w, pid_t pid, uint64_t first_ino,
+			       unsigned long long exec_ns);
+/* Whether @pid's exec at @exec_ns was under a loader not probed yet: then *@out (taken). */
+bool probes__late_loader(struct watch *w, pid_t pid, unsigned long long exec_ns,
+			 struct late_loader *out);
 void probes__detach_all(struct watch *w);
 /* @waiting: called while it waits for the programs in progress (a held thread's among them). */
 void probes__stop(struct watch *w, void (*waiting)(struct watch *w));

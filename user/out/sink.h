@@ -87,6 +87,9 @@ struct watch_stats {
 	size_t n_outside_top;
 	/* Processes watched from a running state: what they did before the attach is not seen. */
 	unsigned long long attached_running;
+	/* Processes that began under a loader not probed before they ran (another root): their
+	 * dlopens until it was probed are not seen (a note says each one's window). */
+	unsigned long long late_starts;
 	/* Reads of a watched process (its maps, link maps and memory: each takes its mmap lock
 	 * for a moment), at its start and after each dlopen or dlclose that changed its objects. */
 	unsigned long long reads;
