@@ -89,7 +89,8 @@ struct {
 	__type(value, struct lm_tail);
 } lm_tails SEC(".maps");
 
-/* Arrivals let go at once: each new object's file needs no probes. */
+/* Arrivals let go at once: each new object's file needs no probes, or the dlopen mapped
+ * nothing. */
 unsigned long long hold_no_probes;
 
 /* The first words of a struct link_map (<link.h>; musl's struct dso begins alike). */
@@ -234,6 +235,26 @@ static __always_inline bool arrivals_need_no_probes(u32 tgid)
 	end = lm_walk(tail, true, &n_new, &all_free);
 	note_tail(tgid, end);
 	return end && n_new && all_free;
+}
+
+/*
+ * Whether the dlopen this thread is in (at nesting @depth) mapped nothing: glibc's loader
+ * signals RT_ADD (a _dl_debug_state call) before it maps any object, in any namespace, so an
+ * RT_CONSISTENT that is the process's only change since the call's entry ends a dlopen of what
+ * was loaded already. glibc 2.41 signals it even then; without this, each such dlopen was held
+ * and read for. Another thread's change in between makes the counts differ: held, as before.
+ */
+static __always_inline bool dlopen_mapped_nothing(u32 tgid, u32 tid, u32 depth)
+{
+	u64 key = dlw_call_key(tid, DLW_DLOPEN, depth - 1);
+	struct dlw_call *c = bpf_map_lookup_elem(&calls, &key);
+
+	if (!c || !c->lm_changes || lm_changes_of(tgid) != c->lm_changes + 1)
+		return false;
+	/* Not a change for this call either: its record says the link map is as it was
+	 * (lm_unchanged), and the collector need not read the process for it. */
+	c->lm_changes++;
+	return true;
 }
 
 /*
@@ -434,7 +455,9 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 		renote_tail(tgid, r_map_at);
 		return 0;
 	}
-	if (depth && r_map_at && arrivals_need_no_probes(tgid)) {
+	/* r_map_at: glibc's _r_debug is known, so are its RT_ADD calls (musl makes none). */
+	if (depth && r_map_at &&
+	    (dlopen_mapped_nothing(tgid, tid, depth) || arrivals_need_no_probes(tgid))) {
 		__sync_fetch_and_add(&hold_no_probes, 1);
 		return 0;
 	}

@@ -459,6 +459,24 @@ def test_a_command_entering_another_root_is_watched_from_its_start_with_a_cold_c
     assert min(windows) < 15, windows
 
 
+def test_a_dlopen_of_a_loaded_library_on_glibc_2_41_is_neither_held_nor_read_for():
+    # Debian 13's loader signals RT_CONSISTENT even in a dlopen that maps nothing: each of
+    # these 100 was held and the process read for it (103 holds, 110 reads). glibc signals
+    # RT_ADD before it maps anything, so the kernel now tells such a dlopen apart.
+    with DistroRoot("trixie", NUMPY_ROOT) as root:
+        proc = subprocess.run(
+            [dlscope_path(), "watch", "--", *root.chroot_argv("python3", "-c", CTYPES_LOOP)],
+            capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    libm = [ln for ln in proc.stdout.splitlines() if 'dlopen("libm.so.6"' in ln]
+    assert len(libm) == 100, proc.stdout
+    reads = int(re.search(r"processes read (\d+) time", proc.stderr)[1])
+    held = re.search(r"(\d+) library loads? paused", proc.stderr)
+    unheld = re.search(r"(\d+) library loads? not paused", proc.stderr)
+    assert reads <= 20 and (not held or int(held[1]) <= 10), proc.stderr
+    assert unheld and int(unheld[1]) >= 100, proc.stderr
+
+
 # A fork of a process whose thread holds a threading.Lock (Debian 13's Python 3.13: a PyMutex),
 # and one of a process whose OpenBLAS pool ran (its atfork handler restarts it): the first
 # child waits for ever, the second runs.
