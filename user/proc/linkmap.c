@@ -478,13 +478,18 @@ int linkmap__read(const struct target *t, const struct procmaps *maps, struct li
 	}
 	/*
 	 * A dlopen in another thread may rewrite the lists while we walk them. The loader marks
-	 * that with r_state; retry a few times, then take what we saw and say so.
+	 * that with r_state; retry a few times, then take what we saw and say so. A program read
+	 * at its exec, before its loader began (r_version 0: on a loaded machine it may not run
+	 * for tens of ms), is waited for longer: read then, its start-up would be its program
+	 * and loader alone.
 	 */
-	for (int attempt = 0; attempt < 20; attempt++) {
+	for (int attempt = 0; attempt < 200; attempt++) {
 		err = walk_namespaces(t, lm, NULL, NULL, NULL);
 		if (!err && lm->consistent)
 			break;
 		if (err == -ESRCH || err == -EPERM || err == -ENOMEM)
+			break;
+		if (attempt >= 20 && !(err == -ENOENT && ai.base))
 			break;
 		target__sleep(t, 1000000);
 	}
