@@ -66,6 +66,16 @@ struct dlw_file_key {
 	unsigned long long start;
 };
 
+/*
+ * A loader whose r_brk is probed (the probed_loaders map's key): by its file's device (as the
+ * kernel encodes it) and inode, in every process (pid 0) or in process pid only (uprobe_multi's
+ * PID filter). An exec into one needs nothing of the holds' reader.
+ */
+struct dlw_loader_key {
+	unsigned long long ino;
+	unsigned int dev, pid;
+};
+
 /* /proc/PID/stat's clock ticks (USER_HZ, 100 on every architecture dlscope runs on). */
 #define DLW_NS_PER_TICK 10000000ULL
 

@@ -92,10 +92,24 @@ static __always_inline bool env_holds_filter(void)
 	return s->found ? 1 : 0;
 }
 
-/* bpf_find_vma's answer: the inode of the file mapped there. */
-static long vma_inode(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+/* The loaders whose r_brk is probed (filled by user space as it probes them). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct dlw_loader_key);
+	__type(value, u8);
+} probed_loaders SEC(".maps");
+
+/* bpf_find_vma's answer: the file mapped there, by device and inode. */
+static long vma_file(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
 {
-	*(u64 *)ctx = BPF_CORE_READ(vma, vm_file, f_inode, i_ino);
+	struct dlw_loader_key *k = ctx;
+	struct inode *ino = BPF_CORE_READ(vma, vm_file, f_inode);
+
+	if (ino) {
+		k->ino = BPF_CORE_READ(ino, i_ino);
+		k->dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	}
 	return 0;
 }
 
@@ -104,22 +118,27 @@ static long vma_inode(struct task_struct *task, struct vm_area_struct *vma, void
  * dlscope has not probed yet (a program of another root, its own ld.so) runs unheld, its
  * dlopens unseen, until its probes are in, and the event ring may be long in being read.
  */
-static __always_inline void exec_to_reader(void)
+static __always_inline void exec_to_reader(u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct dlw_loader_key k = {};
 	struct dlw_event *e;
-	u64 ino = 0;
 
 	/* exec has set the registers the image starts with: its loader's entry, for a
-	 * dynamic program. */
-	bpf_find_vma(task, BPF_CORE_READ(regs, ip), vma_inode, &ino, 0);
+	 * dynamic program. One probed already (the common case) wakes nobody. */
+	bpf_find_vma(task, BPF_CORE_READ(regs, ip), vma_file, &k, 0);
+	if (k.ino && bpf_map_lookup_elem(&probed_loaders, &k))
+		return;
+	k.pid = tgid;
+	if (k.ino && bpf_map_lookup_elem(&probed_loaders, &k))
+		return;
 	e = bpf_ringbuf_reserve(&holds, __builtin_offsetof(struct dlw_event, path), 0);
 	if (!e)
 		return;
 	init_event(e, DLW_HOLD, false);
 	e->arg1 = DLW_HOLD_EXEC;
-	e->arg2 = ino;
+	e->arg2 = k.ino;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -173,7 +192,7 @@ static __always_inline int on_exec(struct bpf_raw_tracepoint_args *ctx)
 		bpf_ringbuf_submit(e, 0);
 	}
 	if (hold_arrivals)
-		exec_to_reader();
+		exec_to_reader(tgid);
 	return 0;
 }
 

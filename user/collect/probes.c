@@ -384,6 +384,20 @@ static void note_no_probes(struct watch *w, const struct objcache_key *k, pid_t 
 	bpf_map_update_elem(bpf_map__fd(w->skel->maps.no_probe_files), &key, &yes, BPF_ANY);
 }
 
+/* Loader @elf's r_brk probed, in every process (@pid 0) or in @pid's: an exec into it needs
+ * nothing of the holds' reader (lifecycle.bpf.h: exec_to_reader). */
+static void note_probed_loader(struct watch *w, const struct elf_object *elf, pid_t pid)
+{
+	const struct objcache_key *k = elfobj__content_key(elf);
+	struct dlw_loader_key key = { .ino = k->ino,
+				      .dev = (uint32_t)(major(k->dev) << 20 | minor(k->dev)),
+				      .pid = (uint32_t)pid };
+	uint8_t yes = 1;
+
+	/* Full: that loader's execs go to the reader, which finds it probed. */
+	bpf_map_update_elem(bpf_map__fd(w->skel->maps.probed_loaders), &key, &yes, BPF_ANY);
+}
+
 void probes__note_no_probes(struct watch *w, pid_t pid, const struct lg_object *o)
 {
 	unsigned int want, *mask;
@@ -506,8 +520,10 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 	if (want & PROBE_LOADER)
 		attach_loader(w, path, o->elf, obj_roles__find_impl(r, IMPL_MUSL) != NULL);
 	/* Its only use is the hold: without holds, two single-stepped traps a call saved. */
-	if ((want & PROBE_LINKMAP) && !w->o->no_holds)
+	if ((want & PROBE_LINKMAP) && !w->o->no_holds) {
 		attach_linkmap(w, path, o->elf);
+		note_probed_loader(w, o->elf, w->probes.attach_pid);
+	}
 	for (size_t i = 0; (want & PROBE_OPENMP) && i < sizeof(omp_fns) / sizeof(omp_fns[0]); i++)
 		attach_fn(w, s->progs.omp_fork_enter, path, o->elf, omp_fns[i].fn, false,
 			  dlw_cookie(omp_fns[i].entry, rt));
