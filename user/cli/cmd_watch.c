@@ -446,14 +446,22 @@ static int watch_open_trace(struct watch_cmd *w, int *ret)
 /* The run's counts on stderr: events, what was lost and why, the arrivals held. */
 static void print_watch_stats(const struct watch_stats *st)
 {
+	char late[160] = "";
+
+	/* A process begun under a loader not probed yet (another root): its first moments. */
+	if (st->late_starts)
+		snprintf(late, sizeof(late),
+			 " (and %llu process%s began under a loader not probed yet: dlopens in the "
+			 "first %.1f ms at most not seen%s)",
+			 st->late_starts, st->late_starts == 1 ? "" : "es", st->late_start_ms_max,
+			 st->late_starts_gone ? ", nor any of one gone before its probes" : "");
 	/* "0 lost" only when nothing can have been missed: no late probes, no running start. */
 	fprintf(stderr,
 		"dlscope: %llu event%s, %llu lost%s, %llu finding%s; probes attached in %.1f ms; "
 		"collector CPU %.2f s; processes read %llu time%s\n",
 		st->events, st->events == 1 ? "" : "s", st->lost,
 		st->holds_late	     ? " (and probes late, below)" :
-		st->late_starts	     ? " (and the first moments of a process under a loader not "
-				       "probed yet were not seen: its note above)" :
+		st->late_starts	     ? late :
 		st->attached_running ? " since the attach (what ran before it is not seen)" :
 				       "",
 		st->findings, st->findings == 1 ? "" : "s", st->attach_ms, st->cpu_s, st->reads,

@@ -73,6 +73,10 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 	}
 	ps->loader_said = true;
 	w->st->late_starts++;
+	if (!late.probed_ns)
+		w->st->late_starts_gone++;
+	else if ((late.probed_ns - exec) / 1e6 > w->st->late_start_ms_max)
+		w->st->late_start_ms_max = (late.probed_ns - exec) / 1e6;
 	if (late.probed_ns)
 		snprintf(note, sizeof(note),
 			 "dlscope: process %d (%s) started under %s, a loader not probed before it "

@@ -423,23 +423,24 @@ static void json_summary(struct event_sink *s, const struct watch_stats *st)
 	JSON(s)->ordered = false;
 	for (size_t i = 0; act && i < st->n_activity; i++)
 		json_array_append_new(act, activity_json(&st->activity[i]));
-	emit(s,
-	     json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:o, s:I, s:I, s:I, s:f, "
-		       "s:f, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I}",
-		       "type", "summary", "events", (json_int_t)st->events, "lost",
-		       (json_int_t)st->lost, "lost_by", "ring_full", (json_int_t)st->lost_ring,
-		       "calls_full", (json_int_t)st->lost_calls, "skipped_by_kernel",
-		       (json_int_t)st->lost_skipped, "unread_at_stop", (json_int_t)st->lost_unread,
-		       "findings", (json_int_t)st->findings, "activity", act, "activity_uncounted",
-		       (json_int_t)st->activity_uncounted, "holds", (json_int_t)st->holds,
-		       "holds_late", (json_int_t)st->holds_late, "hold_ms_max", st->hold_ms_max,
-		       "hold_ms_total", st->hold_ms_total, "holds_abandoned",
-		       (json_int_t)st->holds_abandoned, "holds_not_held",
-		       (json_int_t)st->holds_not_held, "holds_signalled",
-		       (json_int_t)st->holds_signalled, "holds_no_probes",
-		       (json_int_t)st->holds_no_probes, "probes_everywhere", st->probes_everywhere,
-		       "outside_processes", (json_int_t)st->outside_procs, "outside_hits",
-		       (json_int_t)st->outside_hits, "late_starts", (json_int_t)st->late_starts));
+	emit(s, json_pack("{s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:o, s:I, s:I, s:I, s:f, "
+			  "s:f, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:f, s:I}",
+			  "type", "summary", "events", (json_int_t)st->events, "lost",
+			  (json_int_t)st->lost, "lost_by", "ring_full", (json_int_t)st->lost_ring,
+			  "calls_full", (json_int_t)st->lost_calls, "skipped_by_kernel",
+			  (json_int_t)st->lost_skipped, "unread_at_stop",
+			  (json_int_t)st->lost_unread, "findings", (json_int_t)st->findings,
+			  "activity", act, "activity_uncounted", (json_int_t)st->activity_uncounted,
+			  "holds", (json_int_t)st->holds, "holds_late", (json_int_t)st->holds_late,
+			  "hold_ms_max", st->hold_ms_max, "hold_ms_total", st->hold_ms_total,
+			  "holds_abandoned", (json_int_t)st->holds_abandoned, "holds_not_held",
+			  (json_int_t)st->holds_not_held, "holds_signalled",
+			  (json_int_t)st->holds_signalled, "holds_no_probes",
+			  (json_int_t)st->holds_no_probes, "probes_everywhere",
+			  st->probes_everywhere, "outside_processes", (json_int_t)st->outside_procs,
+			  "outside_hits", (json_int_t)st->outside_hits, "late_starts",
+			  (json_int_t)st->late_starts, "late_start_ms_max", st->late_start_ms_max,
+			  "late_starts_gone", (json_int_t)st->late_starts_gone));
 }
 
 static void json_flush(struct event_sink *s)

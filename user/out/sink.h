@@ -90,6 +90,8 @@ struct watch_stats {
 	/* Processes that began under a loader not probed before they ran (another root): their
 	 * dlopens until it was probed are not seen (a note says each one's window). */
 	unsigned long long late_starts;
+	double late_start_ms_max;	     /* the longest such window */
+	unsigned long long late_starts_gone; /* of those, gone before it could be probed */
 	/* Reads of a watched process (its maps, link maps and memory: each takes its mmap lock
 	 * for a moment), at its start and after each dlopen or dlclose that changed its objects. */
 	unsigned long long reads;
