@@ -183,9 +183,8 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 		    !libgraph__snapshot_again(t, maps, w->cache, old, &g, why, sizeof(why))) {
 			reader__let_holds_in(w);
 			/* Objects seen before answer from the cache; out of memory only leaves
-			 * owners out. */
-			/* The package index (cold, the host's dpkg database: 30 ms) is the
-			 * loop's alone: a new image's loader is probed meanwhile. */
+			 * owners out. The package index (cold, the host's dpkg database: 30 ms)
+			 * is the loop's alone: a new image's loader is probed meanwhile. */
 			unlocked = reader__unlock(w);
 			libgraph__find_packages(g, t, w->pkgs);
 			reader__relock(w, unlocked);

@@ -37,8 +37,27 @@ static bool on_reader(const struct watch *w)
 	return w->reader.on && pthread_equal(pthread_self(), w->reader.thread);
 }
 
+/* The reader's work under @lock, taken between two pieces of the loop's (none to take on the
+ * loop's own thread): in_hold, while it lasts, keeps the loop's helpers from letting go. */
+static void hold_work_begin(struct watch *w)
+{
+	if (on_reader(w)) {
+		__atomic_add_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&w->reader.lock);
+		__atomic_sub_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
+	}
+	w->reader.in_hold = true;
+}
+
+static void hold_work_end(struct watch *w)
+{
+	w->reader.in_hold = false;
+	if (on_reader(w))
+		pthread_mutex_unlock(&w->reader.lock);
+}
+
 /* A new image (DLW_HOLD_EXEC): its loader probed now, under @lock, if it has no probe yet.
- * Nobody waits: what it did before is said at its exec (proctable.c: late_loader). */
+ * Nobody waits: what it did before is said at its exec (proctable.c: unprobed_loader). */
 static void exec_loader(struct watch *w, const struct dlw_event *e)
 {
 	struct rtprio prio;
@@ -46,14 +65,9 @@ static void exec_loader(struct watch *w, const struct dlw_event *e)
 	if (w->loop.draining)
 		return;
 	rtprio__raise(&prio);
-	if (on_reader(w)) {
-		__atomic_add_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&w->reader.lock);
-		__atomic_sub_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
-	}
+	hold_work_begin(w);
 	probes__probe_exec_loader(w, (pid_t)e->pid, e->arg2, e->ts_ns);
-	if (on_reader(w))
-		pthread_mutex_unlock(&w->reader.lock);
+	hold_work_end(w);
 	rtprio__restore(&prio);
 }
 
@@ -85,19 +99,12 @@ static int read_hold(void *ctx, void *data, size_t size)
 	 */
 	if (!w->loop.draining &&
 	    !(on_reader(w) && holds__answer_known(w, (pid_t)e->pid, e->arg2, &walked))) {
-		if (on_reader(w)) {
-			__atomic_add_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
-			pthread_mutex_lock(&w->reader.lock);
-			__atomic_sub_fetch(&w->reader.holds_waiting, 1, __ATOMIC_RELEASE);
-		}
-		w->reader.in_hold = true;
+		hold_work_begin(w);
 		if (!w->loop.draining)
 			holds__answer(w, (pid_t)e->pid, e->arg2, walked);
 		else
 			linkmap__free(walked);
-		w->reader.in_hold = false;
-		if (on_reader(w))
-			pthread_mutex_unlock(&w->reader.lock);
+		hold_work_end(w);
 	}
 	if (w->skel)
 		bpf_map__update_elem(w->skel->maps.released, &tid, sizeof(tid), &seq, sizeof(seq),
