@@ -307,3 +307,26 @@ def test_comm_follows_workers_forked_without_exec():
     for child in forks:
         assert re.search(rf"{child}/{child} prefork dlopen\(\"{re.escape(lib)}\", RTLD_NOW\) "
                          r"= 0x", out), (child, out)
+
+
+def test_a_static_program_with_glibcs_dlopen_is_watched_as_its_own_loader():
+    # libc.a's dlopen lives in the program, with _dl_debug_state and _r_debug: no shared libc
+    # or ld.so holds them. Probed before the command runs, its dlopens are all seen; before,
+    # watch showed none of them and said "0 lost".
+    lib = fixture_path("libplain.so")
+    p = dlscope("watch", "--", fixture_path("static_dlopen"), lib, "20", check=0)
+    assert p.returncode == 0, p.stderr
+    opens = [ln for ln in p.stdout.splitlines() if f'dlopen("{lib}", RTLD_NOW) = 0x' in ln]
+    closes = [ln for ln in p.stdout.splitlines() if " dlclose(0x" in ln]
+    assert len(opens) == 20 and len(closes) == 20, p.stdout
+    assert re.search(r"\b4[0-9] events, 0 lost, 0 findings", p.stderr), p.stderr
+    # Started by a shell it follows, it is probed at its exec: the moments before are said.
+    p = dlscope("watch", "-f", "--", "sh", "-c", f'"$0" {lib} 20', fixture_path("static_dlopen"),
+                check=0)
+    assert p.returncode == 0, p.stderr
+    notes = [ln for ln in p.stdout.splitlines() if "a static program with glibc's dlopen, its "
+             "own loader, not probed before it ran: its dlopen calls in the" in ln]
+    assert len(notes) == 1, p.stdout
+    assert re.search(r" 0 lost \(and 1 process began under a loader not probed yet", p.stderr), \
+        p.stderr
+    assert any(f'dlopen("{lib}", RTLD_NOW) = 0x' in ln for ln in p.stdout.splitlines()), p.stdout

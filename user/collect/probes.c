@@ -340,6 +340,26 @@ static bool defines_glibc_dlopen(const struct elf_object *elf)
 }
 
 /*
+ * A static glibc program with dlopen linked in (libc.a's): it is its own loader, with
+ * _dl_debug_state and _r_debug in its symbol table (a stripped one cannot be probed).
+ */
+static bool static_glibc_loader(const struct elf_object *elf)
+{
+	GElf_Sym sym;
+
+	return !elfobj__interp(elf) && !elfobj__lookup(elf, "dlopen", ELFOBJ_SYMTAB, &sym) &&
+	       !elfobj__lookup(elf, "_dl_debug_state", ELFOBJ_SYMTAB, &sym) &&
+	       !elfobj__lookup(elf, "_r_debug", ELFOBJ_SYMTAB, &sym);
+}
+
+/* Whether @o is a process's loader: its interpreter, or a static program that is its own. */
+static bool is_loader(const struct lg_object *o)
+{
+	return o->elf && (o->origin == LG_INTERPRETER ||
+			  (o->origin == LG_EXECUTABLE && static_glibc_loader(o->elf)));
+}
+
+/*
  * The probes this watch puts in an object of roles @r (PROBE_*; @dlopen: its file defines
  * glibc's dlopen), the loader's PROBE_LINKMAP aside: the one rule for what is attached
  * (probes__attach_object) and for which files' dlopens the kernel lets go unheld, as they have
@@ -434,6 +454,11 @@ static void note_cached(const struct objcache_rec *rec, void *arg)
 		note_no_probes(arg, &rec->key, 0, 0);
 }
 
+bool probes__is_loader(const struct lg_object *o)
+{
+	return is_loader(o);
+}
+
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o)
 {
 	const unsigned int *mask =
@@ -489,8 +514,8 @@ void probes__attach_object(struct watch *w, pid_t pid, const struct lg_object *o
 	if (!o->elf || o->gone || !s)
 		return;
 	want = probes_for(w, r, defines_glibc_dlopen(o->elf));
-	if (o->origin == LG_INTERPRETER)
-		want |= PROBE_LINKMAP;
+	if (is_loader(o))
+		want |= PROBE_LINKMAP | (o->origin == LG_EXECUTABLE ? PROBE_LOADER : 0);
 	mask = want ? attached_mask(w, w->probes.pid_filter ? pid : 0, elfobj__inode(o->elf)) :
 		      NULL;
 	if (!mask || !(want & ~*mask))
@@ -629,6 +654,11 @@ void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0
 	if (spawn__resolve(argv0, exe, sizeof(exe)) || !(prog = elfobj__open(exe)))
 		return;
 	interp = elfobj__interp(prog);
+	if (static_glibc_loader(prog)) {
+		struct lg_object o = { .path = exe, .elf = prog, .origin = LG_EXECUTABLE };
+
+		probes__attach_object(w, pid, &o);
+	}
 	/* Ours is probed already (probes__attach_own_libc): the mask skips it by its inode. */
 	if (interp && realpath(interp, loader) && (ld = elfobj__open(loader))) {
 		struct lg_object o = { .path = loader, .elf = ld, .origin = LG_INTERPRETER };
@@ -637,6 +667,40 @@ void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0
 		elfobj__free(ld);
 	}
 	elfobj__free(prog);
+}
+
+/*
+ * A static program @prog (process @pid's, its /proc link @exe) that is its own loader, probed
+ * as one: by its name in its root, when that names the same file (a process of dlscope's own
+ * root; another one's is probed at its exec's read).
+ */
+static void probe_static_exec(struct watch *w, pid_t pid, const char *exe,
+			      const struct elf_object *prog, struct late_loader *late)
+{
+	char name[PATH_MAX], path[PATH_MAX + 64];
+	struct stat a, b;
+	ssize_t n = readlink(exe, name, sizeof(name) - 1);
+	int fd;
+
+	if (n <= 0 || stat(exe, &a))
+		return;
+	name[n] = '\0';
+	fd = name[0] == '/' ? open_in_root(pid, name, path, sizeof(path)) : -1;
+	if (fd >= 0 && !fstat(fd, &b) && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+		struct lg_object o = { .path = name,
+				       .elf = (struct elf_object *)prog,
+				       .origin = LG_EXECUTABLE };
+
+		if (!probes__loader_probed(w, pid, &o)) {
+			probes__attach_object(w, pid, &o);
+			late->own = true;
+			snprintf(late->loader, sizeof(late->loader), "%s", name);
+			late->probed_ns =
+				probes__loader_probed(w, pid, &o) ? mono_ns(CLOCK_MONOTONIC) : 0;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
 }
 
 /*
@@ -662,9 +726,13 @@ void probes__probe_exec_loader(struct watch *w, pid_t pid, uint64_t first_ino,
 	proc__path(exe, sizeof(exe), pid, 0, "exe");
 	prog = elfobj__open(exe);
 	interp = prog ? elfobj__interp(prog) : NULL;
-	/* Static (no loader: its first instruction is its own), or gone already. */
+	/* Static: its own loader when it has glibc's dlopen, else none. */
 	if (prog && !interp) {
+		if (static_glibc_loader(prog))
+			probe_static_exec(w, pid, exe, prog, &late);
 		elfobj__free(prog);
+		if (late.loader[0])
+			ARRAY_PUSH(w->probes.late, w->probes.n_late, w->probes.cap_late, late);
 		return;
 	}
 	if (interp && (fd = open_in_root(pid, interp, path, sizeof(path))) >= 0 &&

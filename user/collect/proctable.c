@@ -50,8 +50,9 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 {
 	const char *comm = g ? g->comm : ps->start.comm;
 	unsigned long long exec = ps->start.ev.t;
-	char note[PATH_MAX + 512];
+	char note[2 * PATH_MAX];
 	struct late_loader late = { 0 };
+	const char *why;
 
 	if (ps->loader_said || ps->start.ev.kind != EVENT_EXEC)
 		return;
@@ -59,7 +60,7 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 		/* Not seen by the reader (holds off, or the exec read first): as this read finds. */
 		late = (struct late_loader){ 0 };
 		for (size_t i = 0; g && i < g->n && !late.pid; i++)
-			if (g->objs[i]->origin == LG_INTERPRETER &&
+			if (probes__is_loader(g->objs[i]) &&
 			    !probes__loader_probed(w, ps->pid, g->objs[i]))
 				late = (struct late_loader){ .pid = ps->pid,
 							     .exec_ns = exec,
@@ -68,8 +69,10 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 		if (!late.pid)
 			return;
 		for (size_t i = 0; g && i < g->n; i++)
-			if (g->objs[i]->origin == LG_INTERPRETER)
+			if (probes__is_loader(g->objs[i])) {
 				snprintf(late.loader, sizeof(late.loader), "%s", g->objs[i]->path);
+				late.own = g->objs[i]->origin == LG_EXECUTABLE;
+			}
 	}
 	ps->loader_said = true;
 	w->st->late_starts++;
@@ -77,18 +80,20 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 		w->st->late_starts_gone++;
 	else if ((late.probed_ns - exec) / 1e6 > w->st->late_start_ms_max)
 		w->st->late_start_ms_max = (late.probed_ns - exec) / 1e6;
+	why = late.own ? "a static program with glibc's dlopen, its own loader, not probed before "
+			 "it ran" :
+			 "a loader not probed before it ran (another root)";
 	if (late.probed_ns)
-		snprintf(note, sizeof(note),
-			 "dlscope: process %d (%s) started under %s, a loader not probed before it "
-			 "ran (another root): its dlopen calls in the %.1f ms from its exec to its "
-			 "probes were not seen; what they loaded is listed",
-			 ps->pid, comm, late.loader, (double)(late.probed_ns - exec) / 1e6);
+		snprintf(
+			note, sizeof(note),
+			"dlscope: process %d (%s) started under %s, %s: its dlopen calls in the "
+			"%.1f ms from its exec to its probes were not seen; what they loaded is listed",
+			ps->pid, comm, late.loader, why, (double)(late.probed_ns - exec) / 1e6);
 	else
 		snprintf(note, sizeof(note),
-			 "dlscope: process %d (%s) started under %s, a loader not probed before it "
-			 "ran (another root), and was gone before its probes could be put in: "
-			 "none of its dlopen calls was seen",
-			 ps->pid, comm, late.loader[0] ? late.loader : "its loader");
+			 "dlscope: process %d (%s) started under %s, %s, and was gone before its "
+			 "probes could be put in: none of its dlopen calls was seen",
+			 ps->pid, comm, late.loader[0] ? late.loader : "its loader", why);
 	SINKS(w, note, note);
 }
 

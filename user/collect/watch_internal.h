@@ -339,7 +339,8 @@ struct late_loader {
 	pid_t pid;
 	unsigned long long exec_ns;
 	unsigned long long probed_ns; /* 0: it could not be (gone before) */
-	char loader[256];
+	bool own;		      /* a static program, its own loader */
+	char loader[PATH_MAX];
 };
 int probes__check_capabilities(char *why, size_t len);
 /* The BPF object configured from the options, loaded, its tracepoints attached. */
@@ -351,6 +352,8 @@ bool probes__note_dlerror(struct watch *w, pid_t pid, const struct lg_object *o)
 void probes__attach_own_libc(struct watch *w, pid_t pid);
 /* Whether loader @o's r_brk was probed already, so that what it loads is held for the probes. */
 bool probes__loader_probed(struct watch *w, pid_t pid, const struct lg_object *o);
+/* Whether @o is its process's loader: its interpreter, or a static glibc program with dlopen. */
+bool probes__is_loader(const struct lg_object *o);
 /* @o's file has no probe to put in place, after probes__attach_object(@w, @pid, @o): it needs
  * none in this watch, or they are all in place (in every process, or in @pid's address space
  * with the PID filter). Its next dlopens there go unheld. */
