@@ -404,8 +404,9 @@ static void note_no_probes(struct watch *w, const struct objcache_key *k, pid_t 
 	bpf_map_update_elem(bpf_map__fd(w->skel->maps.no_probe_files), &key, &yes, BPF_ANY);
 }
 
-/* Loader @elf's r_brk probed, in every process (@pid 0) or in @pid's: an exec into it needs
- * nothing of the holds' reader (lifecycle.bpf.h: exec_to_reader). */
+/* Loader @elf's r_brk probed (or a static program with no loader), in every process (@pid 0)
+ * or in @pid's: an exec into it needs nothing of the holds' reader (lifecycle.bpf.h:
+ * exec_to_reader). */
 static void note_probed_loader(struct watch *w, const struct elf_object *elf, pid_t pid)
 {
 	const struct objcache_key *k = elfobj__content_key(elf);
@@ -730,6 +731,8 @@ void probes__probe_exec_loader(struct watch *w, pid_t pid, uint64_t first_ino,
 	if (prog && !interp) {
 		if (static_glibc_loader(prog))
 			probe_static_exec(w, pid, exe, prog, &late);
+		else /* nothing to probe: its next execs wake nobody */
+			note_probed_loader(w, prog, 0);
 		elfobj__free(prog);
 		if (late.loader[0])
 			ARRAY_PUSH(w->probes.late, w->probes.n_late, w->probes.cap_late, late);
