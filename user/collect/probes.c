@@ -671,6 +671,23 @@ void probes__attach_command_loader(struct watch *w, pid_t pid, const char *argv0
 }
 
 /*
+ * Loader @o of process @pid probed now, its window noted in @late (the loader's name, whether it
+ * is the program itself, when its probes went in; 0: they could not, the process gone). false:
+ * it was probed already.
+ */
+static bool probe_loader_now(struct watch *w, pid_t pid, const struct lg_object *o,
+			     struct late_loader *late)
+{
+	if (probes__loader_probed(w, pid, o))
+		return false;
+	probes__attach_object(w, pid, o);
+	late->own = o->origin == LG_EXECUTABLE;
+	snprintf(late->loader, sizeof(late->loader), "%s", o->path);
+	late->probed_ns = probes__loader_probed(w, pid, o) ? mono_ns(CLOCK_MONOTONIC) : 0;
+	return true;
+}
+
+/*
  * A static program @prog (process @pid's, its /proc link @exe) that is its own loader, probed
  * as one: by its name in its root, when that names the same file (a process of dlscope's own
  * root; another one's is probed at its exec's read).
@@ -692,13 +709,7 @@ static void probe_static_exec(struct watch *w, pid_t pid, const char *exe,
 				       .elf = (struct elf_object *)prog,
 				       .origin = LG_EXECUTABLE };
 
-		if (!probes__loader_probed(w, pid, &o)) {
-			probes__attach_object(w, pid, &o);
-			late->own = true;
-			snprintf(late->loader, sizeof(late->loader), "%s", name);
-			late->probed_ns =
-				probes__loader_probed(w, pid, &o) ? mono_ns(CLOCK_MONOTONIC) : 0;
-		}
+		probe_loader_now(w, pid, &o, late);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -743,14 +754,9 @@ void probes__probe_exec_loader(struct watch *w, pid_t pid, uint64_t first_ino,
 		struct lg_object o = { .path = (char *)interp, .origin = LG_INTERPRETER };
 
 		o.elf = elf_cache__open(w->cache, path, NULL, st.st_ino, &error);
-		if (o.elf && !probes__loader_probed(w, pid, &o)) {
-			probes__attach_object(w, pid, &o);
-			snprintf(late.loader, sizeof(late.loader), "%s", interp);
-			late.probed_ns =
-				probes__loader_probed(w, pid, &o) ? mono_ns(CLOCK_MONOTONIC) : 0;
-		} else if (o.elf) {
-			late.pid = 0; /* probed after all (by inode: a copy under another name) */
-		}
+		/* Probed after all (by inode: a copy under another name): nothing to say. */
+		if (o.elf && !probe_loader_now(w, pid, &o, &late))
+			late.pid = 0;
 		elfobj__free(o.elf);
 		free(error);
 	}
