@@ -11,7 +11,7 @@ Rows:
            to need no probes, let go at once); of a runtime again (held once: then its probes
            are in place); of a new copy of a runtime each time (held every time); and of 200
            distinct objects the process never had, the ELF cache warm and off; and of a
-           library loaded already (a reference counted, nothing mapped)
+           library loaded already (a reference counted, nothing mapped), by glibc and by musl
   steady   a dlopen's steady cost: 1,500 dlopens of an object not loaded yet (the first hold's
            milliseconds, which the dlopen row's 300 carry, spread thin), under watch, with
            --ring-mb 1, and with watch stopped once the loop runs (its probes and programs
@@ -66,6 +66,11 @@ if os.geteuid() != 0:
     sys.exit(0)
 for prog in ("dlopen_new_loop", "dlopen_each", "dlsym_loop", "signal_loop"):
     subprocess.run(["cc", "-O2", "-o", f"{OUT}/{prog}", f"{ROOT}/bench/{prog}.c", "-ldl"],
+                   check=True)
+# The same loop on musl (Debian's musl-tools), with a library built for it by the fixtures.
+MUSL_LOOP = f"{OUT}/dlopen_new_loop_musl" if shutil.which("musl-gcc") else None
+if MUSL_LOOP:
+    subprocess.run(["musl-gcc", "-O2", "-o", MUSL_LOOP, f"{ROOT}/bench/dlopen_new_loop.c"],
                    check=True)
 
 
@@ -162,6 +167,10 @@ def row_dlopen():
                   "2000 a run)",
                   under_watch({"untraced": prog,
                                "bpftrace entry+uretprobe": floor_pair("dlopen", prog)}, prog))
+    if MUSL_LOOP and os.path.exists(f"{FX}/musl/libplain.so"):
+        prog = [MUSL_LOOP, "2000", f"{FX}/musl/libplain.so", "held"]
+        print_dlopens("a musl program's dlopen of a library loaded already (2000 a run)",
+                      under_watch({"untraced": prog}, prog))
     prog = [f"{OUT}/dlopen_new_loop", "300", HELD_LIB, "fresh"]
     print_dlopens("dlopen of a runtime never seen, held each time (a new copy of it each "
                   "time, 300 a run)",

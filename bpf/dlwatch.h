@@ -173,6 +173,14 @@ struct dlw_outside {
 #define DLW_AT_RET 0x100
 /* The attach cookie of dlopen_enter on dlmopen, whose arguments start with the namespace. */
 #define DLW_AT_DLMOPEN 0x200
+/*
+ * The attach cookie of the hold at _dl_debug_state (linkmap_consistent): where r_state is from
+ * the probed address (DLW_LM_DELTA_BITS, signed; 0 unknown), and with DLW_LM_ONE_LIST a loader
+ * that has one list and signals RT_ADD at each dlopen's start, mapping or not (musl): there a
+ * dlopen that added nothing to the list mapped nothing.
+ */
+#define DLW_LM_DELTA_BITS 48
+#define DLW_LM_ONE_LIST (1ULL << 62)
 
 /* The GPU functions probed: DLW_GPU_LOAD's arg0 (low byte) and the uprobes' attach cookies. */
 enum dlw_gpu_fn {

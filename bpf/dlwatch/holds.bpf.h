@@ -221,10 +221,27 @@ static __always_inline void renote_tail(u32 tgid, u64 r_map_at)
 }
 
 /*
+ * A dlopen that added nothing to a loader's only list (musl, which signals RT_ADD at every
+ * dlopen's start and RT_CONSISTENT at its end): its two changes are not changes for the call
+ * either, so that its record says the link map is as it was and the collector need not read
+ * the process for it. Another thread's change in between (musl's dlopen takes a lock, so none
+ * but a start-up's) leaves the call changed.
+ */
+static __always_inline bool dlopen_added_nothing(u32 tgid, u32 tid, u32 depth)
+{
+	u64 key = dlw_call_key(tid, DLW_DLOPEN, depth - 1);
+	struct dlw_call *c = bpf_map_lookup_elem(&calls, &key);
+
+	if (c && c->lm_changes && lm_changes_of(tgid) == c->lm_changes + 2)
+		c->lm_changes += 2;
+	return true;
+}
+
+/*
  * Whether the objects this dlopen added (after the known tail) all need no probes: then no
  * hold. The tail moves to the list's end either way (a hold's answer leaves it there too).
  */
-static __always_inline bool arrivals_need_no_probes(u32 tgid)
+static __always_inline bool arrivals_need_no_probes(u32 tgid, u32 tid, u32 depth, bool one_list)
 {
 	u64 tail = valid_tail(tgid), end;
 	u32 n_new = 0;
@@ -234,7 +251,13 @@ static __always_inline bool arrivals_need_no_probes(u32 tgid)
 		return false;
 	end = lm_walk(tail, true, &n_new, &all_free);
 	note_tail(tgid, end);
-	return end && n_new && all_free;
+	if (!end)
+		return false;
+	if (n_new)
+		return all_free;
+	/* Nothing added: in glibc, objects may have gone to another namespace's list, which is
+	 * not walked (held); a loader with one list (musl) mapped nothing. */
+	return one_list && dlopen_added_nothing(tgid, tid, depth);
 }
 
 /*
@@ -427,7 +450,10 @@ static __always_inline bool hold_waiting(void)
  */
 static __always_inline int linkmap_hold(struct pt_regs *ctx)
 {
-	u64 id = current_id(), delta = bpf_get_attach_cookie(ctx);
+	u64 id = current_id(), cookie = bpf_get_attach_cookie(ctx);
+	/* r_state's place from the probe, sign-extended (DLW_LM_DELTA_BITS). */
+	s64 delta = (s64)(cookie << (64 - DLW_LM_DELTA_BITS)) >> (64 - DLW_LM_DELTA_BITS);
+	bool one_list = cookie & DLW_LM_ONE_LIST;
 	u32 tgid = id >> 32, tid = (u32)id, depth = dlopen_depth(tid), state = 0;
 	struct hold_wait h = { .pc = PT_REGS_IP(ctx) }, *hp;
 	u64 start, took, r_map_at, beat;
@@ -440,7 +466,7 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	if (!probe_for(tgid))
 		return 0;
 	if (delta &&
-	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + (s64)delta)) &&
+	    !bpf_probe_read_user(&state, sizeof(state), (void *)(PT_REGS_IP(ctx) + delta)) &&
 	    state != 0 /* RT_CONSISTENT */) {
 		count_lm_change(tgid, state == 2 /* RT_DELETE */);
 		return 0;
@@ -448,16 +474,18 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 	count_lm_change(tgid, false);
 	if (!hold_arrivals)
 		return 0;
-	r_map_at = delta ? PT_REGS_IP(ctx) + (s64)delta - 16 : 0;
+	r_map_at = delta ? PT_REGS_IP(ctx) + delta - 16 : 0;
 	/* Outside dlopen only the start-up's link map is news (then a dlclose's, or a load of
 	 * libc's own, is not: only where the list ends now is noted). */
 	if (!depth && bpf_map_update_elem(&started, &tgid, &yes, BPF_NOEXIST)) {
 		renote_tail(tgid, r_map_at);
 		return 0;
 	}
-	/* r_map_at: glibc's _r_debug is known, so are its RT_ADD calls (musl makes none). */
+	/* r_map_at: the loader's r_debug is known, so are its RT_ADD calls. glibc signals one
+	 * only before it maps; musl at every dlopen's start (one_list). */
 	if (depth && r_map_at &&
-	    (dlopen_mapped_nothing(tgid, tid, depth) || arrivals_need_no_probes(tgid))) {
+	    ((!one_list && dlopen_mapped_nothing(tgid, tid, depth)) ||
+	     arrivals_need_no_probes(tgid, tid, depth, one_list))) {
 		__sync_fetch_and_add(&hold_no_probes, 1);
 		return 0;
 	}

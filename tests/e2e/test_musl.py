@@ -5,6 +5,7 @@ built without unwind tables (frames found by scanning the stack, marked so), and
 seen by watch."""
 import json
 import os
+import re
 import subprocess
 
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, wait_until
@@ -130,3 +131,22 @@ def test_watch_sees_a_musl_dlopen_and_its_result():
     # dlsym's return is not probed on musl, and watch says why once.
     assert proc.stderr.count("musl's dlsym finds its caller by its return address") == 1, \
         proc.stderr
+
+
+def test_a_musl_dlopen_of_a_loaded_library_is_neither_held_nor_read_for():
+    # musl signals RT_ADD at the start of every dlopen, mapping or not: each of these 200 was
+    # held twice (at RT_ADD and RT_CONSISTENT) and the process read for it (401 holds, 202
+    # reads). Its struct debug, found through _dl_debug_addr, now tells the two apart, and a
+    # dlopen that added nothing to its only list goes on at once.
+    lib = musl("libplain.so")
+    proc = subprocess.run([dlscope_path(), "watch", "--", musl("dlopen_list"), "--cycle", "200",
+                           lib], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, FIXTURE_EXIT="0"))
+    assert proc.returncode == 0, proc.stderr
+    opens = [ln for ln in proc.stdout.splitlines() if f'dlopen("{lib}", RTLD_NOW) = 0x' in ln]
+    assert len(opens) == 200, proc.stdout[-3000:]
+    reads = int(re.search(r"processes read (\d+) time", proc.stderr)[1])
+    held = re.search(r"(\d+) library loads? paused", proc.stderr)
+    unheld = re.search(r"(\d+) library loads? not paused", proc.stderr)
+    assert reads <= 10 and (not held or int(held[1]) <= 5), proc.stderr
+    assert unheld and int(unheld[1]) >= 195, proc.stderr

@@ -190,6 +190,14 @@ static int attach_returns(struct watch *w, struct bpf_program *prog, const char 
 	return err;
 }
 
+/* The hold's cookie (DLW_LM_ONE_LIST): r_state at @state_at (0: unknown) from the probe at @at. */
+static uint64_t linkmap_cookie(uint64_t state_at, uint64_t at, uint64_t flags)
+{
+	if (!state_at)
+		return 0;
+	return ((state_at - at) & ((1ULL << DLW_LM_DELTA_BITS) - 1)) | flags;
+}
+
 /*
  * The loader's r_brk (_dl_debug_state), where a thread is held until the probes of the objects
  * it just mapped are in place (bpf/dlwatch/holds.bpf.h: linkmap_consistent). The cookie is where
@@ -201,23 +209,31 @@ static int attach_returns(struct watch *w, struct bpf_program *prog, const char 
 static void attach_linkmap(struct watch *w, const char *path, const struct elf_object *elf)
 {
 	uint64_t sites[LINKMAP_CALLS_MAX], offs[LINKMAP_CALLS_MAX], cookies[LINKMAP_CALLS_MAX];
+	uint64_t state_at = 0, flags = 0;
 	GElf_Sym fn, rd;
-	bool have_rd;
 	size_t n;
 
 	if (elfobj__lookup(elf, "_dl_debug_state", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &fn))
 		return;
 	/* struct r_debug: int r_version; struct link_map *r_map; ElfW(Addr) r_brk; r_state. */
-	have_rd = !elfobj__lookup(elf, "_r_debug", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &rd);
+	if (!elfobj__lookup(elf, "_r_debug", ELFOBJ_DYNSYM | ELFOBJ_SYMTAB, &rd)) {
+		state_at = rd.st_value + 24;
+	} else if (!elfobj__lookup(elf, "_dl_debug_addr", ELFOBJ_DYNSYM, &rd) &&
+		   !elfobj__relative_target(elf, rd.st_value, &state_at)) {
+		/* musl: its static struct debug, laid out as r_debug, through the pointer it
+		 * exports. Without it each of its dlopens was held twice (RT_ADD too). */
+		state_at += 24;
+		flags = DLW_LM_ONE_LIST;
+	}
 	if (!elfobj__calls_to(elf, path, "_dl_debug_state", sites, offs, LINKMAP_CALLS_MAX, &n)) {
 		for (size_t i = 0; i < n; i++)
-			cookies[i] = have_rd ? rd.st_value + 24 - sites[i] : 0;
+			cookies[i] = linkmap_cookie(state_at, sites[i], flags);
 		if (!attach_multi(w, w->skel->progs.linkmap_consistent, path, offs, cookies, n,
 				  false))
 			return;
 	}
 	attach_fn(w, w->skel->progs.linkmap_consistent, path, elf, "_dl_debug_state", false,
-		  have_rd ? rd.st_value + 24 - fn.st_value : 0);
+		  linkmap_cookie(state_at, fn.st_value, flags));
 }
 
 /*

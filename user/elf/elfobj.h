@@ -138,6 +138,12 @@ int elfobj__calls_to(const struct elf_object *o, const char *file, const char *n
 typedef int (*elfobj_reloc_cb)(const char *name, uint64_t offset, unsigned type, unsigned sym_type,
 			       void *ctx);
 int elfobj__foreach_dynreloc(const struct elf_object *o, elfobj_reloc_cb cb, void *ctx);
+/*
+ * Where the pointer at @vaddr points once loaded: the addend of the relative relocation there
+ * (R_X86_64_RELATIVE), as a virtual address of the object. musl's _dl_debug_addr is such a
+ * pointer, to its static struct debug. 0 with *@target, or -ENOENT.
+ */
+int elfobj__relative_target(const struct elf_object *o, uint64_t vaddr, uint64_t *target);
 
 /* Like foreach_defined on .dynsym, with each symbol's version name (NULL when unversioned). */
 typedef int (*elfobj_vsym_cb)(const char *name, const char *version, const GElf_Sym *sym,

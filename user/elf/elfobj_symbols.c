@@ -213,6 +213,33 @@ int elfobj__foreach_dynreloc(const struct elf_object *o, elfobj_reloc_cb cb, voi
 	return 0;
 }
 
+int elfobj__relative_target(const struct elf_object *o, uint64_t vaddr, uint64_t *target)
+{
+	Elf_Scn *scn = NULL;
+
+	if (!elfobj_loaded(o))
+		return -ENOENT;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		/* Relative relocations name no symbol: in .rela.dyn, whatever its link. */
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < data->d_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+
+			if (gelf_getrela(data, (int)i, &r) && r.r_offset == vaddr &&
+			    GELF_R_TYPE(r.r_info) == R_X86_64_RELATIVE && r.r_addend > 0) {
+				*target = (uint64_t)r.r_addend;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
 static struct addr_index *build_addr_index(const struct elf_object *o, bool func)
 {
 	struct addr_index_build b;
