@@ -171,6 +171,20 @@ struct dlw_outside {
 
 /* The attach cookie of a return probe placed on a ret instruction (not a uretprobe). */
 #define DLW_AT_RET 0x100
+/*
+ * With DLW_AT_RET, a return probe moved to the stack protector's check before the ret, which the
+ * kernel emulates (elfobj__func_exits): the value is in register DLW_AT_REG (the instruction
+ * set's number: 0 rax, 1 rcx, 2 rdx, 3 rbx, 5 rbp, 6 rsi, 7 rdi, 8-15 r8-r15) or, with
+ * DLW_AT_SLOT, in the word at rsp + DLW_AT_SLOT_OFF (signed).
+ */
+#define DLW_AT_EARLY 0x400
+#define DLW_AT_SLOT 0x800
+#define DLW_AT_REG(cookie) (((cookie) >> 16) & 0xf)
+#define DLW_AT_SLOT_OFF(cookie) ((int)((cookie) >> 32))
+#define dlw_at_early(reg, in_slot, slot)                                                      \
+	(DLW_AT_RET | DLW_AT_EARLY | ((in_slot) ? DLW_AT_SLOT : 0) |                          \
+	 ((unsigned long long)((reg) & 0xf) << 16) |                                            \
+	 ((unsigned long long)(unsigned int)(slot) << 32))
 /* The attach cookie of dlopen_enter on dlmopen, whose arguments start with the namespace. */
 #define DLW_AT_DLMOPEN 0x200
 /*

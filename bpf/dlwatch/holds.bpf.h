@@ -482,9 +482,10 @@ static __always_inline int linkmap_hold(struct pt_regs *ctx)
 		return 0;
 	}
 	/* r_map_at: the loader's r_debug is known, so are its RT_ADD calls. glibc signals one
-	 * only before it maps; musl at every dlopen's start (one_list). */
+	 * only before it maps; musl at every dlopen's start (one_list): two changes a call,
+	 * never "mapped nothing" by the count. */
 	if (depth && r_map_at &&
-	    ((!one_list && dlopen_mapped_nothing(tgid, tid, depth)) ||
+	    (dlopen_mapped_nothing(tgid, tid, depth) ||
 	     arrivals_need_no_probes(tgid, tid, depth, one_list))) {
 		__sync_fetch_and_add(&hold_no_probes, 1);
 		return 0;

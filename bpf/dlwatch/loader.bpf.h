@@ -151,6 +151,43 @@ static __always_inline void py_after_stack(struct dlw_stack_event *se, u64 key)
 		se->e.py_follows = 1;
 }
 
+/*
+ * The call's result at its return probe: rax on the ret instruction (or at a uretprobe); where
+ * the probe was moved before the ret (DLW_AT_EARLY), the register or stack word the epilogue
+ * moves into rax.
+ */
+static __always_inline long exit_value(struct pt_regs *ctx)
+{
+	u64 c = bpf_get_attach_cookie(ctx);
+	long v = 0;
+
+	if (!(c & DLW_AT_EARLY))
+		return PT_REGS_RC(ctx);
+	if (c & DLW_AT_SLOT) {
+		bpf_probe_read_user(&v, sizeof(v),
+				    (void *)(PT_REGS_SP(ctx) + (s64)DLW_AT_SLOT_OFF(c)));
+		return v;
+	}
+	switch (DLW_AT_REG(c)) {
+	case 0: return ctx->ax;
+	case 1: return ctx->cx;
+	case 2: return ctx->dx;
+	case 3: return ctx->bx;
+	case 5: return ctx->bp;
+	case 6: return ctx->si;
+	case 7: return ctx->di;
+	case 8: return ctx->r8;
+	case 9: return ctx->r9;
+	case 10: return ctx->r10;
+	case 11: return ctx->r11;
+	case 12: return ctx->r12;
+	case 13: return ctx->r13;
+	case 14: return ctx->r14;
+	case 15: return ctx->r15;
+	}
+	return 0;
+}
+
 static __always_inline int call_exit(void *ctx, u32 type, long ret)
 {
 	u64 id = current_id();
@@ -241,9 +278,9 @@ int BPF_KPROBE(dlopen_enter)
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(dlopen_exit, long ret)
+int BPF_KPROBE(dlopen_exit)
 {
-	return GUARDED(call_exit(ctx, DLW_DLOPEN, ret));
+	return GUARDED(call_exit(ctx, DLW_DLOPEN, exit_value(ctx)));
 }
 
 SEC("uprobe")
@@ -253,9 +290,9 @@ int BPF_KPROBE(dlclose_enter, void *handle)
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(dlclose_exit, long ret)
+int BPF_KPROBE(dlclose_exit)
 {
-	return GUARDED(call_exit(ctx, DLW_DLCLOSE, ret));
+	return GUARDED(call_exit(ctx, DLW_DLCLOSE, exit_value(ctx)));
 }
 
 /*
@@ -273,9 +310,9 @@ int BPF_KPROBE(dlsym_enter, void *handle, const char *name)
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(dlsym_exit, long ret)
+int BPF_KPROBE(dlsym_exit)
 {
-	return GUARDED(call_exit(ctx, DLW_DLSYM, ret));
+	return GUARDED(call_exit(ctx, DLW_DLSYM, exit_value(ctx)));
 }
 
 #endif

@@ -512,3 +512,34 @@ def test_fork_hangs_in_a_container_are_named_and_healthy_forks_are_not():
                     v = doc["verdicts"][0]["text"]
                     assert "no thread of the process is left to release it" in v, v
                     assert f"forked from process {parent} (python3)" in v, v
+
+
+# A dlopen's handle and a dlsym's address as the program sees them.
+HANDLES = """import ctypes
+m = ctypes.CDLL("libm.so.6")
+print("handle", hex(m._handle))
+print("cos", hex(ctypes.cast(m.cos, ctypes.c_void_p).value))
+"""
+
+
+def test_results_are_read_where_each_glibcs_epilogue_keeps_them():
+    # dlopen's and dlsym's returns are probed at the stack protector's check before their
+    # ret (emulated, where the ret is single-stepped): the value is then where each release's
+    # epilogue takes it from: rax (2.31, 2.35), rbx (2.36, 2.41), r12 (dlsym, 2.31, 2.35), rdx
+    # (2.43). A wrong place shows another register's value as the handle.
+    for suite, pkgs in (("bullseye", ["python3"]), ("jammy", ["python3"]),
+                        ("trixie", NUMPY_ROOT), ("sid", ["python3.14", "python3.15"])):
+        with DistroRoot(suite, pkgs) as root:
+            py = "python3.14" if suite == "sid" else "python3"
+            proc = subprocess.run(
+                [dlscope_path(), "watch", "--dlsym", "--",
+                 *root.chroot_argv(py, "-c", HANDLES)],
+                capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, (suite, proc.stderr)
+        seen = dict(ln.split() for ln in proc.stdout.splitlines()
+                    if ln.startswith(("handle ", "cos ")))
+        assert seen.get("handle") and seen.get("cos"), (suite, proc.stdout[-2000:])
+        assert f'dlopen("libm.so.6", RTLD_NOW) = {seen["handle"]} ' in proc.stdout, \
+            (suite, seen, [ln for ln in proc.stdout.splitlines() if "libm" in ln])
+        assert re.search(rf'dlsym\({seen["handle"]}, "cos"\) = {seen["cos"]}\b', proc.stdout), \
+            (suite, seen, [ln for ln in proc.stdout.splitlines() if '"cos"' in ln])

@@ -56,6 +56,85 @@ static void loader_calls(void)
 	elfobj__free(o);
 }
 
+/* arch_early_exit on @code at 0x3000, its ret at @ret: the probe's offset, or -1. */
+static long early_exit(const unsigned char *code, size_t len, size_t ret, struct arch_early_exit *e)
+{
+	return arch_early_exit(code, len, 0x3000, 0x3000 + ret, e) ? (long)(e->at - 0x3000) : -1;
+}
+
+/* The epilogues of dlopen and dlsym in the glibc releases of Debian 11 to unstable, as they
+ * are compiled there, and shapes that must be refused. */
+static void early_exits(void)
+{
+	struct arch_early_exit e = { 0 };
+	/* 2.36, 2.41 dlopen: mov 0x28(%rsp),%rax; sub %fs:0x28,%rax; jne +9; add $0x30,%rsp;
+	 * mov %rbx,%rax; pop %rbx; ret; call (the failure) */
+	static const unsigned char bookworm[] = { 0x48, 0x8b, 0x44, 0x24, 0x28, 0x64, 0x48, 0x2b,
+						  0x04, 0x25, 0x28, 0x00, 0x00, 0x00, 0x75, 0x09,
+						  0x48, 0x83, 0xc4, 0x30, 0x48, 0x89, 0xd8, 0x5b,
+						  0xc3, 0xe8, 0x00, 0x00, 0x00, 0x00 };
+	/* 2.31 libdl, 2.35 dlopen: mov 0x28(%rsp),%rcx; sub %fs:0x28,%rcx; jne; add $0x38,%rsp;
+	 * ret: the value stays in rax */
+	static const unsigned char bullseye[] = { 0x48, 0x8b, 0x4c, 0x24, 0x28, 0x64, 0x48,
+						  0x2b, 0x0c, 0x25, 0x28, 0x00, 0x00, 0x00,
+						  0x75, 0x34, 0x48, 0x83, 0xc4, 0x38, 0xc3 };
+	/* 2.43 dlsym: sub %fs:0x28,%rax; jne; mov (%rsp),%rax; add $0x48,%rsp; ret */
+	static const unsigned char sid[] = { 0x64, 0x48, 0x2b, 0x04, 0x25, 0x28, 0x00,
+					     0x00, 0x00, 0x75, 0x09, 0x48, 0x8b, 0x04,
+					     0x24, 0x48, 0x83, 0xc4, 0x48, 0xc3 };
+	/* 2.31 dlsym: sub %fs:0x28,%rax; jne rel32; add $0x38,%rsp; mov %r12,%rax; pop %rbx;
+	 * pop %r12; ret */
+	static const unsigned char r12[] = { 0x64, 0x48, 0x2b, 0x04, 0x25, 0x28, 0x00, 0x00, 0x00,
+					     0x0f, 0x85, 0x30, 0x00, 0x00, 0x00, 0x48, 0x83, 0xc4,
+					     0x38, 0x4c, 0x89, 0xe0, 0x5b, 0x41, 0x5c, 0xc3 };
+	unsigned char c[64];
+
+	CHECK(early_exit(bookworm, sizeof(bookworm), 24, &e) == 14 && !e.in_slot &&
+		      e.value_reg == 3,
+	      "glibc 2.36's dlopen: the probe at its jne, the value in rbx");
+	CHECK(early_exit(bullseye, sizeof(bullseye), 20, &e) == 14 && !e.in_slot &&
+		      e.value_reg == 0,
+	      "glibc 2.31's: the check in rcx, the value in rax");
+	CHECK(early_exit(sid, sizeof(sid), 19, &e) == 9 && e.in_slot && e.slot == 0,
+	      "glibc 2.43's dlsym: the value on the stack, at rsp");
+	CHECK(early_exit(r12, sizeof(r12), 25, &e) == 9 && e.value_reg == 12 && !e.in_slot,
+	      "a jne rel32, the value in r12, popped after its move");
+	/* The check in rax and no move: the value is gone at the jne. */
+	memcpy(c, bookworm, sizeof(bookworm));
+	c[20] = 0x90, c[21] = 0x90, c[22] = 0x90; /* the mov made nops: not an epilogue step */
+	CHECK(early_exit(c, sizeof(bookworm), 24, &e) == -1, "an unknown instruction refuses");
+	/* pop %rbx before mov %rbx,%rax: rbx at the jne is not the value. */
+	memcpy(c, bookworm, sizeof(bookworm));
+	c[20] = 0x5b, c[21] = 0x48, c[22] = 0x89, c[23] = 0xd8;
+	CHECK(early_exit(c, sizeof(bookworm), 24, &e) == -1,
+	      "a register popped before it is moved refuses");
+	/* A jmp rel8 before the code into the add, past the jne: a path around the probe. */
+	c[0] = 0xeb, c[1] = 0x0e; /* at 0x3000: lands at 0x3010, the add */
+	memcpy(c + 2, bookworm + 2, sizeof(bookworm) - 2);
+	CHECK(early_exit(c, sizeof(bookworm), 24, &e) == -1,
+	      "a branch into the epilogue after the check refuses");
+	c[1] = 0x0c; /* lands on the jne itself: the probe sees it */
+	CHECK(early_exit(c, sizeof(bookworm), 24, &e) == 14,
+	      "a branch to the check itself is fine");
+	CHECK(early_exit(bookworm, sizeof(bookworm), 23, &e) == -1, "no ret at the place given");
+}
+
+/* This machine's glibc: dlopen's and dlsym's exits moved to their checks. */
+static void libc_exits(void)
+{
+	struct elf_object *o = elfobj__open("/lib/x86_64-linux-gnu/libc.so.6");
+	struct elfobj_exit ex[ELFOBJ_EXITS_MAX];
+	size_t n = 0;
+
+	CHECK(o && !elfobj__func_exits(o, NULL, "dlopen", ex, ELFOBJ_EXITS_MAX, &n) && n >= 1 &&
+		      ex[0].early,
+	      "Debian 12's dlopen: its exit at the stack protector's check");
+	CHECK(o && !elfobj__func_exits(o, NULL, "dlclose", ex, ELFOBJ_EXITS_MAX, &n) && n >= 1 &&
+		      !ex[0].early,
+	      "its dlclose has no check: at the ret");
+	elfobj__free(o);
+}
+
 int main(void)
 {
 	int64_t imm = 0;
@@ -125,5 +204,7 @@ int main(void)
 	      "a conditional jump to the target refuses them all (a probe there fires untaken)");
 	CHECK(calls_to_0x1000(two_calls, 4, sites) == 0, "a call cut by the end is not read");
 	loader_calls();
+	early_exits();
+	libc_exits();
 	return tap_done();
 }

@@ -92,6 +92,30 @@ bool arch_direct_calls_to(const unsigned char *code, size_t len, uint64_t vaddr,
 bool arch_is_ret(unsigned char byte);
 
 /*
+ * A place before a function's return where the kernel emulates a probe (no single-step: a ret
+ * is stepped out of line, two traps), and where the return value already lies: the stack
+ * protector's check (sub or xor of %fs:0x28, then jne to the failure call, which never returns),
+ * followed only by the frame's release and the value's move into rax (add to rsp, pop, mov to
+ * rax from a register or from the stack) up to the ret. At the jne the value is register
+ * @value_reg (the instruction set's number: 0 rax, 1 rcx, 2 rdx, 3 rbx, 5 rbp, 6 rsi, 7 rdi,
+ * 8-15 r8-r15), or with @in_slot the word at rsp + @slot.
+ */
+struct arch_early_exit {
+	uint64_t at; /* the jne's virtual address */
+	unsigned int value_reg;
+	bool in_slot;
+	int32_t slot;
+};
+/*
+ * @code: a function's bytes (@len, at virtual address @vaddr), with a ret at @ret_at. false
+ * when its epilogue is not of that shape, or when a direct branch anywhere in the function may
+ * land between the check and the ret (a path that would pass by the probe), which a scan of
+ * every byte finds, at the cost of a few false alarms.
+ */
+bool arch_early_exit(const unsigned char *code, size_t len, uint64_t vaddr, uint64_t ret_at,
+		     struct arch_early_exit *out);
+
+/*
  * A function's first bytes @code (@len, read at virtual address @entry) that only return a
  * constant: 1 with @imm for "return IMM", 2 with @vaddr for "return &OBJECT", 3 with @vaddr for
  * "return OBJECT" (a global word, read where it lies); -ENOENT otherwise.

@@ -194,6 +194,149 @@ static int32_t rel32(const unsigned char *p)
 	return v;
 }
 
+/* The stack protector's check at @p: sub or xor %fs:0x28 into a 64-bit register (*@reg), 9
+ * bytes. */
+static bool canary_check(const unsigned char *p, size_t len, unsigned int *reg)
+{
+	static const unsigned char disp[] = { 0x25, 0x28, 0x00, 0x00, 0x00 };
+
+	if (len < 9 || p[0] != 0x64 || (p[1] & 0xfb) != 0x48 || (p[2] != 0x2b && p[2] != 0x33) ||
+	    (p[3] & 0xc7) != 0x04 || memcmp(p + 4, disp, sizeof(disp)))
+		return false;
+	*reg = ((p[3] >> 3) & 7) | ((p[1] & 4) << 1);
+	return true;
+}
+
+/* What the epilogue after the check did: where the value comes from, registers popped. */
+struct epilogue {
+	int32_t sp;	     /* rsp's move since the check */
+	unsigned int popped; /* the registers popped since, by bit */
+	bool moved, in_slot;
+	unsigned int reg;
+	int32_t slot;
+};
+
+/* One instruction of the epilogue at @p: its length, or 0 when it is none of its kinds. */
+static size_t epilogue_step(const unsigned char *p, size_t len, struct epilogue *e)
+{
+	unsigned int rex = len && (p[0] & 0xf0) == 0x40 ? p[0] : 0, src;
+	const unsigned char *q = p + (rex != 0);
+	size_t n = len - (rex != 0);
+
+	if (!n)
+		return 0;
+	/* pop r64 */
+	if (q[0] >= 0x58 && q[0] <= 0x5f && (!rex || rex == 0x41)) {
+		src = (q[0] - 0x58) | (rex ? 8 : 0);
+		if (src == 0 || src == 4)
+			return 0;
+		e->popped |= 1u << src;
+		e->sp += 8;
+		return (rex != 0) + 1;
+	}
+	if (!(rex & 8) || n < 2)
+		return 0;
+	/* add $imm8 / $imm32, %rsp */
+	if (rex == 0x48 && q[0] == 0x83 && q[1] == 0xc4 && n >= 3) {
+		e->sp += (int8_t)q[2];
+		return 4;
+	}
+	if (rex == 0x48 && q[0] == 0x81 && q[1] == 0xc4 && n >= 6) {
+		e->sp += rel32(q + 2);
+		return 7;
+	}
+	/* mov %r64, %rax (89 /r, the source in reg; 8b /r, in rm) */
+	if ((q[0] == 0x89 && (q[1] & 0xc7) == 0xc0) || (q[0] == 0x8b && (q[1] & 0xf8) == 0xc0)) {
+		src = q[0] == 0x89 ? ((q[1] >> 3) & 7) | ((rex & 4) << 1) :
+				     (q[1] & 7) | ((rex & 1) << 3);
+		if ((q[0] == 0x89 && (rex & 1)) || (q[0] == 0x8b && (rex & 4)) || src == 4 ||
+		    (e->popped & (1u << src)))
+			return 0;
+		*e = (struct epilogue){
+			.sp = e->sp, .popped = e->popped, .moved = true, .reg = src
+		};
+		return 3;
+	}
+	/* mov (%rsp), %rax; mov disp8(%rsp), %rax; mov disp32(%rsp), %rax */
+	if (rex == 0x48 && q[0] == 0x8b && n >= 3 && q[2] == 0x24) {
+		int32_t at = e->sp;
+		size_t l = 0;
+
+		if (q[1] == 0x04)
+			l = 4;
+		else if (q[1] == 0x44 && n >= 4)
+			at += (int8_t)q[3], l = 5;
+		else if (q[1] == 0x84 && n >= 7)
+			at += rel32(q + 3), l = 8;
+		if (l)
+			*e = (struct epilogue){ .sp = e->sp,
+						.popped = e->popped,
+						.moved = true,
+						.in_slot = true,
+						.slot = at };
+		return l;
+	}
+	return 0;
+}
+
+/* Whether a direct jump or conditional branch anywhere in @code may land in (@lo, @hi]. */
+static bool branch_lands_in(const unsigned char *code, size_t len, uint64_t vaddr, uint64_t lo,
+			    uint64_t hi)
+{
+	for (size_t i = 0; i + 2 <= len; i++) {
+		unsigned char b = code[i];
+		uint64_t t = 0;
+
+		if (b == 0xeb || (b & 0xf0) == 0x70)
+			t = branch_target(code, i, 1, 1, vaddr);
+		else if (b == 0xe9 && i + 5 <= len)
+			t = branch_target(code, i, 1, 4, vaddr);
+		else if (b == 0x0f && (code[i + 1] & 0xf0) == 0x80 && i + 6 <= len)
+			t = branch_target(code, i, 2, 4, vaddr);
+		if (t > lo && t <= hi)
+			return true;
+	}
+	return false;
+}
+
+bool arch_early_exit(const unsigned char *code, size_t len, uint64_t vaddr, uint64_t ret_at,
+		     struct arch_early_exit *out)
+{
+	size_t ret = ret_at - vaddr;
+
+	if (ret_at < vaddr || ret >= len || code[ret] != 0xc3)
+		return false;
+	/* The check, its jne and an epilogue of a few instructions: within 48 bytes. */
+	for (size_t at = ret > 48 ? ret - 48 : 0; at < ret; at++) {
+		struct epilogue e = { 0 };
+		unsigned int canary;
+		size_t i = at + 9, jne, step;
+
+		if (!canary_check(code + at, ret - at, &canary))
+			continue;
+		if (i + 2 <= ret && code[i] == 0x75)
+			jne = i, i += 2;
+		else if (i + 6 <= ret && code[i] == 0x0f && code[i + 1] == 0x85)
+			jne = i, i += 6;
+		else
+			continue;
+		while (i < ret && (step = epilogue_step(code + i, ret - i, &e)))
+			i += step;
+		/* Exactly up to the ret; the value not the check's difference. */
+		if (i != ret || (!e.moved && canary == 0) ||
+		    (e.moved && !e.in_slot && e.reg == canary))
+			continue;
+		if (branch_lands_in(code, len, vaddr, vaddr + jne, ret_at))
+			return false;
+		*out = (struct arch_early_exit){ .at = vaddr + jne,
+						 .value_reg = e.moved ? e.reg : 0,
+						 .in_slot = e.in_slot,
+						 .slot = e.slot };
+		return true;
+	}
+	return false;
+}
+
 int arch_decode_return_constant(const unsigned char *code, size_t len, uint64_t entry, int64_t *imm,
 				uint64_t *vaddr)
 {

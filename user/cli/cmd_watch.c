@@ -84,9 +84,10 @@ static const struct cliopt_def watch_defs[] = {
 		  "uprobe (tens of microseconds)" },
 	{ .name = "dlsym",
 	  .val = 'Y',
-	  .help = "also each dlsym and dlvsym call with its result: a probe on their ret "
-		  "instructions, which costs the process some 10 us per call on a VM (without it, "
-		  "their entry alone: a thread blocked in dlsym is still found and named)" },
+	  .help = "also each dlsym and dlvsym call with its result: a probe at their return (on "
+		  "the stack protector's check before it where there is one, else on the ret "
+		  "instruction, which costs the process some 10 us more per call on a VM); without "
+		  "it, their entry alone: a thread blocked in dlsym is still found and named" },
 	{ .name = "duration",
 	  .letter = 'd',
 	  .arg = "SECS",

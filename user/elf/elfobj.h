@@ -120,6 +120,23 @@ int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *
  */
 int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
 			 uint64_t *offsets, size_t max, size_t *n);
+/* The most returns elfobj__func_returns and elfobj__func_exits give of one function. */
+#define ELFOBJ_EXITS_MAX 16
+/*
+ * The places to probe function @name's returns (elfobj__func_returns), each moved where it can
+ * to the stack protector's check before its ret (arch.h: arch_early_exit), whose probe the
+ * kernel emulates where it single-steps one on a ret (some 13 us a hit on this VM): @early,
+ * with the return value in register @value_reg or (@in_slot) at rsp + @slot. Else the ret, the
+ * value in rax. Returns 0 with *n > 0, or -errno.
+ */
+struct elfobj_exit {
+	uint64_t offset;
+	bool early, in_slot;
+	unsigned int value_reg;
+	int32_t slot;
+};
+int elfobj__func_exits(const struct elf_object *o, const char *file, const char *name,
+		       struct elfobj_exit *exits, size_t max, size_t *n);
 /*
  * The direct calls to function @name (x86-64 call or jmp rel32) in the object's code, from @file
  * (its own path when NULL): their virtual addresses and file offsets, at most @max. A probe on

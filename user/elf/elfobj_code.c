@@ -153,36 +153,16 @@ static int code_fd(const struct elf_object *o, const char *file)
 	return fd;
 }
 
-int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
-			 uint64_t *offsets, size_t max, size_t *n)
+/* elfobj__func_returns, with each ret's virtual address in @vaddrs too, from open @fd. */
+static int find_returns(const struct elf_object *o, int fd, const GElf_Sym *sym, uint64_t *vaddrs,
+			uint64_t *offsets, size_t max, size_t *n)
 {
-	Dwarf_CFI *cfi;
-	GElf_Sym sym;
-	GElf_Ehdr eh;
-	int fd;
-
-	if (!elfobj_loaded(o))
-		return -ENOENT;
+	Dwarf_CFI *cfi = dwarf_getcfi_elf(o->elf);
 
 	*n = 0;
-	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
-		return -ENOTSUP;
-	if (!find_function(o, name, &sym) || !sym.st_size)
-		return -ENOENT;
-	/*
-	 * The code bytes are read from the file, not from libelf's mapping of it: the kernel
-	 * writes the int3 of every uprobe on the file (another dlscope's, or ours on an earlier
-	 * function) into each private mapping that may execute, ours included.
-	 */
-	fd = code_fd(o, file);
-	if (fd < 0)
-		return fd;
-	cfi = dwarf_getcfi_elf(o->elf);
-	if (!cfi) {
-		close(fd);
+	if (!cfi)
 		return -ENODATA;
-	}
-	for (uint64_t pc = sym.st_value; pc < sym.st_value + sym.st_size && *n < max;) {
+	for (uint64_t pc = sym->st_value; pc < sym->st_value + sym->st_size && *n < max;) {
 		Dwarf_Frame *frame;
 		Dwarf_Addr start, end;
 		unsigned char byte;
@@ -195,16 +175,94 @@ int elfobj__func_returns(const struct elf_object *o, const char *file, const cha
 			break;
 		}
 		/* A row starts at an instruction; a ret there, with the frame popped, returns. */
-		if (start > sym.st_value && cfa_is_sp_plus_8(frame) &&
+		if (start > sym->st_value && cfa_is_sp_plus_8(frame) &&
 		    !vaddr_to_offset(o, start, &off) && pread(fd, &byte, 1, (off_t)off) == 1 &&
-		    arch_is_ret(byte))
+		    arch_is_ret(byte)) {
+			vaddrs[*n] = start;
 			offsets[(*n)++] = off;
+		}
 		free(frame);
 		pc = end;
 	}
 	dwarf_cfi_end(cfi);
-	close(fd);
 	return *n ? 0 : -ENOENT;
+}
+
+/* Function @name, and its code's descriptor (elfobj__func_returns), or -errno. */
+static int open_function(const struct elf_object *o, const char *file, const char *name,
+			 GElf_Sym *sym)
+{
+	GElf_Ehdr eh;
+
+	if (!elfobj_loaded(o))
+		return -ENOENT;
+	if (!gelf_getehdr(o->elf, &eh) || eh.e_machine != EM_X86_64)
+		return -ENOTSUP;
+	if (!find_function(o, name, sym) || !sym->st_size)
+		return -ENOENT;
+	/*
+	 * The code bytes are read from the file, not from libelf's mapping of it: the kernel
+	 * writes the int3 of every uprobe on the file (another dlscope's, or ours on an earlier
+	 * function) into each private mapping that may execute, ours included.
+	 */
+	return code_fd(o, file);
+}
+
+int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
+			 uint64_t *offsets, size_t max, size_t *n)
+{
+	uint64_t vaddrs[ELFOBJ_EXITS_MAX];
+	GElf_Sym sym;
+	int fd, err;
+
+	*n = 0;
+	fd = open_function(o, file, name, &sym);
+	if (fd < 0)
+		return fd;
+	err = find_returns(o, fd, &sym, vaddrs, offsets,
+			   max < ELFOBJ_EXITS_MAX ? max : ELFOBJ_EXITS_MAX, n);
+	close(fd);
+	return err;
+}
+
+/* The largest function whose bytes elfobj__func_exits reads to look for branches. */
+#define EXITS_CODE_MAX (64u << 10)
+
+int elfobj__func_exits(const struct elf_object *o, const char *file, const char *name,
+		       struct elfobj_exit *exits, size_t max, size_t *n)
+{
+	uint64_t vaddrs[ELFOBJ_EXITS_MAX], offs[ELFOBJ_EXITS_MAX], start;
+	unsigned char *code = NULL;
+	GElf_Sym sym;
+	int fd, err;
+
+	*n = 0;
+	fd = open_function(o, file, name, &sym);
+	if (fd < 0)
+		return fd;
+	err = find_returns(o, fd, &sym, vaddrs, offs,
+			   max < ELFOBJ_EXITS_MAX ? max : ELFOBJ_EXITS_MAX, n);
+	if (!err && sym.st_size <= EXITS_CODE_MAX && !vaddr_to_offset(o, sym.st_value, &start) &&
+	    (code = malloc(sym.st_size)) &&
+	    pread(fd, code, sym.st_size, (off_t)start) != (ssize_t)sym.st_size) {
+		free(code);
+		code = NULL;
+	}
+	for (size_t i = 0; !err && i < *n; i++) {
+		struct arch_early_exit e;
+
+		exits[i] = (struct elfobj_exit){ .offset = offs[i] };
+		if (code && arch_early_exit(code, sym.st_size, sym.st_value, vaddrs[i], &e)) {
+			exits[i].offset = e.at - sym.st_value + start;
+			exits[i].early = true;
+			exits[i].value_reg = e.value_reg;
+			exits[i].in_slot = e.in_slot;
+			exits[i].slot = e.slot;
+		}
+	}
+	free(code);
+	close(fd);
+	return err;
 }
 
 /* The most code bytes elfobj__calls_to reads from one segment. */
