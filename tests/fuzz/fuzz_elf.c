@@ -74,6 +74,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	elfobj__foreach_dynreloc(o, count_reloc, &n);
 	elfobj__func_offset(o, "dlopen", &off);
 	elfobj__func_returns(o, NULL, "dlopen", rets, 8, &n);
+	{
+		struct elfobj_exit exits[ELFOBJ_EXITS_MAX];
+
+		elfobj__func_exits(o, NULL, "dlopen", exits, ELFOBJ_EXITS_MAX, &n);
+	}
+	elfobj__relative_target(o, 0x1000, &off);
 	elfobj__func_constant(o, "openblas_get_parallel", &imm, &off);
 	elfobj__symbol_at(o, 0x1000, true, &name, &off);
 	elfobj__section(o, ".rodata", &size_out);
