@@ -110,24 +110,18 @@ int elfobj__foreach_verneed(const struct elf_object *o, elfobj_verneed_cb cb, vo
  * Returns 0, -ENOENT when not defined here, -ERANGE when not inside a loadable segment.
  */
 int elfobj__func_offset(const struct elf_object *o, const char *name, uint64_t *offset);
-/*
- * The file offsets of the ret instructions of function @name (x86-64), found through its
- * .eh_frame CFI: a row that starts after the entry with the CFA back at rsp+8 and a 0xc3 byte.
- * A probe there reads the return value without a uretprobe, which would replace the return
- * address that dlopen and dlsym read to find their caller (RUNPATH search, RTLD_NEXT).
- * The code bytes are read from @file (the object's own path when NULL). Returns 0 with *n > 0,
- * or -errno.
- */
-int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
-			 uint64_t *offsets, size_t max, size_t *n);
-/* The most returns elfobj__func_returns and elfobj__func_exits give of one function. */
+/* The most returns elfobj__func_exits gives of one function. */
 #define ELFOBJ_EXITS_MAX 16
 /*
- * The places to probe function @name's returns (elfobj__func_returns), each moved where it can
- * to the stack protector's check before its ret (arch.h: arch_early_exit), whose probe the
- * kernel emulates where it single-steps one on a ret (some 13 us a hit on this VM): @early,
- * with the return value in register @value_reg or (@in_slot) at rsp + @slot. Else the ret, the
- * value in rax. Returns 0 with *n > 0, or -errno.
+ * The places to probe function @name's returns (x86-64) at, as file offsets: its ret
+ * instructions, found through its .eh_frame CFI (a row that starts after the entry with the CFA
+ * back at rsp+8 and a 0xc3 byte). A probe there reads the return value without a uretprobe,
+ * which would replace the return address that dlopen and dlsym read to find their caller
+ * (RUNPATH search, RTLD_NEXT). Each is moved where it can to the stack protector's check before
+ * its ret (arch.h: arch_early_exit), whose probe the kernel emulates where it single-steps one
+ * on a ret (some 13 us a hit on this VM): @early, with the return value in register @value_reg
+ * or (@in_slot) at rsp + @slot; else the ret, the value in rax. The code bytes are read from
+ * @file (the object's own path when NULL). Returns 0 with *n > 0, or -errno.
  */
 struct elfobj_exit {
 	uint64_t offset;

@@ -153,7 +153,11 @@ static int code_fd(const struct elf_object *o, const char *file)
 	return fd;
 }
 
-/* elfobj__func_returns, with each ret's virtual address in @vaddrs too, from open @fd. */
+/*
+ * The ret instructions of function @sym, through its .eh_frame CFI: a row that starts after the
+ * entry with the CFA back at rsp+8 and a 0xc3 byte. Their virtual addresses and file offsets,
+ * read from open @fd.
+ */
 static int find_returns(const struct elf_object *o, int fd, const GElf_Sym *sym, uint64_t *vaddrs,
 			uint64_t *offsets, size_t max, size_t *n)
 {
@@ -188,7 +192,7 @@ static int find_returns(const struct elf_object *o, int fd, const GElf_Sym *sym,
 	return *n ? 0 : -ENOENT;
 }
 
-/* Function @name, and its code's descriptor (elfobj__func_returns), or -errno. */
+/* Function @name, and a descriptor to read its code from, or -errno. */
 static int open_function(const struct elf_object *o, const char *file, const char *name,
 			 GElf_Sym *sym)
 {
@@ -206,23 +210,6 @@ static int open_function(const struct elf_object *o, const char *file, const cha
 	 * function) into each private mapping that may execute, ours included.
 	 */
 	return code_fd(o, file);
-}
-
-int elfobj__func_returns(const struct elf_object *o, const char *file, const char *name,
-			 uint64_t *offsets, size_t max, size_t *n)
-{
-	uint64_t vaddrs[ELFOBJ_EXITS_MAX];
-	GElf_Sym sym;
-	int fd, err;
-
-	*n = 0;
-	fd = open_function(o, file, name, &sym);
-	if (fd < 0)
-		return fd;
-	err = find_returns(o, fd, &sym, vaddrs, offsets,
-			   max < ELFOBJ_EXITS_MAX ? max : ELFOBJ_EXITS_MAX, n);
-	close(fd);
-	return err;
 }
 
 /* The largest function whose bytes elfobj__func_exits reads to look for branches. */
@@ -350,7 +337,7 @@ int elfobj__calls_to(const struct elf_object *o, const char *file, const char *n
 	return err;
 }
 
-/* @len bytes at virtual address @vaddr, read from the file (see func_returns for why). */
+/* @len bytes at virtual address @vaddr, read from the file (see open_function for why). */
 int elfobj__read_vaddr(const struct elf_object *o, uint64_t vaddr, void *buf, size_t len)
 {
 	uint64_t off, last;
