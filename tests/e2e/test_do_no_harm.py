@@ -216,11 +216,19 @@ def longest_dlopen_beside_a_busy_loop(watcher):
 def test_a_starved_collector_stalls_no_target_call():
     # A collector at nice 19 on a busy CPU is preempted at will: what it does while the
     # target waits on it (its mmap lock: maps, memory, uprobes) runs at a real-time priority.
+    # Each figure is one dlopen's worst moment: a pair is measured again once when it is over
+    # (a stall the starved collector caused, 0.3-1.5 s before, is over in both; a preemption
+    # of the machine, 62 ms once in a full suite, is not).
     need_root()
-    alone = longest_dlopen_beside_a_busy_loop(None)
-    watched = longest_dlopen_beside_a_busy_loop(["nice", "-n", "19", dlscope_path(), "watch",
-                                                 "-q"])
-    assert watched < alone + 50, (alone, watched)
+    pairs = []
+    for _ in range(2):
+        alone = longest_dlopen_beside_a_busy_loop(None)
+        watched = longest_dlopen_beside_a_busy_loop(["nice", "-n", "19", dlscope_path(),
+                                                     "watch", "-q"])
+        pairs.append((alone, watched))
+        if watched < alone + 50:
+            break
+    assert watched < alone + 50, pairs
 
 
 def twin_rate(watch_args, calls=300000, runs=1):
