@@ -117,6 +117,9 @@ static void early_exits(void)
 	CHECK(early_exit(c, sizeof(bookworm), 24, &e) == 14,
 	      "a branch to the check itself is fine");
 	CHECK(early_exit(bookworm, sizeof(bookworm), 23, &e) == -1, "no ret at the place given");
+	memcpy(c, bookworm, sizeof(bookworm));
+	c[19] = 0xd0; /* add $-0x30, %rsp: a frame made, not released */
+	CHECK(early_exit(c, sizeof(bookworm), 24, &e) == -1, "a negative frame release refuses");
 }
 
 /* This machine's glibc: dlopen's and dlsym's exits moved to their checks. */

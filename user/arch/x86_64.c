@@ -207,6 +207,9 @@ static bool canary_check(const unsigned char *p, size_t len, unsigned int *reg)
 	return true;
 }
 
+/* The largest frame an epilogue releases, or reads a slot of, in one instruction. */
+#define EPILOGUE_FRAME_MAX 0x10000
+
 /* What the epilogue after the check did: where the value comes from, registers popped. */
 struct epilogue {
 	int32_t sp;	     /* rsp's move since the check */
@@ -236,12 +239,14 @@ static size_t epilogue_step(const unsigned char *p, size_t len, struct epilogue 
 	}
 	if (!(rex & 8) || n < 2)
 		return 0;
-	/* add $imm8 / $imm32, %rsp */
-	if (rex == 0x48 && q[0] == 0x83 && q[1] == 0xc4 && n >= 3) {
+	/* add $imm8 / $imm32, %rsp: a frame's release, positive and at most EPILOGUE_FRAME_MAX
+	 * (so that no sum of them overflows) */
+	if (rex == 0x48 && q[0] == 0x83 && q[1] == 0xc4 && n >= 3 && (int8_t)q[2] > 0) {
 		e->sp += (int8_t)q[2];
 		return 4;
 	}
-	if (rex == 0x48 && q[0] == 0x81 && q[1] == 0xc4 && n >= 6) {
+	if (rex == 0x48 && q[0] == 0x81 && q[1] == 0xc4 && n >= 6 && rel32(q + 2) > 0 &&
+	    rel32(q + 2) <= EPILOGUE_FRAME_MAX) {
 		e->sp += rel32(q + 2);
 		return 7;
 	}
@@ -264,9 +269,10 @@ static size_t epilogue_step(const unsigned char *p, size_t len, struct epilogue 
 
 		if (q[1] == 0x04)
 			l = 4;
-		else if (q[1] == 0x44 && n >= 4)
+		else if (q[1] == 0x44 && n >= 4 && (int8_t)q[3] >= 0)
 			at += (int8_t)q[3], l = 5;
-		else if (q[1] == 0x84 && n >= 7)
+		else if (q[1] == 0x84 && n >= 7 && rel32(q + 3) >= 0 &&
+			 rel32(q + 3) <= EPILOGUE_FRAME_MAX)
 			at += rel32(q + 3), l = 8;
 		if (l)
 			*e = (struct epilogue){ .sp = e->sp,
