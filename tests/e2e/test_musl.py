@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, wait_until
 
@@ -119,10 +120,28 @@ def test_static_musl_program_is_one_object_and_check_finds_nothing():
 
 
 def test_watch_sees_a_musl_dlopen_and_its_result():
+    # The program waits a second after its dlopen ("--pause"): a 3 ms program could be gone
+    # before a loaded machine's collector read its start-up (CI's fresh root once; 2 runs in 5
+    # under two CPU burners, before this work too), which is not what this test is about.
     lib = musl("libplain.so")
-    proc = subprocess.run([dlscope_path(), "watch", "--", musl("dlopen_list"), lib],
-                          capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, FIXTURE_EXIT="0"))
+    w = subprocess.Popen([dlscope_path(), "watch", "--", musl("dlopen_list"), lib, "--pause"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=dict(os.environ, FIXTURE_EXIT="0"))
+    seen = []
+    try:
+        for line in w.stdout:
+            seen.append(line)
+            if line.startswith("paused"):
+                break
+        time.sleep(1)
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        out, err = w.communicate(timeout=60)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    proc = subprocess.CompletedProcess(w.args, w.returncode, "".join(seen) + out, err)
     assert proc.returncode == 0, proc.stderr
     opens = [ln for ln in proc.stdout.splitlines() if f'dlopen("{lib}", RTLD_NOW) = 0x' in ln]
     assert len(opens) == 1, proc.stdout
