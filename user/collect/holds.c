@@ -37,7 +37,18 @@ struct hold_proc {
 	/* The graph its first hold read, for the loop until it reads one itself: a short
 	 * command can be gone by the time its exec is handled. */
 	struct libgraph *first;
+	uint64_t first_at; /* when it was read (CLOCK_MONOTONIC) */
+	/* The named entries later holds met, until the loop reads the process: a process gone
+	 * before the loop read it again is the loop's model and these. */
+	struct added_entry {
+		struct lm_entry e; /* its name owned here */
+		uint64_t at;	   /* when its walk ended */
+	} * added;
+	size_t n_added, cap_added;
 };
+
+/* At most this many entries kept for the loop (a dlopen of 300 objects keeps them all). */
+#define ADDED_MAX 4096
 
 /* An entry as met: where its link_map is, and where its file went (a freed and reused
  * link_map holds another object, at another bias). */
@@ -71,32 +82,94 @@ static struct hold_proc *find(struct watch *w, pid_t pid)
 	return NULL;
 }
 
+/* The entries the holds met before @before (CLOCK_MONOTONIC ns): the loop's read has them. */
+static void drop_added(struct hold_proc *hp, uint64_t before)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < hp->n_added; i++) {
+		if (hp->added[i].at < before)
+			free(hp->added[i].e.name);
+		else
+			hp->added[kept++] = hp->added[i];
+	}
+	hp->n_added = kept;
+}
+
 static void release(struct hold_proc *hp)
 {
+	drop_added(hp, UINT64_MAX);
+	free(hp->added);
 	target__free(hp->t);
 	free(hp->met);
 	free(hp->order);
 	libgraph__free(hp->first);
 }
 
-struct libgraph *holds__take_graph(struct watch *w, pid_t pid)
+/* @old with the entries the holds met after @after added: NULL when they met none. */
+static struct libgraph *old_and_added(const struct hold_proc *hp, const struct libgraph *old,
+				      uint64_t after)
+{
+	struct libgraph *g = NULL;
+
+	for (size_t i = 0; i < hp->n_added; i++) {
+		const struct lm_entry *e = &hp->added[i].e;
+		char host[PATH_MAX + 64];
+		bool known = false;
+
+		if (hp->added[i].at <= after)
+			continue;
+		if (!g && !(g = libgraph__clone(old, hp->pid)))
+			return NULL;
+		for (size_t k = 0; k < g->n && !known; k++)
+			known = !g->objs[k]->gone && g->objs[k]->lm_addr == e->lm_addr &&
+				g->objs[k]->base == e->l_addr;
+		if (known)
+			continue;
+		target__host_path(hp->t, e->name, host, sizeof(host));
+		if (!libgraph__add(g, e->ns, e->name, e->name[0] == '/' ? host : NULL, e->l_addr,
+				   e->lm_addr, e->l_ld))
+			break;
+	}
+	if (g && libgraph__link(g)) {
+		libgraph__free(g);
+		g = NULL;
+	}
+	return g;
+}
+
+struct libgraph *holds__take_graph(struct watch *w, pid_t pid, const struct libgraph *old,
+				   uint64_t started, uint64_t ended)
 {
 	struct hold_proc *hp;
 	struct libgraph *g = NULL;
 
 	pthread_mutex_lock(&w->holds.lock);
 	hp = find(w, pid);
-	if (hp) {
+	/* A whole graph newer than the model's: read after the model's read ended. */
+	if (hp && hp->first && (!old || !old->n || hp->first_at > ended)) {
 		g = hp->first;
 		hp->first = NULL;
+	} else if (hp && old && old->n) {
+		g = old_and_added(hp, old, started);
 	}
 	pthread_mutex_unlock(&w->holds.lock);
 	return g;
 }
 
-void holds__drop_graph(struct watch *w, pid_t pid)
+void holds__drop_graph(struct watch *w, pid_t pid, uint64_t before)
 {
-	libgraph__free(holds__take_graph(w, pid));
+	struct hold_proc *hp;
+
+	pthread_mutex_lock(&w->holds.lock);
+	hp = find(w, pid);
+	if (hp && hp->first && hp->first_at < before) {
+		libgraph__free(hp->first);
+		hp->first = NULL;
+	}
+	if (hp)
+		drop_added(hp, before);
+	pthread_mutex_unlock(&w->holds.lock);
 }
 
 static void forget(struct watch *w, pid_t pid)
@@ -178,6 +251,19 @@ static void attach_entry(struct watch *w, struct hold_proc *hp, const struct lm_
 	free(o.error);
 }
 
+/* A new entry @e, for the loop should the process be gone before it reads it (holds__take_graph). */
+static void note_added(struct hold_proc *hp, const struct lm_entry *e)
+{
+	char *name;
+
+	if (!e->name[0] || hp->n_added >= ADDED_MAX ||
+	    (hp->n_added == hp->cap_added && ARRAY_GROW(hp->added, hp->cap_added, 16)) ||
+	    !(name = strdup(e->name)))
+		return;
+	hp->added[hp->n_added++] = (struct added_entry){ .e = *e, .at = mono_ns(CLOCK_MONOTONIC) };
+	hp->added[hp->n_added - 1].e.name = name;
+}
+
 /*
  * The walk's last entry (one namespace), where the next hold's walk starts while the process
  * unloads nothing: the loader appends what it maps.
@@ -249,8 +335,10 @@ static int apply_walk(struct watch *w, struct hold_proc *hp, struct linkmap *lm)
 		keys[i] = entry_key(e->lm_addr, e->l_addr, e->l_ld);
 		if (addrs)
 			addrs[i] = e->lm_addr;
-		if (e->name)
+		if (e->name) {
 			attach_entry(w, hp, e);
+			note_added(hp, e);
+		}
 	}
 	if (lm->after_tail)
 		remember_more(hp, keys, addrs, lm->n);
@@ -301,6 +389,7 @@ static void answer_whole(struct watch *w, struct hold_proc *hp)
 	free(keys);
 	libgraph__free(hp->first);
 	hp->first = g;
+	hp->first_at = mono_ns(CLOCK_MONOTONIC);
 }
 
 static void answer(struct watch *w, pid_t pid)

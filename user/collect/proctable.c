@@ -97,12 +97,47 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 	SINKS(w, note, note);
 }
 
-/* Whether @pid has exited: no such process, or a zombie not reaped yet. */
+/* The kernel's PF_EXITING (include/linux/sched.h): set on every thread of an exit_group. */
+#define PROC_PF_EXITING 0x4UL
+
+/* Whether @pid has exited or is exiting: no such process, a zombie not reaped yet, or a
+ * leader in its exit (its address space may be half unmapped already). */
 static bool gone(pid_t pid)
 {
+	unsigned long flags = 0;
 	char state = 0;
 
-	return proc__read_stat(pid, 0, NULL, 0, &state, NULL) || state == 'Z' || state == 'X';
+	return proc__read_stat(pid, 0, NULL, 0, &state, &flags) || state == 'Z' || state == 'X' ||
+	       (flags & PROC_PF_EXITING);
+}
+
+/*
+ * Whether @g, just read from @ps's process, may be of an address space its exit was taking
+ * apart: the process is exiting, and the read is not of a dlopen being handled that found the
+ * object the call returned. Such a read would say a dlopen's dependencies unknown, or objects
+ * unloaded by the dlclose being handled. A read or two of its stat; none for a dlopen's that
+ * found its object.
+ */
+static bool torn_read(struct watch *w, const struct proc_state *ps, const struct libgraph *g)
+{
+	const struct watch_event *we = w->cur.we;
+	uint64_t handle = we && we->ev.kind == EVENT_DLOPEN && we->ev.pid == ps->pid ?
+				  we->ev.u.dlopen.handle :
+				  0;
+
+	unsigned long flags = 0;
+	char state = 0;
+	pid_t task;
+
+	for (size_t i = 0; handle && i < g->n; i++)
+		if (!g->objs[i]->gone && g->objs[i]->lm_addr == handle)
+			return false;
+	/* A main thread gone by pthread_exit leaves the process to the others: it is exiting
+	 * when the thread its files are read through is. */
+	task = proc__live_task(ps->pid);
+	return task < 0 ||
+	       proc__read_stat(ps->pid, task == ps->pid ? 0 : task, NULL, 0, &state, &flags) ||
+	       state == 'Z' || state == 'X' || (flags & PROC_PF_EXITING);
 }
 
 static void keep_gone(struct proc_state *ps, const struct libgraph *old, const struct lg_object *o);
@@ -166,12 +201,14 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 {
 	struct libgraph *old = ps->g, *g = NULL;
 	struct procmaps *maps;
+	uint64_t started;
 	bool unlocked, opened;
 	struct rtprio prio;
 	struct target *t;
 	char why[256];
 
 	w->st->reads++;
+	started = mono_ns(CLOCK_MONOTONIC);
 	/* Its memory, its maps and the uprobes attached take its mmap lock: at a real-time
 	 * priority, so that a starved collector never holds it (rtprio.h). */
 	rtprio__raise(&prio);
@@ -201,13 +238,17 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 			target__free(t);
 	}
 	procmaps__free(maps);
-	/* Gone already (a short command) before its start-up was read: the graph its first
-	 * hold read, if it had one. Only then: a failed read of a live process (a link map
+	if (g && torn_read(w, ps, g)) {
+		libgraph__free(g);
+		g = NULL;
+	}
+	/* Gone (a short command) before it was read again: the graph its first hold read, if
+	 * that came after the model's. Only then: a failed read of a live process (a link map
 	 * rewritten all along) keeps the model it has. */
-	if (!g && (!old || !old->n) && gone(ps->pid))
-		g = holds__take_graph(w, ps->pid);
+	if (!g && gone(ps->pid))
+		g = holds__take_graph(w, ps->pid, old, ps->read_started, ps->read_at);
 	if (g)
-		holds__drop_graph(w, ps->pid);
+		holds__drop_graph(w, ps->pid, started);
 	if (!g) {
 		rtprio__restore(&prio);
 		return -ESRCH;
@@ -215,6 +256,7 @@ int proctable__refresh(struct watch *w, struct proc_state *ps)
 	reader__let_holds_in(w);
 	ps->g = g;
 	ps->read_at = mono_ns(CLOCK_MONOTONIC);
+	ps->read_started = started;
 	ps->unsettled = false;
 	reported__carry(old, g);
 	unprobed_loader(w, ps, g);

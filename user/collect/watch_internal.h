@@ -116,6 +116,7 @@ struct proc_state {
 	unsigned int refreshes;
 	/* watch_opts.settle_ms: its last read, and calls since whose objects are not judged. */
 	uint64_t read_at;
+	uint64_t read_started; /* when that read began: what the holds met since is newer */
 	bool unsettled;
 	/* What each handle a dlopen returned is, by the stream: the model may have read a
 	 * later load at that link_map. */
@@ -383,10 +384,16 @@ void holds__answer(struct watch *w, pid_t pid, uint64_t unloads, struct linkmap 
  * entries it met, or NULL when it could not walk). */
 bool holds__answer_known(struct watch *w, pid_t pid, uint64_t unloads, struct linkmap **walked);
 void holds__forget(struct watch *w, pid_t pid);
-/* The graph the process's first hold read (the caller's now), or NULL; or dropped: the loop
- * read one of its own. */
-struct libgraph *holds__take_graph(struct watch *w, pid_t pid);
-void holds__drop_graph(struct watch *w, pid_t pid);
+/*
+ * For a process gone before the loop read it again: the graph its first hold read (the
+ * caller's now) when @old is empty or that read came after @ended, else @old with the objects
+ * later holds met after @started added (CLOCK_MONOTONIC ns: the loop's last read began and
+ * ended then); NULL when neither has anything newer.
+ */
+struct libgraph *holds__take_graph(struct watch *w, pid_t pid, const struct libgraph *old,
+				   uint64_t started, uint64_t ended);
+/* The loop read the process, starting at @before: what the holds kept of it until then goes. */
+void holds__drop_graph(struct watch *w, pid_t pid, uint64_t before);
 void holds__free_all(struct watch *w);
 
 /* proctable.c: the gone objects no event claimed, dropped with the process */
