@@ -4,7 +4,7 @@
 round by round, with the medians printed beside the untraced run and bpftrace's entry and return
 pair on the same function (the floor). Needs root (BPF), bpftrace and the fixtures (make).
 
-    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,steady,where,dlsym,twin,sigcost,torch,kill,nice,attach,signals]
+    harm_bench.py [--runs N] [--dlscope PATH]... [--only dlopen,steady,where,dlsym,twin,sigcost,torch,programs,kill,nice,attach,signals]
 
 Rows:
   dlopen   a dlopen of an object not loaded yet, under `watch -- PROG` (held once: then known
@@ -24,6 +24,8 @@ Rows:
   sigcost  a signal a process nobody watches sends itself, while `watch -p` runs (dlscope's
            signal_generate program, which lets holds go when dlscope is stopped or killed)
   torch    `import torch` under `watch -- python3 -c 'import torch'` (Debian's python3-torch)
+  programs real programs from Debian's archive that load modules by dlopen, timed whole
+           (start to exit) untraced and under `watch -q --`: each one installed is measured
   kill     SIGKILL and SIGSTOP (1.2 s) of watch: how long the target's dlopen and dlsym went
            on after the signal, at most (and its longest of the run, holds before included)
   nice     watch at nice 19 on a CPU a busy loop takes: the target's longest mprotect
@@ -408,6 +410,46 @@ def row_torch():
         print(f"  {k:34s} {v:8.3f} s  ({100 * (v / base - 1):+.0f}%)")
 
 
+# Each loads its modules with dlopen (Python's extension modules, Perl's XS by DynaLoader, Tcl's
+# `load`, R's packages) and times that part itself, as the torch row does: watch's own start
+# (its probes attached before the command runs) and end are not the command's time.
+PROGRAMS = (
+    ("python3: import matplotlib.pyplot, lxml.etree",
+     ["/usr/bin/python3", "-c", "import time; t = time.monotonic(); "
+      "import matplotlib.pyplot, lxml.etree; print(f'elapsed {time.monotonic() - t:.6f}')"]),
+    ("perl: DBI, DBD::SQLite and a query",
+     ["perl", "-MTime::HiRes=time", "-e", 'BEGIN { $t = time } use DBI; '
+      'DBI->connect("dbi:SQLite::memory:")->selectrow_array("select 1"); '
+      'printf("elapsed %.6f\\n", time - $t)']),
+    ("tclsh: package require sqlite3 and a query",
+     ["tclsh8.6", "/dev/stdin"]),
+    ("Rscript: library(data.table)",
+     ["Rscript", "-e", "t <- proc.time()[['elapsed']]; library(data.table); "
+      "cat(sprintf('elapsed %.6f\\n', proc.time()[['elapsed']] - t))"]),
+)
+TCL_SCRIPT = ("set t [clock microseconds]; package require sqlite3; sqlite3 db :memory:; "
+              "db eval {select 1}; puts \"elapsed [expr {([clock microseconds] - $t) / 1e6}]\"\n")
+
+
+def row_programs():
+    def measure(argv):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                           env=cache_env(argv),
+                           input=TCL_SCRIPT if "tclsh8.6" in argv else None)
+        return number(r"elapsed ([\d.]+)", r.stdout)
+
+    print(f"real programs' loading, timed by each program itself, median of {RUNS}:")
+    for label, prog in PROGRAMS:
+        if not shutil.which(prog[0]):
+            print(f"  {label}: {prog[0]} is not installed; skipped")
+            continue
+        med = interleaved(under_watch({"untraced": prog}, prog), RUNS, measure)
+        base = med["untraced"]
+        print(f"  {label}:")
+        for k, v in med.items():
+            print(f"    {k:32s} {v * 1e3:8.1f} ms  ({100 * (v / base - 1):+.0f}%)")
+
+
 def victim(build, sig):
     """(after the signal: the longest dlopen, dlsym; the run's longest dlopen; watch's time to
     die) of hold_victim while watch gets @sig."""
@@ -531,7 +573,7 @@ def row_signals():
 for row, fn in (("dlopen", row_dlopen), ("dlopen", row_dlopen_distinct), ("steady", row_steady),
                 ("where", row_where),
                 ("dlsym", row_dlsym), ("twin", row_twin), ("sigcost", row_sigcost),
-                ("torch", row_torch), ("kill", row_kill), ("nice", row_nice),
+                ("torch", row_torch), ("programs", row_programs), ("kill", row_kill), ("nice", row_nice),
                 ("attach", row_attach), ("signals", row_signals)):
     if wanted(row):
         fn()
