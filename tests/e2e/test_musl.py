@@ -7,9 +7,9 @@ import json
 import os
 import re
 import subprocess
-import time
 
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, wait_until
+from watchlib import watch_past_pause
 
 
 def musl(name):
@@ -124,24 +124,7 @@ def test_watch_sees_a_musl_dlopen_and_its_result():
     # before a loaded machine's collector read its start-up (CI's fresh root once; 2 runs in 5
     # under two CPU burners, before this work too), which is not what this test is about.
     lib = musl("libplain.so")
-    w = subprocess.Popen([dlscope_path(), "watch", "--", musl("dlopen_list"), lib, "--pause"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=dict(os.environ, FIXTURE_EXIT="0"))
-    seen = []
-    try:
-        for line in w.stdout:
-            seen.append(line)
-            if line.startswith("paused"):
-                break
-        time.sleep(1)
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        out, err = w.communicate(timeout=60)
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.wait()
-    proc = subprocess.CompletedProcess(w.args, w.returncode, "".join(seen) + out, err)
+    proc = watch_past_pause([], [musl("dlopen_list"), lib, "--pause"], 1)
     assert proc.returncode == 0, proc.stderr
     opens = [ln for ln in proc.stdout.splitlines() if f'dlopen("{lib}", RTLD_NOW) = 0x' in ln]
     assert len(opens) == 1, proc.stdout

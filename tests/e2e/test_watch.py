@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from harness import Fixture, Skip, dlscope, dlscope_path, fixture_path, is_root
-from watchlib import watch
+from watchlib import watch, watch_past_pause
 
 
 def test_loader_calls_and_the_live_graph():
@@ -351,31 +351,12 @@ def test_a_dlopen_just_before_exit_keeps_its_dependencies():
     files that need none goes on unheld, and the holds learn nothing of it). Before, 7 runs in
     8 said the library's dependencies were unknown, some of them blaming a dlclose the program
     never made."""
-    if not is_root():
-        raise Skip("BPF tests need root")
     lib = fixture_path("libomp_regions.so")
     for run in range(5):
-        w = subprocess.Popen([dlscope_path(), "watch", "--hot", "--",
-                              fixture_path("dlopen_list"), "--pause", lib], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env=dict(os.environ, FIXTURE_EXIT="0"))
-        seen = []
-        try:
-            for line in w.stdout:
-                seen.append(line)
-                if line.startswith("paused"):
-                    break
-            # Its start-up read by then: the dlopen is what is new when it exits.
-            time.sleep(0.5)
-            w.stdin.write("go\n")
-            w.stdin.flush()
-            out, err = w.communicate(timeout=60)
-        finally:
-            if w.poll() is None:
-                w.kill()
-                w.wait()
-        out = "".join(seen) + out
-        assert w.returncode in (0, 1), (run, err)  # 1: a finding (none expected, not asked)
+        # Its start-up read by then: the dlopen is what is new when it exits.
+        proc = watch_past_pause(["--hot"], [fixture_path("dlopen_list"), "--pause", lib], 0.5)
+        out, err = proc.stdout, proc.stderr
+        assert proc.returncode in (0, 1), (run, err)  # 1: a finding (none expected, not asked)
         assert f'dlopen("{lib}", RTLD_NOW) = 0x' in out, (run, out)
         assert re.search(r"\+ \S+/libomp\.so\.5 .*\(needed\)", out), (run, out)
         assert "dependencies are unknown" not in out and "dlclose since" not in out, (run, out)
