@@ -124,7 +124,6 @@ static bool torn_read(struct watch *w, const struct proc_state *ps, const struct
 	uint64_t handle = we && we->ev.kind == EVENT_DLOPEN && we->ev.pid == ps->pid ?
 				  we->ev.u.dlopen.handle :
 				  0;
-
 	unsigned long flags = 0;
 	char state = 0;
 	pid_t task;
