@@ -126,7 +126,9 @@ static struct libgraph *old_and_added(const struct hold_proc *hp, const struct l
 				g->objs[k]->base == e->l_addr;
 		if (known)
 			continue;
-		target__host_path(hp->t, e->name, host, sizeof(host));
+		/* A relative name is the gone process's working directory's: no file to open. */
+		if (e->name[0] == '/')
+			target__host_path(hp->t, e->name, host, sizeof(host));
 		if (!libgraph__add(g, e->ns, e->name, e->name[0] == '/' ? host : NULL, e->l_addr,
 				   e->lm_addr, e->l_ld))
 			break;

@@ -100,23 +100,33 @@ static void unprobed_loader(struct watch *w, struct proc_state *ps, const struct
 /* The kernel's PF_EXITING (include/linux/sched.h): set on every thread of an exit_group. */
 #define PROC_PF_EXITING 0x4UL
 
-/* Whether @pid has exited or is exiting: no such process, a zombie not reaped yet, or a
- * leader in its exit (its address space may be half unmapped already). */
-static bool gone(pid_t pid)
+/*
+ * Whether thread @tid of @pid (0: its leader) is exiting or has exited: no such task, a zombie
+ * not reaped yet (*@dead), or in its exit (its address space may be half unmapped already).
+ */
+static bool ending(pid_t pid, pid_t tid, bool *dead)
 {
 	unsigned long flags = 0;
 	char state = 0;
 
-	return proc__read_stat(pid, 0, NULL, 0, &state, &flags) || state == 'Z' || state == 'X' ||
-	       (flags & PROC_PF_EXITING);
+	*dead = proc__read_stat(pid, tid, NULL, 0, &state, &flags) || state == 'Z' || state == 'X';
+	return *dead || (flags & PROC_PF_EXITING);
+}
+
+/* Whether @pid has exited or is exiting, by its leader. */
+static bool gone(pid_t pid)
+{
+	bool dead;
+
+	return ending(pid, 0, &dead);
 }
 
 /*
  * Whether @g, just read from @ps's process, may be of an address space its exit was taking
  * apart: the process is exiting, and the read is not of a dlopen being handled that found the
  * object the call returned. Such a read would say a dlopen's dependencies unknown, or objects
- * unloaded by the dlclose being handled. A read or two of its stat; none for a dlopen's that
- * found its object.
+ * unloaded by the dlclose being handled. One read of its stat (two when its main thread is
+ * gone); none for a dlopen's that found its object.
  */
 static bool torn_read(struct watch *w, const struct proc_state *ps, const struct libgraph *g)
 {
@@ -124,19 +134,20 @@ static bool torn_read(struct watch *w, const struct proc_state *ps, const struct
 	uint64_t handle = we && we->ev.kind == EVENT_DLOPEN && we->ev.pid == ps->pid ?
 				  we->ev.u.dlopen.handle :
 				  0;
-	unsigned long flags = 0;
-	char state = 0;
+	bool dead;
 	pid_t task;
 
 	for (size_t i = 0; handle && i < g->n; i++)
 		if (!g->objs[i]->gone && g->objs[i]->lm_addr == handle)
 			return false;
+	if (!ending(ps->pid, 0, &dead))
+		return false;
+	if (!dead)
+		return true; /* its leader in an exit_group */
 	/* A main thread gone by pthread_exit leaves the process to the others: it is exiting
 	 * when the thread its files are read through is. */
 	task = proc__live_task(ps->pid);
-	return task < 0 ||
-	       proc__read_stat(ps->pid, task == ps->pid ? 0 : task, NULL, 0, &state, &flags) ||
-	       state == 'Z' || state == 'X' || (flags & PROC_PF_EXITING);
+	return task <= 0 || task == ps->pid || ending(ps->pid, task, &dead);
 }
 
 static void keep_gone(struct proc_state *ps, const struct libgraph *old, const struct lg_object *o);
