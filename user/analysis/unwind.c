@@ -3,6 +3,7 @@
  * The frame walk every unwind uses and the stacks it gives: freed, printed, as JSON, joined to
  * the Python frames. The unwinds themselves are in the unwind_*.c files (unwind_impl.h).
  */
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,6 +20,44 @@
 #include "unwind.h"
 #include "unwind_impl.h"
 
+/*
+ * "(FUNCTION in FILE) has no unwind information (CFI)" when no .eh_frame or .debug_frame
+ * entry covers frame @f's pc, else NULL: libdwfl then unwound it by its frame pointer.
+ */
+static char *no_cfi_at(Dwfl_Frame *state, const struct stack_frame *f)
+{
+	Dwfl *dwfl = dwfl_thread_dwfl(dwfl_frame_thread(state));
+	/* A return address lies after its call: pc - 1 is in the calling function. */
+	Dwarf_Addr pc = f->activation ? f->pc : f->pc - 1, bias;
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+	Dwarf_CFI *cfi[2];
+	Dwarf_Frame *frame;
+	const char *file = NULL, *sym;
+	char *why;
+
+	if (!mod)
+		return NULL;
+	cfi[0] = dwfl_module_eh_cfi(mod, &bias);
+	for (int i = 0; i < 2; i++) {
+		if (i == 1)
+			cfi[1] = dwfl_module_dwarf_cfi(mod, &bias);
+		if (cfi[i] && dwarf_cfi_addrframe(cfi[i], pc - bias, &frame) == 0) {
+			free(frame);
+			return NULL;
+		}
+	}
+	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
+	sym = dwfl_module_addrname(mod, pc);
+	if (!file)
+		file = "?";
+	if (strrchr(file, '/'))
+		file = strrchr(file, '/') + 1;
+	if (asprintf(&why, "(%s in %s) has no unwind information (CFI)", sym ? sym : "??", file) <
+	    0)
+		return NULL;
+	return why;
+}
+
 int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct walk *w = arg;
@@ -29,14 +68,26 @@ int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 
 	if (!dwfl_frame_pc(state, &pc, &activation))
 		return DWARF_CB_ABORT;
-	/* A corrupt stack unwinds to garbage: a pc no user code can have ends the walk. */
+	/*
+	 * A pc no user code can have ends the walk. Either the stack is corrupt, or the frame
+	 * below had no CFI and libdwfl's frame-pointer guess read a register the code uses for
+	 * data (OpenBLAS's assembly kernels): the two are told apart, as they mean different
+	 * things to the reader.
+	 */
 	if (pc >= ARCH_USER_ADDR_END) {
+		char *why = ts->n_frames ? no_cfi_at(state, &ts->frames[ts->n_frames - 1]) : NULL;
+
 		free(ts->error);
-		if (asprintf(&ts->error,
-			     "frame #%zu's return address 0x%" PRIx64 " is no user-space address "
-			     "(a corrupt stack); stopped there",
-			     ts->n_frames, (uint64_t)pc) < 0)
+		if (why ? asprintf(&ts->error,
+				   "frame #%zu %s; the frame-pointer guess gave 0x%" PRIx64
+				   ", no return address; stopped there",
+				   ts->n_frames - 1, why, (uint64_t)pc) < 0 :
+			  asprintf(&ts->error,
+				   "frame #%zu's return address 0x%" PRIx64
+				   " is no user-space address (a corrupt stack); stopped there",
+				   ts->n_frames, (uint64_t)pc) < 0)
 			ts->error = NULL;
+		free(why);
 		ts->truncated = true;
 		return DWARF_CB_ABORT;
 	}
