@@ -335,6 +335,8 @@ int unwind_symbolize(Dwfl *dwfl, struct framecache *fc, struct pc_memo *memo,
 			struct stack_frame f;
 
 			err = copy_frame(&f, &named->frames[k]);
+			/* How the pc was found is this stack's, not the name's (memo, cache). */
+			f.scanned = raw[i].scanned;
 			if (!err)
 				err = push_frame(ts, &cap, &f);
 		}
