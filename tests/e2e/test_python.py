@@ -164,32 +164,25 @@ def test_threads_inside_numpy_and_torch_matmuls():
     np_line = 1 + next(i for i, s in enumerate(src) if "numpy matmul line" in s)
     torch_line = 1 + next(i for i, s in enumerate(src) if "torch matmul line" in s)
     with Fixture([DEBIAN, os.path.join(HERE, "matmul.py"), "torch"], ready_timeout=120) as fx:
-        # OpenBLAS's assembly kernels have no CFI: a thread stopped in one unwinds no further,
-        # and must say so (gdb prints garbage frames there). Another sample finds it elsewhere.
-        for attempt in range(20):
+        # Several samples: a thread caught in one of OpenBLAS's assembly kernels (no CFI, rbp
+        # holding data) is unwound past it by scanning its stack (1 sample in 4 or so). Between
+        # two products a thread may be in the interpreter alone (numpy's: 1 sample in 600).
+        inside = {"numpy_loop": 0, "torch_loop": 0}
+        for _ in range(8):
             doc = stacks_json(fx.pid)
             seen = {}
             for t in doc["threads"]:
                 if t["python"] and t["python"]["frames"]:
                     f = t["python"]["frames"][0]
                     seen[f["function"]] = (f["line"], [g["module"] or "" for g in t["frames"]],
-                                           t["error"] or "")
+                                           t["error"])
             assert seen["numpy_loop"][0] == np_line, seen
             assert seen["torch_loop"][0] == torch_line, seen
-            for loop in ("numpy_loop", "torch_loop"):
-                error = seen[loop][2]
-                assert "corrupt" not in error, error
-                if "has no unwind information (CFI)" in error:
-                    assert re.search(r"frame #\d+ \(\w+ in libopenblas", error), error
-            if "has no unwind information" in seen["torch_loop"][2]:
-                continue
             # Under the Python line, the native frames of the library doing the product.
-            assert any("openblas" in m or "blas" in m or "numpy" in m
-                       for m in seen["numpy_loop"][1]), seen["numpy_loop"]
-            assert any("torch" in m for m in seen["torch_loop"][1]), seen["torch_loop"]
-            break
-        else:
-            raise AssertionError("20 samples, each with the torch thread in a CFI-less kernel")
+            inside["numpy_loop"] += any("blas" in m for m in seen["numpy_loop"][1])
+            inside["torch_loop"] += any("torch" in m for m in seen["torch_loop"][1])
+            assert seen["torch_loop"][2] is None and seen["numpy_loop"][2] is None, seen
+        assert min(inside.values()) >= 7, inside
 
 
 def test_gdb_py_bt_on_the_debug_interpreter_agrees():

@@ -330,6 +330,33 @@ def test_a_corrupt_return_address_ends_the_unwind_with_its_reason():
         assert "corrupt stack" in t.get("error", ""), t
 
 
+def test_a_frame_without_cfi_is_scanned_past_or_said_not_called_corrupt():
+    # OpenBLAS's assembly kernels have no CFI and keep data in rbp: libdwfl's frame-pointer
+    # guess read two floats as a return address, and dlscope called the stack corrupt (gdb
+    # prints made-up frames there). The stack above is scanned for the caller instead; when
+    # none is found, the stack ends with the reason.
+    with Fixture(["no_cfi_kernel"]) as fx:
+        # Twice: the second run names the pcs from the frame cache, which must keep the mark.
+        for _ in range(2):
+            t = stacks_json(fx.pid, 0)["threads"][0]
+            names = [(f["function"], bool(f.get("scanned"))) for f in t["frames"]]
+            assert names[:3] == [("no_cfi_kernel", False), ("kernel_caller", True),
+                                 ("main", False)], names
+            assert t["error"] is None and not t["truncated"], t
+        text = dlscope("stacks", fx.pid, check=0).stdout
+        assert re.search(r"#1 .* in kernel_caller\+0x[0-9a-f]+ .*no_cfi_kernel\.c:\d+ "
+                         r"\[found by stack scan\]", text), text
+    for mode, guess in (("lost", "and its frame-pointer guess, 0x3f8000003f800000, is no "
+                         "return address"), ("lost-nofp", "")):
+        with Fixture(["no_cfi_kernel", mode]) as fx:
+            t = stacks_json(fx.pid, 0)["threads"][0]
+            assert [f["function"] for f in t["frames"]] == ["no_cfi_kernel"], t["frames"]
+            assert t["truncated"] and t["error"] == (
+                "frame #0 (no_cfi_kernel in no_cfi_kernel) has no unwind information (CFI)"
+                + (" " + guess if guess else "") + "; a scan of the stack above it found no "
+                "return address to go on from; stopped there"), t["error"]
+
+
 def test_a_process_whose_main_thread_exited_is_read_through_a_live_thread():
     # pthread_exit in main: the process runs on, but /proc/PID/maps, mem, exe and root went
     # with the main thread. libs, check and stacks read it through a live thread instead of

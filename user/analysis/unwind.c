@@ -20,32 +20,37 @@
 #include "unwind.h"
 #include "unwind_impl.h"
 
-/*
- * "(FUNCTION in FILE) has no unwind information (CFI)" when no .eh_frame or .debug_frame
- * entry covers frame @f's pc, else NULL: libdwfl then unwound it by its frame pointer.
- */
-static char *no_cfi_at(Dwfl_Frame *state, const struct stack_frame *f)
+bool unwind_has_cfi(Dwfl *dwfl, Dwarf_Addr pc)
 {
-	Dwfl *dwfl = dwfl_thread_dwfl(dwfl_frame_thread(state));
-	/* A return address lies after its call: pc - 1 is in the calling function. */
-	Dwarf_Addr pc = f->activation ? f->pc : f->pc - 1, bias;
-	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
-	Dwarf_CFI *cfi[2];
+	Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
 	Dwarf_Frame *frame;
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi;
+
+	if (!m)
+		return false;
+	if ((cfi = dwfl_module_eh_cfi(m, &bias)) && !dwarf_cfi_addrframe(cfi, pc - bias, &frame)) {
+		free(frame);
+		return true;
+	}
+	if ((cfi = dwfl_module_dwarf_cfi(m, &bias)) &&
+	    !dwarf_cfi_addrframe(cfi, pc - bias, &frame)) {
+		free(frame);
+		return true;
+	}
+	return false;
+}
+
+char *unwind_no_cfi_why(Dwfl *dwfl, const struct stack_frame *f)
+{
+	/* A return address lies after its call: pc - 1 is in the calling function. */
+	Dwarf_Addr pc = f->activation ? f->pc : f->pc - 1;
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
 	const char *file = NULL, *sym;
 	char *why;
 
-	if (!mod)
+	if (!mod || unwind_has_cfi(dwfl, pc))
 		return NULL;
-	cfi[0] = dwfl_module_eh_cfi(mod, &bias);
-	for (int i = 0; i < 2; i++) {
-		if (i == 1)
-			cfi[1] = dwfl_module_dwarf_cfi(mod, &bias);
-		if (cfi[i] && dwarf_cfi_addrframe(cfi[i], pc - bias, &frame) == 0) {
-			free(frame);
-			return NULL;
-		}
-	}
 	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
 	sym = dwfl_module_addrname(mod, pc);
 	if (!file)
@@ -72,23 +77,30 @@ int unwind_frame_cb(Dwfl_Frame *state, void *arg)
 	 * A pc no user code can have ends the walk. Either the stack is corrupt, or the frame
 	 * below had no CFI and libdwfl's frame-pointer guess read a register the code uses for
 	 * data (OpenBLAS's assembly kernels): the two are told apart, as they mean different
-	 * things to the reader.
+	 * things to the reader. Page zero holds no code either, but a first frame may be there:
+	 * a call through a null pointer.
 	 */
-	if (pc >= ARCH_USER_ADDR_END) {
-		char *why = ts->n_frames ? no_cfi_at(state, &ts->frames[ts->n_frames - 1]) : NULL;
+	if (pc >= ARCH_USER_ADDR_END || (ts->n_frames && pc < 4096)) {
+		char *why = ts->n_frames ?
+				    unwind_no_cfi_why(dwfl_thread_dwfl(dwfl_frame_thread(state)),
+						      &ts->frames[ts->n_frames - 1]) :
+				    NULL;
+		bool scan = why && w->scan_no_cfi;
+		char **said = scan ? &w->no_cfi : &ts->error;
 
-		free(ts->error);
-		if (why ? asprintf(&ts->error,
-				   "frame #%zu %s; the frame-pointer guess gave 0x%" PRIx64
-				   ", no return address; stopped there",
-				   ts->n_frames - 1, why, (uint64_t)pc) < 0 :
-			  asprintf(&ts->error,
+		free(*said);
+		if (why ? asprintf(said,
+				   "frame #%zu %s and its frame-pointer guess, 0x%" PRIx64
+				   ", is no return address%s",
+				   ts->n_frames - 1, why, (uint64_t)pc,
+				   scan ? "" : "; stopped there") < 0 :
+			  asprintf(said,
 				   "frame #%zu's return address 0x%" PRIx64
 				   " is no user-space address (a corrupt stack); stopped there",
 				   ts->n_frames, (uint64_t)pc) < 0)
-			ts->error = NULL;
+			*said = NULL;
 		free(why);
-		ts->truncated = true;
+		ts->truncated = !scan;
 		return DWARF_CB_ABORT;
 	}
 	/* A return address lies in the caller's code: pc - 1 is inside its call. */

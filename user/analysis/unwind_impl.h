@@ -88,8 +88,23 @@ struct walk {
 	Dwarf_Word last_pc, last_sp; /* the previous frame's state, when it had an SP */
 	bool have_last;
 	const struct sample_access *acc; /* a sample's: frames must be in executable mappings */
+	/*
+	 * A live walk scans on from a frame with no CFI (unwind_live.c: scan_on): where libdwfl's
+	 * frame-pointer guess for it gives no user address, the walk ends without an error, the
+	 * reason kept in @no_cfi, said only if the scan finds no caller either (as it is when
+	 * libdwfl made no guess).
+	 */
+	bool scan_no_cfi;
+	char *no_cfi;
 };
 
+/* Does the object holding @pc have CFI for it (.eh_frame, else .debug_frame)? */
+bool unwind_has_cfi(Dwfl *dwfl, Dwarf_Addr pc);
+/*
+ * "(FUNCTION in FILE) has no unwind information (CFI)" when frame @f's pc is in a module that
+ * has no CFI for it (libdwfl then guesses by the frame pointer), else NULL.
+ */
+char *unwind_no_cfi_why(Dwfl *dwfl, const struct stack_frame *f);
 /* libdwfl's frame callback: each frame's pc into @arg (a struct walk), within its checks. */
 int unwind_frame_cb(Dwfl_Frame *state, void *arg);
 /* The ELF libdwfl's unwinder takes its machine from: dlscope's own executable. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A live process's stacks: its modules, the stop (unwind_freeze.c), the copies unwound. */
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -240,33 +241,11 @@ static int threads_without_frames(struct capture_set *cs, struct stacks *s)
 	return 0;
 }
 
-/* Does the object holding @pc have CFI for it (.eh_frame, else .debug_frame)? */
-static bool has_cfi(Dwfl *dwfl, Dwarf_Addr pc)
-{
-	Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
-	Dwarf_Frame *frame;
-	Dwarf_Addr bias;
-	Dwarf_CFI *cfi;
-
-	if (!m)
-		return false;
-	if ((cfi = dwfl_module_eh_cfi(m, &bias)) && !dwarf_cfi_addrframe(cfi, pc - bias, &frame)) {
-		free(frame);
-		return true;
-	}
-	if ((cfi = dwfl_module_dwarf_cfi(m, &bias)) &&
-	    !dwarf_cfi_addrframe(cfi, pc - bias, &frame)) {
-		free(frame);
-		return true;
-	}
-	return false;
-}
-
 /* Where a thread's or the program's first frame is: no caller to scan for above it. */
 static bool is_outermost(Dwfl *dwfl, Dwarf_Addr pc)
 {
-	static const char *const names[] = { "_start", "__clone",      "clone",
-					     "clone3", "start_thread", "__thread_start" };
+	static const char *const names[] = { "_start",	 "__clone",	 "clone",	  "clone3",
+					     "__clone3", "start_thread", "__thread_start" };
 	Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
 	const char *name = m ? dwfl_module_addrname(m, pc) : NULL;
 
@@ -298,18 +277,80 @@ static bool call_reaches(Dwfl *dwfl, const unsigned char before[8], uint64_t ret
 	return target_mod == dwfl_addrmodule(dwfl, ret - 1);
 }
 
-/* Words of stack scanned for a return address, and how many times a walk is resumed. */
-#define SCAN_WORDS 512
+/*
+ * Words of stack scanned for a return address (64 KiB: OpenBLAS's sgemm_kernel_PRESCOTT keeps
+ * buffers of 4 and 11 KiB below its own), and how many times a walk is resumed.
+ */
+#define SCAN_WORDS 8192
 #define SCAN_RESUMES 16
+
+/* Is @pc in a module's code (an executable section), not its data: _PyRuntime is in python3. */
+static bool in_code(Dwfl *dwfl, Dwarf_Addr pc)
+{
+	Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
+	Dwarf_Addr addr = pc, bias;
+	GElf_Shdr mem, *shdr;
+	Elf_Scn *scn;
+
+	if (!m || !(scn = dwfl_module_address_section(m, &addr, &bias)))
+		return false;
+	shdr = gelf_getshdr(scn, &mem);
+	return shdr && (shdr->sh_flags & SHF_EXECINSTR);
+}
+
+/*
+ * The word at @at, when it is a return address whose call could have led to @callee_pc: it
+ * lies in a module's code, just after a call instruction. 0 when it is not; *@unreadable when the
+ * stack ends there.
+ */
+static uint64_t return_address_at(Dwfl *dwfl, struct capture_set *cs, uint64_t at,
+				  uint64_t callee_pc, bool *unreadable)
+{
+	unsigned char call[8];
+	struct iovec local = { call, sizeof(call) }, remote;
+	Dwarf_Word v;
+
+	*unreadable = !cb_memory_read(dwfl, at, &v, cs);
+	if (*unreadable || v < 4096 || v >= ARCH_USER_ADDR_END || !in_code(dwfl, v - 1))
+		return 0;
+	remote = (struct iovec){ (void *)(uintptr_t)(v - 8), sizeof(call) };
+	return process_vm_readv(cs->mem_pid, &local, 1, &remote, 1, 0) == sizeof(call) &&
+			       arch_follows_call(call) && call_reaches(dwfl, call, v, callee_pc) ?
+		       v :
+		       0;
+}
+
+/*
+ * Whether the walk resumed at frame @from went on as a real one does: to a thread's first
+ * function, or to the frame limit, or to another frame without CFI (scanned on from in turn).
+ * A stale word that only follows a call (a pc of the interpreter's left in a kernel's buffer)
+ * leads within a few frames to a pc in no module's code, to garbage, or to a frame whose CFI
+ * gives no caller.
+ */
+static bool resumed_sanely(Dwfl *dwfl, const struct walk *w, size_t from)
+{
+	const struct thread_stack *ts = w->ts;
+	const struct stack_frame *end;
+	Dwarf_Addr pc;
+
+	if (ts->n_frames == from || ts->error)
+		return false;
+	if (ts->n_frames >= w->max)
+		return true;
+	end = &ts->frames[ts->n_frames - 1];
+	pc = end->activation ? end->pc : end->pc - 1;
+	return in_code(dwfl, pc) && (is_outermost(dwfl, end->pc) || !unwind_has_cfi(dwfl, pc));
+}
 
 /*
  * The walk stopped at a pc without CFI: hand-written assembly (glibc's clone3 after its FDE
- * ends, musl's __syscall_cp_asm), or a C library built without unwind tables (Debian's musl,
- * whose libc.so has 4 FDEs). As breakpad does, the stack above that frame is scanned for the
- * first word that is a return address (it lies in a module, just after a call instruction),
- * and the walk resumes from there, that frame marked as found by scanning: likely, not
- * certain (a stale return address left in a frame can pass for one). A direct call must be
- * able to reach the frame below, and nothing is scanned above a thread's first function.
+ * ends, musl's __syscall_cp_asm, OpenBLAS's kernels), or a C library built without unwind
+ * tables (Debian's musl, whose libc.so has 4 FDEs). As breakpad does, the stack above that
+ * frame is scanned for a word that is a return address (it lies in a module, just after a
+ * call instruction), and the walk resumes from there, that frame marked as found by scanning:
+ * likely, not certain. A direct call must be able to reach the frame below, the walk from it
+ * must go on sanely (else the next word is tried), and nothing is scanned above a thread's
+ * first function.
  */
 static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, struct walk *w)
 {
@@ -317,48 +358,55 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 	struct thread_stack *ts = w->ts;
 
 	for (int resume = 0; resume < SCAN_RESUMES; resume++) {
-		const struct stack_frame *last;
-		uint64_t sp, at = 0, ret = 0;
-		size_t before_resume;
+		size_t before = ts->n_frames;
+		bool resumed = false, unreadable = false, truncated = ts->truncated;
+		uint64_t sp, callee;
+		char *kept;
 
-		if (!ts->n_frames || ts->n_frames >= w->max || !w->have_last)
+		if (!before || before >= w->max || !w->have_last)
 			break;
-		last = &ts->frames[ts->n_frames - 1];
+		callee = ts->frames[before - 1].pc;
 		/* A pc in no module: the walk already went astray, nothing to go on from. */
-		if (!dwfl_addrmodule(dwfl, last->activation ? last->pc : last->pc - 1) ||
-		    has_cfi(dwfl, last->activation ? last->pc : last->pc - 1) ||
-		    is_outermost(dwfl, last->pc))
+		if (!dwfl_addrmodule(dwfl,
+				     ts->frames[before - 1].activation ? callee : callee - 1) ||
+		    unwind_has_cfi(dwfl, ts->frames[before - 1].activation ? callee : callee - 1) ||
+		    is_outermost(dwfl, callee))
 			break; /* it stopped for another reason: the end of the stack */
 		sp = w->last_sp;
-		for (size_t k = 0; k < SCAN_WORDS && !ret; k++) {
-			unsigned char call[8];
-			struct iovec local = { call, sizeof(call) }, remote;
-			Dwarf_Word v;
+		/* Why the walk stopped: gone once it goes on, unless it stops again so. */
+		kept = w->no_cfi;
+		w->no_cfi = NULL;
+		for (size_t k = 0; k < SCAN_WORDS && !resumed && !unreadable; k++) {
+			uint64_t ret = return_address_at(dwfl, cs, sp + 8 * k, callee, &unreadable);
 
-			if (!cb_memory_read(dwfl, sp + 8 * k, &v, cs))
-				break;
-			if (v < 4096 || v >= ARCH_USER_ADDR_END || !dwfl_addrmodule(dwfl, v - 1))
+			if (!ret)
 				continue;
-			remote = (struct iovec){ (void *)(uintptr_t)(v - 8), sizeof(call) };
-			if (process_vm_readv(cs->mem_pid, &local, 1, &remote, 1, 0) ==
-				    sizeof(call) &&
-			    arch_follows_call(call) && call_reaches(dwfl, call, v, last->pc)) {
-				ret = v;
-				at = sp + 8 * k;
-			}
+			arch_regs__set_pc_sp(&c->regs, ret, sp + 8 * k + 8);
+			w->have_last = false;
+			dwfl_getthread_frames(dwfl, c->tid, unwind_frame_cb, w);
+			resumed = resumed_sanely(dwfl, w, before);
+			if (resumed)
+				break;
+			ts->n_frames = before; /* raw frames: nothing named yet to free */
+			ts->truncated = truncated;
+			free(ts->error);
+			ts->error = NULL;
+			free(w->no_cfi);
+			w->no_cfi = NULL;
 		}
-		if (!ret)
+		if (!resumed) {
+			/* Why the stack ends there, when libdwfl made no guess to say it by. */
+			char *why = kept ? NULL : unwind_no_cfi_why(dwfl, &ts->frames[before - 1]);
+
+			w->no_cfi = kept;
+			if (why && asprintf(&w->no_cfi, "frame #%zu %s", before - 1, why) < 0)
+				w->no_cfi = NULL;
+			free(why);
 			break;
-		arch_regs__set_pc_sp(&c->regs, ret, at + 8);
-		before_resume = ts->n_frames;
-		w->have_last = false;
-		dwfl_getthread_frames(dwfl, c->tid, unwind_frame_cb, w);
-		if (ts->n_frames == before_resume)
-			break;
-		ts->frames[before_resume].activation = false; /* a return address */
-		ts->frames[before_resume].scanned = true;
-		free(ts->error);
-		ts->error = NULL;
+		}
+		free(kept);
+		ts->frames[before].activation = false; /* a return address */
+		ts->frames[before].scanned = true;
 	}
 	c->regs = saved;
 }
@@ -395,7 +443,7 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 	fc = framecache__new(); /* none (no memory): every pc is named from DWARF */
 	for (size_t i = 0; i < cs->n; i++) {
 		struct thread_stack *ts = &s->t[s->n++];
-		struct walk w = { .ts = ts, .max = max_frames };
+		struct walk w = { .ts = ts, .max = max_frames, .scan_no_cfi = true };
 
 		ts->tid = cs->c[i].tid;
 		if (cs->c[i].have_regs)
@@ -409,6 +457,16 @@ static int unwind_copies(Dwfl *dwfl, struct capture_set *cs, unsigned int max_fr
 			if (!ts->n_frames)
 				ts->error = strdup(dwfl_errmsg(-1));
 		}
+		/* A frame with no CFI whose frame-pointer guess led nowhere, nor the scan above. */
+		if (w.no_cfi && !ts->error) {
+			ts->truncated = true;
+			if (asprintf(&ts->error,
+				     "%s; a scan of the stack above it found no return address "
+				     "to go on from; stopped there",
+				     w.no_cfi) < 0)
+				ts->error = NULL;
+		}
+		free(w.no_cfi);
 		/* Unwound: its copy is done with (thousands of threads never hold all at once). */
 		free(cs->c[i].stack);
 		cs->c[i].stack = NULL;
