@@ -356,17 +356,28 @@ static __always_inline bool signal_stops_or_ends(struct task_struct *task, int s
 	return handler == 0; /* SIG_DFL */
 }
 
+/* signal_struct's flag of a process that is dying (<linux/sched/signal.h>; a #define, not in
+ * BTF): every signal sent to it from then on is dropped, a SIGCONT too. */
+#define DLW_SIGNAL_GROUP_EXIT 0x00000004
+
 /* signal_generate(sig, info, task, group, result): one to the collector that stops or ends it
  * marks it away (collector_away_since); a SIGCONT, which continues it even when it is
- * ignored, ends that. */
+ * ignored, ends that, unless the collector is dying: a terminal's hangup sends SIGHUP and
+ * SIGCONT to its session, so that closing the tmux window of a ui just killed had it
+ * attentive again, and a hold in progress waited for the stale beat (230 ms). */
 static __always_inline int on_signal_generate(struct bpf_raw_tracepoint_args *ctx)
 {
 	int sig = (int)ctx->args[0], result = (int)ctx->args[4];
 	struct task_struct *task = (struct task_struct *)ctx->args[2];
 
-	if (!collector_tgid || (sig != DLW_SIGCONT && (result == TRACE_SIGNAL_IGNORED ||
-						       default_ignored(sig))) ||
-	    task_id(task, true) != collector_tgid)
+	if (!collector_tgid || task_id(task, true) != collector_tgid)
+		return 0;
+	if (BPF_CORE_READ(task, signal, flags) & DLW_SIGNAL_GROUP_EXIT) {
+		if (!collector_away_since)
+			collector_away_since = bpf_ktime_get_ns();
+		return 0;
+	}
+	if (sig != DLW_SIGCONT && (result == TRACE_SIGNAL_IGNORED || default_ignored(sig)))
 		return 0;
 	if (sig == DLW_SIGCONT)
 		collector_away_since = 0;

@@ -93,6 +93,11 @@ def victim_pays_of(kind, sig, fx, d, marks):
     mark(marks)
     os.kill(pid, sig)
     if sig == signal.SIGKILL:
+        # As a terminal's hangup does (tmux closing the ui's window: SIGHUP and SIGCONT to
+        # the session): a SIGCONT to a collector killed but not yet gone had it attentive
+        # again, and the next hold waited for its stale heartbeat (230-248 ms, every time on
+        # the sanitizer build, whose exit takes 350 ms).
+        os.kill(pid, signal.SIGCONT)
         wait_until(lambda: gone_or_zombie(pid), 10, f"{kind} gone")
         gone = time.monotonic() - t
         # Its held programs no longer keep it from dying (it took 3.7-4.1 s).
