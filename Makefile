@@ -264,9 +264,12 @@ build/bench/libs/list.txt: bench/gen_libs.sh
 
 # What the plain suite needs, before it runs: the packages, the builds and the fixtures, and the
 # other distributions' roots (debootstrap). Its own target, to be made ahead of a run of the suite.
+# The roots are made while the build runs: much of debootstrap's time is the network's and the
+# disk's, not the CPU's.
 test-needs: deps
-	@$(MAKE) -s -j$(NPROC) $(TEST_NEEDS) static
-	@cd tests/e2e && python3 distro_roots.py --prepare
+	@(cd tests/e2e && python3 distro_roots.py --prepare) & roots=$$!; \
+		$(MAKE) -s -j$(NPROC) $(TEST_NEEDS) static; built=$$?; \
+		wait $$roots; exit $$built
 
 test: test-needs
 	@python3 tests/run_tests.py --build $(OUTPUT) $(TEST_ARGS)

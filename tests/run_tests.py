@@ -296,6 +296,9 @@ def main():
                     or 2 * ncpu, help="tests at once (default: TEST_JOBS, or 2 per CPU)")
     ap.add_argument("--serial-only", action="store_true",
                     help="run only the tests that must run alone")
+    ap.add_argument("--parallel-only", action="store_true",
+                    help="leave out the tests that must run alone (CI's sanitizer run: they "
+                    "are timing-bound, and run plain in the fresh root)")
     ap.add_argument("--plain-after", metavar="DIR",
                     help="after the suite ran against the sanitizer build DIR: only what differs "
                     "in this build (the unit binaries, tests marked harness.plain, the tests "
@@ -314,7 +317,7 @@ def main():
         tests = [t for t in tests if t[2] or t[0] in skipped]
     parallel = [("unit", u) for u in units] + [("e2e", n) for n, s, _ in tests
                                                 if not s and not args.serial_only]
-    serial = [("e2e", n) for n, s, _ in tests if s]
+    serial = [] if args.parallel_only else [("e2e", n) for n, s, _ in tests if s]
     # The longest first: the last to finish is then a short one.
     parallel.sort(key=lambda t: -times.get(t[1] if t[0] == "e2e" else
                                            f"unit {os.path.basename(t[1])}", 1.0))
@@ -347,7 +350,8 @@ def main():
     times = read_json(os.path.join(build, "test-times.json"), {})
     times.update({k: round(v, 2) for k, v in seen.items()})
     write_json(os.path.join(build, "test-times.json"), dict(sorted(times.items())))
-    if not args.only and not args.plain_after and not args.serial_only:
+    if not args.only and not args.plain_after and not args.serial_only and \
+            not args.parallel_only:
         write_json(os.path.join(build, "test-skipped.json"), sorted(skipped))
     if args.slowest and seen:
         slow = sorted(seen.items(), key=lambda kv: -kv[1])[:args.slowest]

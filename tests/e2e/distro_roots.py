@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 from harness import ROOT, Skip
 
@@ -14,7 +15,7 @@ TARBALL = os.path.join(ROOT, "scripts", "root-tarball.sh")
 
 # Debian 13's root has NumPy and OpenBLAS for every test of it: one tarball, not two.
 NUMPY_ROOT = ["python3", "python3-numpy", "libopenblas0-pthread"]
-# Every root the tests use, made before the suite starts (--prepare), one at a time: made
+# Every root the tests use, made before the suite starts (--prepare, two at a time): made
 # while the suite runs, debootstrap's load delayed timing-sensitive tests beside it.
 ROOTS_USED = [("bullseye", ["python3"]), ("trixie", NUMPY_ROOT),
               ("sid", ["python3.14", "python3.15"]), ("jammy", ["python3"]),
@@ -80,7 +81,10 @@ class DistroRoot:
 if __name__ == "__main__" and sys.argv[1:] == ["--prepare"]:
     # Each tarball made now if it is not cached; one that cannot be made is left to its tests
     # to skip with the reason.
+    # Two at a time: each debootstrap waits on the network and the disk as much as on a CPU.
     if os.geteuid() == 0:
-        for suite, include in ROOTS_USED:
-            subprocess.run([TARBALL, suite, ",".join(include)], stdout=subprocess.DEVNULL,
+        def make(root):
+            subprocess.run([TARBALL, root[0], ",".join(root[1])], stdout=subprocess.DEVNULL,
                            timeout=1800)
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(make, ROOTS_USED))
