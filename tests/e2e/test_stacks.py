@@ -343,6 +343,10 @@ def test_a_frame_without_cfi_is_scanned_past_or_said_not_called_corrupt():
             assert names[:3] == [("no_cfi_kernel", False), ("kernel_caller", True),
                                  ("main", False)], names
             assert t["error"] is None and not t["truncated"], t
+        # The frame limit reached from a scanned frame is the limit, not a failed scan.
+        t = stacks_json(fx.pid, 0, "--max-frames", "2")["threads"][0]
+        assert [f["function"] for f in t["frames"]] == ["no_cfi_kernel", "kernel_caller"] and \
+            t["error"] == "more than 2 frames; the rest left out", t
         text = dlscope("stacks", fx.pid, check=0).stdout
         assert re.search(r"#1 .* in kernel_caller\+0x[0-9a-f]+ .*no_cfi_kernel\.c:\d+ "
                          r"\[found by stack scan\]", text), text

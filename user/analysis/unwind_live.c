@@ -333,10 +333,12 @@ static bool resumed_sanely(Dwfl *dwfl, const struct walk *w, size_t from)
 	const struct stack_frame *end;
 	Dwarf_Addr pc;
 
-	if (ts->n_frames == from || ts->error)
+	if (ts->n_frames == from)
 		return false;
 	if (ts->n_frames >= w->max)
-		return true;
+		return true; /* its error says the rest is left out */
+	if (ts->error)
+		return false;
 	end = &ts->frames[ts->n_frames - 1];
 	pc = end->activation ? end->pc : end->pc - 1;
 	return in_code(dwfl, pc) && (is_outermost(dwfl, end->pc) || !unwind_has_cfi(dwfl, pc));
