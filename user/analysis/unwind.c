@@ -20,7 +20,8 @@
 #include "unwind.h"
 #include "unwind_impl.h"
 
-bool unwind_has_cfi(Dwfl *dwfl, Dwarf_Addr pc)
+/* The CFI of the object holding @pc for it (.eh_frame, else .debug_frame), malloc'd; or NULL. */
+static Dwarf_Frame *cfi_frame(Dwfl *dwfl, Dwarf_Addr pc)
 {
 	Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
 	Dwarf_Frame *frame;
@@ -28,17 +29,37 @@ bool unwind_has_cfi(Dwfl *dwfl, Dwarf_Addr pc)
 	Dwarf_CFI *cfi;
 
 	if (!m)
+		return NULL;
+	if ((cfi = dwfl_module_eh_cfi(m, &bias)) && !dwarf_cfi_addrframe(cfi, pc - bias, &frame))
+		return frame;
+	if ((cfi = dwfl_module_dwarf_cfi(m, &bias)) && !dwarf_cfi_addrframe(cfi, pc - bias, &frame))
+		return frame;
+	return NULL;
+}
+
+bool unwind_has_cfi(Dwfl *dwfl, Dwarf_Addr pc)
+{
+	Dwarf_Frame *frame = cfi_frame(dwfl, pc);
+
+	free(frame);
+	return frame != NULL;
+}
+
+bool unwind_cfi_ends_stack(Dwfl *dwfl, Dwarf_Addr pc)
+{
+	Dwarf_Frame *frame = cfi_frame(dwfl, pc);
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 1;
+	int ra;
+
+	if (!frame)
 		return false;
-	if ((cfi = dwfl_module_eh_cfi(m, &bias)) && !dwarf_cfi_addrframe(cfi, pc - bias, &frame)) {
-		free(frame);
-		return true;
-	}
-	if ((cfi = dwfl_module_dwarf_cfi(m, &bias)) &&
-	    !dwarf_cfi_addrframe(cfi, pc - bias, &frame)) {
-		free(frame);
-		return true;
-	}
-	return false;
+	ra = dwarf_frame_info(frame, NULL, NULL, NULL);
+	/* No operations, and ops at mem: "undefined" (libdw.h), _start's and clone3's mark. */
+	bool ends = ra >= 0 && !dwarf_frame_register(frame, ra, mem, &ops, &nops) && !nops &&
+		    ops == mem;
+	free(frame);
+	return ends;
 }
 
 char *unwind_no_cfi_why(Dwfl *dwfl, const struct stack_frame *f)

@@ -100,6 +100,8 @@ struct walk {
 
 /* Does the object holding @pc have CFI for it (.eh_frame, else .debug_frame)? */
 bool unwind_has_cfi(Dwfl *dwfl, Dwarf_Addr pc);
+/* Does its CFI at @pc mark the stack's first frame (a return address "undefined")? */
+bool unwind_cfi_ends_stack(Dwfl *dwfl, Dwarf_Addr pc);
 /*
  * "(FUNCTION in FILE) has no unwind information (CFI)" when frame @f's pc is in a module that
  * has no CFI for it (libdwfl then guesses by the frame pointer), else NULL.

@@ -241,18 +241,22 @@ static int threads_without_frames(struct capture_set *cs, struct stacks *s)
 	return 0;
 }
 
-/* Where a thread's or the program's first frame is: no caller to scan for above it. */
-static bool is_outermost(Dwfl *dwfl, Dwarf_Addr pc)
+/*
+ * Where a thread's or the program's first frame is: no caller to scan for above it. By name,
+ * or, in a stripped program (octave-cli's _start has no symbol), by its CFI's mark.
+ */
+static bool is_outermost(Dwfl *dwfl, const struct stack_frame *f)
 {
 	static const char *const names[] = { "_start",	 "__clone",	 "clone",	  "clone3",
 					     "__clone3", "start_thread", "__thread_start" };
+	Dwarf_Addr pc = f->activation ? f->pc : f->pc - 1;
 	Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
 	const char *name = m ? dwfl_module_addrname(m, pc) : NULL;
 
 	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i]))
 			return true;
-	return false;
+	return unwind_cfi_ends_stack(dwfl, pc);
 }
 
 /*
@@ -341,7 +345,7 @@ static bool resumed_sanely(Dwfl *dwfl, const struct walk *w, size_t from)
 		return false;
 	end = &ts->frames[ts->n_frames - 1];
 	pc = end->activation ? end->pc : end->pc - 1;
-	return in_code(dwfl, pc) && (is_outermost(dwfl, end->pc) || !unwind_has_cfi(dwfl, pc));
+	return in_code(dwfl, pc) && (is_outermost(dwfl, end) || !unwind_has_cfi(dwfl, pc));
 }
 
 /*
@@ -372,7 +376,7 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 		if (!dwfl_addrmodule(dwfl,
 				     ts->frames[before - 1].activation ? callee : callee - 1) ||
 		    unwind_has_cfi(dwfl, ts->frames[before - 1].activation ? callee : callee - 1) ||
-		    is_outermost(dwfl, callee))
+		    is_outermost(dwfl, &ts->frames[before - 1]))
 			break; /* it stopped for another reason: the end of the stack */
 		sp = w->last_sp;
 		/* Why the walk stopped: gone once it goes on, unless it stops again so. */
