@@ -88,7 +88,9 @@ make_root() {
 # The .deb files the root downloads are kept between runs, beside the tarball (as an apt proxy
 # keeps them): apt checks each against the root's own package lists, so what is installed and
 # how is the same as from the network, only the transfer is saved.
-debs=${DLSCOPE_ROOT_CACHE:-/var/cache/dlscope-ci}/bookworm-debs
+# DLSCOPE_ROOT_DEBS: another folder for them, for a root made at the same time as another (apt
+# locks its archive folder for the whole of an install).
+debs=${DLSCOPE_ROOT_DEBS:-${DLSCOPE_ROOT_CACHE:-/var/cache/dlscope-ci}/bookworm-debs}
 mkdir -p "$debs/partial"
 status=0
 unshare --mount --propagation private bash -s "$root" "$1" "$debs" <<-'EOF' || status=$?
