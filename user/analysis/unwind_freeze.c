@@ -70,6 +70,8 @@ void unwind_copy_stack(pid_t pid, const struct procmaps *maps, struct captured *
 	if (lo < mp->start)
 		lo = mp->start;
 	end = tp > sp && tp < mp->end ? tp : mp->end;
+	if (end == tp || (mp->path && !strcmp(mp->path, "[stack]")))
+		c->stack_end = end;
 	hi = end - lo > STACK_COPY_MAX ? lo + STACK_COPY_MAX : end;
 	c->stack = malloc(hi - lo);
 	if (!c->stack)

@@ -37,6 +37,9 @@ struct captured {
 	uint64_t stack_lo;
 	size_t stack_len;
 	unsigned char *stack;
+	/* Where the thread's stack ends, when known: its thread pointer above sp in the same
+	 * mapping (its C library's thread block tops the stack), or the end of [stack]; else 0. */
+	uint64_t stack_end;
 };
 
 struct capture_set {

@@ -400,6 +400,13 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 			free(w->no_cfi);
 			w->no_cfi = NULL;
 		}
+		if (!resumed && !kept && c->stack_end && sp < c->stack_end &&
+		    (unreadable || sp + 8 * SCAN_WORDS >= c->stack_end)) {
+			/* The scan covered the rest of the thread's stack: nothing above that frame
+			 * but the stack's end (musl's __clone, which has no CFI, starts its
+			 * threads). A stack pointer elsewhere (in a module's data) is no such end. */
+			break;
+		}
 		if (!resumed) {
 			/* Why the stack ends there, when libdwfl made no guess to say it by. */
 			char *why = kept ? NULL : unwind_no_cfi_why(dwfl, &ts->frames[before - 1]);
