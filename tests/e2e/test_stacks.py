@@ -330,12 +330,21 @@ def test_a_corrupt_return_address_ends_the_unwind_with_its_reason():
         assert "corrupt stack" in t.get("error", ""), t
 
 
+def in_pause(pid):
+    """Wait until PID is asleep in pause(2) (its kernel's loop): "ready" is printed before."""
+    def paused():
+        with open(f"/proc/{pid}/syscall") as f:
+            return f.read().split()[0] == "34"
+    wait_until(paused, 10, "the kernel asleep in pause")
+
+
 def test_a_frame_without_cfi_is_scanned_past_or_said_not_called_corrupt():
     # OpenBLAS's assembly kernels have no CFI and keep data in rbp: libdwfl's frame-pointer
     # guess read two floats as a return address, and dlscope called the stack corrupt (gdb
     # prints made-up frames there). The stack above is scanned for the caller instead; when
     # none is found, the stack ends with the reason.
     with Fixture(["no_cfi_kernel"]) as fx:
+        in_pause(fx.pid)
         # Twice: the second run names the pcs from the frame cache, which must keep the mark.
         for _ in range(2):
             t = stacks_json(fx.pid, 0)["threads"][0]
@@ -353,6 +362,7 @@ def test_a_frame_without_cfi_is_scanned_past_or_said_not_called_corrupt():
     for mode, guess in (("lost", "and its frame-pointer guess, 0x3f8000003f800000, is no "
                          "return address"), ("lost-nofp", "")):
         with Fixture(["no_cfi_kernel", mode]) as fx:
+            in_pause(fx.pid)
             t = stacks_json(fx.pid, 0)["threads"][0]
             assert [f["function"] for f in t["frames"]] == ["no_cfi_kernel"], t["frames"]
             assert t["truncated"] and t["error"] == (
