@@ -11,7 +11,8 @@
 # on this kernel), all in a mount namespace of this script's own, gone when it ends. Only the
 # minbase tarball and the downloaded .deb files are kept between runs (scripts/root-tarball.sh's
 # folder, outside the repository): every package the command needs is installed afresh. Every process left in the root is killed at
-# the end and the root removed (--keep keeps the root and says where, "fresh-root: kept ROOT";
+# the end and the root removed ("fresh-root: made ROOT" first; --keep keeps the root and says
+# where, "fresh-root: kept ROOT";
 # --in ROOT runs the command in a root kept so, as the next command a user types on that
 # machine; --logs DIR copies the files *.log the command left in /root to DIR first). Needs
 # root.
@@ -41,6 +42,8 @@ else
 	command -v debootstrap > /dev/null || scripts/install-deps.sh debootstrap
 	tarball=$(scripts/root-tarball.sh bookworm make,git,ca-certificates)
 	root=$(mktemp -d /var/tmp/dlscope-fresh.XXXXXX)
+	# Said at once: a caller that stops this script early removes what it leaves.
+	echo "fresh-root: made $root"
 	made=1
 fi
 cleanup() {
