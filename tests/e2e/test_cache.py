@@ -1,5 +1,6 @@
 """The persistent ELF cache: never a change in what libs and check say, whatever the cache holds."""
 import concurrent.futures
+import difflib
 import json
 import os
 import re
@@ -48,7 +49,13 @@ def assert_same_cold_warm_off(pid, commands):
             assert cache_id(home) == before, f"{args}: a warm run rewrote the cache"
             off = run(pid, home, "--no-cache", *args)
             env_off = run(pid, home, *args, env={"DLSCOPE_CACHE": "off"})
-            assert cold == warm == warm2 == off == env_off, f"{args}: output differs"
+            outs = {"cold": cold, "warm": warm, "warm again": warm2, "--no-cache": off,
+                    "DLSCOPE_CACHE=off": env_off}
+            for name, out in outs.items():
+                # The lines that differ, so a failure says which field moved.
+                assert out == cold, f"{args}: {name} differs from cold:\n" + "\n".join(
+                    difflib.unified_diff(cold.splitlines(), out.splitlines(), "cold", name,
+                                         lineterm="", n=2))
     finally:
         shutil.rmtree(home)
 
