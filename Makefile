@@ -264,11 +264,14 @@ build/bench/libs/list.txt: bench/gen_libs.sh
 
 # What the plain suite needs, before it runs: the packages, the builds and the fixtures, and the
 # other distributions' roots (debootstrap). Its own target, to be made ahead of a run of the suite.
-# The roots are made while the build runs: much of debootstrap's time is the network's and the
-# disk's, not the CPU's.
-test-needs: deps
+# The roots are made while the packages install and the build runs: much of debootstrap's time
+# is the network's and the disk's, not the CPU's, and it needs only itself and python3 (each root
+# has a dpkg of its own, so the system's apt lock is not shared). On a fresh Debian 12 root, alone:
+# packages 389 s, then the build 132 s beside the roots' 365 s (754 s), before they overlapped.
+test-needs:
+	@scripts/install-deps.sh debootstrap python3
 	@(cd tests/e2e && python3 distro_roots.py --prepare) & roots=$$!; \
-		$(MAKE) -s -j$(NPROC) $(TEST_NEEDS) static; built=$$?; \
+		$(MAKE) -s deps && $(MAKE) -s -j$(NPROC) $(TEST_NEEDS) static; built=$$?; \
 		wait $$roots; exit $$built
 
 test: test-needs
