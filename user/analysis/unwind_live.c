@@ -366,6 +366,7 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 	for (int resume = 0; resume < SCAN_RESUMES; resume++) {
 		size_t before = ts->n_frames;
 		bool resumed = false, unreadable = false, truncated = ts->truncated;
+		unsigned int tried = 0;
 		uint64_t sp, callee;
 		char *kept;
 
@@ -387,6 +388,7 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 
 			if (!ret)
 				continue;
+			tried++;
 			arch_regs__set_pc_sp(&c->regs, ret, sp + 8 * k + 8);
 			w->have_last = false;
 			dwfl_getthread_frames(dwfl, c->tid, unwind_frame_cb, w);
@@ -400,11 +402,13 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 			free(w->no_cfi);
 			w->no_cfi = NULL;
 		}
-		if (!resumed && !kept && c->stack_end && sp < c->stack_end &&
+		if (!resumed && !kept && !tried && c->stack_end && sp < c->stack_end &&
 		    (unreadable || sp + 8 * SCAN_WORDS >= c->stack_end)) {
-			/* The scan covered the rest of the thread's stack: nothing above that frame
-			 * but the stack's end (musl's __clone, which has no CFI, starts its
-			 * threads). A stack pointer elsewhere (in a module's data) is no such end. */
+			/* The scan covered the rest of the thread's stack and met no return address
+			 * at all: nothing above that frame but the stack's end (musl's __clone,
+			 * which has no CFI, starts its threads). A stack pointer elsewhere (in a
+			 * module's data) is no such end, and a return address whose walk was
+			 * refused may be a caller lost: both keep the error. */
 			break;
 		}
 		if (!resumed) {
