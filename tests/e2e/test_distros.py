@@ -12,7 +12,7 @@ import time
 
 from distro_roots import NUMPY_ROOT, DistroRoot
 from harness import (Fixture, Skip, dlscope, dlscope_path, first_child, fixture_path, is_root,
-                     wait_idle, wait_until)
+                     serial, wait_idle, wait_until)
 
 # Python in the root: ready, then at the test's word (a file) it imports decimal, whose
 # extension _decimal and its libmpdec are dlopened after the attach; then it waits.
@@ -429,6 +429,9 @@ for i in range(100):
 """
 
 
+# Alone: it bounds a window in milliseconds (the sanitizer build beside three other tests and two
+# roots being made gave 15.6-24.6 ms, 2026-12-01).
+@serial
 def test_a_command_entering_another_root_is_watched_from_its_start_with_a_cold_cache():
     # chroot execs Debian 11's python3 under its own ld-2.31.so, which no probe is in: the
     # holds' reader probes it at the exec (1.5-7 ms here), and a note gives that window. With
