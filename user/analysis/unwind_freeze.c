@@ -63,14 +63,16 @@ void unwind_copy_stack(pid_t pid, const struct procmaps *maps, struct captured *
 	const struct mapping *mp = procmaps__find(maps, sp);
 	struct iovec local, remote;
 	uint64_t hi, end;
+	bool tp_tops;
 	ssize_t n;
 
 	if (!mp)
 		return;
 	if (lo < mp->start)
 		lo = mp->start;
-	end = tp > sp && tp < mp->end ? tp : mp->end;
-	if (end == tp || (mp->path && !strcmp(mp->path, "[stack]")))
+	tp_tops = tp > sp && tp < mp->end;
+	end = tp_tops ? tp : mp->end;
+	if (tp_tops || (mp->path && !strcmp(mp->path, "[stack]")))
 		c->stack_end = end;
 	hi = end - lo > STACK_COPY_MAX ? lo + STACK_COPY_MAX : end;
 	c->stack = malloc(hi - lo);
