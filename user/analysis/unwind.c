@@ -37,40 +37,31 @@ static Dwarf_Frame *cfi_frame(Dwfl *dwfl, Dwarf_Addr pc)
 	return NULL;
 }
 
-bool unwind_has_cfi(Dwfl *dwfl, Dwarf_Addr pc)
-{
-	Dwarf_Frame *frame = cfi_frame(dwfl, pc);
-
-	free(frame);
-	return frame != NULL;
-}
-
-bool unwind_cfi_ends_stack(Dwfl *dwfl, Dwarf_Addr pc)
+enum unwind_cfi unwind_cfi_at(Dwfl *dwfl, Dwarf_Addr pc)
 {
 	Dwarf_Frame *frame = cfi_frame(dwfl, pc);
 	Dwarf_Op mem[3], *ops = NULL;
 	size_t nops = 1;
+	bool ends;
 	int ra;
 
 	if (!frame)
-		return false;
+		return UNWIND_CFI_NONE;
 	ra = dwarf_frame_info(frame, NULL, NULL, NULL);
 	/* No operations, and ops at mem: "undefined" (libdw.h), _start's and clone3's mark. */
-	bool ends = ra >= 0 && !dwarf_frame_register(frame, ra, mem, &ops, &nops) && !nops &&
-		    ops == mem;
+	ends = ra >= 0 && !dwarf_frame_register(frame, ra, mem, &ops, &nops) && !nops && ops == mem;
 	free(frame);
-	return ends;
+	return ends ? UNWIND_CFI_OUTERMOST : UNWIND_CFI_CALLER;
 }
 
 char *unwind_no_cfi_why(Dwfl *dwfl, const struct stack_frame *f)
 {
-	/* A return address lies after its call: pc - 1 is in the calling function. */
-	Dwarf_Addr pc = f->activation ? f->pc : f->pc - 1;
+	Dwarf_Addr pc = stack_frame__lookup_pc(f);
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
 	const char *file = NULL, *sym;
 	char *why;
 
-	if (!mod || unwind_has_cfi(dwfl, pc))
+	if (!mod || unwind_cfi_at(dwfl, pc) != UNWIND_CFI_NONE)
 		return NULL;
 	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
 	sym = dwfl_module_addrname(mod, pc);

@@ -30,6 +30,13 @@ struct stack_frame {
 	int line;
 };
 
+/* The address to look @f up by: a return address lies after its call, so pc - 1 is in the
+ * calling function (and its line, its CFI). */
+static inline uint64_t stack_frame__lookup_pc(const struct stack_frame *f)
+{
+	return f->activation ? f->pc : f->pc - 1;
+}
+
 struct py_thread;
 
 struct thread_stack {

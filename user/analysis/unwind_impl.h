@@ -101,10 +101,10 @@ struct walk {
 	char *no_cfi;
 };
 
-/* Does the object holding @pc have CFI for it (.eh_frame, else .debug_frame)? */
-bool unwind_has_cfi(Dwfl *dwfl, Dwarf_Addr pc);
-/* Does its CFI at @pc mark the stack's first frame (a return address "undefined")? */
-bool unwind_cfi_ends_stack(Dwfl *dwfl, Dwarf_Addr pc);
+/* What the CFI of the object holding @pc (.eh_frame, else .debug_frame) says there: none, a
+ * caller to unwind to, or the stack's first frame (its return address "undefined"). */
+enum unwind_cfi { UNWIND_CFI_NONE, UNWIND_CFI_CALLER, UNWIND_CFI_OUTERMOST };
+enum unwind_cfi unwind_cfi_at(Dwfl *dwfl, Dwarf_Addr pc);
 /*
  * "(FUNCTION in FILE) has no unwind information (CFI)" when frame @f's pc is in a module that
  * has no CFI for it (libdwfl then guesses by the frame pointer), else NULL.

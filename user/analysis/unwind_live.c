@@ -242,21 +242,21 @@ static int threads_without_frames(struct capture_set *cs, struct stacks *s)
 }
 
 /*
- * Where a thread's or the program's first frame is: no caller to scan for above it. By name,
- * or, in a stripped program (octave-cli's _start has no symbol), by its CFI's mark.
+ * Is @pc (a lookup pc) in a function known by name to be a thread's or the program's first
+ * frame: no caller to scan for above it. A stripped program's (octave-cli's _start has no
+ * symbol) is known by its CFI instead (UNWIND_CFI_OUTERMOST).
  */
-static bool is_outermost(Dwfl *dwfl, const struct stack_frame *f)
+static bool named_outermost(Dwfl *dwfl, Dwarf_Addr pc)
 {
 	static const char *const names[] = { "_start",	 "__clone",	 "clone",	  "clone3",
 					     "__clone3", "start_thread", "__thread_start" };
-	Dwarf_Addr pc = f->activation ? f->pc : f->pc - 1;
 	Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
 	const char *name = m ? dwfl_module_addrname(m, pc) : NULL;
 
 	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i]))
 			return true;
-	return unwind_cfi_ends_stack(dwfl, pc);
+	return false;
 }
 
 /*
@@ -344,8 +344,10 @@ static bool resumed_sanely(Dwfl *dwfl, const struct walk *w, size_t from)
 	if (ts->error)
 		return false;
 	end = &ts->frames[ts->n_frames - 1];
-	pc = end->activation ? end->pc : end->pc - 1;
-	return in_code(dwfl, pc) && (is_outermost(dwfl, end) || !unwind_has_cfi(dwfl, pc));
+	pc = stack_frame__lookup_pc(end);
+	/* A thread's first frame (by its CFI's mark or its name), or one without CFI. */
+	return in_code(dwfl, pc) &&
+	       (unwind_cfi_at(dwfl, pc) != UNWIND_CFI_CALLER || named_outermost(dwfl, pc));
 }
 
 /*
@@ -366,18 +368,17 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 	for (int resume = 0; resume < SCAN_RESUMES; resume++) {
 		size_t before = ts->n_frames;
 		bool resumed = false, unreadable = false, truncated = ts->truncated;
-		unsigned int tried = 0;
-		uint64_t sp, callee;
+		bool met_return = false;
+		uint64_t sp, callee, lookup;
 		char *kept;
 
 		if (!before || before >= w->max || !w->have_last)
 			break;
 		callee = ts->frames[before - 1].pc;
+		lookup = stack_frame__lookup_pc(&ts->frames[before - 1]);
 		/* A pc in no module: the walk already went astray, nothing to go on from. */
-		if (!dwfl_addrmodule(dwfl,
-				     ts->frames[before - 1].activation ? callee : callee - 1) ||
-		    unwind_has_cfi(dwfl, ts->frames[before - 1].activation ? callee : callee - 1) ||
-		    is_outermost(dwfl, &ts->frames[before - 1]))
+		if (!dwfl_addrmodule(dwfl, lookup) ||
+		    unwind_cfi_at(dwfl, lookup) != UNWIND_CFI_NONE || named_outermost(dwfl, lookup))
 			break; /* it stopped for another reason: the end of the stack */
 		sp = w->last_sp;
 		/* Why the walk stopped: gone once it goes on, unless it stops again so. */
@@ -388,7 +389,7 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 
 			if (!ret)
 				continue;
-			tried++;
+			met_return = true;
 			arch_regs__set_pc_sp(&c->regs, ret, sp + 8 * k + 8);
 			w->have_last = false;
 			dwfl_getthread_frames(dwfl, c->tid, unwind_frame_cb, w);
@@ -402,7 +403,7 @@ static void scan_on(Dwfl *dwfl, struct capture_set *cs, struct captured *c, stru
 			free(w->no_cfi);
 			w->no_cfi = NULL;
 		}
-		if (!resumed && !kept && !tried && c->stack_end && sp < c->stack_end &&
+		if (!resumed && !kept && !met_return && c->stack_end && sp < c->stack_end &&
 		    (unreadable || sp + 8 * SCAN_WORDS >= c->stack_end)) {
 			/* The scan covered the rest of the thread's stack and met no return address
 			 * at all: nothing above that frame but the stack's end (musl's __clone,

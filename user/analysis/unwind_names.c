@@ -138,7 +138,7 @@ static int symbolize_frames(Dwfl *dwfl, struct thread_stack *ts)
 	ts->n_frames = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct stack_frame f = raw[i];
-		Dwarf_Addr lookup = f.activation ? f.pc : f.pc - 1, bias = 0;
+		Dwarf_Addr lookup = stack_frame__lookup_pc(&f), bias = 0;
 		Dwfl_Module *mod = dwfl_addrmodule(dwfl, lookup);
 		Dwarf *dbg = mod ? dwfl_module_getdwarf(mod, &bias) : NULL;
 		Dwarf_Die cu_mem, *cudie = NULL;
@@ -214,7 +214,7 @@ static int copy_frame(struct stack_frame *dst, const struct stack_frame *src)
 static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_stack *one)
 {
 	const struct stack_frame raw = one->frames[0];
-	Dwarf_Addr lookup = raw.activation ? raw.pc : raw.pc - 1, elf_bias = 0, bias;
+	Dwarf_Addr lookup = stack_frame__lookup_pc(&raw), elf_bias = 0, bias;
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, lookup);
 	const struct fc_frame *hit;
 	const unsigned char *bid = NULL;
@@ -283,7 +283,7 @@ static int symbolize_cached(Dwfl *dwfl, struct framecache *fc, struct thread_sta
 /* The pc of @raw as an address of its object's file, on each frame @one names it with. */
 static void set_module_offset(Dwfl *dwfl, const struct stack_frame *raw, struct thread_stack *one)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(dwfl, raw->activation ? raw->pc : raw->pc - 1);
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, stack_frame__lookup_pc(raw));
 	Dwarf_Addr bias = 0;
 
 	if (!mod || !dwfl_module_getelf(mod, &bias))

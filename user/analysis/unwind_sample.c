@@ -163,7 +163,7 @@ static int name_sample(struct sample_unwinder *u, struct thread_stack *ts)
 	if (u->memo.n > SAMPLE_MEMO_MAX)
 		pc_memo__clear(&u->memo);
 	for (size_t i = 0; i < n && !err; i++) {
-		uint64_t lookup = raw[i].activation ? raw[i].pc : raw[i].pc - 1, off = 0;
+		uint64_t lookup = stack_frame__lookup_pc(&raw[i]), off = 0;
 		Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, lookup);
 		bool shared = mod && namer_place(mod, &off);
 		struct thread_stack one = { .frames = malloc(sizeof(*raw)), .n_frames = 1 };
